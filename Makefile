@@ -1,0 +1,32 @@
+# Thin wrapper: everything real lives in CMake and scripts/.
+BUILD ?= build
+BUILD_TYPE ?= RelWithDebInfo
+SANITIZE ?= OFF
+JOBS ?= $(shell nproc)
+DATA ?= ./data
+PORT ?= 5984
+
+.PHONY: all setup build run test bench clean
+
+all: build
+
+setup:
+	@bash scripts/setup.sh
+
+$(BUILD)/CMakeCache.txt: | setup
+	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=$(BUILD_TYPE) -DSETTEE_SANITIZE=$(SANITIZE)
+
+build: setup $(BUILD)/CMakeCache.txt
+	cd $(BUILD) && $(MAKE) --no-print-directory -j$(JOBS)
+
+run: build
+	$(BUILD)/settee --data-dir $(DATA) --port $(PORT)
+
+test: build
+	cd $(BUILD) && ctest --output-on-failure -j2
+
+bench: build
+	bash bench/run_foundation.sh
+
+clean:
+	rm -rf $(BUILD)

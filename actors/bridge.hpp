@@ -1,0 +1,23 @@
+// bridge: the one way a plain thread (an HTTP worker) talks to actors: send requests, wait for
+// every reply up to a deadline, get a status back. Thread-safety: call from any non-actor thread.
+#pragma once
+#include <caf/fwd.hpp>
+
+#include <chrono>
+#include <memory>
+#include <utility>
+#include <vector>
+
+#include "node/error.hpp"
+#include "storage/shard_store.hpp"
+
+namespace settee {
+
+using write_request = std::pair<caf::actor, std::shared_ptr<write_op>>;
+
+// Sends every op to its shard replica concurrently and waits for all of them. On return each op's
+// `st` and results are final, unless the deadline passed (errc::timeout) or an actor was gone.
+status write_all(caf::actor_system& sys, const std::vector<write_request>& requests,
+                 std::chrono::milliseconds timeout);
+
+}  // namespace settee

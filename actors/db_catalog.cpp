@@ -1,0 +1,121 @@
+#include "actors/db_catalog.hpp"
+
+#include <caf/all.hpp>
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+
+#include "actors/bridge.hpp"
+#include "node/log.hpp"
+
+namespace settee {
+
+using json = nlohmann::json;
+
+db_catalog::db_catalog(caf::actor_system& sys, shard_registry& shards, const clock& clk, std::string data_dir,
+                       std::string node_name, std::chrono::milliseconds timeout)
+    : sys_(sys), shards_(shards), clk_(clk), data_dir_(std::move(data_dir)), node_name_(std::move(node_name)),
+      timeout_(timeout) {}
+
+db_meta db_catalog::make_meta(const std::string& name, uint32_t q, int64_t created) const {
+  db_meta m;
+  m.name = name;
+  m.q = q;
+  m.created = created;
+  m.ranges = make_ranges(q);
+  for (auto& r : m.ranges) {
+    m.shard_paths.push_back(data_dir_ + "/shards/" + r.name() + "/" + name + "." + std::to_string(created));
+  }
+  return m;
+}
+
+status db_catalog::load() {
+  auto h = shards_.acquire(data_dir_ + "/_dbs.lmdb", clk_.now_s());
+  if (!h) return h.error();
+  dbs_ = *h;
+  auto snap = dbs_.store->read();
+  if (!snap) return snap.error();
+  std::unique_lock lock(mu_);
+  snap->scan_docs("", false, [&](const doc_info& d) {
+    if (d.tree.winner_deleted()) return true;
+    std::string body;
+    if (!snap->body(d.id, d.tree.rev(d.tree.winner()), body)) return true;
+    json j = json::parse(body, nullptr, false);
+    if (!j.is_object() || !j["q"].is_number_unsigned() || !j["created"].is_number_integer()) {
+      log::error("ignoring unreadable _dbs entry for " + d.id);
+      return true;
+    }
+    auto m = make_meta(d.id, j["q"].get<uint32_t>(), j["created"].get<int64_t>());
+    last_suffix_ = std::max(last_suffix_, m.created);
+    dbs_by_name_.emplace(d.id, std::move(m));
+    return true;
+  });
+  return {};
+}
+
+result<db_meta> db_catalog::find(const std::string& name) const {
+  std::shared_lock lock(mu_);
+  auto it = dbs_by_name_.find(name);
+  if (it == dbs_by_name_.end()) return status{errc::db_not_found, "Database does not exist."};
+  return it->second;
+}
+
+std::vector<std::string> db_catalog::names() const {
+  std::shared_lock lock(mu_);
+  std::vector<std::string> out;
+  out.reserve(dbs_by_name_.size());
+  for (auto& [name, m] : dbs_by_name_) out.push_back(name);
+  return out;
+}
+
+status db_catalog::write_entry(const std::string& name, const std::string& body, bool deleted) {
+  auto op = std::make_shared<write_op>();
+  doc_update u;
+  u.id = name;
+  u.body = body;
+  u.deleted = deleted;
+  if (auto snap = dbs_.store->read()) {
+    doc_info d;
+    if (snap->doc(name, d)) u.revs.push_back(d.tree.rev(d.tree.winner()));
+  }
+  op->docs.push_back(std::move(u));
+  if (auto st = write_all(sys_, {{dbs_.writer, op}}, timeout_); !st) return st;
+  if (!op->st) return op->st;
+  return op->results.front().st;
+}
+
+result<db_meta> db_catalog::create(const std::string& name, uint32_t q) {
+  std::lock_guard<std::mutex> wlock(write_mu_);
+  if (find(name)) {
+    return status{errc::file_exists, "The database could not be created, the file already exists."};
+  }
+  int64_t suffix = std::max(clk_.now_s(), last_suffix_ + 1);
+  db_meta m = make_meta(name, q, suffix);
+  json by_range = json::object();
+  for (auto& r : m.ranges) by_range[r.name()] = json::array({node_name_});
+  json body = {{"q", q}, {"n", 1}, {"created", suffix}, {"by_range", by_range}, {"props", json::object()}};
+  if (auto st = write_entry(name, body.dump(), false); !st) return st;
+  // Create the shard files now, so a 201 means the database is fully there.
+  for (auto& p : m.shard_paths) {
+    if (auto h = shards_.acquire(p, suffix); !h) return h.error();
+  }
+  last_suffix_ = suffix;
+  std::unique_lock lock(mu_);
+  dbs_by_name_[name] = m;
+  return m;
+}
+
+status db_catalog::remove(const std::string& name) {
+  std::lock_guard<std::mutex> wlock(write_mu_);
+  auto m = find(name);
+  if (!m) return m.error();
+  if (auto st = write_entry(name, "{}", true); !st) return st;
+  {
+    std::unique_lock lock(mu_);
+    dbs_by_name_.erase(name);
+  }
+  for (auto& p : m->shard_paths) shards_.remove(p);
+  return {};
+}
+
+}  // namespace settee

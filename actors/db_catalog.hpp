@@ -1,0 +1,64 @@
+// db_catalog: which databases exist on this node and how each is sharded.
+//
+// The catalog is itself a shard file, `<data>/_dbs.lmdb` (CouchDB's `_dbs` model): one document per
+// database, holding q, the creation suffix and the shard ranges. Creating or deleting a database
+// is one durable write to it; the in-memory index is rebuilt from it at start-up. Shard files live at
+// `<data>/shards/<range>/<db>.<suffix>`; the suffix (creation time in seconds, strictly increasing
+// per node) means a deleted and re-created database never reuses a file.
+// Thread-safety: all methods may be called from any thread.
+#pragma once
+#include <caf/fwd.hpp>
+
+#include <chrono>
+#include <map>
+#include <memory>
+#include <shared_mutex>
+#include <string>
+#include <vector>
+
+#include "actors/shard_map.hpp"
+#include "actors/shard_registry.hpp"
+
+namespace settee {
+
+struct db_meta {
+  std::string name;
+  uint32_t q = 1;
+  int64_t created = 0;  // the shard suffix and instance_start_time
+  std::vector<shard_range> ranges;
+  std::vector<std::string> shard_paths;
+};
+
+class db_catalog {
+ public:
+  db_catalog(caf::actor_system& sys, shard_registry& shards, const clock& clk, std::string data_dir,
+             std::string node_name, std::chrono::milliseconds timeout);
+
+  // Opens `_dbs` and loads every database. Call once before anything else.
+  status load();
+
+  result<db_meta> find(const std::string& name) const;
+  std::vector<std::string> names() const;
+  // errc::file_exists when it exists.
+  result<db_meta> create(const std::string& name, uint32_t q);
+  // errc::db_not_found when it does not exist. Deletes the shard files.
+  status remove(const std::string& name);
+
+ private:
+  db_meta make_meta(const std::string& name, uint32_t q, int64_t created) const;
+  status write_entry(const std::string& name, const std::string& body, bool deleted);
+
+  caf::actor_system& sys_;
+  shard_registry& shards_;
+  const clock& clk_;
+  std::string data_dir_;
+  std::string node_name_;
+  std::chrono::milliseconds timeout_;
+  shard_handle dbs_;  // pinned: never evicted
+  mutable std::shared_mutex mu_;
+  std::mutex write_mu_;  // one create/delete at a time
+  std::map<std::string, db_meta> dbs_by_name_;
+  int64_t last_suffix_ = 0;
+};
+
+}  // namespace settee

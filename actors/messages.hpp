@@ -1,0 +1,20 @@
+// messages: the atoms and message types actors exchange inside one process.
+// Uses CAF 0.17's forward-compatible ID-block macros so a port to CAF 0.18+ is mechanical.
+#pragma once
+#include <caf/allowed_unsafe_message_type.hpp>
+#include <caf/atom.hpp>
+#include <caf/type_id.hpp>
+
+#include <memory>
+
+#include "storage/shard_store.hpp"
+
+CAF_BEGIN_TYPE_ID_BLOCK(settee, caf::first_custom_type_id)
+  CAF_ADD_ATOM(settee, settee, write_atom, "write")
+  CAF_ADD_ATOM(settee, settee, commit_atom, "commit")
+  CAF_ADD_ATOM(settee, settee, shutdown_atom, "shutdown")
+CAF_END_TYPE_ID_BLOCK(settee)
+
+// A write travels by shared pointer: the replica fills in the results, then replies `true`.
+// Process-local only (never serialised), hence whitelisted.
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(std::shared_ptr<settee::write_op>)

@@ -1,0 +1,41 @@
+#include "actors/shard_map.hpp"
+
+#include <zlib.h>
+
+#include <cstdio>
+
+namespace settee {
+
+std::string shard_range::name() const {
+  char buf[18];
+  std::snprintf(buf, sizeof buf, "%08x-%08x", begin, end);
+  return buf;
+}
+
+std::vector<shard_range> make_ranges(uint32_t q) {
+  if (q == 0) q = 1;
+  std::vector<shard_range> out;
+  uint64_t size = (uint64_t{1} << 32) / q;
+  for (uint32_t i = 0; i < q; ++i) {
+    uint64_t b = size * i;
+    uint64_t e = (i + 1 == q) ? 0xffffffffull : size * (i + 1) - 1;
+    out.push_back({static_cast<uint32_t>(b), static_cast<uint32_t>(e)});
+  }
+  return out;
+}
+
+uint32_t hash_doc_id(std::string_view id) {
+  return static_cast<uint32_t>(crc32(0L, reinterpret_cast<const Bytef*>(id.data()), static_cast<uInt>(id.size())));
+}
+
+size_t range_index(const std::vector<shard_range>& ranges, uint32_t hash) {
+  // Ranges are sorted and contiguous: binary search on the end.
+  size_t lo = 0, hi = ranges.size();
+  while (lo + 1 < hi) {
+    size_t mid = (lo + hi) / 2;
+    if (ranges[mid].begin <= hash) lo = mid; else hi = mid;
+  }
+  return lo;
+}
+
+}  // namespace settee

@@ -1,0 +1,124 @@
+#include "actors/shard_registry.hpp"
+
+#include <caf/all.hpp>
+
+#include <chrono>
+#include <thread>
+#include <vector>
+
+#include "actors/messages.hpp"
+#include "node/log.hpp"
+
+namespace settee {
+
+shard_registry::shard_registry(caf::actor_system& sys, const clock& clk, store_options store_opts,
+                               replica_limits limits, size_t max_open)
+    : sys_(sys), clk_(clk), store_opts_(std::move(store_opts)), limits_(limits), max_open_(max_open ? max_open : 1) {}
+
+shard_registry::~shard_registry() { close_all(); }
+
+void shard_registry::wait_released(std::weak_ptr<shard_store> w) {
+  // The actor drops its reference when it quits; readers hold theirs for one request only.
+  for (int i = 0; !w.expired() && i < 60000; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  if (!w.expired()) log::error("a shard store is still referenced after 60 s; continuing");
+}
+
+void shard_registry::close_entry(entry& e) {
+  caf::anon_send(e.handle.writer, shutdown_atom_v);
+  e.handle.writer = nullptr;
+}
+
+result<shard_handle> shard_registry::acquire(const std::string& path, int64_t created_at) {
+  std::weak_ptr<shard_store> closing;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = open_.find(path);
+    if (it != open_.end()) {
+      it->second.last_used = ++tick_;
+      return it->second.handle;
+    }
+    auto c = closing_.find(path);
+    if (c != closing_.end()) {
+      closing = c->second;
+      closing_.erase(c);
+    }
+  }
+  wait_released(closing);  // never two environments on one file
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = open_.find(path);  // another thread may have opened it meanwhile
+  if (it != open_.end()) {
+    it->second.last_used = ++tick_;
+    return it->second.handle;
+  }
+  store_options opts = store_opts_;
+  opts.created_at = created_at;
+  auto store = shard_store::open(path, opts);
+  if (!store) return store.error();
+  entry e;
+  e.handle.store = *store;
+  e.handle.writer = spawn_shard_replica(sys_, *store, clk_, limits_);
+  e.last_used = ++tick_;
+  auto handle = e.handle;
+  open_.emplace(path, std::move(e));
+  evict_idle_locked();
+  return handle;
+}
+
+void shard_registry::evict_idle_locked() {
+  while (open_.size() > max_open_) {
+    auto victim = open_.end();
+    for (auto it = open_.begin(); it != open_.end(); ++it) {
+      // Held by the registry and the actor only: no request in flight.
+      if (it->second.handle.store.use_count() <= 2 &&
+          (victim == open_.end() || it->second.last_used < victim->second.last_used)) {
+        victim = it;
+      }
+    }
+    if (victim == open_.end()) return;  // everything is busy; try again on the next open
+    closing_[victim->first] = victim->second.handle.store;
+    close_entry(victim->second);
+    open_.erase(victim);
+  }
+}
+
+void shard_registry::remove(const std::string& path) {
+  std::weak_ptr<shard_store> w;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = open_.find(path);
+    if (it != open_.end()) {
+      w = it->second.handle.store;
+      close_entry(it->second);
+      open_.erase(it);
+    }
+    auto c = closing_.find(path);
+    if (c != closing_.end()) {
+      if (w.expired()) w = c->second;
+      closing_.erase(c);
+    }
+  }
+  wait_released(w);
+  shard_store::remove_files(path);
+}
+
+void shard_registry::close_all() {
+  std::vector<std::weak_ptr<shard_store>> ws;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (auto& [path, e] : open_) {
+      ws.push_back(e.handle.store);
+      close_entry(e);
+    }
+    open_.clear();
+    for (auto& [path, w] : closing_) ws.push_back(w);
+    closing_.clear();
+  }
+  for (auto& w : ws) wait_released(w);
+}
+
+size_t shard_registry::open_count() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return open_.size();
+}
+
+}  // namespace settee

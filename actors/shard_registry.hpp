@@ -1,0 +1,61 @@
+// shard_registry: the node's cache of open shard replicas (store + writer actor), keyed by file path.
+//
+// Guarantees one LMDB environment per file per process (LMDB's rule): a path is open at most once,
+// and a store being closed must be fully released before the path can be opened again.
+// Idle shards are closed least-recently-used first once more than `max_open` are open; a shard is
+// idle when nobody but the registry and its actor holds it (no request in flight).
+// Thread-safety: all methods may be called from any thread.
+#pragma once
+#include <caf/actor.hpp>
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "actors/shard_replica.hpp"
+#include "node/error.hpp"
+
+namespace settee {
+
+struct shard_handle {
+  std::shared_ptr<shard_store> store;  // for reads (snapshots) from the calling thread
+  caf::actor writer;                   // the shard replica actor: every write goes through it
+};
+
+class shard_registry {
+ public:
+  shard_registry(caf::actor_system& sys, const clock& clk, store_options store_opts, replica_limits limits,
+                 size_t max_open);
+  ~shard_registry();
+
+  // Opens (or finds) the shard at `path`. `created_at` is used when the file is new.
+  result<shard_handle> acquire(const std::string& path, int64_t created_at);
+  // Closes the shard (after its queued writes) and deletes its files.
+  void remove(const std::string& path);
+  // Closes every shard (queued writes finish first).
+  void close_all();
+  size_t open_count() const;
+
+ private:
+  struct entry {
+    shard_handle handle;
+    uint64_t last_used = 0;
+  };
+  void close_entry(entry& e);
+  static void wait_released(std::weak_ptr<shard_store> w);
+  void evict_idle_locked();
+
+  caf::actor_system& sys_;
+  const clock& clk_;
+  store_options store_opts_;
+  replica_limits limits_;
+  size_t max_open_;
+  mutable std::mutex mu_;
+  std::map<std::string, entry> open_;
+  std::map<std::string, std::weak_ptr<shard_store>> closing_;
+  uint64_t tick_ = 0;
+};
+
+}  // namespace settee

@@ -1,0 +1,82 @@
+#include "actors/shard_replica.hpp"
+
+#include <caf/all.hpp>
+
+#include <utility>
+#include <vector>
+
+#include "actors/messages.hpp"
+#include "node/log.hpp"
+
+namespace settee {
+
+namespace {
+
+struct replica_state {
+  std::shared_ptr<shard_store> store;
+  const clock* clk = nullptr;
+  replica_limits limits;
+  std::vector<std::pair<std::shared_ptr<write_op>, caf::response_promise>> pending;
+  size_t pending_docs = 0;
+  size_t pending_bytes = 0;
+  bool commit_scheduled = false;
+
+  void commit() {
+    if (pending.empty()) return;
+    std::vector<write_op*> ops;
+    ops.reserve(pending.size());
+    for (auto& p : pending) ops.push_back(p.first.get());
+    status st = store->commit(ops, clk->now_s());
+    if (!st) log::error("commit failed on " + store->path() + ": " + st.reason);
+    for (auto& p : pending) p.second.deliver(true);  // outcomes travel inside each op
+    pending.clear();
+    pending_docs = pending_bytes = 0;
+  }
+};
+
+size_t op_bytes(const write_op& op) {
+  size_t n = op.security.size() + op.local.body.size();
+  for (auto& d : op.docs) n += d.body.size() + d.id.size();
+  return n;
+}
+
+caf::behavior replica_impl(caf::stateful_actor<replica_state>* self, std::shared_ptr<shard_store> store,
+                           const clock* clk, replica_limits limits) {
+  self->state.store = std::move(store);
+  self->state.clk = clk;
+  self->state.limits = limits;
+  return {
+      [=](write_atom, std::shared_ptr<write_op> op) {
+        auto& s = self->state;
+        auto rp = self->make_response_promise();
+        s.pending_docs += op->what == write_op::kind::docs ? op->docs.size() : 1;
+        s.pending_bytes += op_bytes(*op);
+        s.pending.emplace_back(std::move(op), rp);
+        if (s.pending_docs >= s.limits.batch_max_docs || s.pending_bytes >= s.limits.batch_max_bytes) {
+          s.commit();
+        } else if (!s.commit_scheduled) {
+          s.commit_scheduled = true;
+          self->send(self, commit_atom_v);
+        }
+        return rp;
+      },
+      [=](commit_atom) {
+        self->state.commit_scheduled = false;
+        self->state.commit();
+      },
+      [=](shutdown_atom) {
+        self->state.commit();
+        self->state.store.reset();
+        self->quit();
+      },
+  };
+}
+
+}  // namespace
+
+caf::actor spawn_shard_replica(caf::actor_system& sys, std::shared_ptr<shard_store> store, const clock& clk,
+                               replica_limits limits) {
+  return sys.spawn<caf::detached>(replica_impl, std::move(store), &clk, limits);
+}
+
+}  // namespace settee

@@ -1,0 +1,30 @@
+// shard_replica: the actor that owns one shard replica's file and is its only writer.
+//
+// Protocol: (write_atom, shared_ptr<write_op>) -> bool. The reply comes only after the op's
+// transaction committed with fsync; the op's results are then filled in. (shutdown_atom) makes it
+// finish what is queued and quit.
+//
+// Group commit: writes are queued, and a commit_atom the actor sends itself marks the end of
+// the current burst. Every write already in the mailbox is ahead of it, so one transaction and one
+// fsync serve them all. A batch is bounded by docs and bytes (limits below).
+// The actor runs detached (its own thread) because fsync would otherwise stall CAF's workers.
+#pragma once
+#include <caf/fwd.hpp>
+
+#include <cstddef>
+#include <memory>
+
+#include "node/clock.hpp"
+#include "storage/shard_store.hpp"
+
+namespace settee {
+
+struct replica_limits {
+  size_t batch_max_docs = 5000;
+  size_t batch_max_bytes = 32u << 20;
+};
+
+caf::actor spawn_shard_replica(caf::actor_system& sys, std::shared_ptr<shard_store> store, const clock& clk,
+                               replica_limits limits);
+
+}  // namespace settee

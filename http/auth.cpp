@@ -1,0 +1,186 @@
+#include "http/auth.hpp"
+
+#include <algorithm>
+#include <cstdlib>
+
+#include "node/crypto.hpp"
+
+namespace settee {
+
+namespace {
+
+const char* users_db = "_users";
+const char* user_prefix = "org.couchdb.user:";
+
+bool has_any(const std::vector<std::string>& have, const json& wanted) {
+  if (!wanted.is_array()) return false;
+  for (auto& w : wanted)
+    if (w.is_string() && std::find(have.begin(), have.end(), w.get<std::string>()) != have.end()) return true;
+  return false;
+}
+
+bool listed(const user_ctx& u, const json& section) {
+  if (!section.is_object()) return false;
+  if (u.name && section.contains("names") && section["names"].is_array()) {
+    for (auto& n : section["names"])
+      if (n.is_string() && n.get<std::string>() == *u.name) return true;
+  }
+  return section.contains("roles") && has_any(u.roles, section["roles"]);
+}
+
+bool section_empty(const json& security, const char* key) {
+  if (!security.is_object() || !security.contains(key) || !security[key].is_object()) return true;
+  const json& s = security[key];
+  bool names = !s.contains("names") || !s["names"].is_array() || s["names"].empty();
+  bool roles = !s.contains("roles") || !s["roles"].is_array() || s["roles"].empty();
+  return names && roles;
+}
+
+}  // namespace
+
+authenticator::authenticator(const config& cfg, const clock& clk, coordinator& coord)
+    : cfg_(cfg), clk_(clk), coord_(coord), secret_(cfg.get("chttpd_auth", "secret")),
+      cookie_timeout_s_(cfg.get_int("chttpd_auth", "timeout", 600)) {}
+
+bool authenticator::verify_cached(const std::string& name, const std::string& password, const std::string& stored) {
+  std::string key = name + '\0' + stored;
+  std::string digest = crypto::sha256_hex(password);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = verified_.find(key);
+    if (it != verified_.end()) return crypto::equal_ct(it->second, digest);
+  }
+  if (!crypto::verify(password, stored)) return false;
+  std::lock_guard<std::mutex> lock(mu_);
+  if (verified_.size() > 10000) verified_.clear();  // bounded
+  verified_[key] = digest;
+  return true;
+}
+
+std::optional<authenticator::stored_user> authenticator::find_user(const std::string& name) {
+  std::string admin = cfg_.get("admins", name);
+  if (!admin.empty()) return stored_user{admin, {"_admin"}};
+  auto db = coord_.catalog().find(users_db);
+  if (!db) return std::nullopt;
+  std::string id = user_prefix + name;
+  auto h = coord_.shard_for(*db, id);
+  if (!h) return std::nullopt;
+  auto snap = h->store->read();
+  doc_info d;
+  std::string body;
+  if (!snap || !snap->doc(id, d) || d.tree.winner_deleted() || !snap->body(id, d.tree.rev(d.tree.winner()), body)) {
+    return std::nullopt;
+  }
+  auto j = parse_json(body);
+  if (!j || !j->is_object() || !(*j)["derived_key"].is_string() || !(*j)["salt"].is_string() ||
+      !(*j)["iterations"].is_number_integer()) {
+    return std::nullopt;
+  }
+  std::string prf = j->value("pbkdf2_prf", std::string("sha"));
+  stored_user u;
+  u.hash = std::string(prf == "sha256" ? "-pbkdf2:sha256-" : "-pbkdf2-") + (*j)["derived_key"].get<std::string>() +
+           "," + (*j)["salt"].get<std::string>() + "," + std::to_string((*j)["iterations"].get<int64_t>());
+  if ((*j)["roles"].is_array()) {
+    for (auto& r : (*j)["roles"])
+      if (r.is_string()) u.roles.push_back(r.get<std::string>());
+  }
+  return u;
+}
+
+std::optional<user_ctx> authenticator::check_password(const std::string& name, const std::string& password) {
+  auto u = find_user(name);
+  if (!u || !verify_cached(name, password, u->hash)) return std::nullopt;
+  user_ctx ctx;
+  ctx.name = name;
+  ctx.roles = u->roles;
+  return ctx;
+}
+
+std::string authenticator::make_cookie(const std::string& name) {
+  auto u = find_user(name);
+  char hex_time[20];
+  std::snprintf(hex_time, sizeof hex_time, "%llX", static_cast<unsigned long long>(clk_.now_s()));
+  std::string payload = name + ":" + hex_time;
+  // Keyed by the user's stored hash too: changing the password invalidates old cookies.
+  std::string mac = crypto::hmac_sha256_hex(secret_ + (u ? u->hash : ""), payload);
+  return crypto::base64_encode(payload + ":" + mac, true);
+}
+
+result<user_ctx> authenticator::authenticate(const httplib::Request& req) {
+  std::string authz = req.get_header_value("Authorization");
+  if (authz.rfind("Basic ", 0) == 0) {
+    std::string decoded;
+    size_t colon;
+    if (!crypto::base64_decode(authz.substr(6), decoded) || (colon = decoded.find(':')) == std::string::npos) {
+      return status{errc::unauthorized, "Name or password is incorrect."};
+    }
+    auto u = check_password(decoded.substr(0, colon), decoded.substr(colon + 1));
+    if (!u) return status{errc::unauthorized, "Name or password is incorrect."};
+    u->authenticated_by = "default";
+    return *u;
+  }
+  std::string cookies = req.get_header_value("Cookie");
+  size_t at = cookies.find("AuthSession=");
+  if (at != std::string::npos) {
+    size_t start = at + 12, end = cookies.find(';', start);
+    std::string value = cookies.substr(start, end == std::string::npos ? std::string::npos : end - start);
+    std::string decoded;
+    size_t c1, c2;
+    if (crypto::base64_decode(value, decoded) && (c1 = decoded.find(':')) != std::string::npos &&
+        (c2 = decoded.find(':', c1 + 1)) != std::string::npos) {
+      std::string name = decoded.substr(0, c1);
+      std::string hex_time = decoded.substr(c1 + 1, c2 - c1 - 1);
+      auto u = find_user(name);
+      char* endp = nullptr;
+      long long issued = std::strtoll(hex_time.c_str(), &endp, 16);
+      bool fresh = endp && *endp == '\0' && !hex_time.empty() && clk_.now_s() < issued + cookie_timeout_s_;
+      std::string mac = crypto::hmac_sha256_hex(secret_ + (u ? u->hash : ""), name + ":" + hex_time);
+      if (u && fresh && crypto::equal_ct(mac, decoded.substr(c2 + 1))) {
+        user_ctx ctx;
+        ctx.name = name;
+        ctx.roles = u->roles;
+        ctx.authenticated_by = "cookie";
+        return ctx;
+      }
+    }
+  }
+  return user_ctx{};
+}
+
+status authenticator::require_server_admin(const user_ctx& u) {
+  if (u.is_admin()) return {};
+  if (!u.name) return {errc::unauthorized, "You are not a server admin."};
+  return {errc::forbidden, "You are not a server admin."};
+}
+
+status authenticator::require_db_admin(const user_ctx& u, const json& security) {
+  if (u.is_admin()) return {};
+  if (security.is_object() && security.contains("admins") && listed(u, security["admins"])) return {};
+  if (!u.name) return {errc::unauthorized, "You are not a db or server admin."};
+  return {errc::forbidden, "You are not a db or server admin."};
+}
+
+status authenticator::require_member(const user_ctx& u, const json& security) {
+  if (u.is_admin()) return {};
+  if (section_empty(security, "members")) return {};  // no members: the database is public
+  if (listed(u, security["members"])) return {};
+  if (security.contains("admins") && listed(u, security["admins"])) return {};
+  if (!u.name) return {errc::unauthorized, "You are not authorized to access this db."};
+  return {errc::forbidden, "You are not allowed to access this db."};
+}
+
+void authenticator::hash_user_password(json& doc) {
+  if (!doc.is_object() || !doc.contains("password") || !doc["password"].is_string()) return;
+  std::string stored = crypto::hash(doc["password"].get<std::string>());
+  // "-pbkdf2:sha256-<key>,<salt>,<iterations>"
+  std::string rest = stored.substr(15);
+  size_t c1 = rest.find(','), c2 = rest.find(',', c1 + 1);
+  doc.erase("password");
+  doc["password_scheme"] = "pbkdf2";
+  doc["pbkdf2_prf"] = "sha256";
+  doc["derived_key"] = rest.substr(0, c1);
+  doc["salt"] = rest.substr(c1 + 1, c2 - c1 - 1);
+  doc["iterations"] = std::atoll(rest.c_str() + c2 + 1);
+}
+
+}  // namespace settee

@@ -1,0 +1,55 @@
+// authenticator: who is asking (Basic credentials or an AuthSession cookie) and what they may do.
+//
+// Server admins come from the [admins] config section (PBKDF2 hashes only). Other users are
+// documents "org.couchdb.user:<name>" in the `_users` database, as in CouchDB; a "password" field
+// written there is replaced by its PBKDF2 hash before it is stored.
+// Successful PBKDF2 checks are cached (keyed by the stored hash and a SHA-256 of the password),
+// so Basic auth on every request does not pay the key derivation each time.
+// Thread-safety: all methods may be called from any thread.
+#pragma once
+#include <map>
+#include <mutex>
+#include <optional>
+#include <string>
+
+#include "http/request.hpp"
+
+namespace settee {
+
+class authenticator {
+ public:
+  authenticator(const config& cfg, const clock& clk, coordinator& coord);
+
+  // The user behind the request: anonymous without credentials, errc::unauthorized when Basic
+  // credentials are wrong. A bad or expired cookie counts as anonymous, as in CouchDB.
+  result<user_ctx> authenticate(const httplib::Request& req);
+  // Checks a name and password against the admins, then `_users`.
+  std::optional<user_ctx> check_password(const std::string& name, const std::string& password);
+  std::string make_cookie(const std::string& name);
+  int64_t cookie_timeout_s() const { return cookie_timeout_s_; }
+
+  static status require_server_admin(const user_ctx& u);
+  // `security` is the database's _security object.
+  static status require_member(const user_ctx& u, const json& security);
+  static status require_db_admin(const user_ctx& u, const json& security);
+  // For documents written to `_users`: hashes a plain "password" field in place.
+  static void hash_user_password(json& doc);
+
+ private:
+  struct stored_user {
+    std::string hash;  // "-pbkdf2..." form
+    std::vector<std::string> roles;
+  };
+  std::optional<stored_user> find_user(const std::string& name);
+  bool verify_cached(const std::string& name, const std::string& password, const std::string& stored);
+
+  const config& cfg_;
+  const clock& clk_;
+  coordinator& coord_;
+  std::string secret_;
+  int64_t cookie_timeout_s_;
+  std::mutex mu_;
+  std::map<std::string, std::string> verified_;  // stored hash + name -> sha256(password)
+};
+
+}  // namespace settee

@@ -1,0 +1,351 @@
+// Database-level endpoints: /db (create, delete, info, POST a doc), _all_docs, _security, _shards,
+// _ensure_full_commit.
+#include <algorithm>
+#include <regex>
+
+#include "actors/shard_map.hpp"
+#include "http/auth.hpp"
+#include "http/doc_render.hpp"
+#include "http/handlers.hpp"
+
+namespace settee {
+
+status validate_db_name(const std::string& name) {
+  static const std::regex rule("^[a-z][a-z0-9_$()+\\-/]*$");
+  static const char* system[] = {"_users", "_replicator", "_global_changes"};
+  bool ok = std::find(std::begin(system), std::end(system), name) != std::end(system) ||
+            std::regex_match(name, rule);
+  if (!ok) {
+    return {errc::illegal_database_name,
+            "Name: '" + name +
+                "'. Only lowercase characters (a-z), digits (0-9), and any of the characters _, $, (, ), +, -, "
+                "and / are allowed. Must begin with a letter."};
+  }
+  if (name.size() > 238) {
+    return {errc::database_name_too_long, "At least one path segment of `" + name + "` is too long."};
+  }
+  return {};
+}
+
+json read_security(ctx& c, const db_meta& db) {
+  auto h = c.node.coord.shard(db, 0);
+  if (!h) return json::object();
+  std::string text = h->store->header().security;
+  auto j = text.empty() ? std::nullopt : parse_json(text);
+  return j && j->is_object() ? *j : json::object();
+}
+
+namespace {
+
+result<uint32_t> positive_param(ctx& c, const char* name, uint32_t def) {
+  if (!c.has(name)) return def;
+  std::string v = c.param(name);
+  char* end = nullptr;
+  long long n = v.empty() ? 0 : std::strtoll(v.c_str(), &end, 10);
+  if (v.empty() || *end != '\0' || n <= 0 || n > 1024) {
+    return status{errc::bad_request, std::string("The `") + name + "` value should be a positive integer."};
+  }
+  return static_cast<uint32_t>(n);
+}
+
+void create_db(ctx& c, const std::string& name) {
+  if (auto st = authenticator::require_server_admin(c.user); !st) return c.error(st);
+  auto q = positive_param(c, "q", c.node.default_q);
+  auto n = positive_param(c, "n", 1);
+  if (auto e = first_error(q, n)) return c.error(*e);
+  auto db = c.node.coord.catalog().create(name, *q);
+  if (!db) return c.error(db.error());
+  c.reply(201, json{{"ok", true}});
+  c.res.set_header("Location", "/" + name);
+}
+
+void delete_db(ctx& c, const std::string& name) {
+  if (auto st = authenticator::require_server_admin(c.user); !st) return c.error(st);
+  if (c.has("rev")) {
+    return c.error(errc::bad_request,
+                   "You tried to DELETE a database with a ?=rev parameter. Did you mean to DELETE a document instead?");
+  }
+  if (auto st = c.node.coord.catalog().remove(name); !st) return c.error(st);
+  c.reply(200, json{{"ok", true}});
+}
+
+void db_info(ctx& c, const db_meta& db) {
+  uint64_t docs = 0, deleted = 0, seq = 0, external = 0, file = 0;
+  for (size_t i = 0; i < db.q; ++i) {
+    auto h = c.node.coord.shard(db, i);
+    if (!h) return c.error(h.error());
+    shard_header hd = h->store->header();
+    docs += hd.doc_count;
+    deleted += hd.doc_del_count;
+    seq += hd.update_seq;
+    external += hd.external_size;
+    file += h->store->file_size();
+  }
+  uint32_t quorum = 1;  // n = 1 until clustering arrives
+  c.reply(200, json{{"instance_start_time", std::to_string(db.created)},
+                    {"db_name", db.name},
+                    {"purge_seq", "0"},
+                    {"update_seq", std::to_string(seq)},
+                    {"sizes", {{"file", file}, {"external", external}, {"active", std::min(file, external)}}},
+                    {"props", json::object()},
+                    {"doc_del_count", deleted},
+                    {"doc_count", docs},
+                    {"disk_format_version", 8},
+                    {"compact_running", false},
+                    {"cluster", {{"q", db.q}, {"n", 1}, {"w", quorum}, {"r", quorum}}}});
+}
+
+}  // namespace
+
+void handle_db(ctx& c, const std::string& name) {
+  if (c.method() == "PUT") return create_db(c, name);
+  if (c.method() == "DELETE") return delete_db(c, name);
+  if (c.method() != "GET" && c.method() != "POST") return c.method_not_allowed("DELETE,GET,HEAD,POST,PUT");
+  auto db = c.node.coord.catalog().find(name);
+  if (!db) return c.error(db.error());
+  json security = read_security(c, *db);
+  status allowed = name == "_users" ? authenticator::require_server_admin(c.user)
+                                    : authenticator::require_member(c.user, security);
+  if (!allowed) return c.error(allowed);
+  if (c.method() == "GET") return db_info(c, *db);
+  // POST /db: create a document with a server-generated id unless it brings its own.
+  std::string type = c.req.get_header_value("Content-Type");
+  if (type.rfind("application/json", 0) != 0) {
+    return c.error(errc::bad_content_type, "Content-Type must be application/json");
+  }
+  handle_doc(c, *db, "");
+}
+
+void handle_security(ctx& c, const db_meta& db, const json& security) {
+  if (c.method() == "GET") return c.reply(200, security);
+  if (c.method() != "PUT") return c.method_not_allowed("PUT,GET");
+  auto body = parse_json(c.req.body);
+  if (!body || !body->is_object()) return c.error(errc::bad_request, "Security object must be a JSON object");
+  for (const char* section : {"admins", "members"}) {
+    if (!body->contains(section)) continue;
+    const json& s = (*body)[section];
+    bool ok = s.is_object();
+    for (const char* list : {"names", "roles"}) {
+      if (ok && s.contains(list)) {
+        ok = s[list].is_array() && std::all_of(s[list].begin(), s[list].end(), [](const json& x) { return x.is_string(); });
+      }
+    }
+    if (!ok) return c.error(errc::bad_request, std::string("`") + section + "` must have `names` and `roles` as lists of strings");
+  }
+  if (auto st = c.node.coord.set_security(db, body->dump()); !st) return c.error(st);
+  c.reply(200, json{{"ok", true}});
+}
+
+void handle_shards(ctx& c, const db_meta& db) {
+  if (c.method() != "GET") return c.method_not_allowed("GET");
+  if (c.path.size() == 3) {
+    const auto& r = db.ranges[c.node.coord.shard_index(db, c.path[2])];
+    return c.reply(200, json{{"range", r.name()}, {"nodes", {c.node.node_name}}});
+  }
+  json shards = json::object();
+  for (auto& r : db.ranges) shards[r.name()] = json::array({c.node.node_name});
+  c.reply(200, json{{"shards", shards}});
+}
+
+void handle_ensure_full_commit(ctx& c, const db_meta& db) {
+  if (c.method() != "POST") return c.method_not_allowed("POST");
+  // Every acknowledged write is already synced: nothing to flush.
+  c.reply(201, json{{"ok", true}, {"instance_start_time", std::to_string(db.created)}});
+}
+
+// ---- _all_docs ------------------------------------------------------------------------------
+
+namespace {
+
+// CouchDB collation of a string key against a bound of any JSON type:
+// null < false < true < numbers < strings < arrays < objects.
+int compare_key(const std::string& id, const json& bound) {
+  if (bound.is_string()) {
+    const std::string& b = bound.get_ref<const std::string&>();
+    return id < b ? -1 : id > b ? 1 : 0;
+  }
+  return (bound.is_array() || bound.is_object()) ? -1 : 1;
+}
+
+struct all_docs_query {
+  bool descending = false, inclusive_end = true, include_docs = false, conflicts = false, update_seq = false;
+  int64_t limit = -1, skip = 0;
+  std::optional<json> start, end, keys;
+};
+
+result<all_docs_query> parse_all_docs(ctx& c, const json* post_body) {
+  all_docs_query q;
+  auto descending = c.bool_param("descending", false);
+  auto inclusive_end = c.bool_param("inclusive_end", true);
+  auto include_docs = c.bool_param("include_docs", false);
+  auto conflicts = c.bool_param("conflicts", false);
+  auto update_seq = c.bool_param("update_seq", false);
+  auto limit = c.int_param("limit", -1);
+  auto skip = c.int_param("skip", 0);
+  if (auto e = first_error(descending, inclusive_end, include_docs, conflicts, update_seq, limit, skip)) return *e;
+  if (c.has("limit") && *limit < 0) {
+    return status{errc::query_parse_error, "Invalid value for positive integer: \"" + c.param("limit") + "\""};
+  }
+  if (*skip < 0) return status{errc::query_parse_error, "`skip` must be >= 0"};
+  q.descending = *descending;
+  q.inclusive_end = *inclusive_end;
+  q.include_docs = *include_docs;
+  q.conflicts = *conflicts;
+  q.update_seq = *update_seq;
+  q.limit = *limit;
+  q.skip = *skip;
+  auto json_param = [&](const char* name) -> result<std::optional<json>> {
+    if (!c.has(name)) return std::optional<json>{};
+    auto j = parse_json(c.param(name));
+    if (!j) return status{errc::query_parse_error, std::string("Invalid JSON in the `") + name + "` parameter"};
+    return std::optional<json>{std::move(*j)};
+  };
+  for (auto [name, alias, slot] : {std::tuple{"startkey", "start_key", &q.start}, {"endkey", "end_key", &q.end},
+                                   {"key", "key", &q.start}, {"keys", "keys", &q.keys}}) {
+    for (const char* n : {name, alias}) {
+      auto v = json_param(n);
+      if (!v) return v.error();
+      if (*v) *slot = **v;
+    }
+  }
+  if (c.has("key")) q.end = q.start;
+  if (post_body && post_body->contains("keys")) {
+    if (q.keys) return status{errc::bad_request, "`keys` and `queries` are mutually exclusive"};
+    q.keys = (*post_body)["keys"];
+  }
+  if (q.keys) {
+    if (!q.keys->is_array()) return status{errc::bad_request, "`keys` body member must be an array."};
+    if (c.has("key") || c.has("startkey") || c.has("start_key") || c.has("endkey") || c.has("end_key")) {
+      return status{errc::query_parse_error, "`keys` is incompatible with `key`, `start_key` and `end_key`"};
+    }
+  }
+  return q;
+}
+
+struct row_source {
+  shard_store::snapshot snap;
+  std::vector<doc_info> rows;
+  size_t next = 0;
+};
+
+std::string value_of(const doc_info& d) {
+  std::string v = "{\"rev\":" + quote(d.tree.rev(d.tree.winner()).str());
+  if (d.tree.winner_deleted()) v += ",\"deleted\":true";
+  return v + "}";
+}
+
+void append_row(std::string& out, bool& first, const all_docs_query& q, const row_source& src, const doc_info& d) {
+  out += first ? "\r\n" : ",\r\n";
+  first = false;
+  std::string qid = quote(d.id);
+  out += "{\"id\":" + qid + ",\"key\":" + qid + ",\"value\":" + value_of(d);
+  if (q.include_docs) {
+    out += ",\"doc\":";
+    if (d.tree.winner_deleted()) {
+      out += "null";
+    } else {
+      render_options opts;
+      opts.conflicts = q.conflicts;
+      out += render_winner(src.snap, d, opts);
+    }
+  }
+  out += "}";
+}
+
+}  // namespace
+
+void handle_all_docs(ctx& c, const db_meta& db) {
+  if (c.method() != "GET" && c.method() != "POST") return c.method_not_allowed("GET,HEAD,POST");
+  std::optional<json> body;
+  if (c.method() == "POST") {
+    body = parse_json(c.req.body);
+    if (!body || !body->is_object()) return c.error(errc::bad_request, "Request body must be a JSON object");
+  }
+  auto parsed = parse_all_docs(c, body ? &*body : nullptr);
+  if (!parsed) return c.error(parsed.error());
+  const all_docs_query& q = *parsed;
+
+  std::vector<row_source> shards(db.q);
+  uint64_t total = 0, seq = 0;
+  for (size_t i = 0; i < db.q; ++i) {
+    auto h = c.node.coord.shard(db, i);
+    if (!h) return c.error(h.error());
+    auto snap = h->store->read();
+    if (!snap) return c.error(snap.error());
+    shards[i].snap = std::move(*snap);
+    shard_header hd = h->store->header();
+    total += hd.doc_count;
+    seq += hd.update_seq;
+  }
+
+  std::string out = "{\"total_rows\":" + std::to_string(total) + ",\"offset\":";
+  std::string rows;
+  bool first = true;
+  int64_t emitted = 0, skipped = 0, offset = q.skip;
+  auto room = [&] { return q.limit < 0 || emitted < q.limit; };
+
+  if (q.keys) {
+    for (auto& key : *q.keys) {
+      if (!room()) break;
+      doc_info d;
+      bool found = false;
+      size_t s = 0;
+      if (key.is_string()) {
+        const std::string& id = key.get_ref<const std::string&>();
+        s = c.node.coord.shard_index(db, id);
+        found = shards[s].snap.doc(id, d);
+      }
+      if (skipped++ < q.skip) continue;
+      ++emitted;
+      if (!found) {
+        rows += (first ? "\r\n" : ",\r\n") + std::string("{\"key\":") + key.dump() + ",\"error\":\"not_found\"}";
+        first = false;
+      } else {
+        append_row(rows, first, q, shards[s], d);
+      }
+    }
+  } else {
+    // Each shard yields its live documents within the key range, in order; a k-way merge
+    // interleaves them. Rows before the start key count towards `offset`, as in CouchDB.
+    size_t wanted = q.limit < 0 ? SIZE_MAX : static_cast<size_t>(q.skip + q.limit);
+    for (auto& src : shards) {
+      src.snap.scan_docs("", q.descending, [&](const doc_info& d) {
+        if (d.tree.winner_deleted()) return true;
+        int vs_start = q.start ? compare_key(d.id, *q.start) : (q.descending ? -1 : 1);
+        if (q.descending ? vs_start > 0 : vs_start < 0) {
+          ++offset;
+          return true;
+        }
+        if (q.end) {
+          int vs_end = compare_key(d.id, *q.end);
+          bool past = q.descending ? (q.inclusive_end ? vs_end < 0 : vs_end <= 0)
+                                   : (q.inclusive_end ? vs_end > 0 : vs_end >= 0);
+          if (past) return false;
+        }
+        src.rows.push_back(d);
+        return src.rows.size() < wanted;
+      });
+    }
+    while (room()) {
+      row_source* best = nullptr;
+      for (auto& src : shards) {
+        if (src.next >= src.rows.size()) continue;
+        if (!best || (q.descending ? src.rows[src.next].id > best->rows[best->next].id
+                                   : src.rows[src.next].id < best->rows[best->next].id)) {
+          best = &src;
+        }
+      }
+      if (!best) break;
+      const doc_info& d = best->rows[best->next++];
+      if (skipped++ < q.skip) continue;
+      ++emitted;
+      append_row(rows, first, q, *best, d);
+    }
+  }
+  out += std::to_string(offset) + ",\"rows\":[" + rows + (first ? "]" : "\r\n]");
+  if (q.update_seq) out += ",\"update_seq\":" + quote(std::to_string(seq));
+  out += "}\n";
+  c.reply_raw(200, std::move(out));
+}
+
+}  // namespace settee

@@ -1,0 +1,327 @@
+// Document endpoints: /db/{docid} (GET, PUT, DELETE; POST /db lands here too) and /db/_local/{id}.
+#include <algorithm>
+#include <cstdlib>
+
+#include "http/auth.hpp"
+#include "http/doc_render.hpp"
+#include "http/handlers.hpp"
+
+namespace settee {
+
+namespace {
+
+constexpr size_t max_rev_hash_length = 100;  // keeps (id, rev) inside LMDB's 511-byte key limit
+
+const char* ignored_specials[] = {"_conflicts", "_deleted_conflicts", "_local_seq", "_revs_info"};
+
+bool valid_rev(std::string_view text, rev_id& out) {
+  return parse_rev(text, out) && out.hash.size() <= max_rev_hash_length;
+}
+
+status bad_rev() { return {errc::bad_request, "Invalid rev format"}; }
+
+}  // namespace
+
+status validate_doc_id(const std::string& id, size_t max_length) {
+  if (id.empty()) return {errc::illegal_docid, "Document id must not be empty"};
+  if (!valid_utf8(id)) return {errc::illegal_docid, "Document id must be valid UTF-8"};
+  if (id.size() > max_length) return {errc::illegal_docid, "Document id is too long"};
+  if (id[0] == '_') {
+    if (id == "_design/") return {errc::illegal_docid, "Illegal document id `_design/`"};
+    if (id.rfind("_design/", 0) != 0) return {errc::illegal_docid, "Only reserved document ids may start with underscore."};
+  }
+  return {};
+}
+
+result<std::string> body_doc_id(ctx& c, const json& doc) {
+  if (!doc.contains("_id")) return std::string();
+  if (!doc["_id"].is_string()) return status{errc::illegal_docid, "Document id must be a string"};
+  std::string id = doc["_id"].get<std::string>();
+  if (auto st = validate_doc_id(id, c.node.max_document_id_length); !st) return st;
+  return id;
+}
+
+result<doc_update> to_doc_update(const db_meta& db, json doc, const std::string& id, bool new_edits) {
+  if (!doc.is_object()) return status{errc::bad_request, "Document must be a JSON object"};
+  doc_update u;
+  u.id = id;
+  u.new_edits = new_edits;
+  std::optional<rev_id> rev;
+  if (doc.contains("_rev") && !doc["_rev"].is_null()) {
+    rev_id r;
+    if (!doc["_rev"].is_string() || !valid_rev(doc["_rev"].get<std::string>(), r)) return bad_rev();
+    rev = r;
+  }
+  if (doc.contains("_deleted")) {
+    if (!doc["_deleted"].is_boolean()) return status{errc::bad_request, "`_deleted` must be a boolean"};
+    u.deleted = doc["_deleted"].get<bool>();
+  }
+  std::vector<rev_id> history;
+  if (doc.contains("_revisions")) {
+    const json& r = doc["_revisions"];
+    if (!r.is_object() || !r["start"].is_number_unsigned() || !r["ids"].is_array() || r["ids"].empty()) {
+      return status{errc::bad_request, "`_revisions` must be {\"start\": <int>, \"ids\": [<rev ids>]}"};
+    }
+    uint64_t start = r["start"].get<uint64_t>();
+    if (start < r["ids"].size()) return bad_rev();
+    for (size_t i = 0; i < r["ids"].size(); ++i) {
+      const json& h = r["ids"][i];
+      if (!h.is_string() || h.get_ref<const std::string&>().empty() || h.get_ref<const std::string&>().size() > max_rev_hash_length) {
+        return bad_rev();
+      }
+      history.push_back({start - i, h.get<std::string>()});
+    }
+    if (rev && *rev != history.front()) return bad_rev();
+  }
+  for (auto it = doc.begin(); it != doc.end(); ++it) {
+    const std::string& k = it.key();
+    if (k.empty() || k[0] != '_' || k == "_id" || k == "_rev" || k == "_deleted" || k == "_revisions" ||
+        k == "_attachments" ||
+        std::find(std::begin(ignored_specials), std::end(ignored_specials), k) != std::end(ignored_specials)) {
+      continue;
+    }
+    return status{errc::doc_validation, "Bad special document member: " + k};
+  }
+  for (const char* k : {"_id", "_rev", "_deleted", "_revisions"}) doc.erase(k);
+  for (const char* k : ignored_specials) doc.erase(k);
+  if (db.name == "_users") authenticator::hash_user_password(doc);
+  u.body = doc.dump();
+  if (new_edits) {
+    if (rev) u.revs.push_back(*rev);
+  } else {
+    if (!history.empty()) u.revs = std::move(history);
+    else if (rev) u.revs.push_back(*rev);
+    else return status{errc::bad_request, "Document rev must be specified when new_edits is false"};
+  }
+  return u;
+}
+
+namespace {
+
+void reply_etag(ctx& c, const std::string& rev) { c.res.set_header("ETag", "\"" + rev + "\""); }
+
+// The rev a request names: ?rev=, else If-Match.
+std::string requested_rev(ctx& c) {
+  if (c.has("rev")) return c.param("rev");
+  std::string m = c.req.get_header_value("If-Match");
+  if (m.size() >= 2 && m.front() == '"' && m.back() == '"') m = m.substr(1, m.size() - 2);
+  return m;
+}
+
+void get_open_revs(ctx& c, const shard_store::snapshot& snap, const doc_info* d, const render_options& opts,
+                   bool latest) {
+  std::string spec = c.param("open_revs");
+  std::vector<int> indices;
+  std::vector<std::string> missing;
+  if (spec == "all") {
+    if (!d) return c.error(errc::not_found, "missing");
+    indices = d->tree.sorted_leaves();
+  } else {
+    auto revs = parse_json(spec);
+    if (!revs || !revs->is_array()) return c.error(errc::bad_request, "`open_revs` must be `all` or a JSON array of revisions");
+    for (auto& r : *revs) {
+      rev_id rid;
+      if (!r.is_string() || !valid_rev(r.get<std::string>(), rid)) return c.error(bad_rev());
+      int i = d ? d->tree.find(rid) : -1;
+      if (i < 0) {
+        missing.push_back(rid.str());
+      } else if (latest && !d->tree.is_leaf(i)) {
+        for (int leaf : d->tree.leaves()) {
+          auto path = d->tree.path_to(leaf);
+          if (std::find(path.begin(), path.end(), i) != path.end()) indices.push_back(leaf);
+        }
+      } else {
+        indices.push_back(i);
+      }
+    }
+  }
+  std::string out = "[";
+  for (int i : indices) {
+    auto doc = render_rev(snap, *d, i, opts);
+    out += out.size() > 1 ? "," : "";
+    out += doc ? "{\"ok\":" + *doc + "}" : "{\"missing\":" + quote(d->tree.rev(i).str()) + "}";
+  }
+  for (auto& m : missing) out += (out.size() > 1 ? "," : "") + std::string("{\"missing\":") + quote(m) + "}";
+  c.reply_raw(200, out + "]\n");
+}
+
+void get_doc(ctx& c, const db_meta& db, const std::string& id) {
+  render_options opts;
+  auto revs = c.bool_param("revs", false);
+  auto revs_info = c.bool_param("revs_info", false);
+  auto conflicts = c.bool_param("conflicts", false);
+  auto deleted_conflicts = c.bool_param("deleted_conflicts", false);
+  auto local_seq = c.bool_param("local_seq", false);
+  auto latest = c.bool_param("latest", false);
+  auto meta = c.bool_param("meta", false);
+  if (auto e = first_error(revs, revs_info, conflicts, deleted_conflicts, local_seq, latest, meta)) return c.error(*e);
+  opts.revs = *revs;
+  opts.revs_info = *revs_info || *meta;
+  opts.conflicts = *conflicts || *meta;
+  opts.deleted_conflicts = *deleted_conflicts || *meta;
+  opts.local_seq = *local_seq;
+
+  auto h = c.node.coord.shard_for(db, id);
+  if (!h) return c.error(h.error());
+  auto snap = h->store->read();
+  if (!snap) return c.error(snap.error());
+  doc_info d;
+  bool found = snap->doc(id, d);
+  if (c.has("open_revs")) return get_open_revs(c, *snap, found ? &d : nullptr, opts, *latest);
+  if (!found) return c.error(errc::not_found, "missing");
+  int index = d.tree.winner();
+  if (c.has("rev")) {
+    rev_id r;
+    if (!valid_rev(c.param("rev"), r)) return c.error(bad_rev());
+    index = d.tree.find(r);
+    if (index < 0) return c.error(errc::not_found, "missing");
+  } else if (d.tree.winner_deleted()) {
+    return c.error(errc::not_found, "deleted");
+  }
+  std::string rev = d.tree.rev(index).str();
+  if (c.req.get_header_value("If-None-Match") == "\"" + rev + "\"") {
+    c.res.status = 304;
+    reply_etag(c, rev);
+    return;
+  }
+  auto doc = render_rev(*snap, d, index, opts);
+  if (!doc) return c.error(errc::not_found, "missing");
+  c.reply_raw(200, *doc + "\n");
+  reply_etag(c, rev);
+}
+
+void reply_written(ctx& c, const std::string& id, const doc_result& r, bool batch) {
+  if (!r.st) return c.error(r.st);
+  std::string rev = r.rev.str();
+  if (batch) {
+    c.reply(202, json{{"ok", true}, {"id", id}});
+  } else {
+    c.reply(201, json{{"ok", true}, {"id", id}, {"rev", rev}});
+  }
+  reply_etag(c, rev);
+  c.res.set_header("Location", "/" + c.path[0] + "/" + id);
+}
+
+status write_one(ctx& c, const db_meta& db, doc_update u, doc_result& out) {
+  std::vector<doc_update> docs;
+  docs.push_back(std::move(u));
+  std::vector<doc_result> results;
+  if (auto st = c.node.coord.update_docs(db, std::move(docs), results); !st) return st;
+  out = std::move(results.front());
+  return {};
+}
+
+void put_doc(ctx& c, const db_meta& db, std::string id) {
+  auto body = parse_json(c.req.body);
+  if (!body) return c.error(errc::bad_request, "invalid UTF-8 JSON");
+  if (!body->is_object()) return c.error(errc::bad_request, "Document must be a JSON object");
+  auto new_edits = c.bool_param("new_edits", true);
+  if (!new_edits) return c.error(new_edits.error());
+  if (id.empty()) {  // POST /db
+    auto from_body = body_doc_id(c, *body);
+    if (!from_body) return c.error(from_body.error());
+    id = from_body->empty() ? next_uuid() : *from_body;
+  }
+  std::string rev = requested_rev(c);
+  if (!rev.empty()) {
+    if (body->contains("_rev") && (*body)["_rev"].is_string() && (*body)["_rev"].get<std::string>() != rev) {
+      return c.error(errc::bad_request, "Document rev from request body and query string have different values");
+    }
+    (*body)["_rev"] = rev;
+  }
+  auto u = to_doc_update(db, std::move(*body), id, *new_edits);
+  if (!u) return c.error(u.error());
+  doc_result r;
+  if (auto st = write_one(c, db, std::move(*u), r); !st) return c.error(st);
+  reply_written(c, id, r, c.param("batch") == "ok");
+}
+
+void delete_doc(ctx& c, const db_meta& db, const std::string& id) {
+  doc_update u;
+  u.id = id;
+  u.deleted = true;
+  u.body = "{}";
+  std::string rev = requested_rev(c);
+  {
+    auto h = c.node.coord.shard_for(db, id);
+    if (!h) return c.error(h.error());
+    auto snap = h->store->read();
+    if (!snap) return c.error(snap.error());
+    doc_info d;
+    if (!snap->doc(id, d)) return c.error(errc::not_found, "missing");
+    if (rev.empty() && d.tree.winner_deleted()) return c.error(errc::not_found, "deleted");
+  }
+  if (!rev.empty()) {
+    rev_id r;
+    if (!valid_rev(rev, r)) return c.error(bad_rev());
+    u.revs.push_back(r);
+  }
+  doc_result r;
+  if (auto st = write_one(c, db, std::move(u), r); !st) return c.error(st);
+  if (!r.st) return c.error(r.st);
+  c.reply(200, json{{"ok", true}, {"id", id}, {"rev", r.rev.str()}});
+  reply_etag(c, r.rev.str());
+}
+
+}  // namespace
+
+void handle_doc(ctx& c, const db_meta& db, const std::string& id) {
+  if (!id.empty()) {
+    if (auto st = validate_doc_id(id, c.node.max_document_id_length); !st) return c.error(st);
+  }
+  const std::string& m = c.method();
+  if (m == "GET") return get_doc(c, db, id);
+  if (m == "PUT" || m == "POST") return put_doc(c, db, id);
+  if (m == "DELETE") return delete_doc(c, db, id);
+  c.method_not_allowed("DELETE,GET,HEAD,POST,PUT");
+}
+
+// ---- _local documents: no rev tree, revisions "0-N", not replicated, not in feeds -------------
+
+namespace {
+
+bool parse_local_rev(const std::string& text, uint64_t& out) {
+  if (text.rfind("0-", 0) != 0 || text.size() < 3 || text.size() > 22) return false;
+  char* end = nullptr;
+  out = std::strtoull(text.c_str() + 2, &end, 10);
+  return *end == '\0';
+}
+
+}  // namespace
+
+void handle_local_doc(ctx& c, const db_meta& db, const std::string& id) {
+  if (id.size() > c.node.max_document_id_length) return c.error(errc::illegal_docid, "Document id is too long");
+  if (!valid_utf8(id)) return c.error(errc::illegal_docid, "Document id must be valid UTF-8");
+  const std::string& m = c.method();
+  if (m == "GET") {
+    auto h = c.node.coord.shard_for(db, id);
+    if (!h) return c.error(h.error());
+    auto snap = h->store->read();
+    if (!snap) return c.error(snap.error());
+    local_doc d;
+    if (!snap->local(id, d)) return c.error(errc::not_found, "missing");
+    return c.reply_raw(200, render_doc(id, "0-" + std::to_string(d.rev), false, d.body, "") + "\n");
+  }
+  if (m != "PUT" && m != "DELETE") return c.method_not_allowed("GET,PUT,DELETE");
+  local_update u;
+  u.id = id;
+  u.deleted = m == "DELETE";
+  std::string rev = requested_rev(c);
+  if (m == "PUT") {
+    auto body = parse_json(c.req.body);
+    if (!body) return c.error(errc::bad_request, "invalid UTF-8 JSON");
+    if (!body->is_object()) return c.error(errc::bad_request, "Document must be a JSON object");
+    if (rev.empty() && body->contains("_rev")) {
+      if (!(*body)["_rev"].is_string()) return c.error(bad_rev());
+      rev = (*body)["_rev"].get<std::string>();
+    }
+    for (const char* k : {"_id", "_rev", "_revisions", "_deleted"}) body->erase(k);
+    u.body = body->dump();
+  }
+  if (!rev.empty() && !parse_local_rev(rev, u.rev)) return c.error(bad_rev());
+  auto new_rev = c.node.coord.write_local(db, std::move(u));
+  if (!new_rev) return c.error(new_rev.error());
+  c.reply(m == "PUT" ? 201 : 200, json{{"ok", true}, {"id", id}, {"rev", "0-" + std::to_string(*new_rev)}});
+}
+
+}  // namespace settee

@@ -1,0 +1,86 @@
+#include "http/doc_render.hpp"
+
+#include "http/json_util.hpp"
+
+namespace settee {
+
+std::string render_doc(std::string_view id, const std::string& rev, bool deleted, std::string_view body,
+                       const std::string& extra) {
+  std::string out;
+  out.reserve(body.size() + id.size() + rev.size() + extra.size() + 32);
+  out += "{\"_id\":";
+  out += quote(id);
+  out += ",\"_rev\":\"";
+  out += rev;
+  out += '"';
+  if (body.size() > 2) {  // "{...}": splice the stored fields in
+    out += ',';
+    out.append(body.data() + 1, body.size() - 2);
+  }
+  if (deleted) out += ",\"_deleted\":true";
+  out += extra;
+  out += '}';
+  return out;
+}
+
+namespace {
+
+std::string rev_list(const doc_info& d, bool deleted_leaves) {
+  std::string out;
+  int winner = d.tree.winner();
+  for (int leaf : d.tree.sorted_leaves()) {
+    if (leaf == winner || d.tree.nodes()[leaf].deleted != deleted_leaves) continue;
+    out += out.empty() ? "[" : ",";
+    out += quote(d.tree.rev(leaf).str());
+  }
+  return out.empty() ? out : out + "]";
+}
+
+}  // namespace
+
+std::optional<std::string> render_rev(const shard_store::snapshot& snap, const doc_info& d, int index,
+                                      const render_options& opts) {
+  rev_id rev = d.tree.rev(index);
+  std::string body;
+  if (!snap.body(d.id, rev, body)) return std::nullopt;
+  std::string extra;
+  if (opts.revs) {
+    extra += ",\"_revisions\":{\"start\":" + std::to_string(rev.pos) + ",\"ids\":[";
+    bool first = true;
+    for (int i : d.tree.path_to(index)) {
+      extra += first ? "" : ",";
+      extra += quote(d.tree.nodes()[i].hash);
+      first = false;
+    }
+    extra += "]}";
+  }
+  if (opts.revs_info) {
+    extra += ",\"_revs_info\":[";
+    bool first = true;
+    std::string unused;
+    for (int i : d.tree.path_to(index)) {
+      const auto& n = d.tree.nodes()[i];
+      const char* st = n.deleted ? "deleted" : snap.body(d.id, d.tree.rev(i), unused) ? "available" : "missing";
+      extra += std::string(first ? "" : ",") + "{\"rev\":" + quote(d.tree.rev(i).str()) + ",\"status\":\"" + st + "\"}";
+      first = false;
+    }
+    extra += "]";
+  }
+  if (opts.conflicts) {
+    std::string c = rev_list(d, false);
+    if (!c.empty()) extra += ",\"_conflicts\":" + c;
+  }
+  if (opts.deleted_conflicts) {
+    std::string c = rev_list(d, true);
+    if (!c.empty()) extra += ",\"_deleted_conflicts\":" + c;
+  }
+  if (opts.local_seq) extra += ",\"_local_seq\":" + std::to_string(d.seq);
+  return render_doc(d.id, rev.str(), d.tree.nodes()[index].deleted, body, extra);
+}
+
+std::string render_winner(const shard_store::snapshot& snap, const doc_info& d, const render_options& opts) {
+  auto out = render_rev(snap, d, d.tree.winner(), opts);
+  return out ? *out : render_doc(d.id, d.tree.rev(d.tree.winner()).str(), d.tree.winner_deleted(), "{}", "");
+}
+
+}  // namespace settee

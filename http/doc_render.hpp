@@ -1,0 +1,28 @@
+// doc_render: documents as JSON text, built from the stored body without re-parsing it:
+// {"_id":..,"_rev":.., <stored fields>, "_deleted"?, "_revisions"?, "_revs_info"?, "_conflicts"?, ...}
+#pragma once
+#include <optional>
+#include <string>
+
+#include "storage/shard_store.hpp"
+
+namespace settee {
+
+struct render_options {
+  bool revs = false;
+  bool revs_info = false;
+  bool conflicts = false;
+  bool deleted_conflicts = false;
+  bool local_seq = false;
+};
+
+// Revision `index` of `d`, or nullopt when its body is not stored (not a leaf any more).
+std::optional<std::string> render_rev(const shard_store::snapshot& snap, const doc_info& d, int index,
+                                      const render_options& opts);
+// The winning revision (its body is always stored).
+std::string render_winner(const shard_store::snapshot& snap, const doc_info& d, const render_options& opts);
+// Assembles a document from its parts; `extra` is appended verbatim (",\"_x\":...").
+std::string render_doc(std::string_view id, const std::string& rev, bool deleted, std::string_view body,
+                       const std::string& extra);
+
+}  // namespace settee

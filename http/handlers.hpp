@@ -1,0 +1,53 @@
+// handlers: the CouchDB HTTP endpoints, grouped by area (one .cpp per area). Each takes the
+// request context, does its own parameter validation and replies through ctx (never throws).
+#pragma once
+#include <string>
+
+#include "actors/db_catalog.hpp"
+#include "http/request.hpp"
+
+namespace settee {
+
+// server_handlers.cpp
+void handle_root(ctx& c);
+void handle_up(ctx& c);
+void handle_all_dbs(ctx& c);
+void handle_uuids(ctx& c);
+void handle_session(ctx& c);
+void handle_node(ctx& c);
+
+// db_handlers.cpp
+void handle_db(ctx& c, const std::string& name);
+void handle_all_docs(ctx& c, const db_meta& db);
+void handle_security(ctx& c, const db_meta& db, const json& security);
+void handle_shards(ctx& c, const db_meta& db);
+void handle_ensure_full_commit(ctx& c, const db_meta& db);
+
+// doc_handlers.cpp
+void handle_doc(ctx& c, const db_meta& db, const std::string& id);
+void handle_local_doc(ctx& c, const db_meta& db, const std::string& id);
+
+// bulk_handlers.cpp
+void handle_bulk_docs(ctx& c, const db_meta& db);
+void handle_bulk_get(ctx& c, const db_meta& db);
+void handle_revs_diff(ctx& c, const db_meta& db);
+
+// Validation shared by several areas.
+status validate_db_name(const std::string& name);
+status validate_doc_id(const std::string& id, size_t max_length);
+// The database's _security object ({} when unset).
+json read_security(ctx& c, const db_meta& db);
+// Server-generated document ids (CouchDB's "sequential" algorithm).
+std::string next_uuid();
+
+}  // namespace settee
+
+namespace settee {
+
+// A JSON document (from PUT, POST or _bulk_docs) as a storage update. `id` is the document id
+// (already validated); the body keeps every field except the special ones.
+result<doc_update> to_doc_update(const db_meta& db, json doc, const std::string& id, bool new_edits);
+// The id a document brings in its body (errors: not a string, invalid); "" when it has none.
+result<std::string> body_doc_id(ctx& c, const json& doc);
+
+}  // namespace settee

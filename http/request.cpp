@@ -1,0 +1,103 @@
+#include "http/request.hpp"
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdlib>
+
+namespace settee {
+
+bool user_ctx::is_admin() const { return std::find(roles.begin(), roles.end(), "_admin") != roles.end(); }
+
+result<bool> ctx::bool_param(const char* name, bool def) const {
+  if (!has(name)) return def;
+  std::string v = param(name);
+  if (v == "true") return true;
+  if (v == "false") return false;
+  return status{errc::query_parse_error, "Invalid boolean parameter: \"" + v + "\""};
+}
+
+result<int64_t> ctx::int_param(const char* name, int64_t def) const {
+  if (!has(name)) return def;
+  std::string v = param(name);
+  char* end = nullptr;
+  errno = 0;
+  long long n = v.empty() ? 0 : std::strtoll(v.c_str(), &end, 10);
+  if (v.empty() || errno != 0 || *end != '\0') {
+    return status{errc::query_parse_error, "Invalid value for integer: \"" + v + "\""};
+  }
+  return static_cast<int64_t>(n);
+}
+
+result<json> ctx::json_body() const {
+  auto j = parse_json(req.body);
+  if (!j) return status{errc::bad_request, "invalid UTF-8 JSON"};
+  return std::move(*j);
+}
+
+void ctx::reply(int status, const json& body) { reply_raw(status, body.dump() + "\n"); }
+
+void ctx::reply_raw(int status, std::string body, const char* content_type) {
+  res.status = status;
+  res.set_header("Cache-Control", "must-revalidate");
+  res.set_content(std::move(body), content_type);
+}
+
+void ctx::error(const status& st) {
+  std::string reason = st.reason;
+  if (st.code == errc::not_found && reason.empty()) reason = "missing";
+  reply(http_status_of(st.code), json{{"error", error_name_of(st.code)}, {"reason", reason}});
+  if (st.code == errc::unauthorized && !req.has_header("X-Requested-With")) {
+    // Like CouchDB: ask browsers for Basic credentials, but not AJAX clients.
+    res.set_header("WWW-Authenticate", "Basic realm=\"server\"");
+  }
+}
+
+void ctx::method_not_allowed(const char* methods) {
+  error(errc::method_not_allowed, std::string("Only ") + methods + " allowed");
+  res.set_header("Allow", methods);
+}
+
+namespace {
+
+int hex_value(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+std::string percent_decode(std::string_view s) {
+  std::string out;
+  out.reserve(s.size());
+  for (size_t i = 0; i < s.size(); ++i) {
+    int hi, lo;
+    if (s[i] == '%' && i + 2 < s.size() && (hi = hex_value(s[i + 1])) >= 0 &&
+        (lo = hex_value(s[i + 2])) >= 0) {
+      out.push_back(static_cast<char>(hi * 16 + lo));
+      i += 2;
+    } else {
+      out.push_back(s[i]);
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+std::vector<std::string> split_path(const std::string& target) {
+  std::string_view path(target);
+  path = path.substr(0, path.find('?'));
+  std::vector<std::string> out;
+  size_t i = 0;
+  while (i < path.size()) {
+    while (i < path.size() && path[i] == '/') ++i;
+    if (i >= path.size()) break;
+    size_t j = path.find('/', i);
+    if (j == std::string_view::npos) j = path.size();
+    out.push_back(percent_decode(path.substr(i, j - i)));
+    i = j;
+  }
+  return out;
+}
+
+}  // namespace settee

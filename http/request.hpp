@@ -1,0 +1,76 @@
+// request: what every handler gets (the request, the node's services, the authenticated user) and
+// the one place where replies and errors are rendered as CouchDB does.
+#pragma once
+#include <httplib.h>
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "actors/coordinator.hpp"
+#include "http/json_util.hpp"
+#include "node/clock.hpp"
+#include "node/config.hpp"
+#include "node/error.hpp"
+
+namespace settee {
+
+class authenticator;
+
+// Limits and identity the handlers need; built once at start-up, read-only afterwards.
+struct node_services {
+  const config& cfg;
+  const clock& clk;
+  coordinator& coord;
+  authenticator& auth;
+  std::string node_name;
+  std::string server_uuid;
+  uint32_t default_q = 2;
+  size_t max_document_id_length = 400;
+  size_t uuids_max_count = 1000;
+  size_t bulk_docs_max = 100000;
+};
+
+struct user_ctx {
+  std::optional<std::string> name;
+  std::vector<std::string> roles;
+  std::string authenticated_by;  // "cookie", "default" (basic) or "" (anonymous)
+  bool is_admin() const;
+};
+
+struct ctx {
+  const httplib::Request& req;
+  httplib::Response& res;
+  node_services& node;
+  std::vector<std::string> path;  // percent-decoded path segments
+  user_ctx user;
+
+  const std::string& method() const { return req.method; }
+  bool has(const char* name) const { return req.has_param(name); }
+  std::string param(const char* name) const { return req.get_param_value(name); }
+  // A boolean query parameter: "true"/"false", else 400 "Invalid boolean parameter".
+  result<bool> bool_param(const char* name, bool def) const;
+  // An integer query parameter; 400 query_parse_error when it is not one.
+  result<int64_t> int_param(const char* name, int64_t def) const;
+  // The body as a JSON object (400 with CouchDB's reasons when it is not).
+  result<json> json_body() const;
+
+  void reply(int status, const json& body);
+  void reply_raw(int status, std::string body, const char* content_type = "application/json");
+  void error(const status& st);
+  void error(errc code, const std::string& reason) { error(status{code, reason}); }
+  void method_not_allowed(const char* methods);
+};
+
+// The first error among several results (nullptr when all are ok), for validating parameters.
+template <class... R>
+const status* first_error(const R&... rs) {
+  const status* out = nullptr;
+  ((out = out ? out : (rs ? nullptr : &rs.error())), ...);
+  return out;
+}
+
+// Splits a raw request target's path into percent-decoded segments.
+std::vector<std::string> split_path(const std::string& target);
+
+}  // namespace settee

@@ -1,0 +1,165 @@
+// Server-level endpoints: /, /_up, /_all_dbs, /_uuids, /_session, /_node.
+#include <mutex>
+#include <random>
+
+#include "http/auth.hpp"
+#include "http/handlers.hpp"
+#include "node/crypto.hpp"
+
+namespace settee {
+
+void handle_root(ctx& c) {
+  if (c.method() != "GET") return c.method_not_allowed("GET,HEAD");
+  c.reply(200, json{{"couchdb", "Welcome"},
+                    {"version", "3.4.2"},
+                    {"git_sha", "settee"},
+                    {"uuid", c.node.server_uuid},
+                    {"features", json::array()},
+                    {"vendor", {{"name", "settee"}, {"version", SETTEE_VERSION}}}});
+}
+
+void handle_up(ctx& c) {
+  if (c.method() != "GET") return c.method_not_allowed("GET,HEAD");
+  c.reply(200, json{{"status", "ok"}, {"seeds", json::object()}});
+}
+
+namespace {
+
+// A JSON-encoded string query parameter (startkey="a"); 400 when it is not valid JSON.
+result<std::optional<std::string>> string_key_param(ctx& c, const char* a, const char* b) {
+  const char* name = c.has(a) ? a : (b && c.has(b) ? b : nullptr);
+  if (!name) return std::optional<std::string>{};
+  auto j = parse_json(c.param(name));
+  if (!j) return status{errc::bad_request, std::string("invalid JSON in the `") + name + "` parameter"};
+  if (!j->is_string()) return std::optional<std::string>{};  // non-string keys sort before strings
+  return std::optional<std::string>{j->get<std::string>()};
+}
+
+}  // namespace
+
+void handle_all_dbs(ctx& c) {
+  if (c.method() != "GET") return c.method_not_allowed("GET,HEAD");
+  auto descending = c.bool_param("descending", false);
+  auto inclusive_end = c.bool_param("inclusive_end", true);
+  auto limit = c.int_param("limit", -1);
+  auto skip = c.int_param("skip", 0);
+  auto start = string_key_param(c, "startkey", "start_key");
+  auto end = string_key_param(c, "endkey", "end_key");
+  if (auto e = first_error(descending, inclusive_end, limit, skip, start, end)) return c.error(*e);
+  if (*skip < 0) return c.error(errc::query_parse_error, "Invalid value for positive integer: \"" + c.param("skip") + "\"");
+  auto names = c.node.coord.catalog().names();
+  if (*descending) std::reverse(names.begin(), names.end());
+  json out = json::array();
+  int64_t skipped = 0;
+  for (auto& n : names) {
+    if (*start && (*descending ? n > **start : n < **start)) continue;
+    if (*end) {
+      bool past = *descending ? (*inclusive_end ? n < **end : n <= **end) : (*inclusive_end ? n > **end : n >= **end);
+      if (past) break;
+    }
+    if (skipped++ < *skip) continue;
+    if (*limit >= 0 && static_cast<int64_t>(out.size()) >= *limit) break;
+    out.push_back(n);
+  }
+  c.reply(200, out);
+}
+
+std::string next_uuid() {
+  // CouchDB's "sequential" algorithm: a random 26-hex prefix and a 6-hex counter advancing by a
+  // random step, so ids are unique and mostly ordered (good for B-tree locality).
+  static std::mutex mu;
+  static std::string prefix;
+  static uint32_t counter = 0;
+  static std::mt19937 rng{std::random_device{}()};
+  std::lock_guard<std::mutex> lock(mu);
+  uint32_t step = 1 + rng() % 0xffe;
+  if (prefix.empty() || counter + step > 0xfff000) {
+    prefix = crypto::random_hex(13);
+    counter = rng() % 0xfff;
+  }
+  counter += step;
+  char tail[8];
+  std::snprintf(tail, sizeof tail, "%06x", counter);
+  return prefix + tail;
+}
+
+void handle_uuids(ctx& c) {
+  if (c.method() != "GET") return c.method_not_allowed("GET");
+  int64_t count = 1;
+  if (c.has("count")) {
+    std::string v = c.param("count");
+    char* end = nullptr;
+    long long n = v.empty() ? -1 : std::strtoll(v.c_str(), &end, 10);
+    if (v.empty() || *end != '\0' || n < 0) return c.error(errc::bad_request, "count must be a positive integer");
+    if (static_cast<size_t>(n) > c.node.uuids_max_count) return c.error(errc::bad_request, "count parameter too large");
+    count = n;
+  }
+  json ids = json::array();
+  for (int64_t i = 0; i < count; ++i) ids.push_back(next_uuid());
+  c.reply(200, json{{"uuids", ids}});
+  c.res.set_header("Cache-Control", "must-revalidate, no-cache");
+  c.res.set_header("Pragma", "no-cache");
+}
+
+namespace {
+
+// Form-encoded body (name=a&password=b) to a JSON object.
+json parse_form(const std::string& body) {
+  json out = json::object();
+  httplib::Params params;
+  httplib::detail::parse_query_text(body, params);
+  for (auto& [k, v] : params) out[k] = v;
+  return out;
+}
+
+json user_ctx_json(const user_ctx& u) {
+  return json{{"name", u.name ? json(*u.name) : json(nullptr)}, {"roles", u.roles}};
+}
+
+}  // namespace
+
+void handle_session(ctx& c) {
+  if (c.method() == "GET") {
+    json info = {{"authentication_handlers", {"cookie", "default"}}, {"authentication_db", "_users"}};
+    if (!c.user.authenticated_by.empty()) info["authenticated"] = c.user.authenticated_by;
+    return c.reply(200, json{{"ok", true}, {"userCtx", user_ctx_json(c.user)}, {"info", info}});
+  }
+  if (c.method() == "DELETE") {
+    c.reply(200, json{{"ok", true}});
+    c.res.set_header("Set-Cookie", "AuthSession=; Version=1; Path=/; HttpOnly; Max-Age=0");
+    return;
+  }
+  if (c.method() != "POST") return c.method_not_allowed("GET,HEAD,POST,DELETE");
+  std::string type = c.req.get_header_value("Content-Type");
+  json body;
+  if (type.rfind("application/x-www-form-urlencoded", 0) == 0) {
+    body = parse_form(c.req.body);
+  } else {
+    auto j = parse_json(c.req.body);
+    if (!j || !j->is_object()) return c.error(errc::bad_request, "Request body must be a JSON object");
+    body = std::move(*j);
+  }
+  if (!body["name"].is_string() || !body["password"].is_string()) {
+    return c.error(errc::unauthorized, "Name or password is incorrect.");
+  }
+  std::string name = body["name"].get<std::string>();
+  auto u = c.node.auth.check_password(name, body["password"].get<std::string>());
+  if (!u) return c.error(errc::unauthorized, "Name or password is incorrect.");
+  c.reply(200, json{{"ok", true}, {"name", name}, {"roles", u->roles}});
+  c.res.set_header("Set-Cookie", "AuthSession=" + c.node.auth.make_cookie(name) +
+                                     "; Version=1; Path=/; HttpOnly; Max-Age=" +
+                                     std::to_string(c.node.auth.cookie_timeout_s()));
+}
+
+void handle_node(ctx& c) {
+  auto& p = c.path;
+  if (p.size() < 2) return c.error(errc::not_found, "missing");
+  if (p[1] != "_local" && p[1] != c.node.node_name) return c.error(errc::not_found, "no such node: " + p[1]);
+  if (p.size() == 2) {
+    if (c.method() != "GET") return c.method_not_allowed("GET,HEAD");
+    return c.reply(200, json{{"name", c.node.node_name}});
+  }
+  c.error(errc::not_found, "missing");
+}
+
+}  // namespace settee

@@ -1,0 +1,128 @@
+#include "node/config.hpp"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+namespace settee {
+
+namespace {
+
+std::string trim(const std::string& s) {
+  size_t b = s.find_first_not_of(" \t\r");
+  if (b == std::string::npos) return "";
+  size_t e = s.find_last_not_of(" \t\r");
+  return s.substr(b, e - b + 1);
+}
+
+}  // namespace
+
+result<config> config::parse(const std::string& text, const std::string& origin) {
+  config c;
+  std::istringstream in(text);
+  std::string line, current;
+  int lineno = 0;
+  while (std::getline(in, line)) {
+    ++lineno;
+    std::string t = trim(line);
+    if (t.empty() || t[0] == ';' || t[0] == '#') continue;
+    if (t[0] == '[') {
+      if (t.back() != ']' || t.size() < 3) {
+        return status{errc::bad_request, origin + ":" + std::to_string(lineno) + ": bad section header"};
+      }
+      current = trim(t.substr(1, t.size() - 2));
+      c.sections_[current];
+      continue;
+    }
+    size_t eq = t.find('=');
+    if (eq == std::string::npos || current.empty()) {
+      return status{errc::bad_request,
+                    origin + ":" + std::to_string(lineno) + ": expected `key = value` inside a [section]"};
+    }
+    std::string key = trim(t.substr(0, eq));
+    std::string value = trim(t.substr(eq + 1));
+    // CouchDB allows trailing " ; comment" after a value.
+    size_t sc = value.find(" ;");
+    if (sc != std::string::npos) value = trim(value.substr(0, sc));
+    if (key.empty()) {
+      return status{errc::bad_request, origin + ":" + std::to_string(lineno) + ": empty key"};
+    }
+    c.sections_[current][key] = value;
+  }
+  return c;
+}
+
+result<config> config::load_file(const std::string& path) {
+  std::ifstream f(path);
+  if (!f) return status{errc::not_found, "cannot read config file " + path + ": " + std::strerror(errno)};
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return parse(ss.str(), path);
+}
+
+status config::save_file(const std::string& path) const {
+  std::string tmp = path + ".tmp";
+  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+  if (fd < 0) return {errc::internal, "cannot write " + tmp + ": " + std::strerror(errno)};
+  std::string text = to_ini();
+  bool ok = ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size()) && ::fsync(fd) == 0;
+  ::close(fd);
+  if (!ok || ::rename(tmp.c_str(), path.c_str()) != 0) {
+    return {errc::internal, "cannot write " + path + ": " + std::strerror(errno)};
+  }
+  return {};
+}
+
+void config::merge(const config& other) {
+  for (auto& [sec, kv] : other.sections_)
+    for (auto& [k, v] : kv) sections_[sec][k] = v;
+}
+
+bool config::has(const std::string& sec, const std::string& key) const {
+  auto s = sections_.find(sec);
+  return s != sections_.end() && s->second.count(key) > 0;
+}
+
+std::string config::get(const std::string& sec, const std::string& key, const std::string& def) const {
+  auto s = sections_.find(sec);
+  if (s == sections_.end()) return def;
+  auto k = s->second.find(key);
+  return k == s->second.end() ? def : k->second;
+}
+
+int64_t config::get_int(const std::string& sec, const std::string& key, int64_t def) const {
+  std::string v = get(sec, key);
+  if (v.empty()) return def;
+  char* end = nullptr;
+  errno = 0;
+  long long n = std::strtoll(v.c_str(), &end, 10);
+  if (errno != 0 || *end != '\0') return def;
+  return n;
+}
+
+bool config::get_bool(const std::string& sec, const std::string& key, bool def) const {
+  std::string v = get(sec, key);
+  if (v == "true") return true;
+  if (v == "false") return false;
+  return def;
+}
+
+void config::set(const std::string& sec, const std::string& key, const std::string& value) {
+  sections_[sec][key] = value;
+}
+
+std::string config::to_ini() const {
+  std::string out;
+  for (auto& [sec, kv] : sections_) {
+    out += "[" + sec + "]\n";
+    for (auto& [k, v] : kv) out += k + " = " + v + "\n";
+    out += "\n";
+  }
+  return out;
+}
+
+}  // namespace settee

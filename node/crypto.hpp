@@ -1,0 +1,34 @@
+// crypto: password hashing, digests and secrets for authentication (OpenSSL underneath).
+// Stored form follows CouchDB's hashed admin strings: "-pbkdf2:sha256-<hex key>,<hex salt>,<iterations>".
+// Plain "-pbkdf2-<hex key>,<hex salt>,<iterations>" (SHA-1, CouchDB < 3.4) is accepted when verifying.
+#pragma once
+#include <string>
+
+namespace settee::crypto {
+
+// Number of PBKDF2 iterations for new hashes.
+constexpr int default_iterations = 50000;
+
+std::string hash(const std::string& plain, int iterations = default_iterations);
+bool verify(const std::string& plain, const std::string& stored);
+bool is_hashed(const std::string& stored);
+
+// `n` random bytes as lowercase hex.
+std::string random_hex(size_t n);
+std::string to_hex(const unsigned char* data, size_t n);
+std::string hmac_sha256_hex(const std::string& key, const std::string& message);
+std::string sha256_hex(const std::string& data);
+std::string md5_hex(const std::string& data);
+// Constant-time comparison of two strings.
+bool equal_ct(const std::string& a, const std::string& b);
+
+}  // namespace settee::crypto
+
+namespace settee::crypto {
+
+// Standard base64 (with padding) and base64url (no padding) encoders; the decoder accepts both
+// alphabets, with or without padding, and returns false on anything else.
+std::string base64_encode(const std::string& data, bool url = false);
+bool base64_decode(const std::string& text, std::string& out);
+
+}  // namespace settee::crypto

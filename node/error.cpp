@@ -1,0 +1,27 @@
+#include "node/error.hpp"
+
+namespace settee {
+
+int http_status_of(errc e) {
+  switch (e) {
+#define X(code, http, name) \
+  case errc::code:          \
+    return http;
+#include "node/errc.def"
+#undef X
+  }
+  return 500;
+}
+
+const char* error_name_of(errc e) {
+  switch (e) {
+#define X(code, http, name) \
+  case errc::code:          \
+    return name;
+#include "node/errc.def"
+#undef X
+  }
+  return "unknown_error";
+}
+
+}  // namespace settee

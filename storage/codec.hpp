@@ -1,0 +1,39 @@
+// codec: the byte encodings of settee's LMDB keys and values (see FORMAT.md).
+// writer appends LEB128 varints and length-prefixed strings; reader consumes them and reports
+// truncated or malformed input by returning false (never reads past the end). Pure, no I/O.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+namespace settee::codec {
+
+class writer {
+ public:
+  void varint(uint64_t v);
+  void str(std::string_view s);
+  void byte(uint8_t b) { out_.push_back(static_cast<char>(b)); }
+  std::string& data() { return out_; }
+
+ private:
+  std::string out_;
+};
+
+class reader {
+ public:
+  explicit reader(std::string_view in) : in_(in) {}
+  bool varint(uint64_t& v);
+  bool str(std::string& s);
+  bool byte(uint8_t& b);
+  bool done() const { return pos_ == in_.size(); }
+
+ private:
+  std::string_view in_;
+  size_t pos_ = 0;
+};
+
+// Big-endian 8-byte sequence keys sort numerically under LMDB's default byte comparison.
+std::string seq_key(uint64_t seq);
+bool parse_seq_key(std::string_view key, uint64_t& seq);
+
+}  // namespace settee::codec

@@ -1,0 +1,39 @@
+// lmdb_env: RAII for LMDB environments and transactions, and LMDB error codes as settee statuses.
+// LMDB's contract (DESIGN.md section 4): one env per file per process, MDB_NOTLS so read txns can
+// move between threads, a write txn begins and ends on one thread, short read txns.
+#pragma once
+#include <lmdb.h>
+
+#include <string>
+#include <string_view>
+
+#include "node/error.hpp"
+
+namespace settee::lmdb {
+
+// Maps an LMDB return code to a status (MDB_MAP_FULL -> storage_full, others -> internal).
+status to_status(int rc, const char* what);
+
+inline MDB_val val(std::string_view s) { return MDB_val{s.size(), const_cast<char*>(s.data())}; }
+inline std::string_view view(const MDB_val& v) { return {static_cast<const char*>(v.mv_data), v.mv_size}; }
+
+// Owns a transaction; aborts it on destruction unless committed.
+class txn {
+ public:
+  txn() = default;
+  txn(const txn&) = delete;
+  txn& operator=(const txn&) = delete;
+  txn(txn&& o) noexcept : t_(o.t_) { o.t_ = nullptr; }
+  txn& operator=(txn&& o) noexcept;
+  ~txn() { abort(); }
+
+  status begin(MDB_env* env, bool read_only);
+  status commit();
+  void abort();
+  MDB_txn* get() const { return t_; }
+
+ private:
+  MDB_txn* t_ = nullptr;
+};
+
+}  // namespace settee::lmdb

@@ -1,0 +1,193 @@
+#include "storage/rev_tree.hpp"
+
+#include <algorithm>
+#include <charconv>
+
+#include "node/crypto.hpp"
+
+namespace settee {
+
+bool parse_rev(std::string_view text, rev_id& out) {
+  size_t dash = text.find('-');
+  if (dash == std::string_view::npos || dash == 0 || dash + 1 >= text.size()) return false;
+  uint64_t pos = 0;
+  auto [p, ec] = std::from_chars(text.data(), text.data() + dash, pos);
+  if (ec != std::errc() || p != text.data() + dash || pos == 0) return false;
+  out.pos = pos;
+  out.hash.assign(text.substr(dash + 1));
+  return true;
+}
+
+std::string make_rev_hash(bool deleted, const rev_id* parent, std::string_view body) {
+  std::string input;
+  input.reserve(body.size() + 48);
+  input.push_back(deleted ? '1' : '0');
+  input.push_back('\0');
+  if (parent) input += parent->str();
+  input.push_back('\0');
+  input.append(body.data(), body.size());
+  return crypto::md5_hex(input);
+}
+
+int rev_tree::find(const rev_id& r) const {
+  for (size_t i = 0; i < nodes_.size(); ++i)
+    if (nodes_[i].pos == r.pos && nodes_[i].hash == r.hash) return static_cast<int>(i);
+  return -1;
+}
+
+bool rev_tree::is_leaf(int i) const {
+  for (auto& n : nodes_)
+    if (n.parent == i) return false;
+  return true;
+}
+
+std::vector<int> rev_tree::leaves() const {
+  std::vector<bool> has_child(nodes_.size(), false);
+  for (auto& n : nodes_)
+    if (n.parent >= 0) has_child[n.parent] = true;
+  std::vector<int> out;
+  for (size_t i = 0; i < nodes_.size(); ++i)
+    if (!has_child[i]) out.push_back(static_cast<int>(i));
+  return out;
+}
+
+std::vector<int> rev_tree::sorted_leaves() const {
+  auto out = leaves();
+  std::sort(out.begin(), out.end(), [&](int a, int b) {
+    const node &x = nodes_[a], &y = nodes_[b];
+    if (x.deleted != y.deleted) return !x.deleted;  // live leaves first
+    if (x.pos != y.pos) return x.pos > y.pos;
+    return x.hash > y.hash;
+  });
+  return out;
+}
+
+int rev_tree::winner() const {
+  if (nodes_.empty()) return -1;
+  return sorted_leaves().front();
+}
+
+int rev_tree::add_child(int parent, const std::string& hash, bool deleted) {
+  node n;
+  n.pos = parent < 0 ? 1 : nodes_[parent].pos + 1;
+  n.hash = hash;
+  n.parent = parent;
+  n.deleted = deleted;
+  nodes_.push_back(std::move(n));
+  return static_cast<int>(nodes_.size()) - 1;
+}
+
+int rev_tree::merge_path(const std::vector<rev_id>& path, bool deleted, bool& added) {
+  added = false;
+  // Find the newest revision of the path the tree already has.
+  size_t known = path.size();
+  int known_index = -1;
+  for (size_t i = 0; i < path.size(); ++i) {
+    known_index = find(path[i]);
+    if (known_index >= 0) {
+      known = i;
+      break;
+    }
+  }
+  // If the path reaches below a stemmed root the tree has, that root learns its ancestors back.
+  if (known_index >= 0) {
+    size_t oldest = known;
+    int oldest_index = known_index;
+    while (oldest + 1 < path.size() && nodes_[oldest_index].parent >= 0 &&
+           rev(nodes_[oldest_index].parent) == path[oldest + 1]) {
+      oldest_index = nodes_[oldest_index].parent;
+      ++oldest;
+    }
+    if (nodes_[oldest_index].parent < 0) {
+      int child = oldest_index;
+      for (size_t i = oldest + 1; i < path.size(); ++i) {
+        int existing = find(path[i]);
+        if (existing >= 0) {
+          nodes_[child].parent = existing;
+          break;
+        }
+        node n;
+        n.pos = path[i].pos;
+        n.hash = path[i].hash;
+        nodes_.push_back(std::move(n));
+        nodes_[child].parent = static_cast<int>(nodes_.size()) - 1;
+        child = nodes_[child].parent;
+        added = true;
+      }
+    }
+  }
+  if (known == 0) return known_index;
+  // Insert the unknown, newer part of the path, oldest first.
+  int parent = known_index;
+  for (size_t i = known; i-- > 0;) {
+    node n;
+    n.pos = path[i].pos;
+    n.hash = path[i].hash;
+    n.parent = parent;
+    n.deleted = (i == 0) && deleted;
+    nodes_.push_back(std::move(n));
+    parent = static_cast<int>(nodes_.size()) - 1;
+  }
+  added = true;
+  return parent;
+}
+
+size_t rev_tree::stem(uint32_t limit) {
+  if (limit == 0) limit = 1;
+  std::vector<bool> keep(nodes_.size(), false);
+  for (int leaf : leaves()) {
+    int i = leaf;
+    for (uint32_t depth = 0; i >= 0 && depth < limit; ++depth) {
+      keep[i] = true;
+      i = nodes_[i].parent;
+    }
+  }
+  size_t dropped = std::count(keep.begin(), keep.end(), false);
+  if (dropped == 0) return 0;
+  std::vector<int> remap(nodes_.size(), -1);
+  std::vector<node> kept;
+  for (size_t i = 0; i < nodes_.size(); ++i) {
+    if (!keep[i]) continue;
+    remap[i] = static_cast<int>(kept.size());
+    kept.push_back(nodes_[i]);
+  }
+  for (auto& n : kept) n.parent = n.parent >= 0 ? remap[n.parent] : -1;
+  nodes_ = std::move(kept);
+  return dropped;
+}
+
+std::vector<int> rev_tree::path_to(int i) const {
+  std::vector<int> out;
+  for (; i >= 0; i = nodes_[i].parent) out.push_back(i);
+  return out;
+}
+
+void rev_tree::encode(codec::writer& w) const {
+  w.varint(nodes_.size());
+  for (auto& n : nodes_) {
+    w.varint(n.pos);
+    w.str(n.hash);
+    w.varint(static_cast<uint64_t>(n.parent + 1));
+    w.byte(n.deleted ? 1 : 0);
+  }
+}
+
+bool rev_tree::decode(codec::reader& r, rev_tree& out) {
+  uint64_t count = 0;
+  if (!r.varint(count) || count > (1u << 24)) return false;
+  out.nodes_.clear();
+  out.nodes_.reserve(count);
+  for (uint64_t i = 0; i < count; ++i) {
+    node n;
+    uint64_t parent = 0;
+    uint8_t flags = 0;
+    if (!r.varint(n.pos) || !r.str(n.hash) || !r.varint(parent) || !r.byte(flags)) return false;
+    if (parent > count) return false;
+    n.parent = static_cast<int32_t>(parent) - 1;
+    n.deleted = flags & 1;
+    out.nodes_.push_back(std::move(n));
+  }
+  return true;
+}
+
+}  // namespace settee

@@ -1,0 +1,75 @@
+// rev_tree: a document's revision tree, following CouchDB's rules exactly.
+//  - A revision is "<pos>-<hash>"; new hashes are deterministic (see make_rev_hash).
+//  - Leaves are the open ends of the tree; the winner is the leaf that is not deleted, then with the
+//    highest pos, then with the greatest hash. Other live leaves are conflicts.
+//  - new_edits=true extends a leaf (add_child); new_edits=false merges a foreign history (merge_path).
+//  - stem(limit) keeps only the last `limit` revisions of every branch (revs_limit).
+// Pure value type: no I/O, not thread-safe (copy it between threads).
+#pragma once
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "storage/codec.hpp"
+
+namespace settee {
+
+struct rev_id {
+  uint64_t pos = 0;
+  std::string hash;
+
+  std::string str() const { return std::to_string(pos) + "-" + hash; }
+  bool operator==(const rev_id& o) const { return pos == o.pos && hash == o.hash; }
+  bool operator!=(const rev_id& o) const { return !(*this == o); }
+};
+
+// Parses "N-hash" (N a positive integer, hash non-empty). Returns false on anything else.
+bool parse_rev(std::string_view text, rev_id& out);
+
+// The hash of a new revision: MD5 over the deleted flag, the parent revision and the body bytes,
+// as 32 lowercase hex digits. Same inputs, same rev: retried writes are idempotent.
+std::string make_rev_hash(bool deleted, const rev_id* parent, std::string_view body);
+
+class rev_tree {
+ public:
+  struct node {
+    uint64_t pos = 0;
+    std::string hash;
+    int32_t parent = -1;  // index into nodes(), -1 for a root (or a stemmed root)
+    bool deleted = false;
+  };
+
+  bool empty() const { return nodes_.empty(); }
+  const std::vector<node>& nodes() const { return nodes_; }
+  rev_id rev(int i) const { return {nodes_[i].pos, nodes_[i].hash}; }
+
+  int find(const rev_id& r) const;
+  bool is_leaf(int i) const;
+  std::vector<int> leaves() const;
+  // Leaves ordered winner first, then by the same rule descending.
+  std::vector<int> sorted_leaves() const;
+  int winner() const;  // -1 when empty
+  bool winner_deleted() const { return nodes_[winner()].deleted; }
+
+  // Adds a child of `parent` (-1: a new root at pos 1). Returns the new node's index.
+  int add_child(int parent, const std::string& hash, bool deleted);
+
+  // Merges a history given newest first (each element one pos below the previous).
+  // Returns the index of the path's newest revision; `added` tells whether anything was new.
+  int merge_path(const std::vector<rev_id>& path, bool deleted, bool& added);
+
+  // Keeps at most `limit` (>= 1) revisions on every root-to-leaf path. Returns how many were dropped.
+  size_t stem(uint32_t limit);
+
+  // The history of node i, newest first (i itself included), as far as the tree knows it.
+  std::vector<int> path_to(int i) const;
+
+  void encode(codec::writer& w) const;
+  static bool decode(codec::reader& r, rev_tree& out);
+
+ private:
+  std::vector<node> nodes_;
+};
+
+}  // namespace settee

@@ -1,0 +1,24 @@
+# The header of one shard replica file, stored under key "header" in the `meta` sub-db.
+# Evolution rules (storage/FORMAT.md): fields are only appended with the next ordinal; never
+# renumbered, retyped or removed; defaults never change. Older binaries ignore newer fields, and a
+# rewrite deep-copies the old header first so they survive.
+@0xc4a0e1d5b2f3a901;
+
+struct Epoch {
+  node @0 :Text;    # the node that owned this copy from `seq` on
+  seq @1 :UInt64;
+}
+
+struct ShardHeader {
+  formatVersion @0 :UInt32;
+  shardUuid @1 :Text;         # 32 hex digits, random at creation; its prefix goes into clustered seqs
+  epochs @2 :List(Epoch);
+  updateSeq @3 :UInt64;
+  revsLimit @4 :UInt32 = 1000;
+  security @5 :Text;          # the _security object as JSON text ("" = {})
+  docCount @6 :UInt64;        # documents whose winner is live
+  docDelCount @7 :UInt64;     # documents whose winner is a tombstone
+  createdAt @8 :Int64;        # creation time (unix seconds) of the database this shard belongs to
+  externalSize @9 :UInt64;    # bytes of leaf bodies stored
+  # Release 0.2 appends the time-seq bins here (@10).
+}

@@ -1,0 +1,82 @@
+#include "storage/shard_header.hpp"
+
+#include <capnp/message.h>
+#include <capnp/serialize.h>
+#include <kj/array.h>
+#include <kj/exception.h>
+
+#include <cstring>
+
+#include "storage/schema/shard_header.capnp.h"
+
+namespace settee {
+
+namespace {
+
+// capnp needs word-aligned input; LMDB values have no alignment guarantee, so copy.
+kj::Array<capnp::word> aligned_copy(const std::string& bytes) {
+  auto words = kj::heapArray<capnp::word>(bytes.size() / sizeof(capnp::word));
+  std::memcpy(words.begin(), bytes.data(), words.size() * sizeof(capnp::word));
+  return words;
+}
+
+}  // namespace
+
+bool shard_header::decode(const std::string& bytes, shard_header& out) {
+  if (bytes.empty() || bytes.size() % sizeof(capnp::word) != 0) return false;
+  try {
+    auto words = aligned_copy(bytes);
+    capnp::ReaderOptions opts;
+    opts.traversalLimitInWords = 1u << 26;
+    capnp::FlatArrayMessageReader msg(words, opts);
+    auto h = msg.getRoot<ShardHeader>();
+    out.format_version = h.getFormatVersion();
+    out.shard_uuid = h.getShardUuid();
+    out.epochs.clear();
+    for (auto e : h.getEpochs()) out.epochs.emplace_back(e.getNode(), e.getSeq());
+    out.update_seq = h.getUpdateSeq();
+    out.revs_limit = h.getRevsLimit();
+    out.security = h.getSecurity();
+    out.doc_count = h.getDocCount();
+    out.doc_del_count = h.getDocDelCount();
+    out.created_at = h.getCreatedAt();
+    out.external_size = h.getExternalSize();
+    return true;
+  } catch (const kj::Exception&) {
+    return false;
+  }
+}
+
+std::string shard_header::encode(const std::string& previous) const {
+  capnp::MallocMessageBuilder msg;
+  bool copied = false;
+  if (!previous.empty() && previous.size() % sizeof(capnp::word) == 0) {
+    try {
+      auto words = aligned_copy(previous);
+      capnp::FlatArrayMessageReader old(words);
+      msg.setRoot(old.getRoot<ShardHeader>());  // deep copy keeps unknown fields
+      copied = true;
+    } catch (const kj::Exception&) {
+    }
+  }
+  auto h = copied ? msg.getRoot<ShardHeader>() : msg.initRoot<ShardHeader>();
+  h.setFormatVersion(format_version);
+  h.setShardUuid(shard_uuid);
+  auto ep = h.initEpochs(static_cast<unsigned>(epochs.size()));
+  for (size_t i = 0; i < epochs.size(); ++i) {
+    ep[i].setNode(epochs[i].first);
+    ep[i].setSeq(epochs[i].second);
+  }
+  h.setUpdateSeq(update_seq);
+  h.setRevsLimit(revs_limit);
+  h.setSecurity(security);
+  h.setDocCount(doc_count);
+  h.setDocDelCount(doc_del_count);
+  h.setCreatedAt(created_at);
+  h.setExternalSize(external_size);
+  auto flat = capnp::messageToFlatArray(msg);
+  auto bytes = flat.asBytes();
+  return std::string(reinterpret_cast<const char*>(bytes.begin()), bytes.size());
+}
+
+}  // namespace settee

@@ -1,0 +1,33 @@
+// shard_header: the in-memory view of schema/shard_header.capnp plus its (de)serialisation.
+// Unknown (newer) fields survive a rewrite: encode() starts from the previous raw header bytes.
+// Pure value type, no I/O.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace settee {
+
+struct shard_header {
+  static constexpr uint32_t current_format = 1;
+
+  uint32_t format_version = current_format;
+  std::string shard_uuid;
+  std::vector<std::pair<std::string, uint64_t>> epochs;  // (node, first seq)
+  uint64_t update_seq = 0;
+  uint32_t revs_limit = 1000;
+  std::string security;
+  uint64_t doc_count = 0;
+  uint64_t doc_del_count = 0;
+  int64_t created_at = 0;
+  uint64_t external_size = 0;
+
+  // Decodes `bytes`; false when they are not a valid header.
+  static bool decode(const std::string& bytes, shard_header& out);
+  // Encodes this header. `previous` (may be empty) are the raw bytes it was read from, so fields
+  // this binary does not know are carried over unchanged.
+  std::string encode(const std::string& previous) const;
+};
+
+}  // namespace settee

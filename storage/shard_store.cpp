@@ -1,0 +1,414 @@
+#include "storage/shard_store.hpp"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "node/crypto.hpp"
+#include "storage/codec.hpp"
+#include "storage/lmdb_env.hpp"
+
+namespace settee {
+
+namespace {
+
+constexpr const char* header_key = "header";
+
+status mkdirs(const std::string& dir) {
+  std::string cur;
+  for (size_t i = 0; i <= dir.size(); ++i) {
+    if (i == dir.size() || dir[i] == '/') {
+      if (!cur.empty() && ::mkdir(cur.c_str(), 0755) != 0 && errno != EEXIST) {
+        return {errc::internal, "cannot create directory " + cur + ": " + std::strerror(errno)};
+      }
+    }
+    if (i < dir.size()) cur.push_back(dir[i]);
+  }
+  return {};
+}
+
+// bodies key: length-prefixed id then the revision text (ids may contain any byte).
+std::string body_key(std::string_view id, const rev_id& rev) {
+  codec::writer w;
+  w.str(id);
+  w.data() += rev.str();
+  return std::move(w.data());
+}
+
+std::string encode_doc(uint64_t seq, const rev_tree& tree) {
+  codec::writer w;
+  w.varint(seq);
+  tree.encode(w);
+  return std::move(w.data());
+}
+
+bool decode_doc(std::string_view id, std::string_view value, doc_info& out) {
+  codec::reader r(value);
+  out.id.assign(id);
+  return r.varint(out.seq) && rev_tree::decode(r, out.tree) && r.done() && !out.tree.empty();
+}
+
+std::string encode_change(const doc_info& d, int64_t now_s) {
+  const rev_tree& t = d.tree;
+  auto leaves = t.sorted_leaves();
+  codec::writer w;
+  w.str(d.id);
+  w.str(t.rev(leaves.front()).str());
+  w.byte(t.nodes()[leaves.front()].deleted ? 1 : 0);
+  w.varint(leaves.size());
+  for (int l : leaves) w.str(t.rev(l).str());
+  w.varint(static_cast<uint64_t>(now_s < 0 ? 0 : now_s));
+  return std::move(w.data());
+}
+
+bool decode_change(uint64_t seq, std::string_view value, change_entry& out) {
+  codec::reader r(value);
+  uint8_t deleted = 0;
+  uint64_t n = 0, t = 0;
+  out.seq = seq;
+  if (!r.str(out.id) || !r.str(out.rev) || !r.byte(deleted) || !r.varint(n)) return false;
+  out.deleted = deleted;
+  out.leaf_revs.resize(n);
+  for (auto& rv : out.leaf_revs)
+    if (!r.str(rv)) return false;
+  if (!r.varint(t)) return false;
+  out.time_s = static_cast<int64_t>(t);
+  return true;
+}
+
+std::string encode_local(uint64_t rev, std::string_view body) {
+  codec::writer w;
+  w.varint(rev);
+  w.str(body);
+  return std::move(w.data());
+}
+
+status get(MDB_txn* t, MDB_dbi dbi, std::string_view key, std::string_view& out, bool& found) {
+  MDB_val k = lmdb::val(key), v;
+  int rc = mdb_get(t, dbi, &k, &v);
+  found = rc == MDB_SUCCESS;
+  if (rc == MDB_NOTFOUND) return {};
+  if (found) out = lmdb::view(v);
+  return lmdb::to_status(rc, "mdb_get");
+}
+
+status put(MDB_txn* t, MDB_dbi dbi, std::string_view key, std::string_view value, unsigned flags = 0) {
+  MDB_val k = lmdb::val(key), v = lmdb::val(value);
+  return lmdb::to_status(mdb_put(t, dbi, &k, &v, flags), "mdb_put");
+}
+
+status del(MDB_txn* t, MDB_dbi dbi, std::string_view key) {
+  MDB_val k = lmdb::val(key);
+  int rc = mdb_del(t, dbi, &k, nullptr);
+  return rc == MDB_NOTFOUND ? status{} : lmdb::to_status(rc, "mdb_del");
+}
+
+enum class doc_state { absent, live, deleted };
+
+doc_state state_of(const rev_tree& t) {
+  if (t.empty()) return doc_state::absent;
+  return t.winner_deleted() ? doc_state::deleted : doc_state::live;
+}
+
+void count(shard_header& h, doc_state s, int delta) {
+  if (s == doc_state::live) h.doc_count += delta;
+  if (s == doc_state::deleted) h.doc_del_count += delta;
+}
+
+}  // namespace
+
+result<std::shared_ptr<shard_store>> shard_store::open(const std::string& path, const store_options& opts) {
+  size_t slash = path.rfind('/');
+  if (slash != std::string::npos) {
+    if (auto st = mkdirs(path.substr(0, slash)); !st) return st;
+  }
+  std::shared_ptr<shard_store> s(new shard_store());
+  s->path_ = path;
+  if (int rc = mdb_env_create(&s->env_); rc != 0) return lmdb::to_status(rc, "mdb_env_create");
+  mdb_env_set_maxdbs(s->env_, 8);
+  mdb_env_set_mapsize(s->env_, opts.map_size_bytes);
+  mdb_env_set_maxreaders(s->env_, 1024);
+  // MDB_NOTLS: read transactions are not bound to threads (CAF workers, HTTP threads).
+  if (int rc = mdb_env_open(s->env_, path.c_str(), MDB_NOSUBDIR | MDB_NOTLS, 0644); rc != 0) {
+    return lmdb::to_status(rc, ("cannot open " + path).c_str());
+  }
+  lmdb::txn t;
+  if (auto st = t.begin(s->env_, false); !st) return st;
+  const std::pair<const char*, MDB_dbi*> dbis[] = {
+      {"meta", &s->meta_}, {"docs", &s->docs_}, {"bodies", &s->bodies_}, {"by_seq", &s->by_seq_}, {"local", &s->local_}};
+  for (auto& [name, dbi] : dbis) {
+    if (int rc = mdb_dbi_open(t.get(), name, MDB_CREATE, dbi); rc != 0) return lmdb::to_status(rc, "mdb_dbi_open");
+  }
+  std::string_view raw;
+  bool found = false;
+  if (auto st = get(t.get(), s->meta_, header_key, raw, found); !st) return st;
+  shard_header h;
+  bool dirty = false;
+  if (found) {
+    s->header_raw_.assign(raw);
+    if (!shard_header::decode(s->header_raw_, h)) return status{errc::internal, path + ": unreadable header"};
+  } else {
+    h.shard_uuid = crypto::random_hex(16);
+    h.created_at = opts.created_at;
+    h.revs_limit = opts.revs_limit;
+    dirty = true;
+  }
+  if (h.epochs.empty() || h.epochs.back().first != opts.node_name) {
+    h.epochs.emplace_back(opts.node_name, h.update_seq);  // a new owner starts a new epoch
+    dirty = true;
+  }
+  if (dirty) {
+    std::string bytes = h.encode(s->header_raw_);
+    if (auto st = put(t.get(), s->meta_, header_key, bytes); !st) return st;
+    s->header_raw_ = std::move(bytes);
+  }
+  if (auto st = t.commit(); !st) return st;
+  s->header_ = std::move(h);
+  return s;
+}
+
+shard_store::~shard_store() {
+  if (env_) mdb_env_close(env_);
+}
+
+shard_header shard_store::header() const {
+  std::lock_guard<std::mutex> lock(header_mu_);
+  return header_;
+}
+
+uint64_t shard_store::file_size() const {
+  struct stat st {};
+  return ::stat(path_.c_str(), &st) == 0 ? static_cast<uint64_t>(st.st_size) : 0;
+}
+
+void shard_store::remove_files(const std::string& path) {
+  ::unlink(path.c_str());
+  ::unlink((path + "-lock").c_str());
+}
+
+status shard_store::commit(const std::vector<write_op*>& ops, int64_t now_s) {
+  shard_header h = header();
+  lmdb::txn t;
+  status st = t.begin(env_, false);
+  for (size_t o = 0; o < ops.size() && st; ++o) {
+    write_op& op = *ops[o];
+    switch (op.what) {
+      case write_op::kind::docs:
+        op.results.resize(op.docs.size());
+        for (size_t i = 0; i < op.docs.size() && st; ++i) st = apply_doc(t.get(), h, op.docs[i], op.results[i], now_s);
+        break;
+      case write_op::kind::local:
+        st = apply_local(t.get(), op);
+        break;
+      case write_op::kind::security:
+        h.security = op.security;
+        break;
+      case write_op::kind::revs_limit:
+        h.revs_limit = op.revs_limit;
+        break;
+    }
+  }
+  std::string bytes;
+  if (st) {
+    bytes = h.encode(header_raw_);
+    st = put(t.get(), meta_, header_key, bytes);
+  }
+  if (st) st = t.commit();  // without MDB_NOSYNC, LMDB fsyncs before returning
+  if (!st) {
+    for (write_op* op : ops) op->st = st;
+    return st;
+  }
+  std::lock_guard<std::mutex> lock(header_mu_);
+  header_ = std::move(h);
+  header_raw_ = std::move(bytes);
+  return {};
+}
+
+status shard_store::apply_doc(MDB_txn* t, shard_header& h, doc_update& u, doc_result& r, int64_t now_s) {
+  doc_info d;
+  std::string_view raw;
+  bool found = false;
+  if (auto st = get(t, docs_, u.id, raw, found); !st) return st;
+  if (found && !decode_doc(u.id, raw, d)) return {errc::internal, "corrupt document record: " + u.id};
+  d.id = u.id;
+  doc_state before = state_of(d.tree);
+  std::vector<int> old_leaves = d.tree.leaves();  // indices stay valid: the tree only appends
+  int leaf = -1;
+
+  if (u.new_edits) {
+    int parent = -1;
+    if (!u.revs.empty()) {
+      parent = d.tree.find(u.revs.front());
+      if (parent < 0 || !d.tree.is_leaf(parent)) {
+        r.st = {errc::conflict, "Document update conflict."};
+        return {};
+      }
+    } else if (before == doc_state::live) {
+      r.st = {errc::conflict, "Document update conflict."};
+      return {};
+    } else if (before == doc_state::deleted) {
+      parent = d.tree.winner();  // re-creating a deleted document extends its tombstone
+    }
+    rev_id parent_rev = parent >= 0 ? d.tree.rev(parent) : rev_id{};
+    leaf = d.tree.add_child(parent, make_rev_hash(u.deleted, parent >= 0 ? &parent_rev : nullptr, u.body),
+                            u.deleted);
+  } else {
+    bool added = false;
+    leaf = d.tree.merge_path(u.revs, u.deleted, added);
+    if (!added) {
+      r.rev = u.revs.front();  // already known: nothing to do (idempotent replication)
+      return {};
+    }
+  }
+  r.rev = d.tree.rev(leaf);
+
+  // Bodies are kept for leaves only: drop those of leaves that gained a child.
+  for (int i : old_leaves) {
+    if (d.tree.is_leaf(i)) continue;
+    std::string key = body_key(u.id, d.tree.rev(i));
+    std::string_view old_body;
+    bool had = false;
+    if (auto st = get(t, bodies_, key, old_body, had); !st) return st;
+    if (had) {
+      h.external_size -= std::min<uint64_t>(h.external_size, old_body.size());
+      if (auto st = del(t, bodies_, key); !st) return st;
+    }
+  }
+  if (auto st = put(t, bodies_, body_key(u.id, r.rev), u.body); !st) return st;
+  h.external_size += u.body.size();
+  d.tree.stem(h.revs_limit);  // never removes a leaf, so no body goes with it
+
+  // One by_seq entry per document: move it to the new seq.
+  if (found) {
+    if (auto st = del(t, by_seq_, codec::seq_key(d.seq)); !st) return st;
+  }
+  d.seq = ++h.update_seq;
+  if (auto st = put(t, by_seq_, codec::seq_key(d.seq), encode_change(d, now_s), MDB_APPEND); !st) return st;
+  if (auto st = put(t, docs_, u.id, encode_doc(d.seq, d.tree)); !st) return st;
+  count(h, before, -1);
+  count(h, state_of(d.tree), +1);
+  return {};
+}
+
+status shard_store::apply_local(MDB_txn* t, write_op& op) {
+  local_update& u = op.local;
+  std::string_view raw;
+  bool found = false;
+  if (auto st = get(t, local_, u.id, raw, found); !st) return st;
+  uint64_t current = 0;
+  if (found) {
+    codec::reader r(raw);
+    if (!r.varint(current)) return {errc::internal, "corrupt local document: " + u.id};
+  }
+  if (u.deleted) {
+    if (!found) {
+      op.st = {errc::not_found, "missing"};
+      return {};
+    }
+    if (u.rev != current) {
+      op.st = {errc::conflict, "Document update conflict."};
+      return {};
+    }
+    op.local_rev = 0;
+    return del(t, local_, u.id);
+  }
+  if (u.rev != current) {
+    op.st = {errc::conflict, "Document update conflict."};
+    return {};
+  }
+  op.local_rev = current + 1;
+  return put(t, local_, u.id, encode_local(op.local_rev, u.body));
+}
+
+result<shard_store::snapshot> shard_store::read() const {
+  snapshot s;
+  s.store_ = this;
+  if (int rc = mdb_txn_begin(env_, nullptr, MDB_RDONLY, &s.txn_); rc != 0) {
+    s.txn_ = nullptr;
+    return lmdb::to_status(rc, "mdb_txn_begin");
+  }
+  return s;
+}
+
+shard_store::snapshot& shard_store::snapshot::operator=(snapshot&& o) noexcept {
+  if (this != &o) {
+    if (txn_) mdb_txn_abort(txn_);
+    store_ = o.store_;
+    txn_ = o.txn_;
+    o.txn_ = nullptr;
+  }
+  return *this;
+}
+
+shard_store::snapshot::~snapshot() {
+  if (txn_) mdb_txn_abort(txn_);
+}
+
+bool shard_store::snapshot::doc(std::string_view id, doc_info& out) const {
+  std::string_view raw;
+  bool found = false;
+  return get(txn_, store_->docs_, id, raw, found) && found && decode_doc(id, raw, out);
+}
+
+bool shard_store::snapshot::body(std::string_view id, const rev_id& rev, std::string& out) const {
+  std::string_view raw;
+  bool found = false;
+  if (!get(txn_, store_->bodies_, body_key(id, rev), raw, found) || !found) return false;
+  out.assign(raw);
+  return true;
+}
+
+bool shard_store::snapshot::local(std::string_view id, local_doc& out) const {
+  std::string_view raw;
+  bool found = false;
+  if (!get(txn_, store_->local_, id, raw, found) || !found) return false;
+  codec::reader r(raw);
+  out.id.assign(id);
+  return r.varint(out.rev) && r.str(out.body);
+}
+
+void shard_store::snapshot::scan_docs(std::string_view start, bool descending,
+                                      const std::function<bool(const doc_info&)>& visit) const {
+  MDB_cursor* c = nullptr;
+  if (mdb_cursor_open(txn_, store_->docs_, &c) != 0) return;
+  MDB_val k = lmdb::val(start), v;
+  int rc;
+  if (start.empty()) {
+    rc = mdb_cursor_get(c, &k, &v, descending ? MDB_LAST : MDB_FIRST);
+  } else {
+    rc = mdb_cursor_get(c, &k, &v, MDB_SET_RANGE);
+    if (descending) {
+      if (rc == MDB_NOTFOUND) {
+        rc = mdb_cursor_get(c, &k, &v, MDB_LAST);
+      } else if (rc == 0 && lmdb::view(k) != start) {
+        rc = mdb_cursor_get(c, &k, &v, MDB_PREV);  // first key <= start
+      }
+    }
+  }
+  doc_info d;
+  while (rc == 0) {
+    if (decode_doc(lmdb::view(k), lmdb::view(v), d) && !visit(d)) break;
+    rc = mdb_cursor_get(c, &k, &v, descending ? MDB_PREV : MDB_NEXT);
+  }
+  mdb_cursor_close(c);
+}
+
+void shard_store::snapshot::scan_changes(uint64_t since,
+                                         const std::function<bool(const change_entry&)>& visit) const {
+  MDB_cursor* c = nullptr;
+  if (mdb_cursor_open(txn_, store_->by_seq_, &c) != 0) return;
+  std::string from = codec::seq_key(since + 1);
+  MDB_val k = lmdb::val(from), v;
+  int rc = mdb_cursor_get(c, &k, &v, MDB_SET_RANGE);
+  change_entry e;
+  while (rc == 0) {
+    uint64_t seq = 0;
+    if (codec::parse_seq_key(lmdb::view(k), seq) && decode_change(seq, lmdb::view(v), e) && !visit(e)) break;
+    rc = mdb_cursor_get(c, &k, &v, MDB_NEXT);
+  }
+  mdb_cursor_close(c);
+}
+
+}  // namespace settee

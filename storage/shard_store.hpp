@@ -1,0 +1,149 @@
+// shard_store: one shard replica's LMDB file (FORMAT.md): its header, documents with rev trees,
+// leaf bodies, the by-sequence index (one entry per document) and _local documents.
+//
+// Thread-safety: commit() must be called by one thread at a time (the shard replica actor, the
+// file's only writer). read() snapshots and header() may be used from any thread concurrently.
+// Durability: commit() returns only after LMDB committed the transaction with fsync.
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "node/error.hpp"
+#include "storage/rev_tree.hpp"
+#include "storage/shard_header.hpp"
+
+// LMDB stays an implementation detail: upper layers never include lmdb.h.
+struct MDB_env;
+struct MDB_txn;
+
+namespace settee {
+
+struct store_options {
+  std::string node_name = "settee@127.0.0.1";
+  uint64_t map_size_bytes = 64ull << 30;  // virtual; the file is sparse
+  int64_t created_at = 0;                 // header.created_at for a new file
+  uint32_t revs_limit = 1000;             // for a new file
+};
+
+// One document write. new_edits=true: `revs` is empty (create) or holds the base revision.
+// new_edits=false: `revs` is the full history to merge, newest first (at least one).
+struct doc_update {
+  std::string id;
+  std::string body;  // JSON object text without _id/_rev/_deleted/_revisions
+  bool deleted = false;
+  bool new_edits = true;
+  std::vector<rev_id> revs;
+};
+
+struct doc_result {
+  status st;
+  rev_id rev;  // the new (or merged) revision when st is ok
+};
+
+struct local_update {
+  std::string id;  // including the "_local/" prefix
+  std::string body;
+  bool deleted = false;
+  uint64_t rev = 0;  // the "0-N" revision the client holds (0: none)
+};
+
+// A unit of work for commit(). The caller fills the inputs; commit() fills the outputs.
+struct write_op {
+  enum class kind { docs, local, security, revs_limit };
+  kind what = kind::docs;
+  std::vector<doc_update> docs;  // kind::docs
+  local_update local;            // kind::local
+  std::string security;          // kind::security (JSON text)
+  uint32_t revs_limit = 0;       // kind::revs_limit
+
+  std::vector<doc_result> results;  // kind::docs: one per input doc
+  status st;                        // every kind: the op-level outcome
+  uint64_t local_rev = 0;           // kind::local: the new revision
+};
+
+struct doc_info {
+  std::string id;
+  uint64_t seq = 0;  // the seq of the document's latest change
+  rev_tree tree;
+};
+
+struct change_entry {
+  uint64_t seq = 0;
+  std::string id;
+  std::string rev;  // winning revision
+  bool deleted = false;
+  std::vector<std::string> leaf_revs;  // winner first
+  int64_t time_s = 0;                  // commit time (unix seconds)
+};
+
+struct local_doc {
+  std::string id;
+  uint64_t rev = 0;
+  std::string body;
+};
+
+class shard_store {
+ public:
+  static result<std::shared_ptr<shard_store>> open(const std::string& path, const store_options& opts);
+  ~shard_store();
+  shard_store(const shard_store&) = delete;
+  shard_store& operator=(const shard_store&) = delete;
+
+  const std::string& path() const { return path_; }
+  shard_header header() const;
+  uint64_t file_size() const;
+
+  // Applies every op in one transaction and syncs it to disk. A failure of the transaction itself
+  // (e.g. a full map) fails every op with the returned status; per-document outcomes such as
+  // conflicts are in each op's results.
+  status commit(const std::vector<write_op*>& ops, int64_t now_s);
+
+  // A consistent read-only view (one LMDB read transaction). Keep it short-lived.
+  class snapshot {
+   public:
+    snapshot() = default;
+    snapshot(snapshot&& o) noexcept : store_(o.store_), txn_(o.txn_) { o.txn_ = nullptr; }
+    snapshot& operator=(snapshot&& o) noexcept;
+    snapshot(const snapshot&) = delete;
+    ~snapshot();
+
+    bool doc(std::string_view id, doc_info& out) const;
+    bool body(std::string_view id, const rev_id& rev, std::string& out) const;
+    bool local(std::string_view id, local_doc& out) const;
+    // Visits documents in id order from `start` (inclusive; "" = the first or, descending, the last
+    // id). The visitor returns false to stop.
+    void scan_docs(std::string_view start, bool descending,
+                   const std::function<bool(const doc_info&)>& visit) const;
+    // Visits changes with seq > since, ascending.
+    void scan_changes(uint64_t since, const std::function<bool(const change_entry&)>& visit) const;
+
+   private:
+    friend class shard_store;
+    const shard_store* store_ = nullptr;
+    MDB_txn* txn_ = nullptr;
+  };
+  result<snapshot> read() const;
+
+  // Removes a closed store's files.
+  static void remove_files(const std::string& path);
+
+ private:
+  shard_store() = default;
+  status apply_doc(MDB_txn* t, shard_header& h, doc_update& u, doc_result& r, int64_t now_s);
+  status apply_local(MDB_txn* t, write_op& op);
+
+  std::string path_;
+  MDB_env* env_ = nullptr;
+  unsigned meta_ = 0, docs_ = 0, bodies_ = 0, by_seq_ = 0, local_ = 0;  // MDB_dbi handles
+  mutable std::mutex header_mu_;
+  shard_header header_;
+  std::string header_raw_;
+};
+
+}  // namespace settee

@@ -1,0 +1,142 @@
+#include <doctest/doctest.h>
+
+#include "storage/rev_tree.hpp"
+
+using namespace settee;
+
+namespace {
+rev_id R(const char* s) {
+  rev_id r;
+  REQUIRE(parse_rev(s, r));
+  return r;
+}
+}  // namespace
+
+TEST_CASE("parse_rev accepts N-hash only") {
+  rev_id r;
+  CHECK(parse_rev("1-abc", r));
+  CHECK(r.pos == 1);
+  CHECK(r.hash == "abc");
+  CHECK(r.str() == "1-abc");
+  for (const char* bad : {"", "1", "1-", "-abc", "0-abc", "x-abc", "1x-abc", "-1-abc"}) {
+    CHECK_MESSAGE(!parse_rev(bad, r), bad);
+  }
+}
+
+TEST_CASE("rev hashes are deterministic and depend on every input") {
+  rev_id parent = R("1-aaaa");
+  std::string h = make_rev_hash(false, &parent, "{\"a\":1}");
+  CHECK(h.size() == 32);
+  CHECK(h == make_rev_hash(false, &parent, "{\"a\":1}"));
+  CHECK(h != make_rev_hash(true, &parent, "{\"a\":1}"));
+  CHECK(h != make_rev_hash(false, nullptr, "{\"a\":1}"));
+  CHECK(h != make_rev_hash(false, &parent, "{\"a\":2}"));
+}
+
+TEST_CASE("linear history: winner, leaves, path") {
+  rev_tree t;
+  int a = t.add_child(-1, "a", false);
+  int b = t.add_child(a, "b", false);
+  int c = t.add_child(b, "c", false);
+  CHECK(t.rev(c).str() == "3-c");
+  CHECK(t.leaves() == std::vector<int>{c});
+  CHECK(t.winner() == c);
+  CHECK(t.path_to(c) == std::vector<int>{c, b, a});
+  CHECK_FALSE(t.is_leaf(a));
+}
+
+TEST_CASE("winner: live beats deleted, then higher pos, then greater hash") {
+  rev_tree t;
+  int root = t.add_child(-1, "r", false);
+  int x = t.add_child(root, "x", false);
+  int y = t.add_child(root, "y", false);
+  CHECK(t.winner() == y);  // same pos: greater hash
+  int x2 = t.add_child(x, "a", false);
+  CHECK(t.winner() == x2);  // higher pos
+  int x3 = t.add_child(x2, "z", true);
+  CHECK(t.winner() == y);  // the longer branch is deleted now
+  CHECK(t.sorted_leaves() == std::vector<int>{y, x3});
+  int y2 = t.add_child(y, "d", true);
+  CHECK(t.winner_deleted());
+  CHECK(t.winner() == x3);  // all deleted: highest pos wins
+  (void)y2;
+}
+
+TEST_CASE("merge_path: foreign histories, idempotence, conflicts") {
+  rev_tree t;
+  bool added = false;
+  int leaf = t.merge_path({R("3-c"), R("2-b"), R("1-a")}, false, added);
+  CHECK(added);
+  CHECK(t.nodes().size() == 3);
+  CHECK(t.rev(leaf).str() == "3-c");
+  CHECK(t.merge_path({R("3-c"), R("2-b"), R("1-a")}, false, added) == leaf);
+  CHECK_FALSE(added);
+  // A conflicting branch off 2-b.
+  int other = t.merge_path({R("3-d"), R("2-b")}, false, added);
+  CHECK(added);
+  CHECK(t.leaves().size() == 2);
+  CHECK(t.nodes()[other].parent == t.find(R("2-b")));
+  CHECK(t.winner() == other);  // "d" > "c"
+  // An unrelated history becomes a second root.
+  t.merge_path({R("2-y"), R("1-x")}, true, added);
+  CHECK(t.leaves().size() == 3);
+  CHECK(t.winner() == other);
+}
+
+TEST_CASE("merge_path reattaches ancestors of a stemmed root") {
+  rev_tree t;
+  bool added = false;
+  t.merge_path({R("5-e"), R("4-d")}, false, added);
+  t.merge_path({R("6-f"), R("5-e"), R("4-d"), R("3-c")}, false, added);
+  CHECK(added);
+  CHECK(t.nodes().size() == 4);
+  int c = t.find(R("3-c"));
+  CHECK(t.nodes()[t.find(R("4-d"))].parent == c);
+  CHECK(t.path_to(t.find(R("6-f"))).size() == 4);
+}
+
+TEST_CASE("stem keeps the last N revisions of every branch and never a leaf less") {
+  rev_tree t;
+  int p = -1;
+  for (int i = 0; i < 10; ++i) p = t.add_child(p, "h" + std::to_string(i), false);
+  int side = t.add_child(t.find(R("3-h2")), "side", false);
+  (void)side;
+  size_t dropped = t.stem(3);
+  CHECK(t.leaves().size() == 2);
+  CHECK(t.find(R("10-h9")) >= 0);
+  CHECK(t.find(R("8-h7")) >= 0);
+  CHECK(t.find(R("7-h6")) < 0);
+  CHECK(t.find(R("4-side")) >= 0);
+  CHECK(t.find(R("2-h1")) >= 0);  // within 3 of the side leaf
+  CHECK(t.find(R("1-h0")) < 0);
+  CHECK(dropped == 11 - 6);
+  for (auto& n : t.nodes()) CHECK(n.parent < static_cast<int>(t.nodes().size()));
+  CHECK(t.path_to(t.find(R("10-h9"))).size() == 3);
+  CHECK(t.stem(1) > 0);
+  CHECK(t.nodes().size() == 2);
+}
+
+TEST_CASE("encode/decode round-trip and corrupt input") {
+  rev_tree t;
+  int a = t.add_child(-1, "a", false);
+  t.add_child(a, "b", true);
+  t.add_child(a, "c", false);
+  codec::writer w;
+  t.encode(w);
+  rev_tree back;
+  codec::reader r(w.data());
+  REQUIRE(rev_tree::decode(r, back));
+  REQUIRE(back.nodes().size() == 3);
+  for (size_t i = 0; i < 3; ++i) {
+    CHECK(back.nodes()[i].pos == t.nodes()[i].pos);
+    CHECK(back.nodes()[i].hash == t.nodes()[i].hash);
+    CHECK(back.nodes()[i].parent == t.nodes()[i].parent);
+    CHECK(back.nodes()[i].deleted == t.nodes()[i].deleted);
+  }
+  std::string bytes = w.data();
+  for (size_t cut = 0; cut + 1 < bytes.size(); ++cut) {
+    codec::reader rc(std::string_view(bytes).substr(0, cut));
+    rev_tree x;
+    CHECK_FALSE(rev_tree::decode(rc, x));
+  }
+}

@@ -1,0 +1,254 @@
+// shard_store against real LMDB files in temporary directories.
+#include <doctest/doctest.h>
+
+#include "storage/shard_store.hpp"
+#include "temp_dir.hpp"
+
+using namespace settee;
+
+namespace {
+
+std::shared_ptr<shard_store> open_store(const std::string& path, const std::string& node = "n1@h") {
+  store_options o;
+  o.node_name = node;
+  o.map_size_bytes = 64ull << 20;
+  o.created_at = 1700000000;
+  auto s = shard_store::open(path, o);
+  REQUIRE_MESSAGE(s.ok(), (s.ok() ? "" : s.error().reason));
+  return *s;
+}
+
+doc_update upd(std::string id, std::string body, std::vector<rev_id> revs = {}, bool deleted = false) {
+  doc_update u;
+  u.id = std::move(id);
+  u.body = std::move(body);
+  u.revs = std::move(revs);
+  u.deleted = deleted;
+  return u;
+}
+
+std::vector<doc_result> write(shard_store& s, std::vector<doc_update> docs, int64_t now = 1700000100) {
+  write_op op;
+  op.docs = std::move(docs);
+  REQUIRE(s.commit({&op}, now));
+  REQUIRE(op.st);
+  return op.results;
+}
+
+std::vector<change_entry> changes(shard_store& s, uint64_t since = 0) {
+  std::vector<change_entry> out;
+  auto snap = s.read();
+  REQUIRE(snap.ok());
+  snap->scan_changes(since, [&](const change_entry& e) {
+    out.push_back(e);
+    return true;
+  });
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("create, update, conflict, delete and recreate a document") {
+  temp_dir dir;
+  auto s = open_store(dir.path + "/shards/00000000-ffffffff/db.1");
+  auto r1 = write(*s, {upd("a", "{\"v\":1}")});
+  REQUIRE(r1[0].st);
+  CHECK(r1[0].rev.pos == 1);
+  CHECK(r1[0].rev.hash.size() == 32);
+
+  auto conflict = write(*s, {upd("a", "{\"v\":2}")});
+  CHECK(conflict[0].st.code == errc::conflict);
+  auto stale = write(*s, {upd("a", "{\"v\":2}", {rev_id{1, "0000"}})});
+  CHECK(stale[0].st.code == errc::conflict);
+
+  auto r2 = write(*s, {upd("a", "{\"v\":2}", {r1[0].rev})});
+  REQUIRE(r2[0].st);
+  CHECK(r2[0].rev.pos == 2);
+  auto again = write(*s, {upd("a", "{\"v\":3}", {r1[0].rev})});
+  CHECK(again[0].st.code == errc::conflict);  // 1-x is no longer a leaf
+
+  auto snap = s->read();
+  REQUIRE(snap.ok());
+  doc_info d;
+  REQUIRE(snap->doc("a", d));
+  std::string body;
+  CHECK(snap->body("a", r2[0].rev, body));
+  CHECK(body == "{\"v\":2}");
+  CHECK_FALSE(snap->body("a", r1[0].rev, body));  // only leaves keep bodies
+  CHECK(s->header().doc_count == 1);
+
+  auto del = write(*s, {upd("a", "{}", {r2[0].rev}, true)});
+  REQUIRE(del[0].st);
+  CHECK(s->header().doc_count == 0);
+  CHECK(s->header().doc_del_count == 1);
+  auto re = write(*s, {upd("a", "{\"v\":9}")});  // extends the tombstone
+  REQUIRE(re[0].st);
+  CHECK(re[0].rev.pos == 4);
+  CHECK(s->header().doc_count == 1);
+  CHECK(s->header().doc_del_count == 0);
+}
+
+TEST_CASE("by_seq keeps one entry per document, with commit time and leaves") {
+  temp_dir dir;
+  auto s = open_store(dir.path + "/x.db");
+  auto r = write(*s, {upd("a", "{}"), upd("b", "{}"), upd("c", "{}")}, 100);
+  write(*s, {upd("a", "{\"x\":1}", {r[0].rev})}, 200);
+  auto all = changes(*s);
+  REQUIRE(all.size() == 3);
+  CHECK(all[0].id == "b");
+  CHECK(all[1].id == "c");
+  CHECK(all[2].id == "a");
+  CHECK(all[2].seq == 4);
+  CHECK(all[2].time_s == 200);
+  CHECK(all[0].time_s == 100);
+  CHECK(all[2].leaf_revs.size() == 1);
+  CHECK(changes(*s, 3).size() == 1);
+  CHECK(s->header().update_seq == 4);
+}
+
+TEST_CASE("new_edits=false merges histories, creates conflicts, is idempotent") {
+  temp_dir dir;
+  auto s = open_store(dir.path + "/x.db");
+  doc_update u = upd("d", "{\"side\":\"one\"}", {rev_id{2, "b1"}, rev_id{1, "a"}});
+  u.new_edits = false;
+  write(*s, {u});
+  doc_update v = upd("d", "{\"side\":\"two\"}", {rev_id{2, "b2"}, rev_id{1, "a"}});
+  v.new_edits = false;
+  write(*s, {v});
+  write(*s, {v});  // again: no change
+  CHECK(s->header().update_seq == 2);
+  auto snap = s->read();
+  doc_info d;
+  REQUIRE(snap->doc("d", d));
+  CHECK(d.tree.leaves().size() == 2);
+  CHECK(d.tree.rev(d.tree.winner()).str() == "2-b2");
+  auto ch = changes(*s);
+  REQUIRE(ch.size() == 1);
+  CHECK(ch[0].leaf_revs == std::vector<std::string>{"2-b2", "2-b1"});
+}
+
+TEST_CASE("revs_limit stems history on write") {
+  temp_dir dir;
+  auto s = open_store(dir.path + "/x.db");
+  write_op lim;
+  lim.what = write_op::kind::revs_limit;
+  lim.revs_limit = 3;
+  REQUIRE(s->commit({&lim}, 0));
+  rev_id rev;
+  for (int i = 0; i < 10; ++i) {
+    auto r = write(*s, {upd("a", "{\"i\":" + std::to_string(i) + "}", i ? std::vector<rev_id>{rev} : std::vector<rev_id>{})});
+    REQUIRE(r[0].st);
+    rev = r[0].rev;
+  }
+  auto snap = s->read();
+  doc_info d;
+  REQUIRE(snap->doc("a", d));
+  CHECK(d.tree.nodes().size() == 3);
+  CHECK(d.tree.rev(d.tree.winner()).pos == 10);
+}
+
+TEST_CASE("local documents: revisions 0-N, conflicts, delete") {
+  temp_dir dir;
+  auto s = open_store(dir.path + "/x.db");
+  write_op op;
+  op.what = write_op::kind::local;
+  op.local = {"_local/cp", "{\"seq\":1}", false, 0};
+  REQUIRE(s->commit({&op}, 0));
+  CHECK(op.st);
+  CHECK(op.local_rev == 1);
+  write_op stale;
+  stale.what = write_op::kind::local;
+  stale.local = {"_local/cp", "{\"seq\":2}", false, 0};
+  REQUIRE(s->commit({&stale}, 0));
+  CHECK(stale.st.code == errc::conflict);
+  write_op next;
+  next.what = write_op::kind::local;
+  next.local = {"_local/cp", "{\"seq\":2}", false, 1};
+  REQUIRE(s->commit({&next}, 0));
+  CHECK(next.local_rev == 2);
+  local_doc ld;
+  REQUIRE(s->read()->local("_local/cp", ld));
+  CHECK(ld.body == "{\"seq\":2}");
+  CHECK(changes(*s).empty());  // not in the feed
+  write_op del;
+  del.what = write_op::kind::local;
+  del.local = {"_local/cp", "", true, 2};
+  REQUIRE(s->commit({&del}, 0));
+  CHECK(del.st);
+  CHECK_FALSE(s->read()->local("_local/cp", ld));
+}
+
+TEST_CASE("everything survives reopening; a new owner starts an epoch") {
+  temp_dir dir;
+  std::string path = dir.path + "/x.db";
+  std::string uuid;
+  {
+    auto s = open_store(path);
+    write(*s, {upd("a", "{\"k\":\"v\"}")});
+    write_op sec;
+    sec.what = write_op::kind::security;
+    sec.security = "{\"members\":{\"names\":[\"bob\"]}}";
+    REQUIRE(s->commit({&sec}, 0));
+    uuid = s->header().shard_uuid;
+    CHECK(uuid.size() == 32);
+  }
+  auto s = open_store(path, "n2@h");
+  shard_header h = s->header();
+  CHECK(h.shard_uuid == uuid);
+  CHECK(h.update_seq == 1);
+  CHECK(h.doc_count == 1);
+  CHECK(h.created_at == 1700000000);
+  CHECK(h.security == "{\"members\":{\"names\":[\"bob\"]}}");
+  REQUIRE(h.epochs.size() == 2);
+  CHECK(h.epochs[0] == std::make_pair(std::string("n1@h"), uint64_t{0}));
+  CHECK(h.epochs[1] == std::make_pair(std::string("n2@h"), uint64_t{1}));
+}
+
+TEST_CASE("scan_docs in both directions from a start key") {
+  temp_dir dir;
+  auto s = open_store(dir.path + "/x.db");
+  write(*s, {upd("b", "{}"), upd("d", "{}"), upd("f", "{}")});
+  auto ids = [&](std::string start, bool desc) {
+    std::vector<std::string> out;
+    s->read()->scan_docs(start, desc, [&](const doc_info& d) {
+      out.push_back(d.id);
+      return true;
+    });
+    return out;
+  };
+  CHECK(ids("", false) == std::vector<std::string>{"b", "d", "f"});
+  CHECK(ids("", true) == std::vector<std::string>{"f", "d", "b"});
+  CHECK(ids("c", false) == std::vector<std::string>{"d", "f"});
+  CHECK(ids("c", true) == std::vector<std::string>{"b"});
+  CHECK(ids("d", true) == std::vector<std::string>{"d", "b"});
+  CHECK(ids("z", true) == std::vector<std::string>{"f", "d", "b"});
+}
+
+TEST_CASE("a full map is an error value, and the store stays usable") {
+  temp_dir dir;
+  store_options o;
+  o.map_size_bytes = 1 << 20;
+  auto s = shard_store::open(dir.path + "/small.db", o);
+  REQUIRE(s.ok());
+  write_op big;
+  big.docs.push_back(upd("big", "{\"x\":\"" + std::string(2 << 20, 'x') + "\"}"));
+  status st = (*s)->commit({&big}, 0);
+  CHECK(st.code == errc::storage_full);
+  CHECK(big.st.code == errc::storage_full);
+  write_op small;
+  small.docs.push_back(upd("small", "{}"));
+  CHECK((*s)->commit({&small}, 0));
+  CHECK((*s)->header().doc_count == 1);
+}
+
+TEST_CASE("header keeps fields a newer release added") {
+  shard_header h;
+  h.shard_uuid = "u";
+  h.update_seq = 5;
+  std::string bytes = h.encode("");
+  shard_header back;
+  REQUIRE(shard_header::decode(bytes, back));
+  CHECK(back.update_seq == 5);
+  CHECK_FALSE(shard_header::decode("garbage!", back));
+  CHECK_FALSE(shard_header::decode("", back));
+}
