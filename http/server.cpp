@@ -99,6 +99,16 @@ http_server::http_server(node_services& node, http_options opts)
   s.Delete(".*", handler);
   s.Patch(".*", handler);
   s.Options(".*", handler);
+  // httplib would wait for the connection to close to read a PUT/POST body that has neither a
+  // Content-Length nor chunked encoding; CouchDB treats it as empty (`curl -X PUT /db`), so do we.
+  s.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
+    bool has_body_method = req.method == "PUT" || req.method == "POST" || req.method == "PATCH";
+    if (has_body_method && !req.has_header("Content-Length") && !req.has_header("Transfer-Encoding")) {
+      dispatch(req, res);
+      return httplib::Server::HandlerResponse::Handled;
+    }
+    return httplib::Server::HandlerResponse::Unhandled;
+  });
   // Errors produced by httplib itself (413, 400 on malformed requests, ...) get CouchDB's shape.
   s.set_error_handler([](const httplib::Request&, httplib::Response& res) {
     if (!res.body.empty()) return;
