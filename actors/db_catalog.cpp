@@ -15,7 +15,7 @@ using json = nlohmann::json;
 db_catalog::db_catalog(caf::actor_system& sys, shard_registry& shards, const clock& clk, std::string data_dir,
                        std::string node_name, std::chrono::milliseconds timeout)
     : sys_(sys), shards_(shards), clk_(clk), data_dir_(std::move(data_dir)), node_name_(std::move(node_name)),
-      timeout_(timeout) {}
+      timeout_(timeout), dbs_path_(data_dir_ + "/_dbs.lmdb") {}
 
 db_meta db_catalog::make_meta(const std::string& name, uint32_t q, int64_t created) const {
   db_meta m;
@@ -30,10 +30,9 @@ db_meta db_catalog::make_meta(const std::string& name, uint32_t q, int64_t creat
 }
 
 status db_catalog::load() {
-  auto h = shards_.acquire(data_dir_ + "/_dbs.lmdb", clk_.now_s());
+  auto h = dbs();
   if (!h) return h.error();
-  dbs_ = *h;
-  auto snap = dbs_.store->read();
+  auto snap = h->store->read();
   if (!snap) return snap.error();
   std::unique_lock lock(mu_);
   snap->scan_docs("", false, [&](const doc_info& d) {
@@ -69,17 +68,19 @@ std::vector<std::string> db_catalog::names() const {
 }
 
 status db_catalog::write_entry(const std::string& name, const std::string& body, bool deleted) {
+  auto h = dbs();
+  if (!h) return h.error();
   auto op = std::make_shared<write_op>();
   doc_update u;
   u.id = name;
   u.body = body;
   u.deleted = deleted;
-  if (auto snap = dbs_.store->read()) {
+  if (auto snap = h->store->read()) {
     doc_info d;
     if (snap->doc(name, d)) u.revs.push_back(d.tree.rev(d.tree.winner()));
   }
   op->docs.push_back(std::move(u));
-  if (auto st = write_all(sys_, {{dbs_.writer, op}}, timeout_); !st) return st;
+  if (auto st = write_all(sys_, {{h->writer, op}}, timeout_); !st) return st;
   if (!op->st) return op->st;
   return op->results.front().st;
 }

@@ -47,6 +47,7 @@ class db_catalog {
  private:
   db_meta make_meta(const std::string& name, uint32_t q, int64_t created) const;
   status write_entry(const std::string& name, const std::string& body, bool deleted);
+  result<shard_handle> dbs() { return shards_.acquire(dbs_path_, clk_.now_s()); }
 
   caf::actor_system& sys_;
   shard_registry& shards_;
@@ -54,7 +55,7 @@ class db_catalog {
   std::string data_dir_;
   std::string node_name_;
   std::chrono::milliseconds timeout_;
-  shard_handle dbs_;  // pinned: never evicted
+  std::string dbs_path_;  // the `_dbs` shard, acquired per use like any other
   mutable std::shared_mutex mu_;
   std::mutex write_mu_;  // one create/delete at a time
   std::map<std::string, db_meta> dbs_by_name_;

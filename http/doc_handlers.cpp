@@ -161,6 +161,8 @@ void get_doc(ctx& c, const db_meta& db, const std::string& id) {
   opts.deleted_conflicts = *deleted_conflicts || *meta;
   opts.local_seq = *local_seq;
 
+  rev_id wanted;
+  if (c.has("rev") && !valid_rev(c.param("rev"), wanted)) return c.error(bad_rev());
   auto h = c.node.coord.shard_for(db, id);
   if (!h) return c.error(h.error());
   auto snap = h->store->read();
@@ -171,9 +173,7 @@ void get_doc(ctx& c, const db_meta& db, const std::string& id) {
   if (!found) return c.error(errc::not_found, "missing");
   int index = d.tree.winner();
   if (c.has("rev")) {
-    rev_id r;
-    if (!valid_rev(c.param("rev"), r)) return c.error(bad_rev());
-    index = d.tree.find(r);
+    index = d.tree.find(wanted);
     if (index < 0) return c.error(errc::not_found, "missing");
   } else if (d.tree.winner_deleted()) {
     return c.error(errc::not_found, "deleted");

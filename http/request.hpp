@@ -44,8 +44,10 @@ struct ctx {
   node_services& node;
   std::vector<std::string> path;  // percent-decoded path segments
   user_ctx user;
+  std::string method_ = req.method == "HEAD" ? "GET" : req.method;
 
-  const std::string& method() const { return req.method; }
+  // HEAD is answered as GET (httplib drops the body).
+  const std::string& method() const { return method_; }
   bool has(const char* name) const { return req.has_param(name); }
   std::string param(const char* name) const { return req.get_param_value(name); }
   // A boolean query parameter: "true"/"false", else 400 "Invalid boolean parameter".

@@ -35,6 +35,7 @@ void dispatch_db(ctx& c, const db_meta& db, const json& security) {
     for (size_t i = 3; i < p.size(); ++i) id += "/" + p[i];
     return handle_local_doc(c, db, id);
   }
+  if (what == "_design" && p.size() == 2) return handle_doc(c, db, "_design/");  // illegal, says why
   if (what == "_design" && p.size() >= 3) {
     if (p.size() > 3) return c.error(errc::not_implemented, "attachments and views are not supported yet");
     return handle_doc(c, db, "_design/" + p[2]);

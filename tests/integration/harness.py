@@ -1,0 +1,186 @@
+"""Test harness: starts real settee processes on free loopback ports and talks HTTP to them.
+
+Every node gets its own temporary data dir and is killed at the end of the test. Requests go
+through http.client so tests see exact status codes, headers and bodies.
+"""
+import base64
+import http.client
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+import unittest
+
+BIN = os.environ.get("SETTEE_BIN", os.path.join(os.path.dirname(__file__), "../../build/settee"))
+ADMIN = ("admin", "s3cret")
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Response:
+    def __init__(self, status, headers, raw):
+        self.status = status
+        self.headers = headers
+        self.raw = raw
+        try:
+            self.json = json.loads(raw) if raw else None
+        except ValueError:
+            self.json = None
+
+    def header(self, name):
+        return self.headers.get(name.lower())
+
+    def __repr__(self):
+        return f"<{self.status} {self.raw[:300]!r}>"
+
+
+class Node:
+    """One settee process."""
+
+    def __init__(self, data_dir=None, config=None, env=None, admin=ADMIN):
+        self.own_dir = data_dir is None
+        self.data_dir = data_dir or tempfile.mkdtemp(prefix="settee-it-")
+        self.config = config
+        self.admin = admin
+        self.env = env
+        self.proc = None
+        self.port = None
+        self.conn = None
+
+    def start(self, port=None):
+        self.port = port or free_port()
+        args = [BIN, "--data-dir", self.data_dir, "--port", str(self.port)]
+        if self.config is not None:
+            path = os.path.join(self.data_dir, "..", os.path.basename(self.data_dir) + ".ini")
+            with open(path, "w") as f:
+                f.write(self.config)
+            args += ["--config", path]
+        env = dict(os.environ)
+        if self.admin:
+            env["SETTEE_ADMIN"] = f"{self.admin[0]}:{self.admin[1]}"
+        env.update(self.env or {})
+        self.log = open(os.path.join(self.data_dir, "..", os.path.basename(self.data_dir) + ".log"), "w")
+        self.proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=self.log, env=env, text=True)
+        self.banner = ""
+        while "listening on" not in self.banner:
+            line = self.proc.stdout.readline()
+            if not line:
+                break
+            self.banner += line
+        deadline = time.time() + 20
+        while time.time() < deadline:
+            try:
+                if self.request("GET", "/_up", auth=False).status == 200:
+                    return self
+            except OSError:
+                pass
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"settee exited with {self.proc.returncode}: {self.banner}")
+            time.sleep(0.05)
+        raise RuntimeError("settee did not come up")
+
+    def stop(self, sig=signal.SIGTERM):
+        if self.conn:
+            self.conn.close()
+            self.conn = None
+        if self.proc and self.proc.poll() is None:
+            self.proc.send_signal(sig)
+            try:
+                self.proc.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        if self.proc:
+            self.proc.stdout.close()
+            self.log.close()
+        self.proc = None
+
+    def kill(self):
+        self.stop(signal.SIGKILL)
+
+    def cleanup(self):
+        self.stop()
+        if self.own_dir:
+            shutil.rmtree(self.data_dir, ignore_errors=True)
+
+    def auth_header(self, user=None):
+        user = user or self.admin
+        token = base64.b64encode(f"{user[0]}:{user[1]}".encode()).decode()
+        return {"Authorization": "Basic " + token}
+
+    def request(self, method, path, body=None, auth=True, headers=None, user=None, raw_body=None, fresh=False):
+        """One request. `body` is JSON-encoded; `raw_body` is sent as is. auth=False: anonymous."""
+        h = {}
+        if auth:
+            h.update(self.auth_header(user))
+        if body is not None:
+            raw_body = json.dumps(body)
+            h["Content-Type"] = "application/json"
+        h.update(headers or {})
+        for attempt in range(2):
+            if self.conn is None or fresh:
+                self.conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=60)
+            try:
+                self.conn.request(method, path, body=raw_body, headers=h)
+                r = self.conn.getresponse()
+                raw = r.read().decode("utf-8", "replace")
+                return Response(r.status, {k.lower(): v for k, v in r.getheaders()}, raw)
+            except (http.client.HTTPException, OSError):
+                self.conn.close()
+                self.conn = None
+                if attempt:
+                    raise
+        raise AssertionError("unreachable")
+
+    # Shorthands
+    def get(self, path, **kw):
+        return self.request("GET", path, **kw)
+
+    def put(self, path, body=None, **kw):
+        return self.request("PUT", path, body, **kw)
+
+    def post(self, path, body=None, **kw):
+        return self.request("POST", path, body, **kw)
+
+    def delete(self, path, **kw):
+        return self.request("DELETE", path, **kw)
+
+
+class NodeTest(unittest.TestCase):
+    """A test case with one node shared by its tests (started once per class)."""
+
+    config = None
+
+    @classmethod
+    def setUpClass(cls):
+        cls.node = Node(config=cls.config).start()
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.node.cleanup()
+
+    def assertError(self, r, status, error, reason=None):
+        self.assertEqual(r.status, status, r)
+        self.assertIsInstance(r.json, dict, r)
+        self.assertEqual(r.json.get("error"), error, r)
+        if reason is not None:
+            self.assertEqual(r.json.get("reason"), reason, r)
+        self.assertEqual(set(r.json), {"error", "reason"}, r)
+
+    def new_db(self, name, q=None):
+        path = "/" + name + (f"?q={q}" if q else "")
+        r = self.node.put(path)
+        self.assertEqual(r.status, 201, r)
+        return name
+
+
+def main():
+    unittest.main(verbosity=2)

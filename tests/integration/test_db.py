@@ -1,0 +1,120 @@
+"""Database lifecycle: create, info, delete, name rules, shards, security."""
+from harness import Node, NodeTest, main
+
+ILLEGAL = ("Name: '{}'. Only lowercase characters (a-z), digits (0-9), and any of the characters _, $, (, ), +, "
+           "-, and / are allowed. Must begin with a letter.")
+
+
+class Databases(NodeTest):
+    def test_create_info_delete(self):
+        r = self.node.put("/lifecycle")
+        self.assertEqual((r.status, r.json), (201, {"ok": True}))
+        self.assertEqual(r.header("Location"), "/lifecycle")
+        self.assertError(self.node.put("/lifecycle"), 412, "file_exists",
+                         "The database could not be created, the file already exists.")
+        info = self.node.get("/lifecycle").json
+        self.assertEqual(list(info), ["instance_start_time", "db_name", "purge_seq", "update_seq", "sizes", "props",
+                                      "doc_del_count", "doc_count", "disk_format_version", "compact_running",
+                                      "cluster"])
+        self.assertEqual(info["db_name"], "lifecycle")
+        self.assertEqual((info["doc_count"], info["doc_del_count"]), (0, 0))
+        self.assertEqual(info["cluster"], {"q": 2, "n": 1, "w": 1, "r": 1})
+        self.assertEqual(self.node.request("HEAD", "/lifecycle").status, 200)
+        self.assertError(self.node.delete("/lifecycle?rev=1-abc"), 400, "bad_request",
+                         "You tried to DELETE a database with a ?=rev parameter. "
+                         "Did you mean to DELETE a document instead?")
+        self.assertEqual(self.node.delete("/lifecycle").json, {"ok": True})
+        self.assertError(self.node.get("/lifecycle"), 404, "not_found", "Database does not exist.")
+        self.assertError(self.node.delete("/lifecycle"), 404, "not_found", "Database does not exist.")
+        self.assertNotIn("lifecycle", self.node.get("/_all_dbs").json)
+
+    def test_recreated_db_starts_empty(self):
+        self.new_db("again")
+        self.assertEqual(self.node.put("/again/d", {"v": 1}).status, 201)
+        first = self.node.get("/again").json["instance_start_time"]
+        self.node.delete("/again")
+        self.new_db("again")
+        info = self.node.get("/again").json
+        self.assertEqual(info["doc_count"], 0)
+        self.assertNotEqual(info["instance_start_time"], first)
+        self.assertError(self.node.get("/again/d"), 404, "not_found", "missing")
+
+    def test_names(self):
+        for good in ["a", "a-b", "a_b$c(d)+e", "a/b/c", "z9"]:
+            encoded = good.replace("/", "%2F")
+            self.assertEqual(self.node.put("/" + encoded).status, 201, good)
+            self.assertEqual(self.node.get("/" + encoded).json["db_name"], good)
+        self.assertIn("a/b/c", self.node.get("/_all_dbs").json)
+        for bad in ["A", "1abc", "a%20b", "a.b", "%C3%A9"]:
+            r = self.node.put("/" + bad)
+            self.assertError(r, 400, "illegal_database_name")
+        self.assertError(self.node.put("/Caps"), 400, "illegal_database_name", ILLEGAL.format("Caps"))
+        self.assertError(self.node.put("/" + "a" * 239), 400, "database_name_too_long")
+
+    def test_q_parameter(self):
+        self.new_db("qfour", q=4)
+        self.assertEqual(self.node.get("/qfour").json["cluster"]["q"], 4)
+        shards = self.node.get("/qfour/_shards").json["shards"]
+        self.assertEqual(list(shards), ["00000000-3fffffff", "40000000-7fffffff", "80000000-bfffffff",
+                                        "c0000000-ffffffff"])
+        self.assertEqual(set(map(tuple, shards.values())), {("settee@127.0.0.1",)})
+        r = self.node.get("/qfour/_shards/some-doc").json
+        self.assertIn(r["range"], shards)
+        self.assertEqual(r["nodes"], ["settee@127.0.0.1"])
+        for bad in ["0", "-1", "x", ""]:
+            self.assertError(self.node.put(f"/qbad?q={bad}"), 400, "bad_request",
+                             "The `q` value should be a positive integer.")
+        self.assertError(self.node.put("/qbad?n=0"), 400, "bad_request", "The `n` value should be a positive integer.")
+        self.assertError(self.node.post("/qfour/_shards", {}), 405, "method_not_allowed", "Only GET allowed")
+
+    def test_docs_spread_over_shards(self):
+        self.new_db("spread", q=4)
+        for i in range(40):
+            self.assertEqual(self.node.put(f"/spread/d{i}", {"i": i}).status, 201)
+        info = self.node.get("/spread").json
+        self.assertEqual(info["doc_count"], 40)
+        self.assertEqual(info["update_seq"], "40")
+        ranges = {self.node.get(f"/spread/_shards/d{i}").json["range"] for i in range(40)}
+        self.assertEqual(len(ranges), 4)
+
+    def test_post_creates_doc(self):
+        self.new_db("posting")
+        r = self.node.post("/posting", {"x": 1})
+        self.assertEqual(r.status, 201)
+        self.assertEqual(len(r.json["id"]), 32)
+        self.assertEqual(r.header("Location"), "/posting/" + r.json["id"])
+        r = self.node.post("/posting", {"_id": "chosen", "x": 1})
+        self.assertEqual(r.json["id"], "chosen")
+        r = self.node.request("POST", "/posting", raw_body='{"x":1}', headers={"Content-Type": "text/plain"})
+        self.assertError(r, 415, "bad_content_type", "Content-Type must be application/json")
+        self.assertError(self.node.request("COPY", "/posting"), 400, "bad_request")
+
+    def test_admin_only_lifecycle(self):
+        self.assertError(self.node.put("/anon", auth=False), 401, "unauthorized", "You are not a server admin.")
+        self.assertError(self.node.delete("/_users", auth=False), 401, "unauthorized")
+
+    def test_ensure_full_commit(self):
+        self.new_db("efc")
+        r = self.node.post("/efc/_ensure_full_commit", raw_body="", headers={"Content-Type": "application/json"})
+        self.assertEqual(r.status, 201)
+        self.assertEqual(r.json["ok"], True)
+
+
+class Persistence(NodeTest):
+    def test_dbs_and_docs_survive_restart(self):
+        self.new_db("kept", q=3)
+        revs = {}
+        for i in range(20):
+            revs[f"k{i}"] = self.node.put(f"/kept/k{i}", {"i": i}).json["rev"]
+        self.node.put("/kept/_security", {"members": {"names": ["bob"], "roles": []}})
+        self.node.stop()
+        self.node.start()
+        self.assertIn("kept", self.node.get("/_all_dbs").json)
+        self.assertEqual(self.node.get("/kept").json["cluster"]["q"], 3)
+        for doc_id, rev in revs.items():
+            self.assertEqual(self.node.get(f"/kept/{doc_id}").json["_rev"], rev)
+        self.assertEqual(self.node.get("/kept/_security").json["members"]["names"], ["bob"])
+
+
+if __name__ == "__main__":
+    main()

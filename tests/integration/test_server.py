@@ -1,0 +1,164 @@
+"""Server endpoints, the CLI contract and configuration."""
+import os
+import subprocess
+import tempfile
+
+from harness import BIN, Node, NodeTest, main
+
+
+class ServerEndpoints(NodeTest):
+    def test_welcome(self):
+        r = self.node.get("/", auth=False)
+        self.assertEqual(r.status, 200)
+        self.assertEqual(r.json["couchdb"], "Welcome")
+        self.assertEqual(list(r.json)[:2], ["couchdb", "version"])
+        self.assertEqual(len(r.json["uuid"]), 32)
+        self.assertEqual(r.json["uuid"], self.node.get("/").json["uuid"])  # stable
+        self.assertError(self.node.post("/", {}), 405, "method_not_allowed", "Only GET,HEAD allowed")
+        self.assertEqual(self.node.request("HEAD", "/").status, 200)
+
+    def test_up_is_open(self):
+        r = self.node.get("/_up", auth=False)
+        self.assertEqual((r.status, r.json), (200, {"status": "ok", "seeds": {}}))
+
+    def test_all_dbs(self):
+        for name in ["alpha", "beta", "gamma"]:
+            self.node.put("/" + name)
+        names = self.node.get("/_all_dbs").json
+        self.assertEqual(names, sorted(names))
+        self.assertTrue({"alpha", "beta", "gamma", "_users", "_replicator"} <= set(names))
+        self.assertEqual(self.node.get('/_all_dbs?startkey="b"&endkey="beta"').json, ["beta"])
+        self.assertEqual(self.node.get('/_all_dbs?start_key="alpha"&limit=2').json, ["alpha", "beta"])
+        self.assertEqual(self.node.get('/_all_dbs?startkey="alpha"&skip=1&limit=1').json, ["beta"])
+        self.assertEqual(self.node.get('/_all_dbs?descending=true&startkey="beta"&endkey="alpha"').json,
+                         ["beta", "alpha"])
+        self.assertEqual(self.node.get('/_all_dbs?startkey="alpha"&endkey="beta"&inclusive_end=false').json,
+                         ["alpha"])
+        self.assertError(self.node.get("/_all_dbs?limit=abc"), 400, "query_parse_error",
+                         'Invalid value for integer: "abc"')
+        self.assertError(self.node.get("/_all_dbs?descending=yes"), 400, "query_parse_error",
+                         'Invalid boolean parameter: "yes"')
+        self.assertError(self.node.get("/_all_dbs?skip=-1"), 400, "query_parse_error")
+        self.assertError(self.node.get("/_all_dbs?startkey=notjson"), 400, "bad_request")
+        self.assertError(self.node.get("/_all_dbs", auth=False), 401, "unauthorized", "You are not a server admin.")
+        self.assertError(self.node.get("/_all_dbs/x"), 404, "not_found")
+
+    def test_uuids(self):
+        r = self.node.get("/_uuids", auth=False)
+        self.assertEqual(r.status, 200)
+        self.assertEqual(len(r.json["uuids"]), 1)
+        self.assertIn("no-cache", r.header("Cache-Control"))
+        many = self.node.get("/_uuids?count=1000").json["uuids"]
+        self.assertEqual(len(set(many)), 1000)
+        self.assertTrue(all(len(u) == 32 for u in many))
+        self.assertEqual(many, sorted(many))  # sequential algorithm: ordered within a prefix
+        self.assertError(self.node.get("/_uuids?count=1001"), 400, "bad_request", "count parameter too large")
+        self.assertError(self.node.get("/_uuids?count=-1"), 400, "bad_request", "count must be a positive integer")
+        self.assertError(self.node.get("/_uuids?count=x"), 400, "bad_request", "count must be a positive integer")
+        self.assertError(self.node.post("/_uuids", {}), 405, "method_not_allowed", "Only GET allowed")
+
+    def test_unknown_endpoints(self):
+        name_reason = ("Name: '_nope'. Only lowercase characters (a-z), digits (0-9), and any of the "
+                       "characters _, $, (, ), +, -, and / are allowed. Must begin with a letter.")
+        self.assertError(self.node.get("/_nope"), 400, "illegal_database_name", name_reason)
+        self.assertError(self.node.get("/_nope", auth=False), 401, "unauthorized")
+        self.assertError(self.node.get("/Upper"), 400, "illegal_database_name")
+        self.assertError(self.node.get("/nosuchdb"), 404, "not_found", "Database does not exist.")
+        self.assertError(self.node.get("/nosuchdb/doc"), 404, "not_found", "Database does not exist.")
+
+    def test_node_local(self):
+        self.assertEqual(self.node.get("/_node/_local").json, {"name": "settee@127.0.0.1"})
+        self.assertError(self.node.get("/_node/other@host"), 404, "not_found", "no such node: other@host")
+
+    def test_malformed_http_never_kills_the_node(self):
+        import socket
+        for junk in [b"GARBAGE\r\n\r\n", b"GET / HTTP/1.1\r\nHost: x\r\nContent-Length: -5\r\n\r\n",
+                     b"\x00\xff\xfe" * 100 + b"\r\n\r\n", b"POST /db HTTP/1.1\r\nContent-Length: 10\r\n\r\nabc"]:
+            with socket.create_connection(("127.0.0.1", self.node.port), timeout=5) as s:
+                s.sendall(junk)
+                s.shutdown(socket.SHUT_WR)
+                try:
+                    s.recv(1000)
+                except OSError:
+                    pass
+        self.assertEqual(self.node.get("/_up", fresh=True).status, 200)
+
+
+class RequestLimits(NodeTest):
+    config = "[chttpd]\nmax_http_request_size = 4096\n[future_section]\nunknown_key = kept\n"
+
+    def test_body_over_the_limit_is_413(self):
+        self.new_db("limits")
+        r = self.node.put("/limits/big", {"x": "y" * 10000}, fresh=True)
+        self.assertError(r, 413, "too_large", "the request entity is too large")
+        self.assertEqual(self.node.put("/limits/small", {"x": "y"}, fresh=True).status, 201)
+        self.assertError(self.node.get("/limits/big", fresh=True), 404, "not_found", "missing")
+
+
+class CommandLine(NodeTest):
+    def run_bin(self, *args, env=None):
+        return subprocess.run([BIN, *args], capture_output=True, text=True, timeout=30, env=env)
+
+    def test_help_and_version(self):
+        r = self.run_bin("--help")
+        self.assertEqual(r.returncode, 0)
+        self.assertIn("--data-dir", r.stdout)
+        r = self.run_bin("--version")
+        self.assertEqual(r.returncode, 0)
+        self.assertRegex(r.stdout, r"^settee \d+\.\d+\.\d+\n$")
+
+    def test_bad_arguments(self):
+        self.assertEqual(self.run_bin("--bogus").returncode, 2)
+        self.assertEqual(self.run_bin("--port", "99999").returncode, 2)
+        self.assertEqual(self.run_bin("--port").returncode, 2)
+        with tempfile.TemporaryDirectory() as d:
+            r = self.run_bin("--data-dir", d, "--config", os.path.join(d, "missing.ini"))
+            self.assertEqual(r.returncode, 1)
+            self.assertIn("missing.ini", r.stderr)
+            bad = os.path.join(d, "bad.ini")
+            with open(bad, "w") as f:
+                f.write("[log]\nthis is not ini\n")
+            r = self.run_bin("--data-dir", d, "--config", bad)
+            self.assertEqual(r.returncode, 1)
+            self.assertIn("bad.ini:2", r.stderr)
+
+    def test_port_in_use(self):
+        r = self.run_bin("--data-dir", tempfile.mkdtemp(), "--port", str(self.node.port),
+                         env={**os.environ, "SETTEE_ADMIN": "a:b"})
+        self.assertEqual(r.returncode, 1)
+        self.assertIn("cannot listen", r.stderr)
+
+    def test_generated_admin_password_is_printed_once_and_stored_hashed(self):
+        env = {k: v for k, v in os.environ.items() if k != "SETTEE_ADMIN"}
+        node = Node(admin=None, env=env)
+        try:
+            node.start()
+            banner_lines = node.banner
+            self.assertIn("created server admin 'admin' with password", banner_lines)
+            password = banner_lines.split("password '")[1].split("'")[0]
+            with open(os.path.join(node.data_dir, "local.ini")) as f:
+                ini = f.read()
+            self.assertNotIn(password, ini)
+            self.assertIn("admin = -pbkdf2:sha256-", ini)
+            self.assertEqual(node.get("/_all_dbs", user=("admin", password)).status, 200)
+            self.assertEqual(node.get("/_all_dbs", user=("admin", "wrong")).status, 401)
+            node.stop()
+            node.start()  # second start: nothing generated, nothing printed
+            self.assertNotIn("password", node.banner)
+            self.assertEqual(node.get("/_all_dbs", user=("admin", password)).status, 200)
+        finally:
+            node.cleanup()
+
+    def test_plain_text_admin_in_config_is_hashed(self):
+        node = Node(admin=None, config="[admins]\nops = hunter2\n[log]\nlevel = warning\n")
+        try:
+            node.start()
+            self.assertEqual(node.get("/_all_dbs", user=("ops", "hunter2")).status, 200)
+            with open(os.path.join(node.data_dir, "local.ini")) as f:
+                self.assertNotIn("hunter2", f.read())
+        finally:
+            node.cleanup()
+
+
+if __name__ == "__main__":
+    main()
