@@ -1,0 +1,113 @@
+"""Authentication (Basic, cookies), server admins, _users and per-database _security."""
+from harness import NodeTest, main
+
+
+class Auth(NodeTest):
+    @classmethod
+    def setUpClass(cls):
+        super().setUpClass()
+        for name, roles in [("bob", ["readers"]), ("eve", []), ("dan", ["db-admins"])]:
+            r = cls.node.put(f"/_users/org.couchdb.user:{name}",
+                             {"name": name, "type": "user", "roles": roles, "password": name + "-pw"})
+            assert r.status == 201, r
+
+    def user(self, name):
+        return (name, name + "-pw")
+
+    def test_passwords_in_users_are_hashed(self):
+        doc = self.node.get("/_users/org.couchdb.user:bob").json
+        self.assertNotIn("password", doc)
+        self.assertEqual(doc["password_scheme"], "pbkdf2")
+        self.assertEqual(len(doc["derived_key"]), 64)
+
+    def test_basic_auth(self):
+        self.assertEqual(self.node.get("/_session", user=self.user("bob")).json["userCtx"],
+                         {"name": "bob", "roles": ["readers"]})
+        r = self.node.get("/_session", user=("bob", "wrong"))
+        self.assertError(r, 401, "unauthorized", "Name or password is incorrect.")
+        self.assertIn("Basic", r.header("WWW-Authenticate"))
+        self.assertError(self.node.get("/_session", user=("nobody", "x")), 401, "unauthorized")
+        r = self.node.get("/", headers={"Authorization": "Basic !!!notbase64"}, auth=False)
+        self.assertError(r, 401, "unauthorized")
+        anon = self.node.get("/_session", auth=False).json
+        self.assertEqual(anon["userCtx"], {"name": None, "roles": []})
+        self.assertNotIn("authenticated", anon["info"])
+        admin = self.node.get("/_session").json
+        self.assertEqual(admin["userCtx"], {"name": "admin", "roles": ["_admin"]})
+        self.assertEqual(admin["info"]["authenticated"], "default")
+
+    def test_server_admin_gate(self):
+        self.assertError(self.node.get("/_all_dbs", auth=False), 401, "unauthorized", "You are not a server admin.")
+        self.assertError(self.node.get("/_all_dbs", user=self.user("bob")), 403, "forbidden",
+                         "You are not a server admin.")
+        self.assertError(self.node.put("/bobs", user=self.user("bob")), 403, "forbidden")
+        self.assertError(self.node.get("/_users/org.couchdb.user:eve", user=self.user("eve")), 403, "forbidden")
+
+    def test_cookie_session(self):
+        r = self.node.post("/_session", {"name": "bob", "password": "bob-pw"}, auth=False)
+        self.assertEqual(r.status, 200)
+        self.assertEqual(r.json, {"ok": True, "name": "bob", "roles": ["readers"]})
+        cookie = r.header("Set-Cookie").split(";")[0]
+        self.assertTrue(cookie.startswith("AuthSession="))
+        s = self.node.get("/_session", auth=False, headers={"Cookie": cookie}).json
+        self.assertEqual(s["userCtx"]["name"], "bob")
+        self.assertEqual(s["info"]["authenticated"], "cookie")
+        forged = cookie[:-4] + ("AAAA" if not cookie.endswith("AAAA") else "BBBB")
+        s = self.node.get("/_session", auth=False, headers={"Cookie": forged}).json
+        self.assertEqual(s["userCtx"]["name"], None)
+        r = self.node.request("POST", "/_session", raw_body="name=bob&password=bob-pw", auth=False,
+                              headers={"Content-Type": "application/x-www-form-urlencoded"})
+        self.assertEqual(r.status, 200)
+        self.assertError(self.node.post("/_session", {"name": "bob", "password": "no"}, auth=False), 401,
+                         "unauthorized", "Name or password is incorrect.")
+        self.assertError(self.node.post("/_session", {"name": 1}, auth=False), 401, "unauthorized")
+        self.assertError(self.node.post("/_session", [1], auth=False), 400, "bad_request")
+        self.assertEqual(self.node.delete("/_session", auth=False).json, {"ok": True})
+        self.assertError(self.node.request("PUT", "/_session", {}), 405, "method_not_allowed")
+
+    def test_security_members_and_admins(self):
+        self.new_db("private")
+        self.node.put("/private/doc", {"secret": 1})
+        # No members: public.
+        self.assertEqual(self.node.get("/private/doc", auth=False).status, 200)
+        sec = {"admins": {"names": [], "roles": ["db-admins"]}, "members": {"names": ["eve"], "roles": ["readers"]}}
+        self.assertEqual(self.node.put("/private/_security", sec).json, {"ok": True})
+        self.assertEqual(self.node.get("/private/_security").json, sec)
+        self.assertError(self.node.get("/private/doc", auth=False), 401, "unauthorized",
+                         "You are not authorized to access this db.")
+        self.assertError(self.node.get("/private", auth=False), 401, "unauthorized")
+        self.assertEqual(self.node.get("/private/doc", user=self.user("eve")).status, 200)  # by name
+        self.assertEqual(self.node.get("/private/doc", user=self.user("bob")).status, 200)  # by role
+        self.assertEqual(self.node.get("/private/doc", user=self.user("dan")).status, 200)  # db admin
+        self.node.put("/private/_security", {"admins": sec["admins"], "members": {"names": ["eve"], "roles": []}})
+        self.assertError(self.node.get("/private/doc", user=self.user("bob")), 403, "forbidden",
+                         "You are not allowed to access this db.")
+        self.assertError(self.node.put("/private/x", {}, user=self.user("bob")), 403, "forbidden")
+        # Only db admins (and server admins) change _security.
+        self.assertError(self.node.put("/private/_security", {}, user=self.user("eve")), 403, "forbidden",
+                         "You are not a db or server admin.")
+        self.assertError(self.node.put("/private/_security", {}, auth=False), 401, "unauthorized")
+        self.assertEqual(self.node.put("/private/_security", sec, user=self.user("dan")).status, 200)
+
+    def test_security_bad_input(self):
+        self.new_db("secbad")
+        self.assertError(self.node.put("/secbad/_security", [1]), 400, "bad_request")
+        self.assertError(self.node.put("/secbad/_security", {"members": {"names": "bob"}}), 400, "bad_request")
+        self.assertError(self.node.put("/secbad/_security", {"admins": []}), 400, "bad_request")
+        self.assertError(self.node.post("/secbad/_security", {}), 405, "method_not_allowed", "Only PUT,GET allowed")
+        self.assertEqual(self.node.get("/secbad/_security").json, {})
+
+    def test_password_change_takes_effect(self):
+        doc = self.node.get("/_users/org.couchdb.user:eve").json
+        self.assertEqual(self.node.get("/_session", user=self.user("eve")).json["userCtx"]["name"], "eve")
+        doc["password"] = "new-pw"
+        self.assertEqual(self.node.put("/_users/org.couchdb.user:eve", doc).status, 201)
+        self.assertEqual(self.node.get("/_session", user=("eve", "new-pw")).json["userCtx"]["name"], "eve")
+        self.assertError(self.node.get("/_session", user=self.user("eve")), 401, "unauthorized")
+        doc = self.node.get("/_users/org.couchdb.user:eve").json
+        doc["password"] = "eve-pw"
+        self.node.put("/_users/org.couchdb.user:eve", doc)
+
+
+if __name__ == "__main__":
+    main()

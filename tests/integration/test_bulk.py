@@ -1,0 +1,186 @@
+"""_bulk_docs, _bulk_get, _revs_diff and _all_docs."""
+from harness import NodeTest, main
+
+
+class BulkDocs(NodeTest):
+    @classmethod
+    def setUpClass(cls):
+        super().setUpClass()
+        assert cls.node.put("/bulk?q=3").status == 201
+
+    def test_new_edits_true(self):
+        r = self.node.post("/bulk/_bulk_docs", {"docs": [{"_id": "b1", "v": 1}, {"_id": "b2"}, {"v": "auto"}]})
+        self.assertEqual(r.status, 201)
+        self.assertEqual(len(r.json), 3)
+        self.assertTrue(all(row["ok"] for row in r.json))
+        self.assertEqual([row["id"] for row in r.json][:2], ["b1", "b2"])
+        self.assertEqual(len(r.json[2]["id"]), 32)
+        rev_b1 = r.json[0]["rev"]
+        r = self.node.post("/bulk/_bulk_docs", {"docs": [{"_id": "b1", "v": 2}, {"_id": "b1", "_rev": rev_b1, "v": 3},
+                                                         {"_id": "b2", "_deleted": True, "_rev": "1-nothere"}]})
+        self.assertEqual(r.status, 201)
+        self.assertEqual(r.json[0], {"id": "b1", "error": "conflict", "reason": "Document update conflict."})
+        self.assertTrue(r.json[1]["ok"])
+        self.assertEqual(r.json[2]["error"], "conflict")
+        self.assertEqual(self.node.get("/bulk/b1").json["v"], 3)
+
+    def test_same_doc_twice_in_one_request(self):
+        r = self.node.post("/bulk/_bulk_docs", {"docs": [{"_id": "twice", "v": 1}, {"_id": "twice", "v": 2}]}).json
+        self.assertTrue(r[0]["ok"])
+        self.assertEqual(r[1]["error"], "conflict")
+
+    def test_new_edits_false(self):
+        docs = [{"_id": "r1", "_rev": "2-b", "_revisions": {"start": 2, "ids": ["b", "a"]}, "v": 1},
+                {"_id": "r1", "_rev": "2-c", "_revisions": {"start": 2, "ids": ["c", "a"]}, "v": 2},
+                {"_id": "r2", "_rev": "1-z", "v": 3}]
+        r = self.node.post("/bulk/_bulk_docs", {"docs": docs, "new_edits": False})
+        self.assertEqual((r.status, r.json), (201, []))
+        doc = self.node.get("/bulk/r1?conflicts=true").json
+        self.assertEqual((doc["_rev"], doc["_conflicts"]), ("2-c", ["2-b"]))
+        r = self.node.post("/bulk/_bulk_docs", {"docs": docs, "new_edits": False})
+        self.assertEqual(r.json, [])  # replaying is harmless
+        self.assertEqual(self.node.get("/bulk").json["doc_count"] >= 2, True)
+
+    def test_local_docs_in_bulk(self):
+        r = self.node.post("/bulk/_bulk_docs", {"docs": [{"_id": "_local/x", "a": 1}, {"_id": "plain"}]}).json
+        self.assertEqual(r[0], {"ok": True, "id": "_local/x", "rev": "0-1"})
+        self.assertTrue(r[1]["ok"])
+        self.assertEqual(self.node.get("/bulk/_local/x").json["a"], 1)
+
+    def test_bad_requests_write_nothing(self):
+        before = self.node.get("/bulk").json["update_seq"]
+        cases = [
+            ({"nodocs": []}, "POST body must include `docs` parameter."),
+            ({"docs": {}}, "`docs` parameter must be an array."),
+            ({"docs": [], "new_edits": "no"}, "`new_edits` parameter must be a boolean."),
+            ({"docs": [{"_id": "ok1"}, 5]}, "Document must be a JSON object"),
+            ({"docs": [{"_id": "ok2"}, {"_id": "_bad"}]}, "Only reserved document ids may start with underscore."),
+            ({"docs": [{"_id": "ok3"}, {"_id": "x", "_rev": "zz"}]}, "Invalid rev format"),
+            ({"docs": [{"_id": "ok4", "_rev": "1-a"}, {"_id": "n"}], "new_edits": False}, None),
+        ]
+        for body, reason in cases:
+            r = self.node.post("/bulk/_bulk_docs", body)
+            self.assertEqual(r.status, 400, (body, r))
+            if reason:
+                self.assertEqual(r.json["reason"], reason)
+        self.assertError(self.node.post("/bulk/_bulk_docs", raw_body="[",
+                                        headers={"Content-Type": "application/json"}), 400, "bad_request")
+        self.assertError(self.node.post("/bulk/_bulk_docs", [1]), 400, "bad_request")
+        self.assertError(self.node.get("/bulk/_bulk_docs"), 405, "method_not_allowed", "Only POST allowed")
+        self.assertEqual(self.node.get("/bulk").json["update_seq"], before)
+        for doc_id in ["ok1", "ok2", "ok3", "ok4"]:
+            self.assertEqual(self.node.get(f"/bulk/{doc_id}").status, 404)
+
+
+class BulkGetAndRevsDiff(NodeTest):
+    def test_bulk_get(self):
+        self.new_db("bg")
+        rev = self.node.put("/bg/a", {"v": 1}).json["rev"]
+        rev2 = self.node.put("/bg/a", {"_rev": rev, "v": 2}).json["rev"]
+        self.node.put("/bg/gone", {"v": 1})
+        grev = self.node.get("/bg/gone").json["_rev"]
+        self.node.delete(f"/bg/gone?rev={grev}")
+        r = self.node.post("/bg/_bulk_get?revs=true", {"docs": [{"id": "a"}, {"id": "a", "rev": rev},
+                                                                 {"id": "nope"}, {"id": "gone"}]})
+        self.assertEqual(r.status, 200)
+        res = r.json["results"]
+        self.assertEqual(res[0]["docs"][0]["ok"]["_rev"], rev2)
+        self.assertEqual(res[0]["docs"][0]["ok"]["_revisions"]["start"], 2)
+        self.assertEqual(res[1]["docs"][0]["error"]["error"], "not_found")  # old body is gone
+        self.assertEqual(res[2], {"id": "nope", "docs": [{"error": {"id": "nope", "rev": "undefined",
+                                                                    "error": "not_found", "reason": "missing"}}]})
+        self.assertEqual(res[3]["docs"][0]["error"]["reason"], "deleted")
+        r = self.node.post("/bg/_bulk_get?latest=true", {"docs": [{"id": "a", "rev": rev}]}).json
+        self.assertEqual(r["results"][0]["docs"][0]["ok"]["_rev"], rev2)
+        self.assertError(self.node.post("/bg/_bulk_get", {"no": 1}), 400, "bad_request", "Missing JSON list of 'docs'.")
+        self.assertError(self.node.post("/bg/_bulk_get", {"docs": [5]}), 400, "bad_request")
+        self.assertError(self.node.get("/bg/_bulk_get"), 405, "method_not_allowed", "Only POST allowed")
+
+    def test_revs_diff(self):
+        self.new_db("rd")
+        rev = self.node.put("/rd/a", {"v": 1}).json["rev"]
+        r = self.node.post("/rd/_revs_diff", {"a": [rev, "2-x", "3-y"], "b": ["1-z"], "c": []})
+        self.assertEqual(r.status, 200)
+        self.assertEqual(r.json, {"a": {"missing": ["2-x", "3-y"], "possible_ancestors": [rev]},
+                                  "b": {"missing": ["1-z"]}})
+        self.assertEqual(self.node.post("/rd/_revs_diff", {"a": [rev]}).json, {})
+        self.assertError(self.node.post("/rd/_revs_diff", {"a": "1-x"}), 400, "bad_request")
+        self.assertError(self.node.post("/rd/_revs_diff", {"a": ["nonsense"]}), 400, "bad_request",
+                         "Invalid rev format")
+
+
+class AllDocs(NodeTest):
+    @classmethod
+    def setUpClass(cls):
+        super().setUpClass()
+        assert cls.node.put("/ad?q=4").status == 201
+        docs = [{"_id": f"d{i:02d}", "i": i} for i in range(20)]
+        assert cls.node.post("/ad/_bulk_docs", {"docs": docs}).status == 201
+        rev = cls.node.get("/ad/d05").json["_rev"]
+        cls.node.delete(f"/ad/d05?rev={rev}")
+
+    def ids(self, query, method="GET", body=None):
+        r = self.node.request(method, "/ad/_all_docs" + query, body)
+        self.assertEqual(r.status, 200, r)
+        return [row.get("id", row.get("key")) for row in r.json["rows"]]
+
+    def test_order_and_counts(self):
+        r = self.node.get("/ad/_all_docs")
+        self.assertEqual(r.json["total_rows"], 19)
+        self.assertEqual(r.json["offset"], 0)
+        ids = [row["id"] for row in r.json["rows"]]
+        self.assertEqual(ids, sorted(f"d{i:02d}" for i in range(20) if i != 5))
+        row = r.json["rows"][0]
+        self.assertEqual(list(row), ["id", "key", "value"])
+        self.assertEqual(row["value"], {"rev": self.node.get("/ad/d00").json["_rev"]})
+        self.assertTrue(r.raw.startswith('{"total_rows":19,"offset":0,"rows":[\r\n{"id":"d00"'))
+        self.assertTrue(r.raw.endswith("\r\n]}\n"))
+
+    def test_ranges_limit_skip_descending(self):
+        self.assertEqual(self.ids('?startkey="d10"&endkey="d12"'), ["d10", "d11", "d12"])
+        self.assertEqual(self.ids('?start_key="d10"&end_key="d12"&inclusive_end=false'), ["d10", "d11"])
+        self.assertEqual(self.ids('?startkey="d12"&endkey="d10"&descending=true'), ["d12", "d11", "d10"])
+        self.assertEqual(self.ids("?limit=3&skip=2"), ["d02", "d03", "d04"])
+        self.assertEqual(self.ids("?descending=true&limit=2"), ["d19", "d18"])
+        self.assertEqual(self.ids('?key="d07"'), ["d07"])
+        self.assertEqual(self.ids('?key="d05"'), [])
+        self.assertEqual(self.ids("?limit=0"), [])
+        r = self.node.get('/ad/_all_docs?startkey="d10"&limit=1').json
+        self.assertEqual(r["offset"], 9)  # d00..d09 without the deleted d05
+
+    def test_keys(self):
+        r = self.node.post("/ad/_all_docs", {"keys": ["d03", "zz", "d05", 7]}).json
+        self.assertEqual(r["rows"][0]["id"], "d03")
+        self.assertEqual(r["rows"][1], {"key": "zz", "error": "not_found"})
+        self.assertEqual(r["rows"][2]["value"]["deleted"], True)
+        self.assertEqual(r["rows"][3], {"key": 7, "error": "not_found"})
+        self.assertEqual(self.ids('?keys=["d01","d02"]'), ["d01", "d02"])
+        r = self.node.post("/ad/_all_docs?include_docs=true", {"keys": ["d05"]}).json
+        self.assertIsNone(r["rows"][0]["doc"])
+
+    def test_include_docs(self):
+        rows = self.node.get('/ad/_all_docs?include_docs=true&startkey="d01"&limit=1').json["rows"]
+        self.assertEqual(rows[0]["doc"]["i"], 1)
+        self.assertEqual(rows[0]["doc"]["_id"], "d01")
+
+    def test_update_seq(self):
+        r = self.node.get("/ad/_all_docs?update_seq=true&limit=0").json
+        self.assertEqual(r["update_seq"], self.node.get("/ad").json["update_seq"])
+
+    def test_errors(self):
+        self.assertError(self.node.get("/ad/_all_docs?limit=x"), 400, "query_parse_error",
+                         'Invalid value for integer: "x"')
+        self.assertError(self.node.get("/ad/_all_docs?limit=-1"), 400, "query_parse_error",
+                         'Invalid value for positive integer: "-1"')
+        self.assertError(self.node.get("/ad/_all_docs?skip=-1"), 400, "query_parse_error", "`skip` must be >= 0")
+        self.assertError(self.node.get("/ad/_all_docs?descending=1"), 400, "query_parse_error",
+                         'Invalid boolean parameter: "1"')
+        self.assertError(self.node.get('/ad/_all_docs?keys=["a"]&key="b"'), 400, "query_parse_error",
+                         "`keys` is incompatible with `key`, `start_key` and `end_key`")
+        self.assertError(self.node.get("/ad/_all_docs?startkey=nojson"), 400, "query_parse_error")
+        self.assertError(self.node.post("/ad/_all_docs", {"keys": "nope"}), 400, "bad_request")
+        self.assertError(self.node.delete("/ad/_all_docs"), 405, "method_not_allowed", "Only GET,HEAD,POST allowed")
+
+
+if __name__ == "__main__":
+    main()
