@@ -6,23 +6,25 @@
 
 namespace settee {
 
-status write_all(caf::actor_system& sys, const std::vector<write_request>& requests,
-                 std::chrono::milliseconds timeout) {
-  caf::scoped_actor self{sys};
-  using handle_t = decltype(self->request(caf::actor{}, timeout, write_atom_v, std::shared_ptr<write_op>{}));
-  std::vector<handle_t> handles;
-  handles.reserve(requests.size());
-  for (auto& [actor, op] : requests) handles.push_back(self->request(actor, timeout, write_atom_v, op));
+status write_all(const std::vector<write_request>& requests, std::chrono::milliseconds timeout) {
+  std::vector<std::future<void>> done;
+  done.reserve(requests.size());
+  for (auto& [actor, op] : requests) {
+    pending_write w{op, std::make_shared<std::promise<void>>()};
+    done.push_back(w.done->get_future());
+    caf::anon_send(actor, write_atom_v, std::move(w));
+  }
+  auto deadline = std::chrono::steady_clock::now() + timeout;
   status st;
-  for (auto& h : handles) {
-    h.receive([](bool) {},
-              [&](caf::error& e) {
-                if (e == caf::sec::request_timeout) {
-                  st = {errc::timeout, "The request could not be processed in a reasonable amount of time."};
-                } else if (st) {
-                  st = {errc::internal, "shard replica unavailable: " + sys.render(e)};
-                }
-              });
+  for (auto& f : done) {
+    if (f.wait_until(deadline) != std::future_status::ready) {
+      return {errc::timeout, "The request could not be processed in a reasonable amount of time."};
+    }
+    try {
+      f.get();
+    } catch (const std::future_error&) {
+      st = {errc::internal, "a shard replica stopped before committing the write"};
+    }
   }
   return st;
 }

@@ -1,5 +1,6 @@
-// bridge: the one way a plain thread (an HTTP worker) talks to actors: send requests, wait for
-// every reply up to a deadline, get a status back. Thread-safety: call from any non-actor thread.
+// bridge: the one way a plain thread (an HTTP worker) talks to actors: send the work, wait for
+// every completion up to a deadline, get a status back. Thread-safety: call from any thread that
+// is not an actor's (it blocks).
 #pragma once
 #include <caf/fwd.hpp>
 
@@ -17,7 +18,6 @@ using write_request = std::pair<caf::actor, std::shared_ptr<write_op>>;
 
 // Sends every op to its shard replica concurrently and waits for all of them. On return each op's
 // `st` and results are final, unless the deadline passed (errc::timeout) or an actor was gone.
-status write_all(caf::actor_system& sys, const std::vector<write_request>& requests,
-                 std::chrono::milliseconds timeout);
+status write_all(const std::vector<write_request>& requests, std::chrono::milliseconds timeout);
 
 }  // namespace settee

@@ -41,7 +41,7 @@ status coordinator::update_docs(const db_meta& db, std::vector<doc_update> docs,
     requests.emplace_back(h->writer, ops[s]);
     held.push_back(*h);
   }
-  if (auto st = write_all(sys_, requests, timeout_); !st) return st;
+  if (auto st = write_all(requests, timeout_); !st) return st;
   out.assign(docs.size(), doc_result{});
   for (size_t s = 0; s < db.q; ++s) {
     if (!ops[s]) continue;
@@ -57,7 +57,7 @@ result<uint64_t> coordinator::write_local(const db_meta& db, local_update u) {
   auto op = std::make_shared<write_op>();
   op->what = write_op::kind::local;
   op->local = std::move(u);
-  if (auto st = write_all(sys_, {{h->writer, op}}, timeout_); !st) return st;
+  if (auto st = write_all({{h->writer, op}}, timeout_); !st) return st;
   if (!op->st) return op->st;
   return op->local_rev;
 }
@@ -76,7 +76,7 @@ status coordinator::set_security(const db_meta& db, const std::string& security_
     ops.push_back(op);
     held.push_back(*h);
   }
-  if (auto st = write_all(sys_, requests, timeout_); !st) return st;
+  if (auto st = write_all(requests, timeout_); !st) return st;
   for (auto& op : ops)
     if (!op->st) return op->st;
   return {};

@@ -80,7 +80,7 @@ status db_catalog::write_entry(const std::string& name, const std::string& body,
     if (snap->doc(name, d)) u.revs.push_back(d.tree.rev(d.tree.winner()));
   }
   op->docs.push_back(std::move(u));
-  if (auto st = write_all(sys_, {{h->writer, op}}, timeout_); !st) return st;
+  if (auto st = write_all({{h->writer, op}}, timeout_); !st) return st;
   if (!op->st) return op->st;
   return op->results.front().st;
 }

@@ -5,6 +5,7 @@
 #include <caf/atom.hpp>
 #include <caf/type_id.hpp>
 
+#include <future>
 #include <memory>
 
 #include "storage/shard_store.hpp"
@@ -15,6 +16,17 @@ CAF_BEGIN_TYPE_ID_BLOCK(settee, caf::first_custom_type_id)
   CAF_ADD_ATOM(settee, settee, shutdown_atom, "shutdown")
 CAF_END_TYPE_ID_BLOCK(settee)
 
-// A write travels by shared pointer: the replica fills in the results, then replies `true`.
+namespace settee {
+
+// A write in flight. The replica fills in the op's results, syncs, then keeps the promise; the
+// sender waits on the future (bridge.hpp). Cheaper than a request/response round trip through a
+// scoped_actor, and a replica that dies with the write queued breaks the promise instead of hanging.
+struct pending_write {
+  std::shared_ptr<write_op> op;
+  std::shared_ptr<std::promise<void>> done;
+};
+
+}  // namespace settee
+
 // Process-local only (never serialised), hence whitelisted.
-CAF_ALLOW_UNSAFE_MESSAGE_TYPE(std::shared_ptr<settee::write_op>)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(settee::pending_write)

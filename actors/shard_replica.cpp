@@ -16,7 +16,7 @@ struct replica_state {
   std::shared_ptr<shard_store> store;
   const clock* clk = nullptr;
   replica_limits limits;
-  std::vector<std::pair<std::shared_ptr<write_op>, caf::response_promise>> pending;
+  std::vector<pending_write> pending;
   size_t pending_docs = 0;
   size_t pending_bytes = 0;
   bool commit_scheduled = false;
@@ -25,10 +25,10 @@ struct replica_state {
     if (pending.empty()) return;
     std::vector<write_op*> ops;
     ops.reserve(pending.size());
-    for (auto& p : pending) ops.push_back(p.first.get());
+    for (auto& p : pending) ops.push_back(p.op.get());
     status st = store->commit(ops, clk->now_s());
     if (!st) log::error("commit failed on " + store->path() + ": " + st.reason);
-    for (auto& p : pending) p.second.deliver(true);  // outcomes travel inside each op
+    for (auto& p : pending) p.done->set_value();  // outcomes travel inside each op
     pending.clear();
     pending_docs = pending_bytes = 0;
   }
@@ -46,19 +46,17 @@ caf::behavior replica_impl(caf::stateful_actor<replica_state>* self, std::shared
   self->state.clk = clk;
   self->state.limits = limits;
   return {
-      [=](write_atom, std::shared_ptr<write_op> op) {
+      [=](write_atom, pending_write& w) {
         auto& s = self->state;
-        auto rp = self->make_response_promise();
-        s.pending_docs += op->what == write_op::kind::docs ? op->docs.size() : 1;
-        s.pending_bytes += op_bytes(*op);
-        s.pending.emplace_back(std::move(op), rp);
+        s.pending_docs += w.op->what == write_op::kind::docs ? w.op->docs.size() : 1;
+        s.pending_bytes += op_bytes(*w.op);
+        s.pending.push_back(std::move(w));
         if (s.pending_docs >= s.limits.batch_max_docs || s.pending_bytes >= s.limits.batch_max_bytes) {
           s.commit();
         } else if (!s.commit_scheduled) {
           s.commit_scheduled = true;
           self->send(self, commit_atom_v);
         }
-        return rp;
       },
       [=](commit_atom) {
         self->state.commit_scheduled = false;

@@ -1,8 +1,8 @@
 // shard_replica: the actor that owns one shard replica's file and is its only writer.
 //
-// Protocol: (write_atom, shared_ptr<write_op>) -> bool. The reply comes only after the op's
-// transaction committed with fsync; the op's results are then filled in. (shutdown_atom) makes it
-// finish what is queued and quit.
+// Protocol: (write_atom, pending_write): the op's results are filled in and its promise kept only
+// after the op's transaction committed with fsync. (shutdown_atom) makes it finish what is queued
+// and quit.
 //
 // Group commit: writes are queued, and a commit_atom the actor sends itself marks the end of
 // the current burst. Every write already in the mailbox is ahead of it, so one transaction and one
