@@ -1,0 +1,59 @@
+// The header's downgrade rule: a release rewriting a header written by a newer one keeps the fields
+// it does not know.
+#include <capnp/message.h>
+#include <capnp/serialize.h>
+#include <doctest/doctest.h>
+
+#include <cstring>
+
+#include "storage/shard_header.hpp"
+#include "tests/unit/schema/shard_header_next.capnp.h"
+
+using namespace settee;
+
+namespace {
+
+std::string to_bytes(capnp::MessageBuilder& msg) {
+  auto flat = capnp::messageToFlatArray(msg);
+  auto bytes = flat.asBytes();
+  return std::string(reinterpret_cast<const char*>(bytes.begin()), bytes.size());
+}
+
+}  // namespace
+
+TEST_CASE("a newer header's unknown fields survive a rewrite by this release") {
+  capnp::MallocMessageBuilder next;
+  auto h = next.initRoot<ShardHeaderNext>();
+  h.setShardUuid("abc");
+  h.setUpdateSeq(7);
+  auto f = h.initFuture(3);
+  f.set(0, 11);
+  f.set(1, 22);
+  f.set(2, 33);
+  std::string newer = to_bytes(next);
+
+  shard_header mine;
+  REQUIRE(shard_header::decode(newer, mine));
+  CHECK(mine.update_seq == 7);
+  CHECK(mine.shard_uuid == "abc");
+  mine.update_seq = 8;  // this release commits
+  std::string rewritten = mine.encode(newer);
+
+  auto words = kj::heapArray<capnp::word>(rewritten.size() / sizeof(capnp::word));
+  std::memcpy(words.begin(), rewritten.data(), rewritten.size());
+  capnp::FlatArrayMessageReader back(words);
+  auto r = back.getRoot<ShardHeaderNext>();
+  CHECK(r.getUpdateSeq() == 8);
+  REQUIRE(r.getFuture().size() == 3);
+  CHECK(r.getFuture()[2] == 33);
+}
+
+TEST_CASE("an older header reads with defaults for fields it lacks") {
+  capnp::MallocMessageBuilder old;
+  auto h = old.initRoot<ShardHeaderNext>();
+  h.setUpdateSeq(3);
+  shard_header mine;
+  REQUIRE(shard_header::decode(to_bytes(old), mine));
+  CHECK(mine.revs_limit == 1000);
+  CHECK(mine.update_seq == 3);
+}

@@ -1,0 +1,22 @@
+# A stand-in for a future release's header: ShardHeader's fields 0-9 plus one more. Used to check
+# that this release keeps fields it does not know when it rewrites a header (storage/FORMAT.md).
+@0xd71f3c2a9b8e4f10;
+
+struct EpochNext {
+  node @0 :Text;
+  seq @1 :UInt64;
+}
+
+struct ShardHeaderNext {
+  formatVersion @0 :UInt32;
+  shardUuid @1 :Text;
+  epochs @2 :List(EpochNext);
+  updateSeq @3 :UInt64;
+  revsLimit @4 :UInt32 = 1000;
+  security @5 :Text;
+  docCount @6 :UInt64;
+  docDelCount @7 :UInt64;
+  createdAt @8 :Int64;
+  externalSize @9 :UInt64;
+  future @10 :List(UInt64);
+}
