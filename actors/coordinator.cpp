@@ -1,14 +1,12 @@
 #include "actors/coordinator.hpp"
 
-#include <caf/all.hpp>
 
 #include "actors/bridge.hpp"
 
 namespace settee {
 
-coordinator::coordinator(caf::actor_system& sys, db_catalog& catalog, shard_registry& shards,
-                         std::chrono::milliseconds timeout)
-    : sys_(sys), catalog_(catalog), shards_(shards), timeout_(timeout) {}
+coordinator::coordinator(db_catalog& catalog, shard_registry& shards, std::chrono::milliseconds timeout)
+    : catalog_(catalog), shards_(shards), timeout_(timeout) {}
 
 result<shard_handle> coordinator::shard(const db_meta& db, size_t index) {
   return shards_.acquire(db.shard_paths[index], db.created);
@@ -20,6 +18,12 @@ size_t coordinator::shard_index(const db_meta& db, std::string_view doc_id) cons
 
 result<shard_handle> coordinator::shard_for(const db_meta& db, std::string_view doc_id) {
   return shard(db, shard_index(db, doc_id));
+}
+
+result<shard_store::snapshot> coordinator::read_for(const db_meta& db, std::string_view doc_id) {
+  auto h = shard_for(db, doc_id);
+  if (!h) return h.error();
+  return h->store->read();
 }
 
 status coordinator::update_docs(const db_meta& db, std::vector<doc_update> docs, std::vector<doc_result>& out) {

@@ -16,14 +16,15 @@ namespace settee {
 
 class coordinator {
  public:
-  coordinator(caf::actor_system& sys, db_catalog& catalog, shard_registry& shards,
-              std::chrono::milliseconds timeout);
+  coordinator(db_catalog& catalog, shard_registry& shards, std::chrono::milliseconds timeout);
 
   db_catalog& catalog() { return catalog_; }
 
   result<shard_handle> shard(const db_meta& db, size_t index);
   result<shard_handle> shard_for(const db_meta& db, std::string_view doc_id);
   size_t shard_index(const db_meta& db, std::string_view doc_id) const;
+  // A read snapshot of the shard that holds `doc_id`.
+  result<shard_store::snapshot> read_for(const db_meta& db, std::string_view doc_id);
 
   // Writes documents, each to the shard of its id; all shards commit in parallel.
   // `out` gets one result per input, in input order.
@@ -34,7 +35,6 @@ class coordinator {
   status set_security(const db_meta& db, const std::string& security_json);
 
  private:
-  caf::actor_system& sys_;
   db_catalog& catalog_;
   shard_registry& shards_;
   std::chrono::milliseconds timeout_;

@@ -31,8 +31,8 @@ struct db_meta {
 
 class db_catalog {
  public:
-  db_catalog(caf::actor_system& sys, shard_registry& shards, const clock& clk, std::string data_dir,
-             std::string node_name, std::chrono::milliseconds timeout);
+  db_catalog(shard_registry& shards, const clock& clk, std::string data_dir, std::string node_name,
+             std::chrono::milliseconds timeout);
 
   // Opens `_dbs` and loads every database. Call once before anything else.
   status load();
@@ -49,7 +49,6 @@ class db_catalog {
   status write_entry(const std::string& name, const std::string& body, bool deleted);
   result<shard_handle> dbs() { return shards_.acquire(dbs_path_, clk_.now_s()); }
 
-  caf::actor_system& sys_;
   shard_registry& shards_;
   const clock& clk_;
   std::string data_dir_;

@@ -63,9 +63,7 @@ std::optional<authenticator::stored_user> authenticator::find_user(const std::st
   auto db = coord_.catalog().find(users_db);
   if (!db) return std::nullopt;
   std::string id = user_prefix + name;
-  auto h = coord_.shard_for(*db, id);
-  if (!h) return std::nullopt;
-  auto snap = h->store->read();
+  auto snap = coord_.read_for(*db, id);
   doc_info d;
   std::string body;
   if (!snap || !snap->doc(id, d) || d.tree.winner_deleted() || !snap->body(id, d.tree.rev(d.tree.winner()), body)) {

@@ -127,9 +127,7 @@ void handle_bulk_get(ctx& c, const db_meta& db) {
     if (auto st = validate_doc_id(id, c.node.max_document_id_length); !st) {
       docs = error_doc("illegal_docid", st.reason);
     } else {
-      auto h = c.node.coord.shard_for(db, id);
-      if (!h) return c.error(h.error());
-      auto snap = h->store->read();
+      auto snap = c.node.coord.read_for(db, id);
       if (!snap) return c.error(snap.error());
       doc_info d;
       std::vector<int> indices;
@@ -173,9 +171,7 @@ void handle_revs_diff(ctx& c, const db_meta& db) {
   for (auto it = body->begin(); it != body->end(); ++it) {
     const std::string& id = it.key();
     if (!it.value().is_array()) return c.error(errc::bad_request, "Each document must map to a list of revisions");
-    auto h = c.node.coord.shard_for(db, id);
-    if (!h) return c.error(h.error());
-    auto snap = h->store->read();
+    auto snap = c.node.coord.read_for(db, id);
     if (!snap) return c.error(snap.error());
     doc_info d;
     bool found = snap->doc(id, d);

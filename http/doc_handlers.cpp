@@ -163,9 +163,7 @@ void get_doc(ctx& c, const db_meta& db, const std::string& id) {
 
   rev_id wanted;
   if (c.has("rev") && !valid_rev(c.param("rev"), wanted)) return c.error(bad_rev());
-  auto h = c.node.coord.shard_for(db, id);
-  if (!h) return c.error(h.error());
-  auto snap = h->store->read();
+  auto snap = c.node.coord.read_for(db, id);
   if (!snap) return c.error(snap.error());
   doc_info d;
   bool found = snap->doc(id, d);
@@ -243,9 +241,7 @@ void delete_doc(ctx& c, const db_meta& db, const std::string& id) {
   u.body = "{}";
   std::string rev = requested_rev(c);
   {
-    auto h = c.node.coord.shard_for(db, id);
-    if (!h) return c.error(h.error());
-    auto snap = h->store->read();
+    auto snap = c.node.coord.read_for(db, id);
     if (!snap) return c.error(snap.error());
     doc_info d;
     if (!snap->doc(id, d)) return c.error(errc::not_found, "missing");
@@ -294,9 +290,7 @@ void handle_local_doc(ctx& c, const db_meta& db, const std::string& id) {
   if (!valid_utf8(id)) return c.error(errc::illegal_docid, "Document id must be valid UTF-8");
   const std::string& m = c.method();
   if (m == "GET") {
-    auto h = c.node.coord.shard_for(db, id);
-    if (!h) return c.error(h.error());
-    auto snap = h->store->read();
+    auto snap = c.node.coord.read_for(db, id);
     if (!snap) return c.error(snap.error());
     local_doc d;
     if (!snap->local(id, d)) return c.error(errc::not_found, "missing");

@@ -208,14 +208,14 @@ int main(int argc, char** argv) {
   auto timeout = std::chrono::milliseconds(cfg.get_int("couchdb", "request_timeout_ms", 60000));
   {
     shard_registry shards(sys, clk, store_opts, limits, static_cast<size_t>(cfg.get_int("couchdb", "max_dbs_open", 500)));
-    db_catalog catalog(sys, shards, clk, args.data_dir, store_opts.node_name, timeout);
+    db_catalog catalog(shards, clk, args.data_dir, store_opts.node_name, timeout);
     if (auto st = catalog.load(); !st) die(st.reason);
     for (const char* system_db : {"_users", "_replicator"}) {
       if (!catalog.find(system_db)) {
         if (auto r = catalog.create(system_db, 1); !r) die(r.error().reason);
       }
     }
-    coordinator coord(sys, catalog, shards, timeout);
+    coordinator coord(catalog, shards, timeout);
     authenticator auth(cfg, clk, coord);
     node_services node{cfg, clk, coord, auth, store_opts.node_name, cfg.get("couchdb", "uuid")};
     node.default_q = static_cast<uint32_t>(std::max<int64_t>(1, cfg.get_int("cluster", "q", 2)));

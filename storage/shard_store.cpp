@@ -324,7 +324,7 @@ status shard_store::apply_local(MDB_txn* t, write_op& op) {
 
 result<shard_store::snapshot> shard_store::read() const {
   snapshot s;
-  s.store_ = this;
+  s.store_ = shared_from_this();
   if (int rc = mdb_txn_begin(env_, nullptr, MDB_RDONLY, &s.txn_); rc != 0) {
     s.txn_ = nullptr;
     return lmdb::to_status(rc, "mdb_txn_begin");
@@ -335,7 +335,7 @@ result<shard_store::snapshot> shard_store::read() const {
 shard_store::snapshot& shard_store::snapshot::operator=(snapshot&& o) noexcept {
   if (this != &o) {
     if (txn_) mdb_txn_abort(txn_);
-    store_ = o.store_;
+    store_ = std::move(o.store_);
     txn_ = o.txn_;
     o.txn_ = nullptr;
   }

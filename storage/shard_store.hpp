@@ -88,7 +88,7 @@ struct local_doc {
   std::string body;
 };
 
-class shard_store {
+class shard_store : public std::enable_shared_from_this<shard_store> {
  public:
   static result<std::shared_ptr<shard_store>> open(const std::string& path, const store_options& opts);
   ~shard_store();
@@ -104,11 +104,12 @@ class shard_store {
   // conflicts are in each op's results.
   status commit(const std::vector<write_op*>& ops, int64_t now_s);
 
-  // A consistent read-only view (one LMDB read transaction). Keep it short-lived.
+  // A consistent read-only view (one LMDB read transaction). Keep it short-lived. It keeps the
+  // store open while it lives.
   class snapshot {
    public:
     snapshot() = default;
-    snapshot(snapshot&& o) noexcept : store_(o.store_), txn_(o.txn_) { o.txn_ = nullptr; }
+    snapshot(snapshot&& o) noexcept : store_(std::move(o.store_)), txn_(o.txn_) { o.txn_ = nullptr; }
     snapshot& operator=(snapshot&& o) noexcept;
     snapshot(const snapshot&) = delete;
     ~snapshot();
@@ -125,7 +126,7 @@ class shard_store {
 
    private:
     friend class shard_store;
-    const shard_store* store_ = nullptr;
+    std::shared_ptr<const shard_store> store_;
     MDB_txn* txn_ = nullptr;
   };
   result<snapshot> read() const;
