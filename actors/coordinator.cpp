@@ -1,6 +1,5 @@
 #include "actors/coordinator.hpp"
 
-
 #include "actors/bridge.hpp"
 
 namespace settee {

@@ -13,8 +13,12 @@ using json = nlohmann::json;
 
 db_catalog::db_catalog(shard_registry& shards, const clock& clk, std::string data_dir, std::string node_name,
                        std::chrono::milliseconds timeout)
-    : shards_(shards), clk_(clk), data_dir_(std::move(data_dir)), node_name_(std::move(node_name)),
-      timeout_(timeout), dbs_path_(data_dir_ + "/_dbs.lmdb") {}
+    : shards_(shards),
+      clk_(clk),
+      data_dir_(std::move(data_dir)),
+      node_name_(std::move(node_name)),
+      timeout_(timeout),
+      dbs_path_(data_dir_ + "/_dbs.lmdb") {}
 
 db_meta db_catalog::make_meta(const std::string& name, uint32_t q, int64_t created) const {
   db_meta m;

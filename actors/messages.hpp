@@ -11,9 +11,9 @@
 #include "storage/shard_store.hpp"
 
 CAF_BEGIN_TYPE_ID_BLOCK(settee, caf::first_custom_type_id)
-  CAF_ADD_ATOM(settee, settee, write_atom, "write")
-  CAF_ADD_ATOM(settee, settee, commit_atom, "commit")
-  CAF_ADD_ATOM(settee, settee, shutdown_atom, "shutdown")
+CAF_ADD_ATOM(settee, settee, write_atom, "write")
+CAF_ADD_ATOM(settee, settee, commit_atom, "commit")
+CAF_ADD_ATOM(settee, settee, shutdown_atom, "shutdown")
 CAF_END_TYPE_ID_BLOCK(settee)
 
 namespace settee {

@@ -33,7 +33,10 @@ size_t range_index(const std::vector<shard_range>& ranges, uint32_t hash) {
   size_t lo = 0, hi = ranges.size();
   while (lo + 1 < hi) {
     size_t mid = (lo + hi) / 2;
-    if (ranges[mid].begin <= hash) lo = mid; else hi = mid;
+    if (ranges[mid].begin <= hash)
+      lo = mid;
+    else
+      hi = mid;
   }
   return lo;
 }

@@ -15,7 +15,9 @@ shard_registry::shard_registry(caf::actor_system& sys, const clock& clk, store_o
                                replica_limits limits, size_t max_open)
     : sys_(sys), clk_(clk), store_opts_(std::move(store_opts)), limits_(limits), max_open_(max_open ? max_open : 1) {}
 
-shard_registry::~shard_registry() { close_all(); }
+shard_registry::~shard_registry() {
+  close_all();
+}
 
 void shard_registry::wait_released(std::weak_ptr<shard_store> w) {
   // The actor drops its reference when it quits; readers hold theirs for one request only.

@@ -38,13 +38,20 @@ bool parse(int argc, char** argv, options& o) {
     } else if (k == "--auth") {
       o.user = v.substr(0, v.find(':'));
       o.password = v.substr(v.find(':') + 1);
-    } else if (k == "--db") o.db = v;
-    else if (k == "--workload") o.workload = v;
-    else if (k == "--concurrency") o.concurrency = std::stoi(v);
-    else if (k == "--seconds") o.seconds = std::min(300.0, std::stod(v));  // bounded
-    else if (k == "--doc-bytes") o.doc_bytes = std::stoul(v);
-    else if (k == "--docs") o.docs = std::stoul(v);
-    else return false;
+    } else if (k == "--db")
+      o.db = v;
+    else if (k == "--workload")
+      o.workload = v;
+    else if (k == "--concurrency")
+      o.concurrency = std::stoi(v);
+    else if (k == "--seconds")
+      o.seconds = std::min(300.0, std::stod(v));  // bounded
+    else if (k == "--doc-bytes")
+      o.doc_bytes = std::stoul(v);
+    else if (k == "--docs")
+      o.docs = std::stoul(v);
+    else
+      return false;
   }
   return o.workload == "put" || o.workload == "get";
 }
@@ -67,8 +74,9 @@ std::string doc_body(size_t bytes, uint64_t n) {
 int main(int argc, char** argv) {
   options o;
   if (!parse(argc, argv, o)) {
-    std::fprintf(stderr, "usage: settee_loadgen --url URL --auth user:pw --db DB --workload put|get "
-                         "[--concurrency N] [--seconds S] [--doc-bytes B] [--docs N]\n");
+    std::fprintf(stderr,
+                 "usage: settee_loadgen --url URL --auth user:pw --db DB --workload put|get "
+                 "[--concurrency N] [--seconds S] [--doc-bytes B] [--docs N]\n");
     return 2;
   }
   {
@@ -78,8 +86,8 @@ int main(int argc, char** argv) {
       for (size_t start = 0; start < o.docs; start += 1000) {
         std::string body = "{\"docs\":[";
         for (size_t i = start; i < std::min(o.docs, start + 1000); ++i) {
-          body += (i > start ? "," : "") + std::string("{\"_id\":\"doc") + std::to_string(i) + "\",\"n\":" +
-                  std::to_string(i) + ",\"pad\":\"" + std::string(o.doc_bytes, 'x') + "\"}";
+          body += (i > start ? "," : "") + std::string("{\"_id\":\"doc") + std::to_string(i) +
+                  "\",\"n\":" + std::to_string(i) + ",\"pad\":\"" + std::string(o.doc_bytes, 'x') + "\"}";
         }
         body += "]}";
         auto r = c.Post(("/" + o.db + "/_bulk_docs").c_str(), body, "application/json");

@@ -39,7 +39,10 @@ bool section_empty(const json& security, const char* key) {
 }  // namespace
 
 authenticator::authenticator(const config& cfg, const clock& clk, coordinator& coord)
-    : cfg_(cfg), clk_(clk), coord_(coord), secret_(cfg.get("chttpd_auth", "secret")),
+    : cfg_(cfg),
+      clk_(clk),
+      coord_(coord),
+      secret_(cfg.get("chttpd_auth", "secret")),
       cookie_timeout_s_(cfg.get_int("chttpd_auth", "timeout", 600)) {}
 
 bool authenticator::verify_cached(const std::string& name, const std::string& password, const std::string& stored) {

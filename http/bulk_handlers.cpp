@@ -25,11 +25,13 @@ void handle_bulk_docs(ctx& c, const db_meta& db) {
   json& docs = (*body)["docs"];
   if (!docs.is_array()) return c.error(errc::bad_request, "`docs` parameter must be an array.");
   if (docs.size() > c.node.bulk_docs_max) {
-    return c.error(errc::too_large, "too many documents in one request (at most " + std::to_string(c.node.bulk_docs_max) + ")");
+    return c.error(errc::too_large,
+                   "too many documents in one request (at most " + std::to_string(c.node.bulk_docs_max) + ")");
   }
   bool new_edits = true;
   if (body->contains("new_edits")) {
-    if (!(*body)["new_edits"].is_boolean()) return c.error(errc::bad_request, "`new_edits` parameter must be a boolean.");
+    if (!(*body)["new_edits"].is_boolean())
+      return c.error(errc::bad_request, "`new_edits` parameter must be a boolean.");
     new_edits = (*body)["new_edits"].get<bool>();
   }
 
@@ -81,8 +83,10 @@ void handle_bulk_docs(ctx& c, const db_meta& db) {
     json row;
     if (next_local < local_results.size() && local_results[next_local].first == i) {
       auto& r = local_results[next_local++].second;
-      if (r) row = {{"ok", true}, {"id", ids[i]}, {"rev", "0-" + std::to_string(*r)}};
-      else row = {{"id", ids[i]}, {"error", error_name_of(r.error().code)}, {"reason", r.error().reason}};
+      if (r)
+        row = {{"ok", true}, {"id", ids[i]}, {"rev", "0-" + std::to_string(*r)}};
+      else
+        row = {{"id", ids[i]}, {"error", error_name_of(r.error().code)}, {"reason", r.error().reason}};
       out.push_back(row);
       continue;
     }
@@ -104,7 +108,8 @@ void handle_bulk_get(ctx& c, const db_meta& db) {
   if (c.method() != "POST") return c.method_not_allowed("POST");
   auto body = json_object_body(c);
   if (!body) return c.error(body.error());
-  if (!body->contains("docs") || !(*body)["docs"].is_array()) return c.error(errc::bad_request, "Missing JSON list of 'docs'.");
+  if (!body->contains("docs") || !(*body)["docs"].is_array())
+    return c.error(errc::bad_request, "Missing JSON list of 'docs'.");
   render_options opts;
   auto revs = c.bool_param("revs", false);
   auto latest = c.bool_param("latest", false);
@@ -134,8 +139,10 @@ void handle_bulk_get(ctx& c, const db_meta& db) {
       if (!snap->doc(id, d)) {
         docs = error_doc("not_found", "missing");
       } else if (rev_text.empty()) {
-        if (d.tree.winner_deleted()) docs = error_doc("not_found", "deleted");
-        else indices.push_back(d.tree.winner());
+        if (d.tree.winner_deleted())
+          docs = error_doc("not_found", "deleted");
+        else
+          indices.push_back(d.tree.winner());
       } else {
         rev_id r;
         int i = parse_rev(rev_text, r) ? d.tree.find(r) : -1;
@@ -179,7 +186,8 @@ void handle_revs_diff(ctx& c, const db_meta& db) {
     uint64_t max_missing_pos = 0;
     for (auto& r : it.value()) {
       rev_id rid;
-      if (!r.is_string() || !parse_rev(r.get<std::string>(), rid)) return c.error(errc::bad_request, "Invalid rev format");
+      if (!r.is_string() || !parse_rev(r.get<std::string>(), rid))
+        return c.error(errc::bad_request, "Invalid rev format");
       if (!found || d.tree.find(rid) < 0) {
         missing.push_back(r);
         max_missing_pos = std::max(max_missing_pos, rid.pos);

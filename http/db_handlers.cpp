@@ -13,8 +13,7 @@ namespace settee {
 status validate_db_name(const std::string& name) {
   static const std::regex rule("^[a-z][a-z0-9_$()+\\-/]*$");
   static const char* system[] = {"_users", "_replicator", "_global_changes"};
-  bool ok = std::find(std::begin(system), std::end(system), name) != std::end(system) ||
-            std::regex_match(name, rule);
+  bool ok = std::find(std::begin(system), std::end(system), name) != std::end(system) || std::regex_match(name, rule);
   if (!ok) {
     return {errc::illegal_database_name,
             "Name: '" + name +
@@ -104,8 +103,8 @@ void handle_db(ctx& c, const std::string& name) {
   auto db = c.node.coord.catalog().find(name);
   if (!db) return c.error(db.error());
   json security = read_security(c, *db);
-  status allowed = name == "_users" ? authenticator::require_server_admin(c.user)
-                                    : authenticator::require_member(c.user, security);
+  status allowed =
+      name == "_users" ? authenticator::require_server_admin(c.user) : authenticator::require_member(c.user, security);
   if (!allowed) return c.error(allowed);
   if (c.method() == "GET") return db_info(c, *db);
   // POST /db: create a document with a server-generated id unless it brings its own.
@@ -127,10 +126,13 @@ void handle_security(ctx& c, const db_meta& db, const json& security) {
     bool ok = s.is_object();
     for (const char* list : {"names", "roles"}) {
       if (ok && s.contains(list)) {
-        ok = s[list].is_array() && std::all_of(s[list].begin(), s[list].end(), [](const json& x) { return x.is_string(); });
+        ok = s[list].is_array() &&
+             std::all_of(s[list].begin(), s[list].end(), [](const json& x) { return x.is_string(); });
       }
     }
-    if (!ok) return c.error(errc::bad_request, std::string("`") + section + "` must have `names` and `roles` as lists of strings");
+    if (!ok)
+      return c.error(errc::bad_request,
+                     std::string("`") + section + "` must have `names` and `roles` as lists of strings");
   }
   if (auto st = c.node.coord.set_security(db, body->dump()); !st) return c.error(st);
   c.reply(200, json{{"ok", true}});
@@ -200,8 +202,10 @@ result<all_docs_query> parse_all_docs(ctx& c, const json* post_body) {
     if (!j) return status{errc::query_parse_error, std::string("Invalid JSON in the `") + name + "` parameter"};
     return std::optional<json>{std::move(*j)};
   };
-  for (auto [name, alias, slot] : {std::tuple{"startkey", "start_key", &q.start}, {"endkey", "end_key", &q.end},
-                                   {"key", "key", &q.start}, {"keys", "keys", &q.keys}}) {
+  for (auto [name, alias, slot] : {std::tuple{"startkey", "start_key", &q.start},
+                                   {"endkey", "end_key", &q.end},
+                                   {"key", "key", &q.start},
+                                   {"keys", "keys", &q.keys}}) {
     for (const char* n : {name, alias}) {
       auto v = json_param(n);
       if (!v) return v.error();

@@ -18,7 +18,9 @@ bool valid_rev(std::string_view text, rev_id& out) {
   return parse_rev(text, out) && out.hash.size() <= max_rev_hash_length;
 }
 
-status bad_rev() { return {errc::bad_request, "Invalid rev format"}; }
+status bad_rev() {
+  return {errc::bad_request, "Invalid rev format"};
+}
 
 }  // namespace
 
@@ -28,7 +30,8 @@ status validate_doc_id(const std::string& id, size_t max_length) {
   if (id.size() > max_length) return {errc::illegal_docid, "Document id is too long"};
   if (id[0] == '_') {
     if (id == "_design/") return {errc::illegal_docid, "Illegal document id `_design/`"};
-    if (id.rfind("_design/", 0) != 0) return {errc::illegal_docid, "Only reserved document ids may start with underscore."};
+    if (id.rfind("_design/", 0) != 0)
+      return {errc::illegal_docid, "Only reserved document ids may start with underscore."};
   }
   return {};
 }
@@ -66,7 +69,8 @@ result<doc_update> to_doc_update(const db_meta& db, json doc, const std::string&
     if (start < r["ids"].size()) return bad_rev();
     for (size_t i = 0; i < r["ids"].size(); ++i) {
       const json& h = r["ids"][i];
-      if (!h.is_string() || h.get_ref<const std::string&>().empty() || h.get_ref<const std::string&>().size() > max_rev_hash_length) {
+      if (!h.is_string() || h.get_ref<const std::string&>().empty() ||
+          h.get_ref<const std::string&>().size() > max_rev_hash_length) {
         return bad_rev();
       }
       history.push_back({start - i, h.get<std::string>()});
@@ -89,16 +93,21 @@ result<doc_update> to_doc_update(const db_meta& db, json doc, const std::string&
   if (new_edits) {
     if (rev) u.revs.push_back(*rev);
   } else {
-    if (!history.empty()) u.revs = std::move(history);
-    else if (rev) u.revs.push_back(*rev);
-    else return status{errc::bad_request, "Document rev must be specified when new_edits is false"};
+    if (!history.empty())
+      u.revs = std::move(history);
+    else if (rev)
+      u.revs.push_back(*rev);
+    else
+      return status{errc::bad_request, "Document rev must be specified when new_edits is false"};
   }
   return u;
 }
 
 namespace {
 
-void reply_etag(ctx& c, const std::string& rev) { c.res.set_header("ETag", "\"" + rev + "\""); }
+void reply_etag(ctx& c, const std::string& rev) {
+  c.res.set_header("ETag", "\"" + rev + "\"");
+}
 
 // The rev a request names: ?rev=, else If-Match.
 std::string requested_rev(ctx& c) {
@@ -118,7 +127,8 @@ void get_open_revs(ctx& c, const shard_store::snapshot& snap, const doc_info* d,
     indices = d->tree.sorted_leaves();
   } else {
     auto revs = parse_json(spec);
-    if (!revs || !revs->is_array()) return c.error(errc::bad_request, "`open_revs` must be `all` or a JSON array of revisions");
+    if (!revs || !revs->is_array())
+      return c.error(errc::bad_request, "`open_revs` must be `all` or a JSON array of revisions");
     for (auto& r : *revs) {
       rev_id rid;
       if (!r.is_string() || !valid_rev(r.get<std::string>(), rid)) return c.error(bad_rev());

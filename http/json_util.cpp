@@ -15,13 +15,27 @@ std::string quote(std::string_view s) {
   out.push_back('"');
   for (unsigned char c : s) {
     switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\r': out += "\\r"; break;
-      case '\t': out += "\\t"; break;
-      case '\b': out += "\\b"; break;
-      case '\f': out += "\\f"; break;
+      case '"':
+        out += "\\\"";
+        break;
+      case '\\':
+        out += "\\\\";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      case '\r':
+        out += "\\r";
+        break;
+      case '\t':
+        out += "\\t";
+        break;
+      case '\b':
+        out += "\\b";
+        break;
+      case '\f':
+        out += "\\f";
+        break;
       default:
         if (c < 0x20) {
           out += "\\u00";
@@ -40,11 +54,16 @@ bool valid_utf8(std::string_view s) {
   for (size_t i = 0; i < s.size();) {
     unsigned char c = s[i];
     size_t n;  // continuation bytes
-    if (c < 0x80) n = 0;
-    else if (c >= 0xc2 && c <= 0xdf) n = 1;
-    else if (c >= 0xe0 && c <= 0xef) n = 2;
-    else if (c >= 0xf0 && c <= 0xf4) n = 3;
-    else return false;
+    if (c < 0x80)
+      n = 0;
+    else if (c >= 0xc2 && c <= 0xdf)
+      n = 1;
+    else if (c >= 0xe0 && c <= 0xef)
+      n = 2;
+    else if (c >= 0xf0 && c <= 0xf4)
+      n = 3;
+    else
+      return false;
     if (i + n >= s.size() + (n == 0 ? 1 : 0)) return false;
     for (size_t k = 1; k <= n; ++k)
       if ((static_cast<unsigned char>(s[i + k]) >> 6) != 2) return false;

@@ -6,7 +6,9 @@
 
 namespace settee {
 
-bool user_ctx::is_admin() const { return std::find(roles.begin(), roles.end(), "_admin") != roles.end(); }
+bool user_ctx::is_admin() const {
+  return std::find(roles.begin(), roles.end(), "_admin") != roles.end();
+}
 
 result<bool> ctx::bool_param(const char* name, bool def) const {
   if (!has(name)) return def;
@@ -34,7 +36,9 @@ result<json> ctx::json_body() const {
   return std::move(*j);
 }
 
-void ctx::reply(int status, const json& body) { reply_raw(status, body.dump() + "\n"); }
+void ctx::reply(int status, const json& body) {
+  reply_raw(status, body.dump() + "\n");
+}
 
 void ctx::reply_raw(int status, std::string body, const char* content_type) {
   res.status = status;
@@ -71,8 +75,7 @@ std::string percent_decode(std::string_view s) {
   out.reserve(s.size());
   for (size_t i = 0; i < s.size(); ++i) {
     int hi, lo;
-    if (s[i] == '%' && i + 2 < s.size() && (hi = hex_value(s[i + 1])) >= 0 &&
-        (lo = hex_value(s[i + 2])) >= 0) {
+    if (s[i] == '%' && i + 2 < s.size() && (hi = hex_value(s[i + 1])) >= 0 && (lo = hex_value(s[i + 2])) >= 0) {
       out.push_back(static_cast<char>(hi * 16 + lo));
       i += 2;
     } else {

@@ -68,7 +68,7 @@ void dispatch(ctx& c) {
   json security = read_security(c, *db);
   bool admin_only = first == "_users" || (p[1] == "_security" && c.method() != "GET");
   status allowed = admin_only ? (first == "_users" ? authenticator::require_server_admin(c.user)
-                                                  : authenticator::require_db_admin(c.user, security))
+                                                   : authenticator::require_db_admin(c.user, security))
                               : authenticator::require_member(c.user, security);
   if (!allowed) return c.error(allowed);
   dispatch_db(c, *db, security);
@@ -114,8 +114,9 @@ http_server::http_server(node_services& node, http_options opts)
   s.set_error_handler([](const httplib::Request&, httplib::Response& res) {
     if (!res.body.empty()) return;
     const char* error = res.status == 413 ? "too_large" : res.status == 404 ? "not_found" : "bad_request";
-    const char* reason = res.status == 413 ? "the request entity is too large"
-                         : res.status == 404 ? "missing" : "malformed request";
+    const char* reason = res.status == 413   ? "the request entity is too large"
+                         : res.status == 404 ? "missing"
+                                             : "malformed request";
     res.set_content(json{{"error", error}, {"reason", reason}}.dump() + "\n", "application/json");
   });
   s.set_exception_handler([](const httplib::Request&, httplib::Response& res, std::exception_ptr ep) {
@@ -151,8 +152,12 @@ status http_server::bind() {
   return {};
 }
 
-void http_server::run() { server_->listen_after_bind(); }
+void http_server::run() {
+  server_->listen_after_bind();
+}
 
-void http_server::stop() { server_->stop(); }
+void http_server::stop() {
+  server_->stop();
+}
 
 }  // namespace settee

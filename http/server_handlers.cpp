@@ -46,7 +46,8 @@ void handle_all_dbs(ctx& c) {
   auto start = string_key_param(c, "startkey", "start_key");
   auto end = string_key_param(c, "endkey", "end_key");
   if (auto e = first_error(descending, inclusive_end, limit, skip, start, end)) return c.error(*e);
-  if (*skip < 0) return c.error(errc::query_parse_error, "Invalid value for positive integer: \"" + c.param("skip") + "\"");
+  if (*skip < 0)
+    return c.error(errc::query_parse_error, "Invalid value for positive integer: \"" + c.param("skip") + "\"");
   auto names = c.node.coord.catalog().names();
   if (*descending) std::reverse(names.begin(), names.end());
   json out = json::array();
@@ -146,9 +147,9 @@ void handle_session(ctx& c) {
   auto u = c.node.auth.check_password(name, body["password"].get<std::string>());
   if (!u) return c.error(errc::unauthorized, "Name or password is incorrect.");
   c.reply(200, json{{"ok", true}, {"name", name}, {"roles", u->roles}});
-  c.res.set_header("Set-Cookie", "AuthSession=" + c.node.auth.make_cookie(name) +
-                                     "; Version=1; Path=/; HttpOnly; Max-Age=" +
-                                     std::to_string(c.node.auth.cookie_timeout_s()));
+  c.res.set_header("Set-Cookie",
+                   "AuthSession=" + c.node.auth.make_cookie(name) +
+                       "; Version=1; Path=/; HttpOnly; Max-Age=" + std::to_string(c.node.auth.cookie_timeout_s()));
 }
 
 void handle_node(ctx& c) {

@@ -29,12 +29,10 @@ std::string random_hex(size_t n) {
 
 namespace {
 
-std::string pbkdf2(const std::string& plain, const std::string& salt, int iterations, const EVP_MD* md,
-                   size_t len) {
+std::string pbkdf2(const std::string& plain, const std::string& salt, int iterations, const EVP_MD* md, size_t len) {
   std::vector<unsigned char> key(len);
-  PKCS5_PBKDF2_HMAC(plain.data(), static_cast<int>(plain.size()),
-                    reinterpret_cast<const unsigned char*>(salt.data()), static_cast<int>(salt.size()),
-                    iterations, md, static_cast<int>(len), key.data());
+  PKCS5_PBKDF2_HMAC(plain.data(), static_cast<int>(plain.size()), reinterpret_cast<const unsigned char*>(salt.data()),
+                    static_cast<int>(salt.size()), iterations, md, static_cast<int>(len), key.data());
   return to_hex(key.data(), len);
 }
 
@@ -53,7 +51,9 @@ std::string hash(const std::string& plain, int iterations) {
          std::to_string(iterations);
 }
 
-bool is_hashed(const std::string& stored) { return stored.rfind("-pbkdf2", 0) == 0; }
+bool is_hashed(const std::string& stored) {
+  return stored.rfind("-pbkdf2", 0) == 0;
+}
 
 bool verify(const std::string& plain, const std::string& stored) {
   const EVP_MD* md = nullptr;
@@ -82,13 +82,17 @@ bool verify(const std::string& plain, const std::string& stored) {
 std::string hmac_sha256_hex(const std::string& key, const std::string& message) {
   unsigned char out[EVP_MAX_MD_SIZE];
   unsigned int n = 0;
-  HMAC(EVP_sha256(), key.data(), static_cast<int>(key.size()),
-       reinterpret_cast<const unsigned char*>(message.data()), message.size(), out, &n);
+  HMAC(EVP_sha256(), key.data(), static_cast<int>(key.size()), reinterpret_cast<const unsigned char*>(message.data()),
+       message.size(), out, &n);
   return to_hex(out, n);
 }
 
-std::string sha256_hex(const std::string& data) { return digest_hex(data, EVP_sha256()); }
-std::string md5_hex(const std::string& data) { return digest_hex(data, EVP_md5()); }
+std::string sha256_hex(const std::string& data) {
+  return digest_hex(data, EVP_sha256());
+}
+std::string md5_hex(const std::string& data) {
+  return digest_hex(data, EVP_md5());
+}
 
 bool equal_ct(const std::string& a, const std::string& b) {
   return a.size() == b.size() && CRYPTO_memcmp(a.data(), b.data(), a.size()) == 0;
@@ -126,13 +130,21 @@ bool base64_decode(const std::string& text, std::string& out) {
   size_t pad = 0;
   for (char c : text) {
     int v;
-    if (c >= 'A' && c <= 'Z') v = c - 'A';
-    else if (c >= 'a' && c <= 'z') v = c - 'a' + 26;
-    else if (c >= '0' && c <= '9') v = c - '0' + 52;
-    else if (c == '+' || c == '-') v = 62;
-    else if (c == '/' || c == '_') v = 63;
-    else if (c == '=') { ++pad; continue; }
-    else return false;
+    if (c >= 'A' && c <= 'Z')
+      v = c - 'A';
+    else if (c >= 'a' && c <= 'z')
+      v = c - 'a' + 26;
+    else if (c >= '0' && c <= '9')
+      v = c - '0' + 52;
+    else if (c == '+' || c == '-')
+      v = 62;
+    else if (c == '/' || c == '_')
+      v = 63;
+    else if (c == '=') {
+      ++pad;
+      continue;
+    } else
+      return false;
     if (pad) return false;  // data after padding
     acc = (acc << 6) | static_cast<uint32_t>(v);
     bits += 6;

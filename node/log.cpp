@@ -11,7 +11,9 @@ std::atomic<int> current{static_cast<int>(level::info)};
 const char* names[] = {"debug", "info", "warning", "error", "none"};
 }  // namespace
 
-void set_level(level l) { current.store(static_cast<int>(l)); }
+void set_level(level l) {
+  current.store(static_cast<int>(l));
+}
 
 bool parse_level(const std::string& text, level& out) {
   for (int i = 0; i <= static_cast<int>(level::none); ++i) {
@@ -27,7 +29,9 @@ bool parse_level(const std::string& text, level& out) {
   return false;
 }
 
-bool enabled(level l) { return static_cast<int>(l) >= current.load(); }
+bool enabled(level l) {
+  return static_cast<int>(l) >= current.load();
+}
 
 void write(level l, const std::string& message) {
   if (!enabled(l)) return;

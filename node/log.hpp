@@ -11,9 +11,17 @@ bool parse_level(const std::string& text, level& out);
 bool enabled(level l);
 void write(level l, const std::string& message);
 
-inline void debug(const std::string& m) { write(level::debug, m); }
-inline void info(const std::string& m) { write(level::info, m); }
-inline void warning(const std::string& m) { write(level::warning, m); }
-inline void error(const std::string& m) { write(level::error, m); }
+inline void debug(const std::string& m) {
+  write(level::debug, m);
+}
+inline void info(const std::string& m) {
+  write(level::info, m);
+}
+inline void warning(const std::string& m) {
+  write(level::warning, m);
+}
+inline void error(const std::string& m) {
+  write(level::error, m);
+}
 
 }  // namespace settee::log

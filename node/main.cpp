@@ -118,9 +118,10 @@ void prepare_local_config(const std::string& local_path, config& local, config& 
       if (name.empty() || password.empty()) die("SETTEE_ADMIN must be name:password");
     } else {
       password = crypto::random_hex(12);
-      std::printf("settee: created server admin '%s' with password '%s'\n"
-                  "        (shown once; only its PBKDF2 hash is stored in %s)\n",
-                  name.c_str(), password.c_str(), local_path.c_str());
+      std::printf(
+          "settee: created server admin '%s' with password '%s'\n"
+          "        (shown once; only its PBKDF2 hash is stored in %s)\n",
+          name.c_str(), password.c_str(), local_path.c_str());
       std::fflush(stdout);
     }
     local.set("admins", name, crypto::hash(password));
@@ -181,8 +182,10 @@ int main(int argc, char** argv) {
   if (!args.bind.empty()) cfg.set("chttpd", "bind_address", args.bind);
   if (args.port >= 0) cfg.set("chttpd", "port", std::to_string(args.port));
   log::level lvl;
-  if (log::parse_level(cfg.get("log", "level"), lvl)) log::set_level(lvl);
-  else log::warning("unknown [log] level '" + cfg.get("log", "level") + "', using info");
+  if (log::parse_level(cfg.get("log", "level"), lvl))
+    log::set_level(lvl);
+  else
+    log::warning("unknown [log] level '" + cfg.get("log", "level") + "', using info");
 
   // Signals are taken by one thread with sigwait, so no handler runs inside library code.
   sigset_t sigs;
@@ -207,7 +210,8 @@ int main(int argc, char** argv) {
   limits.batch_max_bytes = static_cast<size_t>(cfg.get_int("couchdb", "batch_max_bytes", 32 << 20));
   auto timeout = std::chrono::milliseconds(cfg.get_int("couchdb", "request_timeout_ms", 60000));
   {
-    shard_registry shards(sys, clk, store_opts, limits, static_cast<size_t>(cfg.get_int("couchdb", "max_dbs_open", 500)));
+    shard_registry shards(sys, clk, store_opts, limits,
+                          static_cast<size_t>(cfg.get_int("couchdb", "max_dbs_open", 500)));
     db_catalog catalog(shards, clk, args.data_dir, store_opts.node_name, timeout);
     if (auto st = catalog.load(); !st) die(st.reason);
     for (const char* system_db : {"_users", "_replicator"}) {

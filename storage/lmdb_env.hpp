@@ -14,8 +14,12 @@ namespace settee::lmdb {
 // Maps an LMDB return code to a status (MDB_MAP_FULL -> storage_full, others -> internal).
 status to_status(int rc, const char* what);
 
-inline MDB_val val(std::string_view s) { return MDB_val{s.size(), const_cast<char*>(s.data())}; }
-inline std::string_view view(const MDB_val& v) { return {static_cast<const char*>(v.mv_data), v.mv_size}; }
+inline MDB_val val(std::string_view s) {
+  return MDB_val{s.size(), const_cast<char*>(s.data())};
+}
+inline std::string_view view(const MDB_val& v) {
+  return {static_cast<const char*>(v.mv_data), v.mv_size};
+}
 
 // Owns a transaction; aborts it on destruction unless committed.
 class txn {

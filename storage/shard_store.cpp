@@ -136,8 +136,11 @@ result<std::shared_ptr<shard_store>> shard_store::open(const std::string& path, 
   }
   lmdb::txn t;
   if (auto st = t.begin(s->env_, false); !st) return st;
-  const std::pair<const char*, MDB_dbi*> dbis[] = {
-      {"meta", &s->meta_}, {"docs", &s->docs_}, {"bodies", &s->bodies_}, {"by_seq", &s->by_seq_}, {"local", &s->local_}};
+  const std::pair<const char*, MDB_dbi*> dbis[] = {{"meta", &s->meta_},
+                                                   {"docs", &s->docs_},
+                                                   {"bodies", &s->bodies_},
+                                                   {"by_seq", &s->by_seq_},
+                                                   {"local", &s->local_}};
   for (auto& [name, dbi] : dbis) {
     if (int rc = mdb_dbi_open(t.get(), name, MDB_CREATE, dbi); rc != 0) return lmdb::to_status(rc, "mdb_dbi_open");
   }
@@ -252,8 +255,7 @@ status shard_store::apply_doc(MDB_txn* t, shard_header& h, doc_update& u, doc_re
       parent = d.tree.winner();  // re-creating a deleted document extends its tombstone
     }
     rev_id parent_rev = parent >= 0 ? d.tree.rev(parent) : rev_id{};
-    leaf = d.tree.add_child(parent, make_rev_hash(u.deleted, parent >= 0 ? &parent_rev : nullptr, u.body),
-                            u.deleted);
+    leaf = d.tree.add_child(parent, make_rev_hash(u.deleted, parent >= 0 ? &parent_rev : nullptr, u.body), u.deleted);
   } else {
     bool added = false;
     leaf = d.tree.merge_path(u.revs, u.deleted, added);
@@ -395,8 +397,7 @@ void shard_store::snapshot::scan_docs(std::string_view start, bool descending,
   mdb_cursor_close(c);
 }
 
-void shard_store::snapshot::scan_changes(uint64_t since,
-                                         const std::function<bool(const change_entry&)>& visit) const {
+void shard_store::snapshot::scan_changes(uint64_t since, const std::function<bool(const change_entry&)>& visit) const {
   MDB_cursor* c = nullptr;
   if (mdb_cursor_open(txn_, store_->by_seq_, &c) != 0) return;
   std::string from = codec::seq_key(since + 1);

@@ -119,8 +119,7 @@ class shard_store : public std::enable_shared_from_this<shard_store> {
     bool local(std::string_view id, local_doc& out) const;
     // Visits documents in id order from `start` (inclusive; "" = the first or, descending, the last
     // id). The visitor returns false to stop.
-    void scan_docs(std::string_view start, bool descending,
-                   const std::function<bool(const doc_info&)>& visit) const;
+    void scan_docs(std::string_view start, bool descending, const std::function<bool(const doc_info&)>& visit) const;
     // Visits changes with seq > since, ascending.
     void scan_changes(uint64_t since, const std::function<bool(const change_entry&)>& visit) const;
 

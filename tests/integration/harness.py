@@ -101,7 +101,16 @@ class Node:
         if self.proc:
             self.proc.stdout.close()
             self.log.close()
+            self.check_log()
         self.proc = None
+
+    def check_log(self):
+        """Sanitizer builds report to stderr (the log); any report fails the test."""
+        with open(self.log.name) as f:
+            text = f.read()
+        for marker in ("runtime error:", "AddressSanitizer", "LeakSanitizer", "ThreadSanitizer"):
+            if marker in text:
+                raise AssertionError(f"sanitizer report in {self.log.name}:\n{text[-4000:]}")
 
     def kill(self):
         self.stop(signal.SIGKILL)

@@ -1,4 +1,6 @@
 """Database lifecycle: create, info, delete, name rules, shards, security."""
+import os
+
 from harness import Node, NodeTest, main
 
 ILLEGAL = ("Name: '{}'. Only lowercase characters (a-z), digits (0-9), and any of the characters _, $, (, ), +, "
@@ -98,6 +100,40 @@ class Databases(NodeTest):
         r = self.node.post("/efc/_ensure_full_commit", raw_body="", headers={"Content-Type": "application/json"})
         self.assertEqual(r.status, 201)
         self.assertEqual(r.json["ok"], True)
+
+
+class OpenShardLimit(NodeTest):
+    config = "[couchdb]\nmax_dbs_open = 4\n"
+
+    def open_shard_files(self):
+        fd_dir = f"/proc/{self.node.proc.pid}/fd"
+        paths = []
+        for fd in os.listdir(fd_dir):
+            try:
+                paths.append(os.readlink(os.path.join(fd_dir, fd)))
+            except OSError:
+                pass
+        return {p for p in paths if "/shards/" in p and not p.endswith("-lock")}
+
+    def test_idle_shards_are_closed_and_reopened(self):
+        names = [f"lru{i}" for i in range(6)]  # 6 dbs x q=2 = 12 shard files, at most 4 open
+        revs = {}
+        for round_no in range(3):
+            for name in names:
+                if round_no == 0:
+                    self.new_db(name)
+                doc = {"round": round_no}
+                if name in revs:
+                    doc["_rev"] = revs[name]
+                r = self.node.put(f"/{name}/doc", doc)
+                self.assertEqual(r.status, 201, r)
+                revs[name] = r.json["rev"]
+        for name in names:
+            self.assertEqual(self.node.get(f"/{name}/doc").json["round"], 2)
+            self.assertEqual(self.node.get(f"/{name}").json["doc_count"], 1)
+        open_files = self.open_shard_files()
+        self.assertLessEqual(len(open_files), 4 + 1, open_files)  # the limit (+1 being opened)
+        self.assertGreater(len(open_files), 0)
 
 
 class Persistence(NodeTest):

@@ -136,7 +136,8 @@ TEST_CASE("revs_limit stems history on write") {
   REQUIRE(s->commit({&lim}, 0));
   rev_id rev;
   for (int i = 0; i < 10; ++i) {
-    auto r = write(*s, {upd("a", "{\"i\":" + std::to_string(i) + "}", i ? std::vector<rev_id>{rev} : std::vector<rev_id>{})});
+    auto r = write(
+        *s, {upd("a", "{\"i\":" + std::to_string(i) + "}", i ? std::vector<rev_id>{rev} : std::vector<rev_id>{})});
     REQUIRE(r[0].st);
     rev = r[0].rev;
   }
