@@ -8,7 +8,7 @@ coordinator::coordinator(db_catalog& catalog, shard_registry& shards, std::chron
     : catalog_(catalog), shards_(shards), timeout_(timeout) {}
 
 result<shard_handle> coordinator::shard(const db_meta& db, size_t index) {
-  return shards_.acquire(db.shard_paths[index], db.created);
+  return shards_.acquire(db.shard_paths[index], db.created, db.key());
 }
 
 size_t coordinator::shard_index(const db_meta& db, std::string_view doc_id) const {

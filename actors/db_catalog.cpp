@@ -101,7 +101,7 @@ result<db_meta> db_catalog::create(const std::string& name, uint32_t q) {
   if (auto st = write_entry(name, body.dump(), false); !st) return st;
   // Create the shard files now, so a 201 means the database is fully there.
   for (auto& p : m.shard_paths) {
-    if (auto h = shards_.acquire(p, suffix); !h) return h.error();
+    if (auto h = shards_.acquire(p, suffix, m.key()); !h) return h.error();
   }
   last_suffix_ = suffix;
   std::unique_lock lock(mu_);

@@ -27,6 +27,9 @@ struct db_meta {
   int64_t created = 0;  // the shard suffix and instance_start_time
   std::vector<shard_range> ranges;
   std::vector<std::string> shard_paths;
+
+  // Names this incarnation of the database (for change notifications).
+  std::string key() const { return name + "." + std::to_string(created); }
 };
 
 class db_catalog {

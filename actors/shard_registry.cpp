@@ -12,8 +12,13 @@
 namespace settee {
 
 shard_registry::shard_registry(caf::actor_system& sys, const clock& clk, store_options store_opts,
-                               replica_limits limits, size_t max_open)
-    : sys_(sys), clk_(clk), store_opts_(std::move(store_opts)), limits_(limits), max_open_(max_open ? max_open : 1) {}
+                               replica_limits limits, size_t max_open, change_notifier* notifier)
+    : sys_(sys),
+      clk_(clk),
+      store_opts_(std::move(store_opts)),
+      limits_(limits),
+      max_open_(max_open ? max_open : 1),
+      notifier_(notifier) {}
 
 shard_registry::~shard_registry() {
   close_all();
@@ -30,7 +35,8 @@ void shard_registry::close_entry(entry& e) {
   e.handle.writer = nullptr;
 }
 
-result<shard_handle> shard_registry::acquire(const std::string& path, int64_t created_at) {
+result<shard_handle> shard_registry::acquire(const std::string& path, int64_t created_at,
+                                             const std::string& notify_key) {
   std::weak_ptr<shard_store> closing;
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -58,7 +64,7 @@ result<shard_handle> shard_registry::acquire(const std::string& path, int64_t cr
   if (!store) return store.error();
   entry e;
   e.handle.store = *store;
-  e.handle.writer = spawn_shard_replica(sys_, *store, clk_, limits_);
+  e.handle.writer = spawn_shard_replica(sys_, *store, clk_, limits_, notifier_, notify_key);
   e.last_used = ++tick_;
   auto handle = e.handle;
   open_.emplace(path, std::move(e));

@@ -27,11 +27,12 @@ struct shard_handle {
 class shard_registry {
  public:
   shard_registry(caf::actor_system& sys, const clock& clk, store_options store_opts, replica_limits limits,
-                 size_t max_open);
+                 size_t max_open, change_notifier* notifier = nullptr);
   ~shard_registry();
 
-  // Opens (or finds) the shard at `path`. `created_at` is used when the file is new.
-  result<shard_handle> acquire(const std::string& path, int64_t created_at);
+  // Opens (or finds) the shard at `path`. `created_at` is used when the file is new; commits are
+  // announced to the notifier under `notify_key`.
+  result<shard_handle> acquire(const std::string& path, int64_t created_at, const std::string& notify_key = "");
   // Closes the shard (after its queued writes) and deletes its files.
   void remove(const std::string& path);
   // Closes every shard (queued writes finish first).
@@ -52,6 +53,7 @@ class shard_registry {
   store_options store_opts_;
   replica_limits limits_;
   size_t max_open_;
+  change_notifier* notifier_;
   mutable std::mutex mu_;
   std::map<std::string, entry> open_;
   std::map<std::string, std::weak_ptr<shard_store>> closing_;

@@ -16,6 +16,8 @@ struct replica_state {
   std::shared_ptr<shard_store> store;
   const clock* clk = nullptr;
   replica_limits limits;
+  change_notifier* notifier = nullptr;
+  std::string notify_key;
   std::vector<pending_write> pending;
   size_t pending_docs = 0;
   size_t pending_bytes = 0;
@@ -29,6 +31,7 @@ struct replica_state {
     status st = store->commit(ops, clk->now_s());
     if (!st) log::error("commit failed on " + store->path() + ": " + st.reason);
     for (auto& p : pending) p.done->set_value();  // outcomes travel inside each op
+    if (notifier && st) notifier->notify(notify_key);
     pending.clear();
     pending_docs = pending_bytes = 0;
   }
@@ -41,8 +44,10 @@ size_t op_bytes(const write_op& op) {
 }
 
 caf::behavior replica_impl(caf::stateful_actor<replica_state>* self, std::shared_ptr<shard_store> store,
-                           const clock* clk, replica_limits limits) {
+                           const clock* clk, replica_limits limits, change_notifier* notifier, std::string key) {
   self->state.store = std::move(store);
+  self->state.notifier = notifier;
+  self->state.notify_key = std::move(key);
   self->state.clk = clk;
   self->state.limits = limits;
   return {
@@ -73,8 +78,8 @@ caf::behavior replica_impl(caf::stateful_actor<replica_state>* self, std::shared
 }  // namespace
 
 caf::actor spawn_shard_replica(caf::actor_system& sys, std::shared_ptr<shard_store> store, const clock& clk,
-                               replica_limits limits) {
-  return sys.spawn<caf::detached>(replica_impl, std::move(store), &clk, limits);
+                               replica_limits limits, change_notifier* notifier, std::string notify_key) {
+  return sys.spawn<caf::detached>(replica_impl, std::move(store), &clk, limits, notifier, std::move(notify_key));
 }
 
 }  // namespace settee

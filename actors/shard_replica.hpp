@@ -14,6 +14,7 @@
 #include <cstddef>
 #include <memory>
 
+#include "actors/change_notifier.hpp"
 #include "node/clock.hpp"
 #include "storage/shard_store.hpp"
 
@@ -24,7 +25,8 @@ struct replica_limits {
   size_t batch_max_bytes = 32u << 20;
 };
 
+// After each commit the replica calls notifier->notify(notify_key) (when a notifier is given).
 caf::actor spawn_shard_replica(caf::actor_system& sys, std::shared_ptr<shard_store> store, const clock& clk,
-                               replica_limits limits);
+                               replica_limits limits, change_notifier* notifier, std::string notify_key);
 
 }  // namespace settee

@@ -23,6 +23,9 @@ void handle_security(ctx& c, const db_meta& db, const json& security);
 void handle_shards(ctx& c, const db_meta& db);
 void handle_ensure_full_commit(ctx& c, const db_meta& db);
 
+// changes_handlers.cpp
+void handle_changes(ctx& c, const db_meta& db);
+
 // doc_handlers.cpp
 void handle_doc(ctx& c, const db_meta& db, const std::string& id);
 void handle_local_doc(ctx& c, const db_meta& db, const std::string& id);

@@ -3,6 +3,7 @@
 #pragma once
 #include <httplib.h>
 
+#include <atomic>
 #include <optional>
 #include <string>
 #include <vector>
@@ -16,6 +17,7 @@
 namespace settee {
 
 class authenticator;
+class change_notifier;
 
 // Limits and identity the handlers need; built once at start-up, read-only afterwards.
 struct node_services {
@@ -29,6 +31,9 @@ struct node_services {
   size_t max_document_id_length = 400;
   size_t uuids_max_count = 1000;
   size_t bulk_docs_max = 100000;
+  change_notifier* notifier = nullptr;
+  size_t max_live_feeds = 100;  // longpoll/continuous/eventsource feeds open at once
+  std::atomic<size_t> live_feeds{0};
 };
 
 struct user_ctx {

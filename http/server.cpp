@@ -29,7 +29,7 @@ void dispatch_db(ctx& c, const db_meta& db, const json& security) {
   if (what == "_security" && p.size() == 2) return handle_security(c, db, security);
   if (what == "_shards" && p.size() <= 3) return handle_shards(c, db);
   if (what == "_ensure_full_commit" && p.size() == 2) return handle_ensure_full_commit(c, db);
-  if (what == "_changes") return c.error(errc::not_implemented, "_changes arrives in settee's next release");
+  if (what == "_changes" && p.size() == 2) return handle_changes(c, db);
   if (what == "_local" && p.size() >= 3) {
     std::string id = "_local/" + p[2];
     for (size_t i = 3; i < p.size(); ++i) id += "/" + p[i];

@@ -11,6 +11,7 @@
 #include <iostream>
 #include <thread>
 
+#include "actors/change_notifier.hpp"
 #include "actors/coordinator.hpp"
 #include "actors/db_catalog.hpp"
 #include "actors/messages.hpp"
@@ -210,8 +211,9 @@ int main(int argc, char** argv) {
   limits.batch_max_bytes = static_cast<size_t>(cfg.get_int("couchdb", "batch_max_bytes", 32 << 20));
   auto timeout = std::chrono::milliseconds(cfg.get_int("couchdb", "request_timeout_ms", 60000));
   {
+    change_notifier notifier;
     shard_registry shards(sys, clk, store_opts, limits,
-                          static_cast<size_t>(cfg.get_int("couchdb", "max_dbs_open", 500)));
+                          static_cast<size_t>(cfg.get_int("couchdb", "max_dbs_open", 500)), &notifier);
     db_catalog catalog(shards, clk, args.data_dir, store_opts.node_name, timeout);
     if (auto st = catalog.load(); !st) die(st.reason);
     for (const char* system_db : {"_users", "_replicator"}) {
@@ -227,12 +229,15 @@ int main(int argc, char** argv) {
         static_cast<size_t>(std::clamp<int64_t>(cfg.get_int("couchdb", "max_document_id_length", 400), 1, 400));
     node.uuids_max_count = static_cast<size_t>(cfg.get_int("uuids", "max_count", 1000));
     node.bulk_docs_max = static_cast<size_t>(cfg.get_int("couchdb", "bulk_docs_max", 100000));
+    node.notifier = &notifier;
 
     http_options http;
     http.bind = cfg.get("chttpd", "bind_address");
     http.port = static_cast<int>(cfg.get_int("chttpd", "port", 5984));
     http.threads = static_cast<size_t>(std::max<int64_t>(8, cfg.get_int("chttpd", "server_threads", 128)));
     http.max_request_bytes = static_cast<size_t>(cfg.get_int("chttpd", "max_http_request_size", 64 << 20));
+    // Live feeds each hold a worker thread: keep a quarter of the pool (at least 8) for other requests.
+    node.max_live_feeds = http.threads - std::max<size_t>(8, http.threads / 4);
     http_server server(node, http);
     if (auto st = server.bind(); !st) die(st.reason);
 

@@ -412,4 +412,39 @@ void shard_store::snapshot::scan_changes(uint64_t since, const std::function<boo
   mdb_cursor_close(c);
 }
 
+void shard_store::snapshot::scan_changes_descending(uint64_t before,
+                                                    const std::function<bool(const change_entry&)>& visit) const {
+  MDB_cursor* c = nullptr;
+  if (mdb_cursor_open(txn_, store_->by_seq_, &c) != 0) return;
+  MDB_val k, v;
+  int rc;
+  std::string from;
+  if (before == 0) {
+    rc = mdb_cursor_get(c, &k, &v, MDB_LAST);
+  } else {
+    from = codec::seq_key(before);
+    k = lmdb::val(from);
+    rc = mdb_cursor_get(c, &k, &v, MDB_SET_RANGE);  // first key >= before, then step back
+    rc = rc == MDB_NOTFOUND ? mdb_cursor_get(c, &k, &v, MDB_LAST) : mdb_cursor_get(c, &k, &v, MDB_PREV);
+  }
+  change_entry e;
+  while (rc == 0) {
+    uint64_t seq = 0;
+    if (codec::parse_seq_key(lmdb::view(k), seq) && decode_change(seq, lmdb::view(v), e) && !visit(e)) break;
+    rc = mdb_cursor_get(c, &k, &v, MDB_PREV);
+  }
+  mdb_cursor_close(c);
+}
+
+uint64_t shard_store::snapshot::count_changes_after(uint64_t since) const {
+  MDB_cursor* c = nullptr;
+  if (mdb_cursor_open(txn_, store_->by_seq_, &c) != 0) return 0;
+  std::string from = codec::seq_key(since + 1);
+  MDB_val k = lmdb::val(from), v;
+  uint64_t n = 0;
+  for (int rc = mdb_cursor_get(c, &k, &v, MDB_SET_RANGE); rc == 0; rc = mdb_cursor_get(c, &k, &v, MDB_NEXT)) ++n;
+  mdb_cursor_close(c);
+  return n;
+}
+
 }  // namespace settee

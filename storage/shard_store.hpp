@@ -122,6 +122,10 @@ class shard_store : public std::enable_shared_from_this<shard_store> {
     void scan_docs(std::string_view start, bool descending, const std::function<bool(const doc_info&)>& visit) const;
     // Visits changes with seq > since, ascending.
     void scan_changes(uint64_t since, const std::function<bool(const change_entry&)>& visit) const;
+    // Visits changes with seq < before, descending (before = 0: from the last one).
+    void scan_changes_descending(uint64_t before, const std::function<bool(const change_entry&)>& visit) const;
+    // How many changes have seq > since (reads keys only).
+    uint64_t count_changes_after(uint64_t since) const;
 
    private:
     friend class shard_store;

@@ -253,3 +253,32 @@ TEST_CASE("header keeps fields a newer release added") {
   CHECK_FALSE(shard_header::decode("garbage!", back));
   CHECK_FALSE(shard_header::decode("", back));
 }
+
+TEST_CASE("changes in reverse and counts after a seq") {
+  temp_dir dir;
+  auto s = open_store(dir.path + "/x.db");
+  write(*s, {upd("a", "{}"), upd("b", "{}"), upd("c", "{}"), upd("d", "{}")});
+  auto snap = s->read();
+  REQUIRE(snap.ok());
+  std::vector<uint64_t> seqs;
+  snap->scan_changes_descending(0, [&](const change_entry& e) {
+    seqs.push_back(e.seq);
+    return true;
+  });
+  CHECK(seqs == std::vector<uint64_t>{4, 3, 2, 1});
+  seqs.clear();
+  snap->scan_changes_descending(3, [&](const change_entry& e) {
+    seqs.push_back(e.seq);
+    return true;
+  });
+  CHECK(seqs == std::vector<uint64_t>{2, 1});
+  seqs.clear();
+  snap->scan_changes_descending(99, [&](const change_entry& e) {
+    seqs.push_back(e.seq);
+    return seqs.size() < 2;
+  });
+  CHECK(seqs == std::vector<uint64_t>{4, 3});
+  CHECK(snap->count_changes_after(0) == 4);
+  CHECK(snap->count_changes_after(3) == 1);
+  CHECK(snap->count_changes_after(4) == 0);
+}

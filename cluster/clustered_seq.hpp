@@ -1,0 +1,34 @@
+// clustered_seq: the opaque sequence tokens of _changes, "<sum>-<base64url(payload)>".
+//
+// The payload names, for each shard range, the copy a position refers to (node and the first 7 hex
+// digits of the shard file's uuid) and the seq on that copy. <sum> is the sum of the seqs: cosmetic,
+// ignored on input. Clients treat tokens as opaque; any token from an earlier response is a valid
+// `since`. Payload (version 1): byte 1, varint count, then per entry varint begin, varint end,
+// str node, str uuid prefix, varint seq (codec.hpp encodings). Pure functions, no I/O.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "actors/shard_map.hpp"
+#include "node/error.hpp"
+
+namespace settee {
+
+constexpr size_t uuid_prefix_length = 7;
+
+struct seq_entry {
+  shard_range range;
+  std::string node;
+  std::string uuid_prefix;
+  uint64_t seq = 0;
+};
+
+std::string encode_seq(const std::vector<seq_entry>& entries);
+
+// Decodes a token (optionally wrapped in double quotes). "0" decodes to no entries (the start).
+// Anything malformed is errc::bad_request "Malformed sequence supplied in 'since' parameter.".
+result<std::vector<seq_entry>> decode_seq(std::string_view token);
+
+}  // namespace settee

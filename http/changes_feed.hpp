@@ -1,0 +1,64 @@
+// changes_feed: one _changes request's position over every shard of a database, and the rows it
+// produces. Each shard is read in seq order (its by_seq index); shards are interleaved by commit
+// time, so rows come out in the order they were committed, to the second. Every row carries the
+// clustered token of the position right after it, so resuming from any row's seq (or last_seq)
+// misses nothing and repeats nothing.
+// Not thread-safe: one feed belongs to one request.
+#pragma once
+#include <deque>
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "cluster/clustered_seq.hpp"
+#include "http/request.hpp"
+
+namespace settee {
+
+struct changes_options {
+  bool descending = false;
+  bool all_docs = false;  // style=all_docs
+  bool include_docs = false;
+  bool conflicts = false;
+  int64_t seq_interval = 0;  // > 0: only every Nth row carries a real seq
+  enum class filter { none, doc_ids, design } filter_kind = filter::none;
+  std::set<std::string> doc_ids;
+};
+
+class changes_feed {
+ public:
+  changes_feed(coordinator& coord, const db_meta& db, changes_options opts, std::string node_name);
+
+  // Positions the feed at `since` ("0", "now" or a token). Errors: malformed token (400), shards.
+  status start(const std::string& since);
+  // The next row as JSON text, or false when there is nothing new right now.
+  bool next(std::string& row);
+  // The token of the current position (last_seq).
+  std::string token() const;
+  // Changes remaining after the current position, summed over shards.
+  uint64_t pending() const;
+  uint64_t rows_emitted() const { return emitted_; }
+
+ private:
+  struct shard_pos {
+    shard_range range;
+    std::string uuid_prefix;
+    uint64_t seq = 0;  // last change consumed; descending: 0 until the first row is read
+    uint64_t top = 0;  // update_seq when the feed started
+    std::deque<change_entry> buffer;
+    std::shared_ptr<shard_store::snapshot> snap;  // the snapshot `buffer` was read from
+  };
+  bool refill(size_t i);
+  bool wanted(const change_entry& e) const;
+  std::string render(size_t shard, const change_entry& e);
+
+  coordinator& coord_;
+  db_meta db_;
+  changes_options opts_;
+  std::string node_name_;
+  std::vector<shard_pos> shards_;
+  uint64_t emitted_ = 0;
+};
+
+}  // namespace settee
