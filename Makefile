@@ -6,7 +6,7 @@ JOBS ?= $(shell nproc)
 DATA ?= ./data
 PORT ?= 5984
 
-.PHONY: all setup build run test bench clean
+.PHONY: all setup build run test bench clean format
 
 all: build
 
@@ -30,3 +30,6 @@ bench: build
 
 clean:
 	rm -rf $(BUILD)
+
+format:
+	clang-format -i $$(git ls-files '*.cpp' '*.hpp')

@@ -17,7 +17,7 @@ TEST_CASE("clustered seq tokens round-trip and carry the sum") {
   CHECK((*out)[1].range.name() == "80000000-ffffffff");
   CHECK((*out)[1].seq == 30);
   CHECK((*out)[0].uuid_prefix == "abcdef0");
-  CHECK(decode_seq("\"" + token + "\"").ok());  // quoted tokens are accepted
+  CHECK(decode_seq("\"" + token + "\"").ok());         // quoted tokens are accepted
   auto other_sum = decode_seq("7" + token.substr(2));  // the sum is cosmetic
   REQUIRE(other_sum.ok());
   CHECK((*other_sum)[0].seq == 12);
@@ -28,8 +28,9 @@ TEST_CASE("0 is the start; everything malformed is a 400, never a crash") {
   REQUIRE(zero.ok());
   CHECK(zero->empty());
   std::string good = encode_seq({{make_ranges(1)[0], "n", "p", 5}});
-  std::vector<std::string> bad = {"", "-", "abc", "12", "1-", "-abc", "x-abc", "1-!!!!", "1-AAAA",
-                                  good + "A", good.substr(0, good.size() - 2), "\"", "\"0"};
+  std::vector<std::string> bad = {
+      "",   "-",  "abc", "12", "1-", "-abc", "x-abc", "1-!!!!", "1-AAAA", good + "A", good.substr(0, good.size() - 2),
+      "\"", "\"0"};
   for (auto& b : bad) {
     auto r = decode_seq(b);
     CHECK_MESSAGE(!r.ok(), b);
