@@ -63,7 +63,7 @@ bool changes_feed::refill(size_t i) {
   return !p.buffer.empty();
 }
 
-bool changes_feed::wanted(const change_entry& e) const {
+bool changes_feed::wanted(size_t shard, const change_entry& e) const {
   switch (opts_.filter_kind) {
     case changes_options::filter::none:
       return true;
@@ -71,6 +71,13 @@ bool changes_feed::wanted(const change_entry& e) const {
       return opts_.doc_ids.count(e.id) > 0;
     case changes_options::filter::design:
       return e.id.rfind("_design/", 0) == 0;
+    case changes_options::filter::selector: {
+      const auto& snap = *shards_[shard].snap;
+      doc_info d;
+      if (!snap.doc(e.id, d)) return false;
+      auto doc = parse_json(render_winner(snap, d, {}));
+      return doc && opts_.selector->matches(*doc);
+    }
   }
   return true;
 }
@@ -94,7 +101,7 @@ bool changes_feed::next(std::string& row) {
     change_entry e = std::move(p.buffer.front());
     p.buffer.pop_front();
     p.seq = e.seq;
-    if (!wanted(e)) continue;
+    if (!wanted(best, e)) continue;
     row = render(best, e);
     return true;
   }

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "cluster/clustered_seq.hpp"
+#include "http/mango_selector.hpp"
 #include "http/request.hpp"
 
 namespace settee {
@@ -22,8 +23,9 @@ struct changes_options {
   bool include_docs = false;
   bool conflicts = false;
   int64_t seq_interval = 0;  // > 0: only every Nth row carries a real seq
-  enum class filter { none, doc_ids, design } filter_kind = filter::none;
+  enum class filter { none, doc_ids, design, selector } filter_kind = filter::none;
   std::set<std::string> doc_ids;
+  std::shared_ptr<const mango_selector> selector;  // filter::selector: matched against the winning doc
 };
 
 class changes_feed {
@@ -50,7 +52,7 @@ class changes_feed {
     std::shared_ptr<shard_store::snapshot> snap;  // the snapshot `buffer` was read from
   };
   bool refill(size_t i);
-  bool wanted(const change_entry& e) const;
+  bool wanted(size_t shard, const change_entry& e) const;
   std::string render(size_t shard, const change_entry& e);
 
   coordinator& coord_;

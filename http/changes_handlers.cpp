@@ -128,8 +128,13 @@ result<changes_query> parse_changes(ctx& c, const json* body) {
     } else if (f == "_design") {
       q.opts.filter_kind = changes_options::filter::design;
     } else if (f == "_selector") {
-      if (c.method() != "POST") return status{errc::bad_request, "Selector must be specified in POST payload"};
-      return status{errc::not_implemented, "the `_selector` filter arrives in a later release"};
+      if (c.method() != "POST" || !body || !body->contains("selector")) {
+        return status{errc::bad_request, "Selector must be specified in POST payload"};
+      }
+      auto sel = mango_selector::compile((*body)["selector"]);
+      if (!sel) return sel.error();
+      q.opts.selector = std::make_shared<const mango_selector>(std::move(*sel));
+      q.opts.filter_kind = changes_options::filter::selector;
     } else if (f == "_view") {
       return status{errc::not_implemented, "views are not supported yet"};
     } else if (!f.empty() && f[0] == '_') {

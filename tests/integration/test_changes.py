@@ -97,6 +97,17 @@ class ChangesNormal(NodeTest):
         self.assertEqual([r["id"] for r in res["results"]], ["d2"])
         res = self.node.get("/ch/_changes?filter=_design").json
         self.assertEqual([r["id"] for r in res["results"]], ["_design/app"])
+        res = self.node.post("/ch/_changes?filter=_selector", {"selector": {"i": {"$gte": 7}}}).json
+        self.assertEqual(sorted(r["id"] for r in res["results"]), ["d3", "d7", "d8", "d9"])  # d3 is 33 now
+        res = self.node.post("/ch/_changes?filter=_selector&include_docs=true",
+                             {"selector": {"$or": [{"_id": "d1"}, {"conflict": True}]}}).json
+        self.assertEqual(sorted(r["id"] for r in res["results"]), ["d1", "d5"])
+        self.assertError(self.node.post("/ch/_changes?filter=_selector", {"selector": [1]}), 400, "bad_request",
+                         "Selector error: expected a JSON object")
+        self.assertError(self.node.post("/ch/_changes?filter=_selector", {"selector": {"a": {"$nope": 1}}}),
+                         400, "bad_request")
+        self.assertError(self.node.post("/ch/_changes?filter=_selector", {}), 400, "bad_request",
+                         "Selector must be specified in POST payload")
 
     def test_seq_interval(self):
         res = self.node.get("/ch/_changes?seq_interval=3").json["results"]

@@ -1,0 +1,291 @@
+#include "http/mango_selector.hpp"
+
+#include <cmath>
+#include <regex>
+#include <set>
+#include <vector>
+
+namespace settee {
+
+struct mango_selector::node {
+  enum class kind { all_of, any_of, none_of, negate, field, op } what = kind::all_of;
+  std::vector<node> children;
+  std::vector<std::string> path;  // kind::field
+  std::string op;                 // kind::op
+  json arg;
+  std::shared_ptr<const std::regex> re;
+};
+
+namespace {
+
+using node = mango_selector::node;
+
+status selector_error(const std::string& what) { return {errc::bad_request, "Selector error: " + what}; }
+
+int type_rank(const json& v) {
+  if (v.is_null()) return 0;
+  if (v.is_boolean()) return v.get<bool>() ? 2 : 1;
+  if (v.is_number()) return 3;
+  if (v.is_string()) return 4;
+  if (v.is_array()) return 5;
+  return 6;
+}
+
+std::vector<std::string> split_path(const std::string& field) {
+  std::vector<std::string> out(1);
+  for (size_t i = 0; i < field.size(); ++i) {
+    if (field[i] == '\\' && i + 1 < field.size() && field[i + 1] == '.') {
+      out.back() += '.';
+      ++i;
+    } else if (field[i] == '.') {
+      out.emplace_back();
+    } else {
+      out.back() += field[i];
+    }
+  }
+  return out;
+}
+
+result<node> compile_value(const json& value);
+
+// An object of operators and/or fields: all of them must hold.
+result<node> compile_object(const json& obj) {
+  node all;
+  all.what = node::kind::all_of;
+  for (auto it = obj.begin(); it != obj.end(); ++it) {
+    const std::string& k = it.key();
+    const json& v = it.value();
+    if (k == "$and" || k == "$or" || k == "$nor") {
+      if (!v.is_array()) return selector_error(k + " requires an array");
+      node combo;
+      combo.what = k == "$and" ? node::kind::all_of : k == "$or" ? node::kind::any_of : node::kind::none_of;
+      for (auto& sub : v) {
+        if (!sub.is_object()) return selector_error(k + " requires an array of objects");
+        auto c = compile_object(sub);
+        if (!c) return c.error();
+        combo.children.push_back(std::move(*c));
+      }
+      all.children.push_back(std::move(combo));
+    } else if (k == "$not") {
+      auto c = compile_value(v);
+      if (!c) return c.error();
+      node neg;
+      neg.what = node::kind::negate;
+      neg.children.push_back(std::move(*c));
+      all.children.push_back(std::move(neg));
+    } else if (!k.empty() && k[0] == '$') {
+      node op;
+      op.what = node::kind::op;
+      op.op = k;
+      op.arg = v;
+      if (k == "$eq" || k == "$ne" || k == "$gt" || k == "$gte" || k == "$lt" || k == "$lte") {
+      } else if (k == "$in" || k == "$nin" || k == "$all") {
+        if (!v.is_array()) return selector_error(k + " requires an array");
+      } else if (k == "$exists") {
+        if (!v.is_boolean()) return selector_error("$exists requires a boolean");
+      } else if (k == "$type") {
+        static const std::set<std::string> types = {"null", "boolean", "number", "string", "array", "object"};
+        if (!v.is_string() || !types.count(v.get<std::string>())) return selector_error("invalid $type");
+      } else if (k == "$size") {
+        if (!v.is_number_integer() || v.get<int64_t>() < 0) return selector_error("$size requires a non-negative integer");
+      } else if (k == "$mod") {
+        if (!v.is_array() || v.size() != 2 || !v[0].is_number_integer() || !v[1].is_number_integer() ||
+            v[0].get<int64_t>() == 0) {
+          return selector_error("$mod requires [divisor, remainder] with a non-zero integer divisor");
+        }
+      } else if (k == "$regex") {
+        if (!v.is_string()) return selector_error("$regex requires a string");
+        try {
+          op.re = std::make_shared<const std::regex>(v.get<std::string>(), std::regex::ECMAScript);
+        } catch (const std::regex_error&) {
+          return selector_error("invalid regular expression " + v.dump());
+        }
+      } else if (k == "$elemMatch" || k == "$allMatch") {
+        if (!v.is_object()) return selector_error(k + " requires an object");
+        auto c = compile_object(v);
+        if (!c) return c.error();
+        op.children.push_back(std::move(*c));
+      } else {
+        return selector_error("invalid operator " + k);
+      }
+      all.children.push_back(std::move(op));
+    } else {
+      auto c = compile_value(v);
+      if (!c) return c.error();
+      node f;
+      f.what = node::kind::field;
+      f.path = split_path(k);
+      f.children.push_back(std::move(*c));
+      all.children.push_back(std::move(f));
+    }
+  }
+  return all;
+}
+
+// A field's condition: an object of operators/fields, or a value meaning {"$eq": value}.
+result<node> compile_value(const json& value) {
+  if (value.is_object()) return compile_object(value);
+  node eq;
+  eq.what = node::kind::op;
+  eq.op = "$eq";
+  eq.arg = value;
+  return eq;
+}
+
+const json* lookup(const json& value, const std::vector<std::string>& path) {
+  const json* cur = &value;
+  for (auto& part : path) {
+    if (cur->is_object()) {
+      auto it = cur->find(part);
+      if (it == cur->end()) return nullptr;
+      cur = &*it;
+    } else if (cur->is_array() && !part.empty() &&
+               part.find_first_not_of("0123456789") == std::string::npos && part.size() < 10) {
+      size_t i = std::stoul(part);
+      if (i >= cur->size()) return nullptr;
+      cur = &(*cur)[i];
+    } else {
+      return nullptr;
+    }
+  }
+  return cur;
+}
+
+bool is_exists_false(const node& n) {
+  if (n.what == node::kind::op) return n.op == "$exists" && !n.arg.get<bool>();
+  return n.what == node::kind::all_of && n.children.size() == 1 && is_exists_false(n.children[0]);
+}
+
+bool match(const node& n, const json& v);
+
+bool match_op(const node& n, const json& v) {
+  const std::string& op = n.op;
+  const json& a = n.arg;
+  if (op == "$eq") return collate(v, a) == 0;
+  if (op == "$ne") return collate(v, a) != 0;
+  if (op == "$gt") return collate(v, a) > 0;
+  if (op == "$gte") return collate(v, a) >= 0;
+  if (op == "$lt") return collate(v, a) < 0;
+  if (op == "$lte") return collate(v, a) <= 0;
+  if (op == "$in" || op == "$nin") {
+    bool found = false;
+    for (auto& x : a) {
+      if (v.is_array()) {
+        for (auto& e : v) found = found || collate(e, x) == 0;
+      }
+      found = found || collate(v, x) == 0;
+    }
+    return op == "$in" ? found : !found;
+  }
+  if (op == "$exists") return a.get<bool>();  // reached only when the field exists
+  if (op == "$type") {
+    const std::string& t = a.get_ref<const std::string&>();
+    return (t == "null" && v.is_null()) || (t == "boolean" && v.is_boolean()) || (t == "number" && v.is_number()) ||
+           (t == "string" && v.is_string()) || (t == "array" && v.is_array()) || (t == "object" && v.is_object());
+  }
+  if (op == "$size") return v.is_array() && v.size() == a.get<uint64_t>();
+  if (op == "$mod") {
+    if (!v.is_number_integer()) return false;
+    return v.get<int64_t>() % a[0].get<int64_t>() == a[1].get<int64_t>();
+  }
+  if (op == "$regex") return v.is_string() && std::regex_search(v.get_ref<const std::string&>(), *n.re);
+  if (op == "$all") {
+    if (!v.is_array()) return false;
+    for (auto& x : a) {
+      bool has = false;
+      for (auto& e : v) has = has || collate(e, x) == 0;
+      if (!has) return false;
+    }
+    return true;
+  }
+  if (op == "$elemMatch") {
+    if (!v.is_array()) return false;
+    for (auto& e : v)
+      if (match(n.children[0], e)) return true;
+    return false;
+  }
+  if (op == "$allMatch") {
+    if (!v.is_array() || v.empty()) return false;
+    for (auto& e : v)
+      if (!match(n.children[0], e)) return false;
+    return true;
+  }
+  return false;
+}
+
+bool match(const node& n, const json& v) {
+  switch (n.what) {
+    case node::kind::all_of:
+      for (auto& c : n.children)
+        if (!match(c, v)) return false;
+      return true;
+    case node::kind::any_of:
+      for (auto& c : n.children)
+        if (match(c, v)) return true;
+      return false;
+    case node::kind::none_of:
+      for (auto& c : n.children)
+        if (match(c, v)) return false;
+      return true;
+    case node::kind::negate:
+      return !match(n.children[0], v);
+    case node::kind::field: {
+      const json* sub = lookup(v, n.path);
+      if (!sub) return is_exists_false(n.children[0]);
+      return match(n.children[0], *sub);
+    }
+    case node::kind::op:
+      return match_op(n, v);
+  }
+  return false;
+}
+
+}  // namespace
+
+int collate(const json& a, const json& b) {
+  int ra = type_rank(a), rb = type_rank(b);
+  if (ra != rb) return ra < rb ? -1 : 1;
+  switch (ra) {
+    case 3: {
+      double x = a.get<double>(), y = b.get<double>();
+      if (a.is_number_integer() && b.is_number_integer()) {
+        int64_t i = a.get<int64_t>(), j = b.get<int64_t>();
+        return i < j ? -1 : i > j ? 1 : 0;
+      }
+      return x < y ? -1 : x > y ? 1 : 0;
+    }
+    case 4: {
+      int c = a.get_ref<const std::string&>().compare(b.get_ref<const std::string&>());
+      return c < 0 ? -1 : c > 0 ? 1 : 0;
+    }
+    case 5: {
+      for (size_t i = 0; i < a.size() && i < b.size(); ++i)
+        if (int c = collate(a[i], b[i])) return c;
+      return a.size() < b.size() ? -1 : a.size() > b.size() ? 1 : 0;
+    }
+    case 6: {
+      auto ia = a.begin(), ib = b.begin();
+      for (; ia != a.end() && ib != b.end(); ++ia, ++ib) {
+        int k = ia.key().compare(ib.key());
+        if (k) return k < 0 ? -1 : 1;
+        if (int c = collate(ia.value(), ib.value())) return c;
+      }
+      return ia == a.end() ? (ib == b.end() ? 0 : -1) : 1;
+    }
+    default:
+      return 0;
+  }
+}
+
+result<mango_selector> mango_selector::compile(const json& selector) {
+  if (!selector.is_object()) return selector_error("expected a JSON object");
+  auto root = compile_object(selector);
+  if (!root) return root.error();
+  mango_selector s;
+  s.root_ = std::make_shared<const node>(std::move(*root));
+  return s;
+}
+
+bool mango_selector::matches(const json& doc) const { return match(*root_, doc); }
+
+}  // namespace settee

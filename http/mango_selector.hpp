@@ -1,0 +1,31 @@
+// mango_selector: CouchDB Mango selectors ({"age": {"$gt": 21}, "tags": {"$all": ["a"]}}) compiled
+// once, then matched against documents. Operators: $and $or $nor $not, $eq $ne $gt $gte $lt $lte
+// $in $nin $exists $type $size $mod $regex $all $elemMatch $allMatch; dotted paths ("a.b.0.c",
+// "\." escapes a dot). Values compare by CouchDB collation (null < false < true < numbers < strings
+// < arrays < objects); strings compare by code point, not ICU. A missing field matches nothing but
+// {"$exists": false}, as in CouchDB. $regex uses ECMAScript syntax (CouchDB: PCRE).
+// Pure: no I/O. A compiled selector is immutable and may be shared between threads.
+#pragma once
+#include <memory>
+
+#include "http/json_util.hpp"
+#include "node/error.hpp"
+
+namespace settee {
+
+class mango_selector {
+ public:
+  // errc::bad_request "Selector error: ..." when `selector` is not a valid selector.
+  static result<mango_selector> compile(const json& selector);
+  bool matches(const json& doc) const;
+
+  struct node;
+
+ private:
+  std::shared_ptr<const node> root_;
+};
+
+// -1, 0, 1 under CouchDB's JSON collation.
+int collate(const json& a, const json& b);
+
+}  // namespace settee
