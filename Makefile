@@ -32,4 +32,4 @@ clean:
 	rm -rf $(BUILD)
 
 format:
-	clang-format -i $$(git ls-files '*.cpp' '*.hpp')
+	clang-format -i $$(git ls-files --cached --others --exclude-standard '*.cpp' '*.hpp')

@@ -20,7 +20,9 @@ namespace {
 
 using node = mango_selector::node;
 
-status selector_error(const std::string& what) { return {errc::bad_request, "Selector error: " + what}; }
+status selector_error(const std::string& what) {
+  return {errc::bad_request, "Selector error: " + what};
+}
 
 int type_rank(const json& v) {
   if (v.is_null()) return 0;
@@ -87,7 +89,8 @@ result<node> compile_object(const json& obj) {
         static const std::set<std::string> types = {"null", "boolean", "number", "string", "array", "object"};
         if (!v.is_string() || !types.count(v.get<std::string>())) return selector_error("invalid $type");
       } else if (k == "$size") {
-        if (!v.is_number_integer() || v.get<int64_t>() < 0) return selector_error("$size requires a non-negative integer");
+        if (!v.is_number_integer() || v.get<int64_t>() < 0)
+          return selector_error("$size requires a non-negative integer");
       } else if (k == "$mod") {
         if (!v.is_array() || v.size() != 2 || !v[0].is_number_integer() || !v[1].is_number_integer() ||
             v[0].get<int64_t>() == 0) {
@@ -139,8 +142,8 @@ const json* lookup(const json& value, const std::vector<std::string>& path) {
       auto it = cur->find(part);
       if (it == cur->end()) return nullptr;
       cur = &*it;
-    } else if (cur->is_array() && !part.empty() &&
-               part.find_first_not_of("0123456789") == std::string::npos && part.size() < 10) {
+    } else if (cur->is_array() && !part.empty() && part.find_first_not_of("0123456789") == std::string::npos &&
+               part.size() < 10) {
       size_t i = std::stoul(part);
       if (i >= cur->size()) return nullptr;
       cur = &(*cur)[i];
@@ -286,6 +289,8 @@ result<mango_selector> mango_selector::compile(const json& selector) {
   return s;
 }
 
-bool mango_selector::matches(const json& doc) const { return match(*root_, doc); }
+bool mango_selector::matches(const json& doc) const {
+  return match(*root_, doc);
+}
 
 }  // namespace settee

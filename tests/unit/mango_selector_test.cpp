@@ -12,7 +12,8 @@ bool m(const char* selector, const char* doc) {
   return s->matches(json::parse(doc));
 }
 
-const char* doc = R"({"_id":"x","name":"Ann","age":31,"score":4.5,"tags":["a","b","c"],"addr":{"city":"Oslo","zip":"0150"},
+const char* doc =
+    R"({"_id":"x","name":"Ann","age":31,"score":4.5,"tags":["a","b","c"],"addr":{"city":"Oslo","zip":"0150"},
   "pets":[{"kind":"cat","age":3},{"kind":"dog","age":9}],"nothing":null,"ok":true,"dot.key":1})";
 
 }  // namespace
@@ -93,10 +94,10 @@ TEST_CASE("combination operators") {
 }
 
 TEST_CASE("invalid selectors are errors, not crashes") {
-  for (const char* bad : {R"([1])", R"("x")", R"({"a":{"$bogus":1}})", R"({"$and":{}})", R"({"$or":[1]})",
-                          R"({"a":{"$in":5}})", R"({"a":{"$exists":"yes"}})", R"({"a":{"$type":"thing"}})",
-                          R"({"a":{"$size":-1}})", R"({"a":{"$mod":[0,1]}})", R"({"a":{"$mod":[2]}})",
-                          R"({"a":{"$regex":"("}})", R"({"a":{"$elemMatch":5}})"}) {
+  for (const char* bad :
+       {R"([1])", R"("x")", R"({"a":{"$bogus":1}})", R"({"$and":{}})", R"({"$or":[1]})", R"({"a":{"$in":5}})",
+        R"({"a":{"$exists":"yes"}})", R"({"a":{"$type":"thing"}})", R"({"a":{"$size":-1}})", R"({"a":{"$mod":[0,1]}})",
+        R"({"a":{"$mod":[2]}})", R"({"a":{"$regex":"("}})", R"({"a":{"$elemMatch":5}})"}) {
     auto s = mango_selector::compile(json::parse(bad));
     CHECK_MESSAGE(!s.ok(), bad);
     if (!s.ok()) CHECK(s.error().reason.rfind("Selector error: ", 0) == 0);
