@@ -1,10 +1,18 @@
-// settee_loadgen: a closed-loop HTTP load generator for settee (and any CouchDB).
-// Each of `c` threads holds one keep-alive connection and issues requests back to back for a
-// bounded time. Prints one line: workload, concurrency, requests, errors, req/s, p50/p99 latency.
+// settee_loadgen: an HTTP load generator for settee and any CouchDB-compatible server.
+// Keep-alive connections only; every loop is bounded in count and time. Prints one line per run:
+//   workload=<w> <metric>=<value> ... errors=<n>
 //
-//   settee_loadgen --url http://127.0.0.1:5984 --auth admin:pw --db bench --workload put|get
-//                  [--concurrency 32] [--seconds 10] [--doc-bytes 1000] [--docs 10000]
-// `get` first loads --docs documents with _bulk_docs, then reads random ones.
+//   settee_loadgen --url http://127.0.0.1:5984 [--auth admin:pw] --db bench --workload W [options]
+// Workloads:
+//   put       c threads PUT ~doc-bytes documents with random ids for --seconds: rate (req/s), p50, p99
+//   get       loads --docs documents, then c threads GET random ones for --seconds: rate, p50, p99
+//   bulk      writes --docs documents with _bulk_docs, 1000 per request, c clients: rate (docs/s)
+//   changes   loads --docs documents, then times _changes since=0 (a full read), since=now and the
+//             tail of the last 100 changes: seconds for each, rows/s for the full read
+//   alldocs   loads --docs documents, then times a full _all_docs read: seconds, rows/s
+//   longpoll  --listeners feeds wait with feed=longpoll&since=now; one write; ms from the write's
+//             acknowledgement until the last listener has its response
+// Options: --concurrency 32 --seconds 10 --doc-bytes 1000 --docs 10000 --listeners 200
 #include <httplib.h>
 
 #include <algorithm>
@@ -18,6 +26,8 @@
 
 namespace {
 
+using steady = std::chrono::steady_clock;
+
 struct options {
   std::string host = "127.0.0.1";
   int port = 5984;
@@ -26,6 +36,7 @@ struct options {
   double seconds = 10;
   size_t doc_bytes = 1000;
   size_t docs = 10000;
+  int listeners = 200;
 };
 
 bool parse(int argc, char** argv, options& o) {
@@ -38,22 +49,27 @@ bool parse(int argc, char** argv, options& o) {
     } else if (k == "--auth") {
       o.user = v.substr(0, v.find(':'));
       o.password = v.substr(v.find(':') + 1);
-    } else if (k == "--db")
+    } else if (k == "--db") {
       o.db = v;
-    else if (k == "--workload")
+    } else if (k == "--workload") {
       o.workload = v;
-    else if (k == "--concurrency")
-      o.concurrency = std::stoi(v);
-    else if (k == "--seconds")
-      o.seconds = std::min(300.0, std::stod(v));  // bounded
-    else if (k == "--doc-bytes")
-      o.doc_bytes = std::stoul(v);
-    else if (k == "--docs")
-      o.docs = std::stoul(v);
-    else
+    } else if (k == "--concurrency") {
+      o.concurrency = std::clamp(std::stoi(v), 1, 1000);
+    } else if (k == "--seconds") {
+      o.seconds = std::clamp(std::stod(v), 0.1, 300.0);
+    } else if (k == "--doc-bytes") {
+      o.doc_bytes = std::min<size_t>(std::stoul(v), 1 << 20);
+    } else if (k == "--docs") {
+      o.docs = std::min<size_t>(std::stoul(v), 5'000'000);
+    } else if (k == "--listeners") {
+      o.listeners = std::clamp(std::stoi(v), 1, 2000);
+    } else {
       return false;
+    }
   }
-  return o.workload == "put" || o.workload == "get";
+  for (const char* w : {"put", "get", "bulk", "changes", "alldocs", "longpoll"})
+    if (o.workload == w) return true;
+  return false;
 }
 
 httplib::Client client(const options& o) {
@@ -61,7 +77,7 @@ httplib::Client client(const options& o) {
   c.set_keep_alive(true);
   c.set_tcp_nodelay(true);
   if (!o.user.empty()) c.set_basic_auth(o.user.c_str(), o.password.c_str());
-  c.set_read_timeout(60, 0);
+  c.set_read_timeout(120, 0);
   return c;
 }
 
@@ -69,38 +85,65 @@ std::string doc_body(size_t bytes, uint64_t n) {
   return "{\"n\":" + std::to_string(n) + ",\"pad\":\"" + std::string(bytes, 'x') + "\"}";
 }
 
-}  // namespace
+double seconds_since(steady::time_point t0) {
+  return std::chrono::duration<double>(steady::now() - t0).count();
+}
 
-int main(int argc, char** argv) {
-  options o;
-  if (!parse(argc, argv, o)) {
-    std::fprintf(stderr,
-                 "usage: settee_loadgen --url URL --auth user:pw --db DB --workload put|get "
-                 "[--concurrency N] [--seconds S] [--doc-bytes B] [--docs N]\n");
-    return 2;
-  }
-  {
-    auto c = client(o);
-    c.Put(("/" + o.db + "?q=2").c_str(), "", "application/json");  // 412 if it exists: fine
-    if (o.workload == "get") {
-      for (size_t start = 0; start < o.docs; start += 1000) {
-        std::string body = "{\"docs\":[";
-        for (size_t i = start; i < std::min(o.docs, start + 1000); ++i) {
-          body += (i > start ? "," : "") + std::string("{\"_id\":\"doc") + std::to_string(i) +
-                  "\",\"n\":" + std::to_string(i) + ",\"pad\":\"" + std::string(o.doc_bytes, 'x') + "\"}";
-        }
-        body += "]}";
-        auto r = c.Post(("/" + o.db + "/_bulk_docs").c_str(), body, "application/json");
-        if (!r || r->status != 201) {
-          std::fprintf(stderr, "loading failed: %d\n", r ? r->status : -1);
-          return 1;
-        }
-      }
+// Writes documents doc<first>..doc<first+count-1> with _bulk_docs; returns false on any error.
+bool load(httplib::Client& c, const options& o, size_t first, size_t count) {
+  for (size_t start = first; start < first + count; start += 1000) {
+    std::string body = "{\"docs\":[";
+    for (size_t i = start; i < std::min(first + count, start + 1000); ++i) {
+      char id[32];
+      std::snprintf(id, sizeof id, "doc%09zu", i);
+      body += (i > start ? "," : "") + std::string("{\"_id\":\"") + id + "\",\"n\":" + std::to_string(i) +
+              ",\"pad\":\"" + std::string(o.doc_bytes, 'x') + "\"}";
+    }
+    body += "]}";
+    auto r = c.Post(("/" + o.db + "/_bulk_docs").c_str(), body, "application/json");
+    if (!r || r->status != 201) {
+      std::fprintf(stderr, "loading failed: %d %s\n", r ? r->status : -1, r ? r->body.substr(0, 200).c_str() : "");
+      return false;
     }
   }
+  return true;
+}
+
+size_t count_of(const std::string& body, const std::string& needle) {
+  size_t n = 0;
+  for (size_t at = body.find(needle); at != std::string::npos; at = body.find(needle, at + needle.size())) ++n;
+  return n;
+}
+
+// Extracts "last_seq" (a JSON string or number) from a _changes body.
+std::string last_seq(const std::string& body) {
+  size_t at = body.rfind("\"last_seq\":");
+  if (at == std::string::npos) return "0";
+  at += 11;
+  size_t end = body[at] == '"' ? body.find('"', at + 1) + 1 : body.find_first_of(",}", at);
+  std::string v = body.substr(at, end - at);
+  if (!v.empty() && v.front() == '"') v = v.substr(1, v.size() - 2);
+  return v;
+}
+
+std::string url_encode(const std::string& s) {
+  std::string out;
+  for (unsigned char ch : s) {
+    if (isalnum(ch) || ch == '-' || ch == '_' || ch == '.' || ch == '~') {
+      out.push_back(static_cast<char>(ch));
+    } else {
+      char buf[4];
+      std::snprintf(buf, sizeof buf, "%%%02X", ch);
+      out += buf;
+    }
+  }
+  return out;
+}
+
+int timed_requests(const options& o) {
   std::atomic<uint64_t> errors{0};
   std::vector<std::vector<double>> latencies(o.concurrency);
-  auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(o.seconds);
+  auto deadline = steady::now() + std::chrono::duration<double>(o.seconds);
   std::vector<std::thread> threads;
   uint64_t run_id = std::random_device{}();
   for (int t = 0; t < o.concurrency; ++t) {
@@ -109,29 +152,141 @@ int main(int argc, char** argv) {
       std::mt19937_64 rng(run_id + t);
       std::string body = doc_body(o.doc_bytes, t);
       auto& lat = latencies[t];
-      for (uint64_t i = 0; std::chrono::steady_clock::now() < deadline && i < 10'000'000; ++i) {
-        auto t0 = std::chrono::steady_clock::now();
+      for (uint64_t i = 0; steady::now() < deadline && i < 10'000'000; ++i) {
+        auto t0 = steady::now();
         if (o.workload == "put") {
           std::string id = std::to_string(run_id) + "-" + std::to_string(t) + "-" + std::to_string(i);
           auto r = c.Put(("/" + o.db + "/" + id).c_str(), body, "application/json");
           if (!r || r->status != 201) ++errors;
         } else {
-          auto r = c.Get(("/" + o.db + "/doc" + std::to_string(rng() % o.docs)).c_str());
+          char id[32];
+          std::snprintf(id, sizeof id, "doc%09zu", static_cast<size_t>(rng() % o.docs));
+          auto r = c.Get(("/" + o.db + "/" + id).c_str());
           if (!r || r->status != 200) ++errors;
         }
-        lat.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+        lat.push_back(std::chrono::duration<double, std::milli>(steady::now() - t0).count());
       }
     });
   }
-  auto start = std::chrono::steady_clock::now();
+  auto start = steady::now();
   for (auto& th : threads) th.join();
-  double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  double elapsed = seconds_since(start);
   std::vector<double> all;
   for (auto& l : latencies) all.insert(all.end(), l.begin(), l.end());
   std::sort(all.begin(), all.end());
   auto pct = [&](double p) { return all.empty() ? 0.0 : all[std::min(all.size() - 1, size_t(p * all.size()))]; };
-  std::printf("workload=%s concurrency=%d requests=%zu errors=%llu rate=%.0f/s p50=%.2fms p99=%.2fms\n",
-              o.workload.c_str(), o.concurrency, all.size(), static_cast<unsigned long long>(errors.load()),
-              all.size() / elapsed, pct(0.5), pct(0.99));
+  std::printf("workload=%s concurrency=%d requests=%zu rate=%.0f p50_ms=%.2f p99_ms=%.2f errors=%llu\n",
+              o.workload.c_str(), o.concurrency, all.size(), all.size() / elapsed, pct(0.5), pct(0.99),
+              static_cast<unsigned long long>(errors.load()));
   return errors.load() == 0 ? 0 : 1;
+}
+
+int bulk(const options& o) {
+  std::atomic<bool> ok{true};
+  std::vector<std::thread> threads;
+  size_t per = (o.docs + o.concurrency - 1) / o.concurrency;
+  auto t0 = steady::now();
+  for (int t = 0; t < o.concurrency; ++t) {
+    threads.emplace_back([&, t] {
+      auto c = client(o);
+      size_t first = t * per, count = std::min(per, o.docs > first ? o.docs - first : 0);
+      if (count && !load(c, o, 1'000'000'000 + first, count)) ok = false;
+    });
+  }
+  for (auto& th : threads) th.join();
+  double s = seconds_since(t0);
+  std::printf("workload=bulk concurrency=%d docs=%zu seconds=%.3f rate=%.0f errors=%d\n", o.concurrency, o.docs, s,
+              o.docs / s, ok ? 0 : 1);
+  return ok ? 0 : 1;
+}
+
+int changes(const options& o, httplib::Client& c) {
+  std::string base = "/" + o.db + "/_changes";
+  auto t0 = steady::now();
+  auto full = c.Get(base.c_str());
+  double full_s = seconds_since(t0);
+  if (!full || full->status != 200) return 1;
+  size_t rows = count_of(full->body, "\"changes\":");
+  t0 = steady::now();
+  auto now = c.Get((base + "?since=now").c_str());
+  double now_s = seconds_since(t0);
+  auto head = c.Get((base + "?limit=" + std::to_string(o.docs > 100 ? o.docs - 100 : 0)).c_str());
+  if (!now || !head) return 1;
+  std::string since = url_encode(last_seq(head->body));
+  t0 = steady::now();
+  auto tail = c.Get((base + "?since=" + since).c_str());
+  double tail_s = seconds_since(t0);
+  if (!tail || tail->status != 200) return 1;
+  std::printf("workload=changes docs=%zu rows=%zu full_s=%.3f rate=%.0f now_ms=%.2f tail100_ms=%.2f errors=0\n", o.docs,
+              rows, full_s, rows / full_s, now_s * 1000, tail_s * 1000);
+  return 0;
+}
+
+int alldocs(const options& o, httplib::Client& c) {
+  auto t0 = steady::now();
+  auto r = c.Get(("/" + o.db + "/_all_docs").c_str());
+  double s = seconds_since(t0);
+  if (!r || r->status != 200) return 1;
+  size_t rows = count_of(r->body, "\"key\":");
+  std::printf("workload=alldocs docs=%zu rows=%zu seconds=%.3f rate=%.0f errors=0\n", o.docs, rows, s, rows / s);
+  return 0;
+}
+
+int longpoll(const options& o) {
+  std::atomic<int> ready{0}, answered{0}, errors{0};
+  std::atomic<int64_t> last_answer_ns{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < o.listeners; ++t) {
+    threads.emplace_back([&] {
+      auto c = client(o);
+      c.set_read_timeout(60, 0);
+      auto since = c.Get(("/" + o.db + "/_changes?since=now").c_str());
+      std::string seq = since ? url_encode(last_seq(since->body)) : "now";
+      ++ready;
+      auto r = c.Get(("/" + o.db + "/_changes?feed=longpoll&timeout=30000&since=" + seq).c_str());
+      if (!r || r->status != 200 || r->body.find("longpoll-write") == std::string::npos) ++errors;
+      int64_t ns = steady::now().time_since_epoch().count();
+      int64_t prev = last_answer_ns.load();
+      while (ns > prev && !last_answer_ns.compare_exchange_weak(prev, ns)) {
+      }
+      ++answered;
+    });
+  }
+  for (int i = 0; ready < o.listeners && i < 3000; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));  // let every request reach the server
+  auto c = client(o);
+  auto w = c.Put(("/" + o.db + "/longpoll-write-" + std::to_string(std::random_device{}())).c_str(), "{}",
+                 "application/json");
+  int64_t acked = steady::now().time_since_epoch().count();
+  for (auto& th : threads) th.join();
+  double ms = (last_answer_ns.load() - acked) / 1e6;
+  std::printf("workload=longpoll listeners=%d answered=%d all_notified_ms=%.2f errors=%d\n", o.listeners,
+              answered.load(), std::max(0.0, ms), errors.load() + (w && w->status == 201 ? 0 : 1));
+  return errors.load() == 0 ? 0 : 1;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  options o;
+  if (!parse(argc, argv, o)) {
+    std::fprintf(stderr,
+                 "usage: settee_loadgen --url URL [--auth user:pw] --db DB "
+                 "--workload put|get|bulk|changes|alldocs|longpoll [--concurrency N] [--seconds S] "
+                 "[--doc-bytes B] [--docs N] [--listeners N]\n");
+    return 2;
+  }
+  auto c = client(o);
+  c.Put(("/" + o.db).c_str(), "", "application/json");  // 412 when it exists: fine
+  bool needs_docs = o.workload == "get" || o.workload == "changes" || o.workload == "alldocs";
+  if (needs_docs) {
+    auto info = c.Get(("/" + o.db).c_str());
+    bool loaded = info && info->body.find("\"doc_count\":" + std::to_string(o.docs) + ",") != std::string::npos;
+    if (!loaded && !load(c, o, 0, o.docs)) return 1;
+  }
+  if (o.workload == "put" || o.workload == "get") return timed_requests(o);
+  if (o.workload == "bulk") return bulk(o);
+  if (o.workload == "changes") return changes(o, c);
+  if (o.workload == "alldocs") return alldocs(o, c);
+  return longpoll(o);
 }

@@ -40,6 +40,9 @@ status changes_feed::start(const std::string& since) {
       }
     }
   }
+  std::vector<seq_entry> layout;
+  for (auto& p : shards_) layout.push_back({p.range, node_name_, p.uuid_prefix, 0});
+  tokens_ = std::make_unique<seq_token_builder>(layout);
   return {};
 }
 
@@ -138,15 +141,14 @@ std::string changes_feed::render(size_t shard, const change_entry& e) {
 }
 
 std::string changes_feed::token() const {
-  std::vector<seq_entry> entries;
-  entries.reserve(shards_.size());
+  std::vector<uint64_t> seqs;
+  seqs.reserve(shards_.size());
   for (auto& p : shards_) {
     // Descending: a shard not read yet stands at its top; one that was, at its last row (resuming
     // ascending from there repeats rows, never skips one).
-    uint64_t seq = opts_.descending && p.seq == 0 ? p.top : p.seq;
-    entries.push_back({p.range, node_name_, p.uuid_prefix, seq});
+    seqs.push_back(opts_.descending && p.seq == 0 ? p.top : p.seq);
   }
-  return encode_seq(entries);
+  return tokens_->token(seqs);
 }
 
 uint64_t changes_feed::pending() const {

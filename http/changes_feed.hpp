@@ -60,6 +60,7 @@ class changes_feed {
   changes_options opts_;
   std::string node_name_;
   std::vector<shard_pos> shards_;
+  std::unique_ptr<seq_token_builder> tokens_;
   uint64_t emitted_ = 0;
 };
 
