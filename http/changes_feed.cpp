@@ -151,6 +151,12 @@ std::string changes_feed::token() const {
   return tokens_->token(seqs);
 }
 
+std::string changes_feed::state_tag() const {
+  std::string s;
+  for (auto& p : shards_) s += p.uuid_prefix + ":" + std::to_string(p.top) + ";";
+  return s;
+}
+
 uint64_t changes_feed::pending() const {
   uint64_t n = 0;
   for (size_t i = 0; i < shards_.size(); ++i) {

@@ -41,6 +41,9 @@ class changes_feed {
   // Changes remaining after the current position, summed over shards.
   uint64_t pending() const;
   uint64_t rows_emitted() const { return emitted_; }
+  // Identifies the state the feed started from (each shard's uuid and update seq): two requests with
+  // the same parameters and the same tag return the same body (the normal feed's ETag).
+  std::string state_tag() const;
 
  private:
   struct shard_pos {

@@ -8,6 +8,7 @@
 #include "actors/change_notifier.hpp"
 #include "http/changes_feed.hpp"
 #include "http/handlers.hpp"
+#include "node/crypto.hpp"
 
 namespace settee {
 
@@ -316,6 +317,14 @@ void handle_changes(ctx& c, const db_meta& db) {
     c.res.set_chunked_content_provider("application/json",
                                        [s](size_t, httplib::DataSink& sink) { return provide_live(*s, sink); });
   } else {
+    if (s->q.feed == feed_kind::normal) {
+      std::string etag = "\"" + crypto::md5_hex(c.req.target + "|" + s->feed.state_tag()) + "\"";
+      c.res.set_header("ETag", etag);
+      if (c.req.get_header_value("If-None-Match") == etag) {
+        c.res.status = 304;
+        return;
+      }
+    }
     c.res.set_chunked_content_provider("application/json",
                                        [s](size_t, httplib::DataSink& sink) { return provide_batch(*s, sink); });
   }

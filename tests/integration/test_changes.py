@@ -44,6 +44,17 @@ class ChangesNormal(NodeTest):
         self.assertTrue(empty.raw.startswith('{"results":[\n\n],\n"last_seq":"'), empty.raw)
         self.assertEqual(empty.json["pending"], 0)
 
+    def test_etag_and_head(self):
+        r1 = self.node.get("/ch1/_changes")
+        r2 = self.node.get("/ch1/_changes")
+        self.assertEqual(r1.header("ETag"), r2.header("ETag"))
+        self.assertEqual(self.node.get("/ch1/_changes", headers={"If-None-Match": r1.header("ETag")}).status, 304)
+        self.assertNotEqual(self.node.get("/ch1/_changes?limit=1").header("ETag"), r1.header("ETag"))
+        self.node.put("/ch1/etag-bump", {})
+        self.assertNotEqual(self.node.get("/ch1/_changes").header("ETag"), r1.header("ETag"))
+        h = self.node.request("HEAD", "/ch1/_changes")
+        self.assertEqual((h.status, h.raw), (200, ""))
+
     def test_one_row_per_document_latest_last(self):
         res = self.node.get("/ch/_changes").json
         ids = [row["id"] for row in res["results"]]
@@ -269,6 +280,28 @@ class ChangesLive(NodeTest):
         time.sleep(1.5)  # each feed notices within a second
         r = self.node.get("/live/_changes?feed=continuous&since=now&limit=0", fresh=True)
         self.assertEqual(r.status, 200)
+
+
+class ChangesDisconnect(NodeTest):
+    def test_client_leaving_mid_stream(self):
+        self.new_db("big")
+        pad = "x" * 500
+        for start in range(0, 20000, 1000):
+            docs = [{"_id": f"b{i:06d}", "pad": pad} for i in range(start, start + 1000)]
+            self.assertEqual(self.node.post("/big/_bulk_docs", {"docs": docs}).status, 201)
+        auth = self.node.auth_header()["Authorization"]
+        for feed in ["normal", "continuous", "eventsource"]:
+            for _ in range(5):
+                s = socket.create_connection(("127.0.0.1", self.node.port))
+                s.sendall(f"GET /big/_changes?feed={feed}&include_docs=true HTTP/1.1\r\nHost: x\r\n"
+                          f"Authorization: {auth}\r\n\r\n".encode())
+                self.assertTrue(s.recv(4096))
+                s.close()  # gone with megabytes still to send
+        time.sleep(1.5)
+        self.assertEqual(self.node.get("/_up", fresh=True).status, 200)
+        r = self.node.get("/big/_changes?limit=5", fresh=True)
+        self.assertEqual(len(r.json["results"]), 5)
+        self.assertEqual(r.json["pending"], 19995)
 
 
 class ChangesResume(NodeTest):

@@ -1,0 +1,141 @@
+#!/usr/bin/env python3
+"""Runs the same workloads against settee and pouchdb-server side by side, in one run.
+
+    python3 bench/compare.py [--runs 3] [--docs 200000] [--seconds 5] [--write docs/BENCHMARKS.md]
+
+Both servers start fresh on loopback with data on disk (settee: LMDB with fsync; pouchdb-server:
+LevelDB). Runs alternate between the servers so drift on a noisy machine hits both alike. Prints a
+Markdown table (median, range, settee/pouchdb-server ratio) and, with --write, replaces the section
+between the BEGIN/END compare markers in the given file. Every run is bounded in time by the load
+generator itself. Needs `npm install` in bench/ (package.json) and a built settee.
+"""
+import argparse
+import os
+import re
+import shutil
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+LOADGEN = os.path.join(ROOT, "build", "settee_loadgen")
+SETTEE = os.path.join(ROOT, "build", "settee")
+POUCH = os.path.join(ROOT, "bench", "node_modules", ".bin", "pouchdb-server")
+
+# name, loadgen args, metric, unit, higher is better
+WORKLOADS = [
+    ("put c=1", ["--workload", "put", "--concurrency", "1"], "rate", "req/s", True),
+    ("put c=32", ["--workload", "put", "--concurrency", "32"], "rate", "req/s", True),
+    ("bulk (1,000/request)", ["--workload", "bulk", "--concurrency", "2"], "rate", "docs/s", True),
+    ("get c=32", ["--workload", "get", "--concurrency", "32"], "rate", "req/s", True),
+    ("changes since=0", ["--workload", "changes"], "full_s", "s", False),
+    ("changes since=now", ["--workload", "changes"], "now_ms", "ms", False),
+    ("changes tail 100", ["--workload", "changes"], "tail100_ms", "ms", False),
+    ("all_docs", ["--workload", "alldocs"], "rate", "rows/s", True),
+    ("longpoll 200 listeners", ["--workload", "longpoll", "--listeners", "200"], "all_notified_ms", "ms", False),
+]
+
+
+def wait_up(url, seconds=30):
+    deadline = time.time() + seconds
+    while time.time() < deadline:
+        try:
+            urllib.request.urlopen(url + "/", timeout=1).read()
+            return
+        except OSError:
+            time.sleep(0.1)
+    raise RuntimeError(f"{url} did not come up")
+
+
+def start_servers(tmp):
+    settee_dir, pouch_dir = os.path.join(tmp, "settee"), os.path.join(tmp, "pouch")
+    os.makedirs(pouch_dir)
+    ini = os.path.join(tmp, "settee.ini")
+    with open(ini, "w") as f:
+        f.write("[chttpd]\nserver_threads = 400\n[log]\nlevel = warning\n")
+    env = dict(os.environ, SETTEE_ADMIN="bench:bench")
+    settee = subprocess.Popen([SETTEE, "--data-dir", settee_dir, "--port", "25990", "--config", ini], env=env,
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    pouch = subprocess.Popen([POUCH, "--port", "25991", "--dir", pouch_dir, "--no-stdout-logs"],
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=pouch_dir)
+    wait_up("http://127.0.0.1:25990")
+    wait_up("http://127.0.0.1:25991")
+    return {"settee": (settee, ["--url", "http://127.0.0.1:25990", "--auth", "bench:bench"]),
+            "pouchdb-server": (pouch, ["--url", "http://127.0.0.1:25991"])}
+
+
+def run(server_args, args, db):
+    out = subprocess.run([LOADGEN, *server_args, "--db", db, *args], capture_output=True, text=True, timeout=900)
+    line = out.stdout.strip().splitlines()[-1] if out.stdout.strip() else ""
+    fields = dict(re.findall(r"(\w+)=([-\d.]+)", line))
+    if out.returncode != 0 or not fields:
+        print(f"  run failed ({out.returncode}): {line} {out.stderr[-300:]}", file=sys.stderr)
+        return None
+    return fields
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--docs", type=int, default=200000)
+    ap.add_argument("--seconds", type=float, default=5)
+    ap.add_argument("--write", default=None)
+    a = ap.parse_args()
+    for path in (LOADGEN, SETTEE, POUCH):
+        if not os.path.exists(path):
+            sys.exit(f"missing {path}: build settee (make build) and run `npm install` in bench/")
+    tmp = tempfile.mkdtemp(prefix="settee-compare-")
+    servers = start_servers(tmp)
+    results = {name: {s: [] for s in servers} for name, *_ in WORKLOADS}
+    try:
+        for run_no in range(a.runs):
+            for name, args, metric, unit, _ in WORKLOADS:
+                for server, (_, server_args) in servers.items():
+                    extra = ["--seconds", str(a.seconds), "--docs", str(a.docs)]
+                    db = {"bulk": f"bulk{run_no}", "put": f"put{run_no}", "longpoll": "lp"}.get(args[1], "shared")
+                    fields = run(server_args, args + extra, db)
+                    value = float(fields[metric]) if fields else None
+                    results[name][server].append(value)
+                    print(f"run {run_no + 1} {name:24s} {server:15s} {metric}={value}", file=sys.stderr)
+    finally:
+        for proc, _ in servers.values():
+            proc.send_signal(signal.SIGTERM)
+            proc.wait(timeout=30)
+        shutil.rmtree(tmp, ignore_errors=True)
+
+    lines = [f"Command: `python3 bench/compare.py --runs {a.runs} --docs {a.docs} --seconds {a.seconds:g}` "
+             f"({time.strftime('%Y-%m-%d')}, {os.cpu_count()} cores, generator on the same machine).", "",
+             "| workload | settee median (range) | pouchdb-server median (range) | settee advantage |",
+             "|---|---|---|---|"]
+    for name, args, metric, unit, higher in WORKLOADS:
+        cells = []
+        medians = {}
+        for server in servers:
+            vals = [v for v in results[name][server] if v is not None]
+            if not vals:
+                cells.append("failed")
+                continue
+            medians[server] = statistics.median(vals)
+            cells.append(f"{medians[server]:,.2f} {unit} ({min(vals):,.2f}–{max(vals):,.2f})")
+        ratio = "–"
+        if len(medians) == 2 and all(medians.values()):
+            s, p = medians["settee"], medians["pouchdb-server"]
+            ratio = f"{(s / p if higher else p / s):,.1f}×"
+        lines.append(f"| {name} | {cells[0]} | {cells[1]} | {ratio} |")
+    table = "\n".join(lines)
+    print(table)
+    if a.write:
+        with open(a.write) as f:
+            text = f.read()
+        block = f"<!-- BEGIN compare -->\n{table}\n<!-- END compare -->"
+        text = re.sub(r"<!-- BEGIN compare -->.*<!-- END compare -->", block, text, flags=re.S)
+        with open(a.write, "w") as f:
+            f.write(text)
+
+
+if __name__ == "__main__":
+    main()
