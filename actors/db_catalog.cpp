@@ -118,6 +118,7 @@ status db_catalog::remove(const std::string& name) {
     std::unique_lock lock(mu_);
     dbs_by_name_.erase(name);
   }
+  shards_.notify(m->key());  // open feeds notice and end, releasing the shards
   for (auto& p : m->shard_paths) shards_.remove(p);
   return {};
 }

@@ -124,6 +124,10 @@ void shard_registry::close_all() {
   for (auto& w : ws) wait_released(w);
 }
 
+void shard_registry::notify(const std::string& notify_key) {
+  if (notifier_) notifier_->notify(notify_key);
+}
+
 size_t shard_registry::open_count() const {
   std::lock_guard<std::mutex> lock(mu_);
   return open_.size();

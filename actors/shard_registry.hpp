@@ -38,6 +38,8 @@ class shard_registry {
   // Closes every shard (queued writes finish first).
   void close_all();
   size_t open_count() const;
+  // Wakes the live feeds of `notify_key` (e.g. their database was deleted).
+  void notify(const std::string& notify_key);
 
  private:
   struct entry {

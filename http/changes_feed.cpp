@@ -23,6 +23,7 @@ status changes_feed::start(const std::string& since) {
   for (size_t i = 0; i < db_.q; ++i) {
     auto h = coord_.shard(db_, i);
     if (!h) return h.error();
+    handles_.push_back(*h);
     shard_header hd = h->store->header();
     shard_pos& p = shards_[i];
     p.range = db_.ranges[i];
@@ -48,9 +49,7 @@ status changes_feed::start(const std::string& since) {
 
 bool changes_feed::refill(size_t i) {
   shard_pos& p = shards_[i];
-  auto h = coord_.shard(db_, i);
-  if (!h) return false;
-  auto snap = h->store->read();
+  auto snap = handles_[i].store->read();
   if (!snap) return false;
   p.snap = std::make_shared<shard_store::snapshot>(std::move(*snap));
   auto collect = [&](const change_entry& e) {
@@ -158,15 +157,28 @@ std::string changes_feed::state_tag() const {
 }
 
 uint64_t changes_feed::pending() const {
+  if (opts_.descending) return 0;
   uint64_t n = 0;
   for (size_t i = 0; i < shards_.size(); ++i) {
-    auto h = coord_.shard(db_, i);
-    if (!h) continue;
-    auto snap = h->store->read();
-    if (!snap) continue;
-    n += opts_.descending ? 0 : snap->count_changes_after(shards_[i].seq);
+    const shard_pos& p = shards_[i];
+    if (p.snap) {
+      n += p.snap->count_changes_after(p.seq);  // as of the snapshot the rows came from
+    } else if (auto snap = handles_[i].store->read()) {
+      n += snap->count_changes_after(p.seq);
+    }
   }
   return n;
+}
+
+void changes_feed::release_snapshots() {
+  for (auto& p : shards_) {
+    if (p.buffer.empty()) p.snap.reset();
+  }
+}
+
+bool changes_feed::alive() const {
+  auto now = coord_.catalog().find(db_.name);
+  return now && now->created == db_.created;
 }
 
 }  // namespace settee

@@ -44,6 +44,10 @@ class changes_feed {
   // Identifies the state the feed started from (each shard's uuid and update seq): two requests with
   // the same parameters and the same tag return the same body (the normal feed's ETag).
   std::string state_tag() const;
+  // Drops the read snapshots (call before sleeping: a long-lived LMDB reader pins old pages).
+  void release_snapshots();
+  // False once the database was deleted (or re-created): the feed should end.
+  bool alive() const;
 
  private:
   struct shard_pos {
@@ -63,6 +67,7 @@ class changes_feed {
   changes_options opts_;
   std::string node_name_;
   std::vector<shard_pos> shards_;
+  std::vector<shard_handle> handles_;  // held for the feed's life: no registry lookup per refill
   std::unique_ptr<seq_token_builder> tokens_;
   uint64_t emitted_ = 0;
 };

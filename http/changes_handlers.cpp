@@ -207,7 +207,8 @@ bool provide_batch(stream& s, httplib::DataSink& sink) {
           s.first_row = false;
           break;
         }
-        if (steady::now() >= deadline || !sink.is_writable()) break;
+        if (steady::now() >= deadline || !sink.is_writable() || !s.feed.alive()) break;
+        s.feed.release_snapshots();
         s.node.notifier->wait(s.key, seen, std::min(deadline, steady::now() + std::chrono::seconds(1)));
       }
     }
@@ -261,7 +262,16 @@ bool provide_live(stream& s, httplib::DataSink& sink) {
   }
   if (!out.empty()) return sink.write(out.data(), out.size());
   if (!sink.is_writable()) return false;  // the client went away: free the thread
-  if (s.wait(seen)) return true;          // new commits: read them on the next call
+  if (!s.feed.alive()) {                  // the database was deleted: end the feed
+    if (!es) {
+      std::string last = "{" + s.last_seq_fields() + "}\n";
+      sink.write(last.data(), last.size());
+    }
+    sink.done();
+    return true;
+  }
+  s.feed.release_snapshots();
+  if (s.wait(seen)) return true;  // new commits: read them on the next call
   auto now = steady::now();
   if (s.q.heartbeat_ms > 0 && now >= s.next_heartbeat) {
     s.next_heartbeat = now + std::chrono::milliseconds(s.q.heartbeat_ms);

@@ -226,26 +226,39 @@ result<all_docs_query> parse_all_docs(ctx& c, const json* post_body) {
   return q;
 }
 
+// One row of _all_docs: only what the row shows; the document is read again only for include_docs.
+struct all_docs_row {
+  std::string id;
+  std::string rev;
+  bool deleted = false;
+};
+
 struct row_source {
   shard_store::snapshot snap;
-  std::vector<doc_info> rows;
+  std::vector<all_docs_row> rows;
   size_t next = 0;
 };
 
-std::string value_of(const doc_info& d) {
-  std::string v = "{\"rev\":" + quote(d.tree.rev(d.tree.winner()).str());
-  if (d.tree.winner_deleted()) v += ",\"deleted\":true";
-  return v + "}";
+all_docs_row row_of(const doc_info& d) {
+  int w = d.tree.winner();
+  return {d.id, d.tree.rev(w).str(), d.tree.nodes()[w].deleted};
 }
 
-void append_row(std::string& out, bool& first, const all_docs_query& q, const row_source& src, const doc_info& d) {
+void append_row(std::string& out, bool& first, const all_docs_query& q, const row_source& src, const all_docs_row& r) {
   out += first ? "\r\n" : ",\r\n";
   first = false;
-  std::string qid = quote(d.id);
-  out += "{\"id\":" + qid + ",\"key\":" + qid + ",\"value\":" + value_of(d);
+  std::string qid = quote(r.id);
+  out += "{\"id\":";
+  out += qid;
+  out += ",\"key\":";
+  out += qid;
+  out += ",\"value\":{\"rev\":\"";
+  out += r.rev;
+  out += r.deleted ? "\",\"deleted\":true}" : "\"}";
   if (q.include_docs) {
     out += ",\"doc\":";
-    if (d.tree.winner_deleted()) {
+    doc_info d;
+    if (r.deleted || !src.snap.doc(r.id, d)) {
       out += "null";
     } else {
       render_options opts;
@@ -305,7 +318,7 @@ void handle_all_docs(ctx& c, const db_meta& db) {
         rows += (first ? "\r\n" : ",\r\n") + std::string("{\"key\":") + key.dump() + ",\"error\":\"not_found\"}";
         first = false;
       } else {
-        append_row(rows, first, q, shards[s], d);
+        append_row(rows, first, q, shards[s], row_of(d));
       }
     }
   } else {
@@ -326,7 +339,7 @@ void handle_all_docs(ctx& c, const db_meta& db) {
                                    : (q.inclusive_end ? vs_end > 0 : vs_end >= 0);
           if (past) return false;
         }
-        src.rows.push_back(d);
+        src.rows.push_back(row_of(d));
         return src.rows.size() < wanted;
       });
     }
@@ -340,10 +353,10 @@ void handle_all_docs(ctx& c, const db_meta& db) {
         }
       }
       if (!best) break;
-      const doc_info& d = best->rows[best->next++];
+      const all_docs_row& r = best->rows[best->next++];
       if (skipped++ < q.skip) continue;
       ++emitted;
-      append_row(rows, first, q, *best, d);
+      append_row(rows, first, q, *best, r);
     }
   }
   out += std::to_string(offset) + ",\"rows\":[" + rows + (first ? "]" : "\r\n]");

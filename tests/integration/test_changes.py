@@ -304,6 +304,33 @@ class ChangesDisconnect(NodeTest):
         self.assertEqual(r.json["pending"], 19995)
 
 
+class ChangesWhenDbIsDeleted(NodeTest):
+    def test_open_feeds_end_and_do_not_block_the_delete(self):
+        self.new_db("doomed")
+        self.node.put("/doomed/a", {})
+        results = {}
+
+        def listen(kind):
+            w = Node.__new__(Node)
+            w.__dict__.update(self.node.__dict__)
+            w.conn = None
+            results[kind] = w.get(f"/doomed/_changes?feed={kind}&since=now&heartbeat=10000&timeout=30000")
+
+        threads = [threading.Thread(target=listen, args=(k,)) for k in ["continuous", "longpoll", "eventsource"]]
+        for t in threads:
+            t.start()
+        time.sleep(0.5)
+        t0 = time.time()
+        self.assertEqual(self.node.delete("/doomed").status, 200)
+        self.assertLess(time.time() - t0, 5)
+        for t in threads:
+            t.join(timeout=10)
+        self.assertEqual(sorted(results), ["continuous", "eventsource", "longpoll"])
+        self.assertIn("last_seq", results["continuous"].raw)
+        self.assertEqual(results["longpoll"].json["results"], [])
+        self.assertError(self.node.get("/doomed/_changes"), 404, "not_found", "Database does not exist.")
+
+
 class ChangesResume(NodeTest):
     def test_paging_during_writes_misses_nothing_and_repeats_nothing(self):
         self.new_db("resume", q=4)
