@@ -4,6 +4,7 @@
 #include <regex>
 
 #include "actors/shard_map.hpp"
+#include "cluster/clustered_seq.hpp"
 #include "http/auth.hpp"
 #include "http/doc_render.hpp"
 #include "http/handlers.hpp"
@@ -32,6 +33,17 @@ json read_security(ctx& c, const db_meta& db) {
   std::string text = h->store->header().security;
   auto j = text.empty() ? std::nullopt : parse_json(text);
   return j && j->is_object() ? *j : json::object();
+}
+
+result<std::string> current_seq_token(ctx& c, const db_meta& db) {
+  std::vector<seq_entry> entries;
+  for (size_t i = 0; i < db.q; ++i) {
+    auto h = c.node.coord.shard(db, i);
+    if (!h) return h.error();
+    shard_header hd = h->store->header();
+    entries.push_back({db.ranges[i], c.node.node_name, hd.shard_uuid.substr(0, uuid_prefix_length), hd.update_seq});
+  }
+  return encode_seq(entries);
 }
 
 namespace {
@@ -69,22 +81,23 @@ void delete_db(ctx& c, const std::string& name) {
 }
 
 void db_info(ctx& c, const db_meta& db) {
-  uint64_t docs = 0, deleted = 0, seq = 0, external = 0, file = 0;
+  uint64_t docs = 0, deleted = 0, external = 0, file = 0;
   for (size_t i = 0; i < db.q; ++i) {
     auto h = c.node.coord.shard(db, i);
     if (!h) return c.error(h.error());
     shard_header hd = h->store->header();
     docs += hd.doc_count;
     deleted += hd.doc_del_count;
-    seq += hd.update_seq;
     external += hd.external_size;
     file += h->store->file_size();
   }
   uint32_t quorum = 1;  // n = 1 until clustering arrives
+  auto token = current_seq_token(c, db);
+  if (!token) return c.error(token.error());
   c.reply(200, json{{"instance_start_time", std::to_string(db.created)},
                     {"db_name", db.name},
                     {"purge_seq", "0"},
-                    {"update_seq", std::to_string(seq)},
+                    {"update_seq", *token},
                     {"sizes", {{"file", file}, {"external", external}, {"active", std::min(file, external)}}},
                     {"props", json::object()},
                     {"doc_del_count", deleted},
@@ -360,7 +373,10 @@ void handle_all_docs(ctx& c, const db_meta& db) {
     }
   }
   out += std::to_string(offset) + ",\"rows\":[" + rows + (first ? "]" : "\r\n]");
-  if (q.update_seq) out += ",\"update_seq\":" + quote(std::to_string(seq));
+  if (q.update_seq) {
+    auto token = current_seq_token(c, db);
+    out += ",\"update_seq\":" + quote(token ? *token : std::to_string(seq));
+  }
   out += "}\n";
   c.reply_raw(200, std::move(out));
 }

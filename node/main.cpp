@@ -3,6 +3,7 @@
 // Configuration layers, lowest first: built-in defaults, DIR/local.ini (written by settee itself:
 // server uuid, cookie secret, hashed admins), then --config FILE (the operator's), then flags.
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 
 #include <caf/all.hpp>
@@ -140,6 +141,21 @@ void prepare_local_config(const std::string& local_path, config& local, config& 
       if (!crypto::is_hashed(cfg.get("admins", name))) cfg.set("admins", name, value);
 }
 
+// Every connection and every open shard costs file descriptors; the common soft limit of 1024 is
+// below what server_threads allows. Raise the soft limit to the hard one.
+void raise_fd_limit(size_t wanted) {
+  rlimit lim{};
+  if (::getrlimit(RLIMIT_NOFILE, &lim) != 0) return;
+  if (lim.rlim_cur < lim.rlim_max) {
+    lim.rlim_cur = lim.rlim_max;
+    ::setrlimit(RLIMIT_NOFILE, &lim);
+  }
+  if (lim.rlim_cur < wanted) {
+    log::warning("open file limit is " + std::to_string(lim.rlim_cur) + "; " + std::to_string(wanted) +
+                 " or more is advised for the configured server_threads and max_dbs_open");
+  }
+}
+
 config defaults() {
   config c;
   c.set("chttpd", "bind_address", "127.0.0.1");
@@ -238,6 +254,7 @@ int main(int argc, char** argv) {
     http.max_request_bytes = static_cast<size_t>(cfg.get_int("chttpd", "max_http_request_size", 64 << 20));
     // Live feeds each hold a worker thread: keep a quarter of the pool (at least 8) for other requests.
     node.max_live_feeds = http.threads - std::max<size_t>(8, http.threads / 4);
+    raise_fd_limit(http.threads + 3 * static_cast<size_t>(cfg.get_int("couchdb", "max_dbs_open", 500)) + 64);
     http_server server(node, http);
     if (auto st = server.bind(); !st) die(st.reason);
 

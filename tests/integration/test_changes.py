@@ -365,7 +365,11 @@ class ManyListeners(NodeTest):
     LISTENERS = 1000
 
     def test_a_thousand_continuous_listeners_all_get_the_write(self):
+        import resource
         import selectors
+        soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+        if soft < 2 * self.LISTENERS and hard > soft:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
         self.new_db("many")
         since = self.node.get("/many/_changes?since=now").json["last_seq"]
         auth = self.node.auth_header()["Authorization"]
