@@ -49,9 +49,14 @@ status changes_feed::start(const std::string& since) {
 
 bool changes_feed::refill(size_t i) {
   shard_pos& p = shards_[i];
-  auto snap = handles_[i].store->read();
-  if (!snap) return false;
-  p.snap = std::make_shared<shard_store::snapshot>(std::move(*snap));
+  if (p.snap && p.snap_reset && p.snap->renew()) {
+    p.snap_reset = false;  // the same reader slot, a fresh snapshot
+  } else {
+    auto snap = handles_[i].store->read();
+    if (!snap) return false;
+    p.snap = std::make_shared<shard_store::snapshot>(std::move(*snap));
+    p.snap_reset = false;
+  }
   auto collect = [&](const change_entry& e) {
     p.buffer.push_back(e);
     return p.buffer.size() < refill_batch;
@@ -161,7 +166,7 @@ uint64_t changes_feed::pending() const {
   uint64_t n = 0;
   for (size_t i = 0; i < shards_.size(); ++i) {
     const shard_pos& p = shards_[i];
-    if (p.snap) {
+    if (p.snap && !p.snap_reset) {
       n += p.snap->count_changes_after(p.seq);  // as of the snapshot the rows came from
     } else if (auto snap = handles_[i].store->read()) {
       n += snap->count_changes_after(p.seq);
@@ -172,7 +177,10 @@ uint64_t changes_feed::pending() const {
 
 void changes_feed::release_snapshots() {
   for (auto& p : shards_) {
-    if (p.buffer.empty()) p.snap.reset();
+    if (p.buffer.empty() && p.snap && !p.snap_reset) {
+      p.snap->reset();
+      p.snap_reset = true;
+    }
   }
 }
 

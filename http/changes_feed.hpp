@@ -57,6 +57,7 @@ class changes_feed {
     uint64_t top = 0;  // update_seq when the feed started
     std::deque<change_entry> buffer;
     std::shared_ptr<shard_store::snapshot> snap;  // the snapshot `buffer` was read from
+    bool snap_reset = false;                      // released while the feed sleeps; renew() before use
   };
   bool refill(size_t i);
   bool wanted(size_t shard, const change_entry& e) const;

@@ -348,6 +348,14 @@ shard_store::snapshot::~snapshot() {
   if (txn_) mdb_txn_abort(txn_);
 }
 
+void shard_store::snapshot::reset() {
+  if (txn_) mdb_txn_reset(txn_);
+}
+
+bool shard_store::snapshot::renew() {
+  return txn_ && mdb_txn_renew(txn_) == 0;
+}
+
 bool shard_store::snapshot::doc(std::string_view id, doc_info& out) const {
   std::string_view raw;
   bool found = false;

@@ -126,6 +126,11 @@ class shard_store : public std::enable_shared_from_this<shard_store> {
     void scan_changes_descending(uint64_t before, const std::function<bool(const change_entry&)>& visit) const;
     // How many changes have seq > since (reads keys only).
     uint64_t count_changes_after(uint64_t since) const;
+    // Releases the snapshot but keeps the reader slot; renew() takes a fresh snapshot without the
+    // reader-table lock that a new read transaction needs under MDB_NOTLS. A reset snapshot must
+    // be renewed before any read.
+    void reset();
+    bool renew();
 
    private:
     friend class shard_store;

@@ -282,3 +282,18 @@ TEST_CASE("changes in reverse and counts after a seq") {
   CHECK(snap->count_changes_after(3) == 1);
   CHECK(snap->count_changes_after(4) == 0);
 }
+
+TEST_CASE("a reset snapshot renews onto the latest commit") {
+  temp_dir dir;
+  auto s = open_store(dir.path + "/x.db");
+  write(*s, {upd("a", "{}")});
+  auto snap = s->read();
+  REQUIRE(snap.ok());
+  CHECK(snap->count_changes_after(0) == 1);
+  snap->reset();
+  write(*s, {upd("b", "{}")});
+  REQUIRE(snap->renew());
+  CHECK(snap->count_changes_after(0) == 2);
+  doc_info d;
+  CHECK(snap->doc("b", d));
+}
