@@ -15,6 +15,7 @@ void handle_all_dbs(ctx& c);
 void handle_uuids(ctx& c);
 void handle_session(ctx& c);
 void handle_node(ctx& c);
+void handle_membership(ctx& c);
 
 // db_handlers.cpp
 void handle_db(ctx& c, const std::string& name);

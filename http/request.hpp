@@ -18,6 +18,7 @@ namespace settee {
 
 class authenticator;
 class change_notifier;
+class membership;
 
 // Limits and identity the handlers need; built once at start-up, read-only afterwards.
 struct node_services {
@@ -32,6 +33,7 @@ struct node_services {
   size_t uuids_max_count = 1000;
   size_t bulk_docs_max = 100000;
   change_notifier* notifier = nullptr;
+  membership* members = nullptr;
   size_t max_live_feeds = 100;  // longpoll/continuous/eventsource feeds open at once
   std::atomic<size_t> live_feeds{0};
 };

@@ -58,6 +58,7 @@ void dispatch(ctx& c) {
     if (auto st = authenticator::require_server_admin(c.user); !st) return c.error(st);
     if (first == "_all_dbs" && p.size() == 1) return handle_all_dbs(c);
     if (first == "_node") return handle_node(c);
+    if (first == "_membership" && p.size() == 1) return handle_membership(c);
     if (first == "_all_dbs" || first == "_up" || first == "_uuids") return c.error(errc::not_found, "missing");
     return c.error(validate_db_name(first));
   }

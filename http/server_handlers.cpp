@@ -2,6 +2,7 @@
 #include <mutex>
 #include <random>
 
+#include "cluster/membership.hpp"
 #include "http/auth.hpp"
 #include "http/handlers.hpp"
 #include "node/crypto.hpp"
@@ -150,6 +151,11 @@ void handle_session(ctx& c) {
   c.res.set_header("Set-Cookie",
                    "AuthSession=" + c.node.auth.make_cookie(name) +
                        "; Version=1; Path=/; HttpOnly; Max-Age=" + std::to_string(c.node.auth.cookie_timeout_s()));
+}
+
+void handle_membership(ctx& c) {
+  if (c.method() != "GET") return c.method_not_allowed("GET");
+  c.reply(200, json{{"all_nodes", c.node.members->all_nodes()}, {"cluster_nodes", c.node.members->cluster_nodes()}});
 }
 
 void handle_node(ctx& c) {

@@ -17,6 +17,8 @@
 #include "actors/db_catalog.hpp"
 #include "actors/messages.hpp"
 #include "actors/shard_registry.hpp"
+#include "cluster/membership.hpp"
+#include "cluster/rpc_node.hpp"
 #include "http/auth.hpp"
 #include "http/server.hpp"
 #include "node/clock.hpp"
@@ -254,6 +256,27 @@ int main(int argc, char** argv) {
     http.max_request_bytes = static_cast<size_t>(cfg.get_int("chttpd", "max_http_request_size", 64 << 20));
     // Live feeds each hold a worker thread: keep a quarter of the pool (at least 8) for other requests.
     node.max_live_feeds = http.threads - std::max<size_t>(8, http.threads / 4);
+    // Cluster RPC: on when [cluster] rpc_port is set (0 = any free port).
+    membership members(store_opts.node_name);
+    node.members = &members;
+    std::unique_ptr<rpc_node> rpc;
+    if (!cfg.get("cluster", "rpc_port").empty()) {
+      auto seeds = parse_seeds(cfg.get("cluster", "seeds"));
+      if (!seeds) die(seeds.error().reason);
+      int64_t rpc_port = cfg.get_int("cluster", "rpc_port", -1);
+      if (rpc_port < 0 || rpc_port > 65535) die("[cluster] rpc_port must be a port number");
+      rpc_options ro;
+      ro.bind = cfg.get("cluster", "rpc_bind", http.bind);
+      ro.port = static_cast<uint16_t>(rpc_port);
+      ro.advertised_host = ro.bind == "0.0.0.0" ? "127.0.0.1" : ro.bind;
+      ro.http_port = static_cast<uint16_t>(http.port);
+      ro.release = SETTEE_VERSION;
+      ro.features = {"changes", "clustered-seq-v1", "selector"};
+      ro.seeds = std::move(*seeds);
+      rpc = std::make_unique<rpc_node>(members, ro);
+      if (auto st = rpc->start(); !st) die(st.reason);
+      log::info("cluster RPC listening on " + ro.bind + ":" + std::to_string(rpc->port()));
+    }
     raise_fd_limit(http.threads + 3 * static_cast<size_t>(cfg.get_int("couchdb", "max_dbs_open", 500)) + 64);
     http_server server(node, http);
     if (auto st = server.bind(); !st) die(st.reason);
@@ -272,7 +295,10 @@ int main(int argc, char** argv) {
       pthread_kill(signal_thread.native_handle(), SIGTERM);  // wake it if the server stopped by itself
       signal_thread.join();
     }
+    log::info("http server stopped");
+    if (rpc) rpc->stop();
     shards.close_all();
+    log::info("all shards closed");
   }
   return 0;
 }

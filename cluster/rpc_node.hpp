@@ -1,0 +1,59 @@
+// rpc_node: this node's Cap'n Proto endpoint. One dedicated thread runs a KJ event loop with the
+// RPC server and one client per peer; no KJ object is touched from any other thread (the only
+// cross-thread call is stop(), through the loop's executor).
+//
+// Each peer connection: connect, handshake (exchanging release and features) within
+// `handshake_timeout_ms`, then a ping every `ping_interval_ms` that must answer within
+// `ping_timeout_ms`. Any failure marks the peer disconnected and retries after a backoff that
+// doubles from 100 ms to `max_backoff_ms`. A node that introduces itself in a handshake becomes a
+// member and is dialled back.
+#pragma once
+#include <functional>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "cluster/membership.hpp"
+#include "node/error.hpp"
+
+namespace settee {
+
+struct rpc_options {
+  std::string bind = "127.0.0.1";
+  uint16_t port = 0;  // 0: any free port
+  std::string advertised_host = "127.0.0.1";
+  uint16_t http_port = 0;
+  std::string release;
+  std::vector<std::string> features;
+  std::vector<peer_address> seeds;
+  int handshake_timeout_ms = 2000;
+  int ping_interval_ms = 500;
+  int ping_timeout_ms = 2000;
+  int max_backoff_ms = 2000;
+};
+
+class rpc_node {
+ public:
+  rpc_node(membership& members, rpc_options opts);
+  ~rpc_node();
+  rpc_node(const rpc_node&) = delete;
+  rpc_node& operator=(const rpc_node&) = delete;
+
+  // Starts the thread and binds the port; returns once listening (or with the bind error).
+  status start();
+  uint16_t port() const { return port_; }
+  // Stops the loop and joins the thread. Idempotent.
+  void stop();
+
+  struct loop;  // the KJ side, defined in rpc_node.cpp
+
+ private:
+  membership& members_;
+  rpc_options opts_;
+  uint16_t port_ = 0;
+  std::thread thread_;
+  std::function<void()> stop_;  // wakes the loop thread through its executor
+};
+
+}  // namespace settee
