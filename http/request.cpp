@@ -37,7 +37,9 @@ result<json> ctx::json_body() const {
 }
 
 void ctx::reply(int status, const json& body) {
-  reply_raw(status, body.dump() + "\n");
+  // Reasons may quote what the client sent (query parameters are not checked for UTF-8): never throw
+  // on it, replace invalid bytes with U+FFFD.
+  reply_raw(status, body.dump(-1, ' ', false, json::error_handler_t::replace) + "\n");
 }
 
 void ctx::reply_raw(int status, std::string body, const char* content_type) {
