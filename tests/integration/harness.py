@@ -25,6 +25,10 @@ def free_port():
         return s.getsockname()[1]
 
 
+class PortTaken(RuntimeError):
+    pass
+
+
 class Response:
     def __init__(self, status, headers, raw):
         self.status = status
@@ -56,6 +60,16 @@ class Node:
         self.conn = None
 
     def start(self, port=None):
+        # A free port can be taken by another process before settee binds it: try again elsewhere.
+        for attempt in range(5):
+            try:
+                return self._start(port)
+            except PortTaken:
+                if port is not None or attempt == 4:
+                    raise
+        raise AssertionError("unreachable")
+
+    def _start(self, port=None):
         self.port = port or free_port()
         args = [BIN, "--data-dir", self.data_dir, "--port", str(self.port)]
         if self.config is not None:
@@ -83,7 +97,14 @@ class Node:
             except OSError:
                 pass
             if self.proc.poll() is not None:
-                raise RuntimeError(f"settee exited with {self.proc.returncode}: {self.banner}")
+                self.proc.stdout.close()
+                self.log.close()
+                with open(self.log.name) as f:
+                    err = f.read()
+                self.proc = None
+                if "cannot listen" in err:
+                    raise PortTaken(err)
+                raise RuntimeError(f"settee exited: {err[-2000:]}")
             time.sleep(0.05)
         raise RuntimeError("settee did not come up")
 
