@@ -65,16 +65,15 @@ result<uint64_t> coordinator::write_local(const db_meta& db, local_update u) {
   return op->local_rev;
 }
 
-status coordinator::set_security(const db_meta& db, const std::string& security_json) {
+status coordinator::write_every_shard(const db_meta& db, const std::function<void(write_op&)>& fill) {
   std::vector<write_request> requests;
   std::vector<std::shared_ptr<write_op>> ops;
-  std::vector<shard_handle> held;
+  std::vector<shard_handle> held;  // keep shards open while writes are in flight
   for (size_t s = 0; s < db.q; ++s) {
     auto h = shard(db, s);
     if (!h) return h.error();
     auto op = std::make_shared<write_op>();
-    op->what = write_op::kind::security;
-    op->security = security_json;
+    fill(*op);
     requests.emplace_back(h->writer, op);
     ops.push_back(op);
     held.push_back(*h);
@@ -83,6 +82,20 @@ status coordinator::set_security(const db_meta& db, const std::string& security_
   for (auto& op : ops)
     if (!op->st) return op->st;
   return {};
+}
+
+status coordinator::set_security(const db_meta& db, const std::string& security_json) {
+  return write_every_shard(db, [&](write_op& op) {
+    op.what = write_op::kind::security;
+    op.security = security_json;
+  });
+}
+
+status coordinator::set_revs_limit(const db_meta& db, uint32_t limit) {
+  return write_every_shard(db, [&](write_op& op) {
+    op.what = write_op::kind::revs_limit;
+    op.revs_limit = limit;
+  });
 }
 
 }  // namespace settee

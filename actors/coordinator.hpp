@@ -6,6 +6,7 @@
 #include <caf/fwd.hpp>
 
 #include <chrono>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -33,8 +34,13 @@ class coordinator {
   result<uint64_t> write_local(const db_meta& db, local_update u);
   // Sets the security object on every shard.
   status set_security(const db_meta& db, const std::string& security_json);
+  // Sets revs_limit on every shard.
+  status set_revs_limit(const db_meta& db, uint32_t limit);
 
  private:
+  // Applies the op `fill` describes to every shard of the database, in parallel.
+  status write_every_shard(const db_meta& db, const std::function<void(write_op&)>& fill);
+
   db_catalog& catalog_;
   shard_registry& shards_;
   std::chrono::milliseconds timeout_;

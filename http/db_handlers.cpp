@@ -168,6 +168,55 @@ void handle_ensure_full_commit(ctx& c, const db_meta& db) {
   c.reply(201, json{{"ok", true}, {"instance_start_time", std::to_string(db.created)}});
 }
 
+void handle_revs_limit(ctx& c, const db_meta& db) {
+  if (c.method() == "GET") {
+    auto h = c.node.coord.shard(db, 0);
+    if (!h) return c.error(h.error());
+    return c.reply_raw(200, std::to_string(h->store->header().revs_limit) + "\n");
+  }
+  if (c.method() != "PUT") return c.method_not_allowed("GET,PUT");
+  auto body = parse_json(c.req.body);
+  if (!body || !body->is_number_integer() || body->get<int64_t>() <= 0 || body->get<int64_t>() > 1000000) {
+    return c.error(errc::bad_request, "`revs_limit` must be a positive integer (at most 1000000)");
+  }
+  if (auto st = c.node.coord.set_revs_limit(db, static_cast<uint32_t>(body->get<int64_t>())); !st) return c.error(st);
+  c.reply(200, json{{"ok", true}});
+}
+
+void handle_local_docs(ctx& c, const db_meta& db) {
+  if (c.method() != "GET" && c.method() != "POST") return c.method_not_allowed("GET,HEAD,POST");
+  auto descending = c.bool_param("descending", false);
+  auto include_docs = c.bool_param("include_docs", false);
+  auto limit = c.int_param("limit", -1);
+  auto skip = c.int_param("skip", 0);
+  if (auto e = first_error(descending, include_docs, limit, skip)) return c.error(*e);
+  if (*skip < 0) return c.error(errc::query_parse_error, "`skip` must be >= 0");
+  std::vector<local_doc> docs;
+  for (size_t i = 0; i < db.q; ++i) {
+    auto h = c.node.coord.shard(db, i);
+    if (!h) return c.error(h.error());
+    auto snap = h->store->read();
+    if (!snap) return c.error(snap.error());
+    snap->scan_local([&](const local_doc& d) {
+      docs.push_back(d);
+      return true;
+    });
+  }
+  std::sort(docs.begin(), docs.end(),
+            [&](const local_doc& a, const local_doc& b) { return *descending ? a.id > b.id : a.id < b.id; });
+  std::string rows;
+  int64_t emitted = 0;
+  for (size_t i = static_cast<size_t>(*skip); i < docs.size() && (*limit < 0 || emitted < *limit); ++i, ++emitted) {
+    const local_doc& d = docs[i];
+    std::string rev = "0-" + std::to_string(d.rev);
+    rows += emitted ? ",\r\n" : "\r\n";
+    rows += "{\"id\":" + quote(d.id) + ",\"key\":" + quote(d.id) + ",\"value\":{\"rev\":\"" + rev + "\"}";
+    if (*include_docs) rows += ",\"doc\":" + render_doc(d.id, rev, false, d.body, "");
+    rows += "}";
+  }
+  c.reply_raw(200, "{\"total_rows\":null,\"offset\":null,\"rows\":[" + rows + (emitted ? "\r\n]}\n" : "]}\n"));
+}
+
 // ---- _all_docs ------------------------------------------------------------------------------
 
 namespace {

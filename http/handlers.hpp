@@ -23,6 +23,8 @@ void handle_all_docs(ctx& c, const db_meta& db);
 void handle_security(ctx& c, const db_meta& db, const json& security);
 void handle_shards(ctx& c, const db_meta& db);
 void handle_ensure_full_commit(ctx& c, const db_meta& db);
+void handle_revs_limit(ctx& c, const db_meta& db);
+void handle_local_docs(ctx& c, const db_meta& db);
 
 // changes_handlers.cpp
 void handle_changes(ctx& c, const db_meta& db);

@@ -405,6 +405,19 @@ void shard_store::snapshot::scan_docs(std::string_view start, bool descending,
   mdb_cursor_close(c);
 }
 
+void shard_store::snapshot::scan_local(const std::function<bool(const local_doc&)>& visit) const {
+  MDB_cursor* c = nullptr;
+  if (mdb_cursor_open(txn_, store_->local_, &c) != 0) return;
+  MDB_val k, v;
+  local_doc d;
+  for (int rc = mdb_cursor_get(c, &k, &v, MDB_FIRST); rc == 0; rc = mdb_cursor_get(c, &k, &v, MDB_NEXT)) {
+    codec::reader r(lmdb::view(v));
+    d.id.assign(lmdb::view(k));
+    if (r.varint(d.rev) && r.str(d.body) && !visit(d)) break;
+  }
+  mdb_cursor_close(c);
+}
+
 void shard_store::snapshot::scan_changes(uint64_t since, const std::function<bool(const change_entry&)>& visit) const {
   MDB_cursor* c = nullptr;
   if (mdb_cursor_open(txn_, store_->by_seq_, &c) != 0) return;

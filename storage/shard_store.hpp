@@ -120,6 +120,8 @@ class shard_store : public std::enable_shared_from_this<shard_store> {
     // Visits documents in id order from `start` (inclusive; "" = the first or, descending, the last
     // id). The visitor returns false to stop.
     void scan_docs(std::string_view start, bool descending, const std::function<bool(const doc_info&)>& visit) const;
+    // Visits _local documents in id order.
+    void scan_local(const std::function<bool(const local_doc&)>& visit) const;
     // Visits changes with seq > since, ascending.
     void scan_changes(uint64_t since, const std::function<bool(const change_entry&)>& visit) const;
     // Visits changes with seq < before, descending (before = 0: from the last one).

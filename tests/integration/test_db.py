@@ -105,6 +105,47 @@ class Databases(NodeTest):
         self.assertEqual(r.json["ok"], True)
 
 
+class SmallEndpoints(NodeTest):
+    def test_revs_limit(self):
+        self.new_db("rl")
+        r = self.node.get("/rl/_revs_limit")
+        self.assertEqual((r.status, r.json), (200, 1000))
+        self.assertEqual(self.node.put("/rl/_revs_limit", 3).json, {"ok": True})
+        self.assertEqual(self.node.get("/rl/_revs_limit").json, 3)
+        rev = None
+        for i in range(6):
+            body = {"i": i} if rev is None else {"_rev": rev, "i": i}
+            rev = self.node.put("/rl/d", body).json["rev"]
+        self.assertEqual(len(self.node.get("/rl/d?revs=true").json["_revisions"]["ids"]), 3)
+        for bad in ["0", "-5", "\"x\"", "1.5", "{}"]:
+            self.assertError(self.node.put("/rl/_revs_limit", raw_body=bad), 400, "bad_request")
+        self.assertError(self.node.put("/rl/_revs_limit", 5, auth=False), 401, "unauthorized")
+        self.assertError(self.node.post("/rl/_revs_limit", 5), 405, "method_not_allowed", "Only GET,PUT allowed")
+
+    def test_local_docs_listing(self):
+        self.new_db("ld", q=3)
+        for name in ["b", "a", "c"]:
+            self.node.put(f"/ld/_local/{name}", {"n": name})
+        self.node.put("/ld/regular", {})
+        r = self.node.get("/ld/_local_docs").json
+        self.assertEqual((r["total_rows"], r["offset"]), (None, None))
+        self.assertEqual([row["id"] for row in r["rows"]], ["_local/a", "_local/b", "_local/c"])
+        self.assertEqual(r["rows"][0]["value"], {"rev": "0-1"})
+        r = self.node.get("/ld/_local_docs?descending=true&limit=1&include_docs=true").json
+        self.assertEqual(r["rows"][0]["doc"], {"_id": "_local/c", "_rev": "0-1", "n": "c"})
+        self.assertEqual(len(self.node.get("/ld/_local_docs?skip=2").json["rows"]), 1)
+        self.assertError(self.node.get("/ld/_local_docs?limit=x"), 400, "query_parse_error")
+
+    def test_config_is_readable_by_admins(self):
+        cfg = self.node.get("/_node/_local/_config").json
+        self.assertIn("couchdb", cfg)
+        self.assertEqual(self.node.get("/_node/_local/_config/cluster/q").json, "2")
+        self.assertEqual(self.node.get("/_node/_local/_config/uuids").json, {"max_count": "1000"})
+        self.assertError(self.node.get("/_node/_local/_config/cluster/nope"), 404, "not_found", "unknown_config_value")
+        self.assertError(self.node.put("/_node/_local/_config/cluster/q", "3"), 501, "not_implemented")
+        self.assertError(self.node.get("/_node/_local/_config", auth=False), 401, "unauthorized")
+
+
 class OpenShardLimit(NodeTest):
     config = "[couchdb]\nmax_dbs_open = 4\n"
 
