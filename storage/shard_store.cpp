@@ -405,6 +405,28 @@ void shard_store::snapshot::scan_docs(std::string_view start, bool descending,
   mdb_cursor_close(c);
 }
 
+replication_batch shard_store::snapshot::read_for_replication(uint64_t since, size_t max_docs) const {
+  replication_batch b;
+  b.last_seq = since;
+  scan_changes(since, [&](const change_entry& e) {
+    doc_info d;
+    if (doc(e.id, d)) {
+      for (int leaf : d.tree.leaves()) {
+        doc_update u;
+        u.id = d.id;
+        u.new_edits = false;
+        u.deleted = d.tree.nodes()[leaf].deleted;
+        for (int i : d.tree.path_to(leaf)) u.revs.push_back(d.tree.rev(i));
+        if (!body(d.id, d.tree.rev(leaf), u.body)) u.body = "{}";
+        b.updates.push_back(std::move(u));
+      }
+    }
+    b.last_seq = e.seq;
+    return ++b.docs < max_docs;
+  });
+  return b;
+}
+
 void shard_store::snapshot::scan_local(const std::function<bool(const local_doc&)>& visit) const {
   MDB_cursor* c = nullptr;
   if (mdb_cursor_open(txn_, store_->local_, &c) != 0) return;

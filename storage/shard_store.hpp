@@ -82,6 +82,15 @@ struct change_entry {
   int64_t time_s = 0;                  // commit time (unix seconds)
 };
 
+// A batch of changes for internal replication: every leaf of every changed document as a
+// new_edits=false update (its full known history, deleted flag and body), so applying the batch to
+// another copy merges the trees exactly. `last_seq` is the source seq the batch reaches.
+struct replication_batch {
+  std::vector<doc_update> updates;
+  uint64_t last_seq = 0;
+  size_t docs = 0;
+};
+
 struct local_doc {
   std::string id;
   uint64_t rev = 0;
@@ -126,6 +135,8 @@ class shard_store : public std::enable_shared_from_this<shard_store> {
     void scan_changes(uint64_t since, const std::function<bool(const change_entry&)>& visit) const;
     // Visits changes with seq < before, descending (before = 0: from the last one).
     void scan_changes_descending(uint64_t before, const std::function<bool(const change_entry&)>& visit) const;
+    // Up to `max_docs` changed documents after `since`, as a replication batch.
+    replication_batch read_for_replication(uint64_t since, size_t max_docs) const;
     // How many changes have seq > since (reads keys only).
     uint64_t count_changes_after(uint64_t since) const;
     // Releases the snapshot but keeps the reader slot; renew() takes a fresh snapshot without the

@@ -1,0 +1,82 @@
+#include "actors/internal_replication.hpp"
+
+#include <cstdlib>
+
+#include "actors/bridge.hpp"
+
+namespace settee {
+
+std::string checkpoint_id(const std::string& target_uuid) {
+  return "_local/shard-sync-" + target_uuid;
+}
+
+namespace {
+
+// The checkpoint body is {"seq":N}; storage/ stays free of a JSON library, so it is written and
+// read by hand.
+std::string checkpoint_body(uint64_t seq) {
+  return "{\"seq\":" + std::to_string(seq) + "}";
+}
+
+bool parse_checkpoint(const std::string& body, uint64_t& seq) {
+  const std::string key = "{\"seq\":";
+  if (body.rfind(key, 0) != 0) return false;
+  char* end = nullptr;
+  seq = std::strtoull(body.c_str() + key.size(), &end, 10);
+  return end && *end == '}';
+}
+
+struct checkpoint {
+  uint64_t seq = 0;
+  uint64_t rev = 0;  // of the _local doc
+};
+
+checkpoint load(const shard_handle& source, const std::string& id) {
+  checkpoint cp;
+  local_doc d;
+  auto snap = source.store->read();
+  if (snap && snap->local(id, d)) {
+    cp.rev = d.rev;
+    if (!parse_checkpoint(d.body, cp.seq)) cp.seq = 0;  // unreadable: start over (merging is idempotent)
+  }
+  return cp;
+}
+
+}  // namespace
+
+uint64_t read_checkpoint(const shard_handle& source, const std::string& target_uuid) {
+  return load(source, checkpoint_id(target_uuid)).seq;
+}
+
+result<replication_result> push_changes(const shard_handle& source, const shard_handle& target,
+                                        std::chrono::milliseconds timeout, size_t batch_docs) {
+  std::string target_uuid = target.store->header().shard_uuid;
+  std::string id = checkpoint_id(target_uuid);
+  checkpoint cp = load(source, id);
+  replication_result out;
+  out.from_seq = out.to_seq = cp.seq;
+  for (int round = 0; round < 1000000; ++round) {  // bounded; ends when caught up
+    auto snap = source.store->read();
+    if (!snap) return snap.error();
+    replication_batch batch = snap->read_for_replication(out.to_seq, batch_docs);
+    if (batch.docs == 0) break;
+    auto write = std::make_shared<write_op>();
+    write->docs = std::move(batch.updates);
+    if (auto st = write_all({{target.writer, write}}, timeout); !st) return st;
+    if (!write->st) return write->st;
+    for (auto& r : write->results)
+      if (!r.st) return r.st;  // a merge never conflicts; anything else is a real failure
+    // Checkpoint only after the target committed (synced) the batch.
+    auto save = std::make_shared<write_op>();
+    save->what = write_op::kind::local;
+    save->local = {id, checkpoint_body(batch.last_seq), false, cp.rev};
+    if (auto st = write_all({{source.writer, save}}, timeout); !st) return st;
+    if (!save->st) return save->st;
+    cp.rev = save->local_rev;
+    out.to_seq = batch.last_seq;
+    out.docs += batch.docs;
+  }
+  return out;
+}
+
+}  // namespace settee

@@ -1,0 +1,32 @@
+// internal_replication: brings one copy of a shard range up to date with another (CouchDB's
+// mem3_sync). Reads the source's changes after the checkpoint in bounded batches (every leaf with
+// its history and body), writes them to the target's replica as new_edits=false merges, and records
+// the source seq reached in a _local document on the source, one per target copy:
+//   _local/shard-sync-<target shard uuid>  {"seq": N}
+// Merging is idempotent, so a crash between the write and the checkpoint only repeats work.
+// These checkpoints are also what later translates a `since` on a lost copy to a safe seq on a
+// live one (spec/http_api.md 11.1).
+// Thread-safety: call from a plain thread (it blocks on the replicas through the bridge).
+#pragma once
+#include <chrono>
+#include <cstdint>
+#include <string>
+
+#include "actors/shard_registry.hpp"
+
+namespace settee {
+
+struct replication_result {
+  uint64_t from_seq = 0;  // the checkpoint before
+  uint64_t to_seq = 0;    // the checkpoint after
+  size_t docs = 0;        // documents sent
+};
+
+std::string checkpoint_id(const std::string& target_uuid);
+// The source seq already replicated to the target (0 when never).
+uint64_t read_checkpoint(const shard_handle& source, const std::string& target_uuid);
+
+result<replication_result> push_changes(const shard_handle& source, const shard_handle& target,
+                                        std::chrono::milliseconds timeout, size_t batch_docs = 500);
+
+}  // namespace settee
