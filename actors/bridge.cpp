@@ -10,7 +10,7 @@ status write_all(const std::vector<write_request>& requests, std::chrono::millis
   std::vector<std::future<void>> done;
   done.reserve(requests.size());
   for (auto& [actor, op] : requests) {
-    pending_write w{op, std::make_shared<std::promise<void>>()};
+    pending_write w{op, std::make_shared<std::promise<void>>(), {}};
     done.push_back(w.done->get_future());
     caf::anon_send(actor, write_atom_v, std::move(w));
   }

@@ -6,6 +6,21 @@
 
 namespace settee {
 
+replication_target local_target(const shard_handle& target, std::chrono::milliseconds timeout) {
+  replication_target t;
+  t.uuid = target.store->header().shard_uuid;
+  t.apply = [target, timeout](std::vector<doc_update>& updates) -> status {
+    auto write = std::make_shared<write_op>();
+    write->docs = std::move(updates);
+    if (auto st = write_all({{target.writer, write}}, timeout); !st) return st;
+    if (!write->st) return write->st;
+    for (auto& r : write->results)
+      if (!r.st) return r.st;  // a merge never conflicts; anything else is a real failure
+    return {};
+  };
+  return t;
+}
+
 std::string checkpoint_id(const std::string& target_uuid) {
   return "_local/shard-sync-" + target_uuid;
 }
@@ -48,10 +63,9 @@ uint64_t read_checkpoint(const shard_handle& source, const std::string& target_u
   return load(source, checkpoint_id(target_uuid)).seq;
 }
 
-result<replication_result> push_changes(const shard_handle& source, const shard_handle& target,
+result<replication_result> push_changes(const shard_handle& source, const replication_target& target,
                                         std::chrono::milliseconds timeout, size_t batch_docs) {
-  std::string target_uuid = target.store->header().shard_uuid;
-  std::string id = checkpoint_id(target_uuid);
+  std::string id = checkpoint_id(target.uuid);
   checkpoint cp = load(source, id);
   replication_result out;
   out.from_seq = out.to_seq = cp.seq;
@@ -60,12 +74,7 @@ result<replication_result> push_changes(const shard_handle& source, const shard_
     if (!snap) return snap.error();
     replication_batch batch = snap->read_for_replication(out.to_seq, batch_docs);
     if (batch.docs == 0) break;
-    auto write = std::make_shared<write_op>();
-    write->docs = std::move(batch.updates);
-    if (auto st = write_all({{target.writer, write}}, timeout); !st) return st;
-    if (!write->st) return write->st;
-    for (auto& r : write->results)
-      if (!r.st) return r.st;  // a merge never conflicts; anything else is a real failure
+    if (auto st = target.apply(batch.updates); !st) return st;
     // Checkpoint only after the target committed (synced) the batch.
     auto save = std::make_shared<write_op>();
     save->what = write_op::kind::local;

@@ -10,6 +10,7 @@
 #pragma once
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <string>
 
 #include "actors/shard_registry.hpp"
@@ -22,11 +23,19 @@ struct replication_result {
   size_t docs = 0;        // documents sent
 };
 
+// Where a push goes: a copy identified by its shard uuid, and how to commit updates on it (a local
+// replica actor, or another node over RPC).
+struct replication_target {
+  std::string uuid;
+  std::function<status(std::vector<doc_update>& updates)> apply;
+};
+replication_target local_target(const shard_handle& target, std::chrono::milliseconds timeout);
+
 std::string checkpoint_id(const std::string& target_uuid);
 // The source seq already replicated to the target (0 when never).
 uint64_t read_checkpoint(const shard_handle& source, const std::string& target_uuid);
 
-result<replication_result> push_changes(const shard_handle& source, const shard_handle& target,
+result<replication_result> push_changes(const shard_handle& source, const replication_target& target,
                                         std::chrono::milliseconds timeout, size_t batch_docs = 500);
 
 }  // namespace settee

@@ -5,6 +5,7 @@
 #include <caf/atom.hpp>
 #include <caf/type_id.hpp>
 
+#include <functional>
 #include <future>
 #include <memory>
 
@@ -23,7 +24,9 @@ namespace settee {
 // scoped_actor, and a replica that dies with the write queued breaks the promise instead of hanging.
 struct pending_write {
   std::shared_ptr<write_op> op;
-  std::shared_ptr<std::promise<void>> done;
+  std::shared_ptr<std::promise<void>> done;  // kept after the commit (may be null)
+  std::function<void()> on_done;             // called after the commit (may be empty): wakes
+                                             // callers that cannot block, e.g. the KJ RPC thread
 };
 
 }  // namespace settee

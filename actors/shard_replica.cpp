@@ -30,7 +30,10 @@ struct replica_state {
     for (auto& p : pending) ops.push_back(p.op.get());
     status st = store->commit(ops, clk->now_s());
     if (!st) log::error("commit failed on " + store->path() + ": " + st.reason);
-    for (auto& p : pending) p.done->set_value();  // outcomes travel inside each op
+    for (auto& p : pending) {  // outcomes travel inside each op
+      if (p.done) p.done->set_value();
+      if (p.on_done) p.on_done();
+    }
     if (notifier && st) notifier->notify(notify_key);
     pending.clear();
     pending_docs = pending_bytes = 0;

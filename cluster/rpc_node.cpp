@@ -8,6 +8,9 @@
 #include <future>
 #include <map>
 
+#include <caf/all.hpp>
+
+#include "actors/messages.hpp"
 #include "cluster/schema/cluster_rpc.capnp.h"
 #include "node/log.hpp"
 
@@ -21,6 +24,8 @@ class node_server final : public Node::Server {
   explicit node_server(rpc_node::loop& l) : loop_(l) {}
   kj::Promise<void> handshake(HandshakeContext context) override;
   kj::Promise<void> ping(PingContext) override { return kj::READY_NOW; }
+  kj::Promise<void> shardInfo(ShardInfoContext context) override;
+  kj::Promise<void> applyChanges(ApplyChangesContext context) override;
 
  private:
   rpc_node::loop& loop_;
@@ -144,6 +149,78 @@ kj::Promise<void> node_server::handshake(HandshakeContext context) {
   return kj::READY_NOW;
 }
 
+void set_status(CallStatus::Builder b, const status& st) {
+  if (st) return;
+  b.setError(error_name_of(st.code));
+  b.setReason(st.reason);
+}
+
+status status_of(CallStatus::Reader r) {
+  if (r.getError().size() == 0) return {};
+  std::string name = r.getError();
+  errc code = errc::internal;
+  if (name == "not_found")
+    code = errc::not_found;
+  else if (name == "timeout")
+    code = errc::timeout;
+  else if (name == "insufficient_storage")
+    code = errc::storage_full;
+  return {code, r.getReason()};
+}
+
+kj::Promise<void> node_server::shardInfo(ShardInfoContext context) {
+  auto ref = context.getParams().getShard();
+  auto results = context.getResults();
+  if (!loop_.opts.find_shard) {
+    set_status(results.initStatus(), {errc::not_found, "no shards here"});
+    return kj::READY_NOW;
+  }
+  auto h = loop_.opts.find_shard(ref.getDb(), ref.getRange());
+  if (!h) {
+    set_status(results.initStatus(), h.error());
+    return kj::READY_NOW;
+  }
+  shard_header hd = h->store->header();
+  results.setUuid(hd.shard_uuid);
+  results.setUpdateSeq(hd.update_seq);
+  return kj::READY_NOW;
+}
+
+kj::Promise<void> node_server::applyChanges(ApplyChangesContext context) {
+  auto params = context.getParams();
+  auto ref = params.getShard();
+  result<shard_handle> h = loop_.opts.find_shard ? loop_.opts.find_shard(ref.getDb(), ref.getRange())
+                                                 : result<shard_handle>(errc::not_found, "no shards here");
+  if (!h) {
+    set_status(context.getResults().initStatus(), h.error());
+    return kj::READY_NOW;
+  }
+  auto op = std::make_shared<write_op>();
+  for (auto u : params.getUpdates()) {
+    doc_update d;
+    d.id = u.getId();
+    d.body = u.getBody();
+    d.deleted = u.getDeleted();
+    d.new_edits = false;
+    for (auto r : u.getRevs()) d.revs.push_back({r.getPos(), r.getHash()});
+    if (d.revs.empty()) continue;  // nothing to merge
+    op->docs.push_back(std::move(d));
+  }
+  // The replica commits on its own thread; a cross-thread fulfiller wakes this loop afterwards.
+  // If the replica is gone, the fulfiller is destroyed unfulfilled and the call fails.
+  auto paf = kj::newPromiseAndCrossThreadFulfiller<void>();
+  auto fulfiller = std::make_shared<kj::Own<kj::CrossThreadPromiseFulfiller<void>>>(kj::mv(paf.fulfiller));
+  pending_write w{op, nullptr, [fulfiller]() { (*fulfiller)->fulfill(); }};
+  caf::anon_send(h->writer, write_atom_v, std::move(w));
+  shard_handle keep = *h;
+  return paf.promise.then([context, op, keep]() mutable {
+    status st = op->st;
+    for (auto& r : op->results)
+      if (st && !r.st) st = r.st;
+    set_status(context.getResults().initStatus(), st);
+  });
+}
+
 }  // namespace
 
 rpc_node::rpc_node(membership& members, rpc_options opts) : members_(members), opts_(std::move(opts)) {
@@ -157,12 +234,13 @@ rpc_node::~rpc_node() {
 namespace {
 
 // What the loop thread shares with the thread that stops it.
+}  // namespace
+
 struct loop_control {
   kj::Own<const kj::Executor> executor;
   kj::Own<kj::PromiseFulfiller<void>> stop;
+  rpc_node::loop* state = nullptr;  // only touched on the loop thread
 };
-
-}  // namespace
 
 status rpc_node::start() {
   auto ready = std::make_shared<std::promise<status>>();
@@ -183,10 +261,12 @@ status rpc_node::start() {
         auto paf = kj::newPromiseAndFulfiller<void>();
         control->executor = kj::getCurrentThreadExecutor().addRef();
         control->stop = kj::mv(paf.fulfiller);
+        control->state = &state;
         started = true;
         ready->set_value({});
         paf.promise.wait(io.waitScope);
         control->stop = nullptr;
+        control->state = nullptr;
       }  // the loop state goes before the listener and the event loop it uses
     } catch (const kj::Exception& e) {
       std::string what = std::string("cluster RPC: ") + e.getDescription().cStr();
@@ -201,6 +281,7 @@ status rpc_node::start() {
     thread_.join();
     return st;
   }
+  control_ = control;
   stop_ = [control]() {
     control->executor->executeSync([&]() {
       if (control->stop) control->stop->fulfill();
@@ -219,6 +300,120 @@ void rpc_node::stop() {
     stop_ = nullptr;
   }
   if (thread_.joinable()) thread_.join();
+}
+
+status rpc_node::on_loop(const std::function<void(loop&)>& start) {
+  if (!control_ || !control_->executor) return {errc::unavailable, "cluster RPC is not running"};
+  status st;
+  try {
+    control_->executor->executeSync([&]() {
+      if (control_->state)
+        start(*control_->state);
+      else
+        st = {errc::unavailable, "cluster RPC is stopping"};
+    });
+  } catch (const kj::Exception& e) {
+    return {errc::unavailable, std::string("cluster RPC: ") + e.getDescription().cStr()};
+  }
+  return st;
+}
+
+namespace {
+
+// Waits for a reply posted from the loop thread.
+template <class T>
+result<T> await(std::future<result<T>>& f, std::chrono::milliseconds timeout) {
+  if (f.wait_for(timeout) != std::future_status::ready) {
+    return status{errc::timeout, "The request could not be processed in a reasonable amount of time."};
+  }
+  return f.get();
+}
+
+status unavailable(const std::string& peer, const std::string& why) {
+  return {errc::unavailable, "node " + peer + " is unavailable: " + why};
+}
+
+}  // namespace
+
+result<remote_shard_info> rpc_node::shard_info(const std::string& peer, const std::string& db, const std::string& range,
+                                               std::chrono::milliseconds timeout) {
+  auto reply = std::make_shared<std::promise<result<remote_shard_info>>>();
+  auto f = reply->get_future();
+  status started = on_loop([&](loop& l) {
+    auto it = l.peers.find(peer);
+    Node::Client* cap = nullptr;
+    if (it != l.peers.end()) {
+      KJ_IF_MAYBE (c, it->second->cap) {
+        cap = c;
+      }
+    }
+    if (!cap || !members_.is_connected(peer)) {
+      reply->set_value(unavailable(peer, "not connected"));
+      return;
+    }
+    auto req = cap->shardInfoRequest();
+    req.initShard().setDb(db);
+    req.getShard().setRange(range);
+    l.tasks.add(req.send().then(
+        [reply](capnp::Response<Node::ShardInfoResults>&& r) {
+          status st = status_of(r.getStatus());
+          if (!st) {
+            reply->set_value(st);
+            return;
+          }
+          reply->set_value(remote_shard_info{r.getUuid(), r.getUpdateSeq()});
+        },
+        [reply, peer](kj::Exception&& e) { reply->set_value(unavailable(peer, e.getDescription().cStr())); }));
+  });
+  if (!started) return started;
+  return await(f, timeout);
+}
+
+status rpc_node::apply_changes(const std::string& peer, const std::string& db, const std::string& range,
+                               const std::vector<doc_update>& updates, std::chrono::milliseconds timeout) {
+  auto reply = std::make_shared<std::promise<result<bool>>>();
+  auto f = reply->get_future();
+  status started = on_loop([&](loop& l) {
+    auto it = l.peers.find(peer);
+    Node::Client* cap = nullptr;
+    if (it != l.peers.end()) {
+      KJ_IF_MAYBE (c, it->second->cap) {
+        cap = c;
+      }
+    }
+    if (!cap || !members_.is_connected(peer)) {
+      reply->set_value(unavailable(peer, "not connected"));
+      return;
+    }
+    auto req = cap->applyChangesRequest();
+    req.initShard().setDb(db);
+    req.getShard().setRange(range);
+    auto list = req.initUpdates(static_cast<unsigned>(updates.size()));
+    for (unsigned i = 0; i < updates.size(); ++i) {
+      const doc_update& u = updates[i];
+      auto b = list[i];
+      b.setId(u.id);
+      b.setBody(u.body);
+      b.setDeleted(u.deleted);
+      auto revs = b.initRevs(static_cast<unsigned>(u.revs.size()));
+      for (unsigned k = 0; k < u.revs.size(); ++k) {
+        revs[k].setPos(u.revs[k].pos);
+        revs[k].setHash(u.revs[k].hash);
+      }
+    }
+    l.tasks.add(req.send().then(
+        [reply](capnp::Response<Node::ApplyChangesResults>&& r) {
+          status st = status_of(r.getStatus());
+          if (st)
+            reply->set_value(true);
+          else
+            reply->set_value(st);
+        },
+        [reply, peer](kj::Exception&& e) { reply->set_value(unavailable(peer, e.getDescription().cStr())); }));
+  });
+  if (!started) return started;
+  auto r = await(f, timeout);
+  return r ? status{} : r.error();
 }
 
 }  // namespace settee

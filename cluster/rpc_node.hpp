@@ -8,12 +8,14 @@
 // doubles from 100 ms to `max_backoff_ms`. A node that introduces itself in a handshake becomes a
 // member and is dialled back.
 #pragma once
+#include <chrono>
 #include <functional>
 #include <memory>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "actors/shard_registry.hpp"
 #include "cluster/membership.hpp"
 #include "node/error.hpp"
 
@@ -31,6 +33,13 @@ struct rpc_options {
   int ping_interval_ms = 500;
   int ping_timeout_ms = 2000;
   int max_backoff_ms = 2000;
+  // This node's copy of a shard range ("00000000-7fffffff") of a database, for calls from peers.
+  std::function<result<shard_handle>(const std::string& db, const std::string& range)> find_shard;
+};
+
+struct remote_shard_info {
+  std::string uuid;
+  uint64_t update_seq = 0;
 };
 
 class rpc_node {
@@ -46,6 +55,14 @@ class rpc_node {
   // Stops the loop and joins the thread. Idempotent.
   void stop();
 
+  // Blocking calls to a connected peer, for plain threads (never from the RPC thread itself).
+  // errc::unavailable when the peer is not connected or the transport failed, errc::timeout after
+  // the deadline; errors the peer reports come back as they were.
+  result<remote_shard_info> shard_info(const std::string& peer, const std::string& db, const std::string& range,
+                                       std::chrono::milliseconds timeout);
+  status apply_changes(const std::string& peer, const std::string& db, const std::string& range,
+                       const std::vector<doc_update>& updates, std::chrono::milliseconds timeout);
+
   struct loop;  // the KJ side, defined in rpc_node.cpp
 
  private:
@@ -54,6 +71,9 @@ class rpc_node {
   uint16_t port_ = 0;
   std::thread thread_;
   std::function<void()> stop_;  // wakes the loop thread through its executor
+  // Runs `start` on the loop thread; it must only start work (never wait).
+  status on_loop(const std::function<void(loop&)>& start);
+  std::shared_ptr<struct loop_control> control_;
 };
 
 }  // namespace settee

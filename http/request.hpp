@@ -19,6 +19,7 @@ namespace settee {
 class authenticator;
 class change_notifier;
 class membership;
+class rpc_node;
 
 // Limits and identity the handlers need; built once at start-up, read-only afterwards.
 struct node_services {
@@ -34,6 +35,7 @@ struct node_services {
   size_t bulk_docs_max = 100000;
   change_notifier* notifier = nullptr;
   membership* members = nullptr;
+  rpc_node* rpc = nullptr;      // null on a single node
   size_t max_live_feeds = 100;  // longpoll/continuous/eventsource feeds open at once
   std::atomic<size_t> live_feeds{0};
 };

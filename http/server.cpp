@@ -31,6 +31,7 @@ void dispatch_db(ctx& c, const db_meta& db, const json& security) {
   if (what == "_ensure_full_commit" && p.size() == 2) return handle_ensure_full_commit(c, db);
   if (what == "_revs_limit" && p.size() == 2) return handle_revs_limit(c, db);
   if (what == "_local_docs" && p.size() == 2) return handle_local_docs(c, db);
+  if (what == "_sync_shards" && p.size() == 2) return handle_sync_shards(c, db);
   if (what == "_changes" && p.size() == 2) return handle_changes(c, db);
   if (what == "_local" && p.size() >= 3) {
     std::string id = "_local/" + p[2];
@@ -69,10 +70,11 @@ void dispatch(ctx& c) {
   auto db = c.node.coord.catalog().find(first);
   if (!db) return c.error(db.error());
   json security = read_security(c, *db);
-  bool admin_only = first == "_users" || ((p[1] == "_security" || p[1] == "_revs_limit") && c.method() != "GET");
-  status allowed = admin_only ? (first == "_users" ? authenticator::require_server_admin(c.user)
-                                                   : authenticator::require_db_admin(c.user, security))
-                              : authenticator::require_member(c.user, security);
+  bool server_admin_only = first == "_users" || p[1] == "_sync_shards";
+  bool db_admin_only = (p[1] == "_security" || p[1] == "_revs_limit") && c.method() != "GET";
+  status allowed = server_admin_only ? authenticator::require_server_admin(c.user)
+                   : db_admin_only   ? authenticator::require_db_admin(c.user, security)
+                                     : authenticator::require_member(c.user, security);
   if (!allowed) return c.error(allowed);
   dispatch_db(c, *db, security);
 }

@@ -273,8 +273,16 @@ int main(int argc, char** argv) {
       ro.release = SETTEE_VERSION;
       ro.features = {"changes", "clustered-seq-v1", "selector"};
       ro.seeds = std::move(*seeds);
+      ro.find_shard = [&catalog, &coord](const std::string& db, const std::string& range) -> result<shard_handle> {
+        auto m = catalog.find(db);
+        if (!m) return m.error();
+        for (size_t i = 0; i < m->ranges.size(); ++i)
+          if (m->ranges[i].name() == range) return coord.shard(*m, i);
+        return status{errc::not_found, "no copy of " + db + " range " + range + " on this node"};
+      };
       rpc = std::make_unique<rpc_node>(members, ro);
       if (auto st = rpc->start(); !st) die(st.reason);
+      node.rpc = rpc.get();
       log::info("cluster RPC listening on " + ro.bind + ":" + std::to_string(rpc->port()));
     }
     raise_fd_limit(http.threads + 3 * static_cast<size_t>(cfg.get_int("couchdb", "max_dbs_open", 500)) + 64);

@@ -17,4 +17,35 @@ interface Node {
   handshake @0 (hello :Hello) -> (hello :Hello);
   # Liveness; callers put a deadline on it.
   ping @1 () -> ();
+  # The local copy of a shard range: its uuid and update seq.
+  shardInfo @2 (shard :ShardRef) -> (status :CallStatus, uuid :Text, updateSeq :UInt64);
+  # Merges replicated leaves into the local copy (committed with fsync before the answer).
+  applyChanges @3 (shard :ShardRef, updates :List(DocUpdate)) -> (status :CallStatus);
 }
+
+# --- shard-level calls (appended in release 0.1 development) ---
+
+struct RevId {
+  pos @0 :UInt64;
+  hash @1 :Text;
+}
+
+# One leaf with its known history, as internal replication sends it (new_edits=false merge).
+struct DocUpdate {
+  id @0 :Text;
+  body @1 :Text;
+  deleted @2 :Bool;
+  revs @3 :List(RevId);   # newest first
+}
+
+struct ShardRef {
+  db @0 :Text;
+  range @1 :Text;         # "00000000-7fffffff"
+}
+
+# Expected errors travel as data; a KJ exception means the transport failed.
+struct CallStatus {
+  error @0 :Text;         # "" when ok; else settee's error name, e.g. "not_found"
+  reason @1 :Text;
+}
+

@@ -45,7 +45,8 @@ TEST_CASE("push_changes copies everything once, checkpoints, and resumes from th
   for (int i = 0; i < 25; ++i) first.push_back(doc("d" + std::to_string(i), "{\"i\":" + std::to_string(i) + "}"));
   auto revs = put_docs(*source, first);
 
-  auto r1 = push_changes(*source, *target, std::chrono::seconds(10), 10);  // 3 batches
+  auto to = local_target(*target, std::chrono::seconds(10));
+  auto r1 = push_changes(*source, to, std::chrono::seconds(10), 10);  // 3 batches
   REQUIRE(r1.ok());
   CHECK(r1->from_seq == 0);
   CHECK(r1->to_seq == 25);
@@ -53,12 +54,12 @@ TEST_CASE("push_changes copies everything once, checkpoints, and resumes from th
   CHECK(target->store->header().doc_count == 25);
   CHECK(read_checkpoint(*source, target->store->header().shard_uuid) == 25);
 
-  auto r2 = push_changes(*source, *target, std::chrono::seconds(10));
+  auto r2 = push_changes(*source, to, std::chrono::seconds(10));
   REQUIRE(r2.ok());
   CHECK(r2->docs == 0);  // nothing new: nothing sent
 
   put_docs(*source, {doc("d0", "{\"i\":100}", {revs[0].rev}), doc("new", "{}")});
-  auto r3 = push_changes(*source, *target, std::chrono::seconds(10));
+  auto r3 = push_changes(*source, to, std::chrono::seconds(10));
   REQUIRE(r3.ok());
   CHECK(r3->from_seq == 25);
   CHECK(r3->docs == 2);
