@@ -19,6 +19,7 @@
 #include "actors/shard_registry.hpp"
 #include "cluster/membership.hpp"
 #include "cluster/rpc_node.hpp"
+#include "cluster/shard_sync.hpp"
 #include "http/auth.hpp"
 #include "http/server.hpp"
 #include "node/clock.hpp"
@@ -260,6 +261,7 @@ int main(int argc, char** argv) {
     membership members(store_opts.node_name);
     node.members = &members;
     std::unique_ptr<rpc_node> rpc;
+    std::unique_ptr<shard_syncer> syncer;
     if (!cfg.get("cluster", "rpc_port").empty()) {
       auto seeds = parse_seeds(cfg.get("cluster", "seeds"));
       if (!seeds) die(seeds.error().reason);
@@ -283,6 +285,9 @@ int main(int argc, char** argv) {
       rpc = std::make_unique<rpc_node>(members, ro);
       if (auto st = rpc->start(); !st) die(st.reason);
       node.rpc = rpc.get();
+      int64_t sync_ms = cfg.get_int("cluster", "sync_interval_ms", 5000);
+      if (sync_ms > 0)
+        syncer = std::make_unique<shard_syncer>(coord, *rpc, members, std::chrono::milliseconds(sync_ms));
       log::info("cluster RPC listening on " + ro.bind + ":" + std::to_string(rpc->port()));
     }
     raise_fd_limit(http.threads + 3 * static_cast<size_t>(cfg.get_int("couchdb", "max_dbs_open", 500)) + 64);
@@ -304,6 +309,7 @@ int main(int argc, char** argv) {
       signal_thread.join();
     }
     log::info("http server stopped");
+    if (syncer) syncer->stop();
     if (rpc) rpc->stop();
     shards.close_all();
     log::info("all shards closed");

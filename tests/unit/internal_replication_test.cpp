@@ -70,5 +70,5 @@ TEST_CASE("push_changes copies everything once, checkpoints, and resumes from th
   REQUIRE(snap->body("d0", d.tree.rev(d.tree.winner()), body));
   CHECK(body == "{\"i\":100}");
   CHECK(target->store->header().doc_count == 26);
-  shards.close_all();
+  // The handles and the snapshot go out of scope before the registry closes everything.
 }

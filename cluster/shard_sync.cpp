@@ -1,0 +1,84 @@
+#include "cluster/shard_sync.hpp"
+
+#include "actors/internal_replication.hpp"
+#include "node/log.hpp"
+
+namespace settee {
+
+std::vector<sync_row> sync_database(coordinator& coord, rpc_node& rpc, const membership& members, const db_meta& db,
+                                    std::chrono::milliseconds timeout) {
+  std::vector<sync_row> rows;
+  for (const std::string& peer : members.all_nodes()) {
+    if (peer == members.self()) continue;
+    for (size_t i = 0; i < db.q; ++i) {
+      sync_row row;
+      row.node = peer;
+      row.range = db.ranges[i].name();
+      auto info = rpc.shard_info(peer, db.name, row.range, std::min(timeout, std::chrono::milliseconds(5000)));
+      auto source = coord.shard(db, i);
+      if (!info || !source) {
+        row.st = !info ? info.error() : source.error();
+        rows.push_back(std::move(row));
+        continue;
+      }
+      replication_target target;
+      target.uuid = info->uuid;
+      std::string range = row.range;
+      target.apply = [&rpc, &db, peer, range, timeout](std::vector<doc_update>& updates) {
+        return rpc.apply_changes(peer, db.name, range, updates, timeout);
+      };
+      auto r = push_changes(*source, target, timeout);
+      if (r) {
+        row.docs = r->docs;
+        row.seq = r->to_seq;
+      } else {
+        row.st = r.error();
+      }
+      rows.push_back(std::move(row));
+    }
+  }
+  return rows;
+}
+
+shard_syncer::shard_syncer(coordinator& coord, rpc_node& rpc, const membership& members,
+                           std::chrono::milliseconds interval)
+    : coord_(coord), rpc_(rpc), members_(members), interval_(interval), thread_([this] { run(); }) {}
+
+shard_syncer::~shard_syncer() {
+  stop();
+}
+
+void shard_syncer::stop() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stopping_ = true;
+  }
+  cv_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+void shard_syncer::run() {
+  for (;;) {
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      if (cv_.wait_for(lock, interval_, [this] { return stopping_; })) return;
+    }
+    if (members_.all_nodes().size() < 2) continue;  // nobody to push to
+    for (const std::string& name : coord_.catalog().names()) {
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        if (stopping_) return;
+      }
+      auto db = coord_.catalog().find(name);
+      if (!db) continue;  // deleted meanwhile
+      for (auto& row : sync_database(coord_, rpc_, members_, *db, std::chrono::seconds(30))) {
+        // A node without a copy of this database is normal until shard maps are replicated.
+        if (!row.st && row.st.code != errc::not_found) {
+          log::warning("sync of " + name + " " + row.range + " to " + row.node + " failed: " + row.st.reason);
+        }
+      }
+    }
+  }
+}
+
+}  // namespace settee

@@ -1,0 +1,49 @@
+// shard_sync: internal replication of databases to the other nodes' copies (CouchDB's mem3_sync).
+// sync_database pushes every range of one database to every connected node that has a copy;
+// shard_syncer does that for every database on a timer, on its own thread.
+// Thread-safety: sync_database blocks (call it from a plain thread); shard_syncer owns its thread.
+#pragma once
+#include <chrono>
+#include <condition_variable>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "actors/coordinator.hpp"
+#include "cluster/membership.hpp"
+#include "cluster/rpc_node.hpp"
+
+namespace settee {
+
+struct sync_row {
+  std::string node;
+  std::string range;
+  size_t docs = 0;   // documents sent
+  uint64_t seq = 0;  // the source seq the target has now
+  status st;
+};
+
+std::vector<sync_row> sync_database(coordinator& coord, rpc_node& rpc, const membership& members, const db_meta& db,
+                                    std::chrono::milliseconds timeout);
+
+class shard_syncer {
+ public:
+  shard_syncer(coordinator& coord, rpc_node& rpc, const membership& members, std::chrono::milliseconds interval);
+  ~shard_syncer();
+  void stop();
+
+ private:
+  void run();
+
+  coordinator& coord_;
+  rpc_node& rpc_;
+  const membership& members_;
+  std::chrono::milliseconds interval_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool stopping_ = false;
+  std::thread thread_;
+};
+
+}  // namespace settee
