@@ -32,27 +32,92 @@ db_meta db_catalog::make_meta(const std::string& name, uint32_t q, int64_t creat
   return m;
 }
 
+namespace {
+
+// Every live `_dbs` entry as it is stored now.
+std::map<std::string, std::pair<uint32_t, int64_t>> read_entries(const shard_store::snapshot& snap) {
+  std::map<std::string, std::pair<uint32_t, int64_t>> out;
+  snap.scan_docs("", false, [&](const doc_info& d) {
+    if (d.tree.winner_deleted()) return true;
+    std::string body;
+    if (!snap.body(d.id, d.tree.rev(d.tree.winner()), body)) return true;
+    json j = json::parse(body, nullptr, false);
+    if (!j.is_object() || !j["q"].is_number_unsigned() || !j["created"].is_number_integer()) {
+      log::error("ignoring unreadable _dbs entry for " + d.id);
+      return true;
+    }
+    out[d.id] = {j["q"].get<uint32_t>(), j["created"].get<int64_t>()};
+    return true;
+  });
+  return out;
+}
+
+}  // namespace
+
 status db_catalog::load() {
   auto h = dbs();
   if (!h) return h.error();
   auto snap = h->store->read();
   if (!snap) return snap.error();
   std::unique_lock lock(mu_);
-  snap->scan_docs("", false, [&](const doc_info& d) {
-    if (d.tree.winner_deleted()) return true;
-    std::string body;
-    if (!snap->body(d.id, d.tree.rev(d.tree.winner()), body)) return true;
-    json j = json::parse(body, nullptr, false);
-    if (!j.is_object() || !j["q"].is_number_unsigned() || !j["created"].is_number_integer()) {
-      log::error("ignoring unreadable _dbs entry for " + d.id);
-      return true;
-    }
-    auto m = make_meta(d.id, j["q"].get<uint32_t>(), j["created"].get<int64_t>());
+  for (auto& [name, qc] : read_entries(*snap)) {
+    auto m = make_meta(name, qc.first, qc.second);
     last_suffix_ = std::max(last_suffix_, m.created);
-    dbs_by_name_.emplace(d.id, std::move(m));
-    return true;
-  });
+    dbs_by_name_.emplace(name, std::move(m));
+  }
+  loaded_seq_ = h->store->header().update_seq;
   return {};
+}
+
+status db_catalog::reload() {
+  std::lock_guard<std::mutex> wlock(write_mu_);
+  auto h = dbs();
+  if (!h) return h.error();
+  uint64_t seq = h->store->header().update_seq;
+  if (seq == loaded_seq_) return {};
+  auto snap = h->store->read();
+  if (!snap) return snap.error();
+  auto entries = read_entries(*snap);
+  std::vector<db_meta> gone, added;
+  {
+    std::unique_lock lock(mu_);
+    for (auto it = dbs_by_name_.begin(); it != dbs_by_name_.end();) {
+      auto e = entries.find(it->first);
+      if (e == entries.end() || e->second.second != it->second.created) {
+        gone.push_back(it->second);  // deleted, or re-created elsewhere as a new incarnation
+        it = dbs_by_name_.erase(it);
+      } else {
+        ++it;
+      }
+    }
+    for (auto& [name, qc] : entries) {
+      if (dbs_by_name_.count(name)) continue;
+      auto m = make_meta(name, qc.first, qc.second);
+      last_suffix_ = std::max(last_suffix_, m.created);
+      added.push_back(m);
+      dbs_by_name_.emplace(name, std::move(m));
+    }
+    loaded_seq_ = seq;
+  }
+  for (auto& m : gone) {
+    shards_.notify(m.key());
+    for (auto& p : m.shard_paths) shards_.remove(p);
+  }
+  for (auto& m : added) {
+    for (auto& p : m.shard_paths) {
+      if (auto s = shards_.acquire(p, m.created, m.key()); !s) return s.error();
+    }
+  }
+  return {};
+}
+
+db_meta db_catalog::dbs_meta() const {
+  db_meta m;
+  m.name = "_dbs";
+  m.q = 1;
+  m.ranges = make_ranges(1);
+  m.shard_paths = {dbs_path_};
+  return m;
 }
 
 result<db_meta> db_catalog::find(const std::string& name) const {

@@ -39,6 +39,12 @@ class db_catalog {
 
   // Opens `_dbs` and loads every database. Call once before anything else.
   status load();
+  // Brings the in-memory catalog in line with `_dbs` after it changed underneath (internal
+  // replication from another node): creates the shard files of new databases, removes those of
+  // deleted ones. Cheap when `_dbs` did not change since the last call.
+  status reload();
+  // `_dbs` itself as a one-range database, so internal replication can push it like any other.
+  db_meta dbs_meta() const;
 
   result<db_meta> find(const std::string& name) const;
   std::vector<std::string> names() const;
@@ -62,6 +68,7 @@ class db_catalog {
   std::mutex write_mu_;  // one create/delete at a time
   std::map<std::string, db_meta> dbs_by_name_;
   int64_t last_suffix_ = 0;
+  uint64_t loaded_seq_ = 0;  // `_dbs` update seq the in-memory catalog reflects
 };
 
 }  // namespace settee

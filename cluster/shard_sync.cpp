@@ -63,7 +63,13 @@ void shard_syncer::run() {
       std::unique_lock<std::mutex> lock(mu_);
       if (cv_.wait_for(lock, interval_, [this] { return stopping_; })) return;
     }
+    // `_dbs` may have been changed by a peer's push: create and remove databases to match.
+    if (auto st = coord_.catalog().reload(); !st) log::warning("catalog reload failed: " + st.reason);
     if (members_.all_nodes().size() < 2) continue;  // nobody to push to
+    // The catalog first, so peers learn about databases before their documents arrive.
+    for (auto& row : sync_database(coord_, rpc_, members_, coord_.catalog().dbs_meta(), std::chrono::seconds(30))) {
+      if (!row.st) log::warning("sync of _dbs to " + row.node + " failed: " + row.st.reason);
+    }
     for (const std::string& name : coord_.catalog().names()) {
       {
         std::lock_guard<std::mutex> lock(mu_);

@@ -276,7 +276,7 @@ int main(int argc, char** argv) {
       ro.features = {"changes", "clustered-seq-v1", "selector"};
       ro.seeds = std::move(*seeds);
       ro.find_shard = [&catalog, &coord](const std::string& db, const std::string& range) -> result<shard_handle> {
-        auto m = catalog.find(db);
+        auto m = db == "_dbs" ? result<db_meta>(catalog.dbs_meta()) : catalog.find(db);
         if (!m) return m.error();
         for (size_t i = 0; i < m->ranges.size(); ++i)
           if (m->ranges[i].name() == range) return coord.shard(*m, i);

@@ -26,10 +26,26 @@ class PeriodicSync(NodeTest):
         for n in cls.nodes:
             n.cleanup()
 
+    def test_databases_are_created_and_deleted_cluster_wide(self):
+        p1, p2 = self.nodes
+        self.assertEqual(p1.put("/cw?q=3").status, 201)
+        p1.put("/cw/doc", {"x": 1})
+        self.assertTrue(wait_for(lambda: "cw" in p2.get("/_all_dbs", fresh=True).json, 20))
+        self.assertTrue(wait_for(lambda: p2.get("/cw/doc", fresh=True).status == 200, 20))
+        info1, info2 = p1.get("/cw").json, p2.get("/cw").json
+        self.assertEqual(info2["cluster"]["q"], 3)
+        self.assertEqual(info1["instance_start_time"], info2["instance_start_time"])  # same incarnation
+        self.assertEqual(p2.delete("/cw").status, 200)
+        self.assertTrue(wait_for(lambda: "cw" not in p1.get("/_all_dbs", fresh=True).json, 20))
+        self.assertError(p1.get("/cw/doc", fresh=True), 404, "not_found", "Database does not exist.")
+        leftovers = [f for root, _, files in os.walk(os.path.join(p1.data_dir, "shards"))
+                     for f in files if f.startswith("cw.")]
+        self.assertEqual(leftovers, [])
+
     def test_writes_on_either_node_reach_the_other(self):
         p1, p2 = self.nodes
-        for n in (p1, p2):
-            self.assertEqual(n.put("/auto?q=2").status, 201)
+        self.assertEqual(p1.put("/auto?q=2").status, 201)
+        self.assertTrue(wait_for(lambda: "auto" in p2.get("/_all_dbs", fresh=True).json, 20))
         for i in range(20):
             p1.put(f"/auto/from-p1-{i}", {"i": i})
         p2.put("/auto/from-p2", {})
