@@ -329,6 +329,16 @@ result<T> await(std::future<result<T>>& f, std::chrono::milliseconds timeout) {
   return f.get();
 }
 
+// The capability of a peer we are connected to right now (handshake done), else null.
+Node::Client* connected_cap(rpc_node::loop& l, const membership& members, const std::string& peer) {
+  auto it = l.peers.find(peer);
+  if (it == l.peers.end() || !members.is_connected(peer)) return nullptr;
+  KJ_IF_MAYBE (c, it->second->cap) {
+    return c;
+  }
+  return nullptr;
+}
+
 status unavailable(const std::string& peer, const std::string& why) {
   return {errc::unavailable, "node " + peer + " is unavailable: " + why};
 }
@@ -340,14 +350,8 @@ result<remote_shard_info> rpc_node::shard_info(const std::string& peer, const st
   auto reply = std::make_shared<std::promise<result<remote_shard_info>>>();
   auto f = reply->get_future();
   status started = on_loop([&](loop& l) {
-    auto it = l.peers.find(peer);
-    Node::Client* cap = nullptr;
-    if (it != l.peers.end()) {
-      KJ_IF_MAYBE (c, it->second->cap) {
-        cap = c;
-      }
-    }
-    if (!cap || !members_.is_connected(peer)) {
+    Node::Client* cap = connected_cap(l, members_, peer);
+    if (!cap) {
       reply->set_value(unavailable(peer, "not connected"));
       return;
     }
@@ -374,14 +378,8 @@ status rpc_node::apply_changes(const std::string& peer, const std::string& db, c
   auto reply = std::make_shared<std::promise<result<bool>>>();
   auto f = reply->get_future();
   status started = on_loop([&](loop& l) {
-    auto it = l.peers.find(peer);
-    Node::Client* cap = nullptr;
-    if (it != l.peers.end()) {
-      KJ_IF_MAYBE (c, it->second->cap) {
-        cap = c;
-      }
-    }
-    if (!cap || !members_.is_connected(peer)) {
+    Node::Client* cap = connected_cap(l, members_, peer);
+    if (!cap) {
       reply->set_value(unavailable(peer, "not connected"));
       return;
     }
