@@ -345,6 +345,10 @@ status unavailable(const std::string& peer, const std::string& why) {
 
 }  // namespace
 
+status rpc_node::add_peer(const peer_address& peer) {
+  return on_loop([&](loop& l) { l.add_peer(peer); });
+}
+
 result<remote_shard_info> rpc_node::shard_info(const std::string& peer, const std::string& db, const std::string& range,
                                                std::chrono::milliseconds timeout) {
   auto reply = std::make_shared<std::promise<result<remote_shard_info>>>();

@@ -55,6 +55,9 @@ class rpc_node {
   // Stops the loop and joins the thread. Idempotent.
   void stop();
 
+  // Starts dialling a peer (no-op when it is already known). Any thread but the RPC thread.
+  status add_peer(const peer_address& peer);
+
   // Blocking calls to a connected peer, for plain threads (never from the RPC thread itself).
   // errc::unavailable when the peer is not connected or the transport failed, errc::timeout after
   // the deadline; errors the peer reports come back as they were.

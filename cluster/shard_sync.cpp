@@ -1,6 +1,7 @@
 #include "cluster/shard_sync.hpp"
 
 #include "actors/internal_replication.hpp"
+#include "cluster/nodes_db.hpp"
 #include "node/log.hpp"
 
 namespace settee {
@@ -41,8 +42,8 @@ std::vector<sync_row> sync_database(coordinator& coord, rpc_node& rpc, const mem
 }
 
 shard_syncer::shard_syncer(coordinator& coord, rpc_node& rpc, const membership& members,
-                           std::chrono::milliseconds interval)
-    : coord_(coord), rpc_(rpc), members_(members), interval_(interval), thread_([this] { run(); }) {}
+                           std::chrono::milliseconds interval, nodes_db* nodes)
+    : coord_(coord), rpc_(rpc), members_(members), interval_(interval), nodes_(nodes), thread_([this] { run(); }) {}
 
 shard_syncer::~shard_syncer() {
   stop();
@@ -65,7 +66,15 @@ void shard_syncer::run() {
     }
     // `_dbs` may have been changed by a peer's push: create and remove databases to match.
     if (auto st = coord_.catalog().reload(); !st) log::warning("catalog reload failed: " + st.reason);
+    if (nodes_) {
+      if (auto st = nodes_->reload(); !st) log::warning("_nodes reload failed: " + st.reason);
+    }
     if (members_.all_nodes().size() < 2) continue;  // nobody to push to
+    if (nodes_) {
+      for (auto& row : sync_database(coord_, rpc_, members_, nodes_->meta(), std::chrono::seconds(30))) {
+        if (!row.st) log::warning("sync of _nodes to " + row.node + " failed: " + row.st.reason);
+      }
+    }
     // The catalog first, so peers learn about databases before their documents arrive.
     for (auto& row : sync_database(coord_, rpc_, members_, coord_.catalog().dbs_meta(), std::chrono::seconds(30))) {
       if (!row.st) log::warning("sync of _dbs to " + row.node + " failed: " + row.st.reason);

@@ -29,7 +29,9 @@ std::vector<sync_row> sync_database(coordinator& coord, rpc_node& rpc, const mem
 
 class shard_syncer {
  public:
-  shard_syncer(coordinator& coord, rpc_node& rpc, const membership& members, std::chrono::milliseconds interval);
+  // `nodes` (may be null): the `_nodes` database, reloaded and pushed on every sweep like `_dbs`.
+  shard_syncer(coordinator& coord, rpc_node& rpc, const membership& members, std::chrono::milliseconds interval,
+               class nodes_db* nodes = nullptr);
   ~shard_syncer();
   void stop();
 
@@ -40,6 +42,7 @@ class shard_syncer {
   rpc_node& rpc_;
   const membership& members_;
   std::chrono::milliseconds interval_;
+  class nodes_db* nodes_;
   std::mutex mu_;
   std::condition_variable cv_;
   bool stopping_ = false;

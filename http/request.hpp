@@ -20,6 +20,7 @@ class authenticator;
 class change_notifier;
 class membership;
 class rpc_node;
+class nodes_db;
 
 // Limits and identity the handlers need; built once at start-up, read-only afterwards.
 struct node_services {
@@ -36,6 +37,7 @@ struct node_services {
   change_notifier* notifier = nullptr;
   membership* members = nullptr;
   rpc_node* rpc = nullptr;      // null on a single node
+  nodes_db* nodes = nullptr;    // null on a single node
   size_t max_live_feeds = 100;  // longpoll/continuous/eventsource feeds open at once
   std::atomic<size_t> live_feeds{0};
 };

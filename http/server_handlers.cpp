@@ -3,6 +3,7 @@
 #include <random>
 
 #include "cluster/membership.hpp"
+#include "cluster/nodes_db.hpp"
 #include "http/auth.hpp"
 #include "http/handlers.hpp"
 #include "node/crypto.hpp"
@@ -165,6 +166,29 @@ void handle_node(ctx& c) {
   if (p.size() == 2) {
     if (c.method() != "GET") return c.method_not_allowed("GET,HEAD");
     return c.reply(200, json{{"name", c.node.node_name}});
+  }
+  if (p[2] == "_nodes" && p.size() == 4) {
+    // PUT /_node/_local/_nodes/<name@host> {"rpc_port": N, "host": "..."?}: add a member at runtime.
+    if (c.method() != "PUT") return c.method_not_allowed("PUT");
+    if (!c.node.nodes) return c.error(errc::bad_request, "this node is not clustered: set [cluster] rpc_port");
+    const std::string& name = p[3];
+    size_t at = name.find('@');
+    if (at == std::string::npos || at == 0 || at + 1 == name.size()) {
+      return c.error(errc::bad_request, "a node name is name@host");
+    }
+    auto body = parse_json(c.req.body.empty() ? "{}" : c.req.body);
+    if (!body || !body->is_object()) return c.error(errc::bad_request, "Request body must be a JSON object");
+    const json& port = (*body)["rpc_port"];
+    if (!port.is_number_unsigned() || port.get<uint64_t>() == 0 || port.get<uint64_t>() > 65535) {
+      return c.error(errc::bad_request, "`rpc_port` must be a port number");
+    }
+    std::string host = name.substr(at + 1);
+    if (body->contains("host")) {
+      if (!(*body)["host"].is_string()) return c.error(errc::bad_request, "`host` must be a string");
+      host = (*body)["host"].get<std::string>();
+    }
+    if (auto st = c.node.nodes->add({name, host, port.get<uint16_t>()}); !st) return c.error(st);
+    return c.reply(201, json{{"ok", true}});
   }
   if (p[2] == "_config" && p.size() <= 5) {
     if (c.method() != "GET") {

@@ -18,6 +18,7 @@
 #include "actors/messages.hpp"
 #include "actors/shard_registry.hpp"
 #include "cluster/membership.hpp"
+#include "cluster/nodes_db.hpp"
 #include "cluster/rpc_node.hpp"
 #include "cluster/shard_sync.hpp"
 #include "http/auth.hpp"
@@ -262,6 +263,7 @@ int main(int argc, char** argv) {
     node.members = &members;
     std::unique_ptr<rpc_node> rpc;
     std::unique_ptr<shard_syncer> syncer;
+    std::unique_ptr<nodes_db> nodes;
     if (!cfg.get("cluster", "rpc_port").empty()) {
       auto seeds = parse_seeds(cfg.get("cluster", "seeds"));
       if (!seeds) die(seeds.error().reason);
@@ -275,8 +277,11 @@ int main(int argc, char** argv) {
       ro.release = SETTEE_VERSION;
       ro.features = {"changes", "clustered-seq-v1", "selector"};
       ro.seeds = std::move(*seeds);
-      ro.find_shard = [&catalog, &coord](const std::string& db, const std::string& range) -> result<shard_handle> {
-        auto m = db == "_dbs" ? result<db_meta>(catalog.dbs_meta()) : catalog.find(db);
+      ro.find_shard = [&catalog, &coord, &nodes](const std::string& db,
+                                                 const std::string& range) -> result<shard_handle> {
+        auto m = db == "_dbs"              ? result<db_meta>(catalog.dbs_meta())
+                 : db == "_nodes" && nodes ? result<db_meta>(nodes->meta())
+                                           : catalog.find(db);
         if (!m) return m.error();
         for (size_t i = 0; i < m->ranges.size(); ++i)
           if (m->ranges[i].name() == range) return coord.shard(*m, i);
@@ -285,9 +290,17 @@ int main(int argc, char** argv) {
       rpc = std::make_unique<rpc_node>(members, ro);
       if (auto st = rpc->start(); !st) die(st.reason);
       node.rpc = rpc.get();
+      // `_nodes`: this node and the seeds are members; the database spreads them to every node.
+      nodes = std::make_unique<nodes_db>(shards, clk, args.data_dir, members, *rpc, timeout);
+      node.nodes = nodes.get();
+      for (const auto& s : ro.seeds) {
+        if (auto st = nodes->add(s); !st) die("cannot record seed " + s.name + ": " + st.reason);
+      }
+      if (auto st = nodes->add({store_opts.node_name, ro.advertised_host, rpc->port()}); !st) die(st.reason);
       int64_t sync_ms = cfg.get_int("cluster", "sync_interval_ms", 5000);
-      if (sync_ms > 0)
-        syncer = std::make_unique<shard_syncer>(coord, *rpc, members, std::chrono::milliseconds(sync_ms));
+      if (sync_ms > 0) {
+        syncer = std::make_unique<shard_syncer>(coord, *rpc, members, std::chrono::milliseconds(sync_ms), nodes.get());
+      }
       log::info("cluster RPC listening on " + ro.bind + ":" + std::to_string(rpc->port()));
     }
     raise_fd_limit(http.threads + 3 * static_cast<size_t>(cfg.get_int("couchdb", "max_dbs_open", 500)) + 64);

@@ -1,0 +1,84 @@
+#include "cluster/nodes_db.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include "actors/bridge.hpp"
+#include "node/log.hpp"
+
+namespace settee {
+
+nodes_db::nodes_db(shard_registry& shards, const clock& clk, std::string data_dir, membership& members, rpc_node& rpc,
+                   std::chrono::milliseconds timeout)
+    : shards_(shards),
+      clk_(clk),
+      path_(std::move(data_dir) + "/_nodes.lmdb"),
+      members_(members),
+      rpc_(rpc),
+      timeout_(timeout) {}
+
+result<shard_handle> nodes_db::handle() {
+  return shards_.acquire(path_, 0);
+}
+
+db_meta nodes_db::meta() const {
+  db_meta m;
+  m.name = "_nodes";
+  m.q = 1;
+  m.ranges = make_ranges(1);
+  m.shard_paths = {path_};
+  return m;
+}
+
+status nodes_db::add(const peer_address& node) {
+  auto h = handle();
+  if (!h) return h.error();
+  nlohmann::json body = {{"host", node.host}, {"rpc_port", node.port}};
+  doc_update u;
+  u.id = node.name;
+  u.body = body.dump();
+  if (auto snap = h->store->read()) {
+    doc_info d;
+    if (snap->doc(node.name, d)) {
+      std::string old;
+      if (!d.tree.winner_deleted() && snap->body(node.name, d.tree.rev(d.tree.winner()), old) && old == u.body) {
+        return {};  // already there: no new revision (seeds are written at every start)
+      }
+      u.revs.push_back(d.tree.rev(d.tree.winner()));
+    }
+  }
+  auto op = std::make_shared<write_op>();
+  op->docs.push_back(std::move(u));
+  if (auto st = write_all({{h->writer, op}}, timeout_); !st) return st;
+  if (!op->st) return op->st;
+  if (!op->results.front().st) return op->results.front().st;
+  return reload();
+}
+
+status nodes_db::reload() {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto h = handle();
+  if (!h) return h.error();
+  uint64_t seq = h->store->header().update_seq;
+  if (seq == loaded_seq_) return {};
+  auto snap = h->store->read();
+  if (!snap) return snap.error();
+  snap->scan_docs("", false, [&](const doc_info& d) {
+    if (d.tree.winner_deleted() || known_.count(d.id)) return true;
+    std::string body;
+    if (!snap->body(d.id, d.tree.rev(d.tree.winner()), body)) return true;
+    auto j = nlohmann::json::parse(body, nullptr, false);
+    if (!j.is_object() || !j["host"].is_string() || !j["rpc_port"].is_number_unsigned()) {
+      log::warning("ignoring unreadable _nodes entry " + d.id);
+      return true;
+    }
+    peer_address p{d.id, j["host"].get<std::string>(), j["rpc_port"].get<uint16_t>()};
+    members_.add_member(p.name);
+    if (p.name != members_.self()) rpc_.add_peer(p);
+    known_.insert(p.name);
+    return true;
+  });
+  loaded_seq_ = seq;
+  return {};
+}
+
+}  // namespace settee

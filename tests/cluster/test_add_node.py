@@ -1,0 +1,55 @@
+"""PUT /_node/_local/_nodes/<name>: a fourth node joins a running 3-node cluster and catches up."""
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(__file__))
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "integration"))
+from harness import Node, NodeTest, free_port, main  # noqa: E402
+from test_membership import Cluster, wait_for  # noqa: E402
+
+
+class AddNode(NodeTest):
+    @classmethod
+    def setUpClass(cls):
+        cls.cluster = Cluster(3, sync_interval_ms=200).start()
+        cls.node = cls.cluster.nodes[0]
+        cls.n4_port = free_port()
+        cls.n4 = Node(config=f"[node]\nname = n4@127.0.0.1\n[cluster]\nrpc_port = {cls.n4_port}\n"
+                             f"sync_interval_ms = 200\n").start()
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.cluster.cleanup()
+        cls.n4.cleanup()
+
+    def test_fourth_node_joins_and_catches_up(self):
+        nodes = self.cluster.nodes + [self.n4]
+        names = sorted(self.cluster.names + ["n4@127.0.0.1"])
+        n1 = nodes[0]
+        self.assertEqual(n1.put("/before?q=2").status, 201)
+        for i in range(10):
+            n1.put(f"/before/d{i}", {"i": i})
+        self.assertEqual(self.n4.get("/_membership").json["all_nodes"], ["n4@127.0.0.1"])  # alone so far
+
+        r = n1.put("/_node/_local/_nodes/n4@127.0.0.1", {"rpc_port": self.n4_port})
+        self.assertEqual((r.status, r.json), (201, {"ok": True}))
+        for node in nodes:  # every node learns every other one (via `_nodes` and introductions)
+            self.assertTrue(wait_for(lambda node=node: node.get("/_membership", fresh=True).json["all_nodes"] == names,
+                                     20), node.get("/_membership").json)
+        # The new node receives the databases and documents that existed before it joined.
+        self.assertTrue(wait_for(lambda: "before" in self.n4.get("/_all_dbs", fresh=True).json, 20))
+        self.assertTrue(wait_for(lambda: self.n4.get("/before", fresh=True).json.get("doc_count") == 10, 20))
+
+    def test_bad_requests(self):
+        n1 = self.cluster.nodes[0]
+        self.assertError(n1.put("/_node/_local/_nodes/n9@127.0.0.1", {}), 400, "bad_request",
+                         "`rpc_port` must be a port number")
+        self.assertError(n1.put("/_node/_local/_nodes/noat", {"rpc_port": 1}), 400, "bad_request",
+                         "a node name is name@host")
+        self.assertError(n1.put("/_node/_local/_nodes/n9@h", {"rpc_port": 1, "host": 5}), 400, "bad_request")
+        self.assertError(n1.get("/_node/_local/_nodes/n9@h"), 405, "method_not_allowed", "Only PUT allowed")
+        self.assertError(n1.put("/_node/_local/_nodes/n9@h", {"rpc_port": 1}, auth=False), 401, "unauthorized")
+
+
+if __name__ == "__main__":
+    main()
