@@ -29,4 +29,12 @@ status write_all(const std::vector<write_request>& requests, std::chrono::millis
   return st;
 }
 
+status write_one(const caf::actor& replica, const std::shared_ptr<write_op>& op, std::chrono::milliseconds timeout) {
+  if (auto st = write_all({{replica, op}}, timeout); !st) return st;
+  if (!op->st) return op->st;
+  for (auto& r : op->results)
+    if (!r.st) return r.st;
+  return {};
+}
+
 }  // namespace settee

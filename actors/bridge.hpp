@@ -20,4 +20,8 @@ using write_request = std::pair<caf::actor, std::shared_ptr<write_op>>;
 // `st` and results are final, unless the deadline passed (errc::timeout) or an actor was gone.
 status write_all(const std::vector<write_request>& requests, std::chrono::milliseconds timeout);
 
+// Sends one op and waits for it. Ok only if the transport, the transaction and every document
+// result are ok; otherwise the first failure (for callers that do not report per-document results).
+status write_one(const caf::actor& replica, const std::shared_ptr<write_op>& op, std::chrono::milliseconds timeout);
+
 }  // namespace settee

@@ -60,8 +60,7 @@ result<uint64_t> coordinator::write_local(const db_meta& db, local_update u) {
   auto op = std::make_shared<write_op>();
   op->what = write_op::kind::local;
   op->local = std::move(u);
-  if (auto st = write_all({{h->writer, op}}, timeout_); !st) return st;
-  if (!op->st) return op->st;
+  if (auto st = write_one(h->writer, op, timeout_); !st) return st;
   return op->local_rev;
 }
 

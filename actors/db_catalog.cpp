@@ -38,9 +38,8 @@ namespace {
 std::map<std::string, std::pair<uint32_t, int64_t>> read_entries(const shard_store::snapshot& snap) {
   std::map<std::string, std::pair<uint32_t, int64_t>> out;
   snap.scan_docs("", false, [&](const doc_info& d) {
-    if (d.tree.winner_deleted()) return true;
     std::string body;
-    if (!snap.body(d.id, d.tree.rev(d.tree.winner()), body)) return true;
+    if (!snap.winner_body(d, body)) return true;
     json j = json::parse(body, nullptr, false);
     if (!j.is_object() || !j["q"].is_number_unsigned() || !j["created"].is_number_integer()) {
       log::error("ignoring unreadable _dbs entry for " + d.id);
@@ -148,9 +147,7 @@ status db_catalog::write_entry(const std::string& name, const std::string& body,
     if (snap->doc(name, d)) u.revs.push_back(d.tree.rev(d.tree.winner()));
   }
   op->docs.push_back(std::move(u));
-  if (auto st = write_all({{h->writer, op}}, timeout_); !st) return st;
-  if (!op->st) return op->st;
-  return op->results.front().st;
+  return write_one(h->writer, op, timeout_);
 }
 
 result<db_meta> db_catalog::create(const std::string& name, uint32_t q) {

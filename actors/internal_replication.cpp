@@ -12,11 +12,7 @@ replication_target local_target(const shard_handle& target, std::chrono::millise
   t.apply = [target, timeout](std::vector<doc_update>& updates) -> status {
     auto write = std::make_shared<write_op>();
     write->docs = std::move(updates);
-    if (auto st = write_all({{target.writer, write}}, timeout); !st) return st;
-    if (!write->st) return write->st;
-    for (auto& r : write->results)
-      if (!r.st) return r.st;  // a merge never conflicts; anything else is a real failure
-    return {};
+    return write_one(target.writer, write, timeout);  // a merge never conflicts: any failure is real
   };
   return t;
 }
@@ -79,8 +75,7 @@ result<replication_result> push_changes(const shard_handle& source, const replic
     auto save = std::make_shared<write_op>();
     save->what = write_op::kind::local;
     save->local = {id, checkpoint_body(batch.last_seq), false, cp.rev};
-    if (auto st = write_all({{source.writer, save}}, timeout); !st) return st;
-    if (!save->st) return save->st;
+    if (auto st = write_one(source.writer, save, timeout); !st) return st;
     cp.rev = save->local_rev;
     out.to_seq = batch.last_seq;
     out.docs += batch.docs;

@@ -128,9 +128,4 @@ void shard_registry::notify(const std::string& notify_key) {
   if (notifier_) notifier_->notify(notify_key);
 }
 
-size_t shard_registry::open_count() const {
-  std::lock_guard<std::mutex> lock(mu_);
-  return open_.size();
-}
-
 }  // namespace settee

@@ -37,7 +37,6 @@ class shard_registry {
   void remove(const std::string& path);
   // Closes every shard (queued writes finish first).
   void close_all();
-  size_t open_count() const;
   // Wakes the live feeds of `notify_key` (e.g. their database was deleted).
   void notify(const std::string& notify_key);
 

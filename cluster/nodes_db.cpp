@@ -40,7 +40,7 @@ status nodes_db::add(const peer_address& node) {
     doc_info d;
     if (snap->doc(node.name, d)) {
       std::string old;
-      if (!d.tree.winner_deleted() && snap->body(node.name, d.tree.rev(d.tree.winner()), old) && old == u.body) {
+      if (snap->winner_body(d, old) && old == u.body) {
         return {};  // already there: no new revision (seeds are written at every start)
       }
       u.revs.push_back(d.tree.rev(d.tree.winner()));
@@ -48,9 +48,7 @@ status nodes_db::add(const peer_address& node) {
   }
   auto op = std::make_shared<write_op>();
   op->docs.push_back(std::move(u));
-  if (auto st = write_all({{h->writer, op}}, timeout_); !st) return st;
-  if (!op->st) return op->st;
-  if (!op->results.front().st) return op->results.front().st;
+  if (auto st = write_one(h->writer, op, timeout_); !st) return st;
   return reload();
 }
 
@@ -63,9 +61,8 @@ status nodes_db::reload() {
   auto snap = h->store->read();
   if (!snap) return snap.error();
   snap->scan_docs("", false, [&](const doc_info& d) {
-    if (d.tree.winner_deleted() || known_.count(d.id)) return true;
     std::string body;
-    if (!snap->body(d.id, d.tree.rev(d.tree.winner()), body)) return true;
+    if (known_.count(d.id) || !snap->winner_body(d, body)) return true;
     auto j = nlohmann::json::parse(body, nullptr, false);
     if (!j.is_object() || !j["host"].is_string() || !j["rpc_port"].is_number_unsigned()) {
       log::warning("ignoring unreadable _nodes entry " + d.id);

@@ -349,9 +349,9 @@ status rpc_node::add_peer(const peer_address& peer) {
   return on_loop([&](loop& l) { l.add_peer(peer); });
 }
 
-result<remote_shard_info> rpc_node::shard_info(const std::string& peer, const std::string& db, const std::string& range,
-                                               std::chrono::milliseconds timeout) {
-  auto reply = std::make_shared<std::promise<result<remote_shard_info>>>();
+template <class T, class Send>
+result<T> rpc_node::call(const std::string& peer, std::chrono::milliseconds timeout, Send send) {
+  auto reply = std::make_shared<std::promise<result<T>>>();
   auto f = reply->get_future();
   status started = on_loop([&](loop& l) {
     Node::Client* cap = connected_cap(l, members_, peer);
@@ -359,35 +359,31 @@ result<remote_shard_info> rpc_node::shard_info(const std::string& peer, const st
       reply->set_value(unavailable(peer, "not connected"));
       return;
     }
-    auto req = cap->shardInfoRequest();
-    req.initShard().setDb(db);
-    req.getShard().setRange(range);
-    l.tasks.add(req.send().then(
-        [reply](capnp::Response<Node::ShardInfoResults>&& r) {
-          status st = status_of(r.getStatus());
-          if (!st) {
-            reply->set_value(st);
-            return;
-          }
-          reply->set_value(remote_shard_info{r.getUuid(), r.getUpdateSeq()});
-        },
+    l.tasks.add(send(*cap).then(
+        [reply](result<T>&& r) { reply->set_value(std::move(r)); },
         [reply, peer](kj::Exception&& e) { reply->set_value(unavailable(peer, e.getDescription().cStr())); }));
   });
   if (!started) return started;
   return await(f, timeout);
 }
 
+result<remote_shard_info> rpc_node::shard_info(const std::string& peer, const std::string& db, const std::string& range,
+                                               std::chrono::milliseconds timeout) {
+  return call<remote_shard_info>(peer, timeout, [&](Node::Client& cap) {
+    auto req = cap.shardInfoRequest();
+    req.initShard().setDb(db);
+    req.getShard().setRange(range);
+    return req.send().then([](capnp::Response<Node::ShardInfoResults>&& r) -> result<remote_shard_info> {
+      if (status st = status_of(r.getStatus()); !st) return st;
+      return remote_shard_info{r.getUuid(), r.getUpdateSeq()};
+    });
+  });
+}
+
 status rpc_node::apply_changes(const std::string& peer, const std::string& db, const std::string& range,
                                const std::vector<doc_update>& updates, std::chrono::milliseconds timeout) {
-  auto reply = std::make_shared<std::promise<result<bool>>>();
-  auto f = reply->get_future();
-  status started = on_loop([&](loop& l) {
-    Node::Client* cap = connected_cap(l, members_, peer);
-    if (!cap) {
-      reply->set_value(unavailable(peer, "not connected"));
-      return;
-    }
-    auto req = cap->applyChangesRequest();
+  auto r = call<bool>(peer, timeout, [&](Node::Client& cap) {
+    auto req = cap.applyChangesRequest();
     req.initShard().setDb(db);
     req.getShard().setRange(range);
     auto list = req.initUpdates(static_cast<unsigned>(updates.size()));
@@ -403,18 +399,11 @@ status rpc_node::apply_changes(const std::string& peer, const std::string& db, c
         revs[k].setHash(u.revs[k].hash);
       }
     }
-    l.tasks.add(req.send().then(
-        [reply](capnp::Response<Node::ApplyChangesResults>&& r) {
-          status st = status_of(r.getStatus());
-          if (st)
-            reply->set_value(true);
-          else
-            reply->set_value(st);
-        },
-        [reply, peer](kj::Exception&& e) { reply->set_value(unavailable(peer, e.getDescription().cStr())); }));
+    return req.send().then([](capnp::Response<Node::ApplyChangesResults>&& r) -> result<bool> {
+      if (status st = status_of(r.getStatus()); !st) return st;
+      return true;
+    });
   });
-  if (!started) return started;
-  auto r = await(f, timeout);
   return r ? status{} : r.error();
 }
 

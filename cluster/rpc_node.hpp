@@ -76,6 +76,11 @@ class rpc_node {
   std::function<void()> stop_;  // wakes the loop thread through its executor
   // Runs `start` on the loop thread; it must only start work (never wait).
   status on_loop(const std::function<void(loop&)>& start);
+  // The shape of every client call: on the loop thread, find the connected peer, start the request
+  // (`send` gets the peer's capability and returns a promise of the answer), and hand the answer or
+  // the transport failure to the waiting caller, up to `timeout`. Defined in rpc_node.cpp.
+  template <class T, class Send>
+  result<T> call(const std::string& peer, std::chrono::milliseconds timeout, Send send);
   std::shared_ptr<struct loop_control> control_;
 };
 

@@ -69,7 +69,7 @@ std::optional<authenticator::stored_user> authenticator::find_user(const std::st
   auto snap = coord_.read_for(*db, id);
   doc_info d;
   std::string body;
-  if (!snap || !snap->doc(id, d) || d.tree.winner_deleted() || !snap->body(id, d.tree.rev(d.tree.winner()), body)) {
+  if (!snap || !snap->doc(id, d) || !snap->winner_body(d, body)) {
     return std::nullopt;
   }
   auto j = parse_json(body);

@@ -46,8 +46,8 @@ status validate_db_name(const std::string& name);
 status validate_doc_id(const std::string& id, size_t max_length);
 // The database's _security object ({} when unset).
 json read_security(ctx& c, const db_meta& db);
-// The clustered seq token of the database's current position (as `since=now` would give).
-result<std::string> current_seq_token(ctx& c, const db_meta& db);
+// The clustered seq token of the position the shard headers describe (one header per range).
+std::string seq_token(ctx& c, const db_meta& db, const std::vector<shard_header>& headers);
 // Server-generated document ids (CouchDB's "sequential" algorithm).
 std::string next_uuid();
 

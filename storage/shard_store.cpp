@@ -181,6 +181,11 @@ shard_header shard_store::header() const {
   return header_;
 }
 
+std::string shard_store::security() const {
+  std::lock_guard<std::mutex> lock(header_mu_);
+  return header_.security;
+}
+
 uint64_t shard_store::file_size() const {
   struct stat st {};
   return ::stat(path_.c_str(), &st) == 0 ? static_cast<uint64_t>(st.st_size) : 0;
@@ -368,6 +373,10 @@ bool shard_store::snapshot::body(std::string_view id, const rev_id& rev, std::st
   if (!get(txn_, store_->bodies_, body_key(id, rev), raw, found) || !found) return false;
   out.assign(raw);
   return true;
+}
+
+bool shard_store::snapshot::winner_body(const doc_info& d, std::string& out) const {
+  return !d.tree.empty() && !d.tree.winner_deleted() && body(d.id, d.tree.rev(d.tree.winner()), out);
 }
 
 bool shard_store::snapshot::local(std::string_view id, local_doc& out) const {

@@ -106,6 +106,7 @@ class shard_store : public std::enable_shared_from_this<shard_store> {
 
   const std::string& path() const { return path_; }
   shard_header header() const;
+  std::string security() const;  // header().security without copying the rest
   uint64_t file_size() const;
 
   // Applies every op in one transaction and syncs it to disk. A failure of the transaction itself
@@ -125,6 +126,8 @@ class shard_store : public std::enable_shared_from_this<shard_store> {
 
     bool doc(std::string_view id, doc_info& out) const;
     bool body(std::string_view id, const rev_id& rev, std::string& out) const;
+    // The winning revision's body of `d`; false when the winner is a tombstone (or has no body).
+    bool winner_body(const doc_info& d, std::string& out) const;
     bool local(std::string_view id, local_doc& out) const;
     // Visits documents in id order from `start` (inclusive; "" = the first or, descending, the last
     // id). The visitor returns false to stop.
