@@ -79,16 +79,21 @@ status db_catalog::reload() {
   auto entries = read_entries(*snap);
   std::vector<db_meta> gone, added;
   {
-    std::unique_lock lock(mu_);
-    for (auto it = dbs_by_name_.begin(); it != dbs_by_name_.end();) {
-      auto e = entries.find(it->first);
-      if (e == entries.end() || e->second.second != it->second.created) {
-        gone.push_back(it->second);  // deleted, or re-created elsewhere as a new incarnation
-        it = dbs_by_name_.erase(it);
-      } else {
-        ++it;
-      }
+    std::shared_lock lock(mu_);
+    for (auto& [name, m] : dbs_by_name_) {
+      auto e = entries.find(name);
+      // Deleted, or re-created elsewhere as a new incarnation.
+      if (e == entries.end() || e->second.second != m.created) gone.push_back(m);
     }
+  }
+  // Files first, then the name: once a database is gone from the catalog its files are gone too.
+  for (auto& m : gone) {
+    shards_.notify(m.key());
+    for (auto& p : m.shard_paths) shards_.remove(p);
+  }
+  {
+    std::unique_lock lock(mu_);
+    for (auto& m : gone) dbs_by_name_.erase(m.name);
     for (auto& [name, qc] : entries) {
       if (dbs_by_name_.count(name)) continue;
       auto m = make_meta(name, qc.first, qc.second);
@@ -97,10 +102,6 @@ status db_catalog::reload() {
       dbs_by_name_.emplace(name, std::move(m));
     }
     loaded_seq_ = seq;
-  }
-  for (auto& m : gone) {
-    shards_.notify(m.key());
-    for (auto& p : m.shard_paths) shards_.remove(p);
   }
   for (auto& m : added) {
     for (auto& p : m.shard_paths) {
@@ -124,6 +125,15 @@ result<db_meta> db_catalog::find(const std::string& name) const {
   auto it = dbs_by_name_.find(name);
   if (it == dbs_by_name_.end()) return status{errc::db_not_found, "Database does not exist."};
   return it->second;
+}
+
+bool db_catalog::alive(const db_meta& m) const {
+  auto now = find(m.name);
+  if (!now || now->created != m.created) return false;
+  for (auto& p : m.shard_paths) {
+    if (shards_.removed(p)) return false;
+  }
+  return true;
 }
 
 std::vector<std::string> db_catalog::names() const {
@@ -176,12 +186,10 @@ status db_catalog::remove(const std::string& name) {
   auto m = find(name);
   if (!m) return m.error();
   if (auto st = write_entry(name, "{}", true); !st) return st;
-  {
-    std::unique_lock lock(mu_);
-    dbs_by_name_.erase(name);
-  }
   shards_.notify(m->key());  // open feeds notice and end, releasing the shards
   for (auto& p : m->shard_paths) shards_.remove(p);
+  std::unique_lock lock(mu_);
+  dbs_by_name_.erase(name);  // after the files: a 200 means they are gone
   return {};
 }
 

@@ -48,6 +48,9 @@ class db_catalog {
 
   result<db_meta> find(const std::string& name) const;
   std::vector<std::string> names() const;
+  // False once this incarnation of the database is deleted, or while its deletion is under way
+  // (long-lived readers such as feeds poll this and let go of the shards).
+  bool alive(const db_meta& m) const;
   // errc::file_exists when it exists.
   result<db_meta> create(const std::string& name, uint32_t q);
   // errc::db_not_found when it does not exist. Deletes the shard files.

@@ -40,6 +40,7 @@ result<shard_handle> shard_registry::acquire(const std::string& path, int64_t cr
   std::weak_ptr<shard_store> closing;
   {
     std::lock_guard<std::mutex> lock(mu_);
+    if (removed_.count(path)) return status{errc::db_not_found, "Database does not exist."};
     auto it = open_.find(path);
     if (it != open_.end()) {
       it->second.last_used = ++tick_;
@@ -53,6 +54,7 @@ result<shard_handle> shard_registry::acquire(const std::string& path, int64_t cr
   }
   wait_released(closing);  // never two environments on one file
   std::lock_guard<std::mutex> lock(mu_);
+  if (removed_.count(path)) return status{errc::db_not_found, "Database does not exist."};
   auto it = open_.find(path);  // another thread may have opened it meanwhile
   if (it != open_.end()) {
     it->second.last_used = ++tick_;
@@ -93,6 +95,7 @@ void shard_registry::remove(const std::string& path) {
   std::weak_ptr<shard_store> w;
   {
     std::lock_guard<std::mutex> lock(mu_);
+    removed_.insert(path);
     auto it = open_.find(path);
     if (it != open_.end()) {
       w = it->second.handle.store;
@@ -107,6 +110,11 @@ void shard_registry::remove(const std::string& path) {
   }
   wait_released(w);
   shard_store::remove_files(path);
+}
+
+bool shard_registry::removed(const std::string& path) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return removed_.count(path) > 0;
 }
 
 void shard_registry::close_all() {

@@ -12,6 +12,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
 
 #include "actors/shard_replica.hpp"
@@ -33,8 +34,12 @@ class shard_registry {
   // Opens (or finds) the shard at `path`. `created_at` is used when the file is new; commits are
   // announced to the notifier under `notify_key`.
   result<shard_handle> acquire(const std::string& path, int64_t created_at, const std::string& notify_key = "");
-  // Closes the shard (after its queued writes) and deletes its files.
+  // Closes the shard (after its queued writes) and deletes its files. The path is never opened
+  // again by this process (paths name one database incarnation), so a request that still holds the
+  // old shard map cannot re-create the file: acquire() answers db_not_found.
   void remove(const std::string& path);
+  // True once remove(path) has begun.
+  bool removed(const std::string& path) const;
   // Closes every shard (queued writes finish first).
   void close_all();
   // Wakes the live feeds of `notify_key` (e.g. their database was deleted).
@@ -58,6 +63,7 @@ class shard_registry {
   mutable std::mutex mu_;
   std::map<std::string, entry> open_;
   std::map<std::string, std::weak_ptr<shard_store>> closing_;
+  std::set<std::string> removed_;
   uint64_t tick_ = 0;
 };
 

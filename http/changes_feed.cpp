@@ -185,8 +185,7 @@ void changes_feed::release_snapshots() {
 }
 
 bool changes_feed::alive() const {
-  auto now = coord_.catalog().find(db_.name);
-  return now && now->created == db_.created;
+  return coord_.catalog().alive(db_);
 }
 
 }  // namespace settee

@@ -350,10 +350,11 @@ class ChangesResume(NodeTest):
         seen, since = [], "0"
         deadline = time.time() + 60
         while time.time() < deadline:
+            writes_done = stop.is_set()  # read before the request: the last write may land during it
             res = self.node.get(f"/resume/_changes?limit=7&since={since}").json
             seen += [r["id"] for r in res["results"]]
             since = res["last_seq"]
-            if stop.is_set() and not res["results"] and res["pending"] == 0:
+            if writes_done and not res["results"] and res["pending"] == 0:
                 break
         t.join()
         self.assertEqual(len(seen), len(set(seen)), "a change was delivered twice")
