@@ -11,13 +11,25 @@
 #include <vector>
 
 #include "actors/db_catalog.hpp"
+#include "actors/remote_shards.hpp"
 #include "actors/shard_registry.hpp"
 
 namespace settee {
 
+struct write_outcome {
+  std::vector<doc_result> results;  // one per input document, in input order
+  bool quorum_met = true;           // every document reached w copies (else: HTTP 202)
+};
+
 class coordinator {
  public:
-  coordinator(db_catalog& catalog, shard_registry& shards, std::chrono::milliseconds timeout);
+  coordinator(db_catalog& catalog, shard_registry& shards, std::chrono::milliseconds timeout, std::string self);
+
+  // Other nodes' copies; null on a single node. Set once, before requests arrive.
+  void set_remote(remote_shards* remote) { remote_ = remote; }
+  const std::string& self() const { return self_; }
+  // The nodes holding range `index` of `db` (this node alone for a system database).
+  std::vector<std::string> copies(const db_meta& db, size_t index) const;
 
   db_catalog& catalog() { return catalog_; }
 
@@ -27,11 +39,20 @@ class coordinator {
   // A read snapshot of the shard that holds `doc_id`.
   result<shard_store::snapshot> read_for(const db_meta& db, std::string_view doc_id);
 
-  // Writes documents, each to the shard of its id; all shards commit in parallel.
-  // `out` gets one result per input, in input order.
-  status update_docs(const db_meta& db, std::vector<doc_update> docs, std::vector<doc_result>& out);
+  // Writes documents, each to every copy of its range (this node's through its replica actor,
+  // others' over RPC), all in parallel; returns once w copies of every range answered (or all did,
+  // or the request timeout passed). w = 0: n/2+1; w is capped at n. See quorum.hpp for how the
+  // copies' answers combine.
+  result<write_outcome> update_docs(const db_meta& db, std::vector<doc_update> docs, size_t w = 0);
   // Writes a _local document; returns the new revision number (0 after a delete).
   result<uint64_t> write_local(const db_meta& db, local_update u);
+  struct range_summary {
+    std::string node;  // whose copy
+    shard_summary s;
+  };
+  // One copy of every range: this node's, else the first other copy that answers.
+  // errc::unavailable when no copy of some range answers.
+  result<std::vector<range_summary>> summaries(const db_meta& db);
   // Sets the security object on every shard.
   status set_security(const db_meta& db, const std::string& security_json);
   // Sets revs_limit on every shard.
@@ -44,6 +65,8 @@ class coordinator {
   db_catalog& catalog_;
   shard_registry& shards_;
   std::chrono::milliseconds timeout_;
+  std::string self_;
+  remote_shards* remote_ = nullptr;
 };
 
 }  // namespace settee

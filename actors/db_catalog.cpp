@@ -20,38 +20,61 @@ db_catalog::db_catalog(shard_registry& shards, const clock& clk, std::string dat
       timeout_(timeout),
       dbs_path_(data_dir_ + "/_dbs.lmdb") {}
 
-db_meta db_catalog::make_meta(const std::string& name, uint32_t q, int64_t created) const {
+db_meta db_catalog::make_meta(const std::string& name, const entry& e) const {
   db_meta m;
   m.name = name;
-  m.q = q;
-  m.created = created;
-  m.ranges = make_ranges(q);
-  for (auto& r : m.ranges) {
-    m.shard_paths.push_back(data_dir_ + "/shards/" + r.name() + "/" + name + "." + std::to_string(created));
+  m.q = e.q;
+  m.n = e.nodes.empty() ? 1 : static_cast<uint32_t>(e.nodes[0].size());
+  m.created = e.created;
+  m.ranges = make_ranges(e.q);
+  m.nodes = e.nodes;
+  for (size_t i = 0; i < m.ranges.size(); ++i) {
+    m.shard_paths.push_back(data_dir_ + "/shards/" + m.ranges[i].name() + "/" + name + "." + std::to_string(e.created));
+    bool mine = i < e.nodes.size() && std::find(e.nodes[i].begin(), e.nodes[i].end(), node_name_) != e.nodes[i].end();
+    m.local.push_back(mine);
   }
   return m;
 }
 
-namespace {
+status db_catalog::open_local_copies(const db_meta& m) {
+  for (size_t i = 0; i < m.q; ++i) {
+    if (!m.hosts(i)) continue;
+    if (auto h = shards_.acquire(m.shard_paths[i], m.created, m.key()); !h) return h.error();
+  }
+  return {};
+}
 
-// Every live `_dbs` entry as it is stored now.
-std::map<std::string, std::pair<uint32_t, int64_t>> read_entries(const shard_store::snapshot& snap) {
-  std::map<std::string, std::pair<uint32_t, int64_t>> out;
+// Every live `_dbs` entry as it is stored now:
+// {"q":2,"n":3,"created":1700000000,"by_range":{"00000000-7fffffff":["a@h","b@h","c@h"],...}}
+std::map<std::string, db_catalog::entry> db_catalog::read_entries(const shard_store::snapshot& snap) {
+  std::map<std::string, entry> out;
   snap.scan_docs("", false, [&](const doc_info& d) {
     std::string body;
     if (!snap.winner_body(d, body)) return true;
     json j = json::parse(body, nullptr, false);
-    if (!j.is_object() || !j["q"].is_number_unsigned() || !j["created"].is_number_integer()) {
+    if (!j.is_object() || !j["q"].is_number_unsigned() || !j["created"].is_number_integer() ||
+        !j["by_range"].is_object()) {
       log::error("ignoring unreadable _dbs entry for " + d.id);
       return true;
     }
-    out[d.id] = {j["q"].get<uint32_t>(), j["created"].get<int64_t>()};
+    entry e;
+    e.q = j["q"].get<uint32_t>();
+    e.created = j["created"].get<int64_t>();
+    for (auto& r : make_ranges(e.q)) {
+      if (j["by_range"].empty()) break;  // a system database: everywhere
+      const json& copies = j["by_range"][r.name()];
+      std::vector<std::string> names;
+      if (copies.is_array()) {
+        for (auto& n : copies)
+          if (n.is_string()) names.push_back(n.get<std::string>());
+      }
+      e.nodes.push_back(std::move(names));
+    }
+    out[d.id] = std::move(e);
     return true;
   });
   return out;
 }
-
-}  // namespace
 
 status db_catalog::load() {
   auto h = dbs();
@@ -59,8 +82,8 @@ status db_catalog::load() {
   auto snap = h->store->read();
   if (!snap) return snap.error();
   std::unique_lock lock(mu_);
-  for (auto& [name, qc] : read_entries(*snap)) {
-    auto m = make_meta(name, qc.first, qc.second);
+  for (auto& [name, e] : read_entries(*snap)) {
+    auto m = make_meta(name, e);
     last_suffix_ = std::max(last_suffix_, m.created);
     dbs_by_name_.emplace(name, std::move(m));
   }
@@ -83,7 +106,7 @@ status db_catalog::reload() {
     for (auto& [name, m] : dbs_by_name_) {
       auto e = entries.find(name);
       // Deleted, or re-created elsewhere as a new incarnation.
-      if (e == entries.end() || e->second.second != m.created) gone.push_back(m);
+      if (e == entries.end() || e->second.created != m.created) gone.push_back(m);
     }
   }
   // Files first, then the name: once a database is gone from the catalog its files are gone too.
@@ -94,9 +117,9 @@ status db_catalog::reload() {
   {
     std::unique_lock lock(mu_);
     for (auto& m : gone) dbs_by_name_.erase(m.name);
-    for (auto& [name, qc] : entries) {
+    for (auto& [name, e] : entries) {
       if (dbs_by_name_.count(name)) continue;
-      auto m = make_meta(name, qc.first, qc.second);
+      auto m = make_meta(name, e);
       last_suffix_ = std::max(last_suffix_, m.created);
       added.push_back(m);
       dbs_by_name_.emplace(name, std::move(m));
@@ -104,9 +127,7 @@ status db_catalog::reload() {
     loaded_seq_ = seq;
   }
   for (auto& m : added) {
-    for (auto& p : m.shard_paths) {
-      if (auto s = shards_.acquire(p, m.created, m.key()); !s) return s.error();
-    }
+    if (auto st = open_local_copies(m); !st) return st;
   }
   return {};
 }
@@ -117,6 +138,7 @@ db_meta db_catalog::dbs_meta() const {
   m.q = 1;
   m.ranges = make_ranges(1);
   m.shard_paths = {dbs_path_};
+  m.local = {true};
   return m;
 }
 
@@ -160,22 +182,37 @@ status db_catalog::write_entry(const std::string& name, const std::string& body,
   return write_one(h->writer, op, timeout_);
 }
 
-result<db_meta> db_catalog::create(const std::string& name, uint32_t q) {
+result<db_meta> db_catalog::create(const std::string& name, uint32_t q, uint32_t n,
+                                   const std::vector<std::string>& members) {
   std::lock_guard<std::mutex> wlock(write_mu_);
   if (find(name)) {
     return status{errc::file_exists, "The database could not be created, the file already exists."};
   }
-  int64_t suffix = std::max(clk_.now_s(), last_suffix_ + 1);
-  db_meta m = make_meta(name, q, suffix);
+  entry e;
+  e.q = q;
+  e.created = std::max(clk_.now_s(), last_suffix_ + 1);
+  e.nodes = place_copies(members, q, n, hash_doc_id(name));
+  return create_locked(name, e);
+}
+
+status db_catalog::create_system(const std::string& name) {
+  std::lock_guard<std::mutex> wlock(write_mu_);
+  if (find(name)) return {};
+  entry e;
+  e.created = 1;  // the same on every node
+  auto m = create_locked(name, e);
+  return m ? status{} : m.error();
+}
+
+result<db_meta> db_catalog::create_locked(const std::string& name, const entry& e) {
+  db_meta m = make_meta(name, e);
   json by_range = json::object();
-  for (auto& r : m.ranges) by_range[r.name()] = json::array({node_name_});
-  json body = {{"q", q}, {"n", 1}, {"created", suffix}, {"by_range", by_range}, {"props", json::object()}};
+  for (size_t i = 0; i < m.nodes.size(); ++i) by_range[m.ranges[i].name()] = m.nodes[i];
+  json body = {{"q", m.q}, {"n", m.n}, {"created", e.created}, {"by_range", by_range}, {"props", json::object()}};
   if (auto st = write_entry(name, body.dump(), false); !st) return st;
-  // Create the shard files now, so a 201 means the database is fully there.
-  for (auto& p : m.shard_paths) {
-    if (auto h = shards_.acquire(p, suffix, m.key()); !h) return h.error();
-  }
-  last_suffix_ = suffix;
+  // Create this node's shard files now, so a 201 means they are there.
+  if (auto st = open_local_copies(m); !st) return st;
+  last_suffix_ = std::max(last_suffix_, e.created);
   std::unique_lock lock(mu_);
   dbs_by_name_[name] = m;
   return m;

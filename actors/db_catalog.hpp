@@ -24,9 +24,16 @@ namespace settee {
 struct db_meta {
   std::string name;
   uint32_t q = 1;
+  uint32_t n = 1;       // copies of each range
   int64_t created = 0;  // the shard suffix and instance_start_time
   std::vector<shard_range> ranges;
-  std::vector<std::string> shard_paths;
+  std::vector<std::string> shard_paths;         // where this node keeps its copy of each range
+  std::vector<std::vector<std::string>> nodes;  // the nodes holding each range's copies
+  std::vector<bool> local;                      // whether this node holds a copy of each range
+
+  // System databases (`_dbs`, `_nodes`) list no nodes: every node holds every range.
+  bool everywhere() const { return nodes.empty(); }
+  bool hosts(size_t range) const { return everywhere() || local[range]; }
 
   // Names this incarnation of the database (for change notifications).
   std::string key() const { return name + "." + std::to_string(created); }
@@ -51,13 +58,27 @@ class db_catalog {
   // False once this incarnation of the database is deleted, or while its deletion is under way
   // (long-lived readers such as feeds poll this and let go of the shards).
   bool alive(const db_meta& m) const;
-  // errc::file_exists when it exists.
-  result<db_meta> create(const std::string& name, uint32_t q);
+  // errc::file_exists when it exists. The n copies of each of the q ranges are placed over
+  // `members` (sorted, this node included); this node creates the files of its own copies.
+  result<db_meta> create(const std::string& name, uint32_t q, uint32_t n, const std::vector<std::string>& members);
+  // A system database (`_users`, `_replicator`): one range, a copy on every node, and the same
+  // incarnation everywhere, so nodes that create it independently agree. No-op when it exists.
+  status create_system(const std::string& name);
   // errc::db_not_found when it does not exist. Deletes the shard files.
   status remove(const std::string& name);
 
  private:
-  db_meta make_meta(const std::string& name, uint32_t q, int64_t created) const;
+  struct entry {
+    uint32_t q = 1;
+    int64_t created = 0;
+    std::vector<std::vector<std::string>> nodes;
+  };
+  static std::map<std::string, entry> read_entries(const shard_store::snapshot& snap);
+  db_meta make_meta(const std::string& name, const entry& e) const;
+  // Writes the `_dbs` entry and opens this node's copies; write_mu_ held.
+  result<db_meta> create_locked(const std::string& name, const entry& e);
+  // Opens (creating if new) this node's copies of `m`.
+  status open_local_copies(const db_meta& m);
   status write_entry(const std::string& name, const std::string& body, bool deleted);
   result<shard_handle> dbs() { return shards_.acquire(dbs_path_, clk_.now_s()); }
 

@@ -9,12 +9,20 @@ namespace settee {
 replication_target local_target(const shard_handle& target, std::chrono::milliseconds timeout) {
   replication_target t;
   t.uuid = target.store->header().shard_uuid;
-  t.apply = [target, timeout](std::vector<doc_update>& updates) -> status {
+  t.apply = [target, timeout](std::vector<doc_update>& updates) -> result<size_t> {
     auto write = std::make_shared<write_op>();
     write->docs = std::move(updates);
-    return write_one(target.writer, write, timeout);  // a merge never conflicts: any failure is real
+    // A merge never conflicts: any failure is real.
+    if (auto st = write_one(target.writer, write, timeout); !st) return st;
+    return count_added(write->results);
   };
   return t;
+}
+
+size_t count_added(const std::vector<doc_result>& results) {
+  size_t n = 0;
+  for (auto& r : results) n += r.st && r.added;
+  return n;
 }
 
 std::string checkpoint_id(const std::string& target_uuid) {
@@ -70,7 +78,8 @@ result<replication_result> push_changes(const shard_handle& source, const replic
     if (!snap) return snap.error();
     replication_batch batch = snap->read_for_replication(out.to_seq, batch_docs);
     if (batch.docs == 0) break;
-    if (auto st = target.apply(batch.updates); !st) return st;
+    auto applied = target.apply(batch.updates);
+    if (!applied) return applied.error();
     // Checkpoint only after the target committed (synced) the batch.
     auto save = std::make_shared<write_op>();
     save->what = write_op::kind::local;
@@ -79,6 +88,7 @@ result<replication_result> push_changes(const shard_handle& source, const replic
     cp.rev = save->local_rev;
     out.to_seq = batch.last_seq;
     out.docs += batch.docs;
+    out.applied += *applied;
   }
   return out;
 }

@@ -20,16 +20,20 @@ namespace settee {
 struct replication_result {
   uint64_t from_seq = 0;  // the checkpoint before
   uint64_t to_seq = 0;    // the checkpoint after
-  size_t docs = 0;        // documents sent
+  size_t docs = 0;        // leaves sent
+  size_t applied = 0;     // leaves the target did not have yet
 };
 
 // Where a push goes: a copy identified by its shard uuid, and how to commit updates on it (a local
 // replica actor, or another node over RPC).
 struct replication_target {
   std::string uuid;
-  std::function<status(std::vector<doc_update>& updates)> apply;
+  // Commits the updates; answers how many of them the target did not have yet.
+  std::function<result<size_t>(std::vector<doc_update>& updates)> apply;
 };
 replication_target local_target(const shard_handle& target, std::chrono::milliseconds timeout);
+// How many merges in `results` wrote something new.
+size_t count_added(const std::vector<doc_result>& results);
 
 std::string checkpoint_id(const std::string& target_uuid);
 // The source seq already replicated to the target (0 when never).

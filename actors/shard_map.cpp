@@ -2,6 +2,7 @@
 
 #include <zlib.h>
 
+#include <algorithm>
 #include <cstdio>
 
 namespace settee {
@@ -39,6 +40,17 @@ size_t range_index(const std::vector<shard_range>& ranges, uint32_t hash) {
       hi = mid;
   }
   return lo;
+}
+
+std::vector<std::vector<std::string>> place_copies(const std::vector<std::string>& nodes, uint32_t q, uint32_t n,
+                                                   size_t offset) {
+  std::vector<std::vector<std::string>> out(q);
+  if (nodes.empty()) return out;
+  size_t copies = std::min<size_t>(n, nodes.size());
+  for (uint32_t i = 0; i < q; ++i) {
+    for (size_t k = 0; k < copies; ++k) out[i].push_back(nodes[(offset + i * copies + k) % nodes.size()]);
+  }
+  return out;
 }
 
 }  // namespace settee

@@ -25,4 +25,11 @@ uint32_t hash_doc_id(std::string_view id);
 // Index of the range that holds `hash`; ranges must cover the ring.
 size_t range_index(const std::vector<shard_range>& ranges, uint32_t hash);
 
+// Where the n copies of each of q ranges live. `nodes` are the cluster members, sorted; n is capped
+// at their number (a node never holds two copies of one range). Copy k of range i goes to
+// nodes[(offset + i*n + k) % N]: copies are dealt round-robin, so each node holds q*n/N copies (+-1),
+// and `offset` (derived from the database name) spreads the databases too.
+std::vector<std::vector<std::string>> place_copies(const std::vector<std::string>& nodes, uint32_t q, uint32_t n,
+                                                   size_t offset);
+
 }  // namespace settee

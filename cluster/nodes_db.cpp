@@ -26,6 +26,7 @@ db_meta nodes_db::meta() const {
   m.q = 1;
   m.ranges = make_ranges(1);
   m.shard_paths = {path_};
+  m.local = {true};
   return m;
 }
 

@@ -10,6 +10,7 @@
 
 #include <caf/all.hpp>
 
+#include "actors/internal_replication.hpp"
 #include "actors/messages.hpp"
 #include "cluster/schema/cluster_rpc.capnp.h"
 #include "node/log.hpp"
@@ -26,6 +27,7 @@ class node_server final : public Node::Server {
   kj::Promise<void> ping(PingContext) override { return kj::READY_NOW; }
   kj::Promise<void> shardInfo(ShardInfoContext context) override;
   kj::Promise<void> applyChanges(ApplyChangesContext context) override;
+  kj::Promise<void> updateDocs(UpdateDocsContext context) override;
 
  private:
   rpc_node::loop& loop_;
@@ -138,6 +140,11 @@ struct rpc_node::loop : private kj::TaskSet::ErrorHandler {
 
 namespace {
 
+result<shard_handle> find_shard(rpc_node::loop& l, ShardRef::Reader ref) {
+  if (!l.opts.find_shard) return status{errc::not_found, "no shards here"};
+  return l.opts.find_shard(ref.getDb(), ref.getRange());
+}
+
 kj::Promise<void> node_server::handshake(HandshakeContext context) {
   auto theirs = context.getParams().getHello();
   std::string name = theirs.getName();
@@ -153,29 +160,55 @@ void set_status(CallStatus::Builder b, const status& st) {
   if (st) return;
   b.setError(error_name_of(st.code));
   b.setReason(st.reason);
+  b.setCode(code_name_of(st.code));
 }
 
 status status_of(CallStatus::Reader r) {
   if (r.getError().size() == 0) return {};
-  std::string name = r.getError();
-  errc code = errc::internal;
-  if (name == "not_found")
-    code = errc::not_found;
-  else if (name == "timeout")
-    code = errc::timeout;
-  else if (name == "insufficient_storage")
-    code = errc::storage_full;
+  errc code = errc_from_code_name(r.getCode().cStr());
   return {code, r.getReason()};
 }
 
-kj::Promise<void> node_server::shardInfo(ShardInfoContext context) {
-  auto ref = context.getParams().getShard();
-  auto results = context.getResults();
-  if (!loop_.opts.find_shard) {
-    set_status(results.initStatus(), {errc::not_found, "no shards here"});
-    return kj::READY_NOW;
+void write_updates(capnp::List<DocUpdate>::Builder list, const std::vector<doc_update>& updates) {
+  for (unsigned i = 0; i < updates.size(); ++i) {
+    const doc_update& u = updates[i];
+    auto b = list[i];
+    b.setId(u.id);
+    b.setBody(u.body);
+    b.setDeleted(u.deleted);
+    b.setNewEdits(u.new_edits);
+    auto revs = b.initRevs(static_cast<unsigned>(u.revs.size()));
+    for (unsigned k = 0; k < u.revs.size(); ++k) {
+      revs[k].setPos(u.revs[k].pos);
+      revs[k].setHash(u.revs[k].hash);
+    }
   }
-  auto h = loop_.opts.find_shard(ref.getDb(), ref.getRange());
+}
+
+doc_update read_update(DocUpdate::Reader u, bool new_edits) {
+  doc_update d;
+  d.id = u.getId();
+  d.body = u.getBody();
+  d.deleted = u.getDeleted();
+  d.new_edits = new_edits;
+  for (auto r : u.getRevs()) d.revs.push_back({r.getPos(), r.getHash()});
+  return d;
+}
+
+// Hands `op` to the shard's replica actor; the promise resolves on this loop after the commit.
+// If the replica is gone, the fulfiller is destroyed unfulfilled and the promise fails.
+kj::Promise<void> commit_on_replica(const shard_handle& h, const std::shared_ptr<write_op>& op) {
+  auto paf = kj::newPromiseAndCrossThreadFulfiller<void>();
+  auto fulfiller = std::make_shared<kj::Own<kj::CrossThreadPromiseFulfiller<void>>>(kj::mv(paf.fulfiller));
+  pending_write w{op, nullptr, [fulfiller]() { (*fulfiller)->fulfill(); }};
+  caf::anon_send(h.writer, write_atom_v, std::move(w));
+  shard_handle keep = h;  // the shard stays open until the commit
+  return paf.promise.then([keep]() {});
+}
+
+kj::Promise<void> node_server::shardInfo(ShardInfoContext context) {
+  auto results = context.getResults();
+  auto h = find_shard(loop_, context.getParams().getShard());
   if (!h) {
     set_status(results.initStatus(), h.error());
     return kj::READY_NOW;
@@ -183,41 +216,55 @@ kj::Promise<void> node_server::shardInfo(ShardInfoContext context) {
   shard_header hd = h->store->header();
   results.setUuid(hd.shard_uuid);
   results.setUpdateSeq(hd.update_seq);
+  results.setDocCount(hd.doc_count);
+  results.setDocDelCount(hd.doc_del_count);
+  results.setExternalSize(hd.external_size);
+  results.setFileSize(h->store->file_size());
   return kj::READY_NOW;
 }
 
+result<shard_handle> find_shard(rpc_node::loop& l, ShardRef::Reader ref);
+
 kj::Promise<void> node_server::applyChanges(ApplyChangesContext context) {
   auto params = context.getParams();
-  auto ref = params.getShard();
-  result<shard_handle> h = loop_.opts.find_shard ? loop_.opts.find_shard(ref.getDb(), ref.getRange())
-                                                 : result<shard_handle>(errc::not_found, "no shards here");
+  auto h = find_shard(loop_, params.getShard());
   if (!h) {
     set_status(context.getResults().initStatus(), h.error());
     return kj::READY_NOW;
   }
   auto op = std::make_shared<write_op>();
   for (auto u : params.getUpdates()) {
-    doc_update d;
-    d.id = u.getId();
-    d.body = u.getBody();
-    d.deleted = u.getDeleted();
-    d.new_edits = false;
-    for (auto r : u.getRevs()) d.revs.push_back({r.getPos(), r.getHash()});
-    if (d.revs.empty()) continue;  // nothing to merge
-    op->docs.push_back(std::move(d));
+    if (u.getRevs().size() == 0) continue;  // nothing to merge
+    op->docs.push_back(read_update(u, false));
   }
-  // The replica commits on its own thread; a cross-thread fulfiller wakes this loop afterwards.
-  // If the replica is gone, the fulfiller is destroyed unfulfilled and the call fails.
-  auto paf = kj::newPromiseAndCrossThreadFulfiller<void>();
-  auto fulfiller = std::make_shared<kj::Own<kj::CrossThreadPromiseFulfiller<void>>>(kj::mv(paf.fulfiller));
-  pending_write w{op, nullptr, [fulfiller]() { (*fulfiller)->fulfill(); }};
-  caf::anon_send(h->writer, write_atom_v, std::move(w));
-  shard_handle keep = *h;
-  return paf.promise.then([context, op, keep]() mutable {
+  return commit_on_replica(*h, op).then([context, op]() mutable {
     status st = op->st;
     for (auto& r : op->results)
       if (st && !r.st) st = r.st;
     set_status(context.getResults().initStatus(), st);
+    context.getResults().setApplied(static_cast<uint32_t>(count_added(op->results)));
+  });
+}
+
+kj::Promise<void> node_server::updateDocs(UpdateDocsContext context) {
+  auto params = context.getParams();
+  auto h = find_shard(loop_, params.getShard());
+  if (!h) {
+    set_status(context.getResults().initStatus(), h.error());
+    return kj::READY_NOW;
+  }
+  auto op = std::make_shared<write_op>();
+  for (auto u : params.getUpdates()) op->docs.push_back(read_update(u, u.getNewEdits()));
+  return commit_on_replica(*h, op).then([context, op]() mutable {
+    auto results = context.getResults();
+    set_status(results.initStatus(), op->st);
+    if (!op->st) return;
+    auto list = results.initResults(static_cast<unsigned>(op->results.size()));
+    for (unsigned i = 0; i < op->results.size(); ++i) {
+      set_status(list[i].initStatus(), op->results[i].st);
+      list[i].initRev().setPos(op->results[i].rev.pos);
+      list[i].getRev().setHash(op->results[i].rev.hash);
+    }
   });
 }
 
@@ -350,20 +397,27 @@ status rpc_node::add_peer(const peer_address& peer) {
 }
 
 template <class T, class Send>
-result<T> rpc_node::call(const std::string& peer, std::chrono::milliseconds timeout, Send send) {
-  auto reply = std::make_shared<std::promise<result<T>>>();
-  auto f = reply->get_future();
+void rpc_node::start_call(const std::string& peer, Send send, std::function<void(result<T>)> done) {
+  auto once = std::make_shared<std::function<void(result<T>)>>(std::move(done));
   status started = on_loop([&](loop& l) {
     Node::Client* cap = connected_cap(l, members_, peer);
     if (!cap) {
-      reply->set_value(unavailable(peer, "not connected"));
+      (*once)(unavailable(peer, "not connected"));
       return;
     }
-    l.tasks.add(send(*cap).then(
-        [reply](result<T>&& r) { reply->set_value(std::move(r)); },
-        [reply, peer](kj::Exception&& e) { reply->set_value(unavailable(peer, e.getDescription().cStr())); }));
+    auto& timer = l.io.provider->getTimer();
+    l.tasks.add(timer.timeoutAfter(opts_.call_timeout_ms * kj::MILLISECONDS, send(*cap))
+                    .then([once](result<T>&& r) { (*once)(std::move(r)); },
+                          [once, peer](kj::Exception&& e) { (*once)(unavailable(peer, e.getDescription().cStr())); }));
   });
-  if (!started) return started;
+  if (!started) (*once)(started);
+}
+
+template <class T, class Send>
+result<T> rpc_node::call(const std::string& peer, std::chrono::milliseconds timeout, Send send) {
+  auto reply = std::make_shared<std::promise<result<T>>>();
+  auto f = reply->get_future();
+  start_call<T>(peer, send, [reply](result<T> r) { reply->set_value(std::move(r)); });
   return await(f, timeout);
 }
 
@@ -375,36 +429,45 @@ result<remote_shard_info> rpc_node::shard_info(const std::string& peer, const st
     req.getShard().setRange(range);
     return req.send().then([](capnp::Response<Node::ShardInfoResults>&& r) -> result<remote_shard_info> {
       if (status st = status_of(r.getStatus()); !st) return st;
-      return remote_shard_info{r.getUuid(), r.getUpdateSeq()};
+      return shard_summary{r.getUuid(),        r.getUpdateSeq(),    r.getDocCount(),
+                           r.getDocDelCount(), r.getExternalSize(), r.getFileSize()};
     });
   });
 }
 
-status rpc_node::apply_changes(const std::string& peer, const std::string& db, const std::string& range,
-                               const std::vector<doc_update>& updates, std::chrono::milliseconds timeout) {
-  auto r = call<bool>(peer, timeout, [&](Node::Client& cap) {
+result<size_t> rpc_node::apply_changes(const std::string& peer, const std::string& db, const std::string& range,
+                                       const std::vector<doc_update>& updates, std::chrono::milliseconds timeout) {
+  return call<size_t>(peer, timeout, [&](Node::Client& cap) {
     auto req = cap.applyChangesRequest();
     req.initShard().setDb(db);
     req.getShard().setRange(range);
-    auto list = req.initUpdates(static_cast<unsigned>(updates.size()));
-    for (unsigned i = 0; i < updates.size(); ++i) {
-      const doc_update& u = updates[i];
-      auto b = list[i];
-      b.setId(u.id);
-      b.setBody(u.body);
-      b.setDeleted(u.deleted);
-      auto revs = b.initRevs(static_cast<unsigned>(u.revs.size()));
-      for (unsigned k = 0; k < u.revs.size(); ++k) {
-        revs[k].setPos(u.revs[k].pos);
-        revs[k].setHash(u.revs[k].hash);
-      }
-    }
-    return req.send().then([](capnp::Response<Node::ApplyChangesResults>&& r) -> result<bool> {
+    write_updates(req.initUpdates(static_cast<unsigned>(updates.size())), updates);
+    return req.send().then([](capnp::Response<Node::ApplyChangesResults>&& r) -> result<size_t> {
       if (status st = status_of(r.getStatus()); !st) return st;
-      return true;
+      return static_cast<size_t>(r.getApplied());
     });
   });
-  return r ? status{} : r.error();
+}
+
+void rpc_node::update_docs(const std::string& node, const std::string& db, const std::string& range,
+                           const std::vector<doc_update>& docs, write_done done) {
+  using answer = std::vector<doc_result>;
+  start_call<answer>(
+      node,
+      [&](Node::Client& cap) {
+        auto req = cap.updateDocsRequest();
+        req.initShard().setDb(db);
+        req.getShard().setRange(range);
+        write_updates(req.initUpdates(static_cast<unsigned>(docs.size())), docs);
+        return req.send().then([](capnp::Response<Node::UpdateDocsResults>&& r) -> result<answer> {
+          if (status st = status_of(r.getStatus()); !st) return st;
+          answer out;
+          for (auto d : r.getResults())
+            out.push_back({status_of(d.getStatus()), {d.getRev().getPos(), d.getRev().getHash()}});
+          return out;
+        });
+      },
+      std::move(done));
 }
 
 }  // namespace settee

@@ -15,6 +15,7 @@
 #include <thread>
 #include <vector>
 
+#include "actors/remote_shards.hpp"
 #include "actors/shard_registry.hpp"
 #include "cluster/membership.hpp"
 #include "node/error.hpp"
@@ -33,19 +34,17 @@ struct rpc_options {
   int ping_interval_ms = 500;
   int ping_timeout_ms = 2000;
   int max_backoff_ms = 2000;
+  int call_timeout_ms = 60000;  // no call to a peer is waited for longer
   // This node's copy of a shard range ("00000000-7fffffff") of a database, for calls from peers.
   std::function<result<shard_handle>(const std::string& db, const std::string& range)> find_shard;
 };
 
-struct remote_shard_info {
-  std::string uuid;
-  uint64_t update_seq = 0;
-};
+using remote_shard_info = shard_summary;
 
-class rpc_node {
+class rpc_node final : public remote_shards {
  public:
   rpc_node(membership& members, rpc_options opts);
-  ~rpc_node();
+  ~rpc_node() override;
   rpc_node(const rpc_node&) = delete;
   rpc_node& operator=(const rpc_node&) = delete;
 
@@ -63,8 +62,17 @@ class rpc_node {
   // the deadline; errors the peer reports come back as they were.
   result<remote_shard_info> shard_info(const std::string& peer, const std::string& db, const std::string& range,
                                        std::chrono::milliseconds timeout);
-  status apply_changes(const std::string& peer, const std::string& db, const std::string& range,
-                       const std::vector<doc_update>& updates, std::chrono::milliseconds timeout);
+  // Merges replicated leaves into the peer's copy; answers how many it did not have yet.
+  result<size_t> apply_changes(const std::string& peer, const std::string& db, const std::string& range,
+                               const std::vector<doc_update>& updates, std::chrono::milliseconds timeout);
+
+  result<shard_summary> summary(const std::string& node, const std::string& db, const std::string& range,
+                                std::chrono::milliseconds timeout) override {
+    return shard_info(node, db, range, timeout);
+  }
+  // remote_shards: a coordinator's write to a peer's copy (does not block).
+  void update_docs(const std::string& node, const std::string& db, const std::string& range,
+                   const std::vector<doc_update>& docs, write_done done) override;
 
   struct loop;  // the KJ side, defined in rpc_node.cpp
 
@@ -79,6 +87,9 @@ class rpc_node {
   // The shape of every client call: on the loop thread, find the connected peer, start the request
   // (`send` gets the peer's capability and returns a promise of the answer), and hand the answer or
   // the transport failure to the waiting caller, up to `timeout`. Defined in rpc_node.cpp.
+  // The same, answering through `done` (exactly once, on the loop thread or this one) instead.
+  template <class T, class Send>
+  void start_call(const std::string& peer, Send send, std::function<void(result<T>)> done);
   template <class T, class Send>
   result<T> call(const std::string& peer, std::chrono::milliseconds timeout, Send send);
   std::shared_ptr<struct loop_control> control_;

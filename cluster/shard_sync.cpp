@@ -1,5 +1,7 @@
 #include "cluster/shard_sync.hpp"
 
+#include <algorithm>
+
 #include "actors/internal_replication.hpp"
 #include "cluster/nodes_db.hpp"
 #include "node/log.hpp"
@@ -12,6 +14,9 @@ std::vector<sync_row> sync_database(coordinator& coord, rpc_node& rpc, const mem
   for (const std::string& peer : members.all_nodes()) {
     if (peer == members.self()) continue;
     for (size_t i = 0; i < db.q; ++i) {
+      // Only this node's copies, only to the nodes holding another copy of the same range.
+      if (!db.hosts(i)) continue;
+      if (!db.everywhere() && std::find(db.nodes[i].begin(), db.nodes[i].end(), peer) == db.nodes[i].end()) continue;
       sync_row row;
       row.node = peer;
       row.range = db.ranges[i].name();
@@ -31,6 +36,7 @@ std::vector<sync_row> sync_database(coordinator& coord, rpc_node& rpc, const mem
       auto r = push_changes(*source, target, timeout);
       if (r) {
         row.docs = r->docs;
+        row.applied = r->applied;
         row.seq = r->to_seq;
       } else {
         row.st = r.error();

@@ -19,8 +19,9 @@ namespace settee {
 struct sync_row {
   std::string node;
   std::string range;
-  size_t docs = 0;   // documents sent
-  uint64_t seq = 0;  // the source seq the target has now
+  size_t docs = 0;     // documents sent
+  size_t applied = 0;  // leaves the target did not have yet
+  uint64_t seq = 0;    // the source seq the target has now
   status st;
 };
 

@@ -72,8 +72,11 @@ void handle_bulk_docs(ctx& c, const db_meta& db) {
     ids.push_back(doc_id);
   }
 
-  std::vector<doc_result> results;
-  if (auto st = c.node.coord.update_docs(db, std::move(updates), results); !st) return c.error(st);
+  auto w = c.write_quorum();
+  if (!w) return c.error(w.error());
+  auto written = c.node.coord.update_docs(db, std::move(updates), *w);
+  if (!written) return c.error(written.error());
+  const std::vector<doc_result>& results = written->results;
   std::vector<std::pair<size_t, result<uint64_t>>> local_results;
   for (auto& lw : locals) local_results.emplace_back(lw.position, c.node.coord.write_local(db, std::move(lw.u)));
 
@@ -101,7 +104,7 @@ void handle_bulk_docs(ctx& c, const db_meta& db) {
       out.push_back(row);
     }
   }
-  c.reply(201, out);
+  c.reply(written->quorum_met ? 201 : 202, out);
 }
 
 void handle_bulk_get(ctx& c, const db_meta& db) {

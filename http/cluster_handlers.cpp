@@ -2,6 +2,7 @@
 // copy of the database's ranges).
 #include "cluster/shard_sync.hpp"
 #include "http/handlers.hpp"
+#include "node/log.hpp"
 
 namespace settee {
 
@@ -14,6 +15,7 @@ void handle_sync_shards(ctx& c, const db_meta& db) {
       json r = {{"node", row.node}, {"range", row.range}};
       if (row.st) {
         r["docs"] = row.docs;
+        r["applied"] = row.applied;
         r["seq"] = row.seq;
       } else {
         r["error"] = error_name_of(row.st.code);
@@ -24,6 +26,16 @@ void handle_sync_shards(ctx& c, const db_meta& db) {
     }
   }
   c.reply(200, json{{"ok", all_ok}, {"pushed", pushed}});
+}
+
+void share_catalog(ctx& c) {
+  if (!c.node.rpc) return;
+  for (auto& row : sync_database(c.node.coord, *c.node.rpc, *c.node.members, c.node.coord.catalog().dbs_meta(),
+                                 std::chrono::seconds(5))) {
+    // The periodic sweep retries; the database works meanwhile (a copy that has not heard of it
+    // looks again when the first write for it arrives).
+    if (!row.st) log::warning("pushing _dbs to " + row.node + " failed: " + row.st.reason);
+  }
 }
 
 }  // namespace settee

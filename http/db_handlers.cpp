@@ -5,6 +5,7 @@
 
 #include "actors/shard_map.hpp"
 #include "cluster/clustered_seq.hpp"
+#include "cluster/membership.hpp"
 #include "http/auth.hpp"
 #include "http/doc_render.hpp"
 #include "http/handlers.hpp"
@@ -59,11 +60,21 @@ result<uint32_t> positive_param(ctx& c, const char* name, uint32_t def) {
 
 void create_db(ctx& c, const std::string& name) {
   if (auto st = authenticator::require_server_admin(c.user); !st) return c.error(st);
+  std::vector<std::string> members =
+      c.node.members ? c.node.members->cluster_nodes() : std::vector<std::string>{c.node.node_name};
   auto q = positive_param(c, "q", c.node.default_q);
-  auto n = positive_param(c, "n", 1);
+  auto n = positive_param(c, "n", static_cast<uint32_t>(std::min<size_t>(3, members.size())));
   if (auto e = first_error(q, n)) return c.error(*e);
-  auto db = c.node.coord.catalog().create(name, *q);
+  if (*n > members.size()) {
+    return c.error(errc::bad_request, "The `n` value (" + std::to_string(*n) +
+                                          ") exceeds the number of cluster nodes (" + std::to_string(members.size()) +
+                                          ").");
+  }
+  // Look at `_dbs` as peers pushed it: the name may have been taken on another node a moment ago.
+  if (auto st = c.node.coord.catalog().reload(); !st) return c.error(st);
+  auto db = c.node.coord.catalog().create(name, *q, *n, members);
   if (!db) return c.error(db.error());
+  share_catalog(c);
   c.reply(201, json{{"ok", true}});
   c.res.set_header("Location", "/" + name);
 }
@@ -74,34 +85,37 @@ void delete_db(ctx& c, const std::string& name) {
     return c.error(errc::bad_request,
                    "You tried to DELETE a database with a ?=rev parameter. Did you mean to DELETE a document instead?");
   }
+  if (auto st = c.node.coord.catalog().reload(); !st) return c.error(st);
   if (auto st = c.node.coord.catalog().remove(name); !st) return c.error(st);
+  share_catalog(c);
   c.reply(200, json{{"ok", true}});
 }
 
 void db_info(ctx& c, const db_meta& db) {
+  auto ranges = c.node.coord.summaries(db);
+  if (!ranges) return c.error(ranges.error());
   uint64_t docs = 0, deleted = 0, external = 0, file = 0;
-  std::vector<shard_header> headers;
+  std::vector<seq_entry> seqs;
   for (size_t i = 0; i < db.q; ++i) {
-    auto h = c.node.coord.shard(db, i);
-    if (!h) return c.error(h.error());
-    const shard_header& hd = headers.emplace_back(h->store->header());
-    docs += hd.doc_count;
-    deleted += hd.doc_del_count;
-    external += hd.external_size;
-    file += h->store->file_size();
+    const shard_summary& s = (*ranges)[i].s;
+    docs += s.doc_count;
+    deleted += s.doc_del_count;
+    external += s.external_size;
+    file += s.file_size;
+    seqs.push_back({db.ranges[i], (*ranges)[i].node, s.uuid.substr(0, uuid_prefix_length), s.update_seq});
   }
-  uint32_t quorum = 1;  // n = 1 until clustering arrives
+  uint32_t quorum = db.n / 2 + 1;
   c.reply(200, json{{"instance_start_time", std::to_string(db.created)},
                     {"db_name", db.name},
                     {"purge_seq", "0"},
-                    {"update_seq", seq_token(c, db, headers)},
+                    {"update_seq", encode_seq(seqs)},
                     {"sizes", {{"file", file}, {"external", external}, {"active", std::min(file, external)}}},
                     {"props", json::object()},
                     {"doc_del_count", deleted},
                     {"doc_count", docs},
                     {"disk_format_version", 8},
                     {"compact_running", false},
-                    {"cluster", {{"q", db.q}, {"n", 1}, {"w", quorum}, {"r", quorum}}}});
+                    {"cluster", {{"q", db.q}, {"n", db.n}, {"w", quorum}, {"r", quorum}}}});
 }
 
 }  // namespace
@@ -150,12 +164,17 @@ void handle_security(ctx& c, const db_meta& db, const json& security) {
 
 void handle_shards(ctx& c, const db_meta& db) {
   if (c.method() != "GET") return c.method_not_allowed("GET");
+  auto copies = [&](size_t i) {
+    return db.everywhere()
+               ? json(c.node.members ? c.node.members->cluster_nodes() : std::vector<std::string>{c.node.node_name})
+               : json(db.nodes[i]);
+  };
   if (c.path.size() == 3) {
-    const auto& r = db.ranges[c.node.coord.shard_index(db, c.path[2])];
-    return c.reply(200, json{{"range", r.name()}, {"nodes", {c.node.node_name}}});
+    size_t i = c.node.coord.shard_index(db, c.path[2]);
+    return c.reply(200, json{{"range", db.ranges[i].name()}, {"nodes", copies(i)}});
   }
   json shards = json::object();
-  for (auto& r : db.ranges) shards[r.name()] = json::array({c.node.node_name});
+  for (size_t i = 0; i < db.q; ++i) shards[db.ranges[i].name()] = copies(i);
   c.reply(200, json{{"shards", shards}});
 }
 

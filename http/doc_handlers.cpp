@@ -198,25 +198,25 @@ void get_doc(ctx& c, const db_meta& db, const std::string& id) {
   reply_etag(c, rev);
 }
 
-void reply_written(ctx& c, const std::string& id, const doc_result& r, bool batch) {
+void reply_written(ctx& c, const std::string& id, const doc_result& r, bool batch, bool quorum_met) {
   if (!r.st) return c.error(r.st);
   std::string rev = r.rev.str();
   if (batch) {
     c.reply(202, json{{"ok", true}, {"id", id}});
   } else {
-    c.reply(201, json{{"ok", true}, {"id", id}, {"rev", rev}});
+    c.reply(quorum_met ? 201 : 202, json{{"ok", true}, {"id", id}, {"rev", rev}});
   }
   reply_etag(c, rev);
   c.res.set_header("Location", "/" + c.path[0] + "/" + id);
 }
 
-status write_one(ctx& c, const db_meta& db, doc_update u, doc_result& out) {
+// Writes one document to w copies (the `w` query parameter, default n/2+1).
+result<write_outcome> write_one(ctx& c, const db_meta& db, doc_update u) {
+  auto w = c.write_quorum();
+  if (!w) return w.error();
   std::vector<doc_update> docs;
   docs.push_back(std::move(u));
-  std::vector<doc_result> results;
-  if (auto st = c.node.coord.update_docs(db, std::move(docs), results); !st) return st;
-  out = std::move(results.front());
-  return {};
+  return c.node.coord.update_docs(db, std::move(docs), *w);
 }
 
 void put_doc(ctx& c, const db_meta& db, std::string id) {
@@ -239,9 +239,9 @@ void put_doc(ctx& c, const db_meta& db, std::string id) {
   }
   auto u = to_doc_update(db, std::move(*body), id, *new_edits);
   if (!u) return c.error(u.error());
-  doc_result r;
-  if (auto st = write_one(c, db, std::move(*u), r); !st) return c.error(st);
-  reply_written(c, id, r, c.param("batch") == "ok");
+  auto written = write_one(c, db, std::move(*u));
+  if (!written) return c.error(written.error());
+  reply_written(c, id, written->results.front(), c.param("batch") == "ok", written->quorum_met);
 }
 
 void delete_doc(ctx& c, const db_meta& db, const std::string& id) {
@@ -262,10 +262,11 @@ void delete_doc(ctx& c, const db_meta& db, const std::string& id) {
     if (!valid_rev(rev, r)) return c.error(bad_rev());
     u.revs.push_back(r);
   }
-  doc_result r;
-  if (auto st = write_one(c, db, std::move(u), r); !st) return c.error(st);
+  auto written = write_one(c, db, std::move(u));
+  if (!written) return c.error(written.error());
+  const doc_result& r = written->results.front();
   if (!r.st) return c.error(r.st);
-  c.reply(200, json{{"ok", true}, {"id", id}, {"rev", r.rev.str()}});
+  c.reply(written->quorum_met ? 200 : 202, json{{"ok", true}, {"id", id}, {"rev", r.rev.str()}});
   reply_etag(c, r.rev.str());
 }
 

@@ -28,6 +28,8 @@ void handle_local_docs(ctx& c, const db_meta& db);
 
 // cluster_handlers.cpp
 void handle_sync_shards(ctx& c, const db_meta& db);
+// Pushes `_dbs` to every connected node right away (after a database is created or deleted).
+void share_catalog(ctx& c);
 
 // changes_handlers.cpp
 void handle_changes(ctx& c, const db_meta& db);

@@ -18,6 +18,15 @@ result<bool> ctx::bool_param(const char* name, bool def) const {
   return status{errc::query_parse_error, "Invalid boolean parameter: \"" + v + "\""};
 }
 
+result<size_t> ctx::quorum_param(const char* name) const {
+  auto v = int_param(name, 0);
+  if (!v) return v.error();
+  if (has(name) && *v <= 0) {
+    return status{errc::bad_request, std::string("The `") + name + "` value should be a positive integer."};
+  }
+  return static_cast<size_t>(*v);
+}
+
 result<int64_t> ctx::int_param(const char* name, int64_t def) const {
   if (!has(name)) return def;
   std::string v = param(name);

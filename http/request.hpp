@@ -63,6 +63,10 @@ struct ctx {
   std::string param(const char* name) const { return req.get_param_value(name); }
   // A boolean query parameter: "true"/"false", else 400 "Invalid boolean parameter".
   result<bool> bool_param(const char* name, bool def) const;
+  // The `w` (or `r`) parameter: copies that must answer; 0 when absent (the database default).
+  result<size_t> write_quorum() const { return quorum_param("w"); }
+  result<size_t> read_quorum() const { return quorum_param("r"); }
+  result<size_t> quorum_param(const char* name) const;
   // An integer query parameter; 400 query_parse_error when it is not one.
   result<int64_t> int_param(const char* name, int64_t def) const;
   // The body as a JSON object (400 with CouchDB's reasons when it is not).

@@ -24,4 +24,23 @@ const char* error_name_of(errc e) {
   return "unknown_error";
 }
 
+const char* code_name_of(errc e) {
+  switch (e) {
+#define X(code, http, name) \
+  case errc::code:          \
+    return #code;
+#include "node/errc.def"
+#undef X
+  }
+  return "internal";
+}
+
+errc errc_from_code_name(std::string_view name) {
+#define X(code, http, name_) \
+  if (name == #code) return errc::code;
+#include "node/errc.def"
+#undef X
+  return errc::internal;
+}
+
 }  // namespace settee

@@ -3,6 +3,7 @@
 #pragma once
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <variant>
 
@@ -16,6 +17,9 @@ enum class errc {
 
 int http_status_of(errc e);
 const char* error_name_of(errc e);
+// The code's identifier ("db_not_found"), and back (errc::internal when unknown): for the wire.
+const char* code_name_of(errc e);
+errc errc_from_code_name(std::string_view name);
 
 // An outcome: ok, or an error code with a reason a person can act on.
 struct status {

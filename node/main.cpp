@@ -237,11 +237,9 @@ int main(int argc, char** argv) {
     db_catalog catalog(shards, clk, args.data_dir, store_opts.node_name, timeout);
     if (auto st = catalog.load(); !st) die(st.reason);
     for (const char* system_db : {"_users", "_replicator"}) {
-      if (!catalog.find(system_db)) {
-        if (auto r = catalog.create(system_db, 1); !r) die(r.error().reason);
-      }
+      if (auto st = catalog.create_system(system_db); !st) die(st.reason);
     }
-    coordinator coord(catalog, shards, timeout);
+    coordinator coord(catalog, shards, timeout, store_opts.node_name);
     authenticator auth(cfg, clk, coord);
     node_services node{cfg, clk, coord, auth, store_opts.node_name, cfg.get("couchdb", "uuid")};
     node.default_q = static_cast<uint32_t>(std::max<int64_t>(1, cfg.get_int("cluster", "q", 2)));
@@ -277,11 +275,18 @@ int main(int argc, char** argv) {
       ro.release = SETTEE_VERSION;
       ro.features = {"changes", "clustered-seq-v1", "selector"};
       ro.seeds = std::move(*seeds);
+      ro.call_timeout_ms = static_cast<int>(timeout.count());
       ro.find_shard = [&catalog, &coord, &nodes](const std::string& db,
                                                  const std::string& range) -> result<shard_handle> {
         auto m = db == "_dbs"              ? result<db_meta>(catalog.dbs_meta())
                  : db == "_nodes" && nodes ? result<db_meta>(nodes->meta())
                                            : catalog.find(db);
+        if (!m && m.error().code == errc::db_not_found) {
+          // A database created a moment ago on another node: its `_dbs` entry may have arrived
+          // (pushed by the creator) before this node's catalog looked again.
+          if (auto st = catalog.reload(); !st) return st;
+          m = catalog.find(db);
+        }
         if (!m) return m.error();
         for (size_t i = 0; i < m->ranges.size(); ++i)
           if (m->ranges[i].name() == range) return coord.shard(*m, i);
@@ -290,6 +295,7 @@ int main(int argc, char** argv) {
       rpc = std::make_unique<rpc_node>(members, ro);
       if (auto st = rpc->start(); !st) die(st.reason);
       node.rpc = rpc.get();
+      coord.set_remote(rpc.get());
       // `_nodes`: this node and the seeds are members; the database spreads them to every node.
       nodes = std::make_unique<nodes_db>(shards, clk, args.data_dir, members, *rpc, timeout);
       node.nodes = nodes.get();

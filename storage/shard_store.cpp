@@ -266,6 +266,7 @@ status shard_store::apply_doc(MDB_txn* t, shard_header& h, doc_update& u, doc_re
     leaf = d.tree.merge_path(u.revs, u.deleted, added);
     if (!added) {
       r.rev = u.revs.front();  // already known: nothing to do (idempotent replication)
+      r.added = false;
       return {};
     }
   }

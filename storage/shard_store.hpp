@@ -43,7 +43,8 @@ struct doc_update {
 
 struct doc_result {
   status st;
-  rev_id rev;  // the new (or merged) revision when st is ok
+  rev_id rev;         // the new (or merged) revision when st is ok
+  bool added = true;  // false: a new_edits=false merge this copy already had (nothing written)
 };
 
 struct local_update {

@@ -18,9 +18,13 @@ interface Node {
   # Liveness; callers put a deadline on it.
   ping @1 () -> ();
   # The local copy of a shard range: its uuid and update seq.
-  shardInfo @2 (shard :ShardRef) -> (status :CallStatus, uuid :Text, updateSeq :UInt64);
+  shardInfo @2 (shard :ShardRef) -> (status :CallStatus, uuid :Text, updateSeq :UInt64,
+                                     docCount :UInt64, docDelCount :UInt64, externalSize :UInt64, fileSize :UInt64);
   # Merges replicated leaves into the local copy (committed with fsync before the answer).
-  applyChanges @3 (shard :ShardRef, updates :List(DocUpdate)) -> (status :CallStatus);
+  applyChanges @3 (shard :ShardRef, updates :List(DocUpdate)) -> (status :CallStatus, applied :UInt32);
+  # A coordinator's write to this node's copy (each update new_edits or not, as it says);
+  # answered after the fsync, one result per update, in order.
+  updateDocs @4 (shard :ShardRef, updates :List(DocUpdate)) -> (status :CallStatus, results :List(DocResult));
 }
 
 # --- shard-level calls (appended in release 0.1 development) ---
@@ -36,6 +40,12 @@ struct DocUpdate {
   body @1 :Text;
   deleted @2 :Bool;
   revs @3 :List(RevId);   # newest first
+  newEdits @4 :Bool;      # updateDocs: true = an edit (revs holds the base rev, if any); applyChanges ignores it
+}
+
+struct DocResult {
+  status @0 :CallStatus;
+  rev @1 :RevId;          # the new (or merged) revision when ok
 }
 
 struct ShardRef {
@@ -45,7 +55,8 @@ struct ShardRef {
 
 # Expected errors travel as data; a KJ exception means the transport failed.
 struct CallStatus {
-  error @0 :Text;         # "" when ok; else settee's error name, e.g. "not_found"
+  error @0 :Text;         # "" when ok; else the CouchDB error name, e.g. "not_found"
   reason @1 :Text;
+  code @2 :Text;          # settee's error code, e.g. "db_not_found" (exact; `error` is ambiguous)
 }
 

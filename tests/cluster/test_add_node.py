@@ -36,9 +36,18 @@ class AddNode(NodeTest):
         for node in nodes:  # every node learns every other one (via `_nodes` and introductions)
             self.assertTrue(wait_for(lambda node=node: node.get("/_membership", fresh=True).json["all_nodes"] == names,
                                      20), node.get("/_membership").json)
-        # The new node receives the databases and documents that existed before it joined.
+        # The new node learns the databases that existed before it joined. Their copies stay where
+        # they were placed (n=3 on the first three nodes); the new node serves them from there.
         self.assertTrue(wait_for(lambda: "before" in self.n4.get("/_all_dbs", fresh=True).json, 20))
+        shards = self.n4.get("/before/_shards").json["shards"]
+        self.assertEqual(sorted(shards), ["00000000-7fffffff", "80000000-ffffffff"])
+        for copies in shards.values():
+            self.assertEqual(sorted(copies), sorted(self.cluster.names))
         self.assertTrue(wait_for(lambda: self.n4.get("/before", fresh=True).json.get("doc_count") == 10, 20))
+        # A database created now places copies on the fourth node too (q=4, n=3: 12 copies on 4 nodes).
+        self.assertEqual(self.n4.put("/after?q=4").status, 201)
+        placed = [n for copies in self.n4.get("/after/_shards").json["shards"].values() for n in copies]
+        self.assertEqual({n: placed.count(n) for n in names}, {n: 3 for n in names})
 
     def test_bad_requests(self):
         n1 = self.cluster.nodes[0]

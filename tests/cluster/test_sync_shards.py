@@ -26,25 +26,42 @@ class SyncShards(NodeTest):
         rows = node.get(f"/{db}/_all_docs").json["rows"]
         return {r["id"]: r["value"]["rev"] for r in rows}
 
-    def test_copies_converge_both_ways_with_conflicts_and_deletions(self):
-        for n in (self.n1, self.n2):
-            self.assertEqual(n.put("/conv?q=2").status, 201)
-        revs = {}
-        for i in range(30):
-            revs[f"d{i}"] = self.n1.put(f"/conv/d{i}", {"i": i}).json["rev"]
-        self.n1.put("/conv/d1", {"_rev": revs["d1"], "i": "updated"})
-        self.n1.delete(f"/conv/d2?rev={revs['d2']}")
-        self.n2.put("/conv/d3", {"i": "n2 edit"})  # concurrent edit: a conflict once synced
-        self.n2.put("/conv/only-n2", {})
-
-        r = self.n1.post("/conv/_sync_shards", raw_body="", headers={"Content-Type": "application/json"})
+    def sync(self, node, db):
+        r = node.post(f"/{db}/_sync_shards", raw_body="", headers={"Content-Type": "application/json"})
         self.assertEqual(r.status, 200, r)
         self.assertTrue(r.json["ok"], r.json)
-        self.assertEqual(sum(row["docs"] for row in r.json["pushed"]), 30)
-        again = self.n1.post("/conv/_sync_shards", raw_body="", headers={"Content-Type": "application/json"}).json
-        self.assertEqual(sum(row["docs"] for row in again["pushed"]), 0)  # checkpointed
-        self.n2.post("/conv/_sync_shards", raw_body="", headers={"Content-Type": "application/json"})
+        return sum(row["applied"] for row in r.json["pushed"])
 
+    def wait_connected(self, node, names):
+        self.assertTrue(wait_for(lambda: node.get("/_membership", fresh=True).json["all_nodes"] == sorted(names)))
+
+    def test_copies_converge_both_ways_with_conflicts_and_deletions(self):
+        # Each copy misses the writes made while its node was down; _sync_shards brings them together.
+        self.assertEqual(self.n1.put("/conv?q=2").status, 201)
+        self.assertError(self.n2.put("/conv?q=2"), 412, "file_exists")  # one database cluster-wide
+        revs = {}
+        for i in range(30):
+            r = self.n1.put(f"/conv/d{i}", {"i": i})
+            self.assertEqual(r.status, 201)  # n=2, w=2: both copies have it
+            revs[f"d{i}"] = r.json["rev"]
+        self.assertEqual(self.sync(self.n1, "conv"), 0)  # nothing to catch up on
+
+        self.n2.stop()
+        self.wait_connected(self.n1, [self.cluster.names[0]])
+        self.assertEqual(self.n1.put("/conv/d1", {"_rev": revs["d1"], "i": "updated"}).status, 202)
+        self.assertEqual(self.n1.delete(f"/conv/d2?rev={revs['d2']}").status, 202)
+        self.assertEqual(self.n1.put("/conv/d3", {"_rev": revs["d3"], "i": "n1 edit"}).status, 202)
+        self.n1.stop()
+        self.n2.start(port=self.n2.port)
+        self.assertEqual(self.n2.put("/conv/d3", {"_rev": revs["d3"], "i": "n2 edit"}).status, 202)  # a conflict
+        self.assertEqual(self.n2.put("/conv/only-n2", {}).status, 202)
+        self.n1.start(port=self.n1.port)
+        for n in (self.n1, self.n2):
+            self.wait_connected(n, self.cluster.names)
+
+        self.assertEqual(self.sync(self.n1, "conv"), 3)  # d1, d2, d3
+        self.assertEqual(self.sync(self.n1, "conv"), 0)  # checkpointed
+        self.assertEqual(self.sync(self.n2, "conv"), 2)  # d3, only-n2
         self.assertEqual(self.docs(self.n1, "conv"), self.docs(self.n2, "conv"))
         for n in (self.n1, self.n2):
             self.assertEqual(n.get("/conv/d1").json["i"], "updated")
@@ -52,12 +69,15 @@ class SyncShards(NodeTest):
             self.assertEqual(len(n.get("/conv/d3?conflicts=true").json.get("_conflicts", [])), 1)
             self.assertEqual(n.get("/conv").json["doc_count"], 30)  # 30 - d2 + only-n2
 
-    def test_a_node_without_the_database_is_reported(self):
-        self.assertEqual(self.n1.put("/onlyhere").status, 201)
-        self.n1.put("/onlyhere/x", {})
+    def test_a_database_with_one_copy_has_nothing_to_push(self):
+        self.assertEqual(self.n1.put("/onlyhere?n=1&q=3").status, 201)
+        shards = self.n1.get("/onlyhere/_shards").json["shards"]
+        self.assertEqual(sorted(len(nodes) for nodes in shards.values()), [1, 1, 1])
         r = self.n1.post("/onlyhere/_sync_shards", raw_body="", headers={"Content-Type": "application/json"}).json
-        self.assertFalse(r["ok"])
-        self.assertEqual({row["error"] for row in r["pushed"]}, {"not_found"})
+        self.assertEqual(r, {"ok": True, "pushed": []})
+        self.assertError(self.n1.put("/toomany?n=3"), 400, "bad_request",
+                         "The `n` value (3) exceeds the number of cluster nodes (2).")
+        self.assertError(self.n1.put("/zero?n=0"), 400, "bad_request")
 
     def test_rules(self):
         self.n1.put("/rules")
@@ -72,8 +92,7 @@ class SyncWithPeerDown(NodeTest):
         try:
             everyone = sorted(cluster.names)
             self.assertTrue(wait_for(lambda: n1.get("/_membership", fresh=True).json["all_nodes"] == everyone))
-            for n in (n1, n2):
-                n.put("/pd?q=1")
+            self.assertEqual(n1.put("/pd?q=1").status, 201)
             for i in range(10):
                 n1.put(f"/pd/a{i}", {})
             n1.post("/pd/_sync_shards", raw_body="", headers={"Content-Type": "application/json"})

@@ -1,5 +1,8 @@
 #include <doctest/doctest.h>
 
+#include <map>
+#include <set>
+
 #include "actors/shard_map.hpp"
 
 using namespace settee;
@@ -27,4 +30,25 @@ TEST_CASE("doc ids route by CRC32 to the range containing the hash") {
   }
   CHECK(range_index(rs, 0) == 0);
   CHECK(range_index(rs, 0xffffffff) == 3);
+}
+
+TEST_CASE("copies of each range go to n distinct nodes, spread evenly over the cluster") {
+  std::vector<std::string> nodes = {"a@h", "b@h", "c@h", "d@h", "e@h"};
+  for (size_t offset : {0u, 3u, 17u}) {
+    auto placed = place_copies(nodes, 8, 3, offset);
+    REQUIRE(placed.size() == 8);
+    std::map<std::string, int> per_node;
+    for (auto& copies : placed) {
+      REQUIRE(copies.size() == 3);
+      CHECK(std::set<std::string>(copies.begin(), copies.end()).size() == 3);  // distinct
+      for (auto& n : copies) ++per_node[n];
+    }
+    REQUIRE(per_node.size() == 5);
+    for (auto& [node, count] : per_node) CHECK((count == 4 || count == 5));  // 24 copies over 5 nodes
+  }
+  // n above the number of nodes: one copy per node, never two on one node.
+  auto capped = place_copies({"a@h", "b@h"}, 2, 3, 0);
+  CHECK(capped[0] == std::vector<std::string>{"a@h", "b@h"});
+  CHECK(capped[1] == std::vector<std::string>{"a@h", "b@h"});
+  CHECK(place_copies({"solo@h"}, 3, 1, 7) == std::vector<std::vector<std::string>>(3, {"solo@h"}));
 }
