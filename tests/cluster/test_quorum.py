@@ -1,0 +1,129 @@
+"""Quorum writes on a 3-node cluster (n=3): 201 at w copies, 202 below, and what a SIGKILL leaves."""
+import os
+import signal
+import sys
+import threading
+import time
+
+sys.path.insert(0, os.path.dirname(__file__))
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "integration"))
+from harness import Node, NodeTest, main  # noqa: E402
+from test_membership import Cluster, wait_for  # noqa: E402
+
+
+def connected(node):
+    return node.get("/_membership", fresh=True).json["all_nodes"]
+
+
+class Quorum(NodeTest):
+    """Sync is off: every copy holds exactly what the coordinators wrote to it."""
+
+    def setUp(self):
+        self.cluster = Cluster(3).start()
+        self.n1, self.n2, self.n3 = self.cluster.nodes
+        self.node = self.n1
+        names = sorted(self.cluster.names)
+        for n in self.cluster.nodes:
+            self.assertTrue(wait_for(lambda n=n: connected(n) == names))
+
+    def tearDown(self):
+        self.cluster.cleanup()
+
+    def holders(self, db, doc_id):
+        """The nodes whose local copy has the document (every node holds every range here)."""
+        return [i for i, n in enumerate(self.cluster.nodes) if n.proc and n.get(f"/{db}/{doc_id}").status == 200]
+
+    def test_writes_answer_201_at_quorum_and_202_below(self):
+        r = self.n1.put("/qdb?q=2")
+        self.assertEqual(r.status, 201)
+        info = self.n1.get("/qdb").json
+        self.assertEqual(info["cluster"], {"q": 2, "n": 3, "w": 2, "r": 2})
+        self.assertEqual(self.n1.put("/qdb/all", {}).status, 201)
+        # Answered at w=2, but written to every copy: the third commit lands without a sweep.
+        self.assertTrue(wait_for(lambda: self.holders("qdb", "all") == [0, 1, 2], 5))
+        self.assertEqual(self.n2.put("/qdb/w3?w=3", {}).status, 201)
+        self.assertError(self.n1.put("/qdb/bad?w=0", {}), 400, "bad_request", "The `w` value should be a positive integer.")
+
+        self.n3.stop()
+        self.assertTrue(wait_for(lambda: connected(self.n1) == sorted(self.cluster.names[:2])))
+        self.assertEqual(self.n1.put("/qdb/two", {}).status, 201)  # 2 of 3 copies: w=2 met
+        r = self.n1.put("/qdb/strict?w=3", {})
+        self.assertEqual(r.status, 202)  # accepted, not on 3 copies
+        self.assertTrue(r.json["ok"])
+        r = self.n1.post("/qdb/_bulk_docs", {"docs": [{"_id": f"b{i}"} for i in range(10)]})
+        self.assertEqual(r.status, 201)
+        self.assertEqual(self.n1.post("/qdb/_bulk_docs?w=3", {"docs": [{"_id": "b-strict"}]}).status, 202)
+
+        self.n2.stop()
+        self.assertTrue(wait_for(lambda: connected(self.n1) == [self.cluster.names[0]]))
+        r = self.n1.put("/qdb/alone", {})
+        self.assertEqual(r.status, 202)
+        rev = r.json["rev"]
+        self.assertEqual(self.n1.delete(f"/qdb/alone?rev={rev}").status, 202)
+        self.assertError(self.n1.put("/qdb/all", {}), 409, "conflict", "Document update conflict.")
+
+        # The stopped nodes come back with what they missed missing; a sweep brings it.
+        self.n2.start(port=self.n2.port)
+        self.n3.start(port=self.n3.port)
+        for n in self.cluster.nodes:
+            self.assertTrue(wait_for(lambda n=n: connected(n) == sorted(self.cluster.names)))
+        self.assertEqual(self.holders("qdb", "two"), [0, 1])
+        self.assertEqual(self.holders("qdb", "strict"), [0, 1])
+        self.assertEqual(self.n1.get("/qdb").json["doc_count"], 15)  # this node's copies
+        self.assertEqual(self.n3.get("/qdb").json["doc_count"], 2)
+        for n in (self.n1, self.n2):
+            n.post("/qdb/_sync_shards", raw_body="", headers={"Content-Type": "application/json"})
+        for n in self.cluster.nodes:
+            self.assertEqual(n.get("/qdb").json["doc_count"], 15)
+            self.assertEqual(n.get("/qdb/alone").status, 404)
+
+    def test_sigkill_under_load_leaves_every_acknowledged_write_on_its_quorum(self):
+        self.assertEqual(self.n1.put("/load?q=3").status, 201)
+        acked = {}  # id -> (status, rev)
+        lock = threading.Lock()
+        stop = threading.Event()
+
+        def writer(k):
+            w = Node.__new__(Node)
+            w.__dict__.update((self.n1 if k % 2 == 0 else self.n3).__dict__)
+            w.conn = None
+            for i in range(100000):
+                if stop.is_set():
+                    return
+                doc_id = f"w{k}-{i}"
+                try:
+                    r = w.put(f"/load/{doc_id}", {"k": k, "i": i})
+                except OSError:
+                    w.conn = None
+                    continue
+                if r.status in (201, 202):
+                    with lock:
+                        acked[doc_id] = (r.status, r.json["rev"])
+
+        threads = [threading.Thread(target=writer, args=(k,)) for k in range(6)]
+        for t in threads:
+            t.start()
+        time.sleep(1.0)
+        self.n2.stop(sig=signal.SIGKILL)
+        time.sleep(1.0)
+        stop.set()
+        for t in threads:
+            t.join(30)
+        self.n2.start(port=self.n2.port)
+        for n in self.cluster.nodes:
+            self.assertTrue(wait_for(lambda n=n: connected(n) == sorted(self.cluster.names)))
+
+        statuses = [s for s, _ in acked.values()]
+        print(f"\n  {len(acked)} writes acknowledged around the SIGKILL", file=sys.stderr)
+        self.assertGreater(len(acked), 100)
+        self.assertEqual(statuses.count(202), 0, "two of three copies stayed up: every write met w=2")
+        missing = []
+        for doc_id, (status, rev) in acked.items():
+            found = sum(1 for n in self.cluster.nodes if n.get(f"/load/{doc_id}").json.get("_rev") == rev)
+            if found < 2:
+                missing.append((doc_id, found))
+        self.assertEqual(missing, [], "acknowledged with 201 but on fewer than w=2 copies")
+
+
+if __name__ == "__main__":
+    main()
