@@ -158,6 +158,13 @@ bool db_catalog::alive(const db_meta& m) const {
   return true;
 }
 
+result<db_meta> db_catalog::lookup(const std::string& name) {
+  auto m = find(name);
+  if (m || m.error().code != errc::db_not_found) return m;
+  if (auto st = reload(); !st) return st;
+  return find(name);
+}
+
 std::vector<std::string> db_catalog::names() const {
   std::shared_lock lock(mu_);
   std::vector<std::string> out;

@@ -54,6 +54,9 @@ class db_catalog {
   db_meta dbs_meta() const;
 
   result<db_meta> find(const std::string& name) const;
+  // find(), but a name not known yet makes the catalog look at `_dbs` again first: a database
+  // created on another node a moment ago is usable here as soon as its entry has arrived.
+  result<db_meta> lookup(const std::string& name);
   std::vector<std::string> names() const;
   // False once this incarnation of the database is deleted, or while its deletion is under way
   // (long-lived readers such as feeds poll this and let go of the shards).

@@ -1,20 +1,24 @@
 #include "actors/internal_replication.hpp"
 
+#include <nlohmann/json.hpp>
+
 #include <cstdlib>
 
 #include "actors/bridge.hpp"
 
 namespace settee {
 
+using json = nlohmann::json;
+
 replication_target local_target(const shard_handle& target, std::chrono::milliseconds timeout) {
   replication_target t;
   t.uuid = target.store->header().shard_uuid;
-  t.apply = [target, timeout](std::vector<doc_update>& updates) -> result<size_t> {
+  t.apply = [target, timeout](std::vector<doc_update>& updates) -> result<apply_result> {
     auto write = std::make_shared<write_op>();
     write->docs = std::move(updates);
     // A merge never conflicts: any failure is real.
     if (auto st = write_one(target.writer, write, timeout); !st) return st;
-    return count_added(write->results);
+    return apply_result{count_added(write->results), target.store->header().update_seq};
   };
   return t;
 }
@@ -31,24 +35,32 @@ std::string checkpoint_id(const std::string& target_uuid) {
 
 namespace {
 
-// The checkpoint body is {"seq":N}; storage/ stays free of a JSON library, so it is written and
-// read by hand.
-std::string checkpoint_body(uint64_t seq) {
-  return "{\"seq\":" + std::to_string(seq) + "}";
-}
-
-bool parse_checkpoint(const std::string& body, uint64_t& seq) {
-  const std::string key = "{\"seq\":";
-  if (body.rfind(key, 0) != 0) return false;
-  char* end = nullptr;
-  seq = std::strtoull(body.c_str() + key.size(), &end, 10);
-  return end && *end == '}';
-}
+constexpr size_t history_max = 32;
 
 struct checkpoint {
   uint64_t seq = 0;
-  uint64_t rev = 0;  // of the _local doc
+  uint64_t rev = 0;                                    // of the _local doc
+  std::vector<std::pair<uint64_t, uint64_t>> history;  // (source seq, target seq), newest first
 };
+
+bool parse_checkpoint(const std::string& body, checkpoint& cp) {
+  json j = json::parse(body, nullptr, false);
+  if (!j.is_object() || !j["seq"].is_number_unsigned()) return false;
+  cp.seq = j["seq"].get<uint64_t>();
+  if (j.contains("history") && j["history"].is_array()) {
+    for (auto& h : j["history"]) {
+      if (h.is_array() && h.size() == 2 && h[0].is_number_unsigned() && h[1].is_number_unsigned())
+        cp.history.emplace_back(h[0].get<uint64_t>(), h[1].get<uint64_t>());
+    }
+  }
+  return true;
+}
+
+std::string checkpoint_body(const checkpoint& cp) {
+  json history = json::array();
+  for (auto& [s, t] : cp.history) history.push_back({s, t});
+  return json{{"seq", cp.seq}, {"history", history}}.dump();
+}
 
 checkpoint load(const shard_handle& source, const std::string& id) {
   checkpoint cp;
@@ -56,12 +68,31 @@ checkpoint load(const shard_handle& source, const std::string& id) {
   auto snap = source.store->read();
   if (snap && snap->local(id, d)) {
     cp.rev = d.rev;
-    if (!parse_checkpoint(d.body, cp.seq)) cp.seq = 0;  // unreadable: start over (merging is idempotent)
+    if (!parse_checkpoint(d.body, cp)) cp = checkpoint{0, d.rev, {}};  // unreadable: start over (idempotent)
   }
   return cp;
 }
 
 }  // namespace
+
+std::optional<uint64_t> translate_since(const shard_store::snapshot& local, const std::string& other_uuid_prefix,
+                                        uint64_t seq) {
+  const std::string prefix = checkpoint_id(other_uuid_prefix);
+  std::optional<uint64_t> best;
+  local.scan_local([&](const local_doc& d) {
+    if (d.id.rfind(prefix, 0) != 0) return true;
+    checkpoint cp;
+    if (!parse_checkpoint(d.body, cp)) return true;
+    for (auto& [source_seq, target_seq] : cp.history) {  // newest first: the first that fits is the best
+      if (target_seq <= seq) {
+        if (!best || source_seq > *best) best = source_seq;
+        break;
+      }
+    }
+    return true;
+  });
+  return best;
+}
 
 uint64_t read_checkpoint(const shard_handle& source, const std::string& target_uuid) {
   return load(source, checkpoint_id(target_uuid)).seq;
@@ -81,14 +112,17 @@ result<replication_result> push_changes(const shard_handle& source, const replic
     auto applied = target.apply(batch.updates);
     if (!applied) return applied.error();
     // Checkpoint only after the target committed (synced) the batch.
+    cp.seq = batch.last_seq;
+    cp.history.insert(cp.history.begin(), {batch.last_seq, applied->target_seq});
+    if (cp.history.size() > history_max) cp.history.resize(history_max);
     auto save = std::make_shared<write_op>();
     save->what = write_op::kind::local;
-    save->local = {id, checkpoint_body(batch.last_seq), false, cp.rev};
+    save->local = {id, checkpoint_body(cp), false, cp.rev};
     if (auto st = write_one(source.writer, save, timeout); !st) return st;
     cp.rev = save->local_rev;
     out.to_seq = batch.last_seq;
     out.docs += batch.docs;
-    out.applied += *applied;
+    out.applied += applied->applied;
   }
   return out;
 }

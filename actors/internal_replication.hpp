@@ -2,15 +2,18 @@
 // mem3_sync). Reads the source's changes after the checkpoint in bounded batches (every leaf with
 // its history and body), writes them to the target's replica as new_edits=false merges, and records
 // the source seq reached in a _local document on the source, one per target copy:
-//   _local/shard-sync-<target shard uuid>  {"seq": N}
-// Merging is idempotent, so a crash between the write and the checkpoint only repeats work.
-// These checkpoints are also what later translates a `since` on a lost copy to a safe seq on a
-// live one (spec/http_api.md 11.1).
+//   _local/shard-sync-<target shard uuid>  {"seq":N,"history":[[N,T],...]}
+// where T is the target's update seq right after it committed everything up to source seq N (the
+// newest 32 pairs, newest first). Merging is idempotent, so a crash between the write and the
+// checkpoint only repeats work.
+// The history is what translates a `since` on another copy to a safe seq on this one (spec 11.1):
+// if the target's seq T <= X, every change of this copy up to N was in the target at or before X.
 // Thread-safety: call from a plain thread (it blocks on the replicas through the bridge).
 #pragma once
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 
 #include "actors/shard_registry.hpp"
@@ -24,12 +27,16 @@ struct replication_result {
   size_t applied = 0;     // leaves the target did not have yet
 };
 
+struct apply_result {
+  size_t applied = 0;       // updates the target did not have yet
+  uint64_t target_seq = 0;  // the target's update seq after the commit
+};
+
 // Where a push goes: a copy identified by its shard uuid, and how to commit updates on it (a local
 // replica actor, or another node over RPC).
 struct replication_target {
   std::string uuid;
-  // Commits the updates; answers how many of them the target did not have yet.
-  std::function<result<size_t>(std::vector<doc_update>& updates)> apply;
+  std::function<result<apply_result>(std::vector<doc_update>& updates)> apply;
 };
 replication_target local_target(const shard_handle& target, std::chrono::milliseconds timeout);
 // How many merges in `results` wrote something new.
@@ -38,6 +45,12 @@ size_t count_added(const std::vector<doc_result>& results);
 std::string checkpoint_id(const std::string& target_uuid);
 // The source seq already replicated to the target (0 when never).
 uint64_t read_checkpoint(const shard_handle& source, const std::string& target_uuid);
+
+// A safe place on `local` (a snapshot of this copy) to resume a feed that had read another copy of
+// the same range, named by its uuid prefix, up to `seq`: every change of this copy at or below the
+// answer was in the other copy at or below `seq`. nullopt when the checkpoints cannot tell.
+std::optional<uint64_t> translate_since(const shard_store::snapshot& local, const std::string& other_uuid_prefix,
+                                        uint64_t seq);
 
 result<replication_result> push_changes(const shard_handle& source, const replication_target& target,
                                         std::chrono::milliseconds timeout, size_t batch_docs = 500);

@@ -237,12 +237,14 @@ kj::Promise<void> node_server::applyChanges(ApplyChangesContext context) {
     if (u.getRevs().size() == 0) continue;  // nothing to merge
     op->docs.push_back(read_update(u, false));
   }
-  return commit_on_replica(*h, op).then([context, op]() mutable {
+  shard_handle shard = *h;
+  return commit_on_replica(shard, op).then([context, op, shard]() mutable {
     status st = op->st;
     for (auto& r : op->results)
       if (st && !r.st) st = r.st;
     set_status(context.getResults().initStatus(), st);
     context.getResults().setApplied(static_cast<uint32_t>(count_added(op->results)));
+    context.getResults().setUpdateSeq(shard.store->header().update_seq);
   });
 }
 
@@ -435,16 +437,17 @@ result<remote_shard_info> rpc_node::shard_info(const std::string& peer, const st
   });
 }
 
-result<size_t> rpc_node::apply_changes(const std::string& peer, const std::string& db, const std::string& range,
-                                       const std::vector<doc_update>& updates, std::chrono::milliseconds timeout) {
-  return call<size_t>(peer, timeout, [&](Node::Client& cap) {
+result<apply_result> rpc_node::apply_changes(const std::string& peer, const std::string& db, const std::string& range,
+                                             const std::vector<doc_update>& updates,
+                                             std::chrono::milliseconds timeout) {
+  return call<apply_result>(peer, timeout, [&](Node::Client& cap) {
     auto req = cap.applyChangesRequest();
     req.initShard().setDb(db);
     req.getShard().setRange(range);
     write_updates(req.initUpdates(static_cast<unsigned>(updates.size())), updates);
-    return req.send().then([](capnp::Response<Node::ApplyChangesResults>&& r) -> result<size_t> {
+    return req.send().then([](capnp::Response<Node::ApplyChangesResults>&& r) -> result<apply_result> {
       if (status st = status_of(r.getStatus()); !st) return st;
-      return static_cast<size_t>(r.getApplied());
+      return apply_result{r.getApplied(), r.getUpdateSeq()};
     });
   });
 }

@@ -15,6 +15,7 @@
 #include <thread>
 #include <vector>
 
+#include "actors/internal_replication.hpp"
 #include "actors/remote_shards.hpp"
 #include "actors/shard_registry.hpp"
 #include "cluster/membership.hpp"
@@ -62,9 +63,9 @@ class rpc_node final : public remote_shards {
   // the deadline; errors the peer reports come back as they were.
   result<remote_shard_info> shard_info(const std::string& peer, const std::string& db, const std::string& range,
                                        std::chrono::milliseconds timeout);
-  // Merges replicated leaves into the peer's copy; answers how many it did not have yet.
-  result<size_t> apply_changes(const std::string& peer, const std::string& db, const std::string& range,
-                               const std::vector<doc_update>& updates, std::chrono::milliseconds timeout);
+  // Merges replicated leaves into the peer's copy.
+  result<apply_result> apply_changes(const std::string& peer, const std::string& db, const std::string& range,
+                                     const std::vector<doc_update>& updates, std::chrono::milliseconds timeout);
 
   result<shard_summary> summary(const std::string& node, const std::string& db, const std::string& range,
                                 std::chrono::milliseconds timeout) override {

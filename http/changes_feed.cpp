@@ -1,5 +1,6 @@
 #include "http/changes_feed.hpp"
 
+#include "actors/internal_replication.hpp"
 #include "http/doc_render.hpp"
 
 namespace settee {
@@ -33,13 +34,27 @@ status changes_feed::start(const std::string& since) {
       p.seq = opts_.descending ? 0 : hd.update_seq;
       continue;
     }
+    if (from.empty()) continue;  // since=0
+    // The same range on the same copy: continue there. Another copy of the range (another node's,
+    // e.g. the client's node died): translate through the replication checkpoints. Anything else
+    // (another incarnation of the database, another range layout) starts the range from 0: more
+    // rows, never fewer, and the response says so (spec 11.1).
+    resolution res = resolution::rewound;
     for (auto& e : from) {
-      // The same range on the same shard file: continue there. Anything else (another incarnation
-      // of the database, another range layout) starts that range from 0: more rows, never fewer.
-      if (e.range.begin == p.range.begin && e.range.end == p.range.end && e.uuid_prefix == p.uuid_prefix) {
+      if (e.range.begin != p.range.begin || e.range.end != p.range.end) continue;
+      if (e.uuid_prefix == p.uuid_prefix) {
         p.seq = std::min(e.seq, hd.update_seq);
+        res = resolution::exact;
+        break;
+      }
+      auto snap = h->store->read();
+      if (!snap) return snap.error();
+      if (auto t = translate_since(*snap, e.uuid_prefix, e.seq)) {
+        p.seq = std::min(*t, hd.update_seq);
+        res = resolution::translated;
       }
     }
+    resolutions_.emplace_back(p.range.name(), res);
   }
   std::vector<seq_entry> layout;
   for (auto& p : shards_) layout.push_back({p.range, node_name_, p.uuid_prefix, 0});
@@ -182,6 +197,21 @@ void changes_feed::release_snapshots() {
       p.snap_reset = true;
     }
   }
+}
+
+std::string changes_feed::since_resolution() const {
+  bool all_exact = true;
+  for (auto& [range, res] : resolutions_) all_exact = all_exact && res == resolution::exact;
+  if (all_exact) return "";
+  std::string out = "{";
+  for (auto& [range, res] : resolutions_) {
+    if (out.size() > 1) out += ",";
+    out += quote(range) + ":" +
+           (res == resolution::exact        ? "\"exact\""
+            : res == resolution::translated ? "\"translated\""
+                                            : "\"rewound\"");
+  }
+  return out + "}";
 }
 
 bool changes_feed::alive() const {

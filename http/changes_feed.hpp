@@ -48,6 +48,9 @@ class changes_feed {
   void release_snapshots();
   // False once the database was deleted (or re-created): the feed should end.
   bool alive() const;
+  // {"<range>":"exact"|"translated"|"rewound",...} when `since` named copies this node could not
+  // continue exactly; "" when every range continues exactly (or since was 0/now).
+  std::string since_resolution() const;
 
  private:
   struct shard_pos {
@@ -70,6 +73,8 @@ class changes_feed {
   std::vector<shard_pos> shards_;
   std::vector<shard_handle> handles_;  // held for the feed's life: no registry lookup per refill
   std::unique_ptr<seq_token_builder> tokens_;
+  enum class resolution { exact, translated, rewound };
+  std::vector<std::pair<std::string, resolution>> resolutions_;
   uint64_t emitted_ = 0;
 };
 

@@ -228,7 +228,9 @@ bool provide_batch(stream& s, httplib::DataSink& sink) {
     }
   }
   if (!more) {
-    out += "\n],\n" + s.last_seq_fields() + "}\n";
+    out += "\n],\n" + s.last_seq_fields();
+    if (std::string res = s.feed.since_resolution(); !res.empty()) out += ",\"since_resolution\":" + res;
+    out += "}\n";
     if (!sink.write(out.data(), out.size())) return false;
     sink.done();
     return true;
@@ -319,6 +321,7 @@ void handle_changes(ctx& c, const db_meta& db) {
   }
   c.res.status = 200;
   c.res.set_header("Cache-Control", "must-revalidate");
+  if (std::string res = s->feed.since_resolution(); !res.empty()) c.res.set_header("X-Settee-Since-Resolution", res);
   if (s->q.feed == feed_kind::eventsource) {
     c.res.set_header("Cache-Control", "no-cache");
     c.res.set_chunked_content_provider("text/event-stream",

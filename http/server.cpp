@@ -67,7 +67,7 @@ void dispatch(ctx& c) {
   }
   if (auto st = validate_db_name(first); !st) return c.error(st);
   if (p.size() == 1) return handle_db(c, first);
-  auto db = c.node.coord.catalog().find(first);
+  auto db = c.node.coord.catalog().lookup(first);
   if (!db) return c.error(db.error());
   json security = read_security(c, *db);
   bool server_admin_only = first == "_users" || p[1] == "_sync_shards";

@@ -280,13 +280,7 @@ int main(int argc, char** argv) {
                                                  const std::string& range) -> result<shard_handle> {
         auto m = db == "_dbs"              ? result<db_meta>(catalog.dbs_meta())
                  : db == "_nodes" && nodes ? result<db_meta>(nodes->meta())
-                                           : catalog.find(db);
-        if (!m && m.error().code == errc::db_not_found) {
-          // A database created a moment ago on another node: its `_dbs` entry may have arrived
-          // (pushed by the creator) before this node's catalog looked again.
-          if (auto st = catalog.reload(); !st) return st;
-          m = catalog.find(db);
-        }
+                                           : catalog.lookup(db);
         if (!m) return m.error();
         for (size_t i = 0; i < m->ranges.size(); ++i)
           if (m->ranges[i].name() == range) return coord.shard(*m, i);

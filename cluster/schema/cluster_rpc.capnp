@@ -21,7 +21,7 @@ interface Node {
   shardInfo @2 (shard :ShardRef) -> (status :CallStatus, uuid :Text, updateSeq :UInt64,
                                      docCount :UInt64, docDelCount :UInt64, externalSize :UInt64, fileSize :UInt64);
   # Merges replicated leaves into the local copy (committed with fsync before the answer).
-  applyChanges @3 (shard :ShardRef, updates :List(DocUpdate)) -> (status :CallStatus, applied :UInt32);
+  applyChanges @3 (shard :ShardRef, updates :List(DocUpdate)) -> (status :CallStatus, applied :UInt32, updateSeq :UInt64);
   # A coordinator's write to this node's copy (each update new_edits or not, as it says);
   # answered after the fsync, one result per update, in order.
   updateDocs @4 (shard :ShardRef, updates :List(DocUpdate)) -> (status :CallStatus, results :List(DocResult));
