@@ -28,6 +28,7 @@ class coordinator {
   // Other nodes' copies; null on a single node. Set once, before requests arrive.
   void set_remote(remote_shards* remote) { remote_ = remote; }
   const std::string& self() const { return self_; }
+  remote_shards* remote() const { return remote_; }
   // The nodes holding range `index` of `db` (this node alone for a system database).
   std::vector<std::string> copies(const db_meta& db, size_t index) const;
 

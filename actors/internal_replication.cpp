@@ -94,6 +94,26 @@ std::optional<uint64_t> translate_since(const shard_store::snapshot& local, cons
   return best;
 }
 
+resolved_since resolve_on_copy(const shard_handle& copy, const std::string& uuid_prefix, uint64_t seq) {
+  resolved_since r;
+  shard_header hd = copy.store->header();
+  r.uuid = hd.shard_uuid;
+  r.update_seq = hd.update_seq;
+  if (uuid_prefix.empty()) return r;  // from the start
+  if (hd.shard_uuid.rfind(uuid_prefix, 0) == 0) {
+    r.seq = std::min(seq, hd.update_seq);
+    return r;
+  }
+  r.resolution = resolved_since::how::rewound;
+  if (auto snap = copy.store->read()) {
+    if (auto t = translate_since(*snap, uuid_prefix, seq)) {
+      r.seq = std::min(*t, hd.update_seq);
+      r.resolution = resolved_since::how::translated;
+    }
+  }
+  return r;
+}
+
 uint64_t read_checkpoint(const shard_handle& source, const std::string& target_uuid) {
   return load(source, checkpoint_id(target_uuid)).seq;
 }

@@ -16,6 +16,7 @@
 #include <optional>
 #include <string>
 
+#include "actors/remote_shards.hpp"
 #include "actors/shard_registry.hpp"
 
 namespace settee {
@@ -51,6 +52,10 @@ uint64_t read_checkpoint(const shard_handle& source, const std::string& target_u
 // answer was in the other copy at or below `seq`. nullopt when the checkpoints cannot tell.
 std::optional<uint64_t> translate_since(const shard_store::snapshot& local, const std::string& other_uuid_prefix,
                                         uint64_t seq);
+
+// Where a feed that read copy `uuid_prefix` up to `seq` continues on `copy`: exact on the same copy,
+// translated through its checkpoints on another, else rewound to 0. Empty prefix: seq 0, exact.
+resolved_since resolve_on_copy(const shard_handle& copy, const std::string& uuid_prefix, uint64_t seq);
 
 result<replication_result> push_changes(const shard_handle& source, const replication_target& target,
                                         std::chrono::milliseconds timeout, size_t batch_docs = 500);

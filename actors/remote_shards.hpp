@@ -3,6 +3,7 @@
 // Thread-safety: every method may be called from any thread except the RPC thread.
 #pragma once
 #include <chrono>
+#include <cstdint>
 #include <functional>
 #include <string>
 #include <vector>
@@ -22,6 +23,61 @@ struct shard_summary {
   uint64_t file_size = 0;
 };
 
+// A page of one copy's changes feed; `doc` is the rendered winning revision when asked for.
+struct change_row {
+  change_entry e;
+  std::string doc;
+};
+struct changes_page {
+  std::vector<change_row> rows;
+  uint64_t pending = 0;  // changes after the last row (ascending)
+};
+struct changes_request {
+  uint64_t since = 0;  // ascending: after this seq; descending: before it (0 = from the end)
+  uint32_t limit = 512;
+  bool descending = false;
+  bool with_docs = false;
+  bool conflicts = false;  // with_docs: add _conflicts
+};
+
+// Where a feed that had read another copy up to a seq continues on this one (spec 11.1).
+struct resolved_since {
+  std::string uuid;         // of the copy that answered
+  uint64_t update_seq = 0;  // its update seq now
+  uint64_t seq = 0;         // where to continue
+  enum class how : uint8_t { exact, translated, rewound } resolution = how::exact;
+};
+
+// A document read as another node answered it (GET /db/doc rendered by the copy's node).
+struct doc_read {
+  int http_status = 200;
+  std::string body;
+  std::string etag;
+};
+using query_params = std::vector<std::pair<std::string, std::string>>;
+
+// One copy's part of an _all_docs request: rows in id order within [start, end] (JSON keys as text,
+// "" = unbounded), at most max_rows; or, by_keys, one row per key (found or not).
+struct all_docs_request {
+  std::string start, end;
+  bool descending = false, inclusive_end = true, include_docs = false, conflicts = false;
+  uint64_t max_rows = UINT64_MAX;
+  bool by_keys = false;
+  std::vector<std::string> keys;
+};
+struct all_docs_row {
+  std::string id;
+  std::string rev;
+  bool deleted = false;
+  bool found = true;
+  std::string doc;  // include_docs: the rendered winner ("" = null)
+};
+struct all_docs_page {
+  std::vector<all_docs_row> rows;
+  uint64_t before = 0;  // live documents before the start key (CouchDB's offset)
+  uint64_t doc_count = 0;
+};
+
 class remote_shards {
  public:
   virtual ~remote_shards() = default;
@@ -29,6 +85,23 @@ class remote_shards {
   // The header of `node`'s copy of `range` (blocks up to `timeout`).
   virtual result<shard_summary> summary(const std::string& node, const std::string& db, const std::string& range,
                                         std::chrono::milliseconds timeout) = 0;
+
+  // Reads a page of `node`'s copy of `range`'s changes.
+  virtual result<changes_page> changes(const std::string& node, const std::string& db, const std::string& range,
+                                       const changes_request& req, std::chrono::milliseconds timeout) = 0;
+  // Resolves a position (copy `uuid_prefix` at `seq`; empty prefix: seq 0) on `node`'s copy.
+  virtual result<resolved_since> resolve_since(const std::string& node, const std::string& db, const std::string& range,
+                                               const std::string& uuid_prefix, uint64_t seq,
+                                               std::chrono::milliseconds timeout) = 0;
+
+  // GET of one document with the client's query parameters, answered by `node`'s copy.
+  virtual result<doc_read> read_doc(const std::string& node, const std::string& db, const std::string& range,
+                                    const std::string& id, const query_params& params, const std::string& if_none_match,
+                                    std::chrono::milliseconds timeout) = 0;
+
+  // `node`'s copy's part of an _all_docs request.
+  virtual result<all_docs_page> all_docs(const std::string& node, const std::string& db, const std::string& range,
+                                         const all_docs_request& req, std::chrono::milliseconds timeout) = 0;
 
   using write_done = std::function<void(result<std::vector<doc_result>>)>;
   // Starts writing `docs` (each new_edits or not, as it says) to `node`'s copy of `range`. `done`

@@ -28,6 +28,10 @@ class node_server final : public Node::Server {
   kj::Promise<void> shardInfo(ShardInfoContext context) override;
   kj::Promise<void> applyChanges(ApplyChangesContext context) override;
   kj::Promise<void> updateDocs(UpdateDocsContext context) override;
+  kj::Promise<void> changesPage(ChangesPageContext context) override;
+  kj::Promise<void> resolveSince(ResolveSinceContext context) override;
+  kj::Promise<void> readDoc(ReadDocContext context) override;
+  kj::Promise<void> allDocsPage(AllDocsPageContext context) override;
 
  private:
   rpc_node::loop& loop_;
@@ -270,6 +274,117 @@ kj::Promise<void> node_server::updateDocs(UpdateDocsContext context) {
   });
 }
 
+// Reads run on the loop thread: LMDB snapshot reads are short and never wait for a writer.
+kj::Promise<void> node_server::changesPage(ChangesPageContext context) {
+  auto params = context.getParams();
+  auto results = context.getResults();
+  auto h = find_shard(loop_, params.getShard());
+  if (!h || !loop_.opts.read_changes) {
+    set_status(results.initStatus(), h ? status{errc::not_implemented, "no feed reader"} : h.error());
+    return kj::READY_NOW;
+  }
+  changes_request req;
+  req.since = params.getSince();
+  req.limit = std::min<uint32_t>(params.getLimit(), 4096);
+  req.descending = params.getDescending();
+  req.with_docs = params.getWithDocs();
+  req.conflicts = params.getConflicts();
+  auto page = loop_.opts.read_changes(*h, req);
+  if (!page) {
+    set_status(results.initStatus(), page.error());
+    return kj::READY_NOW;
+  }
+  results.setPending(page->pending);
+  auto rows = results.initRows(static_cast<unsigned>(page->rows.size()));
+  for (unsigned i = 0; i < page->rows.size(); ++i) {
+    const change_row& r = page->rows[i];
+    auto b = rows[i];
+    b.setSeq(r.e.seq);
+    b.setId(r.e.id);
+    b.setRev(r.e.rev);
+    b.setDeleted(r.e.deleted);
+    auto leaves = b.initLeafRevs(static_cast<unsigned>(r.e.leaf_revs.size()));
+    for (unsigned k = 0; k < r.e.leaf_revs.size(); ++k) leaves.set(k, r.e.leaf_revs[k]);
+    b.setTimeS(r.e.time_s);
+    b.setDoc(r.doc);
+  }
+  return kj::READY_NOW;
+}
+
+kj::Promise<void> node_server::resolveSince(ResolveSinceContext context) {
+  auto params = context.getParams();
+  auto results = context.getResults();
+  auto h = find_shard(loop_, params.getShard());
+  if (!h) {
+    set_status(results.initStatus(), h.error());
+    return kj::READY_NOW;
+  }
+  resolved_since r = resolve_on_copy(*h, params.getUuidPrefix(), params.getSeq());
+  results.setUuid(r.uuid);
+  results.setUpdateSeq(r.update_seq);
+  results.setSeq(r.seq);
+  results.setResolution(static_cast<uint8_t>(r.resolution));
+  return kj::READY_NOW;
+}
+
+kj::Promise<void> node_server::readDoc(ReadDocContext context) {
+  auto params = context.getParams();
+  auto results = context.getResults();
+  auto h = find_shard(loop_, params.getShard());  // this node must hold the range
+  if (!h || !loop_.opts.read_doc) {
+    set_status(results.initStatus(), h ? status{errc::not_implemented, "no document reader"} : h.error());
+    return kj::READY_NOW;
+  }
+  query_params query;
+  for (auto p : params.getParams()) query.emplace_back(p.getName().cStr(), p.getValue().cStr());
+  auto r = loop_.opts.read_doc(params.getShard().getDb(), params.getId(), query, params.getIfNoneMatch());
+  if (!r) {
+    set_status(results.initStatus(), r.error());
+    return kj::READY_NOW;
+  }
+  results.setHttpStatus(static_cast<uint16_t>(r->http_status));
+  results.setBody(r->body);
+  results.setEtag(r->etag);
+  return kj::READY_NOW;
+}
+
+kj::Promise<void> node_server::allDocsPage(AllDocsPageContext context) {
+  auto p = context.getParams();
+  auto results = context.getResults();
+  auto h = find_shard(loop_, p.getShard());
+  if (!h || !loop_.opts.read_all_docs) {
+    set_status(results.initStatus(), h ? status{errc::not_implemented, "no _all_docs reader"} : h.error());
+    return kj::READY_NOW;
+  }
+  all_docs_request req;
+  req.start = p.getStartKey();
+  req.end = p.getEndKey();
+  req.descending = p.getDescending();
+  req.inclusive_end = p.getInclusiveEnd();
+  req.include_docs = p.getIncludeDocs();
+  req.conflicts = p.getConflicts();
+  req.max_rows = p.getMaxRows();
+  req.by_keys = p.getByKeys();
+  for (auto k : p.getKeys()) req.keys.emplace_back(k.cStr());
+  auto page = loop_.opts.read_all_docs(*h, req);
+  if (!page) {
+    set_status(results.initStatus(), page.error());
+    return kj::READY_NOW;
+  }
+  results.setBefore(page->before);
+  results.setDocCount(page->doc_count);
+  auto rows = results.initRows(static_cast<unsigned>(page->rows.size()));
+  for (unsigned i = 0; i < page->rows.size(); ++i) {
+    const all_docs_row& r = page->rows[i];
+    rows[i].setId(r.id);
+    rows[i].setRev(r.rev);
+    rows[i].setDeleted(r.deleted);
+    rows[i].setFound(r.found);
+    rows[i].setDoc(r.doc);
+  }
+  return kj::READY_NOW;
+}
+
 }  // namespace
 
 rpc_node::rpc_node(membership& members, rpc_options opts) : members_(members), opts_(std::move(opts)) {
@@ -471,6 +586,108 @@ void rpc_node::update_docs(const std::string& node, const std::string& db, const
         });
       },
       std::move(done));
+}
+
+result<changes_page> rpc_node::changes(const std::string& node, const std::string& db, const std::string& range,
+                                       const changes_request& cr, std::chrono::milliseconds timeout) {
+  return call<changes_page>(node, timeout, [&](Node::Client& cap) {
+    auto req = cap.changesPageRequest();
+    req.initShard().setDb(db);
+    req.getShard().setRange(range);
+    req.setSince(cr.since);
+    req.setLimit(cr.limit);
+    req.setDescending(cr.descending);
+    req.setWithDocs(cr.with_docs);
+    req.setConflicts(cr.conflicts);
+    return req.send().then([](capnp::Response<Node::ChangesPageResults>&& r) -> result<changes_page> {
+      if (status st = status_of(r.getStatus()); !st) return st;
+      changes_page page;
+      page.pending = r.getPending();
+      for (auto row : r.getRows()) {
+        change_row c;
+        c.e.seq = row.getSeq();
+        c.e.id = row.getId();
+        c.e.rev = row.getRev();
+        c.e.deleted = row.getDeleted();
+        for (auto l : row.getLeafRevs()) c.e.leaf_revs.emplace_back(l.cStr());
+        c.e.time_s = row.getTimeS();
+        c.doc = row.getDoc();
+        page.rows.push_back(std::move(c));
+      }
+      return page;
+    });
+  });
+}
+
+result<resolved_since> rpc_node::resolve_since(const std::string& node, const std::string& db, const std::string& range,
+                                               const std::string& uuid_prefix, uint64_t seq,
+                                               std::chrono::milliseconds timeout) {
+  return call<resolved_since>(node, timeout, [&](Node::Client& cap) {
+    auto req = cap.resolveSinceRequest();
+    req.initShard().setDb(db);
+    req.getShard().setRange(range);
+    req.setUuidPrefix(uuid_prefix);
+    req.setSeq(seq);
+    return req.send().then([](capnp::Response<Node::ResolveSinceResults>&& r) -> result<resolved_since> {
+      if (status st = status_of(r.getStatus()); !st) return st;
+      resolved_since out;
+      out.uuid = r.getUuid();
+      out.update_seq = r.getUpdateSeq();
+      out.seq = r.getSeq();
+      out.resolution = static_cast<resolved_since::how>(std::min<uint8_t>(r.getResolution(), 2));
+      return out;
+    });
+  });
+}
+
+result<doc_read> rpc_node::read_doc(const std::string& node, const std::string& db, const std::string& range,
+                                    const std::string& id, const query_params& params, const std::string& if_none_match,
+                                    std::chrono::milliseconds timeout) {
+  return call<doc_read>(node, timeout, [&](Node::Client& cap) {
+    auto req = cap.readDocRequest();
+    req.initShard().setDb(db);
+    req.getShard().setRange(range);
+    req.setId(id);
+    auto list = req.initParams(static_cast<unsigned>(params.size()));
+    for (unsigned i = 0; i < params.size(); ++i) {
+      list[i].setName(params[i].first);
+      list[i].setValue(params[i].second);
+    }
+    req.setIfNoneMatch(if_none_match);
+    return req.send().then([](capnp::Response<Node::ReadDocResults>&& r) -> result<doc_read> {
+      if (status st = status_of(r.getStatus()); !st) return st;
+      return doc_read{r.getHttpStatus(), r.getBody(), r.getEtag()};
+    });
+  });
+}
+
+result<all_docs_page> rpc_node::all_docs(const std::string& node, const std::string& db, const std::string& range,
+                                         const all_docs_request& ar, std::chrono::milliseconds timeout) {
+  return call<all_docs_page>(node, timeout, [&](Node::Client& cap) {
+    auto req = cap.allDocsPageRequest();
+    req.initShard().setDb(db);
+    req.getShard().setRange(range);
+    req.setStartKey(ar.start);
+    req.setEndKey(ar.end);
+    req.setDescending(ar.descending);
+    req.setInclusiveEnd(ar.inclusive_end);
+    req.setIncludeDocs(ar.include_docs);
+    req.setConflicts(ar.conflicts);
+    req.setMaxRows(ar.max_rows);
+    req.setByKeys(ar.by_keys);
+    auto keys = req.initKeys(static_cast<unsigned>(ar.keys.size()));
+    for (unsigned i = 0; i < ar.keys.size(); ++i) keys.set(i, ar.keys[i]);
+    return req.send().then([](capnp::Response<Node::AllDocsPageResults>&& r) -> result<all_docs_page> {
+      if (status st = status_of(r.getStatus()); !st) return st;
+      all_docs_page page;
+      page.before = r.getBefore();
+      page.doc_count = r.getDocCount();
+      for (auto row : r.getRows()) {
+        page.rows.push_back({row.getId(), row.getRev(), row.getDeleted(), row.getFound(), row.getDoc()});
+      }
+      return page;
+    });
+  });
 }
 
 }  // namespace settee

@@ -38,6 +38,13 @@ struct rpc_options {
   int call_timeout_ms = 60000;  // no call to a peer is waited for longer
   // This node's copy of a shard range ("00000000-7fffffff") of a database, for calls from peers.
   std::function<result<shard_handle>(const std::string& db, const std::string& range)> find_shard;
+  // A page of this node's copy's changes (rendering documents lives above the cluster layer).
+  std::function<result<changes_page>(const shard_handle& shard, const changes_request& req)> read_changes;
+  std::function<result<all_docs_page>(const shard_handle& shard, const all_docs_request& req)> read_all_docs;
+  // GET of one document from this node's copy, rendered as the HTTP layer would.
+  std::function<result<doc_read>(const std::string& db, const std::string& id, const query_params& params,
+                                 const std::string& if_none_match)>
+      read_doc;
 };
 
 using remote_shard_info = shard_summary;
@@ -71,6 +78,16 @@ class rpc_node final : public remote_shards {
                                 std::chrono::milliseconds timeout) override {
     return shard_info(node, db, range, timeout);
   }
+  result<changes_page> changes(const std::string& node, const std::string& db, const std::string& range,
+                               const changes_request& req, std::chrono::milliseconds timeout) override;
+  result<resolved_since> resolve_since(const std::string& node, const std::string& db, const std::string& range,
+                                       const std::string& uuid_prefix, uint64_t seq,
+                                       std::chrono::milliseconds timeout) override;
+  result<doc_read> read_doc(const std::string& node, const std::string& db, const std::string& range,
+                            const std::string& id, const query_params& params, const std::string& if_none_match,
+                            std::chrono::milliseconds timeout) override;
+  result<all_docs_page> all_docs(const std::string& node, const std::string& db, const std::string& range,
+                                 const all_docs_request& req, std::chrono::milliseconds timeout) override;
   // remote_shards: a coordinator's write to a peer's copy (does not block).
   void update_docs(const std::string& node, const std::string& db, const std::string& range,
                    const std::vector<doc_update>& docs, write_done done) override;

@@ -7,6 +7,32 @@ namespace settee {
 
 namespace {
 constexpr size_t refill_batch = 512;
+constexpr std::chrono::milliseconds remote_timeout{10000};
+}  // namespace
+
+result<changes_page> read_changes_page(const shard_handle& shard, const changes_request& req) {
+  auto snap = shard.store->read();
+  if (!snap) return snap.error();
+  changes_page page;
+  auto collect = [&](const change_entry& e) {
+    change_row row;
+    row.e = e;
+    if (req.with_docs) {
+      doc_info d;
+      render_options ro;
+      ro.conflicts = req.conflicts;
+      if (snap->doc(e.id, d)) row.doc = render_winner(*snap, d, ro);
+    }
+    page.rows.push_back(std::move(row));
+    return page.rows.size() < req.limit;
+  };
+  if (req.descending) {
+    if (req.since != 1) snap->scan_changes_descending(req.since, collect);
+  } else {
+    snap->scan_changes(req.since, collect);
+    page.pending = snap->count_changes_after(page.rows.empty() ? req.since : page.rows.back().e.seq);
+  }
+  return page;
 }
 
 changes_feed::changes_feed(coordinator& coord, const db_meta& db, changes_options opts, std::string node_name)
@@ -21,49 +47,90 @@ status changes_feed::start(const std::string& since) {
     from = std::move(*decoded);
   }
   shards_.resize(db_.q);
+  handles_.resize(db_.q);
   for (size_t i = 0; i < db_.q; ++i) {
-    auto h = coord_.shard(db_, i);
-    if (!h) return h.error();
-    handles_.push_back(*h);
-    shard_header hd = h->store->header();
     shard_pos& p = shards_[i];
     p.range = db_.ranges[i];
-    p.uuid_prefix = hd.shard_uuid.substr(0, uuid_prefix_length);
-    p.top = hd.update_seq;
+    // The position the token gives for this range, if any.
+    const seq_entry* given = nullptr;
+    for (auto& e : from)
+      if (e.range.begin == p.range.begin && e.range.end == p.range.end) given = &e;
+    std::string prefix = given && !now ? given->uuid_prefix : "";
+    uint64_t seq = given ? given->seq : 0;
+
+    // This node's copy, else another node's: the one the token names first, then the others.
+    resolved_since r;
+    if (db_.hosts(i)) {
+      auto h = coord_.shard(db_, i);
+      if (!h) return h.error();
+      handles_[i] = *h;
+      r = resolve_on_copy(*h, prefix, seq);
+      p.node = node_name_;
+    } else {
+      std::vector<std::string> nodes = coord_.copies(db_, i);
+      if (given) {
+        auto it = std::find(nodes.begin(), nodes.end(), given->node);
+        if (it != nodes.end()) std::rotate(nodes.begin(), it, it + 1);
+      }
+      status last{errc::unavailable, "no copy of range " + p.range.name() + " is reachable"};
+      bool found = false;
+      for (const std::string& node : nodes) {
+        if (!coord_.remote()) break;
+        auto rr = coord_.remote()->resolve_since(node, db_.name, p.range.name(), prefix, seq, remote_timeout);
+        if (!rr) {
+          last = rr.error();
+          continue;
+        }
+        r = std::move(*rr);
+        p.node = node;
+        p.remote = true;
+        found = true;
+        break;
+      }
+      if (!found) return status{errc::unavailable, last.reason};
+    }
+    p.uuid_prefix = r.uuid.substr(0, uuid_prefix_length);
+    p.top = r.update_seq;
     if (now || opts_.descending) {
-      p.seq = opts_.descending ? 0 : hd.update_seq;
+      p.seq = opts_.descending ? 0 : r.update_seq;
       continue;
     }
     if (from.empty()) continue;  // since=0
-    // The same range on the same copy: continue there. Another copy of the range (another node's,
-    // e.g. the client's node died): translate through the replication checkpoints. Anything else
-    // (another incarnation of the database, another range layout) starts the range from 0: more
-    // rows, never fewer, and the response says so (spec 11.1).
-    resolution res = resolution::rewound;
-    for (auto& e : from) {
-      if (e.range.begin != p.range.begin || e.range.end != p.range.end) continue;
-      if (e.uuid_prefix == p.uuid_prefix) {
-        p.seq = std::min(e.seq, hd.update_seq);
-        res = resolution::exact;
-        break;
-      }
-      auto snap = h->store->read();
-      if (!snap) return snap.error();
-      if (auto t = translate_since(*snap, e.uuid_prefix, e.seq)) {
-        p.seq = std::min(*t, hd.update_seq);
-        res = resolution::translated;
-      }
-    }
-    resolutions_.emplace_back(p.range.name(), res);
+    // Another copy of the range (e.g. the client's node died) is translated through the
+    // replication checkpoints; anything else (another incarnation, another range layout) starts
+    // the range from 0: more rows, never fewer, and the response says so (spec 11.1).
+    p.seq = r.seq;
+    resolutions_.emplace_back(p.range.name(), given ? r.resolution : resolved_since::how::rewound);
   }
   std::vector<seq_entry> layout;
-  for (auto& p : shards_) layout.push_back({p.range, node_name_, p.uuid_prefix, 0});
+  for (auto& p : shards_) layout.push_back({p.range, p.node, p.uuid_prefix, 0});
   tokens_ = std::make_unique<seq_token_builder>(layout);
   return {};
 }
 
+bool changes_feed::has_remote() const {
+  return std::any_of(shards_.begin(), shards_.end(), [](const shard_pos& p) { return p.remote; });
+}
+
 bool changes_feed::refill(size_t i) {
   shard_pos& p = shards_[i];
+  if (p.remote) {
+    changes_request req;
+    req.since = p.seq;
+    req.limit = refill_batch;
+    req.descending = opts_.descending;
+    req.with_docs = opts_.include_docs || opts_.filter_kind == changes_options::filter::selector;
+    req.conflicts = opts_.conflicts;
+    if (opts_.descending && p.seq == 1) return false;
+    auto page = coord_.remote()->changes(p.node, db_.name, p.range.name(), req, remote_timeout);
+    if (!page) return false;  // the copy went away: the feed ends here, resumable from its last seq
+    p.remote_pending = page->pending;
+    for (auto& row : page->rows) {
+      p.buffer.push_back(std::move(row.e));
+      p.docs.push_back(std::move(row.doc));
+    }
+    return !p.buffer.empty();
+  }
   if (p.snap && p.snap_reset && p.snap->renew()) {
     p.snap_reset = false;  // the same reader slot, a fresh snapshot
   } else {
@@ -85,7 +152,7 @@ bool changes_feed::refill(size_t i) {
   return !p.buffer.empty();
 }
 
-bool changes_feed::wanted(size_t shard, const change_entry& e) const {
+bool changes_feed::wanted(size_t shard, const change_entry& e, const std::string& remote_doc) const {
   switch (opts_.filter_kind) {
     case changes_options::filter::none:
       return true;
@@ -94,6 +161,10 @@ bool changes_feed::wanted(size_t shard, const change_entry& e) const {
     case changes_options::filter::design:
       return e.id.rfind("_design/", 0) == 0;
     case changes_options::filter::selector: {
+      if (shards_[shard].remote) {
+        auto doc = parse_json(remote_doc);
+        return doc && opts_.selector->matches(*doc);
+      }
       const auto& snap = *shards_[shard].snap;
       doc_info d;
       if (!snap.doc(e.id, d)) return false;
@@ -122,14 +193,19 @@ bool changes_feed::next(std::string& row) {
     shard_pos& p = shards_[best];
     change_entry e = std::move(p.buffer.front());
     p.buffer.pop_front();
+    std::string doc;  // a remote copy's rendered winner, when asked for
+    if (p.remote) {
+      doc = std::move(p.docs.front());
+      p.docs.pop_front();
+    }
     p.seq = e.seq;
-    if (!wanted(best, e)) continue;
-    row = render(best, e);
+    if (!wanted(best, e, doc)) continue;
+    row = render(best, e, doc);
     return true;
   }
 }
 
-std::string changes_feed::render(size_t shard, const change_entry& e) {
+std::string changes_feed::render(size_t shard, const change_entry& e, const std::string& remote_doc) {
   ++emitted_;
   std::string row = "{\"seq\":";
   bool real_seq = opts_.seq_interval <= 0 || emitted_ % static_cast<uint64_t>(opts_.seq_interval) == 0;
@@ -143,7 +219,9 @@ std::string changes_feed::render(size_t shard, const change_entry& e) {
   }
   row += "]";
   if (e.deleted) row += ",\"deleted\":true";
-  if (opts_.include_docs) {
+  if (opts_.include_docs && shards_[shard].remote) {
+    row += ",\"doc\":" + (remote_doc.empty() ? std::string("null") : remote_doc);
+  } else if (opts_.include_docs) {
     doc_info d;
     const auto& snap = *shards_[shard].snap;
     row += ",\"doc\":";
@@ -181,7 +259,9 @@ uint64_t changes_feed::pending() const {
   uint64_t n = 0;
   for (size_t i = 0; i < shards_.size(); ++i) {
     const shard_pos& p = shards_[i];
-    if (p.snap && !p.snap_reset) {
+    if (p.remote) {
+      n += p.buffer.size() + p.remote_pending;  // as of the last page
+    } else if (p.snap && !p.snap_reset) {
       n += p.snap->count_changes_after(p.seq);  // as of the snapshot the rows came from
     } else if (auto snap = handles_[i].store->read()) {
       n += snap->count_changes_after(p.seq);
@@ -201,15 +281,16 @@ void changes_feed::release_snapshots() {
 
 std::string changes_feed::since_resolution() const {
   bool all_exact = true;
-  for (auto& [range, res] : resolutions_) all_exact = all_exact && res == resolution::exact;
+  using how = resolved_since::how;
+  for (auto& [range, res] : resolutions_) all_exact = all_exact && res == how::exact;
   if (all_exact) return "";
   std::string out = "{";
   for (auto& [range, res] : resolutions_) {
     if (out.size() > 1) out += ",";
     out += quote(range) + ":" +
-           (res == resolution::exact        ? "\"exact\""
-            : res == resolution::translated ? "\"translated\""
-                                            : "\"rewound\"");
+           (res == how::exact        ? "\"exact\""
+            : res == how::translated ? "\"translated\""
+                                     : "\"rewound\"");
   }
   return out + "}";
 }

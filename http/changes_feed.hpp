@@ -28,6 +28,9 @@ struct changes_options {
   std::shared_ptr<const mango_selector> selector;  // filter::selector: matched against the winning doc
 };
 
+// One page of a local copy's changes (the RPC server's side of a remote feed).
+result<changes_page> read_changes_page(const shard_handle& shard, const changes_request& req);
+
 class changes_feed {
  public:
   changes_feed(coordinator& coord, const db_meta& db, changes_options opts, std::string node_name);
@@ -51,6 +54,9 @@ class changes_feed {
   // {"<range>":"exact"|"translated"|"rewound",...} when `since` named copies this node could not
   // continue exactly; "" when every range continues exactly (or since was 0/now).
   std::string since_resolution() const;
+  // True when some range is read from another node (live feeds then poll it: its commits do not
+  // reach this node's notifier).
+  bool has_remote() const;
 
  private:
   struct shard_pos {
@@ -61,10 +67,15 @@ class changes_feed {
     std::deque<change_entry> buffer;
     std::shared_ptr<shard_store::snapshot> snap;  // the snapshot `buffer` was read from
     bool snap_reset = false;                      // released while the feed sleeps; renew() before use
+    // Another node's copy (this node holds none of the range): read in pages over RPC.
+    bool remote = false;
+    std::string node;              // whose copy
+    std::deque<std::string> docs;  // remote: the rendered winners, parallel to `buffer` (when asked for)
+    uint64_t remote_pending = 0;   // remote: changes after the last page
   };
   bool refill(size_t i);
-  bool wanted(size_t shard, const change_entry& e) const;
-  std::string render(size_t shard, const change_entry& e);
+  bool wanted(size_t shard, const change_entry& e, const std::string& remote_doc) const;
+  std::string render(size_t shard, const change_entry& e, const std::string& remote_doc);
 
   coordinator& coord_;
   db_meta db_;
@@ -73,8 +84,7 @@ class changes_feed {
   std::vector<shard_pos> shards_;
   std::vector<shard_handle> handles_;  // held for the feed's life: no registry lookup per refill
   std::unique_ptr<seq_token_builder> tokens_;
-  enum class resolution { exact, translated, rewound };
-  std::vector<std::pair<std::string, resolution>> resolutions_;
+  std::vector<std::pair<std::string, resolved_since::how>> resolutions_;
   uint64_t emitted_ = 0;
 };
 

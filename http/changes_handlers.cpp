@@ -167,6 +167,11 @@ struct stream {
   steady::time_point idle_deadline;  // timeout: no change for this long ends the feed
   steady::time_point next_heartbeat;
 
+  // How long to sleep between looks: another node's commits do not reach our notifier, so a feed
+  // over remote copies looks again soon.
+  std::chrono::milliseconds poll_slice() const {
+    return feed.has_remote() ? std::chrono::milliseconds(100) : std::chrono::milliseconds(1000);
+  }
   bool limit_reached() const { return q.limit >= 0 && static_cast<int64_t>(feed.rows_emitted()) >= q.limit; }
   std::string last_seq_fields() {
     return "\"last_seq\":" + quote(feed.token()) + ",\"pending\":" + std::to_string(feed.pending());
@@ -179,7 +184,7 @@ struct stream {
   // Waits for a commit, the next heartbeat, the idle timeout or one second, whichever is first.
   // Returns false when nothing changed.
   bool wait(uint64_t seen) {
-    auto until = steady::now() + std::chrono::seconds(1);
+    auto until = steady::now() + poll_slice();
     if (q.heartbeat_ms > 0)
       until = std::min(until, next_heartbeat);
     else
@@ -209,7 +214,7 @@ bool provide_batch(stream& s, httplib::DataSink& sink) {
         }
         if (steady::now() >= deadline || !sink.is_writable() || !s.feed.alive()) break;
         s.feed.release_snapshots();
-        s.node.notifier->wait(s.key, seen, std::min(deadline, steady::now() + std::chrono::seconds(1)));
+        s.node.notifier->wait(s.key, seen, std::min(deadline, steady::now() + s.poll_slice()));
       }
     }
   }

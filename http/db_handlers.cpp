@@ -36,11 +36,11 @@ json read_security(ctx& c, const db_meta& db) {
   return j && j->is_object() ? *j : json::object();
 }
 
-std::string seq_token(ctx& c, const db_meta& db, const std::vector<shard_header>& headers) {
+std::string seq_token(const db_meta& db, const std::vector<coordinator::range_summary>& ranges) {
   std::vector<seq_entry> entries;
   for (size_t i = 0; i < db.q; ++i) {
-    const shard_header& hd = headers[i];
-    entries.push_back({db.ranges[i], c.node.node_name, hd.shard_uuid.substr(0, uuid_prefix_length), hd.update_seq});
+    const shard_summary& s = ranges[i].s;
+    entries.push_back({db.ranges[i], ranges[i].node, s.uuid.substr(0, uuid_prefix_length), s.update_seq});
   }
   return encode_seq(entries);
 }
@@ -95,20 +95,17 @@ void db_info(ctx& c, const db_meta& db) {
   auto ranges = c.node.coord.summaries(db);
   if (!ranges) return c.error(ranges.error());
   uint64_t docs = 0, deleted = 0, external = 0, file = 0;
-  std::vector<seq_entry> seqs;
-  for (size_t i = 0; i < db.q; ++i) {
-    const shard_summary& s = (*ranges)[i].s;
-    docs += s.doc_count;
-    deleted += s.doc_del_count;
-    external += s.external_size;
-    file += s.file_size;
-    seqs.push_back({db.ranges[i], (*ranges)[i].node, s.uuid.substr(0, uuid_prefix_length), s.update_seq});
+  for (auto& r : *ranges) {
+    docs += r.s.doc_count;
+    deleted += r.s.doc_del_count;
+    external += r.s.external_size;
+    file += r.s.file_size;
   }
   uint32_t quorum = db.n / 2 + 1;
   c.reply(200, json{{"instance_start_time", std::to_string(db.created)},
                     {"db_name", db.name},
                     {"purge_seq", "0"},
-                    {"update_seq", encode_seq(seqs)},
+                    {"update_seq", seq_token(db, *ranges)},
                     {"sizes", {{"file", file}, {"external", external}, {"active", std::min(file, external)}}},
                     {"props", json::object()},
                     {"doc_del_count", deleted},
@@ -304,25 +301,7 @@ result<all_docs_query> parse_all_docs(ctx& c, const json* post_body) {
   return q;
 }
 
-// One row of _all_docs: only what the row shows; the document is read again only for include_docs.
-struct all_docs_row {
-  std::string id;
-  std::string rev;
-  bool deleted = false;
-};
-
-struct row_source {
-  shard_store::snapshot snap;
-  std::vector<all_docs_row> rows;
-  size_t next = 0;
-};
-
-all_docs_row row_of(const doc_info& d) {
-  int w = d.tree.winner();
-  return {d.id, d.tree.rev(w).str(), d.tree.nodes()[w].deleted};
-}
-
-void append_row(std::string& out, bool& first, const all_docs_query& q, const row_source& src, const all_docs_row& r) {
+void append_row(std::string& out, bool& first, const all_docs_query& q, const all_docs_row& r) {
   out += first ? "\r\n" : ",\r\n";
   first = false;
   std::string qid = quote(r.id);
@@ -335,19 +314,75 @@ void append_row(std::string& out, bool& first, const all_docs_query& q, const ro
   out += r.deleted ? "\",\"deleted\":true}" : "\"}";
   if (q.include_docs) {
     out += ",\"doc\":";
-    doc_info d;
-    if (r.deleted || !src.snap.doc(r.id, d)) {
-      out += "null";
-    } else {
-      render_options opts;
-      opts.conflicts = q.conflicts;
-      out += render_winner(src.snap, d, opts);
-    }
+    out += r.deleted || r.doc.empty() ? "null" : r.doc;
   }
   out += "}";
 }
 
+// One range's part of the request, from this node's copy or another node's.
+result<all_docs_page> range_rows(ctx& c, const db_meta& db, size_t i, const all_docs_request& req) {
+  if (db.hosts(i)) {
+    auto h = c.node.coord.shard(db, i);
+    if (!h) return h.error();
+    return read_all_docs_page(*h, req);
+  }
+  status last{errc::unavailable, "no copy of range " + db.ranges[i].name() + " is reachable"};
+  for (const std::string& node : c.node.coord.copies(db, i)) {
+    if (!c.node.coord.remote()) break;
+    auto page = c.node.coord.remote()->all_docs(node, db.name, db.ranges[i].name(), req, std::chrono::seconds(30));
+    if (page) return page;
+    last = page.error();
+  }
+  return status{errc::unavailable, last.reason};
+}
+
 }  // namespace
+
+result<all_docs_page> read_all_docs_page(const shard_handle& shard, const all_docs_request& req) {
+  auto snap = shard.store->read();
+  if (!snap) return snap.error();
+  all_docs_page page;
+  page.doc_count = shard.store->header().doc_count;
+  auto add = [&](const doc_info& d) {
+    int w = d.tree.winner();
+    all_docs_row r{d.id, d.tree.rev(w).str(), d.tree.nodes()[w].deleted, true, ""};
+    if (req.include_docs && !r.deleted) {
+      render_options opts;
+      opts.conflicts = req.conflicts;
+      r.doc = render_winner(*snap, d, opts);
+    }
+    page.rows.push_back(std::move(r));
+  };
+  if (req.by_keys) {
+    for (const std::string& id : req.keys) {
+      doc_info d;
+      if (snap->doc(id, d))
+        add(d);
+      else
+        page.rows.push_back({id, "", false, false, ""});
+    }
+    return page;
+  }
+  std::optional<json> start = req.start.empty() ? std::nullopt : parse_json(req.start);
+  std::optional<json> end = req.end.empty() ? std::nullopt : parse_json(req.end);
+  snap->scan_docs("", req.descending, [&](const doc_info& d) {
+    if (d.tree.winner_deleted()) return true;
+    int vs_start = start ? compare_key(d.id, *start) : (req.descending ? -1 : 1);
+    if (req.descending ? vs_start > 0 : vs_start < 0) {
+      ++page.before;
+      return true;
+    }
+    if (end) {
+      int vs_end = compare_key(d.id, *end);
+      bool past = req.descending ? (req.inclusive_end ? vs_end < 0 : vs_end <= 0)
+                                 : (req.inclusive_end ? vs_end > 0 : vs_end >= 0);
+      if (past) return false;
+    }
+    add(d);
+    return page.rows.size() < req.max_rows;
+  });
+  return page;
+}
 
 void handle_all_docs(ctx& c, const db_meta& db) {
   if (c.method() != "GET" && c.method() != "POST") return c.method_not_allowed("GET,HEAD,POST");
@@ -360,17 +395,37 @@ void handle_all_docs(ctx& c, const db_meta& db) {
   if (!parsed) return c.error(parsed.error());
   const all_docs_query& q = *parsed;
 
-  std::vector<row_source> shards(db.q);
-  uint64_t total = 0;
-  std::vector<shard_header> headers;
-  for (size_t i = 0; i < db.q; ++i) {
-    auto h = c.node.coord.shard(db, i);
-    if (!h) return c.error(h.error());
-    auto snap = h->store->read();
-    if (!snap) return c.error(snap.error());
-    shards[i].snap = std::move(*snap);
-    total += headers.emplace_back(h->store->header()).doc_count;
+  all_docs_request base;
+  base.descending = q.descending;
+  base.inclusive_end = q.inclusive_end;
+  base.include_docs = q.include_docs;
+  base.conflicts = q.conflicts;
+  if (q.start) base.start = q.start->dump();
+  if (q.end) base.end = q.end->dump();
+  base.max_rows = q.limit < 0 ? UINT64_MAX : static_cast<uint64_t>(q.skip + q.limit);
+
+  std::vector<all_docs_page> pages(db.q);
+  if (q.keys) {  // each range looks up its own keys
+    base.by_keys = true;
+    std::vector<std::vector<std::string>> keys(db.q);
+    for (auto& key : *q.keys)
+      if (key.is_string()) keys[c.node.coord.shard_index(db, key.get_ref<const std::string&>())].push_back(key);
+    for (size_t i = 0; i < db.q; ++i) {
+      all_docs_request req = base;
+      req.keys = std::move(keys[i]);
+      auto page = range_rows(c, db, i, req);
+      if (!page) return c.error(page.error());
+      pages[i] = std::move(*page);
+    }
+  } else {
+    for (size_t i = 0; i < db.q; ++i) {
+      auto page = range_rows(c, db, i, base);
+      if (!page) return c.error(page.error());
+      pages[i] = std::move(*page);
+    }
   }
+  uint64_t total = 0;
+  for (auto& p : pages) total += p.doc_count;
 
   std::string out = "{\"total_rows\":" + std::to_string(total) + ",\"offset\":";
   std::string rows;
@@ -379,65 +434,50 @@ void handle_all_docs(ctx& c, const db_meta& db) {
   auto room = [&] { return q.limit < 0 || emitted < q.limit; };
 
   if (q.keys) {
+    std::vector<size_t> next(db.q, 0);
     for (auto& key : *q.keys) {
       if (!room()) break;
-      doc_info d;
-      bool found = false;
-      size_t s = 0;
+      const all_docs_row* r = nullptr;
       if (key.is_string()) {
-        const std::string& id = key.get_ref<const std::string&>();
-        s = c.node.coord.shard_index(db, id);
-        found = shards[s].snap.doc(id, d);
+        size_t s = c.node.coord.shard_index(db, key.get_ref<const std::string&>());
+        r = &pages[s].rows[next[s]++];  // each range answered its keys in order
       }
       if (skipped++ < q.skip) continue;
       ++emitted;
-      if (!found) {
+      if (!r || !r->found) {
         rows += (first ? "\r\n" : ",\r\n") + std::string("{\"key\":") + key.dump() + ",\"error\":\"not_found\"}";
         first = false;
       } else {
-        append_row(rows, first, q, shards[s], row_of(d));
+        append_row(rows, first, q, *r);
       }
     }
   } else {
-    // Each shard yields its live documents within the key range, in order; a k-way merge
+    // Each range yields its live documents within the key range, in order; a k-way merge
     // interleaves them. Rows before the start key count towards `offset`, as in CouchDB.
-    size_t wanted = q.limit < 0 ? SIZE_MAX : static_cast<size_t>(q.skip + q.limit);
-    for (auto& src : shards) {
-      src.snap.scan_docs("", q.descending, [&](const doc_info& d) {
-        if (d.tree.winner_deleted()) return true;
-        int vs_start = q.start ? compare_key(d.id, *q.start) : (q.descending ? -1 : 1);
-        if (q.descending ? vs_start > 0 : vs_start < 0) {
-          ++offset;
-          return true;
-        }
-        if (q.end) {
-          int vs_end = compare_key(d.id, *q.end);
-          bool past = q.descending ? (q.inclusive_end ? vs_end < 0 : vs_end <= 0)
-                                   : (q.inclusive_end ? vs_end > 0 : vs_end >= 0);
-          if (past) return false;
-        }
-        src.rows.push_back(row_of(d));
-        return src.rows.size() < wanted;
-      });
-    }
+    std::vector<size_t> next(db.q, 0);
+    for (auto& p : pages) offset += static_cast<int64_t>(p.before);
     while (room()) {
-      row_source* best = nullptr;
-      for (auto& src : shards) {
-        if (src.next >= src.rows.size()) continue;
-        if (!best || (q.descending ? src.rows[src.next].id > best->rows[best->next].id
-                                   : src.rows[src.next].id < best->rows[best->next].id)) {
-          best = &src;
+      int best = -1;
+      for (size_t i = 0; i < db.q; ++i) {
+        if (next[i] >= pages[i].rows.size()) continue;
+        const std::string& id = pages[i].rows[next[i]].id;
+        if (best < 0 || (q.descending ? id > pages[best].rows[next[best]].id : id < pages[best].rows[next[best]].id)) {
+          best = static_cast<int>(i);
         }
       }
-      if (!best) break;
-      const all_docs_row& r = best->rows[best->next++];
+      if (best < 0) break;
+      const all_docs_row& r = pages[best].rows[next[best]++];
       if (skipped++ < q.skip) continue;
       ++emitted;
-      append_row(rows, first, q, *best, r);
+      append_row(rows, first, q, r);
     }
   }
   out += std::to_string(offset) + ",\"rows\":[" + rows + (first ? "]" : "\r\n]");
-  if (q.update_seq) out += ",\"update_seq\":" + quote(seq_token(c, db, headers));
+  if (q.update_seq) {
+    auto ranges = c.node.coord.summaries(db);
+    if (!ranges) return c.error(ranges.error());
+    out += ",\"update_seq\":" + quote(seq_token(db, *ranges));
+  }
   out += "}\n";
   c.reply_raw(200, std::move(out));
 }

@@ -155,7 +155,32 @@ void get_open_revs(ctx& c, const shard_store::snapshot& snap, const doc_info* d,
   c.reply_raw(200, out + "]\n");
 }
 
+// GET of a document whose range this node holds no copy of: the first copy that answers renders it.
+result<doc_read> read_from_copies(ctx& c, const db_meta& db, size_t range, const std::string& id,
+                                  const query_params& params, const std::string& if_none_match) {
+  status last{errc::unavailable, "no copy of range " + db.ranges[range].name() + " is reachable"};
+  for (const std::string& node : c.node.coord.copies(db, range)) {
+    if (!c.node.coord.remote()) break;
+    auto r = c.node.coord.remote()->read_doc(node, db.name, db.ranges[range].name(), id, params, if_none_match,
+                                             std::chrono::seconds(10));
+    if (r) return r;
+    last = r.error();
+  }
+  return status{errc::unavailable, last.reason};
+}
+
+void forward_doc_read(ctx& c, const db_meta& db, size_t range, const std::string& id) {
+  query_params params;
+  for (auto& [k, v] : c.req.params) params.emplace_back(k, v);
+  auto r = read_from_copies(c, db, range, id, params, c.req.get_header_value("If-None-Match"));
+  if (!r) return c.error(r.error());
+  c.res.status = r->http_status;
+  if (!r->etag.empty()) c.res.set_header("ETag", r->etag);
+  if (r->http_status != 304) c.res.set_content(r->body, "application/json");
+}
+
 void get_doc(ctx& c, const db_meta& db, const std::string& id) {
+  if (size_t range = c.node.coord.shard_index(db, id); !db.hosts(range)) return forward_doc_read(c, db, range, id);
   render_options opts;
   auto revs = c.bool_param("revs", false);
   auto revs_info = c.bool_param("revs_info", false);
@@ -250,7 +275,16 @@ void delete_doc(ctx& c, const db_meta& db, const std::string& id) {
   u.deleted = true;
   u.body = "{}";
   std::string rev = requested_rev(c);
-  {
+  if (size_t range = c.node.coord.shard_index(db, id); !db.hosts(range)) {
+    // The copy's node says whether the document is there (404 missing/deleted as below).
+    auto r = read_from_copies(c, db, range, id, {}, "");
+    if (!r) return c.error(r.error());
+    if (r->http_status == 404 && (rev.empty() || r->body.find("\"missing\"") != std::string::npos)) {
+      c.res.status = 404;
+      c.res.set_content(r->body, "application/json");
+      return;
+    }
+  } else {
     auto snap = c.node.coord.read_for(db, id);
     if (!snap) return c.error(snap.error());
     doc_info d;
@@ -271,6 +305,21 @@ void delete_doc(ctx& c, const db_meta& db, const std::string& id) {
 }
 
 }  // namespace
+
+result<doc_read> serve_doc_read(node_services& node, const std::string& db_name, const std::string& id,
+                                const query_params& params, const std::string& if_none_match) {
+  auto db = node.coord.catalog().lookup(db_name);
+  if (!db) return db.error();
+  if (!db->hosts(node.coord.shard_index(*db, id))) return status{errc::not_found, "no copy here"};
+  httplib::Request req;
+  req.method = "GET";
+  for (auto& [k, v] : params) req.params.emplace(k, v);
+  if (!if_none_match.empty()) req.headers.emplace("If-None-Match", if_none_match);
+  httplib::Response res;
+  ctx c{req, res, node, {db_name, id}, {}};
+  get_doc(c, *db, id);
+  return doc_read{res.status, res.body, res.get_header_value("ETag")};
+}
 
 void handle_doc(ctx& c, const db_meta& db, const std::string& id) {
   if (!id.empty()) {

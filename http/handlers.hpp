@@ -37,6 +37,9 @@ void handle_changes(ctx& c, const db_meta& db);
 // doc_handlers.cpp
 void handle_doc(ctx& c, const db_meta& db, const std::string& id);
 void handle_local_doc(ctx& c, const db_meta& db, const std::string& id);
+// A document GET for another node's coordinator (this node holds the document's range).
+result<doc_read> serve_doc_read(node_services& node, const std::string& db, const std::string& id,
+                                const query_params& params, const std::string& if_none_match);
 
 // bulk_handlers.cpp
 void handle_bulk_docs(ctx& c, const db_meta& db);
@@ -48,8 +51,10 @@ status validate_db_name(const std::string& name);
 status validate_doc_id(const std::string& id, size_t max_length);
 // The database's _security object ({} when unset).
 json read_security(ctx& c, const db_meta& db);
-// The clustered seq token of the position the shard headers describe (one header per range).
-std::string seq_token(ctx& c, const db_meta& db, const std::vector<shard_header>& headers);
+// The clustered seq token of the position the range summaries describe (one per range).
+std::string seq_token(const db_meta& db, const std::vector<coordinator::range_summary>& ranges);
+// This copy's part of an _all_docs request (the RPC server's side of a remote range).
+result<all_docs_page> read_all_docs_page(const shard_handle& shard, const all_docs_request& req);
 // Server-generated document ids (CouchDB's "sequential" algorithm).
 std::string next_uuid();
 

@@ -22,6 +22,8 @@
 #include "cluster/rpc_node.hpp"
 #include "cluster/shard_sync.hpp"
 #include "http/auth.hpp"
+#include "http/changes_feed.hpp"
+#include "http/handlers.hpp"
 #include "http/server.hpp"
 #include "node/clock.hpp"
 #include "node/config.hpp"
@@ -285,6 +287,12 @@ int main(int argc, char** argv) {
         for (size_t i = 0; i < m->ranges.size(); ++i)
           if (m->ranges[i].name() == range) return coord.shard(*m, i);
         return status{errc::not_found, "no copy of " + db + " range " + range + " on this node"};
+      };
+      ro.read_changes = read_changes_page;
+      ro.read_all_docs = read_all_docs_page;
+      ro.read_doc = [&node](const std::string& db, const std::string& id, const query_params& params,
+                            const std::string& if_none_match) {
+        return serve_doc_read(node, db, id, params, if_none_match);
       };
       rpc = std::make_unique<rpc_node>(members, ro);
       if (auto st = rpc->start(); !st) die(st.reason);

@@ -25,6 +25,44 @@ interface Node {
   # A coordinator's write to this node's copy (each update new_edits or not, as it says);
   # answered after the fsync, one result per update, in order.
   updateDocs @4 (shard :ShardRef, updates :List(DocUpdate)) -> (status :CallStatus, results :List(DocResult));
+  # A page of this copy's changes, for a coordinator that holds no copy of the range.
+  changesPage @5 (shard :ShardRef, since :UInt64, limit :UInt32, descending :Bool, withDocs :Bool, conflicts :Bool)
+      -> (status :CallStatus, rows :List(ChangeRow), pending :UInt64);
+  # Where a feed that read copy `uuidPrefix` up to `seq` continues on this copy (exact when it is
+  # this copy; translated through the replication checkpoints; else rewound to 0).
+  resolveSince @6 (shard :ShardRef, uuidPrefix :Text, seq :UInt64)
+      -> (status :CallStatus, uuid :Text, updateSeq :UInt64, seq :UInt64, resolution :UInt8);
+  # GET of one document as a client asked for it (query parameters, If-None-Match), rendered
+  # from this node's copy, for a coordinator that holds no copy of the range.
+  readDoc @7 (shard :ShardRef, id :Text, params :List(Param), ifNoneMatch :Text)
+      -> (status :CallStatus, httpStatus :UInt16, body :Text, etag :Text);
+  # This copy's part of an _all_docs request (keys are JSON texts, "" = unbounded).
+  allDocsPage @8 (shard :ShardRef, startKey :Text, endKey :Text, descending :Bool, inclusiveEnd :Bool,
+                  includeDocs :Bool, conflicts :Bool, maxRows :UInt64, byKeys :Bool, keys :List(Text))
+      -> (status :CallStatus, rows :List(AllDocsRow), before :UInt64, docCount :UInt64);
+}
+
+struct AllDocsRow {
+  id @0 :Text;
+  rev @1 :Text;
+  deleted @2 :Bool;
+  found @3 :Bool;
+  doc @4 :Text;
+}
+
+struct Param {
+  name @0 :Text;
+  value @1 :Text;
+}
+
+struct ChangeRow {
+  seq @0 :UInt64;
+  id @1 :Text;
+  rev @2 :Text;
+  deleted @3 :Bool;
+  leafRevs @4 :List(Text);
+  timeS @5 :Int64;
+  doc @6 :Text;           # the rendered winner, when asked for
 }
 
 # --- shard-level calls (appended in release 0.1 development) ---

@@ -1,0 +1,120 @@
+"""Five nodes, n=3: every node serves every endpoint, also for ranges it holds no copy of (reads go
+to a node that does, over Cap'n Proto), and keeps doing so with a node down."""
+import json
+import os
+import sys
+import threading
+
+sys.path.insert(0, os.path.dirname(__file__))
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "integration"))
+from harness import Node, NodeTest, main  # noqa: E402
+from test_membership import Cluster, wait_for  # noqa: E402
+
+
+class FiveNodes(NodeTest):
+    @classmethod
+    def setUpClass(cls):
+        cls.cluster = Cluster(5, sync_interval_ms=300).start()
+        cls.nodes = cls.cluster.nodes
+        cls.node = cls.nodes[0]
+        names = sorted(cls.cluster.names)
+        for n in cls.nodes:
+            assert wait_for(lambda n=n: n.get("/_membership", fresh=True).json["all_nodes"] == names, 20)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.cluster.cleanup()
+
+    def test_every_node_serves_every_range(self):
+        self.assertEqual(self.node.put("/five?q=4").status, 201)
+        shards = self.node.get("/five/_shards").json["shards"]
+        self.assertEqual(len(shards), 4)
+        held = {name: 0 for name in self.cluster.names}
+        for copies in shards.values():
+            self.assertEqual(len(set(copies)), 3)
+            for name in copies:
+                held[name] += 1
+        self.assertEqual(sorted(held.values()), [2, 2, 2, 3, 3])  # 12 copies over 5 nodes
+        # Some node lacks some range: that is what this test is about.
+        self.assertTrue(any(len(copies) < 5 for copies in shards.values()))
+
+        revs = {}
+        for i in range(40):
+            r = self.nodes[i % 5].put(f"/five/d{i:02d}", {"i": i})
+            self.assertEqual(r.status, 201, r)
+            revs[f"d{i:02d}"] = r.json["rev"]
+        ids = sorted(revs)
+        for n in self.nodes:
+            self.assertEqual(n.get("/five").json["doc_count"], 40)
+            for doc_id in ids[::7]:
+                r = n.get(f"/five/{doc_id}")
+                self.assertEqual((r.status, r.json["_rev"], r.json["i"]), (200, revs[doc_id], int(doc_id[1:])))
+                self.assertEqual(r.header("ETag"), f'"{revs[doc_id]}"')
+            self.assertError(n.get("/five/nope"), 404, "not_found", "missing")
+            rows = n.get("/five/_all_docs").json
+            self.assertEqual((rows["total_rows"], [row["id"] for row in rows["rows"]]), (40, ids))
+            page = n.get('/five/_all_docs?startkey="d10"&limit=3&include_docs=true').json
+            self.assertEqual([row["doc"]["i"] for row in page["rows"]], [10, 11, 12])
+            self.assertEqual(page["offset"], 10)
+            keyed = n.post("/five/_all_docs", {"keys": ["d05", "zz", "d31"]}).json["rows"]
+            self.assertEqual([row.get("id", row.get("error")) for row in keyed], ["d05", "not_found", "d31"])
+            changes = n.get("/five/_changes?include_docs=true").json
+            self.assertEqual(sorted(row["id"] for row in changes["results"]), ids)
+            self.assertTrue(all(row["doc"]["_id"] == row["id"] for row in changes["results"]))
+            again = n.get(f"/five/_changes?since={changes['last_seq']}").json
+            self.assertEqual((again["results"], again["pending"]), ([], 0))
+
+    def test_feeds_and_deletes_through_a_node_without_the_copy(self):
+        self.assertEqual(self.node.put("/lean?q=2&n=1").status, 201)
+        shards = self.node.get("/lean/_shards").json["shards"]
+        holders = {copies[0] for copies in shards.values()}
+        outsider = next(n for n, name in zip(self.nodes, self.cluster.names) if name not in holders)
+        # Longpoll on a node holding no copy at all: it learns of the write by polling the copies.
+        result = {}
+
+        def wait_change():
+            w = Node.__new__(Node)
+            w.__dict__.update(outsider.__dict__)
+            w.conn = None
+            result["r"] = w.get("/lean/_changes?feed=longpoll&since=now&timeout=10000")
+
+        t = threading.Thread(target=wait_change)
+        t.start()
+        self.assertTrue(wait_for(lambda: True, 0.3))
+        r = self.nodes[0].put("/lean/far", {"x": 1})
+        self.assertEqual(r.status, 201)
+        t.join(15)
+        self.assertEqual([row["id"] for row in result["r"].json["results"]], ["far"])
+        # Writes and deletes through the outsider land on the copy.
+        self.assertEqual(outsider.put("/lean/near", {}).status, 201)
+        rev = outsider.get("/lean/far").json["_rev"]
+        self.assertEqual(outsider.delete(f"/lean/far?rev={rev}").status, 200)
+        self.assertError(outsider.get("/lean/far"), 404, "not_found", "deleted")
+        self.assertError(outsider.delete("/lean/never"), 404, "not_found", "missing")
+        self.assertEqual(self.nodes[0].get("/lean").json["doc_count"], 1)
+
+    def test_a_node_down_leaves_every_range_readable_and_writable(self):
+        self.assertEqual(self.node.put("/sturdy?q=3").status, 201)
+        for i in range(15):
+            self.nodes[i % 5].put(f"/sturdy/s{i}", {})
+        down = self.nodes[4]
+        down.stop()
+        try:
+            alive = self.nodes[:4]
+            for n in alive:
+                self.assertTrue(wait_for(lambda n=n: len(n.get("/_membership", fresh=True).json["all_nodes"]) == 4))
+            for i, n in enumerate(alive):
+                self.assertEqual(n.put(f"/sturdy/after{i}", {}).status, 201)  # 2 of 3 copies remain
+                self.assertEqual(n.get("/sturdy").json["doc_count"], 15 + i + 1)
+                self.assertEqual(len(n.get("/sturdy/_all_docs").json["rows"]), 15 + i + 1)
+                self.assertEqual(len(n.get("/sturdy/_changes").json["results"]), 15 + i + 1)
+                self.assertEqual(n.get("/sturdy/s3").status, 200)
+        finally:
+            down.start(port=down.port)
+            names = sorted(self.cluster.names)
+            for n in self.nodes:  # the next test wants all five
+                self.assertTrue(wait_for(lambda n=n: n.get("/_membership", fresh=True).json["all_nodes"] == names, 20))
+
+
+if __name__ == "__main__":
+    main()
