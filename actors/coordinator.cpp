@@ -238,13 +238,6 @@ status coordinator::write_every_shard(const db_meta& db, const std::function<voi
   return {};
 }
 
-status coordinator::set_security(const db_meta& db, const std::string& security_json) {
-  return write_every_shard(db, [&](write_op& op) {
-    op.what = write_op::kind::security;
-    op.security = security_json;
-  });
-}
-
 status coordinator::set_revs_limit(const db_meta& db, uint32_t limit) {
   return write_every_shard(db, [&](write_op& op) {
     op.what = write_op::kind::revs_limit;

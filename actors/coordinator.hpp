@@ -54,8 +54,6 @@ class coordinator {
   // One copy of every range: this node's, else the first other copy that answers.
   // errc::unavailable when no copy of some range answers.
   result<std::vector<range_summary>> summaries(const db_meta& db);
-  // Sets the security object on every shard.
-  status set_security(const db_meta& db, const std::string& security_json);
   // Sets revs_limit on every shard.
   status set_revs_limit(const db_meta& db, uint32_t limit);
 

@@ -28,6 +28,7 @@ db_meta db_catalog::make_meta(const std::string& name, const entry& e) const {
   m.created = e.created;
   m.ranges = make_ranges(e.q);
   m.nodes = e.nodes;
+  m.security = e.security;
   for (size_t i = 0; i < m.ranges.size(); ++i) {
     m.shard_paths.push_back(data_dir_ + "/shards/" + m.ranges[i].name() + "/" + name + "." + std::to_string(e.created));
     bool mine = i < e.nodes.size() && std::find(e.nodes[i].begin(), e.nodes[i].end(), node_name_) != e.nodes[i].end();
@@ -70,6 +71,7 @@ std::map<std::string, db_catalog::entry> db_catalog::read_entries(const shard_st
       }
       e.nodes.push_back(std::move(names));
     }
+    if (j.contains("security") && j["security"].is_object()) e.security = j["security"].dump();
     out[d.id] = std::move(e);
     return true;
   });
@@ -117,6 +119,10 @@ status db_catalog::reload() {
   {
     std::unique_lock lock(mu_);
     for (auto& m : gone) dbs_by_name_.erase(m.name);
+    for (auto& [name, m] : dbs_by_name_) {  // the same databases, maybe with a new _security
+      auto e = entries.find(name);
+      if (e != entries.end()) m.security = e->second.security;
+    }
     for (auto& [name, e] : entries) {
       if (dbs_by_name_.count(name)) continue;
       auto m = make_meta(name, e);
@@ -159,6 +165,9 @@ bool db_catalog::alive(const db_meta& m) const {
 }
 
 result<db_meta> db_catalog::lookup(const std::string& name) {
+  if (stale_.exchange(false)) {
+    if (auto st = reload(); !st) return st;
+  }
   auto m = find(name);
   if (m || m.error().code != errc::db_not_found) return m;
   if (auto st = reload(); !st) return st;
@@ -202,6 +211,32 @@ result<db_meta> db_catalog::create(const std::string& name, uint32_t q, uint32_t
   return create_locked(name, e);
 }
 
+std::string db_catalog::entry_body(const db_meta& m) {
+  json by_range = json::object();
+  for (size_t i = 0; i < m.nodes.size(); ++i) by_range[m.ranges[i].name()] = m.nodes[i];
+  json security = json::parse(m.security, nullptr, false);
+  if (!security.is_object()) security = json::object();
+  return json{{"q", m.q},
+              {"n", m.n},
+              {"created", m.created},
+              {"by_range", by_range},
+              {"props", json::object()},
+              {"security", security}}
+      .dump();
+}
+
+status db_catalog::set_security(const std::string& name, const std::string& security_json) {
+  std::lock_guard<std::mutex> wlock(write_mu_);
+  auto m = find(name);
+  if (!m) return m.error();
+  m->security = security_json;
+  if (auto st = write_entry(name, entry_body(*m), false); !st) return st;
+  std::unique_lock lock(mu_);
+  auto it = dbs_by_name_.find(name);
+  if (it != dbs_by_name_.end() && it->second.created == m->created) it->second.security = security_json;
+  return {};
+}
+
 status db_catalog::create_system(const std::string& name) {
   std::lock_guard<std::mutex> wlock(write_mu_);
   if (find(name)) return {};
@@ -213,10 +248,7 @@ status db_catalog::create_system(const std::string& name) {
 
 result<db_meta> db_catalog::create_locked(const std::string& name, const entry& e) {
   db_meta m = make_meta(name, e);
-  json by_range = json::object();
-  for (size_t i = 0; i < m.nodes.size(); ++i) by_range[m.ranges[i].name()] = m.nodes[i];
-  json body = {{"q", m.q}, {"n", m.n}, {"created", e.created}, {"by_range", by_range}, {"props", json::object()}};
-  if (auto st = write_entry(name, body.dump(), false); !st) return st;
+  if (auto st = write_entry(name, entry_body(m), false); !st) return st;
   // Create this node's shard files now, so a 201 means they are there.
   if (auto st = open_local_copies(m); !st) return st;
   last_suffix_ = std::max(last_suffix_, e.created);

@@ -9,6 +9,7 @@
 #pragma once
 #include <caf/fwd.hpp>
 
+#include <atomic>
 #include <chrono>
 #include <map>
 #include <memory>
@@ -30,6 +31,7 @@ struct db_meta {
   std::vector<std::string> shard_paths;         // where this node keeps its copy of each range
   std::vector<std::vector<std::string>> nodes;  // the nodes holding each range's copies
   std::vector<bool> local;                      // whether this node holds a copy of each range
+  std::string security = "{}";                  // the _security object (kept in `_dbs`: every node has it)
 
   // System databases (`_dbs`, `_nodes`) list no nodes: every node holds every range.
   bool everywhere() const { return nodes.empty(); }
@@ -57,6 +59,8 @@ class db_catalog {
   // find(), but a name not known yet makes the catalog look at `_dbs` again first: a database
   // created on another node a moment ago is usable here as soon as its entry has arrived.
   result<db_meta> lookup(const std::string& name);
+  // `_dbs` changed underneath (a peer pushed to it): the next lookup() reloads first.
+  void mark_stale() { stale_ = true; }
   std::vector<std::string> names() const;
   // False once this incarnation of the database is deleted, or while its deletion is under way
   // (long-lived readers such as feeds poll this and let go of the shards).
@@ -67,6 +71,8 @@ class db_catalog {
   // A system database (`_users`, `_replicator`): one range, a copy on every node, and the same
   // incarnation everywhere, so nodes that create it independently agree. No-op when it exists.
   status create_system(const std::string& name);
+  // Replaces the database's _security object (JSON text) in `_dbs`.
+  status set_security(const std::string& name, const std::string& security_json);
   // errc::db_not_found when it does not exist. Deletes the shard files.
   status remove(const std::string& name);
 
@@ -75,7 +81,10 @@ class db_catalog {
     uint32_t q = 1;
     int64_t created = 0;
     std::vector<std::vector<std::string>> nodes;
+    std::string security = "{}";
   };
+  // The `_dbs` document of a database.
+  static std::string entry_body(const db_meta& m);
   static std::map<std::string, entry> read_entries(const shard_store::snapshot& snap);
   db_meta make_meta(const std::string& name, const entry& e) const;
   // Writes the `_dbs` entry and opens this node's copies; write_mu_ held.
@@ -95,7 +104,8 @@ class db_catalog {
   std::mutex write_mu_;  // one create/delete at a time
   std::map<std::string, db_meta> dbs_by_name_;
   int64_t last_suffix_ = 0;
-  uint64_t loaded_seq_ = 0;  // `_dbs` update seq the in-memory catalog reflects
+  uint64_t loaded_seq_ = 0;
+  std::atomic<bool> stale_{false};  // `_dbs` update seq the in-memory catalog reflects
 };
 
 }  // namespace settee

@@ -242,14 +242,18 @@ kj::Promise<void> node_server::applyChanges(ApplyChangesContext context) {
     op->docs.push_back(read_update(u, false));
   }
   shard_handle shard = *h;
-  return commit_on_replica(shard, op).then([context, op, shard]() mutable {
-    status st = op->st;
-    for (auto& r : op->results)
-      if (st && !r.st) st = r.st;
-    set_status(context.getResults().initStatus(), st);
-    context.getResults().setApplied(static_cast<uint32_t>(count_added(op->results)));
-    context.getResults().setUpdateSeq(shard.store->header().update_seq);
-  });
+  return commit_on_replica(shard, op)
+      .then([context, op, shard]() mutable {
+        status st = op->st;
+        for (auto& r : op->results)
+          if (st && !r.st) st = r.st;
+        set_status(context.getResults().initStatus(), st);
+        context.getResults().setApplied(static_cast<uint32_t>(count_added(op->results)));
+        context.getResults().setUpdateSeq(shard.store->header().update_seq);
+      })
+      .then([this, db = std::string(params.getShard().getDb())]() {
+        if (loop_.opts.on_applied) loop_.opts.on_applied(db);
+      });
 }
 
 kj::Promise<void> node_server::updateDocs(UpdateDocsContext context) {

@@ -38,6 +38,8 @@ struct rpc_options {
   int call_timeout_ms = 60000;  // no call to a peer is waited for longer
   // This node's copy of a shard range ("00000000-7fffffff") of a database, for calls from peers.
   std::function<result<shard_handle>(const std::string& db, const std::string& range)> find_shard;
+  // Called on the RPC thread after replicated changes to `db` were committed (must not block).
+  std::function<void(const std::string& db)> on_applied;
   // A page of this node's copy's changes (rendering documents lives above the cluster layer).
   std::function<result<changes_page>(const shard_handle& shard, const changes_request& req)> read_changes;
   std::function<result<all_docs_page>(const shard_handle& shard, const all_docs_request& req)> read_all_docs;

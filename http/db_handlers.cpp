@@ -28,11 +28,8 @@ status validate_db_name(const std::string& name) {
   return {};
 }
 
-json read_security(ctx& c, const db_meta& db) {
-  auto h = c.node.coord.shard(db, 0);
-  if (!h) return json::object();
-  std::string text = h->store->security();
-  auto j = text.empty() ? std::nullopt : parse_json(text);
+json read_security(ctx&, const db_meta& db) {
+  auto j = parse_json(db.security);
   return j && j->is_object() ? *j : json::object();
 }
 
@@ -155,7 +152,8 @@ void handle_security(ctx& c, const db_meta& db, const json& security) {
       return c.error(errc::bad_request,
                      std::string("`") + section + "` must have `names` and `roles` as lists of strings");
   }
-  if (auto st = c.node.coord.set_security(db, body->dump()); !st) return c.error(st);
+  if (auto st = c.node.coord.catalog().set_security(db.name, body->dump()); !st) return c.error(st);
+  share_catalog(c);  // every node enforces it from its own `_dbs` copy
   c.reply(200, json{{"ok", true}});
 }
 

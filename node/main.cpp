@@ -289,6 +289,9 @@ int main(int argc, char** argv) {
         return status{errc::not_found, "no copy of " + db + " range " + range + " on this node"};
       };
       ro.read_changes = read_changes_page;
+      ro.on_applied = [&catalog](const std::string& db) {
+        if (db == "_dbs") catalog.mark_stale();
+      };
       ro.read_all_docs = read_all_docs_page;
       ro.read_doc = [&node](const std::string& db, const std::string& id, const query_params& params,
                             const std::string& if_none_match) {

@@ -93,6 +93,15 @@ class FiveNodes(NodeTest):
         self.assertError(outsider.delete("/lean/never"), 404, "not_found", "missing")
         self.assertEqual(self.nodes[0].get("/lean").json["doc_count"], 1)
 
+    def test_security_is_enforced_by_every_node_at_once(self):
+        self.assertEqual(self.node.put("/guarded?q=2&n=1").status, 201)
+        for n in self.nodes:
+            self.assertEqual(n.get("/guarded", auth=False).status, 200)  # public until members are set
+        self.assertEqual(self.node.put("/guarded/_security", {"members": {"names": ["alice"]}}).status, 200)
+        for n in self.nodes:  # no sweep needed: the change is pushed and applied before the 200
+            self.assertError(n.get("/guarded", auth=False), 401, "unauthorized")
+            self.assertEqual(n.get("/guarded/_security").json, {"members": {"names": ["alice"]}})
+
     def test_a_node_down_leaves_every_range_readable_and_writable(self):
         self.assertEqual(self.node.put("/sturdy?q=3").status, 201)
         for i in range(15):
