@@ -48,13 +48,23 @@ struct resolved_since {
   enum class how : uint8_t { exact, translated, rewound } resolution = how::exact;
 };
 
-// A document read as another node answered it (GET /db/doc rendered by the copy's node).
+using query_params = std::vector<std::pair<std::string, std::string>>;
+
+// A document-level request a coordinator hands to a node holding the documents' range, which
+// answers it from its copy as its own HTTP layer would.
+struct doc_request {
+  std::string what = "doc";  // "doc" (/db/{id}), "local" (/db/_local/{id}), "bulk_get", "revs_diff"
+  std::string method = "GET";
+  std::string id;  // doc and local
+  query_params params;
+  std::string if_none_match;
+  std::string body;
+};
 struct doc_read {
   int http_status = 200;
   std::string body;
   std::string etag;
 };
-using query_params = std::vector<std::pair<std::string, std::string>>;
 
 // One copy's part of an _all_docs request: rows in id order within [start, end] (JSON keys as text,
 // "" = unbounded), at most max_rows; or, by_keys, one row per key (found or not).
@@ -94,10 +104,9 @@ class remote_shards {
                                                const std::string& uuid_prefix, uint64_t seq,
                                                std::chrono::milliseconds timeout) = 0;
 
-  // GET of one document with the client's query parameters, answered by `node`'s copy.
+  // A document-level request answered by `node`'s copy of `range`.
   virtual result<doc_read> read_doc(const std::string& node, const std::string& db, const std::string& range,
-                                    const std::string& id, const query_params& params, const std::string& if_none_match,
-                                    std::chrono::milliseconds timeout) = 0;
+                                    const doc_request& req, std::chrono::milliseconds timeout) = 0;
 
   // `node`'s copy's part of an _all_docs request.
   virtual result<all_docs_page> all_docs(const std::string& node, const std::string& db, const std::string& range,

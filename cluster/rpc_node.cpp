@@ -339,9 +339,14 @@ kj::Promise<void> node_server::readDoc(ReadDocContext context) {
     set_status(results.initStatus(), h ? status{errc::not_implemented, "no document reader"} : h.error());
     return kj::READY_NOW;
   }
-  query_params query;
-  for (auto p : params.getParams()) query.emplace_back(p.getName().cStr(), p.getValue().cStr());
-  auto r = loop_.opts.read_doc(params.getShard().getDb(), params.getId(), query, params.getIfNoneMatch());
+  doc_request req;
+  if (params.getWhat().size()) req.what = params.getWhat();
+  if (params.getMethod().size()) req.method = params.getMethod();
+  req.id = params.getId();
+  for (auto p : params.getParams()) req.params.emplace_back(p.getName().cStr(), p.getValue().cStr());
+  req.if_none_match = params.getIfNoneMatch();
+  req.body = params.getBody();
+  auto r = loop_.opts.read_doc(params.getShard().getDb(), req);
   if (!r) {
     set_status(results.initStatus(), r.error());
     return kj::READY_NOW;
@@ -645,19 +650,21 @@ result<resolved_since> rpc_node::resolve_since(const std::string& node, const st
 }
 
 result<doc_read> rpc_node::read_doc(const std::string& node, const std::string& db, const std::string& range,
-                                    const std::string& id, const query_params& params, const std::string& if_none_match,
-                                    std::chrono::milliseconds timeout) {
+                                    const doc_request& dr, std::chrono::milliseconds timeout) {
   return call<doc_read>(node, timeout, [&](Node::Client& cap) {
     auto req = cap.readDocRequest();
     req.initShard().setDb(db);
     req.getShard().setRange(range);
-    req.setId(id);
-    auto list = req.initParams(static_cast<unsigned>(params.size()));
-    for (unsigned i = 0; i < params.size(); ++i) {
-      list[i].setName(params[i].first);
-      list[i].setValue(params[i].second);
+    req.setId(dr.id);
+    auto list = req.initParams(static_cast<unsigned>(dr.params.size()));
+    for (unsigned i = 0; i < dr.params.size(); ++i) {
+      list[i].setName(dr.params[i].first);
+      list[i].setValue(dr.params[i].second);
     }
-    req.setIfNoneMatch(if_none_match);
+    req.setIfNoneMatch(dr.if_none_match);
+    req.setWhat(dr.what);
+    req.setMethod(dr.method);
+    req.setBody(dr.body);
     return req.send().then([](capnp::Response<Node::ReadDocResults>&& r) -> result<doc_read> {
       if (status st = status_of(r.getStatus()); !st) return st;
       return doc_read{r.getHttpStatus(), r.getBody(), r.getEtag()};

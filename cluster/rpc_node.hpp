@@ -44,9 +44,7 @@ struct rpc_options {
   std::function<result<changes_page>(const shard_handle& shard, const changes_request& req)> read_changes;
   std::function<result<all_docs_page>(const shard_handle& shard, const all_docs_request& req)> read_all_docs;
   // GET of one document from this node's copy, rendered as the HTTP layer would.
-  std::function<result<doc_read>(const std::string& db, const std::string& id, const query_params& params,
-                                 const std::string& if_none_match)>
-      read_doc;
+  std::function<result<doc_read>(const std::string& db, const doc_request& req)> read_doc;
 };
 
 using remote_shard_info = shard_summary;
@@ -86,8 +84,7 @@ class rpc_node final : public remote_shards {
                                        const std::string& uuid_prefix, uint64_t seq,
                                        std::chrono::milliseconds timeout) override;
   result<doc_read> read_doc(const std::string& node, const std::string& db, const std::string& range,
-                            const std::string& id, const query_params& params, const std::string& if_none_match,
-                            std::chrono::milliseconds timeout) override;
+                            const doc_request& req, std::chrono::milliseconds timeout) override;
   result<all_docs_page> all_docs(const std::string& node, const std::string& db, const std::string& range,
                                  const all_docs_request& req, std::chrono::milliseconds timeout) override;
   // remote_shards: a coordinator's write to a peer's copy (does not block).

@@ -1,5 +1,6 @@
 // Bulk endpoints: _bulk_docs (both edit modes), _bulk_get, _revs_diff.
 #include <algorithm>
+#include <map>
 
 #include "http/doc_render.hpp"
 #include "http/handlers.hpp"
@@ -119,11 +120,45 @@ void handle_bulk_get(ctx& c, const db_meta& db) {
   if (auto e = first_error(revs, latest)) return c.error(*e);
   opts.revs = *revs;
 
-  std::string out = "{\"results\":[";
-  bool first_result = true;
-  for (auto& req : (*body)["docs"]) {
+  // Entries of ranges this node holds no copy of go, one request per range, to a node that does.
+  const json& entries = (*body)["docs"];
+  std::map<size_t, std::vector<size_t>> elsewhere;  // range -> entry positions
+  for (size_t k = 0; k < entries.size(); ++k) {
+    const json& req = entries[k];
     if (!req.is_object() || !req.contains("id") || !req["id"].is_string()) {
       return c.error(errc::bad_request, "Each entry of `docs` must be an object with a string `id`");
+    }
+    size_t range = c.node.coord.shard_index(db, req["id"].get_ref<const std::string&>());
+    if (!db.hosts(range)) elsewhere[range].push_back(k);
+  }
+  std::map<size_t, std::string> answered;  // entry position -> its result object
+  for (auto& [range, positions] : elsewhere) {
+    doc_request fwd;
+    fwd.what = "bulk_get";
+    fwd.method = "POST";
+    for (auto& [k, v] : c.req.params) fwd.params.emplace_back(k, v);
+    json part = {{"docs", json::array()}};
+    for (size_t k : positions) part["docs"].push_back(entries[k]);
+    fwd.body = part.dump();
+    auto r = ask_copies(c, db, range, fwd);
+    if (!r) return c.error(r.error());
+    auto parsed = parse_json(r->body);
+    if (r->http_status != 200 || !parsed || !(*parsed)["results"].is_array() ||
+        (*parsed)["results"].size() != positions.size()) {
+      return c.error(errc::internal, "a node answered _bulk_get with " + std::to_string(r->http_status));
+    }
+    for (size_t j = 0; j < positions.size(); ++j) answered[positions[j]] = (*parsed)["results"][j].dump();
+  }
+
+  std::string out = "{\"results\":[";
+  bool first_result = true;
+  for (size_t k = 0; k < entries.size(); ++k) {
+    const json& req = entries[k];
+    if (auto it = answered.find(k); it != answered.end()) {
+      out += first_result ? "" : ",";
+      first_result = false;
+      out += it->second;
+      continue;
     }
     std::string id = req["id"].get<std::string>();
     std::string rev_text = req.contains("rev") && req["rev"].is_string() ? req["rev"].get<std::string>() : "";
@@ -178,8 +213,29 @@ void handle_revs_diff(ctx& c, const db_meta& db) {
   auto body = json_object_body(c);
   if (!body) return c.error(body.error());
   json out = json::object();
+  // Documents of ranges this node holds no copy of: one request per range to a node that does.
+  std::map<size_t, json> elsewhere;
+  for (auto it = body->begin(); it != body->end(); ++it) {
+    size_t range = c.node.coord.shard_index(db, it.key());
+    if (db.hosts(range)) continue;
+    if (!elsewhere.count(range)) elsewhere[range] = json::object();
+    elsewhere[range][it.key()] = it.value();
+  }
+  for (auto& [range, part] : elsewhere) {
+    doc_request fwd;
+    fwd.what = "revs_diff";
+    fwd.method = "POST";
+    fwd.body = part.dump();
+    auto r = ask_copies(c, db, range, fwd);
+    if (!r) return c.error(r.error());
+    if (r->http_status != 200) return reply_forwarded(c, r);  // e.g. a bad rev: the same 400
+    auto parsed = parse_json(r->body);
+    if (!parsed || !parsed->is_object()) return c.error(errc::internal, "a node answered _revs_diff with no object");
+    for (auto it = parsed->begin(); it != parsed->end(); ++it) out[it.key()] = it.value();
+  }
   for (auto it = body->begin(); it != body->end(); ++it) {
     const std::string& id = it.key();
+    if (!db.hosts(c.node.coord.shard_index(db, id))) continue;
     if (!it.value().is_array()) return c.error(errc::bad_request, "Each document must map to a list of revisions");
     auto snap = c.node.coord.read_for(db, id);
     if (!snap) return c.error(snap.error());

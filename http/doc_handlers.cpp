@@ -155,24 +155,12 @@ void get_open_revs(ctx& c, const shard_store::snapshot& snap, const doc_info* d,
   c.reply_raw(200, out + "]\n");
 }
 
-// GET of a document whose range this node holds no copy of: the first copy that answers renders it.
-result<doc_read> read_from_copies(ctx& c, const db_meta& db, size_t range, const std::string& id,
-                                  const query_params& params, const std::string& if_none_match) {
-  status last{errc::unavailable, "no copy of range " + db.ranges[range].name() + " is reachable"};
-  for (const std::string& node : c.node.coord.copies(db, range)) {
-    if (!c.node.coord.remote()) break;
-    auto r = c.node.coord.remote()->read_doc(node, db.name, db.ranges[range].name(), id, params, if_none_match,
-                                             std::chrono::seconds(10));
-    if (r) return r;
-    last = r.error();
-  }
-  return status{errc::unavailable, last.reason};
-}
-
 void forward_doc_read(ctx& c, const db_meta& db, size_t range, const std::string& id) {
-  query_params params;
-  for (auto& [k, v] : c.req.params) params.emplace_back(k, v);
-  auto r = read_from_copies(c, db, range, id, params, c.req.get_header_value("If-None-Match"));
+  doc_request req;
+  req.id = id;
+  for (auto& [k, v] : c.req.params) req.params.emplace_back(k, v);
+  req.if_none_match = c.req.get_header_value("If-None-Match");
+  auto r = ask_copies(c, db, range, req);
   if (!r) return c.error(r.error());
   c.res.status = r->http_status;
   if (!r->etag.empty()) c.res.set_header("ETag", r->etag);
@@ -277,7 +265,9 @@ void delete_doc(ctx& c, const db_meta& db, const std::string& id) {
   std::string rev = requested_rev(c);
   if (size_t range = c.node.coord.shard_index(db, id); !db.hosts(range)) {
     // The copy's node says whether the document is there (404 missing/deleted as below).
-    auto r = read_from_copies(c, db, range, id, {}, "");
+    doc_request req;
+    req.id = id;
+    auto r = ask_copies(c, db, range, req);
     if (!r) return c.error(r.error());
     if (r->http_status == 404 && (rev.empty() || r->body.find("\"missing\"") != std::string::npos)) {
       c.res.status = 404;
@@ -306,18 +296,57 @@ void delete_doc(ctx& c, const db_meta& db, const std::string& id) {
 
 }  // namespace
 
-result<doc_read> serve_doc_read(node_services& node, const std::string& db_name, const std::string& id,
-                                const query_params& params, const std::string& if_none_match) {
+result<doc_read> ask_copies(ctx& c, const db_meta& db, size_t range, const doc_request& req) {
+  status last{errc::unavailable, "no copy of range " + db.ranges[range].name() + " is reachable"};
+  for (const std::string& node : c.node.coord.copies(db, range)) {
+    if (!c.node.coord.remote()) break;
+    auto r = c.node.coord.remote()->read_doc(node, db.name, db.ranges[range].name(), req, std::chrono::seconds(30));
+    if (r) return r;
+    last = r.error();
+  }
+  return status{errc::unavailable, last.reason};
+}
+
+void reply_forwarded(ctx& c, const result<doc_read>& r) {
+  if (!r) return c.error(r.error());
+  c.res.status = r->http_status;
+  if (!r->etag.empty()) c.res.set_header("ETag", r->etag);
+  c.res.set_content(r->body, "application/json");
+}
+
+result<doc_read> serve_doc_request(node_services& node, const std::string& db_name, const doc_request& r) {
   auto db = node.coord.catalog().lookup(db_name);
   if (!db) return db.error();
-  if (!db->hosts(node.coord.shard_index(*db, id))) return status{errc::not_found, "no copy here"};
   httplib::Request req;
-  req.method = "GET";
-  for (auto& [k, v] : params) req.params.emplace(k, v);
-  if (!if_none_match.empty()) req.headers.emplace("If-None-Match", if_none_match);
+  req.method = r.method;
+  req.body = r.body;
+  for (auto& [k, v] : r.params) req.params.emplace(k, v);
+  if (!r.if_none_match.empty()) req.headers.emplace("If-None-Match", r.if_none_match);
+  req.headers.emplace("Content-Type", "application/json");
   httplib::Response res;
-  ctx c{req, res, node, {db_name, id}, {}};
-  get_doc(c, *db, id);
+  std::vector<std::string> path = {db_name};
+  if (r.what == "local") {
+    path.push_back("_local");
+    path.push_back(r.id.substr(std::string("_local/").size()));
+  } else if (r.what == "doc") {
+    path.push_back(r.id);
+  } else {
+    path.push_back("_" + r.what);
+  }
+  ctx c{req, res, node, path, {}};
+  if (r.what == "doc") {
+    if (!db->hosts(node.coord.shard_index(*db, r.id))) return status{errc::not_found, "no copy here"};
+    get_doc(c, *db, r.id);
+  } else if (r.what == "local") {
+    if (!db->hosts(node.coord.shard_index(*db, r.id))) return status{errc::not_found, "no copy here"};
+    handle_local_doc(c, *db, r.id);
+  } else if (r.what == "bulk_get") {
+    handle_bulk_get(c, *db);
+  } else if (r.what == "revs_diff") {
+    handle_revs_diff(c, *db);
+  } else {
+    return status{errc::bad_request, "unknown document request: " + r.what};
+  }
   return doc_read{res.status, res.body, res.get_header_value("ETag")};
 }
 
@@ -349,6 +378,15 @@ void handle_local_doc(ctx& c, const db_meta& db, const std::string& id) {
   if (id.size() > c.node.max_document_id_length) return c.error(errc::illegal_docid, "Document id is too long");
   if (!valid_utf8(id)) return c.error(errc::illegal_docid, "Document id must be valid UTF-8");
   const std::string& m = c.method();
+  if (size_t range = c.node.coord.shard_index(db, id); !db.hosts(range)) {
+    doc_request req;
+    req.what = "local";
+    req.method = m;
+    req.id = id;
+    for (auto& [k, v] : c.req.params) req.params.emplace_back(k, v);
+    req.body = c.req.body;
+    return reply_forwarded(c, ask_copies(c, db, range, req));
+  }
   if (m == "GET") {
     auto snap = c.node.coord.read_for(db, id);
     if (!snap) return c.error(snap.error());

@@ -38,8 +38,11 @@ void handle_changes(ctx& c, const db_meta& db);
 void handle_doc(ctx& c, const db_meta& db, const std::string& id);
 void handle_local_doc(ctx& c, const db_meta& db, const std::string& id);
 // A document GET for another node's coordinator (this node holds the document's range).
-result<doc_read> serve_doc_read(node_services& node, const std::string& db, const std::string& id,
-                                const query_params& params, const std::string& if_none_match);
+result<doc_read> serve_doc_request(node_services& node, const std::string& db, const doc_request& req);
+// Hands a document-level request to the first node holding `range` that answers.
+result<doc_read> ask_copies(ctx& c, const db_meta& db, size_t range, const doc_request& req);
+// Replies with what another node answered.
+void reply_forwarded(ctx& c, const result<doc_read>& r);
 
 // bulk_handlers.cpp
 void handle_bulk_docs(ctx& c, const db_meta& db);

@@ -293,10 +293,7 @@ int main(int argc, char** argv) {
         if (db == "_dbs") catalog.mark_stale();
       };
       ro.read_all_docs = read_all_docs_page;
-      ro.read_doc = [&node](const std::string& db, const std::string& id, const query_params& params,
-                            const std::string& if_none_match) {
-        return serve_doc_read(node, db, id, params, if_none_match);
-      };
+      ro.read_doc = [&node](const std::string& db, const doc_request& req) { return serve_doc_request(node, db, req); };
       rpc = std::make_unique<rpc_node>(members, ro);
       if (auto st = rpc->start(); !st) die(st.reason);
       node.rpc = rpc.get();

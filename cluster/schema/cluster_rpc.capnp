@@ -34,7 +34,9 @@ interface Node {
       -> (status :CallStatus, uuid :Text, updateSeq :UInt64, seq :UInt64, resolution :UInt8);
   # GET of one document as a client asked for it (query parameters, If-None-Match), rendered
   # from this node's copy, for a coordinator that holds no copy of the range.
-  readDoc @7 (shard :ShardRef, id :Text, params :List(Param), ifNoneMatch :Text)
+  # `what` (appended): "local", "bulk_get" or "revs_diff" instead of a document, with `method`/`body`.
+  readDoc @7 (shard :ShardRef, id :Text, params :List(Param), ifNoneMatch :Text,
+              what :Text, method :Text, body :Text)
       -> (status :CallStatus, httpStatus :UInt16, body :Text, etag :Text);
   # This copy's part of an _all_docs request (keys are JSON texts, "" = unbounded).
   allDocsPage @8 (shard :ShardRef, startKey :Text, endKey :Text, descending :Bool, inclusiveEnd :Bool,

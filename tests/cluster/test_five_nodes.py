@@ -92,6 +92,20 @@ class FiveNodes(NodeTest):
         self.assertError(outsider.get("/lean/far"), 404, "not_found", "deleted")
         self.assertError(outsider.delete("/lean/never"), 404, "not_found", "missing")
         self.assertEqual(self.nodes[0].get("/lean").json["doc_count"], 1)
+        # What the replicator asks of any node: _revs_diff, _bulk_get, _local checkpoints.
+        near = outsider.get("/lean/near").json["_rev"]
+        diff = outsider.post("/lean/_revs_diff", {"near": [near, "9-x"], "gone": ["1-a"]}).json
+        self.assertEqual(diff, {"near": {"missing": ["9-x"], "possible_ancestors": [near]},
+                                "gone": {"missing": ["1-a"]}})
+        got = outsider.post("/lean/_bulk_get", {"docs": [{"id": "near"}, {"id": "nope"}, {"id": "far"}]}).json
+        self.assertEqual(got["results"][0]["docs"][0]["ok"]["_rev"], near)
+        self.assertEqual(got["results"][1]["docs"][0]["error"]["error"], "not_found")
+        self.assertEqual([r["id"] for r in got["results"]], ["near", "nope", "far"])
+        r = outsider.put("/lean/_local/ckpt", {"seq": 1})
+        self.assertEqual((r.status, r.json["rev"]), (201, "0-1"))
+        self.assertEqual(outsider.get("/lean/_local/ckpt").json, {"_id": "_local/ckpt", "_rev": "0-1", "seq": 1})
+        self.assertEqual(outsider.delete("/lean/_local/ckpt?rev=0-1").status, 200)
+        self.assertError(outsider.get("/lean/_local/ckpt"), 404, "not_found", "missing")
 
     def test_security_is_enforced_by_every_node_at_once(self):
         self.assertEqual(self.node.put("/guarded?q=2&n=1").status, 201)
