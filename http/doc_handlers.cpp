@@ -1,6 +1,8 @@
 // Document endpoints: /db/{docid} (GET, PUT, DELETE; POST /db lands here too) and /db/_local/{id}.
 #include <algorithm>
 #include <cstdlib>
+#include <map>
+#include <set>
 
 #include "http/auth.hpp"
 #include "http/doc_render.hpp"
@@ -167,8 +169,116 @@ void forward_doc_read(ctx& c, const db_meta& db, size_t range, const std::string
   if (r->http_status != 304) c.res.set_content(r->body, "application/json");
 }
 
+// The leaves of one document as r copies know them, merged (CouchDB's read quorum). Copies that
+// lack a leaf another has are repaired: every merged leaf is written to every copy as a
+// new_edits=false merge (idempotent where it is already known). Returns the winning revision, or
+// nullopt when the document exists on none of the copies that answered.
+struct quorum_read {
+  std::optional<rev_id> winner;
+  bool winner_deleted = false;
+  bool repaired = false;
+  std::string from;  // a node whose copy has the winner
+};
+
+result<quorum_read> read_quorum_doc(ctx& c, const db_meta& db, size_t range, const std::string& id, size_t r) {
+  doc_request req;
+  req.id = id;
+  req.params = {{"open_revs", "all"}, {"revs", "true"}};
+  std::vector<std::string> nodes = c.node.coord.copies(db, range);
+  std::stable_partition(nodes.begin(), nodes.end(), [&](const std::string& n) { return n == c.node.node_name; });
+  struct leaf {
+    json doc;
+    bool deleted = false;
+    std::set<std::string> holders;
+  };
+  std::map<std::string, leaf> leaves;  // rev -> what we know
+  std::set<std::string> ancestors;
+  std::vector<std::string> answered;
+  for (const std::string& node : nodes) {
+    if (answered.size() >= r) break;
+    auto a = node == c.node.node_name ? serve_doc_request(c.node, db.name, req)
+             : c.node.coord.remote()  ? c.node.coord.remote()->read_doc(node, db.name, db.ranges[range].name(), req,
+                                                                        std::chrono::seconds(10))
+                                      : result<doc_read>(errc::unavailable, "not clustered");
+    if (!a) continue;
+    auto body = parse_json(a->body);
+    if (a->http_status == 404) {  // missing on this copy
+      answered.push_back(node);
+      continue;
+    }
+    if (a->http_status != 200 || !body || !body->is_array()) continue;
+    answered.push_back(node);
+    for (auto& item : *body) {
+      if (!item.contains("ok")) continue;
+      const json& doc = item["ok"];
+      if (!doc.contains("_rev") || !doc["_rev"].is_string()) continue;
+      leaf& l = leaves[doc["_rev"].get<std::string>()];
+      if (l.holders.empty()) {
+        l.doc = doc;
+        l.deleted = doc.value("_deleted", false);
+      }
+      l.holders.insert(node);
+      const json& revs = doc.contains("_revisions") ? doc["_revisions"] : json();
+      if (revs.is_object() && revs["start"].is_number_unsigned() && revs["ids"].is_array()) {
+        uint64_t start = revs["start"].get<uint64_t>();
+        for (size_t i = 1; i < revs["ids"].size() && i <= start; ++i)
+          ancestors.insert(std::to_string(start - i) + "-" + revs["ids"][i].get<std::string>());
+      }
+    }
+  }
+  if (answered.empty()) return status{errc::unavailable, "no copy of range " + db.ranges[range].name() + " answered"};
+  quorum_read out;
+  std::vector<doc_update> repairs;
+  for (auto& [rev_text, l] : leaves) {
+    if (ancestors.count(rev_text)) continue;  // a leaf on a stale copy, an ancestor on another
+    rev_id rv;
+    if (!parse_rev(rev_text, rv)) continue;
+    bool better = !out.winner || (out.winner_deleted && !l.deleted) ||
+                  (out.winner_deleted == l.deleted &&
+                   (rv.pos > out.winner->pos || (rv.pos == out.winner->pos && rv.hash > out.winner->hash)));
+    if (better) {
+      out.winner = rv;
+      out.winner_deleted = l.deleted;
+      out.from = *l.holders.begin();
+      if (l.holders.count(c.node.node_name)) out.from = c.node.node_name;
+    }
+    if (l.holders.size() < answered.size()) {
+      if (auto u = to_doc_update(db, l.doc, id, false)) repairs.push_back(std::move(*u));
+    }
+  }
+  if (!repairs.empty()) {
+    auto written = c.node.coord.update_docs(db, std::move(repairs), 1);
+    out.repaired = written.ok();
+  }
+  return out;
+}
+
 void get_doc(ctx& c, const db_meta& db, const std::string& id) {
-  if (size_t range = c.node.coord.shard_index(db, id); !db.hosts(range)) return forward_doc_read(c, db, range, id);
+  size_t range = c.node.coord.shard_index(db, id);
+  auto r = c.read_quorum();
+  if (!r) return c.error(r.error());
+  size_t copies = c.node.coord.copies(db, range).size();
+  size_t quorum = std::min(*r ? *r : db.n / 2 + 1, copies);
+  if (quorum > 1 && !c.has("rev") && !c.has("open_revs")) {
+    // Read r copies, repair the stale ones, then answer the winner from a copy that has it.
+    auto q = read_quorum_doc(c, db, range, id, quorum);
+    if (!q) return c.error(q.error());
+    if (!q->winner) return c.error(errc::not_found, "missing");
+    if (q->winner_deleted) return c.error(errc::not_found, "deleted");
+    if (q->from != c.node.node_name) {
+      doc_request req;
+      req.id = id;
+      for (auto& [k, v] : c.req.params)
+        if (k != "r") req.params.emplace_back(k, v);
+      req.params.emplace_back("rev", q->winner->str());
+      req.if_none_match = c.req.get_header_value("If-None-Match");
+      return reply_forwarded(
+          c, c.node.coord.remote()->read_doc(q->from, db.name, db.ranges[range].name(), req, std::chrono::seconds(10)));
+    }
+    c.req_rev_override = q->winner->str();
+  } else if (!db.hosts(range)) {
+    return forward_doc_read(c, db, range, id);
+  }
   render_options opts;
   auto revs = c.bool_param("revs", false);
   auto revs_info = c.bool_param("revs_info", false);
@@ -185,7 +295,8 @@ void get_doc(ctx& c, const db_meta& db, const std::string& id) {
   opts.local_seq = *local_seq;
 
   rev_id wanted;
-  if (c.has("rev") && !valid_rev(c.param("rev"), wanted)) return c.error(bad_rev());
+  bool by_rev = c.has("rev") || !c.req_rev_override.empty();
+  if (by_rev && !valid_rev(c.has("rev") ? c.param("rev") : c.req_rev_override, wanted)) return c.error(bad_rev());
   auto snap = c.node.coord.read_for(db, id);
   if (!snap) return c.error(snap.error());
   doc_info d;
@@ -193,7 +304,7 @@ void get_doc(ctx& c, const db_meta& db, const std::string& id) {
   if (c.has("open_revs")) return get_open_revs(c, *snap, found ? &d : nullptr, opts, *latest);
   if (!found) return c.error(errc::not_found, "missing");
   int index = d.tree.winner();
-  if (c.has("rev")) {
+  if (by_rev) {
     index = d.tree.find(wanted);
     if (index < 0) return c.error(errc::not_found, "missing");
   } else if (d.tree.winner_deleted()) {

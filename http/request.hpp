@@ -56,6 +56,7 @@ struct ctx {
   std::vector<std::string> path;  // percent-decoded path segments
   user_ctx user;
   std::string method_ = req.method == "HEAD" ? "GET" : req.method;
+  std::string req_rev_override = {};  // a document GET answers this revision (chosen by a read quorum)
 
   // HEAD is answered as GET (httplib drops the body).
   const std::string& method() const { return method_; }

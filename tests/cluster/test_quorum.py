@@ -31,7 +31,7 @@ class Quorum(NodeTest):
 
     def holders(self, db, doc_id):
         """The nodes whose local copy has the document (every node holds every range here)."""
-        return [i for i, n in enumerate(self.cluster.nodes) if n.proc and n.get(f"/{db}/{doc_id}").status == 200]
+        return [i for i, n in enumerate(self.cluster.nodes) if n.proc and n.get(f"/{db}/{doc_id}?r=1").status == 200]
 
     def test_writes_answer_201_at_quorum_and_202_below(self):
         r = self.n1.put("/qdb?q=2")
@@ -71,6 +71,17 @@ class Quorum(NodeTest):
         self.assertEqual(self.holders("qdb", "strict"), [0, 1])
         self.assertEqual(self.n1.get("/qdb").json["doc_count"], 15)  # this node's copies
         self.assertEqual(self.n3.get("/qdb").json["doc_count"], 2)
+        # Read quorum (r=2 by default): n3's copy lacks "two"; the read answers from the copies that
+        # have it and repairs n3's copy on the way.
+        self.assertError(self.n3.get("/qdb/two?r=1"), 404, "not_found", "missing")  # its own copy only
+        r = self.n3.get("/qdb/two")
+        self.assertEqual(r.status, 200)
+        self.assertEqual(self.n3.get("/qdb/two?r=1").status, 200)  # repaired
+        self.assertEqual(self.n3.get("/qdb").json["doc_count"], 3)
+        rev = r.json["_rev"]
+        self.assertEqual(self.n1.put("/qdb/two", {"_rev": rev, "v": 2}).status, 201)
+        self.assertEqual(self.n3.get("/qdb/two?r=3").json["v"], 2)
+        self.assertError(self.n3.get("/qdb/two?r=0"), 400, "bad_request", "The `r` value should be a positive integer.")
         for n in (self.n1, self.n2):
             n.post("/qdb/_sync_shards", raw_body="", headers={"Content-Type": "application/json"})
         for n in self.cluster.nodes:
@@ -119,7 +130,7 @@ class Quorum(NodeTest):
         self.assertEqual(statuses.count(202), 0, "two of three copies stayed up: every write met w=2")
         missing = []
         for doc_id, (status, rev) in acked.items():
-            found = sum(1 for n in self.cluster.nodes if n.get(f"/load/{doc_id}").json.get("_rev") == rev)
+            found = sum(1 for n in self.cluster.nodes if n.get(f"/load/{doc_id}?r=1").json.get("_rev") == rev)
             if found < 2:
                 missing.append((doc_id, found))
         self.assertEqual(missing, [], "acknowledged with 201 but on fewer than w=2 copies")
