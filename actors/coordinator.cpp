@@ -8,6 +8,7 @@
 #include "actors/bridge.hpp"
 #include "actors/messages.hpp"
 #include "actors/quorum.hpp"
+#include "node/log.hpp"
 
 namespace settee {
 
@@ -145,7 +146,10 @@ result<write_outcome> coordinator::update_docs(const db_meta& db, std::vector<do
         f->finish(r, k, status{errc::unavailable, "node " + nodes[r][k] + " is unavailable: not clustered"});
       } else {
         remote_->update_docs(nodes[r][k], db.name, db.ranges[s].name(), by_range[s],
-                             [f, r, k](result<std::vector<doc_result>> a) { f->finish(r, k, std::move(a)); });
+                             [f, r, k, node = nodes[r][k]](result<std::vector<doc_result>> a) {
+                               if (!a) log::warning("write to " + node + "'s copy failed: " + a.error().reason);
+                               f->finish(r, k, std::move(a));
+                             });
       }
     }
   }

@@ -12,7 +12,10 @@ struct quorum_answer {
   bool met = false;  // w copies agreed; else the write was accepted by fewer (HTTP 202)
 };
 
-// `answers` holds the result of each copy that answered. The most common successful revision wins
+// `answers` holds the result of each copy that answered. A conflict marked `known` (the copy already
+// had the revision, delivered by replication first) counts for that revision when another copy
+// committed it in this request; a client repeating an edit gets its conflict from every copy.
+// The most common successful revision wins
 // when w copies report it; an error w copies agree on (e.g. a conflict) is the answer; otherwise a
 // revision any copy committed is accepted (met = false: internal replication brings it to the
 // others); with no success at all, the most common error. No answers: errc::unavailable.

@@ -157,7 +157,11 @@ int timed_requests(const options& o) {
         if (o.workload == "put") {
           std::string id = std::to_string(run_id) + "-" + std::to_string(t) + "-" + std::to_string(i);
           auto r = c.Put(("/" + o.db + "/" + id).c_str(), body, "application/json");
-          if (!r || r->status != 201) ++errors;
+          if (!r || r->status != 201) {
+            if (errors++ < 3)  // say what went wrong, a few times
+              std::fprintf(stderr, "PUT %s: %d %s\n", id.c_str(), r ? r->status : -1,
+                           r ? r->body.substr(0, 200).c_str() : httplib::to_string(r.error()).c_str());
+          }
         } else {
           char id[32];
           std::snprintf(id, sizeof id, "doc%09zu", static_cast<size_t>(rng() % o.docs));

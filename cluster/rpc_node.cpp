@@ -173,6 +173,11 @@ status status_of(CallStatus::Reader r) {
   return {code, r.getReason()};
 }
 
+void set_shard(ShardRef::Builder b, const std::string& db, const std::string& range) {
+  b.setDb(db);
+  b.setRange(range);
+}
+
 void write_updates(capnp::List<DocUpdate>::Builder list, const std::vector<doc_update>& updates) {
   for (unsigned i = 0; i < updates.size(); ++i) {
     const doc_update& u = updates[i];
@@ -274,6 +279,8 @@ kj::Promise<void> node_server::updateDocs(UpdateDocsContext context) {
       set_status(list[i].initStatus(), op->results[i].st);
       list[i].initRev().setPos(op->results[i].rev.pos);
       list[i].getRev().setHash(op->results[i].rev.hash);
+      list[i].setAdded(op->results[i].added);
+      list[i].setKnown(op->results[i].known);
     }
   });
 }
@@ -551,8 +558,7 @@ result<remote_shard_info> rpc_node::shard_info(const std::string& peer, const st
                                                std::chrono::milliseconds timeout) {
   return call<remote_shard_info>(peer, timeout, [&](Node::Client& cap) {
     auto req = cap.shardInfoRequest();
-    req.initShard().setDb(db);
-    req.getShard().setRange(range);
+    set_shard(req.initShard(), db, range);
     return req.send().then([](capnp::Response<Node::ShardInfoResults>&& r) -> result<remote_shard_info> {
       if (status st = status_of(r.getStatus()); !st) return st;
       return shard_summary{r.getUuid(),        r.getUpdateSeq(),    r.getDocCount(),
@@ -566,8 +572,7 @@ result<apply_result> rpc_node::apply_changes(const std::string& peer, const std:
                                              std::chrono::milliseconds timeout) {
   return call<apply_result>(peer, timeout, [&](Node::Client& cap) {
     auto req = cap.applyChangesRequest();
-    req.initShard().setDb(db);
-    req.getShard().setRange(range);
+    set_shard(req.initShard(), db, range);
     write_updates(req.initUpdates(static_cast<unsigned>(updates.size())), updates);
     return req.send().then([](capnp::Response<Node::ApplyChangesResults>&& r) -> result<apply_result> {
       if (status st = status_of(r.getStatus()); !st) return st;
@@ -589,8 +594,12 @@ void rpc_node::update_docs(const std::string& node, const std::string& db, const
         return req.send().then([](capnp::Response<Node::UpdateDocsResults>&& r) -> result<answer> {
           if (status st = status_of(r.getStatus()); !st) return st;
           answer out;
-          for (auto d : r.getResults())
-            out.push_back({status_of(d.getStatus()), {d.getRev().getPos(), d.getRev().getHash()}});
+          for (auto d : r.getResults()) {
+            doc_result res{status_of(d.getStatus()), {d.getRev().getPos(), d.getRev().getHash()}};
+            res.added = d.getAdded();
+            res.known = d.getKnown();
+            out.push_back(std::move(res));
+          }
           return out;
         });
       },
@@ -601,8 +610,7 @@ result<changes_page> rpc_node::changes(const std::string& node, const std::strin
                                        const changes_request& cr, std::chrono::milliseconds timeout) {
   return call<changes_page>(node, timeout, [&](Node::Client& cap) {
     auto req = cap.changesPageRequest();
-    req.initShard().setDb(db);
-    req.getShard().setRange(range);
+    set_shard(req.initShard(), db, range);
     req.setSince(cr.since);
     req.setLimit(cr.limit);
     req.setDescending(cr.descending);
@@ -633,8 +641,7 @@ result<resolved_since> rpc_node::resolve_since(const std::string& node, const st
                                                std::chrono::milliseconds timeout) {
   return call<resolved_since>(node, timeout, [&](Node::Client& cap) {
     auto req = cap.resolveSinceRequest();
-    req.initShard().setDb(db);
-    req.getShard().setRange(range);
+    set_shard(req.initShard(), db, range);
     req.setUuidPrefix(uuid_prefix);
     req.setSeq(seq);
     return req.send().then([](capnp::Response<Node::ResolveSinceResults>&& r) -> result<resolved_since> {
@@ -653,8 +660,7 @@ result<doc_read> rpc_node::read_doc(const std::string& node, const std::string& 
                                     const doc_request& dr, std::chrono::milliseconds timeout) {
   return call<doc_read>(node, timeout, [&](Node::Client& cap) {
     auto req = cap.readDocRequest();
-    req.initShard().setDb(db);
-    req.getShard().setRange(range);
+    set_shard(req.initShard(), db, range);
     req.setId(dr.id);
     auto list = req.initParams(static_cast<unsigned>(dr.params.size()));
     for (unsigned i = 0; i < dr.params.size(); ++i) {
@@ -676,8 +682,7 @@ result<all_docs_page> rpc_node::all_docs(const std::string& node, const std::str
                                          const all_docs_request& ar, std::chrono::milliseconds timeout) {
   return call<all_docs_page>(node, timeout, [&](Node::Client& cap) {
     auto req = cap.allDocsPageRequest();
-    req.initShard().setDb(db);
-    req.getShard().setRange(range);
+    set_shard(req.initShard(), db, range);
     req.setStartKey(ar.start);
     req.setEndKey(ar.end);
     req.setDescending(ar.descending);

@@ -246,6 +246,20 @@ status shard_store::apply_doc(MDB_txn* t, shard_header& h, doc_update& u, doc_re
   int leaf = -1;
 
   if (u.new_edits) {
+    // The revision this edit would create is already here (internal replication or a read repair
+    // delivered the same edit first): still a conflict for this copy, but marked, so the coordinator
+    // can count it as agreement when another copy committed the edit in this request.
+    if (found) {
+      const rev_id* base = u.revs.empty() ? nullptr : &u.revs.front();
+      rev_id same{base ? base->pos + 1 : 1, make_rev_hash(u.deleted, base, u.body)};
+      if (d.tree.find(same) >= 0) {
+        r.st = {errc::conflict, "Document update conflict."};
+        r.rev = same;
+        r.added = false;
+        r.known = true;
+        return {};
+      }
+    }
     int parent = -1;
     if (!u.revs.empty()) {
       parent = d.tree.find(u.revs.front());

@@ -43,8 +43,9 @@ struct doc_update {
 
 struct doc_result {
   status st;
-  rev_id rev;         // the new (or merged) revision when st is ok
-  bool added = true;  // false: a new_edits=false merge this copy already had (nothing written)
+  rev_id rev;          // the new (or merged) revision when st is ok
+  bool added = true;   // false: nothing written (a merge this copy already had, or `known`)
+  bool known = false;  // a conflict only because the revision this edit creates, `rev`, exists already
 };
 
 struct local_update {

@@ -86,6 +86,8 @@ struct DocUpdate {
 struct DocResult {
   status @0 :CallStatus;
   rev @1 :RevId;          # the new (or merged) revision when ok
+  added @2 :Bool;         # something was written
+  known @3 :Bool;         # a conflict only because `rev` exists already (the same edit arrived first)
 }
 
 struct ShardRef {

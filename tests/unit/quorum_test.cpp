@@ -59,3 +59,21 @@ TEST_CASE("no answer at all is unavailable") {
   CHECK_FALSE(a.met);
   CHECK(a.result.st.code == errc::unavailable);
 }
+
+TEST_CASE("a copy that already had the revision another copy just wrote agrees with it") {
+  doc_result wrote = ok("a");  // committed in this request (added)
+  doc_result had;              // replication delivered the same edit first
+  had.st = {errc::conflict, "Document update conflict."};
+  had.rev = {1, "a"};
+  had.added = false;
+  had.known = true;
+  auto q = decide_quorum({had, wrote}, 2);
+  CHECK(q.met);
+  CHECK(q.result.st);
+  CHECK(q.result.rev.hash == "a");
+
+  // A client repeating an edit: every copy already had it, nobody wrote it: a conflict.
+  q = decide_quorum({had, had, had}, 2);
+  CHECK(q.met);
+  CHECK(q.result.st.code == errc::conflict);
+}

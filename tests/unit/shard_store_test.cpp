@@ -343,3 +343,28 @@ TEST_CASE("replication batches make two copies converge, conflicts and tombstone
   push(*a, *b, 0, 100);
   CHECK(b->header().update_seq == seq_before);
 }
+
+TEST_CASE("an edit whose revision is already here is a conflict marked known; others are plain conflicts") {
+  temp_dir dir;
+  auto s = open_store(dir.path + "/k.db");
+  auto first = write(*s, {upd("d", "{\"a\":1}")});
+  REQUIRE(first[0].st);
+  CHECK(first[0].added);
+  // The same create again (replication delivered it first): same revision, marked known.
+  auto again = write(*s, {upd("d", "{\"a\":1}")});
+  CHECK(again[0].st.code == errc::conflict);
+  CHECK(again[0].known);
+  CHECK_FALSE(again[0].added);
+  CHECK(again[0].rev == first[0].rev);
+  // A different body without a base: an ordinary conflict.
+  auto other = write(*s, {upd("d", "{\"a\":2}")});
+  CHECK(other[0].st.code == errc::conflict);
+  CHECK_FALSE(other[0].known);
+  // The same update on the base twice: the second is known.
+  auto up = write(*s, {upd("d", "{\"a\":3}", {first[0].rev})});
+  REQUIRE(up[0].st);
+  auto up2 = write(*s, {upd("d", "{\"a\":3}", {first[0].rev})});
+  CHECK(up2[0].known);
+  CHECK(up2[0].rev == up[0].rev);
+  CHECK(s->header().update_seq == 2);  // nothing written by the known ones
+}
