@@ -29,6 +29,7 @@
 #include "node/config.hpp"
 #include "node/crypto.hpp"
 #include "node/log.hpp"
+#include "node/time_seq_tool.hpp"
 
 using namespace settee;
 
@@ -36,6 +37,7 @@ namespace {
 
 const char* usage =
     "usage: settee [--data-dir DIR] [--bind ADDR] [--port N] [--config FILE]\n"
+    "       settee time-seq simulate --start <YYYY-MM-DDTHH:MM:SSZ> --step <seconds> --count <N>\n"
     "       settee --help | --version\n"
     "\n"
     "Runs one settee node: CouchDB's HTTP API on ADDR:N (default 127.0.0.1:5984), data in DIR\n"
@@ -185,6 +187,7 @@ config defaults() {
 }  // namespace
 
 int main(int argc, char** argv) {
+  if (argc >= 2 && std::string(argv[1]) == "time-seq") return run_time_seq_tool(argc - 2, argv + 2);
   cli args;
   if (int rc = parse_cli(argc, argv, args); rc >= 0) return rc;
 

@@ -107,6 +107,25 @@ class CommandLine(NodeTest):
         self.assertEqual(r.returncode, 0)
         self.assertRegex(r.stdout, r"^settee \d+\.\d+\.\d+\n$")
 
+    def test_time_seq_simulate(self):
+        r = self.run_bin("time-seq", "simulate", "--start", "2025-09-01T00:00:00Z", "--step", "3600", "--count", "8")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(r.stdout, "   2025-09-01T00:00:00Z -> 3\n"
+                                   "   2025-09-01T03:00:00Z -> 3\n"
+                                   "   2025-09-01T06:00:00Z -> 2\n")
+        # 183 hourly updates: the first roll-up has happened (spec test 13): 32 bins, 6 ... 3.
+        r = self.run_bin("time-seq", "simulate", "--start", "3000-01-01T00:00:00Z", "--step", "3600", "--count", "183")
+        lines = r.stdout.splitlines()
+        self.assertEqual((len(lines), lines[0], lines[-1]), (32, "   3000-01-01T00:00:00Z -> 6", "   3000-01-08T12:00:00Z -> 3"))
+        for bad in (["simulate", "--start", "2025-02-30T00:00:00Z", "--step", "1", "--count", "1"],
+                    ["simulate", "--start", "2025-09-01T00:00:00Z", "--step", "0", "--count", "1"],
+                    ["simulate", "--start", "2025-09-01T00:00:00Z", "--step", "60", "--count", "-3"],
+                    ["simulate", "--start", "2025-09-01T00:00:00Z", "--step"],
+                    ["simulate", "--bogus", "1"], ["resample"], []):
+            r = self.run_bin("time-seq", *bad)
+            self.assertEqual(r.returncode, 2, bad)
+            self.assertIn("usage: settee time-seq simulate", r.stderr)
+
     def test_bad_arguments(self):
         self.assertEqual(self.run_bin("--bogus").returncode, 2)
         self.assertEqual(self.run_bin("--port", "99999").returncode, 2)
