@@ -1,5 +1,6 @@
 #include "actors/coordinator.hpp"
 
+#include <algorithm>
 #include <condition_variable>
 #include <mutex>
 
@@ -209,6 +210,36 @@ result<std::vector<coordinator::range_summary>> coordinator::summaries(const db_
       last = s.error();
     }
     if (!found) return status{errc::unavailable, last.reason};
+  }
+  return out;
+}
+
+std::vector<coordinator::copy_time_seq> coordinator::time_seqs(const db_meta& db, bool reset) {
+  std::vector<copy_time_seq> out;
+  for (size_t i = 0; i < db.q; ++i) {
+    std::vector<std::string> nodes = copies(db, i);
+    std::sort(nodes.begin(), nodes.end());
+    for (const std::string& node : nodes) {
+      copy_time_seq c{db.ranges[i].name(), node, status{errc::unavailable, "not asked"}};
+      if (node == self_) {
+        auto h = shard(db, i);
+        if (!h) {
+          c.state = h.error();
+        } else {
+          status st;
+          if (reset) {
+            auto op = std::make_shared<write_op>();
+            op->what = write_op::kind::time_seq_reset;
+            st = write_one(h->writer, op, timeout_);
+          }
+          shard_header hd = h->store->header();
+          c.state = st ? result<time_seq_state>(time_seq_state{hd.time_seq, hd.update_seq}) : st;
+        }
+      } else if (remote_) {
+        c.state = remote_->time_seq(node, db.name, db.ranges[i].name(), reset, std::chrono::seconds(10));
+      }
+      out.push_back(std::move(c));
+    }
   }
   return out;
 }

@@ -54,6 +54,12 @@ class coordinator {
   // One copy of every range: this node's, else the first other copy that answers.
   // errc::unavailable when no copy of some range answers.
   result<std::vector<range_summary>> summaries(const db_meta& db);
+  struct copy_time_seq {
+    std::string range, node;
+    result<time_seq_state> state;  // error: the copy could not answer (down, or an older release)
+  };
+  // Every copy's time-seq (reset: emptied first), ranges in order, nodes sorted.
+  std::vector<copy_time_seq> time_seqs(const db_meta& db, bool reset);
   // Sets revs_limit on every shard.
   status set_revs_limit(const db_meta& db, uint32_t limit);
 

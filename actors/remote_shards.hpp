@@ -10,6 +10,7 @@
 
 #include "node/error.hpp"
 #include "storage/shard_store.hpp"
+#include "storage/time_seq.hpp"
 
 namespace settee {
 
@@ -88,6 +89,12 @@ struct all_docs_page {
   uint64_t doc_count = 0;
 };
 
+// A copy's time-seq and its update seq (for the histogram).
+struct time_seq_state {
+  time_seq::tseq bins;
+  uint64_t update_seq = 0;
+};
+
 class remote_shards {
  public:
   virtual ~remote_shards() = default;
@@ -111,6 +118,11 @@ class remote_shards {
   // `node`'s copy's part of an _all_docs request.
   virtual result<all_docs_page> all_docs(const std::string& node, const std::string& db, const std::string& range,
                                          const all_docs_request& req, std::chrono::milliseconds timeout) = 0;
+
+  // `node`'s copy's time-seq; with `reset`, empties the bins first (committed before the answer).
+  // A node of a release without time-seq answers with an error (the method is unknown to it).
+  virtual result<time_seq_state> time_seq(const std::string& node, const std::string& db, const std::string& range,
+                                          bool reset, std::chrono::milliseconds timeout) = 0;
 
   using write_done = std::function<void(result<std::vector<doc_result>>)>;
   // Starts writing `docs` (each new_edits or not, as it says) to `node`'s copy of `range`. `done`

@@ -32,6 +32,7 @@ class node_server final : public Node::Server {
   kj::Promise<void> resolveSince(ResolveSinceContext context) override;
   kj::Promise<void> readDoc(ReadDocContext context) override;
   kj::Promise<void> allDocsPage(AllDocsPageContext context) override;
+  kj::Promise<void> timeSeq(TimeSeqContext context) override;
 
  private:
   rpc_node::loop& loop_;
@@ -401,6 +402,39 @@ kj::Promise<void> node_server::allDocsPage(AllDocsPageContext context) {
   return kj::READY_NOW;
 }
 
+kj::Promise<void> node_server::timeSeq(TimeSeqContext context) {
+  auto params = context.getParams();
+  auto h = find_shard(loop_, params.getShard());
+  if (!h) {
+    set_status(context.getResults().initStatus(), h.error());
+    return kj::READY_NOW;
+  }
+  shard_handle shard = *h;
+  auto answer = [context, shard]() mutable {
+    shard_header hd = shard.store->header();
+    auto results = context.getResults();
+    results.setUpdateSeq(hd.update_seq);
+    auto bins = results.initBins();
+    bins.setVersion(hd.time_seq.v);
+    auto times = bins.initTimes(static_cast<unsigned>(hd.time_seq.bins.size()));
+    auto seqs = bins.initSeqs(static_cast<unsigned>(hd.time_seq.bins.size()));
+    for (unsigned i = 0; i < hd.time_seq.bins.size(); ++i) {
+      times.set(i, hd.time_seq.bins[i].time);
+      seqs.set(i, hd.time_seq.bins[i].seq);
+    }
+  };
+  if (!params.getReset()) {
+    answer();
+    return kj::READY_NOW;
+  }
+  auto op = std::make_shared<write_op>();
+  op->what = write_op::kind::time_seq_reset;
+  return commit_on_replica(shard, op).then([context, op, answer]() mutable {
+    if (!op->st) return set_status(context.getResults().initStatus(), op->st);
+    answer();
+  });
+}
+
 }  // namespace
 
 rpc_node::rpc_node(membership& members, rpc_options opts) : members_(members), opts_(std::move(opts)) {
@@ -702,6 +736,26 @@ result<all_docs_page> rpc_node::all_docs(const std::string& node, const std::str
         page.rows.push_back({row.getId(), row.getRev(), row.getDeleted(), row.getFound(), row.getDoc()});
       }
       return page;
+    });
+  });
+}
+
+result<time_seq_state> rpc_node::time_seq(const std::string& node, const std::string& db, const std::string& range,
+                                          bool reset, std::chrono::milliseconds timeout) {
+  return call<time_seq_state>(node, timeout, [&](Node::Client& cap) {
+    auto req = cap.timeSeqRequest();
+    set_shard(req.initShard(), db, range);
+    req.setReset(reset);
+    return req.send().then([](capnp::Response<Node::TimeSeqResults>&& r) -> result<time_seq_state> {
+      if (status st = status_of(r.getStatus()); !st) return st;
+      time_seq_state out;
+      out.update_seq = r.getUpdateSeq();
+      auto bins = r.getBins();
+      if (bins.getVersion() == time_seq::version && bins.getTimes().size() == bins.getSeqs().size()) {
+        for (unsigned i = 0; i < bins.getTimes().size(); ++i)
+          out.bins.bins.push_back({bins.getTimes()[i], bins.getSeqs()[i]});
+      }
+      return out;
     });
   });
 }

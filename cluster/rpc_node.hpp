@@ -87,6 +87,8 @@ class rpc_node final : public remote_shards {
                             const doc_request& req, std::chrono::milliseconds timeout) override;
   result<all_docs_page> all_docs(const std::string& node, const std::string& db, const std::string& range,
                                  const all_docs_request& req, std::chrono::milliseconds timeout) override;
+  result<time_seq_state> time_seq(const std::string& node, const std::string& db, const std::string& range, bool reset,
+                                  std::chrono::milliseconds timeout) override;
   // remote_shards: a coordinator's write to a peer's copy (does not block).
   void update_docs(const std::string& node, const std::string& db, const std::string& range,
                    const std::vector<doc_update>& docs, write_done done) override;

@@ -194,6 +194,31 @@ void handle_revs_limit(ctx& c, const db_meta& db) {
   c.reply(200, json{{"ok", true}});
 }
 
+void handle_time_seq(ctx& c, const db_meta& db) {
+  if (c.method() != "GET" && c.method() != "DELETE") return c.method_not_allowed("GET,DELETE");
+  bool reset = c.method() == "DELETE";
+  json ranges = json::object();
+  json unavailable = json::array();
+  for (auto& copy : c.node.coord.time_seqs(db, reset)) {
+    if (!copy.state) {
+      unavailable.push_back({{"range", copy.range}, {"node", copy.node}, {"reason", copy.state.error().reason}});
+      continue;
+    }
+    json bins = json::array();
+    for (auto& [t, n] : time_seq::histogram(copy.state->bins, copy.state->update_seq))
+      bins.push_back({time_seq::format_time(t), n});
+    ranges[copy.range][copy.node] = bins;
+  }
+  if (reset) {
+    json out = {{"ok", true}};
+    if (!unavailable.empty()) out["unavailable"] = unavailable;
+    return c.reply(unavailable.empty() ? 200 : 202, out);
+  }
+  json out = {{"time_seq", ranges}};
+  if (!unavailable.empty()) out["unavailable"] = unavailable;
+  c.reply(200, out);
+}
+
 void handle_local_docs(ctx& c, const db_meta& db) {
   if (c.method() != "GET" && c.method() != "POST") return c.method_not_allowed("GET,HEAD,POST");
   auto descending = c.bool_param("descending", false);

@@ -25,6 +25,7 @@ void handle_shards(ctx& c, const db_meta& db);
 void handle_ensure_full_commit(ctx& c, const db_meta& db);
 void handle_revs_limit(ctx& c, const db_meta& db);
 void handle_local_docs(ctx& c, const db_meta& db);
+void handle_time_seq(ctx& c, const db_meta& db);
 
 // cluster_handlers.cpp
 void handle_sync_shards(ctx& c, const db_meta& db);

@@ -33,6 +33,7 @@ void dispatch_db(ctx& c, const db_meta& db, const json& security) {
   if (what == "_local_docs" && p.size() == 2) return handle_local_docs(c, db);
   if (what == "_sync_shards" && p.size() == 2) return handle_sync_shards(c, db);
   if (what == "_changes" && p.size() == 2) return handle_changes(c, db);
+  if (what == "_time_seq" && p.size() == 2) return handle_time_seq(c, db);
   if (what == "_local" && p.size() >= 3) {
     std::string id = "_local/" + p[2];
     for (size_t i = 3; i < p.size(); ++i) id += "/" + p[i];
@@ -71,7 +72,7 @@ void dispatch(ctx& c) {
   if (!db) return c.error(db.error());
   json security = read_security(c, *db);
   bool server_admin_only = first == "_users" || p[1] == "_sync_shards";
-  bool db_admin_only = (p[1] == "_security" || p[1] == "_revs_limit") && c.method() != "GET";
+  bool db_admin_only = (p[1] == "_security" || p[1] == "_revs_limit" || p[1] == "_time_seq") && c.method() != "GET";
   status allowed = server_admin_only ? authenticator::require_server_admin(c.user)
                    : db_admin_only   ? authenticator::require_db_admin(c.user, security)
                                      : authenticator::require_member(c.user, security);

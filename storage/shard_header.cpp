@@ -41,6 +41,15 @@ bool shard_header::decode(const std::string& bytes, shard_header& out) {
     out.doc_del_count = h.getDocDelCount();
     out.created_at = h.getCreatedAt();
     out.external_size = h.getExternalSize();
+    out.time_seq = time_seq::tseq{};
+    if (h.hasTimeSeq()) {
+      auto ts = h.getTimeSeq();
+      auto times = ts.getTimes();
+      auto seqs = ts.getSeqs();
+      if (ts.getVersion() == time_seq::version && times.size() == seqs.size()) {
+        for (unsigned i = 0; i < times.size(); ++i) out.time_seq.bins.push_back({times[i], seqs[i]});
+      }
+    }
     return true;
   } catch (const kj::Exception&) {
     return false;
@@ -74,6 +83,14 @@ std::string shard_header::encode(const std::string& previous) const {
   h.setDocDelCount(doc_del_count);
   h.setCreatedAt(created_at);
   h.setExternalSize(external_size);
+  auto ts = h.initTimeSeq();
+  ts.setVersion(time_seq.v);
+  auto times = ts.initTimes(static_cast<unsigned>(time_seq.bins.size()));
+  auto seqs = ts.initSeqs(static_cast<unsigned>(time_seq.bins.size()));
+  for (unsigned i = 0; i < time_seq.bins.size(); ++i) {
+    times.set(i, time_seq.bins[i].time);
+    seqs.set(i, time_seq.bins[i].seq);
+  }
   auto flat = capnp::messageToFlatArray(msg);
   auto bytes = flat.asBytes();
   return std::string(reinterpret_cast<const char*>(bytes.begin()), bytes.size());

@@ -7,6 +7,8 @@
 #include <utility>
 #include <vector>
 
+#include "storage/time_seq.hpp"
+
 namespace settee {
 
 struct shard_header {
@@ -22,6 +24,7 @@ struct shard_header {
   uint64_t doc_del_count = 0;
   int64_t created_at = 0;
   uint64_t external_size = 0;
+  time_seq::tseq time_seq;  // release 0.2 (@10); empty when absent or of an unknown version
 
   // Decodes `bytes`; false when they are not a valid header.
   static bool decode(const std::string& bytes, shard_header& out);

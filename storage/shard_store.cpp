@@ -126,6 +126,7 @@ result<std::shared_ptr<shard_store>> shard_store::open(const std::string& path, 
   }
   std::shared_ptr<shard_store> s(new shard_store());
   s->path_ = path;
+  s->min_time_ = opts.time_seq_min_time;
   if (int rc = mdb_env_create(&s->env_); rc != 0) return lmdb::to_status(rc, "mdb_env_create");
   mdb_env_set_maxdbs(s->env_, 8);
   mdb_env_set_mapsize(s->env_, opts.map_size_bytes);
@@ -198,6 +199,8 @@ void shard_store::remove_files(const std::string& path) {
 
 status shard_store::commit(const std::vector<write_op*>& ops, int64_t now_s) {
   shard_header h = header();
+  const uint64_t seq_before = h.update_seq;
+  bool changed = false;  // something a feed or the header shows (time-seq records it)
   lmdb::txn t;
   status st = t.begin(env_, false);
   for (size_t o = 0; o < ops.size() && st; ++o) {
@@ -212,11 +215,21 @@ status shard_store::commit(const std::vector<write_op*>& ops, int64_t now_s) {
         break;
       case write_op::kind::security:
         h.security = op.security;
+        changed = true;
         break;
       case write_op::kind::revs_limit:
         h.revs_limit = op.revs_limit;
+        changed = true;
+        break;
+      case write_op::kind::time_seq_reset:
+        h.time_seq.bins.clear();  // the update seq stays: the next commit opens the first new bin
         break;
     }
+  }
+  // Time-seq, in the same transaction (spec section 5): the seq committed before this commit, at
+  // the clock's time. Never an error: an early, repeated or backward time leaves the bins alone.
+  if (st && (changed || h.update_seq != seq_before)) {
+    time_seq::update(h.time_seq, now_s, seq_before, min_time_);
   }
   std::string bytes;
   if (st) {

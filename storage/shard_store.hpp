@@ -26,9 +26,10 @@ namespace settee {
 
 struct store_options {
   std::string node_name = "settee@127.0.0.1";
-  uint64_t map_size_bytes = 64ull << 30;  // virtual; the file is sparse
-  int64_t created_at = 0;                 // header.created_at for a new file
-  uint32_t revs_limit = 1000;             // for a new file
+  uint64_t map_size_bytes = 64ull << 30;                   // virtual; the file is sparse
+  int64_t created_at = 0;                                  // header.created_at for a new file
+  uint32_t revs_limit = 1000;                              // for a new file
+  int64_t time_seq_min_time = time_seq::default_min_time;  // [time_seq] min_time
 };
 
 // One document write. new_edits=true: `revs` is empty (create) or holds the base revision.
@@ -57,7 +58,7 @@ struct local_update {
 
 // A unit of work for commit(). The caller fills the inputs; commit() fills the outputs.
 struct write_op {
-  enum class kind { docs, local, security, revs_limit };
+  enum class kind { docs, local, security, revs_limit, time_seq_reset };
   kind what = kind::docs;
   std::vector<doc_update> docs;  // kind::docs
   local_update local;            // kind::local
@@ -166,6 +167,7 @@ class shard_store : public std::enable_shared_from_this<shard_store> {
   status apply_local(MDB_txn* t, write_op& op);
 
   std::string path_;
+  int64_t min_time_ = time_seq::default_min_time;  // time-seq ignores earlier times
   MDB_env* env_ = nullptr;
   unsigned meta_ = 0, docs_ = 0, bodies_ = 0, by_seq_ = 0, local_ = 0;  // MDB_dbi handles
   mutable std::mutex header_mu_;

@@ -42,6 +42,14 @@ interface Node {
   allDocsPage @8 (shard :ShardRef, startKey :Text, endKey :Text, descending :Bool, inclusiveEnd :Bool,
                   includeDocs :Bool, conflicts :Bool, maxRows :UInt64, byKeys :Bool, keys :List(Text))
       -> (status :CallStatus, rows :List(AllDocsRow), before :UInt64, docCount :UInt64);
+  # Release 0.2: this copy's time-seq bins (reset: emptied first, committed before the answer).
+  timeSeq @9 (shard :ShardRef, reset :Bool) -> (status :CallStatus, bins :TimeSeqBins, updateSeq :UInt64);
+}
+
+struct TimeSeqBins {
+  version @0 :UInt32;
+  times @1 :List(Int64);  # youngest first
+  seqs @2 :List(UInt64);
 }
 
 struct AllDocsRow {

@@ -20,5 +20,12 @@ struct ShardHeader {
   docDelCount @7 :UInt64;     # documents whose winner is a tombstone
   createdAt @8 :Int64;        # creation time (unix seconds) of the database this shard belongs to
   externalSize @9 :UInt64;    # bytes of leaf bodies stored
-  # Release 0.2 appends the time-seq bins here (@10).
+  timeSeq @10 :TimeSeq;       # release 0.2: time -> update seq bins (absent: none yet)
+}
+
+# CouchDB's time-seq (spec/time_seq.md): bins youngest first, times[i] pairs with seqs[i].
+struct TimeSeq {
+  version @0 :UInt32;         # 1; another version is not understood and reads as no bins
+  times @1 :List(Int64);      # bin start, unix seconds, multiples of 10800
+  seqs @2 :List(UInt64);      # update seq when the bin began
 }

@@ -132,6 +132,19 @@ class FiveNodes(NodeTest):
                 self.assertEqual(len(n.get("/sturdy/_all_docs").json["rows"]), 15 + i + 1)
                 self.assertEqual(len(n.get("/sturdy/_changes").json["results"]), 15 + i + 1)
                 self.assertEqual(n.get("/sturdy/s3").status, 200)
+            # _time_seq asks every copy; the stopped node's copies are listed as unavailable.
+            shards = self.node.get("/sturdy/_shards").json["shards"]
+            down_name = self.cluster.names[4]
+            ts = self.node.get("/sturdy/_time_seq").json
+            held = sorted(r for r, nodes in shards.items() if down_name in nodes)
+            self.assertEqual(sorted(u["range"] for u in ts["unavailable"]), held)
+            self.assertTrue(all(u["node"] == down_name for u in ts["unavailable"]))
+            for r, nodes in shards.items():
+                self.assertEqual(sorted(ts["time_seq"][r]), sorted(n for n in nodes if n != down_name))
+                for bins in ts["time_seq"][r].values():
+                    self.assertIn(len(bins), (1, 2))  # this 3-hour bin (two if the test crossed a boundary)
+            r = self.node.delete("/sturdy/_time_seq")
+            self.assertEqual((r.status, r.json["ok"], len(r.json["unavailable"])), (202, True, len(held)))
         finally:
             down.start(port=down.port)
             names = sorted(self.cluster.names)

@@ -368,3 +368,36 @@ TEST_CASE("an edit whose revision is already here is a conflict marked known; ot
   CHECK(up2[0].rev == up[0].rev);
   CHECK(s->header().update_seq == 2);  // nothing written by the known ones
 }
+
+TEST_CASE("every changing commit records time-seq in the header; a reset keeps the seq; reopen keeps the bins") {
+  temp_dir dir;
+  const std::string path = dir.path + "/ts.db";
+  const int64_t t0 = 1800000000;  // after min_time, 3h-aligned: 1800000000 = 166666 * 10800 + 7200
+  {
+    auto s = open_store(path);
+    write(*s, {upd("a", "{}")}, t0);
+    CHECK(s->header().time_seq.bins == std::vector<time_seq::bin>{{t0 / 10800 * 10800, 0}});
+    write(*s, {upd("b", "{}")}, t0 + 10);  // same bin: unchanged
+    CHECK(s->header().time_seq.bins.size() == 1);
+    write(*s, {upd("c", "{}")}, t0 + 4 * 3600);  // a later bin: the seq committed before this commit
+    REQUIRE(s->header().time_seq.bins.size() == 2);
+    CHECK(s->header().time_seq.bins.front().seq == 2);
+    write(*s, {upd("d", "{}")}, 1000);  // before min_time: ignored, never an error
+    CHECK(s->header().time_seq.bins.size() == 2);
+    CHECK(s->header().update_seq == 4);
+  }
+  auto s = open_store(path);
+  CHECK(s->header().time_seq.bins.size() == 2);  // survives reopening
+  write_op reset;
+  reset.what = write_op::kind::time_seq_reset;
+  REQUIRE(s->commit({&reset}, t0 + 8 * 3600));
+  CHECK(s->header().time_seq.bins.empty());
+  CHECK(s->header().update_seq == 4);  // not bumped
+  auto hist_before = time_seq::histogram(s->header().time_seq, 4);
+  CHECK(hist_before.empty());
+  write(*s, {upd("e", "{}")}, t0 + 9 * 3600);
+  auto h = time_seq::histogram(s->header().time_seq, s->header().update_seq);
+  REQUIRE(h.size() == 2);  // earlier changes show in the 1970 bin
+  CHECK(h[0] == std::pair<int64_t, uint64_t>{0, 4});
+  CHECK(h[1].second == 1);
+}

@@ -1,4 +1,4 @@
-# A stand-in for a future release's header: ShardHeader's fields 0-9 plus one more. Used to check
+# A stand-in for a future release's header: ShardHeader's fields 0-10 plus one more. Used to check
 # that this release keeps fields it does not know when it rewrites a header (storage/FORMAT.md).
 @0xd71f3c2a9b8e4f10;
 
@@ -18,5 +18,12 @@ struct ShardHeaderNext {
   docDelCount @7 :UInt64;
   createdAt @8 :Int64;
   externalSize @9 :UInt64;
-  future @10 :List(UInt64);
+  timeSeq @10 :TimeSeqNext;
+  future @11 :List(UInt64);
+}
+
+struct TimeSeqNext {
+  version @0 :UInt32;
+  times @1 :List(Int64);
+  seqs @2 :List(UInt64);
 }
