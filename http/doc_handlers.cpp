@@ -247,7 +247,8 @@ result<quorum_read> read_quorum_doc(ctx& c, const db_meta& db, size_t range, con
     }
   }
   if (!repairs.empty()) {
-    auto written = c.node.coord.update_docs(db, std::move(repairs), 1);
+    // Wait for every copy: the answer that follows must not race the repair of a stale copy.
+    auto written = c.node.coord.update_docs(db, std::move(repairs), db.n);
     out.repaired = written.ok();
   }
   return out;
