@@ -38,7 +38,77 @@ result<changes_page> read_changes_page(const shard_handle& shard, const changes_
 changes_feed::changes_feed(coordinator& coord, const db_meta& db, changes_options opts, std::string node_name)
     : coord_(coord), db_(db), opts_(std::move(opts)), node_name_(std::move(node_name)) {}
 
+namespace {
+
+// A `since` shaped YYYY-MM-DDTHH:MM:SSZ is a time (spec/time_seq.md section 7), valid or not.
+bool shaped_like_time(const std::string& s) {
+  if (s.size() != 20) return false;
+  for (size_t i = 0; i < s.size(); ++i) {
+    char want = i == 4 || i == 7 ? '-' : i == 10 ? 'T' : i == 13 || i == 16 ? ':' : i == 19 ? 'Z' : '0';
+    if (want == '0' ? (s[i] < '0' || s[i] > '9') : s[i] != want) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+status changes_feed::start_at_time(int64_t t) {
+  shards_.resize(db_.q);
+  handles_.resize(db_.q);
+  for (size_t i = 0; i < db_.q; ++i) {
+    shard_pos& p = shards_[i];
+    p.range = db_.ranges[i];
+    time_seq_state ts;
+    std::string uuid;
+    bool known = true;  // false: the copy keeps no time-seq (an older release): start at 0
+    if (db_.hosts(i)) {
+      auto h = coord_.shard(db_, i);
+      if (!h) return h.error();
+      handles_[i] = *h;
+      shard_header hd = h->store->header();
+      ts = {hd.time_seq, hd.update_seq};
+      uuid = hd.shard_uuid;
+      p.node = node_name_;
+    } else {
+      status last{errc::unavailable, "no copy of range " + p.range.name() + " is reachable"};
+      bool found = false;
+      for (const std::string& node : coord_.copies(db_, i)) {
+        if (!coord_.remote()) break;
+        auto where = coord_.remote()->resolve_since(node, db_.name, p.range.name(), "", 0, remote_timeout);
+        if (!where) {
+          last = where.error();
+          continue;
+        }
+        auto bins = coord_.remote()->time_seq(node, db_.name, p.range.name(), false, remote_timeout);
+        known = bins.ok();
+        ts = bins ? *bins : time_seq_state{{}, where->update_seq};
+        uuid = where->uuid;
+        p.node = node;
+        p.remote = true;
+        found = true;
+        break;
+      }
+      if (!found) return status{errc::unavailable, last.reason};
+    }
+    p.uuid_prefix = uuid.substr(0, uuid_prefix_length);
+    p.top = ts.update_seq;
+    if (opts_.descending) continue;  // a time is ignored going backwards: from the end, as since=now
+    auto s = known && t >= 0 ? time_seq::since(ts.bins, t) : std::optional<uint64_t>(0);
+    p.seq = s ? std::min(*s, ts.update_seq) : ts.update_seq;
+    if (opts_.time_exact && t >= 0) p.not_before = t;
+  }
+  std::vector<seq_entry> layout;
+  for (auto& p : shards_) layout.push_back({p.range, p.node, p.uuid_prefix, 0});
+  tokens_ = std::make_unique<seq_token_builder>(layout);
+  return {};
+}
+
 status changes_feed::start(const std::string& since) {
+  if (shaped_like_time(since)) {
+    auto t = time_seq::parse_time(since);
+    if (!t) return status{errc::bad_request, "invalid_time_format"};
+    return start_at_time(*t);
+  }
   std::vector<seq_entry> from;
   bool now = since == "now";
   if (!now) {
@@ -199,6 +269,12 @@ bool changes_feed::next(std::string& row) {
       p.docs.pop_front();
     }
     p.seq = e.seq;
+    if (p.not_before) {
+      // The bin's leading changes from before the requested second are skipped; from the first
+      // change at or after it on, everything is emitted (a clock that went back errs toward more).
+      if (e.time_s < *p.not_before) continue;
+      p.not_before.reset();
+    }
     if (!wanted(best, e, doc)) continue;
     row = render(best, e, doc);
     return true;

@@ -7,6 +7,7 @@
 #pragma once
 #include <deque>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -26,6 +27,9 @@ struct changes_options {
   enum class filter { none, doc_ids, design, selector } filter_kind = filter::none;
   std::set<std::string> doc_ids;
   std::shared_ptr<const mango_selector> selector;  // filter::selector: matched against the winning doc
+  // since=<time>: skip each range's leading changes committed before the time (false: whole bins,
+  // CouchDB's time_precision=bin).
+  bool time_exact = true;
 };
 
 // One page of a local copy's changes (the RPC server's side of a remote feed).
@@ -69,11 +73,14 @@ class changes_feed {
     bool snap_reset = false;                      // released while the feed sleeps; renew() before use
     // Another node's copy (this node holds none of the range): read in pages over RPC.
     bool remote = false;
-    std::string node;              // whose copy
-    std::deque<std::string> docs;  // remote: the rendered winners, parallel to `buffer` (when asked for)
-    uint64_t remote_pending = 0;   // remote: changes after the last page
+    std::string node;                   // whose copy
+    std::deque<std::string> docs;       // remote: the rendered winners, parallel to `buffer` (when asked for)
+    uint64_t remote_pending = 0;        // remote: changes after the last page
+    std::optional<int64_t> not_before;  // since=<time>, exact: skip leading changes older than this
   };
   bool refill(size_t i);
+  // since=<time>: each range resumes at its copy's time-seq answer for `t`.
+  status start_at_time(int64_t t);
   bool wanted(size_t shard, const change_entry& e, const std::string& remote_doc) const;
   std::string render(size_t shard, const change_entry& e, const std::string& remote_doc);
 

@@ -100,6 +100,11 @@ result<changes_query> parse_changes(ctx& c, const json* body) {
   auto heartbeat_seq = c.bool_param("heartbeat_seq", false);
   if (auto e = first_error(descending, include_docs, conflicts, heartbeat_seq)) return *e;
   q.opts.descending = *descending;
+  if (c.has("time_precision")) {
+    std::string p = c.param("time_precision");
+    if (p != "exact" && p != "bin") return status{errc::bad_request, "`time_precision` must be `exact` or `bin`"};
+    q.opts.time_exact = p == "exact";
+  }
   q.opts.include_docs = *include_docs;
   q.opts.conflicts = *conflicts;
   q.heartbeat_seq = *heartbeat_seq;

@@ -92,6 +92,10 @@ class FiveNodes(NodeTest):
         self.assertError(outsider.get("/lean/far"), 404, "not_found", "deleted")
         self.assertError(outsider.delete("/lean/never"), 404, "not_found", "missing")
         self.assertEqual(self.nodes[0].get("/lean").json["doc_count"], 1)
+        # since=<time> through a node without copies: each copy's bins answer over Cap'n Proto.
+        timed = outsider.get("/lean/_changes?since=2025-01-01T00:00:00Z").json
+        self.assertEqual(sorted(r["id"] for r in timed["results"]), ["far", "near"])
+        self.assertEqual(outsider.get("/lean/_changes?since=2999-01-01T00:00:00Z").json["results"], [])
         # What the replicator asks of any node: _revs_diff, _bulk_get, _local checkpoints.
         near = outsider.get("/lean/near").json["_rev"]
         diff = outsider.post("/lean/_revs_diff", {"near": [near, "9-x"], "gone": ["1-a"]}).json

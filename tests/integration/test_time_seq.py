@@ -1,7 +1,13 @@
 """GET/DELETE /db/_time_seq on one node: shapes, auth, statuses (spec/time_seq.md section 7)."""
+import json
 import re
+import time
 
 from harness import NodeTest, main
+
+
+def fmt(t):
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(t))
 
 TIME = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$")
 
@@ -45,6 +51,63 @@ class TimeSeqEndpoint(NodeTest):
         self.assertEqual(r.header("Allow"), "GET,DELETE")
         self.assertError(self.node.delete("/tsr/_time_seq", auth=False), 401, "unauthorized")
         self.assertEqual(self.node.get("/tsr/_time_seq", auth=False).status, 200)  # a public database
+
+
+
+class ChangesSinceTime(NodeTest):
+    def ids(self, path):
+        r = self.node.get(path)
+        self.assertEqual(r.status, 200, r)
+        return [row["id"] for row in r.json["results"]], r.json
+
+    def test_exact_to_the_second_by_default_whole_bin_on_request(self):
+        self.new_db("when", q=2)
+        for i in range(5):
+            self.node.put(f"/when/a{i}", {})
+        a_time = int(time.time())
+        while int(time.time()) == a_time:  # the next second begins
+            time.sleep(0.02)
+        t = int(time.time())
+        for i in range(5):
+            self.node.put(f"/when/b{i}", {})
+        ids, body = self.ids(f"/when/_changes?since={fmt(t)}")
+        self.assertEqual(sorted(ids), [f"b{i}" for i in range(5)])  # exactly what came at or after t
+        self.assertEqual(body["pending"], 0)
+        # Resuming from that last_seq behaves like any token.
+        self.assertEqual(self.ids(f"/when/_changes?since={body['last_seq']}")[0], [])
+        binned, _ = self.ids(f"/when/_changes?since={fmt(t)}&time_precision=bin")
+        same_bin = a_time // 10800 == t // 10800
+        self.assertEqual(sorted(binned), sorted([f"a{i}" for i in range(5)] * same_bin + [f"b{i}" for i in range(5)]))
+        # Every feed type takes a time.
+        r = self.node.get(f"/when/_changes?feed=continuous&limit=5&since={fmt(t)}")
+        self.assertEqual(sorted(json.loads(l)["id"] for l in r.raw.splitlines()[:5]),
+                         [f"b{i}" for i in range(5)])
+        ids, _ = self.ids(f"/when/_changes?feed=longpoll&since={fmt(t)}")
+        self.assertEqual(len(ids), 5)
+        r = self.node.get("/when/_changes?feed=eventsource&limit=1", headers={"Last-Event-ID": fmt(t)})
+        self.assertIn('"id":"b', r.raw)
+
+    def test_far_past_future_and_bad_times(self):
+        for q in (1, 8):
+            self.new_db(f"far{q}", q=q)
+            for i in range(6):
+                self.node.put(f"/far{q}/d{i}", {})
+            ids, body = self.ids(f"/far{q}/_changes?since=2999-01-01T00:00:00Z")
+            self.assertEqual((ids, body["pending"]), ([], 0))
+            ids, _ = self.ids(f"/far{q}/_changes?since=2025-01-01T04:05:00Z")  # before the first bin
+            self.assertEqual(sorted(ids), [f"d{i}" for i in range(6)])
+            ids, _ = self.ids(f"/far{q}/_changes?since=1969-12-31T23:59:59Z")  # before 1970: since=0
+            self.assertEqual(len(ids), 6)
+            ids, _ = self.ids(f"/far{q}/_changes?since=2025-01-01T00:00:00Z&descending=true")
+            # descending ignores the time: from the end backwards, as since=now does
+            self.assertEqual(ids, self.ids(f"/far{q}/_changes?since=now&descending=true")[0])
+            self.assertEqual(len(ids), 6)
+        for bad in ("2025-13-01T00:00:00Z", "2025-02-30T00:00:00Z", "2025-01-01T24:00:00Z", "2025-01-01T00:00:60Z"):
+            self.assertError(self.node.get(f"/far1/_changes?since={bad}"), 400, "bad_request", "invalid_time_format")
+        self.assertError(self.node.get("/far1/_changes?since=2025-01-01T00:00:00"), 400, "bad_request",
+                         "Malformed sequence supplied in 'since' parameter.")
+        self.assertError(self.node.get("/far1/_changes?since=2025-01-01T00:00:00Z&time_precision=day"), 400,
+                         "bad_request", "`time_precision` must be `exact` or `bin`")
 
 
 if __name__ == "__main__":
