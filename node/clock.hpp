@@ -4,6 +4,7 @@
 #pragma once
 #include <atomic>
 #include <cstdint>
+#include <string>
 
 namespace settee {
 
@@ -18,6 +19,19 @@ class clock {
 class system_clock final : public clock {
  public:
   int64_t now_ms() const override;
+};
+
+// For tests of whole processes: the time is the number (Unix seconds) in a file the test rewrites,
+// read again on every call; while the file is missing or unreadable, the system clock. Enabled by
+// SETTEE_CLOCK_FILE=<path>; never in production.
+class file_clock final : public clock {
+ public:
+  explicit file_clock(std::string path) : path_(std::move(path)) {}
+  int64_t now_ms() const override;
+
+ private:
+  std::string path_;
+  system_clock fallback_;
 };
 
 // A clock that only moves when told to.

@@ -221,7 +221,13 @@ int main(int argc, char** argv) {
   pthread_sigmask(SIG_BLOCK, &sigs, nullptr);
   ::signal(SIGPIPE, SIG_IGN);
 
-  system_clock clk;
+  // Tests of whole processes set the time through a file (node/clock.hpp); everything else: the system.
+  std::unique_ptr<settee::clock> clock_impl;
+  if (const char* f = std::getenv("SETTEE_CLOCK_FILE"); f && *f)
+    clock_impl = std::make_unique<file_clock>(f);
+  else
+    clock_impl = std::make_unique<system_clock>();
+  const settee::clock& clk = *clock_impl;
   caf::actor_system_config caf_cfg;
   caf_cfg.set("scheduler.policy", caf::atom("sharing"));  // 2-4x lower latency on 2 cores (stack.md)
   caf_cfg.set("scheduler.max-threads", 2);

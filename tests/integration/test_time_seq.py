@@ -1,9 +1,13 @@
 """GET/DELETE /db/_time_seq on one node: shapes, auth, statuses (spec/time_seq.md section 7)."""
+import calendar
 import json
+import os
 import re
+import shutil
+import tempfile
 import time
 
-from harness import NodeTest, main
+from harness import Node, NodeTest, main
 
 
 def fmt(t):
@@ -108,6 +112,78 @@ class ChangesSinceTime(NodeTest):
                          "Malformed sequence supplied in 'since' parameter.")
         self.assertError(self.node.get("/far1/_changes?since=2025-01-01T00:00:00Z&time_precision=day"), 400,
                          "bad_request", "`time_precision` must be `exact` or `bin`")
+
+
+
+class ClockFaults(NodeTest):
+    """The node's clock is a file the test writes (SETTEE_CLOCK_FILE): time jumps back, to 2050 and
+    back, falls below min_time, and the bins are reset; no change a since=<time> feed should contain
+    is ever missing from it (spec/time_seq.md sections 3 and 5; issue 5 point 6)."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.clock_dir = tempfile.mkdtemp(prefix="settee-clock-")
+        cls.clock_file = os.path.join(cls.clock_dir, "now")
+        cls.set_time(parse("2030-01-01T00:00:00Z"))
+        cls.node = Node(env={"SETTEE_CLOCK_FILE": cls.clock_file}).start()
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.node.cleanup()
+        shutil.rmtree(cls.clock_dir, ignore_errors=True)
+
+    @classmethod
+    def set_time(cls, t):
+        tmp = cls.clock_file + ".tmp"
+        with open(tmp, "w") as f:
+            f.write(str(t))
+        os.replace(tmp, cls.clock_file)
+
+    def write_at(self, db, t, doc_id):
+        self.set_time(t)
+        self.assertEqual(self.node.put(f"/{db}/{doc_id}", {}).status, 201)
+        self.committed[doc_id] = t
+
+    def check_every_since(self, db):
+        """For every instant that matters, the feed holds every change committed at or after it."""
+        instants = sorted(set(self.committed.values()))
+        probes = {t + d for t in instants for d in (-1, 0, 1)} | {parse("1999-01-01T00:00:00Z")}
+        for t in sorted(probes):
+            r = self.node.get(f"/{db}/_changes?since={fmt(t)}")
+            self.assertEqual(r.status, 200, r)
+            got = {row["id"] for row in r.json["results"]}
+            should = {d for d, at in self.committed.items() if at >= t}
+            self.assertEqual(should - got, set(), f"since={fmt(t)} misses changes")
+
+    def test_backwards_2050_and_back_below_min_time_then_reset(self):
+        self.committed = {}
+        self.new_db("clocky", q=2)
+        t0 = parse("2030-01-01T00:00:00Z")
+        self.write_at("clocky", t0, "a")
+        self.write_at("clocky", t0 + 7 * 3600, "b")
+        self.write_at("clocky", t0 + 3600, "back")  # the clock went back 6 hours
+        self.write_at("clocky", parse("2050-06-01T12:00:00Z"), "future")  # jump ahead ...
+        self.write_at("clocky", t0 + 10 * 3600, "returned")  # ... and back
+        self.write_at("clocky", parse("2020-01-01T00:00:00Z"), "ancient")  # below min_time: not in bins
+        self.check_every_since("clocky")
+        bins = [b for copies in self.node.get("/clocky/_time_seq").json["time_seq"].values()
+                for b in copies["settee@127.0.0.1"]]
+        self.assertTrue(all(b[0] < "2051" for b in bins))
+        self.assertTrue(any(b[0].startswith("2050-06-01") for b in bins))  # the jump made a bin
+
+        self.assertEqual(self.node.delete("/clocky/_time_seq").json, {"ok": True})
+        self.check_every_since("clocky")  # no bins at all: every range from 0, still exact
+        self.write_at("clocky", t0 + 20 * 3600, "after-reset")
+        self.check_every_since("clocky")
+        # Exact: each range's leading run of older changes is skipped (a, b, back were committed
+        # before anything at or after the time in every range); "future" (2050) is after it.
+        exact = {r["id"] for r in self.node.get(f"/clocky/_changes?since={fmt(t0 + 20 * 3600)}").json["results"]}
+        self.assertLessEqual({"after-reset", "future"}, exact)
+        self.assertEqual(exact & {"a", "b", "back"}, set())
+
+
+def parse(text):
+    return calendar.timegm(time.strptime(text, "%Y-%m-%dT%H:%M:%SZ"))
 
 
 if __name__ == "__main__":
