@@ -49,7 +49,8 @@ class Response:
 class Node:
     """One settee process."""
 
-    def __init__(self, data_dir=None, config=None, env=None, admin=ADMIN):
+    def __init__(self, data_dir=None, config=None, env=None, admin=ADMIN, bin=None):
+        self.bin = bin or BIN  # another release's binary for upgrade tests
         self.own_dir = data_dir is None
         self.data_dir = data_dir or tempfile.mkdtemp(prefix="settee-it-")
         self.config = config
@@ -71,7 +72,7 @@ class Node:
 
     def _start(self, port=None):
         self.port = port or free_port()
-        args = [BIN, "--data-dir", self.data_dir, "--port", str(self.port)]
+        args = [self.bin, "--data-dir", self.data_dir, "--port", str(self.port)]
         if self.config is not None:
             path = os.path.join(self.data_dir, "..", os.path.basename(self.data_dir) + ".ini")
             with open(path, "w") as f:

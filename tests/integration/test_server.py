@@ -105,7 +105,7 @@ class CommandLine(NodeTest):
         self.assertIn("--data-dir", r.stdout)
         r = self.run_bin("--version")
         self.assertEqual(r.returncode, 0)
-        self.assertRegex(r.stdout, r"^settee \d+\.\d+\.\d+\n$")
+        self.assertRegex(r.stdout, r"^settee \d+\.\d+\.\d+(-dev)?\n$")
 
     def test_time_seq_simulate(self):
         r = self.run_bin("time-seq", "simulate", "--start", "2025-09-01T00:00:00Z", "--step", "3600", "--count", "8")

@@ -1,0 +1,34 @@
+"""Earlier releases for upgrade and downgrade tests: built from their git tags, once, and cached
+in the build dir (build/releases/<tag>/build/settee)."""
+import fcntl
+import os
+import shutil
+import subprocess
+
+SOURCE = os.environ.get("SETTEE_SOURCE_DIR", os.path.join(os.path.dirname(__file__), "..", ".."))
+RELEASES = os.environ.get("SETTEE_RELEASES_DIR", os.path.join(SOURCE, "build", "releases"))
+
+
+def binary(tag):
+    """The settee binary of release `tag`, building it on first use (a few minutes on 2 cores)."""
+    out = os.path.join(RELEASES, tag)
+    exe = os.path.join(out, "build", "settee")
+    os.makedirs(out, exist_ok=True)
+    with open(os.path.join(out, ".lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # one build even when several tests start together
+        if os.path.exists(exe):
+            return exe
+        src = os.path.join(out, "src")
+        shutil.rmtree(src, ignore_errors=True)
+        os.makedirs(src)
+        got = subprocess.run(["git", "-C", SOURCE, "archive", tag], capture_output=True)
+        if got.returncode != 0:
+            raise RuntimeError(f"cannot read release {tag} from {SOURCE} (a clone with tags is needed): "
+                               + got.stderr.decode(errors="replace"))
+        archive = got.stdout
+        subprocess.run(["tar", "-x", "-C", src], input=archive, check=True)
+        build = os.path.join(out, "build")
+        subprocess.run(["cmake", "-S", src, "-B", build, "-DCMAKE_BUILD_TYPE=Release"], check=True,
+                       stdout=subprocess.DEVNULL)
+        subprocess.run(["cmake", "--build", build, "--target", "settee", "-j2"], check=True, stdout=subprocess.DEVNULL)
+        return exe

@@ -1,0 +1,96 @@
+"""One data dir, two releases: v0.1.0 (before time-seq) and this one (issue 5 points 5a and 5b)."""
+import os
+import shutil
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "integration"))
+from harness import Node, NodeTest, main  # noqa: E402
+from releases import binary  # noqa: E402
+
+OLD = "v0.1.0"
+
+
+class UpgradeDowngrade(NodeTest):
+    @classmethod
+    def setUpClass(cls):
+        cls.old_bin = binary(OLD)
+        cls.node = None
+
+    @classmethod
+    def tearDownClass(cls):
+        pass
+
+    def setUp(self):
+        self.dir = tempfile.mkdtemp(prefix="settee-up-")
+        self.data = os.path.join(self.dir, "data")
+        os.makedirs(self.data)
+        self.addCleanup(shutil.rmtree, self.dir, True)  # cleanups run last-first: after the nodes stop
+
+    def run_node(self, bin=None):
+        node = Node(data_dir=self.data, bin=bin).start()
+        self.addCleanup(node.stop)
+        return node
+
+    def state(self, node, db):
+        docs = {r["id"]: r["value"]["rev"] for r in node.get(f"/{db}/_all_docs").json["rows"]}
+        changes = sorted(r["id"] for r in node.get(f"/{db}/_changes").json["results"])
+        return docs, changes
+
+    def test_a_data_dir_of_v010_opens_here_and_starts_time_seq_empty(self):
+        old = self.run_node(self.old_bin)
+        self.assertIn("0.1.0", old.get("/").json["vendor"]["version"])
+        self.assertEqual(old.put("/legacy?q=2").status, 201)
+        for i in range(20):
+            old.put(f"/legacy/d{i}", {"i": i})
+        old.delete(f"/legacy/d0?rev={old.get('/legacy/d0').json['_rev']}")
+        before = self.state(old, "legacy")
+        token = old.get("/legacy/_changes").json["last_seq"]
+        old.stop()
+
+        new = self.run_node()
+        self.assertEqual(self.state(new, "legacy"), before)  # every document and the feed intact
+        self.assertEqual(new.get("/legacy/d5").json["i"], 5)
+        self.assertEqual(new.get(f"/legacy/_changes?since={token}").json["results"], [])  # old tokens work
+        ts = new.get("/legacy/_time_seq").json["time_seq"]
+        self.assertTrue(all(bins == [] for copies in ts.values() for bins in copies.values()))
+        new.put("/legacy/first-new", {})  # the first commit: earlier changes show in a 1970 bin
+        ts = new.get("/legacy/_time_seq").json["time_seq"]
+        written = [bins for copies in ts.values() for bins in copies.values() if bins]
+        self.assertEqual(len(written), 1)
+        self.assertEqual(written[0][0][0], "1970-01-01T00:00:00Z")
+        self.assertGreater(written[0][0][1], 0)
+        # A time before any bin reads that range from 0: nothing is lost.
+        ids = {r["id"] for r in new.get("/legacy/_changes?since=2025-09-01T00:00:00Z").json["results"]}
+        self.assertEqual(ids, set(before[1]) | {"first-new"})
+
+    def test_a_data_dir_with_bins_opens_in_v010_and_back(self):
+        new = self.run_node()
+        self.assertEqual(new.put("/modern?q=2").status, 201)
+        for i in range(20):
+            new.put(f"/modern/d{i}", {"i": i})
+        bins_before = new.get("/modern/_time_seq").json
+        before = self.state(new, "modern")
+        new.stop()
+
+        old = self.run_node(self.old_bin)
+        self.assertEqual(self.state(old, "modern"), before)  # every document, _all_docs and _changes
+        self.assertEqual(old.get("/modern/d7").json["i"], 7)
+        self.assertEqual(old.put("/modern/by-old", {}).status, 201)  # v0.1.0 rewrites the header
+        self.assertEqual(old.get("/modern").json["doc_count"], 21)
+        old.stop()
+
+        again = self.run_node()
+        self.assertEqual(again.get("/modern").json["doc_count"], 21)
+        after = again.get("/modern/_time_seq").json
+
+        def times(ts):
+            return {r: {n: [b[0] for b in bins] for n, bins in c.items()} for r, c in ts["time_seq"].items()}
+
+        self.assertEqual(times(after), times(bins_before))  # intact: v0.1.0 kept the field it does not know
+        ids = {r["id"] for r in again.get("/modern/_changes?since=2025-09-01T00:00:00Z").json["results"]}
+        self.assertIn("by-old", ids)  # written by the old release: still in a time-based feed
+
+
+if __name__ == "__main__":
+    main()
