@@ -45,7 +45,9 @@ class FiveNodes(NodeTest):
             revs[f"d{i:02d}"] = r.json["rev"]
         ids = sorted(revs)
         for n in self.nodes:
-            self.assertEqual(n.get("/five").json["doc_count"], 40)
+            # w=2 of 3: a third copy may commit a moment after the 201; these reads use one copy.
+            self.assertTrue(wait_for(lambda n=n: n.get("/five", fresh=True).json["doc_count"] == 40, 10))
+            self.assertTrue(wait_for(lambda n=n: len(n.get("/five/_all_docs", fresh=True).json["rows"]) == 40, 10))
             for doc_id in ids[::7]:
                 r = n.get(f"/five/{doc_id}")
                 self.assertEqual((r.status, r.json["_rev"], r.json["i"]), (200, revs[doc_id], int(doc_id[1:])))
@@ -132,9 +134,10 @@ class FiveNodes(NodeTest):
                 self.assertTrue(wait_for(lambda n=n: len(n.get("/_membership", fresh=True).json["all_nodes"]) == 4))
             for i, n in enumerate(alive):
                 self.assertEqual(n.put(f"/sturdy/after{i}", {}).status, 201)  # 2 of 3 copies remain
-                self.assertEqual(n.get("/sturdy").json["doc_count"], 15 + i + 1)
-                self.assertEqual(len(n.get("/sturdy/_all_docs").json["rows"]), 15 + i + 1)
-                self.assertEqual(len(n.get("/sturdy/_changes").json["results"]), 15 + i + 1)
+                want = 15 + i + 1  # (a third live copy may commit a moment after the 201)
+                self.assertTrue(wait_for(lambda n=n: n.get("/sturdy", fresh=True).json["doc_count"] == want, 10))
+                self.assertTrue(wait_for(lambda n=n: len(n.get("/sturdy/_all_docs", fresh=True).json["rows"]) == want, 10))
+                self.assertTrue(wait_for(lambda n=n: len(n.get("/sturdy/_changes", fresh=True).json["results"]) == want, 10))
                 self.assertEqual(n.get("/sturdy/s3").status, 200)
             # _time_seq asks every copy; the stopped node's copies are listed as unavailable.
             shards = self.node.get("/sturdy/_shards").json["shards"]

@@ -33,7 +33,8 @@ class MixedCluster(NodeTest):
             self.assertEqual(r.status, 201, r)
         ids = [f"d{i:02d}" for i in range(12)]
         for n in self.cluster.nodes:
-            self.assertEqual([r["id"] for r in n.get("/mixed/_all_docs").json["rows"]], ids)
+            # w=2 of 3: the third copy of the last writes may land a moment after their 201.
+            self.assertTrue(wait_for(lambda n=n: [r["id"] for r in n.get("/mixed/_all_docs").json["rows"]] == ids, 10))
             self.assertEqual(sorted(r["id"] for r in n.get("/mixed/_changes").json["results"]), ids)
             self.assertEqual(n.get("/mixed/d07").json["i"], 7)
 

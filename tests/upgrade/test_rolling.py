@@ -1,0 +1,103 @@
+"""Rolling upgrade of a 3-node cluster from v0.1.0 to this release, one node at a time, under a steady
+write load, then a rolling downgrade back (issue 5 point 5d): no acknowledged write is lost, and no
+request fails except those sent to the node being restarted."""
+import os
+import sys
+import threading
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "cluster"))
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "integration"))
+from harness import BIN, Node, NodeTest, main  # noqa: E402
+from releases import binary  # noqa: E402
+from test_membership import Cluster, wait_for  # noqa: E402
+
+
+class Rolling(NodeTest):
+    @classmethod
+    def setUpClass(cls):
+        cls.old_bin = binary("v0.1.0")
+        cls.cluster = Cluster(3, sync_interval_ms=300)
+        for n in cls.cluster.nodes:
+            n.bin = cls.old_bin
+        cls.cluster.start()
+        cls.node = cls.cluster.nodes[0]
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.cluster.cleanup()
+
+    def all_connected(self):
+        names = sorted(self.cluster.names)
+        for n in self.cluster.nodes:
+            self.assertTrue(wait_for(lambda n=n: n.get("/_membership", fresh=True).json["all_nodes"] == names, 30))
+
+    def restart(self, k, bin):
+        node = self.cluster.nodes[k]
+        self.restarting[k] = True
+        node.stop()
+        node.bin = bin
+        node.start(port=node.port)
+        self.all_connected()
+        self.restarting[k] = False
+        time.sleep(0.5)  # let the load run against the whole cluster for a while
+
+    def test_upgrade_then_downgrade_under_load(self):
+        self.all_connected()
+        self.assertEqual(self.node.put("/rolling?q=2").status, 201)
+        self.restarting = [False, False, False]
+        acked, unexpected, expected_failures = {}, [], [0]
+        lock, stop = threading.Lock(), threading.Event()
+
+        def writer(k):
+            w = Node.__new__(Node)
+            w.__dict__.update(self.cluster.nodes[k].__dict__)
+            w.conn = None
+            for i in range(1_000_000):
+                if stop.is_set():
+                    return
+                doc_id = f"w{k}-{i}"
+                during = self.restarting[k]
+                try:
+                    r = w.put(f"/rolling/{doc_id}", {"k": k, "i": i})
+                    ok = r.status in (201, 202)
+                except (OSError, ValueError):
+                    w.conn, r, ok = None, None, False
+                during = during or self.restarting[k]
+                with lock:
+                    if ok:
+                        acked[doc_id] = r.json["rev"]
+                    elif during:
+                        expected_failures[0] += 1
+                    else:
+                        unexpected.append((doc_id, r.status if r else "connection"))
+                if not ok:
+                    time.sleep(0.05)
+
+        threads = [threading.Thread(target=writer, args=(k,)) for k in range(3)]
+        for t in threads:
+            t.start()
+        try:
+            time.sleep(0.5)
+            for k in range(3):  # upgrade, one node at a time
+                self.restart(k, BIN)
+            versions = {n.get("/").json["vendor"]["version"] for n in self.cluster.nodes}
+            self.assertEqual(len(versions), 1)
+            self.assertNotEqual(versions, {"0.1.0"})
+            for k in range(3):  # and back down
+                self.restart(k, self.old_bin)
+            self.assertEqual({n.get("/").json["vendor"]["version"] for n in self.cluster.nodes}, {"0.1.0"})
+        finally:
+            stop.set()
+            for t in threads:
+                t.join(30)
+        print(f"\n  {len(acked)} writes acknowledged, {expected_failures[0]} failed against a restarting node",
+              file=sys.stderr)
+        self.assertEqual(unexpected, [], "requests failed against nodes that were not restarting")
+        self.assertGreater(len(acked), 100)
+        lost = [d for d, rev in acked.items() if self.cluster.nodes[0].get(f"/rolling/{d}").json.get("_rev") != rev]
+        self.assertEqual(lost, [], "acknowledged writes lost")
+
+
+if __name__ == "__main__":
+    main()
