@@ -197,19 +197,13 @@ result<std::vector<coordinator::range_summary>> coordinator::summaries(const db_
            {hd.shard_uuid, hd.update_seq, hd.doc_count, hd.doc_del_count, hd.external_size, h->store->file_size()}});
       continue;
     }
-    status last{errc::unavailable, "no copy of range " + db.ranges[i].name() + " is reachable"};
-    bool found = false;
-    for (const std::string& node : copies(db, i)) {
-      if (!remote_) break;
-      auto s = remote_->summary(node, db.name, db.ranges[i].name(), timeout_);
-      if (s) {
-        out.push_back({node, std::move(*s)});
-        found = true;
-        break;
-      }
-      last = s.error();
-    }
-    if (!found) return status{errc::unavailable, last.reason};
+    std::string node;
+    auto s = first_answer<shard_summary>(
+        db, i, copies(db, i),
+        [&](remote_shards& r, const std::string& n) { return r.summary(n, db.name, db.ranges[i].name(), timeout_); },
+        &node);
+    if (!s) return s.error();
+    out.push_back({node, std::move(*s)});
   }
   return out;
 }

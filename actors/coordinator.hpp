@@ -29,6 +29,24 @@ class coordinator {
   void set_remote(remote_shards* remote) { remote_ = remote; }
   const std::string& self() const { return self_; }
   remote_shards* remote() const { return remote_; }
+  // Asks other nodes' copies of range `index`, in `nodes` order, until one answers:
+  // `ask(remote, node)` makes the call. Sets `*answered` to that node. errc::unavailable (with the
+  // last failure's reason) when none does.
+  template <class T, class Ask>
+  result<T> first_answer(const db_meta& db, size_t index, const std::vector<std::string>& nodes, Ask ask,
+                         std::string* answered = nullptr) const {
+    status last{errc::unavailable, "no copy of range " + db.ranges[index].name() + " is reachable"};
+    for (const std::string& node : nodes) {
+      if (!remote_) break;
+      result<T> r = ask(*remote_, node);
+      if (r) {
+        if (answered) *answered = node;
+        return r;
+      }
+      last = r.error();
+    }
+    return status{errc::unavailable, last.reason};
+  }
   // The nodes holding range `index` of `db` (this node alone for a system database).
   std::vector<std::string> copies(const db_meta& db, size_t index) const;
 

@@ -150,6 +150,13 @@ result<shard_handle> find_shard(rpc_node::loop& l, ShardRef::Reader ref) {
   return l.opts.find_shard(ref.getDb(), ref.getRange());
 }
 
+// find_shard for a read served by a callback of the layer above (`what` names it in the error).
+template <class Reader>
+result<shard_handle> shard_for_read(rpc_node::loop& l, ShardRef::Reader ref, const Reader& reader, const char* what) {
+  if (!reader) return status{errc::not_implemented, std::string("no ") + what + " reader"};
+  return find_shard(l, ref);
+}
+
 kj::Promise<void> node_server::handshake(HandshakeContext context) {
   auto theirs = context.getParams().getHello();
   std::string name = theirs.getName();
@@ -290,9 +297,9 @@ kj::Promise<void> node_server::updateDocs(UpdateDocsContext context) {
 kj::Promise<void> node_server::changesPage(ChangesPageContext context) {
   auto params = context.getParams();
   auto results = context.getResults();
-  auto h = find_shard(loop_, params.getShard());
-  if (!h || !loop_.opts.read_changes) {
-    set_status(results.initStatus(), h ? status{errc::not_implemented, "no feed reader"} : h.error());
+  auto h = shard_for_read(loop_, params.getShard(), loop_.opts.read_changes, "feed");
+  if (!h) {
+    set_status(results.initStatus(), h.error());
     return kj::READY_NOW;
   }
   changes_request req;
@@ -342,9 +349,9 @@ kj::Promise<void> node_server::resolveSince(ResolveSinceContext context) {
 kj::Promise<void> node_server::readDoc(ReadDocContext context) {
   auto params = context.getParams();
   auto results = context.getResults();
-  auto h = find_shard(loop_, params.getShard());  // this node must hold the range
-  if (!h || !loop_.opts.read_doc) {
-    set_status(results.initStatus(), h ? status{errc::not_implemented, "no document reader"} : h.error());
+  auto h = shard_for_read(loop_, params.getShard(), loop_.opts.read_doc, "document");  // this node holds the range
+  if (!h) {
+    set_status(results.initStatus(), h.error());
     return kj::READY_NOW;
   }
   doc_request req;
@@ -368,9 +375,9 @@ kj::Promise<void> node_server::readDoc(ReadDocContext context) {
 kj::Promise<void> node_server::allDocsPage(AllDocsPageContext context) {
   auto p = context.getParams();
   auto results = context.getResults();
-  auto h = find_shard(loop_, p.getShard());
-  if (!h || !loop_.opts.read_all_docs) {
-    set_status(results.initStatus(), h ? status{errc::not_implemented, "no _all_docs reader"} : h.error());
+  auto h = shard_for_read(loop_, p.getShard(), loop_.opts.read_all_docs, "_all_docs");
+  if (!h) {
+    set_status(results.initStatus(), h.error());
     return kj::READY_NOW;
   }
   all_docs_request req;

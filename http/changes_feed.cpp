@@ -70,25 +70,18 @@ status changes_feed::start_at_time(int64_t t) {
       uuid = hd.shard_uuid;
       p.node = node_name_;
     } else {
-      status last{errc::unavailable, "no copy of range " + p.range.name() + " is reachable"};
-      bool found = false;
-      for (const std::string& node : coord_.copies(db_, i)) {
-        if (!coord_.remote()) break;
-        auto where = coord_.remote()->resolve_since(node, db_.name, p.range.name(), "", 0, remote_timeout);
-        if (!where) {
-          last = where.error();
-          continue;
-        }
-        auto bins = coord_.remote()->time_seq(node, db_.name, p.range.name(), false, remote_timeout);
-        known = bins.ok();
-        ts = bins ? *bins : time_seq_state{{}, where->update_seq};
-        uuid = where->uuid;
-        p.node = node;
-        p.remote = true;
-        found = true;
-        break;
-      }
-      if (!found) return status{errc::unavailable, last.reason};
+      auto where = coord_.first_answer<resolved_since>(
+          db_, i, coord_.copies(db_, i),
+          [&](remote_shards& r, const std::string& n) {
+            return r.resolve_since(n, db_.name, p.range.name(), "", 0, remote_timeout);
+          },
+          &p.node);
+      if (!where) return where.error();
+      auto bins = coord_.remote()->time_seq(p.node, db_.name, p.range.name(), false, remote_timeout);
+      known = bins.ok();
+      ts = bins ? *bins : time_seq_state{{}, where->update_seq};
+      uuid = where->uuid;
+      p.remote = true;
     }
     p.uuid_prefix = uuid.substr(0, uuid_prefix_length);
     p.top = ts.update_seq;
@@ -142,22 +135,15 @@ status changes_feed::start(const std::string& since) {
         auto it = std::find(nodes.begin(), nodes.end(), given->node);
         if (it != nodes.end()) std::rotate(nodes.begin(), it, it + 1);
       }
-      status last{errc::unavailable, "no copy of range " + p.range.name() + " is reachable"};
-      bool found = false;
-      for (const std::string& node : nodes) {
-        if (!coord_.remote()) break;
-        auto rr = coord_.remote()->resolve_since(node, db_.name, p.range.name(), prefix, seq, remote_timeout);
-        if (!rr) {
-          last = rr.error();
-          continue;
-        }
-        r = std::move(*rr);
-        p.node = node;
-        p.remote = true;
-        found = true;
-        break;
-      }
-      if (!found) return status{errc::unavailable, last.reason};
+      auto rr = coord_.first_answer<resolved_since>(
+          db_, i, nodes,
+          [&](remote_shards& rs, const std::string& n) {
+            return rs.resolve_since(n, db_.name, p.range.name(), prefix, seq, remote_timeout);
+          },
+          &p.node);
+      if (!rr) return rr.error();
+      r = std::move(*rr);
+      p.remote = true;
     }
     p.uuid_prefix = r.uuid.substr(0, uuid_prefix_length);
     p.top = r.update_seq;

@@ -349,14 +349,10 @@ result<all_docs_page> range_rows(ctx& c, const db_meta& db, size_t i, const all_
     if (!h) return h.error();
     return read_all_docs_page(*h, req);
   }
-  status last{errc::unavailable, "no copy of range " + db.ranges[i].name() + " is reachable"};
-  for (const std::string& node : c.node.coord.copies(db, i)) {
-    if (!c.node.coord.remote()) break;
-    auto page = c.node.coord.remote()->all_docs(node, db.name, db.ranges[i].name(), req, std::chrono::seconds(30));
-    if (page) return page;
-    last = page.error();
-  }
-  return status{errc::unavailable, last.reason};
+  return c.node.coord.first_answer<all_docs_page>(
+      db, i, c.node.coord.copies(db, i), [&](remote_shards& r, const std::string& node) {
+        return r.all_docs(node, db.name, db.ranges[i].name(), req, std::chrono::seconds(30));
+      });
 }
 
 }  // namespace

@@ -162,11 +162,7 @@ void forward_doc_read(ctx& c, const db_meta& db, size_t range, const std::string
   req.id = id;
   for (auto& [k, v] : c.req.params) req.params.emplace_back(k, v);
   req.if_none_match = c.req.get_header_value("If-None-Match");
-  auto r = ask_copies(c, db, range, req);
-  if (!r) return c.error(r.error());
-  c.res.status = r->http_status;
-  if (!r->etag.empty()) c.res.set_header("ETag", r->etag);
-  if (r->http_status != 304) c.res.set_content(r->body, "application/json");
+  reply_forwarded(c, ask_copies(c, db, range, req));
 }
 
 // The leaves of one document as r copies know them, merged (CouchDB's read quorum). Copies that
@@ -382,9 +378,7 @@ void delete_doc(ctx& c, const db_meta& db, const std::string& id) {
     auto r = ask_copies(c, db, range, req);
     if (!r) return c.error(r.error());
     if (r->http_status == 404 && (rev.empty() || r->body.find("\"missing\"") != std::string::npos)) {
-      c.res.status = 404;
-      c.res.set_content(r->body, "application/json");
-      return;
+      return reply_forwarded(c, r);
     }
   } else {
     auto snap = c.node.coord.read_for(db, id);
@@ -409,21 +403,17 @@ void delete_doc(ctx& c, const db_meta& db, const std::string& id) {
 }  // namespace
 
 result<doc_read> ask_copies(ctx& c, const db_meta& db, size_t range, const doc_request& req) {
-  status last{errc::unavailable, "no copy of range " + db.ranges[range].name() + " is reachable"};
-  for (const std::string& node : c.node.coord.copies(db, range)) {
-    if (!c.node.coord.remote()) break;
-    auto r = c.node.coord.remote()->read_doc(node, db.name, db.ranges[range].name(), req, std::chrono::seconds(30));
-    if (r) return r;
-    last = r.error();
-  }
-  return status{errc::unavailable, last.reason};
+  return c.node.coord.first_answer<doc_read>(
+      db, range, c.node.coord.copies(db, range), [&](remote_shards& r, const std::string& node) {
+        return r.read_doc(node, db.name, db.ranges[range].name(), req, std::chrono::seconds(30));
+      });
 }
 
 void reply_forwarded(ctx& c, const result<doc_read>& r) {
   if (!r) return c.error(r.error());
   c.res.status = r->http_status;
   if (!r->etag.empty()) c.res.set_header("ETag", r->etag);
-  c.res.set_content(r->body, "application/json");
+  if (r->http_status != 304) c.res.set_content(r->body, "application/json");
 }
 
 result<doc_read> serve_doc_request(node_services& node, const std::string& db_name, const doc_request& r) {
