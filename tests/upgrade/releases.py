@@ -1,5 +1,8 @@
-"""Earlier releases for upgrade and downgrade tests: built from their git tags, once, and cached
-in the build dir (build/releases/<tag>/build/settee)."""
+"""Earlier releases for upgrade and downgrade tests: built from their commits on main, once, and
+cached in the build dir (build/releases/<tag>/build/settee).
+
+A release is named by its tag but read by the commit the tag points at, recorded below when the tag
+is made: a clone of main without tags (as CI makes) still holds every release commit."""
 import fcntl
 import os
 import shutil
@@ -7,6 +10,11 @@ import subprocess
 
 SOURCE = os.environ.get("SETTEE_SOURCE_DIR", os.path.join(os.path.dirname(__file__), "..", ".."))
 RELEASES = os.environ.get("SETTEE_RELEASES_DIR", os.path.join(SOURCE, "build", "releases"))
+
+# tag -> the commit it names (`git rev-parse <tag>^{commit}`); add a line with every release.
+COMMITS = {
+    "v0.1.0": "daed9d9fcc9d5229ed48c8425e69e06decdd920c",
+}
 
 
 def binary(tag):
@@ -21,9 +29,10 @@ def binary(tag):
         src = os.path.join(out, "src")
         shutil.rmtree(src, ignore_errors=True)
         os.makedirs(src)
-        got = subprocess.run(["git", "-C", SOURCE, "archive", tag], capture_output=True)
+        got = subprocess.run(["git", "-C", SOURCE, "archive", COMMITS[tag]], capture_output=True)
         if got.returncode != 0:
-            raise RuntimeError(f"cannot read release {tag} from {SOURCE} (a clone with tags is needed): "
+            raise RuntimeError(f"cannot read release {tag} (commit {COMMITS[tag]}) from {SOURCE}; a clone "
+                               "with the history of main is needed, not a shallow one: "
                                + got.stderr.decode(errors="replace"))
         archive = got.stdout
         subprocess.run(["tar", "-x", "-C", src], input=archive, check=True)
