@@ -8,24 +8,12 @@ cd "$(dirname "$0")/.."
 RUNS=${RUNS:-3}
 SECS=${SECONDS_PER_RUN:-5}
 DOCS=${DOCS:-50000}
-BIN=${SETTEE_BIN:-build/settee}
-LOADGEN=${LOADGEN:-build/settee_loadgen}
 BASE=$(mktemp -d /tmp/settee-cbench-XXXXXX)
-PIDS=()
+source bench/lib.sh
 trap 'for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null; done; wait 2>/dev/null; rm -rf "$BASE"' EXIT
 
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
-start() {  # name http_port config_text
-  mkdir -p "$BASE/$1"
-  printf '%s' "$3" > "$BASE/$1.ini"
-  SETTEE_ADMIN=bench:bench "$BIN" --data-dir "$BASE/$1" --port "$2" --config "$BASE/$1.ini" > "$BASE/$1.log" 2>&1 &
-  PIDS+=($!)
-  for _ in $(seq 200); do curl -sf "http://127.0.0.1:$2/_up" >/dev/null && return; sleep 0.05; done
-  echo "node $1 did not start" >&2; exit 1
-}
-
 SINGLE=$(free_port)
-start single "$SINGLE" "[log]
+start_node single "$SINGLE" "[log]
 level = warning
 "
 HTTP=() RPC=()
@@ -33,7 +21,7 @@ for i in 1 2 3; do HTTP+=("$(free_port)"); RPC+=("$(free_port)"); done
 for i in 0 1 2; do
   seeds=""
   for j in 0 1 2; do [ "$j" != "$i" ] && seeds="$seeds${seeds:+,}c$((j+1))@127.0.0.1:${RPC[$j]}"; done
-  start "c$((i+1))" "${HTTP[$i]}" "[node]
+  start_node "c$((i+1))" "${HTTP[$i]}" "[node]
 name = c$((i+1))@127.0.0.1
 [cluster]
 rpc_port = ${RPC[$i]}
@@ -47,8 +35,6 @@ for _ in $(seq 100); do
   [ "$n" = 3 ] && break; sleep 0.1
 done
 
-median() { sort -n | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
-field() { sed -E "s/.*$1=([0-9.]+).*/\1/"; }
 declare -A RATES
 run() {  # name metric loadgen args...
   local name=$1 metric=$2; shift 2

@@ -127,6 +127,7 @@ result<std::shared_ptr<shard_store>> shard_store::open(const std::string& path, 
   std::shared_ptr<shard_store> s(new shard_store());
   s->path_ = path;
   s->min_time_ = opts.time_seq_min_time;
+  s->time_seq_enabled_ = opts.time_seq_enabled;
   if (int rc = mdb_env_create(&s->env_); rc != 0) return lmdb::to_status(rc, "mdb_env_create");
   mdb_env_set_maxdbs(s->env_, 8);
   mdb_env_set_mapsize(s->env_, opts.map_size_bytes);
@@ -228,7 +229,7 @@ status shard_store::commit(const std::vector<write_op*>& ops, int64_t now_s) {
   }
   // Time-seq, in the same transaction (spec section 5): the seq committed before this commit, at
   // the clock's time. Never an error: an early, repeated or backward time leaves the bins alone.
-  if (st && (changed || h.update_seq != seq_before)) {
+  if (st && time_seq_enabled_ && (changed || h.update_seq != seq_before)) {
     time_seq::update(h.time_seq, now_s, seq_before, min_time_);
   }
   std::string bytes;

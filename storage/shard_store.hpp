@@ -30,6 +30,7 @@ struct store_options {
   int64_t created_at = 0;                                  // header.created_at for a new file
   uint32_t revs_limit = 1000;                              // for a new file
   int64_t time_seq_min_time = time_seq::default_min_time;  // [time_seq] min_time
+  bool time_seq_enabled = true;  // [time_seq] enabled; off only to measure what time-seq costs
 };
 
 // One document write. new_edits=true: `revs` is empty (create) or holds the base revision.
@@ -168,6 +169,7 @@ class shard_store : public std::enable_shared_from_this<shard_store> {
 
   std::string path_;
   int64_t min_time_ = time_seq::default_min_time;  // time-seq ignores earlier times
+  bool time_seq_enabled_ = true;                   // false: commits leave the bins alone
   MDB_env* env_ = nullptr;
   unsigned meta_ = 0, docs_ = 0, bodies_ = 0, by_seq_ = 0, local_ = 0;  // MDB_dbi handles
   mutable std::mutex header_mu_;

@@ -8,9 +8,11 @@ using namespace settee;
 
 namespace {
 
-std::shared_ptr<shard_store> open_store(const std::string& path, const std::string& node = "n1@h") {
+std::shared_ptr<shard_store> open_store(const std::string& path, const std::string& node = "n1@h",
+                                        bool time_seq_enabled = true) {
   store_options o;
   o.node_name = node;
+  o.time_seq_enabled = time_seq_enabled;
   o.map_size_bytes = 64ull << 20;
   o.created_at = 1700000000;
   auto s = shard_store::open(path, o);
@@ -400,4 +402,16 @@ TEST_CASE("every changing commit records time-seq in the header; a reset keeps t
   REQUIRE(h.size() == 2);  // earlier changes show in the 1970 bin
   CHECK(h[0] == std::pair<int64_t, uint64_t>{0, 4});
   CHECK(h[1].second == 1);
+}
+
+TEST_CASE("[time_seq] enabled=false: commits leave the bins alone, and those already there stay") {
+  temp_dir dir;
+  const std::string path = dir.path + "/off.db";
+  const int64_t t0 = 1800000000;
+  write(*open_store(path), {upd("a", "{}")}, t0);
+  auto s = open_store(path, "n1@h", false);
+  REQUIRE(s->header().time_seq.bins.size() == 1);
+  write(*s, {upd("b", "{}")}, t0 + 4 * 3600);  // would open a second bin
+  CHECK(s->header().time_seq.bins == std::vector<time_seq::bin>{{t0 / 10800 * 10800, 0}});
+  CHECK(s->header().update_seq == 2);
 }

@@ -1,0 +1,22 @@
+# Helpers shared by the bench scripts (source it). Nodes live under $BASE; their pids gather in PIDS,
+# which the caller's EXIT trap kills. Every node's admin is bench:bench.
+BIN=${SETTEE_BIN:-build/settee}
+LOADGEN=${LOADGEN:-build/settee_loadgen}
+PIDS=()
+
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+
+# start_node NAME HTTP_PORT CONFIG_TEXT [VAR=value ...]: starts a node, waits until /_up answers.
+start_node() {
+  mkdir -p "$BASE/$1"
+  printf '%s' "$3" > "$BASE/$1.ini"
+  env "${@:4}" SETTEE_ADMIN=bench:bench "$BIN" --data-dir "$BASE/$1" --port "$2" --config "$BASE/$1.ini" \
+    > "$BASE/$1.log" 2>&1 &
+  PIDS+=($!)
+  for _ in $(seq 200); do curl -sf "http://127.0.0.1:$2/_up" >/dev/null && return; sleep 0.05; done
+  echo "node $1 did not start" >&2; exit 1
+}
+
+median() { sort -n | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
+field() { sed -E "s/.*$1=([0-9.]+).*/\1/"; }
+ratio() { python3 -c "print(f'{$1/$2:.3f}')"; }
