@@ -31,7 +31,8 @@ struct change_row {
 };
 struct changes_page {
   std::vector<change_row> rows;
-  uint64_t pending = 0;  // changes after the last row (ascending)
+  uint64_t pending = 0;     // changes after the last row (ascending)
+  uint64_t skipped_to = 0;  // not_before: the rows start after this seq (0: nothing skipped)
 };
 struct changes_request {
   uint64_t since = 0;  // ascending: after this seq; descending: before it (0 = from the end)
@@ -39,6 +40,7 @@ struct changes_request {
   bool descending = false;
   bool with_docs = false;
   bool conflicts = false;  // with_docs: add _conflicts
+  int64_t not_before = 0;  // ascending: first skip the changes committed before this time (0: none)
 };
 
 // Where a feed that had read another copy up to a seq continues on this one (spec 11.1).

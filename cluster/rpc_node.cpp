@@ -308,12 +308,14 @@ kj::Promise<void> node_server::changesPage(ChangesPageContext context) {
   req.descending = params.getDescending();
   req.with_docs = params.getWithDocs();
   req.conflicts = params.getConflicts();
+  req.not_before = params.getNotBefore();
   auto page = loop_.opts.read_changes(*h, req);
   if (!page) {
     set_status(results.initStatus(), page.error());
     return kj::READY_NOW;
   }
   results.setPending(page->pending);
+  results.setSkippedTo(page->skipped_to);
   auto rows = results.initRows(static_cast<unsigned>(page->rows.size()));
   for (unsigned i = 0; i < page->rows.size(); ++i) {
     const change_row& r = page->rows[i];
@@ -657,10 +659,12 @@ result<changes_page> rpc_node::changes(const std::string& node, const std::strin
     req.setDescending(cr.descending);
     req.setWithDocs(cr.with_docs);
     req.setConflicts(cr.conflicts);
+    req.setNotBefore(cr.not_before);
     return req.send().then([](capnp::Response<Node::ChangesPageResults>&& r) -> result<changes_page> {
       if (status st = status_of(r.getStatus()); !st) return st;
       changes_page page;
       page.pending = r.getPending();
+      page.skipped_to = r.getSkippedTo();
       for (auto row : r.getRows()) {
         change_row c;
         c.e.seq = row.getSeq();

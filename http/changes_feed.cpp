@@ -29,8 +29,10 @@ result<changes_page> read_changes_page(const shard_handle& shard, const changes_
   if (req.descending) {
     if (req.since != 1) snap->scan_changes_descending(req.since, collect);
   } else {
-    snap->scan_changes(req.since, collect);
-    page.pending = snap->count_changes_after(page.rows.empty() ? req.since : page.rows.back().e.seq);
+    uint64_t since = req.since;
+    if (req.not_before > 0) page.skipped_to = since = snap->skip_before_time(since, req.not_before);
+    snap->scan_changes(since, collect);
+    page.pending = snap->count_changes_after(page.rows.empty() ? since : page.rows.back().e.seq);
   }
   return page;
 }
@@ -177,9 +179,11 @@ bool changes_feed::refill(size_t i) {
     req.descending = opts_.descending;
     req.with_docs = opts_.include_docs || opts_.filter_kind == changes_options::filter::selector;
     req.conflicts = opts_.conflicts;
+    if (!opts_.descending && p.not_before) req.not_before = *p.not_before;
     if (opts_.descending && p.seq == 1) return false;
     auto page = coord_.remote()->changes(p.node, db_.name, p.range.name(), req, remote_timeout);
     if (!page) return false;  // the copy went away: the feed ends here, resumable from its last seq
+    p.seq = std::max(p.seq, page->skipped_to);
     p.remote_pending = page->pending;
     for (auto& row : page->rows) {
       p.buffer.push_back(std::move(row.e));
@@ -203,6 +207,8 @@ bool changes_feed::refill(size_t i) {
     if (p.seq == 1) return false;  // consumed down to the first change
     p.snap->scan_changes_descending(p.seq, collect);
   } else {
+    // A time-based start skips the bin's leading changes here, reading only their commit times.
+    if (p.not_before) p.seq = p.snap->skip_before_time(p.seq, *p.not_before);
     p.snap->scan_changes(p.seq, collect);
   }
   return !p.buffer.empty();

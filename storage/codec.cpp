@@ -34,6 +34,13 @@ bool reader::str(std::string& s) {
   return true;
 }
 
+bool reader::skip_str() {
+  uint64_t n = 0;
+  if (!varint(n) || n > in_.size() - pos_) return false;
+  pos_ += n;
+  return true;
+}
+
 bool reader::byte(uint8_t& b) {
   if (pos_ >= in_.size()) return false;
   b = static_cast<uint8_t>(in_[pos_++]);

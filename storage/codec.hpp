@@ -24,6 +24,7 @@ class reader {
   explicit reader(std::string_view in) : in_(in) {}
   bool varint(uint64_t& v);
   bool str(std::string& s);
+  bool skip_str();  // passes over a string without copying it
   bool byte(uint8_t& b);
   bool done() const { return pos_ == in_.size(); }
 

@@ -78,6 +78,19 @@ bool decode_change(uint64_t seq, std::string_view value, change_entry& out) {
   return true;
 }
 
+// The commit time of a by_seq value, the rest passed over (encode_change's layout).
+bool decode_change_time(std::string_view value, int64_t& time_s) {
+  codec::reader r(value);
+  uint8_t deleted = 0;
+  uint64_t n = 0, t = 0;
+  if (!r.skip_str() || !r.skip_str() || !r.byte(deleted) || !r.varint(n)) return false;
+  for (uint64_t i = 0; i < n; ++i)
+    if (!r.skip_str()) return false;
+  if (!r.varint(t)) return false;
+  time_s = static_cast<int64_t>(t);
+  return true;
+}
+
 std::string encode_local(uint64_t rev, std::string_view body) {
   codec::writer w;
   w.varint(rev);
@@ -491,6 +504,23 @@ void shard_store::snapshot::scan_changes(uint64_t since, const std::function<boo
     rc = mdb_cursor_get(c, &k, &v, MDB_NEXT);
   }
   mdb_cursor_close(c);
+}
+
+uint64_t shard_store::snapshot::skip_before_time(uint64_t since, int64_t time) const {
+  MDB_cursor* c = nullptr;
+  if (mdb_cursor_open(txn_, store_->by_seq_, &c) != 0) return since;
+  std::string from = codec::seq_key(since + 1);
+  MDB_val k = lmdb::val(from), v;
+  uint64_t last = since;
+  for (int rc = mdb_cursor_get(c, &k, &v, MDB_SET_RANGE); rc == 0; rc = mdb_cursor_get(c, &k, &v, MDB_NEXT)) {
+    uint64_t seq = 0;
+    int64_t t = 0;
+    // An entry that does not decode is not skipped: the full read reports it as it would anyway.
+    if (!codec::parse_seq_key(lmdb::view(k), seq) || !decode_change_time(lmdb::view(v), t) || t >= time) break;
+    last = seq;
+  }
+  mdb_cursor_close(c);
+  return last;
 }
 
 void shard_store::snapshot::scan_changes_descending(uint64_t before,

@@ -140,6 +140,10 @@ class shard_store : public std::enable_shared_from_this<shard_store> {
     void scan_local(const std::function<bool(const local_doc&)>& visit) const;
     // Visits changes with seq > since, ascending.
     void scan_changes(uint64_t since, const std::function<bool(const change_entry&)>& visit) const;
+    // Where an ascending read from `since` continues so that its first change is the first one
+    // committed at or after `time` (Unix seconds): the seq of the last change before that one, or
+    // the newest seq when none is that late. Decodes only the commit times.
+    uint64_t skip_before_time(uint64_t since, int64_t time) const;
     // Visits changes with seq < before, descending (before = 0: from the last one).
     void scan_changes_descending(uint64_t before, const std::function<bool(const change_entry&)>& visit) const;
     // Up to `max_docs` changed documents after `since`, as a replication batch.

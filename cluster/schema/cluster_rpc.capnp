@@ -26,8 +26,11 @@ interface Node {
   # answered after the fsync, one result per update, in order.
   updateDocs @4 (shard :ShardRef, updates :List(DocUpdate)) -> (status :CallStatus, results :List(DocResult));
   # A page of this copy's changes, for a coordinator that holds no copy of the range.
-  changesPage @5 (shard :ShardRef, since :UInt64, limit :UInt32, descending :Bool, withDocs :Bool, conflicts :Bool)
-      -> (status :CallStatus, rows :List(ChangeRow), pending :UInt64);
+  # `notBefore` (appended, 0.2): first skip the changes committed before this time (Unix seconds,
+  # 0 = none); `skippedTo` says where the rows start (0 = nothing skipped). An older node ignores it.
+  changesPage @5 (shard :ShardRef, since :UInt64, limit :UInt32, descending :Bool, withDocs :Bool, conflicts :Bool,
+                  notBefore :Int64)
+      -> (status :CallStatus, rows :List(ChangeRow), pending :UInt64, skippedTo :UInt64);
   # Where a feed that read copy `uuidPrefix` up to `seq` continues on this copy (exact when it is
   # this copy; translated through the replication checkpoints; else rewound to 0).
   resolveSince @6 (shard :ShardRef, uuidPrefix :Text, seq :UInt64)

@@ -415,3 +415,21 @@ TEST_CASE("[time_seq] enabled=false: commits leave the bins alone, and those alr
   CHECK(s->header().time_seq.bins == std::vector<time_seq::bin>{{t0 / 10800 * 10800, 0}});
   CHECK(s->header().update_seq == 2);
 }
+
+TEST_CASE("skip_before_time: where a read continues to start at the first change committed at or after a time") {
+  temp_dir dir;
+  auto s = open_store(dir.path + "/skip.db");
+  write(*s, {upd("a", "{}")}, 100);
+  write(*s, {upd("b", "{}"), upd("c", "{}")}, 200);  // seqs 2 and 3
+  write(*s, {upd("d", "{}")}, 150);                  // the clock went back: seq 4 at 150
+  write(*s, {upd("e", "{}")}, 300);
+  auto snap = s->read();
+  REQUIRE(snap.ok());
+  CHECK(snap->skip_before_time(0, 50) == 0);   // the first change is late enough
+  CHECK(snap->skip_before_time(0, 100) == 0);  // at the second itself: kept
+  CHECK(snap->skip_before_time(0, 101) == 1);  // a skipped, b is the first at or after 101
+  CHECK(snap->skip_before_time(0, 150) == 1);  // b (200) comes first; d (150) after it is kept
+  CHECK(snap->skip_before_time(2, 201) == 4);  // from seq 2 on: c, d skipped, e at 300
+  CHECK(snap->skip_before_time(0, 301) == 5);  // none that late: the newest seq
+  CHECK(snap->skip_before_time(5, 0) == 5);    // nothing after the start
+}

@@ -1,6 +1,7 @@
 """A mixed 3-node cluster: one v0.1.0 node and two of this release (issue 5 point 5c)."""
 import os
 import sys
+import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "cluster"))
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "integration"))
@@ -50,6 +51,38 @@ class MixedCluster(NodeTest):
             got = sorted(r["id"] for r in n.get("/mixed/_changes?since=2025-09-01T00:00:00Z").json["results"])
             self.assertEqual(got, ids)
             self.assertEqual(n.get("/mixed/_changes?since=2999-01-01T00:00:00Z").json["results"], [])
+
+    def test_time_feed_over_a_range_only_the_old_node_holds(self):
+        # n=1, q=3 over 3 nodes: one range lives only on v0.1.0, which keeps no bins and ignores the
+        # skip request; the coordinator starts that range at 0 and drops its rows from before the
+        # second itself (by_seq carried commit times since v0.1.0), so the feed stays exact.
+        self.assertEqual(self.n2.put("/solo?q=3&n=1").status, 201)
+        shards = self.n2.get("/solo/_shards").json["shards"]
+        old_name = self.cluster.names[0]
+        self.assertEqual(sum(nodes == [old_name] for nodes in shards.values()), 1, shards)
+
+        def write(prefix):
+            ids = [f"{prefix}{i:02d}" for i in range(15)]
+            for i, doc_id in enumerate(ids):
+                self.assertEqual(self.cluster.nodes[i % 3].put(f"/solo/{doc_id}", {"i": i}).status, 201)
+            on_old = [d for d in ids if self.n2.get(f"/solo/_shards/{d}").json["nodes"] == [old_name]]
+            self.assertTrue(on_old, "some documents must live on the old node")
+            return ids
+
+        before = write("a")
+        t = int(time.time()) + 1
+        while time.time() < t + 0.05:
+            time.sleep(0.05)
+        after = write("b")
+        since = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(t))
+        for n in (self.n2, self.n3):
+            for feed in ("normal", "longpoll"):
+                body = n.get(f"/solo/_changes?feed={feed}&since={since}").json
+                self.assertEqual(sorted(r["id"] for r in body["results"]), after, (n.port, feed))
+            whole_bins = n.get(f"/solo/_changes?since={since}&time_precision=bin").json["results"]
+            self.assertLessEqual(set(after), {r["id"] for r in whole_bins})  # more rows, never fewer
+            early = n.get("/solo/_changes?since=2025-09-01T00:00:00Z").json["results"]
+            self.assertEqual(sorted(r["id"] for r in early), sorted(before + after))
 
 
 if __name__ == "__main__":
