@@ -14,6 +14,7 @@ RELEASES = os.environ.get("SETTEE_RELEASES_DIR", os.path.join(SOURCE, "build", "
 # tag -> the commit it names (`git rev-parse <tag>^{commit}`); add a line with every release.
 COMMITS = {
     "v0.1.0": "daed9d9fcc9d5229ed48c8425e69e06decdd920c",
+    "v0.2.0": "18f98da0efcf8f6a72790f278025f6a6067255bb",
 }
 
 
