@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <condition_variable>
+#include <cstdlib>
 #include <mutex>
 
 #include <caf/all.hpp>
@@ -248,30 +249,52 @@ result<uint64_t> coordinator::write_local(const db_meta& db, local_update u) {
   return op->local_rev;
 }
 
-status coordinator::write_every_shard(const db_meta& db, const std::function<void(write_op&)>& fill) {
-  std::vector<write_request> requests;
-  std::vector<std::shared_ptr<write_op>> ops;
-  std::vector<shard_handle> held;  // keep shards open while writes are in flight
-  for (size_t s = 0; s < db.q; ++s) {
-    auto h = shard(db, s);
-    if (!h) return h.error();
-    auto op = std::make_shared<write_op>();
-    fill(*op);
-    requests.emplace_back(h->writer, op);
-    ops.push_back(op);
-    held.push_back(*h);
-  }
-  if (auto st = write_all(requests, timeout_); !st) return st;
-  for (auto& op : ops)
-    if (!op->st) return op->st;
-  return {};
+status coordinator::set_copy_revs_limit(const db_meta& db, size_t range, uint32_t limit) {
+  auto h = shard(db, range);
+  if (!h) return h.error();
+  auto op = std::make_shared<write_op>();
+  op->what = write_op::kind::revs_limit;
+  op->revs_limit = limit;
+  return write_one(h->writer, op, timeout_);
 }
 
-status coordinator::set_revs_limit(const db_meta& db, uint32_t limit) {
-  return write_every_shard(db, [&](write_op& op) {
-    op.what = write_op::kind::revs_limit;
-    op.revs_limit = limit;
+std::vector<coordinator::copy_failure> coordinator::set_revs_limit(const db_meta& db, uint32_t limit) {
+  std::vector<copy_failure> failed;
+  for (size_t i = 0; i < db.q; ++i) {
+    for (const std::string& node : copies(db, i)) {
+      status st{errc::unavailable, "node " + node + " is unavailable: not clustered"};
+      if (node == self_) {
+        st = set_copy_revs_limit(db, i, limit);
+      } else if (remote_) {
+        doc_request req;
+        req.what = "revs_limit";
+        req.method = "PUT";
+        req.body = std::to_string(limit);
+        auto a = remote_->read_doc(node, db.name, db.ranges[i].name(), req, std::chrono::seconds(10));
+        st = !a                      ? a.error()
+             : a->http_status == 200 ? status{}
+                                     : status{errc::unavailable, "the copy answered " + std::to_string(a->http_status)};
+      }
+      if (!st) failed.push_back({db.ranges[i].name(), node, st.reason});
+    }
+  }
+  return failed;
+}
+
+result<uint32_t> coordinator::revs_limit(const db_meta& db) {
+  if (auto h = shard(db, 0)) return h->store->header().revs_limit;
+  doc_request req;
+  req.what = "revs_limit";
+  auto a = first_answer<doc_read>(db, 0, copies(db, 0), [&](remote_shards& r, const std::string& node) {
+    return r.read_doc(node, db.name, db.ranges[0].name(), req, std::chrono::seconds(10));
   });
+  if (!a) return a.error();
+  char* end = nullptr;
+  unsigned long v = std::strtoul(a->body.c_str(), &end, 10);
+  if (a->http_status != 200 || end == a->body.c_str() || v == 0) {
+    return status{errc::unavailable, "no copy of range " + db.ranges[0].name() + " reported its revs_limit"};
+  }
+  return static_cast<uint32_t>(v);
 }
 
 }  // namespace settee

@@ -78,12 +78,16 @@ class coordinator {
   };
   // Every copy's time-seq (reset: emptied first), ranges in order, nodes sorted.
   std::vector<copy_time_seq> time_seqs(const db_meta& db, bool reset);
-  // Sets revs_limit on every shard.
-  status set_revs_limit(const db_meta& db, uint32_t limit);
-
- private:
-  // Applies the op `fill` describes to every shard of the database, in parallel.
-  status write_every_shard(const db_meta& db, const std::function<void(write_op&)>& fill);
+  struct copy_failure {
+    std::string range, node, reason;
+  };
+  // Sets revs_limit on every copy of every range (others' over RPC); returns the copies that could
+  // not be set (down, or an older release). A copy that missed it keeps its limit until set again.
+  std::vector<copy_failure> set_revs_limit(const db_meta& db, uint32_t limit);
+  // The revs_limit of the first range: this node's copy, else the first other copy that answers.
+  result<uint32_t> revs_limit(const db_meta& db);
+  // Sets revs_limit on this node's copy of one range.
+  status set_copy_revs_limit(const db_meta& db, size_t range, uint32_t limit);
 
   db_catalog& catalog_;
   shard_registry& shards_;

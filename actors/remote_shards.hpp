@@ -56,9 +56,12 @@ using query_params = std::vector<std::pair<std::string, std::string>>;
 // A document-level request a coordinator hands to a node holding the documents' range, which
 // answers it from its copy as its own HTTP layer would.
 struct doc_request {
-  std::string what = "doc";  // "doc" (/db/{id}), "local" (/db/_local/{id}), "bulk_get", "revs_diff"
+  // "doc" (/db/{id}), "local" (/db/_local/{id}), "bulk_get", "revs_diff"; per range (0.3):
+  // "revs_limit" (GET or PUT of the copy's limit), "local_docs" (the copy's _local documents).
+  std::string what = "doc";
   std::string method = "GET";
-  std::string id;  // doc and local
+  std::string range;  // set by the node that serves it: the range of the call's shard
+  std::string id;     // doc and local
   query_params params;
   std::string if_none_match;
   std::string body;

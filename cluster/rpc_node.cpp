@@ -360,6 +360,7 @@ kj::Promise<void> node_server::readDoc(ReadDocContext context) {
   if (params.getWhat().size()) req.what = params.getWhat();
   if (params.getMethod().size()) req.method = params.getMethod();
   req.id = params.getId();
+  req.range = params.getShard().getRange();
   for (auto p : params.getParams()) req.params.emplace_back(p.getName().cStr(), p.getValue().cStr());
   req.if_none_match = params.getIfNoneMatch();
   req.body = params.getBody();

@@ -181,17 +181,23 @@ void handle_ensure_full_commit(ctx& c, const db_meta& db) {
 
 void handle_revs_limit(ctx& c, const db_meta& db) {
   if (c.method() == "GET") {
-    auto h = c.node.coord.shard(db, 0);
-    if (!h) return c.error(h.error());
-    return c.reply_raw(200, std::to_string(h->store->header().revs_limit) + "\n");
+    auto limit = c.node.coord.revs_limit(db);
+    if (!limit) return c.error(limit.error());
+    return c.reply_raw(200, std::to_string(*limit) + "\n");
   }
   if (c.method() != "PUT") return c.method_not_allowed("GET,PUT");
   auto body = parse_json(c.req.body);
   if (!body || !body->is_number_integer() || body->get<int64_t>() <= 0 || body->get<int64_t>() > 1000000) {
     return c.error(errc::bad_request, "`revs_limit` must be a positive integer (at most 1000000)");
   }
-  if (auto st = c.node.coord.set_revs_limit(db, static_cast<uint32_t>(body->get<int64_t>())); !st) return c.error(st);
-  c.reply(200, json{{"ok", true}});
+  // Every copy of every range; copies that cannot take it are listed, as DELETE /db/_time_seq does.
+  auto failed = c.node.coord.set_revs_limit(db, static_cast<uint32_t>(body->get<int64_t>()));
+  size_t copies = 0;
+  for (size_t i = 0; i < db.q; ++i) copies += c.node.coord.copies(db, i).size();
+  if (!failed.empty() && failed.size() == copies) return c.error(errc::unavailable, failed.front().reason);
+  json out = {{"ok", true}};
+  for (auto& f : failed) out["unavailable"].push_back({{"range", f.range}, {"node", f.node}, {"reason", f.reason}});
+  c.reply(failed.empty() ? 200 : 202, out);
 }
 
 void handle_time_seq(ctx& c, const db_meta& db) {
@@ -219,6 +225,70 @@ void handle_time_seq(ctx& c, const db_meta& db) {
   c.reply(200, out);
 }
 
+namespace {
+
+// The _local documents of this node's copy of `range`.
+result<std::vector<local_doc>> copy_local_docs(coordinator& coord, const db_meta& db, size_t range) {
+  auto h = coord.shard(db, range);
+  if (!h) return h.error();
+  auto snap = h->store->read();
+  if (!snap) return snap.error();
+  std::vector<local_doc> docs;
+  snap->scan_local([&](const local_doc& d) {
+    docs.push_back(d);
+    return true;
+  });
+  return docs;
+}
+
+// The _local documents of `range` from the first of its copies that answers, wherever it is.
+result<std::vector<local_doc>> range_local_docs(ctx& c, const db_meta& db, size_t range) {
+  if (db.hosts(range)) return copy_local_docs(c.node.coord, db, range);
+  doc_request req;
+  req.what = "local_docs";
+  auto a = ask_copies(c, db, range, req);
+  if (!a) return a.error();
+  auto rows = parse_json(a->body);
+  if (a->http_status != 200 || !rows || !rows->is_array()) {
+    return status{errc::unavailable, "no copy of range " + db.ranges[range].name() + " listed its _local documents"};
+  }
+  std::vector<local_doc> docs;
+  for (const json& r : *rows) {
+    if (!r.is_array() || r.size() != 3 || !r[0].is_string() || !r[1].is_number_unsigned() || !r[2].is_string()) {
+      return status{errc::internal, "malformed _local_docs answer from another node"};
+    }
+    docs.push_back({r[0].get<std::string>(), r[1].get<uint64_t>(), r[2].get<std::string>()});
+  }
+  return docs;
+}
+
+}  // namespace
+
+result<doc_read> serve_range_request(node_services& node, const db_meta& db, size_t range, const doc_request& req) {
+  if (req.what == "revs_limit" && req.method == "GET") {
+    auto h = node.coord.shard(db, range);
+    if (!h) return h.error();
+    return doc_read{200, std::to_string(h->store->header().revs_limit) + "\n", ""};
+  }
+  if (req.what == "revs_limit" && req.method == "PUT") {
+    char* end = nullptr;
+    unsigned long v = std::strtoul(req.body.c_str(), &end, 10);
+    if (end == req.body.c_str() || *end != '\0' || v == 0 || v > 1000000) {
+      return status{errc::bad_request, "`revs_limit` must be a positive integer (at most 1000000)"};
+    }
+    if (auto st = node.coord.set_copy_revs_limit(db, range, static_cast<uint32_t>(v)); !st) return st;
+    return doc_read{200, "{\"ok\":true}\n", ""};
+  }
+  if (req.what == "local_docs") {
+    auto docs = copy_local_docs(node.coord, db, range);
+    if (!docs) return docs.error();
+    json rows = json::array();  // [[id, rev, body text], ...]
+    for (auto& d : *docs) rows.push_back({d.id, d.rev, d.body});
+    return doc_read{200, rows.dump(), ""};
+  }
+  return status{errc::bad_request, "unknown range request: " + req.what + " " + req.method};
+}
+
 void handle_local_docs(ctx& c, const db_meta& db) {
   if (c.method() != "GET" && c.method() != "POST") return c.method_not_allowed("GET,HEAD,POST");
   auto descending = c.bool_param("descending", false);
@@ -229,14 +299,9 @@ void handle_local_docs(ctx& c, const db_meta& db) {
   if (*skip < 0) return c.error(errc::query_parse_error, "`skip` must be >= 0");
   std::vector<local_doc> docs;
   for (size_t i = 0; i < db.q; ++i) {
-    auto h = c.node.coord.shard(db, i);
-    if (!h) return c.error(h.error());
-    auto snap = h->store->read();
-    if (!snap) return c.error(snap.error());
-    snap->scan_local([&](const local_doc& d) {
-      docs.push_back(d);
-      return true;
-    });
+    auto part = range_local_docs(c, db, i);
+    if (!part) return c.error(part.error());
+    docs.insert(docs.end(), std::make_move_iterator(part->begin()), std::make_move_iterator(part->end()));
   }
   std::sort(docs.begin(), docs.end(),
             [&](const local_doc& a, const local_doc& b) { return *descending ? a.id > b.id : a.id < b.id; });

@@ -26,6 +26,9 @@ void handle_ensure_full_commit(ctx& c, const db_meta& db);
 void handle_revs_limit(ctx& c, const db_meta& db);
 void handle_local_docs(ctx& c, const db_meta& db);
 void handle_time_seq(ctx& c, const db_meta& db);
+// A per-range request for another node's coordinator ("revs_limit", "local_docs"): this node's
+// copy of `range` answers.
+result<doc_read> serve_range_request(node_services& node, const db_meta& db, size_t range, const doc_request& req);
 
 // cluster_handlers.cpp
 void handle_sync_shards(ctx& c, const db_meta& db);

@@ -110,8 +110,34 @@ class FiveNodes(NodeTest):
         r = outsider.put("/lean/_local/ckpt", {"seq": 1})
         self.assertEqual((r.status, r.json["rev"]), (201, "0-1"))
         self.assertEqual(outsider.get("/lean/_local/ckpt").json, {"_id": "_local/ckpt", "_rev": "0-1", "seq": 1})
+        # _local_docs lists every range's, held here or not.
+        for i in range(6):
+            self.assertEqual(self.nodes[i % 5].put(f"/lean/_local/l{i}", {"i": i}).status, 201)
+        for n in (outsider, self.nodes[0]):
+            listed = n.get("/lean/_local_docs?include_docs=true").json["rows"]
+            self.assertEqual([r["id"] for r in listed], ["_local/ckpt"] + [f"_local/l{i}" for i in range(6)])
+            self.assertEqual(listed[3]["doc"], {"_id": "_local/l2", "_rev": "0-1", "i": 2})
         self.assertEqual(outsider.delete("/lean/_local/ckpt?rev=0-1").status, 200)
         self.assertError(outsider.get("/lean/_local/ckpt"), 404, "not_found", "missing")
+        self.assertEqual(len(outsider.get("/lean/_local_docs").json["rows"]), 6)
+
+    def test_revs_limit_reaches_every_copy(self):
+        # q=1, n=3 of 5 nodes: every holder's GET reads its own copy; two nodes hold none.
+        self.assertEqual(self.node.put("/stems?q=1&n=3").status, 201)
+        holders = set(next(iter(self.node.get("/stems/_shards").json["shards"].values())))
+        outsider = next(n for n, name in zip(self.nodes, self.cluster.names) if name not in holders)
+        self.assertEqual(outsider.get("/stems/_revs_limit").json, 1000)
+        self.assertEqual(outsider.put("/stems/_revs_limit", 3).json, {"ok": True})
+        for n in self.nodes:
+            self.assertEqual(n.get("/stems/_revs_limit").json, 3)
+        # Every copy stems at 3: a document with 6 revisions keeps 3 on each.
+        rev = outsider.put("/stems/d", {"v": 0}).json["rev"]
+        for v in range(1, 6):
+            rev = outsider.put(f"/stems/d?rev={rev}", {"v": v}).json["rev"]
+        for name, n in zip(self.cluster.names, self.nodes):
+            if name in holders:  # r=1 on a holder reads its own copy
+                self.assertTrue(wait_for(lambda n=n: n.get("/stems/d?revs=true&r=1").json["_revisions"]["start"] == 6))
+                self.assertEqual(len(n.get("/stems/d?revs=true&r=1").json["_revisions"]["ids"]), 3, name)
 
     def test_security_is_enforced_by_every_node_at_once(self):
         self.assertEqual(self.node.put("/guarded?q=2&n=1").status, 201)
@@ -152,6 +178,12 @@ class FiveNodes(NodeTest):
                     self.assertIn(len(bins), (1, 2))  # this 3-hour bin (two if the test crossed a boundary)
             r = self.node.delete("/sturdy/_time_seq")
             self.assertEqual((r.status, r.json["ok"], len(r.json["unavailable"])), (202, True, len(held)))
+            # _revs_limit too: set on every live copy, the stopped node's listed.
+            r = self.node.put("/sturdy/_revs_limit", 7)
+            self.assertEqual((r.status, r.json["ok"]), (202, True))
+            self.assertEqual(sorted(u["range"] for u in r.json["unavailable"]), held)
+            self.assertTrue(all(u["node"] == down_name for u in r.json["unavailable"]))
+            self.assertEqual(self.nodes[3].get("/sturdy/_revs_limit").json, 7)
         finally:
             down.start(port=down.port)
             names = sorted(self.cluster.names)

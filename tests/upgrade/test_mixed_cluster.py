@@ -51,6 +51,12 @@ class MixedCluster(NodeTest):
             got = sorted(r["id"] for r in n.get("/mixed/_changes?since=2025-09-01T00:00:00Z").json["results"])
             self.assertEqual(got, ids)
             self.assertEqual(n.get("/mixed/_changes?since=2999-01-01T00:00:00Z").json["results"], [])
+        # _revs_limit reaches the copies of this release; v0.1.0 does not know the request: listed.
+        r = self.n2.put("/mixed/_revs_limit", 50)
+        self.assertEqual(r.status, 202, r.json)
+        self.assertEqual({u["node"] for u in r.json["unavailable"]}, {old_name})
+        for n in (self.n2, self.n3):
+            self.assertEqual(n.get("/mixed/_revs_limit").json, 50)
 
     def test_time_feed_over_a_range_only_the_old_node_holds(self):
         # n=1, q=3 over 3 nodes: one range lives only on v0.1.0, which keeps no bins and ignores the
