@@ -7,6 +7,7 @@ import base64
 import http.client
 import json
 import os
+import random
 import shutil
 import signal
 import socket
@@ -19,7 +20,30 @@ BIN = os.environ.get("SETTEE_BIN", os.path.join(os.path.dirname(__file__), "../.
 ADMIN = ("admin", "s3cret")
 
 
+def _ephemeral_range():
+    try:
+        with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
+            lo, hi = (int(x) for x in f.read().split())
+            return lo, hi
+    except (OSError, ValueError):
+        return 32768, 60999
+
+
 def free_port():
+    """A loopback port nobody listens on, chosen below the kernel's ephemeral range: a port the
+    kernel handed out for bind(0) is also handed to outgoing connections (the tests' own clients and
+    the nodes' peer links), which can take it before settee listens on it (seen in CI as 'Address
+    already in use' on an RPC port)."""
+    lo, _ = _ephemeral_range()
+    if lo > 12000:
+        for _ in range(200):
+            port = random.randrange(10000, lo)
+            with socket.socket() as s:
+                try:
+                    s.bind(("127.0.0.1", port))
+                    return port
+                except OSError:
+                    continue
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
