@@ -4,13 +4,9 @@
 #include <kj/async-io.h>
 #include <kj/timer.h>
 
-#include <sys/eventfd.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <future>
 #include <map>
-#include <mutex>
 
 #include <caf/all.hpp>
 
@@ -468,64 +464,7 @@ struct loop_control {
   kj::Own<const kj::Executor> executor;
   kj::Own<kj::PromiseFulfiller<void>> stop;
   rpc_node::loop* state = nullptr;  // only touched on the loop thread
-
-  // Work posted without waiting for the loop thread (the write path): queued here, the loop woken
-  // through an eventfd only when the queue was empty, so a burst of calls costs one wake-up and no
-  // caller blocks. Each item runs once: on the loop thread with its state, or with null when the
-  // loop has ended (it must then answer "unavailable").
-  using item = std::function<void(rpc_node::loop*)>;
-  std::mutex mu;
-  std::vector<item> queue;
-  bool ended = false;
-  int wake_fd = -1;
-
-  void post(item f) {
-    {
-      std::lock_guard<std::mutex> lock(mu);
-      if (!ended) {
-        queue.push_back(std::move(f));
-        if (queue.size() > 1) return;  // the loop is already woken
-        uint64_t one = 1;
-        if (::write(wake_fd, &one, sizeof one) == sizeof one) return;
-        queue.pop_back();
-      }
-    }
-    f(nullptr);
-  }
-  // Loop thread: runs what was posted.
-  void drain(rpc_node::loop* l) {
-    std::vector<item> now;
-    {
-      std::lock_guard<std::mutex> lock(mu);
-      now.swap(queue);
-    }
-    for (auto& f : now) f(l);
-  }
-  // Loop thread, on the way out: nothing is queued after this; what was answers unavailable.
-  void end() {
-    {
-      std::lock_guard<std::mutex> lock(mu);
-      ended = true;
-    }
-    drain(nullptr);
-  }
-  ~loop_control() {
-    if (wake_fd >= 0) ::close(wake_fd);
-  }
 };
-
-namespace {
-
-// Runs posted work whenever the eventfd says there is some, until the loop ends.
-kj::Promise<void> serve_posts(kj::AsyncInputStream& wake, loop_control& control, rpc_node::loop& l,
-                              kj::Array<kj::byte>& buf) {
-  return wake.tryRead(buf.begin(), 8, 8).then([&wake, &control, &l, &buf](size_t) {
-    control.drain(&l);
-    return serve_posts(wake, control, l, buf);
-  });
-}
-
-}  // namespace
 
 status rpc_node::start() {
   auto ready = std::make_shared<std::promise<status>>();
@@ -539,14 +478,9 @@ status rpc_node::start() {
       auto listener = addr->listen();
       port_ = static_cast<uint16_t>(listener->getPort());
       opts_.port = port_;
-      control->wake_fd = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-      KJ_REQUIRE(control->wake_fd >= 0, "eventfd failed");
-      auto wake = io.lowLevelProvider->wrapInputFd(control->wake_fd);
-      auto wake_buf = kj::heapArray<kj::byte>(8);
       {
         loop state(members_, opts_, io);
         state.tasks.add(state.server.listen(*listener));
-        state.tasks.add(serve_posts(*wake, *control, state, wake_buf));
         for (auto& s : opts_.seeds) state.add_peer(s);
         auto paf = kj::newPromiseAndFulfiller<void>();
         control->executor = kj::getCurrentThreadExecutor().addRef();
@@ -557,7 +491,6 @@ status rpc_node::start() {
         paf.promise.wait(io.waitScope);
         control->stop = nullptr;
         control->state = nullptr;
-        control->end();
       }  // the loop state goes before the listener and the event loop it uses
     } catch (const kj::Exception& e) {
       std::string what = std::string("cluster RPC: ") + e.getDescription().cStr();
@@ -640,37 +573,21 @@ status rpc_node::add_peer(const peer_address& peer) {
   return on_loop([&](loop& l) { l.add_peer(peer); });
 }
 
-namespace {
-
-// On the loop thread: starts `send` on the connected peer, answering `done` once.
-template <class T, class Send>
-void start_on_loop(rpc_node::loop& l, const membership& members, int timeout_ms, const std::string& peer, Send& send,
-                   const std::shared_ptr<std::function<void(result<T>)>>& once) {
-  Node::Client* cap = connected_cap(l, members, peer);
-  if (!cap) return (*once)(unavailable(peer, "not connected"));
-  auto& timer = l.io.provider->getTimer();
-  l.tasks.add(timer.timeoutAfter(timeout_ms * kj::MILLISECONDS, send(*cap))
-                  .then([once](result<T>&& r) { (*once)(std::move(r)); },
-                        [once, peer](kj::Exception&& e) { (*once)(unavailable(peer, e.getDescription().cStr())); }));
-}
-
-}  // namespace
-
 template <class T, class Send>
 void rpc_node::start_call(const std::string& peer, Send send, std::function<void(result<T>)> done) {
   auto once = std::make_shared<std::function<void(result<T>)>>(std::move(done));
-  status started = on_loop([&](loop& l) { start_on_loop<T>(l, members_, opts_.call_timeout_ms, peer, send, once); });
-  if (!started) (*once)(started);
-}
-
-template <class T, class Send>
-void rpc_node::post_call(const std::string& peer, Send send, std::function<void(result<T>)> done) {
-  auto once = std::make_shared<std::function<void(result<T>)>>(std::move(done));
-  if (!control_) return (*once)(status{errc::unavailable, "cluster RPC is not running"});
-  control_->post([this, peer, send = std::move(send), once](loop* l) mutable {
-    if (!l) return (*once)(unavailable(peer, "cluster RPC is stopping"));
-    start_on_loop<T>(*l, members_, opts_.call_timeout_ms, peer, send, once);
+  status started = on_loop([&](loop& l) {
+    Node::Client* cap = connected_cap(l, members_, peer);
+    if (!cap) {
+      (*once)(unavailable(peer, "not connected"));
+      return;
+    }
+    auto& timer = l.io.provider->getTimer();
+    l.tasks.add(timer.timeoutAfter(opts_.call_timeout_ms * kj::MILLISECONDS, send(*cap))
+                    .then([once](result<T>&& r) { (*once)(std::move(r)); },
+                          [once, peer](kj::Exception&& e) { (*once)(unavailable(peer, e.getDescription().cStr())); }));
   });
+  if (!started) (*once)(started);
 }
 
 template <class T, class Send>
@@ -711,9 +628,9 @@ result<apply_result> rpc_node::apply_changes(const std::string& peer, const std:
 void rpc_node::update_docs(const std::string& node, const std::string& db, const std::string& range,
                            const std::vector<doc_update>& docs, write_done done) {
   using answer = std::vector<doc_result>;
-  post_call<answer>(
+  start_call<answer>(
       node,
-      [db, range, docs](Node::Client& cap) {
+      [&](Node::Client& cap) {
         auto req = cap.updateDocsRequest();
         req.initShard().setDb(db);
         req.getShard().setRange(range);

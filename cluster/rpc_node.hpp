@@ -111,10 +111,6 @@ class rpc_node final : public remote_shards {
   void start_call(const std::string& peer, Send send, std::function<void(result<T>)> done);
   template <class T, class Send>
   result<T> call(const std::string& peer, std::chrono::milliseconds timeout, Send send);
-  // start_call without waiting for the loop thread to take it: `send` runs later on the loop
-  // thread, so it must own what it uses (capture by value).
-  template <class T, class Send>
-  void post_call(const std::string& peer, Send send, std::function<void(result<T>)> done);
   std::shared_ptr<struct loop_control> control_;
 };
 

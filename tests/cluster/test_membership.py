@@ -32,8 +32,12 @@ class Cluster:
             self.nodes.append(Node(config=config))
 
     def start(self):
-        for node in self.nodes:
-            node.start()
+        try:
+            for node in self.nodes:
+                node.start()
+        except BaseException:
+            self.cleanup()  # setUpClass failed: tearDownClass will not run, so stop what did start
+            raise
         return self
 
     def cleanup(self):
