@@ -4,7 +4,8 @@ BIN=${SETTEE_BIN:-build/settee}
 LOADGEN=${LOADGEN:-build/settee_loadgen}
 PIDS=()
 
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+# A port below the kernel's ephemeral range (outgoing connections cannot take it first), as the tests do.
+free_port() { python3 -c 'import sys; sys.path.insert(0, "tests/integration"); import harness; print(harness.free_port())'; }
 
 # start_node NAME HTTP_PORT CONFIG_TEXT [VAR=value ...]: starts a node, waits until /_up answers.
 start_node() {
