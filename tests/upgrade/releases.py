@@ -30,6 +30,12 @@ def binary(tag):
         src = os.path.join(out, "src")
         shutil.rmtree(src, ignore_errors=True)
         os.makedirs(src)
+        def has_commit():
+            return subprocess.run(["git", "-C", SOURCE, "cat-file", "-e", COMMITS[tag] + "^{commit}"],
+                                  capture_output=True).returncode == 0
+
+        if not has_commit():  # a shallow clone: its origin has the history
+            subprocess.run(["git", "-C", SOURCE, "fetch", "--quiet", "--unshallow"], capture_output=True)
         got = subprocess.run(["git", "-C", SOURCE, "archive", COMMITS[tag]], capture_output=True)
         if got.returncode != 0:
             raise RuntimeError(f"cannot read release {tag} (commit {COMMITS[tag]}) from {SOURCE}; a clone "
