@@ -258,10 +258,11 @@ status coordinator::set_copy_revs_limit(const db_meta& db, size_t range, uint32_
   return write_one(h->writer, op, timeout_);
 }
 
-std::vector<coordinator::copy_failure> coordinator::set_revs_limit(const db_meta& db, uint32_t limit) {
-  std::vector<copy_failure> failed;
+coordinator::copies_outcome coordinator::set_revs_limit(const db_meta& db, uint32_t limit) {
+  copies_outcome out;
   for (size_t i = 0; i < db.q; ++i) {
     for (const std::string& node : copies(db, i)) {
+      ++out.asked;
       status st{errc::unavailable, "node " + node + " is unavailable: not clustered"};
       if (node == self_) {
         st = set_copy_revs_limit(db, i, limit);
@@ -275,10 +276,10 @@ std::vector<coordinator::copy_failure> coordinator::set_revs_limit(const db_meta
              : a->http_status == 200 ? status{}
                                      : status{errc::unavailable, "the copy answered " + std::to_string(a->http_status)};
       }
-      if (!st) failed.push_back({db.ranges[i].name(), node, st.reason});
+      if (!st) out.failed.push_back({db.ranges[i].name(), node, st.reason});
     }
   }
-  return failed;
+  return out;
 }
 
 result<uint32_t> coordinator::revs_limit(const db_meta& db) {

@@ -81,9 +81,13 @@ class coordinator {
   struct copy_failure {
     std::string range, node, reason;
   };
-  // Sets revs_limit on every copy of every range (others' over RPC); returns the copies that could
-  // not be set (down, or an older release). A copy that missed it keeps its limit until set again.
-  std::vector<copy_failure> set_revs_limit(const db_meta& db, uint32_t limit);
+  struct copies_outcome {
+    size_t asked = 0;                  // copies asked
+    std::vector<copy_failure> failed;  // those that could not do it (down, or an older release)
+  };
+  // Sets revs_limit on every copy of every range (others' over RPC). A copy that missed it keeps its
+  // limit until it is set again.
+  copies_outcome set_revs_limit(const db_meta& db, uint32_t limit);
   // The revs_limit of the first range: this node's copy, else the first other copy that answers.
   result<uint32_t> revs_limit(const db_meta& db);
   // Sets revs_limit on this node's copy of one range.

@@ -139,13 +139,7 @@ status db_catalog::reload() {
 }
 
 db_meta db_catalog::dbs_meta() const {
-  db_meta m;
-  m.name = "_dbs";
-  m.q = 1;
-  m.ranges = make_ranges(1);
-  m.shard_paths = {dbs_path_};
-  m.local = {true};
-  return m;
+  return db_meta::local_system("_dbs", dbs_path_);
 }
 
 result<db_meta> db_catalog::find(const std::string& name) const {

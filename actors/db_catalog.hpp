@@ -13,6 +13,7 @@
 #include <chrono>
 #include <map>
 #include <memory>
+#include <optional>
 #include <shared_mutex>
 #include <string>
 #include <vector>
@@ -39,6 +40,22 @@ struct db_meta {
 
   // Names this incarnation of the database (for change notifications).
   std::string key() const { return name + "." + std::to_string(created); }
+  // The index of the range named `range` ("00000000-7fffffff"), if the database has it.
+  std::optional<size_t> range_named(const std::string& range) const {
+    for (size_t i = 0; i < ranges.size(); ++i)
+      if (ranges[i].name() == range) return i;
+    return std::nullopt;
+  }
+
+  // A one-range system database whose copy lives at `path` on this node (`_dbs`, `_nodes`).
+  static db_meta local_system(std::string name, std::string path) {
+    db_meta m;
+    m.name = std::move(name);
+    m.ranges = make_ranges(1);
+    m.shard_paths = {std::move(path)};
+    m.local = {true};
+    return m;
+  }
 };
 
 class db_catalog {

@@ -21,13 +21,7 @@ result<shard_handle> nodes_db::handle() {
 }
 
 db_meta nodes_db::meta() const {
-  db_meta m;
-  m.name = "_nodes";
-  m.q = 1;
-  m.ranges = make_ranges(1);
-  m.shard_paths = {path_};
-  m.local = {true};
-  return m;
+  return db_meta::local_system("_nodes", path_);
 }
 
 status nodes_db::add(const peer_address& node) {

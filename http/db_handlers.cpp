@@ -179,6 +179,19 @@ void handle_ensure_full_commit(ctx& c, const db_meta& db) {
   c.reply(201, json{{"ok", true}, {"instance_start_time", std::to_string(db.created)}});
 }
 
+namespace {
+
+// A _revs_limit body (a JSON integer, 1 to 1000000), from a client or another node's coordinator.
+result<uint32_t> parse_revs_limit(const std::string& body) {
+  auto v = parse_json(body);
+  if (!v || !v->is_number_integer() || v->get<int64_t>() <= 0 || v->get<int64_t>() > 1000000) {
+    return status{errc::bad_request, "`revs_limit` must be a positive integer (at most 1000000)"};
+  }
+  return static_cast<uint32_t>(v->get<int64_t>());
+}
+
+}  // namespace
+
 void handle_revs_limit(ctx& c, const db_meta& db) {
   if (c.method() == "GET") {
     auto limit = c.node.coord.revs_limit(db);
@@ -186,18 +199,15 @@ void handle_revs_limit(ctx& c, const db_meta& db) {
     return c.reply_raw(200, std::to_string(*limit) + "\n");
   }
   if (c.method() != "PUT") return c.method_not_allowed("GET,PUT");
-  auto body = parse_json(c.req.body);
-  if (!body || !body->is_number_integer() || body->get<int64_t>() <= 0 || body->get<int64_t>() > 1000000) {
-    return c.error(errc::bad_request, "`revs_limit` must be a positive integer (at most 1000000)");
-  }
+  auto limit = parse_revs_limit(c.req.body);
+  if (!limit) return c.error(limit.error());
   // Every copy of every range; copies that cannot take it are listed, as DELETE /db/_time_seq does.
-  auto failed = c.node.coord.set_revs_limit(db, static_cast<uint32_t>(body->get<int64_t>()));
-  size_t copies = 0;
-  for (size_t i = 0; i < db.q; ++i) copies += c.node.coord.copies(db, i).size();
-  if (!failed.empty() && failed.size() == copies) return c.error(errc::unavailable, failed.front().reason);
+  auto set = c.node.coord.set_revs_limit(db, *limit);
+  if (!set.failed.empty() && set.failed.size() == set.asked)
+    return c.error(errc::unavailable, set.failed.front().reason);
   json out = {{"ok", true}};
-  for (auto& f : failed) out["unavailable"].push_back({{"range", f.range}, {"node", f.node}, {"reason", f.reason}});
-  c.reply(failed.empty() ? 200 : 202, out);
+  for (auto& f : set.failed) out["unavailable"].push_back({{"range", f.range}, {"node", f.node}, {"reason", f.reason}});
+  c.reply(set.failed.empty() ? 200 : 202, out);
 }
 
 void handle_time_seq(ctx& c, const db_meta& db) {
@@ -271,12 +281,9 @@ result<doc_read> serve_range_request(node_services& node, const db_meta& db, siz
     return doc_read{200, std::to_string(h->store->header().revs_limit) + "\n", ""};
   }
   if (req.what == "revs_limit" && req.method == "PUT") {
-    char* end = nullptr;
-    unsigned long v = std::strtoul(req.body.c_str(), &end, 10);
-    if (end == req.body.c_str() || *end != '\0' || v == 0 || v > 1000000) {
-      return status{errc::bad_request, "`revs_limit` must be a positive integer (at most 1000000)"};
-    }
-    if (auto st = node.coord.set_copy_revs_limit(db, range, static_cast<uint32_t>(v)); !st) return st;
+    auto limit = parse_revs_limit(req.body);
+    if (!limit) return limit.error();
+    if (auto st = node.coord.set_copy_revs_limit(db, range, *limit); !st) return st;
     return doc_read{200, "{\"ok\":true}\n", ""};
   }
   if (req.what == "local_docs") {

@@ -447,13 +447,10 @@ result<doc_read> serve_doc_request(node_services& node, const std::string& db_na
   } else if (r.what == "revs_diff") {
     handle_revs_diff(c, *db);
   } else if (r.what == "revs_limit" || r.what == "local_docs") {
-    for (size_t i = 0; i < db->q; ++i) {
-      if (db->ranges[i].name() == r.range) {
-        if (!db->hosts(i)) return status{errc::not_found, "no copy here"};
-        return serve_range_request(node, *db, i, r);
-      }
-    }
-    return status{errc::not_found, "no range " + r.range + " in " + db_name};
+    auto i = db->range_named(r.range);
+    if (!i) return status{errc::not_found, "no range " + r.range + " in " + db_name};
+    if (!db->hosts(*i)) return status{errc::not_found, "no copy here"};
+    return serve_range_request(node, *db, *i, r);
   } else {
     return status{errc::bad_request, "unknown document request: " + r.what};
   }

@@ -295,8 +295,7 @@ int main(int argc, char** argv) {
                  : db == "_nodes" && nodes ? result<db_meta>(nodes->meta())
                                            : catalog.lookup(db);
         if (!m) return m.error();
-        for (size_t i = 0; i < m->ranges.size(); ++i)
-          if (m->ranges[i].name() == range) return coord.shard(*m, i);
+        if (auto i = m->range_named(range)) return coord.shard(*m, *i);
         return status{errc::not_found, "no copy of " + db + " range " + range + " on this node"};
       };
       ro.read_changes = read_changes_page;

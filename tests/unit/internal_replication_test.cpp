@@ -4,7 +4,7 @@
 
 #include "actors/bridge.hpp"
 #include "actors/internal_replication.hpp"
-#include "temp_dir.hpp"
+#include "registry_fixture.hpp"
 
 using namespace settee;
 
@@ -29,13 +29,9 @@ doc_update doc(const std::string& id, const std::string& body, std::vector<rev_i
 }  // namespace
 
 TEST_CASE("push_changes copies everything once, checkpoints, and resumes from the checkpoint") {
-  temp_dir dir;
-  caf::actor_system_config cfg;
-  caf::actor_system sys{cfg};
-  manual_clock clk(1700000000000);
-  store_options opts;
-  opts.map_size_bytes = 64ull << 20;
-  shard_registry shards(sys, clk, opts, replica_limits{}, 10);
+  registry_fixture f;
+  temp_dir& dir = f.dir;
+  shard_registry& shards = f.shards;
   auto source = shards.acquire(dir.path + "/n1/range.db", 1);
   auto target = shards.acquire(dir.path + "/n2/range.db", 1);
   REQUIRE(source.ok());

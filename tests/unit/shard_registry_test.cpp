@@ -5,7 +5,7 @@
 #include <sys/stat.h>
 
 #include "actors/shard_registry.hpp"
-#include "temp_dir.hpp"
+#include "registry_fixture.hpp"
 
 using namespace settee;
 
@@ -19,13 +19,9 @@ bool exists(const std::string& path) {
 }  // namespace
 
 TEST_CASE("a removed shard path is never opened (or created) again by the same registry") {
-  temp_dir dir;
-  caf::actor_system_config cfg;
-  caf::actor_system sys{cfg};
-  manual_clock clk(1700000000000);
-  store_options opts;
-  opts.map_size_bytes = 64ull << 20;
-  shard_registry shards(sys, clk, opts, replica_limits{}, 10);
+  registry_fixture f;
+  temp_dir& dir = f.dir;
+  shard_registry& shards = f.shards;
   const std::string path = dir.path + "/shards/00000000-ffffffff/db.1.db";
 
   auto first = shards.acquire(path, 1);
