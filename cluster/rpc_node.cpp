@@ -12,6 +12,7 @@
 
 #include "actors/internal_replication.hpp"
 #include "actors/messages.hpp"
+#include "cluster/peer_auth.hpp"
 #include "cluster/schema/cluster_rpc.capnp.h"
 #include "node/log.hpp"
 
@@ -19,12 +20,23 @@ namespace settee {
 
 namespace {
 
-// Serves the Node interface; forwards to the loop (defined below) on the loop's own thread.
+// What one accepted connection has proved. Shared by the connection (which closes when `drop`
+// is fulfilled) and its node_server (which a call in flight may keep alive a little longer).
+struct conn_gate {
+  bool authenticated = false;
+  std::string server_nonce;  // the outstanding challenge; empty once used
+  kj::Own<kj::PromiseFulfiller<void>> drop;
+};
+
+// Serves the Node interface for one connection; forwards to the loop (defined below) on the loop's
+// own thread. Every method but challenge and handshake is refused until the handshake proved the
+// cluster secret.
 class node_server final : public Node::Server {
  public:
-  explicit node_server(rpc_node::loop& l) : loop_(l) {}
+  node_server(rpc_node::loop& l, std::shared_ptr<conn_gate> gate) : loop_(l), gate_(std::move(gate)) {}
+  kj::Promise<void> challenge(ChallengeContext context) override;
   kj::Promise<void> handshake(HandshakeContext context) override;
-  kj::Promise<void> ping(PingContext) override { return kj::READY_NOW; }
+  kj::Promise<void> ping(PingContext) override { return gate_->authenticated ? kj::READY_NOW : refused(); }
   kj::Promise<void> shardInfo(ShardInfoContext context) override;
   kj::Promise<void> applyChanges(ApplyChangesContext context) override;
   kj::Promise<void> updateDocs(UpdateDocsContext context) override;
@@ -35,7 +47,13 @@ class node_server final : public Node::Server {
   kj::Promise<void> timeSeq(TimeSeqContext context) override;
 
  private:
+  static kj::Promise<void> refused() {
+    return KJ_EXCEPTION(FAILED, "settee: unauthenticated connection (prove the cluster secret in handshake first)");
+  }
+  // Refuses the call and closes the connection.
+  kj::Promise<void> refuse_and_drop(const std::string& why);
   rpc_node::loop& loop_;
+  std::shared_ptr<conn_gate> gate_;
 };
 
 }  // namespace
@@ -49,13 +67,23 @@ struct rpc_node::loop : private kj::TaskSet::ErrorHandler {
     int backoff_ms = 100;
   };
 
+  // One accepted connection: its own RPC system with its own node_server (and gate).
+  struct server_conn {
+    server_conn(kj::Own<kj::AsyncIoStream>&& s, capnp::Capability::Client bootstrap)
+        : stream(kj::mv(s)),
+          network(*stream, capnp::rpc::twoparty::Side::SERVER),
+          rpc(capnp::makeRpcServer(network, kj::mv(bootstrap))) {}
+    kj::Own<kj::AsyncIoStream> stream;
+    capnp::TwoPartyVatNetwork network;
+    capnp::RpcSystem<capnp::rpc::twoparty::VatId> rpc;
+  };
+
   loop(membership& members, const rpc_options& opts, kj::AsyncIoContext& io)
-      : members(members), opts(opts), io(io), server(kj::heap<node_server>(*this)), tasks(*this) {}
+      : members(members), opts(opts), io(io), tasks(*this) {}
 
   membership& members;
   const rpc_options& opts;
   kj::AsyncIoContext& io;
-  capnp::TwoPartyServer server;
   std::map<std::string, kj::Own<peer_conn>> peers;
   // Declared last, destroyed first: cancelling every promise chain before the connections, peers
   // and server they refer to go away.
@@ -63,6 +91,30 @@ struct rpc_node::loop : private kj::TaskSet::ErrorHandler {
 
   void taskFailed(kj::Exception&& e) override {
     log::warning(std::string("rpc task failed: ") + e.getDescription().cStr());
+  }
+
+  kj::Promise<void> accept_loop(kj::ConnectionReceiver& listener) {
+    return listener.accept().then([this, &listener](kj::Own<kj::AsyncIoStream>&& stream) {
+      serve(kj::mv(stream));
+      return accept_loop(listener);
+    });
+  }
+
+  // Serves one connection until the peer hangs up, its proof fails, or it has not proved itself
+  // within the handshake timeout.
+  void serve(kj::Own<kj::AsyncIoStream>&& stream) {
+    auto gate = std::make_shared<conn_gate>();
+    auto dropped = kj::newPromiseAndFulfiller<void>();
+    gate->drop = kj::mv(dropped.fulfiller);
+    auto conn = kj::heap<server_conn>(kj::mv(stream), kj::heap<node_server>(*this, gate));
+    auto& timer = io.provider->getTimer();
+    auto deadline = timer.afterDelay(opts.handshake_timeout_ms * kj::MILLISECONDS).then([gate]() -> kj::Promise<void> {
+      if (gate->authenticated) return kj::NEVER_DONE;
+      log::warning("cluster RPC: closing a connection that did not authenticate in time");
+      return kj::READY_NOW;
+    });
+    auto ends = conn->network.onDisconnect().exclusiveJoin(kj::mv(dropped.promise)).exclusiveJoin(kj::mv(deadline));
+    tasks.add(ends.attach(kj::mv(conn)));
   }
 
   void fill_hello(Hello::Builder h) {
@@ -103,9 +155,41 @@ struct rpc_node::loop : private kj::TaskSet::ErrorHandler {
           pc.client = kj::heap<capnp::TwoPartyClient>(*pc.stream);
           Node::Client cap = pc.client->bootstrap().castAs<Node>();
           pc.cap = cap;
-          auto req = cap.handshakeRequest();
-          fill_hello(req.initHello());
-          return timer.timeoutAfter(opts.handshake_timeout_ms * kj::MILLISECONDS, req.send())
+          // The server's challenge first; an older release does not know the call.
+          auto challenged = cap.challengeRequest().send().then(
+              [](capnp::Response<Node::ChallengeResults>&& r) { return std::string(r.getNonce().cStr()); },
+              [](kj::Exception&& e) -> std::string {
+                if (e.getType() == kj::Exception::Type::UNIMPLEMENTED) return "";
+                kj::throwFatalException(kj::mv(e));
+              });
+          return timer.timeoutAfter(opts.handshake_timeout_ms * kj::MILLISECONDS, kj::mv(challenged))
+              .then([this, &pc, &timer, cap](std::string server_nonce) mutable {
+                bool legacy = server_nonce.empty();
+                if (legacy && !opts.accept_legacy_peers) {
+                  log::warning("peer " + pc.address.name + " runs a release without cluster authentication; " +
+                               "not connecting (see [cluster] accept_legacy_peers in docs/security.md)");
+                  kj::throwFatalException(KJ_EXCEPTION(DISCONNECTED, "legacy peer refused"));
+                }
+                auto req = cap.handshakeRequest();
+                auto h = req.initHello();
+                fill_hello(h);
+                std::string client_nonce = peer_auth::new_nonce();
+                if (!legacy) {
+                  h.setNonce(client_nonce);
+                  h.setProof(peer_auth::client_proof(opts.secret, server_nonce, client_nonce, members.self()));
+                }
+                return timer.timeoutAfter(opts.handshake_timeout_ms * kj::MILLISECONDS, req.send())
+                    .then([this, &pc, legacy, client_nonce, server_nonce](capnp::Response<Node::HandshakeResults>&& r) {
+                      auto hello = r.getHello();
+                      std::string expected =
+                          peer_auth::server_proof(opts.secret, client_nonce, server_nonce, hello.getName().cStr());
+                      if (!legacy && !peer_auth::matches(expected, hello.getProof().cStr())) {
+                        log::warning("peer " + pc.address.name + " did not prove the cluster secret; not connecting");
+                        kj::throwFatalException(KJ_EXCEPTION(DISCONNECTED, "peer failed authentication"));
+                      }
+                      return kj::mv(r);
+                    });
+              })
               .then([this, &pc](capnp::Response<Node::HandshakeResults>&& r) {
                 auto hello = r.getHello();
                 if (std::string(hello.getName().cStr()) != pc.address.name) {
@@ -157,14 +241,51 @@ result<shard_handle> shard_for_read(rpc_node::loop& l, ShardRef::Reader ref, con
   return find_shard(l, ref);
 }
 
+kj::Promise<void> node_server::refuse_and_drop(const std::string& why) {
+  log::warning("cluster RPC: refused a peer: " + why);
+  gate_->authenticated = false;
+  // Close after the refusal had a moment to reach the peer.
+  auto gate = gate_;
+  loop_.tasks.add(loop_.io.provider->getTimer().afterDelay(100 * kj::MILLISECONDS).then([gate]() {
+    if (gate->drop) gate->drop->fulfill();
+  }));
+  return KJ_EXCEPTION(FAILED, "settee: " + why);
+}
+
+kj::Promise<void> node_server::challenge(ChallengeContext context) {
+  if (gate_->authenticated) return refused();  // one handshake per connection
+  gate_->server_nonce = peer_auth::new_nonce();
+  context.getResults().setNonce(gate_->server_nonce);
+  return kj::READY_NOW;
+}
+
 kj::Promise<void> node_server::handshake(HandshakeContext context) {
   auto theirs = context.getParams().getHello();
   std::string name = theirs.getName();
+  std::string server_nonce = std::move(gate_->server_nonce);  // good for this one attempt
+  gate_->server_nonce.clear();
+  std::string client_nonce = theirs.getNonce();
+  if (gate_->authenticated) return refused();
+  if (theirs.getProof().size() > 0) {
+    if (server_nonce.empty()) return refuse_and_drop("handshake without a challenge from " + name);
+    std::string expected = peer_auth::client_proof(loop_.opts.secret, server_nonce, client_nonce, name);
+    if (!peer_auth::matches(expected, theirs.getProof().cStr())) {
+      return refuse_and_drop("wrong cluster secret from a peer calling itself " + name);
+    }
+  } else if (!loop_.opts.accept_legacy_peers) {
+    return refuse_and_drop("peer " + name + " (release " + theirs.getRelease().cStr() +
+                           ") did not prove the cluster secret; older releases need [cluster] accept_legacy_peers");
+  }
+  gate_->authenticated = true;
   if (!name.empty() && theirs.getRpcPort() != 0) {
     // A node that introduces itself is a member; dial it back so the view is symmetric.
     loop_.add_peer({name, theirs.getRpcHost().cStr(), theirs.getRpcPort()});
   }
-  loop_.fill_hello(context.getResults().initHello());
+  auto hello = context.getResults().initHello();
+  loop_.fill_hello(hello);
+  if (theirs.getProof().size() > 0) {
+    hello.setProof(peer_auth::server_proof(loop_.opts.secret, client_nonce, server_nonce, loop_.members.self()));
+  }
   return kj::READY_NOW;
 }
 
@@ -224,6 +345,7 @@ kj::Promise<void> commit_on_replica(const shard_handle& h, const std::shared_ptr
 }
 
 kj::Promise<void> node_server::shardInfo(ShardInfoContext context) {
+  if (!gate_->authenticated) return refused();
   auto results = context.getResults();
   auto h = find_shard(loop_, context.getParams().getShard());
   if (!h) {
@@ -243,6 +365,7 @@ kj::Promise<void> node_server::shardInfo(ShardInfoContext context) {
 result<shard_handle> find_shard(rpc_node::loop& l, ShardRef::Reader ref);
 
 kj::Promise<void> node_server::applyChanges(ApplyChangesContext context) {
+  if (!gate_->authenticated) return refused();
   auto params = context.getParams();
   auto h = find_shard(loop_, params.getShard());
   if (!h) {
@@ -270,6 +393,7 @@ kj::Promise<void> node_server::applyChanges(ApplyChangesContext context) {
 }
 
 kj::Promise<void> node_server::updateDocs(UpdateDocsContext context) {
+  if (!gate_->authenticated) return refused();
   auto params = context.getParams();
   auto h = find_shard(loop_, params.getShard());
   if (!h) {
@@ -295,6 +419,7 @@ kj::Promise<void> node_server::updateDocs(UpdateDocsContext context) {
 
 // Reads run on the loop thread: LMDB snapshot reads are short and never wait for a writer.
 kj::Promise<void> node_server::changesPage(ChangesPageContext context) {
+  if (!gate_->authenticated) return refused();
   auto params = context.getParams();
   auto results = context.getResults();
   auto h = shard_for_read(loop_, params.getShard(), loop_.opts.read_changes, "feed");
@@ -333,6 +458,7 @@ kj::Promise<void> node_server::changesPage(ChangesPageContext context) {
 }
 
 kj::Promise<void> node_server::resolveSince(ResolveSinceContext context) {
+  if (!gate_->authenticated) return refused();
   auto params = context.getParams();
   auto results = context.getResults();
   auto h = find_shard(loop_, params.getShard());
@@ -349,6 +475,7 @@ kj::Promise<void> node_server::resolveSince(ResolveSinceContext context) {
 }
 
 kj::Promise<void> node_server::readDoc(ReadDocContext context) {
+  if (!gate_->authenticated) return refused();
   auto params = context.getParams();
   auto results = context.getResults();
   auto h = shard_for_read(loop_, params.getShard(), loop_.opts.read_doc, "document");  // this node holds the range
@@ -376,6 +503,7 @@ kj::Promise<void> node_server::readDoc(ReadDocContext context) {
 }
 
 kj::Promise<void> node_server::allDocsPage(AllDocsPageContext context) {
+  if (!gate_->authenticated) return refused();
   auto p = context.getParams();
   auto results = context.getResults();
   auto h = shard_for_read(loop_, p.getShard(), loop_.opts.read_all_docs, "_all_docs");
@@ -413,6 +541,7 @@ kj::Promise<void> node_server::allDocsPage(AllDocsPageContext context) {
 }
 
 kj::Promise<void> node_server::timeSeq(TimeSeqContext context) {
+  if (!gate_->authenticated) return refused();
   auto params = context.getParams();
   auto h = find_shard(loop_, params.getShard());
   if (!h) {
@@ -480,7 +609,7 @@ status rpc_node::start() {
       opts_.port = port_;
       {
         loop state(members_, opts_, io);
-        state.tasks.add(state.server.listen(*listener));
+        state.tasks.add(state.accept_loop(*listener));
         for (auto& s : opts_.seeds) state.add_peer(s);
         auto paf = kj::newPromiseAndFulfiller<void>();
         control->executor = kj::getCurrentThreadExecutor().addRef();

@@ -7,6 +7,12 @@
 // `ping_timeout_ms`. Any failure marks the peer disconnected and retries after a backoff that
 // doubles from 100 ms to `max_backoff_ms`. A node that introduces itself in a handshake becomes a
 // member and is dialled back.
+//
+// No method runs for a connection until its handshake proved the cluster secret (`secret`;
+// cluster/peer_auth.hpp): the server refuses every call before that, closes a connection whose
+// proof is wrong, and closes one that has not proved itself within `handshake_timeout_ms`. The
+// dialling node checks the server's proof too before it sends anything else. Older releases
+// cannot prove anything; they are accepted (both ways) only with `accept_legacy_peers`.
 #pragma once
 #include <chrono>
 #include <functional>
@@ -31,6 +37,8 @@ struct rpc_options {
   std::string release;
   std::vector<std::string> features;
   std::vector<peer_address> seeds;
+  std::string secret;                // the cluster secret every member holds
+  bool accept_legacy_peers = false;  // let nodes of releases before 0.3 (no proof) in: upgrades only
   int handshake_timeout_ms = 2000;
   int ping_interval_ms = 500;
   int ping_timeout_ms = 2000;

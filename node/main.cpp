@@ -19,6 +19,7 @@
 #include "actors/shard_registry.hpp"
 #include "cluster/membership.hpp"
 #include "cluster/nodes_db.hpp"
+#include "cluster/peer_auth.hpp"
 #include "cluster/rpc_node.hpp"
 #include "cluster/shard_sync.hpp"
 #include "http/auth.hpp"
@@ -107,6 +108,13 @@ void prepare_local_config(const std::string& local_path, config& local, config& 
     local.set("chttpd_auth", "secret", crypto::random_hex(32));
     dirty = true;
   }
+  // The cluster secret nodes prove to each other (docs/security.md): the operator's [cluster]
+  // secret, else SETTEE_CLUSTER_SECRET, else one generated on the first start (copy it to the
+  // other nodes of the cluster).
+  if (local.get("cluster", "secret").empty()) {
+    local.set("cluster", "secret", crypto::random_hex(32));
+    dirty = true;
+  }
   // Plain-text admins (CouchDB hashes them at start-up too): keep only the hash in local.ini.
   for (const config* source : {static_cast<const config*>(&local), &operator_cfg}) {
     auto it = source->sections().find("admins");
@@ -141,6 +149,7 @@ void prepare_local_config(const std::string& local_path, config& local, config& 
     if (auto st = local.save_file(local_path); !st) die(st.reason);
   }
   cfg.merge(local);
+  if (const char* env = std::getenv("SETTEE_CLUSTER_SECRET"); env && *env) cfg.set("cluster", "secret", env);
   cfg.merge(operator_cfg);
   // Operator admins given in plain text are used through their hashes.
   auto it = local.sections().find("admins");
@@ -288,6 +297,16 @@ int main(int argc, char** argv) {
       ro.release = SETTEE_VERSION;
       ro.features = {"changes", "clustered-seq-v1", "selector"};
       ro.seeds = std::move(*seeds);
+      ro.secret = cfg.get("cluster", "secret");
+      if (ro.secret.size() < peer_auth::min_secret_bytes) {
+        die("[cluster] secret must be at least " + std::to_string(peer_auth::min_secret_bytes) + " bytes");
+      }
+      ro.accept_legacy_peers = cfg.get_bool("cluster", "accept_legacy_peers", false);
+      if (ro.accept_legacy_peers) {
+        log::warning(
+            "[cluster] accept_legacy_peers = true: nodes that cannot prove the cluster secret may call "
+            "this node (only for an upgrade from or downgrade to release 0.2 or older)");
+      }
       ro.call_timeout_ms = static_cast<int>(timeout.count());
       ro.find_shard = [&catalog, &coord, &nodes](const std::string& db,
                                                  const std::string& range) -> result<shard_handle> {

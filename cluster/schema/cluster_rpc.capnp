@@ -10,6 +10,11 @@ struct Hello {
   rpcHost @3 :Text;          # where to dial this node back
   rpcPort @4 :UInt16;
   httpPort @5 :UInt16;
+  # Release 0.3: proof of the cluster secret (docs/security.md). `nonce` is the sender's fresh
+  # random hex; `proof` is HMAC-SHA256(secret, role | the challenger's nonce | nonce | name) in hex.
+  # Empty from older releases, which a node accepts only with [cluster] accept_legacy_peers = true.
+  nonce @6 :Text;
+  proof @7 :Text;
 }
 
 interface Node {
@@ -47,6 +52,10 @@ interface Node {
       -> (status :CallStatus, rows :List(AllDocsRow), before :UInt64, docCount :UInt64);
   # Release 0.2: this copy's time-seq bins (reset: emptied first, committed before the answer).
   timeSeq @9 (shard :ShardRef, reset :Bool) -> (status :CallStatus, bins :TimeSeqBins, updateSeq :UInt64);
+  # Release 0.3: the first call on every connection. The server's fresh nonce, good for one
+  # handshake on this connection; every other method is refused until that handshake proved the
+  # cluster secret. An older node answers "unimplemented".
+  challenge @10 () -> (nonce :Text);
 }
 
 struct TimeSeqBins {

@@ -21,14 +21,14 @@ class Cluster:
     """n settee processes, each seeded with all the others. Automatic sync is off unless asked for:
     these tests drive internal replication by hand."""
 
-    def __init__(self, n, seed_all=True, sync_interval_ms=0):
+    def __init__(self, n, seed_all=True, sync_interval_ms=0, extra_config=""):
         self.names = [f"n{i}@127.0.0.1" for i in range(1, n + 1)]
         self.rpc_ports = [free_port() for _ in range(n)]
         self.nodes = []
         for i in range(n):
             peers = [f"{self.names[j]}:{self.rpc_ports[j]}" for j in range(n) if j != i and (seed_all or j == 0)]
             config = (f"[node]\nname = {self.names[i]}\n[cluster]\nrpc_port = {self.rpc_ports[i]}\n"
-                      f"seeds = {', '.join(peers)}\nsync_interval_ms = {sync_interval_ms}\n")
+                      f"seeds = {', '.join(peers)}\nsync_interval_ms = {sync_interval_ms}\n{extra_config}")
             self.nodes.append(Node(config=config))
 
     def start(self):

@@ -18,6 +18,8 @@ import unittest
 
 BIN = os.environ.get("SETTEE_BIN", os.path.join(os.path.dirname(__file__), "../../build/settee"))
 ADMIN = ("admin", "s3cret")
+# Every test node gets this cluster secret unless a test says otherwise (docs/security.md).
+CLUSTER_SECRET = "test-cluster-secret-0123456789abcdef"
 
 
 def _ephemeral_range():
@@ -105,6 +107,7 @@ class Node:
         env = dict(os.environ)
         if self.admin:
             env["SETTEE_ADMIN"] = f"{self.admin[0]}:{self.admin[1]}"
+        env.setdefault("SETTEE_CLUSTER_SECRET", CLUSTER_SECRET)
         env.update(self.env or {})
         self.log = open(os.path.join(self.data_dir, "..", os.path.basename(self.data_dir) + ".log"), "w")
         self.proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=self.log, env=env, text=True)

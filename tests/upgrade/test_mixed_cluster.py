@@ -9,11 +9,15 @@ from harness import NodeTest, main  # noqa: E402
 from releases import binary  # noqa: E402
 from test_membership import Cluster, wait_for  # noqa: E402
 
+# Releases before 0.3 cannot prove the cluster secret: nodes of this release let them in only with
+# this switch, which an upgrade or downgrade sets on every node until the last old node is gone.
+LEGACY = "accept_legacy_peers = true\n"
+
 
 class MixedCluster(NodeTest):
     @classmethod
     def setUpClass(cls):
-        cls.cluster = Cluster(3, sync_interval_ms=300)
+        cls.cluster = Cluster(3, sync_interval_ms=300, extra_config=LEGACY)
         cls.cluster.nodes[0].bin = binary("v0.1.0")
         cls.cluster.start()
         cls.old, cls.n2, cls.n3 = cls.cluster.nodes
@@ -89,6 +93,33 @@ class MixedCluster(NodeTest):
             self.assertLessEqual(set(after), {r["id"] for r in whole_bins})  # more rows, never fewer
             early = n.get("/solo/_changes?since=2025-09-01T00:00:00Z").json["results"]
             self.assertEqual(sorted(r["id"] for r in early), sorted(before + after))
+
+
+class LegacyRefused(NodeTest):
+    """Without accept_legacy_peers, a v0.2.0 node (which cannot prove the cluster secret) is refused
+    both ways: it cannot call this release's node, and this release's node does not call it."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.cluster = Cluster(2, sync_interval_ms=300)
+        cls.cluster.nodes[0].bin = binary("v0.2.0")
+        cls.cluster.start()
+        cls.old, cls.node = cls.cluster.nodes
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.cluster.cleanup()
+
+    def test_old_node_is_not_a_connected_member(self):
+        self.assertEqual(self.old.get("/").json["vendor"]["version"], "0.2.0")
+        old_name, new_name = self.cluster.names
+        time.sleep(2)  # several reconnect rounds
+        self.assertEqual(self.node.get("/_membership", fresh=True).json["all_nodes"], [new_name])
+        self.assertEqual(self.old.get("/_membership", fresh=True).json["all_nodes"], [old_name])
+        with open(self.node.log.name) as f:
+            log = f.read()
+        self.assertIn("runs a release without cluster authentication", log)
+        self.assertIn("did not prove the cluster secret", log)
 
 
 if __name__ == "__main__":

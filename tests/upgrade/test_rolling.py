@@ -12,12 +12,16 @@ from harness import BIN, Node, NodeTest, main  # noqa: E402
 from releases import binary  # noqa: E402
 from test_membership import Cluster, wait_for  # noqa: E402
 
+# Releases before 0.3 cannot prove the cluster secret: nodes of this release let them in only with
+# this switch, which an upgrade or downgrade sets on every node until the last old node is gone.
+LEGACY = "accept_legacy_peers = true\n"
+
 
 class Rolling(NodeTest):
     @classmethod
     def setUpClass(cls):
         cls.old_bin = binary("v0.1.0")
-        cls.cluster = Cluster(3, sync_interval_ms=300)
+        cls.cluster = Cluster(3, sync_interval_ms=300, extra_config=LEGACY)
         for n in cls.cluster.nodes:
             n.bin = cls.old_bin
         cls.cluster.start()

@@ -1,0 +1,108 @@
+"""The cluster RPC port serves only nodes that prove the cluster secret (issue 13, point 1).
+
+A hand-built Cap'n Proto client (tests/tools/rpc_probe.cpp) calls every method of the Node
+interface without a handshake, with a handshake from an older release, with a wrong secret and with a
+replayed proof: every call is refused. With the right secret every call answers (the control that
+shows the probe can tell the difference). Two nodes with different secrets never connect."""
+import json
+import os
+import subprocess
+import sys
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "integration"))
+from harness import CLUSTER_SECRET, Node, NodeTest, main  # noqa: E402
+from test_membership import Cluster, wait_for  # noqa: E402
+
+PROBE = os.environ.get("SETTEE_RPC_PROBE", os.path.join(os.path.dirname(__file__), "../../build/tests/rpc_probe"))
+METHODS = ["ping", "shardInfo", "applyChanges", "updateDocs", "changesPage", "resolveSince", "readDoc",
+           "allDocsPage", "timeSeq"]
+
+
+def probe(port, *mode):
+    out = subprocess.run([PROBE, "127.0.0.1", str(port), *mode], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    return {row["method"]: row for row in map(json.loads, out.stdout.splitlines())}
+
+
+class RpcAuth(NodeTest):
+    @classmethod
+    def setUpClass(cls):
+        cls.cluster = Cluster(2).start()
+        cls.node = cls.cluster.nodes[0]
+        cls.port = cls.cluster.rpc_ports[0]
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.cluster.cleanup()
+
+    def assertRefused(self, rows, mode):
+        for m in METHODS:
+            self.assertIn(m, rows, (mode, rows))
+            self.assertFalse(rows[m]["ok"], (mode, m, rows[m]))
+        # Still alive and serving its own clients.
+        self.assertEqual(self.node.get("/_up", fresh=True).status, 200)
+
+    def test_every_method_refused_without_a_handshake(self):
+        rows = probe(self.port, "none")
+        self.assertRefused(rows, "none")
+        self.assertIn("unauthenticated", rows["shardInfo"]["error"])
+        self.assertTrue(rows["challenge"]["ok"], rows)  # the one call open to anyone
+
+    def test_every_method_refused_for_a_legacy_handshake(self):
+        rows = probe(self.port, "legacy")
+        self.assertFalse(rows["handshake"]["ok"], rows)
+        self.assertIn("did not prove the cluster secret", rows["handshake"]["error"])
+        self.assertRefused(rows, "legacy")
+
+    def test_every_method_refused_with_a_wrong_secret(self):
+        rows = probe(self.port, "wrong")
+        self.assertFalse(rows["handshake"]["ok"], rows)
+        self.assertIn("wrong cluster secret", rows["handshake"]["error"])
+        self.assertRefused(rows, "wrong")
+
+    def test_a_replayed_proof_is_refused(self):
+        rows = probe(self.port, "replay", CLUSTER_SECRET)
+        self.assertTrue(rows["handshake-original"]["ok"], rows)
+        self.assertFalse(rows["handshake"]["ok"], rows)
+        self.assertRefused(rows, "replay")
+
+    def test_the_right_secret_opens_every_method(self):
+        rows = probe(self.port, "right", CLUSTER_SECRET)
+        for m in ["handshake"] + METHODS:
+            self.assertTrue(rows[m]["ok"], (m, rows[m]))
+        self.assertFalse(rows["challenge"]["ok"], rows)  # one handshake per connection
+
+    def test_a_silent_connection_is_closed(self):
+        import socket
+        with socket.create_connection(("127.0.0.1", self.port), timeout=10) as s:
+            start = time.time()
+            self.assertEqual(s.recv(1), b"")  # closed by the node, not by us
+            self.assertLess(time.time() - start, 8)
+
+    def test_a_node_with_another_secret_never_joins(self):
+        names = self.cluster.names
+        stranger = Node(config=f"[node]\nname = n9@127.0.0.1\n[cluster]\nrpc_port = 0\n"
+                               f"seeds = {names[0]}:{self.port}\nsync_interval_ms = 0\n",
+                        env={"SETTEE_CLUSTER_SECRET": "another-secret-0123456789abcdef"}).start()
+        try:
+            time.sleep(2)
+            self.assertEqual(stranger.get("/_membership").json["all_nodes"], ["n9@127.0.0.1"])
+            self.assertEqual(self.node.get("/_membership", fresh=True).json["all_nodes"], sorted(names))
+            # Nor did it learn the first node's databases.
+            self.assertEqual(self.node.put("/secretdb").status, 201)
+            time.sleep(0.5)
+            self.assertEqual(stranger.get("/secretdb").status, 404)
+        finally:
+            stranger.cleanup()
+
+    def test_short_secret_stops_the_node_with_a_reason(self):
+        n = Node(config="[cluster]\nrpc_port = 0\nsecret = short\n")
+        with self.assertRaises(RuntimeError) as e:
+            n.start()
+        n.cleanup()
+        self.assertIn("[cluster] secret must be at least 16 bytes", str(e.exception))
+
+
+if __name__ == "__main__":
+    main()
