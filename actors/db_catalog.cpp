@@ -1,6 +1,6 @@
 #include "actors/db_catalog.hpp"
 
-#include <nlohmann/json.hpp>
+#include "node/json.hpp"
 
 #include <algorithm>
 
@@ -9,7 +9,9 @@
 
 namespace settee {
 
-using json = nlohmann::json;
+// `_dbs` entries are written with sorted keys (their bodies, and so their revisions, stay the same
+// across releases); everything read goes through the one hardened parser (node/json.hpp).
+using sorted_json = nlohmann::json;
 
 db_catalog::db_catalog(shard_registry& shards, const clock& clk, std::string data_dir, std::string node_name,
                        std::chrono::milliseconds timeout)
@@ -52,7 +54,7 @@ std::map<std::string, db_catalog::entry> db_catalog::read_entries(const shard_st
   snap.scan_docs("", false, [&](const doc_info& d) {
     std::string body;
     if (!snap.winner_body(d, body)) return true;
-    json j = json::parse(body, nullptr, false);
+    json j = parse_json(body).value_or(json());
     if (!j.is_object() || !j["q"].is_number_unsigned() || !j["created"].is_number_integer() ||
         !j["by_range"].is_object()) {
       log::error("ignoring unreadable _dbs entry for " + d.id);
@@ -193,7 +195,7 @@ status db_catalog::write_entry(const std::string& name, const std::string& body,
 }
 
 result<db_meta> db_catalog::create(const std::string& name, uint32_t q, uint32_t n,
-                                   const std::vector<std::string>& members) {
+                                   const std::vector<std::string>& members, const std::string& security) {
   std::lock_guard<std::mutex> wlock(write_mu_);
   if (find(name)) {
     return status{errc::file_exists, "The database could not be created, the file already exists."};
@@ -202,20 +204,21 @@ result<db_meta> db_catalog::create(const std::string& name, uint32_t q, uint32_t
   e.q = q;
   e.created = std::max(clk_.now_s(), last_suffix_ + 1);
   e.nodes = place_copies(members, q, n, hash_doc_id(name));
+  e.security = security;
   return create_locked(name, e);
 }
 
 std::string db_catalog::entry_body(const db_meta& m) {
-  json by_range = json::object();
+  sorted_json by_range = sorted_json::object();
   for (size_t i = 0; i < m.nodes.size(); ++i) by_range[m.ranges[i].name()] = m.nodes[i];
-  json security = json::parse(m.security, nullptr, false);
-  if (!security.is_object()) security = json::object();
-  return json{{"q", m.q},
-              {"n", m.n},
-              {"created", m.created},
-              {"by_range", by_range},
-              {"props", json::object()},
-              {"security", security}}
+  auto parsed = parse_json(m.security);
+  sorted_json security = parsed && parsed->is_object() ? sorted_json(*parsed) : sorted_json::object();
+  return sorted_json{{"q", m.q},
+                     {"n", m.n},
+                     {"created", m.created},
+                     {"by_range", by_range},
+                     {"props", sorted_json::object()},
+                     {"security", security}}
       .dump();
 }
 

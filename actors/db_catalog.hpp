@@ -84,7 +84,10 @@ class db_catalog {
   bool alive(const db_meta& m) const;
   // errc::file_exists when it exists. The n copies of each of the q ranges are placed over
   // `members` (sorted, this node included); this node creates the files of its own copies.
-  result<db_meta> create(const std::string& name, uint32_t q, uint32_t n, const std::vector<std::string>& members);
+  // `security` is the new database's _security object, written in the same `_dbs` entry (so there is
+  // no moment when the database exists without it).
+  result<db_meta> create(const std::string& name, uint32_t q, uint32_t n, const std::vector<std::string>& members,
+                         const std::string& security = "{}");
   // A system database (`_users`, `_replicator`): one range, a copy on every node, and the same
   // incarnation everywhere, so nodes that create it independently agree. No-op when it exists.
   status create_system(const std::string& name);

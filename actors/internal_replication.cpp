@@ -1,14 +1,12 @@
 #include "actors/internal_replication.hpp"
 
-#include <nlohmann/json.hpp>
+#include "node/json.hpp"
 
 #include <cstdlib>
 
 #include "actors/bridge.hpp"
 
 namespace settee {
-
-using json = nlohmann::json;
 
 replication_target local_target(const shard_handle& target, std::chrono::milliseconds timeout) {
   replication_target t;
@@ -44,7 +42,7 @@ struct checkpoint {
 };
 
 bool parse_checkpoint(const std::string& body, checkpoint& cp) {
-  json j = json::parse(body, nullptr, false);
+  json j = parse_json(body).value_or(json());
   if (!j.is_object() || !j["seq"].is_number_unsigned()) return false;
   cp.seq = j["seq"].get<uint64_t>();
   if (j.contains("history") && j["history"].is_array()) {

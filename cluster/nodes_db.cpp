@@ -1,6 +1,6 @@
 #include "cluster/nodes_db.hpp"
 
-#include <nlohmann/json.hpp>
+#include "node/json.hpp"
 
 #include "actors/bridge.hpp"
 #include "node/log.hpp"
@@ -58,7 +58,7 @@ status nodes_db::reload() {
   snap->scan_docs("", false, [&](const doc_info& d) {
     std::string body;
     if (known_.count(d.id) || !snap->winner_body(d, body)) return true;
-    auto j = nlohmann::json::parse(body, nullptr, false);
+    json j = parse_json(body).value_or(json());
     if (!j.is_object() || !j["host"].is_string() || !j["rpc_port"].is_number_unsigned()) {
       log::warning("ignoring unreadable _nodes entry " + d.id);
       return true;

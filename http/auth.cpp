@@ -88,9 +88,22 @@ std::optional<authenticator::stored_user> authenticator::find_user(const std::st
   return u;
 }
 
+std::optional<std::vector<std::string>> authenticator::roles_of(const std::string& name) {
+  auto u = find_user(name);
+  if (!u) return std::nullopt;
+  return u->roles;
+}
+
 std::optional<user_ctx> authenticator::check_password(const std::string& name, const std::string& password) {
   auto u = find_user(name);
-  if (!u || !verify_cached(name, password, u->hash)) return std::nullopt;
+  if (!u) {
+    // The same key derivation as for a known user, so the answer's timing does not tell whether
+    // the name exists.
+    static const std::string dummy = crypto::hash("settee-dummy-password");
+    crypto::verify(password, dummy);
+    return std::nullopt;
+  }
+  if (!verify_cached(name, password, u->hash)) return std::nullopt;
   user_ctx ctx;
   ctx.name = name;
   ctx.roles = u->roles;

@@ -10,8 +10,10 @@ namespace settee {
 namespace {
 
 result<json> json_object_body(ctx& c) {
-  auto body = parse_json(c.req.body);
-  if (!body) return status{errc::bad_request, "invalid UTF-8 JSON"};
+  if (auto st = c.require_json_content(); !st) return st;
+  std::string why;
+  auto body = parse_json(c.req.body, &why);
+  if (!body) return status{errc::bad_request, json_refusal(why, "invalid UTF-8 JSON")};
   if (!body->is_object()) return status{errc::bad_request, "Request body must be a JSON object"};
   return std::move(*body);
 }
@@ -44,6 +46,7 @@ void handle_bulk_docs(ctx& c, const db_meta& db) {
     local_update u;
   };
   std::vector<local_write> locals;
+  std::vector<std::pair<size_t, status>> refused;  // documents this user may not write, by position
   updates.reserve(docs.size());
   for (size_t i = 0; i < docs.size(); ++i) {
     json& d = docs[i];
@@ -67,6 +70,11 @@ void handle_bulk_docs(ctx& c, const db_meta& db) {
       return c.error(id.error());
     }
     std::string doc_id = id->empty() ? next_uuid() : *id;
+    if (auto st = authorize_doc_write(c, db, doc_id, &d); !st) {
+      refused.emplace_back(i, st);
+      ids.push_back(doc_id);
+      continue;
+    }
     auto u = to_doc_update(db, std::move(d), doc_id, new_edits);
     if (!u) return c.error(u.error());
     updates.push_back(std::move(*u));
@@ -82,9 +90,18 @@ void handle_bulk_docs(ctx& c, const db_meta& db) {
   for (auto& lw : locals) local_results.emplace_back(lw.position, c.node.coord.write_local(db, std::move(lw.u)));
 
   json out = json::array();
-  size_t next_doc = 0, next_local = 0;
+  size_t next_doc = 0, next_local = 0, next_refused = 0;
+  // A document that failed for the server's sake (disk full, a copy unreachable) sets the overall
+  // status, as CouchDB's fabric does when a shard write fails; refusals of single documents
+  // (conflicts, forbidden) do not: they are answers about those documents.
+  int server_failure = 0;
   for (size_t i = 0; i < ids.size(); ++i) {
     json row;
+    if (next_refused < refused.size() && refused[next_refused].first == i) {
+      const status& st = refused[next_refused++].second;
+      out.push_back({{"id", ids[i]}, {"error", error_name_of(st.code)}, {"reason", st.reason}});
+      continue;
+    }
     if (next_local < local_results.size() && local_results[next_local].first == i) {
       auto& r = local_results[next_local++].second;
       if (r)
@@ -103,9 +120,10 @@ void handle_bulk_docs(ctx& c, const db_meta& db) {
       row["error"] = error_name_of(r.st.code);
       row["reason"] = r.st.reason;
       out.push_back(row);
+      if (http_status_of(r.st.code) >= 500 && !server_failure) server_failure = http_status_of(r.st.code);
     }
   }
-  c.reply(written->quorum_met ? 201 : 202, out);
+  c.reply(server_failure ? server_failure : written->quorum_met ? 201 : 202, out);
 }
 
 void handle_bulk_get(ctx& c, const db_meta& db) {

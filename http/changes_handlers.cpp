@@ -121,8 +121,10 @@ result<changes_query> parse_changes(ctx& c, const json* body) {
       if (body && body->contains("doc_ids")) {
         ids = (*body)["doc_ids"];
       } else if (c.has("doc_ids")) {
-        auto parsed = parse_json(c.param("doc_ids"));
-        if (!parsed) return status{errc::bad_request, "`doc_ids` filter parameter is not a list of doc ids."};
+        std::string why;
+        auto parsed = parse_json(c.param("doc_ids"), &why);
+        if (!parsed)
+          return status{errc::bad_request, json_refusal(why, "`doc_ids` filter parameter is not a list of doc ids.")};
         ids = std::move(*parsed);
       }
       if (!ids.is_array()) return status{errc::bad_request, "`doc_ids` filter parameter is not a list of doc ids."};
@@ -311,9 +313,14 @@ bool provide_live(stream& s, httplib::DataSink& sink) {
 void handle_changes(ctx& c, const db_meta& db) {
   if (c.method() != "GET" && c.method() != "POST") return c.method_not_allowed("GET,HEAD,POST");
   std::optional<json> body;
+  if (c.method() == "POST") {
+    if (auto st = c.require_json_content(); !st) return c.error(st);
+  }
   if (c.method() == "POST" && !c.req.body.empty()) {
-    body = parse_json(c.req.body);
-    if (!body || !body->is_object()) return c.error(errc::bad_request, "Request body must be a JSON object");
+    std::string why;
+    body = parse_json(c.req.body, &why);
+    if (!body || !body->is_object())
+      return c.error(errc::bad_request, json_refusal(why, "Request body must be a JSON object"));
   }
   auto q = parse_changes(c, body ? &*body : nullptr);
   if (!q) return c.error(q.error());

@@ -69,7 +69,7 @@ void create_db(ctx& c, const std::string& name) {
   }
   // Look at `_dbs` as peers pushed it: the name may have been taken on another node a moment ago.
   if (auto st = c.node.coord.catalog().reload(); !st) return c.error(st);
-  auto db = c.node.coord.catalog().create(name, *q, *n, members);
+  auto db = c.node.coord.catalog().create(name, *q, *n, members, c.node.new_db_security);
   if (!db) return c.error(db.error());
   share_catalog(c);
   c.reply(201, json{{"ok", true}});
@@ -126,18 +126,19 @@ void handle_db(ctx& c, const std::string& name) {
   if (!allowed) return c.error(allowed);
   if (c.method() == "GET") return db_info(c, *db);
   // POST /db: create a document with a server-generated id unless it brings its own.
-  std::string type = c.req.get_header_value("Content-Type");
-  if (type.rfind("application/json", 0) != 0) {
-    return c.error(errc::bad_content_type, "Content-Type must be application/json");
-  }
+  if (auto st = c.require_json_content(); !st) return c.error(st);
+  c.security = &security;
   handle_doc(c, *db, "");
 }
 
 void handle_security(ctx& c, const db_meta& db, const json& security) {
   if (c.method() == "GET") return c.reply(200, security);
   if (c.method() != "PUT") return c.method_not_allowed("PUT,GET");
-  auto body = parse_json(c.req.body);
-  if (!body || !body->is_object()) return c.error(errc::bad_request, "Security object must be a JSON object");
+  if (auto st = c.require_json_content(); !st) return c.error(st);
+  std::string why;
+  auto body = parse_json(c.req.body, &why);
+  if (!body || !body->is_object())
+    return c.error(errc::bad_request, json_refusal(why, "Security object must be a JSON object"));
   for (const char* section : {"admins", "members"}) {
     if (!body->contains(section)) continue;
     const json& s = (*body)[section];
@@ -368,8 +369,12 @@ result<all_docs_query> parse_all_docs(ctx& c, const json* post_body) {
   q.skip = *skip;
   auto json_param = [&](const char* name) -> result<std::optional<json>> {
     if (!c.has(name)) return std::optional<json>{};
-    auto j = parse_json(c.param(name));
-    if (!j) return status{errc::query_parse_error, std::string("Invalid JSON in the `") + name + "` parameter"};
+    std::string why;
+    auto j = parse_json(c.param(name), &why);
+    if (!j) {
+      return status{errc::query_parse_error,
+                    json_refusal(why, std::string("Invalid JSON in the `") + name + "` parameter")};
+    }
     return std::optional<json>{std::move(*j)};
   };
   for (auto [name, alias, slot] : {std::tuple{"startkey", "start_key", &q.start},
@@ -479,8 +484,11 @@ void handle_all_docs(ctx& c, const db_meta& db) {
   if (c.method() != "GET" && c.method() != "POST") return c.method_not_allowed("GET,HEAD,POST");
   std::optional<json> body;
   if (c.method() == "POST") {
-    body = parse_json(c.req.body);
-    if (!body || !body->is_object()) return c.error(errc::bad_request, "Request body must be a JSON object");
+    if (auto st = c.require_json_content(); !st) return c.error(st);
+    std::string why;
+    body = parse_json(c.req.body, &why);
+    if (!body || !body->is_object())
+      return c.error(errc::bad_request, json_refusal(why, "Request body must be a JSON object"));
   }
   auto parsed = parse_all_docs(c, body ? &*body : nullptr);
   if (!parsed) return c.error(parsed.error());

@@ -128,9 +128,10 @@ void get_open_revs(ctx& c, const shard_store::snapshot& snap, const doc_info* d,
     if (!d) return c.error(errc::not_found, "missing");
     indices = d->tree.sorted_leaves();
   } else {
-    auto revs = parse_json(spec);
+    std::string why;
+    auto revs = parse_json(spec, &why);
     if (!revs || !revs->is_array())
-      return c.error(errc::bad_request, "`open_revs` must be `all` or a JSON array of revisions");
+      return c.error(errc::bad_request, json_refusal(why, "`open_revs` must be `all` or a JSON array of revisions"));
     for (auto& r : *revs) {
       rev_id rid;
       if (!r.is_string() || !valid_rev(r.get<std::string>(), rid)) return c.error(bad_rev());
@@ -341,8 +342,9 @@ result<write_outcome> write_one(ctx& c, const db_meta& db, doc_update u) {
 }
 
 void put_doc(ctx& c, const db_meta& db, std::string id) {
-  auto body = parse_json(c.req.body);
-  if (!body) return c.error(errc::bad_request, "invalid UTF-8 JSON");
+  std::string why;
+  auto body = parse_json(c.req.body, &why);
+  if (!body) return c.error(errc::bad_request, json_refusal(why, "invalid UTF-8 JSON"));
   if (!body->is_object()) return c.error(errc::bad_request, "Document must be a JSON object");
   auto new_edits = c.bool_param("new_edits", true);
   if (!new_edits) return c.error(new_edits.error());
@@ -358,6 +360,7 @@ void put_doc(ctx& c, const db_meta& db, std::string id) {
     }
     (*body)["_rev"] = rev;
   }
+  if (auto st = authorize_doc_write(c, db, id, &*body); !st) return c.error(st);
   auto u = to_doc_update(db, std::move(*body), id, *new_edits);
   if (!u) return c.error(u.error());
   auto written = write_one(c, db, std::move(*u));
@@ -366,6 +369,7 @@ void put_doc(ctx& c, const db_meta& db, std::string id) {
 }
 
 void delete_doc(ctx& c, const db_meta& db, const std::string& id) {
+  if (auto st = authorize_doc_write(c, db, id, nullptr); !st) return c.error(st);
   doc_update u;
   u.id = id;
   u.deleted = true;
@@ -457,6 +461,25 @@ result<doc_read> serve_doc_request(node_services& node, const std::string& db_na
   return doc_read{res.status, res.body, res.get_header_value("ETag")};
 }
 
+status authorize_doc_write(ctx& c, const db_meta& db, const std::string& id, const json* body) {
+  if (c.user.is_admin()) return {};
+  static const json no_security = json::object();
+  const json& security = c.security ? *c.security : no_security;
+  if (id.rfind("_design/", 0) == 0) return authenticator::require_db_admin(c.user, security);
+  if (db.name != "_users") return {};
+  // Only a user's own document gets here (http/server.cpp): its name and roles stay as they are.
+  if (!c.user.name || id != "org.couchdb.user:" + *c.user.name || !body) {
+    return {errc::forbidden, "Only server admins may create, delete or edit other users' documents."};
+  }
+  auto stored = c.node.auth.roles_of(*c.user.name);
+  json roles = body->contains("roles") ? (*body)["roles"] : json::array();
+  if (!stored || roles != json(*stored)) return {errc::forbidden, "Only _admin may set roles"};
+  if (!body->contains("name") || (*body)["name"] != *c.user.name) {
+    return {errc::forbidden, "The `name` field must be the user's own name"};
+  }
+  return {};
+}
+
 void handle_doc(ctx& c, const db_meta& db, const std::string& id) {
   if (!id.empty()) {
     if (auto st = validate_doc_id(id, c.node.max_document_id_length); !st) return c.error(st);
@@ -507,8 +530,9 @@ void handle_local_doc(ctx& c, const db_meta& db, const std::string& id) {
   u.deleted = m == "DELETE";
   std::string rev = requested_rev(c);
   if (m == "PUT") {
-    auto body = parse_json(c.req.body);
-    if (!body) return c.error(errc::bad_request, "invalid UTF-8 JSON");
+    std::string why;
+    auto body = parse_json(c.req.body, &why);
+    if (!body) return c.error(errc::bad_request, json_refusal(why, "invalid UTF-8 JSON"));
     if (!body->is_object()) return c.error(errc::bad_request, "Document must be a JSON object");
     if (rev.empty() && body->contains("_rev")) {
       if (!(*body)["_rev"].is_string()) return c.error(bad_rev());

@@ -41,6 +41,9 @@ void handle_changes(ctx& c, const db_meta& db);
 // doc_handlers.cpp
 void handle_doc(ctx& c, const db_meta& db, const std::string& id);
 void handle_local_doc(ctx& c, const db_meta& db, const std::string& id);
+// Whether the request's user may write document `id` with `body` (null for a deletion): design
+// documents need a db admin; in `_users`, only an admin may set roles or touch another user's doc.
+status authorize_doc_write(ctx& c, const db_meta& db, const std::string& id, const json* body);
 // A document GET for another node's coordinator (this node holds the document's range).
 result<doc_read> serve_doc_request(node_services& node, const std::string& db, const doc_request& req);
 // Hands a document-level request to the first node holding `range` that answers.

@@ -2,12 +2,6 @@
 
 namespace settee {
 
-std::optional<json> parse_json(std::string_view text) {
-  json j = json::parse(text.begin(), text.end(), nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded()) return std::nullopt;
-  return j;
-}
-
 std::string quote(std::string_view s) {
   static const char hex[] = "0123456789abcdef";
   std::string out;

@@ -1,18 +1,17 @@
 // json_util: JSON helpers for the HTTP layer. Document bodies keep their key order
 // (nlohmann::ordered_json), as CouchDB does. Parsing never throws.
 #pragma once
-#include <nlohmann/json.hpp>
-
-#include <optional>
 #include <string>
 #include <string_view>
 
+#include "node/json.hpp"
+
 namespace settee {
 
-using json = nlohmann::ordered_json;
-
-// Parses `text`; std::nullopt when it is not valid JSON.
-std::optional<json> parse_json(std::string_view text);
+// The reason to give a client for text parse_json refused: `why` (too deep) when set, else `fallback`.
+inline std::string json_refusal(const std::string& why, std::string fallback) {
+  return why.empty() ? std::move(fallback) : why;
+}
 // `s` as a JSON string literal, quotes included.
 std::string quote(std::string_view s);
 bool valid_utf8(std::string_view s);

@@ -40,9 +40,18 @@ result<int64_t> ctx::int_param(const char* name, int64_t def) const {
 }
 
 result<json> ctx::json_body() const {
-  auto j = parse_json(req.body);
-  if (!j) return status{errc::bad_request, "invalid UTF-8 JSON"};
+  std::string why;
+  auto j = parse_json(req.body, &why);
+  if (!j) return status{errc::bad_request, json_refusal(why, "invalid UTF-8 JSON")};
   return std::move(*j);
+}
+
+status ctx::require_json_content() const {
+  std::string type = req.get_header_value("Content-Type");
+  std::string base = type.substr(0, type.find(';'));
+  while (!base.empty() && base.back() == ' ') base.pop_back();
+  if (base != "application/json") return {errc::bad_content_type, "Content-Type must be application/json"};
+  return {};
 }
 
 void ctx::reply(int status, const json& body) {

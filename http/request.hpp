@@ -39,6 +39,10 @@ struct node_services {
   rpc_node* rpc = nullptr;      // null on a single node
   nodes_db* nodes = nullptr;    // null on a single node
   size_t max_live_feeds = 100;  // longpoll/continuous/eventsource feeds open at once
+  // The _security object of new databases ([couchdb] default_security): admin-only, as CouchDB 3.
+  std::string new_db_security = admin_only_security;
+  static constexpr const char* admin_only_security =
+      R"({"members":{"roles":["_admin"]},"admins":{"roles":["_admin"]}})";
   std::atomic<size_t> live_feeds{0};
 };
 
@@ -57,6 +61,7 @@ struct ctx {
   user_ctx user;
   std::string method_ = req.method == "HEAD" ? "GET" : req.method;
   std::string req_rev_override = {};  // a document GET answers this revision (chosen by a read quorum)
+  const json* security = nullptr;     // the database's _security object, below /db/...
 
   // HEAD is answered as GET (httplib drops the body).
   const std::string& method() const { return method_; }
@@ -72,6 +77,9 @@ struct ctx {
   result<int64_t> int_param(const char* name, int64_t def) const;
   // The body as a JSON object (400 with CouchDB's reasons when it is not).
   result<json> json_body() const;
+  // 415 bad_content_type unless the request says its body is application/json (as CouchDB's
+  // validate_ctype; it also keeps cross-site HTML forms, which cannot send that type, out).
+  status require_json_content() const;
 
   void reply(int status, const json& body);
   void reply_raw(int status, std::string body, const char* content_type = "application/json");

@@ -67,11 +67,24 @@ void dispatch(ctx& c) {
     return c.error(validate_db_name(first));
   }
   if (auto st = validate_db_name(first); !st) return c.error(st);
+  // System databases are never open to anonymous users, whatever their _security says (a data dir
+  // from before release 0.3 has `_replicator` with an empty one).
+  if (is_system_db(first) && !c.user.name)
+    return c.error(errc::unauthorized, "You are not authorized to access this db.");
   if (p.size() == 1) return handle_db(c, first);
   auto db = c.node.coord.catalog().lookup(first);
   if (!db) return c.error(db.error());
   json security = read_security(c, *db);
-  bool server_admin_only = first == "_users" || p[1] == "_sync_shards";
+  c.security = &security;
+  // System databases are never open to anonymous users, whatever their _security says (a data dir
+  // from before release 0.3 has `_replicator` with an empty one).
+  if (is_system_db(first) && !c.user.name)
+    return c.error(errc::unauthorized, "You are not authorized to access this db.");
+  // A user reads and updates their own `_users` document (not its roles: doc_handlers checks);
+  // everything else in `_users` is for server admins.
+  bool own_user_doc = first == "_users" && p.size() == 2 && c.user.name && p[1] == "org.couchdb.user:" + *c.user.name &&
+                      (c.method() == "GET" || c.method() == "PUT");
+  bool server_admin_only = (first == "_users" && !own_user_doc) || p[1] == "_sync_shards";
   bool db_admin_only = (p[1] == "_security" || p[1] == "_revs_limit" || p[1] == "_time_seq") && c.method() != "GET";
   status allowed = server_admin_only ? authenticator::require_server_admin(c.user)
                    : db_admin_only   ? authenticator::require_db_admin(c.user, security)

@@ -31,8 +31,10 @@ namespace {
 result<std::optional<std::string>> string_key_param(ctx& c, const char* a, const char* b) {
   const char* name = c.has(a) ? a : (b && c.has(b) ? b : nullptr);
   if (!name) return std::optional<std::string>{};
-  auto j = parse_json(c.param(name));
-  if (!j) return status{errc::bad_request, std::string("invalid JSON in the `") + name + "` parameter"};
+  std::string why;
+  auto j = parse_json(c.param(name), &why);
+  if (!j)
+    return status{errc::bad_request, json_refusal(why, std::string("invalid JSON in the `") + name + "` parameter")};
   if (!j->is_string()) return std::optional<std::string>{};  // non-string keys sort before strings
   return std::optional<std::string>{j->get<std::string>()};
 }
@@ -107,13 +109,20 @@ void handle_uuids(ctx& c) {
 namespace {
 
 // Form-encoded body (name=a&password=b) to a JSON object.
+// The `name` and `password` fields of a form body (nothing else is looked at).
 json parse_form(const std::string& body) {
   json out = json::object();
   httplib::Params params;
   httplib::detail::parse_query_text(body, params);
-  for (auto& [k, v] : params) out[k] = v;
+  for (const char* key : {"name", "password"}) {
+    auto it = params.find(key);
+    if (it != params.end()) out[key] = it->second;
+  }
   return out;
 }
+
+constexpr size_t session_body_max_bytes = 16384;
+constexpr size_t session_json_max_depth = 4;
 
 json user_ctx_json(const user_ctx& u) {
   return json{{"name", u.name ? json(*u.name) : json(nullptr)}, {"roles", u.roles}};
@@ -129,16 +138,20 @@ void handle_session(ctx& c) {
   }
   if (c.method() == "DELETE") {
     c.reply(200, json{{"ok", true}});
-    c.res.set_header("Set-Cookie", "AuthSession=; Version=1; Path=/; HttpOnly; Max-Age=0");
+    c.res.set_header("Set-Cookie", "AuthSession=; Version=1; Path=/; HttpOnly; SameSite=Lax; Max-Age=0");
     return;
   }
   if (c.method() != "POST") return c.method_not_allowed("GET,HEAD,POST,DELETE");
+  // Anyone may post here: a name and a password need little room and no depth.
+  if (c.req.body.size() > session_body_max_bytes) {
+    return c.error(errc::too_large, "a /_session body is at most " + std::to_string(session_body_max_bytes) + " bytes");
+  }
   std::string type = c.req.get_header_value("Content-Type");
   json body;
   if (type.rfind("application/x-www-form-urlencoded", 0) == 0) {
     body = parse_form(c.req.body);
   } else {
-    auto j = parse_json(c.req.body);
+    auto j = parse_json(c.req.body, session_json_max_depth, nullptr);
     if (!j || !j->is_object()) return c.error(errc::bad_request, "Request body must be a JSON object");
     body = std::move(*j);
   }
@@ -149,9 +162,9 @@ void handle_session(ctx& c) {
   auto u = c.node.auth.check_password(name, body["password"].get<std::string>());
   if (!u) return c.error(errc::unauthorized, "Name or password is incorrect.");
   c.reply(200, json{{"ok", true}, {"name", name}, {"roles", u->roles}});
-  c.res.set_header("Set-Cookie",
-                   "AuthSession=" + c.node.auth.make_cookie(name) +
-                       "; Version=1; Path=/; HttpOnly; Max-Age=" + std::to_string(c.node.auth.cookie_timeout_s()));
+  c.res.set_header("Set-Cookie", "AuthSession=" + c.node.auth.make_cookie(name) +
+                                     "; Version=1; Path=/; HttpOnly; SameSite=Lax; Max-Age=" +
+                                     std::to_string(c.node.auth.cookie_timeout_s()));
 }
 
 void handle_membership(ctx& c) {

@@ -270,6 +270,14 @@ int main(int argc, char** argv) {
     node.uuids_max_count = static_cast<size_t>(cfg.get_int("uuids", "max_count", 1000));
     node.bulk_docs_max = static_cast<size_t>(cfg.get_int("couchdb", "bulk_docs_max", 100000));
     node.notifier = &notifier;
+    std::string default_security = cfg.get("couchdb", "default_security", "admin_only");
+    if (default_security == "everyone") {
+      node.new_db_security = "{}";
+    } else if (default_security != "admin_only") {
+      die("[couchdb] default_security must be admin_only or everyone, not '" + default_security + "'");
+    }
+    set_max_json_depth(static_cast<size_t>(
+        std::clamp<int64_t>(cfg.get_int("couchdb", "max_json_depth", default_max_json_depth), 1, 10000)));
 
     http_options http;
     http.bind = cfg.get("chttpd", "bind_address");

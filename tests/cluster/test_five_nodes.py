@@ -142,6 +142,9 @@ class FiveNodes(NodeTest):
     def test_security_is_enforced_by_every_node_at_once(self):
         self.assertEqual(self.node.put("/guarded?q=2&n=1").status, 201)
         for n in self.nodes:
+            self.assertError(n.get("/guarded", auth=False), 401, "unauthorized")  # admin-only when new
+        self.assertEqual(self.node.put("/guarded/_security", {}).status, 200)
+        for n in self.nodes:
             self.assertEqual(n.get("/guarded", auth=False).status, 200)  # public until members are set
         self.assertEqual(self.node.put("/guarded/_security", {"members": {"names": ["alice"]}}).status, 200)
         for n in self.nodes:  # no sweep needed: the change is pushed and applied before the 200

@@ -62,7 +62,7 @@ class Response:
         self.raw = raw
         try:
             self.json = json.loads(raw) if raw else None
-        except ValueError:
+        except (ValueError, RecursionError):
             self.json = None
 
     def header(self, name):

@@ -41,7 +41,11 @@ class Auth(NodeTest):
         self.assertError(self.node.get("/_all_dbs", user=self.user("bob")), 403, "forbidden",
                          "You are not a server admin.")
         self.assertError(self.node.put("/bobs", user=self.user("bob")), 403, "forbidden")
-        self.assertError(self.node.get("/_users/org.couchdb.user:eve", user=self.user("eve")), 403, "forbidden")
+        # A user reads their own _users document, nobody else's, and cannot list the database.
+        self.assertEqual(self.node.get("/_users/org.couchdb.user:eve", user=self.user("eve")).status, 200)
+        self.assertError(self.node.get("/_users/org.couchdb.user:bob", user=self.user("eve")), 403, "forbidden")
+        self.assertError(self.node.get("/_users/_all_docs", user=self.user("eve")), 403, "forbidden")
+        self.assertError(self.node.get("/_users/org.couchdb.user:eve", auth=False), 401, "unauthorized")
 
     def test_cookie_session(self):
         r = self.node.post("/_session", {"name": "bob", "password": "bob-pw"}, auth=False)
@@ -68,6 +72,9 @@ class Auth(NodeTest):
     def test_security_members_and_admins(self):
         self.new_db("private")
         self.node.put("/private/doc", {"secret": 1})
+        # New databases are admin-only (CouchDB 3's default_security); an empty _security opens one.
+        self.assertError(self.node.get("/private/doc", auth=False), 401, "unauthorized")
+        self.assertEqual(self.node.put("/private/_security", {}).status, 200)
         # No members: public.
         self.assertEqual(self.node.get("/private/doc", auth=False).status, 200)
         sec = {"admins": {"names": [], "roles": ["db-admins"]}, "members": {"names": ["eve"], "roles": ["readers"]}}
@@ -95,7 +102,8 @@ class Auth(NodeTest):
         self.assertError(self.node.put("/secbad/_security", {"members": {"names": "bob"}}), 400, "bad_request")
         self.assertError(self.node.put("/secbad/_security", {"admins": []}), 400, "bad_request")
         self.assertError(self.node.post("/secbad/_security", {}), 405, "method_not_allowed", "Only PUT,GET allowed")
-        self.assertEqual(self.node.get("/secbad/_security").json, {})
+        self.assertEqual(self.node.get("/secbad/_security").json,
+                         {"members": {"roles": ["_admin"]}, "admins": {"roles": ["_admin"]}})
 
     def test_password_change_takes_effect(self):
         doc = self.node.get("/_users/org.couchdb.user:eve").json

@@ -54,6 +54,8 @@ class TimeSeqEndpoint(NodeTest):
         self.assertError(r, 405, "method_not_allowed", "Only GET,DELETE allowed")
         self.assertEqual(r.header("Allow"), "GET,DELETE")
         self.assertError(self.node.delete("/tsr/_time_seq", auth=False), 401, "unauthorized")
+        self.assertError(self.node.get("/tsr/_time_seq", auth=False), 401, "unauthorized")  # admin-only by default
+        self.assertEqual(self.node.put("/tsr/_security", {}).status, 200)
         self.assertEqual(self.node.get("/tsr/_time_seq", auth=False).status, 200)  # a public database
 
 

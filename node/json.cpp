@@ -1,0 +1,126 @@
+#include "node/json.hpp"
+
+#include <atomic>
+#include <memory>
+#include <unordered_map>
+#include <vector>
+
+namespace settee {
+
+namespace {
+
+std::atomic<size_t> max_depth_{default_max_json_depth};
+
+// Objects up to this size are searched for a repeated key linearly; larger ones get a hash index.
+constexpr size_t index_from = 16;
+
+// A SAX handler that builds the document (nlohmann's own DOM builder, but with a depth limit and
+// a hash index for the keys of large objects).
+class dom_builder {
+ public:
+  explicit dom_builder(size_t max_depth) : max_depth_(max_depth) {}
+
+  bool null() { return put(json(nullptr)); }
+  bool boolean(bool v) { return put(json(v)); }
+  bool number_integer(json::number_integer_t v) { return put(json(v)); }
+  bool number_unsigned(json::number_unsigned_t v) { return put(json(v)); }
+  bool number_float(json::number_float_t v, const std::string&) { return put(json(v)); }
+  bool string(std::string& v) { return put(json(std::move(v))); }
+  bool binary(json::binary_t& v) { return put(json(std::move(v))); }
+  bool start_object(size_t) { return open(json::object()); }
+  bool start_array(size_t) { return open(json::array()); }
+  bool key(std::string& k) {
+    key_ = std::move(k);
+    return true;
+  }
+  bool end_object() { return close(); }
+  bool end_array() { return close(); }
+  bool parse_error(size_t, const std::string&, const nlohmann::detail::exception&) { return false; }
+
+  json root;
+  bool too_deep = false;
+
+ private:
+  struct frame {
+    json* value;
+    std::unique_ptr<std::unordered_map<std::string, size_t>> index;  // key -> position, large objects only
+  };
+
+  // Adds `v` to the innermost open container (or makes it the root); returns where it is now.
+  json* insert(json&& v) {
+    if (stack_.empty()) {
+      root = std::move(v);
+      return &root;
+    }
+    frame& top = stack_.back();
+    if (top.value->is_array()) {
+      auto& arr = top.value->get_ref<json::array_t&>();
+      arr.push_back(std::move(v));
+      return &arr.back();
+    }
+    auto& obj = top.value->get_ref<json::object_t&>();
+    if (!top.index && obj.size() >= index_from) {
+      top.index = std::make_unique<std::unordered_map<std::string, size_t>>();
+      for (size_t i = 0; i < obj.size(); ++i) (*top.index)[(obj.begin() + i)->first] = i;
+    }
+    if (top.index) {
+      auto [it, fresh] = top.index->emplace(key_, obj.size());
+      if (!fresh) return &((obj.begin() + it->second)->second = std::move(v));
+    } else {
+      for (auto& member : obj)
+        if (member.first == key_) return &(member.second = std::move(v));
+    }
+    // ordered_map is a vector of members underneath: append without its linear key search.
+    obj.std::vector<json::object_t::value_type>::emplace_back(std::move(key_), std::move(v));
+    return &obj.back().second;
+  }
+
+  bool put(json&& v) {
+    insert(std::move(v));
+    return true;
+  }
+  bool open(json&& v) {
+    if (stack_.size() >= max_depth_) {
+      too_deep = true;
+      return false;
+    }
+    json* at = insert(std::move(v));
+    stack_.push_back({at, nullptr});
+    return true;
+  }
+  bool close() {
+    stack_.pop_back();
+    return true;
+  }
+
+  size_t max_depth_;
+  std::string key_;
+  std::vector<frame> stack_;
+};
+
+}  // namespace
+
+void set_max_json_depth(size_t depth) {
+  max_depth_ = depth == 0 ? default_max_json_depth : depth;
+}
+
+size_t max_json_depth() {
+  return max_depth_;
+}
+
+std::optional<json> parse_json(std::string_view text, std::string* why) {
+  return parse_json(text, max_depth_, why);
+}
+
+std::optional<json> parse_json(std::string_view text, size_t max_depth, std::string* why) {
+  dom_builder b(max_depth);
+  bool ok = json::sax_parse(text.begin(), text.end(), &b, nlohmann::detail::input_format_t::json, /*strict=*/true);
+  if (ok) return std::move(b.root);
+  if (why) {
+    *why = b.too_deep ? "JSON nests deeper than " + std::to_string(max_depth) + " levels ([couchdb] max_json_depth)"
+                      : std::string();
+  }
+  return std::nullopt;
+}
+
+}  // namespace settee

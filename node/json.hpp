@@ -1,0 +1,32 @@
+// json: the one JSON parser every layer uses for text it did not write itself (request bodies,
+// query values, selectors, RPC payloads, stored documents).
+//
+// Documents keep their key order (nlohmann::ordered_json), as CouchDB does. Parsing never throws
+// and is safe against hostile input:
+//   - nesting is limited (max_json_depth(), [couchdb] max_json_depth, default 1000) while parsing,
+//     so nothing later (rendering, copying, selectors) can recurse deeper than that;
+//   - objects are built in O(n) expected time whatever their size (nlohmann's ordered_map looks
+//     every key up linearly: 400,000 keys took minutes); a repeated key keeps its last value, as
+//     CouchDB's decoder does.
+// Thread-safety: parse_json may be called from any thread; set_max_json_depth only at start-up.
+#pragma once
+#include <nlohmann/json.hpp>
+
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace settee {
+
+using json = nlohmann::ordered_json;
+
+constexpr size_t default_max_json_depth = 1000;
+void set_max_json_depth(size_t depth);
+size_t max_json_depth();
+
+// Parses `text`; std::nullopt when it is not valid JSON or nests deeper than `max_depth` (then
+// `why`, when given, says so in words a client can act on; else it is left empty).
+std::optional<json> parse_json(std::string_view text, std::string* why = nullptr);
+std::optional<json> parse_json(std::string_view text, size_t max_depth, std::string* why);
+
+}  // namespace settee
