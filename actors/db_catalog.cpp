@@ -245,9 +245,21 @@ status db_catalog::create_system(const std::string& name) {
 
 result<db_meta> db_catalog::create_locked(const std::string& name, const entry& e) {
   db_meta m = make_meta(name, e);
-  if (auto st = write_entry(name, entry_body(m), false); !st) return st;
-  // Create this node's shard files now, so a 201 means they are there.
-  if (auto st = open_local_copies(m); !st) return st;
+  // This node's shard files first, then the `_dbs` entry that makes the database exist: a creation
+  // that fails (a full disk) leaves no database behind, and a 201 means the files are there.
+  auto undo_files = [&]() {
+    for (size_t i = 0; i < m.q; ++i)
+      if (m.hosts(i)) shards_.remove(m.shard_paths[i]);
+    last_suffix_ = std::max(last_suffix_, e.created);  // a retry gets new file names
+  };
+  if (auto st = open_local_copies(m); !st) {
+    undo_files();
+    return st;
+  }
+  if (auto st = write_entry(name, entry_body(m), false); !st) {
+    undo_files();
+    return st;
+  }
   last_suffix_ = std::max(last_suffix_, e.created);
   std::unique_lock lock(mu_);
   dbs_by_name_[name] = m;

@@ -1,11 +1,18 @@
 #include "storage/lmdb_env.hpp"
 
+#include <sys/statvfs.h>
+
+#include <cerrno>
+
 namespace settee::lmdb {
 
 status to_status(int rc, const char* what) {
   if (rc == MDB_SUCCESS) return {};
   if (rc == MDB_MAP_FULL) {
     return {errc::storage_full, std::string(what) + ": the shard file reached its map size ([couchdb] map_size_mb)"};
+  }
+  if (rc == ENOSPC || rc == EDQUOT) {
+    return {errc::storage_full, std::string(what) + ": no space left on the device"};
   }
   return {errc::internal, std::string(what) + ": " + mdb_strerror(rc)};
 }
@@ -24,9 +31,25 @@ status txn::begin(MDB_env* env, bool read_only) {
   return to_status(mdb_txn_begin(env, nullptr, read_only ? MDB_RDONLY : 0, &t_), "mdb_txn_begin");
 }
 
+namespace {
+
+// LMDB answers a short write (the file system filled up in the middle of it) with EIO. When the
+// file system of `env` is (nearly) full, that is what happened: say so.
+bool out_of_space(MDB_env* env) {
+  const char* path = nullptr;
+  struct statvfs fs {};
+  if (mdb_env_get_path(env, &path) != 0 || !path || ::statvfs(path, &fs) != 0) return false;
+  constexpr unsigned long long nearly_full_bytes = 4ull << 20;
+  return static_cast<unsigned long long>(fs.f_bavail) * fs.f_frsize < nearly_full_bytes;
+}
+
+}  // namespace
+
 status txn::commit() {
+  MDB_env* env = mdb_txn_env(t_);
   int rc = mdb_txn_commit(t_);  // frees the txn whatever the outcome
   t_ = nullptr;
+  if (rc == EIO && out_of_space(env)) rc = ENOSPC;
   return to_status(rc, "mdb_txn_commit");
 }
 

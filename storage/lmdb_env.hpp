@@ -11,7 +11,8 @@
 
 namespace settee::lmdb {
 
-// Maps an LMDB return code to a status (MDB_MAP_FULL -> storage_full, others -> internal).
+// Maps an LMDB return code to a status (MDB_MAP_FULL, ENOSPC and EDQUOT -> storage_full, others ->
+// internal).
 status to_status(int rc, const char* what);
 
 inline MDB_val val(std::string_view s) {

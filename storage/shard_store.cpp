@@ -1,5 +1,6 @@
 #include "storage/shard_store.hpp"
 
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -132,11 +133,55 @@ void count(shard_header& h, doc_state s, int delta) {
 
 }  // namespace
 
+namespace {
+
+// LMDB maps its lock file and writes to it through the mapping: on a full file system a page it
+// touches first would be a SIGBUS, not an error. So the lock file's blocks are allocated here, where
+// running out of space is an answer (storage_full). 64 bytes per reader slot (LMDB pads each to a
+// cache line) for max_readers slots, plus room for its header; a larger file only means more slots.
+constexpr int max_readers = 1024;
+constexpr off_t lock_file_bytes = 64 * (max_readers + 64);
+
+status allocate_lock_file(const std::string& path) {
+  std::string lock = path + "-lock";
+  int fd = ::open(lock.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (fd < 0) return {errc::internal, "cannot open " + lock + ": " + std::strerror(errno)};
+  int rc = ::posix_fallocate(fd, 0, lock_file_bytes);
+  ::close(fd);
+  if (rc == ENOSPC || rc == EDQUOT) {
+    return {errc::storage_full, "cannot create " + lock + ": no space left on the device"};
+  }
+  if (rc != 0 && rc != EOPNOTSUPP && rc != EINVAL) {
+    return {errc::internal, "cannot allocate " + lock + ": " + std::strerror(rc)};
+  }
+  return {};
+}
+
+bool exists(const std::string& path) {
+  struct stat st {};
+  return ::stat(path.c_str(), &st) == 0;
+}
+
+}  // namespace
+
 result<std::shared_ptr<shard_store>> shard_store::open(const std::string& path, const store_options& opts) {
   size_t slash = path.rfind('/');
   if (slash != std::string::npos) {
     if (auto st = mkdirs(path.substr(0, slash)); !st) return st;
   }
+  // A file this call creates and cannot finish (a full disk) is removed again: half of a new file
+  // would be "not an LMDB file" to the next attempt, and pages past its end a SIGBUS to read.
+  bool fresh = !exists(path);
+  auto opened = open_env(path, opts);
+  if (!opened && fresh) {
+    ::unlink(path.c_str());
+    ::unlink((path + "-lock").c_str());
+  }
+  return opened;
+}
+
+result<std::shared_ptr<shard_store>> shard_store::open_env(const std::string& path, const store_options& opts) {
+  if (auto st = allocate_lock_file(path); !st) return st;
   std::shared_ptr<shard_store> s(new shard_store());
   s->path_ = path;
   s->min_time_ = opts.time_seq_min_time;
@@ -144,7 +189,7 @@ result<std::shared_ptr<shard_store>> shard_store::open(const std::string& path, 
   if (int rc = mdb_env_create(&s->env_); rc != 0) return lmdb::to_status(rc, "mdb_env_create");
   mdb_env_set_maxdbs(s->env_, 8);
   mdb_env_set_mapsize(s->env_, opts.map_size_bytes);
-  mdb_env_set_maxreaders(s->env_, 1024);
+  mdb_env_set_maxreaders(s->env_, max_readers);
   // MDB_NOTLS: read transactions are not bound to threads (CAF workers, HTTP threads).
   if (int rc = mdb_env_open(s->env_, path.c_str(), MDB_NOSUBDIR | MDB_NOTLS, 0644); rc != 0) {
     return lmdb::to_status(rc, ("cannot open " + path).c_str());

@@ -167,6 +167,8 @@ class shard_store : public std::enable_shared_from_this<shard_store> {
   static void remove_files(const std::string& path);
 
  private:
+  // open() without the clean-up of a file it could not finish creating.
+  static result<std::shared_ptr<shard_store>> open_env(const std::string& path, const store_options& opts);
   shard_store() = default;
   status apply_doc(MDB_txn* t, shard_header& h, doc_update& u, doc_result& r, int64_t now_s);
   status apply_local(MDB_txn* t, write_op& op);
