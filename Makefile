@@ -6,7 +6,7 @@ JOBS ?= $(shell nproc)
 DATA ?= ./data
 PORT ?= 5984
 
-.PHONY: all setup build run test bench clean format
+.PHONY: all setup build run test fuzz bench clean format
 
 all: build
 
@@ -23,7 +23,11 @@ run: build
 	$(BUILD)/settee --data-dir $(DATA) --port $(PORT)
 
 test: build
-	cd $(BUILD) && ctest --output-on-failure -j2
+	cd $(BUILD) && ctest --output-on-failure -j2 -LE fuzz
+
+# The 1,000,000-request fuzz run (not part of `make test`; FUZZ_SEED=N replays one).
+fuzz: build
+	cd $(BUILD) && ctest --output-on-failure -L fuzz
 
 bench: build
 	bash bench/run_foundation.sh

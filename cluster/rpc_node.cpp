@@ -2,6 +2,7 @@
 
 #include <capnp/rpc-twoparty.h>
 #include <kj/async-io.h>
+#include <kj/compat/tls.h>
 #include <kj/timer.h>
 
 #include <algorithm>
@@ -12,6 +13,7 @@
 
 #include "actors/internal_replication.hpp"
 #include "actors/messages.hpp"
+#include "cluster/cluster_tls.hpp"
 #include "cluster/peer_auth.hpp"
 #include "cluster/schema/cluster_rpc.capnp.h"
 #include "node/log.hpp"
@@ -78,12 +80,36 @@ struct rpc_node::loop : private kj::TaskSet::ErrorHandler {
     capnp::RpcSystem<capnp::rpc::twoparty::VatId> rpc;
   };
 
+  // The TLS context when the cluster uses TLS: trusts the cluster CA only, presents this node's
+  // certificate, and requires one from every client.
+  struct tls_state {
+    tls_state(const rpc_options& o, kj::Timer& timer)
+        : ca(kj::StringPtr(o.tls_ca_pem.c_str())),
+          keypair{kj::TlsPrivateKey(kj::StringPtr(o.tls_key_pem.c_str())),
+                  kj::TlsCertificate(kj::StringPtr(o.tls_cert_pem.c_str()))} {
+      kj::TlsContext::Options options;
+      options.useSystemTrustStore = false;
+      options.verifyClients = true;
+      options.trustedCertificates = kj::arrayPtr(&ca, 1);
+      options.defaultKeypair = keypair;
+      options.timer = timer;
+      options.acceptTimeout = o.handshake_timeout_ms * kj::MILLISECONDS;
+      context = kj::heap<kj::TlsContext>(kj::mv(options));
+    }
+    kj::TlsCertificate ca;
+    kj::TlsKeypair keypair;
+    kj::Own<kj::TlsContext> context;
+  };
+
   loop(membership& members, const rpc_options& opts, kj::AsyncIoContext& io)
-      : members(members), opts(opts), io(io), tasks(*this) {}
+      : members(members), opts(opts), io(io), tasks(*this) {
+    if (opts.tls) tls = kj::heap<tls_state>(opts, io.provider->getTimer());
+  }
 
   membership& members;
   const rpc_options& opts;
   kj::AsyncIoContext& io;
+  kj::Own<tls_state> tls;
   std::map<std::string, kj::Own<peer_conn>> peers;
   // Declared last, destroyed first: cancelling every promise chain before the connections, peers
   // and server they refer to go away.
@@ -95,7 +121,17 @@ struct rpc_node::loop : private kj::TaskSet::ErrorHandler {
 
   kj::Promise<void> accept_loop(kj::ConnectionReceiver& listener) {
     return listener.accept().then([this, &listener](kj::Own<kj::AsyncIoStream>&& stream) {
-      serve(kj::mv(stream));
+      if (!tls) {
+        serve(kj::mv(stream));
+      } else {
+        tasks.add(tls->context->wrapServer(kj::mv(stream))
+                      .then([this](kj::Own<kj::AsyncIoStream>&& secured) { serve(kj::mv(secured)); },
+                            [](kj::Exception&& e) {
+                              log::warning(std::string("cluster RPC: TLS handshake with a client failed (is [cluster] "
+                                                       "tls the same on every node, and the secret?): ") +
+                                           e.getDescription().cStr());
+                            }));
+      }
       return accept_loop(listener);
     });
   }
@@ -150,6 +186,10 @@ struct rpc_node::loop : private kj::TaskSet::ErrorHandler {
     return io.provider->getNetwork()
         .parseAddress(pc.address.host, pc.address.port)
         .then([](kj::Own<kj::NetworkAddress> addr) { return addr->connect(); })
+        .then([this](kj::Own<kj::AsyncIoStream> stream) -> kj::Promise<kj::Own<kj::AsyncIoStream>> {
+          if (!tls) return kj::mv(stream);
+          return tls->context->wrapClient(kj::mv(stream), tls_peer_name);
+        })
         .then([this, &pc, &timer](kj::Own<kj::AsyncIoStream> stream) {
           pc.stream = kj::mv(stream);
           pc.client = kj::heap<capnp::TwoPartyClient>(*pc.stream);

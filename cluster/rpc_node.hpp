@@ -37,7 +37,11 @@ struct rpc_options {
   std::string release;
   std::vector<std::string> features;
   std::vector<peer_address> seeds;
-  std::string secret;                // the cluster secret every member holds
+  std::string secret;  // the cluster secret every member holds
+  // Mutual TLS with certificates under the cluster CA (cluster/cluster_tls.hpp); every node of a
+  // cluster must agree on it. Empty PEMs: plain TCP.
+  bool tls = false;
+  std::string tls_ca_pem, tls_cert_pem, tls_key_pem;
   bool accept_legacy_peers = false;  // let nodes of releases before 0.3 (no proof) in: upgrades only
   int handshake_timeout_ms = 2000;
   int ping_interval_ms = 500;

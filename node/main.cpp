@@ -17,6 +17,7 @@
 #include "actors/db_catalog.hpp"
 #include "actors/messages.hpp"
 #include "actors/shard_registry.hpp"
+#include "cluster/cluster_tls.hpp"
 #include "cluster/membership.hpp"
 #include "cluster/nodes_db.hpp"
 #include "cluster/peer_auth.hpp"
@@ -310,6 +311,17 @@ int main(int argc, char** argv) {
         die("[cluster] secret must be at least " + std::to_string(peer_auth::min_secret_bytes) + " bytes");
       }
       ro.accept_legacy_peers = cfg.get_bool("cluster", "accept_legacy_peers", false);
+      // TLS between hosts: on by default unless RPC listens on loopback only (docs/security.md).
+      std::string tls = cfg.get("cluster", "tls", "auto");
+      if (tls != "auto" && tls != "on" && tls != "off") die("[cluster] tls must be auto, on or off, not '" + tls + "'");
+      ro.tls = tls == "on" || (tls == "auto" && !is_loopback_host(ro.bind));
+      if (ro.tls) {
+        auto material = make_tls_material(ro.secret, clk.now_s());
+        if (!material) die(material.error().reason);
+        ro.tls_ca_pem = material->ca_cert_pem;
+        ro.tls_cert_pem = material->node_cert_pem;
+        ro.tls_key_pem = material->node_key_pem;
+      }
       if (ro.accept_legacy_peers) {
         log::warning(
             "[cluster] accept_legacy_peers = true: nodes that cannot prove the cluster secret may call "
@@ -346,7 +358,8 @@ int main(int argc, char** argv) {
       if (sync_ms > 0) {
         syncer = std::make_unique<shard_syncer>(coord, *rpc, members, std::chrono::milliseconds(sync_ms), nodes.get());
       }
-      log::info("cluster RPC listening on " + ro.bind + ":" + std::to_string(rpc->port()));
+      log::info("cluster RPC listening on " + ro.bind + ":" + std::to_string(rpc->port()) +
+                (ro.tls ? " (TLS)" : " (plain TCP)"));
     }
     raise_fd_limit(http.threads + 3 * static_cast<size_t>(cfg.get_int("couchdb", "max_dbs_open", 500)) + 64);
     http_server server(node, http);

@@ -6,12 +6,14 @@ replayed proof: every call is refused. With the right secret every call answers 
 shows the probe can tell the difference). Two nodes with different secrets never connect."""
 import json
 import os
+import socket
 import subprocess
 import sys
+import threading
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "integration"))
-from harness import CLUSTER_SECRET, Node, NodeTest, main  # noqa: E402
+from harness import CLUSTER_SECRET, Node, NodeTest, free_port, main  # noqa: E402
 from test_membership import Cluster, wait_for  # noqa: E402
 
 PROBE = os.environ.get("SETTEE_RPC_PROBE", os.path.join(os.path.dirname(__file__), "../../build/tests/rpc_probe"))
@@ -102,6 +104,109 @@ class RpcAuth(NodeTest):
             n.start()
         n.cleanup()
         self.assertIn("[cluster] secret must be at least 16 bytes", str(e.exception))
+
+
+class Tap:
+    """A TCP proxy on loopback that records every byte it forwards (both directions)."""
+
+    def __init__(self, target_port):
+        self.port = free_port()
+        self.target = target_port
+        self.seen = bytearray()
+        self.lock = threading.Lock()
+        self.server = socket.create_server(("127.0.0.1", self.port))
+        self.stopped = False
+        threading.Thread(target=self.accept, daemon=True).start()
+
+    def accept(self):
+        while not self.stopped:
+            try:
+                client, _ = self.server.accept()
+            except OSError:
+                return
+            upstream = socket.create_connection(("127.0.0.1", self.target))
+            for a, b in ((client, upstream), (upstream, client)):
+                threading.Thread(target=self.pipe, args=(a, b), daemon=True).start()
+
+    def pipe(self, src, dst):
+        try:
+            while True:
+                data = src.recv(65536)
+                if not data:
+                    break
+                with self.lock:
+                    self.seen += data
+                dst.sendall(data)
+        except OSError:
+            pass
+        finally:
+            for s in (src, dst):
+                try:
+                    s.shutdown(socket.SHUT_RDWR)
+                except OSError:
+                    pass
+
+    def close(self):
+        self.stopped = True
+        self.server.close()
+
+
+class RpcTls(NodeTest):
+    """[cluster] tls = on: node-to-node traffic is encrypted (a tap between the nodes never sees a
+    document's text; with tls = off it does, which shows the tap works), and neither a plain client
+    nor a node with another secret gets through the TLS handshake."""
+
+    def start_pair(self, tls):
+        ports = [free_port(), free_port()]
+        tap = Tap(ports[0])
+        nodes = []
+        for i, seed in ((0, f"n2@127.0.0.1:{ports[1]}"), (1, f"n1@127.0.0.1:{tap.port}")):
+            nodes.append(Node(config=f"[node]\nname = n{i + 1}@127.0.0.1\n[cluster]\nrpc_port = {ports[i]}\n"
+                                     f"seeds = {seed}\nsync_interval_ms = 0\ntls = {tls}\n").start())
+        return nodes, tap, ports
+
+    def traffic_carries(self, tls, canary):
+        nodes, tap, ports = self.start_pair(tls)
+        try:
+            names = ["n1@127.0.0.1", "n2@127.0.0.1"]
+            for n in nodes:
+                self.assertTrue(wait_for(lambda n=n: n.get("/_membership", fresh=True).json["all_nodes"] == names, 20))
+            with open(nodes[0].log.name) as f:
+                self.assertIn("(TLS)" if tls == "on" else "(plain TCP)", f.read())
+            self.assertEqual(nodes[1].put("/tapped?q=1&n=2").status, 201)
+            self.assertEqual(nodes[1].put("/tapped/doc", {"canary": canary}).status, 201)
+            self.assertTrue(wait_for(lambda: nodes[0].get("/tapped/doc?r=1").status == 200, 10))
+            if tls == "on":
+                rows = probe(ports[0], "right", CLUSTER_SECRET)  # plain TCP against a TLS port
+                self.assertFalse(rows.get("handshake", {}).get("ok", False), rows)
+                for m in METHODS:
+                    self.assertFalse(rows[m]["ok"], (m, rows[m]))
+            with tap.lock:
+                return canary.encode() in tap.seen and len(tap.seen) > 0
+        finally:
+            tap.close()
+            for n in nodes:
+                n.cleanup()
+
+    def test_plain_tcp_shows_documents_tls_does_not(self):
+        self.assertTrue(self.traffic_carries("off", "plaintext-canary-0001"))
+        self.assertFalse(self.traffic_carries("on", "plaintext-canary-0002"))
+
+    def test_tls_with_another_secret_never_connects(self):
+        p1, p2 = free_port(), free_port()
+        a = Node(config=f"[node]\nname = n1@127.0.0.1\n[cluster]\nrpc_port = {p1}\ntls = on\n").start()
+        b = Node(config=f"[node]\nname = n2@127.0.0.1\n[cluster]\nrpc_port = {p2}\ntls = on\n"
+                        f"seeds = n1@127.0.0.1:{p1}\n",
+                 env={"SETTEE_CLUSTER_SECRET": "another-secret-0123456789abcdef"}).start()
+        try:
+            time.sleep(2)
+            self.assertEqual(b.get("/_membership").json["all_nodes"], ["n2@127.0.0.1"])
+            self.assertEqual(a.get("/_membership").json["all_nodes"], ["n1@127.0.0.1"])
+            with open(a.log.name) as f:
+                self.assertIn("TLS handshake with a client failed", f.read())
+        finally:
+            a.cleanup()
+            b.cleanup()
 
 
 if __name__ == "__main__":

@@ -185,6 +185,8 @@ class Node:
         h.update(headers or {})
         for attempt in range(2):
             if self.conn is None or fresh:
+                if self.conn is not None:
+                    self.conn.close()
                 self.conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=60)
             try:
                 self.conn.request(method, path, body=raw_body, headers=h)
