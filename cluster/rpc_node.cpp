@@ -16,6 +16,7 @@
 #include "cluster/cluster_tls.hpp"
 #include "cluster/peer_auth.hpp"
 #include "cluster/schema/cluster_rpc.capnp.h"
+#include "node/json.hpp"
 #include "node/log.hpp"
 
 namespace settee {
@@ -363,6 +364,17 @@ void write_updates(capnp::List<DocUpdate>::Builder list, const std::vector<doc_u
   }
 }
 
+// Document bodies from a peer are stored as they come; none may nest deeper than a client's could.
+status bodies_within_depth(capnp::List<DocUpdate>::Reader updates) {
+  for (auto u : updates) {
+    if (!within_json_depth(u.getBody().cStr())) {
+      return {errc::bad_request, "document " + std::string(u.getId().cStr()) + " nests deeper than " +
+                                     std::to_string(max_json_depth()) + " levels ([couchdb] max_json_depth)"};
+    }
+  }
+  return {};
+}
+
 doc_update read_update(DocUpdate::Reader u, bool new_edits) {
   doc_update d;
   d.id = u.getId();
@@ -412,6 +424,10 @@ kj::Promise<void> node_server::applyChanges(ApplyChangesContext context) {
     set_status(context.getResults().initStatus(), h.error());
     return kj::READY_NOW;
   }
+  if (auto st = bodies_within_depth(params.getUpdates()); !st) {
+    set_status(context.getResults().initStatus(), st);
+    return kj::READY_NOW;
+  }
   auto op = std::make_shared<write_op>();
   for (auto u : params.getUpdates()) {
     if (u.getRevs().size() == 0) continue;  // nothing to merge
@@ -438,6 +454,10 @@ kj::Promise<void> node_server::updateDocs(UpdateDocsContext context) {
   auto h = find_shard(loop_, params.getShard());
   if (!h) {
     set_status(context.getResults().initStatus(), h.error());
+    return kj::READY_NOW;
+  }
+  if (auto st = bodies_within_depth(params.getUpdates()); !st) {
+    set_status(context.getResults().initStatus(), st);
     return kj::READY_NOW;
   }
   auto op = std::make_shared<write_op>();

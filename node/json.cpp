@@ -108,6 +108,27 @@ size_t max_json_depth() {
   return max_depth_;
 }
 
+bool within_json_depth(std::string_view text) {
+  size_t depth = 0, limit = max_depth_;
+  bool in_string = false;
+  for (size_t i = 0; i < text.size(); ++i) {
+    char c = text[i];
+    if (in_string) {
+      if (c == '\\')
+        ++i;
+      else if (c == '"')
+        in_string = false;
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '[' || c == '{') {
+      if (++depth > limit) return false;
+    } else if ((c == ']' || c == '}') && depth > 0) {
+      --depth;
+    }
+  }
+  return true;
+}
+
 std::optional<json> parse_json(std::string_view text, std::string* why) {
   return parse_json(text, max_depth_, why);
 }

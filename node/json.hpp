@@ -29,4 +29,8 @@ size_t max_json_depth();
 std::optional<json> parse_json(std::string_view text, std::string* why = nullptr);
 std::optional<json> parse_json(std::string_view text, size_t max_depth, std::string* why);
 
+// Whether `text` (JSON from a trusted writer, such as a peer's replicated document body) nests no
+// deeper than max_json_depth(). One pass, no allocation; does not validate anything else.
+bool within_json_depth(std::string_view text);
+
 }  // namespace settee

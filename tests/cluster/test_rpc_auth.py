@@ -75,6 +75,19 @@ class RpcAuth(NodeTest):
             self.assertTrue(rows[m]["ok"], (m, rows[m]))
         self.assertFalse(rows["challenge"]["ok"], rows)  # one handshake per connection
 
+    def test_json_in_rpc_payloads_is_depth_limited(self):
+        self.assertEqual(self.node.put("/deep?q=1").status, 201)
+        rows = probe(self.port, "deep", CLUSTER_SECRET, "deep")
+        self.assertTrue(rows["handshake"]["ok"], rows)
+        for m in ("updateDocs", "updateDocs-replicated", "applyChanges"):
+            self.assertFalse(rows[m]["ok"], rows)
+            self.assertIn("nests deeper than 1000 levels", rows[m]["error"], rows)
+        for m in ("bulk_get", "revs_diff"):
+            self.assertFalse(rows[m]["ok"], rows)
+            self.assertIn("400", rows[m]["error"], rows)
+        self.assertEqual(self.node.get("/_up", fresh=True).status, 200)
+        self.assertEqual(self.node.get("/deep/deep").status, 404)
+
     def test_a_silent_connection_is_closed(self):
         import socket
         with socket.create_connection(("127.0.0.1", self.port), timeout=10) as s:

@@ -98,7 +98,11 @@ class BadInputFuzz(NodeTest):
                 print(f"  {i + 1} requests", flush=True)
         print(f"  {ROUNDS} requests, statuses {dict(sorted(statuses.items()))}")
         self.assertEqual(self.node.get("/_up", fresh=True).status, 200)
-        self.assertEqual(self.node.get("/fz/doc").json["v"] is not None, True)
+        # The fuzz may have rewritten or deleted the document, never broken it.
+        r = self.node.get("/fz/doc")
+        self.assertIn(r.status, (200, 404), r)
+        self.assertIsInstance(r.json, dict, r)
+        self.assertEqual(self.node.get("/fz").status, 200)
 
 
 if __name__ == "__main__":

@@ -9,6 +9,8 @@
 //   replay SECRET  a good handshake on one connection, then its proof replayed on a second one
 //                  (the method calls go over the second)
 //   right SECRET   a good handshake (the positive control: every method answers)
+//   deep SECRET DB a good handshake, then JSON nested 100,000 deep in every call that carries JSON,
+//                  against database DB (one range); prints each call's CallStatus error
 // The handshake's own outcome is printed first as method "handshake".
 #include <capnp/ez-rpc.h>
 
@@ -102,12 +104,68 @@ int main(int argc, char** argv) {
   auto second = kj::heap<capnp::EzRpcClient>(host, port);
   Node::Client cap = second->getMain<Node>();
   if (mode != "none") {
-    attempt("handshake", [&] { handshake(cap, ws, mode, secret, mode == "replay" ? &recorded : nullptr); });
+    std::string how = mode == "deep" ? "right" : mode;
+    attempt("handshake", [&] { handshake(cap, ws, how, secret, mode == "replay" ? &recorded : nullptr); });
   }
   auto shard = [](auto b) {
     b.setDb("_users");
     b.setRange("00000000-ffffffff");
   };
+  if (mode == "deep") {
+    std::string db = argc > 5 ? argv[5] : "deep";
+    std::string deep = std::string(100000, '[') + std::string(100000, ']');
+    auto answer = [](const char* method, auto status) {
+      print(method, status.getError().size() == 0, std::string(status.getError().cStr()) + ": " + status.getReason().cStr());
+    };
+    auto on_db = [&](auto b) {
+      b.setDb(db);
+      b.setRange("00000000-ffffffff");
+    };
+    for (bool new_edits : {true, false}) {
+      try {
+        auto r = cap.updateDocsRequest();
+        on_db(r.initShard());
+        auto u = r.initUpdates(1)[0];
+        u.setId("deep");
+        u.setBody("{\"x\":" + deep + "}");
+        u.setNewEdits(new_edits);
+        auto rev = u.initRevs(1)[0];
+        rev.setPos(1);
+        rev.setHash("0123456789abcdef0123456789abcdef");
+        answer(new_edits ? "updateDocs" : "updateDocs-replicated", r.send().wait(ws).getStatus());
+      } catch (const kj::Exception& e) {
+        print("updateDocs", false, e.getDescription().cStr());
+      }
+    }
+    try {
+      auto r = cap.applyChangesRequest();
+      on_db(r.initShard());
+      auto u = r.initUpdates(1)[0];
+      u.setId("deep2");
+      u.setBody("{\"x\":" + deep + "}");
+      auto rev = u.initRevs(1)[0];
+      rev.setPos(1);
+      rev.setHash("0123456789abcdef0123456789abcdef");
+      answer("applyChanges", r.send().wait(ws).getStatus());
+    } catch (const kj::Exception& e) {
+      print("applyChanges", false, e.getDescription().cStr());
+    }
+    for (const char* what : {"bulk_get", "revs_diff"}) {
+      try {
+        auto r = cap.readDocRequest();
+        on_db(r.initShard());
+        r.setWhat(what);
+        r.setMethod("POST");
+        r.setBody(std::string("{\"docs\":") + deep + "}");
+        auto res = r.send().wait(ws);
+        print(what, res.getStatus().getError().size() == 0 && res.getHttpStatus() < 300,
+              std::to_string(res.getHttpStatus()) + " " + res.getBody().cStr());
+      } catch (const kj::Exception& e) {
+        print(what, false, e.getDescription().cStr());
+      }
+    }
+    return 0;
+  }
   attempt("ping", [&] { cap.pingRequest().send().wait(ws); });
   attempt("shardInfo", [&] {
     auto r = cap.shardInfoRequest();

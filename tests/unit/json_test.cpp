@@ -79,3 +79,12 @@ TEST_CASE("json: 300,000 keys in one object parse (linear, not quadratic)") {
   CHECK(j->size() == 300000);
   CHECK((*j)["299999"] == 299999);
 }
+
+TEST_CASE("json: within_json_depth counts nesting outside strings only") {
+  CHECK(within_json_depth(nested(1000)));
+  CHECK_FALSE(within_json_depth(nested(1001)));
+  CHECK_FALSE(within_json_depth(nested_objects(1001)));
+  CHECK(within_json_depth("{\"a\":\"" + std::string(5000, '[') + "\"}"));
+  CHECK(within_json_depth("{\"a\":\"\\\"" + std::string(5000, '{') + "\"}"));
+  CHECK_FALSE(within_json_depth("{\"a\":\"\\\\\"," + nested(1000) + "}"));
+}
