@@ -11,7 +11,7 @@ free_port() { python3 -c 'import sys; sys.path.insert(0, "tests/integration"); i
 start_node() {
   mkdir -p "$BASE/$1"
   printf '%s' "$3" > "$BASE/$1.ini"
-  env "${@:4}" SETTEE_ADMIN=bench:bench "$BIN" --data-dir "$BASE/$1" --port "$2" --config "$BASE/$1.ini" \
+  env SETTEE_CLUSTER_SECRET=bench-cluster-secret-0123456789 "${@:4}" SETTEE_ADMIN=bench:bench "$BIN" --data-dir "$BASE/$1" --port "$2" --config "$BASE/$1.ini" \
     > "$BASE/$1.log" 2>&1 &
   PIDS+=($!)
   for _ in $(seq 200); do curl -sf "http://127.0.0.1:$2/_up" >/dev/null && return; sleep 0.05; done

@@ -115,7 +115,8 @@ int main(int argc, char** argv) {
     std::string db = argc > 5 ? argv[5] : "deep";
     std::string deep = std::string(100000, '[') + std::string(100000, ']');
     auto answer = [](const char* method, auto status) {
-      print(method, status.getError().size() == 0, std::string(status.getError().cStr()) + ": " + status.getReason().cStr());
+      print(method, status.getError().size() == 0,
+            std::string(status.getError().cStr()) + ": " + status.getReason().cStr());
     };
     auto on_db = [&](auto b) {
       b.setDb(db);
