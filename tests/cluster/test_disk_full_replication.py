@@ -3,14 +3,11 @@ are acknowledged below quorum (202) instead of failing, internal replication rep
 insufficient_storage for that copy and goes on, the full node stays up and serves reads, and once
 space is freed the copies converge with nothing lost."""
 import os
-import subprocess
 import sys
-import tempfile
-import unittest
 
 sys.path.insert(0, os.path.dirname(__file__))
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "integration"))
-from harness import NodeTest, main  # noqa: E402
+from harness import NodeTest, main, mount_small_tmpfs, unmount  # noqa: E402
 from test_membership import Cluster, wait_for  # noqa: E402
 
 PAD = "r" * 3000
@@ -19,14 +16,7 @@ PAD = "r" * 3000
 class ReplicationOntoFullDisk(NodeTest):
     @classmethod
     def setUpClass(cls):
-        cls.mnt = tempfile.mkdtemp(prefix="settee-full-")
-        r = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", cls.mnt], capture_output=True, text=True)
-        if r.returncode != 0:
-            os.rmdir(cls.mnt)
-            raise unittest.SkipTest(f"cannot mount a tmpfs here (needs root): {r.stderr.strip()}")
-        cls.filler = os.path.join(cls.mnt, "filler")
-        with open(cls.filler, "wb") as f:
-            f.write(b"\0" * 1_800_000)
+        cls.mnt, cls.filler = mount_small_tmpfs("4m", 1_800_000)
         cls.cluster = Cluster(2)
         full = cls.cluster.nodes[1]
         full.data_dir = os.path.join(cls.mnt, "data")
@@ -42,8 +32,7 @@ class ReplicationOntoFullDisk(NodeTest):
     @classmethod
     def tearDownClass(cls):
         cls.cluster.cleanup()
-        subprocess.run(["umount", cls.mnt], check=False)
-        os.rmdir(cls.mnt)
+        unmount(cls.mnt)
 
     def sync(self):
         return self.n1.post("/rep/_sync_shards", raw_body="", headers={"Content-Type": "application/json"})

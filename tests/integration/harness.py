@@ -51,6 +51,26 @@ def free_port():
         return s.getsockname()[1]
 
 
+def mount_small_tmpfs(size, filler_bytes):
+    """A fresh tmpfs of `size` (e.g. "4m") on a new temporary directory, with a file of `filler_bytes`
+    in it that a test removes to free space. Returns (mount point, filler path); skips the test where
+    mounting is not allowed (it needs root)."""
+    mnt = tempfile.mkdtemp(prefix="settee-full-")
+    r = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", mnt], capture_output=True, text=True)
+    if r.returncode != 0:
+        os.rmdir(mnt)
+        raise unittest.SkipTest(f"cannot mount a tmpfs here (needs root): {r.stderr.strip()}")
+    filler = os.path.join(mnt, "filler")
+    with open(filler, "wb") as f:
+        f.write(b"\0" * filler_bytes)
+    return mnt, filler
+
+
+def unmount(mnt):
+    subprocess.run(["umount", mnt], check=False)
+    os.rmdir(mnt)
+
+
 class PortTaken(RuntimeError):
     pass
 

@@ -5,36 +5,23 @@ elsewhere). A filler file takes part of it; the test fills the rest with databas
 checks every refusal is a 507 insufficient_storage that says why, that reads go on, that nothing
 acknowledged is lost (also across kill -9), and that writes resume once the filler is removed."""
 import os
-import subprocess
-import tempfile
-import unittest
 
-from harness import Node, NodeTest, main
+from harness import Node, NodeTest, main, mount_small_tmpfs, unmount
 
-SIZE = "4m"
 PAD = "a" * 3000
 
 
 class DiskFull(NodeTest):
     @classmethod
     def setUpClass(cls):
-        cls.mnt = tempfile.mkdtemp(prefix="settee-full-")
-        r = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={SIZE}", "tmpfs", cls.mnt], capture_output=True,
-                           text=True)
-        if r.returncode != 0:
-            os.rmdir(cls.mnt)
-            raise unittest.SkipTest(f"cannot mount a tmpfs here (needs root): {r.stderr.strip()}")
-        cls.filler = os.path.join(cls.mnt, "filler")
-        with open(cls.filler, "wb") as f:
-            f.write(b"\0" * 1_800_000)
+        cls.mnt, cls.filler = mount_small_tmpfs("4m", 1_800_000)
         os.mkdir(os.path.join(cls.mnt, "data"))
         cls.node = Node(data_dir=os.path.join(cls.mnt, "data")).start()
 
     @classmethod
     def tearDownClass(cls):
         cls.node.stop()
-        subprocess.run(["umount", cls.mnt], check=False)
-        os.rmdir(cls.mnt)
+        unmount(cls.mnt)
 
     def assertFull(self, r):
         self.assertError(r, 507, "insufficient_storage")

@@ -118,6 +118,13 @@ int main(int argc, char** argv) {
       print(method, status.getError().size() == 0,
             std::string(status.getError().cStr()) + ": " + status.getReason().cStr());
     };
+    auto deep_update = [&](DocUpdate::Builder u, const char* id) {
+      u.setId(id);
+      u.setBody("{\"x\":" + deep + "}");
+      auto rev = u.initRevs(1)[0];
+      rev.setPos(1);
+      rev.setHash("0123456789abcdef0123456789abcdef");
+    };
     auto on_db = [&](auto b) {
       b.setDb(db);
       b.setRange("00000000-ffffffff");
@@ -127,12 +134,8 @@ int main(int argc, char** argv) {
         auto r = cap.updateDocsRequest();
         on_db(r.initShard());
         auto u = r.initUpdates(1)[0];
-        u.setId("deep");
-        u.setBody("{\"x\":" + deep + "}");
+        deep_update(u, "deep");
         u.setNewEdits(new_edits);
-        auto rev = u.initRevs(1)[0];
-        rev.setPos(1);
-        rev.setHash("0123456789abcdef0123456789abcdef");
         answer(new_edits ? "updateDocs" : "updateDocs-replicated", r.send().wait(ws).getStatus());
       } catch (const kj::Exception& e) {
         print("updateDocs", false, e.getDescription().cStr());
@@ -141,12 +144,7 @@ int main(int argc, char** argv) {
     try {
       auto r = cap.applyChangesRequest();
       on_db(r.initShard());
-      auto u = r.initUpdates(1)[0];
-      u.setId("deep2");
-      u.setBody("{\"x\":" + deep + "}");
-      auto rev = u.initRevs(1)[0];
-      rev.setPos(1);
-      rev.setHash("0123456789abcdef0123456789abcdef");
+      deep_update(r.initUpdates(1)[0], "deep2");
       answer("applyChanges", r.send().wait(ws).getStatus());
     } catch (const kj::Exception& e) {
       print("applyChanges", false, e.getDescription().cStr());
