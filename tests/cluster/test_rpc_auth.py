@@ -205,6 +205,26 @@ class RpcTls(NodeTest):
         self.assertTrue(self.traffic_carries("off", "plaintext-canary-0001"))
         self.assertFalse(self.traffic_carries("on", "plaintext-canary-0002"))
 
+    def test_auto_is_tls_unless_rpc_listens_on_loopback(self):
+        # rpc_bind = 0.0.0.0 is not loopback: TLS without asking (the nodes still dial 127.0.0.1).
+        ports = [free_port(), free_port()]
+        nodes = [Node(config=f"[node]\nname = n{i + 1}@127.0.0.1\n[cluster]\nrpc_port = {ports[i]}\n"
+                             f"rpc_bind = 0.0.0.0\nseeds = n{2 - i}@127.0.0.1:{ports[1 - i]}\n").start()
+                 for i in range(2)]
+        try:
+            names = ["n1@127.0.0.1", "n2@127.0.0.1"]
+            for n in nodes:
+                self.assertTrue(wait_for(lambda n=n: n.get("/_membership", fresh=True).json["all_nodes"] == names, 20))
+                with open(n.log.name) as f:
+                    log = f.read()
+                self.assertRegex(log, r"cluster RPC listening on 0\.0\.0\.0:\d+ \(TLS\)")
+            rows = probe(ports[0], "right", CLUSTER_SECRET)  # plain TCP is not spoken there
+            self.assertFalse(rows["ping"]["ok"], rows)
+        finally:
+            for n in nodes:
+                n.cleanup()
+        # The harness's clusters listen on 127.0.0.1: plain TCP (test_plain_tcp_shows_documents...).
+
     def test_tls_with_another_secret_never_connects(self):
         p1, p2 = free_port(), free_port()
         a = Node(config=f"[node]\nname = n1@127.0.0.1\n[cluster]\nrpc_port = {p1}\ntls = on\n").start()
