@@ -88,6 +88,30 @@ class RpcAuth(NodeTest):
         self.assertEqual(self.node.get("/_up", fresh=True).status, 200)
         self.assertEqual(self.node.get("/deep/deep").status, 404)
 
+    def test_garbage_frames_are_harmless(self):
+        import random
+        seed = int(time.time())
+        print(f"\n  GARBAGE_SEED={seed}")
+        rng = random.Random(seed)
+        frames = 0
+        for _ in range(200):
+            with socket.create_connection(("127.0.0.1", self.port), timeout=5) as s:
+                for _ in range(15):
+                    n = rng.choice([1, 8, 64, 4096])
+                    # Cap'n Proto framing (segment count, sizes) followed by noise, or noise alone.
+                    head = rng.choice([b"", b"\x00\x00\x00\x00" + rng.randbytes(4), b"\xff\xff\xff\x7f"])
+                    try:
+                        s.sendall(head + rng.randbytes(n))
+                    except OSError:
+                        break
+                    frames += 1
+        self.assertGreaterEqual(frames, 200)
+        self.alive_and_serving()
+
+    def alive_and_serving(self):
+        self.assertEqual(self.node.get("/_up", fresh=True).status, 200)
+        self.assertEqual(probe(self.port, "right", CLUSTER_SECRET)["ping"]["ok"], True)
+
     def test_a_silent_connection_is_closed(self):
         import socket
         with socket.create_connection(("127.0.0.1", self.port), timeout=10) as s:
