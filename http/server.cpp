@@ -134,6 +134,7 @@ http_server::http_server(node_services& node, http_options opts)
     if (!res.body.empty()) return;
     const char* error = res.status == 413 ? "too_large" : res.status == 404 ? "not_found" : "bad_request";
     const char* reason = res.status == 413   ? "the request entity is too large"
+                         : res.status == 414 ? "the request line is too long (at most 8 KB; POST long keys in a body)"
                          : res.status == 404 ? "missing"
                                              : "malformed request";
     res.set_content(json{{"error", error}, {"reason", reason}}.dump() + "\n", "application/json");
