@@ -615,6 +615,8 @@ kj::Promise<void> node_server::timeSeq(TimeSeqContext context) {
     results.setUpdateSeq(hd.update_seq);
     auto bins = results.initBins();
     bins.setVersion(hd.time_seq.v);
+    bins.setResetSeq(hd.time_seq.reset_seq);
+    bins.setResetUntil(hd.time_seq.reset_until);
     auto times = bins.initTimes(static_cast<unsigned>(hd.time_seq.bins.size()));
     auto seqs = bins.initSeqs(static_cast<unsigned>(hd.time_seq.bins.size()));
     for (unsigned i = 0; i < hd.time_seq.bins.size(); ++i) {
@@ -955,6 +957,8 @@ result<time_seq_state> rpc_node::time_seq(const std::string& node, const std::st
       if (bins.getVersion() == time_seq::version && bins.getTimes().size() == bins.getSeqs().size()) {
         for (unsigned i = 0; i < bins.getTimes().size(); ++i)
           out.bins.bins.push_back({bins.getTimes()[i], bins.getSeqs()[i]});
+        out.bins.reset_seq = bins.getResetSeq();
+        out.bins.reset_until = bins.getResetUntil();
       }
       return out;
     });

@@ -48,6 +48,8 @@ bool shard_header::decode(const std::string& bytes, shard_header& out) {
       auto seqs = ts.getSeqs();
       if (ts.getVersion() == time_seq::version && times.size() == seqs.size()) {
         for (unsigned i = 0; i < times.size(); ++i) out.time_seq.bins.push_back({times[i], seqs[i]});
+        out.time_seq.reset_seq = ts.getResetSeq();
+        out.time_seq.reset_until = ts.getResetUntil();
       }
     }
     return true;
@@ -85,6 +87,8 @@ std::string shard_header::encode(const std::string& previous) const {
   h.setExternalSize(external_size);
   auto ts = h.initTimeSeq();
   ts.setVersion(time_seq.v);
+  ts.setResetSeq(time_seq.reset_seq);
+  ts.setResetUntil(time_seq.reset_until);
   auto times = ts.initTimes(static_cast<unsigned>(time_seq.bins.size()));
   auto seqs = ts.initSeqs(static_cast<unsigned>(time_seq.bins.size()));
   for (unsigned i = 0; i < time_seq.bins.size(); ++i) {

@@ -281,7 +281,7 @@ status shard_store::commit(const std::vector<write_op*>& ops, int64_t now_s) {
         changed = true;
         break;
       case write_op::kind::time_seq_reset:
-        h.time_seq.bins.clear();  // the update seq stays: the next commit opens the first new bin
+        time_seq::reset(h.time_seq, h.update_seq);  // the next commit opens the first new bin
         break;
     }
   }

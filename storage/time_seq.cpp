@@ -118,11 +118,31 @@ bool update(tseq& t, int64_t time, uint64_t seq, int64_t min_time) {
   return true;
 }
 
-std::optional<uint64_t> since(const tseq& t, int64_t time) {
+namespace {
+
+std::optional<uint64_t> since_bins(const tseq& t, int64_t time) {
   if (!t.bins.empty() && time > t.bins.front().time + resolution) return std::nullopt;
   for (const bin& b : t.bins)
     if (b.time <= time) return b.seq;
   return 0;
+}
+
+}  // namespace
+
+std::optional<uint64_t> since(const tseq& t, int64_t time) {
+  if (t.reset_seq == 0) return since_bins(t, time);
+  if (time < t.reset_until) return 0;  // a change the reset forgot may be at or after `time`
+  auto s = since_bins(t, time);
+  if (!s) return s;
+  return std::max(*s, t.reset_seq);  // everything the reset forgot came before `time`
+}
+
+void reset(tseq& t, uint64_t update_seq) {
+  // Commit times the bins saw are below the newest bin's end: update() ignores earlier times, and a
+  // later one opens a new bin. Times below min_time were never in the bins and are older still.
+  if (!t.bins.empty()) t.reset_until = std::max(t.reset_until, t.bins.front().time + resolution);
+  if (t.reset_until > 0) t.reset_seq = std::max(t.reset_seq, update_seq);
+  t.bins.clear();
 }
 
 std::vector<std::pair<int64_t, uint64_t>> histogram(const tseq& t, uint64_t update_seq) {

@@ -32,7 +32,13 @@ struct bin {
 struct tseq {
   uint32_t v = version;
   std::vector<bin> bins;  // youngest first
-  bool operator==(const tseq& o) const { return v == o.v && bins == o.bins; }
+  // What a reset forgot (settee's own, not CouchDB's): changes up to `reset_seq` were committed
+  // before `reset_until` (Unix seconds, exclusive). 0/0 when the bins were never reset.
+  uint64_t reset_seq = 0;
+  int64_t reset_until = 0;
+  bool operator==(const tseq& o) const {
+    return v == o.v && bins == o.bins && reset_seq == o.reset_seq && reset_until == o.reset_until;
+  }
 };
 
 // Records that the shard was at `seq` at `time` (spec section 3). Returns true when the bins
@@ -41,8 +47,14 @@ struct tseq {
 bool update(tseq& t, int64_t time, uint64_t seq, int64_t min_time = default_min_time);
 
 // The seq to resume from to see every change at or after `time` (spec section 4): nullopt means
-// "now" (the time is after the newest bin's end); 0 when no bin is that old.
+// "now" (the time is after the newest bin's end); 0 when no bin is that old. After a reset, a time
+// before `reset_until` is 0 (only a scan can say where those changes are) and any other answer is
+// at least `reset_seq`.
 std::optional<uint64_t> since(const tseq& t, int64_t time);
+
+// DELETE /db/_time_seq: empties the bins of a shard at `update_seq`, remembering that every change
+// so far was committed before the end of the newest bin (so since() never skips one of them).
+void reset(tseq& t, uint64_t update_seq);
 
 // Changes per bin, oldest first, given the shard's current update seq (spec section 4); a
 // synthetic bin at time 0 holds what came before the oldest bin. Empty bins: empty histogram.

@@ -62,6 +62,8 @@ struct TimeSeqBins {
   version @0 :UInt32;
   times @1 :List(Int64);  # youngest first
   seqs @2 :List(UInt64);
+  resetSeq @3 :UInt64;    # release 0.3: what a reset forgot (0 from older nodes)
+  resetUntil @4 :Int64;
 }
 
 struct AllDocsRow {

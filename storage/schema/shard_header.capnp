@@ -28,4 +28,7 @@ struct TimeSeq {
   version @0 :UInt32;         # 1; another version is not understood and reads as no bins
   times @1 :List(Int64);      # bin start, unix seconds, multiples of 10800
   seqs @2 :List(UInt64);      # update seq when the bin began
+  # Release 0.3 (settee's own): what a reset forgot, time_seq::tseq::reset_seq/reset_until.
+  resetSeq @3 :UInt64;
+  resetUntil @4 :Int64;
 }

@@ -175,7 +175,14 @@ class ClockFaults(NodeTest):
 
         self.assertEqual(self.node.delete("/clocky/_time_seq").json, {"ok": True})
         self.check_every_since("clocky")  # no bins at all: every range from 0, still exact
+        # New bins in every range (several ids: both ranges get some) must not hide what came before
+        # the reset: "future" (2050) is still at or after any time up to 2050 (issue 14: a reset forgot
+        # the truth and since=<2040> started after it).
+        for i in range(6):
+            self.write_at("clocky", t0 + 20 * 3600, f"after-reset-{i}")
         self.write_at("clocky", t0 + 20 * 3600, "after-reset")
+        shards = self.node.get("/clocky/_time_seq").json["time_seq"]
+        self.assertTrue(all(copies["settee@127.0.0.1"] for copies in shards.values()), shards)
         self.check_every_since("clocky")
         # Exact: each range's leading run of older changes is skipped (a, b, back were committed
         # before anything at or after the time in every range); "future" (2050) is after it.

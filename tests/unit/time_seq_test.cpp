@@ -155,6 +155,37 @@ TEST_CASE("time_seq: since") {
   CHECK(since(tseq{}, T + 999 * H) == 0u);  // no bins: always 0
 }
 
+TEST_CASE("time_seq: a reset forgets the bins, never where changes may be") {
+  tseq t;
+  update(t, T, 0);            // seq 1 at T
+  update(t, T + 100 * H, 5);  // seqs 6.. at T+100h (a clock far ahead)
+  reset(t, 7);
+  CHECK(t.bins.empty());
+  CHECK(t.reset_seq == 7);
+  CHECK(t.reset_until == T + 99 * H + resolution);  // the end of the newest bin (T+99h, 3-hour aligned)
+  CHECK(since(t, T + 50 * H) == 0u);                // no bins: from the start, as before a reset
+  update(t, T + 10 * H, 7);                         // the clock came back: a new bin at T+9h
+  CHECK(since(t, T + 50 * H) == 0u);                // before reset_until: the T+100h changes may follow
+  CHECK(since(t, T + 10 * H) == 0u);
+  CHECK(since(t, T + 102 * H) == std::nullopt);  // after it and after every bin: now
+  update(t, T + 300 * H, 8);                     // bins: T+300h (seq 8), T+9h (seq 7)
+  CHECK(since(t, T + 150 * H) == 7u);            // the bin's answer; the reset's changes came before
+  CHECK(since(t, T + 299 * H) == 7u);
+  CHECK(since(t, T + 300 * H) == 8u);
+  // A second reset keeps the furthest end and the latest seq.
+  reset(t, 9);
+  CHECK(t.reset_seq == 9);
+  CHECK(t.reset_until == T + 300 * H + resolution);
+  update(t, T + 400 * H, 9);
+  CHECK(since(t, T + 301 * H) == 0u);
+  CHECK(since(t, T + 303 * H) == 9u);
+  // Never reset: the fields stay 0 and since() is CouchDB's.
+  tseq untouched;
+  update(untouched, T, 0);
+  CHECK(since(untouched, T) == 0u);
+  CHECK(untouched.reset_seq == 0);
+}
+
 TEST_CASE("time_seq: histogram shapes, with the 1970 bin") {
   CHECK(histogram(tseq{}, 0).empty());
   CHECK(histogram(tseq{}, 1).empty());

@@ -26,4 +26,6 @@ struct TimeSeqNext {
   version @0 :UInt32;
   times @1 :List(Int64);
   seqs @2 :List(UInt64);
+  resetSeq @3 :UInt64;
+  resetUntil @4 :Int64;
 }
