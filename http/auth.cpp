@@ -51,7 +51,9 @@ bool authenticator::verify_cached(const std::string& name, const std::string& pa
   {
     std::lock_guard<std::mutex> lock(mu_);
     auto it = verified_.find(key);
-    if (it != verified_.end()) return crypto::equal_ct(it->second, digest);
+    // Only a match is answered from the cache: a wrong password always pays the key derivation, so
+    // a recent login does not make its name answer faster (which would tell that the name exists).
+    if (it != verified_.end() && crypto::equal_ct(it->second, digest)) return true;
   }
   if (!crypto::verify(password, stored)) return false;
   std::lock_guard<std::mutex> lock(mu_);
