@@ -103,6 +103,11 @@ class Follow(NodeTest):
             # 3. Back to n2 (returned and caught up by the sweep) with n3's seq.
             t.join(60)
             self.assertTrue(wait_for(lambda: self.n2.get("/follow", fresh=True).json["doc_count"] == len(acked), 30))
+            # n2 translates n3's seqs through n3's checkpoint of its push to n2: make sure that push
+            # happened (the periodic sweep may not have come round yet on a loaded machine, where
+            # n1's pushes alone can already have brought n2's doc count up).
+            r = self.n3.post("/follow/_sync_shards", raw_body="", headers={"Content-Type": "application/json"})
+            self.assertTrue(r.json["ok"], r.json)
             last, res = self.follow(self.n2, last, rows, lambda: acked <= set(rows))
             self.assertNotIn("rewound", res or "")
         finally:
