@@ -64,7 +64,8 @@ result<doc_update> to_doc_update(const db_meta& db, json doc, const std::string&
   std::vector<rev_id> history;
   if (doc.contains("_revisions")) {
     const json& r = doc["_revisions"];
-    if (!r.is_object() || !r["start"].is_number_unsigned() || !r["ids"].is_array() || r["ids"].empty()) {
+    if (!r.is_object() || !member(r, "start").is_number_unsigned() || !member(r, "ids").is_array() ||
+        member(r, "ids").empty()) {
       return status{errc::bad_request, "`_revisions` must be {\"start\": <int>, \"ids\": [<rev ids>]}"};
     }
     uint64_t start = r["start"].get<uint64_t>();
@@ -216,7 +217,7 @@ result<quorum_read> read_quorum_doc(ctx& c, const db_meta& db, size_t range, con
       }
       l.holders.insert(node);
       const json& revs = doc.contains("_revisions") ? doc["_revisions"] : json();
-      if (revs.is_object() && revs["start"].is_number_unsigned() && revs["ids"].is_array()) {
+      if (member(revs, "start").is_number_unsigned() && member(revs, "ids").is_array()) {
         uint64_t start = revs["start"].get<uint64_t>();
         for (size_t i = 1; i < revs["ids"].size() && i <= start; ++i)
           ancestors.insert(std::to_string(start - i) + "-" + revs["ids"][i].get<std::string>());

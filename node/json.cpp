@@ -108,6 +108,13 @@ size_t max_json_depth() {
   return max_depth_;
 }
 
+const json& member(const json& j, const char* key) {
+  static const json null_value;
+  if (!j.is_object()) return null_value;
+  auto it = j.find(key);
+  return it == j.end() ? null_value : *it;
+}
+
 bool within_json_depth(std::string_view text) {
   size_t depth = 0, limit = max_depth_;
   bool in_string = false;

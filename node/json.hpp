@@ -29,6 +29,10 @@ size_t max_json_depth();
 std::optional<json> parse_json(std::string_view text, std::string* why = nullptr);
 std::optional<json> parse_json(std::string_view text, size_t max_depth, std::string* why);
 
+// `j[key]` for reading: null when `j` is not an object or has no such member. (nlohmann's const
+// operator[] on a missing key is undefined behaviour: an assertion in debug builds.)
+const json& member(const json& j, const char* key);
+
 // Whether `text` (JSON from a trusted writer, such as a peer's replicated document body) nests no
 // deeper than max_json_depth(). One pass, no allocation; does not validate anything else.
 bool within_json_depth(std::string_view text);

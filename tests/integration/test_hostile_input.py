@@ -104,6 +104,17 @@ class HostileInput(NodeTest):
         r = self.node.get("/hz/_all_docs?keys=" + arrays(1001).replace("1", "%221%22"))
         self.assertEqual(r.json["reason"], "JSON nests deeper than 1000 levels ([couchdb] max_json_depth)", r)
 
+    def test_revisions_without_its_members_is_a_400(self):
+        # Reading a missing member of a const object was undefined behaviour (a debug build's fuzz run
+        # stopped on nlohmann's assertion).
+        for revs in ({"star": -1, "ids": []}, {"start": 1}, {"ids": ["a"]}, {}, []):
+            for path in ("/hz/revsbad", "/hz/_design/revsbad"):
+                r = self.node.put(path, {"_revisions": revs})
+                self.assertError(r, 400, "bad_request")
+                self.assertEqual(self.node.put(path + "?new_edits=false", {"_rev": "1-a", "_revisions": revs}).status,
+                                 400)
+        self.alive()
+
     # --- 3. _session: small bodies only, before any work ---------------------------------------
 
     def test_session_refuses_large_bodies_before_parsing(self):
