@@ -73,6 +73,25 @@ checkpoint load(const shard_handle& source, const std::string& id) {
 
 }  // namespace
 
+void add_to_history(std::vector<std::pair<uint64_t, uint64_t>>& history, std::pair<uint64_t, uint64_t> entry,
+                    size_t max) {
+  history.insert(history.begin(), entry);
+  while (history.size() > max && history.size() > 2) {
+    // Drop the entry of the older half whose neighbours are closest (in target seq): what is kept
+    // spreads out evenly over the whole past. The oldest entry stays.
+    size_t from = std::max<size_t>(1, max / 2), victim = history.size() - 2;
+    uint64_t best_gap = UINT64_MAX;
+    for (size_t i = from; i + 1 < history.size(); ++i) {
+      uint64_t gap = history[i - 1].second - history[i + 1].second;
+      if (gap < best_gap) {
+        best_gap = gap;
+        victim = i;
+      }
+    }
+    history.erase(history.begin() + static_cast<std::ptrdiff_t>(victim));
+  }
+}
+
 std::optional<uint64_t> translate_since(const shard_store::snapshot& local, const std::string& other_uuid_prefix,
                                         uint64_t seq) {
   const std::string prefix = checkpoint_id(other_uuid_prefix);
@@ -131,8 +150,7 @@ result<replication_result> push_changes(const shard_handle& source, const replic
     if (!applied) return applied.error();
     // Checkpoint only after the target committed (synced) the batch.
     cp.seq = batch.last_seq;
-    cp.history.insert(cp.history.begin(), {batch.last_seq, applied->target_seq});
-    if (cp.history.size() > history_max) cp.history.resize(history_max);
+    add_to_history(cp.history, {batch.last_seq, applied->target_seq}, history_max);
     auto save = std::make_shared<write_op>();
     save->what = write_op::kind::local;
     save->local = {id, checkpoint_body(cp), false, cp.rev};

@@ -47,6 +47,13 @@ std::string checkpoint_id(const std::string& target_uuid);
 // The source seq already replicated to the target (0 when never).
 uint64_t read_checkpoint(const shard_handle& source, const std::string& target_uuid);
 
+// Adds (source seq, target seq) as the newest entry of a checkpoint history (newest first) and keeps
+// it within `max` entries: the newest half as they are, then older entries thinned where they are
+// closest together (so they spread out evenly), and the oldest never dropped. So a `since` from any time after the
+// first push still translates (to an older seq the further back it is: more rows, never a rewind to 0).
+void add_to_history(std::vector<std::pair<uint64_t, uint64_t>>& history, std::pair<uint64_t, uint64_t> entry,
+                    size_t max);
+
 // A safe place on `local` (a snapshot of this copy) to resume a feed that had read another copy of
 // the same range, named by its uuid prefix, up to `seq`: every change of this copy at or below the
 // answer was in the other copy at or below `seq`. nullopt when the checkpoints cannot tell.

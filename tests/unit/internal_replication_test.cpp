@@ -68,3 +68,20 @@ TEST_CASE("push_changes copies everything once, checkpoints, and resumes from th
   CHECK(target->store->header().doc_count == 26);
   // The handles and the snapshot go out of scope before the registry closes everything.
 }
+
+TEST_CASE("add_to_history keeps the newest entries and thins older ones, never dropping the oldest") {
+  std::vector<std::pair<uint64_t, uint64_t>> h;
+  for (uint64_t k = 1; k <= 1000; ++k) add_to_history(h, {k * 10, k * 7}, 32);
+  REQUIRE(h.size() == 32);
+  for (size_t i = 0; i < 16; ++i) CHECK(h[i] == std::make_pair((1000 - i) * 10, (1000 - i) * 7));
+  CHECK(h.back() == std::make_pair(uint64_t{10}, uint64_t{7}));                // the first push
+  for (size_t i = 1; i < h.size(); ++i) CHECK(h[i].second < h[i - 1].second);  // still newest first
+  // Older entries are spread out evenly, not bunched at either end.
+  for (size_t i = 17; i < h.size(); ++i) CHECK(h[i - 1].second - h[i].second < 1500);
+  // Every target seq since the first push has an entry at or below it.
+  for (uint64_t seq = 7; seq <= 7000; seq += 13) {
+    bool found = false;
+    for (auto& [source, target] : h) found = found || target <= seq;
+    CHECK(found);
+  }
+}
