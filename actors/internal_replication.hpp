@@ -4,7 +4,7 @@
 // the source seq reached in a _local document on the source, one per target copy:
 //   _local/shard-sync-<target shard uuid>  {"seq":N,"history":[[N,T],...]}
 // where T is the target's update seq right after it committed everything up to source seq N (the
-// newest 32 pairs, newest first). Merging is idempotent, so a crash between the write and the
+// at most 32 pairs, newest first: add_to_history below). Merging is idempotent, so a crash between the write and the
 // checkpoint only repeats work.
 // The history is what translates a `since` on another copy to a safe seq on this one (spec 11.1):
 // if the target's seq T <= X, every change of this copy up to N was in the target at or before X.
