@@ -156,6 +156,10 @@ http_server::http_server(node_services& node, http_options opts)
 http_server::~http_server() = default;
 
 void http_server::dispatch(const httplib::Request& req, httplib::Response& res) {
+  // cpp-httplib cuts any response to a request's `Range` header, whatever its status (a PUT that
+  // committed answered 200 with a 2-byte body). settee serves no ranges yet (attachments will): the
+  // Request is httplib's own non-const object, handed to us by const reference.
+  const_cast<httplib::Request&>(req).ranges.clear();
   ctx c{req, res, node_, split_path(req.target), {}};
   res.set_header("Server", "settee/" SETTEE_VERSION);
   settee::dispatch(c);

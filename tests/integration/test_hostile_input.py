@@ -115,6 +115,18 @@ class HostileInput(NodeTest):
                                  400)
         self.alive()
 
+    def test_range_headers_do_not_cut_json_answers(self):
+        # issue 14: a PUT that committed answered 200 with a 2-byte body.
+        r = self.node.put("/hz/ranged", {"a": 1}, headers={"Range": "bytes=0-1"})
+        self.assertEqual(r.status, 201, r)
+        self.assertTrue(r.json["ok"], r)
+        r = self.node.get("/hz/ranged", headers={"Range": "bytes=2-5"})
+        self.assertEqual(r.status, 200, r)
+        self.assertEqual(r.json["a"], 1)
+        r = self.node.get("/hz/_all_docs", headers={"Range": "bytes=0-0,4-9"})
+        self.assertEqual(r.status, 200, r)
+        self.assertIn("rows", r.json)
+
     # --- 3. _session: small bodies only, before any work ---------------------------------------
 
     def test_session_refuses_large_bodies_before_parsing(self):
