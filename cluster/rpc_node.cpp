@@ -117,7 +117,22 @@ struct rpc_node::loop : private kj::TaskSet::ErrorHandler {
   kj::TaskSet tasks;
 
   void taskFailed(kj::Exception&& e) override {
-    log::warning(std::string("rpc task failed: ") + e.getDescription().cStr());
+    warn_limited(std::string("rpc task failed: ") + e.getDescription().cStr());
+  }
+
+  // Warnings that strangers can cause (refused connections) at most once per 10 s, with a count of
+  // what was left out: otherwise anyone who reaches the port could fill the disk with log lines.
+  kj::TimePoint last_warning = kj::origin<kj::TimePoint>();
+  uint64_t suppressed = 0;
+  void warn_limited(const std::string& line) {
+    auto now = io.provider->getTimer().now();
+    if (last_warning != kj::origin<kj::TimePoint>() && now - last_warning < 10 * kj::SECONDS) {
+      ++suppressed;
+      return;
+    }
+    log::warning(line + (suppressed ? " (and " + std::to_string(suppressed) + " more since the last such line)" : ""));
+    suppressed = 0;
+    last_warning = now;
   }
 
   kj::Promise<void> accept_loop(kj::ConnectionReceiver& listener) {
@@ -127,8 +142,8 @@ struct rpc_node::loop : private kj::TaskSet::ErrorHandler {
       } else {
         tasks.add(tls->context->wrapServer(kj::mv(stream))
                       .then([this](kj::Own<kj::AsyncIoStream>&& secured) { serve(kj::mv(secured)); },
-                            [](kj::Exception&& e) {
-                              log::warning(std::string("cluster RPC: TLS handshake with a client failed (is [cluster] "
+                            [this](kj::Exception&& e) {
+                              warn_limited(std::string("cluster RPC: TLS handshake with a client failed (is [cluster] "
                                                        "tls the same on every node, and the secret?): ") +
                                            e.getDescription().cStr());
                             }));
@@ -145,11 +160,12 @@ struct rpc_node::loop : private kj::TaskSet::ErrorHandler {
     gate->drop = kj::mv(dropped.fulfiller);
     auto conn = kj::heap<server_conn>(kj::mv(stream), kj::heap<node_server>(*this, gate));
     auto& timer = io.provider->getTimer();
-    auto deadline = timer.afterDelay(opts.handshake_timeout_ms * kj::MILLISECONDS).then([gate]() -> kj::Promise<void> {
-      if (gate->authenticated) return kj::NEVER_DONE;
-      log::warning("cluster RPC: closing a connection that did not authenticate in time");
-      return kj::READY_NOW;
-    });
+    auto deadline =
+        timer.afterDelay(opts.handshake_timeout_ms * kj::MILLISECONDS).then([this, gate]() -> kj::Promise<void> {
+          if (gate->authenticated) return kj::NEVER_DONE;
+          warn_limited("cluster RPC: closing a connection that did not authenticate in time");
+          return kj::READY_NOW;
+        });
     auto ends = conn->network.onDisconnect().exclusiveJoin(kj::mv(dropped.promise)).exclusiveJoin(kj::mv(deadline));
     tasks.add(ends.attach(kj::mv(conn)));
   }
@@ -283,7 +299,7 @@ result<shard_handle> shard_for_read(rpc_node::loop& l, ShardRef::Reader ref, con
 }
 
 kj::Promise<void> node_server::refuse_and_drop(const std::string& why) {
-  log::warning("cluster RPC: refused a peer: " + why);
+  loop_.warn_limited("cluster RPC: refused a peer: " + why);
   gate_->authenticated = false;
   // Close after the refusal had a moment to reach the peer.
   auto gate = gate_;

@@ -88,6 +88,17 @@ class RpcAuth(NodeTest):
         self.assertEqual(self.node.get("/_up", fresh=True).status, 200)
         self.assertEqual(self.node.get("/deep/deep").status, 404)
 
+    def test_refusals_do_not_flood_the_log(self):
+        def refusal_lines():
+            with open(self.node.log.name) as f:
+                return sum("cluster RPC: refused a peer" in line for line in f)
+
+        before = refusal_lines()
+        for _ in range(30):
+            self.assertFalse(probe(self.port, "wrong")["handshake"]["ok"])
+        # At most one line per 10 s, however many strangers knock (this loop takes a few seconds).
+        self.assertLessEqual(refusal_lines() - before, 2)
+
     def test_garbage_frames_are_harmless(self):
         import random
         seed = int(time.time())
