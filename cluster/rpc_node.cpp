@@ -33,13 +33,20 @@ struct conn_gate {
 
 // Serves the Node interface for one connection; forwards to the loop (defined below) on the loop's
 // own thread. Every method but challenge and handshake is refused until the handshake proved the
-// cluster secret.
+// cluster secret: the gate is in dispatchCall, so a method appended later is behind it too.
 class node_server final : public Node::Server {
  public:
   node_server(rpc_node::loop& l, std::shared_ptr<conn_gate> gate) : loop_(l), gate_(std::move(gate)) {}
+  DispatchCallResult dispatchCall(uint64_t interface_id, uint16_t method_id,
+                                  capnp::CallContext<capnp::AnyPointer, capnp::AnyPointer> context) override {
+    // Ordinals in cluster_rpc.capnp: handshake @0, challenge @10.
+    bool open = interface_id == capnp::typeId<Node>() && (method_id == 0 || method_id == 10);
+    if (!open && !gate_->authenticated) return {refused(), false};
+    return Node::Server::dispatchCall(interface_id, method_id, context);
+  }
   kj::Promise<void> challenge(ChallengeContext context) override;
   kj::Promise<void> handshake(HandshakeContext context) override;
-  kj::Promise<void> ping(PingContext) override { return gate_->authenticated ? kj::READY_NOW : refused(); }
+  kj::Promise<void> ping(PingContext) override { return kj::READY_NOW; }
   kj::Promise<void> shardInfo(ShardInfoContext context) override;
   kj::Promise<void> applyChanges(ApplyChangesContext context) override;
   kj::Promise<void> updateDocs(UpdateDocsContext context) override;
@@ -198,6 +205,46 @@ struct rpc_node::loop : private kj::TaskSet::ErrorHandler {
     tasks.add(run(pc));
   }
 
+  // The dialling side of the handshake (cluster/peer_auth.hpp): the server's challenge (an older
+  // release does not know the call: a legacy peer), our proof, then the check of the server's.
+  kj::Promise<capnp::Response<Node::HandshakeResults>> authenticate(peer_conn& pc, Node::Client cap) {
+    auto& timer = io.provider->getTimer();
+    auto challenged = cap.challengeRequest().send().then(
+        [](capnp::Response<Node::ChallengeResults>&& r) { return std::string(r.getNonce().cStr()); },
+        [](kj::Exception&& e) -> std::string {
+          if (e.getType() == kj::Exception::Type::UNIMPLEMENTED) return "";
+          kj::throwFatalException(kj::mv(e));
+        });
+    return timer.timeoutAfter(opts.handshake_timeout_ms * kj::MILLISECONDS, kj::mv(challenged))
+        .then([this, &pc, &timer, cap](std::string server_nonce) mutable {
+          bool legacy = server_nonce.empty();
+          if (legacy && !opts.accept_legacy_peers) {
+            log::warning("peer " + pc.address.name + " runs a release without cluster authentication; " +
+                         "not connecting (see [cluster] accept_legacy_peers in docs/security.md)");
+            kj::throwFatalException(KJ_EXCEPTION(DISCONNECTED, "legacy peer refused"));
+          }
+          auto req = cap.handshakeRequest();
+          auto h = req.initHello();
+          fill_hello(h);
+          std::string client_nonce = peer_auth::new_nonce();
+          if (!legacy) {
+            h.setNonce(client_nonce);
+            h.setProof(peer_auth::client_proof(opts.secret, server_nonce, client_nonce, members.self()));
+          }
+          return timer.timeoutAfter(opts.handshake_timeout_ms * kj::MILLISECONDS, req.send())
+              .then([this, &pc, legacy, client_nonce, server_nonce](capnp::Response<Node::HandshakeResults>&& r) {
+                auto hello = r.getHello();
+                std::string expected =
+                    peer_auth::server_proof(opts.secret, client_nonce, server_nonce, hello.getName().cStr());
+                if (!legacy && !peer_auth::matches(expected, hello.getProof().cStr())) {
+                  log::warning("peer " + pc.address.name + " did not prove the cluster secret; not connecting");
+                  kj::throwFatalException(KJ_EXCEPTION(DISCONNECTED, "peer failed authentication"));
+                }
+                return kj::mv(r);
+              });
+        });
+  }
+
   kj::Promise<void> run(peer_conn& pc) {
     auto& timer = io.provider->getTimer();
     return io.provider->getNetwork()
@@ -207,56 +254,21 @@ struct rpc_node::loop : private kj::TaskSet::ErrorHandler {
           if (!tls) return kj::mv(stream);
           return tls->context->wrapClient(kj::mv(stream), tls_peer_name);
         })
-        .then([this, &pc, &timer](kj::Own<kj::AsyncIoStream> stream) {
+        .then([this, &pc](kj::Own<kj::AsyncIoStream> stream) {
           pc.stream = kj::mv(stream);
           pc.client = kj::heap<capnp::TwoPartyClient>(*pc.stream);
           Node::Client cap = pc.client->bootstrap().castAs<Node>();
           pc.cap = cap;
-          // The server's challenge first; an older release does not know the call.
-          auto challenged = cap.challengeRequest().send().then(
-              [](capnp::Response<Node::ChallengeResults>&& r) { return std::string(r.getNonce().cStr()); },
-              [](kj::Exception&& e) -> std::string {
-                if (e.getType() == kj::Exception::Type::UNIMPLEMENTED) return "";
-                kj::throwFatalException(kj::mv(e));
-              });
-          return timer.timeoutAfter(opts.handshake_timeout_ms * kj::MILLISECONDS, kj::mv(challenged))
-              .then([this, &pc, &timer, cap](std::string server_nonce) mutable {
-                bool legacy = server_nonce.empty();
-                if (legacy && !opts.accept_legacy_peers) {
-                  log::warning("peer " + pc.address.name + " runs a release without cluster authentication; " +
-                               "not connecting (see [cluster] accept_legacy_peers in docs/security.md)");
-                  kj::throwFatalException(KJ_EXCEPTION(DISCONNECTED, "legacy peer refused"));
-                }
-                auto req = cap.handshakeRequest();
-                auto h = req.initHello();
-                fill_hello(h);
-                std::string client_nonce = peer_auth::new_nonce();
-                if (!legacy) {
-                  h.setNonce(client_nonce);
-                  h.setProof(peer_auth::client_proof(opts.secret, server_nonce, client_nonce, members.self()));
-                }
-                return timer.timeoutAfter(opts.handshake_timeout_ms * kj::MILLISECONDS, req.send())
-                    .then([this, &pc, legacy, client_nonce, server_nonce](capnp::Response<Node::HandshakeResults>&& r) {
-                      auto hello = r.getHello();
-                      std::string expected =
-                          peer_auth::server_proof(opts.secret, client_nonce, server_nonce, hello.getName().cStr());
-                      if (!legacy && !peer_auth::matches(expected, hello.getProof().cStr())) {
-                        log::warning("peer " + pc.address.name + " did not prove the cluster secret; not connecting");
-                        kj::throwFatalException(KJ_EXCEPTION(DISCONNECTED, "peer failed authentication"));
-                      }
-                      return kj::mv(r);
-                    });
-              })
-              .then([this, &pc](capnp::Response<Node::HandshakeResults>&& r) {
-                auto hello = r.getHello();
-                if (std::string(hello.getName().cStr()) != pc.address.name) {
-                  log::warning("peer at " + pc.address.host + ":" + std::to_string(pc.address.port) + " says it is " +
-                               hello.getName().cStr() + ", expected " + pc.address.name);
-                }
-                members.connected(pc.address.name, info_of(hello));
-                pc.backoff_ms = 100;
-                return ping_loop(pc);
-              });
+          return authenticate(pc, cap).then([this, &pc](capnp::Response<Node::HandshakeResults>&& r) {
+            auto hello = r.getHello();
+            if (std::string(hello.getName().cStr()) != pc.address.name) {
+              log::warning("peer at " + pc.address.host + ":" + std::to_string(pc.address.port) + " says it is " +
+                           hello.getName().cStr() + ", expected " + pc.address.name);
+            }
+            members.connected(pc.address.name, info_of(hello));
+            pc.backoff_ms = 100;
+            return ping_loop(pc);
+          });
         })
         .catch_([this, &pc, &timer](kj::Exception&&) {
           members.disconnected(pc.address.name);
@@ -380,15 +392,16 @@ void write_updates(capnp::List<DocUpdate>::Builder list, const std::vector<doc_u
   }
 }
 
-// Document bodies from a peer are stored as they come; none may nest deeper than a client's could.
-status bodies_within_depth(capnp::List<DocUpdate>::Reader updates) {
+// find_shard for a write of `updates`. Document bodies from a peer are stored as they come; none
+// may nest deeper than a client's could.
+result<shard_handle> shard_for_update(rpc_node::loop& l, ShardRef::Reader ref, capnp::List<DocUpdate>::Reader updates) {
   for (auto u : updates) {
     if (!within_json_depth(u.getBody().cStr())) {
-      return {errc::bad_request, "document " + std::string(u.getId().cStr()) + " nests deeper than " +
-                                     std::to_string(max_json_depth()) + " levels ([couchdb] max_json_depth)"};
+      return status{errc::bad_request, "document " + std::string(u.getId().cStr()) + " nests deeper than " +
+                                           std::to_string(max_json_depth()) + " levels ([couchdb] max_json_depth)"};
     }
   }
-  return {};
+  return find_shard(l, ref);
 }
 
 doc_update read_update(DocUpdate::Reader u, bool new_edits) {
@@ -413,7 +426,6 @@ kj::Promise<void> commit_on_replica(const shard_handle& h, const std::shared_ptr
 }
 
 kj::Promise<void> node_server::shardInfo(ShardInfoContext context) {
-  if (!gate_->authenticated) return refused();
   auto results = context.getResults();
   auto h = find_shard(loop_, context.getParams().getShard());
   if (!h) {
@@ -433,15 +445,10 @@ kj::Promise<void> node_server::shardInfo(ShardInfoContext context) {
 result<shard_handle> find_shard(rpc_node::loop& l, ShardRef::Reader ref);
 
 kj::Promise<void> node_server::applyChanges(ApplyChangesContext context) {
-  if (!gate_->authenticated) return refused();
   auto params = context.getParams();
-  auto h = find_shard(loop_, params.getShard());
+  auto h = shard_for_update(loop_, params.getShard(), params.getUpdates());
   if (!h) {
     set_status(context.getResults().initStatus(), h.error());
-    return kj::READY_NOW;
-  }
-  if (auto st = bodies_within_depth(params.getUpdates()); !st) {
-    set_status(context.getResults().initStatus(), st);
     return kj::READY_NOW;
   }
   auto op = std::make_shared<write_op>();
@@ -465,15 +472,10 @@ kj::Promise<void> node_server::applyChanges(ApplyChangesContext context) {
 }
 
 kj::Promise<void> node_server::updateDocs(UpdateDocsContext context) {
-  if (!gate_->authenticated) return refused();
   auto params = context.getParams();
-  auto h = find_shard(loop_, params.getShard());
+  auto h = shard_for_update(loop_, params.getShard(), params.getUpdates());
   if (!h) {
     set_status(context.getResults().initStatus(), h.error());
-    return kj::READY_NOW;
-  }
-  if (auto st = bodies_within_depth(params.getUpdates()); !st) {
-    set_status(context.getResults().initStatus(), st);
     return kj::READY_NOW;
   }
   auto op = std::make_shared<write_op>();
@@ -495,7 +497,6 @@ kj::Promise<void> node_server::updateDocs(UpdateDocsContext context) {
 
 // Reads run on the loop thread: LMDB snapshot reads are short and never wait for a writer.
 kj::Promise<void> node_server::changesPage(ChangesPageContext context) {
-  if (!gate_->authenticated) return refused();
   auto params = context.getParams();
   auto results = context.getResults();
   auto h = shard_for_read(loop_, params.getShard(), loop_.opts.read_changes, "feed");
@@ -534,7 +535,6 @@ kj::Promise<void> node_server::changesPage(ChangesPageContext context) {
 }
 
 kj::Promise<void> node_server::resolveSince(ResolveSinceContext context) {
-  if (!gate_->authenticated) return refused();
   auto params = context.getParams();
   auto results = context.getResults();
   auto h = find_shard(loop_, params.getShard());
@@ -551,7 +551,6 @@ kj::Promise<void> node_server::resolveSince(ResolveSinceContext context) {
 }
 
 kj::Promise<void> node_server::readDoc(ReadDocContext context) {
-  if (!gate_->authenticated) return refused();
   auto params = context.getParams();
   auto results = context.getResults();
   auto h = shard_for_read(loop_, params.getShard(), loop_.opts.read_doc, "document");  // this node holds the range
@@ -579,7 +578,6 @@ kj::Promise<void> node_server::readDoc(ReadDocContext context) {
 }
 
 kj::Promise<void> node_server::allDocsPage(AllDocsPageContext context) {
-  if (!gate_->authenticated) return refused();
   auto p = context.getParams();
   auto results = context.getResults();
   auto h = shard_for_read(loop_, p.getShard(), loop_.opts.read_all_docs, "_all_docs");
@@ -617,7 +615,6 @@ kj::Promise<void> node_server::allDocsPage(AllDocsPageContext context) {
 }
 
 kj::Promise<void> node_server::timeSeq(TimeSeqContext context) {
-  if (!gate_->authenticated) return refused();
   auto params = context.getParams();
   auto h = find_shard(loop_, params.getShard());
   if (!h) {

@@ -90,12 +90,6 @@ std::optional<authenticator::stored_user> authenticator::find_user(const std::st
   return u;
 }
 
-std::optional<std::vector<std::string>> authenticator::roles_of(const std::string& name) {
-  auto u = find_user(name);
-  if (!u) return std::nullopt;
-  return u->roles;
-}
-
 std::optional<user_ctx> authenticator::check_password(const std::string& name, const std::string& password) {
   auto u = find_user(name);
   if (!u) {

@@ -26,8 +26,6 @@ class authenticator {
   // Checks a name and password against the admins, then `_users`.
   std::optional<user_ctx> check_password(const std::string& name, const std::string& password);
   std::string make_cookie(const std::string& name);
-  // The roles stored for a user (config admins: `_admin`), std::nullopt for an unknown name.
-  std::optional<std::vector<std::string>> roles_of(const std::string& name);
   int64_t cookie_timeout_s() const { return cookie_timeout_s_; }
 
   static status require_server_admin(const user_ctx& u);

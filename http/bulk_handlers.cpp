@@ -11,9 +11,8 @@ namespace {
 
 result<json> json_object_body(ctx& c) {
   if (auto st = c.require_json_content(); !st) return st;
-  std::string why;
-  auto body = parse_json(c.req.body, &why);
-  if (!body) return status{errc::bad_request, json_refusal(why, "invalid UTF-8 JSON")};
+  auto body = parse_client_json(c.req.body, {errc::bad_request, "invalid UTF-8 JSON"});
+  if (!body) return body.error();
   if (!body->is_object()) return status{errc::bad_request, "Request body must be a JSON object"};
   return std::move(*body);
 }

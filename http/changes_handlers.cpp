@@ -121,10 +121,9 @@ result<changes_query> parse_changes(ctx& c, const json* body) {
       if (body && body->contains("doc_ids")) {
         ids = (*body)["doc_ids"];
       } else if (c.has("doc_ids")) {
-        std::string why;
-        auto parsed = parse_json(c.param("doc_ids"), &why);
-        if (!parsed)
-          return status{errc::bad_request, json_refusal(why, "`doc_ids` filter parameter is not a list of doc ids.")};
+        auto parsed = parse_client_json(c.param("doc_ids"),
+                                        {errc::bad_request, "`doc_ids` filter parameter is not a list of doc ids."});
+        if (!parsed) return parsed.error();
         ids = std::move(*parsed);
       }
       if (!ids.is_array()) return status{errc::bad_request, "`doc_ids` filter parameter is not a list of doc ids."};
@@ -317,10 +316,11 @@ void handle_changes(ctx& c, const db_meta& db) {
     if (auto st = c.require_json_content(); !st) return c.error(st);
   }
   if (c.method() == "POST" && !c.req.body.empty()) {
-    std::string why;
-    body = parse_json(c.req.body, &why);
-    if (!body || !body->is_object())
-      return c.error(errc::bad_request, json_refusal(why, "Request body must be a JSON object"));
+    status refusal{errc::bad_request, "Request body must be a JSON object"};
+    auto parsed = parse_client_json(c.req.body, refusal);
+    if (!parsed) return c.error(parsed.error());
+    if (!parsed->is_object()) return c.error(refusal);
+    body = std::move(*parsed);
   }
   auto q = parse_changes(c, body ? &*body : nullptr);
   if (!q) return c.error(q.error());

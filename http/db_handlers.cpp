@@ -135,10 +135,10 @@ void handle_security(ctx& c, const db_meta& db, const json& security) {
   if (c.method() == "GET") return c.reply(200, security);
   if (c.method() != "PUT") return c.method_not_allowed("PUT,GET");
   if (auto st = c.require_json_content(); !st) return c.error(st);
-  std::string why;
-  auto body = parse_json(c.req.body, &why);
-  if (!body || !body->is_object())
-    return c.error(errc::bad_request, json_refusal(why, "Security object must be a JSON object"));
+  status refusal{errc::bad_request, "Security object must be a JSON object"};
+  auto body = parse_client_json(c.req.body, refusal);
+  if (!body) return c.error(body.error());
+  if (!body->is_object()) return c.error(refusal);
   for (const char* section : {"admins", "members"}) {
     if (!body->contains(section)) continue;
     const json& s = (*body)[section];
@@ -369,12 +369,9 @@ result<all_docs_query> parse_all_docs(ctx& c, const json* post_body) {
   q.skip = *skip;
   auto json_param = [&](const char* name) -> result<std::optional<json>> {
     if (!c.has(name)) return std::optional<json>{};
-    std::string why;
-    auto j = parse_json(c.param(name), &why);
-    if (!j) {
-      return status{errc::query_parse_error,
-                    json_refusal(why, std::string("Invalid JSON in the `") + name + "` parameter")};
-    }
+    auto j = parse_client_json(c.param(name),
+                               {errc::query_parse_error, std::string("Invalid JSON in the `") + name + "` parameter"});
+    if (!j) return j.error();
     return std::optional<json>{std::move(*j)};
   };
   for (auto [name, alias, slot] : {std::tuple{"startkey", "start_key", &q.start},
@@ -485,10 +482,11 @@ void handle_all_docs(ctx& c, const db_meta& db) {
   std::optional<json> body;
   if (c.method() == "POST") {
     if (auto st = c.require_json_content(); !st) return c.error(st);
-    std::string why;
-    body = parse_json(c.req.body, &why);
-    if (!body || !body->is_object())
-      return c.error(errc::bad_request, json_refusal(why, "Request body must be a JSON object"));
+    status refusal{errc::bad_request, "Request body must be a JSON object"};
+    auto parsed = parse_client_json(c.req.body, refusal);
+    if (!parsed) return c.error(parsed.error());
+    if (!parsed->is_object()) return c.error(refusal);
+    body = std::move(*parsed);
   }
   auto parsed = parse_all_docs(c, body ? &*body : nullptr);
   if (!parsed) return c.error(parsed.error());

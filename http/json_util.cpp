@@ -2,6 +2,14 @@
 
 namespace settee {
 
+result<json> parse_client_json(std::string_view text, status refusal) {
+  std::string why;
+  auto j = parse_json(text, &why);
+  if (j) return std::move(*j);
+  if (!why.empty()) refusal.reason = why;
+  return refusal;
+}
+
 std::string quote(std::string_view s) {
   static const char hex[] = "0123456789abcdef";
   std::string out;

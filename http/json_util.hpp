@@ -4,14 +4,14 @@
 #include <string>
 #include <string_view>
 
+#include "node/error.hpp"
 #include "node/json.hpp"
 
 namespace settee {
 
-// The reason to give a client for text parse_json refused: `why` (too deep) when set, else `fallback`.
-inline std::string json_refusal(const std::string& why, std::string fallback) {
-  return why.empty() ? std::move(fallback) : why;
-}
+// parse_json for text a client sent: `refusal` when it is not JSON, its reason replaced by the
+// nesting limit's when that was the trouble.
+result<json> parse_client_json(std::string_view text, status refusal);
 // `s` as a JSON string literal, quotes included.
 std::string quote(std::string_view s);
 bool valid_utf8(std::string_view s);

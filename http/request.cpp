@@ -40,10 +40,7 @@ result<int64_t> ctx::int_param(const char* name, int64_t def) const {
 }
 
 result<json> ctx::json_body() const {
-  std::string why;
-  auto j = parse_json(req.body, &why);
-  if (!j) return status{errc::bad_request, json_refusal(why, "invalid UTF-8 JSON")};
-  return std::move(*j);
+  return parse_client_json(req.body, {errc::bad_request, "invalid UTF-8 JSON"});
 }
 
 status ctx::require_json_content() const {

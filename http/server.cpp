@@ -76,10 +76,6 @@ void dispatch(ctx& c) {
   if (!db) return c.error(db.error());
   json security = read_security(c, *db);
   c.security = &security;
-  // System databases are never open to anonymous users, whatever their _security says (a data dir
-  // from before release 0.3 has `_replicator` with an empty one).
-  if (is_system_db(first) && !c.user.name)
-    return c.error(errc::unauthorized, "You are not authorized to access this db.");
   // A user reads and updates their own `_users` document (not its roles: doc_handlers checks);
   // everything else in `_users` is for server admins.
   bool own_user_doc = first == "_users" && p.size() == 2 && c.user.name && p[1] == "org.couchdb.user:" + *c.user.name &&

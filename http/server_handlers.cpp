@@ -31,10 +31,9 @@ namespace {
 result<std::optional<std::string>> string_key_param(ctx& c, const char* a, const char* b) {
   const char* name = c.has(a) ? a : (b && c.has(b) ? b : nullptr);
   if (!name) return std::optional<std::string>{};
-  std::string why;
-  auto j = parse_json(c.param(name), &why);
-  if (!j)
-    return status{errc::bad_request, json_refusal(why, std::string("invalid JSON in the `") + name + "` parameter")};
+  auto j = parse_client_json(c.param(name),
+                             {errc::bad_request, std::string("invalid JSON in the `") + name + "` parameter"});
+  if (!j) return j.error();
   if (!j->is_string()) return std::optional<std::string>{};  // non-string keys sort before strings
   return std::optional<std::string>{j->get<std::string>()};
 }

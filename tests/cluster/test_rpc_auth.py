@@ -21,6 +21,18 @@ METHODS = ["ping", "shardInfo", "applyChanges", "updateDocs", "changesPage", "re
            "allDocsPage", "timeSeq"]
 
 
+OTHER_SECRET = "another-secret-0123456789abcdef"
+
+
+def stranger(config):
+    """A node that holds another cluster secret."""
+    return Node(config=config, env={"SETTEE_CLUSTER_SECRET": OTHER_SECRET}).start()
+
+
+def all_nodes(node):
+    return node.get("/_membership", fresh=True).json["all_nodes"]
+
+
 def probe(port, *mode):
     out = subprocess.run([PROBE, "127.0.0.1", str(port), *mode], capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr
@@ -132,19 +144,18 @@ class RpcAuth(NodeTest):
 
     def test_a_node_with_another_secret_never_joins(self):
         names = self.cluster.names
-        stranger = Node(config=f"[node]\nname = n9@127.0.0.1\n[cluster]\nrpc_port = 0\n"
-                               f"seeds = {names[0]}:{self.port}\nsync_interval_ms = 0\n",
-                        env={"SETTEE_CLUSTER_SECRET": "another-secret-0123456789abcdef"}).start()
+        other = stranger(f"[node]\nname = n9@127.0.0.1\n[cluster]\nrpc_port = 0\n"
+                         f"seeds = {names[0]}:{self.port}\nsync_interval_ms = 0\n")
         try:
             time.sleep(2)
-            self.assertEqual(stranger.get("/_membership").json["all_nodes"], ["n9@127.0.0.1"])
-            self.assertEqual(self.node.get("/_membership", fresh=True).json["all_nodes"], sorted(names))
+            self.assertEqual(all_nodes(other), ["n9@127.0.0.1"])
+            self.assertEqual(all_nodes(self.node), sorted(names))
             # Nor did it learn the first node's databases.
             self.assertEqual(self.node.put("/secretdb").status, 201)
             time.sleep(0.5)
-            self.assertEqual(stranger.get("/secretdb").status, 404)
+            self.assertEqual(other.get("/secretdb").status, 404)
         finally:
-            stranger.cleanup()
+            other.cleanup()
 
     def test_short_secret_stops_the_node_with_a_reason(self):
         n = Node(config="[cluster]\nrpc_port = 0\nsecret = short\n")
@@ -218,7 +229,7 @@ class RpcTls(NodeTest):
         try:
             names = ["n1@127.0.0.1", "n2@127.0.0.1"]
             for n in nodes:
-                self.assertTrue(wait_for(lambda n=n: n.get("/_membership", fresh=True).json["all_nodes"] == names, 20))
+                self.assertTrue(wait_for(lambda n=n: all_nodes(n) == names, 20))
             with open(nodes[0].log.name) as f:
                 self.assertIn("(TLS)" if tls == "on" else "(plain TCP)", f.read())
             self.assertEqual(nodes[1].put("/tapped?q=1&n=2").status, 201)
@@ -249,7 +260,7 @@ class RpcTls(NodeTest):
         try:
             names = ["n1@127.0.0.1", "n2@127.0.0.1"]
             for n in nodes:
-                self.assertTrue(wait_for(lambda n=n: n.get("/_membership", fresh=True).json["all_nodes"] == names, 20))
+                self.assertTrue(wait_for(lambda n=n: all_nodes(n) == names, 20))
                 with open(n.log.name) as f:
                     log = f.read()
                 self.assertRegex(log, r"cluster RPC listening on 0\.0\.0\.0:\d+ \(TLS\)")
@@ -263,13 +274,12 @@ class RpcTls(NodeTest):
     def test_tls_with_another_secret_never_connects(self):
         p1, p2 = free_port(), free_port()
         a = Node(config=f"[node]\nname = n1@127.0.0.1\n[cluster]\nrpc_port = {p1}\ntls = on\n").start()
-        b = Node(config=f"[node]\nname = n2@127.0.0.1\n[cluster]\nrpc_port = {p2}\ntls = on\n"
-                        f"seeds = n1@127.0.0.1:{p1}\n",
-                 env={"SETTEE_CLUSTER_SECRET": "another-secret-0123456789abcdef"}).start()
+        b = stranger(f"[node]\nname = n2@127.0.0.1\n[cluster]\nrpc_port = {p2}\ntls = on\n"
+                     f"seeds = n1@127.0.0.1:{p1}\n")
         try:
             time.sleep(2)
-            self.assertEqual(b.get("/_membership").json["all_nodes"], ["n2@127.0.0.1"])
-            self.assertEqual(a.get("/_membership").json["all_nodes"], ["n1@127.0.0.1"])
+            self.assertEqual(all_nodes(b), ["n2@127.0.0.1"])
+            self.assertEqual(all_nodes(a), ["n1@127.0.0.1"])
             with open(a.log.name) as f:
                 self.assertIn("TLS handshake with a client failed", f.read())
         finally:

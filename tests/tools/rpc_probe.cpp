@@ -17,6 +17,7 @@
 #include <cstdio>
 #include <functional>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "cluster/peer_auth.hpp"
@@ -40,11 +41,17 @@ void print(const char* method, bool ok, const std::string& error) {
   std::fflush(stdout);
 }
 
+// Runs one call: ok unless it throws or, for a call that returns what went wrong, says anything.
 template <class F>
 void attempt(const char* method, F&& f) {
   try {
-    f();
-    print(method, true, "");
+    if constexpr (std::is_void_v<decltype(f())>) {
+      f();
+      print(method, true, "");
+    } else {
+      std::string error = f();
+      print(method, error.empty(), error);
+    }
   } catch (const kj::Exception& e) {
     print(method, false, e.getDescription().cStr());
   }
@@ -114,9 +121,10 @@ int main(int argc, char** argv) {
   if (mode == "deep") {
     std::string db = argc > 5 ? argv[5] : "deep";
     std::string deep = std::string(100000, '[') + std::string(100000, ']');
-    auto answer = [](const char* method, auto status) {
-      print(method, status.getError().size() == 0,
-            std::string(status.getError().cStr()) + ": " + status.getReason().cStr());
+    // A call's CallStatus as the error to print ("" when ok).
+    auto error_of = [](auto status) {
+      return status.getError().size() == 0 ? std::string()
+                                           : std::string(status.getError().cStr()) + ": " + status.getReason().cStr();
     };
     auto deep_update = [&](DocUpdate::Builder u, const char* id) {
       u.setId(id);
@@ -130,38 +138,34 @@ int main(int argc, char** argv) {
       b.setRange("00000000-ffffffff");
     };
     for (bool new_edits : {true, false}) {
-      try {
+      attempt(new_edits ? "updateDocs" : "updateDocs-replicated", [&] {
         auto r = cap.updateDocsRequest();
         on_db(r.initShard());
         auto u = r.initUpdates(1)[0];
         deep_update(u, "deep");
         u.setNewEdits(new_edits);
-        answer(new_edits ? "updateDocs" : "updateDocs-replicated", r.send().wait(ws).getStatus());
-      } catch (const kj::Exception& e) {
-        print("updateDocs", false, e.getDescription().cStr());
-      }
+        return error_of(r.send().wait(ws).getStatus());
+      });
     }
-    try {
+    attempt("applyChanges", [&] {
       auto r = cap.applyChangesRequest();
       on_db(r.initShard());
       deep_update(r.initUpdates(1)[0], "deep2");
-      answer("applyChanges", r.send().wait(ws).getStatus());
-    } catch (const kj::Exception& e) {
-      print("applyChanges", false, e.getDescription().cStr());
-    }
+      return error_of(r.send().wait(ws).getStatus());
+    });
     for (const char* what : {"bulk_get", "revs_diff"}) {
-      try {
+      attempt(what, [&] {
         auto r = cap.readDocRequest();
         on_db(r.initShard());
         r.setWhat(what);
         r.setMethod("POST");
         r.setBody(std::string("{\"docs\":") + deep + "}");
         auto res = r.send().wait(ws);
-        print(what, res.getStatus().getError().size() == 0 && res.getHttpStatus() < 300,
-              std::to_string(res.getHttpStatus()) + " " + res.getBody().cStr());
-      } catch (const kj::Exception& e) {
-        print(what, false, e.getDescription().cStr());
-      }
+        std::string error = error_of(res.getStatus());
+        if (error.empty() && res.getHttpStatus() >= 300)
+          error = std::to_string(res.getHttpStatus()) + " " + res.getBody().cStr();
+        return error;
+      });
     }
     return 0;
   }
