@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Two builds of settee side by side on one machine: single-doc PUT c=1, PUT c=32 and GET c=32 against
+# one node of each, the nodes taking turns run by run (so a noisy moment hits both alike). Prints each
+# workload's median req/s per build and the median of the per-run ratios (B / A).
+#   bash bench/run_side_by_side.sh OLD_BINARY [NEW_BINARY]     (RUNS=5 SECONDS_PER_RUN=4)
+# e.g. bash bench/run_side_by_side.sh build/releases/v0.2.0/build/settee   (the upgrade tests build it)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+source bench/lib.sh
+A=${1:?usage: run_side_by_side.sh OLD_BINARY [NEW_BINARY]}
+B=${2:-build/settee}
+RUNS=${RUNS:-5}
+SECS=${SECONDS_PER_RUN:-4}
+BASE=$(mktemp -d /tmp/settee-sbs-XXXXXX)
+trap 'kill "${PIDS[@]}" 2>/dev/null; wait 2>/dev/null; rm -rf "$BASE"' EXIT
+PA=$(free_port); PB=$(free_port)
+BIN=$A start_node a "$PA" ""
+BIN=$B start_node b "$PB" ""
+echo "side by side: A=$A B=$B, $(nproc) cores, $RUNS runs x ${SECS}s, fsync on"
+run() {  # name, loadgen args...
+  local name=$1; shift
+  local ra=() rb=() rr=()
+  for i in $(seq "$RUNS"); do
+    a=$("$LOADGEN" --url "http://127.0.0.1:$PA" --auth bench:bench --seconds "$SECS" "$@" --db "s-$name-$i" | field rate)
+    b=$("$LOADGEN" --url "http://127.0.0.1:$PB" --auth bench:bench --seconds "$SECS" "$@" --db "s-$name-$i" | field rate)
+    ra+=("$a"); rb+=("$b"); rr+=("$(ratio "$b" "$a")")
+  done
+  printf '%-8s A %7s  B %7s req/s   B/A %s   (ratios: %s)\n' "$name" "$(printf '%s\n' "${ra[@]}" | median)" \
+    "$(printf '%s\n' "${rb[@]}" | median)" "$(printf '%s\n' "${rr[@]}" | median)" "${rr[*]}"
+}
+run put_c1 --workload put --concurrency 1
+run put_c32 --workload put --concurrency 32
+run get_c32 --workload get --concurrency 32 --docs 10000
