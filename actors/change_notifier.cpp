@@ -2,29 +2,48 @@
 
 namespace settee {
 
-change_notifier::slot& change_notifier::get(const std::string& key) {
-  auto& s = slots_[key];
-  if (!s) s = std::make_unique<slot>();
-  return *s;
-}
-
 void change_notifier::notify(const std::string& key) {
-  std::lock_guard<std::mutex> lock(mu_);
-  slot& s = get(key);
-  ++s.version;
-  s.cv.notify_all();
+  std::unordered_map<uint64_t, std::function<void()>> fire;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    slot& s = slots_[key];
+    ++s.version;
+    fire.swap(s.watches);
+    watchers_ -= fire.size();
+  }
+  for (auto& [id, wake] : fire) wake();
 }
 
 uint64_t change_notifier::version(const std::string& key) {
   std::lock_guard<std::mutex> lock(mu_);
-  return get(key).version;
+  return slots_[key].version;
 }
 
-uint64_t change_notifier::wait(const std::string& key, uint64_t seen, std::chrono::steady_clock::time_point deadline) {
-  std::unique_lock<std::mutex> lock(mu_);
-  slot& s = get(key);
-  s.cv.wait_until(lock, deadline, [&] { return s.version != seen; });
-  return s.version;
+uint64_t change_notifier::watch(const std::string& key, uint64_t seen, std::function<void()> wake) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    slot& s = slots_[key];
+    if (s.version == seen) {
+      uint64_t id = next_id_++;
+      s.watches.emplace(id, std::move(wake));
+      ++watchers_;
+      return id;
+    }
+  }
+  wake();
+  return 0;
+}
+
+void change_notifier::unwatch(const std::string& key, uint64_t id) {
+  if (id == 0) return;
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = slots_.find(key);
+  if (it != slots_.end()) watchers_ -= it->second.watches.erase(id);
+}
+
+size_t change_notifier::watchers() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return watchers_;
 }
 
 }  // namespace settee

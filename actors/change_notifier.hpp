@@ -1,13 +1,11 @@
-// change_notifier: wakes the threads waiting for new commits of a database (live _changes feeds).
-// Shard replicas call notify(key) after every commit; a feed reads version(key) before it scans,
-// and if it found nothing new it waits for the version to move, so no commit is missed between the
-// scan and the wait. Keys are "<db>.<suffix>" (one per database incarnation).
+// change_notifier: tells live _changes feeds that a database has new commits. Shard replicas call
+// notify(key) after every commit; a feed reads version(key) before it scans, and if it found
+// nothing new it watches for the version to move past what it saw, so no commit is missed between
+// the scan and the watch. Keys are "<db>.<suffix>" (one per database incarnation).
 // Thread-safety: all methods may be called from any thread.
 #pragma once
-#include <chrono>
-#include <condition_variable>
 #include <cstdint>
-#include <memory>
+#include <functional>
 #include <mutex>
 #include <string>
 #include <unordered_map>
@@ -18,18 +16,24 @@ class change_notifier {
  public:
   void notify(const std::string& key);
   uint64_t version(const std::string& key);
-  // Returns the version once it differs from `seen`, or at the deadline (whichever comes first).
-  uint64_t wait(const std::string& key, uint64_t seen, std::chrono::steady_clock::time_point deadline);
+  // Calls `wake` once, from the notifying thread (or right here when the version already moved
+  // past `seen`). Returns a watch id for unwatch(), 0 when `wake` already ran. `wake` must be quick
+  // and must not call back into the notifier.
+  uint64_t watch(const std::string& key, uint64_t seen, std::function<void()> wake);
+  // Forgets a watch that has not fired (a no-op after it fired).
+  void unwatch(const std::string& key, uint64_t id);
+  size_t watchers() const;
 
  private:
   struct slot {
     uint64_t version = 0;
-    std::condition_variable cv;
+    std::unordered_map<uint64_t, std::function<void()>> watches;
   };
-  slot& get(const std::string& key);  // mu_ held
 
-  std::mutex mu_;
-  std::unordered_map<std::string, std::unique_ptr<slot>> slots_;
+  mutable std::mutex mu_;
+  std::unordered_map<std::string, slot> slots_;
+  uint64_t next_id_ = 1;
+  size_t watchers_ = 0;
 };
 
 }  // namespace settee

@@ -127,20 +127,8 @@ struct rpc_node::loop : private kj::TaskSet::ErrorHandler {
     warn_limited(std::string("rpc task failed: ") + e.getDescription().cStr());
   }
 
-  // Warnings that strangers can cause (refused connections) at most once per 10 s, with a count of
-  // what was left out: otherwise anyone who reaches the port could fill the disk with log lines.
-  kj::TimePoint last_warning = kj::origin<kj::TimePoint>();
-  uint64_t suppressed = 0;
-  void warn_limited(const std::string& line) {
-    auto now = io.provider->getTimer().now();
-    if (last_warning != kj::origin<kj::TimePoint>() && now - last_warning < 10 * kj::SECONDS) {
-      ++suppressed;
-      return;
-    }
-    log::warning(line + (suppressed ? " (and " + std::to_string(suppressed) + " more since the last such line)" : ""));
-    suppressed = 0;
-    last_warning = now;
-  }
+  log::rate_limited refusals;  // warnings that strangers can cause
+  void warn_limited(const std::string& line) { refusals.warning(line); }
 
   kj::Promise<void> accept_loop(kj::ConnectionReceiver& listener) {
     return listener.accept().then([this, &listener](kj::Own<kj::AsyncIoStream>&& stream) {

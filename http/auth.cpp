@@ -116,7 +116,7 @@ std::string authenticator::make_cookie(const std::string& name) {
   return crypto::base64_encode(payload + ":" + mac, true);
 }
 
-result<user_ctx> authenticator::authenticate(const httplib::Request& req) {
+result<user_ctx> authenticator::authenticate(const http_request& req) {
   std::string authz = req.get_header_value("Authorization");
   if (authz.rfind("Basic ", 0) == 0) {
     std::string decoded;

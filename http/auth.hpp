@@ -22,7 +22,7 @@ class authenticator {
 
   // The user behind the request: anonymous without credentials, errc::unauthorized when Basic
   // credentials are wrong. A bad or expired cookie counts as anonymous, as in CouchDB.
-  result<user_ctx> authenticate(const httplib::Request& req);
+  result<user_ctx> authenticate(const http_request& req);
   // Checks a name and password against the admins, then `_users`.
   std::optional<user_ctx> check_password(const std::string& name, const std::string& password);
   std::string make_cookie(const std::string& name);

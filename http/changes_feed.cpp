@@ -2,6 +2,7 @@
 
 #include "actors/internal_replication.hpp"
 #include "http/doc_render.hpp"
+#include "node/log.hpp"
 
 namespace settee {
 
@@ -191,14 +192,12 @@ bool changes_feed::refill(size_t i) {
     }
     return !p.buffer.empty();
   }
-  if (p.snap && p.snap_reset && p.snap->renew()) {
-    p.snap_reset = false;  // the same reader slot, a fresh snapshot
-  } else {
-    auto snap = handles_[i].store->read();
-    if (!snap) return false;
-    p.snap = std::make_shared<shard_store::snapshot>(std::move(*snap));
-    p.snap_reset = false;
+  auto snap = handles_[i].store->read();
+  if (!snap) {
+    log::error("changes feed of " + db_.name + " range " + p.range.name() + ": " + snap.error().reason);
+    return false;
   }
+  p.snap = std::make_shared<shard_store::snapshot>(std::move(*snap));
   auto collect = [&](const change_entry& e) {
     p.buffer.push_back(e);
     return p.buffer.size() < refill_batch;
@@ -329,7 +328,7 @@ uint64_t changes_feed::pending() const {
     const shard_pos& p = shards_[i];
     if (p.remote) {
       n += p.buffer.size() + p.remote_pending;  // as of the last page
-    } else if (p.snap && !p.snap_reset) {
+    } else if (p.snap) {
       n += p.snap->count_changes_after(p.seq);  // as of the snapshot the rows came from
     } else if (auto snap = handles_[i].store->read()) {
       n += snap->count_changes_after(p.seq);
@@ -339,12 +338,10 @@ uint64_t changes_feed::pending() const {
 }
 
 void changes_feed::release_snapshots() {
-  for (auto& p : shards_) {
-    if (p.buffer.empty() && p.snap && !p.snap_reset) {
-      p.snap->reset();
-      p.snap_reset = true;
-    }
-  }
+  // Dropped, not reset: a reset LMDB reader keeps its slot, and a shard has 1,024 slots for
+  // every feed waiting on it (thousands of listeners ran out of them).
+  for (auto& p : shards_)
+    if (p.buffer.empty()) p.snap.reset();
 }
 
 std::string changes_feed::since_resolution() const {

@@ -69,8 +69,7 @@ class changes_feed {
     uint64_t seq = 0;  // last change consumed; descending: 0 until the first row is read
     uint64_t top = 0;  // update_seq when the feed started
     std::deque<change_entry> buffer;
-    std::shared_ptr<shard_store::snapshot> snap;  // the snapshot `buffer` was read from
-    bool snap_reset = false;                      // released while the feed sleeps; renew() before use
+    std::shared_ptr<shard_store::snapshot> snap;  // the snapshot `buffer` was read from (none while waiting)
     // Another node's copy (this node holds none of the range): read in pages over RPC.
     bool remote = false;
     std::string node;                   // whose copy

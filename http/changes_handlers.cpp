@@ -1,6 +1,6 @@
-// /db/_changes: normal, longpoll, continuous (and live), eventsource. Live feeds wait on commit
-// notifications (change_notifier), never poll; each wakes at least once a second to notice a client
-// that went away or a server shutting down.
+// /db/_changes: normal, longpoll, continuous (and live), eventsource. A response is a stream the
+// HTTP front pumps (http/message.hpp); between pumps a live feed waits on commit notifications
+// (change_notifier) or its next heartbeat, holding no thread.
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -155,157 +155,140 @@ result<changes_query> parse_changes(ctx& c, const json* body) {
   return q;
 }
 
-// The state one streaming response carries between calls of its content provider.
-struct stream {
-  stream(node_services& node, const db_meta& db, changes_query query)
-      : node(node), key(db.key()), q(std::move(query)), feed(node.coord, db, q.opts, node.node_name) {}
-  ~stream() {
-    if (counted) node.live_feeds.fetch_sub(1);
+// One _changes response, pumped by the HTTP front (http/message.hpp): each pump writes what is
+// ready and then says what to wait for (a commit, the next heartbeat, the timeout); it never blocks.
+class changes_stream final : public response_stream {
+ public:
+  changes_stream(node_services& node, const db_meta& db, changes_query query)
+      : node_(node), key_(db.key()), q_(std::move(query)), feed_(node.coord, db, q_.opts, node.node_name) {}
+  ~changes_stream() override {
+    if (live()) node_.live_feeds.fetch_sub(1);
+  }
+  changes_feed& feed() { return feed_; }
+  const changes_query& query() const { return q_; }
+  bool live() const { return q_.feed != feed_kind::normal; }
+
+  pump_result pump(std::string& out) override {
+    if (!started_) {
+      started_ = true;
+      auto now = steady::now();
+      longpoll_deadline_ = now + std::chrono::milliseconds(q_.timeout_ms);
+      reset_timers(now);
+      if (live()) node_.live_feeds.fetch_add(1);
+    }
+    return q_.feed == feed_kind::normal || q_.feed == feed_kind::longpoll ? pump_batch(out) : pump_live(out);
   }
 
-  node_services& node;
-  std::string key;
-  changes_query q;
-  changes_feed feed;
-  bool counted = false;
-  bool started = false;
-  bool first_row = true;
-  steady::time_point idle_deadline;  // timeout: no change for this long ends the feed
-  steady::time_point next_heartbeat;
+ private:
+  static constexpr size_t chunk_bytes = 64 * 1024;
 
-  // How long to sleep between looks: another node's commits do not reach our notifier, so a feed
-  // over remote copies looks again soon.
-  std::chrono::milliseconds poll_slice() const {
-    return feed.has_remote() ? std::chrono::milliseconds(100) : std::chrono::milliseconds(1000);
-  }
-  bool limit_reached() const { return q.limit >= 0 && static_cast<int64_t>(feed.rows_emitted()) >= q.limit; }
+  bool limit_reached() const { return q_.limit >= 0 && static_cast<int64_t>(feed_.rows_emitted()) >= q_.limit; }
   std::string last_seq_fields() {
-    return "\"last_seq\":" + quote(feed.token()) + ",\"pending\":" + std::to_string(feed.pending());
+    return "\"last_seq\":" + quote(feed_.token()) + ",\"pending\":" + std::to_string(feed_.pending());
   }
-  void reset_timers() {
-    auto now = steady::now();
-    idle_deadline = now + std::chrono::milliseconds(q.timeout_ms);
-    next_heartbeat = now + std::chrono::milliseconds(q.heartbeat_ms);
+  void reset_timers(steady::time_point now) {
+    idle_deadline_ = now + std::chrono::milliseconds(q_.timeout_ms);
+    next_heartbeat_ = now + std::chrono::milliseconds(q_.heartbeat_ms);
   }
-  // Waits for a commit, the next heartbeat, the idle timeout or one second, whichever is first.
-  // Returns false when nothing changed.
-  bool wait(uint64_t seen) {
-    auto until = steady::now() + poll_slice();
-    if (q.heartbeat_ms > 0)
-      until = std::min(until, next_heartbeat);
-    else
-      until = std::min(until, idle_deadline);
-    return node.notifier->wait(key, seen, until) != seen;
+  // Another node's commits do not reach our notifier: a feed over remote copies looks again soon. A
+  // local one looks every 10 s as well (a deletion learnt from a peer's catalog ends it).
+  std::chrono::milliseconds poll_slice() const {
+    return feed_.has_remote() ? std::chrono::milliseconds(100) : std::chrono::milliseconds(10000);
   }
-};
+  pump_result wait_for(uint64_t seen, steady::time_point until) {
+    feed_.release_snapshots();  // a long-lived LMDB reader pins old pages
+    pump_result r;
+    r.then = pump_result::next::wait;
+    r.wake_key = key_;
+    r.seen = seen;
+    r.wake_at = std::min(until, steady::now() + poll_slice());
+    return r;
+  }
+  static pump_result done() { return {pump_result::next::done, {}, 0, {}}; }
+  static pump_result more() { return {pump_result::next::more, {}, 0, {}}; }
 
-constexpr size_t chunk_bytes = 64 * 1024;
-
-// normal and longpoll: {"results":[\n row,\r\n row \n],\n"last_seq":..,"pending":..}\n
-bool provide_batch(stream& s, httplib::DataSink& sink) {
-  std::string out;
-  if (!s.started) {
-    s.started = true;
-    out = "{\"results\":[\n";
-    if (s.q.feed == feed_kind::longpoll) {
-      auto deadline = steady::now() + std::chrono::milliseconds(s.q.timeout_ms);
-      std::string row;
-      for (;;) {
-        uint64_t seen = s.node.notifier->version(s.key);
-        if (s.limit_reached() || s.q.limit == 0) break;
-        if (s.feed.next(row)) {
-          out += row;
-          s.first_row = false;
-          break;
+  // normal and longpoll: {"results":[\n row,\r\n row \n],\n"last_seq":..,"pending":..}\n
+  pump_result pump_batch(std::string& out) {
+    if (!header_sent_) {
+      if (q_.feed == feed_kind::longpoll && !limit_reached() && q_.limit != 0) {
+        uint64_t seen = node_.notifier->version(key_);
+        if (!feed_.next(row_)) {
+          if (steady::now() < longpoll_deadline_ && feed_.alive()) return wait_for(seen, longpoll_deadline_);
+        } else {
+          have_row_ = true;
         }
-        if (steady::now() >= deadline || !sink.is_writable() || !s.feed.alive()) break;
-        s.feed.release_snapshots();
-        s.node.notifier->wait(s.key, seen, std::min(deadline, steady::now() + s.poll_slice()));
+      }
+      header_sent_ = true;
+      out = "{\"results\":[\n";
+      if (have_row_) {
+        out += row_;
+        first_row_ = false;
       }
     }
-  }
-  std::string row;
-  bool more = true;
-  while (out.size() < chunk_bytes) {
-    if (s.limit_reached() || !s.feed.next(row)) {
-      more = false;
-      break;
+    while (out.size() < chunk_bytes) {
+      if (limit_reached() || !feed_.next(row_)) {
+        out += "\n],\n" + last_seq_fields();
+        if (std::string res = feed_.since_resolution(); !res.empty()) out += ",\"since_resolution\":" + res;
+        out += "}\n";
+        return done();
+      }
+      if (!first_row_) out += ",\r\n";
+      first_row_ = false;
+      out += row_;
     }
-    if (!s.first_row) out += ",\r\n";
-    s.first_row = false;
-    out += row;
-    if (s.q.feed == feed_kind::longpoll) {
-      continue;  // longpoll returns what is there once woken
-    }
+    return more();
   }
-  if (!more) {
-    out += "\n],\n" + s.last_seq_fields();
-    if (std::string res = s.feed.since_resolution(); !res.empty()) out += ",\"since_resolution\":" + res;
-    out += "}\n";
-    if (!sink.write(out.data(), out.size())) return false;
-    sink.done();
-    return true;
-  }
-  return sink.write(out.data(), out.size());
-}
 
-// continuous: one row per line, heartbeat "\n", final {"last_seq":..,"pending":..}
-// eventsource: "data: <row>\nid: <seq>\n\n", heartbeat "event: heartbeat\ndata: \n\n", no final event
-bool provide_live(stream& s, httplib::DataSink& sink) {
-  bool es = s.q.feed == feed_kind::eventsource;
-  if (!s.started) {
-    s.started = true;
-    s.reset_timers();
-  }
-  uint64_t seen = s.node.notifier->version(s.key);
-  std::string out, row;
-  while (out.size() < chunk_bytes && !s.limit_reached() && s.feed.next(row)) {
-    if (es) {
-      out += "data: " + row + "\nid: " + quote(s.feed.token()) + "\n\n";
-    } else {
-      out += row + "\n";
+  // continuous: one row per line, heartbeat "\n", final {"last_seq":..,"pending":..}
+  // eventsource: "data: <row>\nid: <seq>\n\n", heartbeat "event: heartbeat\ndata: \n\n", no final event
+  pump_result pump_live(std::string& out) {
+    bool es = q_.feed == feed_kind::eventsource;
+    uint64_t seen = node_.notifier->version(key_);
+    while (out.size() < chunk_bytes && !limit_reached() && feed_.next(row_)) {
+      if (es) {
+        out += "data: " + row_ + "\nid: " + quote(feed_.token()) + "\n\n";
+      } else {
+        out += row_ + "\n";
+      }
     }
-  }
-  if (!out.empty()) s.reset_timers();
-  if (s.limit_reached()) {
-    if (!es) out += "{" + s.last_seq_fields() + "}\n";
-    if (!out.empty() && !sink.write(out.data(), out.size())) return false;
-    sink.done();
-    return true;
-  }
-  if (!out.empty()) return sink.write(out.data(), out.size());
-  if (!sink.is_writable()) return false;  // the client went away: free the thread
-  if (!s.feed.alive()) {                  // the database was deleted: end the feed
-    if (!es) {
-      std::string last = "{" + s.last_seq_fields() + "}\n";
-      sink.write(last.data(), last.size());
+    feed_.release_snapshots();  // thousands of woken listeners must not hold LMDB reader slots
+    auto now = steady::now();
+    if (!out.empty()) reset_timers(now);
+    if (limit_reached() || !feed_.alive()) {  // the limit, or the database was deleted: end the feed
+      if (!es) out += "{" + last_seq_fields() + "}\n";
+      return done();
     }
-    sink.done();
-    return true;
-  }
-  s.feed.release_snapshots();
-  if (s.wait(seen)) return true;  // new commits: read them on the next call
-  auto now = steady::now();
-  if (s.q.heartbeat_ms > 0 && now >= s.next_heartbeat) {
-    s.next_heartbeat = now + std::chrono::milliseconds(s.q.heartbeat_ms);
-    std::string beat;
-    if (es)
-      beat = "event: heartbeat\ndata: \n\n";
-    else if (s.q.heartbeat_seq)
-      beat = "{\"seq\":" + quote(s.feed.token()) + ",\"changes\":[],\"id\":null}\n";
-    else
-      beat = "\n";
-    return sink.write(beat.data(), beat.size());
-  }
-  if (s.q.heartbeat_ms == 0 && now >= s.idle_deadline) {
-    if (!es) {
-      std::string last = "{" + s.last_seq_fields() + "}\n";
-      if (!sink.write(last.data(), last.size())) return false;
+    if (!out.empty()) return more();
+    if (q_.heartbeat_ms > 0 && now >= next_heartbeat_) {
+      next_heartbeat_ = now + std::chrono::milliseconds(q_.heartbeat_ms);
+      if (es)
+        out = "event: heartbeat\ndata: \n\n";
+      else if (q_.heartbeat_seq)
+        out = "{\"seq\":" + quote(feed_.token()) + ",\"changes\":[],\"id\":null}\n";
+      else
+        out = "\n";
+      return more();
     }
-    sink.done();
+    if (q_.heartbeat_ms == 0 && now >= idle_deadline_) {
+      if (!es) out = "{" + last_seq_fields() + "}\n";
+      return done();
+    }
+    return wait_for(seen, q_.heartbeat_ms > 0 ? next_heartbeat_ : idle_deadline_);
   }
-  return true;
-}
+
+  node_services& node_;
+  std::string key_;
+  changes_query q_;
+  changes_feed feed_;
+  std::string row_;
+  bool started_ = false;
+  bool header_sent_ = false;
+  bool have_row_ = false;
+  bool first_row_ = true;
+  steady::time_point longpoll_deadline_;
+  steady::time_point idle_deadline_;  // timeout: no change for this long ends the feed
+  steady::time_point next_heartbeat_;
+};
 
 }  // namespace
 
@@ -324,40 +307,26 @@ void handle_changes(ctx& c, const db_meta& db) {
   }
   auto q = parse_changes(c, body ? &*body : nullptr);
   if (!q) return c.error(q.error());
-  auto s = std::make_shared<stream>(c.node, db, std::move(*q));
-  if (auto st = s->feed.start(s->q.since); !st) return c.error(st);
+  auto s = std::make_shared<changes_stream>(c.node, db, std::move(*q));
+  if (auto st = s->feed().start(s->query().since); !st) return c.error(st);
 
-  bool live = s->q.feed != feed_kind::normal;
-  if (live) {
-    // Every live feed holds an HTTP worker thread; keep some for everything else.
-    if (c.node.live_feeds.fetch_add(1) >= c.node.max_live_feeds) {
-      c.node.live_feeds.fetch_sub(1);
-      return c.error(errc::unavailable, "too many open feeds; raise [chttpd] server_threads");
-    }
-    s->counted = true;
-  }
   c.res.status = 200;
   c.res.set_header("Cache-Control", "must-revalidate");
-  if (std::string res = s->feed.since_resolution(); !res.empty()) c.res.set_header("X-Settee-Since-Resolution", res);
-  if (s->q.feed == feed_kind::eventsource) {
+  if (std::string res = s->feed().since_resolution(); !res.empty()) c.res.set_header("X-Settee-Since-Resolution", res);
+  if (s->query().feed == feed_kind::eventsource) {
     c.res.set_header("Cache-Control", "no-cache");
-    c.res.set_chunked_content_provider("text/event-stream",
-                                       [s](size_t, httplib::DataSink& sink) { return provide_live(*s, sink); });
-  } else if (s->q.feed == feed_kind::continuous) {
-    c.res.set_chunked_content_provider("application/json",
-                                       [s](size_t, httplib::DataSink& sink) { return provide_live(*s, sink); });
-  } else {
-    if (s->q.feed == feed_kind::normal) {
-      std::string etag = "\"" + crypto::md5_hex(c.req.target + "|" + s->feed.state_tag()) + "\"";
-      c.res.set_header("ETag", etag);
-      if (c.req.get_header_value("If-None-Match") == etag) {
-        c.res.status = 304;
-        return;
-      }
-    }
-    c.res.set_chunked_content_provider("application/json",
-                                       [s](size_t, httplib::DataSink& sink) { return provide_batch(*s, sink); });
+    c.res.set_stream(s, "text/event-stream");
+    return;
   }
+  if (s->query().feed == feed_kind::normal) {
+    std::string etag = "\"" + crypto::md5_hex(c.req.target + "|" + s->feed().state_tag()) + "\"";
+    c.res.set_header("ETag", etag);
+    if (c.req.get_header_value("If-None-Match") == etag) {
+      c.res.status = 304;
+      return;
+    }
+  }
+  c.res.set_stream(s, "application/json");
 }
 
 }  // namespace settee

@@ -423,13 +423,13 @@ void reply_forwarded(ctx& c, const result<doc_read>& r) {
 result<doc_read> serve_doc_request(node_services& node, const std::string& db_name, const doc_request& r) {
   auto db = node.coord.catalog().lookup(db_name);
   if (!db) return db.error();
-  httplib::Request req;
+  http_request req;
   req.method = r.method;
   req.body = r.body;
   for (auto& [k, v] : r.params) req.params.emplace(k, v);
-  if (!r.if_none_match.empty()) req.headers.emplace("If-None-Match", r.if_none_match);
-  req.headers.emplace("Content-Type", "application/json");
-  httplib::Response res;
+  if (!r.if_none_match.empty()) req.headers.emplace_back("If-None-Match", r.if_none_match);
+  req.headers.emplace_back("Content-Type", "application/json");
+  http_response res;
   std::vector<std::string> path = {db_name};
   if (r.what == "local") {
     path.push_back("_local");

@@ -1,8 +1,6 @@
 // request: what every handler gets (the request, the node's services, the authenticated user) and
 // the one place where replies and errors are rendered as CouchDB does.
 #pragma once
-#include <httplib.h>
-
 #include <atomic>
 #include <optional>
 #include <string>
@@ -10,6 +8,7 @@
 
 #include "actors/coordinator.hpp"
 #include "http/json_util.hpp"
+#include "http/message.hpp"
 #include "node/clock.hpp"
 #include "node/config.hpp"
 #include "node/error.hpp"
@@ -36,14 +35,13 @@ struct node_services {
   size_t bulk_docs_max = 100000;
   change_notifier* notifier = nullptr;
   membership* members = nullptr;
-  rpc_node* rpc = nullptr;      // null on a single node
-  nodes_db* nodes = nullptr;    // null on a single node
-  size_t max_live_feeds = 100;  // longpoll/continuous/eventsource feeds open at once
+  rpc_node* rpc = nullptr;    // null on a single node
+  nodes_db* nodes = nullptr;  // null on a single node
   // The _security object of new databases ([couchdb] default_security): admin-only, as CouchDB 3.
   std::string new_db_security = admin_only_security;
   static constexpr const char* admin_only_security =
       R"({"members":{"roles":["_admin"]},"admins":{"roles":["_admin"]}})";
-  std::atomic<size_t> live_feeds{0};
+  std::atomic<size_t> live_feeds{0};  // longpoll/continuous/eventsource feeds open now
 };
 
 struct user_ctx {
@@ -54,8 +52,8 @@ struct user_ctx {
 };
 
 struct ctx {
-  const httplib::Request& req;
-  httplib::Response& res;
+  const http_request& req;
+  http_response& res;
   node_services& node;
   std::vector<std::string> path;  // percent-decoded path segments
   user_ctx user;
@@ -63,7 +61,7 @@ struct ctx {
   std::string req_rev_override = {};  // a document GET answers this revision (chosen by a read quorum)
   const json* security = nullptr;     // the database's _security object, below /db/...
 
-  // HEAD is answered as GET (httplib drops the body).
+  // HEAD is answered as GET (the server drops the body).
   const std::string& method() const { return method_; }
   bool has(const char* name) const { return req.has_param(name); }
   std::string param(const char* name) const { return req.get_param_value(name); }

@@ -1,7 +1,10 @@
 // Server-level endpoints: /, /_up, /_all_dbs, /_uuids, /_session, /_node.
+#include <filesystem>
+#include <fstream>
 #include <mutex>
 #include <random>
 
+#include "actors/change_notifier.hpp"
 #include "cluster/membership.hpp"
 #include "cluster/nodes_db.hpp"
 #include "http/auth.hpp"
@@ -111,8 +114,8 @@ namespace {
 // The `name` and `password` fields of a form body (nothing else is looked at).
 json parse_form(const std::string& body) {
   json out = json::object();
-  httplib::Params params;
-  httplib::detail::parse_query_text(body, params);
+  http_params params;
+  parse_query(body, params);
   for (const char* key : {"name", "password"}) {
     auto it = params.find(key);
     if (it != params.end()) out[key] = it->second;
@@ -171,6 +174,30 @@ void handle_membership(ctx& c) {
   c.reply(200, json{{"all_nodes", c.node.members->all_nodes()}, {"cluster_nodes", c.node.members->cluster_nodes()}});
 }
 
+namespace {
+
+// GET /_node/_local/_system: CouchDB's answer describes the Erlang VM; settee's the process
+// (docs/api.md): resident memory, threads, open file descriptors and live feeds.
+json system_stats(ctx& c) {
+  json out = json::object();
+  std::ifstream status("/proc/self/status");
+  for (std::string line; std::getline(status, line);) {
+    if (line.rfind("VmRSS:", 0) == 0) out["memory"] = {{"rss", std::stoull(line.substr(6)) * 1024}};
+    if (line.rfind("Threads:", 0) == 0) out["threads"] = std::stoull(line.substr(8));
+  }
+  size_t fds = 0;
+  std::error_code ec;
+  for (auto it = std::filesystem::directory_iterator("/proc/self/fd", ec);
+       !ec && it != std::filesystem::directory_iterator(); it.increment(ec))
+    ++fds;
+  out["open_files"] = fds;
+  out["live_feeds"] = c.node.live_feeds.load();
+  out["feed_watches"] = c.node.notifier ? c.node.notifier->watchers() : 0;
+  return out;
+}
+
+}  // namespace
+
 void handle_node(ctx& c) {
   auto& p = c.path;
   if (p.size() < 2) return c.error(errc::not_found, "missing");
@@ -217,6 +244,10 @@ void handle_node(ctx& c) {
     if (p.size() == 4) return c.reply(200, sec == sections.end() ? json::object() : json(sec->second));
     if (sec == sections.end() || !sec->second.count(p[4])) return c.error(errc::not_found, "unknown_config_value");
     return c.reply(200, json(sec->second.at(p[4])));
+  }
+  if (p[2] == "_system" && p.size() == 3) {
+    if (c.method() != "GET") return c.method_not_allowed("GET,HEAD");
+    return c.reply(200, system_stats(c));
   }
   c.error(errc::not_found, "missing");
 }

@@ -43,4 +43,20 @@ void write(level l, const std::string& message) {
   [[maybe_unused]] auto n = ::write(STDERR_FILENO, line.data(), line.size());
 }
 
+void rate_limited::warning(const std::string& line) {
+  auto now = std::chrono::steady_clock::now();
+  uint64_t left_out = 0;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (last_ != std::chrono::steady_clock::time_point{} && now - last_ < std::chrono::seconds(10)) {
+      ++suppressed_;
+      return;
+    }
+    left_out = suppressed_;
+    suppressed_ = 0;
+    last_ = now;
+  }
+  log::warning(line + (left_out ? " (and " + std::to_string(left_out) + " more since the last such line)" : ""));
+}
+
 }  // namespace settee::log

@@ -1,5 +1,8 @@
 // Minimal levelled logging to stderr. Thread-safe (one write(2) per line).
 #pragma once
+#include <chrono>
+#include <cstdint>
+#include <mutex>
 #include <string>
 
 namespace settee::log {
@@ -23,5 +26,17 @@ inline void warning(const std::string& m) {
 inline void error(const std::string& m) {
   write(level::error, m);
 }
+
+// Warnings that strangers can cause (refused connections, failed accepts) at most once per 10 s,
+// with a count of what was left out: otherwise anyone who reaches a port could fill the disk.
+class rate_limited {
+ public:
+  void warning(const std::string& line);
+
+ private:
+  std::mutex mu_;
+  std::chrono::steady_clock::time_point last_{};
+  uint64_t suppressed_ = 0;
+};
 
 }  // namespace settee::log

@@ -159,18 +159,23 @@ void prepare_local_config(const std::string& local_path, config& local, config& 
       if (!crypto::is_hashed(cfg.get("admins", name))) cfg.set("admins", name, value);
 }
 
-// Every connection and every open shard costs file descriptors; the common soft limit of 1024 is
-// below what server_threads allows. Raise the soft limit to the hard one.
-void raise_fd_limit(size_t wanted) {
+// Every connection and every open shard costs a file descriptor; the common soft limit of 1024
+// would cap a node at a few hundred clients. Raise the soft limit to the hard one, and both to
+// `wanted` when the process may (root, or CAP_SYS_RESOURCE).
+void raise_fd_limit(rlim_t wanted) {
   rlimit lim{};
   if (::getrlimit(RLIMIT_NOFILE, &lim) != 0) return;
+  if (lim.rlim_max < wanted) {
+    rlimit more{wanted, wanted};
+    if (::setrlimit(RLIMIT_NOFILE, &more) == 0) return;
+  }
   if (lim.rlim_cur < lim.rlim_max) {
     lim.rlim_cur = lim.rlim_max;
     ::setrlimit(RLIMIT_NOFILE, &lim);
   }
-  if (lim.rlim_cur < wanted) {
-    log::warning("open file limit is " + std::to_string(lim.rlim_cur) + "; " + std::to_string(wanted) +
-                 " or more is advised for the configured server_threads and max_dbs_open");
+  if (lim.rlim_cur < 4096) {
+    log::warning("open file limit is " + std::to_string(lim.rlim_cur) +
+                 ": each client connection and each open shard needs one (raise `ulimit -n`)");
   }
 }
 
@@ -285,8 +290,9 @@ int main(int argc, char** argv) {
     http.port = static_cast<int>(cfg.get_int("chttpd", "port", 5984));
     http.threads = static_cast<size_t>(std::max<int64_t>(8, cfg.get_int("chttpd", "server_threads", 128)));
     http.max_request_bytes = static_cast<size_t>(cfg.get_int("chttpd", "max_http_request_size", 64 << 20));
-    // Live feeds each hold a worker thread: keep a quarter of the pool (at least 8) for other requests.
-    node.max_live_feeds = http.threads - std::max<size_t>(8, http.threads / 4);
+    http.header_timeout_s = static_cast<int>(std::clamp<int64_t>(cfg.get_int("chttpd", "header_timeout", 15), 1, 3600));
+    http.keep_alive_timeout_s =
+        static_cast<int>(std::clamp<int64_t>(cfg.get_int("chttpd", "keep_alive_timeout", 30), 1, 86400));
     // Cluster RPC: on when [cluster] rpc_port is set (0 = any free port).
     membership members(store_opts.node_name);
     node.members = &members;
@@ -361,7 +367,7 @@ int main(int argc, char** argv) {
       log::info("cluster RPC listening on " + ro.bind + ":" + std::to_string(rpc->port()) +
                 (ro.tls ? " (TLS)" : " (plain TCP)"));
     }
-    raise_fd_limit(http.threads + 3 * static_cast<size_t>(cfg.get_int("couchdb", "max_dbs_open", 500)) + 64);
+    raise_fd_limit(65536);
     http_server server(node, http);
     if (auto st = server.bind(); !st) die(st.reason);
 

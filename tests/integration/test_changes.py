@@ -159,7 +159,7 @@ class ChangesNormal(NodeTest):
 
 
 class ChangesLive(NodeTest):
-    config = "[chttpd]\nserver_threads = 40\n"  # 40 threads: at most 30 live feeds
+    config = "[chttpd]\nserver_threads = 40\n"  # fewer handler threads than live feeds below
 
     @classmethod
     def setUpClass(cls):
@@ -262,24 +262,41 @@ class ChangesLive(NodeTest):
             rest = rest[size + 2:]
         return out.decode()
 
-    def test_disconnects_free_their_feed_and_the_cap_is_503(self):
-        # 30 live feeds fit; the 31st gets 503 while they are open.
+    def test_feeds_beyond_the_thread_count_and_disconnects_free_them(self):
+        # Five times as many live feeds as handler threads (40): a listener holds no thread. Before
+        # the event-driven front, the 31st got 503 (and the 97th, with default settings).
+        base = self.node.get("/_node/_local/_system").json
         socks = []
         auth = self.node.auth_header()["Authorization"]
-        for _ in range(30):
+        for _ in range(200):
             s = socket.create_connection(("127.0.0.1", self.node.port))
-            s.sendall(f"GET /live/_changes?feed=continuous&since=now HTTP/1.1\r\nHost: x\r\n"
+            s.sendall(f"GET /live/_changes?feed=continuous&since=now&heartbeat=60000 HTTP/1.1\r\nHost: x\r\n"
                       f"Authorization: {auth}\r\n\r\n".encode())
             socks.append(s)
-        time.sleep(0.5)
-        r = self.node.get("/live/_changes?feed=continuous&since=now", fresh=True)
-        self.assertError(r, 503, "service_unavailable")
-        self.assertEqual(self.node.get("/_up", fresh=True).status, 200)  # still serving other requests
-        for s in socks:
-            s.close()
-        time.sleep(1.5)  # each feed notices within a second
+        deadline = time.time() + 10
+        while self.node.get("/_node/_local/_system").json["live_feeds"] < base["live_feeds"] + 200:
+            self.assertLess(time.time(), deadline, "200 feeds did not all start")
+            time.sleep(0.05)
         r = self.node.get("/live/_changes?feed=continuous&since=now&limit=0", fresh=True)
-        self.assertEqual(r.status, 200)
+        self.assertEqual(r.status, 200, r)
+        self.assertEqual(self.node.get("/_up", fresh=True).status, 200)
+        self.assertLess(self.node.get("/_node/_local/_system").json["threads"], base["threads"] + 10)
+        # A write reaches every one of them, then they go away and free their feed.
+        self.assertEqual(self.node.put("/live/for-all", {"v": 1}).status, 201)
+        for s in socks:
+            s.settimeout(10)
+            got = b""
+            while b"for-all" not in got:
+                chunk = s.recv(65536)
+                self.assertTrue(chunk, "a listener was closed before the write reached it")
+                got += chunk
+            s.close()
+        # A closed listener's feed ends at its next write or heartbeat: make a write.
+        self.assertEqual(self.node.put("/live/after", {"v": 1}).status, 201)
+        deadline = time.time() + 10
+        while self.node.get("/_node/_local/_system").json["live_feeds"] > base["live_feeds"]:
+            self.assertLess(time.time(), deadline, "closed listeners still hold feeds")
+            time.sleep(0.05)
 
 
 class ChangesDisconnect(NodeTest):
@@ -362,10 +379,10 @@ class ChangesResume(NodeTest):
 
 
 class ManyListeners(NodeTest):
-    config = "[chttpd]\nserver_threads = 1400\n"  # live feeds may use 1050 of them
-    LISTENERS = 1000
+    # The default configuration (96 live feeds at most before the event-driven front).
+    LISTENERS = 2000
 
-    def test_a_thousand_continuous_listeners_all_get_the_write(self):
+    def test_two_thousand_continuous_listeners_all_get_the_write(self):
         import resource
         import selectors
         soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)

@@ -92,7 +92,7 @@ class Databases(NodeTest):
         self.assertEqual(r.json["id"], "chosen")
         r = self.node.request("POST", "/posting", raw_body='{"x":1}', headers={"Content-Type": "text/plain"})
         self.assertError(r, 415, "bad_content_type", "Content-Type must be application/json")
-        self.assertError(self.node.request("COPY", "/posting"), 400, "bad_request")
+        self.assertError(self.node.request("COPY", "/posting"), 405, "method_not_allowed")
 
     def test_admin_only_lifecycle(self):
         self.assertError(self.node.put("/anon", auth=False), 401, "unauthorized", "You are not a server admin.")

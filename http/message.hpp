@@ -1,0 +1,69 @@
+// message: an HTTP request as the handlers see it and the response they build, independent of the
+// server that parsed it (http/server.cpp) or the code that made it up (a peer's forwarded request).
+// A response is either a body rendered at once or a response_stream the server pumps over time
+// (live _changes feeds), so that no connection, idle or listening, holds a thread.
+#pragma once
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace settee {
+
+using http_params = std::multimap<std::string, std::string>;
+
+struct http_request {
+  std::string method;                                        // "GET", "HEAD", "PUT", ... as sent
+  std::string target;                                        // path and query, as sent
+  std::vector<std::pair<std::string, std::string>> headers;  // names as sent
+  http_params params;                                        // decoded query parameters
+  std::string body;
+
+  bool has_header(const char* name) const;
+  // The first value of a header (names compare case-insensitively); "" when absent.
+  std::string get_header_value(const char* name) const;
+  bool has_param(const char* name) const { return params.count(name) > 0; }
+  std::string get_param_value(const char* name) const;
+};
+
+// What a stream wants after a pump: call again now, wait for `wake_key` to move past `seen` (or
+// for `wake_at`, whichever is first), or end the response.
+struct pump_result {
+  enum class next { more, wait, done } then = next::more;
+  std::string wake_key;  // change_notifier key ("" = only the deadline)
+  uint64_t seen = 0;
+  std::chrono::steady_clock::time_point wake_at{};
+};
+
+// A response body produced over time. pump() runs on a worker thread, one call at a time; it
+// appends what is ready to `out` and never blocks waiting for new data.
+class response_stream {
+ public:
+  virtual ~response_stream() = default;
+  virtual pump_result pump(std::string& out) = 0;
+};
+
+struct http_response {
+  int status = 200;
+  std::vector<std::pair<std::string, std::string>> headers;
+  std::string body;
+  std::shared_ptr<response_stream> stream;  // set: the body is pumped from it, chunked
+
+  // Replaces a header of the same name (case-insensitive).
+  void set_header(const std::string& name, std::string value);
+  std::string get_header_value(const char* name) const;
+  void set_content(std::string text, const char* content_type);
+  void set_stream(std::shared_ptr<response_stream> s, const char* content_type);
+};
+
+// Decodes a query string (a=1&b=x%20y; '+' is a space) into `out`.
+void parse_query(std::string_view query, http_params& out);
+// Percent-decoding ('+' stays '+' unless `plus_is_space`).
+std::string percent_decode(std::string_view s, bool plus_is_space = false);
+// The reason phrase of a status code, as CouchDB sends it.
+const char* status_text(int status);
+
+}  // namespace settee
