@@ -1,402 +1,624 @@
 #include "http/server.hpp"
 
-// g++ 12 reports KJ's ExceptionOr<T> (a promise's result slot) as maybe-uninitialized for class
-// types T; a false positive in KJ's headers, not in this file.
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-
 #include <arpa/inet.h>
+#include <http_parser.h>
+#include <malloc.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <strings.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include <kj/async-io.h>
-#include <kj/compat/http.h>
-#include <exception>
+#include <atomic>
+#include <cerrno>
+#include <chrono>
+#include <condition_variable>
+#include <cstdio>
+#include <deque>
 #include <mutex>
+#include <queue>
+#include <thread>
+#include <unordered_map>
 
 #include "actors/change_notifier.hpp"
-#include "http/auth.hpp"
-#include "http/handlers.hpp"
+#include "http/router.hpp"
 #include "node/log.hpp"
-#include "node/work_pool.hpp"
 
 namespace settee {
 
 namespace {
 
-bool is_system_db(const std::string& name) {
-  return name == "_users" || name == "_replicator" || name == "_global_changes";
+int64_t now_ms() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now().time_since_epoch())
+      .count();
 }
 
-// Handlers for a path below /db/..., after the database was found and access was checked.
-void dispatch_db(ctx& c, const db_meta& db, const json& security) {
-  auto& p = c.path;
-  const std::string& what = p[1];
-  if (what == "_all_docs" && p.size() == 2) return handle_all_docs(c, db);
-  if (what == "_bulk_docs" && p.size() == 2) return handle_bulk_docs(c, db);
-  if (what == "_bulk_get" && p.size() == 2) return handle_bulk_get(c, db);
-  if (what == "_revs_diff" && p.size() == 2) return handle_revs_diff(c, db);
-  if (what == "_security" && p.size() == 2) return handle_security(c, db, security);
-  if (what == "_shards" && p.size() <= 3) return handle_shards(c, db);
-  if (what == "_ensure_full_commit" && p.size() == 2) return handle_ensure_full_commit(c, db);
-  if (what == "_revs_limit" && p.size() == 2) return handle_revs_limit(c, db);
-  if (what == "_local_docs" && p.size() == 2) return handle_local_docs(c, db);
-  if (what == "_sync_shards" && p.size() == 2) return handle_sync_shards(c, db);
-  if (what == "_changes" && p.size() == 2) return handle_changes(c, db);
-  if (what == "_time_seq" && p.size() == 2) return handle_time_seq(c, db);
-  if (what == "_local" && p.size() >= 3) {
-    std::string id = "_local/" + p[2];
-    for (size_t i = 3; i < p.size(); ++i) id += "/" + p[i];
-    return handle_local_doc(c, db, id);
-  }
-  if (what == "_design" && p.size() == 2) return handle_doc(c, db, "_design/");  // illegal, says why
-  if (what == "_design" && p.size() >= 3) {
-    if (p.size() > 3) return c.error(errc::not_implemented, "attachments and views are not supported yet");
-    return handle_doc(c, db, "_design/" + p[2]);
-  }
-  if (p.size() > 2) return c.error(errc::not_implemented, "attachments are not supported yet");
-  handle_doc(c, db, what);
-}
-
-void dispatch(ctx& c) {
-  auto u = c.node.auth.authenticate(c.req);
-  if (!u) return c.error(u.error());
-  c.user = std::move(*u);
-  auto& p = c.path;
-  if (p.empty()) return handle_root(c);
-  const std::string& first = p[0];
-  if (first[0] == '_' && !is_system_db(first)) {
-    if (first == "_up" && p.size() == 1) return handle_up(c);
-    if (first == "_uuids" && p.size() == 1) return handle_uuids(c);
-    if (first == "_session" && p.size() == 1) return handle_session(c);
-    if (auto st = authenticator::require_server_admin(c.user); !st) return c.error(st);
-    if (first == "_all_dbs" && p.size() == 1) return handle_all_dbs(c);
-    if (first == "_node") return handle_node(c);
-    if (first == "_membership" && p.size() == 1) return handle_membership(c);
-    if (first == "_all_dbs" || first == "_up" || first == "_uuids") return c.error(errc::not_found, "missing");
-    return c.error(validate_db_name(first));
-  }
-  if (auto st = validate_db_name(first); !st) return c.error(st);
-  // System databases are never open to anonymous users, whatever their _security says (a data dir
-  // from before release 0.3 has `_replicator` with an empty one).
-  if (is_system_db(first) && !c.user.name)
-    return c.error(errc::unauthorized, "You are not authorized to access this db.");
-  if (p.size() == 1) return handle_db(c, first);
-  auto db = c.node.coord.catalog().lookup(first);
-  if (!db) return c.error(db.error());
-  json security = read_security(c, *db);
-  c.security = &security;
-  // A user reads and updates their own `_users` document (not its roles: doc_handlers checks);
-  // everything else in `_users` is for server admins.
-  bool own_user_doc = first == "_users" && p.size() == 2 && c.user.name && p[1] == "org.couchdb.user:" + *c.user.name &&
-                      (c.method() == "GET" || c.method() == "PUT");
-  bool server_admin_only = (first == "_users" && !own_user_doc) || p[1] == "_sync_shards";
-  bool db_admin_only = (p[1] == "_security" || p[1] == "_revs_limit" || p[1] == "_time_seq") && c.method() != "GET";
-  status allowed = server_admin_only ? authenticator::require_server_admin(c.user)
-                   : db_admin_only   ? authenticator::require_db_admin(c.user, security)
-                                     : authenticator::require_member(c.user, security);
-  if (!allowed) return c.error(allowed);
-  dispatch_db(c, *db, security);
-}
-
-// Runs one request's handler (on a worker thread).
-std::shared_ptr<http_response> run_handler(node_services& node, const http_request& req) {
-  auto res = std::make_shared<http_response>();
-  res->set_header("Server", "settee/" SETTEE_VERSION);
-  try {
-    ctx c{req, *res, node, split_path(req.target), {}};
-    dispatch(c);
-  } catch (const std::exception& e) {
-    log::error(std::string("request failed with an exception: ") + e.what());
-    res->stream.reset();
-    res->status = 500;
-    res->set_content(json{{"error", "unknown_error"}, {"reason", e.what()}}.dump() + "\n", "application/json");
-  }
-  return res;
-}
+constexpr uint64_t listen_tag = 0;
+constexpr uint64_t wake_tag = 1;  // the eventfd announcing ready streams (and stop)
+constexpr size_t max_target_bytes = 64 * 1024;
+constexpr size_t max_unparsed_input = 1 << 20;   // pipelined bytes held while a request is answered
+constexpr size_t stream_write_budget = 1 << 20;  // bytes one turn pumps before letting others run
 
 std::string error_body(const char* error, const std::string& reason) {
   return json{{"error", error}, {"reason", reason}}.dump(-1, ' ', false, json::error_handler_t::replace) + "\n";
 }
 
-// A header value as it may go on the wire (no line breaks: a document id can hold any character).
-std::string header_safe(const std::string& v) {
-  std::string out = v;
-  for (char& ch : out)
-    if (ch == '\r' || ch == '\n') ch = ' ';
-  return out;
+// A header as it may go on the wire (no line breaks: a document id can hold any character).
+void append_header(std::string& out, const std::string& name, const std::string& value) {
+  out += name;
+  out += ": ";
+  for (char ch : value) out.push_back(ch == '\r' || ch == '\n' ? ' ' : ch);
+  out += "\r\n";
 }
 
-template <class T>
-using xthread_fulfiller = std::shared_ptr<kj::Own<kj::CrossThreadPromiseFulfiller<T>>>;
+void append_chunk(std::string& out, const std::string& data) {
+  char size[24];
+  int n = std::snprintf(size, sizeof size, "%zx\r\n", data.size());
+  out.append(size, static_cast<size_t>(n));
+  out += data;
+  out += "\r\n";
+}
 
 }  // namespace
 
-// Everything that lives on the event-loop thread, plus the pool the handlers run on.
-struct http_server::impl final : kj::HttpServerErrorHandler, kj::TaskSet::ErrorHandler {
-  impl(node_services& node, const http_options& opts) : node(node), opts(opts), pool(opts.threads) {}
-
-  node_services& node;
-  const http_options& opts;
-  work_pool pool;
-  std::mutex stop_mu;
-  kj::Own<kj::CrossThreadPromiseFulfiller<void>> stop_fulfiller;  // set while run() runs
-  bool stop_requested = false;
-  // Event-loop state, set by run().
-  kj::Timer* timer = nullptr;
-  kj::HttpHeaderTable* table = nullptr;
-
-  // The one hand-over between threads: `job` runs on the pool, its result comes back as a promise
-  // on the event loop (a dropped promise makes the fulfilment a no-op).
-  template <class T, class F>
-  kj::Promise<T> on_pool(F job) {
-    auto paf = kj::newPromiseAndCrossThreadFulfiller<T>();
-    auto f = std::make_shared<kj::Own<kj::CrossThreadPromiseFulfiller<T>>>(kj::mv(paf.fulfiller));
-    pool.submit([f, job = std::move(job)]() mutable { (*f)->fulfill(job()); });
-    return kj::mv(paf.promise);
+// One client connection. Only the thread holding `mu` touches it: epoll reports its events one at
+// a time (EPOLLONESHOT), and a stream's wake-ups take `mu` too.
+struct http_conn {
+  http_conn(int fd, uint64_t id, size_t max_body) : fd(fd), id(id), max_body(max_body) {
+    http_parser_init(&parser, HTTP_REQUEST);
+    parser.data = this;
   }
+  ~http_conn() { ::close(fd); }
 
-  // KJ headers over `headers`; the values (without line breaks) live in `values` until sent.
-  kj::HttpHeaders wire_headers(const std::vector<std::pair<std::string, std::string>>& headers,
-                               std::vector<std::string>& values) {
-    kj::HttpHeaders h(*table);
-    values.reserve(headers.size());  // no reallocation: h points into the strings
-    for (auto& [name, value] : headers) {
-      values.push_back(header_safe(value));
-      h.add(kj::StringPtr(name.c_str()), kj::StringPtr(values.back().c_str()));
-    }
-    return h;
-  }
-
-  kj::Promise<void> send_body(kj::HttpService::Response& response, int status, std::string body,
-                              const std::vector<std::pair<std::string, std::string>>& headers) {
-    std::vector<std::string> values;
-    kj::HttpHeaders h = wire_headers(headers, values);
-    bool no_body = status == 204 || status == 304;
-    auto out = response.send(status, status_text(status), h, no_body ? uint64_t(0) : uint64_t(body.size()));
-    if (no_body || body.empty()) return kj::READY_NOW;
-    auto text = kj::heap<std::string>(std::move(body));
-    auto wrote = out->write(text->data(), text->size());
-    return timer->timeoutAfter(opts.io_timeout_s * kj::SECONDS, kj::mv(wrote)).attach(kj::mv(out), kj::mv(text));
-  }
-
-  kj::Promise<void> send_error(kj::HttpService::Response& response, int status, const char* error,
-                               const std::string& reason) {
-    return send_body(response, status, error_body(error, reason),
-                     {{"Server", "settee/" SETTEE_VERSION},
-                      {"Content-Type", "application/json"},
-                      {"Cache-Control", "must-revalidate"}});
-  }
-
-  // A streamed response: pump on the pool, write, and between pumps wait as the stream asks.
-  struct live_response {
-    kj::Own<kj::AsyncOutputStream> out;
-    std::shared_ptr<response_stream> stream;
-    std::string chunk;
-  };
-  struct pumped {
-    std::string text;
-    pump_result next;
-  };
-
-  kj::Promise<void> pump(live_response& live) {
-    return on_pool<pumped>([s = live.stream] {
-             pumped p;
-             try {
-               p.next = s->pump(p.text);
-             } catch (const std::exception& e) {
-               log::error(std::string("a streamed response failed: ") + e.what());
-               p.next.then = pump_result::next::done;
-             }
-             return p;
-           })
-        .then([this, &live](pumped p) -> kj::Promise<void> {
-          live.chunk = std::move(p.text);
-          kj::Promise<void> wrote = kj::READY_NOW;
-          if (!live.chunk.empty())
-            wrote = timer->timeoutAfter(opts.io_timeout_s * kj::SECONDS,
-                                        live.out->write(live.chunk.data(), live.chunk.size()));
-          return wrote.then([this, &live, next = std::move(p.next)]() mutable -> kj::Promise<void> {
-            switch (next.then) {
-              case pump_result::next::done:
-                return kj::READY_NOW;
-              case pump_result::next::more:
-                return pump(live);
-              case pump_result::next::wait:
-                break;
-            }
-            return wait(next).then([this, &live] { return pump(live); });
-          });
-        });
-  }
-
-  // Resolves when `r.wake_key` moves past `r.seen` or at `r.wake_at`.
-  kj::Promise<void> wait(const pump_result& r) {
-    auto now = std::chrono::steady_clock::now();
-    auto delay = r.wake_at > now ? std::chrono::duration_cast<std::chrono::milliseconds>(r.wake_at - now).count() : 0;
-    auto timeout = timer->afterDelay(delay * kj::MILLISECONDS);
-    if (r.wake_key.empty() || !node.notifier) return timeout;
-    auto paf = kj::newPromiseAndCrossThreadFulfiller<void>();
-    auto f = std::make_shared<kj::Own<kj::CrossThreadPromiseFulfiller<void>>>(kj::mv(paf.fulfiller));
-    change_notifier* notifier = node.notifier;
-    uint64_t id = notifier->watch(r.wake_key, r.seen, [f] { (*f)->fulfill(); });
-    auto unwatch = kj::defer([notifier, key = r.wake_key, id] { notifier->unwatch(key, id); });
-    return paf.promise.exclusiveJoin(kj::mv(timeout)).attach(kj::mv(unwatch));
-  }
-
-  kj::Promise<void> respond(kj::HttpService::Response& response, const http_request& req,
-                            std::shared_ptr<http_response> res) {
-    if (!res->stream) return send_body(response, res->status, std::move(res->body), res->headers);
-    std::vector<std::string> values;
-    kj::HttpHeaders h = wire_headers(res->headers, values);
-    if (req.method == "HEAD") {
-      response.send(res->status, status_text(res->status), h, uint64_t(0));
-      return kj::READY_NOW;
-    }
-    auto live = kj::heap<live_response>();
-    live->out = response.send(res->status, status_text(res->status), h);
-    live->stream = std::move(res->stream);
-    auto& ref = *live;
-    return pump(ref).attach(kj::mv(live));
-  }
-
-  // --- kj::HttpServerErrorHandler: framing errors are CouchDB-style 400s, answered at once.
-  kj::Promise<void> handleClientProtocolError(kj::HttpHeaders::ProtocolError e,
-                                              kj::HttpService::Response& response) override {
-    return send_error(response, 400, "bad_request", std::string("malformed request: ") + e.description.cStr());
-  }
-  kj::Promise<void> handleApplicationError(kj::Exception e, kj::Maybe<kj::HttpService::Response&> response) override {
-    if (e.getType() == kj::Exception::Type::DISCONNECTED) return kj::READY_NOW;
-    if (e.getType() == kj::Exception::Type::OVERLOADED) return kj::READY_NOW;  // a timeout: just close
-    std::string what = e.getDescription().cStr();
-    KJ_IF_MAYBE (r, response) {
-      // KJ refuses bad framing (conflicting Content-Length, a bad Transfer-Encoding) by throwing
-      // before the request reaches us: the client's fault, a 400.
-      if (what.find("Content-Length") != std::string::npos || what.find("Transfer-Encoding") != std::string::npos)
-        return send_error(*r, 400, "bad_request", "malformed request: " + what);
-    }
-    log::error(std::string("HTTP request failed: ") + e.getDescription().cStr());
-    KJ_IF_MAYBE (r, response) {
-      return send_error(*r, 500, "unknown_error", e.getDescription().cStr());
-    }
-    return kj::READY_NOW;
-  }
-  kj::Promise<void> handleNoResponse(kj::HttpService::Response& response) override {
-    return send_error(response, 500, "unknown_error", "no response");
-  }
-  // --- kj::TaskSet::ErrorHandler: a connection ended with an error (the client went away).
-  void taskFailed(kj::Exception&&) override {}
+  const int fd;
+  const uint64_t id;
+  const size_t max_body;
+  std::mutex mu;
+  bool closed = false;
+  http_parser parser{};
+  std::string in;   // received, not parsed yet
+  std::string out;  // to send, from out_sent on
+  size_t out_sent = 0;
+  bool close_after_out = false;
+  // The request being parsed.
+  std::unique_ptr<http_request> req;
+  bool header_value_last = false;
+  bool in_message = false;
+  bool headers_done = false;
+  bool message_done = false;
+  bool send_continue = false;  // Expect: 100-continue, not answered yet
+  int refuse = 0;              // 413/414: answer this and close instead of reading on
+  int64_t header_deadline = 0;
+  // A streamed response in progress.
+  std::shared_ptr<response_stream> stream;
+  pump_result next;
+  bool chunked = true;
+  bool stream_keep_alive = true;  // serve the next request once the stream ends
+  bool waiting = false;           // the stream waits for a commit or a time
+  uint64_t wait_gen = 0;          // which wait a wake-up belongs to
+  std::string watch_key;
+  uint64_t watch_id = 0;
+  std::atomic<int64_t> deadline{0};  // steady ms; the timer thread shuts the socket down after it
 };
 
 namespace {
 
-enum class body_read { ok, too_large, malformed, timed_out };
+http_conn& conn_of(http_parser* p) {
+  return *static_cast<http_conn*>(p->data);
+}
 
-// One connection's service: reads a request's body, hands the request to the pool, writes the
-// answer. Keeps the connection for `Expect: 100-continue` (KJ 0.9 does not answer it).
-class connection_service final : public kj::HttpService {
- public:
-  connection_service(http_server::impl& srv, kj::AsyncIoStream& conn) : srv_(srv), conn_(conn) {}
+int on_message_begin(http_parser* p) {
+  auto& c = conn_of(p);
+  c.req = std::make_unique<http_request>();
+  c.header_value_last = false;
+  c.in_message = true;
+  c.headers_done = false;
+  return 0;
+}
 
-  kj::Promise<void> request(kj::HttpMethod method, kj::StringPtr url, const kj::HttpHeaders& headers,
-                            kj::AsyncInputStream& body, Response& response) override {
-    auto req = std::make_shared<http_request>();
-    req->method = kj::str(method).cStr();
-    req->target = url.cStr();
-    headers.forEach(
-        [&](kj::StringPtr name, kj::StringPtr value) { req->headers.emplace_back(name.cStr(), value.cStr()); });
-    if (auto q = req->target.find('?'); q != std::string::npos)
-      parse_query(std::string_view(req->target).substr(q + 1), req->params);
-    size_t max = srv_.opts.max_request_bytes;
-    std::string length = req->get_header_value("Content-Length");
-    if (!length.empty() && length.find_first_not_of("0123456789") != std::string::npos)
-      return srv_.send_error(response, 400, "bad_request", "malformed request: invalid Content-Length");
-    uint64_t expected = 0;
-    KJ_IF_MAYBE (len, body.tryGetLength()) {
-      expected = *len;
-      if (expected > max) return srv_.send_error(response, 413, "too_large", "the request entity is too large");
-      if (expected == 0) return handle(req, response);
-      req->body.reserve(expected);
-    }
-    kj::Promise<void> go_on = kj::READY_NOW;
-    std::string expect = req->get_header_value("Expect");
-    if (strcasecmp(expect.c_str(), "100-continue") == 0) {
-      static const char interim[] = "HTTP/1.1 100 Continue\r\n\r\n";
-      go_on = conn_.write(interim, sizeof interim - 1);
-    }
-    return go_on.then([this, req, &body, max] { return read_body(body, *req, max); })
-        .then([this, req, &response](body_read r) -> kj::Promise<void> {
-          switch (r) {
-            case body_read::ok:
-              return handle(req, response);
-            case body_read::too_large:
-              return srv_.send_error(response, 413, "too_large", "the request entity is too large");
-            case body_read::timed_out:
-              return srv_.send_error(response, 408, "request_timeout", "the request body stalled");
-            case body_read::malformed:
-              break;
-          }
-          return srv_.send_error(response, 400, "bad_request", "malformed request body");
-        });
+int on_url(http_parser* p, const char* at, size_t len) {
+  auto& c = conn_of(p);
+  c.req->target.append(at, len);
+  if (c.req->target.size() <= max_target_bytes) return 0;
+  c.refuse = 414;
+  return 1;
+}
+
+int on_header_field(http_parser* p, const char* at, size_t len) {
+  auto& c = conn_of(p);
+  if (c.header_value_last || c.req->headers.empty()) c.req->headers.emplace_back();
+  c.header_value_last = false;
+  c.req->headers.back().first.append(at, len);
+  return 0;
+}
+
+int on_header_value(http_parser* p, const char* at, size_t len) {
+  auto& c = conn_of(p);
+  if (c.req->headers.empty()) return 1;
+  c.header_value_last = true;
+  c.req->headers.back().second.append(at, len);
+  return 0;
+}
+
+int on_headers_complete(http_parser* p) {
+  auto& c = conn_of(p);
+  c.headers_done = true;
+  c.req->method = http_method_str(static_cast<http_method>(p->method));
+  if (auto q = c.req->target.find('?'); q != std::string::npos)
+    parse_query(std::string_view(c.req->target).substr(q + 1), c.req->params);
+  bool has_length = (p->flags & F_CONTENTLENGTH) != 0;
+  if (has_length && p->content_length > c.max_body) {
+    c.refuse = 413;
+    http_parser_pause(p, 1);
+    return 0;
   }
+  if (has_length && p->content_length > 0) c.req->body.reserve(p->content_length);
+  c.send_continue = strcasecmp(c.req->get_header_value("Expect").c_str(), "100-continue") == 0 &&
+                    (!has_length || p->content_length > 0);
+  return 0;
+}
 
- private:
-  kj::Promise<body_read> read_body(kj::AsyncInputStream& in, http_request& req, size_t max) {
-    size_t have = req.body.size();
-    size_t want = std::min<size_t>(64 * 1024, max + 1 - have);  // one byte past the limit tells
-    req.body.resize(have + want);
-    auto read = srv_.timer->timeoutAfter(srv_.opts.io_timeout_s * kj::SECONDS, in.tryRead(&req.body[have], 1, want));
-    return read.then(
-        [this, &in, &req, have, max](size_t n) -> kj::Promise<body_read> {
-          req.body.resize(have + n);
-          if (n == 0) return body_read::ok;
-          if (req.body.size() > max) return body_read::too_large;
-          return read_body(in, req, max);
-        },
-        [](kj::Exception&& e) -> kj::Promise<body_read> {
-          if (e.getType() == kj::Exception::Type::DISCONNECTED) return kj::mv(e);
-          return e.getType() == kj::Exception::Type::OVERLOADED ? body_read::timed_out : body_read::malformed;
-        });
-  }
+int on_body(http_parser* p, const char* at, size_t len) {
+  auto& c = conn_of(p);
+  c.req->body.append(at, len);
+  if (c.req->body.size() <= c.max_body) return 0;
+  c.refuse = 413;
+  http_parser_pause(p, 1);
+  return 0;
+}
 
-  kj::Promise<void> handle(std::shared_ptr<http_request> req, Response& response) {
-    node_services& node = srv_.node;
-    return srv_.on_pool<std::shared_ptr<http_response>>([&node, req] { return run_handler(node, *req); })
-        .then([this, req, &response](std::shared_ptr<http_response> res) {
-          return srv_.respond(response, *req, std::move(res));
-        });
-  }
-
-  http_server::impl& srv_;
-  kj::AsyncIoStream& conn_;
-};
-
-kj::Promise<void> accept_loop(kj::ConnectionReceiver& listener, kj::HttpServer& server, kj::TaskSet& tasks,
-                              kj::Timer& timer) {
-  return listener.accept().then(
-      [&](kj::Own<kj::AsyncIoStream> conn) {
-        tasks.add(server.listenHttp(kj::mv(conn)));
-        return accept_loop(listener, server, tasks, timer);
-      },
-      [&](kj::Exception&& e) {
-        // Out of file descriptors (or memory): keep the connections we have, try again shortly.
-        static log::rate_limited accept_failures;
-        accept_failures.warning(std::string("cannot accept a connection: ") + e.getDescription().cStr());
-        return timer.afterDelay(100 * kj::MILLISECONDS).then([&] {
-          return accept_loop(listener, server, tasks, timer);
-        });
-      });
+int on_message_complete(http_parser* p) {
+  auto& c = conn_of(p);
+  c.message_done = true;
+  c.in_message = false;
+  http_parser_pause(p, 1);  // one request at a time: pipelined ones are answered in order
+  return 0;
 }
 
 }  // namespace
 
+struct http_server::impl {
+  impl(node_services& node, const http_options& opts) : node(node), opts(opts) {
+    http_parser_settings_init(&settings);
+    settings.on_message_begin = on_message_begin;
+    settings.on_url = on_url;
+    settings.on_header_field = on_header_field;
+    settings.on_header_value = on_header_value;
+    settings.on_headers_complete = on_headers_complete;
+    settings.on_body = on_body;
+    settings.on_message_complete = on_message_complete;
+  }
+
+  node_services& node;
+  const http_options& opts;
+  http_parser_settings settings{};
+  int ep = -1;
+  int listen_fd = -1;
+  int wake_fd = -1;
+  std::atomic<bool> stopping{false};
+
+  std::mutex conns_mu;
+  std::unordered_map<uint64_t, std::shared_ptr<http_conn>> conns;
+  uint64_t next_id = 2;
+
+  // Streams ready to pump again: (connection, wait generation); one eventfd count each.
+  std::mutex ready_mu;
+  std::deque<std::pair<uint64_t, uint64_t>> ready;
+
+  // Streams waiting for a time (heartbeats, timeouts), for the timer thread.
+  struct timed {
+    int64_t at;
+    uint64_t id, gen;
+    bool operator>(const timed& o) const { return at > o.at; }
+  };
+  std::mutex timer_mu;
+  std::condition_variable timer_cv;
+  std::priority_queue<timed, std::vector<timed>, std::greater<timed>> timers;
+
+  log::rate_limited accept_failures;
+  size_t peak_conns = 0;  // timer thread only
+
+  std::shared_ptr<http_conn> find(uint64_t id) {
+    std::lock_guard<std::mutex> lock(conns_mu);
+    auto it = conns.find(id);
+    return it == conns.end() ? nullptr : it->second;
+  }
+
+  void signal(uint64_t count = 1) { [[maybe_unused]] ssize_t n = ::write(wake_fd, &count, sizeof count); }
+
+  void arm(http_conn& c, uint32_t events, int64_t deadline_at) {
+    c.deadline.store(deadline_at);
+    epoll_event ev{};
+    ev.events = events | EPOLLONESHOT | EPOLLRDHUP;
+    ev.data.u64 = c.id;
+    if (::epoll_ctl(ep, EPOLL_CTL_MOD, c.fd, &ev) != 0) close(c);
+  }
+
+  void close(http_conn& c) {
+    if (c.closed) return;
+    c.closed = true;
+    ::epoll_ctl(ep, EPOLL_CTL_DEL, c.fd, nullptr);
+    unwatch(c);
+    c.stream.reset();
+    std::lock_guard<std::mutex> lock(conns_mu);
+    conns.erase(c.id);  // the caller's reference keeps `c` until it lets go
+  }
+
+  void unwatch(http_conn& c) {
+    if (c.watch_id && node.notifier) node.notifier->unwatch(c.watch_key, c.watch_id);
+    c.watch_id = 0;
+  }
+
+  // Sends what is pending. False: the socket is full (armed for EPOLLOUT) or the connection closed.
+  bool flush(http_conn& c) {
+    while (c.out_sent < c.out.size()) {
+      ssize_t n = ::send(c.fd, c.out.data() + c.out_sent, c.out.size() - c.out_sent, MSG_NOSIGNAL);
+      if (n > 0) {
+        c.out_sent += static_cast<size_t>(n);
+        continue;
+      }
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+        arm(c, EPOLLOUT, now_ms() + opts.io_timeout_s * 1000);
+        return false;
+      }
+      close(c);
+      return false;
+    }
+    c.out.clear();
+    c.out_sent = 0;
+    if (c.close_after_out) {
+      ::shutdown(c.fd, SHUT_WR);
+      close(c);
+      return false;
+    }
+    return true;
+  }
+
+  // Appends what the socket has to `in`. False: nothing now (eof: the client is gone).
+  bool read_some(http_conn& c, bool& eof) {
+    thread_local std::string buf(64 * 1024, '\0');
+    for (;;) {
+      ssize_t n = ::recv(c.fd, buf.data(), buf.size(), 0);
+      if (n > 0) {
+        c.in.append(buf.data(), static_cast<size_t>(n));
+        return true;
+      }
+      if (n < 0 && errno == EINTR) continue;
+      eof = n == 0 || (errno != EAGAIN && errno != EWOULDBLOCK);
+      return false;
+    }
+  }
+
+  // The status line, headers and (unless streamed) body of `res`, appended to `out`.
+  void render(http_conn& c, http_response& res, bool head, bool keep_alive, bool http10) {
+    std::string& o = c.out;
+    o += http10 ? "HTTP/1.0 " : "HTTP/1.1 ";
+    o += std::to_string(res.status);
+    o += ' ';
+    o += status_text(res.status);
+    o += "\r\n";
+    for (auto& [name, value] : res.headers) append_header(o, name, value);
+    bool streamed = res.stream && !head;
+    c.chunked = streamed && !http10;
+    // An HTTP/1.0 client learns where a streamed body ends from the connection closing.
+    if (!keep_alive || (streamed && http10)) o += "Connection: close\r\n";
+    bool no_body = res.status == 204 || res.status == 304;
+    if (c.chunked) {
+      o += "Transfer-Encoding: chunked\r\n";
+    } else if (!res.stream && !no_body) {
+      o += "Content-Length: " + std::to_string(res.body.size()) + "\r\n";
+    }
+    o += "\r\n";
+    if (!head && !res.stream && !no_body) o += res.body;
+    if (streamed) {
+      c.stream = std::move(res.stream);
+      c.next = pump_result{};
+      c.waiting = false;
+      c.stream_keep_alive = keep_alive && !http10;
+    } else if (!keep_alive) {
+      c.close_after_out = true;
+    }
+  }
+
+  void refuse(http_conn& c, int status, const char* error, const std::string& reason) {
+    http_response res;
+    res.status = status;
+    res.set_header("Server", "settee/" SETTEE_VERSION);
+    res.set_header("Cache-Control", "must-revalidate");
+    res.set_content(error_body(error, reason), "application/json");
+    render(c, res, false, false, false);
+  }
+
+  void serve(http_conn& c);
+  bool pump(http_conn& c);
+  void on_ready(uint64_t id, uint64_t gen);
+  void on_event(http_conn& c, uint32_t events);
+  void accept_all();
+  void worker();
+  void timer_loop();
+};
+
+void http_server::impl::serve(http_conn& c) {
+  for (;;) {
+    if (c.closed) return;
+    if (!c.out.empty() && !flush(c)) return;  // armed for EPOLLOUT, or closed
+    if (c.stream) {
+      if (!pump(c)) return;
+      continue;
+    }
+    if (!c.in.empty()) {
+      size_t used = http_parser_execute(&c.parser, &settings, c.in.data(), c.in.size());
+      c.in.erase(0, used);
+      if (c.in.empty() && c.in.capacity() > (256u << 10)) c.in.shrink_to_fit();
+      auto err = HTTP_PARSER_ERRNO(&c.parser);
+      if (err == HPE_PAUSED) http_parser_pause(&c.parser, 0);
+      if (c.refuse == 413) {
+        refuse(c, 413, "too_large", "the request entity is too large");
+        continue;
+      }
+      if (c.refuse == 414) {
+        refuse(c, 414, "bad_request", "the request line is too long (at most 64 KB; POST long keys in a body)");
+        continue;
+      }
+      if (err != HPE_OK && err != HPE_PAUSED) {
+        refuse(c, 400, "bad_request", std::string("malformed request: ") + http_errno_description(err));
+        continue;
+      }
+      if (c.in_message && !c.headers_done && c.header_deadline == 0)
+        c.header_deadline = now_ms() + opts.header_timeout_s * 1000;
+      if (c.send_continue && c.headers_done) {
+        c.send_continue = false;
+        c.out += "HTTP/1.1 100 Continue\r\n\r\n";
+        continue;
+      }
+      if (c.message_done) {
+        c.message_done = false;
+        c.send_continue = false;
+        c.header_deadline = 0;
+        c.deadline.store(0);  // no timeout while the handler runs
+        bool keep_alive = http_should_keep_alive(&c.parser) != 0;
+        bool http10 = c.parser.http_major == 1 && c.parser.http_minor == 0;
+        std::unique_ptr<http_request> req = std::move(c.req);
+        std::shared_ptr<http_response> res;
+        try {
+          res = handle_request(node, *req);
+        } catch (...) {
+          res = std::make_shared<http_response>();
+          res->status = 500;
+          res->set_content(error_body("unknown_error", "the request failed"), "application/json");
+        }
+        render(c, *res, req->method == "HEAD", keep_alive, http10);
+        continue;
+      }
+    }
+    bool eof = false;
+    if (read_some(c, eof)) continue;
+    if (eof) {
+      close(c);
+      return;
+    }
+    int64_t deadline = !c.in_message     ? now_ms() + opts.keep_alive_timeout_s * 1000
+                       : !c.headers_done ? c.header_deadline
+                                         : now_ms() + opts.io_timeout_s * 1000;
+    arm(c, EPOLLIN, deadline);
+    return;
+  }
+}
+
+// Runs the stream until it ends (true: serve the next request), waits, or the socket is full.
+bool http_server::impl::pump(http_conn& c) {
+  size_t budget = stream_write_budget;
+  for (;;) {
+    if (!c.out.empty() && !flush(c)) return false;
+    if (c.next.then == pump_result::next::done) {
+      if (c.chunked) c.out += "0\r\n\r\n";
+      c.stream.reset();
+      if (!c.stream_keep_alive) c.close_after_out = true;
+      return true;
+    }
+    if (c.next.then == pump_result::next::wait || budget == 0) {
+      // Sleep until the key moves, the time comes, or (budget spent) at once, behind other work.
+      c.waiting = true;
+      uint64_t gen = ++c.wait_gen;
+      if (budget == 0) {
+        c.next.then = pump_result::next::more;
+        {
+          std::lock_guard<std::mutex> lock(ready_mu);
+          ready.emplace_back(c.id, gen);
+        }
+        signal();
+        return false;
+      }
+      if (!c.next.wake_key.empty() && node.notifier) {
+        c.watch_key = c.next.wake_key;
+        uint64_t id = c.id;
+        c.watch_id = node.notifier->watch(c.watch_key, c.next.seen, [this, id, gen] {
+          {
+            std::lock_guard<std::mutex> lock(ready_mu);
+            ready.emplace_back(id, gen);
+          }
+          signal();
+        });
+      }
+      int64_t at = std::chrono::duration_cast<std::chrono::milliseconds>(c.next.wake_at.time_since_epoch()).count();
+      {
+        std::lock_guard<std::mutex> lock(timer_mu);
+        bool earliest = timers.empty() || at < timers.top().at;
+        timers.push({at, c.id, gen});
+        if (earliest) timer_cv.notify_one();
+      }
+      arm(c, EPOLLIN, 0);  // a client that leaves ends the feed
+      return false;
+    }
+    std::string text;
+    try {
+      c.next = c.stream->pump(text);
+    } catch (const std::exception& e) {
+      log::error(std::string("a streamed response failed: ") + e.what());
+      c.next = pump_result{pump_result::next::done, {}, 0, {}};
+    }
+    if (text.empty()) continue;
+    budget -= std::min(budget, text.size());
+    if (c.chunked)
+      append_chunk(c.out, text);
+    else
+      c.out += text;
+  }
+}
+
+void http_server::impl::on_ready(uint64_t id, uint64_t gen) {
+  auto conn = find(id);
+  if (!conn) return;
+  http_conn& c = *conn;
+  std::lock_guard<std::mutex> lock(c.mu);
+  if (c.closed || !c.stream || !c.waiting || gen != c.wait_gen) return;  // a stale wake-up
+  c.waiting = false;
+  unwatch(c);
+  c.next.then = pump_result::next::more;
+  if (pump(c)) serve(c);
+}
+
+void http_server::impl::on_event(http_conn& c, uint32_t events) {
+  std::lock_guard<std::mutex> lock(c.mu);
+  if (c.closed) return;
+  if (c.stream && c.waiting) {
+    // Input while a feed waits: a client that went away ends it; anything else is kept for later.
+    bool eof = false;
+    while (read_some(c, eof)) {
+      if (c.in.size() > max_unparsed_input) eof = true;
+    }
+    if (eof || (events & (EPOLLHUP | EPOLLERR | EPOLLRDHUP))) {
+      close(c);
+      return;
+    }
+    arm(c, EPOLLIN, 0);
+    return;
+  }
+  serve(c);
+}
+
+void http_server::impl::accept_all() {
+  for (int i = 0; i < 256; ++i) {
+    int fd = ::accept4(listen_fd, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
+    if (fd < 0) {
+      if (errno == EINTR || errno == ECONNABORTED) continue;
+      if (errno != EAGAIN && errno != EWOULDBLOCK) {
+        // Out of file descriptors or memory: keep the connections we have, try again shortly.
+        accept_failures.warning(std::string("cannot accept a connection: ") + std::strerror(errno));
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+      }
+      break;
+    }
+    std::shared_ptr<http_conn> c;
+    {
+      std::lock_guard<std::mutex> lock(conns_mu);
+      c = std::make_shared<http_conn>(fd, next_id++, opts.max_request_bytes);
+      conns.emplace(c->id, c);
+    }
+    c->deadline.store(now_ms() + opts.header_timeout_s * 1000);
+    epoll_event ev{};
+    ev.events = EPOLLIN | EPOLLONESHOT | EPOLLRDHUP;
+    ev.data.u64 = c->id;
+    if (::epoll_ctl(ep, EPOLL_CTL_ADD, fd, &ev) != 0) {
+      std::lock_guard<std::mutex> lock(c->mu);
+      close(*c);
+    }
+  }
+  epoll_event ev{};
+  ev.events = EPOLLIN | EPOLLONESHOT;
+  ev.data.u64 = listen_tag;
+  ::epoll_ctl(ep, EPOLL_CTL_MOD, listen_fd, &ev);
+}
+
+void http_server::impl::worker() {
+  while (!stopping.load()) {
+    epoll_event ev{};
+    int n = ::epoll_wait(ep, &ev, 1, -1);
+    if (n <= 0) continue;
+    if (ev.data.u64 == listen_tag) {
+      accept_all();
+    } else if (ev.data.u64 == wake_tag) {
+      uint64_t token = 0;
+      if (::read(wake_fd, &token, sizeof token) != sizeof token) continue;  // another thread took it
+      std::pair<uint64_t, uint64_t> item;
+      {
+        std::lock_guard<std::mutex> lock(ready_mu);
+        if (ready.empty()) continue;  // a stop() token
+        item = ready.front();
+        ready.pop_front();
+      }
+      on_ready(item.first, item.second);
+    } else if (auto c = find(ev.data.u64)) {
+      on_event(*c, ev.events);
+    }
+  }
+}
+
+// Wakes waiting streams at their time, and once a second shuts down connections past their
+// deadline (slow headers, idle keep-alive, stalled bodies and writes): the socket's pending event
+// then reaches a worker, which closes it.
+void http_server::impl::timer_loop() {
+  int64_t next_sweep = now_ms() + 1000;
+  std::unique_lock<std::mutex> lock(timer_mu);
+  while (!stopping.load()) {
+    int64_t now = now_ms();
+    size_t due = 0;
+    while (!timers.empty() && timers.top().at <= now) {
+      auto t = timers.top();
+      timers.pop();
+      std::lock_guard<std::mutex> rl(ready_mu);
+      ready.emplace_back(t.id, t.gen);
+      ++due;
+    }
+    if (due) signal(due);
+    if (now >= next_sweep) {
+      next_sweep = now + 1000;
+      lock.unlock();
+      size_t open = 0;
+      {
+        std::lock_guard<std::mutex> cl(conns_mu);
+        open = conns.size();
+        for (auto& [id, c] : conns) {
+          int64_t d = c->deadline.load();
+          if (d > 0 && d <= now) ::shutdown(c->fd, SHUT_RDWR);
+        }
+      }
+      // After a crowd of clients left, give their memory back (glibc keeps freed memory in each
+      // thread's arena): 19,800 closed connections left 132 MB resident, 58 MB after a trim.
+      peak_conns = std::max(peak_conns, open);
+      if (peak_conns >= 1000 && open < peak_conns / 2) {
+        ::malloc_trim(0);
+        peak_conns = open;
+      }
+      lock.lock();
+      continue;
+    }
+    int64_t until = std::min(next_sweep, timers.empty() ? next_sweep : timers.top().at);
+    timer_cv.wait_for(lock, std::chrono::milliseconds(std::max<int64_t>(1, until - now)));
+  }
+}
+
 http_server::http_server(node_services& node, http_options opts)
-    : node_(node), opts_(std::move(opts)), impl_(std::make_unique<impl>(node_, opts_)) {}
+    : node_(node), opts_(std::move(opts)), impl_(std::make_unique<impl>(node_, opts_)) {
+  impl_->ep = ::epoll_create1(EPOLL_CLOEXEC);
+  impl_->wake_fd = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC | EFD_SEMAPHORE);
+  epoll_event ev{};
+  ev.events = EPOLLIN;
+  ev.data.u64 = wake_tag;
+  ::epoll_ctl(impl_->ep, EPOLL_CTL_ADD, impl_->wake_fd, &ev);
+}
 
 http_server::~http_server() {
-  impl_->pool.stop();
+  {
+    std::lock_guard<std::mutex> lock(impl_->conns_mu);
+    impl_->conns.clear();
+  }
   if (listen_fd_ >= 0) ::close(listen_fd_);
+  ::close(impl_->wake_fd);
+  ::close(impl_->ep);
 }
 
 status http_server::bind() {
@@ -419,42 +641,26 @@ status http_server::bind() {
   socklen_t len = sizeof addr;
   if (::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0) port_ = ntohs(addr.sin_port);
   listen_fd_ = fd;
+  impl_->listen_fd = fd;
+  epoll_event ev{};
+  ev.events = EPOLLIN | EPOLLONESHOT;
+  ev.data.u64 = listen_tag;
+  ::epoll_ctl(impl_->ep, EPOLL_CTL_ADD, fd, &ev);
   return {};
 }
 
 void http_server::run() {
-  auto io = kj::setupAsyncIo();
-  kj::HttpHeaderTable table;
-  impl_->timer = &io.provider->getTimer();
-  impl_->table = &table;
-  kj::HttpServerSettings settings;
-  settings.headerTimeout = opts_.header_timeout_s * kj::SECONDS;
-  settings.pipelineTimeout = opts_.keep_alive_timeout_s * kj::SECONDS;
-  settings.errorHandler = *impl_;
-  kj::HttpServer server(
-      *impl_->timer, table,
-      [this](kj::AsyncIoStream& conn) -> kj::Own<kj::HttpService> {
-        return kj::heap<connection_service>(*impl_, conn);
-      },
-      settings);
-  auto listener = io.lowLevelProvider->wrapListenSocketFd(listen_fd_, kj::LowLevelAsyncIoProvider::TAKE_OWNERSHIP);
-  listen_fd_ = -1;
-  kj::TaskSet connections(*impl_);
-  auto stop = kj::newPromiseAndCrossThreadFulfiller<void>();
-  {
-    std::lock_guard<std::mutex> lock(impl_->stop_mu);
-    if (impl_->stop_requested) stop.fulfiller->fulfill();
-    impl_->stop_fulfiller = kj::mv(stop.fulfiller);
-  }
-  stop.promise.exclusiveJoin(accept_loop(*listener, server, connections, *impl_->timer)).wait(io.waitScope);
-  std::lock_guard<std::mutex> lock(impl_->stop_mu);
-  impl_->stop_fulfiller = nullptr;
+  std::vector<std::thread> threads;
+  for (size_t i = 0; i < std::max<size_t>(1, opts_.threads); ++i) threads.emplace_back([this] { impl_->worker(); });
+  impl_->timer_loop();  // returns on stop()
+  for (auto& t : threads) t.join();
 }
 
 void http_server::stop() {
-  std::lock_guard<std::mutex> lock(impl_->stop_mu);
-  impl_->stop_requested = true;
-  if (impl_->stop_fulfiller && impl_->stop_fulfiller->isWaiting()) impl_->stop_fulfiller->fulfill();
+  impl_->stopping.store(true);
+  impl_->signal(opts_.threads + 1);
+  std::lock_guard<std::mutex> lock(impl_->timer_mu);
+  impl_->timer_cv.notify_all();
 }
 
 }  // namespace settee

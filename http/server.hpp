@@ -1,10 +1,11 @@
-// http_server: settee's HTTP/1.1 front (docs/architecture.md section 22). One event-loop thread
-// owns every connection through KJ's HTTP server (from the Cap'n Proto already in the stack): it
-// parses requests (pipelined ones answered in order, bad framing answered 400 at once, a header
-// timeout for slow senders, an idle timeout for keep-alive), reads bodies, writes responses.
-// Handlers run on a work_pool; a live feed is a response_stream pumped on the pool between waits,
-// so neither an idle connection nor a listener holds a thread.
-// bind() then run() on one thread (run blocks); stop() may be called from any thread.
+// http_server: settee's HTTP/1.1 front (docs/architecture.md section 22). `threads` workers share
+// one epoll set: a worker takes a connection that has bytes, parses them (nodejs' http-parser from
+// Debian), runs the handler on its own thread and writes the answer, then gives the connection back
+// to epoll. A connection holds a thread only while a request of it runs; an idle one or a live feed
+// waiting for a commit holds none (a feed is a response_stream, woken by change_notifier or its
+// timer). Pipelined requests are answered in order; bad framing is a 400 at once; a timer thread
+// closes connections whose headers are too slow, idle keep-alives and stalled transfers.
+// bind() then run() (blocks until stop()); stop() may be called from any thread.
 #pragma once
 #include <memory>
 #include <string>
@@ -16,7 +17,7 @@ namespace settee {
 struct http_options {
   std::string bind = "127.0.0.1";
   int port = 5984;
-  size_t threads = 64;                   // handler threads (requests in progress, not connections)
+  size_t threads = 64;                   // worker threads (requests in progress, not connections)
   size_t max_request_bytes = 64u << 20;  // a larger body is 413
   int keep_alive_timeout_s = 30;         // an idle connection is closed after this long
   int header_timeout_s = 15;             // a request's line and headers must arrive within this

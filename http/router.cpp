@@ -1,0 +1,105 @@
+#include "http/router.hpp"
+
+#include <exception>
+
+#include "http/auth.hpp"
+#include "http/handlers.hpp"
+#include "node/log.hpp"
+
+namespace settee {
+
+namespace {
+
+bool is_system_db(const std::string& name) {
+  return name == "_users" || name == "_replicator" || name == "_global_changes";
+}
+
+// Handlers for a path below /db/..., after the database was found and access was checked.
+void dispatch_db(ctx& c, const db_meta& db, const json& security) {
+  auto& p = c.path;
+  const std::string& what = p[1];
+  if (what == "_all_docs" && p.size() == 2) return handle_all_docs(c, db);
+  if (what == "_bulk_docs" && p.size() == 2) return handle_bulk_docs(c, db);
+  if (what == "_bulk_get" && p.size() == 2) return handle_bulk_get(c, db);
+  if (what == "_revs_diff" && p.size() == 2) return handle_revs_diff(c, db);
+  if (what == "_security" && p.size() == 2) return handle_security(c, db, security);
+  if (what == "_shards" && p.size() <= 3) return handle_shards(c, db);
+  if (what == "_ensure_full_commit" && p.size() == 2) return handle_ensure_full_commit(c, db);
+  if (what == "_revs_limit" && p.size() == 2) return handle_revs_limit(c, db);
+  if (what == "_local_docs" && p.size() == 2) return handle_local_docs(c, db);
+  if (what == "_sync_shards" && p.size() == 2) return handle_sync_shards(c, db);
+  if (what == "_changes" && p.size() == 2) return handle_changes(c, db);
+  if (what == "_time_seq" && p.size() == 2) return handle_time_seq(c, db);
+  if (what == "_local" && p.size() >= 3) {
+    std::string id = "_local/" + p[2];
+    for (size_t i = 3; i < p.size(); ++i) id += "/" + p[i];
+    return handle_local_doc(c, db, id);
+  }
+  if (what == "_design" && p.size() == 2) return handle_doc(c, db, "_design/");  // illegal, says why
+  if (what == "_design" && p.size() >= 3) {
+    if (p.size() > 3) return c.error(errc::not_implemented, "attachments and views are not supported yet");
+    return handle_doc(c, db, "_design/" + p[2]);
+  }
+  if (p.size() > 2) return c.error(errc::not_implemented, "attachments are not supported yet");
+  handle_doc(c, db, what);
+}
+
+void dispatch(ctx& c) {
+  auto u = c.node.auth.authenticate(c.req);
+  if (!u) return c.error(u.error());
+  c.user = std::move(*u);
+  auto& p = c.path;
+  if (p.empty()) return handle_root(c);
+  const std::string& first = p[0];
+  if (first[0] == '_' && !is_system_db(first)) {
+    if (first == "_up" && p.size() == 1) return handle_up(c);
+    if (first == "_uuids" && p.size() == 1) return handle_uuids(c);
+    if (first == "_session" && p.size() == 1) return handle_session(c);
+    if (auto st = authenticator::require_server_admin(c.user); !st) return c.error(st);
+    if (first == "_all_dbs" && p.size() == 1) return handle_all_dbs(c);
+    if (first == "_node") return handle_node(c);
+    if (first == "_membership" && p.size() == 1) return handle_membership(c);
+    if (first == "_all_dbs" || first == "_up" || first == "_uuids") return c.error(errc::not_found, "missing");
+    return c.error(validate_db_name(first));
+  }
+  if (auto st = validate_db_name(first); !st) return c.error(st);
+  // System databases are never open to anonymous users, whatever their _security says (a data dir
+  // from before release 0.3 has `_replicator` with an empty one).
+  if (is_system_db(first) && !c.user.name)
+    return c.error(errc::unauthorized, "You are not authorized to access this db.");
+  if (p.size() == 1) return handle_db(c, first);
+  auto db = c.node.coord.catalog().lookup(first);
+  if (!db) return c.error(db.error());
+  json security = read_security(c, *db);
+  c.security = &security;
+  // A user reads and updates their own `_users` document (not its roles: doc_handlers checks);
+  // everything else in `_users` is for server admins.
+  bool own_user_doc = first == "_users" && p.size() == 2 && c.user.name && p[1] == "org.couchdb.user:" + *c.user.name &&
+                      (c.method() == "GET" || c.method() == "PUT");
+  bool server_admin_only = (first == "_users" && !own_user_doc) || p[1] == "_sync_shards";
+  bool db_admin_only = (p[1] == "_security" || p[1] == "_revs_limit" || p[1] == "_time_seq") && c.method() != "GET";
+  status allowed = server_admin_only ? authenticator::require_server_admin(c.user)
+                   : db_admin_only   ? authenticator::require_db_admin(c.user, security)
+                                     : authenticator::require_member(c.user, security);
+  if (!allowed) return c.error(allowed);
+  dispatch_db(c, *db, security);
+}
+
+}  // namespace
+
+std::shared_ptr<http_response> handle_request(node_services& node, const http_request& req) {
+  auto res = std::make_shared<http_response>();
+  res->set_header("Server", "settee/" SETTEE_VERSION);
+  try {
+    ctx c{req, *res, node, split_path(req.target), {}};
+    dispatch(c);
+  } catch (const std::exception& e) {
+    log::error(std::string("request failed with an exception: ") + e.what());
+    res->stream.reset();
+    res->status = 500;
+    res->set_content(json{{"error", "unknown_error"}, {"reason", e.what()}}.dump() + "\n", "application/json");
+  }
+  return res;
+}
+
+}  // namespace settee

@@ -1,0 +1,14 @@
+// router: one request to the handler of its path, after authentication and the access checks every
+// path below /db needs (http/handlers.hpp has the handlers). Independent of the transport: the
+// HTTP server calls it for each request it has read, on the thread that read it.
+#pragma once
+#include <memory>
+
+#include "http/request.hpp"
+
+namespace settee {
+
+// The response to `req` (never null; an exception in a handler becomes a 500).
+std::shared_ptr<http_response> handle_request(node_services& node, const http_request& req);
+
+}  // namespace settee
