@@ -116,10 +116,7 @@ status db_catalog::reload() {
     }
   }
   // Files first, then the name: once a database is gone from the catalog its files are gone too.
-  for (auto& m : gone) {
-    shards_.notify(m.key());
-    for (auto& p : m.shard_paths) shards_.remove(p);
-  }
+  for (auto& m : gone) shards_.remove_all(m.shard_paths, m.key());
   {
     std::unique_lock lock(mu_);
     for (auto& m : gone) dbs_by_name_.erase(m.name);
@@ -273,8 +270,7 @@ status db_catalog::remove(const std::string& name) {
   auto m = find(name);
   if (!m) return m.error();
   if (auto st = write_entry(name, "{}", true); !st) return st;
-  shards_.notify(m->key());  // open feeds notice and end, releasing the shards
-  for (auto& p : m->shard_paths) shards_.remove(p);
+  shards_.remove_all(m->shard_paths, m->key());  // open feeds notice and end, releasing the shards
   // The shards' memory (their writer threads' arenas, LMDB's buffers) went back to malloc; give it
   // back to the system too, or a node that dropped many databases keeps their peak footprint.
   ::malloc_trim(0);

@@ -112,6 +112,15 @@ void shard_registry::remove(const std::string& path) {
   shard_store::remove_files(path);
 }
 
+void shard_registry::remove_all(const std::vector<std::string>& paths, const std::string& notify_key) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    removed_.insert(paths.begin(), paths.end());  // before the wake-up: a woken feed must see it
+  }
+  notify(notify_key);
+  for (auto& p : paths) remove(p);
+}
+
 bool shard_registry::removed(const std::string& path) const {
   std::lock_guard<std::mutex> lock(mu_);
   return removed_.count(path) > 0;

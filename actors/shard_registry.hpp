@@ -14,6 +14,7 @@
 #include <mutex>
 #include <set>
 #include <string>
+#include <vector>
 
 #include "actors/shard_replica.hpp"
 #include "node/error.hpp"
@@ -38,6 +39,9 @@ class shard_registry {
   // again by this process (paths name one database incarnation), so a request that still holds the
   // old shard map cannot re-create the file: acquire() answers db_not_found.
   void remove(const std::string& path);
+  // Removes every shard of one database incarnation: marks them removed, wakes the feeds reading
+  // them (notify_key) so they see it and let go, then closes and deletes each.
+  void remove_all(const std::vector<std::string>& paths, const std::string& notify_key);
   // True once remove(path) has begun.
   bool removed(const std::string& path) const;
   // Closes every shard (queued writes finish first).
