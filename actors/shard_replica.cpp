@@ -82,7 +82,9 @@ caf::behavior replica_impl(caf::stateful_actor<replica_state>* self, std::shared
 
 caf::actor spawn_shard_replica(caf::actor_system& sys, std::shared_ptr<shard_store> store, const clock& clk,
                                replica_limits limits, change_notifier* notifier, std::string notify_key) {
-  return sys.spawn<caf::detached>(replica_impl, std::move(store), &clk, limits, notifier, std::move(notify_key));
+  // Scheduled, not detached: a write transaction never spans two messages, so any scheduler thread
+  // may run it, and open shards cost no thread each.
+  return sys.spawn(replica_impl, std::move(store), &clk, limits, notifier, std::move(notify_key));
 }
 
 }  // namespace settee

@@ -7,7 +7,8 @@
 // Group commit: writes are queued, and a commit_atom the actor sends itself marks the end of
 // the current burst. Every write already in the mailbox is ahead of it, so one transaction and one
 // fsync serve them all. A batch is bounded by docs and bytes (limits below).
-// The actor runs detached (its own thread) because fsync would otherwise stall CAF's workers.
+// A transaction begins and commits inside one handler, so the actor runs on CAF's scheduler (whose
+// threads are sized for commits that wait on fsync: node/main.cpp), not on a thread of its own.
 #pragma once
 #include <caf/fwd.hpp>
 

@@ -245,7 +245,9 @@ int main(int argc, char** argv) {
   const settee::clock& clk = *clock_impl;
   caf::actor_system_config caf_cfg;
   caf_cfg.set("scheduler.policy", caf::atom("sharing"));  // 2-4x lower latency on 2 cores (stack.md)
-  caf_cfg.set("scheduler.max-threads", 2);
+  // Shard writers run here (architecture.md section 1): a commit's fsync holds a thread, so 16 of them
+  // let 16 shards commit at once; idle threads sleep (sharing policy: no work stealing, no spinning).
+  caf_cfg.set("scheduler.max-threads", 16);
   caf_cfg.set("logger.verbosity", caf::atom("quiet"));
   caf::actor_system sys{caf_cfg};
 

@@ -31,6 +31,18 @@ class Databases(NodeTest):
         self.assertError(self.node.delete("/lifecycle"), 404, "not_found", "Database does not exist.")
         self.assertNotIn("lifecycle", self.node.get("/_all_dbs").json)
 
+    def test_open_shards_hold_no_thread(self):
+        # Until 0.3 each open shard had a writer thread of its own (634 threads with 500 shards open).
+        before = self.node.get("/_node/_local/_system").json["threads"]
+        for i in range(60):
+            self.assertEqual(self.node.put(f"/threads{i}?q=4").status, 201)
+            self.assertEqual(self.node.post(f"/threads{i}/_bulk_docs", {"docs": [{"_id": f"d{j}"} for j in range(8)]}).status, 201)
+        after = self.node.get("/_node/_local/_system").json
+        self.assertGreaterEqual(after["open_files"], 240)  # the 240 shards are open
+        self.assertLess(after["threads"], before + 10, (before, after))
+        for i in range(60):
+            self.assertEqual(self.node.delete(f"/threads{i}").status, 200)
+
     def test_recreated_db_starts_empty(self):
         self.new_db("again")
         self.assertEqual(self.node.put("/again/d", {"v": 1}).status, 201)
