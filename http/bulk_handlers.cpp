@@ -192,6 +192,7 @@ void handle_bulk_get(ctx& c, const db_meta& db) {
       doc_info d;
       std::vector<int> indices;
       if (!snap->doc(id, d)) {
+        if (!snap->fault()) return c.error(snap->fault());
         docs = error_doc("not_found", "missing");
       } else if (rev_text.empty()) {
         if (d.tree.winner_deleted())
@@ -258,6 +259,7 @@ void handle_revs_diff(ctx& c, const db_meta& db) {
     if (!snap) return c.error(snap.error());
     doc_info d;
     bool found = snap->doc(id, d);
+    if (!snap->fault()) return c.error(snap->fault());
     json missing = json::array();
     uint64_t max_missing_pos = 0;
     for (auto& r : it.value()) {

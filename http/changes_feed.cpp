@@ -35,6 +35,7 @@ result<changes_page> read_changes_page(const shard_handle& shard, const changes_
     snap->scan_changes(since, collect);
     page.pending = snap->count_changes_after(page.rows.empty() ? since : page.rows.back().e.seq);
   }
+  if (!snap->fault()) return snap->fault();  // never a page that silently skips a change
   return page;
 }
 
@@ -195,6 +196,7 @@ bool changes_feed::refill(size_t i) {
   auto snap = handles_[i].store->read();
   if (!snap) {
     log::error("changes feed of " + db_.name + " range " + p.range.name() + ": " + snap.error().reason);
+    error_ = snap.error();
     return false;
   }
   p.snap = std::make_shared<shard_store::snapshot>(std::move(*snap));
@@ -210,6 +212,7 @@ bool changes_feed::refill(size_t i) {
     if (p.not_before) p.seq = p.snap->skip_before_time(p.seq, *p.not_before);
     p.snap->scan_changes(p.seq, collect);
   }
+  if (!p.snap->fault()) error_ = p.snap->fault();
   return !p.buffer.empty();
 }
 
@@ -238,6 +241,7 @@ bool changes_feed::wanted(size_t shard, const change_entry& e, const std::string
 
 bool changes_feed::next(std::string& row) {
   for (;;) {
+    if (!error_) return false;
     // The shard whose next change was committed first (descending: last) goes next.
     int best = -1;
     for (size_t i = 0; i < shards_.size(); ++i) {
@@ -266,9 +270,11 @@ bool changes_feed::next(std::string& row) {
       if (e.time_s < *p.not_before) continue;
       p.not_before.reset();
     }
-    if (!wanted(best, e, doc)) continue;
-    row = render(best, e, doc);
-    return true;
+    bool want = wanted(best, e, doc);
+    if (want) row = render(best, e, doc);
+    if (p.snap && !p.snap->fault()) error_ = p.snap->fault();
+    if (!error_) return false;  // stop at what cannot be read: never skip it
+    if (want) return true;
   }
 }
 

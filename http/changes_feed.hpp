@@ -41,8 +41,11 @@ class changes_feed {
 
   // Positions the feed at `since` ("0", "now" or a token). Errors: malformed token (400), shards.
   status start(const std::string& since);
-  // The next row as JSON text, or false when there is nothing new right now.
+  // The next row as JSON text, or false when there is nothing new right now (or error() is set).
   bool next(std::string& row);
+  // What stopped the feed: a change or document that could not be read (logged with its shard and
+  // key). The feed never skips past it; the response must end as failed, not as complete.
+  const status& error() const { return error_; }
   // The token of the current position (last_seq).
   std::string token() const;
   // Changes remaining after the current position, summed over shards.
@@ -92,6 +95,7 @@ class changes_feed {
   std::unique_ptr<seq_token_builder> tokens_;
   std::vector<std::pair<std::string, resolved_since::how>> resolutions_;
   uint64_t emitted_ = 0;
+  status error_;
 };
 
 }  // namespace settee

@@ -205,6 +205,7 @@ class changes_stream final : public response_stream {
     return r;
   }
   static pump_result done() { return {pump_result::next::done, {}, 0, {}}; }
+  static pump_result abort() { return {pump_result::next::abort, {}, 0, {}}; }
   static pump_result more() { return {pump_result::next::more, {}, 0, {}}; }
 
   // normal and longpoll: {"results":[\n row,\r\n row \n],\n"last_seq":..,"pending":..}\n
@@ -213,6 +214,7 @@ class changes_stream final : public response_stream {
       if (q_.feed == feed_kind::longpoll && !limit_reached() && q_.limit != 0) {
         uint64_t seen = node_.notifier->version(key_);
         if (!feed_.next(row_)) {
+          if (!feed_.error()) return abort();
           if (steady::now() < longpoll_deadline_ && feed_.alive()) return wait_for(seen, longpoll_deadline_);
         } else {
           have_row_ = true;
@@ -227,6 +229,7 @@ class changes_stream final : public response_stream {
     }
     while (out.size() < chunk_bytes) {
       if (limit_reached() || !feed_.next(row_)) {
+        if (!feed_.error()) return abort();
         out += "\n],\n" + last_seq_fields();
         if (std::string res = feed_.since_resolution(); !res.empty()) out += ",\"since_resolution\":" + res;
         out += "}\n";
@@ -251,6 +254,7 @@ class changes_stream final : public response_stream {
         out += row_ + "\n";
       }
     }
+    if (!feed_.error()) return abort();
     feed_.release_snapshots();  // thousands of woken listeners must not hold LMDB reader slots
     auto now = steady::now();
     if (!out.empty()) reset_timers(now);

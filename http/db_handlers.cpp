@@ -454,6 +454,7 @@ result<all_docs_page> read_all_docs_page(const shard_handle& shard, const all_do
       else
         page.rows.push_back({id, "", false, false, ""});
     }
+    if (!snap->fault()) return snap->fault();
     return page;
   }
   std::optional<json> start = req.start.empty() ? std::nullopt : parse_json(req.start);
@@ -474,6 +475,7 @@ result<all_docs_page> read_all_docs_page(const shard_handle& shard, const all_do
     add(d);
     return page.rows.size() < req.max_rows;
   });
+  if (!snap->fault()) return snap->fault();  // a listing never skips what it cannot read
   return page;
 }
 

@@ -300,6 +300,7 @@ void get_doc(ctx& c, const db_meta& db, const std::string& id) {
   if (!snap) return c.error(snap.error());
   doc_info d;
   bool found = snap->doc(id, d);
+  if (!snap->fault()) return c.error(snap->fault());  // unreadable is not missing
   if (c.has("open_revs")) return get_open_revs(c, *snap, found ? &d : nullptr, opts, *latest);
   if (!found) return c.error(errc::not_found, "missing");
   int index = d.tree.winner();
@@ -388,7 +389,7 @@ void delete_doc(ctx& c, const db_meta& db, const std::string& id) {
     auto snap = c.node.coord.read_for(db, id);
     if (!snap) return c.error(snap.error());
     doc_info d;
-    if (!snap->doc(id, d)) return c.error(errc::not_found, "missing");
+    if (!snap->doc(id, d)) return c.error(snap->fault() ? status{errc::not_found, "missing"} : snap->fault());
     if (rev.empty() && d.tree.winner_deleted()) return c.error(errc::not_found, "deleted");
   }
   if (!rev.empty()) {
@@ -521,7 +522,7 @@ void handle_local_doc(ctx& c, const db_meta& db, const std::string& id) {
     auto snap = c.node.coord.read_for(db, id);
     if (!snap) return c.error(snap.error());
     local_doc d;
-    if (!snap->local(id, d)) return c.error(errc::not_found, "missing");
+    if (!snap->local(id, d)) return c.error(snap->fault() ? status{errc::not_found, "missing"} : snap->fault());
     return c.reply_raw(200, render_doc(id, "0-" + std::to_string(d.rev), false, d.body, "") + "\n");
   }
   if (m != "PUT" && m != "DELETE") return c.method_not_allowed("GET,PUT,DELETE");

@@ -30,9 +30,10 @@ struct http_request {
 };
 
 // What a stream wants after a pump: call again now, wait for `wake_key` to move past `seen` (or
-// for `wake_at`, whichever is first), or end the response.
+// for `wake_at`, whichever is first), end the response, or abort it (the body stops short, the
+// connection closes: a client sees a failed response, never a complete-looking partial one).
 struct pump_result {
-  enum class next { more, wait, done } then = next::more;
+  enum class next { more, wait, done, abort } then = next::more;
   std::string wake_key;  // change_notifier key ("" = only the deadline)
   uint64_t seen = 0;
   std::chrono::steady_clock::time_point wake_at{};

@@ -412,6 +412,12 @@ void http_server::impl::serve(http_conn& c) {
 bool http_server::impl::pump(http_conn& c) {
   size_t budget = stream_write_budget;
   for (;;) {
+    if (c.next.then == pump_result::next::abort) {
+      c.stream.reset();
+      c.close_after_out = true;  // what was produced goes out, then the body stops short
+      flush(c);
+      return false;
+    }
     if (!c.out.empty() && !flush(c)) return false;
     if (c.next.then == pump_result::next::done) {
       if (c.chunked) c.out += "0\r\n\r\n";

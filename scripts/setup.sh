@@ -3,7 +3,7 @@
 # Idempotent: does nothing when every package is already installed.
 set -euo pipefail
 packages=(g++ make cmake pkg-config ccache libcaf-dev capnproto libcapnp-dev liblmdb-dev
-          libcpp-httplib-dev libhttp-parser-dev nlohmann-json3-dev doctest-dev libssl-dev zlib1g-dev python3 curl clang-format)
+          libcpp-httplib-dev libhttp-parser-dev nlohmann-json3-dev fiu-utils doctest-dev libssl-dev zlib1g-dev python3 curl clang-format)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

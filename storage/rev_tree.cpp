@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <charconv>
 
+#include "node/check.hpp"
 #include "node/crypto.hpp"
 
 namespace settee {
@@ -158,7 +159,10 @@ size_t rev_tree::stem(uint32_t limit) {
 
 std::vector<int> rev_tree::path_to(int i) const {
   std::vector<int> out;
-  for (; i >= 0; i = nodes_[i].parent) out.push_back(i);
+  for (; i >= 0; i = nodes_[i].parent) {
+    out.push_back(i);
+    SETTEE_CHECK(out.size() <= nodes_.size());  // decode() refuses cycles; a loop here is a bug
+  }
   return out;
 }
 
@@ -186,6 +190,11 @@ bool rev_tree::decode(codec::reader& r, rev_tree& out) {
     n.parent = static_cast<int32_t>(parent) - 1;
     n.deleted = flags & 1;
     out.nodes_.push_back(std::move(n));
+  }
+  // Every edge goes one generation back (pos decreases by one towards the root), which also rules
+  // out cycles: a corrupt tree is refused here, so that no walk over it can loop.
+  for (auto& n : out.nodes_) {
+    if (n.parent >= 0 && out.nodes_[static_cast<size_t>(n.parent)].pos + 1 != n.pos) return false;
   }
   return true;
 }

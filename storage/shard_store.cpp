@@ -8,6 +8,7 @@
 #include <cstring>
 
 #include "node/crypto.hpp"
+#include "node/log.hpp"
 #include "storage/codec.hpp"
 #include "storage/lmdb_env.hpp"
 
@@ -256,7 +257,16 @@ void shard_store::remove_files(const std::string& path) {
   ::unlink((path + "-lock").c_str());
 }
 
+status shard_store::failed() const {
+  std::lock_guard<std::mutex> lock(header_mu_);
+  return failed_;
+}
+
 status shard_store::commit(const std::vector<write_op*>& ops, int64_t now_s) {
+  if (status latched = failed(); !latched) {
+    for (write_op* op : ops) op->st = latched;
+    return latched;
+  }
   shard_header h = header();
   const uint64_t seq_before = h.update_seq;
   bool changed = false;  // something a feed or the header shows (time-seq records it)
@@ -295,7 +305,16 @@ status shard_store::commit(const std::vector<write_op*>& ops, int64_t now_s) {
     bytes = h.encode(header_raw_);
     st = put(t.get(), meta_, header_key, bytes);
   }
-  if (st) st = t.commit();  // without MDB_NOSYNC, LMDB fsyncs before returning
+  if (st) {
+    st = t.commit();  // without MDB_NOSYNC, LMDB fsyncs before returning
+    if (!st && st.code != errc::storage_full) {
+      log::error("shard " + path_ + ": commit failed (" + st.reason + "); the shard is read-only until reopened");
+      std::lock_guard<std::mutex> lock(header_mu_);
+      failed_ = {errc::internal, "the shard is read-only after a failed commit (" + st.reason +
+                                     "); restart the node once the disk is healthy"};
+      st = failed_;
+    }
+  }
   if (!st) {
     for (write_op* op : ops) op->st = st;
     return st;
@@ -448,16 +467,32 @@ bool shard_store::snapshot::renew() {
   return txn_ && mdb_txn_renew(txn_) == 0;
 }
 
+bool shard_store::snapshot::fail(const status& st) const {
+  if (fault_) {
+    log::error("shard " + store_->path() + ": " + st.reason);
+    fault_ = st;
+  }
+  return false;
+}
+
+bool shard_store::snapshot::corrupt(std::string_view what, std::string_view key) const {
+  return fail({errc::internal,
+               "corrupt " + std::string(what) + " record '" + std::string(key) + "' in shard " + store_->path()});
+}
+
 bool shard_store::snapshot::doc(std::string_view id, doc_info& out) const {
   std::string_view raw;
   bool found = false;
-  return get(txn_, store_->docs_, id, raw, found) && found && decode_doc(id, raw, out);
+  if (auto st = get(txn_, store_->docs_, id, raw, found); !st) return fail(st);
+  if (!found) return false;
+  return decode_doc(id, raw, out) || corrupt("document", id);
 }
 
 bool shard_store::snapshot::body(std::string_view id, const rev_id& rev, std::string& out) const {
   std::string_view raw;
   bool found = false;
-  if (!get(txn_, store_->bodies_, body_key(id, rev), raw, found) || !found) return false;
+  if (auto st = get(txn_, store_->bodies_, body_key(id, rev), raw, found); !st) return fail(st);
+  if (!found) return false;
   out.assign(raw);
   return true;
 }
@@ -469,16 +504,20 @@ bool shard_store::snapshot::winner_body(const doc_info& d, std::string& out) con
 bool shard_store::snapshot::local(std::string_view id, local_doc& out) const {
   std::string_view raw;
   bool found = false;
-  if (!get(txn_, store_->local_, id, raw, found) || !found) return false;
+  if (auto st = get(txn_, store_->local_, id, raw, found); !st) return fail(st);
+  if (!found) return false;
   codec::reader r(raw);
   out.id.assign(id);
-  return r.varint(out.rev) && r.str(out.body);
+  return (r.varint(out.rev) && r.str(out.body)) || corrupt("local document", id);
 }
 
 void shard_store::snapshot::scan_docs(std::string_view start, bool descending,
                                       const std::function<bool(const doc_info&)>& visit) const {
   MDB_cursor* c = nullptr;
-  if (mdb_cursor_open(txn_, store_->docs_, &c) != 0) return;
+  if (int rc = mdb_cursor_open(txn_, store_->docs_, &c); rc != 0) {
+    fail(lmdb::to_status(rc, "mdb_cursor_open"));
+    return;
+  }
   MDB_val k = lmdb::val(start), v;
   int rc;
   if (start.empty()) {
@@ -495,9 +534,14 @@ void shard_store::snapshot::scan_docs(std::string_view start, bool descending,
   }
   doc_info d;
   while (rc == 0) {
-    if (decode_doc(lmdb::view(k), lmdb::view(v), d) && !visit(d)) break;
+    if (!decode_doc(lmdb::view(k), lmdb::view(v), d)) {
+      corrupt("document", lmdb::view(k));
+      break;
+    }
+    if (!visit(d)) break;
     rc = mdb_cursor_get(c, &k, &v, descending ? MDB_PREV : MDB_NEXT);
   }
+  if (rc != 0 && rc != MDB_NOTFOUND) fail(lmdb::to_status(rc, "mdb_cursor_get"));
   mdb_cursor_close(c);
 }
 
@@ -506,7 +550,9 @@ replication_batch shard_store::snapshot::read_for_replication(uint64_t since, si
   b.last_seq = since;
   scan_changes(since, [&](const change_entry& e) {
     doc_info d;
-    if (doc(e.id, d)) {
+    bool found = doc(e.id, d);
+    if (!fault_) return false;  // stop before what cannot be read: last_seq does not pass it
+    if (found) {
       for (int leaf : d.tree.leaves()) {
         doc_update u;
         u.id = d.id;
@@ -525,35 +571,53 @@ replication_batch shard_store::snapshot::read_for_replication(uint64_t since, si
 
 void shard_store::snapshot::scan_local(const std::function<bool(const local_doc&)>& visit) const {
   MDB_cursor* c = nullptr;
-  if (mdb_cursor_open(txn_, store_->local_, &c) != 0) return;
+  if (int rc = mdb_cursor_open(txn_, store_->local_, &c); rc != 0) {
+    fail(lmdb::to_status(rc, "mdb_cursor_open"));
+    return;
+  }
   MDB_val k, v;
   local_doc d;
   for (int rc = mdb_cursor_get(c, &k, &v, MDB_FIRST); rc == 0; rc = mdb_cursor_get(c, &k, &v, MDB_NEXT)) {
     codec::reader r(lmdb::view(v));
     d.id.assign(lmdb::view(k));
-    if (r.varint(d.rev) && r.str(d.body) && !visit(d)) break;
+    if (!r.varint(d.rev) || !r.str(d.body)) {
+      corrupt("local document", d.id);
+      break;
+    }
+    if (!visit(d)) break;
   }
   mdb_cursor_close(c);
 }
 
 void shard_store::snapshot::scan_changes(uint64_t since, const std::function<bool(const change_entry&)>& visit) const {
   MDB_cursor* c = nullptr;
-  if (mdb_cursor_open(txn_, store_->by_seq_, &c) != 0) return;
+  if (int rc = mdb_cursor_open(txn_, store_->by_seq_, &c); rc != 0) {
+    fail(lmdb::to_status(rc, "mdb_cursor_open"));
+    return;
+  }
   std::string from = codec::seq_key(since + 1);
   MDB_val k = lmdb::val(from), v;
   int rc = mdb_cursor_get(c, &k, &v, MDB_SET_RANGE);
   change_entry e;
   while (rc == 0) {
     uint64_t seq = 0;
-    if (codec::parse_seq_key(lmdb::view(k), seq) && decode_change(seq, lmdb::view(v), e) && !visit(e)) break;
+    if (!codec::parse_seq_key(lmdb::view(k), seq) || !decode_change(seq, lmdb::view(v), e)) {
+      corrupt("change", std::to_string(seq));
+      break;
+    }
+    if (!visit(e)) break;
     rc = mdb_cursor_get(c, &k, &v, MDB_NEXT);
   }
+  if (rc != 0 && rc != MDB_NOTFOUND) fail(lmdb::to_status(rc, "mdb_cursor_get"));
   mdb_cursor_close(c);
 }
 
 uint64_t shard_store::snapshot::skip_before_time(uint64_t since, int64_t time) const {
   MDB_cursor* c = nullptr;
-  if (mdb_cursor_open(txn_, store_->by_seq_, &c) != 0) return since;
+  if (int rc = mdb_cursor_open(txn_, store_->by_seq_, &c); rc != 0) {
+    fail(lmdb::to_status(rc, "mdb_cursor_open"));
+    return since;
+  }
   std::string from = codec::seq_key(since + 1);
   MDB_val k = lmdb::val(from), v;
   uint64_t last = since;
@@ -571,7 +635,10 @@ uint64_t shard_store::snapshot::skip_before_time(uint64_t since, int64_t time) c
 void shard_store::snapshot::scan_changes_descending(uint64_t before,
                                                     const std::function<bool(const change_entry&)>& visit) const {
   MDB_cursor* c = nullptr;
-  if (mdb_cursor_open(txn_, store_->by_seq_, &c) != 0) return;
+  if (int rc = mdb_cursor_open(txn_, store_->by_seq_, &c); rc != 0) {
+    fail(lmdb::to_status(rc, "mdb_cursor_open"));
+    return;
+  }
   MDB_val k, v;
   int rc;
   std::string from;
@@ -586,15 +653,23 @@ void shard_store::snapshot::scan_changes_descending(uint64_t before,
   change_entry e;
   while (rc == 0) {
     uint64_t seq = 0;
-    if (codec::parse_seq_key(lmdb::view(k), seq) && decode_change(seq, lmdb::view(v), e) && !visit(e)) break;
+    if (!codec::parse_seq_key(lmdb::view(k), seq) || !decode_change(seq, lmdb::view(v), e)) {
+      corrupt("change", std::to_string(seq));
+      break;
+    }
+    if (!visit(e)) break;
     rc = mdb_cursor_get(c, &k, &v, MDB_PREV);
   }
+  if (rc != 0 && rc != MDB_NOTFOUND) fail(lmdb::to_status(rc, "mdb_cursor_get"));
   mdb_cursor_close(c);
 }
 
 uint64_t shard_store::snapshot::count_changes_after(uint64_t since) const {
   MDB_cursor* c = nullptr;
-  if (mdb_cursor_open(txn_, store_->by_seq_, &c) != 0) return 0;
+  if (int rc = mdb_cursor_open(txn_, store_->by_seq_, &c); rc != 0) {
+    fail(lmdb::to_status(rc, "mdb_cursor_open"));
+    return 0;
+  }
   std::string from = codec::seq_key(since + 1);
   MDB_val k = lmdb::val(from), v;
   uint64_t n = 0;

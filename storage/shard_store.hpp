@@ -115,11 +115,20 @@ class shard_store : public std::enable_shared_from_this<shard_store> {
 
   // Applies every op in one transaction and syncs it to disk. A failure of the transaction itself
   // (e.g. a full map) fails every op with the returned status; per-document outcomes such as
-  // conflicts are in each op's results.
+  // conflicts are in each op's results. When the commit itself fails (the write or fsync of the
+  // file: its state on disk is then unknown), the store is read-only until it is reopened: every
+  // later commit fails at once with that reason (LevelDB's rule). A full disk is not such a
+  // failure: LMDB left the file as it was, and writes resume once there is space.
   status commit(const std::vector<write_op*>& ops, int64_t now_s);
+  // The failure that made the store read-only; ok while it takes writes.
+  status failed() const;
 
   // A consistent read-only view (one LMDB read transaction). Keep it short-lived. It keeps the
   // store open while it lives.
+  // Errors: a read that fails (an LMDB error, or a record that does not decode) returns false or
+  // stops its scan, and the snapshot keeps the first such error in fault() (logged once, with the
+  // shard and the key). "false" from a read therefore means "not there" only while fault() is ok:
+  // callers check it before they answer 404 or end a listing (LevelDB's Iterator::status()).
   class snapshot {
    public:
     snapshot() = default;
@@ -155,11 +164,16 @@ class shard_store : public std::enable_shared_from_this<shard_store> {
     // be renewed before any read.
     void reset();
     bool renew();
+    // The first read error met by this snapshot; ok when none.
+    const status& fault() const { return fault_; }
 
    private:
     friend class shard_store;
+    bool fail(const status& st) const;  // records (first only) and logs; returns false
+    bool corrupt(std::string_view what, std::string_view key) const;
     std::shared_ptr<const shard_store> store_;
     MDB_txn* txn_ = nullptr;
+    mutable status fault_;
   };
   result<snapshot> read() const;
 
@@ -178,6 +192,7 @@ class shard_store : public std::enable_shared_from_this<shard_store> {
   bool time_seq_enabled_ = true;                   // false: commits leave the bins alone
   MDB_env* env_ = nullptr;
   unsigned meta_ = 0, docs_ = 0, bodies_ = 0, by_seq_ = 0, local_ = 0;  // MDB_dbi handles
+  status failed_;                                                       // set by a failed commit (under header_mu_)
   mutable std::mutex header_mu_;
   shard_header header_;
   std::string header_raw_;

@@ -2,6 +2,9 @@
 
 #include "storage/rev_tree.hpp"
 
+#include <tuple>
+#include <vector>
+
 using namespace settee;
 
 namespace {
@@ -139,4 +142,29 @@ TEST_CASE("encode/decode round-trip and corrupt input") {
     rev_tree x;
     CHECK_FALSE(rev_tree::decode(rc, x));
   }
+}
+
+TEST_CASE("decode refuses a tree whose parent links loop or skip a generation") {
+  // Two nodes that are each other's parent: a walk up from either would never end.
+  auto tree_of = [](std::vector<std::tuple<uint64_t, const char*, int>> nodes) {
+    codec::writer w;
+    w.varint(nodes.size());
+    for (auto& [pos, hash, parent] : nodes) {
+      w.varint(pos);
+      w.str(hash);
+      w.varint(static_cast<uint64_t>(parent + 1));
+      w.byte(0);
+    }
+    return std::move(w.data());
+  };
+  auto decodes = [](const std::string& bytes) {
+    codec::reader r(bytes);
+    rev_tree t;
+    return rev_tree::decode(r, t);
+  };
+  CHECK(decodes(tree_of({{1, "a", -1}, {2, "b", 0}})));
+  CHECK(decodes(tree_of({{2, "b", 1}, {1, "a", -1}})));        // a parent after its child is fine
+  CHECK_FALSE(decodes(tree_of({{1, "a", 1}, {2, "b", 0}})));   // a cycle
+  CHECK_FALSE(decodes(tree_of({{1, "a", 0}})));                // its own parent
+  CHECK_FALSE(decodes(tree_of({{1, "a", -1}, {3, "b", 0}})));  // a generation skipped
 }
