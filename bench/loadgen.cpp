@@ -67,7 +67,7 @@ bool parse(int argc, char** argv, options& o) {
       return false;
     }
   }
-  for (const char* w : {"put", "get", "bulk", "changes", "alldocs", "longpoll"})
+  for (const char* w : {"put", "get", "bulk", "changes", "alldocs", "pages", "longpoll"})
     if (o.workload == w) return true;
   return false;
 }
@@ -236,6 +236,43 @@ int alldocs(const options& o, httplib::Client& c) {
   return 0;
 }
 
+// Pages through _all_docs as clients do (startkey = the last id seen, skip=1, limit=1000), checking
+// that each page's offset is exact; reports rows/s over the whole walk and the first/last page time.
+int pages(const options& o, httplib::Client& c) {
+  std::string start;
+  size_t rows = 0, page_count = 0;
+  double first_ms = 0, last_ms = 0;
+  auto t0 = steady::now();
+  for (;;) {
+    std::string path = "/" + o.db + "/_all_docs?limit=1000";
+    if (!start.empty()) path += "&skip=1&startkey=" + url_encode("\"" + start + "\"");
+    auto t = steady::now();
+    auto r = c.Get(path.c_str());
+    double ms = seconds_since(t) * 1000;
+    if (!r || r->status != 200) return 1;
+    size_t offset_at = r->body.find("\"offset\":");
+    size_t offset = offset_at == std::string::npos ? 0 : std::stoull(r->body.substr(offset_at + 9));
+    if (offset != rows) {  // the rows before the start key, plus the skipped one: all seen so far
+      std::fprintf(stderr, "page %zu: offset %zu, expected %zu\n", page_count, offset, rows);
+      return 1;
+    }
+    size_t n = count_of(r->body, "\"key\":");
+    if (page_count == 0) first_ms = ms;
+    last_ms = ms;
+    ++page_count;
+    rows += n;
+    if (n < 1000) break;
+    size_t last = r->body.rfind("{\"id\":\"");
+    start = r->body.substr(last + 7, r->body.find('"', last + 7) - last - 7);
+  }
+  double s = seconds_since(t0);
+  std::printf(
+      "workload=pages docs=%zu rows=%zu pages=%zu seconds=%.3f rate=%.0f first_page_ms=%.2f last_page_ms=%.2f "
+      "errors=0\n",
+      o.docs, rows, page_count, s, rows / s, first_ms, last_ms);
+  return 0;
+}
+
 int longpoll(const options& o) {
   std::atomic<int> ready{0}, answered{0}, errors{0};
   std::atomic<int64_t> last_answer_ns{0};
@@ -276,13 +313,13 @@ int main(int argc, char** argv) {
   if (!parse(argc, argv, o)) {
     std::fprintf(stderr,
                  "usage: settee_loadgen --url URL [--auth user:pw] --db DB "
-                 "--workload put|get|bulk|changes|alldocs|longpoll [--concurrency N] [--seconds S] "
+                 "--workload put|get|bulk|changes|alldocs|pages|longpoll [--concurrency N] [--seconds S] "
                  "[--doc-bytes B] [--docs N] [--listeners N]\n");
     return 2;
   }
   auto c = client(o);
   c.Put(("/" + o.db).c_str(), "", "application/json");  // 412 when it exists: fine
-  bool needs_docs = o.workload == "get" || o.workload == "changes" || o.workload == "alldocs";
+  bool needs_docs = o.workload == "get" || o.workload == "changes" || o.workload == "alldocs" || o.workload == "pages";
   if (needs_docs) {
     auto info = c.Get(("/" + o.db).c_str());
     bool loaded = info && info->body.find("\"doc_count\":" + std::to_string(o.docs) + ",") != std::string::npos;
@@ -292,5 +329,6 @@ int main(int argc, char** argv) {
   if (o.workload == "bulk") return bulk(o);
   if (o.workload == "changes") return changes(o, c);
   if (o.workload == "alldocs") return alldocs(o, c);
+  if (o.workload == "pages") return pages(o, c);
   return longpoll(o);
 }

@@ -459,13 +459,30 @@ result<all_docs_page> read_all_docs_page(const shard_handle& shard, const all_do
   }
   std::optional<json> start = req.start.empty() ? std::nullopt : parse_json(req.start);
   std::optional<json> end = req.end.empty() ? std::nullopt : parse_json(req.end);
-  snap->scan_docs("", req.descending, [&](const doc_info& d) {
-    if (d.tree.winner_deleted()) return true;
-    int vs_start = start ? compare_key(d.id, *start) : (req.descending ? -1 : 1);
-    if (req.descending ? vs_start > 0 : vs_start < 0) {
-      ++page.before;
-      return true;
+  // The scan starts at the start key; the live documents before it (CouchDB's `offset`) come from
+  // the rank table, not from a scan of them (storage/doc_rank.hpp).
+  std::string from;
+  if (start && start->is_string()) {
+    from = start->get<std::string>();
+    uint64_t lower = snap->live_before(from);
+    if (!req.descending) {
+      page.before = lower;
+    } else {  // before = the live documents after the start key
+      doc_info at;
+      bool live_at = snap->doc(from, at) && !at.tree.winner_deleted();
+      page.before = snap->live_total() - lower - (live_at ? 1 : 0);
     }
+  } else if (start) {
+    // Ids sort after null, booleans and numbers, and before arrays and objects (CouchDB's collation).
+    bool ids_after = !(start->is_array() || start->is_object());
+    if (ids_after == req.descending) {  // every id is on the near side of the start key
+      page.before = snap->live_total();
+      if (!snap->fault()) return snap->fault();
+      return page;
+    }
+  }
+  snap->scan_docs(from, req.descending, [&](const doc_info& d) {
+    if (d.tree.winner_deleted()) return true;
     if (end) {
       int vs_end = compare_key(d.id, *end);
       bool past = req.descending ? (req.inclusive_end ? vs_end < 0 : vs_end <= 0)

@@ -10,6 +10,7 @@
 #include "node/crypto.hpp"
 #include "node/log.hpp"
 #include "storage/codec.hpp"
+#include "storage/doc_rank.hpp"
 #include "storage/lmdb_env.hpp"
 
 namespace settee {
@@ -50,6 +51,12 @@ bool decode_doc(std::string_view id, std::string_view value, doc_info& out) {
   codec::reader r(value);
   out.id.assign(id);
   return r.varint(out.seq) && rev_tree::decode(r, out.tree) && r.done() && !out.tree.empty();
+}
+
+// doc_rank's view of a docs-table record: a live document (its winner is not deleted).
+bool live_record(std::string_view id, std::string_view value) {
+  doc_info d;
+  return decode_doc(id, value, d) && !d.tree.winner_deleted();
 }
 
 std::string encode_change(const doc_info& d, int64_t now_s) {
@@ -197,11 +204,9 @@ result<std::shared_ptr<shard_store>> shard_store::open_env(const std::string& pa
   }
   lmdb::txn t;
   if (auto st = t.begin(s->env_, false); !st) return st;
-  const std::pair<const char*, MDB_dbi*> dbis[] = {{"meta", &s->meta_},
-                                                   {"docs", &s->docs_},
-                                                   {"bodies", &s->bodies_},
-                                                   {"by_seq", &s->by_seq_},
-                                                   {"local", &s->local_}};
+  const std::pair<const char*, MDB_dbi*> dbis[] = {{"meta", &s->meta_},     {"docs", &s->docs_},
+                                                   {"bodies", &s->bodies_}, {"by_seq", &s->by_seq_},
+                                                   {"local", &s->local_},   {"rank", &s->rank_}};
   for (auto& [name, dbi] : dbis) {
     if (int rc = mdb_dbi_open(t.get(), name, MDB_CREATE, dbi); rc != 0) return lmdb::to_status(rc, "mdb_dbi_open");
   }
@@ -222,6 +227,15 @@ result<std::shared_ptr<shard_store>> shard_store::open_env(const std::string& pa
   if (h.epochs.empty() || h.epochs.back().first != opts.node_name) {
     h.epochs.emplace_back(opts.node_name, h.update_seq);  // a new owner starts a new epoch
     dirty = true;
+  }
+  // The rank table is current only if every commit since it was last marked kept it (a release
+  // before 0.3 wrote this file without it): otherwise count it again.
+  uint64_t rank_seq = 0;
+  bool rank_found = false;
+  if (auto st = doc_rank::valid_for(t.get(), s->rank_, rank_seq, rank_found); !st) return st;
+  if (!rank_found || rank_seq != h.update_seq) {
+    if (auto st = doc_rank::rebuild(t.get(), s->rank_, s->docs_, live_record); !st) return st;
+    if (auto st = doc_rank::mark(t.get(), s->rank_, h.update_seq); !st) return st;
   }
   if (dirty) {
     std::string bytes = h.encode(s->header_raw_);
@@ -305,6 +319,7 @@ status shard_store::commit(const std::vector<write_op*>& ops, int64_t now_s) {
     bytes = h.encode(header_raw_);
     st = put(t.get(), meta_, header_key, bytes);
   }
+  if (st) st = doc_rank::mark(t.get(), rank_, h.update_seq);
   if (st) {
     st = t.commit();  // without MDB_NOSYNC, LMDB fsyncs before returning
     if (!st && st.code != errc::storage_full) {
@@ -401,7 +416,11 @@ status shard_store::apply_doc(MDB_txn* t, shard_header& h, doc_update& u, doc_re
   if (auto st = put(t, by_seq_, codec::seq_key(d.seq), encode_change(d, now_s), MDB_APPEND); !st) return st;
   if (auto st = put(t, docs_, u.id, encode_doc(d.seq, d.tree)); !st) return st;
   count(h, before, -1);
-  count(h, state_of(d.tree), +1);
+  doc_state after = state_of(d.tree);
+  count(h, after, +1);
+  if ((before == doc_state::live) != (after == doc_state::live)) {
+    return doc_rank::add(t, rank_, docs_, live_record, u.id, after == doc_state::live ? +1 : -1);
+  }
   return {};
 }
 
@@ -662,6 +681,18 @@ void shard_store::snapshot::scan_changes_descending(uint64_t before,
   }
   if (rc != 0 && rc != MDB_NOTFOUND) fail(lmdb::to_status(rc, "mdb_cursor_get"));
   mdb_cursor_close(c);
+}
+
+uint64_t shard_store::snapshot::live_before(std::string_view id) const {
+  uint64_t n = 0;
+  if (auto st = doc_rank::before(txn_, store_->rank_, store_->docs_, live_record, id, n); !st) fail(st);
+  return n;
+}
+
+uint64_t shard_store::snapshot::live_total() const {
+  uint64_t n = 0;
+  if (auto st = doc_rank::total(txn_, store_->rank_, n); !st) fail(st);
+  return n;
 }
 
 uint64_t shard_store::snapshot::count_changes_after(uint64_t since) const {

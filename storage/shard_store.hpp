@@ -159,6 +159,10 @@ class shard_store : public std::enable_shared_from_this<shard_store> {
     replication_batch read_for_replication(uint64_t since, size_t max_docs) const;
     // How many changes have seq > since (reads keys only).
     uint64_t count_changes_after(uint64_t since) const;
+    // Live documents whose id sorts before `id`, and all of them (storage/doc_rank.hpp: a few
+    // thousand reads at most, whatever the shard's size).
+    uint64_t live_before(std::string_view id) const;
+    uint64_t live_total() const;
     // Releases the snapshot but keeps the reader slot; renew() takes a fresh snapshot without the
     // reader-table lock that a new read transaction needs under MDB_NOTLS. A reset snapshot must
     // be renewed before any read.
@@ -191,8 +195,8 @@ class shard_store : public std::enable_shared_from_this<shard_store> {
   int64_t min_time_ = time_seq::default_min_time;  // time-seq ignores earlier times
   bool time_seq_enabled_ = true;                   // false: commits leave the bins alone
   MDB_env* env_ = nullptr;
-  unsigned meta_ = 0, docs_ = 0, bodies_ = 0, by_seq_ = 0, local_ = 0;  // MDB_dbi handles
-  status failed_;                                                       // set by a failed commit (under header_mu_)
+  unsigned meta_ = 0, docs_ = 0, bodies_ = 0, by_seq_ = 0, local_ = 0, rank_ = 0;  // MDB_dbi handles
+  status failed_;  // set by a failed commit (under header_mu_)
   mutable std::mutex header_mu_;
   shard_header header_;
   std::string header_raw_;

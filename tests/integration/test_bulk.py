@@ -148,6 +148,50 @@ class AllDocs(NodeTest):
         r = self.node.get('/ad/_all_docs?startkey="d10"&limit=1').json
         self.assertEqual(r["offset"], 9)  # d00..d09 without the deleted d05
 
+    def test_deep_pages_have_exact_offsets(self):
+        # The usual paging pattern (startkey = the last id seen, limit) over 6,000 documents in 3
+        # ranges, 1,000 of them deleted, in both directions. The offset comes from each shard's rank
+        # table (storage/doc_rank.hpp), not from scanning every earlier row.
+        self.assertEqual(self.node.put("/pages?q=3").status, 201)
+        ids = [f"p{(i * 7919) % 6000:05d}" for i in range(6000)]
+        for start in range(0, 6000, 1000):
+            r = self.node.post("/pages/_bulk_docs", {"docs": [{"_id": i} for i in ids[start:start + 1000]]})
+            self.assertEqual(r.status, 201)
+        gone = sorted(ids)[::6]
+        revs = {row["id"]: row["value"]["rev"] for row in self.node.post("/pages/_all_docs", {"keys": gone}).json["rows"]}
+        r = self.node.post("/pages/_bulk_docs", {"docs": [{"_id": i, "_rev": revs[i], "_deleted": True} for i in gone]})
+        self.assertEqual(r.status, 201)
+        live = sorted(set(ids) - set(gone))
+        for descending in (False, True):
+            order = live[::-1] if descending else live
+            seen, start = [], None
+            while True:
+                q = f"?limit=701&descending={'true' if descending else 'false'}"
+                if start:
+                    q += f'&startkey="{start}"'
+                page = self.node.get("/pages/_all_docs" + q).json
+                self.assertEqual(page["total_rows"], len(live))
+                rows = [row["id"] for row in page["rows"]]
+                first = order.index(rows[0]) if rows else len(order)
+                self.assertEqual(page["offset"], first, (descending, start))
+                seen += rows if not seen else rows[1:]
+                if len(rows) < 701:
+                    break
+                start = rows[-1]
+            self.assertEqual(seen, order)
+        # A start key between ids, one that was deleted, and keys of other JSON types.
+        self.assertEqual(self.node.get('/pages/_all_docs?startkey="p00100x"&limit=1').json["offset"],
+                         sum(1 for i in live if i < "p00100x"))
+        self.assertEqual(self.node.get(f'/pages/_all_docs?startkey="{gone[10]}"&limit=1').json["offset"],
+                         sum(1 for i in live if i < gone[10]))
+        self.assertEqual(self.node.get(f'/pages/_all_docs?startkey="{gone[10]}"&descending=true&limit=1').json["offset"],
+                         sum(1 for i in live if i > gone[10]))
+        self.assertEqual(self.node.get("/pages/_all_docs?startkey=5&limit=1").json["offset"], 0)
+        self.assertEqual(self.node.get("/pages/_all_docs?startkey=[1]&limit=1").json,
+                         {"total_rows": len(live), "offset": len(live), "rows": []})
+        self.assertEqual(self.node.get("/pages/_all_docs?startkey=5&descending=true").json["rows"], [])
+        self.assertEqual(self.node.get("/pages/_all_docs?startkey={}&descending=true&limit=1").json["offset"], 0)
+
     def test_keys(self):
         r = self.node.post("/ad/_all_docs", {"keys": ["d03", "zz", "d05", 7]}).json
         self.assertEqual(r["rows"][0]["id"], "d03")

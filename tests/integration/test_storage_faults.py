@@ -25,28 +25,32 @@ BAD_ID = "corrupt-me-0123456789"
 
 
 def corrupt_doc_record(data_dir, doc_id):
-    """Overwrites the value of every LMDB leaf node keyed exactly `doc_id` with 0xff bytes.
+    """Overwrites with 0xff the value of every LMDB leaf node keyed exactly `doc_id`.
 
-    A leaf node is: data size (two uint16, little-endian), flags (uint16), key size (uint16), the
-    key, the data. Only the docs table has `doc_id` alone as a key (bodies are keyed by id and rev,
-    by_seq by seq), so the match is the document's rev-tree record.
+    Walks the file page by page (4 KB pages: a 16-byte header with flags at 10, lower at 12; then
+    the node offsets) and follows only the offsets, so stale bytes in a page's free space are never
+    mistaken for a node. A node is: data size (two uint16), flags (uint16), key size (uint16), key,
+    data. Only the docs table has `doc_id` alone as a key, so the match is the rev-tree record.
     """
-    needle = struct.pack("<H", len(doc_id)) + doc_id.encode()
+    key = doc_id.encode()
     patched = 0
     for path in glob.glob(os.path.join(data_dir, "shards", "**", "*"), recursive=True):
         if not os.path.isfile(path) or path.endswith("-lock"):
             continue
         with open(path, "r+b") as f:
             data = bytearray(f.read())
-            at = data.find(needle)
-            while at >= 0:
-                lo, hi, flags = struct.unpack_from("<HHH", data, at - 6)
-                size = lo | (hi << 16)
-                if flags == 0 and 0 < size < 4096:
-                    start = at + len(needle)
-                    data[start:start + size] = b"\xff" * size
-                    patched += 1
-                at = data.find(needle, at + 1)
+            for page in range(0, len(data) - 4095, 4096):
+                flags, lower, upper = struct.unpack_from("<HHH", data, page + 10)
+                if not flags & 0x02 or flags & 0x0C or not 16 <= lower <= upper <= 4096:
+                    continue  # not a plain leaf page (P_LEAF without P_OVERFLOW or P_META)
+                for i in range((lower - 16) // 2):
+                    (node,) = struct.unpack_from("<H", data, page + 16 + 2 * i)
+                    lo, hi, nflags, ksize = struct.unpack_from("<HHHH", data, page + node)
+                    start = page + node + 8
+                    if nflags == 0 and ksize == len(key) and data[start:start + ksize] == key:
+                        size = lo | (hi << 16)
+                        data[start + ksize:start + ksize + size] = b"\xff" * size
+                        patched += 1
             f.seek(0)
             f.write(data)
     return patched
@@ -64,7 +68,8 @@ class CorruptRecord(NodeTest):
         r = self.node.get(f"/faulty/{BAD_ID}")
         self.assertError(r, 500, "internal_server_error")
         self.assertIn(f"corrupt document record '{BAD_ID}'", r.json["reason"])
-        self.assertEqual(self.node.get("/faulty/fine").status, 200)  # the rest of the shard reads
+        r = self.node.get("/faulty/fine")
+        self.assertEqual(r.status, 200, r)  # the rest of the shard reads
         self.assertError(self.node.get("/faulty/_all_docs"), 500, "internal_server_error")
         self.assertError(self.node.get(f'/faulty/_all_docs?keys=["{BAD_ID}"]'), 500, "internal_server_error")
         r = self.node.post("/faulty/_bulk_get", {"docs": [{"id": BAD_ID}]})
