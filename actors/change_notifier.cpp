@@ -14,6 +14,19 @@ void change_notifier::notify(const std::string& key) {
   for (auto& [id, wake] : fire) wake();
 }
 
+void change_notifier::retire(const std::string& key) {
+  std::unordered_map<uint64_t, std::function<void()>> fire;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = slots_.find(key);
+    if (it == slots_.end()) return;
+    fire.swap(it->second.watches);
+    watchers_ -= fire.size();
+    slots_.erase(it);
+  }
+  for (auto& [id, wake] : fire) wake();
+}
+
 uint64_t change_notifier::version(const std::string& key) {
   std::lock_guard<std::mutex> lock(mu_);
   return slots_[key].version;

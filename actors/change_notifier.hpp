@@ -22,6 +22,9 @@ class change_notifier {
   uint64_t watch(const std::string& key, uint64_t seen, std::function<void()> wake);
   // Forgets a watch that has not fired (a no-op after it fired).
   void unwatch(const std::string& key, uint64_t id);
+  // Wakes every watch of `key` and forgets the key (its database incarnation was deleted; a feed
+  // that watches it later sees a new version at once and finds the database gone).
+  void retire(const std::string& key);
   size_t watchers() const;
 
  private:

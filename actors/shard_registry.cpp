@@ -6,6 +6,7 @@
 #include <thread>
 #include <vector>
 
+#include "actors/change_notifier.hpp"
 #include "actors/messages.hpp"
 #include "node/log.hpp"
 
@@ -117,7 +118,7 @@ void shard_registry::remove_all(const std::vector<std::string>& paths, const std
     std::lock_guard<std::mutex> lock(mu_);
     removed_.insert(paths.begin(), paths.end());  // before the wake-up: a woken feed must see it
   }
-  notify(notify_key);
+  if (notifier_) notifier_->retire(notify_key);
   for (auto& p : paths) remove(p);
 }
 
