@@ -3,10 +3,12 @@
 #include <caf/all.hpp>
 
 #include "actors/messages.hpp"
+#include "node/check.hpp"
 
 namespace settee {
 
 status write_all(const std::vector<write_request>& requests, std::chrono::milliseconds timeout) {
+  SETTEE_DEBUG_CHECK(!on_event_loop_thread());  // the RPC loop must hand a wait for a commit to a pool
   std::vector<std::future<void>> done;
   done.reserve(requests.size());
   for (auto& [actor, op] : requests) {

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <future>
 #include <map>
+#include <optional>
 
 #include <caf/all.hpp>
 
@@ -16,8 +17,10 @@
 #include "cluster/cluster_tls.hpp"
 #include "cluster/peer_auth.hpp"
 #include "cluster/schema/cluster_rpc.capnp.h"
+#include "node/check.hpp"
 #include "node/json.hpp"
 #include "node/log.hpp"
+#include "node/work_pool.hpp"
 
 namespace settee {
 
@@ -118,6 +121,20 @@ struct rpc_node::loop : private kj::TaskSet::ErrorHandler {
   const rpc_options& opts;
   kj::AsyncIoContext& io;
   kj::Own<tls_state> tls;
+  // Calls that may block (a write that waits for its commit) run here, never on this loop.
+  work_pool blocking{8};
+
+  // Runs `job` on the pool; the promise resolves on this loop once it has run (a dropped promise
+  // makes the fulfilment a no-op). Results travel in what the job captured.
+  kj::Promise<void> off_loop(std::function<void()> job) {
+    auto paf = kj::newPromiseAndCrossThreadFulfiller<void>();
+    auto f = std::make_shared<kj::Own<kj::CrossThreadPromiseFulfiller<void>>>(kj::mv(paf.fulfiller));
+    blocking.submit([f, job = std::move(job)] {
+      job();
+      (*f)->fulfill();
+    });
+    return kj::mv(paf.promise);
+  }
   std::map<std::string, kj::Own<peer_conn>> peers;
   // Declared last, destroyed first: cancelling every promise chain before the connections, peers
   // and server they refer to go away.
@@ -554,15 +571,22 @@ kj::Promise<void> node_server::readDoc(ReadDocContext context) {
   for (auto p : params.getParams()) req.params.emplace_back(p.getName().cStr(), p.getValue().cStr());
   req.if_none_match = params.getIfNoneMatch();
   req.body = params.getBody();
-  auto r = loop_.opts.read_doc(params.getShard().getDb(), req);
-  if (!r) {
-    set_status(results.initStatus(), r.error());
-    return kj::READY_NOW;
-  }
-  results.setHttpStatus(static_cast<uint16_t>(r->http_status));
-  results.setBody(r->body);
-  results.setEtag(r->etag);
-  return kj::READY_NOW;
+  // A document request may write (a `_local` PUT, `_revs_limit`) and wait for its commit: on the pool.
+  auto read_doc = loop_.opts.read_doc;
+  std::string db = params.getShard().getDb();
+  auto answer = std::make_shared<std::optional<result<doc_read>>>();
+  return loop_.off_loop([read_doc, db, req, answer] { answer->emplace(read_doc(db, req)); })
+      .then([context, answer]() mutable {
+        auto results = context.getResults();
+        const result<doc_read>& r = **answer;
+        if (!r) {
+          set_status(results.initStatus(), r.error());
+          return;
+        }
+        results.setHttpStatus(static_cast<uint16_t>(r->http_status));
+        results.setBody(r->body);
+        results.setEtag(r->etag);
+      });
 }
 
 kj::Promise<void> node_server::allDocsPage(AllDocsPageContext context) {
@@ -665,6 +689,7 @@ status rpc_node::start() {
   thread_ = std::thread([this, ready, control]() {
     bool started = false;
     try {
+      mark_event_loop_thread();  // nothing here may wait for a commit (bridge.cpp checks)
       auto io = kj::setupAsyncIo();
       auto addr = io.provider->getNetwork().parseAddress(opts_.bind, opts_.port).wait(io.waitScope);
       auto listener = addr->listen();
