@@ -17,6 +17,12 @@ import time
 import unittest
 
 BIN = os.environ.get("SETTEE_BIN", os.path.join(os.path.dirname(__file__), "../../build/settee"))
+
+
+def is_sanitized(binary=BIN):
+    """True for a sanitizer build (its allocator ignores malloc tuning; preloads must not precede it)."""
+    out = subprocess.run(["ldd", binary], capture_output=True, text=True).stdout
+    return "libasan" in out
 ADMIN = ("admin", "s3cret")
 # Every test node gets this cluster secret unless a test says otherwise (docs/security.md).
 CLUSTER_SECRET = "test-cluster-secret-0123456789abcdef"

@@ -19,7 +19,7 @@ import subprocess
 import tempfile
 import unittest
 
-from harness import BIN, Node, NodeTest, main
+from harness import BIN, Node, NodeTest, is_sanitized, main
 
 BAD_ID = "corrupt-me-0123456789"
 
@@ -91,8 +91,7 @@ def fiu_usable():
     if not shutil.which("fiu-run") or not shutil.which("fiu-ctrl"):
         return False
     # A sanitizer build must come first in the library list; the preload would take its place.
-    ldd = subprocess.run(["ldd", BIN], capture_output=True, text=True).stdout
-    return "libasan" not in ldd
+    return not is_sanitized()
 
 
 @unittest.skipUnless(fiu_usable(), "needs fiu-utils (scripts/setup.sh installs it) and a non-sanitizer build")
