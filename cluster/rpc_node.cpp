@@ -399,14 +399,27 @@ void write_updates(capnp::List<DocUpdate>::Builder list, const std::vector<doc_u
 
 // find_shard for a write of `updates`. Document bodies from a peer are stored as they come; none
 // may nest deeper than a client's could.
-result<shard_handle> shard_for_update(rpc_node::loop& l, ShardRef::Reader ref, capnp::List<DocUpdate>::Reader updates) {
+// Peers' document bodies are parsed later as any client's: the same depth limit, checked here once.
+status check_depth(capnp::List<DocUpdate>::Reader updates) {
   for (auto u : updates) {
     if (!within_json_depth(u.getBody().cStr())) {
       return status{errc::bad_request, "document " + std::string(u.getId().cStr()) + " nests deeper than " +
                                            std::to_string(max_json_depth()) + " levels ([couchdb] max_json_depth)"};
     }
   }
-  return find_shard(l, ref);
+  return {};
+}
+
+using found_shard = std::shared_ptr<std::optional<result<shard_handle>>>;
+
+// find_shard on the pool: a shard that is not open yet is opened under the registry's lock (file
+// I/O and a small commit), which the loop must not wait for.
+kj::Promise<void> find_shard_off_loop(rpc_node::loop& l, ShardRef::Reader ref, found_shard out) {
+  auto find = l.opts.find_shard;
+  std::string db = ref.getDb(), range = ref.getRange();
+  return l.off_loop([find, db, range, out] {
+    out->emplace(find ? find(db, range) : result<shard_handle>(status{errc::not_found, "no shards here"}));
+  });
 }
 
 doc_update read_update(DocUpdate::Reader u, bool new_edits) {
@@ -451,9 +464,8 @@ result<shard_handle> find_shard(rpc_node::loop& l, ShardRef::Reader ref);
 
 kj::Promise<void> node_server::applyChanges(ApplyChangesContext context) {
   auto params = context.getParams();
-  auto h = shard_for_update(loop_, params.getShard(), params.getUpdates());
-  if (!h) {
-    set_status(context.getResults().initStatus(), h.error());
+  if (auto st = check_depth(params.getUpdates()); !st) {
+    set_status(context.getResults().initStatus(), st);
     return kj::READY_NOW;
   }
   auto op = std::make_shared<write_op>();
@@ -461,42 +473,59 @@ kj::Promise<void> node_server::applyChanges(ApplyChangesContext context) {
     if (u.getRevs().size() == 0) continue;  // nothing to merge
     op->docs.push_back(read_update(u, false));
   }
-  shard_handle shard = *h;
-  return commit_on_replica(shard, op)
-      .then([context, op, shard]() mutable {
-        status st = op->st;
-        for (auto& r : op->results)
-          if (st && !r.st) st = r.st;
-        set_status(context.getResults().initStatus(), st);
-        context.getResults().setApplied(static_cast<uint32_t>(count_added(op->results)));
-        context.getResults().setUpdateSeq(shard.store->header().update_seq);
-      })
-      .then([this, db = std::string(params.getShard().getDb())]() {
-        if (loop_.opts.on_applied) loop_.opts.on_applied(db);
+  auto found = std::make_shared<std::optional<result<shard_handle>>>();
+  std::string db = params.getShard().getDb();
+  return find_shard_off_loop(loop_, params.getShard(), found)
+      .then([this, context, op, found, db]() mutable -> kj::Promise<void> {
+        result<shard_handle>& h = **found;
+        if (!h) {
+          set_status(context.getResults().initStatus(), h.error());
+          return kj::READY_NOW;
+        }
+        shard_handle shard = *h;
+        return commit_on_replica(shard, op)
+            .then([context, op, shard]() mutable {
+              status st = op->st;
+              for (auto& r : op->results)
+                if (st && !r.st) st = r.st;
+              set_status(context.getResults().initStatus(), st);
+              context.getResults().setApplied(static_cast<uint32_t>(count_added(op->results)));
+              context.getResults().setUpdateSeq(shard.store->header().update_seq);
+            })
+            .then([this, db]() {
+              if (loop_.opts.on_applied) loop_.opts.on_applied(db);
+            });
       });
 }
 
 kj::Promise<void> node_server::updateDocs(UpdateDocsContext context) {
   auto params = context.getParams();
-  auto h = shard_for_update(loop_, params.getShard(), params.getUpdates());
-  if (!h) {
-    set_status(context.getResults().initStatus(), h.error());
+  if (auto st = check_depth(params.getUpdates()); !st) {
+    set_status(context.getResults().initStatus(), st);
     return kj::READY_NOW;
   }
   auto op = std::make_shared<write_op>();
   for (auto u : params.getUpdates()) op->docs.push_back(read_update(u, u.getNewEdits()));
-  return commit_on_replica(*h, op).then([context, op]() mutable {
-    auto results = context.getResults();
-    set_status(results.initStatus(), op->st);
-    if (!op->st) return;
-    auto list = results.initResults(static_cast<unsigned>(op->results.size()));
-    for (unsigned i = 0; i < op->results.size(); ++i) {
-      set_status(list[i].initStatus(), op->results[i].st);
-      list[i].initRev().setPos(op->results[i].rev.pos);
-      list[i].getRev().setHash(op->results[i].rev.hash);
-      list[i].setAdded(op->results[i].added);
-      list[i].setKnown(op->results[i].known);
+  auto found = std::make_shared<std::optional<result<shard_handle>>>();
+  return find_shard_off_loop(loop_, params.getShard(), found).then([context, op, found]() mutable -> kj::Promise<void> {
+    result<shard_handle>& h = **found;
+    if (!h) {
+      set_status(context.getResults().initStatus(), h.error());
+      return kj::READY_NOW;
     }
+    return commit_on_replica(*h, op).then([context, op]() mutable {
+      auto results = context.getResults();
+      set_status(results.initStatus(), op->st);
+      if (!op->st) return;
+      auto list = results.initResults(static_cast<unsigned>(op->results.size()));
+      for (unsigned i = 0; i < op->results.size(); ++i) {
+        set_status(list[i].initStatus(), op->results[i].st);
+        list[i].initRev().setPos(op->results[i].rev.pos);
+        list[i].getRev().setHash(op->results[i].rev.hash);
+        list[i].setAdded(op->results[i].added);
+        list[i].setKnown(op->results[i].known);
+      }
+    });
   });
 }
 
@@ -558,9 +587,8 @@ kj::Promise<void> node_server::resolveSince(ResolveSinceContext context) {
 kj::Promise<void> node_server::readDoc(ReadDocContext context) {
   auto params = context.getParams();
   auto results = context.getResults();
-  auto h = shard_for_read(loop_, params.getShard(), loop_.opts.read_doc, "document");  // this node holds the range
-  if (!h) {
-    set_status(results.initStatus(), h.error());
+  if (!loop_.opts.read_doc) {
+    set_status(results.initStatus(), {errc::not_implemented, "no document reader"});
     return kj::READY_NOW;
   }
   doc_request req;
@@ -575,7 +603,14 @@ kj::Promise<void> node_server::readDoc(ReadDocContext context) {
   auto read_doc = loop_.opts.read_doc;
   std::string db = params.getShard().getDb();
   auto answer = std::make_shared<std::optional<result<doc_read>>>();
-  return loop_.off_loop([read_doc, db, req, answer] { answer->emplace(read_doc(db, req)); })
+  auto find = loop_.opts.find_shard;
+  std::string range = params.getShard().getRange();
+  return loop_
+      .off_loop([read_doc, find, db, range, req, answer] {
+        // This node must hold the range (finding it may open the file: off the loop too).
+        auto h = find ? find(db, range) : result<shard_handle>(status{errc::not_found, "no shards here"});
+        answer->emplace(h ? read_doc(db, req) : result<doc_read>(h.error()));
+      })
       .then([context, answer]() mutable {
         auto results = context.getResults();
         const result<doc_read>& r = **answer;
