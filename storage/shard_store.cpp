@@ -111,7 +111,9 @@ status get(MDB_txn* t, MDB_dbi dbi, std::string_view key, std::string_view& out,
   MDB_val k = lmdb::val(key), v;
   int rc = mdb_get(t, dbi, &k, &v);
   found = rc == MDB_SUCCESS;
-  if (rc == MDB_NOTFOUND) return {};
+  // An empty key, or one longer than LMDB allows (511 bytes), was never stored: it is not there
+  // (_revs_diff and _bulk_get look up ids that were not validated as a write's would be).
+  if (rc == MDB_NOTFOUND || rc == MDB_BAD_VALSIZE) return {};
   if (found) out = lmdb::view(v);
   return lmdb::to_status(rc, "mdb_get");
 }
