@@ -103,6 +103,10 @@ class BulkGetAndRevsDiff(NodeTest):
         self.assertEqual(r.status, 200)
         self.assertEqual(r.json, {"a": {"missing": ["2-x", "3-y"], "possible_ancestors": [rev]},
                                   "b": {"missing": ["1-z"]}})
+        # Ids no write could store (empty, longer than LMDB's 511-byte keys) are simply missing.
+        r = self.node.post("/rd/_revs_diff", {"": ["1-x"], "k" * 600: ["1-y"]})
+        self.assertEqual(r.status, 200, r)
+        self.assertEqual(r.json, {"": {"missing": ["1-x"]}, "k" * 600: {"missing": ["1-y"]}})
         self.assertEqual(self.node.post("/rd/_revs_diff", {"a": [rev]}).json, {})
         self.assertError(self.node.post("/rd/_revs_diff", {"a": "1-x"}), 400, "bad_request")
         self.assertError(self.node.post("/rd/_revs_diff", {"a": ["nonsense"]}), 400, "bad_request",
