@@ -21,3 +21,13 @@ start_node() {
 median() { sort -n | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
 field() { sed -E "s/.*$1=([0-9.]+).*/\1/"; }
 ratio() { python3 -c "print(f'{$1/$2:.3f}')"; }
+
+# start_pair A_BINARY B_BINARY: one node of each build under a fresh $BASE (removed at exit), their
+# ports in PA and PB.
+start_pair() {
+  BASE=$(mktemp -d /tmp/settee-pair-XXXXXX)
+  trap 'kill "${PIDS[@]}" 2>/dev/null; wait 2>/dev/null; rm -rf "$BASE"' EXIT
+  PA=$(free_port); PB=$(free_port)
+  BIN=$1 start_node a "$PA" ""
+  BIN=$2 start_node b "$PB" ""
+}

@@ -10,11 +10,7 @@ A=${1:?usage: run_pages.sh OLD_BINARY [NEW_BINARY]}
 B=${2:-build/settee}
 RUNS=${RUNS:-3}
 DOCS=${DOCS:-200000}
-BASE=$(mktemp -d /tmp/settee-pages-XXXXXX)
-trap 'kill "${PIDS[@]}" 2>/dev/null; wait 2>/dev/null; rm -rf "$BASE"' EXIT
-PA=$(free_port); PB=$(free_port)
-BIN=$A start_node a "$PA" ""
-BIN=$B start_node b "$PB" ""
+start_pair "$A" "$B"
 echo "pages: A=$A B=$B, $DOCS docs, $RUNS runs"
 for i in $(seq "$RUNS"); do
   for side in A B; do

@@ -11,11 +11,7 @@ A=${1:?usage: run_side_by_side.sh OLD_BINARY [NEW_BINARY]}
 B=${2:-build/settee}
 RUNS=${RUNS:-5}
 SECS=${SECONDS_PER_RUN:-4}
-BASE=$(mktemp -d /tmp/settee-sbs-XXXXXX)
-trap 'kill "${PIDS[@]}" 2>/dev/null; wait 2>/dev/null; rm -rf "$BASE"' EXIT
-PA=$(free_port); PB=$(free_port)
-BIN=$A start_node a "$PA" ""
-BIN=$B start_node b "$PB" ""
+start_pair "$A" "$B"
 echo "side by side: A=$A B=$B, $(nproc) cores, $RUNS runs x ${SECS}s, fsync on"
 run() {  # name, loadgen args...
   local name=$1; shift

@@ -228,6 +228,15 @@ struct http_server::impl {
 
   void signal(uint64_t count = 1) { [[maybe_unused]] ssize_t n = ::write(wake_fd, &count, sizeof count); }
 
+  // Puts a waiting stream on the ready queue (from any thread); a worker pumps it.
+  void make_ready(uint64_t id, uint64_t gen) {
+    {
+      std::lock_guard<std::mutex> lock(ready_mu);
+      ready.emplace_back(id, gen);
+    }
+    signal();
+  }
+
   void arm(http_conn& c, uint32_t events, int64_t deadline_at) {
     c.deadline.store(deadline_at);
     epoll_event ev{};
@@ -323,12 +332,13 @@ struct http_server::impl {
     }
   }
 
-  void refuse(http_conn& c, int status, const char* error, const std::string& reason) {
+  // Answers a request the front will not hand to the router, and closes the connection.
+  void refuse(http_conn& c, const status& st) {
     http_response res;
-    res.status = status;
+    res.status = http_status_of(st.code);
     res.set_header("Server", "settee/" SETTEE_VERSION);
     res.set_header("Cache-Control", "must-revalidate");
-    res.set_content(error_body(error, reason), "application/json");
+    res.set_content(error_body(error_name_of(st.code), st.reason), "application/json");
     render(c, res, false, false, false);
   }
 
@@ -356,15 +366,15 @@ void http_server::impl::serve(http_conn& c) {
       auto err = HTTP_PARSER_ERRNO(&c.parser);
       if (err == HPE_PAUSED) http_parser_pause(&c.parser, 0);
       if (c.refuse == 413) {
-        refuse(c, 413, "too_large", "the request entity is too large");
+        refuse(c, {errc::too_large, "the request entity is too large"});
         continue;
       }
       if (c.refuse == 414) {
-        refuse(c, 414, "bad_request", "the request line is too long (at most 64 KB; POST long keys in a body)");
+        refuse(c, {errc::uri_too_long, "the request line is too long (at most 64 KB; POST long keys in a body)"});
         continue;
       }
       if (err != HPE_OK && err != HPE_PAUSED) {
-        refuse(c, 400, "bad_request", std::string("malformed request: ") + http_errno_description(err));
+        refuse(c, {errc::bad_request, std::string("malformed request: ") + http_errno_description(err)});
         continue;
       }
       if (c.in_message && !c.headers_done && c.header_deadline == 0)
@@ -431,23 +441,13 @@ bool http_server::impl::pump(http_conn& c) {
       uint64_t gen = ++c.wait_gen;
       if (budget == 0) {
         c.next.then = pump_result::next::more;
-        {
-          std::lock_guard<std::mutex> lock(ready_mu);
-          ready.emplace_back(c.id, gen);
-        }
-        signal();
+        make_ready(c.id, gen);
         return false;
       }
       if (!c.next.wake_key.empty() && node.notifier) {
         c.watch_key = c.next.wake_key;
         uint64_t id = c.id;
-        c.watch_id = node.notifier->watch(c.watch_key, c.next.seen, [this, id, gen] {
-          {
-            std::lock_guard<std::mutex> lock(ready_mu);
-            ready.emplace_back(id, gen);
-          }
-          signal();
-        });
+        c.watch_id = node.notifier->watch(c.watch_key, c.next.seen, [this, id, gen] { make_ready(id, gen); });
       }
       int64_t at = std::chrono::duration_cast<std::chrono::milliseconds>(c.next.wake_at.time_since_epoch()).count();
       {

@@ -32,11 +32,6 @@ void work_pool::stop() {
   threads_.clear();
 }
 
-size_t work_pool::queued() const {
-  std::lock_guard<std::mutex> lock(mu_);
-  return jobs_.size();
-}
-
 void work_pool::run() {
   for (;;) {
     std::function<void()> job;

@@ -23,13 +23,11 @@ class work_pool {
   void submit(std::function<void()> job);
   // Runs the jobs already queued, then joins the threads. Later submits are dropped.
   void stop();
-  size_t queued() const;
-  size_t threads() const { return threads_.size(); }
 
  private:
   void run();
 
-  mutable std::mutex mu_;
+  std::mutex mu_;
   std::condition_variable cv_;
   std::deque<std::function<void()>> jobs_;
   bool stopping_ = false;

@@ -23,10 +23,7 @@ std::string encode_count(uint64_t n) {
   return std::move(w.data());
 }
 
-status put(MDB_txn* t, MDB_dbi dbi, std::string_view key, std::string_view value) {
-  MDB_val k = lmdb::val(key), v = lmdb::val(value);
-  return lmdb::to_status(mdb_put(t, dbi, &k, &v, 0), "mdb_put");
-}
+using lmdb::put;
 
 status corrupt_bucket(std::string_view key) {
   return {errc::internal, "corrupt rank record '" + std::string(key) + "'"};
@@ -103,10 +100,7 @@ status add(MDB_txn* t, MDB_dbi rank, MDB_dbi docs, live_fn live, std::string_vie
     return {errc::internal, "rank table out of step with the documents at '" + std::string(id) + "'"};
   count = delta < 0 ? count - 1 : count + 1;
   std::string_view first_id = std::string_view(key).substr(1);
-  if (count == 0 && !first_id.empty()) {
-    MDB_val k = lmdb::val(key);
-    return lmdb::to_status(mdb_del(t, rank, &k, nullptr), "mdb_del");
-  }
+  if (count == 0 && !first_id.empty()) return lmdb::del(t, rank, key);
   if (auto st = put(t, rank, key, encode_count(count)); !st) return st;
   if (count > split_at) return split(t, rank, docs, live, first_id, count);
   return {};
@@ -178,12 +172,9 @@ status rebuild(MDB_txn* t, MDB_dbi rank, MDB_dbi docs, live_fn live) {
 }
 
 status valid_for(MDB_txn* t, MDB_dbi rank, uint64_t& seq, bool& found) {
-  MDB_val k = lmdb::val(marker_key), v;
-  int rc = mdb_get(t, rank, &k, &v);
-  found = rc == 0;
-  if (rc == MDB_NOTFOUND) return {};
-  if (rc != 0) return lmdb::to_status(rc, "mdb_get");
-  codec::reader r(lmdb::view(v));
+  std::string_view raw;
+  if (auto st = lmdb::get(t, rank, marker_key, raw, found); !st || !found) return st;
+  codec::reader r(raw);
   if (!r.varint(seq)) found = false;  // unreadable: rebuilt like a missing one
   return {};
 }

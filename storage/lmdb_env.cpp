@@ -58,4 +58,25 @@ void txn::abort() {
   t_ = nullptr;
 }
 
+status get(MDB_txn* t, MDB_dbi dbi, std::string_view key, std::string_view& out, bool& found) {
+  MDB_val k = val(key), v;
+  int rc = mdb_get(t, dbi, &k, &v);
+  found = rc == MDB_SUCCESS;
+  // _revs_diff and _bulk_get look up ids that were not validated as a write's would be.
+  if (rc == MDB_NOTFOUND || rc == MDB_BAD_VALSIZE) return {};
+  if (found) out = view(v);
+  return to_status(rc, "mdb_get");
+}
+
+status put(MDB_txn* t, MDB_dbi dbi, std::string_view key, std::string_view value, unsigned flags) {
+  MDB_val k = val(key), v = val(value);
+  return to_status(mdb_put(t, dbi, &k, &v, flags), "mdb_put");
+}
+
+status del(MDB_txn* t, MDB_dbi dbi, std::string_view key) {
+  MDB_val k = val(key);
+  int rc = mdb_del(t, dbi, &k, nullptr);
+  return rc == MDB_NOTFOUND ? status{} : to_status(rc, "mdb_del");
+}
+
 }  // namespace settee::lmdb

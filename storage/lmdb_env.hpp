@@ -22,6 +22,12 @@ inline std::string_view view(const MDB_val& v) {
   return {static_cast<const char*>(v.mv_data), v.mv_size};
 }
 
+// One key of one table. get: found=false (and ok) when the key is absent, including a key LMDB
+// could not hold (empty, or over 511 bytes: never stored). del: an absent key is not an error.
+status get(MDB_txn* t, MDB_dbi dbi, std::string_view key, std::string_view& out, bool& found);
+status put(MDB_txn* t, MDB_dbi dbi, std::string_view key, std::string_view value, unsigned flags = 0);
+status del(MDB_txn* t, MDB_dbi dbi, std::string_view key);
+
 // Owns a transaction; aborts it on destruction unless committed.
 class txn {
  public:

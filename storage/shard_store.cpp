@@ -107,27 +107,9 @@ std::string encode_local(uint64_t rev, std::string_view body) {
   return std::move(w.data());
 }
 
-status get(MDB_txn* t, MDB_dbi dbi, std::string_view key, std::string_view& out, bool& found) {
-  MDB_val k = lmdb::val(key), v;
-  int rc = mdb_get(t, dbi, &k, &v);
-  found = rc == MDB_SUCCESS;
-  // An empty key, or one longer than LMDB allows (511 bytes), was never stored: it is not there
-  // (_revs_diff and _bulk_get look up ids that were not validated as a write's would be).
-  if (rc == MDB_NOTFOUND || rc == MDB_BAD_VALSIZE) return {};
-  if (found) out = lmdb::view(v);
-  return lmdb::to_status(rc, "mdb_get");
-}
-
-status put(MDB_txn* t, MDB_dbi dbi, std::string_view key, std::string_view value, unsigned flags = 0) {
-  MDB_val k = lmdb::val(key), v = lmdb::val(value);
-  return lmdb::to_status(mdb_put(t, dbi, &k, &v, flags), "mdb_put");
-}
-
-status del(MDB_txn* t, MDB_dbi dbi, std::string_view key) {
-  MDB_val k = lmdb::val(key);
-  int rc = mdb_del(t, dbi, &k, nullptr);
-  return rc == MDB_NOTFOUND ? status{} : lmdb::to_status(rc, "mdb_del");
-}
+using lmdb::del;
+using lmdb::get;
+using lmdb::put;
 
 enum class doc_state { absent, live, deleted };
 
