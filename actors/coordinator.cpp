@@ -1,25 +1,103 @@
 #include "actors/coordinator.hpp"
 
 #include <algorithm>
-#include <condition_variable>
-#include <cstdlib>
-#include <mutex>
+#include <map>
 
-#include <caf/all.hpp>
-
-#include "actors/bridge.hpp"
-#include "actors/messages.hpp"
+#include "actors/gather.hpp"
+#include "actors/local_copy.hpp"
 #include "actors/quorum.hpp"
+#include "actors/remote_copy.hpp"
 #include "node/log.hpp"
 
 namespace settee {
 
+namespace {
+
+// A copy that cannot be reached or opened: every call answers `why`.
+class failed_copy final : public shard_copy {
+ public:
+  failed_copy(std::string node, status why) : node_(std::move(node)), why_(std::move(why)) {}
+  const std::string& node() const override { return node_; }
+  bool local() const override { return false; }
+  result<shard_summary> summary() override { return why_; }
+  result<changes_page> changes(const changes_request&) override { return why_; }
+  result<resolved_since> resolve_since(const std::string&, uint64_t) override { return why_; }
+  result<all_docs_page> all_docs(const all_docs_request&) override { return why_; }
+  result<time_seq_state> time_seq(bool) override { return why_; }
+  void open_docs(const std::vector<std::string>&, bool, docs_done done) override { done(why_); }
+  result<std::optional<local_doc>> open_local(const std::string&) override { return why_; }
+  result<uint64_t> write_local(const local_update&) override { return why_; }
+  result<std::vector<settee::local_doc>> list_local() override { return why_; }
+  status set_revs_limit(uint32_t) override { return why_; }
+  void update_docs(std::vector<doc_update>, write_done done) override { done(why_); }
+
+ private:
+  std::string node_;
+  status why_;
+};
+
+// A read that waited this long for a copy asks the next one as well (a slow copy delays a quorum
+// read by this much, not by the request timeout).
+constexpr std::chrono::milliseconds hedge_after{100};
+// Calls to other nodes' copies that a client waits for.
+constexpr std::chrono::milliseconds remote_call_timeout{30000};
+
+// One copy's open_docs, waited for.
+result<std::vector<doc_copy>> open_on(shard_copy& copy, const std::vector<std::string>& ids, bool bodies,
+                                      std::chrono::milliseconds timeout) {
+  gather<std::vector<doc_copy>> g({1});
+  copy.open_docs(ids, bodies, g.slot(0, 0));
+  auto a = g.wait(1, std::chrono::steady_clock::now() + timeout);
+  if (!a[0][0]) return status{errc::timeout, "node " + copy.node() + " did not answer in time"};
+  return std::move(*a[0][0]);
+}
+
+}  // namespace
+
+// This node's copy first, then the others in the database's order.
+class coordinator::node_copies final : public copy_source {
+ public:
+  explicit node_copies(coordinator& c) : c_(c) {}
+  std::vector<copy_ptr> copies(const db_meta& db, size_t range) override {
+    std::vector<copy_ptr> out;
+    if (db.hosts(range)) {
+      auto h = c_.shards_.acquire(db.shard_paths[range], db.created, db.key());
+      if (h)
+        out.push_back(std::make_shared<local_copy>(std::move(*h), c_.self_, c_.timeout_));
+      else
+        out.push_back(std::make_shared<failed_copy>(c_.self_, h.error()));
+    }
+    if (db.everywhere()) return out;
+    for (const std::string& node : db.nodes[range]) {
+      if (node == c_.self_) continue;
+      if (c_.remote_) {
+        out.push_back(std::make_shared<remote_copy>(*c_.remote_, node, db.name, db.ranges[range].name(),
+                                                    std::min(c_.timeout_, remote_call_timeout)));
+      } else {
+        out.push_back(std::make_shared<failed_copy>(
+            node, status{errc::unavailable, "node " + node + " is unavailable: not clustered"}));
+      }
+    }
+    return out;
+  }
+
+ private:
+  coordinator& c_;
+};
+
 coordinator::coordinator(db_catalog& catalog, shard_registry& shards, std::chrono::milliseconds timeout,
                          std::string self)
-    : catalog_(catalog), shards_(shards), timeout_(timeout), self_(std::move(self)) {}
+    : catalog_(catalog),
+      shards_(shards),
+      timeout_(timeout),
+      self_(std::move(self)),
+      own_source_(std::make_unique<node_copies>(*this)),
+      source_(own_source_.get()) {}
 
-std::vector<std::string> coordinator::copies(const db_meta& db, size_t index) const {
-  return db.everywhere() ? std::vector<std::string>{self_} : db.nodes[index];
+coordinator::~coordinator() = default;
+
+std::vector<copy_ptr> coordinator::copies(const db_meta& db, size_t index) {
+  return source_->copies(db, index);
 }
 
 result<shard_handle> coordinator::shard(const db_meta& db, size_t index) {
@@ -33,178 +111,152 @@ size_t coordinator::shard_index(const db_meta& db, std::string_view doc_id) cons
   return range_index(db.ranges, hash_doc_id(doc_id));
 }
 
-result<shard_handle> coordinator::shard_for(const db_meta& db, std::string_view doc_id) {
-  return shard(db, shard_index(db, doc_id));
-}
-
 result<shard_store::snapshot> coordinator::read_for(const db_meta& db, std::string_view doc_id) {
-  auto h = shard_for(db, doc_id);
+  auto h = shard(db, shard_index(db, doc_id));
   if (!h) return h.error();
   return h->store->read();
 }
 
-namespace {
-
-// The answers of every copy of every range a write went to. Shared with the callbacks, which may
-// run after update_docs returned (a late copy).
-struct fanout {
-  struct copy {
-    bool done = false;
-    status st;  // the call as a whole (transport, unknown database...)
-    std::vector<doc_result> results;
-  };
-  std::mutex mu;
-  std::condition_variable cv;
-  std::vector<std::vector<copy>> ranges;  // [range][copy]
-
-  void finish(size_t r, size_t k, result<std::vector<doc_result>> answer) {
-    {
-      std::lock_guard<std::mutex> lock(mu);
-      copy& c = ranges[r][k];
-      c.done = true;
-      if (answer)
-        c.results = std::move(*answer);
-      else
-        c.st = answer.error();
-    }
-    cv.notify_all();
-  }
-  // Every range has w successful copies or no copy left to wait for. mu held.
-  bool enough(size_t w) const {
-    for (auto& copies : ranges) {
-      size_t ok = 0, done = 0;
-      for (auto& c : copies) {
-        done += c.done;
-        ok += c.done && c.st;
-      }
-      if (ok < std::min(w, copies.size()) && done < copies.size()) return false;
-    }
-    return true;
-  }
-};
-
-// Reports a local write to the fanout once, also when the replica is gone before committing.
-struct local_completion {
-  std::shared_ptr<fanout> f;
-  size_t r, k;
-  std::shared_ptr<write_op> op;
-  shard_handle held;  // the shard stays open until the commit
-  bool fired = false;
-  void fire() {
-    fired = true;
-    if (!op->st)
-      f->finish(r, k, op->st);
-    else
-      f->finish(r, k, std::move(op->results));
-  }
-  ~local_completion() {
-    if (!fired) f->finish(r, k, status{errc::internal, "a shard replica stopped before committing the write"});
-  }
-};
-
-}  // namespace
-
 result<write_outcome> coordinator::update_docs(const db_meta& db, std::vector<doc_update> docs, size_t w) {
   // Group by range, remembering each doc's input position.
-  std::vector<std::vector<doc_update>> by_range(db.q);
-  std::vector<std::vector<size_t>> positions(db.q);
-  for (size_t i = 0; i < docs.size(); ++i) {
-    size_t s = shard_index(db, docs[i].id);
-    by_range[s].push_back(std::move(docs[i]));
-    positions[s].push_back(i);
-  }
-  std::vector<size_t> used;  // ranges this write touches
-  for (size_t s = 0; s < db.q; ++s)
-    if (!by_range[s].empty()) used.push_back(s);
-  auto f = std::make_shared<fanout>();
-  f->ranges.resize(used.size());
-  std::vector<std::vector<std::string>> nodes(used.size());
-  for (size_t r = 0; r < used.size(); ++r) {
-    nodes[r] = copies(db, used[r]);
-    f->ranges[r].resize(nodes[r].size());
+  std::map<size_t, std::vector<size_t>> positions;  // range -> input positions
+  for (size_t i = 0; i < docs.size(); ++i) positions[shard_index(db, docs[i].id)].push_back(i);
+  std::vector<size_t> used;
+  std::vector<std::vector<copy_ptr>> targets;
+  std::vector<size_t> sizes;
+  for (auto& [range, pos] : positions) {
+    used.push_back(range);
+    targets.push_back(copies(db, range));
+    sizes.push_back(targets.back().size());
   }
   size_t n = db.everywhere() ? 1 : db.n;
   size_t quorum = w == 0 ? n / 2 + 1 : std::min(w, n);
-
+  gather<std::vector<doc_result>> g(sizes);
   for (size_t r = 0; r < used.size(); ++r) {
-    size_t s = used[r];
-    for (size_t k = 0; k < nodes[r].size(); ++k) {
-      if (nodes[r][k] == self_) {
-        auto h = shard(db, s);
-        if (!h) {
-          f->finish(r, k, h.error());
-          continue;
-        }
-        auto done = std::make_shared<local_completion>();
-        done->f = f;
-        done->r = r;
-        done->k = k;
-        done->op = std::make_shared<write_op>();
-        done->op->docs = by_range[s];
-        done->held = *h;
-        pending_write pw{done->op, nullptr, [done]() { done->fire(); }};
-        caf::anon_send(h->writer, write_atom_v, std::move(pw));
-      } else if (!remote_) {
-        f->finish(r, k, status{errc::unavailable, "node " + nodes[r][k] + " is unavailable: not clustered"});
-      } else {
-        remote_->update_docs(nodes[r][k], db.name, db.ranges[s].name(), by_range[s],
-                             [f, r, k, node = nodes[r][k]](result<std::vector<doc_result>> a) {
-                               if (!a) log::warning("write to " + node + "'s copy failed: " + a.error().reason);
-                               f->finish(r, k, std::move(a));
-                             });
-      }
+    std::vector<doc_update> batch;
+    for (size_t i : positions[used[r]]) batch.push_back(docs[i]);
+    for (size_t k = 0; k < targets[r].size(); ++k) {
+      auto slot = g.slot(r, k);
+      targets[r][k]->update_docs(batch, [slot, node = targets[r][k]->node()](result<std::vector<doc_result>> a) {
+        if (!a) log::warning("write to " + node + "'s copy failed: " + a.error().reason);
+        slot(std::move(a));
+      });
     }
   }
-  {
-    std::unique_lock<std::mutex> lock(f->mu);
-    f->cv.wait_until(lock, std::chrono::steady_clock::now() + timeout_, [&] { return f->enough(quorum); });
-  }
+  auto answers = g.wait(quorum, std::chrono::steady_clock::now() + timeout_);
 
   write_outcome out;
   out.results.assign(docs.size(), doc_result{});
-  std::lock_guard<std::mutex> lock(f->mu);
   for (size_t r = 0; r < used.size(); ++r) {
-    const auto& answers = f->ranges[r];
     status first_failure;
-    for (auto& c : answers)
-      if (c.done && !c.st && first_failure) first_failure = c.st;
-    for (size_t d = 0; d < positions[used[r]].size(); ++d) {
+    for (auto& a : answers[r])
+      if (a && !*a && first_failure) first_failure = a->error();
+    const std::vector<size_t>& pos = positions[used[r]];
+    for (size_t d = 0; d < pos.size(); ++d) {
       std::vector<doc_result> votes;
-      for (auto& c : answers)
-        if (c.done && c.st && d < c.results.size()) votes.push_back(c.results[d]);
-      quorum_answer a = decide_quorum(votes, quorum);
+      for (auto& a : answers[r])
+        if (a && *a && d < (*a)->size()) votes.push_back((**a)[d]);
+      quorum_answer qa = decide_quorum(votes, quorum);
       if (votes.empty()) {
         // No copy committed: say why (the first failure, or the deadline).
-        a.result.st = !first_failure
-                          ? first_failure
-                          : status{errc::timeout, "The request could not be processed in a reasonable amount of time."};
+        qa.result.st = !first_failure ? first_failure
+                                      : status{errc::timeout,
+                                               "The request could not be processed in a reasonable amount of time."};
       }
-      out.quorum_met = out.quorum_met && a.met;
-      out.results[positions[used[r]][d]] = std::move(a.result);
+      out.quorum_met = out.quorum_met && qa.met;
+      out.results[pos[d]] = std::move(qa.result);
     }
   }
   return out;
 }
 
+result<doc_copy> coordinator::open_doc(const db_meta& db, const std::string& id, size_t r) {
+  std::vector<copy_ptr> all = copies(db, shard_index(db, id));
+  size_t n = db.everywhere() ? 1 : db.n;
+  size_t want = std::min(r == 0 ? n / 2 + 1 : r, all.size());
+  if (want == 0) return status{errc::unavailable, "no copy of the range of '" + id + "' is known"};
+  // Ask `want` copies (this node's first); whenever the answers are short of `want` (a copy failed,
+  // or is slow), ask one more.
+  gather<std::vector<doc_copy>> g({all.size()});
+  auto deadline = std::chrono::steady_clock::now() + timeout_;
+  size_t started = 0;
+  auto start = [&] {
+    all[started]->open_docs({id}, true, g.slot(0, started));
+    ++started;
+  };
+  while (started < want) start();
+  std::vector<doc_copy> got;
+  status last{errc::unavailable, "no copy of the range of '" + id + "' answered"};
+  for (;;) {
+    auto now = std::chrono::steady_clock::now();
+    auto answers = g.wait(want, started < all.size() ? std::min(deadline, now + hedge_after) : deadline);
+    got.clear();
+    size_t done = 0;
+    for (auto& a : answers[0]) {
+      if (!a) continue;
+      ++done;
+      if (*a && (*a)->size() == 1)
+        got.push_back((**a)[0]);
+      else if (!*a)
+        last = a->error();
+    }
+    if (got.size() >= want || std::chrono::steady_clock::now() >= deadline) break;
+    if (started < all.size()) {
+      start();
+    } else if (done == started) {
+      break;  // every copy answered: fewer than `want` could
+    }
+  }
+  if (got.empty()) return last;
+  if (got.size() == 1) return std::move(got.front());
+  merged_read m = merge_doc_copies(got);
+  if (!m.repairs.empty()) {
+    // Wait for every copy: the answer that follows must not race the repair of a stale copy.
+    auto written = update_docs(db, std::move(m.repairs), n);
+    if (!written) log::warning("read repair of '" + id + "' in " + db.name + ": " + written.error().reason);
+  }
+  return std::move(m.doc);
+}
+
+result<std::vector<doc_copy>> coordinator::open_docs(const db_meta& db, const std::vector<std::string>& ids,
+                                                     bool bodies) {
+  std::map<size_t, std::vector<size_t>> positions;  // range -> input positions
+  for (size_t i = 0; i < ids.size(); ++i) positions[shard_index(db, ids[i])].push_back(i);
+  std::vector<doc_copy> out(ids.size());
+  for (auto& [range, pos] : positions) {
+    std::vector<std::string> part;
+    for (size_t i : pos) part.push_back(ids[i]);
+    auto docs = first_answer<std::vector<doc_copy>>(db, range,
+                                                    [&](shard_copy& c) { return open_on(c, part, bodies, timeout_); });
+    if (!docs) return docs.error();
+    if (docs->size() != pos.size()) return status{errc::internal, "a copy answered for the wrong documents"};
+    for (size_t k = 0; k < pos.size(); ++k) out[pos[k]] = std::move((*docs)[k]);
+  }
+  return out;
+}
+
+result<std::optional<local_doc>> coordinator::open_local(const db_meta& db, const std::string& id) {
+  return first_answer<std::optional<local_doc>>(db, shard_index(db, id),
+                                                [&](shard_copy& c) { return c.open_local(id); });
+}
+
+result<uint64_t> coordinator::write_local(const db_meta& db, const local_update& u) {
+  return first_answer<uint64_t>(db, shard_index(db, u.id),
+                                [&](shard_copy& c) -> result<uint64_t> { return c.write_local(u); });
+}
+
+result<std::vector<local_doc>> coordinator::list_local(const db_meta& db, size_t index) {
+  return first_answer<std::vector<local_doc>>(db, index, [](shard_copy& c) { return c.list_local(); });
+}
+
 result<std::vector<coordinator::range_summary>> coordinator::summaries(const db_meta& db) {
   std::vector<range_summary> out;
   for (size_t i = 0; i < db.q; ++i) {
-    if (db.hosts(i)) {
-      auto h = shard(db, i);
-      if (!h) return h.error();
-      shard_header hd = h->store->header();
-      out.push_back(
-          {self_,
-           {hd.shard_uuid, hd.update_seq, hd.doc_count, hd.doc_del_count, hd.external_size, h->store->file_size()}});
-      continue;
-    }
-    std::string node;
+    copy_ptr answered;
     auto s = first_answer<shard_summary>(
-        db, i, copies(db, i),
-        [&](remote_shards& r, const std::string& n) { return r.summary(n, db.name, db.ranges[i].name(), timeout_); },
-        &node);
-    if (!s) return s.error();
-    out.push_back({node, std::move(*s)});
+        db, i, [](shard_copy& c) { return c.summary(); }, &answered);
+    if (!s) return status{errc::unavailable, s.error().reason};
+    out.push_back({answered->node(), std::move(*s)});
   }
   return out;
 }
@@ -212,90 +264,32 @@ result<std::vector<coordinator::range_summary>> coordinator::summaries(const db_
 std::vector<coordinator::copy_time_seq> coordinator::time_seqs(const db_meta& db, bool reset) {
   std::vector<copy_time_seq> out;
   for (size_t i = 0; i < db.q; ++i) {
-    std::vector<std::string> nodes = copies(db, i);
-    std::sort(nodes.begin(), nodes.end());
-    for (const std::string& node : nodes) {
-      copy_time_seq c{db.ranges[i].name(), node, status{errc::unavailable, "not asked"}};
-      if (node == self_) {
-        auto h = shard(db, i);
-        if (!h) {
-          c.state = h.error();
-        } else {
-          status st;
-          if (reset) {
-            auto op = std::make_shared<write_op>();
-            op->what = write_op::kind::time_seq_reset;
-            st = write_one(h->writer, op, timeout_);
-          }
-          shard_header hd = h->store->header();
-          c.state = st ? result<time_seq_state>(time_seq_state{hd.time_seq, hd.update_seq}) : st;
-        }
-      } else if (remote_) {
-        c.state = remote_->time_seq(node, db.name, db.ranges[i].name(), reset, std::chrono::seconds(10));
-      }
-      out.push_back(std::move(c));
-    }
+    std::vector<copy_ptr> all = copies(db, i);
+    std::sort(all.begin(), all.end(), [](const copy_ptr& a, const copy_ptr& b) { return a->node() < b->node(); });
+    for (const copy_ptr& c : all) out.push_back({db.ranges[i].name(), c->node(), c->time_seq(reset)});
   }
   return out;
-}
-
-result<uint64_t> coordinator::write_local(const db_meta& db, local_update u) {
-  auto h = shard_for(db, u.id);
-  if (!h) return h.error();
-  auto op = std::make_shared<write_op>();
-  op->what = write_op::kind::local;
-  op->local = std::move(u);
-  if (auto st = write_one(h->writer, op, timeout_); !st) return st;
-  return op->local_rev;
-}
-
-status coordinator::set_copy_revs_limit(const db_meta& db, size_t range, uint32_t limit) {
-  auto h = shard(db, range);
-  if (!h) return h.error();
-  auto op = std::make_shared<write_op>();
-  op->what = write_op::kind::revs_limit;
-  op->revs_limit = limit;
-  return write_one(h->writer, op, timeout_);
 }
 
 coordinator::copies_outcome coordinator::set_revs_limit(const db_meta& db, uint32_t limit) {
   copies_outcome out;
   for (size_t i = 0; i < db.q; ++i) {
-    for (const std::string& node : copies(db, i)) {
+    for (const copy_ptr& c : copies(db, i)) {
       ++out.asked;
-      status st{errc::unavailable, "node " + node + " is unavailable: not clustered"};
-      if (node == self_) {
-        st = set_copy_revs_limit(db, i, limit);
-      } else if (remote_) {
-        doc_request req;
-        req.what = "revs_limit";
-        req.method = "PUT";
-        req.body = std::to_string(limit);
-        auto a = remote_->read_doc(node, db.name, db.ranges[i].name(), req, std::chrono::seconds(10));
-        st = !a                      ? a.error()
-             : a->http_status == 200 ? status{}
-                                     : status{errc::unavailable, "the copy answered " + std::to_string(a->http_status)};
-      }
-      if (!st) out.failed.push_back({db.ranges[i].name(), node, st.reason});
+      if (status st = c->set_revs_limit(limit); !st) out.failed.push_back({db.ranges[i].name(), c->node(), st.reason});
     }
   }
   return out;
 }
 
 result<uint32_t> coordinator::revs_limit(const db_meta& db) {
-  if (auto h = shard(db, 0)) return h->store->header().revs_limit;
-  doc_request req;
-  req.what = "revs_limit";
-  auto a = first_answer<doc_read>(db, 0, copies(db, 0), [&](remote_shards& r, const std::string& node) {
-    return r.read_doc(node, db.name, db.ranges[0].name(), req, std::chrono::seconds(10));
+  auto s = first_answer<shard_summary>(db, 0, [](shard_copy& c) -> result<shard_summary> {
+    auto s = c.summary();
+    if (s && s->revs_limit == 0) return status{errc::unavailable, "node " + c.node() + " does not report revs_limit"};
+    return s;
   });
-  if (!a) return a.error();
-  char* end = nullptr;
-  unsigned long v = std::strtoul(a->body.c_str(), &end, 10);
-  if (a->http_status != 200 || end == a->body.c_str() || v == 0) {
-    return status{errc::unavailable, "no copy of range " + db.ranges[0].name() + " reported its revs_limit"};
-  }
-  return static_cast<uint32_t>(v);
+  if (!s) return status{errc::unavailable, "no copy of range " + db.ranges[0].name() + " reported its revs_limit"};
+  return s->revs_limit;
 }
 
 }  // namespace settee

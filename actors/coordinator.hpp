@@ -1,17 +1,22 @@
-// coordinator: turns a database-level request into shard-level work. It routes document ids to
-// ranges (shard_map), sends writes to the owning shard replica actors in parallel (bridge) and
-// hands out shard handles for reads, which run as LMDB snapshots on the caller's thread.
-// Thread-safety: all methods may be called from any HTTP worker thread.
+// coordinator: turns a database-level request into work on the copies of its shard ranges, and
+// their answers into one. Written once against shard_copy (shard_copy.hpp): a copy is this node's
+// (local_copy: its LMDB file and replica actor) or another node's (remote_copy: the typed RPC);
+// nothing here asks which. It routes document ids to ranges (shard_map), fans writes out to every
+// copy and waits for w of them, reads r copies and repairs the stale ones (CouchDB's quorum), and
+// finds, for each range, a copy that answers.
+// Thread-safety: all methods may be called from any thread except an actor's or the RPC loop's
+// (they wait for copies).
 #pragma once
-#include <caf/fwd.hpp>
-
+#include <algorithm>
 #include <chrono>
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "actors/db_catalog.hpp"
 #include "actors/remote_shards.hpp"
+#include "actors/shard_copy.hpp"
 #include "actors/shard_registry.hpp"
 
 namespace settee {
@@ -21,50 +26,62 @@ struct write_outcome {
   bool quorum_met = true;           // every document reached w copies (else: HTTP 202)
 };
 
+// Where the copies of a range are. The coordinator's own source gives this node's copy first, then
+// the other nodes' in the database's order; tests give fake copies.
+class copy_source {
+ public:
+  virtual ~copy_source() = default;
+  virtual std::vector<copy_ptr> copies(const db_meta& db, size_t range) = 0;
+};
+
 class coordinator {
  public:
   coordinator(db_catalog& catalog, shard_registry& shards, std::chrono::milliseconds timeout, std::string self);
+  ~coordinator();
 
   // Other nodes' copies; null on a single node. Set once, before requests arrive.
   void set_remote(remote_shards* remote) { remote_ = remote; }
+  // Replaces where copies come from (tests). Set once, before requests arrive.
+  void set_copy_source(copy_source* source) { source_ = source; }
   const std::string& self() const { return self_; }
-  remote_shards* remote() const { return remote_; }
-  // Asks other nodes' copies of range `index`, in `nodes` order, until one answers:
-  // `ask(remote, node)` makes the call. Sets `*answered` to that node. errc::unavailable (with the
-  // last failure's reason) when none does.
-  template <class T, class Ask>
-  result<T> first_answer(const db_meta& db, size_t index, const std::vector<std::string>& nodes, Ask ask,
-                         std::string* answered = nullptr) const {
-    status last{errc::unavailable, "no copy of range " + db.ranges[index].name() + " is reachable"};
-    for (const std::string& node : nodes) {
-      if (!remote_) break;
-      result<T> r = ask(*remote_, node);
-      if (r) {
-        if (answered) *answered = node;
-        return r;
-      }
-      last = r.error();
-    }
-    return status{errc::unavailable, last.reason};
-  }
-  // The nodes holding range `index` of `db` (this node alone for a system database).
-  std::vector<std::string> copies(const db_meta& db, size_t index) const;
-
   db_catalog& catalog() { return catalog_; }
 
-  result<shard_handle> shard(const db_meta& db, size_t index);
-  result<shard_handle> shard_for(const db_meta& db, std::string_view doc_id);
   size_t shard_index(const db_meta& db, std::string_view doc_id) const;
-  // A read snapshot of the shard that holds `doc_id`.
+  // This node's copy of range `index` (errc::not_found when it holds none): for what only runs
+  // here (internal replication, system databases).
+  result<shard_handle> shard(const db_meta& db, size_t index);
+  // A read snapshot of this node's copy of the range that holds `doc_id`.
   result<shard_store::snapshot> read_for(const db_meta& db, std::string_view doc_id);
 
-  // Writes documents, each to every copy of its range (this node's through its replica actor,
-  // others' over RPC), all in parallel; returns once w copies of every range answered (or all did,
-  // or the request timeout passed). w = 0: n/2+1; w is capped at n. See quorum.hpp for how the
-  // copies' answers combine.
+  // Every copy of range `index`, this node's first.
+  std::vector<copy_ptr> copies(const db_meta& db, size_t index);
+  // Asks the copies of range `index` in turn (`prefer` first, when it holds one) until one answers;
+  // `*answered` is that copy. When none does: the last copy's error (errc::unavailable when there
+  // is no copy at all).
+  template <class T>
+  result<T> first_answer(const db_meta& db, size_t index, const std::function<result<T>(shard_copy&)>& ask,
+                         copy_ptr* answered = nullptr, const std::string& prefer = "");
+
+  // Writes documents, each to every copy of its range, all in parallel; returns once w copies of
+  // every range answered (or all did, or the request timeout passed). w = 0: n/2+1; w is capped at
+  // n. See quorum.hpp for how the copies' answers combine.
   result<write_outcome> update_docs(const db_meta& db, std::vector<doc_update> docs, size_t w = 0);
-  // Writes a _local document; returns the new revision number (0 after a delete).
-  result<uint64_t> write_local(const db_meta& db, local_update u);
+
+  // Document `id` as r copies of its range know it (r = 0: n/2+1; capped at the copies there are),
+  // merged; copies that lack a leaf another has are repaired before the answer (written to every
+  // copy, so that the next read anywhere sees at least what this one did). With bodies.
+  result<doc_copy> open_doc(const db_meta& db, const std::string& id, size_t r = 1);
+  // Documents `ids` (any ranges) from one copy of each range, in input order; `bodies`: with their
+  // stored bodies (else trees only, e.g. for _revs_diff).
+  result<std::vector<doc_copy>> open_docs(const db_meta& db, const std::vector<std::string>& ids, bool bodies);
+
+  // _local documents: on the first copy of their range that answers (CouchDB does not replicate them).
+  result<std::optional<local_doc>> open_local(const db_meta& db, const std::string& id);
+  // Returns the new revision number (0 after a delete).
+  result<uint64_t> write_local(const db_meta& db, const local_update& u);
+  // Every _local document of range `index`.
+  result<std::vector<local_doc>> list_local(const db_meta& db, size_t index);
+
   struct range_summary {
     std::string node;  // whose copy
     shard_summary s;
@@ -85,19 +102,40 @@ class coordinator {
     size_t asked = 0;                  // copies asked
     std::vector<copy_failure> failed;  // those that could not do it (down, or an older release)
   };
-  // Sets revs_limit on every copy of every range (others' over RPC). A copy that missed it keeps its
-  // limit until it is set again.
+  // Sets revs_limit on every copy of every range. A copy that missed it keeps its limit until it is
+  // set again.
   copies_outcome set_revs_limit(const db_meta& db, uint32_t limit);
-  // The revs_limit of the first range: this node's copy, else the first other copy that answers.
+  // The revs_limit of the first range, from the first copy that reports one.
   result<uint32_t> revs_limit(const db_meta& db);
-  // Sets revs_limit on this node's copy of one range.
-  status set_copy_revs_limit(const db_meta& db, size_t range, uint32_t limit);
+
+ private:
+  class node_copies;
 
   db_catalog& catalog_;
   shard_registry& shards_;
   std::chrono::milliseconds timeout_;
   std::string self_;
   remote_shards* remote_ = nullptr;
+  std::unique_ptr<copy_source> own_source_;
+  copy_source* source_ = nullptr;
 };
+
+template <class T>
+result<T> coordinator::first_answer(const db_meta& db, size_t index, const std::function<result<T>(shard_copy&)>& ask,
+                                    copy_ptr* answered, const std::string& prefer) {
+  std::vector<copy_ptr> all = copies(db, index);
+  auto it = std::find_if(all.begin(), all.end(), [&](const copy_ptr& c) { return c->node() == prefer; });
+  if (it != all.end()) std::rotate(all.begin(), it, it + 1);
+  status last{errc::unavailable, "no copy of range " + db.ranges[index].name() + " is reachable"};
+  for (const copy_ptr& c : all) {
+    result<T> r = ask(*c);
+    if (r) {
+      if (answered) *answered = c;
+      return r;
+    }
+    last = r.error();
+  }
+  return last;
+}
 
 }  // namespace settee

@@ -1,5 +1,6 @@
 #include "actors/quorum.hpp"
 
+#include <algorithm>
 #include <map>
 #include <set>
 #include <string>
@@ -37,6 +38,44 @@ quorum_answer decide_quorum(const std::vector<doc_result>& answers, size_t w) {
   }
   auto err = most(errors);
   return {*err->second.second, err->second.first >= w};
+}
+
+merged_read merge_doc_copies(const std::vector<doc_copy>& answers) {
+  merged_read out;
+  if (answers.empty()) return out;
+  out.doc.id = answers.front().id;
+  out.doc.info.id = out.doc.id;
+  for (const doc_copy& a : answers) {
+    if (!a.found) continue;
+    out.doc.found = true;
+    out.doc.info.seq = std::max(out.doc.info.seq, a.info.seq);
+    const rev_tree& t = a.info.tree;
+    for (int leaf : t.leaves()) {
+      std::vector<rev_id> path;
+      for (int i : t.path_to(leaf)) path.push_back(t.rev(i));
+      bool added = false;
+      out.doc.info.tree.merge_path(path, t.nodes()[leaf].deleted, added);
+    }
+    for (auto& [rev, body] : a.bodies)
+      if (!out.doc.body(rev)) out.doc.bodies.emplace_back(rev, body);
+  }
+  if (!out.doc.found) return out;
+  const rev_tree& merged = out.doc.info.tree;
+  for (int leaf : merged.leaves()) {
+    rev_id rev = merged.rev(leaf);
+    bool everywhere = std::all_of(answers.begin(), answers.end(),
+                                  [&](const doc_copy& a) { return a.found && a.info.tree.find(rev) >= 0; });
+    const std::string* body = out.doc.body(rev);
+    if (everywhere || !body) continue;
+    doc_update u;
+    u.id = out.doc.id;
+    u.body = *body;
+    u.deleted = merged.nodes()[leaf].deleted;
+    u.new_edits = false;
+    for (int i : merged.path_to(leaf)) u.revs.push_back(merged.rev(i));
+    out.repairs.push_back(std::move(u));
+  }
+  return out;
 }
 
 }  // namespace settee

@@ -1,8 +1,10 @@
-// quorum: how the answers of a range's copies to one document write become the answer the client
-// gets (CouchDB's w semantics). Pure logic, no I/O.
+// quorum: how the answers of a range's copies become the answer the client gets: for a write
+// (CouchDB's w semantics) and for a read (r copies merged, the stale ones repaired). Pure logic,
+// no I/O.
 #pragma once
 #include <vector>
 
+#include "actors/shard_copy.hpp"
 #include "storage/shard_store.hpp"
 
 namespace settee {
@@ -20,5 +22,14 @@ struct quorum_answer {
 // revision any copy committed is accepted (met = false: internal replication brings it to the
 // others); with no success at all, the most common error. No answers: errc::unavailable.
 quorum_answer decide_quorum(const std::vector<doc_result>& answers, size_t w);
+
+// A document read from several copies (CouchDB's read quorum, fabric_doc_open): the union of
+// their trees and bodies, and what the copies that answered lack.
+struct merged_read {
+  doc_copy doc;                     // found when any copy has the document
+  std::vector<doc_update> repairs;  // each leaf some answering copy does not know, as a
+                                    // new_edits=false merge of its history and body (idempotent)
+};
+merged_read merge_doc_copies(const std::vector<doc_copy>& answers);
 
 }  // namespace settee

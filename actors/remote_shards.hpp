@@ -1,5 +1,7 @@
-// remote_shards: what a coordinator asks of the shard copies on other nodes. The cluster layer
-// implements it over Cap'n Proto (cluster/rpc_node); the actors layer only knows this interface.
+// remote_shards: the calls this node can make to other nodes' shard copies (remote_copy turns
+// them into shard_copy objects). The cluster layer implements it over Cap'n Proto
+// (cluster/rpc_node); the actors layer only knows this interface. A node of an older release
+// answers a method it does not know with errc::not_implemented.
 // Thread-safety: every method may be called from any thread except the RPC thread.
 #pragma once
 #include <chrono>
@@ -8,53 +10,19 @@
 #include <string>
 #include <vector>
 
+#include "actors/shard_copy.hpp"
 #include "node/error.hpp"
-#include "storage/shard_store.hpp"
-#include "storage/time_seq.hpp"
 
 namespace settee {
 
-// One copy of a range as its header describes it.
-struct shard_summary {
-  std::string uuid;
-  uint64_t update_seq = 0;
-  uint64_t doc_count = 0;
-  uint64_t doc_del_count = 0;
-  uint64_t external_size = 0;
-  uint64_t file_size = 0;
-};
-
-// A page of one copy's changes feed; `doc` is the rendered winning revision when asked for.
-struct change_row {
-  change_entry e;
-  std::string doc;
-};
-struct changes_page {
-  std::vector<change_row> rows;
-  uint64_t pending = 0;     // changes after the last row (ascending)
-  uint64_t skipped_to = 0;  // not_before: the rows start after this seq (0: nothing skipped)
-};
-struct changes_request {
-  uint64_t since = 0;  // ascending: after this seq; descending: before it (0 = from the end)
-  uint32_t limit = 512;
-  bool descending = false;
-  bool with_docs = false;
-  bool conflicts = false;  // with_docs: add _conflicts
-  int64_t not_before = 0;  // ascending: first skip the changes committed before this time (0: none)
-};
-
-// Where a feed that had read another copy up to a seq continues on this one (spec 11.1).
-struct resolved_since {
-  std::string uuid;         // of the copy that answered
-  uint64_t update_seq = 0;  // its update seq now
-  uint64_t seq = 0;         // where to continue
-  enum class how : uint8_t { exact, translated, rewound } resolution = how::exact;
-};
+// The feature a node announces in its handshake when it serves the typed document calls.
+inline constexpr const char* typed_feature = "typed-copies-v1";
 
 using query_params = std::vector<std::pair<std::string, std::string>>;
 
-// A document-level request a coordinator hands to a node holding the documents' range, which
-// answers it from its copy as its own HTTP layer would.
+// Release 0.2's document-level request (readDoc): a coordinator handed it to a node holding the
+// documents' range, which answered it from its copy as its own HTTP layer would. Kept to talk to
+// 0.2 nodes and to answer them; 0.3 nodes use the typed calls below.
 struct doc_request {
   // "doc" (/db/{id}), "local" (/db/_local/{id}), "bulk_get", "revs_diff"; per range (0.3):
   // "revs_limit" (GET or PUT of the copy's limit), "local_docs" (the copy's _local documents).
@@ -72,37 +40,13 @@ struct doc_read {
   std::string etag;
 };
 
-// One copy's part of an _all_docs request: rows in id order within [start, end] (JSON keys as text,
-// "" = unbounded), at most max_rows; or, by_keys, one row per key (found or not).
-struct all_docs_request {
-  std::string start, end;
-  bool descending = false, inclusive_end = true, include_docs = false, conflicts = false;
-  uint64_t max_rows = UINT64_MAX;
-  bool by_keys = false;
-  std::vector<std::string> keys;
-};
-struct all_docs_row {
-  std::string id;
-  std::string rev;
-  bool deleted = false;
-  bool found = true;
-  std::string doc;  // include_docs: the rendered winner ("" = null)
-};
-struct all_docs_page {
-  std::vector<all_docs_row> rows;
-  uint64_t before = 0;  // live documents before the start key (CouchDB's offset)
-  uint64_t doc_count = 0;
-};
-
-// A copy's time-seq and its update seq (for the histogram).
-struct time_seq_state {
-  time_seq::tseq bins;
-  uint64_t update_seq = 0;
-};
-
 class remote_shards {
  public:
   virtual ~remote_shards() = default;
+
+  // Whether `node` announced typed_feature (release 0.3+): the typed document calls below. Older
+  // nodes are asked through read_doc.
+  virtual bool typed(const std::string& node) const = 0;
 
   // The header of `node`'s copy of `range` (blocks up to `timeout`).
   virtual result<shard_summary> summary(const std::string& node, const std::string& db, const std::string& range,
@@ -129,7 +73,22 @@ class remote_shards {
   virtual result<time_seq_state> time_seq(const std::string& node, const std::string& db, const std::string& range,
                                           bool reset, std::chrono::milliseconds timeout) = 0;
 
-  using write_done = std::function<void(result<std::vector<doc_result>>)>;
+  // The documents `ids` of `node`'s copy of `range` as data (release 0.3: openDocs).
+  virtual void open_docs(const std::string& node, const std::string& db, const std::string& range,
+                         const std::vector<std::string>& ids, bool bodies, shard_copy::docs_done done) = 0;
+  // _local documents and revs_limit of `node`'s copy (release 0.3: localDoc, writeLocal, localDocs,
+  // setRevsLimit).
+  virtual result<std::optional<local_doc>> open_local(const std::string& node, const std::string& db,
+                                                      const std::string& range, const std::string& id,
+                                                      std::chrono::milliseconds timeout) = 0;
+  virtual result<uint64_t> write_local(const std::string& node, const std::string& db, const std::string& range,
+                                       const local_update& u, std::chrono::milliseconds timeout) = 0;
+  virtual result<std::vector<local_doc>> list_local(const std::string& node, const std::string& db,
+                                                    const std::string& range, std::chrono::milliseconds timeout) = 0;
+  virtual status set_revs_limit(const std::string& node, const std::string& db, const std::string& range,
+                                uint32_t limit, std::chrono::milliseconds timeout) = 0;
+
+  using write_done = shard_copy::write_done;
   // Starts writing `docs` (each new_edits or not, as it says) to `node`'s copy of `range`. `done`
   // runs exactly once, on some other thread: with one result per document once that copy has
   // committed, or with the error (errc::unavailable when the node cannot be reached).

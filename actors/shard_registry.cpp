@@ -8,6 +8,7 @@
 
 #include "actors/change_notifier.hpp"
 #include "actors/messages.hpp"
+#include "node/check.hpp"
 #include "node/log.hpp"
 
 namespace settee {
@@ -38,6 +39,8 @@ void shard_registry::close_entry(entry& e) {
 
 result<shard_handle> shard_registry::acquire(const std::string& path, int64_t created_at,
                                              const std::string& notify_key) {
+  // Opening a file under the registry's lock: never on a thread that must not wait.
+  SETTEE_DEBUG_CHECK(!on_event_loop_thread());
   std::weak_ptr<shard_store> closing;
   {
     std::lock_guard<std::mutex> lock(mu_);

@@ -69,6 +69,14 @@ bool membership::is_connected(const std::string& name) const {
   return name == self_ || (it != members_.end() && it->second);
 }
 
+bool membership::has_feature(const std::string& name, const std::string& feature) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = info_.find(name);
+  if (it == info_.end()) return false;
+  const auto& f = it->second.features;
+  return std::find(f.begin(), f.end(), feature) != f.end();
+}
+
 std::vector<std::string> membership::all_nodes() const {
   std::lock_guard<std::mutex> lock(mu_);
   std::vector<std::string> out{self_};

@@ -37,6 +37,8 @@ class membership {
   void connected(const std::string& name, peer_info info);
   void disconnected(const std::string& name);
   bool is_connected(const std::string& name) const;
+  // Whether `name` announced `feature` in its last handshake.
+  bool has_feature(const std::string& name, const std::string& feature) const;
 
   // Sorted names, self included (CouchDB's /_membership).
   std::vector<std::string> all_nodes() const;      // connected

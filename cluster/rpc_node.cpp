@@ -13,6 +13,7 @@
 #include <caf/all.hpp>
 
 #include "actors/internal_replication.hpp"
+#include "actors/local_copy.hpp"
 #include "actors/messages.hpp"
 #include "cluster/cluster_tls.hpp"
 #include "cluster/peer_auth.hpp"
@@ -58,6 +59,11 @@ class node_server final : public Node::Server {
   kj::Promise<void> readDoc(ReadDocContext context) override;
   kj::Promise<void> allDocsPage(AllDocsPageContext context) override;
   kj::Promise<void> timeSeq(TimeSeqContext context) override;
+  kj::Promise<void> openDocs(OpenDocsContext context) override;
+  kj::Promise<void> localDoc(LocalDocContext context) override;
+  kj::Promise<void> writeLocal(WriteLocalContext context) override;
+  kj::Promise<void> localDocs(LocalDocsContext context) override;
+  kj::Promise<void> setRevsLimit(SetRevsLimitContext context) override;
 
  private:
   static kj::Promise<void> refused() {
@@ -303,18 +309,6 @@ struct rpc_node::loop : private kj::TaskSet::ErrorHandler {
 
 namespace {
 
-result<shard_handle> find_shard(rpc_node::loop& l, ShardRef::Reader ref) {
-  if (!l.opts.find_shard) return status{errc::not_found, "no shards here"};
-  return l.opts.find_shard(ref.getDb(), ref.getRange());
-}
-
-// find_shard for a read served by a callback of the layer above (`what` names it in the error).
-template <class Reader>
-result<shard_handle> shard_for_read(rpc_node::loop& l, ShardRef::Reader ref, const Reader& reader, const char* what) {
-  if (!reader) return status{errc::not_implemented, std::string("no ") + what + " reader"};
-  return find_shard(l, ref);
-}
-
 kj::Promise<void> node_server::refuse_and_drop(const std::string& why) {
   loop_.warn_limited("cluster RPC: refused a peer: " + why);
   gate_->authenticated = false;
@@ -397,8 +391,42 @@ void write_updates(capnp::List<DocUpdate>::Builder list, const std::vector<doc_u
   }
 }
 
-// find_shard for a write of `updates`. Document bodies from a peer are stored as they come; none
-// may nest deeper than a client's could.
+// A document as data: its tree in the shard file's encoding, its stored bodies.
+void write_doc_copy(DocCopy::Builder b, const doc_copy& d) {
+  b.setId(d.id);
+  b.setFound(d.found);
+  if (!d.found) return;
+  b.setSeq(d.info.seq);
+  codec::writer w;
+  d.info.tree.encode(w);
+  b.setTree(capnp::Data::Reader(reinterpret_cast<const kj::byte*>(w.data().data()), w.data().size()));
+  auto bodies = b.initBodies(static_cast<unsigned>(d.bodies.size()));
+  for (unsigned i = 0; i < d.bodies.size(); ++i) {
+    bodies[i].initRev().setPos(d.bodies[i].first.pos);
+    bodies[i].getRev().setHash(d.bodies[i].first.hash);
+    bodies[i].setBody(d.bodies[i].second);
+  }
+}
+
+// The inverse; a tree that does not decode (or fails rev_tree's checks) is an error, not a document.
+result<doc_copy> read_doc_copy(DocCopy::Reader b) {
+  doc_copy d;
+  d.id = b.getId();
+  d.found = b.getFound();
+  d.info.id = d.id;
+  if (!d.found) return d;
+  d.info.seq = b.getSeq();
+  auto tree = b.getTree();
+  codec::reader r(std::string_view(reinterpret_cast<const char*>(tree.begin()), tree.size()));
+  if (!rev_tree::decode(r, d.info.tree) || d.info.tree.empty()) {
+    return status{errc::internal, "a peer sent an undecodable revision tree for '" + d.id + "'"};
+  }
+  for (auto body : b.getBodies()) {
+    d.bodies.emplace_back(rev_id{body.getRev().getPos(), body.getRev().getHash()}, body.getBody());
+  }
+  return d;
+}
+
 // Peers' document bodies are parsed later as any client's: the same depth limit, checked here once.
 status check_depth(capnp::List<DocUpdate>::Reader updates) {
   for (auto u : updates) {
@@ -410,16 +438,28 @@ status check_depth(capnp::List<DocUpdate>::Reader updates) {
   return {};
 }
 
-using found_shard = std::shared_ptr<std::optional<result<shard_handle>>>;
-
-// find_shard on the pool: a shard that is not open yet is opened under the registry's lock (file
-// I/O and a small commit), which the loop must not wait for.
-kj::Promise<void> find_shard_off_loop(rpc_node::loop& l, ShardRef::Reader ref, found_shard out) {
+// Every call on a shard runs its shard work on the pool (finding the copy may open its file; a
+// write waits for its commit) and builds its answer back on the loop: the loop itself never waits
+// for storage. `work(copy)` returns the data; `answer(results, data)` encodes it.
+template <class T, class Context, class Work, class Answer>
+kj::Promise<void> on_copy(rpc_node::loop& l, Context context, Work work, Answer answer) {
+  auto out = std::make_shared<std::optional<result<T>>>();
   auto find = l.opts.find_shard;
-  std::string db = ref.getDb(), range = ref.getRange();
-  return l.off_loop([find, db, range, out] {
-    out->emplace(find ? find(db, range) : result<shard_handle>(status{errc::not_found, "no shards here"}));
-  });
+  std::string db = context.getParams().getShard().getDb(), range = context.getParams().getShard().getRange();
+  auto timeout = std::chrono::milliseconds(l.opts.call_timeout_ms);
+  return l
+      .off_loop([find, db, range, timeout, out, work = std::move(work)]() mutable {
+        auto h = find ? find(db, range) : result<shard_handle>(status{errc::not_found, "no shards here"});
+        if (!h) return out->emplace(h.error()), void();
+        local_copy copy(*h, "", timeout);
+        out->emplace(work(copy));
+      })
+      .then([context, out, answer = std::move(answer)]() mutable {
+        auto results = context.getResults();
+        result<T>& r = **out;
+        if (!r) return set_status(results.initStatus(), r.error());
+        answer(results, *r);
+      });
 }
 
 doc_update read_update(DocUpdate::Reader u, bool new_edits) {
@@ -432,35 +472,45 @@ doc_update read_update(DocUpdate::Reader u, bool new_edits) {
   return d;
 }
 
-// Hands `op` to the shard's replica actor; the promise resolves on this loop after the commit.
-// If the replica is gone, the fulfiller is destroyed unfulfilled and the promise fails.
-kj::Promise<void> commit_on_replica(const shard_handle& h, const std::shared_ptr<write_op>& op) {
+// Finds the copy on the pool, hands `op` to its replica, and resolves on this loop after the
+// commit (op->st says how it went). `on_copy` runs on the pool with the copy found, before the op
+// is handed over.
+kj::Promise<void> commit_off_loop(rpc_node::loop& l, ShardRef::Reader ref, std::shared_ptr<write_op> op,
+                                  std::function<void(const local_copy&)> after = {}) {
   auto paf = kj::newPromiseAndCrossThreadFulfiller<void>();
   auto fulfiller = std::make_shared<kj::Own<kj::CrossThreadPromiseFulfiller<void>>>(kj::mv(paf.fulfiller));
-  pending_write w{op, nullptr, [fulfiller]() { (*fulfiller)->fulfill(); }};
-  caf::anon_send(h.writer, write_atom_v, std::move(w));
-  shard_handle keep = h;  // the shard stays open until the commit
-  return paf.promise.then([keep]() {});
+  auto find = l.opts.find_shard;
+  std::string db = ref.getDb(), range = ref.getRange();
+  auto timeout = std::chrono::milliseconds(l.opts.call_timeout_ms);
+  l.blocking.submit([find, db, range, timeout, op, fulfiller, after = std::move(after)] {
+    auto h = find ? find(db, range) : result<shard_handle>(status{errc::not_found, "no shards here"});
+    if (!h) {
+      op->st = h.error();
+      (*fulfiller)->fulfill();
+      return;
+    }
+    auto copy = std::make_shared<local_copy>(*h, "", timeout);
+    copy->submit(op, [fulfiller, copy, after]() {
+      if (after) after(*copy);
+      (*fulfiller)->fulfill();
+    });
+  });
+  return kj::mv(paf.promise);
 }
 
 kj::Promise<void> node_server::shardInfo(ShardInfoContext context) {
-  auto results = context.getResults();
-  auto h = find_shard(loop_, context.getParams().getShard());
-  if (!h) {
-    set_status(results.initStatus(), h.error());
-    return kj::READY_NOW;
-  }
-  shard_header hd = h->store->header();
-  results.setUuid(hd.shard_uuid);
-  results.setUpdateSeq(hd.update_seq);
-  results.setDocCount(hd.doc_count);
-  results.setDocDelCount(hd.doc_del_count);
-  results.setExternalSize(hd.external_size);
-  results.setFileSize(h->store->file_size());
-  return kj::READY_NOW;
+  return on_copy<shard_summary>(
+      loop_, context, [](local_copy& c) { return c.summary(); },
+      [](Node::ShardInfoResults::Builder results, const shard_summary& s) {
+        results.setUuid(s.uuid);
+        results.setUpdateSeq(s.update_seq);
+        results.setDocCount(s.doc_count);
+        results.setDocDelCount(s.doc_del_count);
+        results.setExternalSize(s.external_size);
+        results.setFileSize(s.file_size);
+        results.setRevsLimit(s.revs_limit);
+      });
 }
-
-result<shard_handle> find_shard(rpc_node::loop& l, ShardRef::Reader ref);
 
 kj::Promise<void> node_server::applyChanges(ApplyChangesContext context) {
   auto params = context.getParams();
@@ -473,28 +523,18 @@ kj::Promise<void> node_server::applyChanges(ApplyChangesContext context) {
     if (u.getRevs().size() == 0) continue;  // nothing to merge
     op->docs.push_back(read_update(u, false));
   }
-  auto found = std::make_shared<std::optional<result<shard_handle>>>();
+  auto update_seq = std::make_shared<uint64_t>(0);
   std::string db = params.getShard().getDb();
-  return find_shard_off_loop(loop_, params.getShard(), found)
-      .then([this, context, op, found, db]() mutable -> kj::Promise<void> {
-        result<shard_handle>& h = **found;
-        if (!h) {
-          set_status(context.getResults().initStatus(), h.error());
-          return kj::READY_NOW;
-        }
-        shard_handle shard = *h;
-        return commit_on_replica(shard, op)
-            .then([context, op, shard]() mutable {
-              status st = op->st;
-              for (auto& r : op->results)
-                if (st && !r.st) st = r.st;
-              set_status(context.getResults().initStatus(), st);
-              context.getResults().setApplied(static_cast<uint32_t>(count_added(op->results)));
-              context.getResults().setUpdateSeq(shard.store->header().update_seq);
-            })
-            .then([this, db]() {
-              if (loop_.opts.on_applied) loop_.opts.on_applied(db);
-            });
+  return commit_off_loop(loop_, params.getShard(), op,
+                         [update_seq](const local_copy& c) { *update_seq = c.handle().store->header().update_seq; })
+      .then([this, context, op, update_seq, db]() mutable {
+        status st = op->st;
+        for (auto& r : op->results)
+          if (st && !r.st) st = r.st;
+        set_status(context.getResults().initStatus(), st);
+        context.getResults().setApplied(static_cast<uint32_t>(count_added(op->results)));
+        context.getResults().setUpdateSeq(*update_seq);
+        if (op->st && loop_.opts.on_applied) loop_.opts.on_applied(db);
       });
 }
 
@@ -506,38 +546,23 @@ kj::Promise<void> node_server::updateDocs(UpdateDocsContext context) {
   }
   auto op = std::make_shared<write_op>();
   for (auto u : params.getUpdates()) op->docs.push_back(read_update(u, u.getNewEdits()));
-  auto found = std::make_shared<std::optional<result<shard_handle>>>();
-  return find_shard_off_loop(loop_, params.getShard(), found).then([context, op, found]() mutable -> kj::Promise<void> {
-    result<shard_handle>& h = **found;
-    if (!h) {
-      set_status(context.getResults().initStatus(), h.error());
-      return kj::READY_NOW;
+  return commit_off_loop(loop_, params.getShard(), op).then([context, op]() mutable {
+    auto results = context.getResults();
+    set_status(results.initStatus(), op->st);
+    if (!op->st) return;
+    auto list = results.initResults(static_cast<unsigned>(op->results.size()));
+    for (unsigned i = 0; i < op->results.size(); ++i) {
+      set_status(list[i].initStatus(), op->results[i].st);
+      list[i].initRev().setPos(op->results[i].rev.pos);
+      list[i].getRev().setHash(op->results[i].rev.hash);
+      list[i].setAdded(op->results[i].added);
+      list[i].setKnown(op->results[i].known);
     }
-    return commit_on_replica(*h, op).then([context, op]() mutable {
-      auto results = context.getResults();
-      set_status(results.initStatus(), op->st);
-      if (!op->st) return;
-      auto list = results.initResults(static_cast<unsigned>(op->results.size()));
-      for (unsigned i = 0; i < op->results.size(); ++i) {
-        set_status(list[i].initStatus(), op->results[i].st);
-        list[i].initRev().setPos(op->results[i].rev.pos);
-        list[i].getRev().setHash(op->results[i].rev.hash);
-        list[i].setAdded(op->results[i].added);
-        list[i].setKnown(op->results[i].known);
-      }
-    });
   });
 }
 
-// Reads run on the loop thread: LMDB snapshot reads are short and never wait for a writer.
 kj::Promise<void> node_server::changesPage(ChangesPageContext context) {
   auto params = context.getParams();
-  auto results = context.getResults();
-  auto h = shard_for_read(loop_, params.getShard(), loop_.opts.read_changes, "feed");
-  if (!h) {
-    set_status(results.initStatus(), h.error());
-    return kj::READY_NOW;
-  }
   changes_request req;
   req.since = params.getSince();
   req.limit = std::min<uint32_t>(params.getLimit(), 4096);
@@ -545,45 +570,42 @@ kj::Promise<void> node_server::changesPage(ChangesPageContext context) {
   req.with_docs = params.getWithDocs();
   req.conflicts = params.getConflicts();
   req.not_before = params.getNotBefore();
-  auto page = loop_.opts.read_changes(*h, req);
-  if (!page) {
-    set_status(results.initStatus(), page.error());
-    return kj::READY_NOW;
-  }
-  results.setPending(page->pending);
-  results.setSkippedTo(page->skipped_to);
-  auto rows = results.initRows(static_cast<unsigned>(page->rows.size()));
-  for (unsigned i = 0; i < page->rows.size(); ++i) {
-    const change_row& r = page->rows[i];
-    auto b = rows[i];
-    b.setSeq(r.e.seq);
-    b.setId(r.e.id);
-    b.setRev(r.e.rev);
-    b.setDeleted(r.e.deleted);
-    auto leaves = b.initLeafRevs(static_cast<unsigned>(r.e.leaf_revs.size()));
-    for (unsigned k = 0; k < r.e.leaf_revs.size(); ++k) leaves.set(k, r.e.leaf_revs[k]);
-    b.setTimeS(r.e.time_s);
-    b.setDoc(r.doc);
-  }
-  return kj::READY_NOW;
+  return on_copy<changes_page>(
+      loop_, context, [req](local_copy& c) { return c.changes(req); },
+      [](Node::ChangesPageResults::Builder results, const changes_page& page) {
+        results.setPending(page.pending);
+        results.setSkippedTo(page.skipped_to);
+        auto rows = results.initRows(static_cast<unsigned>(page.rows.size()));
+        for (unsigned i = 0; i < page.rows.size(); ++i) {
+          const change_row& r = page.rows[i];
+          auto b = rows[i];
+          b.setSeq(r.e.seq);
+          b.setId(r.e.id);
+          b.setRev(r.e.rev);
+          b.setDeleted(r.e.deleted);
+          auto leaves = b.initLeafRevs(static_cast<unsigned>(r.e.leaf_revs.size()));
+          for (unsigned k = 0; k < r.e.leaf_revs.size(); ++k) leaves.set(k, r.e.leaf_revs[k]);
+          b.setTimeS(r.e.time_s);
+          b.setDoc(r.doc);
+        }
+      });
 }
 
 kj::Promise<void> node_server::resolveSince(ResolveSinceContext context) {
-  auto params = context.getParams();
-  auto results = context.getResults();
-  auto h = find_shard(loop_, params.getShard());
-  if (!h) {
-    set_status(results.initStatus(), h.error());
-    return kj::READY_NOW;
-  }
-  resolved_since r = resolve_on_copy(*h, params.getUuidPrefix(), params.getSeq());
-  results.setUuid(r.uuid);
-  results.setUpdateSeq(r.update_seq);
-  results.setSeq(r.seq);
-  results.setResolution(static_cast<uint8_t>(r.resolution));
-  return kj::READY_NOW;
+  std::string prefix = context.getParams().getUuidPrefix();
+  uint64_t seq = context.getParams().getSeq();
+  return on_copy<resolved_since>(
+      loop_, context, [prefix, seq](local_copy& c) { return c.resolve_since(prefix, seq); },
+      [](Node::ResolveSinceResults::Builder results, const resolved_since& r) {
+        results.setUuid(r.uuid);
+        results.setUpdateSeq(r.update_seq);
+        results.setSeq(r.seq);
+        results.setResolution(static_cast<uint8_t>(r.resolution));
+      });
 }
 
+// Release 0.2's document request, answered for 0.2 coordinators (opts.read_doc renders from this
+// node's copy; 0.3 nodes use the typed calls). It may write (a `_local` PUT, `_revs_limit`).
 kj::Promise<void> node_server::readDoc(ReadDocContext context) {
   auto params = context.getParams();
   auto results = context.getResults();
@@ -599,39 +621,18 @@ kj::Promise<void> node_server::readDoc(ReadDocContext context) {
   for (auto p : params.getParams()) req.params.emplace_back(p.getName().cStr(), p.getValue().cStr());
   req.if_none_match = params.getIfNoneMatch();
   req.body = params.getBody();
-  // A document request may write (a `_local` PUT, `_revs_limit`) and wait for its commit: on the pool.
   auto read_doc = loop_.opts.read_doc;
-  std::string db = params.getShard().getDb();
-  auto answer = std::make_shared<std::optional<result<doc_read>>>();
-  auto find = loop_.opts.find_shard;
-  std::string range = params.getShard().getRange();
-  return loop_
-      .off_loop([read_doc, find, db, range, req, answer] {
-        // This node must hold the range (finding it may open the file: off the loop too).
-        auto h = find ? find(db, range) : result<shard_handle>(status{errc::not_found, "no shards here"});
-        answer->emplace(h ? read_doc(db, req) : result<doc_read>(h.error()));
-      })
-      .then([context, answer]() mutable {
-        auto results = context.getResults();
-        const result<doc_read>& r = **answer;
-        if (!r) {
-          set_status(results.initStatus(), r.error());
-          return;
-        }
-        results.setHttpStatus(static_cast<uint16_t>(r->http_status));
-        results.setBody(r->body);
-        results.setEtag(r->etag);
+  return on_copy<doc_read>(
+      loop_, context, [read_doc, req](local_copy& c) { return read_doc(c, req); },
+      [](Node::ReadDocResults::Builder results, const doc_read& r) {
+        results.setHttpStatus(static_cast<uint16_t>(r.http_status));
+        results.setBody(r.body);
+        results.setEtag(r.etag);
       });
 }
 
 kj::Promise<void> node_server::allDocsPage(AllDocsPageContext context) {
   auto p = context.getParams();
-  auto results = context.getResults();
-  auto h = shard_for_read(loop_, p.getShard(), loop_.opts.read_all_docs, "_all_docs");
-  if (!h) {
-    set_status(results.initStatus(), h.error());
-    return kj::READY_NOW;
-  }
   all_docs_request req;
   req.start = p.getStartKey();
   req.end = p.getEndKey();
@@ -642,58 +643,108 @@ kj::Promise<void> node_server::allDocsPage(AllDocsPageContext context) {
   req.max_rows = p.getMaxRows();
   req.by_keys = p.getByKeys();
   for (auto k : p.getKeys()) req.keys.emplace_back(k.cStr());
-  auto page = loop_.opts.read_all_docs(*h, req);
-  if (!page) {
-    set_status(results.initStatus(), page.error());
-    return kj::READY_NOW;
-  }
-  results.setBefore(page->before);
-  results.setDocCount(page->doc_count);
-  auto rows = results.initRows(static_cast<unsigned>(page->rows.size()));
-  for (unsigned i = 0; i < page->rows.size(); ++i) {
-    const all_docs_row& r = page->rows[i];
-    rows[i].setId(r.id);
-    rows[i].setRev(r.rev);
-    rows[i].setDeleted(r.deleted);
-    rows[i].setFound(r.found);
-    rows[i].setDoc(r.doc);
-  }
-  return kj::READY_NOW;
+  return on_copy<all_docs_page>(
+      loop_, context, [req](local_copy& c) { return c.all_docs(req); },
+      [](Node::AllDocsPageResults::Builder results, const all_docs_page& page) {
+        results.setBefore(page.before);
+        results.setDocCount(page.doc_count);
+        auto rows = results.initRows(static_cast<unsigned>(page.rows.size()));
+        for (unsigned i = 0; i < page.rows.size(); ++i) {
+          const all_docs_row& r = page.rows[i];
+          rows[i].setId(r.id);
+          rows[i].setRev(r.rev);
+          rows[i].setDeleted(r.deleted);
+          rows[i].setFound(r.found);
+          rows[i].setDoc(r.doc);
+        }
+      });
 }
 
 kj::Promise<void> node_server::timeSeq(TimeSeqContext context) {
-  auto params = context.getParams();
-  auto h = find_shard(loop_, params.getShard());
-  if (!h) {
-    set_status(context.getResults().initStatus(), h.error());
+  bool reset = context.getParams().getReset();
+  return on_copy<time_seq_state>(
+      loop_, context, [reset](local_copy& c) { return c.time_seq(reset); },
+      [](Node::TimeSeqResults::Builder results, const time_seq_state& ts) {
+        results.setUpdateSeq(ts.update_seq);
+        auto bins = results.initBins();
+        bins.setVersion(ts.bins.v);
+        bins.setResetSeq(ts.bins.reset_seq);
+        bins.setResetUntil(ts.bins.reset_until);
+        auto times = bins.initTimes(static_cast<unsigned>(ts.bins.bins.size()));
+        auto seqs = bins.initSeqs(static_cast<unsigned>(ts.bins.bins.size()));
+        for (unsigned i = 0; i < ts.bins.bins.size(); ++i) {
+          times.set(i, ts.bins.bins[i].time);
+          seqs.set(i, ts.bins.bins[i].seq);
+        }
+      });
+}
+
+kj::Promise<void> node_server::openDocs(OpenDocsContext context) {
+  std::vector<std::string> ids;
+  for (auto id : context.getParams().getIds()) ids.emplace_back(id.cStr());
+  bool bodies = context.getParams().getBodies();
+  return on_copy<std::vector<doc_copy>>(
+      loop_, context, [ids, bodies](local_copy& c) { return c.read_docs(ids, bodies); },
+      [](Node::OpenDocsResults::Builder results, const std::vector<doc_copy>& docs) {
+        auto list = results.initDocs(static_cast<unsigned>(docs.size()));
+        for (unsigned i = 0; i < docs.size(); ++i) write_doc_copy(list[i], docs[i]);
+      });
+}
+
+kj::Promise<void> node_server::localDoc(LocalDocContext context) {
+  std::string id = context.getParams().getId();
+  return on_copy<std::optional<local_doc>>(
+      loop_, context, [id](local_copy& c) { return c.open_local(id); },
+      [](Node::LocalDocResults::Builder results, const std::optional<local_doc>& d) {
+        results.setFound(d.has_value());
+        if (!d) return;
+        results.setRev(d->rev);
+        results.setBody(d->body);
+      });
+}
+
+kj::Promise<void> node_server::writeLocal(WriteLocalContext context) {
+  auto p = context.getParams();
+  if (!within_json_depth(p.getBody().cStr())) {
+    set_status(context.getResults().initStatus(), {errc::bad_request, "a _local document nests too deep"});
     return kj::READY_NOW;
   }
-  shard_handle shard = *h;
-  auto answer = [context, shard]() mutable {
-    shard_header hd = shard.store->header();
-    auto results = context.getResults();
-    results.setUpdateSeq(hd.update_seq);
-    auto bins = results.initBins();
-    bins.setVersion(hd.time_seq.v);
-    bins.setResetSeq(hd.time_seq.reset_seq);
-    bins.setResetUntil(hd.time_seq.reset_until);
-    auto times = bins.initTimes(static_cast<unsigned>(hd.time_seq.bins.size()));
-    auto seqs = bins.initSeqs(static_cast<unsigned>(hd.time_seq.bins.size()));
-    for (unsigned i = 0; i < hd.time_seq.bins.size(); ++i) {
-      times.set(i, hd.time_seq.bins[i].time);
-      seqs.set(i, hd.time_seq.bins[i].seq);
-    }
-  };
-  if (!params.getReset()) {
-    answer();
+  local_update u;
+  u.id = p.getId();
+  u.rev = p.getRev();
+  u.deleted = p.getDeleted();
+  u.body = p.getBody();
+  return on_copy<uint64_t>(
+      loop_, context, [u](local_copy& c) { return c.write_local(u); },
+      [](Node::WriteLocalResults::Builder results, uint64_t rev) { results.setRev(rev); });
+}
+
+kj::Promise<void> node_server::localDocs(LocalDocsContext context) {
+  return on_copy<std::vector<local_doc>>(
+      loop_, context, [](local_copy& c) { return c.list_local(); },
+      [](Node::LocalDocsResults::Builder results, const std::vector<local_doc>& docs) {
+        auto list = results.initDocs(static_cast<unsigned>(docs.size()));
+        for (unsigned i = 0; i < docs.size(); ++i) {
+          list[i].setId(docs[i].id);
+          list[i].setRev(docs[i].rev);
+          list[i].setBody(docs[i].body);
+        }
+      });
+}
+
+kj::Promise<void> node_server::setRevsLimit(SetRevsLimitContext context) {
+  uint32_t limit = context.getParams().getLimit();
+  if (limit == 0) {
+    set_status(context.getResults().initStatus(), {errc::bad_request, "revs_limit must be positive"});
     return kj::READY_NOW;
   }
-  auto op = std::make_shared<write_op>();
-  op->what = write_op::kind::time_seq_reset;
-  return commit_on_replica(shard, op).then([context, op, answer]() mutable {
-    if (!op->st) return set_status(context.getResults().initStatus(), op->st);
-    answer();
-  });
+  return on_copy<bool>(
+      loop_, context,
+      [limit](local_copy& c) -> result<bool> {
+        if (auto st = c.set_revs_limit(limit); !st) return st;
+        return true;
+      },
+      [](Node::SetRevsLimitResults::Builder, bool) {});
 }
 
 }  // namespace
@@ -799,6 +850,7 @@ namespace {
 // Waits for a reply posted from the loop thread.
 template <class T>
 result<T> await(std::future<result<T>>& f, std::chrono::milliseconds timeout) {
+  SETTEE_DEBUG_CHECK(!on_event_loop_thread());
   if (f.wait_for(timeout) != std::future_status::ready) {
     return status{errc::timeout, "The request could not be processed in a reasonable amount of time."};
   }
@@ -857,8 +909,8 @@ result<remote_shard_info> rpc_node::shard_info(const std::string& peer, const st
     set_shard(req.initShard(), db, range);
     return req.send().then([](capnp::Response<Node::ShardInfoResults>&& r) -> result<remote_shard_info> {
       if (status st = status_of(r.getStatus()); !st) return st;
-      return shard_summary{r.getUuid(),        r.getUpdateSeq(),    r.getDocCount(),
-                           r.getDocDelCount(), r.getExternalSize(), r.getFileSize()};
+      return shard_summary{r.getUuid(),         r.getUpdateSeq(), r.getDocCount(), r.getDocDelCount(),
+                           r.getExternalSize(), r.getFileSize(),  r.getRevsLimit()};
     });
   });
 }
@@ -1024,6 +1076,97 @@ result<time_seq_state> rpc_node::time_seq(const std::string& node, const std::st
       return out;
     });
   });
+}
+
+bool rpc_node::typed(const std::string& node) const {
+  return members_.has_feature(node, typed_feature);
+}
+
+void rpc_node::open_docs(const std::string& node, const std::string& db, const std::string& range,
+                         const std::vector<std::string>& ids, bool bodies, shard_copy::docs_done done) {
+  using answer = std::vector<doc_copy>;
+  start_call<answer>(
+      node,
+      [&](Node::Client& cap) {
+        auto req = cap.openDocsRequest();
+        set_shard(req.initShard(), db, range);
+        auto list = req.initIds(static_cast<unsigned>(ids.size()));
+        for (unsigned i = 0; i < ids.size(); ++i) list.set(i, ids[i]);
+        req.setBodies(bodies);
+        return req.send().then([n = ids.size()](capnp::Response<Node::OpenDocsResults>&& r) -> result<answer> {
+          if (status st = status_of(r.getStatus()); !st) return st;
+          if (r.getDocs().size() != n) return status{errc::internal, "a peer answered openDocs with the wrong count"};
+          answer out;
+          for (auto d : r.getDocs()) {
+            auto doc = read_doc_copy(d);
+            if (!doc) return doc.error();
+            out.push_back(std::move(*doc));
+          }
+          return out;
+        });
+      },
+      std::move(done));
+}
+
+result<std::optional<local_doc>> rpc_node::open_local(const std::string& node, const std::string& db,
+                                                      const std::string& range, const std::string& id,
+                                                      std::chrono::milliseconds timeout) {
+  using answer = std::optional<settee::local_doc>;
+  return call<answer>(node, timeout, [&](Node::Client& cap) {
+    auto req = cap.localDocRequest();
+    set_shard(req.initShard(), db, range);
+    req.setId(id);
+    return req.send().then([id](capnp::Response<Node::LocalDocResults>&& r) -> result<answer> {
+      if (status st = status_of(r.getStatus()); !st) return st;
+      if (!r.getFound()) return answer();
+      return answer(settee::local_doc{id, r.getRev(), r.getBody()});
+    });
+  });
+}
+
+result<uint64_t> rpc_node::write_local(const std::string& node, const std::string& db, const std::string& range,
+                                       const local_update& u, std::chrono::milliseconds timeout) {
+  return call<uint64_t>(node, timeout, [&](Node::Client& cap) {
+    auto req = cap.writeLocalRequest();
+    set_shard(req.initShard(), db, range);
+    req.setId(u.id);
+    req.setRev(u.rev);
+    req.setDeleted(u.deleted);
+    req.setBody(u.body);
+    return req.send().then([](capnp::Response<Node::WriteLocalResults>&& r) -> result<uint64_t> {
+      if (status st = status_of(r.getStatus()); !st) return st;
+      return r.getRev();
+    });
+  });
+}
+
+result<std::vector<local_doc>> rpc_node::list_local(const std::string& node, const std::string& db,
+                                                    const std::string& range, std::chrono::milliseconds timeout) {
+  using answer = std::vector<settee::local_doc>;
+  return call<answer>(node, timeout, [&](Node::Client& cap) {
+    auto req = cap.localDocsRequest();
+    set_shard(req.initShard(), db, range);
+    return req.send().then([](capnp::Response<Node::LocalDocsResults>&& r) -> result<answer> {
+      if (status st = status_of(r.getStatus()); !st) return st;
+      answer out;
+      for (auto d : r.getDocs()) out.push_back({d.getId(), d.getRev(), d.getBody()});
+      return out;
+    });
+  });
+}
+
+status rpc_node::set_revs_limit(const std::string& node, const std::string& db, const std::string& range,
+                                uint32_t limit, std::chrono::milliseconds timeout) {
+  auto r = call<bool>(node, timeout, [&](Node::Client& cap) {
+    auto req = cap.setRevsLimitRequest();
+    set_shard(req.initShard(), db, range);
+    req.setLimit(limit);
+    return req.send().then([](capnp::Response<Node::SetRevsLimitResults>&& r) -> result<bool> {
+      if (status st = status_of(r.getStatus()); !st) return st;
+      return true;
+    });
+  });
+  return r ? status{} : r.error();
 }
 
 }  // namespace settee

@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "actors/internal_replication.hpp"
+#include "actors/local_copy.hpp"
 #include "actors/remote_shards.hpp"
 #include "actors/shard_registry.hpp"
 #include "cluster/membership.hpp"
@@ -52,11 +53,9 @@ struct rpc_options {
   std::function<result<shard_handle>(const std::string& db, const std::string& range)> find_shard;
   // Called on the RPC thread after replicated changes to `db` were committed (must not block).
   std::function<void(const std::string& db)> on_applied;
-  // A page of this node's copy's changes (rendering documents lives above the cluster layer).
-  std::function<result<changes_page>(const shard_handle& shard, const changes_request& req)> read_changes;
-  std::function<result<all_docs_page>(const shard_handle& shard, const all_docs_request& req)> read_all_docs;
-  // GET of one document from this node's copy, rendered as the HTTP layer would.
-  std::function<result<doc_read>(const std::string& db, const doc_request& req)> read_doc;
+  // Release 0.2's readDoc, answered from this node's copy (`copy`) as 0.2's HTTP layer would: only
+  // for 0.2 coordinators during an upgrade or downgrade. Runs on a pool thread; may wait for a commit.
+  std::function<result<doc_read>(local_copy& copy, const doc_request& req)> read_doc;
 };
 
 using remote_shard_info = shard_summary;
@@ -104,6 +103,18 @@ class rpc_node final : public remote_shards {
   // remote_shards: a coordinator's write to a peer's copy (does not block).
   void update_docs(const std::string& node, const std::string& db, const std::string& range,
                    const std::vector<doc_update>& docs, write_done done) override;
+  bool typed(const std::string& node) const override;
+  // Answers through `done` on the RPC thread: it must not block.
+  void open_docs(const std::string& node, const std::string& db, const std::string& range,
+                 const std::vector<std::string>& ids, bool bodies, shard_copy::docs_done done) override;
+  result<std::optional<local_doc>> open_local(const std::string& node, const std::string& db, const std::string& range,
+                                              const std::string& id, std::chrono::milliseconds timeout) override;
+  result<uint64_t> write_local(const std::string& node, const std::string& db, const std::string& range,
+                               const local_update& u, std::chrono::milliseconds timeout) override;
+  result<std::vector<local_doc>> list_local(const std::string& node, const std::string& db, const std::string& range,
+                                            std::chrono::milliseconds timeout) override;
+  status set_revs_limit(const std::string& node, const std::string& db, const std::string& range, uint32_t limit,
+                        std::chrono::milliseconds timeout) override;
 
   struct loop;  // the KJ side, defined in rpc_node.cpp
 

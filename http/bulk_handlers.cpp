@@ -2,7 +2,7 @@
 #include <algorithm>
 #include <map>
 
-#include "http/doc_render.hpp"
+#include "actors/doc_render.hpp"
 #include "http/handlers.hpp"
 
 namespace settee {
@@ -125,88 +125,40 @@ void handle_bulk_docs(ctx& c, const db_meta& db) {
   c.reply(server_failure ? server_failure : written->quorum_met ? 201 : 202, out);
 }
 
-void handle_bulk_get(ctx& c, const db_meta& db) {
-  if (c.method() != "POST") return c.method_not_allowed("POST");
-  auto body = json_object_body(c);
-  if (!body) return c.error(body.error());
-  if (!body->contains("docs") || !(*body)["docs"].is_array())
-    return c.error(errc::bad_request, "Missing JSON list of 'docs'.");
-  render_options opts;
-  auto revs = c.bool_param("revs", false);
-  auto latest = c.bool_param("latest", false);
-  if (auto e = first_error(revs, latest)) return c.error(*e);
-  opts.revs = *revs;
-
-  // Entries of ranges this node holds no copy of go, one request per range, to a node that does.
-  const json& entries = (*body)["docs"];
-  std::map<size_t, std::vector<size_t>> elsewhere;  // range -> entry positions
-  for (size_t k = 0; k < entries.size(); ++k) {
-    const json& req = entries[k];
-    if (!req.is_object() || !req.contains("id") || !req["id"].is_string()) {
-      return c.error(errc::bad_request, "Each entry of `docs` must be an object with a string `id`");
-    }
-    size_t range = c.node.coord.shard_index(db, req["id"].get_ref<const std::string&>());
-    if (!db.hosts(range)) elsewhere[range].push_back(k);
-  }
-  std::map<size_t, std::string> answered;  // entry position -> its result object
-  for (auto& [range, positions] : elsewhere) {
-    doc_request fwd;
-    fwd.what = "bulk_get";
-    fwd.method = "POST";
-    for (auto& [k, v] : c.req.params) fwd.params.emplace_back(k, v);
-    json part = {{"docs", json::array()}};
-    for (size_t k : positions) part["docs"].push_back(entries[k]);
-    fwd.body = part.dump();
-    auto r = ask_copies(c, db, range, fwd);
-    if (!r) return c.error(r.error());
-    auto parsed = parse_json(r->body);
-    if (r->http_status != 200 || !parsed || !(*parsed)["results"].is_array() ||
-        (*parsed)["results"].size() != positions.size()) {
-      return c.error(errc::internal, "a node answered _bulk_get with " + std::to_string(r->http_status));
-    }
-    for (size_t j = 0; j < positions.size(); ++j) answered[positions[j]] = (*parsed)["results"][j].dump();
-  }
-
+std::string render_bulk_get(const json& entries, const std::vector<doc_copy>& docs, const render_options& opts,
+                            bool latest, size_t max_id_length) {
   std::string out = "{\"results\":[";
-  bool first_result = true;
+  size_t next = 0;  // docs holds one entry per entry with a valid id, in order
   for (size_t k = 0; k < entries.size(); ++k) {
     const json& req = entries[k];
-    if (auto it = answered.find(k); it != answered.end()) {
-      out += first_result ? "" : ",";
-      first_result = false;
-      out += it->second;
-      continue;
-    }
     std::string id = req["id"].get<std::string>();
     std::string rev_text = req.contains("rev") && req["rev"].is_string() ? req["rev"].get<std::string>() : "";
     auto error_doc = [&](const char* error, const std::string& reason) {
       return "{\"error\":{\"id\":" + quote(id) + ",\"rev\":" + quote(rev_text.empty() ? "undefined" : rev_text) +
              ",\"error\":\"" + error + "\",\"reason\":" + quote(reason) + "}}";
     };
-    std::string docs;
-    if (auto st = validate_doc_id(id, c.node.max_document_id_length); !st) {
-      docs = error_doc("illegal_docid", st.reason);
+    std::string found;
+    if (auto st = validate_doc_id(id, max_id_length); !st) {
+      found = error_doc("illegal_docid", st.reason);
     } else {
-      auto snap = c.node.coord.read_for(db, id);
-      if (!snap) return c.error(snap.error());
-      doc_info d;
+      const doc_copy& d = docs[next++];
+      const rev_tree& tree = d.info.tree;
       std::vector<int> indices;
-      if (!snap->doc(id, d)) {
-        if (!snap->fault()) return c.error(snap->fault());
-        docs = error_doc("not_found", "missing");
+      if (!d.found) {
+        found = error_doc("not_found", "missing");
       } else if (rev_text.empty()) {
-        if (d.tree.winner_deleted())
-          docs = error_doc("not_found", "deleted");
+        if (tree.winner_deleted())
+          found = error_doc("not_found", "deleted");
         else
-          indices.push_back(d.tree.winner());
+          indices.push_back(tree.winner());
       } else {
         rev_id r;
-        int i = parse_rev(rev_text, r) ? d.tree.find(r) : -1;
+        int i = parse_rev(rev_text, r) ? tree.find(r) : -1;
         if (i < 0) {
-          docs = error_doc("not_found", "missing");
-        } else if (*latest && !d.tree.is_leaf(i)) {
-          for (int leaf : d.tree.leaves()) {
-            auto path = d.tree.path_to(leaf);
+          found = error_doc("not_found", "missing");
+        } else if (latest && !tree.is_leaf(i)) {
+          for (int leaf : tree.leaves()) {
+            auto path = tree.path_to(leaf);
             if (std::find(path.begin(), path.end(), i) != path.end()) indices.push_back(leaf);
           }
         } else {
@@ -214,74 +166,96 @@ void handle_bulk_get(ctx& c, const db_meta& db) {
         }
       }
       for (int i : indices) {
-        auto doc = render_rev(*snap, d, i, opts);
-        docs += docs.empty() ? "" : ",";
-        docs += doc ? "{\"ok\":" + *doc + "}" : error_doc("not_found", "missing");
+        auto doc = render_rev(d, i, opts);
+        found += found.empty() ? "" : ",";
+        found += doc ? "{\"ok\":" + *doc + "}" : error_doc("not_found", "missing");
       }
     }
-    out += first_result ? "" : ",";
-    first_result = false;
-    out += "{\"id\":" + quote(id) + ",\"docs\":[" + docs + "]}";
+    out += k ? "," : "";
+    out += "{\"id\":" + quote(id) + ",\"docs\":[" + found + "]}";
   }
-  c.reply_raw(200, out + "]}\n");
+  return out + "]}\n";
 }
 
-void handle_revs_diff(ctx& c, const db_meta& db) {
+result<std::vector<std::string>> bulk_get_ids(const json& body, size_t max_id_length) {
+  if (!body.contains("docs") || !body["docs"].is_array())
+    return status{errc::bad_request, "Missing JSON list of 'docs'."};
+  std::vector<std::string> ids;
+  for (const json& req : body["docs"]) {
+    if (!req.is_object() || !req.contains("id") || !req["id"].is_string()) {
+      return status{errc::bad_request, "Each entry of `docs` must be an object with a string `id`"};
+    }
+    const std::string& id = req["id"].get_ref<const std::string&>();
+    if (validate_doc_id(id, max_id_length)) ids.push_back(id);
+  }
+  return ids;
+}
+
+void handle_bulk_get(ctx& c, const db_meta& db) {
   if (c.method() != "POST") return c.method_not_allowed("POST");
   auto body = json_object_body(c);
   if (!body) return c.error(body.error());
+  render_options opts;
+  auto revs = c.bool_param("revs", false);
+  auto latest = c.bool_param("latest", false);
+  if (auto e = first_error(revs, latest)) return c.error(*e);
+  opts.revs = *revs;
+  auto ids = bulk_get_ids(*body, c.node.max_document_id_length);
+  if (!ids) return c.error(ids.error());
+  auto docs = c.node.coord.open_docs(db, *ids, true);
+  if (!docs) return c.error(docs.error());
+  c.reply_raw(200, render_bulk_get((*body)["docs"], *docs, opts, *latest, c.node.max_document_id_length));
+}
+
+result<json> answer_revs_diff(const json& body, const std::vector<doc_copy>& docs) {
   json out = json::object();
-  // Documents of ranges this node holds no copy of: one request per range to a node that does.
-  std::map<size_t, json> elsewhere;
-  for (auto it = body->begin(); it != body->end(); ++it) {
-    size_t range = c.node.coord.shard_index(db, it.key());
-    if (db.hosts(range)) continue;
-    if (!elsewhere.count(range)) elsewhere[range] = json::object();
-    elsewhere[range][it.key()] = it.value();
-  }
-  for (auto& [range, part] : elsewhere) {
-    doc_request fwd;
-    fwd.what = "revs_diff";
-    fwd.method = "POST";
-    fwd.body = part.dump();
-    auto r = ask_copies(c, db, range, fwd);
-    if (!r) return c.error(r.error());
-    if (r->http_status != 200) return reply_forwarded(c, r);  // e.g. a bad rev: the same 400
-    auto parsed = parse_json(r->body);
-    if (!parsed || !parsed->is_object()) return c.error(errc::internal, "a node answered _revs_diff with no object");
-    for (auto it = parsed->begin(); it != parsed->end(); ++it) out[it.key()] = it.value();
-  }
-  for (auto it = body->begin(); it != body->end(); ++it) {
+  size_t k = 0;
+  for (auto it = body.begin(); it != body.end(); ++it, ++k) {
     const std::string& id = it.key();
-    if (!db.hosts(c.node.coord.shard_index(db, id))) continue;
-    if (!it.value().is_array()) return c.error(errc::bad_request, "Each document must map to a list of revisions");
-    auto snap = c.node.coord.read_for(db, id);
-    if (!snap) return c.error(snap.error());
-    doc_info d;
-    bool found = snap->doc(id, d);
-    if (!snap->fault()) return c.error(snap->fault());
+    if (!it.value().is_array()) return status{errc::bad_request, "Each document must map to a list of revisions"};
+    const doc_copy& d = docs[k];
     json missing = json::array();
     uint64_t max_missing_pos = 0;
     for (auto& r : it.value()) {
       rev_id rid;
       if (!r.is_string() || !parse_rev(r.get<std::string>(), rid))
-        return c.error(errc::bad_request, "Invalid rev format");
-      if (!found || d.tree.find(rid) < 0) {
+        return status{errc::bad_request, "Invalid rev format"};
+      if (!d.found || d.info.tree.find(rid) < 0) {
         missing.push_back(r);
         max_missing_pos = std::max(max_missing_pos, rid.pos);
       }
     }
     if (missing.empty()) continue;
     json entry = {{"missing", missing}};
-    if (found) {
+    if (d.found) {
       json ancestors = json::array();
-      for (int leaf : d.tree.sorted_leaves())
-        if (d.tree.nodes()[leaf].pos < max_missing_pos) ancestors.push_back(d.tree.rev(leaf).str());
+      for (int leaf : d.info.tree.sorted_leaves())
+        if (d.info.tree.nodes()[leaf].pos < max_missing_pos) ancestors.push_back(d.info.tree.rev(leaf).str());
       if (!ancestors.empty()) entry["possible_ancestors"] = ancestors;
     }
     out[id] = entry;
   }
-  c.reply(200, out);
+  return out;
+}
+
+std::vector<std::string> revs_diff_ids(const json& body) {
+  std::vector<std::string> ids;
+  for (auto it = body.begin(); it != body.end(); ++it) ids.push_back(it.key());
+  return ids;
+}
+
+void handle_revs_diff(ctx& c, const db_meta& db) {
+  if (c.method() != "POST") return c.method_not_allowed("POST");
+  auto body = json_object_body(c);
+  if (!body) return c.error(body.error());
+  for (auto it = body->begin(); it != body->end(); ++it) {  // refuse before reading anything
+    if (!it.value().is_array()) return c.error(errc::bad_request, "Each document must map to a list of revisions");
+  }
+  auto docs = c.node.coord.open_docs(db, revs_diff_ids(*body), false);
+  if (!docs) return c.error(docs.error());
+  auto out = answer_revs_diff(*body, *docs);
+  if (!out) return c.error(out.error());
+  c.reply(200, *out);
 }
 
 }  // namespace settee

@@ -32,9 +32,6 @@ struct changes_options {
   bool time_exact = true;
 };
 
-// One page of a local copy's changes (the RPC server's side of a remote feed).
-result<changes_page> read_changes_page(const shard_handle& shard, const changes_request& req);
-
 class changes_feed {
  public:
   changes_feed(coordinator& coord, const db_meta& db, changes_options opts, std::string node_name);
@@ -54,44 +51,39 @@ class changes_feed {
   // Identifies the state the feed started from (each shard's uuid and update seq): two requests with
   // the same parameters and the same tag return the same body (the normal feed's ETag).
   std::string state_tag() const;
-  // Drops the read snapshots (call before sleeping: a long-lived LMDB reader pins old pages).
-  void release_snapshots();
   // False once the database was deleted (or re-created): the feed should end.
   bool alive() const;
   // {"<range>":"exact"|"translated"|"rewound",...} when `since` named copies this node could not
   // continue exactly; "" when every range continues exactly (or since was 0/now).
   std::string since_resolution() const;
-  // True when some range is read from another node (live feeds then poll it: its commits do not
-  // reach this node's notifier).
+  // True when some range is read from another node's copy (live feeds then poll it: its commits
+  // do not reach this node's notifier).
   bool has_remote() const;
 
  private:
+  // One range, read in pages from one of its copies (this node's when it holds one). A page holds
+  // no snapshot once read: a feed that waits pins nothing in the file.
   struct shard_pos {
     shard_range range;
+    copy_ptr copy;
     std::string uuid_prefix;
-    uint64_t seq = 0;  // last change consumed; descending: 0 until the first row is read
-    uint64_t top = 0;  // update_seq when the feed started
-    std::deque<change_entry> buffer;
-    std::shared_ptr<shard_store::snapshot> snap;  // the snapshot `buffer` was read from (none while waiting)
-    // Another node's copy (this node holds none of the range): read in pages over RPC.
-    bool remote = false;
-    std::string node;                   // whose copy
-    std::deque<std::string> docs;       // remote: the rendered winners, parallel to `buffer` (when asked for)
-    uint64_t remote_pending = 0;        // remote: changes after the last page
+    uint64_t seq = 0;                   // last change consumed; descending: 0 until the first row is read
+    uint64_t top = 0;                   // update_seq when the feed started
+    std::deque<change_row> buffer;      // the rest of the last page (docs rendered when asked for)
+    uint64_t page_pending = 0;          // changes after the last page
     std::optional<int64_t> not_before;  // since=<time>, exact: skip leading changes older than this
   };
   bool refill(size_t i);
   // since=<time>: each range resumes at its copy's time-seq answer for `t`.
   status start_at_time(int64_t t);
-  bool wanted(size_t shard, const change_entry& e, const std::string& remote_doc) const;
-  std::string render(size_t shard, const change_entry& e, const std::string& remote_doc);
+  bool wanted(const change_row& r) const;
+  std::string render(const change_row& r);
 
   coordinator& coord_;
   db_meta db_;
   changes_options opts_;
   std::string node_name_;
   std::vector<shard_pos> shards_;
-  std::vector<shard_handle> handles_;  // held for the feed's life: no registry lookup per refill
   std::unique_ptr<seq_token_builder> tokens_;
   std::vector<std::pair<std::string, resolved_since::how>> resolutions_;
   uint64_t emitted_ = 0;

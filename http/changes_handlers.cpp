@@ -196,7 +196,6 @@ class changes_stream final : public response_stream {
     return feed_.has_remote() ? std::chrono::milliseconds(100) : std::chrono::milliseconds(10000);
   }
   pump_result wait_for(uint64_t seen, steady::time_point until) {
-    feed_.release_snapshots();  // a long-lived LMDB reader pins old pages
     pump_result r;
     r.then = pump_result::next::wait;
     r.wake_key = key_;
@@ -255,7 +254,6 @@ class changes_stream final : public response_stream {
       }
     }
     if (!feed_.error()) return abort();
-    feed_.release_snapshots();  // thousands of woken listeners must not hold LMDB reader slots
     auto now = steady::now();
     if (!out.empty()) reset_timers(now);
     if (limit_reached() || !feed_.alive()) {  // the limit, or the database was deleted: end the feed

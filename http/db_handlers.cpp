@@ -3,11 +3,11 @@
 #include <algorithm>
 #include <regex>
 
+#include "actors/doc_render.hpp"
 #include "actors/shard_map.hpp"
 #include "cluster/clustered_seq.hpp"
 #include "cluster/membership.hpp"
 #include "http/auth.hpp"
-#include "http/doc_render.hpp"
 #include "http/handlers.hpp"
 
 namespace settee {
@@ -180,8 +180,6 @@ void handle_ensure_full_commit(ctx& c, const db_meta& db) {
   c.reply(201, json{{"ok", true}, {"instance_start_time", std::to_string(db.created)}});
 }
 
-namespace {
-
 // A _revs_limit body (a JSON integer, 1 to 1000000), from a client or another node's coordinator.
 result<uint32_t> parse_revs_limit(const std::string& body) {
   auto v = parse_json(body);
@@ -190,8 +188,6 @@ result<uint32_t> parse_revs_limit(const std::string& body) {
   }
   return static_cast<uint32_t>(v->get<int64_t>());
 }
-
-}  // namespace
 
 void handle_revs_limit(ctx& c, const db_meta& db) {
   if (c.method() == "GET") {
@@ -236,67 +232,6 @@ void handle_time_seq(ctx& c, const db_meta& db) {
   c.reply(200, out);
 }
 
-namespace {
-
-// The _local documents of this node's copy of `range`.
-result<std::vector<local_doc>> copy_local_docs(coordinator& coord, const db_meta& db, size_t range) {
-  auto h = coord.shard(db, range);
-  if (!h) return h.error();
-  auto snap = h->store->read();
-  if (!snap) return snap.error();
-  std::vector<local_doc> docs;
-  snap->scan_local([&](const local_doc& d) {
-    docs.push_back(d);
-    return true;
-  });
-  return docs;
-}
-
-// The _local documents of `range` from the first of its copies that answers, wherever it is.
-result<std::vector<local_doc>> range_local_docs(ctx& c, const db_meta& db, size_t range) {
-  if (db.hosts(range)) return copy_local_docs(c.node.coord, db, range);
-  doc_request req;
-  req.what = "local_docs";
-  auto a = ask_copies(c, db, range, req);
-  if (!a) return a.error();
-  auto rows = parse_json(a->body);
-  if (a->http_status != 200 || !rows || !rows->is_array()) {
-    return status{errc::unavailable, "no copy of range " + db.ranges[range].name() + " listed its _local documents"};
-  }
-  std::vector<local_doc> docs;
-  for (const json& r : *rows) {
-    if (!r.is_array() || r.size() != 3 || !r[0].is_string() || !r[1].is_number_unsigned() || !r[2].is_string()) {
-      return status{errc::internal, "malformed _local_docs answer from another node"};
-    }
-    docs.push_back({r[0].get<std::string>(), r[1].get<uint64_t>(), r[2].get<std::string>()});
-  }
-  return docs;
-}
-
-}  // namespace
-
-result<doc_read> serve_range_request(node_services& node, const db_meta& db, size_t range, const doc_request& req) {
-  if (req.what == "revs_limit" && req.method == "GET") {
-    auto h = node.coord.shard(db, range);
-    if (!h) return h.error();
-    return doc_read{200, std::to_string(h->store->header().revs_limit) + "\n", ""};
-  }
-  if (req.what == "revs_limit" && req.method == "PUT") {
-    auto limit = parse_revs_limit(req.body);
-    if (!limit) return limit.error();
-    if (auto st = node.coord.set_copy_revs_limit(db, range, *limit); !st) return st;
-    return doc_read{200, "{\"ok\":true}\n", ""};
-  }
-  if (req.what == "local_docs") {
-    auto docs = copy_local_docs(node.coord, db, range);
-    if (!docs) return docs.error();
-    json rows = json::array();  // [[id, rev, body text], ...]
-    for (auto& d : *docs) rows.push_back({d.id, d.rev, d.body});
-    return doc_read{200, rows.dump(), ""};
-  }
-  return status{errc::bad_request, "unknown range request: " + req.what + " " + req.method};
-}
-
 void handle_local_docs(ctx& c, const db_meta& db) {
   if (c.method() != "GET" && c.method() != "POST") return c.method_not_allowed("GET,HEAD,POST");
   auto descending = c.bool_param("descending", false);
@@ -307,7 +242,7 @@ void handle_local_docs(ctx& c, const db_meta& db) {
   if (*skip < 0) return c.error(errc::query_parse_error, "`skip` must be >= 0");
   std::vector<local_doc> docs;
   for (size_t i = 0; i < db.q; ++i) {
-    auto part = range_local_docs(c, db, i);
+    auto part = c.node.coord.list_local(db, i);
     if (!part) return c.error(part.error());
     docs.insert(docs.end(), std::make_move_iterator(part->begin()), std::make_move_iterator(part->end()));
   }
@@ -329,16 +264,6 @@ void handle_local_docs(ctx& c, const db_meta& db) {
 // ---- _all_docs ------------------------------------------------------------------------------
 
 namespace {
-
-// CouchDB collation of a string key against a bound of any JSON type:
-// null < false < true < numbers < strings < arrays < objects.
-int compare_key(const std::string& id, const json& bound) {
-  if (bound.is_string()) {
-    const std::string& b = bound.get_ref<const std::string&>();
-    return id < b ? -1 : id > b ? 1 : 0;
-  }
-  return (bound.is_array() || bound.is_object()) ? -1 : 1;
-}
 
 struct all_docs_query {
   bool descending = false, inclusive_end = true, include_docs = false, conflicts = false, update_seq = false;
@@ -416,85 +341,12 @@ void append_row(std::string& out, bool& first, const all_docs_query& q, const al
   out += "}";
 }
 
-// One range's part of the request, from this node's copy or another node's.
+// One range's part of the request, from the first of its copies that answers.
 result<all_docs_page> range_rows(ctx& c, const db_meta& db, size_t i, const all_docs_request& req) {
-  if (db.hosts(i)) {
-    auto h = c.node.coord.shard(db, i);
-    if (!h) return h.error();
-    return read_all_docs_page(*h, req);
-  }
-  return c.node.coord.first_answer<all_docs_page>(
-      db, i, c.node.coord.copies(db, i), [&](remote_shards& r, const std::string& node) {
-        return r.all_docs(node, db.name, db.ranges[i].name(), req, std::chrono::seconds(30));
-      });
+  return c.node.coord.first_answer<all_docs_page>(db, i, [&](shard_copy& copy) { return copy.all_docs(req); });
 }
 
 }  // namespace
-
-result<all_docs_page> read_all_docs_page(const shard_handle& shard, const all_docs_request& req) {
-  auto snap = shard.store->read();
-  if (!snap) return snap.error();
-  all_docs_page page;
-  page.doc_count = shard.store->header().doc_count;
-  auto add = [&](const doc_info& d) {
-    int w = d.tree.winner();
-    all_docs_row r{d.id, d.tree.rev(w).str(), d.tree.nodes()[w].deleted, true, ""};
-    if (req.include_docs && !r.deleted) {
-      render_options opts;
-      opts.conflicts = req.conflicts;
-      r.doc = render_winner(*snap, d, opts);
-    }
-    page.rows.push_back(std::move(r));
-  };
-  if (req.by_keys) {
-    for (const std::string& id : req.keys) {
-      doc_info d;
-      if (snap->doc(id, d))
-        add(d);
-      else
-        page.rows.push_back({id, "", false, false, ""});
-    }
-    if (!snap->fault()) return snap->fault();
-    return page;
-  }
-  std::optional<json> start = req.start.empty() ? std::nullopt : parse_json(req.start);
-  std::optional<json> end = req.end.empty() ? std::nullopt : parse_json(req.end);
-  // The scan starts at the start key; the live documents before it (CouchDB's `offset`) come from
-  // the rank table, not from a scan of them (storage/doc_rank.hpp).
-  std::string from;
-  if (start && start->is_string()) {
-    from = start->get<std::string>();
-    uint64_t lower = snap->live_before(from);
-    if (!req.descending) {
-      page.before = lower;
-    } else {  // before = the live documents after the start key
-      doc_info at;
-      bool live_at = snap->doc(from, at) && !at.tree.winner_deleted();
-      page.before = snap->live_total() - lower - (live_at ? 1 : 0);
-    }
-  } else if (start) {
-    // Ids sort after null, booleans and numbers, and before arrays and objects (CouchDB's collation).
-    bool ids_after = !(start->is_array() || start->is_object());
-    if (ids_after == req.descending) {  // every id is on the near side of the start key
-      page.before = snap->live_total();
-      if (!snap->fault()) return snap->fault();
-      return page;
-    }
-  }
-  snap->scan_docs(from, req.descending, [&](const doc_info& d) {
-    if (d.tree.winner_deleted()) return true;
-    if (end) {
-      int vs_end = compare_key(d.id, *end);
-      bool past = req.descending ? (req.inclusive_end ? vs_end < 0 : vs_end <= 0)
-                                 : (req.inclusive_end ? vs_end > 0 : vs_end >= 0);
-      if (past) return false;
-    }
-    add(d);
-    return page.rows.size() < req.max_rows;
-  });
-  if (!snap->fault()) return snap->fault();  // a listing never skips what it cannot read
-  return page;
-}
 
 void handle_all_docs(ctx& c, const db_meta& db) {
   if (c.method() != "GET" && c.method() != "POST") return c.method_not_allowed("GET,HEAD,POST");

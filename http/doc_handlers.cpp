@@ -4,8 +4,8 @@
 #include <map>
 #include <set>
 
+#include "actors/doc_render.hpp"
 #include "http/auth.hpp"
-#include "http/doc_render.hpp"
 #include "http/handlers.hpp"
 
 namespace settee {
@@ -120,206 +120,106 @@ std::string requested_rev(ctx& c) {
   return m;
 }
 
-void get_open_revs(ctx& c, const shard_store::snapshot& snap, const doc_info* d, const render_options& opts,
-                   bool latest) {
-  std::string spec = c.param("open_revs");
-  std::vector<int> indices;
-  std::vector<std::string> missing;
-  if (spec == "all") {
-    if (!d) return c.error(errc::not_found, "missing");
-    indices = d->tree.sorted_leaves();
-  } else {
-    status refusal{errc::bad_request, "`open_revs` must be `all` or a JSON array of revisions"};
-    auto revs = parse_client_json(spec, refusal);
-    if (!revs) return c.error(revs.error());
-    if (!revs->is_array()) return c.error(refusal);
-    for (auto& r : *revs) {
-      rev_id rid;
-      if (!r.is_string() || !valid_rev(r.get<std::string>(), rid)) return c.error(bad_rev());
-      int i = d ? d->tree.find(rid) : -1;
+}  // namespace
+
+result<doc_get> parse_doc_get(const http_params& q, const std::string& if_none_match) {
+  doc_get g;
+  auto revs = bool_param(q, "revs", false);
+  auto revs_info = bool_param(q, "revs_info", false);
+  auto conflicts = bool_param(q, "conflicts", false);
+  auto deleted_conflicts = bool_param(q, "deleted_conflicts", false);
+  auto local_seq = bool_param(q, "local_seq", false);
+  auto latest = bool_param(q, "latest", false);
+  auto meta = bool_param(q, "meta", false);
+  if (auto e = first_error(revs, revs_info, conflicts, deleted_conflicts, local_seq, latest, meta)) return *e;
+  g.opts.revs = *revs;
+  g.opts.revs_info = *revs_info || *meta;
+  g.opts.conflicts = *conflicts || *meta;
+  g.opts.deleted_conflicts = *deleted_conflicts || *meta;
+  g.opts.local_seq = *local_seq;
+  g.latest = *latest;
+  if (auto it = q.find("rev"); it != q.end()) {
+    rev_id r;
+    if (!valid_rev(it->second, r)) return bad_rev();
+    g.rev = r;
+  }
+  if (auto it = q.find("open_revs"); it != q.end()) {
+    if (it->second == "all") {
+      g.open_revs_all = true;
+    } else {
+      status refusal{errc::bad_request, "`open_revs` must be `all` or a JSON array of revisions"};
+      auto revs_list = parse_client_json(it->second, refusal);
+      if (!revs_list) return revs_list.error();
+      if (!revs_list->is_array()) return refusal;
+      for (auto& r : *revs_list) {
+        rev_id rid;
+        if (!r.is_string() || !valid_rev(r.get<std::string>(), rid)) return bad_rev();
+        g.open_revs.push_back(rid);
+      }
+    }
+    g.by_open_revs = true;
+  }
+  g.if_none_match = if_none_match;
+  return g;
+}
+
+result<doc_read> answer_doc_get(const doc_copy& d, const doc_get& g) {
+  const rev_tree& tree = d.info.tree;
+  if (g.by_open_revs) {
+    std::vector<int> indices;
+    std::vector<std::string> missing;
+    if (g.open_revs_all) {
+      if (!d.found) return status{errc::not_found, "missing"};
+      indices = tree.sorted_leaves();
+    }
+    for (const rev_id& rid : g.open_revs) {
+      int i = d.found ? tree.find(rid) : -1;
       if (i < 0) {
         missing.push_back(rid.str());
-      } else if (latest && !d->tree.is_leaf(i)) {
-        for (int leaf : d->tree.leaves()) {
-          auto path = d->tree.path_to(leaf);
+      } else if (g.latest && !tree.is_leaf(i)) {
+        for (int leaf : tree.leaves()) {
+          auto path = tree.path_to(leaf);
           if (std::find(path.begin(), path.end(), i) != path.end()) indices.push_back(leaf);
         }
       } else {
         indices.push_back(i);
       }
     }
+    std::string out = "[";
+    for (int i : indices) {
+      auto doc = render_rev(d, i, g.opts);
+      out += out.size() > 1 ? "," : "";
+      out += doc ? "{\"ok\":" + *doc + "}" : "{\"missing\":" + quote(tree.rev(i).str()) + "}";
+    }
+    for (auto& m : missing) out += (out.size() > 1 ? "," : "") + std::string("{\"missing\":") + quote(m) + "}";
+    return doc_read{200, out + "]\n", ""};
   }
-  std::string out = "[";
-  for (int i : indices) {
-    auto doc = render_rev(snap, *d, i, opts);
-    out += out.size() > 1 ? "," : "";
-    out += doc ? "{\"ok\":" + *doc + "}" : "{\"missing\":" + quote(d->tree.rev(i).str()) + "}";
+  if (!d.found) return status{errc::not_found, "missing"};
+  int index = tree.winner();
+  if (g.rev) {
+    index = tree.find(*g.rev);
+    if (index < 0) return status{errc::not_found, "missing"};
+  } else if (tree.winner_deleted()) {
+    return status{errc::not_found, "deleted"};
   }
-  for (auto& m : missing) out += (out.size() > 1 ? "," : "") + std::string("{\"missing\":") + quote(m) + "}";
-  c.reply_raw(200, out + "]\n");
+  std::string etag = "\"" + tree.rev(index).str() + "\"";
+  if (g.if_none_match == etag) return doc_read{304, "", etag};
+  auto doc = render_rev(d, index, g.opts);
+  if (!doc) return status{errc::not_found, "missing"};
+  return doc_read{200, *doc + "\n", etag};
 }
 
-void forward_doc_read(ctx& c, const db_meta& db, size_t range, const std::string& id) {
-  doc_request req;
-  req.id = id;
-  for (auto& [k, v] : c.req.params) req.params.emplace_back(k, v);
-  req.if_none_match = c.req.get_header_value("If-None-Match");
-  reply_forwarded(c, ask_copies(c, db, range, req));
-}
+namespace {
 
-// The leaves of one document as r copies know them, merged (CouchDB's read quorum). Copies that
-// lack a leaf another has are repaired: every merged leaf is written to every copy as a
-// new_edits=false merge (idempotent where it is already known). Returns the winning revision, or
-// nullopt when the document exists on none of the copies that answered.
-struct quorum_read {
-  std::optional<rev_id> winner;
-  bool winner_deleted = false;
-  bool repaired = false;
-  std::string from;  // a node whose copy has the winner
-};
-
-result<quorum_read> read_quorum_doc(ctx& c, const db_meta& db, size_t range, const std::string& id, size_t r) {
-  doc_request req;
-  req.id = id;
-  req.params = {{"open_revs", "all"}, {"revs", "true"}};
-  std::vector<std::string> nodes = c.node.coord.copies(db, range);
-  std::stable_partition(nodes.begin(), nodes.end(), [&](const std::string& n) { return n == c.node.node_name; });
-  struct leaf {
-    json doc;
-    bool deleted = false;
-    std::set<std::string> holders;
-  };
-  std::map<std::string, leaf> leaves;  // rev -> what we know
-  std::set<std::string> ancestors;
-  std::vector<std::string> answered;
-  for (const std::string& node : nodes) {
-    if (answered.size() >= r) break;
-    auto a = node == c.node.node_name ? serve_doc_request(c.node, db.name, req)
-             : c.node.coord.remote()  ? c.node.coord.remote()->read_doc(node, db.name, db.ranges[range].name(), req,
-                                                                        std::chrono::seconds(10))
-                                      : result<doc_read>(errc::unavailable, "not clustered");
-    if (!a) continue;
-    auto body = parse_json(a->body);
-    if (a->http_status == 404) {  // missing on this copy
-      answered.push_back(node);
-      continue;
-    }
-    if (a->http_status != 200 || !body || !body->is_array()) continue;
-    answered.push_back(node);
-    for (auto& item : *body) {
-      if (!item.contains("ok")) continue;
-      const json& doc = item["ok"];
-      if (!doc.contains("_rev") || !doc["_rev"].is_string()) continue;
-      leaf& l = leaves[doc["_rev"].get<std::string>()];
-      if (l.holders.empty()) {
-        l.doc = doc;
-        l.deleted = doc.value("_deleted", false);
-      }
-      l.holders.insert(node);
-      const json& revs = doc.contains("_revisions") ? doc["_revisions"] : json();
-      if (member(revs, "start").is_number_unsigned() && member(revs, "ids").is_array()) {
-        uint64_t start = revs["start"].get<uint64_t>();
-        for (size_t i = 1; i < revs["ids"].size() && i <= start; ++i)
-          ancestors.insert(std::to_string(start - i) + "-" + revs["ids"][i].get<std::string>());
-      }
-    }
-  }
-  if (answered.empty()) return status{errc::unavailable, "no copy of range " + db.ranges[range].name() + " answered"};
-  quorum_read out;
-  std::vector<doc_update> repairs;
-  for (auto& [rev_text, l] : leaves) {
-    if (ancestors.count(rev_text)) continue;  // a leaf on a stale copy, an ancestor on another
-    rev_id rv;
-    if (!parse_rev(rev_text, rv)) continue;
-    bool better = !out.winner || (out.winner_deleted && !l.deleted) ||
-                  (out.winner_deleted == l.deleted &&
-                   (rv.pos > out.winner->pos || (rv.pos == out.winner->pos && rv.hash > out.winner->hash)));
-    if (better) {
-      out.winner = rv;
-      out.winner_deleted = l.deleted;
-      out.from = *l.holders.begin();
-      if (l.holders.count(c.node.node_name)) out.from = c.node.node_name;
-    }
-    if (l.holders.size() < answered.size()) {
-      if (auto u = to_doc_update(db, l.doc, id, false)) repairs.push_back(std::move(*u));
-    }
-  }
-  if (!repairs.empty()) {
-    // Wait for every copy: the answer that follows must not race the repair of a stale copy.
-    auto written = c.node.coord.update_docs(db, std::move(repairs), db.n);
-    out.repaired = written.ok();
-  }
-  return out;
-}
-
+// The leaves r copies know, merged; stale copies repaired first (coordinator::open_doc).
 void get_doc(ctx& c, const db_meta& db, const std::string& id) {
-  size_t range = c.node.coord.shard_index(db, id);
+  auto g = parse_doc_get(c.req.params, c.req.get_header_value("If-None-Match"));
+  if (!g) return c.error(g.error());
   auto r = c.read_quorum();
   if (!r) return c.error(r.error());
-  size_t copies = c.node.coord.copies(db, range).size();
-  size_t quorum = std::min(*r ? *r : db.n / 2 + 1, copies);
-  if (quorum > 1 && !c.has("rev") && !c.has("open_revs")) {
-    // Read r copies, repair the stale ones, then answer the winner from a copy that has it.
-    auto q = read_quorum_doc(c, db, range, id, quorum);
-    if (!q) return c.error(q.error());
-    if (!q->winner) return c.error(errc::not_found, "missing");
-    if (q->winner_deleted) return c.error(errc::not_found, "deleted");
-    if (q->from != c.node.node_name) {
-      doc_request req;
-      req.id = id;
-      for (auto& [k, v] : c.req.params)
-        if (k != "r") req.params.emplace_back(k, v);
-      req.params.emplace_back("rev", q->winner->str());
-      req.if_none_match = c.req.get_header_value("If-None-Match");
-      return reply_forwarded(
-          c, c.node.coord.remote()->read_doc(q->from, db.name, db.ranges[range].name(), req, std::chrono::seconds(10)));
-    }
-    c.req_rev_override = q->winner->str();
-  } else if (!db.hosts(range)) {
-    return forward_doc_read(c, db, range, id);
-  }
-  render_options opts;
-  auto revs = c.bool_param("revs", false);
-  auto revs_info = c.bool_param("revs_info", false);
-  auto conflicts = c.bool_param("conflicts", false);
-  auto deleted_conflicts = c.bool_param("deleted_conflicts", false);
-  auto local_seq = c.bool_param("local_seq", false);
-  auto latest = c.bool_param("latest", false);
-  auto meta = c.bool_param("meta", false);
-  if (auto e = first_error(revs, revs_info, conflicts, deleted_conflicts, local_seq, latest, meta)) return c.error(*e);
-  opts.revs = *revs;
-  opts.revs_info = *revs_info || *meta;
-  opts.conflicts = *conflicts || *meta;
-  opts.deleted_conflicts = *deleted_conflicts || *meta;
-  opts.local_seq = *local_seq;
-
-  rev_id wanted;
-  bool by_rev = c.has("rev") || !c.req_rev_override.empty();
-  if (by_rev && !valid_rev(c.has("rev") ? c.param("rev") : c.req_rev_override, wanted)) return c.error(bad_rev());
-  auto snap = c.node.coord.read_for(db, id);
-  if (!snap) return c.error(snap.error());
-  doc_info d;
-  bool found = snap->doc(id, d);
-  if (!snap->fault()) return c.error(snap->fault());  // unreadable is not missing
-  if (c.has("open_revs")) return get_open_revs(c, *snap, found ? &d : nullptr, opts, *latest);
-  if (!found) return c.error(errc::not_found, "missing");
-  int index = d.tree.winner();
-  if (by_rev) {
-    index = d.tree.find(wanted);
-    if (index < 0) return c.error(errc::not_found, "missing");
-  } else if (d.tree.winner_deleted()) {
-    return c.error(errc::not_found, "deleted");
-  }
-  std::string rev = d.tree.rev(index).str();
-  if (c.req.get_header_value("If-None-Match") == "\"" + rev + "\"") {
-    c.res.status = 304;
-    reply_etag(c, rev);
-    return;
-  }
-  auto doc = render_rev(*snap, d, index, opts);
-  if (!doc) return c.error(errc::not_found, "missing");
-  c.reply_raw(200, *doc + "\n");
-  reply_etag(c, rev);
+  auto d = c.node.coord.open_doc(db, id, *r);
+  if (!d) return c.error(d.error());
+  reply_doc_read(c, answer_doc_get(*d, *g));
 }
 
 void reply_written(ctx& c, const std::string& id, const doc_result& r, bool batch, bool quorum_met) {
@@ -376,22 +276,11 @@ void delete_doc(ctx& c, const db_meta& db, const std::string& id) {
   u.deleted = true;
   u.body = "{}";
   std::string rev = requested_rev(c);
-  if (size_t range = c.node.coord.shard_index(db, id); !db.hosts(range)) {
-    // The copy's node says whether the document is there (404 missing/deleted as below).
-    doc_request req;
-    req.id = id;
-    auto r = ask_copies(c, db, range, req);
-    if (!r) return c.error(r.error());
-    if (r->http_status == 404 && (rev.empty() || r->body.find("\"missing\"") != std::string::npos)) {
-      return reply_forwarded(c, r);
-    }
-  } else {
-    auto snap = c.node.coord.read_for(db, id);
-    if (!snap) return c.error(snap.error());
-    doc_info d;
-    if (!snap->doc(id, d)) return c.error(snap->fault() ? status{errc::not_found, "missing"} : snap->fault());
-    if (rev.empty() && d.tree.winner_deleted()) return c.error(errc::not_found, "deleted");
-  }
+  auto found = c.node.coord.open_docs(db, {id}, false);
+  if (!found) return c.error(found.error());
+  const doc_copy& d = found->front();
+  if (!d.found) return c.error(errc::not_found, "missing");
+  if (rev.empty() && d.info.tree.winner_deleted()) return c.error(errc::not_found, "deleted");
   if (!rev.empty()) {
     rev_id r;
     if (!valid_rev(rev, r)) return c.error(bad_rev());
@@ -407,59 +296,11 @@ void delete_doc(ctx& c, const db_meta& db, const std::string& id) {
 
 }  // namespace
 
-result<doc_read> ask_copies(ctx& c, const db_meta& db, size_t range, const doc_request& req) {
-  return c.node.coord.first_answer<doc_read>(
-      db, range, c.node.coord.copies(db, range), [&](remote_shards& r, const std::string& node) {
-        return r.read_doc(node, db.name, db.ranges[range].name(), req, std::chrono::seconds(30));
-      });
-}
-
-void reply_forwarded(ctx& c, const result<doc_read>& r) {
+void reply_doc_read(ctx& c, const result<doc_read>& r) {
   if (!r) return c.error(r.error());
   c.res.status = r->http_status;
   if (!r->etag.empty()) c.res.set_header("ETag", r->etag);
   if (r->http_status != 304) c.res.set_content(r->body, "application/json");
-}
-
-result<doc_read> serve_doc_request(node_services& node, const std::string& db_name, const doc_request& r) {
-  auto db = node.coord.catalog().lookup(db_name);
-  if (!db) return db.error();
-  http_request req;
-  req.method = r.method;
-  req.body = r.body;
-  for (auto& [k, v] : r.params) req.params.emplace(k, v);
-  if (!r.if_none_match.empty()) req.headers.emplace_back("If-None-Match", r.if_none_match);
-  req.headers.emplace_back("Content-Type", "application/json");
-  http_response res;
-  std::vector<std::string> path = {db_name};
-  if (r.what == "local") {
-    path.push_back("_local");
-    path.push_back(r.id.substr(std::string("_local/").size()));
-  } else if (r.what == "doc") {
-    path.push_back(r.id);
-  } else {
-    path.push_back("_" + r.what);
-  }
-  ctx c{req, res, node, path, {}};
-  if (r.what == "doc") {
-    if (!db->hosts(node.coord.shard_index(*db, r.id))) return status{errc::not_found, "no copy here"};
-    get_doc(c, *db, r.id);
-  } else if (r.what == "local") {
-    if (!db->hosts(node.coord.shard_index(*db, r.id))) return status{errc::not_found, "no copy here"};
-    handle_local_doc(c, *db, r.id);
-  } else if (r.what == "bulk_get") {
-    handle_bulk_get(c, *db);
-  } else if (r.what == "revs_diff") {
-    handle_revs_diff(c, *db);
-  } else if (r.what == "revs_limit" || r.what == "local_docs") {
-    auto i = db->range_named(r.range);
-    if (!i) return status{errc::not_found, "no range " + r.range + " in " + db_name};
-    if (!db->hosts(*i)) return status{errc::not_found, "no copy here"};
-    return serve_range_request(node, *db, *i, r);
-  } else {
-    return status{errc::bad_request, "unknown document request: " + r.what};
-  }
-  return doc_read{res.status, res.body, res.get_header_value("ETag")};
 }
 
 status authorize_doc_write(ctx& c, const db_meta& db, const std::string& id, const json* body) {
@@ -509,21 +350,11 @@ void handle_local_doc(ctx& c, const db_meta& db, const std::string& id) {
   if (id.size() > c.node.max_document_id_length) return c.error(errc::illegal_docid, "Document id is too long");
   if (!valid_utf8(id)) return c.error(errc::illegal_docid, "Document id must be valid UTF-8");
   const std::string& m = c.method();
-  if (size_t range = c.node.coord.shard_index(db, id); !db.hosts(range)) {
-    doc_request req;
-    req.what = "local";
-    req.method = m;
-    req.id = id;
-    for (auto& [k, v] : c.req.params) req.params.emplace_back(k, v);
-    req.body = c.req.body;
-    return reply_forwarded(c, ask_copies(c, db, range, req));
-  }
   if (m == "GET") {
-    auto snap = c.node.coord.read_for(db, id);
-    if (!snap) return c.error(snap.error());
-    local_doc d;
-    if (!snap->local(id, d)) return c.error(snap->fault() ? status{errc::not_found, "missing"} : snap->fault());
-    return c.reply_raw(200, render_doc(id, "0-" + std::to_string(d.rev), false, d.body, "") + "\n");
+    auto d = c.node.coord.open_local(db, id);
+    if (!d) return c.error(d.error());
+    if (!*d) return c.error(errc::not_found, "missing");
+    return c.reply_raw(200, render_doc(id, "0-" + std::to_string((*d)->rev), false, (*d)->body, "") + "\n");
   }
   if (m != "PUT" && m != "DELETE") return c.method_not_allowed("GET,PUT,DELETE");
   local_update u;
@@ -542,9 +373,100 @@ void handle_local_doc(ctx& c, const db_meta& db, const std::string& id) {
     u.body = body->dump();
   }
   if (!rev.empty() && !parse_local_rev(rev, u.rev)) return c.error(bad_rev());
-  auto new_rev = c.node.coord.write_local(db, std::move(u));
+  auto new_rev = c.node.coord.write_local(db, u);
   if (!new_rev) return c.error(new_rev.error());
   c.reply(m == "PUT" ? 201 : 200, json{{"ok", true}, {"id", id}, {"rev", "0-" + std::to_string(*new_rev)}});
+}
+
+// ---- release 0.2's readDoc, for 0.2 coordinators during an upgrade or downgrade --------------
+
+namespace {
+
+result<doc_read> legacy_answer(local_copy& copy, const doc_request& r, size_t max_id_length) {
+  http_params q;
+  for (auto& [k, v] : r.params) q.emplace(k, v);
+  if (r.what == "doc") {
+    auto g = parse_doc_get(q, r.if_none_match);
+    if (!g) return g.error();
+    auto docs = copy.read_docs({r.id}, true);
+    if (!docs) return docs.error();
+    return answer_doc_get(docs->front(), *g);
+  }
+  if (r.what == "local" && r.method == "GET") {
+    auto d = copy.open_local(r.id);
+    if (!d) return d.error();
+    if (!*d) return status{errc::not_found, "missing"};
+    return doc_read{200, render_doc(r.id, "0-" + std::to_string((*d)->rev), false, (*d)->body, "") + "\n", ""};
+  }
+  if (r.what == "local" && (r.method == "PUT" || r.method == "DELETE")) {
+    local_update u;
+    u.id = r.id;
+    u.deleted = r.method == "DELETE";
+    std::string rev = q.count("rev") ? q.find("rev")->second : "";
+    if (!u.deleted) {
+      auto body = parse_client_json(r.body, {errc::bad_request, "invalid UTF-8 JSON"});
+      if (!body) return body.error();
+      if (!body->is_object()) return status{errc::bad_request, "Document must be a JSON object"};
+      if (rev.empty() && member(*body, "_rev").is_string()) rev = (*body)["_rev"].get<std::string>();
+      for (const char* k : {"_id", "_rev", "_revisions", "_deleted"}) body->erase(k);
+      u.body = body->dump();
+    }
+    if (!rev.empty() && !parse_local_rev(rev, u.rev)) return bad_rev();
+    auto written = copy.write_local(u);
+    if (!written) return written.error();
+    json out = {{"ok", true}, {"id", r.id}, {"rev", "0-" + std::to_string(*written)}};
+    return doc_read{u.deleted ? 200 : 201, out.dump() + "\n", ""};
+  }
+  if (r.what == "bulk_get" || r.what == "revs_diff") {
+    auto body = parse_client_json(r.body, {errc::bad_request, "invalid UTF-8 JSON"});
+    if (!body) return body.error();
+    if (!body->is_object()) return status{errc::bad_request, "Request body must be a JSON object"};
+    if (r.what == "revs_diff") {
+      auto docs = copy.read_docs(revs_diff_ids(*body), false);
+      if (!docs) return docs.error();
+      auto out = answer_revs_diff(*body, *docs);
+      if (!out) return out.error();
+      return doc_read{200, out->dump() + "\n", ""};
+    }
+    render_options opts;
+    auto revs = bool_param(q, "revs", false);
+    auto latest = bool_param(q, "latest", false);
+    if (auto e = first_error(revs, latest)) return *e;
+    opts.revs = *revs;
+    auto ids = bulk_get_ids(*body, max_id_length);
+    if (!ids) return ids.error();
+    auto docs = copy.read_docs(*ids, true);
+    if (!docs) return docs.error();
+    return doc_read{200, render_bulk_get((*body)["docs"], *docs, opts, *latest, max_id_length), ""};
+  }
+  if (r.what == "revs_limit" && r.method == "GET") {
+    auto s = copy.summary();
+    if (!s) return s.error();
+    return doc_read{200, std::to_string(s->revs_limit) + "\n", ""};
+  }
+  if (r.what == "revs_limit" && r.method == "PUT") {
+    auto limit = parse_revs_limit(r.body);
+    if (!limit) return limit.error();
+    if (auto st = copy.set_revs_limit(*limit); !st) return st;
+    return doc_read{200, "{\"ok\":true}\n", ""};
+  }
+  if (r.what == "local_docs") {
+    auto docs = copy.list_local();
+    if (!docs) return docs.error();
+    json rows = json::array();  // [[id, rev, body text], ...]
+    for (auto& d : *docs) rows.push_back({d.id, d.rev, d.body});
+    return doc_read{200, rows.dump(), ""};
+  }
+  return status{errc::bad_request, "unknown document request: " + r.what + " " + r.method};
+}
+
+}  // namespace
+
+result<doc_read> serve_legacy_read(local_copy& copy, const doc_request& req, size_t max_id_length) {
+  auto a = legacy_answer(copy, req, max_id_length);
+  if (a) return a;
+  json body = {{"error", error_name_of(a.error().code)}, {"reason", a.error().reason}};
+  return doc_read{http_status_of(a.error().code), body.dump() + "\n", ""};
 }
 
 }  // namespace settee

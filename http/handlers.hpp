@@ -4,6 +4,8 @@
 #include <string>
 
 #include "actors/db_catalog.hpp"
+#include "actors/doc_render.hpp"
+#include "actors/local_copy.hpp"
 #include "http/request.hpp"
 
 namespace settee {
@@ -26,9 +28,8 @@ void handle_ensure_full_commit(ctx& c, const db_meta& db);
 void handle_revs_limit(ctx& c, const db_meta& db);
 void handle_local_docs(ctx& c, const db_meta& db);
 void handle_time_seq(ctx& c, const db_meta& db);
-// A per-range request for another node's coordinator ("revs_limit", "local_docs"): this node's
-// copy of `range` answers.
-result<doc_read> serve_range_request(node_services& node, const db_meta& db, size_t range, const doc_request& req);
+// A _revs_limit body (a JSON integer, 1 to 1000000).
+result<uint32_t> parse_revs_limit(const std::string& body);
 
 // cluster_handlers.cpp
 void handle_sync_shards(ctx& c, const db_meta& db);
@@ -44,17 +45,37 @@ void handle_local_doc(ctx& c, const db_meta& db, const std::string& id);
 // Whether the request's user may write document `id` with `body` (null for a deletion): design
 // documents need a db admin; in `_users`, only an admin may set roles or touch another user's doc.
 status authorize_doc_write(ctx& c, const db_meta& db, const std::string& id, const json* body);
-// A document GET for another node's coordinator (this node holds the document's range).
-result<doc_read> serve_doc_request(node_services& node, const std::string& db, const doc_request& req);
-// Hands a document-level request to the first node holding `range` that answers.
-result<doc_read> ask_copies(ctx& c, const db_meta& db, size_t range, const doc_request& req);
-// Replies with what another node answered.
-void reply_forwarded(ctx& c, const result<doc_read>& r);
+// What a document GET asks for (its query parameters and If-None-Match).
+struct doc_get {
+  render_options opts;
+  bool latest = false;
+  std::optional<rev_id> rev;  // ?rev=
+  bool by_open_revs = false;  // ?open_revs= (all, or the list)
+  bool open_revs_all = false;
+  std::vector<rev_id> open_revs;
+  std::string if_none_match;
+};
+result<doc_get> parse_doc_get(const http_params& query, const std::string& if_none_match);
+// The answer to a GET of document `d` (status, body, ETag), rendered here once; errors as values.
+result<doc_read> answer_doc_get(const doc_copy& d, const doc_get& g);
+// Replies with a rendered answer (or its error).
+void reply_doc_read(ctx& c, const result<doc_read>& r);
+// Release 0.2's readDoc from a 0.2 coordinator, answered from this node's copy with the code above
+// (errors as the HTTP answer 0.2 expects: status and CouchDB error body).
+result<doc_read> serve_legacy_read(local_copy& copy, const doc_request& req, size_t max_id_length);
 
 // bulk_handlers.cpp
 void handle_bulk_docs(ctx& c, const db_meta& db);
 void handle_bulk_get(ctx& c, const db_meta& db);
 void handle_revs_diff(ctx& c, const db_meta& db);
+// The ids a _bulk_get body asks for (those that are valid document ids), or the body's error.
+result<std::vector<std::string>> bulk_get_ids(const json& body, size_t max_id_length);
+// _bulk_get's answer for `entries` from `docs` (one per valid id, in order).
+std::string render_bulk_get(const json& entries, const std::vector<doc_copy>& docs, const render_options& opts,
+                            bool latest, size_t max_id_length);
+// _revs_diff: the ids a body asks about, and the answer from their documents (trees only).
+std::vector<std::string> revs_diff_ids(const json& body);
+result<json> answer_revs_diff(const json& body, const std::vector<doc_copy>& docs);
 
 // Validation shared by several areas.
 status validate_db_name(const std::string& name);
@@ -63,8 +84,6 @@ status validate_doc_id(const std::string& id, size_t max_length);
 json read_security(ctx& c, const db_meta& db);
 // The clustered seq token of the position the range summaries describe (one per range).
 std::string seq_token(const db_meta& db, const std::vector<coordinator::range_summary>& ranges);
-// This copy's part of an _all_docs request (the RPC server's side of a remote range).
-result<all_docs_page> read_all_docs_page(const shard_handle& shard, const all_docs_request& req);
 // Server-generated document ids (CouchDB's "sequential" algorithm).
 std::string next_uuid();
 

@@ -12,8 +12,6 @@ namespace settee {
 // parse_json for text a client sent: `refusal` when it is not JSON, its reason replaced by the
 // nesting limit's when that was the trouble.
 result<json> parse_client_json(std::string_view text, status refusal);
-// `s` as a JSON string literal, quotes included.
-std::string quote(std::string_view s);
 bool valid_utf8(std::string_view s);
 
 }  // namespace settee

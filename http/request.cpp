@@ -10,12 +10,16 @@ bool user_ctx::is_admin() const {
   return std::find(roles.begin(), roles.end(), "_admin") != roles.end();
 }
 
+result<bool> bool_param(const http_params& query, const char* name, bool def) {
+  auto it = query.find(name);
+  if (it == query.end()) return def;
+  if (it->second == "true") return true;
+  if (it->second == "false") return false;
+  return status{errc::query_parse_error, "Invalid boolean parameter: \"" + it->second + "\""};
+}
+
 result<bool> ctx::bool_param(const char* name, bool def) const {
-  if (!has(name)) return def;
-  std::string v = param(name);
-  if (v == "true") return true;
-  if (v == "false") return false;
-  return status{errc::query_parse_error, "Invalid boolean parameter: \"" + v + "\""};
+  return settee::bool_param(req.params, name, def);
 }
 
 result<size_t> ctx::quorum_param(const char* name) const {

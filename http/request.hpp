@@ -51,6 +51,9 @@ struct user_ctx {
   bool is_admin() const;
 };
 
+// A boolean query parameter: "true"/"false", else 400 "Invalid boolean parameter".
+result<bool> bool_param(const http_params& query, const char* name, bool def);
+
 struct ctx {
   const http_request& req;
   http_response& res;
@@ -58,7 +61,6 @@ struct ctx {
   std::vector<std::string> path;  // percent-decoded path segments
   user_ctx user;
   std::string method_ = req.method == "HEAD" ? "GET" : req.method;
-  std::string req_rev_override = {};  // a document GET answers this revision (chosen by a read quorum)
   const json* security = nullptr;     // the database's _security object, below /db/...
 
   // HEAD is answered as GET (the server drops the body).

@@ -37,4 +37,7 @@ const json& member(const json& j, const char* key);
 // deeper than max_json_depth(). One pass, no allocation; does not validate anything else.
 bool within_json_depth(std::string_view text);
 
+// `s` as a JSON string literal, quotes included (control characters escaped).
+std::string quote(std::string_view s);
+
 }  // namespace settee

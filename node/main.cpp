@@ -320,7 +320,7 @@ int main(int argc, char** argv) {
       ro.advertised_host = ro.bind == "0.0.0.0" ? "127.0.0.1" : ro.bind;
       ro.http_port = static_cast<uint16_t>(http.port);
       ro.release = SETTEE_VERSION;
-      ro.features = {"changes", "clustered-seq-v1", "selector"};
+      ro.features = {"changes", "clustered-seq-v1", "selector", typed_feature};
       ro.seeds = std::move(*seeds);
       ro.secret = cfg.get("cluster", "secret");
       if (ro.secret.size() < peer_auth::min_secret_bytes) {
@@ -353,12 +353,12 @@ int main(int argc, char** argv) {
         if (auto i = m->range_named(range)) return coord.shard(*m, *i);
         return status{errc::not_found, "no copy of " + db + " range " + range + " on this node"};
       };
-      ro.read_changes = read_changes_page;
       ro.on_applied = [&catalog](const std::string& db) {
         if (db == "_dbs") catalog.mark_stale();
       };
-      ro.read_all_docs = read_all_docs_page;
-      ro.read_doc = [&node](const std::string& db, const doc_request& req) { return serve_doc_request(node, db, req); };
+      ro.read_doc = [&node](local_copy& copy, const doc_request& req) {
+        return serve_legacy_read(copy, req, node.max_document_id_length);
+      };
       rpc = std::make_unique<rpc_node>(members, ro);
       if (auto st = rpc->start(); !st) die(st.reason);
       node.rpc = rpc.get();

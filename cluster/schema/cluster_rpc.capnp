@@ -24,7 +24,8 @@ interface Node {
   ping @1 () -> ();
   # The local copy of a shard range: its uuid and update seq.
   shardInfo @2 (shard :ShardRef) -> (status :CallStatus, uuid :Text, updateSeq :UInt64,
-                                     docCount :UInt64, docDelCount :UInt64, externalSize :UInt64, fileSize :UInt64);
+                                     docCount :UInt64, docDelCount :UInt64, externalSize :UInt64, fileSize :UInt64,
+                                     revsLimit :UInt32);  # revsLimit: release 0.3 (0 from older nodes)
   # Merges replicated leaves into the local copy (committed with fsync before the answer).
   applyChanges @3 (shard :ShardRef, updates :List(DocUpdate)) -> (status :CallStatus, applied :UInt32, updateSeq :UInt64);
   # A coordinator's write to this node's copy (each update new_edits or not, as it says);
@@ -56,6 +57,41 @@ interface Node {
   # handshake on this connection; every other method is refused until that handshake proved the
   # cluster secret. An older node answers "unimplemented".
   challenge @10 () -> (nonce :Text);
+
+  # Release 0.3, the typed document calls (a node announces them with the feature
+  # "typed-copies-v1"; readDoc stays for 0.2 nodes). Documents travel as data: each document's rev
+  # tree in the shard file's own encoding (storage/FORMAT.md, validated on decode) and its stored
+  # bodies; the coordinator renders them once.
+  # The documents `ids` of this copy, in order, found or not; `bodies`: every stored body.
+  openDocs @11 (shard :ShardRef, ids :List(Text), bodies :Bool) -> (status :CallStatus, docs :List(DocCopy));
+  # A _local document of this copy.
+  localDoc @12 (shard :ShardRef, id :Text) -> (status :CallStatus, found :Bool, rev :UInt64, body :Text);
+  # Writes (or, deleted, removes) a _local document on this copy; committed before the answer.
+  writeLocal @13 (shard :ShardRef, id :Text, rev :UInt64, deleted :Bool, body :Text)
+      -> (status :CallStatus, rev :UInt64);
+  # Every _local document of this copy.
+  localDocs @14 (shard :ShardRef) -> (status :CallStatus, docs :List(LocalDoc));
+  # Sets this copy's revs_limit; committed before the answer.
+  setRevsLimit @15 (shard :ShardRef, limit :UInt32) -> (status :CallStatus);
+}
+
+struct DocCopy {
+  id @0 :Text;
+  found @1 :Bool;
+  seq @2 :UInt64;
+  tree @3 :Data;           # rev_tree::encode
+  bodies @4 :List(RevBody);
+}
+
+struct RevBody {
+  rev @0 :RevId;
+  body @1 :Text;
+}
+
+struct LocalDoc {
+  id @0 :Text;
+  rev @1 :UInt64;
+  body @2 :Text;
 }
 
 struct TimeSeqBins {

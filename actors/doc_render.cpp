@@ -1,6 +1,8 @@
-#include "http/doc_render.hpp"
+#include "actors/doc_render.hpp"
 
-#include "http/json_util.hpp"
+#include <functional>
+
+#include "node/json.hpp"
 
 namespace settee {
 
@@ -36,13 +38,14 @@ std::string rev_list(const doc_info& d, bool deleted_leaves) {
   return out.empty() ? out : out + "]";
 }
 
-}  // namespace
+// Where a revision's stored body comes from: a snapshot, or a document read as data.
+using body_lookup = std::function<bool(const rev_id&, std::string&)>;
 
-std::optional<std::string> render_rev(const shard_store::snapshot& snap, const doc_info& d, int index,
-                                      const render_options& opts) {
+std::optional<std::string> render_with(const doc_info& d, int index, const body_lookup& bodies,
+                                       const render_options& opts) {
   rev_id rev = d.tree.rev(index);
   std::string body;
-  if (!snap.body(d.id, rev, body)) return std::nullopt;
+  if (!bodies(rev, body)) return std::nullopt;
   std::string extra;
   if (opts.revs) {
     extra += ",\"_revisions\":{\"start\":" + std::to_string(rev.pos) + ",\"ids\":[";
@@ -60,7 +63,7 @@ std::optional<std::string> render_rev(const shard_store::snapshot& snap, const d
     std::string unused;
     for (int i : d.tree.path_to(index)) {
       const auto& n = d.tree.nodes()[i];
-      const char* st = n.deleted ? "deleted" : snap.body(d.id, d.tree.rev(i), unused) ? "available" : "missing";
+      const char* st = n.deleted ? "deleted" : bodies(d.tree.rev(i), unused) ? "available" : "missing";
       extra += std::string(first ? "" : ",") + "{\"rev\":" + quote(d.tree.rev(i).str()) + ",\"status\":\"" + st + "\"}";
       first = false;
     }
@@ -76,6 +79,25 @@ std::optional<std::string> render_rev(const shard_store::snapshot& snap, const d
   }
   if (opts.local_seq) extra += ",\"_local_seq\":" + std::to_string(d.seq);
   return render_doc(d.id, rev.str(), d.tree.nodes()[index].deleted, body, extra);
+}
+
+}  // namespace
+
+std::optional<std::string> render_rev(const shard_store::snapshot& snap, const doc_info& d, int index,
+                                      const render_options& opts) {
+  return render_with(
+      d, index, [&](const rev_id& rev, std::string& out) { return snap.body(d.id, rev, out); }, opts);
+}
+
+std::optional<std::string> render_rev(const doc_copy& d, int index, const render_options& opts) {
+  return render_with(
+      d.info, index,
+      [&](const rev_id& rev, std::string& out) {
+        const std::string* b = d.body(rev);
+        if (b) out = *b;
+        return b != nullptr;
+      },
+      opts);
 }
 
 std::string render_winner(const shard_store::snapshot& snap, const doc_info& d, const render_options& opts) {

@@ -4,6 +4,7 @@
 #include <optional>
 #include <string>
 
+#include "actors/shard_copy.hpp"
 #include "storage/shard_store.hpp"
 
 namespace settee {
@@ -17,6 +18,7 @@ struct render_options {
 };
 
 // Revision `index` of `d`, or nullopt when its body is not stored (not a leaf any more).
+std::optional<std::string> render_rev(const doc_copy& d, int index, const render_options& opts);
 std::optional<std::string> render_rev(const shard_store::snapshot& snap, const doc_info& d, int index,
                                       const render_options& opts);
 // The winning revision (its body is always stored).

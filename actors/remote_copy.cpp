@@ -1,0 +1,180 @@
+#include "actors/remote_copy.hpp"
+
+#include <cstdlib>
+
+#include "node/json.hpp"
+
+namespace settee {
+
+namespace {
+
+status bad_answer(const std::string& node, const std::string& what) {
+  return {errc::unavailable, "node " + node + " answered " + what + " with something this release cannot read"};
+}
+
+bool parse_local_rev(const std::string& text, uint64_t& out) {
+  if (text.rfind("0-", 0) != 0 || text.size() < 3) return false;
+  char* end = nullptr;
+  out = std::strtoull(text.c_str() + 2, &end, 10);
+  return *end == '\0';
+}
+
+}  // namespace
+
+result<shard_summary> remote_copy::summary() {
+  auto s = rpc_.summary(node_, db_, range_, timeout_);
+  if (!s || rpc_.typed(node_)) return s;
+  doc_request req;  // a 0.2 node tells its revs_limit through readDoc (0.1 cannot: it stays 0)
+  req.what = "revs_limit";
+  if (auto a = legacy(req); a && a->http_status == 200) s->revs_limit = std::strtoul(a->body.c_str(), nullptr, 10);
+  return s;
+}
+
+result<changes_page> remote_copy::changes(const changes_request& req) {
+  return rpc_.changes(node_, db_, range_, req, timeout_);
+}
+
+result<resolved_since> remote_copy::resolve_since(const std::string& uuid_prefix, uint64_t seq) {
+  return rpc_.resolve_since(node_, db_, range_, uuid_prefix, seq, timeout_);
+}
+
+result<all_docs_page> remote_copy::all_docs(const all_docs_request& req) {
+  return rpc_.all_docs(node_, db_, range_, req, timeout_);
+}
+
+result<time_seq_state> remote_copy::time_seq(bool reset) {
+  return rpc_.time_seq(node_, db_, range_, reset, timeout_);
+}
+
+void remote_copy::open_docs(const std::vector<std::string>& ids, bool bodies, docs_done done) {
+  if (!rpc_.typed(node_)) return done(legacy_open_docs(ids));  // on this thread, blocking
+  rpc_.open_docs(node_, db_, range_, ids, bodies, std::move(done));
+}
+
+result<std::optional<local_doc>> remote_copy::open_local(const std::string& id) {
+  if (rpc_.typed(node_)) return rpc_.open_local(node_, db_, range_, id, timeout_);
+  doc_request req;
+  req.what = "local";
+  req.id = id;
+  auto a = legacy(req);
+  if (!a) return a.error();
+  if (a->http_status == 404) return std::optional<settee::local_doc>();
+  auto doc = parse_json(a->body);
+  uint64_t rev = 0;
+  if (a->http_status != 200 || !doc || !doc->is_object() || !member(*doc, "_rev").is_string() ||
+      !parse_local_rev((*doc)["_rev"].get<std::string>(), rev)) {
+    return bad_answer(node_, "a _local read");
+  }
+  for (const char* k : {"_id", "_rev"}) doc->erase(k);
+  return std::optional<settee::local_doc>(settee::local_doc{id, rev, doc->dump()});
+}
+
+result<uint64_t> remote_copy::write_local(const local_update& u) {
+  if (rpc_.typed(node_)) return rpc_.write_local(node_, db_, range_, u, timeout_);
+  doc_request req;
+  req.what = "local";
+  req.id = u.id;
+  req.method = u.deleted ? "DELETE" : "PUT";
+  if (u.rev) req.params.emplace_back("rev", "0-" + std::to_string(u.rev));
+  req.body = u.deleted ? "" : u.body;
+  auto a = legacy(req);
+  if (!a) return a.error();
+  auto body = parse_json(a->body);
+  uint64_t rev = 0;
+  if (a->http_status >= 300) {
+    std::string error = body ? member(*body, "error").is_string() ? (*body)["error"].get<std::string>() : "" : "";
+    std::string reason = body && member(*body, "reason").is_string() ? (*body)["reason"].get<std::string>() : a->body;
+    return status{error == "conflict" ? errc::conflict : errc::unavailable, reason};
+  }
+  if (!body || !member(*body, "rev").is_string() || !parse_local_rev((*body)["rev"].get<std::string>(), rev)) {
+    return bad_answer(node_, "a _local write");
+  }
+  return rev;
+}
+
+result<std::vector<local_doc>> remote_copy::list_local() {
+  if (rpc_.typed(node_)) return rpc_.list_local(node_, db_, range_, timeout_);
+  doc_request req;
+  req.what = "local_docs";
+  auto a = legacy(req);
+  if (!a) return a.error();
+  auto rows = parse_json(a->body);
+  if (a->http_status != 200 || !rows || !rows->is_array()) return bad_answer(node_, "a _local listing");
+  std::vector<settee::local_doc> docs;
+  for (const json& row : *rows) {  // [[id, rev, body text], ...]
+    if (!row.is_array() || row.size() != 3 || !row[0].is_string() || !row[1].is_number_unsigned() ||
+        !row[2].is_string()) {
+      return bad_answer(node_, "a _local listing");
+    }
+    docs.push_back({row[0].get<std::string>(), row[1].get<uint64_t>(), row[2].get<std::string>()});
+  }
+  return docs;
+}
+
+status remote_copy::set_revs_limit(uint32_t limit) {
+  if (rpc_.typed(node_)) return rpc_.set_revs_limit(node_, db_, range_, limit, timeout_);
+  doc_request req;
+  req.what = "revs_limit";
+  req.method = "PUT";
+  req.body = std::to_string(limit);
+  auto a = legacy(req);
+  if (!a) return a.error();
+  return a->http_status == 200 ? status{}
+                               : status{errc::unavailable, "the copy answered " + std::to_string(a->http_status)};
+}
+
+void remote_copy::update_docs(std::vector<doc_update> docs, write_done done) {
+  rpc_.update_docs(node_, db_, range_, docs, std::move(done));
+}
+
+result<doc_read> remote_copy::legacy(const doc_request& req) {
+  return rpc_.read_doc(node_, db_, range_, req, timeout_);
+}
+
+// Every leaf of each document with its history (open_revs=all&revs=true), read back into a tree.
+result<std::vector<doc_copy>> remote_copy::legacy_open_docs(const std::vector<std::string>& ids) {
+  std::vector<doc_copy> out;
+  for (const std::string& id : ids) {
+    doc_copy d;
+    d.id = id;
+    d.info.id = id;
+    doc_request req;
+    req.id = id;
+    req.params = {{"open_revs", "all"}, {"revs", "true"}};
+    auto a = legacy(req);
+    if (!a) return a.error();
+    auto leaves = parse_json(a->body);
+    if (a->http_status == 404) {
+      out.push_back(std::move(d));
+      continue;
+    }
+    if (a->http_status != 200 || !leaves || !leaves->is_array()) return bad_answer(node_, "a document read");
+    for (json& item : *leaves) {
+      if (!item.contains("ok") || !item["ok"].is_object()) continue;
+      json& doc = item["ok"];
+      const json& revs = member(doc, "_revisions");
+      rev_id leaf;
+      if (!member(doc, "_rev").is_string() || !parse_rev(doc["_rev"].get<std::string>(), leaf) ||
+          !member(revs, "start").is_number_unsigned() || !member(revs, "ids").is_array()) {
+        return bad_answer(node_, "a document read");
+      }
+      std::vector<rev_id> path;
+      uint64_t start = revs["start"].get<uint64_t>();
+      for (size_t i = 0; i < revs["ids"].size() && i < start; ++i) {
+        if (!revs["ids"][i].is_string()) return bad_answer(node_, "a document read");
+        path.push_back({start - i, revs["ids"][i].get<std::string>()});
+      }
+      if (path.empty() || path.front() != leaf) return bad_answer(node_, "a document read");
+      bool deleted = member(doc, "_deleted").is_boolean() && doc["_deleted"].get<bool>();
+      bool added = false;
+      d.info.tree.merge_path(path, deleted, added);
+      for (const char* k : {"_id", "_rev", "_revisions", "_deleted"}) doc.erase(k);
+      d.bodies.emplace_back(leaf, doc.dump());
+      d.found = true;
+    }
+    out.push_back(std::move(d));
+  }
+  return out;
+}
+
+}  // namespace settee

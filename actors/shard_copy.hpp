@@ -1,0 +1,134 @@
+// shard_copy: one copy of one shard range, wherever it lives. The coordinator (coordinator.hpp)
+// is written once against this interface; local_copy serves this node's copy from its LMDB file
+// and replica actor, remote_copy asks another node's over the typed RPC (remote_shards.hpp).
+// Documents travel as data (trees and stored bodies), never as rendered HTTP answers.
+// Thread-safety: a copy may be used from any thread except the RPC loop's; the calls block up to
+// the copy's deadline, except update_docs, which answers through its callback.
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "node/error.hpp"
+#include "storage/shard_store.hpp"
+#include "storage/time_seq.hpp"
+
+namespace settee {
+
+// One copy of a range as its header describes it.
+struct shard_summary {
+  std::string uuid;
+  uint64_t update_seq = 0;
+  uint64_t doc_count = 0;
+  uint64_t doc_del_count = 0;
+  uint64_t external_size = 0;
+  uint64_t file_size = 0;
+  uint32_t revs_limit = 0;  // 0: the copy did not say (a release before 0.3)
+};
+
+// A page of one copy's changes feed; `doc` is the rendered winning revision when asked for.
+struct change_row {
+  change_entry e;
+  std::string doc;
+};
+struct changes_page {
+  std::vector<change_row> rows;
+  uint64_t pending = 0;     // changes after the last row (ascending)
+  uint64_t skipped_to = 0;  // not_before: the rows start after this seq (0: nothing skipped)
+};
+struct changes_request {
+  uint64_t since = 0;  // ascending: after this seq; descending: before it (0 = from the end)
+  uint32_t limit = 512;
+  bool descending = false;
+  bool with_docs = false;
+  bool conflicts = false;  // with_docs: add _conflicts
+  int64_t not_before = 0;  // ascending: first skip the changes committed before this time (0: none)
+};
+
+// Where a feed that had read another copy up to a seq continues on this one (spec 11.1).
+struct resolved_since {
+  std::string uuid;         // of the copy that answered
+  uint64_t update_seq = 0;  // its update seq now
+  uint64_t seq = 0;         // where to continue
+  enum class how : uint8_t { exact, translated, rewound } resolution = how::exact;
+};
+
+// One copy's part of an _all_docs request: rows in id order within [start, end] (JSON keys as text,
+// "" = unbounded), at most max_rows; or, by_keys, one row per key (found or not).
+struct all_docs_request {
+  std::string start, end;
+  bool descending = false, inclusive_end = true, include_docs = false, conflicts = false;
+  uint64_t max_rows = UINT64_MAX;
+  bool by_keys = false;
+  std::vector<std::string> keys;
+};
+struct all_docs_row {
+  std::string id;
+  std::string rev;
+  bool deleted = false;
+  bool found = true;
+  std::string doc;  // include_docs: the rendered winner ("" = null)
+};
+struct all_docs_page {
+  std::vector<all_docs_row> rows;
+  uint64_t before = 0;  // live documents before the start key (CouchDB's offset)
+  uint64_t doc_count = 0;
+};
+
+// A copy's time-seq and its update seq (for the histogram).
+struct time_seq_state {
+  time_seq::tseq bins;
+  uint64_t update_seq = 0;
+};
+
+// A document as one copy holds it: its rev tree and the bodies the copy stores (the leaves').
+struct doc_copy {
+  std::string id;
+  bool found = false;
+  doc_info info;                                       // found: seq and tree
+  std::vector<std::pair<rev_id, std::string>> bodies;  // asked with bodies: (rev, stored JSON body)
+  // The stored body of `rev`, or null.
+  const std::string* body(const rev_id& rev) const {
+    for (auto& [r, b] : bodies)
+      if (r == rev) return &b;
+    return nullptr;
+  }
+};
+
+class shard_copy {
+ public:
+  virtual ~shard_copy() = default;
+  // The node holding this copy, and whether it is this node.
+  virtual const std::string& node() const = 0;
+  virtual bool local() const = 0;
+
+  virtual result<shard_summary> summary() = 0;
+  virtual result<changes_page> changes(const changes_request& req) = 0;
+  // Resolves a position (copy `uuid_prefix` at `seq`; empty prefix: seq 0) on this copy.
+  virtual result<resolved_since> resolve_since(const std::string& uuid_prefix, uint64_t seq) = 0;
+  virtual result<all_docs_page> all_docs(const all_docs_request& req) = 0;
+  // With `reset`, empties the bins first (committed before the answer). errc::not_implemented from
+  // a release without time-seq.
+  virtual result<time_seq_state> time_seq(bool reset) = 0;
+  // One entry per id, in order (found or not); `bodies`: with every stored body of each document.
+  using docs_done = std::function<void(result<std::vector<doc_copy>>)>;
+  virtual void open_docs(const std::vector<std::string>& ids, bool bodies, docs_done done) = 0;
+  // _local documents: read (nullopt: missing), write (returns the new rev, 0 after a delete), list.
+  virtual result<std::optional<local_doc>> open_local(const std::string& id) = 0;
+  virtual result<uint64_t> write_local(const local_update& u) = 0;
+  virtual result<std::vector<local_doc>> list_local() = 0;
+  virtual status set_revs_limit(uint32_t limit) = 0;
+  // Writes `docs` (each new_edits or not, as it says). `done` runs exactly once, on any thread:
+  // one result per document once the copy committed, or the error (errc::unavailable when it
+  // cannot be reached).
+  using write_done = std::function<void(result<std::vector<doc_result>>)>;
+  virtual void update_docs(std::vector<doc_update> docs, write_done done) = 0;
+};
+
+using copy_ptr = std::shared_ptr<shard_copy>;
+
+}  // namespace settee
