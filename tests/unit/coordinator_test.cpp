@@ -1,0 +1,293 @@
+// The coordinator against fake shard copies: quorum writes and reads, read repair, and copies that
+// fail, are slow or never answer. The copies are in memory; nothing here depends on where a copy
+// lives, which is the point of shard_copy.
+#include <doctest/doctest.h>
+
+#include <atomic>
+#include <map>
+#include <mutex>
+#include <thread>
+
+#include "actors/coordinator.hpp"
+#include "registry_fixture.hpp"
+
+using namespace settee;
+
+namespace {
+
+// A copy held in memory. `mode` decides how it answers: at once, with an error, after `delay` on
+// another thread, or never (the callback is dropped, as a node that vanished mid-call).
+class fake_copy final : public shard_copy {
+ public:
+  enum class mode { ok, failing, slow, vanishing };
+  fake_copy(std::string node, mode m = mode::ok) : node_(std::move(node)), mode_(m) {}
+  ~fake_copy() override {
+    for (auto& t : threads_) t.join();
+  }
+
+  const std::string& node() const override { return node_; }
+  bool local() const override { return false; }
+
+  // Stores `path` (newest first) as a leaf of `id`.
+  void put(const std::string& id, std::vector<rev_id> path, const std::string& body = "{}") {
+    std::lock_guard<std::mutex> lock(mu_);
+    doc_copy& d = docs_[id];
+    d.id = d.info.id = id;
+    d.found = true;
+    bool added = false;
+    d.info.tree.merge_path(path, false, added);
+    d.bodies.emplace_back(path.front(), body);
+  }
+  std::vector<std::string> leaves(const std::string& id) {
+    std::lock_guard<std::mutex> lock(mu_);
+    std::vector<std::string> out;
+    if (!docs_.count(id)) return out;
+    const rev_tree& t = docs_[id].info.tree;
+    for (int leaf : t.sorted_leaves()) out.push_back(t.rev(leaf).str());
+    return out;
+  }
+  int reads = 0;   // open_docs calls
+  int writes = 0;  // update_docs calls that were applied
+
+  result<shard_summary> summary() override { return fail_or(shard_summary{"uuid-" + node_, 1, 1, 0, 0, 0, 1000}); }
+  result<changes_page> changes(const changes_request&) override { return fail_or(changes_page{}); }
+  result<resolved_since> resolve_since(const std::string&, uint64_t) override { return fail_or(resolved_since{}); }
+  result<all_docs_page> all_docs(const all_docs_request&) override { return fail_or(all_docs_page{}); }
+  result<time_seq_state> time_seq(bool) override { return fail_or(time_seq_state{}); }
+  result<std::optional<local_doc>> open_local(const std::string&) override {
+    return fail_or(std::optional<local_doc>());
+  }
+  result<uint64_t> write_local(const local_update&) override { return fail_or(uint64_t{1}); }
+  result<std::vector<local_doc>> list_local() override { return fail_or(std::vector<local_doc>()); }
+  status set_revs_limit(uint32_t) override { return mode_ == mode::failing ? down() : status{}; }
+
+  void open_docs(const std::vector<std::string>& ids, bool, docs_done done) override {
+    ++reads;
+    answer<std::vector<doc_copy>>(std::move(done), [this, ids]() -> result<std::vector<doc_copy>> {
+      std::lock_guard<std::mutex> lock(mu_);
+      std::vector<doc_copy> out;
+      for (auto& id : ids) {
+        auto it = docs_.find(id);
+        doc_copy d;
+        d.id = id;
+        out.push_back(it == docs_.end() ? d : it->second);
+      }
+      return out;
+    });
+  }
+  void update_docs(std::vector<doc_update> docs, write_done done) override {
+    answer<std::vector<doc_result>>(std::move(done), [this, docs]() -> result<std::vector<doc_result>> {
+      std::vector<doc_result> out;
+      for (auto& u : docs) {
+        put(u.id, u.revs, u.body);
+        doc_result r;
+        r.rev = u.revs.front();
+        r.added = true;
+        out.push_back(r);
+      }
+      std::lock_guard<std::mutex> lock(mu_);
+      ++writes;
+      return out;
+    });
+  }
+
+ private:
+  status down() const { return {errc::unavailable, "node " + node_ + " is unavailable: down"}; }
+  template <class T>
+  result<T> fail_or(T v) const {
+    if (mode_ == mode::failing) return down();
+    return v;
+  }
+  template <class T, class F>
+  void answer(std::function<void(result<T>)> done, F make) {
+    switch (mode_) {
+      case mode::ok:
+        return done(make());
+      case mode::failing:
+        return done(down());
+      case mode::vanishing:
+        return;  // never answers
+      case mode::slow:
+        threads_.emplace_back([done = std::move(done), make]() {
+          std::this_thread::sleep_for(std::chrono::milliseconds(400));
+          done(make());
+        });
+    }
+  }
+
+  std::string node_;
+  mode mode_;
+  std::mutex mu_;
+  std::map<std::string, doc_copy> docs_;
+  std::vector<std::thread> threads_;
+};
+
+struct fake_source : copy_source {
+  std::vector<std::shared_ptr<fake_copy>> all;
+  std::vector<copy_ptr> copies(const db_meta&, size_t) override { return {all.begin(), all.end()}; }
+};
+
+struct fixture : registry_fixture {
+  db_catalog catalog{shards, clk, dir.path, "a", std::chrono::milliseconds(1000)};
+  fake_source source;
+  std::unique_ptr<coordinator> coord;
+  db_meta db;
+
+  explicit fixture(std::vector<fake_copy::mode> modes, std::chrono::milliseconds timeout = std::chrono::seconds(5)) {
+    const char* names[] = {"a", "b", "c", "d", "e"};
+    for (size_t i = 0; i < modes.size(); ++i) source.all.push_back(std::make_shared<fake_copy>(names[i], modes[i]));
+    coord = std::make_unique<coordinator>(catalog, shards, timeout, "a");
+    coord->set_copy_source(&source);
+    db.name = "db";
+    db.q = 1;
+    db.n = static_cast<uint32_t>(modes.size());
+    db.ranges = make_ranges(1);
+    db.nodes = {{}};
+    for (size_t i = 0; i < modes.size(); ++i) db.nodes[0].push_back(names[i]);
+    db.local = {false};
+  }
+  fake_copy& copy(size_t i) { return *source.all[i]; }
+};
+
+using m = fake_copy::mode;
+
+doc_update edit(const std::string& id, std::vector<rev_id> revs) {
+  doc_update u;
+  u.id = id;
+  u.body = "{\"v\":1}";
+  u.revs = std::move(revs);
+  u.new_edits = false;
+  return u;
+}
+
+}  // namespace
+
+TEST_CASE("a write meets w when w copies commit; fewer is accepted (202); none is the first failure") {
+  {
+    fixture f({m::ok, m::failing, m::ok});
+    auto out = f.coord->update_docs(f.db, {edit("x", {{1, "a"}})}, 2);
+    REQUIRE(out);
+    CHECK(out->quorum_met);
+    CHECK(out->results[0].st);
+  }
+  {
+    fixture f({m::ok, m::failing, m::failing});
+    auto out = f.coord->update_docs(f.db, {edit("x", {{1, "a"}})}, 2);
+    REQUIRE(out);
+    CHECK_FALSE(out->quorum_met);
+    CHECK(out->results[0].st);  // written on one copy: internal replication brings it to the others
+  }
+  {
+    fixture f({m::failing, m::failing, m::failing});
+    auto out = f.coord->update_docs(f.db, {edit("x", {{1, "a"}})}, 2);
+    REQUIRE(out);
+    CHECK(out->results[0].st.code == errc::unavailable);
+    CHECK(out->results[0].st.reason.find("node a") != std::string::npos);
+  }
+}
+
+TEST_CASE("a copy that never answers costs a write w=n the request timeout, and w=2 nothing") {
+  fixture f({m::ok, m::vanishing, m::ok}, std::chrono::milliseconds(300));
+  auto t0 = std::chrono::steady_clock::now();
+  auto out = f.coord->update_docs(f.db, {edit("x", {{1, "a"}})}, 2);
+  REQUIRE(out);
+  CHECK(out->quorum_met);
+  CHECK(std::chrono::steady_clock::now() - t0 < std::chrono::milliseconds(300));  // did not wait for b
+  out = f.coord->update_docs(f.db, {edit("y", {{1, "a"}})}, 3);
+  REQUIRE(out);
+  CHECK_FALSE(out->quorum_met);  // b never said: 202, the write stands on a and c
+  CHECK(out->results[0].st);
+  CHECK(f.copy(2).leaves("y") == std::vector<std::string>{"1-a"});
+}
+
+TEST_CASE("a quorum read merges r copies and repairs the stale one before answering") {
+  fixture f({m::ok, m::ok, m::ok});
+  f.copy(0).put("d", {{1, "a"}});  // stale: missed the second edit
+  f.copy(1).put("d", {{2, "b"}, {1, "a"}}, "{\"v\":2}");
+  f.copy(2).put("d", {{2, "b"}, {1, "a"}}, "{\"v\":2}");
+  auto d = f.coord->open_doc(f.db, "d", 2);
+  REQUIRE(d);
+  REQUIRE(d->found);
+  CHECK(d->info.tree.rev(d->info.tree.winner()).str() == "2-b");
+  REQUIRE(d->body({2, "b"}));
+  CHECK(*d->body({2, "b"}) == "{\"v\":2}");
+  CHECK(f.copy(0).leaves("d") == std::vector<std::string>{"2-b"});  // repaired
+  CHECK(f.copy(2).reads == 0);                                      // r=2: the third copy was not asked
+}
+
+TEST_CASE("conflicting leaves on two copies: both are kept, the winner is CouchDB's, both copies learn both") {
+  fixture f({m::ok, m::ok});
+  f.copy(0).put("d", {{2, "b"}, {1, "a"}});
+  f.copy(1).put("d", {{2, "c"}, {1, "a"}});
+  auto d = f.coord->open_doc(f.db, "d", 2);
+  REQUIRE(d);
+  CHECK(d->info.tree.rev(d->info.tree.winner()).str() == "2-c");  // the greater hash
+  CHECK(d->info.tree.leaves().size() == 2);
+  CHECK(f.copy(0).leaves("d") == std::vector<std::string>{"2-c", "2-b"});
+  CHECK(f.copy(1).leaves("d") == std::vector<std::string>{"2-c", "2-b"});
+}
+
+TEST_CASE("a failing copy makes a quorum read ask the next one") {
+  fixture f({m::failing, m::ok, m::ok});
+  f.copy(1).put("d", {{1, "a"}});
+  f.copy(2).put("d", {{1, "a"}});
+  auto d = f.coord->open_doc(f.db, "d", 2);
+  REQUIRE(d);
+  CHECK(d->found);
+  CHECK(f.copy(2).reads == 1);
+}
+
+TEST_CASE("a slow copy makes a quorum read ask the next one instead of waiting for it") {
+  fixture f({m::ok, m::vanishing, m::ok}, std::chrono::seconds(10));
+  f.copy(0).put("d", {{1, "a"}});
+  f.copy(2).put("d", {{1, "a"}});
+  auto t0 = std::chrono::steady_clock::now();
+  auto d = f.coord->open_doc(f.db, "d", 2);
+  REQUIRE(d);
+  CHECK(d->found);
+  CHECK(f.copy(1).reads == 1);
+  CHECK(f.copy(2).reads == 1);
+  CHECK(std::chrono::steady_clock::now() - t0 < std::chrono::seconds(5));  // not the 10 s deadline
+}
+
+TEST_CASE("a slow copy's late answer is dropped safely after the read returned") {
+  fixture f({m::ok, m::slow, m::ok});
+  f.copy(0).put("d", {{1, "a"}});
+  f.copy(2).put("d", {{1, "a"}});
+  auto d = f.coord->open_doc(f.db, "d", 2);
+  REQUIRE(d);
+  CHECK(d->found);
+  // ~fake_copy joins the slow thread, whose answer lands in a gather nobody waits for.
+}
+
+TEST_CASE("a document no copy has is not found; every copy down is the copies' error") {
+  {
+    fixture f({m::ok, m::ok, m::ok});
+    auto d = f.coord->open_doc(f.db, "nope", 2);
+    REQUIRE(d);
+    CHECK_FALSE(d->found);
+  }
+  {
+    fixture f({m::failing, m::failing});
+    auto d = f.coord->open_doc(f.db, "d", 1);
+    REQUIRE_FALSE(d);
+    CHECK(d.error().code == errc::unavailable);
+  }
+}
+
+TEST_CASE("first_answer skips copies that fail, and prefers the node it is told") {
+  fixture f({m::failing, m::ok, m::ok});
+  copy_ptr who;
+  auto s = f.coord->first_answer<shard_summary>(
+      f.db, 0, [](shard_copy& c) { return c.summary(); }, &who);
+  REQUIRE(s);
+  CHECK(who->node() == "b");
+  s = f.coord->first_answer<shard_summary>(
+      f.db, 0, [](shard_copy& c) { return c.summary(); }, &who, "c");
+  REQUIRE(s);
+  CHECK(who->node() == "c");
+  auto outcome = f.coord->set_revs_limit(f.db, 10);
+  CHECK(outcome.asked == 3);
+  REQUIRE(outcome.failed.size() == 1);
+  CHECK(outcome.failed[0].node == "a");
+}
