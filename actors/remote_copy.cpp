@@ -21,13 +21,12 @@ bool parse_local_rev(const std::string& text, uint64_t& out) {
 
 }  // namespace
 
+status remote_copy::older_release(const char* what) const {
+  return {errc::not_implemented, "node " + node_ + " runs a release that cannot " + what};
+}
+
 result<shard_summary> remote_copy::summary() {
-  auto s = rpc_.summary(node_, db_, range_, timeout_);
-  if (!s || rpc_.typed(node_)) return s;
-  doc_request req;  // a 0.2 node tells its revs_limit through readDoc (0.1 cannot: it stays 0)
-  req.what = "revs_limit";
-  if (auto a = legacy(req); a && a->http_status == 200) s->revs_limit = std::strtoul(a->body.c_str(), nullptr, 10);
-  return s;
+  return rpc_.summary(node_, db_, range_, timeout_);
 }
 
 result<changes_page> remote_copy::changes(const changes_request& req) {
@@ -94,33 +93,12 @@ result<uint64_t> remote_copy::write_local(const local_update& u) {
 
 result<std::vector<local_doc>> remote_copy::list_local() {
   if (rpc_.typed(node_)) return rpc_.list_local(node_, db_, range_, timeout_);
-  doc_request req;
-  req.what = "local_docs";
-  auto a = legacy(req);
-  if (!a) return a.error();
-  auto rows = parse_json(a->body);
-  if (a->http_status != 200 || !rows || !rows->is_array()) return bad_answer(node_, "a _local listing");
-  std::vector<settee::local_doc> docs;
-  for (const json& row : *rows) {  // [[id, rev, body text], ...]
-    if (!row.is_array() || row.size() != 3 || !row[0].is_string() || !row[1].is_number_unsigned() ||
-        !row[2].is_string()) {
-      return bad_answer(node_, "a _local listing");
-    }
-    docs.push_back({row[0].get<std::string>(), row[1].get<uint64_t>(), row[2].get<std::string>()});
-  }
-  return docs;
+  return older_release("list _local documents");
 }
 
 status remote_copy::set_revs_limit(uint32_t limit) {
   if (rpc_.typed(node_)) return rpc_.set_revs_limit(node_, db_, range_, limit, timeout_);
-  doc_request req;
-  req.what = "revs_limit";
-  req.method = "PUT";
-  req.body = std::to_string(limit);
-  auto a = legacy(req);
-  if (!a) return a.error();
-  return a->http_status == 200 ? status{}
-                               : status{errc::unavailable, "the copy answered " + std::to_string(a->http_status)};
+  return older_release("set revs_limit");
 }
 
 void remote_copy::update_docs(std::vector<doc_update> docs, write_done done) {

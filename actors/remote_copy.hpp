@@ -32,6 +32,8 @@ class remote_copy final : public shard_copy {
   void update_docs(std::vector<doc_update> docs, write_done done) override;
 
  private:
+  // Release 0.2 reads documents and _local documents through readDoc; what it cannot do at all:
+  status older_release(const char* what) const;
   result<doc_read> legacy(const doc_request& req);
   result<std::vector<doc_copy>> legacy_open_docs(const std::vector<std::string>& ids);
 

@@ -24,8 +24,7 @@ using query_params = std::vector<std::pair<std::string, std::string>>;
 // documents' range, which answered it from its copy as its own HTTP layer would. Kept to talk to
 // 0.2 nodes and to answer them; 0.3 nodes use the typed calls below.
 struct doc_request {
-  // "doc" (/db/{id}), "local" (/db/_local/{id}), "bulk_get", "revs_diff"; per range (0.3):
-  // "revs_limit" (GET or PUT of the copy's limit), "local_docs" (the copy's _local documents).
+  // "doc" (/db/{id}), "local" (/db/_local/{id}), "bulk_get", "revs_diff".
   std::string what = "doc";
   std::string method = "GET";
   std::string range;  // set by the node that serves it: the range of the call's shard

@@ -439,24 +439,6 @@ result<doc_read> legacy_answer(local_copy& copy, const doc_request& r, size_t ma
     if (!docs) return docs.error();
     return doc_read{200, render_bulk_get((*body)["docs"], *docs, opts, *latest, max_id_length), ""};
   }
-  if (r.what == "revs_limit" && r.method == "GET") {
-    auto s = copy.summary();
-    if (!s) return s.error();
-    return doc_read{200, std::to_string(s->revs_limit) + "\n", ""};
-  }
-  if (r.what == "revs_limit" && r.method == "PUT") {
-    auto limit = parse_revs_limit(r.body);
-    if (!limit) return limit.error();
-    if (auto st = copy.set_revs_limit(*limit); !st) return st;
-    return doc_read{200, "{\"ok\":true}\n", ""};
-  }
-  if (r.what == "local_docs") {
-    auto docs = copy.list_local();
-    if (!docs) return docs.error();
-    json rows = json::array();  // [[id, rev, body text], ...]
-    for (auto& d : *docs) rows.push_back({d.id, d.rev, d.body});
-    return doc_read{200, rows.dump(), ""};
-  }
   return status{errc::bad_request, "unknown document request: " + r.what + " " + r.method};
 }
 

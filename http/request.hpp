@@ -61,7 +61,7 @@ struct ctx {
   std::vector<std::string> path;  // percent-decoded path segments
   user_ctx user;
   std::string method_ = req.method == "HEAD" ? "GET" : req.method;
-  const json* security = nullptr;     // the database's _security object, below /db/...
+  const json* security = nullptr;  // the database's _security object, below /db/...
 
   // HEAD is answered as GET (the server drops the body).
   const std::string& method() const { return method_; }

@@ -1,4 +1,5 @@
-"""A mixed 3-node cluster: one v0.1.0 node and two of this release (issue 5 point 5c)."""
+"""A mixed 3-node cluster: one node of an older release (v0.1.0, then v0.2.0) and two of this
+release (issue 5 point 5c; issue 14: the typed node protocol keeps talking to both)."""
 import os
 import sys
 import time
@@ -15,10 +16,13 @@ LEGACY = "accept_legacy_peers = true\n"
 
 
 class MixedCluster(NodeTest):
+    OLD = "v0.1.0"
+    OLD_HAS_TIME_SEQ = False  # v0.1.0 keeps no bins
+
     @classmethod
     def setUpClass(cls):
         cls.cluster = Cluster(3, sync_interval_ms=300, extra_config=LEGACY)
-        cls.cluster.nodes[0].bin = binary("v0.1.0")
+        cls.cluster.nodes[0].bin = binary(cls.OLD)
         cls.cluster.start()
         cls.old, cls.n2, cls.n3 = cls.cluster.nodes
         cls.node = cls.n2
@@ -31,7 +35,7 @@ class MixedCluster(NodeTest):
         cls.cluster.cleanup()
 
     def test_reads_writes_feeds_and_time_seq_across_releases(self):
-        self.assertEqual(self.old.get("/").json["vendor"]["version"], "0.1.0")
+        self.assertEqual(self.old.get("/").json["vendor"]["version"], self.OLD[1:])
         self.assertEqual(self.n2.put("/mixed?q=2").status, 201)
         for i in range(12):
             r = self.cluster.nodes[i % 3].put(f"/mixed/d{i:02d}", {"i": i})
@@ -43,24 +47,75 @@ class MixedCluster(NodeTest):
             self.assertEqual(sorted(r["id"] for r in n.get("/mixed/_changes").json["results"]), ids)
             self.assertEqual(n.get("/mixed/d07").json["i"], 7)
 
-        # _time_seq: the old node's copies cannot answer and are listed as such.
+        # _time_seq: v0.1.0's copies cannot answer and are listed as such; v0.2.0's answer.
         ts = self.n2.get("/mixed/_time_seq").json
         old_name = self.cluster.names[0]
-        self.assertEqual(sorted({u["node"] for u in ts["unavailable"]}), [old_name])
-        self.assertEqual(sorted(u["range"] for u in ts["unavailable"]), ["00000000-7fffffff", "80000000-ffffffff"])
-        for copies in ts["time_seq"].values():
-            self.assertEqual(sorted(copies), sorted(self.cluster.names[1:]))
+        if self.OLD_HAS_TIME_SEQ:
+            self.assertNotIn("unavailable", ts)
+            for copies in ts["time_seq"].values():
+                self.assertEqual(sorted(copies), sorted(self.cluster.names))
+        else:
+            self.assertEqual(sorted({u["node"] for u in ts["unavailable"]}), [old_name])
+            self.assertEqual(sorted(u["range"] for u in ts["unavailable"]),
+                             ["00000000-7fffffff", "80000000-ffffffff"])
+            for copies in ts["time_seq"].values():
+                self.assertEqual(sorted(copies), sorted(self.cluster.names[1:]))
         # since=<time>: every change at or after the time (here: all of them), on every new node.
         for n in (self.n2, self.n3):
             got = sorted(r["id"] for r in n.get("/mixed/_changes?since=2025-09-01T00:00:00Z").json["results"])
             self.assertEqual(got, ids)
             self.assertEqual(n.get("/mixed/_changes?since=2999-01-01T00:00:00Z").json["results"], [])
-        # _revs_limit reaches the copies of this release; v0.1.0 does not know the request: listed.
+        # _revs_limit reaches the copies of this release; older ones cannot set a copy's limit for
+        # another node: listed.
         r = self.n2.put("/mixed/_revs_limit", 50)
         self.assertEqual(r.status, 202, r.json)
         self.assertEqual({u["node"] for u in r.json["unavailable"]}, {old_name})
         for n in (self.n2, self.n3):
             self.assertEqual(n.get("/mixed/_revs_limit").json, 50)
+
+    def test_documents_of_a_range_one_release_alone_holds(self):
+        # n=1, q=3: each range on one node. Every node answers for every document: this release asks
+        # an old node's copy through its readDoc (v0.2.0 and v0.1.0 alike) and answers an old
+        # coordinator's readDoc from its own copy.
+        self.assertEqual(self.n2.put("/alone?q=3&n=1").status, 201)
+        ids = [f"k{i:02d}" for i in range(18)]
+        for i, doc_id in enumerate(ids):
+            self.assertEqual(self.cluster.nodes[i % 3].put(f"/alone/{doc_id}", {"i": i}).status, 201)
+        where = {d: self.n2.get(f"/alone/_shards/{d}").json["nodes"][0] for d in ids}
+        self.assertEqual(len(set(where.values())), 3, where)
+        revs = {}
+        for n in self.cluster.nodes:
+            for i, doc_id in enumerate(ids):
+                r = n.get(f"/alone/{doc_id}?revs=true")
+                self.assertEqual(r.status, 200, (n.port, doc_id, r.json))
+                self.assertEqual((r.json["i"], r.json["_revisions"]["start"]), (i, 1))
+                revs[doc_id] = r.json["_rev"]
+                self.assertEqual(n.get(f"/alone/{doc_id}", headers={"If-None-Match": f'"{revs[doc_id]}"'}).status, 304)
+            self.assertEqual(n.get("/alone/missing").json, {"error": "not_found", "reason": "missing"})
+            body = {"docs": [{"id": d} for d in ids] + [{"id": "missing"}]}
+            got = n.post("/alone/_bulk_get", body).json["results"]
+            self.assertEqual([g["docs"][0]["ok"]["i"] for g in got[:-1]], list(range(18)))
+            self.assertEqual(got[-1]["docs"][0]["error"]["error"], "not_found")
+            diff = n.post("/alone/_revs_diff", {d: [revs[d], "2-x"] for d in ids}).json
+            self.assertEqual({d: v["missing"] for d, v in diff.items()}, {d: ["2-x"] for d in ids})
+        # An update and a delete coordinated by each node, on documents of every range.
+        for k, n in enumerate(self.cluster.nodes):
+            doc_id = ids[k]
+            r = n.put(f"/alone/{doc_id}", {"i": 100 + k, "_rev": revs[doc_id]})
+            self.assertEqual(r.status, 201, r.json)
+            self.assertEqual(n.delete(f"/alone/{doc_id}?rev={r.json['rev']}").status, 200)
+            for other in self.cluster.nodes:
+                self.assertEqual(other.get(f"/alone/{doc_id}").json["reason"], "deleted")
+        # _local documents (replication checkpoints) written and read through every node.
+        for k, n in enumerate(self.cluster.nodes):
+            for doc_id in ids[3:9]:
+                r = n.put(f"/alone/_local/cp-{doc_id}-{k}", {"seq": k})
+                self.assertEqual(r.status, 201, (n.port, r.json))
+                self.assertEqual(r.json["rev"], "0-1")
+        for n in self.cluster.nodes:
+            for k in range(3):
+                for doc_id in ids[3:9]:
+                    self.assertEqual(n.get(f"/alone/_local/cp-{doc_id}-{k}").json["seq"], k)
 
     def test_time_feed_over_a_range_only_the_old_node_holds(self):
         # n=1, q=3 over 3 nodes: one range lives only on v0.1.0, which keeps no bins and ignores the
@@ -93,6 +148,11 @@ class MixedCluster(NodeTest):
             self.assertLessEqual(set(after), {r["id"] for r in whole_bins})  # more rows, never fewer
             early = n.get("/solo/_changes?since=2025-09-01T00:00:00Z").json["results"]
             self.assertEqual(sorted(r["id"] for r in early), sorted(before + after))
+
+
+class MixedClusterV020(MixedCluster):
+    OLD = "v0.2.0"
+    OLD_HAS_TIME_SEQ = True
 
 
 class LegacyRefused(NodeTest):

@@ -1,5 +1,5 @@
-"""Rolling upgrade of a 3-node cluster from v0.1.0 to this release, one node at a time, under a steady
-write load, then a rolling downgrade back (issue 5 point 5d): no acknowledged write is lost, and no
+"""Rolling upgrade of a 3-node cluster from v0.1.0 (and from v0.2.0) to this release, one node at a
+time, under a steady write load, then a rolling downgrade back (issue 5 point 5d): no acknowledged write is lost, and no
 request fails except those sent to the node being restarted."""
 import os
 import sys
@@ -18,9 +18,11 @@ LEGACY = "accept_legacy_peers = true\n"
 
 
 class Rolling(NodeTest):
+    OLD = "v0.1.0"
+
     @classmethod
     def setUpClass(cls):
-        cls.old_bin = binary("v0.1.0")
+        cls.old_bin = binary(cls.OLD)
         cls.cluster = Cluster(3, sync_interval_ms=300, extra_config=LEGACY)
         for n in cls.cluster.nodes:
             n.bin = cls.old_bin
@@ -87,10 +89,10 @@ class Rolling(NodeTest):
                 self.restart(k, BIN)
             versions = {n.get("/").json["vendor"]["version"] for n in self.cluster.nodes}
             self.assertEqual(len(versions), 1)
-            self.assertNotEqual(versions, {"0.1.0"})
+            self.assertNotEqual(versions, {self.OLD[1:]})
             for k in range(3):  # and back down
                 self.restart(k, self.old_bin)
-            self.assertEqual({n.get("/").json["vendor"]["version"] for n in self.cluster.nodes}, {"0.1.0"})
+            self.assertEqual({n.get("/").json["vendor"]["version"] for n in self.cluster.nodes}, {self.OLD[1:]})
         finally:
             stop.set()
             for t in threads:
@@ -101,6 +103,10 @@ class Rolling(NodeTest):
         self.assertGreater(len(acked), 100)
         lost = [d for d, rev in acked.items() if self.cluster.nodes[0].get(f"/rolling/{d}").json.get("_rev") != rev]
         self.assertEqual(lost, [], "acknowledged writes lost")
+
+
+class RollingFromV020(Rolling):
+    OLD = "v0.2.0"
 
 
 if __name__ == "__main__":
