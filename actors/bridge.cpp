@@ -2,33 +2,53 @@
 
 #include <caf/all.hpp>
 
+#include "actors/gather.hpp"
 #include "actors/messages.hpp"
-#include "node/check.hpp"
 
 namespace settee {
 
+namespace {
+
+// Calls `done` once: from the replica after the commit, or from the destructor when the replica
+// dropped the message (it stopped) without committing.
+struct completion {
+  std::shared_ptr<write_op> op;
+  std::function<void()> done;
+  std::shared_ptr<void> keep;
+  bool fired = false;
+  void fire() {
+    fired = true;
+    done();
+  }
+  ~completion() {
+    if (fired) return;
+    op->st = status{errc::internal, "a shard replica stopped before committing the write"};
+    done();
+  }
+};
+
+}  // namespace
+
+void submit_write(const caf::actor& replica, std::shared_ptr<write_op> op, std::function<void()> done,
+                  std::shared_ptr<void> keep) {
+  auto c = std::make_shared<completion>();
+  c->op = op;
+  c->done = std::move(done);
+  c->keep = std::move(keep);
+  caf::anon_send(replica, write_atom_v, pending_write{std::move(op), [c]() { c->fire(); }});
+}
+
 status write_all(const std::vector<write_request>& requests, std::chrono::milliseconds timeout) {
-  SETTEE_DEBUG_CHECK(!on_event_loop_thread());  // the RPC loop must hand a wait for a commit to a pool
-  std::vector<std::future<void>> done;
-  done.reserve(requests.size());
-  for (auto& [actor, op] : requests) {
-    pending_write w{op, std::make_shared<std::promise<void>>(), {}};
-    done.push_back(w.done->get_future());
-    caf::anon_send(actor, write_atom_v, std::move(w));
+  gather<bool> g({requests.size()});
+  for (size_t k = 0; k < requests.size(); ++k) {
+    auto slot = g.slot(0, k);
+    submit_write(requests[k].first, requests[k].second, [slot] { slot(true); });
   }
-  auto deadline = std::chrono::steady_clock::now() + timeout;
-  status st;
-  for (auto& f : done) {
-    if (f.wait_until(deadline) != std::future_status::ready) {
-      return {errc::timeout, "The request could not be processed in a reasonable amount of time."};
-    }
-    try {
-      f.get();
-    } catch (const std::future_error&) {
-      st = {errc::internal, "a shard replica stopped before committing the write"};
-    }
+  auto answers = g.wait(requests.size(), std::chrono::steady_clock::now() + timeout);
+  for (auto& a : answers[0]) {
+    if (!a) return {errc::timeout, "The request could not be processed in a reasonable amount of time."};
   }
-  return st;
+  return {};
 }
 
 status write_one(const caf::actor& replica, const std::shared_ptr<write_op>& op, std::chrono::milliseconds timeout) {

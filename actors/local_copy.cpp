@@ -1,33 +1,13 @@
 #include "actors/local_copy.hpp"
 
-#include <caf/all.hpp>
-
 #include "actors/bridge.hpp"
 #include "actors/doc_render.hpp"
 #include "actors/internal_replication.hpp"
-#include "actors/messages.hpp"
 #include "node/json.hpp"
 
 namespace settee {
 
 namespace {
-
-// Runs `done` once: after the commit, or when the replica drops the message without committing.
-struct commit_completion {
-  std::shared_ptr<write_op> op;
-  std::function<void()> done;
-  shard_handle held;  // the shard stays open until the commit
-  bool fired = false;
-  void fire() {
-    fired = true;
-    done();
-  }
-  ~commit_completion() {
-    if (fired) return;
-    op->st = status{errc::internal, "a shard replica stopped before committing the write"};
-    done();
-  }
-};
 
 // CouchDB collation of a string key against a bound of any JSON type:
 // null < false < true < numbers < strings < arrays < objects.
@@ -42,12 +22,7 @@ int compare_key(const std::string& id, const json& bound) {
 }  // namespace
 
 void local_copy::submit(std::shared_ptr<write_op> op, std::function<void()> done) const {
-  auto c = std::make_shared<commit_completion>();
-  c->op = op;
-  c->done = std::move(done);
-  c->held = shard_;
-  pending_write pw{std::move(op), nullptr, [c]() { c->fire(); }};
-  caf::anon_send(shard_.writer, write_atom_v, std::move(pw));
+  submit_write(shard_.writer, std::move(op), std::move(done), shard_.store);  // the file stays open until then
 }
 
 result<shard_summary> local_copy::summary() {

@@ -19,14 +19,12 @@ CAF_END_TYPE_ID_BLOCK(settee)
 
 namespace settee {
 
-// A write in flight. The replica fills in the op's results, syncs, then keeps the promise; the
-// sender waits on the future (bridge.hpp). Cheaper than a request/response round trip through a
-// scoped_actor, and a replica that dies with the write queued breaks the promise instead of hanging.
+// A write in flight. The replica fills in the op's results, syncs, then calls `on_done` (on its
+// scheduler thread: it must not block). Made only by submit_write (bridge.hpp), whose guard also
+// answers when a replica that dies with the write queued drops it, so nobody waits forever.
 struct pending_write {
   std::shared_ptr<write_op> op;
-  std::shared_ptr<std::promise<void>> done;  // kept after the commit (may be null)
-  std::function<void()> on_done;             // called after the commit (may be empty): wakes
-                                             // callers that cannot block, e.g. the KJ RPC thread
+  std::function<void()> on_done;
 };
 
 }  // namespace settee

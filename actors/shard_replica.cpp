@@ -31,7 +31,6 @@ struct replica_state {
     status st = store->commit(ops, clk->now_s());
     if (!st) log::error("commit failed on " + store->path() + ": " + st.reason);
     for (auto& p : pending) {  // outcomes travel inside each op
-      if (p.done) p.done->set_value();
       if (p.on_done) p.on_done();
     }
     if (notifier && st) notifier->notify(notify_key);

@@ -1,6 +1,6 @@
 // shard_replica: the actor that owns one shard replica's file and is its only writer.
 //
-// Protocol: (write_atom, pending_write): the op's results are filled in and its promise kept only
+// Protocol: (write_atom, pending_write): the op's results are filled in and its callback called only
 // after the op's transaction committed with fsync. (shutdown_atom) makes it finish what is queued
 // and quit.
 //

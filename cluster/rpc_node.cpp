@@ -12,6 +12,7 @@
 
 #include <caf/all.hpp>
 
+#include "actors/gather.hpp"
 #include "actors/internal_replication.hpp"
 #include "actors/local_copy.hpp"
 #include "actors/messages.hpp"
@@ -847,16 +848,6 @@ status rpc_node::on_loop(const std::function<void(loop&)>& start) {
 
 namespace {
 
-// Waits for a reply posted from the loop thread.
-template <class T>
-result<T> await(std::future<result<T>>& f, std::chrono::milliseconds timeout) {
-  SETTEE_DEBUG_CHECK(!on_event_loop_thread());
-  if (f.wait_for(timeout) != std::future_status::ready) {
-    return status{errc::timeout, "The request could not be processed in a reasonable amount of time."};
-  }
-  return f.get();
-}
-
 // The capability of a peer we are connected to right now (handshake done), else null.
 Node::Client* connected_cap(rpc_node::loop& l, const membership& members, const std::string& peer) {
   auto it = l.peers.find(peer);
@@ -896,10 +887,11 @@ void rpc_node::start_call(const std::string& peer, Send send, std::function<void
 
 template <class T, class Send>
 result<T> rpc_node::call(const std::string& peer, std::chrono::milliseconds timeout, Send send) {
-  auto reply = std::make_shared<std::promise<result<T>>>();
-  auto f = reply->get_future();
-  start_call<T>(peer, send, [reply](result<T> r) { reply->set_value(std::move(r)); });
-  return await(f, timeout);
+  gather<T> g({1});
+  start_call<T>(peer, send, g.slot(0, 0));
+  auto answer = g.wait(1, std::chrono::steady_clock::now() + timeout);
+  if (!answer[0][0]) return status{errc::timeout, "The request could not be processed in a reasonable amount of time."};
+  return std::move(*answer[0][0]);
 }
 
 result<remote_shard_info> rpc_node::shard_info(const std::string& peer, const std::string& db, const std::string& range,
