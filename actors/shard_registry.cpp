@@ -39,38 +39,47 @@ void shard_registry::close_entry(entry& e) {
 
 result<shard_handle> shard_registry::acquire(const std::string& path, int64_t created_at,
                                              const std::string& notify_key) {
-  // Opening a file under the registry's lock: never on a thread that must not wait.
+  // Opening a file may wait (I/O, a commit): never on a thread that must not wait.
   SETTEE_DEBUG_CHECK(!on_event_loop_thread());
   std::weak_ptr<shard_store> closing;
   {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (removed_.count(path)) return status{errc::db_not_found, "Database does not exist."};
-    auto it = open_.find(path);
-    if (it != open_.end()) {
-      it->second.last_used = ++tick_;
-      return it->second.handle;
+    std::unique_lock<std::mutex> lock(mu_);
+    for (;;) {
+      if (removed_.count(path)) return status{errc::db_not_found, "Database does not exist."};
+      auto it = open_.find(path);
+      if (it != open_.end()) {
+        it->second.last_used = ++tick_;
+        return it->second.handle;
+      }
+      if (!opening_.count(path)) break;
+      opened_.wait(lock);  // another thread is opening this file: take what it opens
     }
+    opening_.insert(path);
     auto c = closing_.find(path);
     if (c != closing_.end()) {
       closing = c->second;
       closing_.erase(c);
     }
   }
+  // The file is opened without the registry's lock: other shards are found and opened meanwhile.
   wait_released(closing);  // never two environments on one file
-  std::lock_guard<std::mutex> lock(mu_);
-  if (removed_.count(path)) return status{errc::db_not_found, "Database does not exist."};
-  auto it = open_.find(path);  // another thread may have opened it meanwhile
-  if (it != open_.end()) {
-    it->second.last_used = ++tick_;
-    return it->second.handle;
-  }
   store_options opts = store_opts_;
   opts.created_at = created_at;
   auto store = shard_store::open(path, opts);
-  if (!store) return store.error();
   entry e;
-  e.handle.store = *store;
-  e.handle.writer = spawn_shard_replica(sys_, *store, clk_, limits_, notifier_, notify_key);
+  if (store) {
+    e.handle.store = *store;
+    e.handle.writer = spawn_shard_replica(sys_, *store, clk_, limits_, notifier_, notify_key);
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  opening_.erase(path);
+  opened_.notify_all();
+  if (!store) return store.error();
+  if (removed_.count(path)) {  // deleted while it was being opened: remove() takes it from closing_
+    closing_[path] = e.handle.store;
+    close_entry(e);
+    return status{errc::db_not_found, "Database does not exist."};
+  }
   e.last_used = ++tick_;
   auto handle = e.handle;
   open_.emplace(path, std::move(e));
@@ -98,8 +107,9 @@ void shard_registry::evict_idle_locked() {
 void shard_registry::remove(const std::string& path) {
   std::weak_ptr<shard_store> w;
   {
-    std::lock_guard<std::mutex> lock(mu_);
-    removed_.insert(path);
+    std::unique_lock<std::mutex> lock(mu_);
+    mark_removed_locked(path);
+    opened_.wait(lock, [&] { return !opening_.count(path); });  // its file must not appear after the delete
     auto it = open_.find(path);
     if (it != open_.end()) {
       w = it->second.handle.store;
@@ -119,10 +129,19 @@ void shard_registry::remove(const std::string& path) {
 void shard_registry::remove_all(const std::vector<std::string>& paths, const std::string& notify_key) {
   {
     std::lock_guard<std::mutex> lock(mu_);
-    removed_.insert(paths.begin(), paths.end());  // before the wake-up: a woken feed must see it
+    for (auto& p : paths) mark_removed_locked(p);  // before the wake-up: a woken feed must see it
   }
   if (notifier_) notifier_->retire(notify_key);
   for (auto& p : paths) remove(p);
+}
+
+void shard_registry::mark_removed_locked(const std::string& path) {
+  int64_t now = clk_.now_s();
+  while (!removed_order_.empty() && removed_order_.front().first + remembered_removal_s < now) {
+    removed_.erase(removed_order_.front().second);
+    removed_order_.pop_front();
+  }
+  if (removed_.insert(path).second) removed_order_.emplace_back(now, path);
 }
 
 bool shard_registry::removed(const std::string& path) const {

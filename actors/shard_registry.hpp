@@ -3,12 +3,16 @@
 // Guarantees one LMDB environment per file per process (LMDB's rule): a path is open at most once,
 // and a store being closed must be fully released before the path can be opened again.
 // Idle shards are closed least-recently-used first once more than `max_open` are open; a shard is
-// idle when nobody but the registry and its actor holds it (no request in flight).
+// idle when nobody but the registry and its actor holds it (no request in flight). A file is opened
+// without the registry's lock (others wait only for the same path), so one slow open does not
+// stall every lookup.
 // Thread-safety: all methods may be called from any thread.
 #pragma once
 #include <caf/actor.hpp>
 
+#include <condition_variable>
 #include <cstdint>
+#include <deque>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -35,9 +39,11 @@ class shard_registry {
   // Opens (or finds) the shard at `path`. `created_at` is used when the file is new; commits are
   // announced to the notifier under `notify_key`.
   result<shard_handle> acquire(const std::string& path, int64_t created_at, const std::string& notify_key = "");
-  // Closes the shard (after its queued writes) and deletes its files. The path is never opened
-  // again by this process (paths name one database incarnation), so a request that still holds the
-  // old shard map cannot re-create the file: acquire() answers db_not_found.
+  // Closes the shard (after its queued writes) and deletes its files. The path is not opened again
+  // (paths name one database incarnation), so a request that still holds the old shard map cannot
+  // re-create the file: acquire() answers db_not_found. Removed paths are remembered for
+  // remembered_removal_s, far longer than any request holds a shard map, then forgotten (a node
+  // that creates and deletes databases all day must not grow).
   void remove(const std::string& path);
   // Removes every shard of one database incarnation: marks them removed, wakes the feeds reading
   // them (notify_key) so they see it and let go, then closes and deletes each.
@@ -57,6 +63,8 @@ class shard_registry {
   void close_entry(entry& e);
   static void wait_released(std::weak_ptr<shard_store> w);
   void evict_idle_locked();
+  void mark_removed_locked(const std::string& path);
+  static constexpr int64_t remembered_removal_s = 600;
 
   caf::actor_system& sys_;
   const clock& clk_;
@@ -65,9 +73,12 @@ class shard_registry {
   size_t max_open_;
   change_notifier* notifier_;
   mutable std::mutex mu_;
+  std::condition_variable opened_;  // an open finished (opening_ shrank)
+  std::set<std::string> opening_;   // paths being opened right now, without mu_ held
   std::map<std::string, entry> open_;
   std::map<std::string, std::weak_ptr<shard_store>> closing_;
   std::set<std::string> removed_;
+  std::deque<std::pair<int64_t, std::string>> removed_order_;  // (when, path), oldest first
   uint64_t tick_ = 0;
 };
 

@@ -13,16 +13,21 @@
 //   longpoll  --listeners feeds wait with feed=longpoll&since=now; one write; ms from the write's
 //             acknowledgement until the last listener has its response
 // Options: --concurrency 32 --seconds 10 --doc-bytes 1000 --docs 10000 --listeners 200
+//          --cpu-pid P (put, get): also print the CPU process P (a server) used in the timed window,
+//          per request (server_cpu_us) and as a share of one core (server_cpu_pct)
 #include <httplib.h>
 
 #include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
+#include <cstring>
 #include <random>
 #include <string>
 #include <thread>
 #include <vector>
+
+#include <unistd.h>
 
 namespace {
 
@@ -37,7 +42,23 @@ struct options {
   size_t doc_bytes = 1000;
   size_t docs = 10000;
   int listeners = 200;
+  int cpu_pid = 0;
 };
+
+// User + system CPU seconds process `pid` has used so far (/proc/<pid>/stat), or -1.
+double process_cpu_s(int pid) {
+  if (pid <= 0) return -1;
+  FILE* f = std::fopen(("/proc/" + std::to_string(pid) + "/stat").c_str(), "r");
+  if (!f) return -1;
+  char buf[1024];
+  size_t n = std::fread(buf, 1, sizeof buf - 1, f);
+  std::fclose(f);
+  buf[n] = 0;
+  const char* p = std::strrchr(buf, ')');  // the command name may hold spaces
+  unsigned long long utime = 0, stime = 0;
+  if (!p || std::sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &utime, &stime) != 2) return -1;
+  return double(utime + stime) / double(sysconf(_SC_CLK_TCK));
+}
 
 bool parse(int argc, char** argv, options& o) {
   for (int i = 1; i + 1 < argc; i += 2) {
@@ -61,6 +82,8 @@ bool parse(int argc, char** argv, options& o) {
       o.doc_bytes = std::min<size_t>(std::stoul(v), 1 << 20);
     } else if (k == "--docs") {
       o.docs = std::min<size_t>(std::stoul(v), 5'000'000);
+    } else if (k == "--cpu-pid") {
+      o.cpu_pid = std::stoi(v);
     } else if (k == "--listeners") {
       o.listeners = std::clamp(std::stoi(v), 1, 2000);
     } else {
@@ -143,6 +166,7 @@ std::string url_encode(const std::string& s) {
 int timed_requests(const options& o) {
   std::atomic<uint64_t> errors{0};
   std::vector<std::vector<double>> latencies(o.concurrency);
+  double cpu0 = process_cpu_s(o.cpu_pid);
   auto deadline = steady::now() + std::chrono::duration<double>(o.seconds);
   std::vector<std::thread> threads;
   uint64_t run_id = std::random_device{}();
@@ -179,8 +203,15 @@ int timed_requests(const options& o) {
   for (auto& l : latencies) all.insert(all.end(), l.begin(), l.end());
   std::sort(all.begin(), all.end());
   auto pct = [&](double p) { return all.empty() ? 0.0 : all[std::min(all.size() - 1, size_t(p * all.size()))]; };
-  std::printf("workload=%s concurrency=%d requests=%zu rate=%.0f p50_ms=%.2f p99_ms=%.2f errors=%llu\n",
-              o.workload.c_str(), o.concurrency, all.size(), all.size() / elapsed, pct(0.5), pct(0.99),
+  double cpu = process_cpu_s(o.cpu_pid) - cpu0;
+  std::string server;
+  if (cpu0 >= 0 && !all.empty()) {
+    char b[128];
+    std::snprintf(b, sizeof b, " server_cpu_us=%.1f server_cpu_pct=%.0f", cpu * 1e6 / all.size(), cpu * 100 / elapsed);
+    server = b;
+  }
+  std::printf("workload=%s concurrency=%d requests=%zu rate=%.0f p50_ms=%.2f p99_ms=%.2f%s errors=%llu\n",
+              o.workload.c_str(), o.concurrency, all.size(), all.size() / elapsed, pct(0.5), pct(0.99), server.c_str(),
               static_cast<unsigned long long>(errors.load()));
   return errors.load() == 0 ? 0 : 1;
 }
@@ -314,7 +345,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr,
                  "usage: settee_loadgen --url URL [--auth user:pw] --db DB "
                  "--workload put|get|bulk|changes|alldocs|pages|longpoll [--concurrency N] [--seconds S] "
-                 "[--doc-bytes B] [--docs N] [--listeners N]\n");
+                 "[--doc-bytes B] [--docs N] [--listeners N] [--cpu-pid P]\n");
     return 2;
   }
   auto c = client(o);

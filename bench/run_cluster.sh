@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Cluster benchmark: a 3-node cluster on this machine (n=3, w=2, every write fsynced on each copy)
 # next to one single node, the same workloads alternating in one run so the ratio is fair.
-# The generator talks to the first node, which coordinates. Bounded: RUNS x workloads.
+# The generator talks to the first node, which coordinates. Bounded: RUNS x workloads. For PUT and
+# GET it also prints the server CPU the coordinating node used per request (µs), next to the single
+# node's: issue 14's "coordinator CPU per clustered request" (GET reads r=2 copies, PUT waits w=2).
 #   bash bench/run_cluster.sh            (RUNS=3 SECONDS_PER_RUN=5 DOCS=50000 by default)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -35,13 +37,15 @@ for _ in $(seq 100); do
   [ "$n" = 3 ] && break; sleep 0.1
 done
 
-declare -A RATES
+SINGLE_PID=${PIDS[0]} COORD_PID=${PIDS[1]}
+declare -A RATES CPU
 run() {  # name metric loadgen args...
   local name=$1 metric=$2; shift 2
   for target in single cluster; do
-    local port=$SINGLE; [ "$target" = cluster ] && port=${HTTP[0]}
-    local rc=0
-    line=$("$LOADGEN" --url "http://127.0.0.1:$port" --auth bench:bench --seconds "$SECS" "$@" \
+    local port=$SINGLE pid=$SINGLE_PID; [ "$target" = cluster ] && port=${HTTP[0]} pid=$COORD_PID
+    local rc=0 cpu=()
+    [ "$metric" = rate ] && [[ "$*" == *"--workload put"* || "$*" == *"--workload get"* ]] && cpu=(--cpu-pid "$pid")
+    line=$("$LOADGEN" --url "http://127.0.0.1:$port" --auth bench:bench --seconds "$SECS" "$@" "${cpu[@]}" \
       --db "b-$name-$target-$RUN" 2>"$BASE/loadgen.err") || rc=$?
     if [ "$rc" != 0 ]; then
       echo "loadgen failed (exit $rc) on $name $target run $RUN: $line $(cat "$BASE/loadgen.err")" >&2
@@ -50,19 +54,28 @@ run() {  # name metric loadgen args...
     fi
     echo "  $name $target run $RUN: $line" >&2
     RATES[$name.$target]+="$(echo "$line" | field "$metric") "
+    [ ${#cpu[@]} -gt 0 ] && CPU[$name.$target]+="$(echo "$line" | field server_cpu_us) "
   done
 }
 echo "settee cluster benchmark: $(nproc) cores, $RUNS runs, 3 nodes (n=3, w=2) vs 1 node, generator on the same machine"
 for RUN in $(seq "$RUNS"); do
   run put_c1 rate --workload put --concurrency 1
   run put_c32 rate --workload put --concurrency 32
+  run get_c32 rate --workload get --concurrency 32 --docs 10000
   run bulk rate --workload bulk --concurrency 4 --docs "$DOCS"
   run changes rate --workload changes --docs "$DOCS"
 done
 printf '%-9s %16s %16s %7s\n' workload "1 node (median)" "3 nodes (median)" ratio
-for name in put_c1 put_c32 bulk changes; do
+for name in put_c1 put_c32 get_c32 bulk changes; do
   s=$(printf '%s\n' ${RATES[$name.single]} | median)
   c=$(printf '%s\n' ${RATES[$name.cluster]} | median)
   printf '%-9s %16s %16s %7s   runs 1 node: %s| 3 nodes: %s\n' "$name" "$s" "$c" \
     "$(python3 -c "print(f'{$c/$s:.2f}')")" "${RATES[$name.single]}" "${RATES[$name.cluster]}"
+done
+printf '\nserver CPU of the coordinating node per request (µs, medians)\n'
+for name in put_c1 put_c32 get_c32; do
+  s=$(printf '%s\n' ${CPU[$name.single]} | median)
+  c=$(printf '%s\n' ${CPU[$name.cluster]} | median)
+  printf '%-9s 1 node %8s  3 nodes %8s  ratio %s   runs 1 node: %s| 3 nodes: %s\n' "$name" "$s" "$c" \
+    "$(python3 -c "print(f'{$c/$s:.2f}')")" "${CPU[$name.single]}" "${CPU[$name.cluster]}"
 done

@@ -4,6 +4,8 @@
 
 #include <sys/stat.h>
 
+#include <thread>
+
 #include "actors/shard_registry.hpp"
 #include "registry_fixture.hpp"
 
@@ -43,4 +45,34 @@ TEST_CASE("a removed shard path is never opened (or created) again by the same r
 
   // Other paths (a new incarnation has a new suffix) open normally.
   CHECK(shards.acquire(dir.path + "/shards/00000000-ffffffff/db.2.db", 2).ok());
+}
+
+TEST_CASE("removed paths are remembered for ten minutes, then forgotten: the registry does not grow") {
+  registry_fixture f;
+  const std::string old_path = f.dir.path + "/shards/00000000-ffffffff/old.1.db";
+  REQUIRE(f.shards.acquire(old_path, 1).ok());
+  f.shards.remove(old_path);
+  f.clk.advance_ms(599'000);
+  CHECK(f.shards.removed(old_path));
+  f.clk.advance_ms(2'000);
+  f.shards.remove(f.dir.path + "/shards/00000000-ffffffff/other.1.db");  // a later removal forgets it
+  CHECK_FALSE(f.shards.removed(old_path));
+}
+
+TEST_CASE("many threads opening many shards at once each get the one environment of their file") {
+  registry_fixture f;
+  std::vector<std::thread> threads;
+  std::vector<std::vector<shard_handle>> got(8);
+  for (int t = 0; t < 8; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < 8; ++i) {
+        auto h = f.shards.acquire(f.dir.path + "/shards/p" + std::to_string(i) + ".1.db", 1);
+        REQUIRE(h.ok());
+        got[t].push_back(*h);
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  for (int t = 1; t < 8; ++t)
+    for (int i = 0; i < 8; ++i) CHECK(got[t][i].store == got[0][i].store);
 }
