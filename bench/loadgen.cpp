@@ -13,6 +13,7 @@
 //   longpoll  --listeners feeds wait with feed=longpoll&since=now; one write; ms from the write's
 //             acknowledgement until the last listener has its response
 // Options: --concurrency 32 --seconds 10 --doc-bytes 1000 --docs 10000 --listeners 200
+//          --query Q (get): appended to every document URL, e.g. r=1
 //          --cpu-pid P (put, get): also print the CPU process P (a server) used in the timed window,
 //          per request (server_cpu_us) and as a share of one core (server_cpu_pct)
 #include <httplib.h>
@@ -43,6 +44,7 @@ struct options {
   size_t docs = 10000;
   int listeners = 200;
   int cpu_pid = 0;
+  std::string query;  // get: appended to each document's URL, e.g. "r=1"
 };
 
 // User + system CPU seconds process `pid` has used so far (/proc/<pid>/stat), or -1.
@@ -82,6 +84,8 @@ bool parse(int argc, char** argv, options& o) {
       o.doc_bytes = std::min<size_t>(std::stoul(v), 1 << 20);
     } else if (k == "--docs") {
       o.docs = std::min<size_t>(std::stoul(v), 5'000'000);
+    } else if (k == "--query") {
+      o.query = v;
     } else if (k == "--cpu-pid") {
       o.cpu_pid = std::stoi(v);
     } else if (k == "--listeners") {
@@ -189,7 +193,7 @@ int timed_requests(const options& o) {
         } else {
           char id[32];
           std::snprintf(id, sizeof id, "doc%09zu", static_cast<size_t>(rng() % o.docs));
-          auto r = c.Get(("/" + o.db + "/" + id).c_str());
+          auto r = c.Get(("/" + o.db + "/" + id + (o.query.empty() ? "" : "?" + o.query)).c_str());
           if (!r || r->status != 200) ++errors;
         }
         lat.push_back(std::chrono::duration<double, std::milli>(steady::now() - t0).count());
@@ -345,7 +349,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr,
                  "usage: settee_loadgen --url URL [--auth user:pw] --db DB "
                  "--workload put|get|bulk|changes|alldocs|pages|longpoll [--concurrency N] [--seconds S] "
-                 "[--doc-bytes B] [--docs N] [--listeners N] [--cpu-pid P]\n");
+                 "[--doc-bytes B] [--docs N] [--listeners N] [--query Q] [--cpu-pid P]\n");
     return 2;
   }
   auto c = client(o);

@@ -54,7 +54,7 @@ run() {  # name metric loadgen args...
     fi
     echo "  $name $target run $RUN: $line" >&2
     RATES[$name.$target]+="$(echo "$line" | field "$metric") "
-    [ ${#cpu[@]} -gt 0 ] && CPU[$name.$target]+="$(echo "$line" | field server_cpu_us) "
+    if [ ${#cpu[@]} -gt 0 ]; then CPU[$name.$target]+="$(echo "$line" | field server_cpu_us) "; fi
   done
 }
 echo "settee cluster benchmark: $(nproc) cores, $RUNS runs, 3 nodes (n=3, w=2) vs 1 node, generator on the same machine"

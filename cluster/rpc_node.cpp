@@ -767,6 +767,46 @@ struct loop_control {
   kj::Own<const kj::Executor> executor;
   kj::Own<kj::PromiseFulfiller<void>> stop;
   rpc_node::loop* state = nullptr;  // only touched on the loop thread
+
+  // Work other threads hand to the loop without waiting for it (rpc_node::post): queued here, and
+  // the loop is woken once per batch through a cross-thread fulfiller. Under load one wake-up
+  // starts many calls; the caller never blocks on the loop.
+  std::mutex mu;
+  std::vector<std::function<void(rpc_node::loop*)>> inbox;
+  kj::Own<kj::CrossThreadPromiseFulfiller<void>> wake;  // armed while the loop waits for work
+  bool running = false;                                 // the loop takes work
+
+  // Runs on the loop: waits for work, runs it, and waits again.
+  kj::Promise<void> drain(rpc_node::loop& l) {
+    auto paf = kj::newPromiseAndCrossThreadFulfiller<void>();
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      if (!inbox.empty())
+        paf.fulfiller->fulfill();
+      else
+        wake = kj::mv(paf.fulfiller);
+    }
+    return paf.promise.then([this, &l]() {
+      std::vector<std::function<void(rpc_node::loop*)>> work;
+      {
+        std::lock_guard<std::mutex> lock(mu);
+        work.swap(inbox);
+      }
+      for (auto& f : work) f(&l);
+      return drain(l);
+    });
+  }
+  // Stops taking work; what is queued runs with no loop (its callers learn the RPC is stopping).
+  void close() {
+    std::vector<std::function<void(rpc_node::loop*)>> work;
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      running = false;
+      wake = nullptr;
+      work.swap(inbox);
+    }
+    for (auto& f : work) f(nullptr);
+  }
 };
 
 status rpc_node::start() {
@@ -785,6 +825,11 @@ status rpc_node::start() {
       {
         loop state(members_, opts_, io);
         state.tasks.add(state.accept_loop(*listener));
+        {
+          std::lock_guard<std::mutex> lock(control->mu);
+          control->running = true;
+        }
+        state.tasks.add(control->drain(state));
         for (auto& s : opts_.seeds) state.add_peer(s);
         auto paf = kj::newPromiseAndFulfiller<void>();
         control->executor = kj::getCurrentThreadExecutor().addRef();
@@ -793,6 +838,7 @@ status rpc_node::start() {
         started = true;
         ready->set_value({});
         paf.promise.wait(io.waitScope);
+        control->close();
         control->stop = nullptr;
         control->state = nullptr;
       }  // the loop state goes before the listener and the event loop it uses
@@ -828,6 +874,22 @@ void rpc_node::stop() {
     stop_ = nullptr;
   }
   if (thread_.joinable()) thread_.join();
+}
+
+void rpc_node::post(std::function<void(loop*)> work) {
+  loop_control* c = control_.get();
+  if (c) {
+    std::unique_lock<std::mutex> lock(c->mu);
+    if (c->running) {
+      c->inbox.push_back(std::move(work));
+      if (c->wake) {
+        c->wake->fulfill();
+        c->wake = nullptr;
+      }
+      return;
+    }
+  }
+  work(nullptr);
 }
 
 status rpc_node::on_loop(const std::function<void(loop&)>& start) {
@@ -870,19 +932,16 @@ status rpc_node::add_peer(const peer_address& peer) {
 
 template <class T, class Send>
 void rpc_node::start_call(const std::string& peer, Send send, std::function<void(result<T>)> done) {
-  auto once = std::make_shared<std::function<void(result<T>)>>(std::move(done));
-  status started = on_loop([&](loop& l) {
-    Node::Client* cap = connected_cap(l, members_, peer);
-    if (!cap) {
-      (*once)(unavailable(peer, "not connected"));
-      return;
-    }
-    auto& timer = l.io.provider->getTimer();
-    l.tasks.add(timer.timeoutAfter(opts_.call_timeout_ms * kj::MILLISECONDS, send(*cap))
-                    .then([once](result<T>&& r) { (*once)(std::move(r)); },
-                          [once, peer](kj::Exception&& e) { (*once)(unavailable(peer, e.getDescription().cStr())); }));
+  post([this, peer, send = std::move(send), done = std::move(done)](loop* l) mutable {
+    if (!l) return done(status{errc::unavailable, "cluster RPC is stopping"});
+    Node::Client* cap = connected_cap(*l, members_, peer);
+    if (!cap) return done(unavailable(peer, "not connected"));
+    auto once = std::make_shared<std::function<void(result<T>)>>(std::move(done));
+    auto& timer = l->io.provider->getTimer();
+    l->tasks.add(timer.timeoutAfter(opts_.call_timeout_ms * kj::MILLISECONDS, send(*cap))
+                     .then([once](result<T>&& r) { (*once)(std::move(r)); },
+                           [once, peer](kj::Exception&& e) { (*once)(unavailable(peer, e.getDescription().cStr())); }));
   });
-  if (!started) (*once)(started);
 }
 
 template <class T, class Send>
@@ -896,7 +955,7 @@ result<T> rpc_node::call(const std::string& peer, std::chrono::milliseconds time
 
 result<remote_shard_info> rpc_node::shard_info(const std::string& peer, const std::string& db, const std::string& range,
                                                std::chrono::milliseconds timeout) {
-  return call<remote_shard_info>(peer, timeout, [&](Node::Client& cap) {
+  return call<remote_shard_info>(peer, timeout, [=](Node::Client& cap) {
     auto req = cap.shardInfoRequest();
     set_shard(req.initShard(), db, range);
     return req.send().then([](capnp::Response<Node::ShardInfoResults>&& r) -> result<remote_shard_info> {
@@ -910,7 +969,7 @@ result<remote_shard_info> rpc_node::shard_info(const std::string& peer, const st
 result<apply_result> rpc_node::apply_changes(const std::string& peer, const std::string& db, const std::string& range,
                                              const std::vector<doc_update>& updates,
                                              std::chrono::milliseconds timeout) {
-  return call<apply_result>(peer, timeout, [&](Node::Client& cap) {
+  return call<apply_result>(peer, timeout, [=](Node::Client& cap) {
     auto req = cap.applyChangesRequest();
     set_shard(req.initShard(), db, range);
     write_updates(req.initUpdates(static_cast<unsigned>(updates.size())), updates);
@@ -926,7 +985,7 @@ void rpc_node::update_docs(const std::string& node, const std::string& db, const
   using answer = std::vector<doc_result>;
   start_call<answer>(
       node,
-      [&](Node::Client& cap) {
+      [=](Node::Client& cap) {
         auto req = cap.updateDocsRequest();
         req.initShard().setDb(db);
         req.getShard().setRange(range);
@@ -948,7 +1007,7 @@ void rpc_node::update_docs(const std::string& node, const std::string& db, const
 
 result<changes_page> rpc_node::changes(const std::string& node, const std::string& db, const std::string& range,
                                        const changes_request& cr, std::chrono::milliseconds timeout) {
-  return call<changes_page>(node, timeout, [&](Node::Client& cap) {
+  return call<changes_page>(node, timeout, [=](Node::Client& cap) {
     auto req = cap.changesPageRequest();
     set_shard(req.initShard(), db, range);
     req.setSince(cr.since);
@@ -981,7 +1040,7 @@ result<changes_page> rpc_node::changes(const std::string& node, const std::strin
 result<resolved_since> rpc_node::resolve_since(const std::string& node, const std::string& db, const std::string& range,
                                                const std::string& uuid_prefix, uint64_t seq,
                                                std::chrono::milliseconds timeout) {
-  return call<resolved_since>(node, timeout, [&](Node::Client& cap) {
+  return call<resolved_since>(node, timeout, [=](Node::Client& cap) {
     auto req = cap.resolveSinceRequest();
     set_shard(req.initShard(), db, range);
     req.setUuidPrefix(uuid_prefix);
@@ -1000,7 +1059,7 @@ result<resolved_since> rpc_node::resolve_since(const std::string& node, const st
 
 result<doc_read> rpc_node::read_doc(const std::string& node, const std::string& db, const std::string& range,
                                     const doc_request& dr, std::chrono::milliseconds timeout) {
-  return call<doc_read>(node, timeout, [&](Node::Client& cap) {
+  return call<doc_read>(node, timeout, [=](Node::Client& cap) {
     auto req = cap.readDocRequest();
     set_shard(req.initShard(), db, range);
     req.setId(dr.id);
@@ -1022,7 +1081,7 @@ result<doc_read> rpc_node::read_doc(const std::string& node, const std::string& 
 
 result<all_docs_page> rpc_node::all_docs(const std::string& node, const std::string& db, const std::string& range,
                                          const all_docs_request& ar, std::chrono::milliseconds timeout) {
-  return call<all_docs_page>(node, timeout, [&](Node::Client& cap) {
+  return call<all_docs_page>(node, timeout, [=](Node::Client& cap) {
     auto req = cap.allDocsPageRequest();
     set_shard(req.initShard(), db, range);
     req.setStartKey(ar.start);
@@ -1050,7 +1109,7 @@ result<all_docs_page> rpc_node::all_docs(const std::string& node, const std::str
 
 result<time_seq_state> rpc_node::time_seq(const std::string& node, const std::string& db, const std::string& range,
                                           bool reset, std::chrono::milliseconds timeout) {
-  return call<time_seq_state>(node, timeout, [&](Node::Client& cap) {
+  return call<time_seq_state>(node, timeout, [=](Node::Client& cap) {
     auto req = cap.timeSeqRequest();
     set_shard(req.initShard(), db, range);
     req.setReset(reset);
@@ -1079,7 +1138,7 @@ void rpc_node::open_docs(const std::string& node, const std::string& db, const s
   using answer = std::vector<doc_copy>;
   start_call<answer>(
       node,
-      [&](Node::Client& cap) {
+      [=](Node::Client& cap) {
         auto req = cap.openDocsRequest();
         set_shard(req.initShard(), db, range);
         auto list = req.initIds(static_cast<unsigned>(ids.size()));
@@ -1104,7 +1163,7 @@ result<std::optional<local_doc>> rpc_node::open_local(const std::string& node, c
                                                       const std::string& range, const std::string& id,
                                                       std::chrono::milliseconds timeout) {
   using answer = std::optional<settee::local_doc>;
-  return call<answer>(node, timeout, [&](Node::Client& cap) {
+  return call<answer>(node, timeout, [=](Node::Client& cap) {
     auto req = cap.localDocRequest();
     set_shard(req.initShard(), db, range);
     req.setId(id);
@@ -1118,7 +1177,7 @@ result<std::optional<local_doc>> rpc_node::open_local(const std::string& node, c
 
 result<uint64_t> rpc_node::write_local(const std::string& node, const std::string& db, const std::string& range,
                                        const local_update& u, std::chrono::milliseconds timeout) {
-  return call<uint64_t>(node, timeout, [&](Node::Client& cap) {
+  return call<uint64_t>(node, timeout, [=](Node::Client& cap) {
     auto req = cap.writeLocalRequest();
     set_shard(req.initShard(), db, range);
     req.setId(u.id);
@@ -1135,7 +1194,7 @@ result<uint64_t> rpc_node::write_local(const std::string& node, const std::strin
 result<std::vector<local_doc>> rpc_node::list_local(const std::string& node, const std::string& db,
                                                     const std::string& range, std::chrono::milliseconds timeout) {
   using answer = std::vector<settee::local_doc>;
-  return call<answer>(node, timeout, [&](Node::Client& cap) {
+  return call<answer>(node, timeout, [=](Node::Client& cap) {
     auto req = cap.localDocsRequest();
     set_shard(req.initShard(), db, range);
     return req.send().then([](capnp::Response<Node::LocalDocsResults>&& r) -> result<answer> {
@@ -1149,7 +1208,7 @@ result<std::vector<local_doc>> rpc_node::list_local(const std::string& node, con
 
 status rpc_node::set_revs_limit(const std::string& node, const std::string& db, const std::string& range,
                                 uint32_t limit, std::chrono::milliseconds timeout) {
-  auto r = call<bool>(node, timeout, [&](Node::Client& cap) {
+  auto r = call<bool>(node, timeout, [=](Node::Client& cap) {
     auto req = cap.setRevsLimitRequest();
     set_shard(req.initShard(), db, range);
     req.setLimit(limit);

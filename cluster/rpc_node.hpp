@@ -124,11 +124,15 @@ class rpc_node final : public remote_shards {
   uint16_t port_ = 0;
   std::thread thread_;
   std::function<void()> stop_;  // wakes the loop thread through its executor
-  // Runs `start` on the loop thread; it must only start work (never wait).
+  // Runs `start` on the loop thread and waits until it ran; it must only start work (never wait).
   status on_loop(const std::function<void(loop&)>& start);
+  // Hands `work` to the loop thread without waiting: it runs there soon, with the loop, or (the RPC
+  // stopped) right away with null. The one way other threads start calls to peers.
+  void post(std::function<void(loop*)> work);
   // The shape of every client call: on the loop thread, find the connected peer, start the request
-  // (`send` gets the peer's capability and returns a promise of the answer), and hand the answer or
-  // the transport failure to the waiting caller, up to `timeout`. Defined in rpc_node.cpp.
+  // (`send` gets the peer's capability and returns a promise of the answer; it runs later, on the
+  // loop, so it must hold copies of what it sends), and hand the answer or the transport failure to
+  // the waiting caller, up to `timeout`. Defined in rpc_node.cpp.
   // The same, answering through `done` (exactly once, on the loop thread or this one) instead.
   template <class T, class Send>
   void start_call(const std::string& peer, Send send, std::function<void(result<T>)> done);
