@@ -6,9 +6,12 @@ void change_notifier::notify(const std::string& key) {
   std::unordered_map<uint64_t, std::function<void()>> fire;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    slot& s = slots_[key];
-    ++s.version;
-    fire.swap(s.watches);
+    auto it = slots_.find(key);
+    // Nobody asked for this key's version yet: nothing to wake, nothing to remember (a commit that
+    // lands after retire() must not bring a deleted database's slot back).
+    if (it == slots_.end()) return;
+    ++it->second.version;
+    fire.swap(it->second.watches);
     watchers_ -= fire.size();
   }
   for (auto& [id, wake] : fire) wake();

@@ -2,6 +2,7 @@
 
 #include <caf/all.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <thread>
 #include <vector>
@@ -45,7 +46,7 @@ result<shard_handle> shard_registry::acquire(const std::string& path, int64_t cr
   {
     std::unique_lock<std::mutex> lock(mu_);
     for (;;) {
-      if (removed_.count(path)) return status{errc::db_not_found, "Database does not exist."};
+      if (removed_locked(path)) return status{errc::db_not_found, "Database does not exist."};
       auto it = open_.find(path);
       if (it != open_.end()) {
         it->second.last_used = ++tick_;
@@ -75,7 +76,7 @@ result<shard_handle> shard_registry::acquire(const std::string& path, int64_t cr
   opening_.erase(path);
   opened_.notify_all();
   if (!store) return store.error();
-  if (removed_.count(path)) {  // deleted while it was being opened: remove() takes it from closing_
+  if (removed_locked(path)) {  // deleted while it was being opened: remove() takes it from closing_
     closing_[path] = e.handle.store;
     close_entry(e);
     return status{errc::db_not_found, "Database does not exist."};
@@ -138,15 +139,24 @@ void shard_registry::remove_all(const std::vector<std::string>& paths, const std
 void shard_registry::mark_removed_locked(const std::string& path) {
   int64_t now = clk_.now_s();
   while (!removed_order_.empty() && removed_order_.front().first + remembered_removal_s < now) {
-    removed_.erase(removed_order_.front().second);
+    auto it = std::lower_bound(removed_.begin(), removed_.end(), removed_order_.front().second);
+    if (it != removed_.end() && *it == removed_order_.front().second) removed_.erase(it);
     removed_order_.pop_front();
   }
-  if (removed_.insert(path).second) removed_order_.emplace_back(now, path);
+  uint64_t h = std::hash<std::string>{}(path);
+  auto it = std::lower_bound(removed_.begin(), removed_.end(), h);
+  if (it != removed_.end() && *it == h) return;
+  removed_.insert(it, h);
+  removed_order_.emplace_back(now, h);
+}
+
+bool shard_registry::removed_locked(const std::string& path) const {
+  return std::binary_search(removed_.begin(), removed_.end(), std::hash<std::string>{}(path));
 }
 
 bool shard_registry::removed(const std::string& path) const {
   std::lock_guard<std::mutex> lock(mu_);
-  return removed_.count(path) > 0;
+  return removed_locked(path);
 }
 
 void shard_registry::close_all() {

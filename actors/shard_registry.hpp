@@ -64,6 +64,7 @@ class shard_registry {
   static void wait_released(std::weak_ptr<shard_store> w);
   void evict_idle_locked();
   void mark_removed_locked(const std::string& path);
+  bool removed_locked(const std::string& path) const;
   static constexpr int64_t remembered_removal_s = 600;
 
   caf::actor_system& sys_;
@@ -77,8 +78,11 @@ class shard_registry {
   std::set<std::string> opening_;   // paths being opened right now, without mu_ held
   std::map<std::string, entry> open_;
   std::map<std::string, std::weak_ptr<shard_store>> closing_;
-  std::set<std::string> removed_;
-  std::deque<std::pair<int64_t, std::string>> removed_order_;  // (when, path), oldest first
+  // Removed paths by hash (sorted; a collision could only refuse a new path for 10 minutes, with
+  // odds of 1 in 2^64 per path): flat arrays, not a node per path, so that deleting databases does
+  // not leave small allocations scattered over the heap (they keep freed pages from going back).
+  std::vector<uint64_t> removed_;
+  std::deque<std::pair<int64_t, uint64_t>> removed_order_;  // (when, hash), oldest first
   uint64_t tick_ = 0;
 };
 

@@ -17,7 +17,8 @@ namespace settee {
 struct http_options {
   std::string bind = "127.0.0.1";
   int port = 5984;
-  size_t threads = 64;                   // worker threads (requests in progress, not connections)
+  size_t threads = 64;                   // the most worker threads (requests in progress, not connections);
+                                         // 8 stay, the others start when busy and leave after 30 s idle
   size_t max_request_bytes = 64u << 20;  // a larger body is 413
   int keep_alive_timeout_s = 30;         // an idle connection is closed after this long
   int header_timeout_s = 15;             // a request's line and headers must arrive within this
