@@ -184,7 +184,10 @@ result<doc_copy> coordinator::open_doc(const db_meta& db, const std::string& id,
     all[started]->open_docs({id}, true, g.slot(0, started));
     ++started;
   };
-  while (started < want) start();
+  // The first `want` start last-to-first: other nodes' calls go out before this node's copy is read
+  // (a local read answers at once, on this thread), so they overlap.
+  for (size_t k = want; k-- > 0;) all[k]->open_docs({id}, true, g.slot(0, k));
+  started = want;
   std::vector<doc_copy> got;
   status last{errc::unavailable, "no copy of the range of '" + id + "' answered"};
   for (;;) {

@@ -605,6 +605,7 @@ void http_server::impl::worker() {
 // then reaches a worker, which closes it.
 void http_server::impl::timer_loop() {
   int64_t next_sweep = now_ms() + 1000;
+  int64_t next_trim = now_ms() + 60000;
   std::unique_lock<std::mutex> lock(timer_mu);
   while (!stopping.load()) {
     int64_t now = now_ms();
@@ -636,7 +637,10 @@ void http_server::impl::timer_loop() {
         ::malloc_trim(0);
         peak_conns = open;
       }
-      if (shrunk.exchange(false)) ::malloc_trim(0);  // workers left: their caches went back to the arenas
+      if (shrunk.exchange(false) || now >= next_trim) {  // workers left (their caches went back), or a minute passed
+        ::malloc_trim(0);
+        next_trim = now + 60000;
+      }
       lock.lock();
       continue;
     }
