@@ -99,10 +99,14 @@ status db_catalog::load() {
 
 status db_catalog::reload() {
   std::lock_guard<std::mutex> wlock(write_mu_);
+  uint64_t gen = stale_gen_.load();  // every change marked before this is in what is read below
   auto h = dbs();
   if (!h) return h.error();
   uint64_t seq = h->store->header().update_seq;
-  if (seq == loaded_seq_) return {};
+  if (seq == loaded_seq_) {
+    loaded_gen_.store(gen);
+    return {};
+  }
   auto snap = h->store->read();
   if (!snap) return snap.error();
   auto entries = read_entries(*snap);
@@ -132,6 +136,7 @@ status db_catalog::reload() {
       dbs_by_name_.emplace(name, std::move(m));
     }
     loaded_seq_ = seq;
+    loaded_gen_.store(gen);
   }
   for (auto& m : added) {
     if (auto st = open_local_copies(m); !st) return st;
@@ -160,7 +165,7 @@ bool db_catalog::alive(const db_meta& m) const {
 }
 
 result<db_meta> db_catalog::lookup(const std::string& name) {
-  if (stale_.exchange(false)) {
+  if (stale_gen_.load() != loaded_gen_.load()) {
     if (auto st = reload(); !st) return st;
   }
   auto m = find(name);

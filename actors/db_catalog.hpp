@@ -77,7 +77,7 @@ class db_catalog {
   // created on another node a moment ago is usable here as soon as its entry has arrived.
   result<db_meta> lookup(const std::string& name);
   // `_dbs` changed underneath (a peer pushed to it): the next lookup() reloads first.
-  void mark_stale() { stale_ = true; }
+  void mark_stale() { stale_gen_.fetch_add(1); }
   std::vector<std::string> names() const;
   // False once this incarnation of the database is deleted, or while its deletion is under way
   // (long-lived readers such as feeds poll this and let go of the shards).
@@ -125,7 +125,12 @@ class db_catalog {
   std::map<std::string, db_meta> dbs_by_name_;
   int64_t last_suffix_ = 0;
   uint64_t loaded_seq_ = 0;
-  std::atomic<bool> stale_{false};  // `_dbs` update seq the in-memory catalog reflects
+  // `_dbs` changed behind the catalog's back (mark_stale) stale_gen_ times; a reload that started
+  // after the last of them has run once loaded_gen_ equals it. A lookup that sees them differ
+  // reloads (or waits for the reload in progress): a flag consumed by another thread's reload let
+  // a lookup read the old _security before that reload finished.
+  std::atomic<uint64_t> stale_gen_{0};
+  std::atomic<uint64_t> loaded_gen_{0};
 };
 
 }  // namespace settee

@@ -80,9 +80,11 @@ class FiveNodes(NodeTest):
             w.conn = None
             result["r"] = w.get("/lean/_changes?feed=longpoll&since=now&timeout=10000")
 
+        feeds = outsider.get("/_node/_local/_system").json["live_feeds"]
         t = threading.Thread(target=wait_change)
         t.start()
-        self.assertTrue(wait_for(lambda: True, 0.3))
+        # The write must come after the feed took its position (since=now), however slow the machine.
+        self.assertTrue(wait_for(lambda: outsider.get("/_node/_local/_system").json["live_feeds"] > feeds, 10))
         r = self.nodes[0].put("/lean/far", {"x": 1})
         self.assertEqual(r.status, 201)
         t.join(15)

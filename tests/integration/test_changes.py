@@ -280,7 +280,9 @@ class ChangesLive(NodeTest):
         r = self.node.get("/live/_changes?feed=continuous&since=now&limit=0", fresh=True)
         self.assertEqual(r.status, 200, r)
         self.assertEqual(self.node.get("/_up", fresh=True).status, 200)
-        self.assertLess(self.node.get("/_node/_local/_system").json["threads"], base["threads"] + 10)
+        # Workers start while a burst of requests keeps the others busy, never more than
+        # server_threads (40 here; 8 of them stay): 200 feeds, at most 40 handler threads.
+        self.assertLess(self.node.get("/_node/_local/_system").json["threads"], base["threads"] - 8 + 40 + 2)
         # A write reaches every one of them, then they go away and free their feed.
         self.assertEqual(self.node.put("/live/for-all", {"v": 1}).status, 201)
         for s in socks:
