@@ -376,20 +376,20 @@ void set_shard(ShardRef::Builder b, const std::string& db, const std::string& ra
   b.setRange(range);
 }
 
-void write_updates(capnp::List<DocUpdate>::Builder list, const std::vector<doc_update>& updates) {
-  for (unsigned i = 0; i < updates.size(); ++i) {
-    const doc_update& u = updates[i];
-    auto b = list[i];
-    b.setId(u.id);
-    b.setBody(u.body);
-    b.setDeleted(u.deleted);
-    b.setNewEdits(u.new_edits);
-    auto revs = b.initRevs(static_cast<unsigned>(u.revs.size()));
-    for (unsigned k = 0; k < u.revs.size(); ++k) {
-      revs[k].setPos(u.revs[k].pos);
-      revs[k].setHash(u.revs[k].hash);
-    }
+void write_update(DocUpdate::Builder b, const doc_update& u) {
+  b.setId(u.id);
+  b.setBody(u.body);
+  b.setDeleted(u.deleted);
+  b.setNewEdits(u.new_edits);
+  auto revs = b.initRevs(static_cast<unsigned>(u.revs.size()));
+  for (unsigned k = 0; k < u.revs.size(); ++k) {
+    revs[k].setPos(u.revs[k].pos);
+    revs[k].setHash(u.revs[k].hash);
   }
+}
+
+void write_updates(capnp::List<DocUpdate>::Builder list, const std::vector<doc_update>& updates) {
+  for (unsigned i = 0; i < updates.size(); ++i) write_update(list[i], updates[i]);
 }
 
 // A document as data: its tree in the shard file's encoding, its stored bodies.
@@ -763,6 +763,19 @@ namespace {
 // What the loop thread shares with the thread that stops it.
 }  // namespace
 
+// Reads of one peer's copy of one range that wait to be sent together (see rpc_node::open_docs).
+struct pending_reads {
+  std::string node, db, range;
+  bool bodies = false;
+  std::vector<std::pair<std::vector<std::string>, shard_copy::docs_done>> waiters;  // (ids, done)
+};
+
+// Writes to one peer's copy of one range that wait to be sent together (see rpc_node::update_docs).
+struct pending_writes {
+  std::string node, db, range;
+  std::vector<std::pair<std::vector<doc_update>, shard_copy::write_done>> waiters;  // (docs, done)
+};
+
 struct loop_control {
   kj::Own<const kj::Executor> executor;
   kj::Own<kj::PromiseFulfiller<void>> stop;
@@ -773,39 +786,67 @@ struct loop_control {
   // starts many calls; the caller never blocks on the loop.
   std::mutex mu;
   std::vector<std::function<void(rpc_node::loop*)>> inbox;
+  std::map<std::string, pending_reads> reads;           // by peer, database, range and bodies
+  std::map<std::string, pending_writes> writes;         // by peer, database and range
   kj::Own<kj::CrossThreadPromiseFulfiller<void>> wake;  // armed while the loop waits for work
   bool running = false;                                 // the loop takes work
+  // Send one batch of reads or writes (set by rpc_node::start; run on the loop).
+  std::function<void(rpc_node::loop&, pending_reads&)> send_reads;
+  std::function<void(rpc_node::loop&, pending_writes&)> send_writes;
+
+  // Wakes the loop if it waits for work. mu held.
+  void wake_locked() {
+    if (wake) {
+      wake->fulfill();
+      wake = nullptr;
+    }
+  }
 
   // Runs on the loop: waits for work, runs it, and waits again.
   kj::Promise<void> drain(rpc_node::loop& l) {
     auto paf = kj::newPromiseAndCrossThreadFulfiller<void>();
     {
       std::lock_guard<std::mutex> lock(mu);
-      if (!inbox.empty())
+      if (!inbox.empty() || !reads.empty() || !writes.empty())
         paf.fulfiller->fulfill();
       else
         wake = kj::mv(paf.fulfiller);
     }
     return paf.promise.then([this, &l]() {
       std::vector<std::function<void(rpc_node::loop*)>> work;
+      std::map<std::string, pending_reads> read_batch;
+      std::map<std::string, pending_writes> write_batch;
       {
         std::lock_guard<std::mutex> lock(mu);
         work.swap(inbox);
+        read_batch.swap(reads);
+        write_batch.swap(writes);
       }
       for (auto& f : work) f(&l);
+      for (auto& [key, w] : write_batch) send_writes(l, w);
+      for (auto& [key, r] : read_batch) send_reads(l, r);
       return drain(l);
     });
   }
   // Stops taking work; what is queued runs with no loop (its callers learn the RPC is stopping).
   void close() {
     std::vector<std::function<void(rpc_node::loop*)>> work;
+    std::map<std::string, pending_reads> read_batch;
+    std::map<std::string, pending_writes> write_batch;
     {
       std::lock_guard<std::mutex> lock(mu);
       running = false;
       wake = nullptr;
       work.swap(inbox);
+      read_batch.swap(reads);
+      write_batch.swap(writes);
     }
+    status stopping{errc::unavailable, "cluster RPC is stopping"};
     for (auto& f : work) f(nullptr);
+    for (auto& [key, r] : read_batch)
+      for (auto& w : r.waiters) w.second(stopping);
+    for (auto& [key, r] : write_batch)
+      for (auto& w : r.waiters) w.second(stopping);
   }
 };
 
@@ -825,6 +866,8 @@ status rpc_node::start() {
       {
         loop state(members_, opts_, io);
         state.tasks.add(state.accept_loop(*listener));
+        control->send_reads = [this](loop& l, pending_reads& r) { send_reads(l, r); };
+        control->send_writes = [this](loop& l, pending_writes& w) { send_writes(l, w); };
         {
           std::lock_guard<std::mutex> lock(control->mu);
           control->running = true;
@@ -882,10 +925,7 @@ void rpc_node::post(std::function<void(loop*)> work) {
     std::unique_lock<std::mutex> lock(c->mu);
     if (c->running) {
       c->inbox.push_back(std::move(work));
-      if (c->wake) {
-        c->wake->fulfill();
-        c->wake = nullptr;
-      }
+      c->wake_locked();
       return;
     }
   }
@@ -980,29 +1020,69 @@ result<apply_result> rpc_node::apply_changes(const std::string& peer, const std:
   });
 }
 
+// Concurrent writes to one peer's copy of one range travel as one updateDocs call, as reads do
+// (open_docs): the peer commits them in one transaction anyway (group commit), and each request
+// gets its own documents' results back. Documents are applied in order, so two requests editing one
+// document in a batch get what they would get from two calls in one group commit.
 void rpc_node::update_docs(const std::string& node, const std::string& db, const std::string& range,
                            const std::vector<doc_update>& docs, write_done done) {
-  using answer = std::vector<doc_result>;
-  start_call<answer>(
-      node,
-      [=](Node::Client& cap) {
-        auto req = cap.updateDocsRequest();
-        req.initShard().setDb(db);
-        req.getShard().setRange(range);
-        write_updates(req.initUpdates(static_cast<unsigned>(docs.size())), docs);
-        return req.send().then([](capnp::Response<Node::UpdateDocsResults>&& r) -> result<answer> {
-          if (status st = status_of(r.getStatus()); !st) return st;
-          answer out;
-          for (auto d : r.getResults()) {
-            doc_result res{status_of(d.getStatus()), {d.getRev().getPos(), d.getRev().getHash()}};
-            res.added = d.getAdded();
-            res.known = d.getKnown();
-            out.push_back(std::move(res));
-          }
-          return out;
-        });
-      },
-      std::move(done));
+  loop_control* c = control_.get();
+  if (c) {
+    std::unique_lock<std::mutex> lock(c->mu);
+    if (c->running) {
+      pending_writes& w = c->writes[node + '\n' + db + '\n' + range];
+      if (w.waiters.empty()) {
+        w.node = node;
+        w.db = db;
+        w.range = range;
+      }
+      w.waiters.emplace_back(docs, std::move(done));
+      c->wake_locked();
+      return;
+    }
+  }
+  done(status{errc::unavailable, "cluster RPC is not running"});
+}
+
+void rpc_node::send_writes(loop& l, pending_writes& w) {
+  using waiters = std::vector<std::pair<std::vector<doc_update>, shard_copy::write_done>>;
+  auto all = std::make_shared<waiters>(std::move(w.waiters));
+  auto fail = [all](const status& st) {
+    for (auto& x : *all) x.second(st);
+  };
+  Node::Client* cap = connected_cap(l, members_, w.node);
+  if (!cap) return fail(unavailable(w.node, "not connected"));
+  auto req = cap->updateDocsRequest();
+  set_shard(req.initShard(), w.db, w.range);
+  size_t n = 0;
+  for (auto& x : *all) n += x.first.size();
+  auto list = req.initUpdates(static_cast<unsigned>(n));
+  unsigned k = 0;
+  for (auto& x : *all)
+    for (auto& u : x.first) write_update(list[k++], u);
+  std::string peer = w.node;
+  auto& timer = l.io.provider->getTimer();
+  l.tasks.add(timer.timeoutAfter(opts_.call_timeout_ms * kj::MILLISECONDS, req.send())
+                  .then(
+                      [all, n, fail, peer](capnp::Response<Node::UpdateDocsResults>&& r) {
+                        if (status st = status_of(r.getStatus()); !st) return fail(st);
+                        auto results = r.getResults();
+                        if (results.size() != n)
+                          return fail({errc::internal, "node " + peer + " answered updateDocs with the wrong count"});
+                        unsigned k = 0;
+                        for (auto& x : *all) {
+                          std::vector<doc_result> out;
+                          for (size_t i = 0; i < x.first.size(); ++i, ++k) {
+                            auto d = results[k];
+                            doc_result res{status_of(d.getStatus()), {d.getRev().getPos(), d.getRev().getHash()}};
+                            res.added = d.getAdded();
+                            res.known = d.getKnown();
+                            out.push_back(std::move(res));
+                          }
+                          x.second(std::move(out));
+                        }
+                      },
+                      [fail, peer](kj::Exception&& e) { fail(unavailable(peer, e.getDescription().cStr())); }));
 }
 
 result<changes_page> rpc_node::changes(const std::string& node, const std::string& db, const std::string& range,
@@ -1133,30 +1213,77 @@ bool rpc_node::typed(const std::string& node) const {
   return members_.has_feature(node, typed_feature);
 }
 
+// Concurrent reads of one peer's copy of one range travel as one openDocs call: they queue here
+// until the loop next runs, which sends each queue as one message and splits the answer (one
+// encode, one write and one wake-up per batch instead of per request; the peer reads the batch in
+// one snapshot).
 void rpc_node::open_docs(const std::string& node, const std::string& db, const std::string& range,
                          const std::vector<std::string>& ids, bool bodies, shard_copy::docs_done done) {
-  using answer = std::vector<doc_copy>;
-  start_call<answer>(
-      node,
-      [=](Node::Client& cap) {
-        auto req = cap.openDocsRequest();
-        set_shard(req.initShard(), db, range);
-        auto list = req.initIds(static_cast<unsigned>(ids.size()));
-        for (unsigned i = 0; i < ids.size(); ++i) list.set(i, ids[i]);
-        req.setBodies(bodies);
-        return req.send().then([n = ids.size()](capnp::Response<Node::OpenDocsResults>&& r) -> result<answer> {
-          if (status st = status_of(r.getStatus()); !st) return st;
-          if (r.getDocs().size() != n) return status{errc::internal, "a peer answered openDocs with the wrong count"};
-          answer out;
-          for (auto d : r.getDocs()) {
-            auto doc = read_doc_copy(d);
-            if (!doc) return doc.error();
-            out.push_back(std::move(*doc));
-          }
-          return out;
-        });
-      },
-      std::move(done));
+  loop_control* c = control_.get();
+  if (c) {
+    std::unique_lock<std::mutex> lock(c->mu);
+    if (c->running) {
+      pending_reads& r = c->reads[node + '\n' + db + '\n' + range + (bodies ? "\n1" : "\n0")];
+      if (r.waiters.empty()) {
+        r.node = node;
+        r.db = db;
+        r.range = range;
+        r.bodies = bodies;
+      }
+      r.waiters.emplace_back(ids, std::move(done));
+      c->wake_locked();
+      return;
+    }
+  }
+  done(status{errc::unavailable, "cluster RPC is not running"});
+}
+
+void rpc_node::send_reads(loop& l, pending_reads& r) {
+  using waiters = std::vector<std::pair<std::vector<std::string>, shard_copy::docs_done>>;
+  auto all = std::make_shared<waiters>(std::move(r.waiters));
+  auto fail = [all](const status& st) {
+    for (auto& w : *all) w.second(st);
+  };
+  Node::Client* cap = connected_cap(l, members_, r.node);
+  if (!cap) return fail(unavailable(r.node, "not connected"));
+  auto req = cap->openDocsRequest();
+  set_shard(req.initShard(), r.db, r.range);
+  size_t n = 0;
+  for (auto& w : *all) n += w.first.size();
+  auto list = req.initIds(static_cast<unsigned>(n));
+  unsigned k = 0;
+  for (auto& w : *all)
+    for (auto& id : w.first) list.set(k++, id);
+  req.setBodies(r.bodies);
+  std::string peer = r.node;
+  auto& timer = l.io.provider->getTimer();
+  l.tasks.add(timer.timeoutAfter(opts_.call_timeout_ms * kj::MILLISECONDS, req.send())
+                  .then(
+                      [all, n, fail, peer](capnp::Response<Node::OpenDocsResults>&& res) {
+                        if (status st = status_of(res.getStatus()); !st) return fail(st);
+                        auto docs = res.getDocs();
+                        if (docs.size() != n)
+                          return fail({errc::internal, "node " + peer + " answered openDocs with the wrong count"});
+                        unsigned k = 0;
+                        for (auto& w : *all) {
+                          std::vector<doc_copy> out;
+                          status bad;
+                          for (size_t i = 0; i < w.first.size(); ++i, ++k) {
+                            auto d = read_doc_copy(docs[k]);
+                            if (!d) {
+                              bad = d.error();
+                            } else {
+                              out.push_back(std::move(*d));
+                            }
+                          }
+                          if (!bad) {
+                            w.second(bad);
+                          } else {
+                            w.second(std::move(out));
+                          }
+                        }
+                      },
+                      [fail, peer](kj::Exception&& e) { fail(unavailable(peer, e.getDescription().cStr())); }));
 }
 
 result<std::optional<local_doc>> rpc_node::open_local(const std::string& node, const std::string& db,

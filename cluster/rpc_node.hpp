@@ -129,6 +129,9 @@ class rpc_node final : public remote_shards {
   // Hands `work` to the loop thread without waiting: it runs there soon, with the loop, or (the RPC
   // stopped) right away with null. The one way other threads start calls to peers.
   void post(std::function<void(loop*)> work);
+  // Send one batch of queued reads (open_docs) or writes (update_docs); on the loop.
+  void send_reads(loop& l, struct pending_reads& r);
+  void send_writes(loop& l, struct pending_writes& w);
   // The shape of every client call: on the loop thread, find the connected peer, start the request
   // (`send` gets the peer's capability and returns a promise of the answer; it runs later, on the
   // loop, so it must hold copies of what it sends), and hand the answer or the transport failure to
