@@ -763,18 +763,25 @@ namespace {
 // What the loop thread shares with the thread that stops it.
 }  // namespace
 
-// Reads of one peer's copy of one range that wait to be sent together (see rpc_node::open_docs).
-struct pending_reads {
+// Calls to one peer's copy of one range that queue up while the loop is busy and then travel as one
+// message: the waiters' items (document ids, or documents to write) are concatenated, and the
+// answer's items go back to each waiter in the same order (rpc_node::open_docs, update_docs).
+template <class Item, class Answer>
+struct pending_batch {
   std::string node, db, range;
-  bool bodies = false;
-  std::vector<std::pair<std::vector<std::string>, shard_copy::docs_done>> waiters;  // (ids, done)
+  bool bodies = false;  // reads: with the stored bodies
+  std::vector<std::pair<std::vector<Item>, std::function<void(result<std::vector<Answer>>)>>> waiters;
+  size_t items() const {
+    size_t n = 0;
+    for (auto& w : waiters) n += w.first.size();
+    return n;
+  }
+  void fail(const status& st) {
+    for (auto& w : waiters) w.second(st);
+  }
 };
-
-// Writes to one peer's copy of one range that wait to be sent together (see rpc_node::update_docs).
-struct pending_writes {
-  std::string node, db, range;
-  std::vector<std::pair<std::vector<doc_update>, shard_copy::write_done>> waiters;  // (docs, done)
-};
+struct pending_reads : pending_batch<std::string, doc_copy> {};
+struct pending_writes : pending_batch<doc_update, doc_result> {};
 
 struct loop_control {
   kj::Own<const kj::Executor> executor;
@@ -843,10 +850,8 @@ struct loop_control {
     }
     status stopping{errc::unavailable, "cluster RPC is stopping"};
     for (auto& f : work) f(nullptr);
-    for (auto& [key, r] : read_batch)
-      for (auto& w : r.waiters) w.second(stopping);
-    for (auto& [key, r] : write_batch)
-      for (auto& w : r.waiters) w.second(stopping);
+    for (auto& [key, r] : read_batch) r.fail(stopping);
+    for (auto& [key, w] : write_batch) w.fail(stopping);
   }
 };
 
@@ -1020,23 +1025,24 @@ result<apply_result> rpc_node::apply_changes(const std::string& peer, const std:
   });
 }
 
-// Concurrent writes to one peer's copy of one range travel as one updateDocs call, as reads do
-// (open_docs): the peer commits them in one transaction anyway (group commit), and each request
-// gets its own documents' results back. Documents are applied in order, so two requests editing one
-// document in a batch get what they would get from two calls in one group commit.
-void rpc_node::update_docs(const std::string& node, const std::string& db, const std::string& range,
-                           const std::vector<doc_update>& docs, write_done done) {
-  loop_control* c = control_.get();
+namespace {
+
+// Queues `items` for `node`'s copy of `range`; the loop sends the queue as one call when it next
+// runs (loop_control::drain).
+template <class Batch, class Item, class Done>
+void enqueue(loop_control* c, std::map<std::string, Batch> loop_control::*queue, const std::string& node,
+             const std::string& db, const std::string& range, bool bodies, const std::vector<Item>& items, Done done) {
   if (c) {
     std::unique_lock<std::mutex> lock(c->mu);
     if (c->running) {
-      pending_writes& w = c->writes[node + '\n' + db + '\n' + range];
-      if (w.waiters.empty()) {
-        w.node = node;
-        w.db = db;
-        w.range = range;
+      Batch& b = (c->*queue)[node + '\n' + db + '\n' + range + (bodies ? "\n1" : "\n0")];
+      if (b.waiters.empty()) {
+        b.node = node;
+        b.db = db;
+        b.range = range;
+        b.bodies = bodies;
       }
-      w.waiters.emplace_back(docs, std::move(done));
+      b.waiters.emplace_back(items, std::move(done));
       c->wake_locked();
       return;
     }
@@ -1044,45 +1050,64 @@ void rpc_node::update_docs(const std::string& node, const std::string& db, const
   done(status{errc::unavailable, "cluster RPC is not running"});
 }
 
-void rpc_node::send_writes(loop& l, pending_writes& w) {
-  using waiters = std::vector<std::pair<std::vector<doc_update>, shard_copy::write_done>>;
-  auto all = std::make_shared<waiters>(std::move(w.waiters));
-  auto fail = [all](const status& st) {
-    for (auto& x : *all) x.second(st);
-  };
-  Node::Client* cap = connected_cap(l, members_, w.node);
-  if (!cap) return fail(unavailable(w.node, "not connected"));
-  auto req = cap->updateDocsRequest();
-  set_shard(req.initShard(), w.db, w.range);
-  size_t n = 0;
-  for (auto& x : *all) n += x.first.size();
-  auto list = req.initUpdates(static_cast<unsigned>(n));
-  unsigned k = 0;
-  for (auto& x : *all)
-    for (auto& u : x.first) write_update(list[k++], u);
-  std::string peer = w.node;
+// Sends a queued batch as one call: `send(cap, batch)` starts it and returns a promise of every
+// item's answer, in order; each waiter gets its part. On the loop.
+template <class Batch, class Send>
+void send_batch(rpc_node::loop& l, const membership& members, int timeout_ms, Batch& queued, Send send) {
+  auto batch = std::make_shared<Batch>(std::move(queued));
+  Node::Client* cap = connected_cap(l, members, batch->node);
+  if (!cap) return batch->fail(unavailable(batch->node, "not connected"));
+  std::string peer = batch->node;
+  size_t n = batch->items();
   auto& timer = l.io.provider->getTimer();
-  l.tasks.add(timer.timeoutAfter(opts_.call_timeout_ms * kj::MILLISECONDS, req.send())
+  l.tasks.add(timer.timeoutAfter(timeout_ms * kj::MILLISECONDS, send(*cap, *batch))
                   .then(
-                      [all, n, fail, peer](capnp::Response<Node::UpdateDocsResults>&& r) {
-                        if (status st = status_of(r.getStatus()); !st) return fail(st);
-                        auto results = r.getResults();
-                        if (results.size() != n)
-                          return fail({errc::internal, "node " + peer + " answered updateDocs with the wrong count"});
-                        unsigned k = 0;
-                        for (auto& x : *all) {
-                          std::vector<doc_result> out;
-                          for (size_t i = 0; i < x.first.size(); ++i, ++k) {
-                            auto d = results[k];
-                            doc_result res{status_of(d.getStatus()), {d.getRev().getPos(), d.getRev().getHash()}};
-                            res.added = d.getAdded();
-                            res.known = d.getKnown();
-                            out.push_back(std::move(res));
-                          }
-                          x.second(std::move(out));
+                      [batch, n, peer](auto&& answers) {
+                        if (!answers) return batch->fail(answers.error());
+                        if (answers->size() != n) {
+                          return batch->fail({errc::internal, "node " + peer + " answered for the wrong count"});
+                        }
+                        auto it = answers->begin();
+                        for (auto& w : batch->waiters) {
+                          auto end = it + static_cast<std::ptrdiff_t>(w.first.size());
+                          w.second(std::vector(std::make_move_iterator(it), std::make_move_iterator(end)));
+                          it = end;
                         }
                       },
-                      [fail, peer](kj::Exception&& e) { fail(unavailable(peer, e.getDescription().cStr())); }));
+                      [batch, peer](kj::Exception&& e) { batch->fail(unavailable(peer, e.getDescription().cStr())); }));
+}
+
+}  // namespace
+
+// Concurrent writes to one peer's copy of one range travel as one updateDocs call, as reads do
+// (open_docs): the peer commits them in one transaction anyway (group commit), and each request
+// gets its own documents' results back. Documents are applied in order, so two requests editing one
+// document in a batch get what they would get from two calls in one group commit.
+void rpc_node::update_docs(const std::string& node, const std::string& db, const std::string& range,
+                           const std::vector<doc_update>& docs, write_done done) {
+  enqueue(control_.get(), &loop_control::writes, node, db, range, false, docs, std::move(done));
+}
+
+void rpc_node::send_writes(loop& l, pending_writes& w) {
+  send_batch(l, members_, opts_.call_timeout_ms, w, [](Node::Client& cap, const pending_writes& b) {
+    auto req = cap.updateDocsRequest();
+    set_shard(req.initShard(), b.db, b.range);
+    auto list = req.initUpdates(static_cast<unsigned>(b.items()));
+    unsigned k = 0;
+    for (auto& x : b.waiters)
+      for (auto& u : x.first) write_update(list[k++], u);
+    return req.send().then([](capnp::Response<Node::UpdateDocsResults>&& r) -> result<std::vector<doc_result>> {
+      if (status st = status_of(r.getStatus()); !st) return st;
+      std::vector<doc_result> out;
+      for (auto d : r.getResults()) {
+        doc_result res{status_of(d.getStatus()), {d.getRev().getPos(), d.getRev().getHash()}};
+        res.added = d.getAdded();
+        res.known = d.getKnown();
+        out.push_back(std::move(res));
+      }
+      return out;
+    });
+  });
 }
 
 result<changes_page> rpc_node::changes(const std::string& node, const std::string& db, const std::string& range,
@@ -1213,77 +1238,34 @@ bool rpc_node::typed(const std::string& node) const {
   return members_.has_feature(node, typed_feature);
 }
 
-// Concurrent reads of one peer's copy of one range travel as one openDocs call: they queue here
-// until the loop next runs, which sends each queue as one message and splits the answer (one
-// encode, one write and one wake-up per batch instead of per request; the peer reads the batch in
-// one snapshot).
+// Concurrent reads of one peer's copy of one range travel as one openDocs call: they queue until
+// the loop next runs, which sends each queue as one message and splits the answer (one encode, one
+// write and one wake-up per batch instead of per request; the peer reads the batch in one snapshot).
 void rpc_node::open_docs(const std::string& node, const std::string& db, const std::string& range,
                          const std::vector<std::string>& ids, bool bodies, shard_copy::docs_done done) {
-  loop_control* c = control_.get();
-  if (c) {
-    std::unique_lock<std::mutex> lock(c->mu);
-    if (c->running) {
-      pending_reads& r = c->reads[node + '\n' + db + '\n' + range + (bodies ? "\n1" : "\n0")];
-      if (r.waiters.empty()) {
-        r.node = node;
-        r.db = db;
-        r.range = range;
-        r.bodies = bodies;
-      }
-      r.waiters.emplace_back(ids, std::move(done));
-      c->wake_locked();
-      return;
-    }
-  }
-  done(status{errc::unavailable, "cluster RPC is not running"});
+  enqueue(control_.get(), &loop_control::reads, node, db, range, bodies, ids, std::move(done));
 }
 
 void rpc_node::send_reads(loop& l, pending_reads& r) {
-  using waiters = std::vector<std::pair<std::vector<std::string>, shard_copy::docs_done>>;
-  auto all = std::make_shared<waiters>(std::move(r.waiters));
-  auto fail = [all](const status& st) {
-    for (auto& w : *all) w.second(st);
-  };
-  Node::Client* cap = connected_cap(l, members_, r.node);
-  if (!cap) return fail(unavailable(r.node, "not connected"));
-  auto req = cap->openDocsRequest();
-  set_shard(req.initShard(), r.db, r.range);
-  size_t n = 0;
-  for (auto& w : *all) n += w.first.size();
-  auto list = req.initIds(static_cast<unsigned>(n));
-  unsigned k = 0;
-  for (auto& w : *all)
-    for (auto& id : w.first) list.set(k++, id);
-  req.setBodies(r.bodies);
-  std::string peer = r.node;
-  auto& timer = l.io.provider->getTimer();
-  l.tasks.add(timer.timeoutAfter(opts_.call_timeout_ms * kj::MILLISECONDS, req.send())
-                  .then(
-                      [all, n, fail, peer](capnp::Response<Node::OpenDocsResults>&& res) {
-                        if (status st = status_of(res.getStatus()); !st) return fail(st);
-                        auto docs = res.getDocs();
-                        if (docs.size() != n)
-                          return fail({errc::internal, "node " + peer + " answered openDocs with the wrong count"});
-                        unsigned k = 0;
-                        for (auto& w : *all) {
-                          std::vector<doc_copy> out;
-                          status bad;
-                          for (size_t i = 0; i < w.first.size(); ++i, ++k) {
-                            auto d = read_doc_copy(docs[k]);
-                            if (!d) {
-                              bad = d.error();
-                            } else {
-                              out.push_back(std::move(*d));
-                            }
-                          }
-                          if (!bad) {
-                            w.second(bad);
-                          } else {
-                            w.second(std::move(out));
-                          }
-                        }
-                      },
-                      [fail, peer](kj::Exception&& e) { fail(unavailable(peer, e.getDescription().cStr())); }));
+  send_batch(l, members_, opts_.call_timeout_ms, r, [](Node::Client& cap, const pending_reads& b) {
+    auto req = cap.openDocsRequest();
+    set_shard(req.initShard(), b.db, b.range);
+    auto list = req.initIds(static_cast<unsigned>(b.items()));
+    unsigned k = 0;
+    for (auto& w : b.waiters)
+      for (auto& id : w.first) list.set(k++, id);
+    req.setBodies(b.bodies);
+    return req.send().then([](capnp::Response<Node::OpenDocsResults>&& r) -> result<std::vector<doc_copy>> {
+      if (status st = status_of(r.getStatus()); !st) return st;
+      std::vector<doc_copy> out;
+      for (auto d : r.getDocs()) {
+        auto doc = read_doc_copy(d);
+        if (!doc) return doc.error();  // a tree that does not decode fails the batch, not one reader
+        out.push_back(std::move(*doc));
+      }
+      return out;
+    });
+  });
 }
 
 result<std::optional<local_doc>> rpc_node::open_local(const std::string& node, const std::string& db,
