@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cstdint>
 
 #include "actors/change_notifier.hpp"
 #include "http/changes_feed.hpp"
@@ -17,6 +18,9 @@ namespace {
 using steady = std::chrono::steady_clock;
 
 enum class feed_kind { normal, longpoll, continuous, eventsource };
+
+// Longer waits are cut to this (~24.8 days): a time point that far ahead cannot overflow the clock.
+constexpr int64_t max_wait_ms = INT32_MAX;
 
 struct changes_query {
   feed_kind feed = feed_kind::normal;
@@ -69,7 +73,7 @@ result<changes_query> parse_changes(ctx& c, const json* body) {
     auto t = non_negative(c, "timeout", "The timeout value should be a non-negative integer (in milliseconds).",
                           "The timeout value should be a non-negative integer (in milliseconds).");
     if (!t) return t.error();
-    q.timeout_ms = *t;
+    q.timeout_ms = std::min<int64_t>(*t, max_wait_ms);
   }
   if (c.has("heartbeat")) {
     std::string h = c.param("heartbeat");
@@ -84,7 +88,7 @@ result<changes_query> parse_changes(ctx& c, const json* body) {
       }
       if (n <= 0)
         return status{errc::bad_request, "The heartbeat value should be a positive integer (in milliseconds)."};
-      q.heartbeat_ms = n;
+      q.heartbeat_ms = std::min<long long>(n, max_wait_ms);
     }
   }
   if (c.has("seq_interval")) {
