@@ -12,13 +12,6 @@ status bad_answer(const std::string& node, const std::string& what) {
   return {errc::unavailable, "node " + node + " answered " + what + " with something this release cannot read"};
 }
 
-bool parse_local_rev(const std::string& text, uint64_t& out) {
-  if (text.rfind("0-", 0) != 0 || text.size() < 3) return false;
-  char* end = nullptr;
-  out = std::strtoull(text.c_str() + 2, &end, 10);
-  return *end == '\0';
-}
-
 }  // namespace
 
 status remote_copy::older_release(const char* what) const {

@@ -156,11 +156,8 @@ std::string render_bulk_get(const json& entries, const std::vector<doc_copy>& do
         int i = parse_rev(rev_text, r) ? tree.find(r) : -1;
         if (i < 0) {
           found = error_doc("not_found", "missing");
-        } else if (latest && !tree.is_leaf(i)) {
-          for (int leaf : tree.leaves()) {
-            auto path = tree.path_to(leaf);
-            if (std::find(path.begin(), path.end(), i) != path.end()) indices.push_back(leaf);
-          }
+        } else if (latest) {
+          indices = tree.leaves_under(i);
         } else {
           indices.push_back(i);
         }

@@ -176,11 +176,8 @@ result<doc_read> answer_doc_get(const doc_copy& d, const doc_get& g) {
       int i = d.found ? tree.find(rid) : -1;
       if (i < 0) {
         missing.push_back(rid.str());
-      } else if (g.latest && !tree.is_leaf(i)) {
-        for (int leaf : tree.leaves()) {
-          auto path = tree.path_to(leaf);
-          if (std::find(path.begin(), path.end(), i) != path.end()) indices.push_back(leaf);
-        }
+      } else if (g.latest) {
+        for (int leaf : tree.leaves_under(i)) indices.push_back(leaf);
       } else {
         indices.push_back(i);
       }
@@ -334,17 +331,6 @@ void handle_doc(ctx& c, const db_meta& db, const std::string& id) {
 }
 
 // ---- _local documents: no rev tree, revisions "0-N", not replicated, not in feeds -------------
-
-namespace {
-
-bool parse_local_rev(const std::string& text, uint64_t& out) {
-  if (text.rfind("0-", 0) != 0 || text.size() < 3 || text.size() > 22) return false;
-  char* end = nullptr;
-  out = std::strtoull(text.c_str() + 2, &end, 10);
-  return *end == '\0';
-}
-
-}  // namespace
 
 void handle_local_doc(ctx& c, const db_meta& db, const std::string& id) {
   if (id.size() > c.node.max_document_id_length) return c.error(errc::illegal_docid, "Document id is too long");

@@ -157,6 +157,15 @@ size_t rev_tree::stem(uint32_t limit) {
   return dropped;
 }
 
+std::vector<int> rev_tree::leaves_under(int i) const {
+  std::vector<int> out;
+  for (int leaf : leaves()) {
+    auto path = path_to(leaf);
+    if (std::find(path.begin(), path.end(), i) != path.end()) out.push_back(leaf);
+  }
+  return out;
+}
+
 std::vector<int> rev_tree::path_to(int i) const {
   std::vector<int> out;
   for (; i >= 0; i = nodes_[i].parent) {

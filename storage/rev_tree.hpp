@@ -64,6 +64,9 @@ class rev_tree {
 
   // The history of node i, newest first (i itself included), as far as the tree knows it.
   std::vector<int> path_to(int i) const;
+  // The leaves whose history holds node i (i itself when it is a leaf): what `latest=true` answers
+  // for revision i.
+  std::vector<int> leaves_under(int i) const;
 
   void encode(codec::writer& w) const;
   static bool decode(codec::reader& r, rev_tree& out);

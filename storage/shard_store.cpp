@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 
 #include "node/crypto.hpp"
@@ -691,6 +692,14 @@ uint64_t shard_store::snapshot::count_changes_after(uint64_t since) const {
   for (int rc = mdb_cursor_get(c, &k, &v, MDB_SET_RANGE); rc == 0; rc = mdb_cursor_get(c, &k, &v, MDB_NEXT)) ++n;
   mdb_cursor_close(c);
   return n;
+}
+
+bool parse_local_rev(std::string_view text, uint64_t& out) {
+  if (text.substr(0, 2) != "0-" || text.size() < 3 || text.size() > 22) return false;
+  std::string digits(text.substr(2));
+  char* end = nullptr;
+  out = std::strtoull(digits.c_str(), &end, 10);
+  return *end == '\0';
 }
 
 }  // namespace settee

@@ -101,6 +101,9 @@ struct local_doc {
   std::string body;
 };
 
+// A _local document's revision text "0-N" (N decimal): N into `out`; false for anything else.
+bool parse_local_rev(std::string_view text, uint64_t& out);
+
 class shard_store : public std::enable_shared_from_this<shard_store> {
  public:
   static result<std::shared_ptr<shard_store>> open(const std::string& path, const store_options& opts);

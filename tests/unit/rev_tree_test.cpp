@@ -168,3 +168,14 @@ TEST_CASE("decode refuses a tree whose parent links loop or skip a generation") 
   CHECK_FALSE(decodes(tree_of({{1, "a", 0}})));                // its own parent
   CHECK_FALSE(decodes(tree_of({{1, "a", -1}, {3, "b", 0}})));  // a generation skipped
 }
+
+TEST_CASE("leaves_under: the leaves whose history holds a revision") {
+  rev_tree t;
+  int a = t.add_child(-1, "a", false);
+  int b = t.add_child(a, "b", false);
+  int c = t.add_child(a, "c", false);
+  int d = t.add_child(b, "d", false);
+  CHECK(t.leaves_under(a).size() == 2);
+  CHECK(t.leaves_under(b) == std::vector<int>{d});
+  CHECK(t.leaves_under(c) == std::vector<int>{c});  // a leaf is its own latest
+}
