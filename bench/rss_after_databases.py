@@ -42,6 +42,12 @@ def req(method, path, body=None):
     raise RuntimeError("the node did not start")
 
 
+def rss():
+    """VmRSS in MB, and its anonymous (heap, stacks) and file-backed (LMDB maps, binary) parts."""
+    return (f"{status('VmRSS') / 1024:.1f} MB (anon {status('RssAnon') / 1024:.1f}, "
+            f"file {status('RssFile') / 1024:.1f})")
+
+
 def status(field):
     with open(f"/proc/{node.pid}/status") as f:
         line = next(line for line in f if line.startswith(field + ":"))
@@ -51,17 +57,17 @@ def status(field):
 try:
     req("GET", "/_up")
     time.sleep(1)
-    print(f"fresh: {status('VmRSS') / 1024:.1f} MB, {status('Threads')} threads", flush=True)
+    print(f"fresh: {rss()}, {status('Threads')} threads", flush=True)
     for r in range(ROUNDS):
         for i in range(N):
             assert req("PUT", f"/m{i}") == 201
             assert req("PUT", f"/m{i}/d", {"i": i}) == 201
-        print(f"round {r + 1} with {N} databases: {status('VmRSS') / 1024:.1f} MB", flush=True)
+        print(f"round {r + 1} with {N} databases: {rss()}", flush=True)
         for i in range(N):
             assert req("DELETE", f"/m{i}") == 200
-        print(f"round {r + 1} after deleting them: {status('VmRSS') / 1024:.1f} MB", flush=True)
+        print(f"round {r + 1} after deleting them: {rss()}", flush=True)
     time.sleep(IDLE)
-    print(f"after {IDLE} s idle: {status('VmRSS') / 1024:.1f} MB, {status('Threads')} threads")
+    print(f"after {IDLE} s idle: {rss()}, {status('Threads')} threads")
 finally:
     node.terminate()
     node.wait()
