@@ -22,7 +22,7 @@ db_catalog::db_catalog(shard_registry& shards, const clock& clk, std::string dat
       data_dir_(std::move(data_dir)),
       node_name_(std::move(node_name)),
       timeout_(timeout),
-      dbs_path_(data_dir_ + "/_dbs.lmdb") {}
+      dbs_path_(file_in(data_dir_)) {}
 
 db_meta db_catalog::make_meta(const std::string& name, const entry& e) const {
   db_meta m;
@@ -274,7 +274,8 @@ status db_catalog::remove(const std::string& name) {
   std::lock_guard<std::mutex> wlock(write_mu_);
   auto m = find(name);
   if (!m) return m.error();
-  if (auto st = write_entry(name, "{}", true); !st) return st;
+  // The tombstone names the incarnation it ends (storage/db_events.hpp; 0.2 wrote "{}").
+  if (auto st = write_entry(name, json{{"created", m->created}}.dump(), true); !st) return st;
   shards_.remove_all(m->shard_paths, m->key());  // open feeds notice and end, releasing the shards
   // The shards' memory (their writer threads' arenas, LMDB's buffers) went back to malloc; give it
   // back to the system too, or a node that dropped many databases keeps their peak footprint.

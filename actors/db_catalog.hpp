@@ -63,6 +63,9 @@ class db_catalog {
   db_catalog(shard_registry& shards, const clock& clk, std::string data_dir, std::string node_name,
              std::chrono::milliseconds timeout);
 
+  // Where `_dbs` lives under a data directory (store_options::catalog_path).
+  static std::string file_in(const std::string& data_dir) { return data_dir + "/_dbs.lmdb"; }
+
   // Opens `_dbs` and loads every database. Call once before anything else.
   status load();
   // Brings the in-memory catalog in line with `_dbs` after it changed underneath (internal

@@ -267,6 +267,7 @@ int main(int argc, char** argv) {
   store_opts.map_size_bytes = static_cast<uint64_t>(cfg.get_int("couchdb", "map_size_mb", 65536)) << 20;
   store_opts.time_seq_min_time = cfg.get_int("time_seq", "min_time", time_seq::default_min_time);
   store_opts.time_seq_enabled = cfg.get_bool("time_seq", "enabled", true);
+  store_opts.catalog_path = db_catalog::file_in(args.data_dir);
   replica_limits limits;
   limits.batch_max_docs = static_cast<size_t>(cfg.get_int("couchdb", "batch_max_docs", 5000));
   limits.batch_max_bytes = static_cast<size_t>(cfg.get_int("couchdb", "batch_max_bytes", 32 << 20));

@@ -11,6 +11,7 @@
 #include "node/crypto.hpp"
 #include "node/log.hpp"
 #include "storage/codec.hpp"
+#include "storage/db_events.hpp"
 #include "storage/doc_rank.hpp"
 #include "storage/lmdb_env.hpp"
 
@@ -222,6 +223,14 @@ result<std::shared_ptr<shard_store>> shard_store::open_env(const std::string& pa
     if (auto st = doc_rank::rebuild(t.get(), s->rank_, s->docs_, live_record); !st) return st;
     if (auto st = doc_rank::mark(t.get(), s->rank_, h.update_seq); !st) return st;
   }
+  if (!opts.catalog_path.empty() && opts.catalog_path == path) {
+    s->db_events_ = true;
+    if (int rc = mdb_dbi_open(t.get(), "db_events", MDB_CREATE, &s->events_); rc != 0) {
+      return lmdb::to_status(rc, "mdb_dbi_open");
+    }
+    // Events found at open carry no time: the commits that made them are not known.
+    if (auto st = s->reconcile_db_events(t.get(), h.update_seq, 0); !st) return st;
+  }
   if (dirty) {
     std::string bytes = h.encode(s->header_raw_);
     if (auto st = put(t.get(), s->meta_, header_key, bytes); !st) return st;
@@ -305,6 +314,7 @@ status shard_store::commit(const std::vector<write_op*>& ops, int64_t now_s) {
     st = put(t.get(), meta_, header_key, bytes);
   }
   if (st) st = doc_rank::mark(t.get(), rank_, h.update_seq);
+  if (st && db_events_) st = put(t.get(), events_, "m", codec::seq_key(h.update_seq));
   if (st) {
     st = t.commit();  // without MDB_NOSYNC, LMDB fsyncs before returning
     if (!st && st.code != errc::storage_full) {
@@ -404,9 +414,75 @@ status shard_store::apply_doc(MDB_txn* t, shard_header& h, doc_update& u, doc_re
   doc_state after = state_of(d.tree);
   count(h, after, +1);
   if ((before == doc_state::live) != (after == doc_state::live)) {
-    return doc_rank::add(t, rank_, docs_, live_record, u.id, after == doc_state::live ? +1 : -1);
+    if (auto st = doc_rank::add(t, rank_, docs_, live_record, u.id, after == doc_state::live ? +1 : -1); !st) return st;
+  }
+  if (db_events_ && u.id.rfind("_design/", 0) != 0) {
+    uint32_t index = 0;
+    return record_db_events(t, d, d.tree.winner() == leaf ? &u.body : nullptr, now_s, index);
   }
   return {};
+}
+
+status shard_store::record_db_events(MDB_txn* t, const doc_info& d, const std::string* winner_body, int64_t now_s,
+                                     uint32_t& index) {
+  std::string_view raw;
+  bool found = false;
+  if (auto st = get(t, events_, state_key(d.id), raw, found); !st) return st;
+  std::optional<db_state> before;
+  if (found) {
+    before.emplace();
+    if (!decode_state(raw, *before)) return {errc::internal, "corrupt database state record: " + d.id};
+  }
+  db_state after;
+  after.alive = !d.tree.winner_deleted();
+  if (winner_body) {
+    after.instance = instance_of_entry(*winner_body);
+  } else {
+    std::string_view body;
+    bool has = false;
+    if (auto st = get(t, bodies_, body_key(d.id, d.tree.rev(d.tree.winner())), body, has); !st) return st;
+    if (has) after.instance = instance_of_entry(body);
+  }
+  for (const db_step& step : lifecycle_steps(before, after)) {
+    db_event e{d.seq, index, step.type, d.id, step.instance, now_s};
+    if (auto st = put(t, events_, event_key(d.seq, index++), encode_event(e)); !st) return st;
+  }
+  db_state resolved = resolve_state(before, after);
+  if (before && *before == resolved) return {};
+  return put(t, events_, state_key(d.id), encode_state(resolved));
+}
+
+status shard_store::reconcile_db_events(MDB_txn* t, uint64_t update_seq, int64_t now_s) {
+  std::string_view raw;
+  bool found = false;
+  if (auto st = get(t, events_, "m", raw, found); !st) return st;
+  uint64_t marked = 0;
+  if (found && codec::parse_seq_key(raw, marked) && marked == update_seq) return {};
+  // Compare every name's recorded state with its document; the differences become events at the
+  // current seq (the changes themselves were made by a release that did not record them).
+  std::vector<doc_info> docs;
+  MDB_cursor* c = nullptr;
+  if (int rc = mdb_cursor_open(t, docs_, &c); rc != 0) return lmdb::to_status(rc, "mdb_cursor_open");
+  MDB_val k, v;
+  int rc = mdb_cursor_get(c, &k, &v, MDB_FIRST);
+  for (; rc == 0; rc = mdb_cursor_get(c, &k, &v, MDB_NEXT)) {
+    doc_info d;
+    d.id.assign(lmdb::view(k));
+    if (!decode_doc(d.id, lmdb::view(v), d)) {
+      mdb_cursor_close(c);
+      return {errc::internal, "corrupt document record: " + d.id};
+    }
+    if (d.id.rfind("_design/", 0) != 0) docs.push_back(std::move(d));
+  }
+  mdb_cursor_close(c);
+  if (rc != MDB_NOTFOUND) return lmdb::to_status(rc, "mdb_cursor_get");
+  // Events of this pass share the seq (none was recorded at it: "m" would equal it).
+  uint32_t index = 0;
+  for (doc_info& d : docs) {
+    d.seq = update_seq;
+    if (auto st = record_db_events(t, d, nullptr, now_s, index); !st) return st;
+  }
+  return put(t, events_, "m", codec::seq_key(update_seq));
 }
 
 status shard_store::apply_local(MDB_txn* t, write_op& op) {
@@ -607,6 +683,31 @@ void shard_store::snapshot::scan_changes(uint64_t since, const std::function<boo
     uint64_t seq = 0;
     if (!codec::parse_seq_key(lmdb::view(k), seq) || !decode_change(seq, lmdb::view(v), e)) {
       corrupt("change", std::to_string(seq));
+      break;
+    }
+    if (!visit(e)) break;
+    rc = mdb_cursor_get(c, &k, &v, MDB_NEXT);
+  }
+  if (rc != 0 && rc != MDB_NOTFOUND) fail(lmdb::to_status(rc, "mdb_cursor_get"));
+  mdb_cursor_close(c);
+}
+
+void shard_store::snapshot::scan_db_events(uint64_t since, const std::function<bool(const db_event&)>& visit) const {
+  if (!store_->db_events_) return;
+  MDB_cursor* c = nullptr;
+  if (int rc = mdb_cursor_open(txn_, store_->events_, &c); rc != 0) {
+    fail(lmdb::to_status(rc, "mdb_cursor_open"));
+    return;
+  }
+  std::string from = event_key(since + 1, 0);
+  MDB_val k = lmdb::val(from), v;
+  int rc = mdb_cursor_get(c, &k, &v, MDB_SET_RANGE);
+  db_event e;
+  while (rc == 0) {
+    std::string_view key = lmdb::view(k);
+    if (key.empty() || key[0] != 'e') break;  // past the events: the "m" and "s" keys
+    if (!decode_event(key, lmdb::view(v), e)) {
+      corrupt("database event", std::to_string(e.seq));
       break;
     }
     if (!visit(e)) break;

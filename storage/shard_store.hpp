@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "node/error.hpp"
+#include "storage/db_events.hpp"
 #include "storage/rev_tree.hpp"
 #include "storage/shard_header.hpp"
 
@@ -31,6 +32,9 @@ struct store_options {
   uint32_t revs_limit = 1000;                              // for a new file
   int64_t time_seq_min_time = time_seq::default_min_time;  // [time_seq] min_time
   bool time_seq_enabled = true;  // [time_seq] enabled; off only to measure what time-seq costs
+  // The catalog's own file (`<data>/_dbs.lmdb`): its commits also record databases' lifecycle
+  // events (storage/db_events.hpp). Empty: no file does.
+  std::string catalog_path;
 };
 
 // One document write. new_edits=true: `revs` is empty (create) or holds the base revision.
@@ -158,6 +162,9 @@ class shard_store : public std::enable_shared_from_this<shard_store> {
     uint64_t skip_before_time(uint64_t since, int64_t time) const;
     // Visits changes with seq < before, descending (before = 0: from the last one).
     void scan_changes_descending(uint64_t before, const std::function<bool(const change_entry&)>& visit) const;
+    // The catalog file's database events recorded after `since` (a `_dbs` seq), ascending; none in
+    // other files.
+    void scan_db_events(uint64_t since, const std::function<bool(const db_event&)>& visit) const;
     // Up to `max_docs` changed documents after `since`, as a replication batch.
     replication_batch read_for_replication(uint64_t since, size_t max_docs) const;
     // How many changes have seq > since (reads keys only).
@@ -193,13 +200,23 @@ class shard_store : public std::enable_shared_from_this<shard_store> {
   shard_store() = default;
   status apply_doc(MDB_txn* t, shard_header& h, doc_update& u, doc_result& r, int64_t now_s);
   status apply_local(MDB_txn* t, write_op& op);
+  // The catalog file: appends the events that took `id` from its recorded state to the one its
+  // tree `d` now has (the winner's body is `winner_body` when known), at `d.seq`.
+  // `index` numbers the events of one seq.
+  status record_db_events(MDB_txn* t, const doc_info& d, const std::string* winner_body, int64_t now_s,
+                          uint32_t& index);
+  // The catalog file, at open: brings the state table in line with the documents when a release
+  // without it (0.2 and older) committed since, appending the events it missed.
+  status reconcile_db_events(MDB_txn* t, uint64_t update_seq, int64_t now_s);
 
   std::string path_;
   int64_t min_time_ = time_seq::default_min_time;  // time-seq ignores earlier times
   bool time_seq_enabled_ = true;                   // false: commits leave the bins alone
   MDB_env* env_ = nullptr;
   unsigned meta_ = 0, docs_ = 0, bodies_ = 0, by_seq_ = 0, local_ = 0, rank_ = 0;  // MDB_dbi handles
-  status failed_;  // set by a failed commit (under header_mu_)
+  unsigned events_ = 0;     // `db_events`, in the catalog file only
+  bool db_events_ = false;  // this is the catalog file
+  status failed_;           // set by a failed commit (under header_mu_)
   mutable std::mutex header_mu_;
   shard_header header_;
   std::string header_raw_;
