@@ -3,6 +3,7 @@
 namespace settee {
 
 void change_notifier::notify(const std::string& key) {
+  if (observe_) observe_(key);
   std::unordered_map<uint64_t, std::function<void()>> fire;
   {
     std::lock_guard<std::mutex> lock(mu_);

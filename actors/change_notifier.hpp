@@ -26,6 +26,9 @@ class change_notifier {
   // that watches it later sees a new version at once and finds the database gone).
   void retire(const std::string& key);
   size_t watchers() const;
+  // Also calls `observe(key)` on every notify, before the watches (set once, before any commit;
+  // it must be quick: the update log marks the database dirty).
+  void set_observer(std::function<void(const std::string&)> observe) { observe_ = std::move(observe); }
 
  private:
   struct slot {
@@ -33,6 +36,7 @@ class change_notifier {
     std::unordered_map<uint64_t, std::function<void()>> watches;
   };
 
+  std::function<void(const std::string&)> observe_;
   mutable std::mutex mu_;
   std::unordered_map<std::string, slot> slots_;
   uint64_t next_id_ = 1;

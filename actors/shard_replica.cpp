@@ -30,10 +30,12 @@ struct replica_state {
     for (auto& p : pending) ops.push_back(p.op.get());
     status st = store->commit(ops, clk->now_s());
     if (!st) log::error("commit failed on " + store->path() + ": " + st.reason);
+    // Feeds and the update log learn of the commit before any writer is answered: once a write is
+    // acknowledged, its database is marked for _db_updates.
+    if (notifier && st) notifier->notify(notify_key);
     for (auto& p : pending) {  // outcomes travel inside each op
       if (p.on_done) p.on_done();
     }
-    if (notifier && st) notifier->notify(notify_key);
     pending.clear();
     pending_docs = pending_bytes = 0;
   }

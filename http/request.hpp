@@ -20,6 +20,7 @@ class change_notifier;
 class membership;
 class rpc_node;
 class nodes_db;
+class update_log;
 
 // Limits and identity the handlers need; built once at start-up, read-only afterwards.
 struct node_services {
@@ -35,8 +36,9 @@ struct node_services {
   size_t bulk_docs_max = 100000;
   change_notifier* notifier = nullptr;
   membership* members = nullptr;
-  rpc_node* rpc = nullptr;    // null on a single node
-  nodes_db* nodes = nullptr;  // null on a single node
+  rpc_node* rpc = nullptr;        // null on a single node
+  nodes_db* nodes = nullptr;      // null on a single node
+  update_log* updates = nullptr;  // this node's `updated` rows of _db_updates
   // The _security object of new databases ([couchdb] default_security): admin-only, as CouchDB 3.
   std::string new_db_security = admin_only_security;
   static constexpr const char* admin_only_security =

@@ -18,6 +18,7 @@
 #include "actors/db_catalog.hpp"
 #include "actors/messages.hpp"
 #include "actors/shard_registry.hpp"
+#include "actors/update_log.hpp"
 #include "cluster/cluster_tls.hpp"
 #include "cluster/membership.hpp"
 #include "cluster/nodes_db.hpp"
@@ -281,6 +282,9 @@ int main(int argc, char** argv) {
     for (const char* system_db : {"_users", "_replicator"}) {
       if (auto st = catalog.create_system(system_db); !st) die(st.reason);
     }
+    // `updated` rows of _db_updates: every commit to a database's copy marks it (architecture 28).
+    update_log updates(shards, catalog, clk, args.data_dir);
+    notifier.set_observer([&updates](const std::string& key) { updates.mark(key); });
     coordinator coord(catalog, shards, timeout, store_opts.node_name);
     authenticator auth(cfg, clk, coord);
     node_services node{cfg, clk, coord, auth, store_opts.node_name, cfg.get("couchdb", "uuid")};
@@ -290,6 +294,7 @@ int main(int argc, char** argv) {
     node.uuids_max_count = static_cast<size_t>(cfg.get_int("uuids", "max_count", 1000));
     node.bulk_docs_max = static_cast<size_t>(cfg.get_int("couchdb", "bulk_docs_max", 100000));
     node.notifier = &notifier;
+    node.updates = &updates;
     std::string default_security = cfg.get("couchdb", "default_security", "admin_only");
     if (default_security == "everyone") {
       node.new_db_security = "{}";
@@ -384,6 +389,7 @@ int main(int argc, char** argv) {
     raise_fd_limit(65536);
     http_server server(node, http);
     if (auto st = server.bind(); !st) die(st.reason);
+    updates.start();  // after the last die(): exit() must not race its thread
 
     std::thread signal_thread([&] {
       int sig = 0;
@@ -402,7 +408,9 @@ int main(int argc, char** argv) {
     log::info("http server stopped");
     if (syncer) syncer->stop();
     if (rpc) rpc->stop();
+    updates.stop();
     shards.close_all();
+    notifier.set_observer(nullptr);  // no commit is left to observe
     log::info("all shards closed");
   }
   return 0;

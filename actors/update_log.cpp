@@ -1,0 +1,208 @@
+#include "actors/update_log.hpp"
+
+#include "actors/bridge.hpp"
+#include "node/json.hpp"
+#include "node/log.hpp"
+
+namespace settee {
+
+namespace {
+
+// "<name>.<suffix>" -> name and instance; false for keys of anything but a database incarnation.
+bool split_key(const std::string& key, std::string& name, int64_t& instance) {
+  auto dot = key.rfind('.');
+  if (dot == std::string::npos || dot == 0 || dot + 1 == key.size()) return false;
+  instance = 0;
+  for (size_t i = dot + 1; i < key.size(); ++i) {
+    if (key[i] < '0' || key[i] > '9' || instance > (INT64_MAX - 9) / 10) return false;
+    instance = instance * 10 + (key[i] - '0');
+  }
+  name = key.substr(0, dot);
+  return true;
+}
+
+// The update seq of each of this node's copies of `m`, by range name (a copy that cannot be
+// opened, e.g. just deleted, is left out).
+json local_seqs(shard_registry& shards, const db_meta& m) {
+  json seqs = json::object();
+  for (size_t i = 0; i < m.q; ++i) {
+    if (!m.hosts(i)) continue;
+    auto h = shards.acquire(m.shard_paths[i], m.created, m.key());
+    if (h) seqs[m.ranges[i].name()] = h->store->header().update_seq;
+  }
+  return seqs;
+}
+
+// True when `recorded` (a record's body) already covers instance `instance` at `seqs`.
+bool covers(const json& recorded, int64_t instance, const json& seqs) {
+  if (!recorded.is_object() || recorded.value("instance", int64_t{-1}) != instance) return false;
+  const json& had = recorded["seqs"];
+  if (!had.is_object()) return false;
+  for (auto& [range, seq] : seqs.items()) {
+    auto it = had.find(range);
+    if (it == had.end() || !it->is_number_unsigned() || it->get<uint64_t>() < seq.get<uint64_t>()) return false;
+  }
+  return true;
+}
+
+json recorded_body(const shard_store::snapshot& snap, const std::string& name, doc_info& d, bool& found) {
+  found = snap.doc(name, d);
+  std::string body;
+  if (!found || !snap.winner_body(d, body)) return json();
+  return parse_json(body).value_or(json());
+}
+
+}  // namespace
+
+update_log::update_log(shard_registry& shards, db_catalog& catalog, const clock& clk, std::string data_dir,
+                       update_log_options opts)
+    : shards_(shards), catalog_(catalog), clk_(clk), path_(file_in(data_dir)), opts_(opts) {}
+
+update_log::~update_log() {
+  stop();
+}
+
+void update_log::start() {
+  thread_ = std::thread([this] { run(); });
+}
+
+void update_log::stop() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stopping_ = true;
+  }
+  cv_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+void update_log::mark(const std::string& key) {
+  std::string name;
+  int64_t instance = 0;
+  if (!split_key(key, name, instance)) return;
+  bool first = false;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!marked_.insert(key).second) return;
+    ++marks_;
+    first = marked_.size() == 1;
+  }
+  if (first) cv_.notify_all();
+}
+
+void update_log::flush() {
+  std::unique_lock<std::mutex> lock(mu_);
+  uint64_t target = marks_;
+  cv_.wait(lock, [&] { return stopping_ || (recovered_ && recorded_ >= target); });
+}
+
+void update_log::run() {
+  recover();
+  auto last = std::chrono::steady_clock::now() - opts_.min_interval;
+  std::unique_lock<std::mutex> lock(mu_);
+  const uint64_t found = marks_;  // what recovery marked (and anything marked meanwhile)
+  recovered_ = found == 0;
+  cv_.notify_all();
+  for (;;) {
+    cv_.wait(lock, [&] { return stopping_ || !marked_.empty(); });
+    if (marked_.empty()) break;  // stopping, nothing left
+    if (!stopping_) {
+      // Let a burst gather, and keep to one record per min_interval.
+      auto at = std::max(std::chrono::steady_clock::now() + opts_.gather, last + opts_.min_interval);
+      cv_.wait_until(lock, at, [&] { return stopping_; });
+    }
+    std::set<std::string> batch;
+    batch.swap(marked_);
+    uint64_t taken = marks_;
+    lock.unlock();
+    bool ok = write(batch);
+    last = std::chrono::steady_clock::now();
+    lock.lock();
+    if (ok) {
+      recorded_ = taken;
+      recovered_ = recovered_ || recorded_ >= found;
+      cv_.notify_all();
+    } else {
+      marked_.insert(batch.begin(), batch.end());  // again after min_interval
+      if (stopping_) break;
+    }
+  }
+  recovered_ = true;
+  cv_.notify_all();
+}
+
+bool update_log::write(const std::set<std::string>& keys) {
+  auto h = record();
+  if (!h) {
+    log::error("cannot open " + path_ + ": " + h.error().reason);
+    return false;
+  }
+  auto op = std::make_shared<write_op>();
+  {
+    auto snap = h->store->read();
+    if (!snap) {
+      log::error("cannot read " + path_ + ": " + snap.error().reason);
+      return false;
+    }
+    if (!collect(*snap, keys, op->docs)) return false;
+  }
+  if (op->docs.empty()) return true;
+  // The flusher is the record's only writer, so the base revisions read above are current.
+  if (status st = write_one(h->writer, op, opts_.timeout); !st) {
+    log::error("recording updated databases in " + path_ + " failed: " + st.reason);
+    return false;
+  }
+  return true;
+}
+
+bool update_log::collect(const shard_store::snapshot& snap, const std::set<std::string>& keys,
+                         std::vector<doc_update>& out) {
+  for (const std::string& key : keys) {
+    std::string name;
+    int64_t instance = 0;
+    if (!split_key(key, name, instance)) continue;
+    auto m = catalog_.find(name);
+    if (!m || m->created != instance) continue;  // deleted (or re-created) since: its events say so
+    json seqs = local_seqs(shards_, *m);
+    doc_info d;
+    bool found = false;
+    json had = recorded_body(snap, name, d, found);
+    if (covers(had, instance, seqs)) continue;
+    doc_update u;
+    u.id = name;
+    u.body = json{{"instance", instance}, {"seqs", seqs}}.dump();
+    if (found) u.revs.push_back(d.tree.rev(d.tree.winner()));
+    out.push_back(std::move(u));
+  }
+  if (!snap.fault()) {
+    log::error("cannot read " + path_ + ": " + snap.fault().reason);
+    return false;
+  }
+  return true;
+}
+
+void update_log::recover() {
+  auto h = record();
+  if (!h) {
+    log::error("cannot open " + path_ + ": " + h.error().reason);
+    return;
+  }
+  for (const std::string& name : catalog_.names()) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (stopping_) return;
+    }
+    auto m = catalog_.find(name);
+    if (!m) continue;
+    json seqs = local_seqs(shards_, *m);
+    bool written = false;
+    for (auto& [range, seq] : seqs.items()) written = written || seq.get<uint64_t>() > 0;
+    if (!written) continue;
+    auto snap = h->store->read();
+    if (!snap) return;
+    doc_info d;
+    bool found = false;
+    if (!covers(recorded_body(*snap, name, d, found), m->created, seqs)) mark(m->key());
+  }
+}
+
+}  // namespace settee

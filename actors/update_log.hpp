@@ -1,0 +1,82 @@
+// update_log: this node's record of which databases were written, the `updated` rows of
+// `_db_updates` (docs/architecture.md section 28; spec/http_api.md 11.4).
+//
+// The record is a shard file of its own, `<data>/_db_updates.lmdb`, never replicated: one document
+// per database name, {"instance":N,"seqs":{"<range>":seq,...}}, the update seqs of this node's copies
+// when they were last reported. Its by-seq index is the feed: a database written again moves to
+// the end (coalesced, as `_changes` shows a document once), and its seq is the feed position.
+//
+// Every commit to a database's shard marks the database (change_notifier's observer: one lock and
+// one set insert per commit). A flusher thread records the marked databases a few milliseconds
+// later, in one commit (fsync) for all of them, and at most every `min_interval`. After a crash the
+// marks are gone, but at start the flusher compares every local copy's update seq with the one
+// recorded and records the databases that are ahead: a write acknowledged just before a kill -9
+// still gets its row.
+// Thread-safety: mark() and flush() from any thread; start()/stop() from one.
+#pragma once
+#include <chrono>
+#include <condition_variable>
+#include <mutex>
+#include <set>
+#include <string>
+#include <thread>
+
+#include "actors/db_catalog.hpp"
+#include "actors/shard_registry.hpp"
+
+namespace settee {
+
+struct update_log_options {
+  std::chrono::milliseconds gather{5};         // after the first mark, wait this long for more
+  std::chrono::milliseconds min_interval{40};  // between two records (a burst gives a few rows)
+  std::chrono::milliseconds timeout{60000};    // for the record's own commit
+};
+
+class update_log {
+ public:
+  update_log(shard_registry& shards, db_catalog& catalog, const clock& clk, std::string data_dir,
+             update_log_options opts = {});
+  ~update_log();  // stop()
+  update_log(const update_log&) = delete;
+  update_log& operator=(const update_log&) = delete;
+
+  // The notify key of the record's commits (live `_db_updates` feeds watch it).
+  static constexpr const char* notify_key = "_db_updates";
+  static std::string file_in(const std::string& data_dir) { return data_dir + "/_db_updates.lmdb"; }
+
+  // Starts the flusher; it first looks for copies written after their last record (a crash).
+  void start();
+  // Records what is marked, then stops the flusher. Idempotent.
+  void stop();
+  // A commit to a copy of the database incarnation `key` ("<name>.<suffix>", change_notifier's
+  // key). Other keys (the catalog's, the record's own) are ignored.
+  void mark(const std::string& key);
+  // Waits until everything marked before the call is recorded (or the log stopped).
+  void flush();
+  // The record itself (for the feed).
+  result<shard_handle> record() { return shards_.acquire(path_, clk_.now_s(), notify_key); }
+
+ private:
+  void run();
+  void recover();
+  // Records `keys`; false when the commit failed (they are marked again).
+  bool write(const std::set<std::string>& keys);
+  // The record's new documents for `keys` (those not covered yet); false when `snap` failed.
+  bool collect(const shard_store::snapshot& snap, const std::set<std::string>& keys, std::vector<doc_update>& out);
+
+  shard_registry& shards_;
+  db_catalog& catalog_;
+  const clock& clk_;
+  std::string path_;
+  update_log_options opts_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::set<std::string> marked_;
+  uint64_t marks_ = 0;     // mark() calls that added a key
+  uint64_t recorded_ = 0;  // marks_ when the last batch was taken and written
+  bool stopping_ = false;
+  bool recovered_ = false;
+  std::thread thread_;
+};
+
+}  // namespace settee
