@@ -8,6 +8,7 @@
 
 #include "actors/change_notifier.hpp"
 #include "http/changes_feed.hpp"
+#include "http/feed_stream.hpp"
 #include "http/handlers.hpp"
 #include "node/crypto.hpp"
 
@@ -15,20 +16,9 @@ namespace settee {
 
 namespace {
 
-using steady = std::chrono::steady_clock;
-
-enum class feed_kind { normal, longpoll, continuous, eventsource };
-
-// Longer waits are cut to this (~24.8 days): a time point that far ahead cannot overflow the clock.
-constexpr int64_t max_wait_ms = INT32_MAX;
-
 struct changes_query {
-  feed_kind feed = feed_kind::normal;
+  feed_params feed;
   std::string since = "0";
-  int64_t limit = -1;
-  int64_t heartbeat_ms = 0;  // 0: no heartbeat
-  int64_t timeout_ms = 60000;
-  bool heartbeat_seq = false;
   changes_options opts;
 };
 
@@ -46,18 +36,18 @@ result<changes_query> parse_changes(ctx& c, const json* body) {
   changes_query q;
   std::string feed = c.has("feed") ? c.param("feed") : "normal";
   if (feed == "normal")
-    q.feed = feed_kind::normal;
+    q.feed.feed = feed_kind::normal;
   else if (feed == "longpoll")
-    q.feed = feed_kind::longpoll;
+    q.feed.feed = feed_kind::longpoll;
   else if (feed == "continuous" || feed == "live")
-    q.feed = feed_kind::continuous;
+    q.feed.feed = feed_kind::continuous;
   else if (feed == "eventsource")
-    q.feed = feed_kind::eventsource;
+    q.feed.feed = feed_kind::eventsource;
   else
     return status{errc::bad_request, "Supported `feed` types: normal, continuous, live, longpoll, eventsource"};
 
   if (c.has("since")) q.since = c.param("since");
-  if (q.feed == feed_kind::eventsource) {
+  if (q.feed.feed == feed_kind::eventsource) {
     if (c.req.has_header("Last-Event-ID"))
       q.since = c.req.get_header_value("Last-Event-ID");
     else if (c.has("last-event-id"))
@@ -67,18 +57,18 @@ result<changes_query> parse_changes(ctx& c, const json* body) {
     auto l = non_negative(c, "limit", "The limit parameter should be a non-negative integer",
                           "The limit value should be a non-negative integer");
     if (!l) return l.error();
-    q.limit = *l;
+    q.feed.limit = *l;
   }
   if (c.has("timeout")) {
     auto t = non_negative(c, "timeout", "The timeout value should be a non-negative integer (in milliseconds).",
                           "The timeout value should be a non-negative integer (in milliseconds).");
     if (!t) return t.error();
-    q.timeout_ms = std::min<int64_t>(*t, max_wait_ms);
+    q.feed.timeout_ms = std::min<int64_t>(*t, max_feed_wait_ms);
   }
   if (c.has("heartbeat")) {
     std::string h = c.param("heartbeat");
     if (h == "true") {
-      q.heartbeat_ms = 60000;
+      q.feed.heartbeat_ms = 60000;
     } else if (h != "false") {
       char* end = nullptr;
       long long n = h.empty() ? 0 : std::strtoll(h.c_str(), &end, 10);
@@ -88,7 +78,7 @@ result<changes_query> parse_changes(ctx& c, const json* body) {
       }
       if (n <= 0)
         return status{errc::bad_request, "The heartbeat value should be a positive integer (in milliseconds)."};
-      q.heartbeat_ms = std::min<long long>(n, max_wait_ms);
+      q.feed.heartbeat_ms = std::min<long long>(n, max_feed_wait_ms);
     }
   }
   if (c.has("seq_interval")) {
@@ -111,7 +101,7 @@ result<changes_query> parse_changes(ctx& c, const json* body) {
   }
   q.opts.include_docs = *include_docs;
   q.opts.conflicts = *conflicts;
-  q.heartbeat_seq = *heartbeat_seq;
+  q.feed.heartbeat_seq = *heartbeat_seq;
   std::string style = c.has("style") ? c.param("style") : "main_only";
   if (style != "main_only" && style != "all_docs") {
     return status{errc::bad_request, "Supported `style` values: main_only, all_docs"};
@@ -159,141 +149,23 @@ result<changes_query> parse_changes(ctx& c, const json* body) {
   return q;
 }
 
-// One _changes response, pumped by the HTTP front (http/message.hpp): each pump writes what is
-// ready and then says what to wait for (a commit, the next heartbeat, the timeout); it never blocks.
-class changes_stream final : public response_stream {
+// A database's _changes as a feed_source.
+class changes_source final : public feed_source {
  public:
-  changes_stream(node_services& node, const db_meta& db, changes_query query)
-      : node_(node), key_(db.key()), q_(std::move(query)), feed_(node.coord, db, q_.opts, node.node_name) {}
-  ~changes_stream() override {
-    if (live()) node_.live_feeds.fetch_sub(1);
-  }
+  changes_source(node_services& node, const db_meta& db, const changes_options& opts)
+      : feed_(node.coord, db, opts, node.node_name) {}
   changes_feed& feed() { return feed_; }
-  const changes_query& query() const { return q_; }
-  bool live() const { return q_.feed != feed_kind::normal; }
-
-  pump_result pump(std::string& out) override {
-    if (!started_) {
-      started_ = true;
-      auto now = steady::now();
-      longpoll_deadline_ = now + std::chrono::milliseconds(q_.timeout_ms);
-      reset_timers(now);
-      if (live()) node_.live_feeds.fetch_add(1);
-    }
-    return q_.feed == feed_kind::normal || q_.feed == feed_kind::longpoll ? pump_batch(out) : pump_live(out);
-  }
+  bool next(std::string& row) override { return feed_.next(row); }
+  const status& error() const override { return feed_.error(); }
+  std::string token() const override { return feed_.token(); }
+  std::string end_fields() const override { return ",\"pending\":" + std::to_string(feed_.pending()); }
+  std::string since_resolution() const override { return feed_.since_resolution(); }
+  uint64_t rows_emitted() const override { return feed_.rows_emitted(); }
+  bool alive() const override { return feed_.alive(); }
+  bool has_remote() const override { return feed_.has_remote(); }
 
  private:
-  static constexpr size_t chunk_bytes = 64 * 1024;
-
-  bool limit_reached() const { return q_.limit >= 0 && static_cast<int64_t>(feed_.rows_emitted()) >= q_.limit; }
-  std::string last_seq_fields() {
-    return "\"last_seq\":" + quote(feed_.token()) + ",\"pending\":" + std::to_string(feed_.pending());
-  }
-  void reset_timers(steady::time_point now) {
-    idle_deadline_ = now + std::chrono::milliseconds(q_.timeout_ms);
-    next_heartbeat_ = now + std::chrono::milliseconds(q_.heartbeat_ms);
-  }
-  // Another node's commits do not reach our notifier: a feed over remote copies looks again soon. A
-  // local one looks every 10 s as well (a deletion learnt from a peer's catalog ends it).
-  std::chrono::milliseconds poll_slice() const {
-    return feed_.has_remote() ? std::chrono::milliseconds(100) : std::chrono::milliseconds(10000);
-  }
-  pump_result wait_for(uint64_t seen, steady::time_point until) {
-    pump_result r;
-    r.then = pump_result::next::wait;
-    r.wake_key = key_;
-    r.seen = seen;
-    r.wake_at = std::min(until, steady::now() + poll_slice());
-    return r;
-  }
-  static pump_result done() { return {pump_result::next::done, {}, 0, {}}; }
-  static pump_result abort() { return {pump_result::next::abort, {}, 0, {}}; }
-  static pump_result more() { return {pump_result::next::more, {}, 0, {}}; }
-
-  // normal and longpoll: {"results":[\n row,\r\n row \n],\n"last_seq":..,"pending":..}\n
-  pump_result pump_batch(std::string& out) {
-    if (!header_sent_) {
-      if (q_.feed == feed_kind::longpoll && !limit_reached() && q_.limit != 0) {
-        uint64_t seen = node_.notifier->version(key_);
-        if (!feed_.next(row_)) {
-          if (!feed_.error()) return abort();
-          if (steady::now() < longpoll_deadline_ && feed_.alive()) return wait_for(seen, longpoll_deadline_);
-        } else {
-          have_row_ = true;
-        }
-      }
-      header_sent_ = true;
-      out = "{\"results\":[\n";
-      if (have_row_) {
-        out += row_;
-        first_row_ = false;
-      }
-    }
-    while (out.size() < chunk_bytes) {
-      if (limit_reached() || !feed_.next(row_)) {
-        if (!feed_.error()) return abort();
-        out += "\n],\n" + last_seq_fields();
-        if (std::string res = feed_.since_resolution(); !res.empty()) out += ",\"since_resolution\":" + res;
-        out += "}\n";
-        return done();
-      }
-      if (!first_row_) out += ",\r\n";
-      first_row_ = false;
-      out += row_;
-    }
-    return more();
-  }
-
-  // continuous: one row per line, heartbeat "\n", final {"last_seq":..,"pending":..}
-  // eventsource: "data: <row>\nid: <seq>\n\n", heartbeat "event: heartbeat\ndata: \n\n", no final event
-  pump_result pump_live(std::string& out) {
-    bool es = q_.feed == feed_kind::eventsource;
-    uint64_t seen = node_.notifier->version(key_);
-    while (out.size() < chunk_bytes && !limit_reached() && feed_.next(row_)) {
-      if (es) {
-        out += "data: " + row_ + "\nid: " + quote(feed_.token()) + "\n\n";
-      } else {
-        out += row_ + "\n";
-      }
-    }
-    if (!feed_.error()) return abort();
-    auto now = steady::now();
-    if (!out.empty()) reset_timers(now);
-    if (limit_reached() || !feed_.alive()) {  // the limit, or the database was deleted: end the feed
-      if (!es) out += "{" + last_seq_fields() + "}\n";
-      return done();
-    }
-    if (!out.empty()) return more();
-    if (q_.heartbeat_ms > 0 && now >= next_heartbeat_) {
-      next_heartbeat_ = now + std::chrono::milliseconds(q_.heartbeat_ms);
-      if (es)
-        out = "event: heartbeat\ndata: \n\n";
-      else if (q_.heartbeat_seq)
-        out = "{\"seq\":" + quote(feed_.token()) + ",\"changes\":[],\"id\":null}\n";
-      else
-        out = "\n";
-      return more();
-    }
-    if (q_.heartbeat_ms == 0 && now >= idle_deadline_) {
-      if (!es) out = "{" + last_seq_fields() + "}\n";
-      return done();
-    }
-    return wait_for(seen, q_.heartbeat_ms > 0 ? next_heartbeat_ : idle_deadline_);
-  }
-
-  node_services& node_;
-  std::string key_;
-  changes_query q_;
   changes_feed feed_;
-  std::string row_;
-  bool started_ = false;
-  bool header_sent_ = false;
-  bool have_row_ = false;
-  bool first_row_ = true;
-  steady::time_point longpoll_deadline_;
-  steady::time_point idle_deadline_;  // timeout: no change for this long ends the feed
-  steady::time_point next_heartbeat_;
 };
 
 }  // namespace
@@ -313,26 +185,25 @@ void handle_changes(ctx& c, const db_meta& db) {
   }
   auto q = parse_changes(c, body ? &*body : nullptr);
   if (!q) return c.error(q.error());
-  auto s = std::make_shared<changes_stream>(c.node, db, std::move(*q));
-  if (auto st = s->feed().start(s->query().since); !st) return c.error(st);
+  auto source = std::make_shared<changes_source>(c.node, db, q->opts);
+  changes_feed& feed = source->feed();
+  if (auto st = feed.start(q->since); !st) return c.error(st);
 
   c.res.status = 200;
   c.res.set_header("Cache-Control", "must-revalidate");
-  if (std::string res = s->feed().since_resolution(); !res.empty()) c.res.set_header("X-Settee-Since-Resolution", res);
-  if (s->query().feed == feed_kind::eventsource) {
-    c.res.set_header("Cache-Control", "no-cache");
-    c.res.set_stream(s, "text/event-stream");
-    return;
-  }
-  if (s->query().feed == feed_kind::normal) {
-    std::string etag = "\"" + crypto::md5_hex(c.req.target + "|" + s->feed().state_tag()) + "\"";
+  if (std::string res = feed.since_resolution(); !res.empty()) c.res.set_header("X-Settee-Since-Resolution", res);
+  if (q->feed.feed == feed_kind::normal) {
+    std::string etag = "\"" + crypto::md5_hex(c.req.target + "|" + feed.state_tag()) + "\"";
     c.res.set_header("ETag", etag);
     if (c.req.get_header_value("If-None-Match") == etag) {
       c.res.status = 304;
       return;
     }
   }
-  c.res.set_stream(s, "application/json");
+  bool es = q->feed.feed == feed_kind::eventsource;
+  if (es) c.res.set_header("Cache-Control", "no-cache");
+  auto stream = make_feed_stream(c.node, db.key(), q->feed, std::move(source));
+  c.res.set_stream(std::move(stream), es ? "text/event-stream" : "application/json");
 }
 
 }  // namespace settee

@@ -1,0 +1,157 @@
+#include "http/feed_stream.hpp"
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+
+#include "actors/change_notifier.hpp"
+#include "node/json.hpp"
+
+namespace settee {
+
+namespace {
+
+using steady = std::chrono::steady_clock;
+
+// Each pump writes what is ready and then says what to wait for (a commit, the next heartbeat, the
+// timeout); it never blocks.
+class feed_stream final : public response_stream {
+ public:
+  feed_stream(node_services& node, std::string key, feed_params params, std::shared_ptr<feed_source> source)
+      : node_(node), key_(std::move(key)), q_(params), source_(std::move(source)), feed_(*source_) {}
+  ~feed_stream() override {
+    if (started_ && live()) node_.live_feeds.fetch_sub(1);
+  }
+  bool live() const { return q_.feed != feed_kind::normal; }
+
+  pump_result pump(std::string& out) override {
+    if (!started_) {
+      started_ = true;
+      auto now = steady::now();
+      longpoll_deadline_ = now + std::chrono::milliseconds(q_.timeout_ms);
+      reset_timers(now);
+      if (live()) node_.live_feeds.fetch_add(1);
+    }
+    return q_.feed == feed_kind::normal || q_.feed == feed_kind::longpoll ? pump_batch(out) : pump_live(out);
+  }
+
+ private:
+  static constexpr size_t chunk_bytes = 64 * 1024;
+
+  bool limit_reached() const { return q_.limit >= 0 && static_cast<int64_t>(feed_.rows_emitted()) >= q_.limit; }
+  std::string last_seq_fields() { return "\"last_seq\":" + quote(feed_.token()) + feed_.end_fields(); }
+  void reset_timers(steady::time_point now) {
+    idle_deadline_ = now + std::chrono::milliseconds(q_.timeout_ms);
+    next_heartbeat_ = now + std::chrono::milliseconds(q_.heartbeat_ms);
+  }
+  // Another node's commits do not reach our notifier: a feed over remote copies looks again soon. A
+  // local one looks every 10 s as well (a deletion learnt from a peer's catalog ends it).
+  std::chrono::milliseconds poll_slice() const {
+    return feed_.has_remote() ? std::chrono::milliseconds(100) : std::chrono::milliseconds(10000);
+  }
+  pump_result wait_for(uint64_t seen, steady::time_point until) {
+    pump_result r;
+    r.then = pump_result::next::wait;
+    r.wake_key = key_;
+    r.seen = seen;
+    r.wake_at = std::min(until, steady::now() + poll_slice());
+    return r;
+  }
+  static pump_result done() { return {pump_result::next::done, {}, 0, {}}; }
+  static pump_result abort() { return {pump_result::next::abort, {}, 0, {}}; }
+  static pump_result more() { return {pump_result::next::more, {}, 0, {}}; }
+
+  // normal and longpoll: {"results":[\n row,\r\n row \n],\n"last_seq":..,"pending":..}\n
+  pump_result pump_batch(std::string& out) {
+    if (!header_sent_) {
+      if (q_.feed == feed_kind::longpoll && !limit_reached() && q_.limit != 0) {
+        uint64_t seen = node_.notifier->version(key_);
+        if (!feed_.next(row_)) {
+          if (!feed_.error()) return abort();
+          if (steady::now() < longpoll_deadline_ && feed_.alive()) return wait_for(seen, longpoll_deadline_);
+        } else {
+          have_row_ = true;
+        }
+      }
+      header_sent_ = true;
+      out = "{\"results\":[\n";
+      if (have_row_) {
+        out += row_;
+        first_row_ = false;
+      }
+    }
+    while (out.size() < chunk_bytes) {
+      if (limit_reached() || !feed_.next(row_)) {
+        if (!feed_.error()) return abort();
+        out += "\n],\n" + last_seq_fields();
+        if (std::string res = feed_.since_resolution(); !res.empty()) out += ",\"since_resolution\":" + res;
+        out += "}\n";
+        return done();
+      }
+      if (!first_row_) out += ",\r\n";
+      first_row_ = false;
+      out += row_;
+    }
+    return more();
+  }
+
+  // continuous: one row per line, heartbeat "\n", final {"last_seq":..,"pending":..}
+  // eventsource: "data: <row>\nid: <seq>\n\n", heartbeat "event: heartbeat\ndata: \n\n", no final event
+  pump_result pump_live(std::string& out) {
+    bool es = q_.feed == feed_kind::eventsource;
+    uint64_t seen = node_.notifier->version(key_);
+    while (out.size() < chunk_bytes && !limit_reached() && feed_.next(row_)) {
+      if (es) {
+        out += "data: " + row_ + "\nid: " + quote(feed_.token()) + "\n\n";
+      } else {
+        out += row_ + "\n";
+      }
+    }
+    if (!feed_.error()) return abort();
+    auto now = steady::now();
+    if (!out.empty()) reset_timers(now);
+    if (limit_reached() || !feed_.alive()) {  // the limit, or the database was deleted: end the feed
+      if (!es) out += "{" + last_seq_fields() + "}\n";
+      return done();
+    }
+    if (!out.empty()) return more();
+    if (q_.heartbeat_ms > 0 && now >= next_heartbeat_) {
+      next_heartbeat_ = now + std::chrono::milliseconds(q_.heartbeat_ms);
+      if (es)
+        out = "event: heartbeat\ndata: \n\n";
+      else if (q_.heartbeat_seq)
+        out = "{\"seq\":" + quote(feed_.token()) + ",\"changes\":[],\"id\":null}\n";
+      else
+        out = "\n";
+      return more();
+    }
+    if (q_.heartbeat_ms == 0 && now >= idle_deadline_) {
+      if (!es) out = "{" + last_seq_fields() + "}\n";
+      return done();
+    }
+    return wait_for(seen, q_.heartbeat_ms > 0 ? next_heartbeat_ : idle_deadline_);
+  }
+
+  node_services& node_;
+  std::string key_;
+  feed_params q_;
+  std::shared_ptr<feed_source> source_;
+  feed_source& feed_;
+  std::string row_;
+  bool started_ = false;
+  bool header_sent_ = false;
+  bool have_row_ = false;
+  bool first_row_ = true;
+  steady::time_point longpoll_deadline_;
+  steady::time_point idle_deadline_;  // timeout: no change for this long ends the feed
+  steady::time_point next_heartbeat_;
+};
+
+}  // namespace
+
+std::shared_ptr<response_stream> make_feed_stream(node_services& node, std::string wake_key, feed_params params,
+                                                  std::shared_ptr<feed_source> source) {
+  return std::make_shared<feed_stream>(node, std::move(wake_key), params, std::move(source));
+}
+
+}  // namespace settee
