@@ -63,6 +63,9 @@ class db_catalog {
   db_catalog(shard_registry& shards, const clock& clk, std::string data_dir, std::string node_name,
              std::chrono::milliseconds timeout);
 
+  // The key `_dbs` commits are announced under (dbs_meta().key()); the update log's commits use it
+  // too, so one watch wakes a `_db_updates` feed for either.
+  static std::string notify_key() { return "_dbs.0"; }
   // Where `_dbs` lives under a data directory (store_options::catalog_path).
   static std::string file_in(const std::string& data_dir) { return data_dir + "/_dbs.lmdb"; }
 
@@ -74,6 +77,8 @@ class db_catalog {
   status reload();
   // `_dbs` itself as a one-range database, so internal replication can push it like any other.
   db_meta dbs_meta() const;
+  // This node's `_dbs` file.
+  result<shard_handle> catalog_file() { return dbs(); }
 
   result<db_meta> find(const std::string& name) const;
   // find(), but a name not known yet makes the catalog look at `_dbs` again first: a database
@@ -115,7 +120,7 @@ class db_catalog {
   // Opens (creating if new) this node's copies of `m`.
   status open_local_copies(const db_meta& m);
   status write_entry(const std::string& name, const std::string& body, bool deleted);
-  result<shard_handle> dbs() { return shards_.acquire(dbs_path_, clk_.now_s()); }
+  result<shard_handle> dbs() { return shards_.acquire(dbs_path_, clk_.now_s(), notify_key()); }
 
   shard_registry& shards_;
   const clock& clk_;

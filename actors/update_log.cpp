@@ -78,7 +78,7 @@ void update_log::stop() {
 void update_log::mark(const std::string& key) {
   std::string name;
   int64_t instance = 0;
-  if (!split_key(key, name, instance)) return;
+  if (key == db_catalog::notify_key() || !split_key(key, name, instance)) return;
   bool first = false;
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -105,8 +105,8 @@ void update_log::run() {
   for (;;) {
     cv_.wait(lock, [&] { return stopping_ || !marked_.empty(); });
     if (marked_.empty()) break;  // stopping, nothing left
-    if (!stopping_) {
-      // Let a burst gather, and keep to one record per min_interval.
+    if (!stopping_ && recovered_) {
+      // Let a burst gather, and keep to one record per min_interval (what recovery found goes at once).
       auto at = std::max(std::chrono::steady_clock::now() + opts_.gather, last + opts_.min_interval);
       cv_.wait_until(lock, at, [&] { return stopping_; });
     }

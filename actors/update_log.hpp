@@ -40,8 +40,8 @@ class update_log {
   update_log(const update_log&) = delete;
   update_log& operator=(const update_log&) = delete;
 
-  // The notify key of the record's commits (live `_db_updates` feeds watch it).
-  static constexpr const char* notify_key = "_db_updates";
+  // The record's commits are announced under db_catalog::notify_key() (with `_dbs`'s own): live
+  // `_db_updates` feeds watch that one key.
   static std::string file_in(const std::string& data_dir) { return data_dir + "/_db_updates.lmdb"; }
 
   // Starts the flusher; it first looks for copies written after their last record (a crash).
@@ -54,7 +54,7 @@ class update_log {
   // Waits until everything marked before the call is recorded (or the log stopped).
   void flush();
   // The record itself (for the feed).
-  result<shard_handle> record() { return shards_.acquire(path_, clk_.now_s(), notify_key); }
+  result<shard_handle> record() { return shards_.acquire(path_, clk_.now_s(), db_catalog::notify_key()); }
 
  private:
   void run();

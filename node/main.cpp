@@ -283,7 +283,12 @@ int main(int argc, char** argv) {
       if (auto st = catalog.create_system(system_db); !st) die(st.reason);
     }
     // `updated` rows of _db_updates: every commit to a database's copy marks it (architecture 28).
-    update_log updates(shards, catalog, clk, args.data_dir);
+    update_log_options update_opts;
+    update_opts.gather =
+        std::chrono::milliseconds(std::clamp<int64_t>(cfg.get_int("db_updates", "gather_ms", 5), 0, 3600000));
+    update_opts.min_interval =
+        std::chrono::milliseconds(std::clamp<int64_t>(cfg.get_int("db_updates", "min_interval_ms", 40), 0, 3600000));
+    update_log updates(shards, catalog, clk, args.data_dir, update_opts);
     notifier.set_observer([&updates](const std::string& key) { updates.mark(key); });
     coordinator coord(catalog, shards, timeout, store_opts.node_name);
     authenticator auth(cfg, clk, coord);

@@ -692,14 +692,15 @@ void shard_store::snapshot::scan_changes(uint64_t since, const std::function<boo
   mdb_cursor_close(c);
 }
 
-void shard_store::snapshot::scan_db_events(uint64_t since, const std::function<bool(const db_event&)>& visit) const {
+void shard_store::snapshot::scan_db_events(uint64_t seq, uint32_t index,
+                                           const std::function<bool(const db_event&)>& visit) const {
   if (!store_->db_events_) return;
   MDB_cursor* c = nullptr;
   if (int rc = mdb_cursor_open(txn_, store_->events_, &c); rc != 0) {
     fail(lmdb::to_status(rc, "mdb_cursor_open"));
     return;
   }
-  std::string from = event_key(since + 1, 0);
+  std::string from = event_key(seq, index);
   MDB_val k = lmdb::val(from), v;
   int rc = mdb_cursor_get(c, &k, &v, MDB_SET_RANGE);
   db_event e;

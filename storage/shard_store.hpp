@@ -162,9 +162,8 @@ class shard_store : public std::enable_shared_from_this<shard_store> {
     uint64_t skip_before_time(uint64_t since, int64_t time) const;
     // Visits changes with seq < before, descending (before = 0: from the last one).
     void scan_changes_descending(uint64_t before, const std::function<bool(const change_entry&)>& visit) const;
-    // The catalog file's database events recorded after `since` (a `_dbs` seq), ascending; none in
-    // other files.
-    void scan_db_events(uint64_t since, const std::function<bool(const db_event&)>& visit) const;
+    // The catalog file's database events from (seq, index) on, ascending; none in other files.
+    void scan_db_events(uint64_t seq, uint32_t index, const std::function<bool(const db_event&)>& visit) const;
     // Up to `max_docs` changed documents after `since`, as a replication batch.
     replication_batch read_for_replication(uint64_t since, size_t max_docs) const;
     // How many changes have seq > since (reads keys only).

@@ -227,6 +227,35 @@ class Node:
         raise AssertionError("unreachable")
 
     # Shorthands
+    def raw_stream(self, path, seconds):
+        """Reads a streaming response for `seconds`, then hangs up. Returns the decoded body so far."""
+        s = socket.create_connection(("127.0.0.1", self.port))
+        auth = self.auth_header()["Authorization"]
+        s.sendall(f"GET {path} HTTP/1.1\r\nHost: x\r\nAuthorization: {auth}\r\n\r\n".encode())
+        s.settimeout(0.05)
+        data = b""
+        end = time.time() + seconds
+        while time.time() < end:
+            try:
+                chunk = s.recv(65536)
+                if not chunk:
+                    break
+                data += chunk
+            except socket.timeout:
+                pass
+        s.close()
+        head, _, body = data.partition(b"\r\n\r\n")
+        out, rest = b"", body  # undo chunked encoding
+        while rest:
+            size_line, _, rest = rest.partition(b"\r\n")
+            try:
+                size = int(size_line, 16)
+            except ValueError:
+                break
+            out += rest[:size]
+            rest = rest[size + 2:]
+        return out.decode()
+
     def get(self, path, **kw):
         return self.request("GET", path, **kw)
 

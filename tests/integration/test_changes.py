@@ -216,15 +216,15 @@ class ChangesLive(NodeTest):
         self.assertEqual(set(lines[-1]), {"last_seq", "pending"})
 
     def test_heartbeats(self):
-        r = self.raw_stream("/live/_changes?feed=continuous&since=now&heartbeat=100", seconds=0.55)
+        r = self.node.raw_stream("/live/_changes?feed=continuous&since=now&heartbeat=100", seconds=0.55)
         self.assertGreaterEqual(r.count("\n"), 3)
         self.assertEqual(r.strip(), "")
-        r = self.raw_stream("/live/_changes?feed=continuous&since=now&heartbeat=100&heartbeat_seq=true", seconds=0.35)
+        r = self.node.raw_stream("/live/_changes?feed=continuous&since=now&heartbeat=100&heartbeat_seq=true", seconds=0.35)
         beats = rows_of_continuous(r)
         self.assertGreaterEqual(len(beats), 2)
         self.assertEqual(set(beats[0]), {"seq", "changes", "id"})
         self.assertIsNone(beats[0]["id"])
-        r = self.raw_stream("/live/_changes?feed=eventsource&since=now&heartbeat=100", seconds=0.35)
+        r = self.node.raw_stream("/live/_changes?feed=eventsource&since=now&heartbeat=100", seconds=0.35)
         self.assertIn("event: heartbeat\ndata: \n\n", r)
 
     def test_eventsource_and_last_event_id(self):
@@ -239,35 +239,6 @@ class ChangesLive(NodeTest):
         self.node.put("/live/es2", {})
         r = self.node.get("/live/_changes?feed=eventsource&timeout=200", headers={"Last-Event-ID": last_id})
         self.assertEqual([json.loads(e.split("\n")[0][6:])["id"] for e in r.raw.split("\n\n") if e], ["es2"])
-
-    def raw_stream(self, path, seconds):
-        """Reads a streaming response for `seconds`, then hangs up. Returns the decoded body so far."""
-        s = socket.create_connection(("127.0.0.1", self.node.port))
-        auth = self.node.auth_header()["Authorization"]
-        s.sendall(f"GET {path} HTTP/1.1\r\nHost: x\r\nAuthorization: {auth}\r\n\r\n".encode())
-        s.settimeout(0.05)
-        data = b""
-        end = time.time() + seconds
-        while time.time() < end:
-            try:
-                chunk = s.recv(65536)
-                if not chunk:
-                    break
-                data += chunk
-            except socket.timeout:
-                pass
-        s.close()
-        head, _, body = data.partition(b"\r\n\r\n")
-        out, rest = b"", body  # undo chunked encoding
-        while rest:
-            size_line, _, rest = rest.partition(b"\r\n")
-            try:
-                size = int(size_line, 16)
-            except ValueError:
-                break
-            out += rest[:size]
-            rest = rest[size + 2:]
-        return out.decode()
 
     def test_feeds_beyond_the_thread_count_and_disconnects_free_them(self):
         # Five times as many live feeds as handler threads (40): a listener holds no thread. Before

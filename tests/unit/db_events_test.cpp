@@ -52,7 +52,7 @@ std::vector<db_event> events(shard_store& s, uint64_t since = 0) {
   std::vector<db_event> out;
   auto snap = s.read();
   REQUIRE(snap.ok());
-  snap->scan_db_events(since, [&](const db_event& e) {
+  snap->scan_db_events(since + 1, 0, [&](const db_event& e) {
     out.push_back(e);
     return true;
   });

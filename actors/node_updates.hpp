@@ -1,0 +1,75 @@
+// node_updates: one node's part of `_db_updates` (docs/architecture.md section 28): the database
+// events of its catalog file (`created`, `deleted`; storage/db_events.hpp) and the rows of its
+// update log (`updated`; actors/update_log.hpp), read from a position in commit-time order
+// (catalog events first within a second). Reads in pages; holds no snapshot between calls, so a
+// feed that waits pins nothing.
+// Not thread-safe: one reader belongs to one request.
+#pragma once
+#include <deque>
+#include <optional>
+#include <string>
+
+#include "actors/shard_registry.hpp"
+
+namespace settee {
+
+// A position in one node's part of the feed (cluster/db_updates_seq.hpp encodes a list of them).
+struct node_updates_pos {
+  std::string node;
+  std::string dbs_uuid;  // uuid prefix of the node's `_dbs` file
+  uint64_t dbs_seq = 0;  // catalog events at (dbs_seq, dbs_index) and after are unread
+  uint32_t dbs_index = 0;
+  int64_t dbs_time = 0;  // commit time of the last catalog event read (translating to another file)
+  std::string log_uuid;  // uuid prefix of the node's update log
+  uint64_t log_seq = 0;  // update log changes after log_seq are unread
+};
+
+struct db_update_row {
+  std::string db;
+  const char* type = "updated";  // "created" | "updated" | "deleted"
+  uint64_t instance = 0;
+  int64_t time_s = 0;
+};
+
+class node_updates {
+ public:
+  // `dbs` is the node's catalog file, `log` its update log; `node` its name.
+  node_updates(shard_handle dbs, shard_handle log, std::string node);
+
+  // Where to read from. The file uuids of `from` must be these files' (else the part whose file
+  // differs starts over: from its start for the update log, from `dbs_time` for the catalog, and
+  // translated() says so).
+  void start(const node_updates_pos& from);
+  void start_now();
+  // The first rows committed at or after `time` (Unix seconds), exactly.
+  void start_at_time(int64_t time);
+
+  // The next row; false when there is none now (or error() is set).
+  bool next(db_update_row& row);
+  // The position after the last row returned.
+  const node_updates_pos& pos() const { return pos_; }
+  const status& error() const { return error_; }
+  bool translated() const { return translated_; }
+  // Every row from the start, newest first, up to `limit` (0: all), each with the position right
+  // after it; pos() is then the end.
+  std::vector<std::pair<db_update_row, node_updates_pos>> newest_first(size_t limit);
+
+ private:
+  struct logged {
+    uint64_t seq = 0;
+    db_update_row row;
+  };
+  bool refill_events();
+  bool refill_log();
+
+  shard_handle dbs_, log_;
+  node_updates_pos pos_;
+  std::deque<db_event> events_;
+  std::deque<logged> logged_;
+  bool events_more_ = true, log_more_ = true;  // the last page of each was full
+  int64_t not_before_ = 0;                     // since=<time>: rows committed earlier are passed over
+  bool translated_ = false;
+  status error_;
+};
+
+}  // namespace settee

@@ -1,0 +1,25 @@
+// db_updates_seq: the opaque tokens of `_db_updates`, "<sum>-<base64url(payload)>" like _changes'
+// (clustered_seq.hpp), naming a position in every node's part of the feed: in its catalog's
+// database events (a `_dbs` seq and an index within it) and in its update log (a seq), each with
+// the first digits of the file's uuid, so that a token is only taken where it was issued.
+//
+// Payload: byte 'U', byte version 1, varint node count, then per node: str node, str catalog uuid
+// prefix, varint catalog seq, varint event index, varint catalog time, str log uuid prefix, varint
+// log seq.
+// Pure functions, no I/O.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "actors/node_updates.hpp"
+#include "node/error.hpp"
+
+namespace settee {
+
+std::string encode_db_updates_seq(const std::vector<node_updates_pos>& nodes);
+// Anything that is not such a token (a _changes token included) is errc::bad_request.
+result<std::vector<node_updates_pos>> decode_db_updates_seq(std::string_view token);
+
+}  // namespace settee

@@ -1,0 +1,209 @@
+// GET /_db_updates (spec/http_api.md 7 and 11.4; docs/architecture.md section 28): every database's
+// `created`, `updated` and `deleted` rows, from this node's catalog events and update log, as a
+// normal, longpoll, continuous or eventsource feed (http/feed_stream.hpp).
+#include <algorithm>
+#include <cerrno>
+#include <cstdlib>
+
+#include "actors/db_catalog.hpp"
+#include "actors/node_updates.hpp"
+#include "actors/update_log.hpp"
+#include "cluster/db_updates_seq.hpp"
+#include "cluster/membership.hpp"
+#include "http/feed_stream.hpp"
+#include "http/handlers.hpp"
+#include "node/crypto.hpp"
+#include "storage/time_seq.hpp"
+
+namespace settee {
+
+namespace {
+
+struct db_updates_query {
+  feed_params feed;
+  std::string since = "0";
+  bool descending = false;
+};
+
+// CouchDB's global_changes_httpd: a limit, heartbeat or timeout that is not a non-negative integer.
+result<int64_t> non_negative(const std::string& v) {
+  char* end = nullptr;
+  errno = 0;
+  long long n = v.empty() ? -1 : std::strtoll(v.c_str(), &end, 10);
+  if (v.empty() || errno != 0 || *end != '\0' || n < 0) return status{errc::bad_request, "invalid_integer"};
+  return static_cast<int64_t>(n);
+}
+
+result<db_updates_query> parse_db_updates(ctx& c) {
+  db_updates_query q;
+  std::string feed = c.has("feed") ? c.param("feed") : "normal";
+  if (feed == "normal")
+    q.feed.feed = feed_kind::normal;
+  else if (feed == "longpoll")
+    q.feed.feed = feed_kind::longpoll;
+  else if (feed == "continuous")
+    q.feed.feed = feed_kind::continuous;
+  else if (feed == "eventsource")
+    q.feed.feed = feed_kind::eventsource;
+  else
+    return status{errc::bad_request, "Supported `feed` types: normal, continuous, longpoll, eventsource"};
+  if (c.has("since")) q.since = c.param("since");
+  if (q.feed.feed == feed_kind::eventsource && c.req.has_header("Last-Event-ID"))
+    q.since = c.req.get_header_value("Last-Event-ID");
+  if (c.has("limit")) {
+    auto l = non_negative(c.param("limit"));
+    if (!l) return l.error();
+    q.feed.limit = *l;
+  }
+  if (c.has("timeout")) {
+    auto t = non_negative(c.param("timeout"));
+    if (!t) return t.error();
+    q.feed.timeout_ms = std::min<int64_t>(*t, max_feed_wait_ms);
+  }
+  if (c.has("heartbeat")) {
+    std::string h = c.param("heartbeat");
+    if (h == "true") {
+      q.feed.heartbeat_ms = 60000;
+    } else if (h != "false") {
+      auto n = non_negative(h);
+      if (!n) return n.error();
+      q.feed.heartbeat_ms = std::min<int64_t>(*n, max_feed_wait_ms);  // 0: none
+    }
+  }
+  auto descending = c.bool_param("descending", false);
+  auto heartbeat_seq = c.bool_param("heartbeat_seq", false);
+  if (auto e = first_error(descending, heartbeat_seq)) return *e;
+  q.descending = *descending;
+  q.feed.heartbeat_seq = *heartbeat_seq;
+  if (q.descending && q.feed.feed != feed_kind::normal) {
+    return status{errc::bad_request, "`descending=true` is only for feed=normal"};
+  }
+  return q;
+}
+
+bool shaped_like_time(const std::string& s) {
+  return s.size() == 20 && s[4] == '-' && s[10] == 'T' && s[19] == 'Z';
+}
+
+// The rows of this node's part of the feed, each carrying the token of the position after it.
+class db_updates_source final : public feed_source {
+ public:
+  explicit db_updates_source(node_updates part) : part_(std::move(part)) {}
+
+  // Positions the feed at `since` ("0", "now", a time or a token).
+  status start(const std::string& since, node_services& node) {
+    if (since == "0" || since == "\"0\"") return {};
+    if (since == "now") {
+      part_.start_now();
+      return {};
+    }
+    if (shaped_like_time(since)) {
+      auto t = time_seq::parse_time(since);
+      if (!t) return {errc::bad_request, "invalid_time_format"};
+      part_.start_at_time(*t);
+      return {};
+    }
+    auto from = decode_db_updates_seq(since);
+    if (!from) return from.error();
+    // A token names members of this cluster; this node's entry (if any) is where it continues.
+    const node_updates_pos* mine = nullptr;
+    std::vector<std::string> members = node.members ? node.members->cluster_nodes() : std::vector<std::string>{};
+    bool known = false;
+    for (const auto& p : *from) {
+      if (p.node == node.node_name) mine = &p;
+      known = known || p.node == node.node_name || std::count(members.begin(), members.end(), p.node) > 0;
+    }
+    if (!known) return {errc::bad_request, "`since` is not a _db_updates sequence issued by this cluster"};
+    if (mine && from->size() == 1 && mine->dbs_uuid != part_.pos().dbs_uuid && mine->log_uuid != part_.pos().log_uuid) {
+      // Neither file is the one the token names, and no other node vouches for it: another
+      // cluster's token (a node of the same name), not this one's.
+      return {errc::bad_request, "`since` is not a _db_updates sequence issued by this cluster"};
+    }
+    if (mine) {
+      part_.start(*mine);
+    } else {
+      // Issued by another node: carry its catalog position over by time.
+      node_updates_pos other = from->front();
+      other.dbs_uuid.clear();
+      other.log_uuid.clear();
+      part_.start(other);
+    }
+    return {};
+  }
+  void newest_first(int64_t limit) {
+    descending_ = part_.newest_first(limit < 0 ? 0 : static_cast<size_t>(limit));
+    reverse_ = true;
+  }
+
+  bool next(std::string& row) override {
+    db_update_row r;
+    std::string seq;
+    if (reverse_) {
+      if (next_reverse_ >= descending_.size()) return false;
+      r = descending_[next_reverse_].first;
+      seq = encode_db_updates_seq({descending_[next_reverse_++].second});
+    } else if (!part_.next(r)) {
+      if (!part_.error()) error_ = part_.error();
+      return false;
+    } else {
+      seq = token();
+    }
+    ++emitted_;
+    row = json{{"db_name", r.db}, {"type", r.type}, {"seq", seq}, {"instance", std::to_string(r.instance)}}.dump();
+    return true;
+  }
+  const status& error() const override { return error_; }
+  std::string token() const override { return encode_db_updates_seq({part_.pos()}); }
+  std::string since_resolution() const override {
+    return part_.translated() ? json{{part_.pos().node, "translated"}}.dump() : "";
+  }
+  uint64_t rows_emitted() const override { return emitted_; }
+
+ private:
+  node_updates part_;
+  std::vector<std::pair<db_update_row, node_updates_pos>> descending_;
+  size_t next_reverse_ = 0;
+  bool reverse_ = false;
+  uint64_t emitted_ = 0;
+  status error_;
+};
+
+}  // namespace
+
+void handle_db_updates(ctx& c) {
+  if (c.method() != "GET") return c.method_not_allowed("GET,HEAD");
+  auto q = parse_db_updates(c);
+  if (!q) return c.error(q.error());
+  auto& catalog = c.node.coord.catalog();
+  auto dbs = catalog.catalog_file();
+  if (!dbs) return c.error(dbs.error());
+  if (!c.node.updates) return c.error(errc::internal, "the update log is not running");
+  auto log = c.node.updates->record();
+  if (!log) return c.error(log.error());
+  auto source = std::make_shared<db_updates_source>(node_updates(*dbs, *log, c.node.node_name));
+  if (auto st = source->start(q->since, c.node); !st) return c.error(st);
+  if (q->descending) source->newest_first(q->feed.limit);
+
+  c.res.status = 200;
+  c.res.set_header("Cache-Control", "must-revalidate");
+  if (std::string res = source->since_resolution(); !res.empty()) c.res.set_header("X-Settee-Since-Resolution", res);
+  if (q->feed.feed == feed_kind::normal) {
+    // The files' current positions, not the token the feed started from: a new row changes it.
+    node_updates_pos end;
+    end.node = c.node.node_name;
+    end.dbs_seq = (*dbs).store->header().update_seq;
+    end.log_seq = (*log).store->header().update_seq;
+    std::string etag = "\"" + crypto::md5_hex(c.req.target + "|" + encode_db_updates_seq({end})) + "\"";
+    c.res.set_header("ETag", etag);
+    if (c.req.get_header_value("If-None-Match") == etag) {
+      c.res.status = 304;
+      return;
+    }
+  }
+  bool es = q->feed.feed == feed_kind::eventsource;
+  if (es) c.res.set_header("Cache-Control", "no-cache");
+  auto stream = make_feed_stream(c.node, db_catalog::notify_key(), q->feed, std::move(source));
+  c.res.set_stream(std::move(stream), es ? "text/event-stream" : "application/json");
+}
+
+}  // namespace settee
