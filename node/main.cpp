@@ -289,7 +289,9 @@ int main(int argc, char** argv) {
     update_opts.min_interval =
         std::chrono::milliseconds(std::clamp<int64_t>(cfg.get_int("db_updates", "min_interval_ms", 40), 0, 3600000));
     update_log updates(shards, catalog, clk, args.data_dir, update_opts);
-    notifier.set_observer([&updates](const std::string& key) { updates.mark(key); });
+    // [db_updates] enabled = false: no bookkeeping at all (only to measure what it costs).
+    const bool db_updates_on = cfg.get_bool("db_updates", "enabled", true);
+    if (db_updates_on) notifier.set_observer([&updates](const std::string& key) { updates.mark(key); });
     coordinator coord(catalog, shards, timeout, store_opts.node_name);
     authenticator auth(cfg, clk, coord);
     node_services node{cfg, clk, coord, auth, store_opts.node_name, cfg.get("couchdb", "uuid")};
@@ -394,7 +396,7 @@ int main(int argc, char** argv) {
     raise_fd_limit(65536);
     http_server server(node, http);
     if (auto st = server.bind(); !st) die(st.reason);
-    updates.start();  // after the last die(): exit() must not race its thread
+    if (db_updates_on) updates.start();  // after the last die(): exit() must not race its thread
 
     std::thread signal_thread([&] {
       int sig = 0;

@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# What _db_updates costs and how fast it is (issue 9, docs/BENCHMARKS.md "_db_updates").
+# 1. Writes with the bookkeeping off ([db_updates] enabled = false) and on (the default), one node
+#    of each, the same binary, taking turns run by run; median req/s and the median per-run ratio.
+# 2. bench/db_updates.py against the default node: N databases written once to their rows, commit
+#    to longpoll latency, and since=now with many databases.
+#   bash bench/run_db_updates.sh          (RUNS=5 SECONDS_PER_RUN=4; DBS, SAMPLES, MANY for the script)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+source bench/lib.sh
+RUNS=${RUNS:-5}
+SECS=${SECONDS_PER_RUN:-4}
+BASE=$(mktemp -d /tmp/settee-dbu-XXXXXX)
+trap 'kill "${PIDS[@]}" 2>/dev/null; wait 2>/dev/null; rm -rf "$BASE"' EXIT
+PA=$(free_port); PB=$(free_port)
+start_node off "$PA" "[db_updates]
+enabled = false
+"
+start_node on "$PB" ""
+echo "_db_updates bookkeeping off (A) vs on (B): $(nproc) cores, $RUNS runs x ${SECS}s, fsync on"
+run() {  # name, loadgen args...
+  local name=$1; shift
+  local ra=() rb=() rr=()
+  for i in $(seq "$RUNS"); do
+    a=$("$LOADGEN" --url "http://127.0.0.1:$PA" --auth bench:bench --seconds "$SECS" "$@" --db "u-$name-$i" | field rate)
+    b=$("$LOADGEN" --url "http://127.0.0.1:$PB" --auth bench:bench --seconds "$SECS" "$@" --db "u-$name-$i" | field rate)
+    ra+=("$a"); rb+=("$b"); rr+=("$(ratio "$b" "$a")")
+  done
+  printf '%-8s off %7s  on %7s req/s   on/off %s   (ratios: %s)\n' "$name" "$(printf '%s\n' "${ra[@]}" | median)" \
+    "$(printf '%s\n' "${rb[@]}" | median)" "$(printf '%s\n' "${rr[@]}" | median)" "${rr[*]}"
+}
+run put_c1 --workload put --concurrency 1
+run put_c32 --workload put --concurrency 32
+run bulk --workload bulk --concurrency 4 --docs 20000
+python3 bench/db_updates.py "$PB"
