@@ -73,67 +73,81 @@ bool node_updates::refill_events() {
 }
 
 bool node_updates::refill_log() {
-  auto snap = log_.store->read();
-  if (!snap) return error_ = snap.error(), false;
-  uint64_t after = pos_.log_seq;
+  auto page = read_update_log(log_, pos_.log_uuid, pos_.log_seq, page_rows);
+  if (!page) return error_ = page.error(), false;
+  for (auto& [seq, row] : page->rows) logged_.push_back({seq, std::move(row)});
+  log_more_ = logged_.size() == page_rows;
+  return true;
+}
+
+bool node_updates::event_first() const {
+  return !events_.empty() && (logged_.empty() || events_.front().time_s <= logged_.front().row.time_s);
+}
+
+const db_update_row* node_updates::peek() {
+  for (;;) {
+    if (!error_) return nullptr;
+    if (events_.empty() && logged_.empty()) events_more_ = log_more_ = true;  // a new round: look again
+    if (events_.empty() && events_more_ && !refill_events()) return nullptr;
+    if (logged_.empty() && log_more_ && !refill_log()) return nullptr;
+    if (events_.empty() && logged_.empty()) return nullptr;
+    if (event_first()) {
+      const db_event& e = events_.front();
+      if (e.time_s >= not_before_) {
+        head_ = {e.db, to_string(e.type), e.instance, e.time_s};
+        return &head_;
+      }
+    } else if (logged_.front().row.time_s >= not_before_) {
+      return &logged_.front().row;
+    }
+    pop();  // before since=<time>: passed over
+  }
+}
+
+void node_updates::pop() {
+  if (event_first()) {
+    const db_event& e = events_.front();
+    pos_.dbs_seq = e.seq;
+    pos_.dbs_index = e.index + 1;
+    pos_.dbs_time = e.time_s;
+    events_.pop_front();
+  } else if (!logged_.empty()) {
+    pos_.log_seq = logged_.front().seq;
+    logged_.pop_front();
+  }
+}
+
+bool node_updates::next(db_update_row& row) {
+  const db_update_row* r = peek();
+  if (!r) return false;
+  row = *r;
+  pop();
+  return true;
+}
+
+result<log_page> read_update_log(const shard_handle& log, const std::string& uuid, uint64_t after, size_t limit) {
+  log_page page;
+  page.uuid = prefix(log);
+  if (!uuid.empty() && uuid != page.uuid) after = 0;
+  auto snap = log.store->read();
+  if (!snap) return snap.error();
+  page.top = log.store->header().update_seq;
   snap->scan_changes(after, [&](const change_entry& c) {
-    logged l;
-    l.seq = c.seq;
-    l.row.db = c.id;
-    l.row.time_s = c.time_s;
+    db_update_row row;
+    row.db = c.id;
+    row.time_s = c.time_s;
     doc_info d;
     std::string body;
     if (!c.deleted && snap->doc(c.id, d) && snap->winner_body(d, body)) {
       json j = parse_json(body).value_or(json());
       if (j.is_object() && j.contains("instance") && j["instance"].is_number_unsigned())
-        l.row.instance = j["instance"].get<uint64_t>();
+        row.instance = j["instance"].get<uint64_t>();
     }
-    logged_.push_back(std::move(l));
-    return logged_.size() < page_rows;
+    page.rows.emplace_back(c.seq, std::move(row));
+    return page.rows.size() < limit;
   });
-  log_more_ = logged_.size() == page_rows;
-  if (!snap->fault()) return error_ = snap->fault(), false;
-  return true;
-}
-
-bool node_updates::next(db_update_row& row) {
-  for (;;) {
-    if (!error_) return false;
-    if (events_.empty() && logged_.empty()) events_more_ = log_more_ = true;  // a new round: look again
-    if (events_.empty() && events_more_ && !refill_events()) return false;
-    if (logged_.empty() && log_more_ && !refill_log()) return false;
-    if (events_.empty() && logged_.empty()) return false;
-    bool event = !events_.empty() && (logged_.empty() || events_.front().time_s <= logged_.front().row.time_s);
-    int64_t time = 0;
-    if (event) {
-      const db_event& e = events_.front();
-      pos_.dbs_seq = e.seq;
-      pos_.dbs_index = e.index + 1;
-      pos_.dbs_time = e.time_s;
-      row = {e.db, to_string(e.type), e.instance, e.time_s};
-      time = e.time_s;
-      events_.pop_front();
-    } else {
-      pos_.log_seq = logged_.front().seq;
-      row = std::move(logged_.front().row);
-      time = row.time_s;
-      logged_.pop_front();
-    }
-    if (time >= not_before_) return true;
-  }
-}
-
-std::vector<std::pair<db_update_row, node_updates_pos>> node_updates::newest_first(size_t limit) {
-  pos_.dbs_seq = pos_.dbs_index = 0;
-  pos_.log_seq = 0;
-  events_.clear();
-  logged_.clear();
-  std::vector<std::pair<db_update_row, node_updates_pos>> all;
-  db_update_row r;
-  while (next(r)) all.emplace_back(r, pos_);
-  std::reverse(all.begin(), all.end());
-  if (limit > 0 && all.size() > limit) all.resize(limit);
-  return all;
+  if (!snap->fault()) return snap->fault();
+  return page;
 }
 
 }  // namespace settee

@@ -31,6 +31,15 @@ struct db_update_row {
   int64_t time_s = 0;
 };
 
+// A page of one node's update log: rows after a seq, each with its own seq.
+struct log_page {
+  std::string uuid;  // the log's uuid prefix
+  uint64_t top = 0;  // its update seq when read
+  std::vector<std::pair<uint64_t, db_update_row>> rows;
+};
+// Up to `limit` rows of `log` after `after` (from its start when `uuid` is another log's; "": any).
+result<log_page> read_update_log(const shard_handle& log, const std::string& uuid, uint64_t after, size_t limit);
+
 class node_updates {
  public:
   // `dbs` is the node's catalog file, `log` its update log; `node` its name.
@@ -44,15 +53,16 @@ class node_updates {
   // The first rows committed at or after `time` (Unix seconds), exactly.
   void start_at_time(int64_t time);
 
-  // The next row; false when there is none now (or error() is set).
+  // The next row, without taking it: null when there is none now (or error() is set).
+  const db_update_row* peek();
+  // Takes the row peek() showed.
+  void pop();
+  // peek() and pop().
   bool next(db_update_row& row);
   // The position after the last row returned.
   const node_updates_pos& pos() const { return pos_; }
   const status& error() const { return error_; }
   bool translated() const { return translated_; }
-  // Every row from the start, newest first, up to `limit` (0: all), each with the position right
-  // after it; pos() is then the end.
-  std::vector<std::pair<db_update_row, node_updates_pos>> newest_first(size_t limit);
 
  private:
   struct logged {
@@ -61,11 +71,13 @@ class node_updates {
   };
   bool refill_events();
   bool refill_log();
+  bool event_first() const;
 
   shard_handle dbs_, log_;
   node_updates_pos pos_;
   std::deque<db_event> events_;
   std::deque<logged> logged_;
+  db_update_row head_;                         // what peek() shows of a catalog event
   bool events_more_ = true, log_more_ = true;  // the last page of each was full
   int64_t not_before_ = 0;                     // since=<time>: rows committed earlier are passed over
   bool translated_ = false;

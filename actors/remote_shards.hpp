@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "actors/node_updates.hpp"
 #include "actors/shard_copy.hpp"
 #include "node/error.hpp"
 
@@ -17,6 +18,8 @@ namespace settee {
 
 // The feature a node announces in its handshake when it serves the typed document calls.
 inline constexpr const char* typed_feature = "typed-copies-v1";
+// ... and when it serves dbUpdates (its update log, for the cluster's _db_updates).
+inline constexpr const char* db_updates_feature = "db-updates-v1";
 
 using query_params = std::vector<std::pair<std::string, std::string>>;
 
@@ -93,6 +96,18 @@ class remote_shards {
   // committed, or with the error (errc::unavailable when the node cannot be reached).
   virtual void update_docs(const std::string& node, const std::string& db, const std::string& range,
                            const std::vector<doc_update>& docs, write_done done) = 0;
+
+  // Whether `node` announced db_updates_feature (release 0.3+).
+  virtual bool serves_db_updates(const std::string& node) const {
+    (void)node;
+    return false;
+  }
+  // A page of `node`'s update log after (uuid, seq) (release 0.3: dbUpdates).
+  virtual result<log_page> db_updates(const std::string& node, const std::string& uuid, uint64_t seq, size_t limit,
+                                      std::chrono::milliseconds timeout) {
+    (void)uuid, (void)seq, (void)limit, (void)timeout;
+    return status{errc::not_implemented, "node " + node + " does not serve _db_updates"};
+  }
 };
 
 }  // namespace settee

@@ -30,10 +30,16 @@ class Client:
         self.c = http.client.HTTPConnection("127.0.0.1", PORT, timeout=120)
 
     def req(self, method, path, body=None):
-        self.c.request(method, path, body=None if body is None else json.dumps(body), headers=AUTH)
-        r = self.c.getresponse()
-        data = r.read()
-        return r.status, (json.loads(data) if data else None)
+        for attempt in range(2):  # a connection left idle past the keep-alive timeout is closed
+            try:
+                self.c.request(method, path, body=None if body is None else json.dumps(body), headers=AUTH)
+                r = self.c.getresponse()
+                data = r.read()
+                return r.status, (json.loads(data) if data else None)
+            except (http.client.RemoteDisconnected, ConnectionResetError, BrokenPipeError):
+                self.c.close()
+                self.c = http.client.HTTPConnection("127.0.0.1", PORT, timeout=120)
+        raise RuntimeError(f"{method} {path}: the node closed the connection twice")
 
 
 def in_parallel(names, work, threads=8):

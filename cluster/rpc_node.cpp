@@ -64,6 +64,7 @@ class node_server final : public Node::Server {
   kj::Promise<void> localDoc(LocalDocContext context) override;
   kj::Promise<void> writeLocal(WriteLocalContext context) override;
   kj::Promise<void> localDocs(LocalDocsContext context) override;
+  kj::Promise<void> dbUpdates(DbUpdatesContext context) override;
   kj::Promise<void> setRevsLimit(SetRevsLimitContext context) override;
 
  private:
@@ -748,6 +749,34 @@ kj::Promise<void> node_server::setRevsLimit(SetRevsLimitContext context) {
       [](Node::SetRevsLimitResults::Builder, bool) {});
 }
 
+// This node's update log: no shard, but read on the pool all the same (it may open the file).
+kj::Promise<void> node_server::dbUpdates(DbUpdatesContext context) {
+  auto params = context.getParams();
+  std::string uuid = params.getUuid();
+  uint64_t seq = params.getSeq();
+  size_t limit = std::clamp<size_t>(params.getLimit(), 1, 10000);
+  auto read = loop_.opts.read_updates;
+  auto out = std::make_shared<std::optional<result<log_page>>>();
+  return loop_
+      .off_loop([read, uuid, seq, limit, out] {
+        out->emplace(read ? read(uuid, seq, limit) : result<log_page>(status{errc::not_implemented, "no update log"}));
+      })
+      .then([context, out]() mutable {
+        auto results = context.getResults();
+        result<log_page>& r = **out;
+        if (!r) return set_status(results.initStatus(), r.error());
+        results.setUuid(r->uuid);
+        results.setTop(r->top);
+        auto rows = results.initRows(static_cast<unsigned>(r->rows.size()));
+        for (unsigned i = 0; i < r->rows.size(); ++i) {
+          rows[i].setSeq(r->rows[i].first);
+          rows[i].setDb(r->rows[i].second.db);
+          rows[i].setInstance(r->rows[i].second.instance);
+          rows[i].setTime(r->rows[i].second.time_s);
+        }
+      });
+}
+
 }  // namespace
 
 rpc_node::rpc_node(membership& members, rpc_options opts) : members_(members), opts_(std::move(opts)) {
@@ -1327,6 +1356,30 @@ status rpc_node::set_revs_limit(const std::string& node, const std::string& db, 
     });
   });
   return r ? status{} : r.error();
+}
+
+bool rpc_node::serves_db_updates(const std::string& node) const {
+  return members_.has_feature(node, db_updates_feature);
+}
+
+result<log_page> rpc_node::db_updates(const std::string& node, const std::string& uuid, uint64_t seq, size_t limit,
+                                      std::chrono::milliseconds timeout) {
+  return call<log_page>(node, timeout, [=](Node::Client& cap) {
+    auto req = cap.dbUpdatesRequest();
+    req.setUuid(uuid);
+    req.setSeq(seq);
+    req.setLimit(static_cast<uint32_t>(std::min<size_t>(limit, UINT32_MAX)));
+    return req.send().then([](capnp::Response<Node::DbUpdatesResults>&& r) -> result<log_page> {
+      if (status st = status_of(r.getStatus()); !st) return st;
+      log_page page;
+      page.uuid = r.getUuid();
+      page.top = r.getTop();
+      for (auto row : r.getRows()) {
+        page.rows.emplace_back(row.getSeq(), db_update_row{row.getDb(), "updated", row.getInstance(), row.getTime()});
+      }
+      return page;
+    });
+  });
 }
 
 }  // namespace settee

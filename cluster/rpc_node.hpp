@@ -56,6 +56,8 @@ struct rpc_options {
   // Release 0.2's readDoc, answered from this node's copy (`copy`) as 0.2's HTTP layer would: only
   // for 0.2 coordinators during an upgrade or downgrade. Runs on a pool thread; may wait for a commit.
   std::function<result<doc_read>(local_copy& copy, const doc_request& req)> read_doc;
+  // This node's update log after (uuid, seq), for dbUpdates (runs on a pool thread).
+  std::function<result<log_page>(const std::string& uuid, uint64_t seq, size_t limit)> read_updates;
 };
 
 using remote_shard_info = shard_summary;
@@ -115,6 +117,9 @@ class rpc_node final : public remote_shards {
                                             std::chrono::milliseconds timeout) override;
   status set_revs_limit(const std::string& node, const std::string& db, const std::string& range, uint32_t limit,
                         std::chrono::milliseconds timeout) override;
+  bool serves_db_updates(const std::string& node) const override;
+  result<log_page> db_updates(const std::string& node, const std::string& uuid, uint64_t seq, size_t limit,
+                              std::chrono::milliseconds timeout) override;
 
   struct loop;  // the KJ side, defined in rpc_node.cpp
 

@@ -5,11 +5,13 @@
 #include <cerrno>
 #include <cstdlib>
 
+#include "actors/cluster_updates.hpp"
 #include "actors/db_catalog.hpp"
 #include "actors/node_updates.hpp"
 #include "actors/update_log.hpp"
 #include "cluster/db_updates_seq.hpp"
 #include "cluster/membership.hpp"
+#include "cluster/rpc_node.hpp"
 #include "http/feed_stream.hpp"
 #include "http/handlers.hpp"
 #include "node/crypto.hpp"
@@ -85,53 +87,35 @@ bool shaped_like_time(const std::string& s) {
   return s.size() == 20 && s[4] == '-' && s[10] == 'T' && s[19] == 'Z';
 }
 
-// The rows of this node's part of the feed, each carrying the token of the position after it.
+// The cluster's rows (actors/cluster_updates.hpp), each carrying the token of the position after it.
 class db_updates_source final : public feed_source {
  public:
-  explicit db_updates_source(node_updates part) : part_(std::move(part)) {}
+  explicit db_updates_source(cluster_updates parts) : parts_(std::move(parts)) {}
 
   // Positions the feed at `since` ("0", "now", a time or a token).
-  status start(const std::string& since, node_services& node) {
+  status start(const std::string& since) {
     if (since == "0" || since == "\"0\"") return {};
     if (since == "now") {
-      part_.start_now();
+      parts_.start_now();
       return {};
     }
     if (shaped_like_time(since)) {
       auto t = time_seq::parse_time(since);
       if (!t) return {errc::bad_request, "invalid_time_format"};
-      part_.start_at_time(*t);
+      parts_.start_at_time(*t);
       return {};
     }
     auto from = decode_db_updates_seq(since);
     if (!from) return from.error();
-    // A token names members of this cluster; this node's entry (if any) is where it continues.
-    const node_updates_pos* mine = nullptr;
-    std::vector<std::string> members = node.members ? node.members->cluster_nodes() : std::vector<std::string>{};
-    bool known = false;
-    for (const auto& p : *from) {
-      if (p.node == node.node_name) mine = &p;
-      known = known || p.node == node.node_name || std::count(members.begin(), members.end(), p.node) > 0;
-    }
-    if (!known) return {errc::bad_request, "`since` is not a _db_updates sequence issued by this cluster"};
-    if (mine && from->size() == 1 && mine->dbs_uuid != part_.pos().dbs_uuid && mine->log_uuid != part_.pos().log_uuid) {
-      // Neither file is the one the token names, and no other node vouches for it: another
-      // cluster's token (a node of the same name), not this one's.
-      return {errc::bad_request, "`since` is not a _db_updates sequence issued by this cluster"};
-    }
-    if (mine) {
-      part_.start(*mine);
-    } else {
-      // Issued by another node: carry its catalog position over by time.
-      node_updates_pos other = from->front();
-      other.dbs_uuid.clear();
-      other.log_uuid.clear();
-      part_.start(other);
-    }
-    return {};
+    return parts_.start(*from);
   }
+  // Reads every row from the start and serves them newest first, up to `limit`.
   void newest_first(int64_t limit) {
-    descending_ = part_.newest_first(limit < 0 ? 0 : static_cast<size_t>(limit));
+    db_update_row r;
+    while (take(r)) descending_.emplace_back(r, token());
+    if (!parts_.error()) return;
+    std::reverse(descending_.begin(), descending_.end());
+    if (limit >= 0 && descending_.size() > static_cast<size_t>(limit)) descending_.resize(limit);
     reverse_ = true;
   }
 
@@ -141,9 +125,8 @@ class db_updates_source final : public feed_source {
     if (reverse_) {
       if (next_reverse_ >= descending_.size()) return false;
       r = descending_[next_reverse_].first;
-      seq = encode_db_updates_seq({descending_[next_reverse_++].second});
-    } else if (!part_.next(r)) {
-      if (!part_.error()) error_ = part_.error();
+      seq = descending_[next_reverse_++].second;
+    } else if (!take(r)) {
       return false;
     } else {
       seq = token();
@@ -152,20 +135,35 @@ class db_updates_source final : public feed_source {
     row = json{{"db_name", r.db}, {"type", r.type}, {"seq", seq}, {"instance", std::to_string(r.instance)}}.dump();
     return true;
   }
-  const status& error() const override { return error_; }
-  std::string token() const override { return encode_db_updates_seq({part_.pos()}); }
+  const status& error() const override { return parts_.error(); }
+  std::string token() const override { return encode_db_updates_seq(parts_.positions()); }
+  // Members whose rows could not be read (a node down, or of a release without _db_updates).
+  std::string end_fields() const override {
+    auto gone = parts_.unavailable();
+    return gone.empty() ? "" : ",\"unavailable\":" + json(gone).dump();
+  }
   std::string since_resolution() const override {
-    return part_.translated() ? json{{part_.pos().node, "translated"}}.dump() : "";
+    json out = json::object();
+    for (const auto& node : parts_.translated()) out[node] = "translated";
+    return out.empty() ? "" : out.dump();
   }
   uint64_t rows_emitted() const override { return emitted_; }
+  bool has_remote() const override { return parts_.has_remote(); }
 
  private:
-  node_updates part_;
-  std::vector<std::pair<db_update_row, node_updates_pos>> descending_;
+  bool take(db_update_row& r) {
+    const db_update_row* row = parts_.peek();
+    if (!row) return false;
+    r = *row;
+    parts_.pop();
+    return true;
+  }
+
+  cluster_updates parts_;
+  std::vector<std::pair<db_update_row, std::string>> descending_;
   size_t next_reverse_ = 0;
   bool reverse_ = false;
   uint64_t emitted_ = 0;
-  status error_;
 };
 
 }  // namespace
@@ -180,8 +178,14 @@ void handle_db_updates(ctx& c) {
   if (!c.node.updates) return c.error(errc::internal, "the update log is not running");
   auto log = c.node.updates->record();
   if (!log) return c.error(log.error());
-  auto source = std::make_shared<db_updates_source>(node_updates(*dbs, *log, c.node.node_name));
-  if (auto st = source->start(q->since, c.node); !st) return c.error(st);
+  std::vector<std::string> peers;
+  if (c.node.members) {
+    for (auto& m : c.node.members->cluster_nodes())
+      if (m != c.node.node_name) peers.push_back(m);
+  }
+  auto source = std::make_shared<db_updates_source>(
+      cluster_updates(node_updates(*dbs, *log, c.node.node_name), c.node.rpc, peers, std::chrono::seconds(30)));
+  if (auto st = source->start(q->since); !st) return c.error(st);
   if (q->descending) source->newest_first(q->feed.limit);
 
   c.res.status = 200;

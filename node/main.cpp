@@ -336,7 +336,7 @@ int main(int argc, char** argv) {
       ro.advertised_host = ro.bind == "0.0.0.0" ? "127.0.0.1" : ro.bind;
       ro.http_port = static_cast<uint16_t>(http.port);
       ro.release = SETTEE_VERSION;
-      ro.features = {"changes", "clustered-seq-v1", "selector", typed_feature};
+      ro.features = {"changes", "clustered-seq-v1", "selector", typed_feature, db_updates_feature};
       ro.seeds = std::move(*seeds);
       ro.secret = cfg.get("cluster", "secret");
       if (ro.secret.size() < peer_auth::min_secret_bytes) {
@@ -371,6 +371,11 @@ int main(int argc, char** argv) {
       };
       ro.on_applied = [&catalog](const std::string& db) {
         if (db == "_dbs") catalog.mark_stale();
+      };
+      ro.read_updates = [&updates](const std::string& uuid, uint64_t seq, size_t limit) -> result<log_page> {
+        auto log = updates.record();
+        if (!log) return log.error();
+        return read_update_log(*log, uuid, seq, limit);
       };
       ro.read_doc = [&node](local_copy& copy, const doc_request& req) {
         return serve_legacy_read(copy, req, node.max_document_id_length);

@@ -73,6 +73,18 @@ interface Node {
   localDocs @14 (shard :ShardRef) -> (status :CallStatus, docs :List(LocalDoc));
   # Sets this copy's revs_limit; committed before the answer.
   setRevsLimit @15 (shard :ShardRef, limit :UInt32) -> (status :CallStatus);
+  # This node's update log (the `updated` rows of _db_updates) after `seq`, up to `limit` rows. When
+  # `uuid` is not the log's own uuid prefix, from its start. `uuid` and `top` in the answer: the
+  # log's uuid prefix and its update seq at the read.
+  dbUpdates @16 (uuid :Text, seq :UInt64, limit :UInt32)
+      -> (status :CallStatus, uuid :Text, top :UInt64, rows :List(DbUpdateRow));
+}
+
+struct DbUpdateRow {
+  db @0 :Text;
+  instance @1 :UInt64;
+  time @2 :Int64;
+  seq @3 :UInt64;
 }
 
 struct DocCopy {
