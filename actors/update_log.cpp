@@ -117,6 +117,8 @@ void update_log::run() {
     bool ok = write(batch);
     last = std::chrono::steady_clock::now();
     lock.lock();
+    marked_.insert(later_.begin(), later_.end());  // incarnations the catalog did not know yet
+    later_.clear();
     if (ok) {
       recorded_ = taken;
       recovered_ = recovered_ || recorded_ >= found;
@@ -161,6 +163,16 @@ bool update_log::collect(const shard_store::snapshot& snap, const std::set<std::
     int64_t instance = 0;
     if (!split_key(key, name, instance)) continue;
     auto m = catalog_.find(name);
+    if (m && m->created < instance) {
+      // A copy of an incarnation this node's catalog has not loaded yet (created on another node a
+      // moment ago): look at `_dbs` again, and if it is still not there, keep the mark for later.
+      catalog_.mark_stale();
+      m = catalog_.lookup(name);
+      if (m && m->created < instance) {
+        later_.insert(key);
+        continue;
+      }
+    }
     if (!m || m->created != instance) continue;  // deleted (or re-created) since: its events say so
     json seqs = local_seqs(shards_, *m);
     doc_info d;

@@ -72,8 +72,9 @@ class update_log {
   std::mutex mu_;
   std::condition_variable cv_;
   std::set<std::string> marked_;
-  uint64_t marks_ = 0;     // mark() calls that added a key
-  uint64_t recorded_ = 0;  // marks_ when the last batch was taken and written
+  std::set<std::string> later_;  // flusher thread only: marks to take again at the next record
+  uint64_t marks_ = 0;           // mark() calls that added a key
+  uint64_t recorded_ = 0;        // marks_ when the last batch was taken and written
   bool stopping_ = false;
   bool recovered_ = false;
   std::thread thread_;

@@ -73,6 +73,24 @@ class MixedCluster(NodeTest):
         for n in (self.n2, self.n3):
             self.assertEqual(n.get("/mixed/_revs_limit").json, 50)
 
+    def test_db_updates_lists_the_old_node_and_keeps_its_lifecycle(self):
+        """_db_updates on a new node: the old node cannot serve its update log (listed under
+        `unavailable`), but databases it creates and deletes still appear exactly once, from the
+        catalog every node holds."""
+        old_name = self.cluster.names[0]
+        since = self.n2.get("/_db_updates?since=now").json["last_seq"]
+
+        def rows():
+            res = self.n2.get(f"/_db_updates?since={since}", fresh=True).json
+            return res, [(r["type"], r["instance"]) for r in res["results"] if r["db_name"] == "by-old"]
+
+        self.assertEqual(self.old.put("/by-old?q=1").status, 201)
+        instance = self.old.get("/by-old").json["instance_start_time"]
+        self.assertTrue(wait_for(lambda: rows()[1] == [("created", instance)], 15), rows())
+        self.assertEqual(rows()[0]["unavailable"], [old_name])
+        self.assertEqual(self.old.delete("/by-old").status, 200)
+        self.assertTrue(wait_for(lambda: rows()[1] == [("created", instance), ("deleted", instance)], 15), rows())
+
     def test_documents_of_a_range_one_release_alone_holds(self):
         # n=1, q=3: each range on one node. Every node answers for every document: this release asks
         # an old node's copy through its readDoc (v0.2.0 and v0.1.0 alike) and answers an old
