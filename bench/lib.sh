@@ -31,3 +31,18 @@ start_pair() {
   BIN=$1 start_node a "$PA" ""
   BIN=$2 start_node b "$PB" ""
 }
+
+# run_pair NAME LOADGEN_ARGS...: the workload against the nodes on $PA and $PB, taking turns for
+# $RUNS runs of $SECS seconds; prints each side's median req/s ($LA, $LB name them) and the median
+# of the per-run ratios B/A.
+run_pair() {
+  local name=$1; shift
+  local ra=() rb=() rr=() a b
+  for i in $(seq "$RUNS"); do
+    a=$("$LOADGEN" --url "http://127.0.0.1:$PA" --auth bench:bench --seconds "$SECS" "$@" --db "p-$name-$i" | field rate)
+    b=$("$LOADGEN" --url "http://127.0.0.1:$PB" --auth bench:bench --seconds "$SECS" "$@" --db "p-$name-$i" | field rate)
+    ra+=("$a"); rb+=("$b"); rr+=("$(ratio "$b" "$a")")
+  done
+  printf '%-8s %s %7s  %s %7s req/s   %s/%s %s   (ratios: %s)\n' "$name" "${LA:-A}" "$(printf '%s\n' "${ra[@]}" | median)" \
+    "${LB:-B}" "$(printf '%s\n' "${rb[@]}" | median)" "${LB:-B}" "${LA:-A}" "$(printf '%s\n' "${rr[@]}" | median)" "${rr[*]}"
+}

@@ -17,19 +17,9 @@ start_node off "$PA" "[db_updates]
 enabled = false
 "
 start_node on "$PB" ""
-echo "_db_updates bookkeeping off (A) vs on (B): $(nproc) cores, $RUNS runs x ${SECS}s, fsync on"
-run() {  # name, loadgen args...
-  local name=$1; shift
-  local ra=() rb=() rr=()
-  for i in $(seq "$RUNS"); do
-    a=$("$LOADGEN" --url "http://127.0.0.1:$PA" --auth bench:bench --seconds "$SECS" "$@" --db "u-$name-$i" | field rate)
-    b=$("$LOADGEN" --url "http://127.0.0.1:$PB" --auth bench:bench --seconds "$SECS" "$@" --db "u-$name-$i" | field rate)
-    ra+=("$a"); rb+=("$b"); rr+=("$(ratio "$b" "$a")")
-  done
-  printf '%-8s off %7s  on %7s req/s   on/off %s   (ratios: %s)\n' "$name" "$(printf '%s\n' "${ra[@]}" | median)" \
-    "$(printf '%s\n' "${rb[@]}" | median)" "$(printf '%s\n' "${rr[@]}" | median)" "${rr[*]}"
-}
-run put_c1 --workload put --concurrency 1
-run put_c32 --workload put --concurrency 32
-run bulk --workload bulk --concurrency 4 --docs 20000
+LA=off LB=on
+echo "_db_updates bookkeeping off vs on: $(nproc) cores, $RUNS runs x ${SECS}s, fsync on"
+run_pair put_c1 --workload put --concurrency 1
+run_pair put_c32 --workload put --concurrency 32
+run_pair bulk --workload bulk --concurrency 4 --docs 20000
 python3 bench/db_updates.py "$PB"

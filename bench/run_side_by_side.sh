@@ -13,17 +13,6 @@ RUNS=${RUNS:-5}
 SECS=${SECONDS_PER_RUN:-4}
 start_pair "$A" "$B"
 echo "side by side: A=$A B=$B, $(nproc) cores, $RUNS runs x ${SECS}s, fsync on"
-run() {  # name, loadgen args...
-  local name=$1; shift
-  local ra=() rb=() rr=()
-  for i in $(seq "$RUNS"); do
-    a=$("$LOADGEN" --url "http://127.0.0.1:$PA" --auth bench:bench --seconds "$SECS" "$@" --db "s-$name-$i" | field rate)
-    b=$("$LOADGEN" --url "http://127.0.0.1:$PB" --auth bench:bench --seconds "$SECS" "$@" --db "s-$name-$i" | field rate)
-    ra+=("$a"); rb+=("$b"); rr+=("$(ratio "$b" "$a")")
-  done
-  printf '%-8s A %7s  B %7s req/s   B/A %s   (ratios: %s)\n' "$name" "$(printf '%s\n' "${ra[@]}" | median)" \
-    "$(printf '%s\n' "${rb[@]}" | median)" "$(printf '%s\n' "${rr[@]}" | median)" "${rr[*]}"
-}
-run put_c1 --workload put --concurrency 1
-run put_c32 --workload put --concurrency 32
-run get_c32 --workload get --concurrency 32 --docs 10000
+run_pair put_c1 --workload put --concurrency 1
+run_pair put_c32 --workload put --concurrency 32
+run_pair get_c32 --workload get --concurrency 32 --docs 10000

@@ -10,7 +10,6 @@
 #include "http/changes_feed.hpp"
 #include "http/feed_stream.hpp"
 #include "http/handlers.hpp"
-#include "node/crypto.hpp"
 
 namespace settee {
 
@@ -189,21 +188,7 @@ void handle_changes(ctx& c, const db_meta& db) {
   changes_feed& feed = source->feed();
   if (auto st = feed.start(q->since); !st) return c.error(st);
 
-  c.res.status = 200;
-  c.res.set_header("Cache-Control", "must-revalidate");
-  if (std::string res = feed.since_resolution(); !res.empty()) c.res.set_header("X-Settee-Since-Resolution", res);
-  if (q->feed.feed == feed_kind::normal) {
-    std::string etag = "\"" + crypto::md5_hex(c.req.target + "|" + feed.state_tag()) + "\"";
-    c.res.set_header("ETag", etag);
-    if (c.req.get_header_value("If-None-Match") == etag) {
-      c.res.status = 304;
-      return;
-    }
-  }
-  bool es = q->feed.feed == feed_kind::eventsource;
-  if (es) c.res.set_header("Cache-Control", "no-cache");
-  auto stream = make_feed_stream(c.node, db.key(), q->feed, std::move(source));
-  c.res.set_stream(std::move(stream), es ? "text/event-stream" : "application/json");
+  reply_feed(c, db.key(), q->feed, std::move(source), feed.state_tag());
 }
 
 }  // namespace settee

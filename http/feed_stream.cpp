@@ -5,6 +5,7 @@
 #include <chrono>
 
 #include "actors/change_notifier.hpp"
+#include "node/crypto.hpp"
 #include "node/json.hpp"
 
 namespace settee {
@@ -149,9 +150,23 @@ class feed_stream final : public response_stream {
 
 }  // namespace
 
-std::shared_ptr<response_stream> make_feed_stream(node_services& node, std::string wake_key, feed_params params,
-                                                  std::shared_ptr<feed_source> source) {
-  return std::make_shared<feed_stream>(node, std::move(wake_key), params, std::move(source));
+void reply_feed(ctx& c, std::string wake_key, const feed_params& params, std::shared_ptr<feed_source> source,
+                const std::string& state) {
+  c.res.status = 200;
+  c.res.set_header("Cache-Control", "must-revalidate");
+  if (std::string res = source->since_resolution(); !res.empty()) c.res.set_header("X-Settee-Since-Resolution", res);
+  if (params.feed == feed_kind::normal) {
+    std::string etag = "\"" + crypto::md5_hex(c.req.target + "|" + state) + "\"";
+    c.res.set_header("ETag", etag);
+    if (c.req.get_header_value("If-None-Match") == etag) {
+      c.res.status = 304;
+      return;
+    }
+  }
+  bool es = params.feed == feed_kind::eventsource;
+  if (es) c.res.set_header("Cache-Control", "no-cache");
+  c.res.set_stream(std::make_shared<feed_stream>(c.node, std::move(wake_key), params, std::move(source)),
+                   es ? "text/event-stream" : "application/json");
 }
 
 }  // namespace settee

@@ -47,8 +47,10 @@ class feed_source {
   virtual bool has_remote() const { return false; }
 };
 
-// The stream of `source` under `params`; it wakes on commits announced under `wake_key`.
-std::shared_ptr<response_stream> make_feed_stream(node_services& node, std::string wake_key, feed_params params,
-                                                  std::shared_ptr<feed_source> source);
+// Answers `c` with the feed of `source` (started): 200, its since resolution in a header, for
+// feed=normal an ETag of the request and `state` (304 when If-None-Match has it), and the stream,
+// which wakes on commits announced under `wake_key`.
+void reply_feed(ctx& c, std::string wake_key, const feed_params& params, std::shared_ptr<feed_source> source,
+                const std::string& state);
 
 }  // namespace settee
