@@ -297,5 +297,30 @@ class NodeTest(unittest.TestCase):
         return name
 
 
+class ClockedNodeTest(NodeTest):
+    """A node whose clock is a file the test writes (SETTEE_CLOCK_FILE), starting at START."""
+
+    START = 2000000000
+
+    @classmethod
+    def setUpClass(cls):
+        cls.clock_dir = tempfile.mkdtemp(prefix="settee-clock-")
+        cls.clock_file = os.path.join(cls.clock_dir, "now")
+        cls.set_time(cls.START)
+        cls.node = Node(env={"SETTEE_CLOCK_FILE": cls.clock_file}).start()
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.node.cleanup()
+        shutil.rmtree(cls.clock_dir, ignore_errors=True)
+
+    @classmethod
+    def set_time(cls, t):
+        tmp = cls.clock_file + ".tmp"
+        with open(tmp, "w") as f:
+            f.write(str(t))
+        os.replace(tmp, cls.clock_file)
+
+
 def main():
     unittest.main(verbosity=2)

@@ -1,14 +1,10 @@
 """_db_updates on one node: the API of spec section 7 (every feed type and parameter, bad input), and
 the guarantees of docs/api.md: created/deleted exactly once per instance and in order, updated after
 every acknowledged write (coalesced), nothing lost to a kill -9, tokens that resume exactly."""
-import http.client
 import json
-import os
-import shutil
-import tempfile
 import time
 
-from harness import Node, NodeTest, main
+from harness import ClockedNodeTest, Node, NodeTest, main
 
 ROW_KEYS = {"db_name", "type", "seq", "instance"}
 
@@ -244,27 +240,8 @@ class KillNine(NodeTest):
             self.assertTrue(found, f"round {round_no}: no updated row for k9 after the restart")
 
 
-class AtTime(NodeTest):
+class AtTime(ClockedNodeTest):
     """since=<time> is exact to the second, through the node's injected clock."""
-
-    @classmethod
-    def setUpClass(cls):
-        cls.clock_dir = tempfile.mkdtemp(prefix="settee-clock-")
-        cls.clock_file = os.path.join(cls.clock_dir, "now")
-        cls.set_time(2000000000)
-        cls.node = Node(env={"SETTEE_CLOCK_FILE": cls.clock_file}).start()
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.node.cleanup()
-        shutil.rmtree(cls.clock_dir, ignore_errors=True)
-
-    @classmethod
-    def set_time(cls, t):
-        tmp = cls.clock_file + ".tmp"
-        with open(tmp, "w") as f:
-            f.write(str(t))
-        os.replace(tmp, cls.clock_file)
 
     def test_since_time(self):
         t0 = 2000000100

@@ -1,13 +1,10 @@
 """GET/DELETE /db/_time_seq on one node: shapes, auth, statuses (spec/time_seq.md section 7)."""
 import calendar
 import json
-import os
 import re
-import shutil
-import tempfile
 import time
 
-from harness import Node, NodeTest, main
+from harness import ClockedNodeTest, Node, NodeTest, main
 
 
 def fmt(t):
@@ -117,29 +114,12 @@ class ChangesSinceTime(NodeTest):
 
 
 
-class ClockFaults(NodeTest):
+class ClockFaults(ClockedNodeTest):
     """The node's clock is a file the test writes (SETTEE_CLOCK_FILE): time jumps back, to 2050 and
     back, falls below min_time, and the bins are reset; no change a since=<time> feed should contain
     is ever missing from it (spec/time_seq.md sections 3 and 5; issue 5 point 6)."""
 
-    @classmethod
-    def setUpClass(cls):
-        cls.clock_dir = tempfile.mkdtemp(prefix="settee-clock-")
-        cls.clock_file = os.path.join(cls.clock_dir, "now")
-        cls.set_time(parse("2030-01-01T00:00:00Z"))
-        cls.node = Node(env={"SETTEE_CLOCK_FILE": cls.clock_file}).start()
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.node.cleanup()
-        shutil.rmtree(cls.clock_dir, ignore_errors=True)
-
-    @classmethod
-    def set_time(cls, t):
-        tmp = cls.clock_file + ".tmp"
-        with open(tmp, "w") as f:
-            f.write(str(t))
-        os.replace(tmp, cls.clock_file)
+    START = 1893456000  # 2030-01-01T00:00:00Z
 
     def write_at(self, db, t, doc_id):
         self.set_time(t)
