@@ -121,7 +121,7 @@ class DbUpdatesChaos(NodeTest):
             for step in range(100000):  # bounded; `stop` ends it much sooner
                 if stop.is_set():
                     return
-                name = f"chaos-{rng.randrange(DBS)}"
+                name = f"chaos-{seed}-{rng.randrange(DBS)}"  # each writer its own names: no create/delete race
                 try:
                     with lock:
                         exists = name in live
