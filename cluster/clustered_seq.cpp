@@ -59,15 +59,19 @@ std::string encode_seq(const std::vector<seq_entry>& entries) {
   return seq_token_builder(entries).token(seqs);
 }
 
-result<std::vector<seq_entry>> decode_seq(std::string_view token) {
+bool unwrap_token(std::string_view token, std::string& payload) {
   if (token.size() >= 2 && token.front() == '"' && token.back() == '"') token = token.substr(1, token.size() - 2);
-  if (token == "0") return std::vector<seq_entry>{};
   size_t dash = token.find('-');
-  if (dash == std::string_view::npos || dash == 0 || token.size() > 64 * 1024) return malformed();
+  if (dash == std::string_view::npos || dash == 0 || token.size() > 64 * 1024) return false;
   for (size_t i = 0; i < dash; ++i)
-    if (token[i] < '0' || token[i] > '9') return malformed();
+    if (token[i] < '0' || token[i] > '9') return false;
+  return crypto::base64_decode(std::string(token.substr(dash + 1)), payload);
+}
+
+result<std::vector<seq_entry>> decode_seq(std::string_view token) {
+  if (token == "0" || token == "\"0\"") return std::vector<seq_entry>{};
   std::string payload;
-  if (!crypto::base64_decode(std::string(token.substr(dash + 1)), payload)) return malformed();
+  if (!unwrap_token(token, payload)) return malformed();
   codec::reader r(payload);
   uint8_t version = 0, pad = 0;
   uint64_t node_count = 0, count = 0;

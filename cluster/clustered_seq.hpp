@@ -44,6 +44,10 @@ class seq_token_builder {
 
 std::string encode_seq(const std::vector<seq_entry>& entries);
 
+// The payload of a "<digits>-<base64url>" token (optionally wrapped in double quotes, at most 64 KB);
+// false when it is not shaped so. Shared by _changes' and _db_updates' tokens.
+bool unwrap_token(std::string_view token, std::string& payload);
+
 // Decodes a token (optionally wrapped in double quotes). "0" decodes to no entries (the start).
 // Anything malformed is errc::bad_request "Malformed sequence supplied in 'since' parameter.".
 result<std::vector<seq_entry>> decode_seq(std::string_view token);

@@ -1,5 +1,6 @@
 #include "cluster/db_updates_seq.hpp"
 
+#include "cluster/clustered_seq.hpp"
 #include "node/crypto.hpp"
 #include "storage/codec.hpp"
 
@@ -34,13 +35,8 @@ std::string encode_db_updates_seq(const std::vector<node_updates_pos>& nodes) {
 }
 
 result<std::vector<node_updates_pos>> decode_db_updates_seq(std::string_view token) {
-  if (token.size() >= 2 && token.front() == '"' && token.back() == '"') token = token.substr(1, token.size() - 2);
-  size_t dash = token.find('-');
-  if (dash == std::string_view::npos || dash == 0 || token.size() > 64 * 1024) return not_ours();
-  for (size_t i = 0; i < dash; ++i)
-    if (token[i] < '0' || token[i] > '9') return not_ours();
   std::string payload;
-  if (!crypto::base64_decode(std::string(token.substr(dash + 1)), payload)) return not_ours();
+  if (!unwrap_token(token, payload)) return not_ours();
   codec::reader r(payload);
   uint8_t tag = 0, version = 0;
   uint64_t count = 0;
