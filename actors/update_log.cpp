@@ -1,6 +1,9 @@
 #include "actors/update_log.hpp"
 
+#include <unistd.h>
+
 #include "actors/bridge.hpp"
+#include "node/files.hpp"
 #include "node/json.hpp"
 #include "node/log.hpp"
 
@@ -52,14 +55,46 @@ json recorded_body(const shard_store::snapshot& snap, const std::string& name, d
   return parse_json(body).value_or(json());
 }
 
+// This boot's id from the kernel; empty when there is none to read.
+std::string kernel_boot_id() {
+  auto text = read_file("/proc/sys/kernel/random/boot_id");
+  if (!text) return "";
+  while (!text->empty() && (text->back() == '\n' || text->back() == ' ')) text->pop_back();
+  return *text;
+}
+
 }  // namespace
 
 update_log::update_log(shard_registry& shards, db_catalog& catalog, const clock& clk, std::string data_dir,
                        update_log_options opts)
-    : shards_(shards), catalog_(catalog), clk_(clk), path_(file_in(data_dir)), opts_(opts) {}
+    : shards_(shards),
+      catalog_(catalog),
+      clk_(clk),
+      path_(file_in(data_dir)),
+      boot_path_(boot_file_in(data_dir)),
+      opts_(std::move(opts)) {
+  if (opts_.boot_id.empty()) opts_.boot_id = kernel_boot_id();
+}
 
 update_log::~update_log() {
   stop();
+}
+
+status update_log::open() {
+  // "<boot id> open|clean". No file: a release that synced the record wrote it (keep it).
+  auto was = read_file(boot_path_);
+  if (was && ::access(path_.c_str(), F_OK) == 0) {
+    auto space = was->find(' ');
+    std::string boot = was->substr(0, space);
+    bool clean = space != std::string::npos && was->compare(space + 1, 5, "clean") == 0;
+    if (!clean && (boot != opts_.boot_id || boot.empty())) {
+      log::info(path_ + " was not stopped cleanly before the machine restarted: rebuilding it from this node's copies");
+      shard_store::remove_files(path_);
+    }
+  }
+  if (auto st = replace_file(boot_path_, opts_.boot_id + " open\n", 0644); !st) return st;
+  opened_ = true;
+  return {};
 }
 
 void update_log::start() {
@@ -73,6 +108,12 @@ void update_log::stop() {
   }
   cv_.notify_all();
   if (thread_.joinable()) thread_.join();
+  if (!opened_) return;
+  opened_ = false;
+  auto h = record();
+  status st = h ? h->store->sync() : h.error();
+  if (st) st = replace_file(boot_path_, opts_.boot_id + " clean\n", 0644);
+  if (!st) log::error("the record of updated databases was not stopped cleanly: " + st.reason);
 }
 
 void update_log::mark(const std::string& key) {

@@ -12,6 +12,13 @@
 // marks are gone, but at start the flusher compares every local copy's update seq with the one
 // recorded and records the databases that are ahead: a write acknowledged just before a kill -9
 // still gets its row.
+//
+// Since every row can be found again that way, the record's commits are not fsynced (store_options::
+// derived_path): a kill -9 loses nothing (the page cache has it), and the writers' own fsyncs do not
+// wait behind the record's. A machine crash may lose or tear the record, so `<data>/_db_updates.boot`
+// says which boot last opened it and whether it was stopped cleanly (synced); a record left
+// unclean by another boot is dropped at open and rebuilt under a new uuid, which the feed reads
+// from its start (every database of this node once more: at least once, never a gap).
 // Thread-safety: mark() and flush() from any thread; start()/stop() from one.
 #pragma once
 #include <chrono>
@@ -30,6 +37,7 @@ struct update_log_options {
   std::chrono::milliseconds gather{5};         // after the first mark, wait this long for more
   std::chrono::milliseconds min_interval{40};  // between two records (a burst gives a few rows)
   std::chrono::milliseconds timeout{60000};    // for the record's own commit
+  std::string boot_id;                         // this boot's id; empty: the kernel's (tests inject one)
 };
 
 class update_log {
@@ -44,9 +52,15 @@ class update_log {
   // `_db_updates` feeds watch that one key.
   static std::string file_in(const std::string& data_dir) { return data_dir + "/_db_updates.lmdb"; }
 
+  static std::string boot_file_in(const std::string& data_dir) { return data_dir + "/_db_updates.boot"; }
+
+  // Keeps the record, or drops it when a machine crash may have torn it (see above). Before
+  // anything reads the record; an error means the boot file cannot be written.
+  status open();
   // Starts the flusher; it first looks for copies written after their last record (a crash).
   void start();
-  // Records what is marked, then stops the flusher. Idempotent.
+  // Records what is marked, then stops the flusher; after open(), syncs the record and notes the
+  // clean stop. Idempotent.
   void stop();
   // A commit to a copy of the database incarnation `key` ("<name>.<suffix>", change_notifier's
   // key). Other keys (the catalog's, the record's own) are ignored.
@@ -68,7 +82,9 @@ class update_log {
   db_catalog& catalog_;
   const clock& clk_;
   std::string path_;
+  std::string boot_path_;
   update_log_options opts_;
+  bool opened_ = false;
   std::mutex mu_;
   std::condition_variable cv_;
   std::set<std::string> marked_;

@@ -1,11 +1,8 @@
 #include "node/config.hpp"
-
-#include <fcntl.h>
-#include <unistd.h>
+#include "node/files.hpp"
 
 #include <cerrno>
 #include <cstring>
-#include <fstream>
 #include <sstream>
 
 namespace settee {
@@ -57,24 +54,13 @@ result<config> config::parse(const std::string& text, const std::string& origin)
 }
 
 result<config> config::load_file(const std::string& path) {
-  std::ifstream f(path);
-  if (!f) return status{errc::not_found, "cannot read config file " + path + ": " + std::strerror(errno)};
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return parse(ss.str(), path);
+  auto text = read_file(path);
+  if (!text) return status{errc::not_found, "cannot read config file " + path + ": " + std::strerror(errno)};
+  return parse(*text, path);
 }
 
 status config::save_file(const std::string& path) const {
-  std::string tmp = path + ".tmp";
-  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
-  if (fd < 0) return {errc::internal, "cannot write " + tmp + ": " + std::strerror(errno)};
-  std::string text = to_ini();
-  bool ok = ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size()) && ::fsync(fd) == 0;
-  ::close(fd);
-  if (!ok || ::rename(tmp.c_str(), path.c_str()) != 0) {
-    return {errc::internal, "cannot write " + path + ": " + std::strerror(errno)};
-  }
-  return {};
+  return replace_file(path, to_ini());
 }
 
 void config::merge(const config& other) {

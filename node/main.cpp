@@ -269,6 +269,7 @@ int main(int argc, char** argv) {
   store_opts.time_seq_min_time = cfg.get_int("time_seq", "min_time", time_seq::default_min_time);
   store_opts.time_seq_enabled = cfg.get_bool("time_seq", "enabled", true);
   store_opts.catalog_path = db_catalog::file_in(args.data_dir);
+  store_opts.derived_path = update_log::file_in(args.data_dir);
   replica_limits limits;
   limits.batch_max_docs = static_cast<size_t>(cfg.get_int("couchdb", "batch_max_docs", 5000));
   limits.batch_max_bytes = static_cast<size_t>(cfg.get_int("couchdb", "batch_max_bytes", 32 << 20));
@@ -289,6 +290,7 @@ int main(int argc, char** argv) {
     update_opts.min_interval =
         std::chrono::milliseconds(std::clamp<int64_t>(cfg.get_int("db_updates", "min_interval_ms", 40), 0, 3600000));
     update_log updates(shards, catalog, clk, args.data_dir, update_opts);
+    if (auto st = updates.open(); !st) die(st.reason);
     // [db_updates] enabled = false: no bookkeeping at all (only to measure what it costs).
     const bool db_updates_on = cfg.get_bool("db_updates", "enabled", true);
     if (db_updates_on) notifier.set_observer([&updates](const std::string& key) { updates.mark(key); });

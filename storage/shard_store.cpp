@@ -185,7 +185,8 @@ result<std::shared_ptr<shard_store>> shard_store::open_env(const std::string& pa
   mdb_env_set_mapsize(s->env_, opts.map_size_bytes);
   mdb_env_set_maxreaders(s->env_, max_readers);
   // MDB_NOTLS: read transactions are not bound to threads (CAF workers, HTTP threads).
-  if (int rc = mdb_env_open(s->env_, path.c_str(), MDB_NOSUBDIR | MDB_NOTLS, 0644); rc != 0) {
+  const unsigned sync_flag = !opts.derived_path.empty() && opts.derived_path == path ? MDB_NOSYNC : 0;
+  if (int rc = mdb_env_open(s->env_, path.c_str(), MDB_NOSUBDIR | MDB_NOTLS | sync_flag, 0644); rc != 0) {
     return lmdb::to_status(rc, ("cannot open " + path).c_str());
   }
   lmdb::txn t;
@@ -260,6 +261,11 @@ uint64_t shard_store::file_size() const {
   return ::stat(path_.c_str(), &st) == 0 ? static_cast<uint64_t>(st.st_size) : 0;
 }
 
+status shard_store::sync() {
+  if (int rc = mdb_env_sync(env_, 1); rc != 0) return lmdb::to_status(rc, ("cannot sync " + path_).c_str());
+  return {};
+}
+
 void shard_store::remove_files(const std::string& path) {
   ::unlink(path.c_str());
   ::unlink((path + "-lock").c_str());
@@ -316,7 +322,7 @@ status shard_store::commit(const std::vector<write_op*>& ops, int64_t now_s) {
   if (st) st = doc_rank::mark(t.get(), rank_, h.update_seq);
   if (st && db_events_) st = put(t.get(), events_, "m", codec::seq_key(h.update_seq));
   if (st) {
-    st = t.commit();  // without MDB_NOSYNC, LMDB fsyncs before returning
+    st = t.commit();  // LMDB fsyncs before returning (but for a derived_path file)
     if (!st && st.code != errc::storage_full) {
       log::error("shard " + path_ + ": commit failed (" + st.reason + "); the shard is read-only until reopened");
       std::lock_guard<std::mutex> lock(header_mu_);

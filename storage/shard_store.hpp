@@ -35,6 +35,10 @@ struct store_options {
   // The catalog's own file (`<data>/_dbs.lmdb`): its commits also record databases' lifecycle
   // events (storage/db_events.hpp). Empty: no file does.
   std::string catalog_path;
+  // A file of derived data (`<data>/_db_updates.lmdb`): its commits are not fsynced (MDB_NOSYNC), so
+  // a kill -9 loses nothing (the page cache keeps it) but a machine crash may; its owner rebuilds it
+  // then (actors/update_log.hpp). Empty: every file is synced at every commit.
+  std::string derived_path;
 };
 
 // One document write. new_edits=true: `revs` is empty (create) or holds the base revision.
@@ -189,6 +193,9 @@ class shard_store : public std::enable_shared_from_this<shard_store> {
     mutable status fault_;
   };
   result<snapshot> read() const;
+
+  // Forces what was committed to disk (for a derived_path file, at a clean stop).
+  status sync();
 
   // Removes a closed store's files.
   static void remove_files(const std::string& path);

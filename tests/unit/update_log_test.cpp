@@ -7,6 +7,7 @@
 #include "actors/change_notifier.hpp"
 #include "actors/db_catalog.hpp"
 #include "actors/update_log.hpp"
+#include "node/files.hpp"
 #include "node/json.hpp"
 #include "temp_dir.hpp"
 
@@ -22,13 +23,14 @@ struct node_fixture {
   caf::actor_system sys{cfg};
   manual_clock clk{1700000000000};
   change_notifier notifier;
-  shard_registry shards{sys, clk, small_files(), replica_limits{}, 50, &notifier};
+  shard_registry shards{sys, clk, small_files(dir.path), replica_limits{}, 50, &notifier};
   db_catalog catalog{shards, clk, dir.path, "n1@h", timeout};
 
-  static store_options small_files() {
+  static store_options small_files(const std::string& data_dir) {
     store_options o;
     o.node_name = "n1@h";
     o.map_size_bytes = 64ull << 20;
+    o.derived_path = update_log::file_in(data_dir);  // as the node opens it
     return o;
   }
   node_fixture() { REQUIRE(catalog.load()); }
@@ -155,4 +157,60 @@ TEST_CASE("writes a crash kept from the record are found at start by their copie
   CHECK(recorded(log, "a", &after)["seqs"][a.ranges[1].name()] == 1);
   CHECK(after == before + 1);  // only "a" was ahead of its record
   log.stop();
+}
+
+TEST_CASE("a record a machine crash may have torn is rebuilt; a cleanly stopped one, or the same boot's, is kept") {
+  node_fixture f;
+  auto boot = [](const char* id) {
+    update_log_options o;
+    o.boot_id = id;
+    return o;
+  };
+  auto uuid = [](update_log& log) { return log.record()->store->header().shard_uuid; };
+  // What a kill -9 leaves behind: the boot file still says "open".
+  auto killed = [&f](const char* id) {
+    f.shards.close_all();
+    REQUIRE(replace_file(update_log::boot_file_in(f.dir.path), std::string(id) + " open\n"));
+  };
+  db_meta a;
+  std::string first;
+  {
+    update_log log(f.shards, f.catalog, f.clk, f.dir.path, boot("boot-1"));
+    REQUIRE(log.open());
+    f.observe(log);
+    a = f.create("a");
+    f.write(a, 0, "x");
+    log.start();
+    log.flush();
+    first = uuid(log);
+    f.notifier.set_observer(nullptr);
+  }
+  killed("boot-1");
+  {
+    // The same boot: the page cache kept every commit, nothing to rebuild.
+    update_log log(f.shards, f.catalog, f.clk, f.dir.path, boot("boot-1"));
+    REQUIRE(log.open());
+    CHECK(uuid(log) == first);
+    CHECK(recorded(log, "a")["seqs"][a.ranges[0].name()] == 1);
+  }
+  killed("boot-1");
+  std::string second;
+  {
+    // Another boot after an unclean stop: dropped, and rebuilt from the copies under a new uuid.
+    update_log log(f.shards, f.catalog, f.clk, f.dir.path, boot("boot-2"));
+    REQUIRE(log.open());
+    CHECK(recorded(log, "a").is_null());
+    log.start();
+    log.flush();
+    second = uuid(log);
+    CHECK(second != first);
+    CHECK(recorded(log, "a")["seqs"][a.ranges[0].name()] == 1);
+    log.stop();  // clean: synced, and the boot file says so
+  }
+  CHECK(read_file(update_log::boot_file_in(f.dir.path)) == std::string("boot-2 clean\n"));
+  f.shards.close_all();
+  update_log log(f.shards, f.catalog, f.clk, f.dir.path, boot("boot-3"));
+  REQUIRE(log.open());
+  CHECK(uuid(log) == second);  // a clean stop survives a restart of the machine
+  CHECK(read_file(update_log::boot_file_in(f.dir.path)) == std::string("boot-3 open\n"));
 }

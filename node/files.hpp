@@ -1,0 +1,18 @@
+// files: small whole files written so that a crash leaves either the old or the new content.
+#pragma once
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "node/error.hpp"
+
+namespace settee {
+
+// Writes `text` to `path` through "<path>.tmp": write, fsync, rename over `path`, fsync the
+// directory. After a crash (of the process or the machine) `path` holds the old or the new text.
+status replace_file(const std::string& path, std::string_view text, int mode = 0600);
+
+// The whole content of `path`; nullopt when it cannot be read (missing, unreadable).
+std::optional<std::string> read_file(const std::string& path);
+
+}  // namespace settee
