@@ -49,51 +49,77 @@ status db_catalog::open_local_copies(const db_meta& m) {
   return {};
 }
 
-// Every live `_dbs` entry as it is stored now:
+// A `_dbs` entry as it is stored:
 // {"q":2,"n":3,"created":1700000000,"by_range":{"00000000-7fffffff":["a@h","b@h","c@h"],...}}
-std::map<std::string, db_catalog::entry> db_catalog::read_entries(const shard_store::snapshot& snap) {
-  std::map<std::string, entry> out;
-  snap.scan_docs("", false, [&](const doc_info& d) {
+std::optional<db_catalog::entry> db_catalog::parse_entry(const std::string& name, const std::string& body) {
+  json j = parse_json(body).value_or(json());
+  if (!j.is_object() || !j["q"].is_number_unsigned() || !j["created"].is_number_integer() ||
+      !j["by_range"].is_object()) {
+    log::error("ignoring unreadable _dbs entry for " + name);
+    return std::nullopt;
+  }
+  entry e;
+  e.q = j["q"].get<uint32_t>();
+  e.created = j["created"].get<int64_t>();
+  for (auto& r : make_ranges(e.q)) {
+    if (j["by_range"].empty()) break;  // a system database: everywhere
+    const json& copies = j["by_range"][r.name()];
+    std::vector<std::string> names;
+    if (copies.is_array()) {
+      for (auto& n : copies)
+        if (n.is_string()) names.push_back(n.get<std::string>());
+    }
+    e.nodes.push_back(std::move(names));
+  }
+  if (j.contains("security") && j["security"].is_object()) e.security = j["security"].dump();
+  return e;
+}
+
+status db_catalog::read_entries(const shard_store::snapshot& snap, uint64_t since,
+                                std::map<std::string, std::optional<entry>>& out, uint64_t& top) {
+  auto read_one = [&](const std::string& id) {
+    doc_info d;
     std::string body;
-    if (!snap.winner_body(d, body)) return true;
-    json j = parse_json(body).value_or(json());
-    if (!j.is_object() || !j["q"].is_number_unsigned() || !j["created"].is_number_integer() ||
-        !j["by_range"].is_object()) {
-      log::error("ignoring unreadable _dbs entry for " + d.id);
+    std::optional<entry> e;
+    if (snap.doc(id, d) && snap.winner_body(d, body)) e = parse_entry(id, body);
+    out[id] = std::move(e);
+  };
+  if (since == 0) {
+    snap.scan_docs("", false, [&](const doc_info& d) {
+      std::string body;
+      if (snap.winner_body(d, body)) out[d.id] = parse_entry(d.id, body);
       return true;
-    }
-    entry e;
-    e.q = j["q"].get<uint32_t>();
-    e.created = j["created"].get<int64_t>();
-    for (auto& r : make_ranges(e.q)) {
-      if (j["by_range"].empty()) break;  // a system database: everywhere
-      const json& copies = j["by_range"][r.name()];
-      std::vector<std::string> names;
-      if (copies.is_array()) {
-        for (auto& n : copies)
-          if (n.is_string()) names.push_back(n.get<std::string>());
-      }
-      e.nodes.push_back(std::move(names));
-    }
-    if (j.contains("security") && j["security"].is_object()) e.security = j["security"].dump();
-    out[d.id] = std::move(e);
-    return true;
-  });
-  return out;
+    });
+  } else {
+    // By seq: a creation or deletion costs the catalog what it changed, not every database again.
+    snap.scan_changes(since, [&](const change_entry& c) {
+      top = std::max(top, c.seq);
+      if (c.deleted)
+        out[c.id] = std::nullopt;
+      else
+        read_one(c.id);
+      return true;
+    });
+  }
+  return snap.fault();
 }
 
 status db_catalog::load() {
   auto h = dbs();
   if (!h) return h.error();
+  uint64_t seq = h->store->header().update_seq;
   auto snap = h->store->read();
   if (!snap) return snap.error();
+  std::map<std::string, std::optional<entry>> entries;
+  if (auto st = read_entries(*snap, 0, entries, seq); !st) return st;
   std::unique_lock lock(mu_);
-  for (auto& [name, e] : read_entries(*snap)) {
-    auto m = make_meta(name, e);
+  for (auto& [name, e] : entries) {
+    if (!e) continue;
+    auto m = make_meta(name, *e);
     last_suffix_ = std::max(last_suffix_, m.created);
     dbs_by_name_.emplace(name, std::move(m));
   }
-  loaded_seq_ = h->store->header().update_seq;
+  loaded_seq_ = seq;
   return {};
 }
 
@@ -109,14 +135,22 @@ status db_catalog::reload() {
   }
   auto snap = h->store->read();
   if (!snap) return snap.error();
-  auto entries = read_entries(*snap);
+  // Only what changed since the last look; everything when `_dbs` went back (a file put back).
+  std::map<std::string, std::optional<entry>> changed;
+  const bool everything = seq < loaded_seq_;
+  uint64_t top = everything || loaded_seq_ == 0 ? seq : loaded_seq_;
+  if (everything) {
+    std::shared_lock lock(mu_);
+    for (auto& [name, m] : dbs_by_name_) changed[name] = std::nullopt;
+  }
+  if (auto st = read_entries(*snap, everything ? 0 : loaded_seq_, changed, top); !st) return st;
   std::vector<db_meta> gone, added;
   {
     std::shared_lock lock(mu_);
-    for (auto& [name, m] : dbs_by_name_) {
-      auto e = entries.find(name);
+    for (auto& [name, e] : changed) {
+      auto it = dbs_by_name_.find(name);
       // Deleted, or re-created elsewhere as a new incarnation.
-      if (e == entries.end() || e->second.created != m.created) gone.push_back(m);
+      if (it != dbs_by_name_.end() && (!e || e->created != it->second.created)) gone.push_back(it->second);
     }
   }
   // Files first, then the name: once a database is gone from the catalog its files are gone too.
@@ -124,18 +158,19 @@ status db_catalog::reload() {
   {
     std::unique_lock lock(mu_);
     for (auto& m : gone) dbs_by_name_.erase(m.name);
-    for (auto& [name, m] : dbs_by_name_) {  // the same databases, maybe with a new _security
-      auto e = entries.find(name);
-      if (e != entries.end()) m.security = e->second.security;
-    }
-    for (auto& [name, e] : entries) {
-      if (dbs_by_name_.count(name)) continue;
-      auto m = make_meta(name, e);
+    for (auto& [name, e] : changed) {
+      if (!e) continue;
+      auto it = dbs_by_name_.find(name);
+      if (it != dbs_by_name_.end()) {  // the same database, maybe with a new _security
+        it->second.security = e->security;
+        continue;
+      }
+      auto m = make_meta(name, *e);
       last_suffix_ = std::max(last_suffix_, m.created);
       added.push_back(m);
       dbs_by_name_.emplace(name, std::move(m));
     }
-    loaded_seq_ = seq;
+    loaded_seq_ = top;
     loaded_gen_.store(gen);
   }
   for (auto& m : added) {

@@ -113,7 +113,12 @@ class db_catalog {
   };
   // The `_dbs` document of a database.
   static std::string entry_body(const db_meta& m);
-  static std::map<std::string, entry> read_entries(const shard_store::snapshot& snap);
+  // One `_dbs` entry's body; nullopt (logged) when it cannot be read.
+  static std::optional<entry> parse_entry(const std::string& name, const std::string& body);
+  // Every live entry, or (since > 0) the entries changed after seq `since`: nullopt for a name
+  // deleted since. `top` becomes the last seq read.
+  static status read_entries(const shard_store::snapshot& snap, uint64_t since,
+                             std::map<std::string, std::optional<entry>>& out, uint64_t& top);
   db_meta make_meta(const std::string& name, const entry& e) const;
   // Writes the `_dbs` entry and opens this node's copies; write_mu_ held.
   result<db_meta> create_locked(const std::string& name, const entry& e);
