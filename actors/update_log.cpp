@@ -91,6 +91,8 @@ status update_log::open() {
       log::info(path_ + " was not stopped cleanly before the machine restarted: rebuilding it from this node's copies");
       shard_store::remove_files(path_);
     }
+    // A clean stop recorded every mark first: no copy can be ahead of its record.
+    up_to_date_ = clean;
   }
   if (auto st = replace_file(boot_path_, opts_.boot_id + " open\n", 0644); !st) return st;
   opened_ = true;
@@ -98,6 +100,7 @@ status update_log::open() {
 }
 
 void update_log::start() {
+  started_ = true;
   thread_ = std::thread([this] { run(); });
 }
 
@@ -112,7 +115,8 @@ void update_log::stop() {
   opened_ = false;
   auto h = record();
   status st = h ? h->store->sync() : h.error();
-  if (st) st = replace_file(boot_path_, opts_.boot_id + " clean\n", 0644);
+  // Only a flusher that ran saw every commit (with the bookkeeping off, nothing was recorded).
+  if (st && started_) st = replace_file(boot_path_, opts_.boot_id + " clean\n", 0644);
   if (!st) log::error("the record of updated databases was not stopped cleanly: " + st.reason);
 }
 
@@ -137,7 +141,7 @@ void update_log::flush() {
 }
 
 void update_log::run() {
-  recover();
+  if (!up_to_date_) recover();
   auto last = std::chrono::steady_clock::now() - opts_.min_interval;
   std::unique_lock<std::mutex> lock(mu_);
   const uint64_t found = marks_;  // what recovery marked (and anything marked meanwhile)

@@ -55,12 +55,14 @@ class update_log {
   static std::string boot_file_in(const std::string& data_dir) { return data_dir + "/_db_updates.boot"; }
 
   // Keeps the record, or drops it when a machine crash may have torn it (see above). Before
-  // anything reads the record; an error means the boot file cannot be written.
+  // anything reads the record; an error means the boot file cannot be written. After a clean stop
+  // the record is known complete and start() skips comparing every local copy with it.
   status open();
   // Starts the flusher; it first looks for copies written after their last record (a crash).
   void start();
-  // Records what is marked, then stops the flusher; after open(), syncs the record and notes the
-  // clean stop. Idempotent.
+  // Records what is marked, then stops the flusher; after open() and start(), syncs the record and
+  // notes the clean stop. Call it once no commit can come any more (after the shards closed).
+  // Idempotent.
   void stop();
   // A commit to a copy of the database incarnation `key` ("<name>.<suffix>", change_notifier's
   // key). Other keys (the catalog's, the record's own) are ignored.
@@ -85,6 +87,8 @@ class update_log {
   std::string boot_path_;
   update_log_options opts_;
   bool opened_ = false;
+  bool started_ = false;
+  bool up_to_date_ = false;  // the last stop was clean: recovery has nothing to find
   std::mutex mu_;
   std::condition_variable cv_;
   std::set<std::string> marked_;

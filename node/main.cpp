@@ -422,8 +422,9 @@ int main(int argc, char** argv) {
     log::info("http server stopped");
     if (syncer) syncer->stop();
     if (rpc) rpc->stop();
-    updates.stop();
-    shards.close_all();
+    shards.close_all();              // queued writes finish, and mark their databases
+    updates.stop();                  // records them, syncs the record and notes the clean stop
+    shards.close_all();              // the record itself
     notifier.set_observer(nullptr);  // no commit is left to observe
     log::info("all shards closed");
   }

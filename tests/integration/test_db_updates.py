@@ -240,6 +240,23 @@ class KillNine(NodeTest):
             self.assertTrue(found, f"round {round_no}: no updated row for k9 after the restart")
 
 
+    def test_a_clean_stop_records_what_was_marked_before_it_ends(self):
+        # SIGTERM: the node closes its shards, records every marked database, syncs the record and
+        # notes the clean stop, so the next start trusts the record without comparing every copy.
+        node = self.node
+        self.assertEqual(node.put("/term?q=2").status, 201)
+        since = node.get("/_db_updates?since=now").json["last_seq"]
+        self.assertEqual(node.put("/term/d", {}).status, 201)
+        node.stop()
+        with open(f"{node.data_dir}/_db_updates.boot") as f:
+            self.assertTrue(f.read().endswith(" clean\n"))
+        node.start()
+        res = node.get(f"/_db_updates?since={since}").json  # at once: no recovery needed
+        self.assertIn(("term", "updated"), [(r["db_name"], r["type"]) for r in res["results"]])
+        with open(f"{node.data_dir}/_db_updates.boot") as f:
+            self.assertTrue(f.read().endswith(" open\n"))
+
+
 class AtTime(ClockedNodeTest):
     """since=<time> is exact to the second, through the node's injected clock."""
 
