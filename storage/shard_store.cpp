@@ -356,8 +356,12 @@ status shard_store::apply_doc(MDB_txn* t, shard_header& h, doc_update& u, doc_re
     // The revision this edit would create is already here (internal replication or a read repair
     // delivered the same edit first): still a conflict for this copy, but marked, so the coordinator
     // can count it as agreement when another copy committed the edit in this request.
+    // Without a base revision, re-creating a deleted document extends its tombstone (CouchDB's
+    // rebase), so the edit's revision is computed from that base.
+    std::optional<rev_id> rebase;
+    if (found && u.revs.empty() && before == doc_state::deleted) rebase = d.tree.rev(d.tree.winner());
     if (found) {
-      const rev_id* base = u.revs.empty() ? nullptr : &u.revs.front();
+      const rev_id* base = !u.revs.empty() ? &u.revs.front() : rebase ? &*rebase : nullptr;
       rev_id same{base ? base->pos + 1 : 1, make_rev_hash(u.deleted, base, u.body)};
       if (d.tree.find(same) >= 0) {
         r.st = {errc::conflict, "Document update conflict."};
@@ -377,8 +381,8 @@ status shard_store::apply_doc(MDB_txn* t, shard_header& h, doc_update& u, doc_re
     } else if (before == doc_state::live) {
       r.st = {errc::conflict, "Document update conflict."};
       return {};
-    } else if (before == doc_state::deleted) {
-      parent = d.tree.winner();  // re-creating a deleted document extends its tombstone
+    } else if (rebase) {
+      parent = d.tree.winner();
     }
     rev_id parent_rev = parent >= 0 ? d.tree.rev(parent) : rev_id{};
     leaf = d.tree.add_child(parent, make_rev_hash(u.deleted, parent >= 0 ? &parent_rev : nullptr, u.body), u.deleted);
