@@ -53,16 +53,9 @@ void handle_bulk_docs(ctx& c, const db_meta& db) {
     auto id = body_doc_id(c, d);
     if (!id) {
       if (d["_id"].is_string() && d["_id"].get_ref<const std::string&>().rfind("_local/", 0) == 0) {
-        local_write lw{i, {}};
-        lw.u.id = d["_id"].get<std::string>();
-        lw.u.deleted = d.value("_deleted", false);
-        if (d.contains("_rev") && d["_rev"].is_string()) {
-          std::string r = d["_rev"].get<std::string>();
-          lw.u.rev = r.rfind("0-", 0) == 0 ? std::strtoull(r.c_str() + 2, nullptr, 10) : 0;
-        }
-        for (const char* k : {"_id", "_rev", "_deleted"}) d.erase(k);
-        lw.u.body = d.dump();
-        locals.push_back(std::move(lw));
+        auto u = to_local_update(d["_id"].get<std::string>(), &d, "");
+        if (!u) return c.error(u.error());
+        locals.push_back({i, std::move(*u)});
         ids.push_back(locals.back().u.id);
         continue;
       }

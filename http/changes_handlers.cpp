@@ -19,6 +19,11 @@ struct changes_query {
   feed_params feed;
   std::string since = "0";
   changes_options opts;
+  // A filter in a design document (`ddoc/name`, or `_view` with `view=ddoc/name`): CouchDB answers
+  // 404 when the document or the member is missing, before anything else; settee then 501 (no JS).
+  std::string ddoc_id;
+  std::vector<std::string> member_path;
+  std::string unsupported;
 };
 
 result<int64_t> non_negative(ctx& c, const char* name, const char* not_int, const char* negative) {
@@ -136,16 +141,41 @@ result<changes_query> parse_changes(ctx& c, const json* body) {
       q.opts.selector = std::make_shared<const mango_selector>(std::move(*sel));
       q.opts.filter_kind = changes_options::filter::selector;
     } else if (f == "_view") {
-      return status{errc::not_implemented, "views are not supported yet"};
+      std::string v = c.param("view");
+      auto slash = v.find('/');
+      if (slash == std::string::npos || slash == 0 || slash + 1 == v.size()) {
+        return status{errc::bad_request, "`view` filter parameter is not provided."};
+      }
+      q.ddoc_id = "_design/" + v.substr(0, slash);
+      q.member_path = {"views", v.substr(slash + 1)};
+      q.unsupported = "views are not supported yet, so neither is filter=_view";
     } else if (!f.empty() && f[0] == '_') {
       return status{errc::bad_request, "unknown builtin filter name"};
-    } else if (f.find('/') == std::string::npos) {
+    } else if (auto slash = f.find('/'); slash == std::string::npos || slash == 0 || slash + 1 == f.size()) {
       return status{errc::bad_request, "`filter` must be of the form `designname/filtername`"};
     } else {
-      return status{errc::not_implemented, "JavaScript filters are not supported"};
+      q.ddoc_id = "_design/" + f.substr(0, slash);
+      q.member_path = {"filters", f.substr(slash + 1)};
+      q.unsupported = "JavaScript filters are not supported";
     }
   }
   return q;
+}
+
+// The design document filter `q` names: 404 as CouchDB (couch_changes: `missing`, then
+// `missing json key: <key>`), else settee's 501.
+status check_ddoc_filter(ctx& c, const db_meta& db, const changes_query& q) {
+  auto d = c.node.coord.open_doc(db, q.ddoc_id);
+  if (!d) return d.error();
+  const std::string* body = nullptr;
+  if (d->found && !d->info.tree.winner_deleted()) body = d->body(d->info.tree.rev(d->info.tree.winner()));
+  if (!body) return {errc::not_found, "missing"};
+  json at = parse_json(*body).value_or(json());
+  for (const std::string& key : q.member_path) {
+    if (!at.is_object() || !at.contains(key)) return {errc::not_found, "missing json key: " + key};
+    at = at[key];
+  }
+  return {errc::not_implemented, q.unsupported};
 }
 
 // A database's _changes as a feed_source.
@@ -184,6 +214,7 @@ void handle_changes(ctx& c, const db_meta& db) {
   }
   auto q = parse_changes(c, body ? &*body : nullptr);
   if (!q) return c.error(q.error());
+  if (!q->ddoc_id.empty()) return c.error(check_ddoc_filter(c, db, *q));
   auto source = std::make_shared<changes_source>(c.node, db, q->opts);
   changes_feed& feed = source->feed();
   if (auto st = feed.start(q->since); !st) return c.error(st);

@@ -15,6 +15,10 @@ namespace {
 constexpr size_t max_rev_hash_length = 100;  // keeps (id, rev) inside LMDB's 511-byte key limit
 
 const char* ignored_specials[] = {"_conflicts", "_deleted_conflicts", "_local_seq", "_revs_info"};
+// Kept in the body as they are (couch_doc:transfer_fields): the replicator's state in `_replicator`
+// documents, allowed in any database.
+const char* kept_specials[] = {"_replication_id", "_replication_state", "_replication_state_time",
+                               "_replication_state_reason", "_replication_stats"};
 
 bool valid_rev(std::string_view text, rev_id& out) {
   return parse_rev(text, out) && out.hash.size() <= max_rev_hash_length;
@@ -52,7 +56,10 @@ result<doc_update> to_doc_update(const db_meta& db, json doc, const std::string&
   u.id = id;
   u.new_edits = new_edits;
   std::optional<rev_id> rev;
-  if (doc.contains("_rev") && !doc["_rev"].is_null()) {
+  // `_revisions` wins over `_rev`, which is then not even read (couch_doc:transfer_fields; PouchDB
+  // sends `"_rev":"1-"` beside a full `_revisions`).
+  const bool has_revisions = doc.contains("_revisions") && !doc["_revisions"].is_null();
+  if (!has_revisions && doc.contains("_rev") && !doc["_rev"].is_null()) {
     rev_id r;
     if (!doc["_rev"].is_string() || !valid_rev(doc["_rev"].get<std::string>(), r)) return bad_rev();
     rev = r;
@@ -62,7 +69,7 @@ result<doc_update> to_doc_update(const db_meta& db, json doc, const std::string&
     u.deleted = doc["_deleted"].get<bool>();
   }
   std::vector<rev_id> history;
-  if (doc.contains("_revisions")) {
+  if (has_revisions) {
     const json& r = doc["_revisions"];
     if (!r.is_object() || !member(r, "start").is_number_unsigned() || !member(r, "ids").is_array() ||
         member(r, "ids").empty()) {
@@ -78,23 +85,33 @@ result<doc_update> to_doc_update(const db_meta& db, json doc, const std::string&
       }
       history.push_back({start - i, h.get<std::string>()});
     }
-    if (rev && *rev != history.front()) return bad_rev();
   }
   for (auto it = doc.begin(); it != doc.end(); ++it) {
     const std::string& k = it.key();
     if (k.empty() || k[0] != '_' || k == "_id" || k == "_rev" || k == "_deleted" || k == "_revisions" ||
         k == "_attachments" ||
-        std::find(std::begin(ignored_specials), std::end(ignored_specials), k) != std::end(ignored_specials)) {
+        std::find(std::begin(ignored_specials), std::end(ignored_specials), k) != std::end(ignored_specials) ||
+        std::find(std::begin(kept_specials), std::end(kept_specials), k) != std::end(kept_specials)) {
       continue;
     }
     return status{errc::doc_validation, "Bad special document member: " + k};
+  }
+  // Until JavaScript runs, a validation function would be stored and never called: every write it
+  // should forbid would pass silently. Refuse it instead.
+  if (id.rfind("_design/", 0) == 0 && !u.deleted && doc.contains("validate_doc_update")) {
+    return status{errc::not_implemented,
+                  "validate_doc_update functions are not supported yet (settee runs no JavaScript); "
+                  "this design document would validate nothing"};
   }
   for (const char* k : {"_id", "_rev", "_deleted", "_revisions"}) doc.erase(k);
   for (const char* k : ignored_specials) doc.erase(k);
   if (db.name == "_users") authenticator::hash_user_password(doc);
   u.body = doc.dump();
   if (new_edits) {
-    if (rev) u.revs.push_back(*rev);
+    if (!history.empty())
+      u.revs.push_back(history.front());  // the base revision
+    else if (rev)
+      u.revs.push_back(*rev);
   } else {
     if (!history.empty())
       u.revs = std::move(history);
@@ -206,6 +223,47 @@ result<doc_read> answer_doc_get(const doc_copy& d, const doc_get& g) {
   return doc_read{200, *doc + "\n", etag};
 }
 
+result<local_update> to_local_update(const std::string& id, json* doc, std::string rev) {
+  local_update u;
+  u.id = id;
+  if (doc) {
+    if (!doc->is_object()) return status{errc::bad_request, "Document must be a JSON object"};
+    if (rev.empty() && doc->contains("_rev") && !(*doc)["_rev"].is_null()) {
+      if (!(*doc)["_rev"].is_string()) return bad_rev();
+      rev = (*doc)["_rev"].get<std::string>();
+    }
+    if (doc->contains("_deleted")) {
+      if (!(*doc)["_deleted"].is_boolean()) return status{errc::bad_request, "`_deleted` must be a boolean"};
+      u.deleted = (*doc)["_deleted"].get<bool>();  // CouchDB: removes it, answering rev 0-0
+    }
+    for (const char* k : {"_id", "_rev", "_revisions", "_deleted"}) doc->erase(k);
+    u.body = doc->dump();
+  } else {
+    u.deleted = true;
+  }
+  if (!rev.empty() && !parse_local_rev(rev, u.rev)) return bad_rev();
+  return u;
+}
+
+namespace {
+
+// PUT (or POST /db with a `_local/` id) and DELETE of a local document.
+void write_local_doc(ctx& c, const db_meta& db, const std::string& id, json* body) {
+  auto u = to_local_update(id, body, requested_rev(c));
+  if (!u) return c.error(u.error());
+  auto new_rev = c.node.coord.write_local(db, *u);
+  if (!new_rev) return c.error(new_rev.error());
+  c.reply(body ? 201 : 200, json{{"ok", true}, {"id", id}, {"rev", "0-" + std::to_string(*new_rev)}});
+}
+
+status validate_local_id(const std::string& id, size_t max_length) {
+  if (id.size() > max_length) return {errc::illegal_docid, "Document id is too long"};
+  if (!valid_utf8(id)) return {errc::illegal_docid, "Document id must be valid UTF-8"};
+  return {};
+}
+
+}  // namespace
+
 namespace {
 
 // The leaves r copies know, merged; stale copies repaired first (coordinator::open_doc).
@@ -247,6 +305,12 @@ void put_doc(ctx& c, const db_meta& db, std::string id) {
   auto new_edits = c.bool_param("new_edits", true);
   if (!new_edits) return c.error(new_edits.error());
   if (id.empty()) {  // POST /db
+    const json& given = member(*body, "_id");
+    if (given.is_string() && given.get_ref<const std::string&>().rfind("_local/", 0) == 0) {
+      std::string local_id = given.get<std::string>();
+      if (auto st = validate_local_id(local_id, c.node.max_document_id_length); !st) return c.error(st);
+      return write_local_doc(c, db, local_id, &*body);
+    }
     auto from_body = body_doc_id(c, *body);
     if (!from_body) return c.error(from_body.error());
     id = from_body->empty() ? next_uuid() : *from_body;
@@ -333,8 +397,7 @@ void handle_doc(ctx& c, const db_meta& db, const std::string& id) {
 // ---- _local documents: no rev tree, revisions "0-N", not replicated, not in feeds -------------
 
 void handle_local_doc(ctx& c, const db_meta& db, const std::string& id) {
-  if (id.size() > c.node.max_document_id_length) return c.error(errc::illegal_docid, "Document id is too long");
-  if (!valid_utf8(id)) return c.error(errc::illegal_docid, "Document id must be valid UTF-8");
+  if (auto st = validate_local_id(id, c.node.max_document_id_length); !st) return c.error(st);
   const std::string& m = c.method();
   if (m == "GET") {
     auto d = c.node.coord.open_local(db, id);
@@ -342,26 +405,11 @@ void handle_local_doc(ctx& c, const db_meta& db, const std::string& id) {
     if (!*d) return c.error(errc::not_found, "missing");
     return c.reply_raw(200, render_doc(id, "0-" + std::to_string((*d)->rev), false, (*d)->body, "") + "\n");
   }
-  if (m != "PUT" && m != "DELETE") return c.method_not_allowed("GET,PUT,DELETE");
-  local_update u;
-  u.id = id;
-  u.deleted = m == "DELETE";
-  std::string rev = requested_rev(c);
-  if (m == "PUT") {
-    auto body = parse_client_json(c.req.body, {errc::bad_request, "invalid UTF-8 JSON"});
-    if (!body) return c.error(body.error());
-    if (!body->is_object()) return c.error(errc::bad_request, "Document must be a JSON object");
-    if (rev.empty() && body->contains("_rev")) {
-      if (!(*body)["_rev"].is_string()) return c.error(bad_rev());
-      rev = (*body)["_rev"].get<std::string>();
-    }
-    for (const char* k : {"_id", "_rev", "_revisions", "_deleted"}) body->erase(k);
-    u.body = body->dump();
-  }
-  if (!rev.empty() && !parse_local_rev(rev, u.rev)) return c.error(bad_rev());
-  auto new_rev = c.node.coord.write_local(db, u);
-  if (!new_rev) return c.error(new_rev.error());
-  c.reply(m == "PUT" ? 201 : 200, json{{"ok", true}, {"id", id}, {"rev", "0-" + std::to_string(*new_rev)}});
+  if (m == "DELETE") return write_local_doc(c, db, id, nullptr);
+  if (m != "PUT") return c.method_not_allowed("GET,PUT,DELETE");
+  auto body = parse_client_json(c.req.body, {errc::bad_request, "invalid UTF-8 JSON"});
+  if (!body) return c.error(body.error());
+  write_local_doc(c, db, id, &*body);
 }
 
 // ---- release 0.2's readDoc, for 0.2 coordinators during an upgrade or downgrade --------------
@@ -385,23 +433,18 @@ result<doc_read> legacy_answer(local_copy& copy, const doc_request& r, size_t ma
     return doc_read{200, render_doc(r.id, "0-" + std::to_string((*d)->rev), false, (*d)->body, "") + "\n", ""};
   }
   if (r.what == "local" && (r.method == "PUT" || r.method == "DELETE")) {
-    local_update u;
-    u.id = r.id;
-    u.deleted = r.method == "DELETE";
-    std::string rev = q.count("rev") ? q.find("rev")->second : "";
-    if (!u.deleted) {
-      auto body = parse_client_json(r.body, {errc::bad_request, "invalid UTF-8 JSON"});
-      if (!body) return body.error();
-      if (!body->is_object()) return status{errc::bad_request, "Document must be a JSON object"};
-      if (rev.empty() && member(*body, "_rev").is_string()) rev = (*body)["_rev"].get<std::string>();
-      for (const char* k : {"_id", "_rev", "_revisions", "_deleted"}) body->erase(k);
-      u.body = body->dump();
+    std::optional<json> body;
+    if (r.method == "PUT") {
+      auto parsed = parse_client_json(r.body, {errc::bad_request, "invalid UTF-8 JSON"});
+      if (!parsed) return parsed.error();
+      body = std::move(*parsed);
     }
-    if (!rev.empty() && !parse_local_rev(rev, u.rev)) return bad_rev();
-    auto written = copy.write_local(u);
+    auto u = to_local_update(r.id, body ? &*body : nullptr, q.count("rev") ? q.find("rev")->second : "");
+    if (!u) return u.error();
+    auto written = copy.write_local(*u);
     if (!written) return written.error();
     json out = {{"ok", true}, {"id", r.id}, {"rev", "0-" + std::to_string(*written)}};
-    return doc_read{u.deleted ? 200 : 201, out.dump() + "\n", ""};
+    return doc_read{body ? 201 : 200, out.dump() + "\n", ""};
   }
   if (r.what == "bulk_get" || r.what == "revs_diff") {
     auto body = parse_client_json(r.body, {errc::bad_request, "invalid UTF-8 JSON"});

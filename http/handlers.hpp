@@ -95,6 +95,9 @@ namespace settee {
 // A JSON document (from PUT, POST or _bulk_docs) as a storage update. `id` is the document id
 // (already validated); the body keeps every field except the special ones.
 result<doc_update> to_doc_update(const db_meta& db, json doc, const std::string& id, bool new_edits);
+// A local document write: `doc` is the body (nullptr: a DELETE), `rev` the one the request names
+// ("" : the body's `_rev`, if any). `"_deleted":true` in the body deletes it.
+result<local_update> to_local_update(const std::string& id, json* doc, std::string rev);
 // The id a document brings in its body (errors: not a string, invalid); "" when it has none.
 result<std::string> body_doc_id(ctx& c, const json& doc);
 

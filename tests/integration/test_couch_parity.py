@@ -1,0 +1,125 @@
+"""Corners where CouchDB's answer is what clients (PouchDB, the replicator) rely on (issue 11, points
+3-5): recreating a deleted document, `_local` writes by POST and with `_deleted`, the replicator's
+special fields, `_revisions` over `_rev`, design documents settee cannot honour, and the order of
+filter errors in `_changes`. Each expectation is CouchDB 3's answer (couch_doc, couch_db,
+couch_changes)."""
+from harness import NodeTest, main
+
+
+class Parity(NodeTest):
+    @classmethod
+    def setUpClass(cls):
+        super().setUpClass()
+        assert cls.node.put("/par").status == 201
+
+    def test_recreating_a_deleted_document_extends_its_tombstone(self):
+        n = self.node
+        rev1 = n.put("/par/re", {"v": 1}).json["rev"]
+        rev2 = n.delete(f"/par/re?rev={rev1}").json["rev"]
+        r = n.put("/par/re", {"v": 1})  # the body of the first revision: CouchDB rebases, no conflict
+        self.assertEqual(r.status, 201, r)
+        self.assertTrue(r.json["rev"].startswith("3-"), r.json)
+        revs = n.get("/par/re?revs=true").json["_revisions"]
+        self.assertEqual(revs["start"], 3)
+        self.assertEqual(revs["ids"][1:], [rev2.split("-")[1], rev1.split("-")[1]])
+        self.assertNotIn("_conflicts", n.get("/par/re?conflicts=true").json)
+        rev4 = n.delete(f"/par/re?rev={r.json['rev']}").json["rev"]
+        again = n.put("/par/re", {"v": 2})
+        self.assertEqual(again.status, 201)
+        self.assertTrue(again.json["rev"].startswith("5-"))
+        self.assertEqual(n.get("/par/re?revs=true").json["_revisions"]["ids"][1], rev4.split("-")[1])
+
+    def test_post_with_a_local_id_writes_a_local_document(self):
+        n = self.node
+        r = n.post("/par", {"_id": "_local/posted", "v": 1})
+        self.assertEqual((r.status, r.json), (201, {"ok": True, "id": "_local/posted", "rev": "0-1"}))
+        self.assertEqual(n.get("/par/_local/posted").json, {"_id": "_local/posted", "_rev": "0-1", "v": 1})
+        r = n.post("/par", {"_id": "_local/posted", "_rev": "0-1", "v": 2})
+        self.assertEqual(r.json["rev"], "0-2")
+        self.assertError(n.post("/par", {"_id": "_local/posted", "v": 3}), 409, "conflict")
+        self.assertError(n.post("/par", {"_id": "_local/posted", "_rev": "x", "v": 3}), 400, "bad_request")
+
+    def test_put_local_with_deleted_true_deletes_it(self):
+        n = self.node
+        self.assertEqual(n.put("/par/_local/gone", {"v": 1}).json["rev"], "0-1")
+        r = n.put("/par/_local/gone", {"_rev": "0-1", "_deleted": True})
+        self.assertEqual((r.status, r.json), (201, {"ok": True, "id": "_local/gone", "rev": "0-0"}))
+        self.assertError(n.get("/par/_local/gone"), 404, "not_found", "missing")
+        self.assertEqual(n.put("/par/_local/gone", {"v": 2}).json["rev"], "0-1")  # starts again
+        self.assertError(n.put("/par/_local/gone", {"_rev": "0-1", "_deleted": "yes"}), 400, "bad_request")
+        b = n.post("/par/_bulk_docs", {"docs": [{"_id": "_local/gone", "_rev": "0-1", "_deleted": True}]})
+        self.assertEqual(b.json, [{"ok": True, "id": "_local/gone", "rev": "0-0"}])
+        self.assertError(n.get("/par/_local/gone"), 404, "not_found", "missing")
+        self.assertError(n.post("/par/_bulk_docs", {"docs": [{"_id": "_local/x", "_rev": "1-abc"}]}), 400,
+                         "bad_request", "Invalid rev format")
+
+    def test_replication_fields_are_kept_in_any_database(self):
+        n = self.node
+        fields = {"_replication_id": "abc", "_replication_state": "completed", "_replication_state_time": 17,
+                  "_replication_state_reason": "none", "_replication_stats": {"docs_written": 3}}
+        r = n.put("/par/repl", dict(fields, v=1))
+        self.assertEqual(r.status, 201, r)
+        got = n.get("/par/repl").json
+        for k, v in fields.items():
+            self.assertEqual(got[k], v)
+        self.assertError(n.put("/par/other", {"_replication_other": 1}), 400, "doc_validation",
+                         "Bad special document member: _replication_other")
+
+    def test_revisions_win_over_rev(self):
+        n = self.node
+        docs = [{"_id": "nr", "_rev": "1-", "_revisions": {"start": 2, "ids": ["bb", "aa"]}, "v": 1},
+                {"_id": "nr2", "_rev": "7-zz", "_revisions": {"start": 1, "ids": ["cc"]}, "v": 1}]
+        r = n.post("/par/_bulk_docs", {"new_edits": False, "docs": docs})
+        self.assertEqual(r.status, 201, r)
+        self.assertEqual(n.get("/par/nr").json["_rev"], "2-bb")
+        self.assertEqual(n.get("/par/nr?revs=true").json["_revisions"], {"start": 2, "ids": ["bb", "aa"]})
+        self.assertEqual(n.get("/par/nr2").json["_rev"], "1-cc")
+        # Interactive edits take their base from `_revisions` too.
+        r = n.put("/par/nr", {"_rev": "9-ignored", "_revisions": {"start": 2, "ids": ["bb", "aa"]}, "v": 2})
+        self.assertEqual(r.status, 201, r)
+        self.assertTrue(r.json["rev"].startswith("3-"))
+        # Without `_revisions`, `_rev` must be a real revision.
+        self.assertError(n.post("/par/_bulk_docs", {"new_edits": False, "docs": [{"_id": "nr3", "_rev": "1-"}]}),
+                         400, "bad_request", "Invalid rev format")
+
+    def test_validate_doc_update_is_refused_until_javascript_runs(self):
+        n = self.node
+        reason = ("validate_doc_update functions are not supported yet (settee runs no JavaScript); "
+                  "this design document would validate nothing")
+        self.assertError(n.put("/par/_design/v", {"validate_doc_update": "function(){}"}), 501,
+                         "not_implemented", reason)
+        self.assertError(n.post("/par/_bulk_docs", {"docs": [{"_id": "_design/v", "validate_doc_update": "f"}]}),
+                         501, "not_implemented", reason)
+        self.assertEqual(n.get("/par/_design/v").status, 404)
+        self.assertEqual(n.put("/par/_design/v", {"language": "javascript"}).status, 201)  # without it: fine
+        self.assertEqual(n.put("/par/validate_doc_update", {"validate_doc_update": 1}).status, 201)  # not a ddoc
+
+    def test_filter_errors_come_in_couchdbs_order(self):
+        n = self.node
+        self.assertEqual(n.put("/par/_design/f", {"filters": {"ok": "function(){}"},
+                                                  "views": {"v": {"map": "function(){}"}}}).status, 201)
+        self.assertEqual(n.put("/par/_design/bare", {"language": "javascript"}).status, 201)
+        cases = [
+            ("filter=nodoc/x", 404, "not_found", "missing"),
+            ("filter=bare/x", 404, "not_found", "missing json key: filters"),
+            ("filter=f/x", 404, "not_found", "missing json key: x"),
+            ("filter=f/ok", 501, "not_implemented", "JavaScript filters are not supported"),
+            ("filter=_view", 400, "bad_request", "`view` filter parameter is not provided."),
+            ("filter=_view&view=novslash", 400, "bad_request", "`view` filter parameter is not provided."),
+            ("filter=_view&view=nodoc/v", 404, "not_found", "missing"),
+            ("filter=_view&view=bare/v", 404, "not_found", "missing json key: views"),
+            ("filter=_view&view=f/w", 404, "not_found", "missing json key: w"),
+            ("filter=_view&view=f/v", 501, "not_implemented", "views are not supported yet, so neither is filter=_view"),
+            ("filter=noslash", 400, "bad_request", "`filter` must be of the form `designname/filtername`"),
+        ]
+        for query, status, error, reason in cases:
+            for feed in ("normal", "longpoll", "continuous"):
+                with self.subTest(query=query, feed=feed):
+                    self.assertError(n.get(f"/par/_changes?feed={feed}&timeout=100&{query}"), status, error, reason)
+        rev = n.get("/par/_design/f").json["_rev"]
+        n.delete(f"/par/_design/f?rev={rev}")
+        self.assertError(n.get("/par/_changes?filter=f/ok"), 404, "not_found", "missing")  # deleted: missing
+
+
+if __name__ == "__main__":
+    main()
