@@ -3,6 +3,9 @@
 special fields, `_revisions` over `_rev`, design documents settee cannot honour, and the order of
 filter errors in `_changes`. Each expectation is CouchDB 3's answer (couch_doc, couch_db,
 couch_changes)."""
+import socket
+import time
+
 from harness import NodeTest, main
 
 
@@ -119,6 +122,34 @@ class Parity(NodeTest):
         rev = n.get("/par/_design/f").json["_rev"]
         n.delete(f"/par/_design/f?rev={rev}")
         self.assertError(n.get("/par/_changes?filter=f/ok"), 404, "not_found", "missing")  # deleted: missing
+
+    def test_json_is_never_gzipped_so_feeds_arrive_row_by_row(self):
+        # CouchDB encodes attachments only; a gzipped feed would reach the client in compressed blocks.
+        n = self.node
+        auth = n.auth_header()["Authorization"]
+        for path in ("/par", "/par/_all_docs", "/par/_changes", "/par/_changes?feed=longpoll&since=now&timeout=50"):
+            s = socket.create_connection(("127.0.0.1", n.port), timeout=5)
+            s.sendall(f"GET {path} HTTP/1.1\r\nHost: x\r\nAccept-Encoding: gzip, deflate\r\n"
+                      f"Authorization: {auth}\r\nConnection: close\r\n\r\n".encode())
+            data = b""
+            while chunk := s.recv(65536):
+                data += chunk
+            s.close()
+            head = data.partition(b"\r\n\r\n")[0].decode().lower()
+            self.assertIn("200 ok", head.split("\r\n")[0], path)
+            self.assertNotIn("content-encoding", head, path)
+        # A continuous feed with gzip offered: the row of a write arrives while the feed stays open.
+        s = socket.create_connection(("127.0.0.1", n.port), timeout=5)
+        s.sendall(f"GET /par/_changes?feed=continuous&since=now&heartbeat=100 HTTP/1.1\r\nHost: x\r\n"
+                  f"Accept-Encoding: gzip\r\nAuthorization: {auth}\r\n\r\n".encode())
+        time.sleep(0.2)
+        n.put("/par/live-row", {})
+        data, deadline = b"", time.time() + 5
+        while b'"id":"live-row"' not in data and time.time() < deadline:
+            data += s.recv(65536)
+        s.close()
+        self.assertIn(b'"id":"live-row"', data)
+        self.assertNotIn(b"content-encoding", data.partition(b"\r\n\r\n")[0].lower())
 
 
 if __name__ == "__main__":
