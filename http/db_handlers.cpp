@@ -180,6 +180,26 @@ void handle_ensure_full_commit(ctx& c, const db_meta& db) {
   c.reply(201, json{{"ok", true}, {"instance_start_time", std::to_string(db.created)}});
 }
 
+// settee keeps no body but the leaves' (a revision's body goes in the commit that gives it a child),
+// so a database is always compact, and there are no view indexes to compact or clean up. CouchDB's
+// answers stay, so clients and tools that call these keep working (docs/api.md).
+void handle_compact(ctx& c, const db_meta& db) {
+  if (c.method() != "POST") return c.method_not_allowed("POST");
+  if (auto st = c.require_json_content(); !st) return c.error(st);
+  if (c.path.size() >= 3) {  // a design document's views: it must exist (CouchDB opens it)
+    auto d = c.node.coord.open_doc(db, "_design/" + c.path[2]);
+    if (!d) return c.error(d.error());
+    if (!d->found || d->info.tree.winner_deleted()) return c.error(errc::not_found, "missing");
+  }
+  c.reply(202, json{{"ok", true}});
+}
+
+void handle_view_cleanup(ctx& c, const db_meta&) {
+  if (c.method() != "POST") return c.method_not_allowed("POST");
+  if (auto st = c.require_json_content(); !st) return c.error(st);
+  c.reply(202, json{{"ok", true}});
+}
+
 // A _revs_limit body (a JSON integer, 1 to 1000000), from a client or another node's coordinator.
 result<uint32_t> parse_revs_limit(const std::string& body) {
   auto v = parse_json(body);

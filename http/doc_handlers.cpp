@@ -194,7 +194,9 @@ result<doc_read> answer_doc_get(const doc_copy& d, const doc_get& g) {
       if (i < 0) {
         missing.push_back(rid.str());
       } else if (g.latest) {
-        for (int leaf : tree.leaves_under(i)) indices.push_back(leaf);
+        for (int leaf : tree.leaves_under(i)) {  // each leaf once, however many asked revs lead to it
+          if (std::find(indices.begin(), indices.end(), leaf) == indices.end()) indices.push_back(leaf);
+        }
       } else {
         indices.push_back(i);
       }
@@ -213,6 +215,17 @@ result<doc_read> answer_doc_get(const doc_copy& d, const doc_get& g) {
   if (g.rev) {
     index = tree.find(*g.rev);
     if (index < 0) return status{errc::not_found, "missing"};
+    if (g.latest) {
+      // The newest leaf grown from it; of several (a conflict below it), the one that wins among
+      // them (CouchDB answers a 500 there).
+      auto under = tree.leaves_under(index);
+      for (int leaf : tree.sorted_leaves()) {
+        if (std::find(under.begin(), under.end(), leaf) != under.end()) {
+          index = leaf;
+          break;
+        }
+      }
+    }
   } else if (tree.winner_deleted()) {
     return status{errc::not_found, "deleted"};
   }

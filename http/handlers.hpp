@@ -26,6 +26,9 @@ void handle_all_docs(ctx& c, const db_meta& db);
 void handle_security(ctx& c, const db_meta& db, const json& security);
 void handle_shards(ctx& c, const db_meta& db);
 void handle_ensure_full_commit(ctx& c, const db_meta& db);
+// POST /db/_compact[/ddoc] and /db/_view_cleanup: 202, with nothing to do (see db_handlers.cpp).
+void handle_compact(ctx& c, const db_meta& db);
+void handle_view_cleanup(ctx& c, const db_meta& db);
 void handle_revs_limit(ctx& c, const db_meta& db);
 void handle_local_docs(ctx& c, const db_meta& db);
 void handle_time_seq(ctx& c, const db_meta& db);

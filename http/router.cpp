@@ -26,6 +26,8 @@ void dispatch_db(ctx& c, const db_meta& db, const json& security) {
   if (what == "_shards" && p.size() <= 3) return handle_shards(c, db);
   if (what == "_ensure_full_commit" && p.size() == 2) return handle_ensure_full_commit(c, db);
   if (what == "_revs_limit" && p.size() == 2) return handle_revs_limit(c, db);
+  if (what == "_compact" && p.size() <= 3) return handle_compact(c, db);
+  if (what == "_view_cleanup" && p.size() == 2) return handle_view_cleanup(c, db);
   if (what == "_local_docs" && p.size() == 2) return handle_local_docs(c, db);
   if (what == "_sync_shards" && p.size() == 2) return handle_sync_shards(c, db);
   if (what == "_changes" && p.size() == 2) return handle_changes(c, db);
@@ -78,7 +80,8 @@ void dispatch(ctx& c) {
   bool own_user_doc = first == "_users" && p.size() == 2 && c.user.name && p[1] == "org.couchdb.user:" + *c.user.name &&
                       (c.method() == "GET" || c.method() == "PUT");
   bool server_admin_only = (first == "_users" && !own_user_doc) || p[1] == "_sync_shards";
-  bool db_admin_only = (p[1] == "_security" || p[1] == "_revs_limit" || p[1] == "_time_seq") && c.method() != "GET";
+  bool db_admin_only = ((p[1] == "_security" || p[1] == "_revs_limit" || p[1] == "_time_seq") && c.method() != "GET") ||
+                       p[1] == "_compact" || p[1] == "_view_cleanup";
   status allowed = server_admin_only ? authenticator::require_server_admin(c.user)
                    : db_admin_only   ? authenticator::require_db_admin(c.user, security)
                                      : authenticator::require_member(c.user, security);

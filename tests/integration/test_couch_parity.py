@@ -14,6 +14,8 @@ class Parity(NodeTest):
     def setUpClass(cls):
         super().setUpClass()
         assert cls.node.put("/par").status == 201
+        user = {"name": "mem", "type": "user", "roles": [], "password": "mem-pw"}  # not a db admin
+        assert cls.node.put("/_users/org.couchdb.user:mem", user).status == 201
 
     def test_recreating_a_deleted_document_extends_its_tombstone(self):
         n = self.node
@@ -122,6 +124,39 @@ class Parity(NodeTest):
         rev = n.get("/par/_design/f").json["_rev"]
         n.delete(f"/par/_design/f?rev={rev}")
         self.assertError(n.get("/par/_changes?filter=f/ok"), 404, "not_found", "missing")  # deleted: missing
+
+    def test_latest_gives_each_leaf_once(self):
+        n = self.node
+        r1 = n.put("/par/lt", {"v": 1}).json["rev"]
+        r2 = n.put("/par/lt", {"_rev": r1, "v": 2}).json["rev"]
+        h1 = r1.split("-")[1]
+        conflict = {"_id": "lt", "_rev": "2-ff", "_revisions": {"start": 2, "ids": ["ff", h1]}, "v": "c"}
+        self.assertEqual(n.post("/par/_bulk_docs", {"new_edits": False, "docs": [conflict]}).status, 201)
+        winner = max([r2, "2-ff"], key=lambda r: r.split("-")[1])
+        # ?rev=<ancestor>&latest=true: the leaf grown from it (of two, the one that wins between them).
+        self.assertEqual(n.get(f"/par/lt?rev={r1}&latest=true").json["_rev"], winner)
+        self.assertEqual(n.get(f"/par/lt?rev={r2}&latest=true").json["_rev"], r2)
+        got = n.get(f'/par/lt?open_revs=["{r1}","{r2}","2-ff"]&latest=true', headers={"Accept": "application/json"})
+        self.assertEqual(sorted(d["ok"]["_rev"] for d in got.json), sorted([r2, "2-ff"]))  # each once
+        got = n.get(f'/par/lt?open_revs=["{r2}","{r2}"]', headers={"Accept": "application/json"})
+        self.assertEqual(len(got.json), 2)  # without latest, as asked (CouchDB too)
+
+    def test_compact_and_view_cleanup_answer_as_couchdb(self):
+        n = self.node
+        json_ct = {"Content-Type": "application/json"}
+        for path in ("/par/_compact", "/par/_view_cleanup"):
+            r = n.request("POST", path, raw_body="", headers=json_ct)
+            self.assertEqual((r.status, r.json), (202, {"ok": True}), path)
+            self.assertError(n.request("POST", path, raw_body="", headers={"Content-Type": "text/plain"}), 415,
+                             "bad_content_type", "Content-Type must be application/json")
+            self.assertError(n.get(path), 405, "method_not_allowed")
+            self.assertEqual(n.request("POST", path, raw_body="", headers=json_ct, user=("nobody", "x")).status, 401)
+            self.assertEqual(n.request("POST", path, raw_body="", headers=json_ct, user=("mem", "mem-pw")).status, 403)
+        self.assertEqual(n.put("/par/_design/views", {"views": {}}).status, 201)
+        self.assertEqual(n.request("POST", "/par/_compact/views", raw_body="", headers=json_ct).status, 202)
+        self.assertError(n.request("POST", "/par/_compact/nodoc", raw_body="", headers=json_ct), 404, "not_found",
+                         "missing")
+        self.assertError(n.request("POST", "/nodb/_compact", raw_body="", headers=json_ct), 404, "not_found")
 
     def test_json_is_never_gzipped_so_feeds_arrive_row_by_row(self):
         # CouchDB encodes attachments only; a gzipped feed would reach the client in compressed blocks.
