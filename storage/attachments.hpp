@@ -1,0 +1,53 @@
+// attachments: a document's `_attachments` between the forms clients send and read and the form a
+// revision stores (docs/architecture.md section 29). Pure: no I/O; the bytes travel as blobs.
+//
+// Stored entry (in the revision's body):
+//   {"content_type","digest":"md5-<base64>","length":<identity bytes>,"revpos":N,
+//    "key":"<sha256 hex of the stored bytes>"[,"encoding":"gzip","encoded_length":<stored bytes>]}
+// `digest` is CouchDB's, of the stored bytes; `key` names the blob (md5 collides on demand, so it
+// never decides which bytes a document gets).
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "node/error.hpp"
+#include "node/json.hpp"
+
+namespace settee::attachments {
+
+// Stored bytes under their key: what a write brings for the attachments its body introduces.
+struct blob {
+  std::string key;
+  std::string bytes;
+};
+
+// A new attachment's stored entry for `identity` bytes first written at revision position `revpos`,
+// and its blob (stored as given: identity encoding).
+json make_entry(const std::string& content_type, const std::string& identity, uint64_t revpos, blob& out);
+
+// Turns the inline entries of a client's `_attachments` (`{"data":"<base64>","content_type"}`) into
+// stored entries at `revpos`, in place, appending their blobs; stubs (`"stub":true`) are left for
+// merge_stubs. Errors (400): not an object, a bad name, bad base64, an entry with neither data nor
+// stub, `follows` (only a multipart body has the bytes).
+status take_inline(json& atts, uint64_t revpos, std::vector<blob>& blobs);
+
+// Replaces every stub in `atts` with the parent revision's entry of the same name (CouchDB matches
+// stubs by name only). `parent` is the parent's stored `_attachments` (null: no parent revision).
+// A stub the parent does not have is a 412 missing_stub naming the document and the attachment.
+status merge_stubs(json& atts, const json* parent, const std::string& doc_id);
+
+// True when the stored `_attachments` still hold a stub (a body not merged yet).
+bool has_stubs(const json& atts);
+
+// The blob keys a stored body's attachments reference (malformed entries are skipped).
+std::vector<std::string> keys_of(const json& body);
+
+// How a client reads an attachment.
+enum class form { stub, inline_data, follows };
+// CouchDB's rendering of stored entry `e` (couch_att:to_json): content_type, revpos, digest, then
+// `length`+`stub` / `data` (base64 of `bytes`) / `length`+`follows`, then encoding and
+// encoded_length when `encoding_info` and the entry is encoded.
+json render(const json& e, form f, bool encoding_info, const std::string* bytes = nullptr);
+
+}  // namespace settee::attachments

@@ -1,0 +1,89 @@
+// The pure part of attachments: a client's `_attachments` to the stored form and back, CouchDB's
+// stub merge and its renderings (docs/architecture.md section 29).
+#include <doctest/doctest.h>
+
+#include "node/crypto.hpp"
+#include "storage/attachments.hpp"
+
+using namespace settee;
+using namespace settee::attachments;
+
+namespace {
+
+json parse(const char* text) {
+  return *parse_json(text);
+}
+
+}  // namespace
+
+TEST_CASE("inline data becomes a stored entry with CouchDB's digest and a blob named by SHA-256") {
+  // "hello" has md5 5d41402abc4b2a76b9719d911017c592, whose base64 is XUFAKrxLKna5cZ2REBfFkg==.
+  json atts = parse(R"({"a.txt":{"content_type":"text/plain","data":"aGVsbG8="},"b":{"data":""}})");
+  std::vector<blob> blobs;
+  REQUIRE(take_inline(atts, 3, blobs));
+  CHECK(atts["a.txt"] == json{{"content_type", "text/plain"},
+                              {"digest", "md5-XUFAKrxLKna5cZ2REBfFkg=="},
+                              {"length", 5},
+                              {"revpos", 3},
+                              {"key", crypto::sha256_hex("hello")}});
+  CHECK(atts["b"]["content_type"] == "application/octet-stream");  // CouchDB's default
+  CHECK(atts["b"]["length"] == 0);
+  REQUIRE(blobs.size() == 2);
+  CHECK(blobs[0].bytes == "hello");
+  CHECK(blobs[0].key == crypto::sha256_hex("hello"));
+  CHECK(keys_of(json{{"_attachments", atts}, {"x", 1}}) == std::vector<std::string>{blobs[0].key, blobs[1].key});
+}
+
+TEST_CASE("bad attachments are 400s that say what is wrong") {
+  auto refused = [](const char* text) {
+    json atts = parse(text);
+    std::vector<blob> blobs;
+    status st = take_inline(atts, 1, blobs);
+    CHECK(blobs.empty());
+    return st.code == errc::bad_request ? st.reason : "accepted";
+  };
+  CHECK(refused(R"([])") == "`_attachments` must be a JSON object");
+  CHECK(refused(R"({"a":"x"})") == "Attachment 'a' must be a JSON object");
+  CHECK(refused(R"({"a":{"data":"%%%"}})") == "Invalid attachment data for a");
+  CHECK(refused(R"({"a":{"data":5}})") == "Invalid attachment data for a");
+  CHECK(refused(R"({"a":{"content_type":"text/plain"}})") == "Attachment 'a' has neither data nor a stub");
+  CHECK(refused(R"({"a":{"follows":true,"length":3}})") == "Attachment 'a' follows, but the body is not multipart");
+  CHECK(refused(R"({"_a":{"data":""}})") == "Attachment name '_a' starts with prohibited character '_'");
+  CHECK(refused(R"({"":{"data":""}})") == "Attachment name must not be empty");
+  CHECK(refused(R"({"a":{"data":"","content_type":1}})") == "Attachment 'a': content_type must be a string");
+}
+
+TEST_CASE("stubs take the parent's entry by name; a stub the parent lacks is 412 missing_stub") {
+  json parent = parse(R"({"a":{"content_type":"text/plain","digest":"md5-x","length":5,"revpos":1,"key":"k1"}})");
+  json atts = parse(R"({"a":{"stub":true,"revpos":9,"digest":"md5-other"},"n":{"data":"aGk="}})");
+  std::vector<blob> blobs;
+  REQUIRE(take_inline(atts, 2, blobs));
+  CHECK(has_stubs(atts));
+  REQUIRE(merge_stubs(atts, &parent, "doc"));
+  CHECK_FALSE(has_stubs(atts));
+  CHECK(atts["a"] == parent["a"]);  // the parent's wins over what the stub claims
+  CHECK(atts["n"]["revpos"] == 2);
+
+  json missing = parse(R"({"b":{"stub":true}})");
+  status st = merge_stubs(missing, &parent, "doc");
+  CHECK(st.code == errc::missing_stub);
+  CHECK(st.reason == "Invalid attachment stub in doc for b");
+  st = merge_stubs(missing, nullptr, "doc");
+  CHECK(st.code == errc::missing_stub);
+  CHECK(st.reason == "Previous revision missing for document doc");
+}
+
+TEST_CASE("renderings in CouchDB's member order") {
+  json e = parse(
+      R"({"content_type":"text/plain","digest":"md5-d","length":5,"revpos":2,"key":"k","encoding":"gzip","encoded_length":25})");
+  CHECK(render(e, form::stub, false).dump() ==
+        R"({"content_type":"text/plain","revpos":2,"digest":"md5-d","length":5,"stub":true})");
+  CHECK(
+      render(e, form::stub, true).dump() ==
+      R"({"content_type":"text/plain","revpos":2,"digest":"md5-d","length":5,"stub":true,"encoding":"gzip","encoded_length":25})");
+  std::string bytes = "hello";
+  CHECK(render(e, form::inline_data, false, &bytes).dump() ==
+        R"({"content_type":"text/plain","revpos":2,"digest":"md5-d","data":"aGVsbG8="})");
+  CHECK(render(e, form::follows, false).dump() ==
+        R"({"content_type":"text/plain","revpos":2,"digest":"md5-d","length":5,"follows":true})");
+}
