@@ -4,11 +4,13 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
 
 #include "node/crypto.hpp"
+#include "node/json.hpp"
 #include "node/log.hpp"
 #include "storage/codec.hpp"
 #include "storage/db_events.hpp"
@@ -181,7 +183,7 @@ result<std::shared_ptr<shard_store>> shard_store::open_env(const std::string& pa
   s->min_time_ = opts.time_seq_min_time;
   s->time_seq_enabled_ = opts.time_seq_enabled;
   if (int rc = mdb_env_create(&s->env_); rc != 0) return lmdb::to_status(rc, "mdb_env_create");
-  mdb_env_set_maxdbs(s->env_, 8);
+  mdb_env_set_maxdbs(s->env_, 16);
   mdb_env_set_mapsize(s->env_, opts.map_size_bytes);
   mdb_env_set_maxreaders(s->env_, max_readers);
   // MDB_NOTLS: read transactions are not bound to threads (CAF workers, HTTP threads).
@@ -191,9 +193,9 @@ result<std::shared_ptr<shard_store>> shard_store::open_env(const std::string& pa
   }
   lmdb::txn t;
   if (auto st = t.begin(s->env_, false); !st) return st;
-  const std::pair<const char*, MDB_dbi*> dbis[] = {{"meta", &s->meta_},     {"docs", &s->docs_},
-                                                   {"bodies", &s->bodies_}, {"by_seq", &s->by_seq_},
-                                                   {"local", &s->local_},   {"rank", &s->rank_}};
+  const std::pair<const char*, MDB_dbi*> dbis[] = {
+      {"meta", &s->meta_},   {"docs", &s->docs_}, {"bodies", &s->bodies_},     {"by_seq", &s->by_seq_},
+      {"local", &s->local_}, {"rank", &s->rank_}, {"atts", &s->blobs_.chunks}, {"att_refs", &s->blobs_.refs}};
   for (auto& [name, dbi] : dbis) {
     if (int rc = mdb_dbi_open(t.get(), name, MDB_CREATE, dbi); rc != 0) return lmdb::to_status(rc, "mdb_dbi_open");
   }
@@ -351,6 +353,7 @@ status shard_store::apply_doc(MDB_txn* t, shard_header& h, doc_update& u, doc_re
   doc_state before = state_of(d.tree);
   std::vector<int> old_leaves = d.tree.leaves();  // indices stay valid: the tree only appends
   int leaf = -1;
+  std::vector<std::string> keys;  // the blobs the new revision's attachments name
 
   if (u.new_edits) {
     // The revision this edit would create is already here (internal replication or a read repair
@@ -360,6 +363,12 @@ status shard_store::apply_doc(MDB_txn* t, shard_header& h, doc_update& u, doc_re
     // rebase), so the edit's revision is computed from that base.
     std::optional<rev_id> rebase;
     if (found && u.revs.empty() && before == doc_state::deleted) rebase = d.tree.rev(d.tree.winner());
+    const rev_id* extends = !u.revs.empty() ? &u.revs.front() : rebase ? &*rebase : nullptr;
+    int base = found && extends ? d.tree.find(*extends) : -1;
+    if (auto st = settle_attachments(t, d, u, base, extends != nullptr, extends ? extends->pos + 1 : 1, keys, r);
+        !st || !r.st) {
+      return st;
+    }
     if (found) {
       const rev_id* base = !u.revs.empty() ? &u.revs.front() : rebase ? &*rebase : nullptr;
       rev_id same{base ? base->pos + 1 : 1, make_rev_hash(u.deleted, base, u.body)};
@@ -387,6 +396,11 @@ status shard_store::apply_doc(MDB_txn* t, shard_header& h, doc_update& u, doc_re
     rev_id parent_rev = parent >= 0 ? d.tree.rev(parent) : rev_id{};
     leaf = d.tree.add_child(parent, make_rev_hash(u.deleted, parent >= 0 ? &parent_rev : nullptr, u.body), u.deleted);
   } else {
+    if (!found || d.tree.find(u.revs.front()) < 0) {  // a revision this copy has is not read again
+      int base = -1;  // the newest ancestor this copy has: stubs refer to its attachments
+      for (size_t i = 1; found && i < u.revs.size() && base < 0; ++i) base = d.tree.find(u.revs[i]);
+      if (auto st = settle_attachments(t, d, u, base, false, u.revs.front().pos, keys, r); !st || !r.st) return st;
+    }
     bool added = false;
     leaf = d.tree.merge_path(u.revs, u.deleted, added);
     if (!added) {
@@ -397,6 +411,10 @@ status shard_store::apply_doc(MDB_txn* t, shard_header& h, doc_update& u, doc_re
   }
   r.rev = d.tree.rev(leaf);
 
+  // The new leaf first: a blob it shares with a body dropped below keeps its bytes.
+  if (auto st = put(t, bodies_, body_key(u.id, r.rev), u.body); !st) return st;
+  h.external_size += u.body.size();
+  if (auto st = reference_blobs(t, h, keys, &u, +1); !st) return st;
   // Bodies are kept for leaves only: drop those of leaves that gained a child.
   for (int i : old_leaves) {
     if (d.tree.is_leaf(i)) continue;
@@ -406,11 +424,16 @@ status shard_store::apply_doc(MDB_txn* t, shard_header& h, doc_update& u, doc_re
     if (auto st = get(t, bodies_, key, old_body, had); !st) return st;
     if (had) {
       h.external_size -= std::min<uint64_t>(h.external_size, old_body.size());
+      std::vector<std::string> old_keys;
+      if (old_body.find("\"_attachments\"") != std::string_view::npos) {
+        auto parsed = parse_json(old_body);
+        if (parsed) old_keys = attachments::keys_of(*parsed);
+      }
       if (auto st = del(t, bodies_, key); !st) return st;
+      if (auto st = reference_blobs(t, h, old_keys, nullptr, -1); !st) return st;
     }
   }
-  if (auto st = put(t, bodies_, body_key(u.id, r.rev), u.body); !st) return st;
-  h.external_size += u.body.size();
+
   d.tree.stem(h.revs_limit);  // never removes a leaf, so no body goes with it
 
   // One by_seq entry per document: move it to the new seq.
@@ -493,6 +516,75 @@ status shard_store::reconcile_db_events(MDB_txn* t, uint64_t update_seq, int64_t
     if (auto st = record_db_events(t, d, nullptr, now_s, index); !st) return st;
   }
   return put(t, events_, "m", codec::seq_key(update_seq));
+}
+
+status shard_store::settle_attachments(MDB_txn* t, const doc_info& d, doc_update& u, int base, bool extends,
+                                       uint64_t new_pos, std::vector<std::string>& keys, doc_result& r) {
+  keys.clear();
+  if (!u.managed_attachments || u.body.find("\"_attachments\"") == std::string::npos) return {};
+  auto body = parse_json(u.body);
+  if (!body || !body->is_object()) return {errc::internal, "unreadable document body for " + u.id};
+  auto atts = body->find("_attachments");
+  if (atts == body->end()) return {};
+  if (attachments::has_stubs(*atts)) {
+    if (extends && (base < 0 || !d.tree.is_leaf(base))) {  // CouchDB: the conflict comes first
+      r.st = {errc::conflict, "Document update conflict."};
+      return {};
+    }
+    std::optional<json> parent;  // the `_attachments` of the revision the edit extends
+    if (base >= 0) {
+      std::string_view raw;
+      bool had = false;
+      if (auto st = get(t, bodies_, body_key(u.id, d.tree.rev(base)), raw, had); !st) return st;
+      auto parsed = had ? parse_json(raw) : std::nullopt;
+      if (parsed && parsed->is_object())
+        parent = parsed->contains("_attachments") ? (*parsed)["_attachments"] : json::object();
+    }
+    if (status st = attachments::merge_stubs(*atts, parent ? &*parent : nullptr, u.id); !st) {
+      r.st = st;
+      return {};
+    }
+  }
+  for (auto& [name, e] : atts->items()) {
+    auto key = e.is_object() ? e.find("key") : e.end();
+    if (!e.is_object() || key == e.end() || !key->is_string()) {
+      r.st = {errc::bad_request, "Attachment '" + name + "' has neither data nor a stub"};
+      return {};
+    }
+    if (!e.contains("revpos") || !e["revpos"].is_number_unsigned() || e["revpos"].get<uint64_t>() == 0) {
+      e["revpos"] = new_pos;  // new in this edit
+    }
+    const std::string& k = key->get_ref<const std::string&>();
+    bool here = std::any_of(u.blobs.begin(), u.blobs.end(), [&](const attachments::blob& b) { return b.key == k; });
+    if (!here) {
+      if (auto st = blob_store::has(t, blobs_, k, here); !st) return st;
+    }
+    if (!here) {
+      r.st = {errc::missing_stub, "Invalid attachment stub in " + u.id + " for " + name};
+      return {};
+    }
+    keys.push_back(k);
+  }
+  u.body = body->dump();
+  return {};
+}
+
+status shard_store::reference_blobs(MDB_txn* t, shard_header& h, const std::vector<std::string>& keys,
+                                    const doc_update* u, int delta) {
+  for (const std::string& k : keys) {
+    uint64_t bytes = 0;
+    if (delta > 0) {
+      const std::string* given = nullptr;
+      for (auto& b : u->blobs)
+        if (b.key == k) given = &b.bytes;
+      if (auto st = blob_store::add_ref(t, blobs_, k, given, bytes); !st) return st;
+      h.external_size += bytes;
+    } else {
+      if (auto st = blob_store::drop_ref(t, blobs_, k, bytes); !st) return st;
+      h.external_size -= std::min<uint64_t>(h.external_size, bytes);
+    }
+  }
+  return {};
 }
 
 status shard_store::apply_local(MDB_txn* t, write_op& op) {
@@ -585,6 +677,12 @@ bool shard_store::snapshot::body(std::string_view id, const rev_id& rev, std::st
   if (!found) return false;
   out.assign(raw);
   return true;
+}
+
+bool shard_store::snapshot::blob(std::string_view key, std::string& out) const {
+  bool found = false;
+  if (auto st = blob_store::read(txn_, store_->blobs_, key, out, found); !st) return fail(st);
+  return found;
 }
 
 bool shard_store::snapshot::winner_body(const doc_info& d, std::string& out) const {

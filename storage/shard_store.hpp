@@ -15,6 +15,8 @@
 #include <vector>
 
 #include "node/error.hpp"
+#include "storage/attachments.hpp"
+#include "storage/blob_store.hpp"
 #include "storage/db_events.hpp"
 #include "storage/rev_tree.hpp"
 #include "storage/shard_header.hpp"
@@ -49,6 +51,12 @@ struct doc_update {
   bool deleted = false;
   bool new_edits = true;
   std::vector<rev_id> revs;
+  // managed_attachments: the body's `_attachments` hold stored entries and stubs
+  // (storage/attachments.hpp); the store merges the stubs from the revision the edit extends and
+  // takes a reference to every blob the body names, whose bytes are here or in the shard. Off, they
+  // are stored as given (release 0.2's way, still the front's until it speaks attachments).
+  bool managed_attachments = false;
+  std::vector<attachments::blob> blobs;
 };
 
 struct doc_result {
@@ -153,6 +161,8 @@ class shard_store : public std::enable_shared_from_this<shard_store> {
     // The winning revision's body of `d`; false when the winner is a tombstone (or has no body).
     bool winner_body(const doc_info& d, std::string& out) const;
     bool local(std::string_view id, local_doc& out) const;
+    // An attachment's stored bytes by blob key (storage/blob_store.hpp).
+    bool blob(std::string_view key, std::string& out) const;
     // Visits documents in id order from `start` (inclusive; "" = the first or, descending, the last
     // id). The visitor returns false to stop.
     void scan_docs(std::string_view start, bool descending, const std::function<bool(const doc_info&)>& visit) const;
@@ -205,6 +215,15 @@ class shard_store : public std::enable_shared_from_this<shard_store> {
   static result<std::shared_ptr<shard_store>> open_env(const std::string& path, const store_options& opts);
   shard_store() = default;
   status apply_doc(MDB_txn* t, shard_header& h, doc_update& u, doc_result& r, int64_t now_s);
+  // Makes `u.body`'s attachments final before the revision is computed: stubs merged from the
+  // revision at tree index `base` (-1: none; `extends`: the edit names it, so it must be a leaf),
+  // new ones given `new_pos`, every blob they name present or brought by the write; their keys go
+  // to `keys`. A refusal (missing_stub, or the conflict that comes first) is left in r.st.
+  status settle_attachments(MDB_txn* t, const doc_info& d, doc_update& u, int base, bool extends, uint64_t new_pos,
+                            std::vector<std::string>& keys, doc_result& r);
+  // References (+1 or -1) to the blobs a body names; the bytes stored or freed move external_size.
+  status reference_blobs(MDB_txn* t, shard_header& h, const std::vector<std::string>& keys, const doc_update* u,
+                         int delta);
   status apply_local(MDB_txn* t, write_op& op);
   // The catalog file: appends the events that took `id` from its recorded state to the one its
   // tree `d` now has (the winner's body is `winner_body` when known), at `d.seq`.
@@ -220,6 +239,7 @@ class shard_store : public std::enable_shared_from_this<shard_store> {
   bool time_seq_enabled_ = true;                   // false: commits leave the bins alone
   MDB_env* env_ = nullptr;
   unsigned meta_ = 0, docs_ = 0, bodies_ = 0, by_seq_ = 0, local_ = 0, rank_ = 0;  // MDB_dbi handles
+  blob_store::tables blobs_;
   unsigned events_ = 0;     // `db_events`, in the catalog file only
   bool db_events_ = false;  // this is the catalog file
   status failed_;           // set by a failed commit (under header_mu_)

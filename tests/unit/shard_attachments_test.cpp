@@ -1,0 +1,158 @@
+// Attachments in a shard file: blobs stored once, referenced by the revisions that name them, freed
+// with the last one; stubs merged from the revision an edit extends (docs/architecture.md 29).
+#include <doctest/doctest.h>
+
+#include "node/crypto.hpp"
+#include "storage/shard_store.hpp"
+#include "temp_dir.hpp"
+
+using namespace settee;
+
+namespace {
+
+struct shard {
+  temp_dir dir;
+  std::shared_ptr<shard_store> s;
+  shard() {
+    store_options o;
+    o.node_name = "n1@h";
+    o.map_size_bytes = 64ull << 20;
+    auto opened = shard_store::open(dir.path + "/shards/00000000-ffffffff/db.1", o);
+    REQUIRE(opened.ok());
+    s = *opened;
+  }
+  // A write of `id` whose body has attachments `atts` (client form: inline data and stubs).
+  doc_result put(const std::string& id, const char* atts, std::vector<rev_id> revs = {}, bool new_edits = true,
+                 bool deleted = false) {
+    doc_update u;
+    u.id = id;
+    u.revs = std::move(revs);
+    u.new_edits = new_edits;
+    u.deleted = deleted;
+    u.managed_attachments = true;
+    json body = json::object();
+    body["v"] = 1;
+    if (atts) {
+      body["_attachments"] = *parse_json(atts);
+      REQUIRE(attachments::take_inline(body["_attachments"], 0, u.blobs));
+    }
+    u.body = body.dump();
+    write_op op;
+    op.docs.push_back(std::move(u));
+    REQUIRE(s->commit({&op}, 1700000100));
+    return op.results.front();
+  }
+  json body(const std::string& id, const rev_id& rev) {
+    auto snap = s->read();
+    std::string text;
+    REQUIRE(snap->body(id, rev, text));
+    return *parse_json(text);
+  }
+  bool has_blob(const std::string& bytes) {
+    auto snap = s->read();
+    std::string out;
+    bool found = snap->blob(crypto::sha256_hex(bytes), out);
+    CHECK(snap->fault());
+    if (found) CHECK(out == bytes);
+    return found;
+  }
+};
+
+std::string big(size_t n) {
+  std::string s(n, 'x');
+  for (size_t i = 0; i < n; ++i) s[i] = static_cast<char>('a' + (i * 7 + i / 3) % 26);
+  return s;
+}
+
+}  // namespace
+
+TEST_CASE("a blob lives while a revision names it; stubs keep it across edits") {
+  shard f;
+  auto r1 = f.put("d", R"({"a.txt":{"content_type":"text/plain","data":"aGVsbG8="}})");  // "hello"
+  REQUIRE(r1.st);
+  CHECK(f.has_blob("hello"));
+  json stored = f.body("d", r1.rev)["_attachments"]["a.txt"];
+  CHECK(stored["revpos"] == 1);
+  CHECK(stored["digest"] == "md5-XUFAKrxLKna5cZ2REBfFkg==");
+
+  auto r2 = f.put("d", R"({"a.txt":{"stub":true},"b":{"data":"d29ybGQ="}})", {r1.rev});  // "world"
+  REQUIRE(r2.st);
+  json atts = f.body("d", r2.rev)["_attachments"];
+  CHECK(atts["a.txt"] == stored);  // the stub became the parent's entry, revpos 1 kept
+  CHECK(atts["b"]["revpos"] == 2);
+  CHECK(f.has_blob("hello"));  // r1's body went, r2 still names it
+  CHECK(f.has_blob("world"));
+
+  auto r3 = f.put("d", R"({"b":{"stub":true}})", {r2.rev});  // a.txt dropped
+  REQUIRE(r3.st);
+  CHECK_FALSE(f.has_blob("hello"));
+  CHECK(f.has_blob("world"));
+  auto r4 = f.put("d", nullptr, {r3.rev}, true, true);  // deleted: the tombstone names nothing
+  REQUIRE(r4.st);
+  CHECK_FALSE(f.has_blob("world"));
+}
+
+TEST_CASE("equal bytes are stored once and freed with the last reference; large blobs are chunked") {
+  shard f;
+  std::string data = big(300 * 1024);  // five chunks of 64 KiB
+  std::string b64 = crypto::base64_encode(data);
+  std::string atts = R"({"big":{"data":")" + b64 + R"("}})";
+  auto a = f.put("a", atts.c_str());
+  auto b = f.put("b", atts.c_str());
+  REQUIRE(a.st);
+  REQUIRE(b.st);
+  CHECK(f.has_blob(data));
+  REQUIRE(f.put("a", nullptr, {a.rev}, true, true).st);
+  CHECK(f.has_blob(data));
+  REQUIRE(f.put("b", nullptr, {b.rev}, true, true).st);
+  CHECK_FALSE(f.has_blob(data));
+}
+
+TEST_CASE("stubs: missing ones are 412 missing_stub, a stale base is the conflict first, nothing written") {
+  shard f;
+  auto r1 = f.put("d", R"({"a":{"data":"aGVsbG8="}})");
+  auto r2 = f.put("d", R"({"a":{"stub":true}})", {r1.rev});
+  REQUIRE(r2.st);
+  uint64_t seq = f.s->header().update_seq;
+
+  auto missing = f.put("d", R"({"zz":{"stub":true}})", {r2.rev});
+  CHECK(missing.st.code == errc::missing_stub);
+  CHECK(missing.st.reason == "Invalid attachment stub in d for zz");
+  auto fresh = f.put("new", R"({"a":{"stub":true}})");
+  CHECK(fresh.st.code == errc::missing_stub);
+  CHECK(fresh.st.reason == "Previous revision missing for document new");
+  auto stale = f.put("d", R"({"a":{"stub":true}})", {r1.rev});  // r1 is no longer a leaf
+  CHECK(stale.st.code == errc::conflict);
+  CHECK(f.s->header().update_seq == seq);
+  CHECK(f.has_blob("hello"));
+}
+
+TEST_CASE("unmanaged bodies keep their _attachments as given and take no references") {
+  shard f;
+  doc_update u;
+  u.id = "raw";
+  u.body = R"({"_attachments":{"a":{"stub":true},"b":{"data":"aGVsbG8="}}})";
+  write_op op;
+  op.docs.push_back(u);
+  REQUIRE(f.s->commit({&op}, 1700000100));
+  REQUIRE(op.results.front().st);
+  CHECK(f.body("raw", op.results.front().rev).dump() == u.body);
+  CHECK_FALSE(f.has_blob("hello"));
+}
+
+TEST_CASE("replicated edits (new_edits=false) merge stubs from the newest ancestor this copy has") {
+  shard f;
+  auto r1 = f.put("d", R"({"a":{"data":"aGVsbG8="}})");
+  REQUIRE(r1.st);
+  rev_id r3{3, "cc"}, r2{2, "bb"};
+  auto merged = f.put("d", R"({"a":{"stub":true}})", {r3, r2, r1.rev}, false);
+  REQUIRE(merged.st);
+  CHECK(f.body("d", r3)["_attachments"]["a"]["key"] == crypto::sha256_hex("hello"));
+  // A branch whose ancestors this copy never had cannot resolve a stub.
+  auto orphan = f.put("d", R"({"a":{"stub":true}})", {{2, "zz"}, {1, "yy"}}, false);
+  CHECK(orphan.st.code == errc::missing_stub);
+  // The same revision again is not read again (nothing to merge, nothing refused).
+  auto again = f.put("d", R"({"a":{"stub":true}})", {r3, r2, r1.rev}, false);
+  CHECK(again.st);
+  CHECK_FALSE(again.added);
+}
