@@ -29,6 +29,7 @@ class failed_copy final : public shard_copy {
   result<uint64_t> write_local(const local_update&) override { return why_; }
   result<std::vector<settee::local_doc>> list_local() override { return why_; }
   status set_revs_limit(uint32_t) override { return why_; }
+  result<std::string> read_blob(const std::string&) override { return why_; }
   void update_docs(std::vector<doc_update>, write_done done) override { done(why_); }
 
  private:
@@ -168,6 +169,16 @@ result<write_outcome> coordinator::update_docs(const db_meta& db, std::vector<do
     }
   }
   return out;
+}
+
+result<std::string> coordinator::read_blob(const db_meta& db, const std::string& id, const std::string& key) {
+  status last{errc::unavailable, "no copy of the range of '" + id + "' is known"};
+  for (auto& copy : copies(db, shard_index(db, id))) {
+    auto bytes = copy->read_blob(key);
+    if (bytes) return bytes;
+    last = bytes.error();
+  }
+  return last;
 }
 
 result<doc_copy> coordinator::open_doc(const db_meta& db, const std::string& id, size_t r) {

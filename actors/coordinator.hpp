@@ -71,6 +71,8 @@ class coordinator {
   // merged; copies that lack a leaf another has are repaired before the answer (written to every
   // copy, so that the next read anywhere sees at least what this one did). With bodies.
   result<doc_copy> open_doc(const db_meta& db, const std::string& id, size_t r = 1);
+  // The stored bytes of blob `key` from a copy of the range of document `id` (this node's first).
+  result<std::string> read_blob(const db_meta& db, const std::string& id, const std::string& key);
   // Documents `ids` (any ranges) from one copy of each range, in input order; `bodies`: with their
   // stored bodies (else trees only, e.g. for _revs_diff).
   result<std::vector<doc_copy>> open_docs(const db_meta& db, const std::vector<std::string>& ids, bool bodies);

@@ -3,6 +3,7 @@
 #include <functional>
 
 #include "node/json.hpp"
+#include "storage/attachments.hpp"
 
 namespace settee {
 
@@ -46,6 +47,7 @@ std::optional<std::string> render_with(const doc_info& d, int index, const body_
   rev_id rev = d.tree.rev(index);
   std::string body;
   if (!bodies(rev, body)) return std::nullopt;
+  attachments::show_stubs(body, opts.att_encoding_info);  // stored entries become stubs
   std::string extra;
   if (opts.revs) {
     extra += ",\"_revisions\":{\"start\":" + std::to_string(rev.pos) + ",\"ids\":[";

@@ -15,6 +15,7 @@ struct render_options {
   bool conflicts = false;
   bool deleted_conflicts = false;
   bool local_seq = false;
+  bool att_encoding_info = false;  // attachments' stubs show encoding and encoded_length
 };
 
 // Revision `index` of `d`, or nullopt when its body is not stored (not a leaf any more).

@@ -159,6 +159,15 @@ result<std::vector<doc_copy>> local_copy::read_docs(const std::vector<std::strin
   return out;
 }
 
+result<std::string> local_copy::read_blob(const std::string& key) {
+  auto snap = shard_.store->read();
+  if (!snap) return snap.error();
+  std::string out;
+  if (snap->blob(key, out)) return out;
+  if (!snap->fault()) return snap->fault();
+  return status{errc::not_found, "Document is missing attachment"};
+}
+
 void local_copy::open_docs(const std::vector<std::string>& ids, bool bodies, docs_done done) {
   done(read_docs(ids, bodies));
 }

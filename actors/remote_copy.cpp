@@ -148,4 +148,8 @@ result<std::vector<doc_copy>> remote_copy::legacy_open_docs(const std::vector<st
   return out;
 }
 
+result<std::string> remote_copy::read_blob(const std::string&) {
+  return status{errc::not_implemented, "attachments are not served across nodes yet"};
+}
+
 }  // namespace settee

@@ -127,6 +127,9 @@ class shard_copy {
   // cannot be reached).
   using write_done = std::function<void(result<std::vector<doc_result>>)>;
   virtual void update_docs(std::vector<doc_update> docs, write_done done) = 0;
+  // An attachment's stored bytes by blob key (storage/blob_store.hpp); errc::not_found when this
+  // copy does not hold them.
+  virtual result<std::string> read_blob(const std::string& key) = 0;
 };
 
 using copy_ptr = std::shared_ptr<shard_copy>;

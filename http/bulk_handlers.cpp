@@ -69,6 +69,9 @@ void handle_bulk_docs(ctx& c, const db_meta& db) {
     }
     auto u = to_doc_update(db, std::move(d), doc_id, new_edits);
     if (!u) return c.error(u.error());
+    if (u->managed_attachments) {
+      if (auto st = attachments_here(c, db); !st) return c.error(st);
+    }
     updates.push_back(std::move(*u));
     ids.push_back(doc_id);
   }

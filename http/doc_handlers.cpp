@@ -7,6 +7,7 @@
 #include "actors/doc_render.hpp"
 #include "http/auth.hpp"
 #include "http/handlers.hpp"
+#include "storage/attachments.hpp"
 
 namespace settee {
 
@@ -102,6 +103,11 @@ result<doc_update> to_doc_update(const db_meta& db, json doc, const std::string&
     return status{errc::not_implemented,
                   "validate_doc_update functions are not supported yet (settee runs no JavaScript); "
                   "this design document would validate nothing"};
+  }
+  if (doc.contains("_attachments") && !doc["_attachments"].is_null()) {
+    // Inline bytes leave the body as blobs; stubs are merged by the store (storage/attachments.hpp).
+    if (auto st = attachments::take_inline(doc["_attachments"], !new_edits, u.blobs); !st) return st;
+    u.managed_attachments = true;
   }
   for (const char* k : {"_id", "_rev", "_deleted", "_revisions"}) doc.erase(k);
   for (const char* k : ignored_specials) doc.erase(k);
@@ -338,6 +344,9 @@ void put_doc(ctx& c, const db_meta& db, std::string id) {
   if (auto st = authorize_doc_write(c, db, id, &*body); !st) return c.error(st);
   auto u = to_doc_update(db, std::move(*body), id, *new_edits);
   if (!u) return c.error(u.error());
+  if (u->managed_attachments) {
+    if (auto st = attachments_here(c, db); !st) return c.error(st);
+  }
   auto written = write_one(c, db, std::move(*u));
   if (!written) return c.error(written.error());
   reply_written(c, id, written->results.front(), c.param("batch") == "ok", written->quorum_met);
@@ -405,6 +414,64 @@ void handle_doc(ctx& c, const db_meta& db, const std::string& id) {
   if (m == "PUT" || m == "POST") return put_doc(c, db, id);
   if (m == "DELETE") return delete_doc(c, db, id);
   c.method_not_allowed("DELETE,GET,HEAD,POST,PUT");
+}
+
+// ---- attachments ------------------------------------------------------------------------------
+
+status attachments_here(ctx& c, const db_meta& db) {
+  bool here = c.node.rpc == nullptr;
+  if (!here && !db.everywhere()) {
+    here = std::all_of(db.nodes.begin(), db.nodes.end(), [&](const std::vector<std::string>& copies) {
+      return std::all_of(copies.begin(), copies.end(), [&](const std::string& n) { return n == c.node.node_name; });
+    });
+  }
+  if (here) return {};
+  return {errc::not_implemented,
+          "attachments are not stored across nodes yet: this database has copies on other nodes"};
+}
+
+void handle_attachment(ctx& c, const db_meta& db, const std::string& doc_id, const std::string& att) {
+  if (c.method() != "GET") return c.method_not_allowed("GET,HEAD");
+  std::string rev_text = c.param("rev");
+  auto d = c.node.coord.open_doc(db, doc_id);
+  if (!d) return c.error(d.error());
+  if (!d->found) return c.error(errc::not_found, "missing");
+  const rev_tree& tree = d->info.tree;
+  int index = tree.winner();
+  if (!rev_text.empty()) {
+    rev_id r;
+    if (!valid_rev(rev_text, r)) return c.error(bad_rev());
+    index = tree.find(r);
+    if (index < 0) return c.error(errc::not_found, "missing");
+  } else if (tree.winner_deleted()) {
+    return c.error(errc::not_found, "deleted");
+  }
+  const std::string* body = d->body(tree.rev(index));
+  if (!body) return c.error(errc::not_found, "missing");
+  json doc = parse_json(*body).value_or(json());
+  const json* e = nullptr;
+  if (doc.is_object() && doc.contains("_attachments") && doc["_attachments"].is_object() &&
+      doc["_attachments"].contains(att)) {
+    e = &doc["_attachments"][att];
+  }
+  if (!e || !e->is_object() || !(*e).contains("key") || !(*e)["key"].is_string()) {
+    return c.error(errc::not_found, "Document is missing attachment");
+  }
+  // CouchDB's ETag for an attachment is its digest's base64 part, quoted.
+  std::string digest = e->value("digest", "");
+  std::string etag = "\"" + (digest.rfind("md5-", 0) == 0 ? digest.substr(4) : digest) + "\"";
+  c.res.set_header("ETag", etag);
+  if (c.req.get_header_value("If-None-Match") == etag) {
+    c.res.status = 304;
+    return;
+  }
+  auto bytes = c.node.coord.read_blob(db, doc_id, (*e)["key"].get<std::string>());
+  if (!bytes) return c.error(bytes.error());
+  c.res.set_header("Accept-Ranges", "none");
+  c.res.set_header("Content-MD5", etag.substr(1, etag.size() - 2));
+  c.res.status = 200;
+  std::string type = e->value("content_type", "application/octet-stream");
+  c.res.set_content(std::move(*bytes), type.c_str());
 }
 
 // ---- _local documents: no rev tree, revisions "0-N", not replicated, not in feeds -------------

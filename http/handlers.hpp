@@ -101,6 +101,12 @@ result<doc_update> to_doc_update(const db_meta& db, json doc, const std::string&
 // A local document write: `doc` is the body (nullptr: a DELETE), `rev` the one the request names
 // ("" : the body's `_rev`, if any). `"_deleted":true` in the body deletes it.
 result<local_update> to_local_update(const std::string& id, json* doc, std::string rev);
+// Attachments are stored where every copy of the database is on this node (a single node, or a
+// database placed here only); across nodes the node protocol does not carry their bytes yet
+// (issue 11): a 501 then, never a copy without them.
+status attachments_here(ctx& c, const db_meta& db);
+// GET/HEAD /db/{doc}/{attachment} (`att` may hold '/').
+void handle_attachment(ctx& c, const db_meta& db, const std::string& doc_id, const std::string& att);
 // The id a document brings in its body (errors: not a string, invalid); "" when it has none.
 result<std::string> body_doc_id(ctx& c, const json& doc);
 

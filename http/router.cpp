@@ -10,6 +10,13 @@ namespace settee {
 
 namespace {
 
+// Path segments `from` on, joined by '/' (an attachment's name may hold it).
+std::string join_from(const std::vector<std::string>& p, size_t from) {
+  std::string out;
+  for (size_t i = from; i < p.size(); ++i) out += (i > from ? "/" : "") + p[i];
+  return out;
+}
+
 bool is_system_db(const std::string& name) {
   return name == "_users" || name == "_replicator" || name == "_global_changes";
 }
@@ -39,10 +46,17 @@ void dispatch_db(ctx& c, const db_meta& db, const json& security) {
   }
   if (what == "_design" && p.size() == 2) return handle_doc(c, db, "_design/");  // illegal, says why
   if (what == "_design" && p.size() >= 3) {
-    if (p.size() > 3) return c.error(errc::not_implemented, "attachments and views are not supported yet");
+    if (p.size() > 3 && (p[3] == "_view" || p[3] == "_show" || p[3] == "_list" || p[3] == "_update" ||
+                         p[3] == "_rewrite" || p[3] == "_info" || p[3] == "_search")) {
+      return c.error(errc::not_implemented, "views are not supported yet");
+    }
+    if (p.size() > 3) return handle_attachment(c, db, "_design/" + p[2], join_from(p, 3));
     return handle_doc(c, db, "_design/" + p[2]);
   }
-  if (p.size() > 2) return c.error(errc::not_implemented, "attachments are not supported yet");
+  if (p.size() > 2) {
+    if (c.method() != "GET") return c.error(errc::not_implemented, "writing attachments by name is not supported yet");
+    return handle_attachment(c, db, what, join_from(p, 2));
+  }
   handle_doc(c, db, what);
 }
 

@@ -41,7 +41,7 @@ json make_entry(const std::string& content_type, const std::string& identity, ui
               {"key", out.key}};
 }
 
-status take_inline(json& atts, uint64_t revpos, std::vector<blob>& blobs) {
+status take_inline(json& atts, bool keep_revpos, std::vector<blob>& blobs) {
   if (!atts.is_object()) return bad("`_attachments` must be a JSON object");
   for (auto it = atts.begin(); it != atts.end(); ++it) {
     const std::string& name = it.key();
@@ -61,6 +61,8 @@ status take_inline(json& atts, uint64_t revpos, std::vector<blob>& blobs) {
       if (!t->is_string()) return bad("Attachment '" + name + "': content_type must be a string");
       type = t->get<std::string>();
     }
+    uint64_t revpos = 0;
+    if (auto p = e.find("revpos"); keep_revpos && p != e.end() && p->is_number_unsigned()) revpos = p->get<uint64_t>();
     blob b;
     e = make_entry(type, bytes, revpos, b);
     blobs.push_back(std::move(b));
@@ -99,6 +101,22 @@ std::vector<std::string> keys_of(const json& body) {
     if (e.is_object() && k != e.end() && k->is_string()) keys.push_back(k->get<std::string>());
   }
   return keys;
+}
+
+bool show_stubs(std::string& body, bool encoding_info) {
+  if (body.find("\"_attachments\"") == std::string::npos) return false;
+  auto parsed = parse_json(body);
+  if (!parsed || !parsed->is_object()) return false;
+  auto atts = parsed->find("_attachments");
+  if (atts == parsed->end() || !atts->is_object()) return false;
+  bool changed = false;
+  for (auto& [name, e] : atts->items()) {
+    if (!e.is_object() || !e.contains("key")) continue;
+    e = render(e, form::stub, encoding_info);
+    changed = true;
+  }
+  if (changed) body = parsed->dump();
+  return changed;
 }
 
 json render(const json& e, form f, bool encoding_info, const std::string* bytes) {

@@ -27,10 +27,11 @@ struct blob {
 json make_entry(const std::string& content_type, const std::string& identity, uint64_t revpos, blob& out);
 
 // Turns the inline entries of a client's `_attachments` (`{"data":"<base64>","content_type"}`) into
-// stored entries at `revpos`, in place, appending their blobs; stubs (`"stub":true`) are left for
-// merge_stubs. Errors (400): not an object, a bad name, bad base64, an entry with neither data nor
-// stub, `follows` (only a multipart body has the bytes).
-status take_inline(json& atts, uint64_t revpos, std::vector<blob>& blobs);
+// stored entries, in place, appending their blobs; stubs (`"stub":true`) are left for merge_stubs.
+// Their revpos is 0 (the store sets the new revision's) unless `keep_revpos` and the client gave
+// one (a replicated revision keeps its source's). Errors (400): not an object, a bad name, bad
+// base64, an entry with neither data nor stub, `follows` (only a multipart body has the bytes).
+status take_inline(json& atts, bool keep_revpos, std::vector<blob>& blobs);
 
 // Replaces every stub in `atts` with the parent revision's entry of the same name (CouchDB matches
 // stubs by name only). `parent` is the parent's stored `_attachments` (null: no parent revision).
@@ -42,6 +43,11 @@ bool has_stubs(const json& atts);
 
 // The blob keys a stored body's attachments reference (malformed entries are skipped).
 std::vector<std::string> keys_of(const json& body);
+
+// A stored body as a client reads it: every stored entry of its `_attachments` (one with a `key`)
+// rendered as a stub; entries stored as given (release 0.2's way) stay as they are. False when the
+// body had nothing to rewrite.
+bool show_stubs(std::string& body, bool encoding_info);
 
 // How a client reads an attachment.
 enum class form { stub, inline_data, follows };

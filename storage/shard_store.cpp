@@ -365,7 +365,10 @@ status shard_store::apply_doc(MDB_txn* t, shard_header& h, doc_update& u, doc_re
     if (found && u.revs.empty() && before == doc_state::deleted) rebase = d.tree.rev(d.tree.winner());
     const rev_id* extends = !u.revs.empty() ? &u.revs.front() : rebase ? &*rebase : nullptr;
     int base = found && extends ? d.tree.find(*extends) : -1;
-    if (auto st = settle_attachments(t, d, u, base, extends != nullptr, extends ? extends->pos + 1 : 1, keys, r);
+    // An edit that cannot apply (a stale or missing base, or no base for a live document) is the
+    // conflict CouchDB reports before it looks at stubs.
+    const bool conflicted = extends ? base < 0 || !d.tree.is_leaf(base) : found && before == doc_state::live;
+    if (auto st = settle_attachments(t, d, u, base, conflicted, extends ? extends->pos + 1 : 1, keys, r);
         !st || !r.st) {
       return st;
     }
@@ -518,7 +521,7 @@ status shard_store::reconcile_db_events(MDB_txn* t, uint64_t update_seq, int64_t
   return put(t, events_, "m", codec::seq_key(update_seq));
 }
 
-status shard_store::settle_attachments(MDB_txn* t, const doc_info& d, doc_update& u, int base, bool extends,
+status shard_store::settle_attachments(MDB_txn* t, const doc_info& d, doc_update& u, int base, bool conflicted,
                                        uint64_t new_pos, std::vector<std::string>& keys, doc_result& r) {
   keys.clear();
   if (!u.managed_attachments || u.body.find("\"_attachments\"") == std::string::npos) return {};
@@ -527,7 +530,7 @@ status shard_store::settle_attachments(MDB_txn* t, const doc_info& d, doc_update
   auto atts = body->find("_attachments");
   if (atts == body->end()) return {};
   if (attachments::has_stubs(*atts)) {
-    if (extends && (base < 0 || !d.tree.is_leaf(base))) {  // CouchDB: the conflict comes first
+    if (conflicted) {
       r.st = {errc::conflict, "Document update conflict."};
       return {};
     }

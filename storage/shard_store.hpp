@@ -216,10 +216,10 @@ class shard_store : public std::enable_shared_from_this<shard_store> {
   shard_store() = default;
   status apply_doc(MDB_txn* t, shard_header& h, doc_update& u, doc_result& r, int64_t now_s);
   // Makes `u.body`'s attachments final before the revision is computed: stubs merged from the
-  // revision at tree index `base` (-1: none; `extends`: the edit names it, so it must be a leaf),
-  // new ones given `new_pos`, every blob they name present or brought by the write; their keys go
-  // to `keys`. A refusal (missing_stub, or the conflict that comes first) is left in r.st.
-  status settle_attachments(MDB_txn* t, const doc_info& d, doc_update& u, int base, bool extends, uint64_t new_pos,
+  // revision at tree index `base` (-1: none), new ones given `new_pos`, every blob they name present
+  // or brought by the write; their keys go to `keys`. A refusal is left in r.st: missing_stub, or,
+  // when `conflicted` (the edit cannot apply) and it has stubs, the conflict CouchDB reports first.
+  status settle_attachments(MDB_txn* t, const doc_info& d, doc_update& u, int base, bool conflicted, uint64_t new_pos,
                             std::vector<std::string>& keys, doc_result& r);
   // References (+1 or -1) to the blobs a body names; the bytes stored or freed move external_size.
   status reference_blobs(MDB_txn* t, shard_header& h, const std::vector<std::string>& keys, const doc_update* u,

@@ -33,6 +33,17 @@ class Quorum(NodeTest):
         """The nodes whose local copy has the document (every node holds every range here)."""
         return [i for i, n in enumerate(self.cluster.nodes) if n.proc and n.get(f"/{db}/{doc_id}?r=1").status == 200]
 
+    def test_attachments_are_refused_across_nodes_until_the_protocol_carries_them(self):
+        # A copy without the bytes would be worse than no write: a clear 501 (issue 11, first slice).
+        self.assertEqual(self.n1.put("/adb?q=1").status, 201)
+        body = {"_attachments": {"a": {"data": "aGk="}}}
+        reason = "attachments are not stored across nodes yet: this database has copies on other nodes"
+        self.assertError(self.n1.put("/adb/d", body), 501, "not_implemented", reason)
+        self.assertError(self.n2.post("/adb/_bulk_docs", {"docs": [dict(body, _id="e")]}), 501, "not_implemented",
+                         reason)
+        self.assertEqual(self.n1.put("/adb/plain", {"v": 1}).status, 201)
+        self.assertEqual(self.n1.get("/adb/d").status, 404)
+
     def test_writes_answer_201_at_quorum_and_202_below(self):
         r = self.n1.put("/qdb?q=2")
         self.assertEqual(r.status, 201)

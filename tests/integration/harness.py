@@ -217,8 +217,10 @@ class Node:
             try:
                 self.conn.request(method, path, body=raw_body, headers=h)
                 r = self.conn.getresponse()
-                raw = r.read().decode("utf-8", "replace")
-                return Response(r.status, {k.lower(): v for k, v in r.getheaders()}, raw)
+                data = r.read()
+                res = Response(r.status, {k.lower(): v for k, v in r.getheaders()}, data.decode("utf-8", "replace"))
+                res.data = data  # the bytes as sent (attachments)
+                return res
             except (http.client.HTTPException, OSError):
                 self.conn.close()
                 self.conn = None

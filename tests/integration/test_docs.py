@@ -164,7 +164,8 @@ class Documents(NodeTest):
         self.assertError(self.node.post("/docs", {"_id": 5}), 400, "illegal_docid", "Document id must be a string")
         self.assertError(self.node.post("/docs", {"_id": ""}), 400, "illegal_docid", "Document id must not be empty")
         self.assertError(self.node.request("PATCH", "/docs/x", {}), 405, "method_not_allowed")
-        self.assertError(self.node.get("/docs/x/attachment"), 501, "not_implemented")
+        self.assertError(self.node.get("/docs/x/attachment"), 404, "not_found", "missing")  # no document x
+        self.assertError(self.node.put("/docs/x/attachment", {}), 501, "not_implemented")
 
 
 class LocalDocs(NodeTest):

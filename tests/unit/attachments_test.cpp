@@ -18,9 +18,10 @@ json parse(const char* text) {
 
 TEST_CASE("inline data becomes a stored entry with CouchDB's digest and a blob named by SHA-256") {
   // "hello" has md5 5d41402abc4b2a76b9719d911017c592, whose base64 is XUFAKrxLKna5cZ2REBfFkg==.
-  json atts = parse(R"({"a.txt":{"content_type":"text/plain","data":"aGVsbG8="},"b":{"data":""}})");
+  json atts =
+      parse(R"({"a.txt":{"content_type":"text/plain","data":"aGVsbG8=","revpos":3},"b":{"data":"","revpos":7}})");
   std::vector<blob> blobs;
-  REQUIRE(take_inline(atts, 3, blobs));
+  REQUIRE(take_inline(atts, true, blobs));  // a replicated revision keeps its source's revpos
   CHECK(atts["a.txt"] == json{{"content_type", "text/plain"},
                               {"digest", "md5-XUFAKrxLKna5cZ2REBfFkg=="},
                               {"length", 5},
@@ -28,6 +29,10 @@ TEST_CASE("inline data becomes a stored entry with CouchDB's digest and a blob n
                               {"key", crypto::sha256_hex("hello")}});
   CHECK(atts["b"]["content_type"] == "application/octet-stream");  // CouchDB's default
   CHECK(atts["b"]["length"] == 0);
+  json edit = parse(R"({"a":{"data":"","revpos":9}})");
+  REQUIRE(take_inline(edit, false, blobs));
+  CHECK(edit["a"]["revpos"] == 0);  // an edit: the store gives it the new revision's position
+  blobs.resize(2);
   REQUIRE(blobs.size() == 2);
   CHECK(blobs[0].bytes == "hello");
   CHECK(blobs[0].key == crypto::sha256_hex("hello"));
@@ -38,7 +43,7 @@ TEST_CASE("bad attachments are 400s that say what is wrong") {
   auto refused = [](const char* text) {
     json atts = parse(text);
     std::vector<blob> blobs;
-    status st = take_inline(atts, 1, blobs);
+    status st = take_inline(atts, false, blobs);
     CHECK(blobs.empty());
     return st.code == errc::bad_request ? st.reason : "accepted";
   };
@@ -57,12 +62,12 @@ TEST_CASE("stubs take the parent's entry by name; a stub the parent lacks is 412
   json parent = parse(R"({"a":{"content_type":"text/plain","digest":"md5-x","length":5,"revpos":1,"key":"k1"}})");
   json atts = parse(R"({"a":{"stub":true,"revpos":9,"digest":"md5-other"},"n":{"data":"aGk="}})");
   std::vector<blob> blobs;
-  REQUIRE(take_inline(atts, 2, blobs));
+  REQUIRE(take_inline(atts, false, blobs));
   CHECK(has_stubs(atts));
   REQUIRE(merge_stubs(atts, &parent, "doc"));
   CHECK_FALSE(has_stubs(atts));
   CHECK(atts["a"] == parent["a"]);  // the parent's wins over what the stub claims
-  CHECK(atts["n"]["revpos"] == 2);
+  CHECK(atts["n"]["revpos"] == 0);
 
   json missing = parse(R"({"b":{"stub":true}})");
   status st = merge_stubs(missing, &parent, "doc");

@@ -34,7 +34,7 @@ struct shard {
     body["v"] = 1;
     if (atts) {
       body["_attachments"] = *parse_json(atts);
-      REQUIRE(attachments::take_inline(body["_attachments"], 0, u.blobs));
+      REQUIRE(attachments::take_inline(body["_attachments"], !new_edits, u.blobs));
     }
     u.body = body.dump();
     write_op op;
