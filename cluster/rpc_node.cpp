@@ -387,6 +387,14 @@ void write_update(DocUpdate::Builder b, const doc_update& u) {
     revs[k].setPos(u.revs[k].pos);
     revs[k].setHash(u.revs[k].hash);
   }
+  b.setManagedAttachments(u.managed_attachments);
+  if (u.blobs.empty()) return;
+  auto blobs = b.initBlobs(static_cast<unsigned>(u.blobs.size()));
+  for (unsigned k = 0; k < u.blobs.size(); ++k) {
+    blobs[k].setKey(u.blobs[k].key);
+    blobs[k].setBytes(
+        capnp::Data::Reader(reinterpret_cast<const capnp::byte*>(u.blobs[k].bytes.data()), u.blobs[k].bytes.size()));
+  }
 }
 
 void write_updates(capnp::List<DocUpdate>::Builder list, const std::vector<doc_update>& updates) {
@@ -471,6 +479,11 @@ doc_update read_update(DocUpdate::Reader u, bool new_edits) {
   d.deleted = u.getDeleted();
   d.new_edits = new_edits;
   for (auto r : u.getRevs()) d.revs.push_back({r.getPos(), r.getHash()});
+  d.managed_attachments = u.getManagedAttachments();
+  for (auto b : u.getBlobs()) {
+    auto bytes = b.getBytes();
+    d.blobs.push_back({b.getKey(), std::string(reinterpret_cast<const char*>(bytes.begin()), bytes.size())});
+  }
   return d;
 }
 

@@ -751,6 +751,19 @@ replication_batch shard_store::snapshot::read_for_replication(uint64_t since, si
         u.deleted = d.tree.nodes()[leaf].deleted;
         for (int i : d.tree.path_to(leaf)) u.revs.push_back(d.tree.rev(i));
         if (!body(d.id, d.tree.rev(leaf), u.body)) u.body = "{}";
+        // Attachments travel with the body: its blobs' bytes, so the target references what it holds.
+        if (u.body.find("\"_attachments\"") != std::string::npos) {
+          auto parsed = parse_json(u.body);
+          auto keys = parsed ? attachments::keys_of(*parsed) : std::vector<std::string>{};
+          u.managed_attachments = !keys.empty();
+          for (const std::string& k : keys) {
+            std::string bytes;
+            // A body naming a blob its shard lacks is corrupt: stop here, with the error (last_seq
+            // does not pass it), rather than give the target a reference without bytes.
+            if (!blob(k, bytes)) return fault_ ? corrupt("attachment blob", k) : false;
+            u.blobs.push_back({k, std::move(bytes)});
+          }
+        }
         b.updates.push_back(std::move(u));
       }
     }

@@ -151,6 +151,15 @@ struct DocUpdate {
   deleted @2 :Bool;
   revs @3 :List(RevId);   # newest first
   newEdits @4 :Bool;      # updateDocs: true = an edit (revs holds the base rev, if any); applyChanges ignores it
+  # Release 0.3 (storage/attachments.hpp): `_attachments` hold stored entries and stubs, and the
+  # bytes of the blobs the body introduces travel with it. Older releases ignore both fields.
+  managedAttachments @5 :Bool;
+  blobs @6 :List(Blob);
+}
+
+struct Blob {
+  key @0 :Text;           # SHA-256 (hex) of the stored bytes
+  bytes @1 :Data;
 }
 
 struct DocResult {

@@ -156,3 +156,30 @@ TEST_CASE("replicated edits (new_edits=false) merge stubs from the newest ancest
   CHECK(again.st);
   CHECK_FALSE(again.added);
 }
+
+TEST_CASE("internal replication carries the blobs a body names, and the target references them") {
+  shard source, target;
+  std::string data = big(100 * 1024);
+  std::string atts = R"({"a":{"data":")" + crypto::base64_encode(data) + R"("}})";
+  auto r1 = source.put("d", atts.c_str());
+  REQUIRE(r1.st);
+  REQUIRE(source.put("plain", nullptr).st);
+  auto batch = source.s->read()->read_for_replication(0, 100);
+  REQUIRE(batch.updates.size() == 2);
+  for (auto& u : batch.updates) {
+    CHECK(u.managed_attachments == (u.id == "d"));
+    CHECK(u.blobs.size() == (u.id == "d" ? 1u : 0u));
+  }
+  write_op op;
+  op.docs = batch.updates;
+  REQUIRE(target.s->commit({&op}, 1700000100));
+  for (auto& r : op.results) CHECK(r.st);
+  CHECK(target.has_blob(data));
+  CHECK(target.body("d", r1.rev) == source.body("d", r1.rev));
+  // Applying the same batch again changes nothing (and keeps one reference).
+  write_op again;
+  again.docs = batch.updates;
+  REQUIRE(target.s->commit({&again}, 1700000100));
+  REQUIRE(target.put("d", nullptr, {r1.rev}, true, true).st);
+  CHECK_FALSE(target.has_blob(data));
+}
