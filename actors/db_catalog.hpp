@@ -86,6 +86,8 @@ class db_catalog {
   result<db_meta> lookup(const std::string& name);
   // `_dbs` changed underneath (a peer pushed to it): the next lookup() reloads first.
   void mark_stale() { stale_gen_.fetch_add(1); }
+  // Reloads when `_dbs` changed underneath, so a listing (names()) sees it as lookup() would.
+  status refresh() { return stale_gen_.load() != loaded_gen_.load() ? reload() : status{}; }
   std::vector<std::string> names() const;
   // False once this incarnation of the database is deleted, or while its deletion is under way
   // (long-lived readers such as feeds poll this and let go of the shards).

@@ -148,8 +148,11 @@ result<std::vector<doc_copy>> remote_copy::legacy_open_docs(const std::vector<st
   return out;
 }
 
-result<std::string> remote_copy::read_blob(const std::string&) {
-  return status{errc::not_implemented, "attachments are not served across nodes yet"};
+result<std::string> remote_copy::read_blob(const std::string& key) {
+  if (!rpc_.stores_attachments(node_)) {
+    return status{errc::not_found, "Document is missing attachment"};  // an older node holds no blobs
+  }
+  return rpc_.read_blob(node_, db_, range_, key, timeout_);
 }
 
 }  // namespace settee

@@ -29,7 +29,6 @@ class remote_copy final : public shard_copy {
   result<uint64_t> write_local(const local_update& u) override;
   result<std::vector<settee::local_doc>> list_local() override;
   status set_revs_limit(uint32_t limit) override;
-  // Not across nodes yet (issue 11): errc::not_implemented.
   result<std::string> read_blob(const std::string& key) override;
   void update_docs(std::vector<doc_update> docs, write_done done) override;
 

@@ -20,6 +20,8 @@ namespace settee {
 inline constexpr const char* typed_feature = "typed-copies-v1";
 // ... and when it serves dbUpdates (its update log, for the cluster's _db_updates).
 inline constexpr const char* db_updates_feature = "db-updates-v1";
+// ... and when it stores attachments as blobs and carries them (DocUpdate.blobs, readBlob).
+inline constexpr const char* attachments_feature = "attachments-v1";
 
 using query_params = std::vector<std::pair<std::string, std::string>>;
 
@@ -89,6 +91,10 @@ class remote_shards {
                                                     const std::string& range, std::chrono::milliseconds timeout) = 0;
   virtual status set_revs_limit(const std::string& node, const std::string& db, const std::string& range,
                                 uint32_t limit, std::chrono::milliseconds timeout) = 0;
+  // Whether `node` announced attachments_feature; and an attachment's bytes from its copy (readBlob).
+  virtual bool stores_attachments(const std::string& node) const = 0;
+  virtual result<std::string> read_blob(const std::string& node, const std::string& db, const std::string& range,
+                                        const std::string& key, std::chrono::milliseconds timeout) = 0;
 
   using write_done = shard_copy::write_done;
   // Starts writing `docs` (each new_edits or not, as it says) to `node`'s copy of `range`. `done`

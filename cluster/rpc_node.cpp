@@ -66,6 +66,7 @@ class node_server final : public Node::Server {
   kj::Promise<void> localDocs(LocalDocsContext context) override;
   kj::Promise<void> dbUpdates(DbUpdatesContext context) override;
   kj::Promise<void> setRevsLimit(SetRevsLimitContext context) override;
+  kj::Promise<void> readBlob(ReadBlobContext context) override;
 
  private:
   static kj::Promise<void> refused() {
@@ -762,6 +763,15 @@ kj::Promise<void> node_server::setRevsLimit(SetRevsLimitContext context) {
       [](Node::SetRevsLimitResults::Builder, bool) {});
 }
 
+kj::Promise<void> node_server::readBlob(ReadBlobContext context) {
+  std::string key = context.getParams().getKey();
+  return on_copy<std::string>(
+      loop_, context, [key](local_copy& c) { return c.read_blob(key); },
+      [](Node::ReadBlobResults::Builder results, const std::string& bytes) {
+        results.setBytes(capnp::Data::Reader(reinterpret_cast<const capnp::byte*>(bytes.data()), bytes.size()));
+      });
+}
+
 // This node's update log: no shard, but read on the pool all the same (it may open the file).
 kj::Promise<void> node_server::dbUpdates(DbUpdatesContext context) {
   auto params = context.getParams();
@@ -1369,6 +1379,24 @@ status rpc_node::set_revs_limit(const std::string& node, const std::string& db, 
     });
   });
   return r ? status{} : r.error();
+}
+
+bool rpc_node::stores_attachments(const std::string& node) const {
+  return members_.has_feature(node, attachments_feature);
+}
+
+result<std::string> rpc_node::read_blob(const std::string& node, const std::string& db, const std::string& range,
+                                        const std::string& key, std::chrono::milliseconds timeout) {
+  return call<std::string>(node, timeout, [=](Node::Client& cap) {
+    auto req = cap.readBlobRequest();
+    set_shard(req.initShard(), db, range);
+    req.setKey(key);
+    return req.send().then([](capnp::Response<Node::ReadBlobResults>&& r) -> result<std::string> {
+      if (status st = status_of(r.getStatus()); !st) return st;
+      auto bytes = r.getBytes();
+      return std::string(reinterpret_cast<const char*>(bytes.begin()), bytes.size());
+    });
+  });
 }
 
 bool rpc_node::serves_db_updates(const std::string& node) const {

@@ -118,6 +118,9 @@ class rpc_node final : public remote_shards {
   status set_revs_limit(const std::string& node, const std::string& db, const std::string& range, uint32_t limit,
                         std::chrono::milliseconds timeout) override;
   bool serves_db_updates(const std::string& node) const override;
+  bool stores_attachments(const std::string& node) const override;
+  result<std::string> read_blob(const std::string& node, const std::string& db, const std::string& range,
+                                const std::string& key, std::chrono::milliseconds timeout) override;
   result<log_page> db_updates(const std::string& node, const std::string& uuid, uint64_t seq, size_t limit,
                               std::chrono::milliseconds timeout) override;
 

@@ -5,6 +5,7 @@
 #include <set>
 
 #include "actors/doc_render.hpp"
+#include "cluster/rpc_node.hpp"
 #include "http/auth.hpp"
 #include "http/handlers.hpp"
 #include "storage/attachments.hpp"
@@ -419,15 +420,20 @@ void handle_doc(ctx& c, const db_meta& db, const std::string& id) {
 // ---- attachments ------------------------------------------------------------------------------
 
 status attachments_here(ctx& c, const db_meta& db) {
-  bool here = c.node.rpc == nullptr;
-  if (!here && !db.everywhere()) {
-    here = std::all_of(db.nodes.begin(), db.nodes.end(), [&](const std::vector<std::string>& copies) {
-      return std::all_of(copies.begin(), copies.end(), [&](const std::string& n) { return n == c.node.node_name; });
-    });
+  if (c.node.rpc == nullptr) return {};
+  if (db.everywhere()) {
+    return {errc::not_implemented, "attachments are not stored in system databases of a cluster yet"};
   }
-  if (here) return {};
-  return {errc::not_implemented,
-          "attachments are not stored across nodes yet: this database has copies on other nodes"};
+  for (const auto& copies : db.nodes) {
+    for (const std::string& n : copies) {
+      if (n != c.node.node_name && !c.node.rpc->stores_attachments(n)) {
+        return {errc::not_implemented, "node " + n +
+                                           " holds a copy of this database and cannot store attachments "
+                                           "(an older release): upgrade it first"};
+      }
+    }
+  }
+  return {};
 }
 
 void handle_attachment(ctx& c, const db_meta& db, const std::string& doc_id, const std::string& att) {

@@ -101,9 +101,9 @@ result<doc_update> to_doc_update(const db_meta& db, json doc, const std::string&
 // A local document write: `doc` is the body (nullptr: a DELETE), `rev` the one the request names
 // ("" : the body's `_rev`, if any). `"_deleted":true` in the body deletes it.
 result<local_update> to_local_update(const std::string& id, json* doc, std::string rev);
-// Attachments are stored where every copy of the database is on this node (a single node, or a
-// database placed here only); across nodes the node protocol does not carry their bytes yet
-// (issue 11): a 501 then, never a copy without them.
+// Whether a write with attachments may go ahead: every node holding a copy of the database stores
+// attachments (release 0.3, feature attachments-v1). A copy on an older node would keep a body
+// naming bytes it does not have: a 501 then, never such a copy.
 status attachments_here(ctx& c, const db_meta& db);
 // GET/HEAD /db/{doc}/{attachment} (`att` may hold '/').
 void handle_attachment(ctx& c, const db_meta& db, const std::string& doc_id, const std::string& att);

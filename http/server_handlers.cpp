@@ -54,6 +54,7 @@ void handle_all_dbs(ctx& c) {
   if (auto e = first_error(descending, inclusive_end, limit, skip, start, end)) return c.error(*e);
   if (*skip < 0)
     return c.error(errc::query_parse_error, "Invalid value for positive integer: \"" + c.param("skip") + "\"");
+  if (auto st = c.node.coord.catalog().refresh(); !st) return c.error(st);  // a peer's creations too
   auto names = c.node.coord.catalog().names();
   if (*descending) std::reverse(names.begin(), names.end());
   json out = json::array();

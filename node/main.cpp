@@ -338,7 +338,7 @@ int main(int argc, char** argv) {
       ro.advertised_host = ro.bind == "0.0.0.0" ? "127.0.0.1" : ro.bind;
       ro.http_port = static_cast<uint16_t>(http.port);
       ro.release = SETTEE_VERSION;
-      ro.features = {"changes", "clustered-seq-v1", "selector", typed_feature, db_updates_feature};
+      ro.features = {"changes", "clustered-seq-v1", "selector", typed_feature, db_updates_feature, attachments_feature};
       ro.seeds = std::move(*seeds);
       ro.secret = cfg.get("cluster", "secret");
       if (ro.secret.size() < peer_auth::min_secret_bytes) {

@@ -78,6 +78,8 @@ interface Node {
   # log's uuid prefix and its update seq at the read.
   dbUpdates @16 (uuid :Text, seq :UInt64, limit :UInt32)
       -> (status :CallStatus, uuid :Text, top :UInt64, rows :List(DbUpdateRow));
+  # Release 0.3 (feature attachments-v1): an attachment's stored bytes by blob key, from this copy.
+  readBlob @17 (shard :ShardRef, key :Text) -> (status :CallStatus, bytes :Data);
 }
 
 struct DbUpdateRow {

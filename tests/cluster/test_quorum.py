@@ -1,4 +1,5 @@
 """Quorum writes on a 3-node cluster (n=3): 201 at w copies, 202 below, and what a SIGKILL leaves."""
+import base64
 import os
 import signal
 import sys
@@ -33,16 +34,33 @@ class Quorum(NodeTest):
         """The nodes whose local copy has the document (every node holds every range here)."""
         return [i for i, n in enumerate(self.cluster.nodes) if n.proc and n.get(f"/{db}/{doc_id}?r=1").status == 200]
 
-    def test_attachments_are_refused_across_nodes_until_the_protocol_carries_them(self):
-        # A copy without the bytes would be worse than no write: a clear 501 (issue 11, first slice).
-        self.assertEqual(self.n1.put("/adb?q=1").status, 201)
-        body = {"_attachments": {"a": {"data": "aGk="}}}
-        reason = "attachments are not stored across nodes yet: this database has copies on other nodes"
-        self.assertError(self.n1.put("/adb/d", body), 501, "not_implemented", reason)
-        self.assertError(self.n2.post("/adb/_bulk_docs", {"docs": [dict(body, _id="e")]}), 501, "not_implemented",
-                         reason)
-        self.assertEqual(self.n1.put("/adb/plain", {"v": 1}).status, 201)
-        self.assertEqual(self.n1.get("/adb/d").status, 404)
+    def test_attachments_travel_with_their_documents(self):
+        # q=1, n=2: one node holds no copy and reads the bytes from another node (readBlob).
+        self.assertEqual(self.n1.put("/adb?q=1&n=2").status, 201)
+        data = bytes(range(256)) * 400  # 102,400 bytes, two chunks
+        body = {"_attachments": {"a.bin": {"data": base64.b64encode(data).decode(), "content_type": "x/y"}}}
+        r = self.n1.put("/adb/d", body)
+        self.assertEqual(r.status, 201, r)
+        holders = self.n1.get("/adb/_shards").json["shards"]["00000000-ffffffff"]
+        self.assertEqual(len(holders), 2)
+        for node in self.cluster.nodes:
+            stub = node.get("/adb/d").json["_attachments"]["a.bin"]
+            self.assertEqual((stub["length"], stub["stub"], stub["revpos"]), (len(data), True, 1))
+            got = node.get("/adb/d/a.bin")
+            self.assertEqual((got.status, got.data, got.header("Content-Type")), (200, data, "x/y"), node.port)
+        # Every copy holds the bytes (read each copy alone: r=1 on each holder).
+        r2 = self.n2.put("/adb/d", {"_rev": r.json["rev"], "_attachments": {"a.bin": {"stub": True},
+                                                                          "b": {"data": "Yg=="}}})
+        self.assertEqual(r2.status, 201, r2)
+        for node in self.cluster.nodes:
+            self.assertEqual(node.get("/adb/d/b").data, b"b")
+            self.assertEqual(node.get("/adb/d/a.bin").data, data)
+        self.assertEqual(self.n3.post("/adb/_bulk_docs", {"docs": [dict(body, _id="e")]}).status, 201)
+        self.assertEqual(self.n1.get("/adb/e/a.bin").data, data)
+        # System databases of a cluster do not take attachments yet.
+        self.assertError(self.n1.put("/_users/org.couchdb.user:x", dict(body, name="x", type="user", roles=[],
+                                                                         password="p")),
+                         501, "not_implemented", "attachments are not stored in system databases of a cluster yet")
 
     def test_writes_answer_201_at_quorum_and_202_below(self):
         r = self.n1.put("/qdb?q=2")

@@ -91,6 +91,18 @@ class MixedCluster(NodeTest):
         self.assertEqual(self.old.delete("/by-old").status, 200)
         self.assertTrue(wait_for(lambda: rows()[1] == [("created", instance), ("deleted", instance)], 15), rows())
 
+    def test_attachments_wait_for_the_old_node(self):
+        """A copy on an old node would keep a body naming bytes it cannot hold: a write with
+        attachments is refused (501, naming the node) while one holds a copy; without attachments
+        the same database takes writes."""
+        old_name = self.cluster.names[0]
+        self.assertEqual(self.n2.put("/mixed-att?q=1&n=3").status, 201)
+        r = self.n2.put("/mixed-att/d", {"_attachments": {"a": {"data": "aGk="}}})
+        self.assertError(r, 501, "not_implemented",
+                         f"node {old_name} holds a copy of this database and cannot store attachments "
+                         "(an older release): upgrade it first")
+        self.assertIn(self.n2.put("/mixed-att/plain", {"v": 1}).status, (201, 202))
+
     def test_documents_of_a_range_one_release_alone_holds(self):
         # n=1, q=3: each range on one node. Every node answers for every document: this release asks
         # an old node's copy through its readDoc (v0.2.0 and v0.1.0 alike) and answers an old
