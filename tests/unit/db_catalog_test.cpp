@@ -52,6 +52,12 @@ TEST_CASE("a reload brings in what changed behind the catalog's back: creations,
   CHECK(seen->created == b2.created);  // deleted and created again between two reloads
   CHECK(seen->security == R"({"members":{"names":["x"]}})");
 
+  // A listing refreshes too (GET /_all_dbs), without waiting for a lookup to reload.
+  f.create("c");
+  f.reader.mark_stale();
+  REQUIRE(f.reader.refresh());
+  CHECK(f.reader.names() == std::vector<std::string>{"a", "b", "c"});
+
   // A third catalog loading the file from the start agrees with the one that followed it.
   db_catalog fresh{f.shards, f.clk, f.dir.path, "n1@h", timeout};
   REQUIRE(fresh.load());
