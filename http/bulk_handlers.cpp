@@ -68,6 +68,11 @@ void handle_bulk_docs(ctx& c, const db_meta& db) {
       continue;
     }
     auto u = to_doc_update(db, std::move(d), doc_id, new_edits);
+    if (!u && u.error().code == errc::not_implemented) {  // one document settee cannot honour
+      refused.emplace_back(i, u.error());                 // (a validate_doc_update), not the batch
+      ids.push_back(doc_id);
+      continue;
+    }
     if (!u) return c.error(u.error());
     if (u->managed_attachments) {
       if (auto st = attachments_here(c, db); !st) return c.error(st);
