@@ -56,6 +56,18 @@ struct node_fixture {
     op->docs.push_back(u);
     REQUIRE(write_one(h->writer, op, timeout));
   }
+  // A first run: `log` opened and started over database "a" written once, all of it recorded,
+  // then no longer observing (later commits are not marked, as after a kill).
+  db_meta record_first_write(update_log& log) {
+    REQUIRE(log.open());
+    observe(log);
+    db_meta a = create("a");
+    write(a, 0, "x");
+    log.start();
+    log.flush();
+    notifier.set_observer(nullptr);
+    return a;
+  }
   uint64_t seq_of(const db_meta& m, size_t range) {
     return shards.acquire(m.shard_paths[range], m.created, m.key())->store->header().update_seq;
   }
@@ -176,14 +188,8 @@ TEST_CASE("a record a machine crash may have torn is rebuilt; a cleanly stopped 
   std::string first;
   {
     update_log log(f.shards, f.catalog, f.clk, f.dir.path, boot("boot-1"));
-    REQUIRE(log.open());
-    f.observe(log);
-    a = f.create("a");
-    f.write(a, 0, "x");
-    log.start();
-    log.flush();
+    a = f.record_first_write(log);
     first = uuid(log);
-    f.notifier.set_observer(nullptr);
   }
   killed("boot-1");
   {
@@ -222,31 +228,23 @@ TEST_CASE("after a clean stop the record is complete, and start does not compare
   db_meta a;
   {
     update_log log(f.shards, f.catalog, f.clk, f.dir.path, o);
-    REQUIRE(log.open());
-    f.observe(log);
-    a = f.create("a");
-    f.write(a, 0, "x");
-    log.start();
-    log.flush();
-    f.notifier.set_observer(nullptr);
+    a = f.record_first_write(log);
     log.stop();  // clean
   }
   // A commit no flusher saw (impossible after a clean stop, where the node closes its shards
   // first): the scan would record it, so seeing it unrecorded shows the scan was skipped.
   f.write(a, 1, "unseen");
   f.shards.close_all();
-  {
+  // What a restarted node's record holds for range 1 of "a" once its flusher has caught up.
+  auto after_restart = [&] {
     update_log log(f.shards, f.catalog, f.clk, f.dir.path, o);
     REQUIRE(log.open());
     log.start();
     log.flush();
-    CHECK(recorded(log, "a")["seqs"][a.ranges[1].name()] == 0);
-  }  // the destructor's stop is clean too, but nothing marked "a" since
+    return recorded(log, "a")["seqs"][a.ranges[1].name()];
+  };  // the destructor's stop is clean too, but nothing marks "a" meanwhile
+  CHECK(after_restart() == 0);
   REQUIRE(replace_file(update_log::boot_file_in(f.dir.path), "boot-1 open\n"));  // as a kill -9 leaves it
   f.shards.close_all();
-  update_log log(f.shards, f.catalog, f.clk, f.dir.path, o);
-  REQUIRE(log.open());
-  log.start();
-  log.flush();
-  CHECK(recorded(log, "a")["seqs"][a.ranges[1].name()] == 1);
+  CHECK(after_restart() == 1);
 }
