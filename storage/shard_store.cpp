@@ -739,6 +739,7 @@ void shard_store::snapshot::scan_docs(std::string_view start, bool descending,
 replication_batch shard_store::snapshot::read_for_replication(uint64_t since, size_t max_docs) const {
   replication_batch b;
   b.last_seq = since;
+  size_t bytes = 0;
   scan_changes(since, [&](const change_entry& e) {
     doc_info d;
     bool found = doc(e.id, d);
@@ -764,11 +765,13 @@ replication_batch shard_store::snapshot::read_for_replication(uint64_t since, si
             u.blobs.push_back({k, std::move(bytes)});
           }
         }
+        bytes += u.body.size();
+        for (auto& blob : u.blobs) bytes += blob.bytes.size();
         b.updates.push_back(std::move(u));
       }
     }
     b.last_seq = e.seq;
-    return ++b.docs < max_docs;
+    return ++b.docs < max_docs && bytes < replication_batch_bytes;
   });
   return b;
 }

@@ -105,6 +105,8 @@ struct change_entry {
 // A batch of changes for internal replication: every leaf of every changed document as a
 // new_edits=false update (its full known history, deleted flag and body), so applying the batch to
 // another copy merges the trees exactly. `last_seq` is the source seq the batch reaches.
+constexpr size_t replication_batch_bytes = 16u << 20;
+
 struct replication_batch {
   std::vector<doc_update> updates;
   uint64_t last_seq = 0;
@@ -178,7 +180,9 @@ class shard_store : public std::enable_shared_from_this<shard_store> {
     void scan_changes_descending(uint64_t before, const std::function<bool(const change_entry&)>& visit) const;
     // The catalog file's database events from (seq, index) on, ascending; none in other files.
     void scan_db_events(uint64_t seq, uint32_t index, const std::function<bool(const db_event&)>& visit) const;
-    // Up to `max_docs` changed documents after `since`, as a replication batch.
+    // Up to `max_docs` changed documents after `since`, as a replication batch; it also ends after
+    // the document that brings it past replication_batch_bytes (bodies and attachment bytes), so
+    // one message stays well inside the node protocol's 64 MiB limit.
     replication_batch read_for_replication(uint64_t since, size_t max_docs) const;
     // How many changes have seq > since (reads keys only).
     uint64_t count_changes_after(uint64_t since) const;

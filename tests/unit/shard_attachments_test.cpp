@@ -183,3 +183,19 @@ TEST_CASE("internal replication carries the blobs a body names, and the target r
   REQUIRE(target.put("d", nullptr, {r1.rev}, true, true).st);
   CHECK_FALSE(target.has_blob(data));
 }
+
+TEST_CASE("a replication batch ends once its attachment bytes pass the batch limit") {
+  shard f;
+  std::string atts_a = R"({"a":{"data":")" + crypto::base64_encode(big(10u << 20)) + R"("}})";
+  std::string data_b = big(10u << 20);
+  data_b[0] = 'Z';  // other bytes, another blob
+  std::string atts_b = R"({"a":{"data":")" + crypto::base64_encode(data_b) + R"("}})";
+  REQUIRE(f.put("one", atts_a.c_str()).st);
+  REQUIRE(f.put("two", atts_b.c_str()).st);
+  REQUIRE(f.put("three", nullptr).st);
+  auto first = f.s->read()->read_for_replication(0, 100);
+  CHECK(first.docs == 2);  // 20 MiB: past 16 MiB after the second document
+  auto rest = f.s->read()->read_for_replication(first.last_seq, 100);
+  CHECK(rest.docs == 1);
+  CHECK(rest.updates.front().id == "three");
+}
