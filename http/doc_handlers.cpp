@@ -455,14 +455,9 @@ void handle_attachment(ctx& c, const db_meta& db, const std::string& doc_id, con
   const std::string* body = d->body(tree.rev(index));
   if (!body) return c.error(errc::not_found, "missing");
   json doc = parse_json(*body).value_or(json());
-  const json* e = nullptr;
-  if (doc.is_object() && doc.contains("_attachments") && doc["_attachments"].is_object() &&
-      doc["_attachments"].contains(att)) {
-    e = &doc["_attachments"][att];
-  }
-  if (!e || !e->is_object() || !(*e).contains("key") || !(*e)["key"].is_string()) {
-    return c.error(errc::not_found, "Document is missing attachment");
-  }
+  const json* e = attachments::entry_of(doc, att);
+  const std::string* key = e ? attachments::key_of(*e) : nullptr;
+  if (!key) return c.error(errc::not_found, "Document is missing attachment");
   // CouchDB's ETag for an attachment is its digest's base64 part, quoted.
   std::string digest = e->value("digest", "");
   std::string etag = "\"" + (digest.rfind("md5-", 0) == 0 ? digest.substr(4) : digest) + "\"";
@@ -471,7 +466,7 @@ void handle_attachment(ctx& c, const db_meta& db, const std::string& doc_id, con
     c.res.status = 304;
     return;
   }
-  auto bytes = c.node.coord.read_blob(db, doc_id, (*e)["key"].get<std::string>());
+  auto bytes = c.node.coord.read_blob(db, doc_id, *key);
   if (!bytes) return c.error(bytes.error());
   c.res.set_header("Accept-Ranges", "none");
   c.res.set_header("Content-MD5", etag.substr(1, etag.size() - 2));

@@ -36,11 +36,16 @@ std::string pbkdf2(const std::string& plain, const std::string& salt, int iterat
   return to_hex(key.data(), len);
 }
 
-std::string digest_hex(const std::string& data, const EVP_MD* md) {
+std::string digest(const std::string& data, const EVP_MD* md) {
   unsigned char out[EVP_MAX_MD_SIZE];
   unsigned int n = 0;
   EVP_Digest(data.data(), data.size(), out, &n, md, nullptr);
-  return to_hex(out, n);
+  return std::string(reinterpret_cast<const char*>(out), n);
+}
+
+std::string digest_hex(const std::string& data, const EVP_MD* md) {
+  std::string raw = digest(data, md);
+  return to_hex(reinterpret_cast<const unsigned char*>(raw.data()), raw.size());
 }
 
 }  // namespace
@@ -92,6 +97,10 @@ std::string sha256_hex(const std::string& data) {
 }
 std::string md5_hex(const std::string& data) {
   return digest_hex(data, EVP_md5());
+}
+
+std::string md5(const std::string& data) {
+  return digest(data, EVP_md5());
 }
 
 bool equal_ct(const std::string& a, const std::string& b) {

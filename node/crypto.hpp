@@ -19,6 +19,7 @@ std::string to_hex(const unsigned char* data, size_t n);
 std::string hmac_sha256_hex(const std::string& key, const std::string& message);
 std::string sha256_hex(const std::string& data);
 std::string md5_hex(const std::string& data);
+std::string md5(const std::string& data);  // the 16 raw bytes
 // Constant-time comparison of two strings.
 bool equal_ct(const std::string& a, const std::string& b);
 

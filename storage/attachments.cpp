@@ -8,10 +8,7 @@ namespace {
 
 // "md5-<base64>" of `bytes`, as CouchDB shows it.
 std::string md5_digest(const std::string& bytes) {
-  std::string hex = crypto::md5_hex(bytes), raw;
-  for (size_t i = 0; i + 1 < hex.size(); i += 2)
-    raw.push_back(static_cast<char>(std::stoi(hex.substr(i, 2), nullptr, 16)));
-  return "md5-" + crypto::base64_encode(raw);
+  return "md5-" + crypto::base64_encode(crypto::md5(bytes));
 }
 
 status bad(const std::string& reason) {
@@ -76,7 +73,7 @@ status merge_stubs(json& atts, const json* parent, const std::string& doc_id) {
     if (!is_true(it.value(), "stub")) continue;
     if (!parent) return {errc::missing_stub, "Previous revision missing for document " + doc_id};
     auto had = parent->is_object() ? parent->find(it.key()) : parent->end();
-    if (!parent->is_object() || had == parent->end() || !had->is_object() || !had->contains("key")) {
+    if (!parent->is_object() || had == parent->end() || !key_of(*had)) {
       return {errc::missing_stub, "Invalid attachment stub in " + doc_id + " for " + it.key()};
     }
     it.value() = *had;
@@ -92,13 +89,26 @@ bool has_stubs(const json& atts) {
   return false;
 }
 
+const std::string* key_of(const json& entry) {
+  if (!entry.is_object()) return nullptr;
+  auto k = entry.find("key");
+  return k != entry.end() && k->is_string() ? &k->get_ref<const std::string&>() : nullptr;
+}
+
+const json* entry_of(const json& body, const std::string& name) {
+  if (!body.is_object()) return nullptr;
+  auto atts = body.find("_attachments");
+  if (atts == body.end() || !atts->is_object()) return nullptr;
+  auto e = atts->find(name);
+  return e == atts->end() ? nullptr : &*e;
+}
+
 std::vector<std::string> keys_of(const json& body) {
   std::vector<std::string> keys;
   auto atts = body.is_object() ? body.find("_attachments") : body.end();
   if (!body.is_object() || atts == body.end() || !atts->is_object()) return keys;
   for (auto& [name, e] : atts->items()) {
-    auto k = e.is_object() ? e.find("key") : e.end();
-    if (e.is_object() && k != e.end() && k->is_string()) keys.push_back(k->get<std::string>());
+    if (const std::string* k = key_of(e)) keys.push_back(*k);
   }
   return keys;
 }
@@ -111,7 +121,7 @@ bool show_stubs(std::string& body, bool encoding_info) {
   if (atts == parsed->end() || !atts->is_object()) return false;
   bool changed = false;
   for (auto& [name, e] : atts->items()) {
-    if (!e.is_object() || !e.contains("key")) continue;
+    if (!key_of(e)) continue;
     e = render(e, form::stub, encoding_info);
     changed = true;
   }

@@ -41,6 +41,11 @@ status merge_stubs(json& atts, const json* parent, const std::string& doc_id);
 // True when the stored `_attachments` still hold a stub (a body not merged yet).
 bool has_stubs(const json& atts);
 
+// The blob key of a stored entry; null for anything else (a stub, an entry stored as given).
+const std::string* key_of(const json& entry);
+// Stored body `body`'s entry for attachment `name`; null when it has none.
+const json* entry_of(const json& body, const std::string& name);
+
 // The blob keys a stored body's attachments reference (malformed entries are skipped).
 std::vector<std::string> keys_of(const json& body);
 

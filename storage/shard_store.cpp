@@ -549,15 +549,15 @@ status shard_store::settle_attachments(MDB_txn* t, const doc_info& d, doc_update
     }
   }
   for (auto& [name, e] : atts->items()) {
-    auto key = e.is_object() ? e.find("key") : e.end();
-    if (!e.is_object() || key == e.end() || !key->is_string()) {
+    const std::string* key = attachments::key_of(e);
+    if (!key) {
       r.st = {errc::bad_request, "Attachment '" + name + "' has neither data nor a stub"};
       return {};
     }
     if (!e.contains("revpos") || !e["revpos"].is_number_unsigned() || e["revpos"].get<uint64_t>() == 0) {
       e["revpos"] = new_pos;  // new in this edit
     }
-    const std::string& k = key->get_ref<const std::string&>();
+    const std::string& k = *key;
     bool here = std::any_of(u.blobs.begin(), u.blobs.end(), [&](const attachments::blob& b) { return b.key == k; });
     if (!here) {
       if (auto st = blob_store::has(t, blobs_, k, here); !st) return st;
