@@ -1,5 +1,6 @@
 #include "actors/doc_render.hpp"
 
+#include <algorithm>
 #include <functional>
 
 #include "node/json.hpp"
@@ -39,6 +40,17 @@ std::string rev_list(const doc_info& d, bool deleted_leaves) {
   return out.empty() ? out : out + "]";
 }
 
+// The revision position after which revision `index`'s attachments show inline: that of the newest
+// revision of `atts_since` in its history (CouchDB's find_ancestor_rev_pos), else 0.
+uint64_t inline_after(const doc_info& d, int index, const render_options& opts) {
+  if (opts.atts_since.empty()) return 0;
+  for (int i : d.tree.path_to(index)) {
+    rev_id r = d.tree.rev(i);
+    if (std::find(opts.atts_since.begin(), opts.atts_since.end(), r) != opts.atts_since.end()) return r.pos;
+  }
+  return 0;
+}
+
 // Where a revision's stored body comes from: a snapshot, or a document read as data.
 using body_lookup = std::function<bool(const rev_id&, std::string&)>;
 
@@ -47,7 +59,12 @@ std::optional<std::string> render_with(const doc_info& d, int index, const body_
   rev_id rev = d.tree.rev(index);
   std::string body;
   if (!bodies(rev, body)) return std::nullopt;
-  attachments::show_stubs(body, opts.att_encoding_info);  // stored entries become stubs
+  if (opts.attachments) {
+    attachments::inline_request inl{inline_after(d, index, opts), opts.blobs};
+    attachments::show(body, opts.att_encoding_info, &inl);
+  } else {
+    attachments::show(body, opts.att_encoding_info);  // stored entries become stubs
+  }
   std::string extra;
   if (opts.revs) {
     extra += ",\"_revisions\":{\"start\":" + std::to_string(rev.pos) + ",\"ids\":[";
@@ -84,6 +101,19 @@ std::optional<std::string> render_with(const doc_info& d, int index, const body_
 }
 
 }  // namespace
+
+std::vector<std::string> inline_keys(const doc_copy& d, const render_options& opts) {
+  std::vector<std::string> keys;
+  if (!opts.attachments) return keys;
+  for (const auto& [rev, body] : d.bodies) {
+    int index = d.info.tree.find(rev);
+    if (index < 0) continue;
+    for (auto& k : attachments::keys_after(body, inline_after(d.info, index, opts))) {
+      if (std::find(keys.begin(), keys.end(), k) == keys.end()) keys.push_back(std::move(k));
+    }
+  }
+  return keys;
+}
 
 std::optional<std::string> render_rev(const shard_store::snapshot& snap, const doc_info& d, int index,
                                       const render_options& opts) {

@@ -3,8 +3,10 @@
 #pragma once
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "actors/shard_copy.hpp"
+#include "storage/attachments.hpp"
 #include "storage/shard_store.hpp"
 
 namespace settee {
@@ -16,7 +18,16 @@ struct render_options {
   bool deleted_conflicts = false;
   bool local_seq = false;
   bool att_encoding_info = false;  // attachments' stubs show encoding and encoded_length
+  // `attachments=true`: attachments show their bytes (`data`), those first written after the newest
+  // revision of `atts_since` in the rendered one's history (all when none is); bytes from `blobs`.
+  bool attachments = false;
+  std::vector<rev_id> atts_since;
+  const attachments::blob_bytes* blobs = nullptr;
 };
+
+// The blob keys rendering `d`'s stored revisions with `opts` shows inline (none without
+// `opts.attachments`): what to fetch into `opts.blobs` first.
+std::vector<std::string> inline_keys(const doc_copy& d, const render_options& opts);
 
 // Revision `index` of `d`, or nullopt when its body is not stored (not a leaf any more).
 std::optional<std::string> render_rev(const doc_copy& d, int index, const render_options& opts);

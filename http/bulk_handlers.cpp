@@ -126,6 +126,17 @@ void handle_bulk_docs(ctx& c, const db_meta& db) {
   c.reply(server_failure ? server_failure : written->quorum_met ? 201 : 202, out);
 }
 
+result<render_options> bulk_get_options(const json& entry, const render_options& opts) {
+  auto since = entry.find("atts_since");
+  if (since == entry.end() || since->is_null()) return opts;
+  auto revs = rev_list_of(*since, {errc::bad_request, "`atts_since` must be a JSON array of revisions"});
+  if (!revs) return revs.error();
+  render_options out = opts;
+  out.atts_since = std::move(*revs);
+  out.attachments = true;
+  return out;
+}
+
 std::string render_bulk_get(const json& entries, const std::vector<doc_copy>& docs, const render_options& opts,
                             bool latest, size_t max_id_length) {
   std::string out = "{\"results\":[";
@@ -163,8 +174,13 @@ std::string render_bulk_get(const json& entries, const std::vector<doc_copy>& do
           indices.push_back(i);
         }
       }
+      auto entry_opts = bulk_get_options(req, opts);
+      if (!entry_opts) {
+        found = error_doc("bad_request", entry_opts.error().reason);
+        indices.clear();
+      }
       for (int i : indices) {
-        auto doc = render_rev(d, i, opts);
+        auto doc = render_rev(d, i, *entry_opts);
         found += found.empty() ? "" : ",";
         found += doc ? "{\"ok\":" + *doc + "}" : error_doc("not_found", "missing");
       }
@@ -196,12 +212,27 @@ void handle_bulk_get(ctx& c, const db_meta& db) {
   render_options opts;
   auto revs = c.bool_param("revs", false);
   auto latest = c.bool_param("latest", false);
-  if (auto e = first_error(revs, latest)) return c.error(*e);
+  auto atts = c.bool_param("attachments", false);
+  auto encoding_info = c.bool_param("att_encoding_info", false);
+  if (auto e = first_error(revs, latest, atts, encoding_info)) return c.error(*e);
   opts.revs = *revs;
+  opts.attachments = *atts;
+  opts.att_encoding_info = *encoding_info;
   auto ids = bulk_get_ids(*body, c.node.max_document_id_length);
   if (!ids) return c.error(ids.error());
   auto docs = c.node.coord.open_docs(db, *ids, true);
   if (!docs) return c.error(docs.error());
+  // The bytes every entry shows inline (docs holds one entry per valid id, in order).
+  attachments::blob_bytes blobs;
+  size_t next = 0;
+  for (const json& entry : (*body)["docs"]) {
+    if (!validate_doc_id(entry["id"].get<std::string>(), c.node.max_document_id_length)) continue;
+    const doc_copy& d = (*docs)[next++];
+    auto entry_opts = bulk_get_options(entry, opts);  // a bad atts_since is that entry's error
+    if (!entry_opts) continue;
+    if (auto st = fetch_inline_blobs(c, db, d, *entry_opts, blobs); !st) return c.error(st);
+  }
+  opts.blobs = &blobs;
   c.reply_raw(200, render_bulk_get((*body)["docs"], *docs, opts, *latest, c.node.max_document_id_length));
 }
 

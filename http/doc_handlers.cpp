@@ -8,6 +8,8 @@
 #include "cluster/rpc_node.hpp"
 #include "http/auth.hpp"
 #include "http/handlers.hpp"
+#include "node/crypto.hpp"
+#include "node/gzip.hpp"
 #include "storage/attachments.hpp"
 
 namespace settee {
@@ -146,6 +148,29 @@ std::string requested_rev(ctx& c) {
 
 }  // namespace
 
+namespace {
+
+// A JSON array of revisions in a query parameter (`open_revs`, `atts_since`).
+result<std::vector<rev_id>> parse_rev_list(const std::string& text, const std::string& name) {
+  status refusal{errc::bad_request, "`" + name + "` must be a JSON array of revisions"};
+  auto list = parse_client_json(text, refusal);
+  if (!list) return list.error();
+  return rev_list_of(*list, refusal);
+}
+
+}  // namespace
+
+result<std::vector<rev_id>> rev_list_of(const json& list, const status& refusal) {
+  if (!list.is_array()) return refusal;
+  std::vector<rev_id> revs;
+  for (auto& r : list) {
+    rev_id rid;
+    if (!r.is_string() || !valid_rev(r.get<std::string>(), rid)) return bad_rev();
+    revs.push_back(rid);
+  }
+  return revs;
+}
+
 result<doc_get> parse_doc_get(const http_params& q, const std::string& if_none_match) {
   doc_get g;
   auto revs = bool_param(q, "revs", false);
@@ -155,13 +180,24 @@ result<doc_get> parse_doc_get(const http_params& q, const std::string& if_none_m
   auto local_seq = bool_param(q, "local_seq", false);
   auto latest = bool_param(q, "latest", false);
   auto meta = bool_param(q, "meta", false);
-  if (auto e = first_error(revs, revs_info, conflicts, deleted_conflicts, local_seq, latest, meta)) return *e;
+  auto atts = bool_param(q, "attachments", false);
+  auto encoding_info = bool_param(q, "att_encoding_info", false);
+  if (auto e = first_error(revs, revs_info, conflicts, deleted_conflicts, local_seq, latest, meta, atts, encoding_info))
+    return *e;
   g.opts.revs = *revs;
   g.opts.revs_info = *revs_info || *meta;
   g.opts.conflicts = *conflicts || *meta;
   g.opts.deleted_conflicts = *deleted_conflicts || *meta;
   g.opts.local_seq = *local_seq;
+  g.opts.attachments = *atts;
+  g.opts.att_encoding_info = *encoding_info;
   g.latest = *latest;
+  if (auto it = q.find("atts_since"); it != q.end()) {
+    auto since = parse_rev_list(it->second, "atts_since");
+    if (!since) return since.error();
+    g.opts.atts_since = std::move(*since);
+    g.opts.attachments = true;  // CouchDB: atts_since implies attachments=true
+  }
   if (auto it = q.find("rev"); it != q.end()) {
     rev_id r;
     if (!valid_rev(it->second, r)) return bad_rev();
@@ -171,15 +207,9 @@ result<doc_get> parse_doc_get(const http_params& q, const std::string& if_none_m
     if (it->second == "all") {
       g.open_revs_all = true;
     } else {
-      status refusal{errc::bad_request, "`open_revs` must be `all` or a JSON array of revisions"};
-      auto revs_list = parse_client_json(it->second, refusal);
-      if (!revs_list) return revs_list.error();
-      if (!revs_list->is_array()) return refusal;
-      for (auto& r : *revs_list) {
-        rev_id rid;
-        if (!r.is_string() || !valid_rev(r.get<std::string>(), rid)) return bad_rev();
-        g.open_revs.push_back(rid);
-      }
+      auto list = parse_rev_list(it->second, "open_revs");
+      if (!list) return status{errc::bad_request, "`open_revs` must be `all` or a JSON array of revisions"};
+      g.open_revs = std::move(*list);
     }
     g.by_open_revs = true;
   }
@@ -294,6 +324,9 @@ void get_doc(ctx& c, const db_meta& db, const std::string& id) {
   if (!r) return c.error(r.error());
   auto d = c.node.coord.open_doc(db, id, *r);
   if (!d) return c.error(d.error());
+  attachments::blob_bytes blobs;
+  if (auto st = fetch_inline_blobs(c, db, *d, g->opts, blobs); !st) return c.error(st);
+  g->opts.blobs = &blobs;
   reply_doc_read(c, answer_doc_get(*d, *g));
 }
 
@@ -419,6 +452,17 @@ void handle_doc(ctx& c, const db_meta& db, const std::string& id) {
 
 // ---- attachments ------------------------------------------------------------------------------
 
+status fetch_inline_blobs(ctx& c, const db_meta& db, const doc_copy& d, const render_options& opts,
+                          attachments::blob_bytes& out) {
+  for (const std::string& key : inline_keys(d, opts)) {
+    if (out.count(key)) continue;
+    auto bytes = c.node.coord.read_blob(db, d.id, key);
+    if (!bytes) return bytes.error();
+    out.emplace(key, std::move(*bytes));
+  }
+  return {};
+}
+
 status attachments_here(ctx& c, const db_meta& db) {
   if (c.node.rpc == nullptr) return {};
   if (db.everywhere()) {
@@ -436,8 +480,47 @@ status attachments_here(ctx& c, const db_meta& db) {
   return {};
 }
 
-void handle_attachment(ctx& c, const db_meta& db, const std::string& doc_id, const std::string& att) {
-  if (c.method() != "GET") return c.method_not_allowed("GET,HEAD");
+namespace {
+
+// CouchDB's attachment names: not empty, no leading '_', valid UTF-8.
+status validate_attachment_name(const std::string& name) {
+  if (name.empty()) return {errc::bad_request, "Attachment name must not be empty"};
+  if (name[0] == '_') return {errc::bad_request, "Attachment name '" + name + "' starts with prohibited character '_'"};
+  if (!valid_utf8(name)) return {errc::bad_request, "Attachment name is not UTF-8 encoded"};
+  return {};
+}
+
+// One `Range: bytes=...` of a `length`-byte attachment as [from, to]; nullopt: serve it whole
+// (no header, a form CouchDB ignores, or several ranges). `to < from` is 416 (parse_ranges).
+result<std::optional<std::pair<uint64_t, uint64_t>>> requested_range(const std::string& header, uint64_t length) {
+  using range = std::optional<std::pair<uint64_t, uint64_t>>;
+  if (header.rfind("bytes=", 0) != 0 || header.find(',') != std::string::npos || length == 0) return range{};
+  std::string spec = header.substr(6);
+  auto dash = spec.find('-');
+  if (dash == std::string::npos) return range{};
+  std::string a = spec.substr(0, dash), b = spec.substr(dash + 1);
+  auto number = [](const std::string& t, uint64_t& v) {
+    if (t.empty() || t.size() > 19 || t.find_first_not_of("0123456789") != std::string::npos) return false;
+    v = std::stoull(t);
+    return true;
+  };
+  uint64_t from = 0, to = 0;
+  bool has_from = number(a, from), has_to = number(b, to);
+  if ((!a.empty() && !has_from) || (!b.empty() && !has_to) || (!has_from && !has_to)) return range{};
+  if (!has_from) {  // the last `to` bytes
+    from = to >= length ? 0 : length - to;
+    to = length - 1;
+  } else if (!has_to || to >= length) {
+    to = length - 1;
+  }
+  if (has_from && from == 0 && to == length - 1 && !has_to) return range{};  // "bytes=0-": all of it
+  if (to < from || from >= length) {
+    return status{errc::range_not_satisfiable, "Requested range not satisfiable"};
+  }
+  return range{std::pair{from, to}};
+}
+
+void get_attachment(ctx& c, const db_meta& db, const std::string& doc_id, const std::string& att) {
   std::string rev_text = c.param("rev");
   auto d = c.node.coord.open_doc(db, doc_id);
   if (!d) return c.error(d.error());
@@ -462,17 +545,118 @@ void handle_attachment(ctx& c, const db_meta& db, const std::string& doc_id, con
   std::string digest = e->value("digest", "");
   std::string etag = "\"" + (digest.rfind("md5-", 0) == 0 ? digest.substr(4) : digest) + "\"";
   c.res.set_header("ETag", etag);
+  c.res.set_header("Cache-Control", "must-revalidate");
   if (c.req.get_header_value("If-None-Match") == etag) {
     c.res.status = 304;
     return;
   }
+  auto range = requested_range(c.req.get_header_value("Range"), e->value("length", uint64_t{0}));
+  if (!range) return c.error(range.error());
   auto bytes = c.node.coord.read_blob(db, doc_id, *key);
   if (!bytes) return c.error(bytes.error());
-  c.res.set_header("Accept-Ranges", "none");
+  std::string type = e->value("content_type", "application/octet-stream");
+  c.res.set_header("Accept-Ranges", "bytes");
+  if (*range && (*range)->second < bytes->size()) {
+    auto [from, to] = **range;
+    c.res.set_header("Content-Range", "bytes " + std::to_string(from) + "-" + std::to_string(to) + "/" +
+                                          std::to_string(bytes->size()));
+    c.res.status = 206;
+    c.res.set_content(bytes->substr(from, to - from + 1), type.c_str());
+    return;
+  }
   c.res.set_header("Content-MD5", etag.substr(1, etag.size() - 2));
   c.res.status = 200;
-  std::string type = e->value("content_type", "application/octet-stream");
   c.res.set_content(std::move(*bytes), type.c_str());
+}
+
+// PUT (bytes in the body) or DELETE of one attachment: a new revision of the document with the
+// others kept as stubs (chttpd_db:db_attachment_req). No rev: PUT creates the document, DELETE
+// is a 404 when there is none, else a conflict.
+void write_attachment(ctx& c, const db_meta& db, const std::string& doc_id, const std::string& att) {
+  const bool put = c.method() == "PUT";
+  if (auto st = validate_attachment_name(att); !st) return c.error(st);
+  if (auto st = authorize_doc_write(c, db, doc_id, nullptr); !st) return c.error(st);
+  if (auto st = attachments_here(c, db); !st) return c.error(st);
+  std::string if_match = c.req.get_header_value("If-Match");
+  if (if_match.size() >= 2 && if_match.front() == '"' && if_match.back() == '"')
+    if_match = if_match.substr(1, if_match.size() - 2);
+  if (c.has("rev") && !if_match.empty() && c.param("rev") != if_match)
+    return c.error(errc::bad_request, "Document rev and etag have different values");
+  std::string rev = requested_rev(c);
+  json doc = json::object();
+  if (!rev.empty() || !put) {
+    rev_id r;
+    if (!rev.empty() && !valid_rev(rev, r)) return c.error(bad_rev());
+    auto d = c.node.coord.open_doc(db, doc_id);
+    if (!d) return c.error(d.error());
+    if (rev.empty()) {  // DELETE without a rev: 404 for no document, else the conflict below
+      if (!d->found) return c.error(errc::not_found, "missing");
+      if (d->info.tree.winner_deleted()) return c.error(errc::not_found, "deleted");
+    } else {
+      int i = d->found ? d->info.tree.find(r) : -1;
+      const std::string* body = i < 0 ? nullptr : d->body(r);
+      if (!body) return c.error(errc::conflict, "Document update conflict.");
+      doc = parse_json(*body).value_or(json::object());
+      doc["_rev"] = rev;
+    }
+  }
+  // The other attachments stay, as stubs of the base revision; this one goes or is replaced.
+  if (doc.contains("_attachments") && doc["_attachments"].is_object()) {
+    json& atts = doc["_attachments"];
+    atts.erase(att);
+    for (auto& [name, e] : atts.items()) {
+      if (attachments::key_of(e)) e = json{{"stub", true}};
+    }
+    if (atts.empty()) doc.erase("_attachments");
+  }
+  std::string bytes;
+  if (put) {
+    bytes = c.req.body;
+    std::string encoding = c.req.get_header_value("Content-Encoding");
+    std::transform(encoding.begin(), encoding.end(), encoding.begin(), ::tolower);
+    if (encoding == "gzip") {
+      auto plain = gzip::decompress(bytes, c.node.max_attachment_bytes);
+      if (!plain) return c.error(plain.error());
+      bytes = std::move(*plain);
+    } else if (!encoding.empty() && encoding != "identity") {
+      return c.error(errc::bad_content_type, "Only gzip and identity content-encodings are supported");
+    }
+    if (bytes.size() > c.node.max_attachment_bytes)
+      return c.error(errc::too_large, "Attachment '" + att + "' is larger than max_attachment_size");
+    std::string md5 = c.req.get_header_value("Content-MD5");
+    if (!md5.empty() && md5 != crypto::base64_encode(crypto::md5(bytes)))
+      return c.error(errc::content_md5_mismatch, "Possible message corruption.");
+  }
+  auto u = to_doc_update(db, std::move(doc), doc_id, true);
+  if (!u) return c.error(u.error());
+  u->managed_attachments = true;
+  if (put) {  // the new entry joins the body the way take_inline would have made it
+    json body = parse_json(u->body).value_or(json::object());
+    std::string type = c.req.get_header_value("Content-Type");
+    attachments::blob b;
+    body["_attachments"][att] =
+        attachments::make_entry(type.empty() ? "application/octet-stream" : type, bytes, 0, b);
+    u->blobs.push_back(std::move(b));
+    u->body = body.dump();
+  }
+  auto written = write_one(c, db, std::move(*u));
+  if (!written) return c.error(written.error());
+  const doc_result& r = written->results.front();
+  if (!r.st) return c.error(r.st);
+  json out{{"ok", true}, {"id", doc_id}, {"rev", r.rev.str()}};
+  if (!put) return c.reply(200, out);
+  c.reply(written->quorum_met ? 201 : 202, out);
+  c.res.set_header("Location", "/" + c.path[0] + "/" + percent_encode(doc_id) + "/" + percent_encode(att));
+}
+
+}  // namespace
+
+void handle_attachment(ctx& c, const db_meta& db, const std::string& doc_id, const std::string& att) {
+  if (auto st = validate_doc_id(doc_id, c.node.max_document_id_length); !st) return c.error(st);
+  const std::string& m = c.method();
+  if (m == "GET") return get_attachment(c, db, doc_id, att);
+  if (m == "PUT" || m == "DELETE") return write_attachment(c, db, doc_id, att);
+  c.method_not_allowed("DELETE,GET,HEAD,PUT");
 }
 
 // ---- _local documents: no rev tree, revisions "0-N", not replicated, not in feeds -------------

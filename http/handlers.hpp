@@ -59,6 +59,8 @@ struct doc_get {
   std::vector<rev_id> open_revs;
   std::string if_none_match;
 };
+// A JSON array of revisions; `refusal` when it is not an array, 400 "Invalid rev format" for a bad one.
+result<std::vector<rev_id>> rev_list_of(const json& list, const status& refusal);
 result<doc_get> parse_doc_get(const http_params& query, const std::string& if_none_match);
 // The answer to a GET of document `d` (status, body, ETag), rendered here once; errors as values.
 result<doc_read> answer_doc_get(const doc_copy& d, const doc_get& g);
@@ -75,6 +77,8 @@ void handle_revs_diff(ctx& c, const db_meta& db);
 // The ids a _bulk_get body asks for (those that are valid document ids), or the body's error.
 result<std::vector<std::string>> bulk_get_ids(const json& body, size_t max_id_length);
 // _bulk_get's answer for `entries` from `docs` (one per valid id, in order).
+// The render options of one `_bulk_get` entry: `opts`, with the entry's own `atts_since`.
+result<render_options> bulk_get_options(const json& entry, const render_options& opts);
 std::string render_bulk_get(const json& entries, const std::vector<doc_copy>& docs, const render_options& opts,
                             bool latest, size_t max_id_length);
 // _revs_diff: the ids a body asks about, and the answer from their documents (trees only).
@@ -105,6 +109,9 @@ result<local_update> to_local_update(const std::string& id, json* doc, std::stri
 // attachments (release 0.3, feature attachments-v1). A copy on an older node would keep a body
 // naming bytes it does not have: a 501 then, never such a copy.
 status attachments_here(ctx& c, const db_meta& db);
+// Fetches into `out` the bytes rendering `d` with `opts` shows inline (attachments=true).
+status fetch_inline_blobs(ctx& c, const db_meta& db, const doc_copy& d, const render_options& opts,
+                          attachments::blob_bytes& out);
 // GET/HEAD /db/{doc}/{attachment} (`att` may hold '/').
 void handle_attachment(ctx& c, const db_meta& db, const std::string& doc_id, const std::string& att);
 // The id a document brings in its body (errors: not a string, invalid); "" when it has none.

@@ -1,5 +1,6 @@
 #include "http/message.hpp"
 
+#include <cctype>
 #include <strings.h>
 
 namespace settee {
@@ -21,6 +22,21 @@ const std::string* find_header(const Headers& headers, const char* name) {
 }
 
 }  // namespace
+
+std::string percent_encode(std::string_view s) {
+  static const char hex[] = "0123456789ABCDEF";
+  std::string out;
+  for (unsigned char ch : s) {
+    if (std::isalnum(ch) || ch == '-' || ch == '.' || ch == '_' || ch == '~') {
+      out += static_cast<char>(ch);
+    } else {
+      out += '%';
+      out += hex[ch >> 4];
+      out += hex[ch & 15];
+    }
+  }
+  return out;
+}
 
 std::string percent_decode(std::string_view s, bool plus_is_space) {
   std::string out;

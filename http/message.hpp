@@ -63,6 +63,8 @@ struct http_response {
 // Decodes a query string (a=1&b=x%20y; '+' is a space) into `out`.
 void parse_query(std::string_view query, http_params& out);
 // Percent-decoding ('+' stays '+' unless `plus_is_space`).
+// Percent-encodes everything but RFC 3986's unreserved characters (for a Location header).
+std::string percent_encode(std::string_view s);
 std::string percent_decode(std::string_view s, bool plus_is_space = false);
 // The reason phrase of a status code, as CouchDB sends it.
 const char* status_text(int status);

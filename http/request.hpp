@@ -32,6 +32,7 @@ struct node_services {
   std::string server_uuid;
   uint32_t default_q = 2;
   size_t max_document_id_length = 400;
+  size_t max_attachment_bytes = size_t{1} << 30;  // [couchdb] max_attachment_size: larger is 413
   size_t uuids_max_count = 1000;
   size_t bulk_docs_max = 100000;
   change_notifier* notifier = nullptr;

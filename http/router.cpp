@@ -54,7 +54,6 @@ void dispatch_db(ctx& c, const db_meta& db, const json& security) {
     return handle_doc(c, db, "_design/" + p[2]);
   }
   if (p.size() > 2) {
-    if (c.method() != "GET") return c.error(errc::not_implemented, "writing attachments by name is not supported yet");
     return handle_attachment(c, db, what, join_from(p, 2));
   }
   handle_doc(c, db, what);

@@ -188,6 +188,7 @@ config defaults() {
   c.set("chttpd", "server_threads", "128");
   c.set("chttpd", "max_http_request_size", std::to_string(64u << 20));
   c.set("couchdb", "max_document_id_length", "400");
+  c.set("couchdb", "max_attachment_size", std::to_string(1u << 30));
   c.set("couchdb", "max_dbs_open", "500");
   c.set("couchdb", "map_size_mb", "65536");
   c.set("couchdb", "request_timeout_ms", "60000");
@@ -300,6 +301,8 @@ int main(int argc, char** argv) {
     node.default_q = static_cast<uint32_t>(std::max<int64_t>(1, cfg.get_int("cluster", "q", 2)));
     node.max_document_id_length =
         static_cast<size_t>(std::clamp<int64_t>(cfg.get_int("couchdb", "max_document_id_length", 400), 1, 400));
+    node.max_attachment_bytes =
+        static_cast<size_t>(std::max<int64_t>(0, cfg.get_int("couchdb", "max_attachment_size", 1 << 30)));
     node.uuids_max_count = static_cast<size_t>(cfg.get_int("uuids", "max_count", 1000));
     node.bulk_docs_max = static_cast<size_t>(cfg.get_int("couchdb", "bulk_docs_max", 100000));
     node.notifier = &notifier;

@@ -113,7 +113,7 @@ std::vector<std::string> keys_of(const json& body) {
   return keys;
 }
 
-bool show_stubs(std::string& body, bool encoding_info) {
+bool show(std::string& body, bool encoding_info, const inline_request* inl) {
   if (body.find("\"_attachments\"") == std::string::npos) return false;
   auto parsed = parse_json(body);
   if (!parsed || !parsed->is_object()) return false;
@@ -121,12 +121,32 @@ bool show_stubs(std::string& body, bool encoding_info) {
   if (atts == parsed->end() || !atts->is_object()) return false;
   bool changed = false;
   for (auto& [name, e] : atts->items()) {
-    if (!key_of(e)) continue;
-    e = render(e, form::stub, encoding_info);
+    const std::string* key = key_of(e);
+    if (!key) continue;
+    const std::string* bytes = nullptr;
+    if (inl && inl->bytes && e.value("revpos", uint64_t{0}) > inl->after) {
+      auto b = inl->bytes->find(*key);
+      if (b != inl->bytes->end()) bytes = &b->second;
+    }
+    e = render(e, bytes ? form::inline_data : form::stub, encoding_info, bytes);
     changed = true;
   }
   if (changed) body = parsed->dump();
   return changed;
+}
+
+std::vector<std::string> keys_after(const std::string& body, uint64_t after) {
+  std::vector<std::string> keys;
+  if (body.find("\"_attachments\"") == std::string::npos) return keys;
+  auto parsed = parse_json(body);
+  if (!parsed) return keys;
+  auto atts = parsed->is_object() ? parsed->find("_attachments") : parsed->end();
+  if (!parsed->is_object() || atts == parsed->end() || !atts->is_object()) return keys;
+  for (auto& [name, e] : atts->items()) {
+    const std::string* key = key_of(e);
+    if (key && e.value("revpos", uint64_t{0}) > after) keys.push_back(*key);
+  }
+  return keys;
 }
 
 json render(const json& e, form f, bool encoding_info, const std::string* bytes) {

@@ -8,6 +8,7 @@
 // never decides which bytes a document gets).
 #pragma once
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -49,10 +50,24 @@ const json* entry_of(const json& body, const std::string& name);
 // The blob keys a stored body's attachments reference (malformed entries are skipped).
 std::vector<std::string> keys_of(const json& body);
 
+// Blob bytes by key: what a reader fetched for the attachments it shows inline.
+using blob_bytes = std::map<std::string, std::string>;
+
+// Which stored entries a reader gets with their bytes (`attachments=true`, `atts_since`): those
+// first written after revision position `after` whose bytes are in `bytes`; the others are stubs.
+struct inline_request {
+  uint64_t after = 0;
+  const blob_bytes* bytes = nullptr;
+};
+
 // A stored body as a client reads it: every stored entry of its `_attachments` (one with a `key`)
-// rendered as a stub; entries stored as given (release 0.2's way) stay as they are. False when the
-// body had nothing to rewrite.
-bool show_stubs(std::string& body, bool encoding_info);
+// rendered as a stub, or inline as `inl` asks; entries stored as given (release 0.2's way) stay as
+// they are. False when the body had nothing to rewrite.
+bool show(std::string& body, bool encoding_info, const inline_request* inl = nullptr);
+
+// The blob keys of stored body `body`'s entries first written after revision position `after`:
+// what a reader must fetch to show them inline.
+std::vector<std::string> keys_after(const std::string& body, uint64_t after);
 
 // How a client reads an attachment.
 enum class form { stub, inline_data, follows };

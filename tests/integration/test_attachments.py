@@ -111,8 +111,9 @@ class Attachments(NodeTest):
         self.assertError(n.get("/att/nodoc/a"), 404, "not_found", "missing")
         self.assertError(n.get("/att/bad/a?rev=9-zz"), 404, "not_found", "missing")
         self.assertError(n.get("/att/bad/a?rev=bad"), 400, "bad_request", "Invalid rev format")
-        self.assertError(n.put("/att/bad/a", {}), 501, "not_implemented")  # by name: not yet
-        self.assertError(n.request("POST", "/att/bad/a", {}), 501, "not_implemented")
+        self.assertError(n.put("/att/bad/a", {}), 409, "conflict", "Document update conflict.")  # no rev
+        self.assertError(n.request("POST", "/att/bad/a", {}), 405, "method_not_allowed",
+                         "Only DELETE,GET,HEAD,PUT allowed")
 
     def test_design_document_attachments(self):
         n = self.node
@@ -122,6 +123,172 @@ class Attachments(NodeTest):
         g = n.get("/att/_design/app/index.html")
         self.assertEqual((g.status, g.data, g.header("Content-Type")), (200, b"<p>hi</p>", "text/html"))
         self.assertError(n.get("/att/_design/app/_view/v"), 501, "not_implemented")
+
+
+def put_raw(n, path, data, ctype="application/octet-stream", headers=None):
+    h = {"Content-Type": ctype}
+    h.update(headers or {})
+    return n.request("PUT", path, raw_body=data, headers=h)
+
+
+class AttachmentsByName(NodeTest):
+    """PUT/DELETE /db/doc/att (chttpd_db:db_attachment_req), Range requests, attachments=true."""
+
+    @classmethod
+    def setUpClass(cls):
+        super().setUpClass()
+        assert cls.node.put("/byname").status == 201
+
+    def test_put_creates_and_edits_a_document(self):
+        n = self.node
+        r1 = put_raw(n, "/byname/d1/hello.txt", b"hello world", "text/plain")
+        self.assertEqual(r1.status, 201, r1)
+        self.assertEqual(set(r1.json), {"ok", "id", "rev"})
+        self.assertEqual(r1.header("Location"), "/byname/d1/hello.txt")
+        self.assertTrue(r1.json["rev"].startswith("1-"))
+        g = n.get("/byname/d1/hello.txt")
+        self.assertEqual((g.status, g.data, g.header("Content-Type")), (200, b"hello world", "text/plain"))
+        # A second attachment by ?rev=, a name with '/' and no Content-Type (CouchDB's default type).
+        r2 = n.request("PUT", f"/byname/d1/dir/b.bin?rev={r1.json['rev']}", raw_body=b"\x00\x01")
+        self.assertEqual(r2.status, 201, r2)
+        self.assertEqual(r2.header("Location"), "/byname/d1/dir%2Fb.bin")
+        atts = n.get("/byname/d1").json["_attachments"]
+        self.assertEqual(atts["hello.txt"]["revpos"], 1)
+        self.assertEqual(atts["dir/b.bin"], {"content_type": "application/octet-stream", "revpos": 2,
+                                             "digest": digest(b"\x00\x01"), "length": 2, "stub": True})
+        # If-Match names the rev as well; replacing keeps the name and moves its revpos.
+        r3 = put_raw(n, "/byname/d1/hello.txt", b"HELLO", "text/plain", {"If-Match": '"' + r2.json["rev"] + '"'})
+        self.assertEqual(r3.status, 201, r3)
+        doc = n.get("/byname/d1").json
+        self.assertEqual(doc["_attachments"]["hello.txt"]["revpos"], 3)
+        self.assertEqual(doc["_attachments"]["dir/b.bin"]["revpos"], 2)
+        self.assertEqual(n.get("/byname/d1/hello.txt").data, b"HELLO")
+        self.assertEqual(n.get(f"/byname/d1/hello.txt?rev={r1.json['rev']}").status, 404)  # not a leaf any more
+        # A document's other fields survive an attachment edit.
+        r4 = n.put("/byname/d1", {"_rev": r3.json["rev"], "keep": 1, "_attachments": doc["_attachments"]})
+        r5 = put_raw(n, f"/byname/d1/c?rev={r4.json['rev']}", b"c")
+        self.assertEqual(r5.status, 201, r5)
+        self.assertEqual(n.get("/byname/d1").json["keep"], 1)
+
+    def test_delete_removes_one_attachment(self):
+        n = self.node
+        r1 = n.put("/byname/d2", {"v": 1, "_attachments": {"a": {"data": b64(b"a")}, "b": {"data": b64(b"b")}}})
+        r2 = n.delete(f"/byname/d2/a?rev={r1.json['rev']}")
+        self.assertEqual(r2.status, 200, r2)
+        self.assertEqual(set(r2.json), {"ok", "id", "rev"})
+        doc = n.get("/byname/d2").json
+        self.assertEqual((sorted(doc["_attachments"]), doc["v"]), (["b"], 1))
+        self.assertError(n.get("/byname/d2/a"), 404, "not_found", "Document is missing attachment")
+        self.assertEqual(n.get("/byname/d2/b").data, b"b")
+        r3 = n.delete(f"/byname/d2/b?rev={r2.json['rev']}")
+        self.assertEqual(r3.status, 200, r3)
+        self.assertNotIn("_attachments", n.get("/byname/d2").json)
+
+    def test_write_errors(self):
+        n = self.node
+        r1 = put_raw(n, "/byname/d3/a", b"a").json["rev"]
+        put_raw(n, f"/byname/d3/a?rev={r1}", b"a2")
+        cases = [
+            (put_raw(n, "/byname/d3/a", b"x"), 409, "conflict", "Document update conflict."),  # no rev
+            (put_raw(n, f"/byname/d3/a?rev={r1}", b"x"), 409, "conflict", "Document update conflict."),  # stale
+            (put_raw(n, "/byname/d3/a?rev=7-abc", b"x"), 409, "conflict", "Document update conflict."),
+            (put_raw(n, "/byname/d3/a?rev=bad", b"x"), 400, "bad_request", "Invalid rev format"),
+            (put_raw(n, "/byname/d3/a?rev=1-a", b"x", headers={"If-Match": '"1-b"'}), 400, "bad_request",
+             "Document rev and etag have different values"),
+            (put_raw(n, "/byname/d3/_a", b"x"), 400, "bad_request",
+             "Attachment name '_a' starts with prohibited character '_'"),
+            (put_raw(n, "/byname/new/a", b"x", headers={"Content-MD5": b64(hashlib.md5(b"y").digest())}), 400,
+             "content_md5_mismatch", "Possible message corruption."),
+            (put_raw(n, "/byname/new/a", b"x", headers={"Content-Encoding": "br"}), 415, "bad_content_type",
+             "Only gzip and identity content-encodings are supported"),
+            (put_raw(n, "/byname/new/a", b"not gzip", headers={"Content-Encoding": "gzip"}), 400, "bad_request",
+             "The body is not valid gzip"),
+            (n.delete("/byname/d3/a"), 409, "conflict", "Document update conflict."),  # no rev
+            (n.delete("/byname/nodoc/a"), 404, "not_found", "missing"),
+            (n.delete("/byname/nodoc/a?rev=1-abc"), 409, "conflict", "Document update conflict."),
+        ]
+        for r, status, error, reason in cases:
+            with self.subTest(r=r):
+                self.assertError(r, status, error, reason)
+        self.assertEqual(n.get("/byname/new").status, 404)  # nothing written by the refusals
+        ok = put_raw(n, "/byname/md5/a", b"x", headers={"Content-MD5": b64(hashlib.md5(b"x").digest())})
+        self.assertEqual(ok.status, 201, ok)
+
+    def test_gzip_upload_is_stored_decoded(self):
+        n = self.node
+        import gzip
+        r = put_raw(n, "/byname/gz/t.txt", gzip.compress(b"text " * 100), "text/plain",
+                    {"Content-Encoding": "gzip"})
+        self.assertEqual(r.status, 201, r)
+        self.assertEqual(n.get("/byname/gz/t.txt").data, b"text " * 100)
+        self.assertEqual(n.get("/byname/gz").json["_attachments"]["t.txt"]["length"], 500)
+
+    def test_range_requests(self):
+        n = self.node
+        data = bytes(range(100))
+        put_raw(n, "/byname/rng/r", data)
+        cases = [("bytes=2-4", 206, data[2:5], "bytes 2-4/100"), ("bytes=-3", 206, data[97:], "bytes 97-99/100"),
+                 ("bytes=95-", 206, data[95:], "bytes 95-99/100"), ("bytes=90-200", 206, data[90:], "bytes 90-99/100"),
+                 ("bytes=0-", 200, data, None), ("bytes=0-1,5-6", 200, data, None), ("pages=1-2", 200, data, None)]
+        for header, status, body, content_range in cases:
+            with self.subTest(range=header):
+                g = n.get("/byname/rng/r", headers={"Range": header})
+                self.assertEqual((g.status, g.data, g.header("Content-Range")), (status, body, content_range))
+                self.assertEqual(g.header("Accept-Ranges"), "bytes")
+        for header in ("bytes=100-", "bytes=5-2"):
+            with self.subTest(range=header):
+                self.assertError(n.get("/byname/rng/r", headers={"Range": header}), 416,
+                                 "requested_range_not_satisfiable", "Requested range not satisfiable")
+        # JSON is never ranged (issue 14).
+        self.assertEqual(n.get("/byname/rng", headers={"Range": "bytes=0-1"}).status, 200)
+
+    def test_attachments_true_and_atts_since(self):
+        n = self.node
+        r1 = n.put("/byname/inl", {"_attachments": {"one": {"content_type": "text/plain", "data": b64(b"1")}}})
+        r2 = put_raw(n, f"/byname/inl/two?rev={r1.json['rev']}", b"22", "text/plain")
+        one = {"content_type": "text/plain", "revpos": 1, "digest": digest(b"1"), "data": b64(b"1")}
+        two = {"content_type": "text/plain", "revpos": 2, "digest": digest(b"22"), "data": b64(b"22")}
+        doc = n.get("/byname/inl?attachments=true").json
+        self.assertEqual(doc["_attachments"], {"one": one, "two": two})
+        self.assertEqual(list(doc["_attachments"]["one"]), ["content_type", "revpos", "digest", "data"])
+        since = n.get(f'/byname/inl?atts_since=["{r1.json["rev"]}"]').json["_attachments"]
+        self.assertEqual(since["one"], {"content_type": "text/plain", "revpos": 1, "digest": digest(b"1"),
+                                        "length": 1, "stub": True})
+        self.assertEqual(since["two"], two)
+        # atts_since naming revisions the document does not have: everything inline.
+        self.assertEqual(n.get('/byname/inl?atts_since=["9-zz"]').json["_attachments"], {"one": one, "two": two})
+        revs = n.get("/byname/inl?open_revs=all&attachments=true&att_encoding_info=true").json
+        self.assertEqual(revs[0]["ok"]["_attachments"], {"one": one, "two": two})
+        self.assertError(n.get("/byname/inl?atts_since=x"), 400, "bad_request",
+                         "`atts_since` must be a JSON array of revisions")
+        self.assertError(n.get('/byname/inl?atts_since=["x"]'), 400, "bad_request", "Invalid rev format")
+        self.assertError(n.get("/byname/inl?attachments=yes"), 400, "query_parse_error")
+        # _bulk_get: attachments=true for all, atts_since per entry, a bad atts_since is that entry's error.
+        body = {"docs": [{"id": "inl"}, {"id": "inl", "atts_since": [r1.json["rev"]]},
+                         {"id": "inl", "atts_since": ["bad"]}]}
+        res = n.post("/byname/_bulk_get?attachments=true", body).json["results"]
+        self.assertEqual(res[0]["docs"][0]["ok"]["_attachments"], {"one": one, "two": two})
+        self.assertEqual(res[1]["docs"][0]["ok"]["_attachments"]["one"]["stub"], True)
+        self.assertEqual(res[1]["docs"][0]["ok"]["_attachments"]["two"], two)
+        self.assertEqual(res[2]["docs"][0]["error"]["error"], "bad_request")
+        plain = n.post("/byname/_bulk_get", {"docs": [{"id": "inl"}]}).json["results"][0]["docs"][0]["ok"]
+        self.assertTrue(all(a["stub"] for a in plain["_attachments"].values()))
+        self.assertEqual(r2.status, 201)
+
+
+class AttachmentLimit(NodeTest):
+    config = "[couchdb]\nmax_attachment_size = 1000\n"
+
+    def test_an_attachment_over_the_limit_is_413(self):
+        n = self.node
+        assert n.put("/lim").status == 201
+        self.assertEqual(put_raw(n, "/lim/ok/a", b"x" * 1000).status, 201)
+        self.assertError(put_raw(n, "/lim/big/a", b"x" * 1001), 413, "too_large",
+                         "Attachment 'a' is larger than max_attachment_size")
+        import gzip
+        bomb = gzip.compress(b"\0" * 10_000_000)  # 10 KB on the wire, 10 MB decoded
+        self.assertError(put_raw(n, "/lim/bomb/a", bomb, headers={"Content-Encoding": "gzip"}), 413, "too_large")
+        self.assertEqual(n.get("/lim/big").status, 404)
 
 
 if __name__ == "__main__":
