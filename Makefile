@@ -23,6 +23,7 @@ run: build
 	$(BUILD)/settee --data-dir $(DATA) --port $(PORT)
 
 test: build
+	@bash scripts/setup.sh --tests
 	cd $(BUILD) && ctest --output-on-failure -j2 -LE fuzz
 
 # The 1,000,000-request fuzz run (not part of `make test`; FUZZ_SEED=N replays one).

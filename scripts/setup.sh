@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
-# Installs the Debian 12 packages settee needs to build, test and run.
+# Installs the Debian 12 packages settee needs to build, test (--tests) and run.
 # Idempotent: does nothing when every package is already installed.
 set -euo pipefail
 packages=(g++ make cmake pkg-config ccache libcaf-dev capnproto libcapnp-dev liblmdb-dev
           libcpp-httplib-dev libhttp-parser-dev nlohmann-json3-dev fiu-utils doctest-dev libssl-dev zlib1g-dev python3 curl clang-format)
+# `--tests`: also what the test suite drives (real clients: PouchDB from npm, tests/clients/).
+if [ "${1:-}" = "--tests" ] && ! command -v npm >/dev/null; then packages+=(nodejs npm); fi
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

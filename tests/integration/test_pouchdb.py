@@ -1,0 +1,123 @@
+"""PouchDB (npm pouchdb-core 9 with its http, memory and replication plugins) replicates with
+settee as it does with CouchDB: settee -> PouchDB -> settee and settee -> settee on another node,
+with attachments (inline, by name, larger than one 64 KiB chunk), conflicts, deletions, design and
+_local documents, and checkpoints that make a second pull move nothing (issue 11 point 6)."""
+import base64
+import json
+import os
+import subprocess
+
+from harness import Node, NodeTest, main
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+CLIENTS_SRC = os.path.join(HERE, "..", "clients")
+CLIENTS_DIR = os.environ.get("SETTEE_CLIENTS_DIR", "/tmp/settee-clients")
+
+
+def b64(data):
+    return base64.b64encode(data).decode()
+
+
+class PouchDBReplication(NodeTest):
+    @classmethod
+    def setUpClass(cls):
+        subprocess.run(["bash", os.path.join(CLIENTS_SRC, "install.sh"), CLIENTS_DIR], check=True, timeout=600)
+        super().setUpClass()
+        cls.other = Node().start()
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.other.cleanup()
+        super().tearDownClass()
+
+    def seed(self, n):
+        self.assertEqual(n.put("/src").status, 201)
+        for i in range(5):
+            self.assertEqual(n.put(f"/src/plain-{i}", {"i": i}).status, 201)
+        big = bytes(range(256)) * 400  # 102,400 bytes: two chunks in settee's blob store
+        r = n.put("/src/att-1", {"kind": "inline", "_attachments": {
+            "a.txt": {"content_type": "text/plain", "data": b64(b"hello pouch")},
+            "dir/big.bin": {"content_type": "application/octet-stream", "data": b64(big)}}})
+        self.assertEqual(r.status, 201, r)
+        r = n.request("PUT", "/src/att-2/by-name.txt", raw_body=b"first", headers={"Content-Type": "text/plain"})
+        r = n.request("PUT", f"/src/att-2/by-name.txt?rev={r.json['rev']}", raw_body=b"second",
+                      headers={"Content-Type": "text/plain"})
+        self.assertEqual(r.status, 201, r)
+        # Two branches (a conflict) and a deleted document.
+        for h in ("aaa", "bbb"):
+            b = {"_id": "conflicted", "_rev": f"1-{h}", "side": h,
+                 "_attachments": {"s.txt": {"content_type": "text/plain", "data": b64(h.encode())}}}
+            self.assertEqual(n.post("/src/_bulk_docs", {"docs": [b], "new_edits": False}).status, 201)
+        r = n.put("/src/gone", {"x": 1})
+        self.assertEqual(n.delete(f"/src/gone?rev={r.json['rev']}").status, 200)
+        self.assertEqual(n.put("/src/_design/app", {"language": "query", "views": {}}).status, 201)
+        self.assertEqual(n.put("/src/_local/not-replicated", {"x": 1}).status, 201)
+        return big
+
+    def leaves(self, n, db, doc_id):
+        r = n.get(f"/{db}/{doc_id}?open_revs=all&revs=true&attachments=true")
+        self.assertEqual(r.status, 200, r)
+        out = {}
+        for row in r.json:
+            doc = row["ok"]
+            atts = {k: (v["digest"], base64.b64decode(v["data"])) for k, v in doc.get("_attachments", {}).items()}
+            out[doc["_rev"]] = (doc.get("_deleted", False), doc["_revisions"], atts)
+        return out
+
+    def test_replication_through_pouchdb_and_between_nodes(self):
+        a, b = self.node, self.other
+        big = self.seed(a)
+        self.assertEqual(a.put("/dst").status, 201)
+        self.assertEqual(b.put("/direct").status, 201)
+        user, password = a.admin
+        env = dict(os.environ, NODE_PATH=os.path.join(CLIENTS_DIR, "node_modules"))
+        run = subprocess.run(
+            ["node", os.path.join(CLIENTS_SRC, "pouchdb_replicate.js"), f"http://127.0.0.1:{a.port}/src",
+             f"http://127.0.0.1:{a.port}/dst", f"http://127.0.0.1:{b.port}/direct", user, password],
+            capture_output=True, text=True, env=env, timeout=300)
+        self.assertEqual(run.returncode, 0, run.stderr[-3000:])
+        out = json.loads(run.stdout)
+        ids = ["_design/app", "att-1", "att-2", "conflicted", "gone"] + [f"plain-{i}" for i in range(5)]
+
+        # settee -> PouchDB: every leaf revision (the deleted document's and both of the conflict's),
+        # attachments with their bytes.
+        revisions = len(ids) + 1
+        self.assertEqual(out["pull"], {"ok": True, "docs_read": revisions, "docs_written": revisions,
+                                       "doc_write_failures": 0, "errors": []})
+        pulled = out["pulled"]
+        self.assertEqual(sorted(pulled), sorted(i for i in ids if i != "gone"))  # allDocs hides deletions
+        self.assertEqual(base64.b64decode(pulled["att-1"]["_attachments"]["dir/big.bin"]["data"]), big)
+        self.assertEqual(base64.b64decode(pulled["att-2"]["_attachments"]["by-name.txt"]["data"]), b"second")
+        self.assertEqual(pulled["att-1"]["_rev"], a.get("/src/att-1").json["_rev"])
+        self.assertEqual(pulled["conflicted"]["_rev"], "1-bbb")  # CouchDB's winner, PouchDB agrees
+        self.assertEqual(pulled["conflicted"]["_conflicts"], ["1-aaa"])
+        self.assertEqual(out["pull_again"]["docs_written"], 0)  # the checkpoint held
+
+        # PouchDB -> settee: the source's history plus PouchDB's own edits.
+        self.assertEqual(out["push"]["ok"], True, out["push"])
+        self.assertEqual(out["push"]["doc_write_failures"], 0, out["push"])
+        for doc_id in ids:
+            if doc_id in ("att-1", "plain-2"):
+                continue
+            with self.subTest(doc=doc_id):
+                self.assertEqual(self.leaves(a, "dst", doc_id), self.leaves(a, "src", doc_id))
+        att1 = a.get("/dst/att-1").json
+        self.assertEqual(sorted(att1["_attachments"]), ["a.txt", "dir/big.bin", "from-pouch.txt"])
+        self.assertEqual(att1["_attachments"]["from-pouch.txt"]["revpos"], 2)
+        self.assertEqual(a.get("/dst/att-1/from-pouch.txt").data, b"written by PouchDB")
+        self.assertEqual(a.get("/dst/att-1/dir/big.bin").data, big)
+        self.assertEqual(a.get("/dst/pouch-new/p.bin").data, bytes([0, 1, 2, 255]))
+        self.assertEqual(a.get("/dst/plain-2").json["reason"], "deleted")
+        self.assertEqual(out["att_via_http"], "written by PouchDB")
+        self.assertEqual(base64.b64decode(out["doc_via_http"]["_attachments"]["p.bin"]["data"]), bytes([0, 1, 2, 255]))
+
+        # settee -> settee on another node, through PouchDB's replicator: the same leaves, bytes and digests.
+        self.assertEqual(out["direct"]["docs_written"], revisions, out["direct"])
+        for doc_id in ids:
+            with self.subTest(doc=doc_id):
+                self.assertEqual(self.leaves(b, "direct", doc_id), self.leaves(a, "src", doc_id))
+        self.assertEqual(b.get("/direct/_local/not-replicated").status, 404)
+
+
+if __name__ == "__main__":
+    main()
