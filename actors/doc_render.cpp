@@ -27,6 +27,15 @@ std::string render_doc(std::string_view id, const std::string& rev, bool deleted
   return out;
 }
 
+uint64_t inline_after(const doc_info& d, int index, const render_options& opts) {
+  if (opts.atts_since.empty()) return 0;
+  for (int i : d.tree.path_to(index)) {
+    rev_id r = d.tree.rev(i);
+    if (std::find(opts.atts_since.begin(), opts.atts_since.end(), r) != opts.atts_since.end()) return r.pos;
+  }
+  return 0;
+}
+
 namespace {
 
 std::string rev_list(const doc_info& d, bool deleted_leaves) {
@@ -40,17 +49,6 @@ std::string rev_list(const doc_info& d, bool deleted_leaves) {
   return out.empty() ? out : out + "]";
 }
 
-// The revision position after which revision `index`'s attachments show inline: that of the newest
-// revision of `atts_since` in its history (CouchDB's find_ancestor_rev_pos), else 0.
-uint64_t inline_after(const doc_info& d, int index, const render_options& opts) {
-  if (opts.atts_since.empty()) return 0;
-  for (int i : d.tree.path_to(index)) {
-    rev_id r = d.tree.rev(i);
-    if (std::find(opts.atts_since.begin(), opts.atts_since.end(), r) != opts.atts_since.end()) return r.pos;
-  }
-  return 0;
-}
-
 // Where a revision's stored body comes from: a snapshot, or a document read as data.
 using body_lookup = std::function<bool(const rev_id&, std::string&)>;
 
@@ -60,7 +58,7 @@ std::optional<std::string> render_with(const doc_info& d, int index, const body_
   std::string body;
   if (!bodies(rev, body)) return std::nullopt;
   if (opts.attachments) {
-    attachments::inline_request inl{inline_after(d, index, opts), opts.blobs};
+    attachments::inline_request inl{inline_after(d, index, opts), opts.blobs, opts.follows};
     attachments::show(body, opts.att_encoding_info, &inl);
   } else {
     attachments::show(body, opts.att_encoding_info);  // stored entries become stubs
@@ -108,8 +106,8 @@ std::vector<std::string> inline_keys(const doc_copy& d, const render_options& op
   for (const auto& [rev, body] : d.bodies) {
     int index = d.info.tree.find(rev);
     if (index < 0) continue;
-    for (auto& k : attachments::keys_after(body, inline_after(d.info, index, opts))) {
-      if (std::find(keys.begin(), keys.end(), k) == keys.end()) keys.push_back(std::move(k));
+    for (auto& a : attachments::shown_after(body, inline_after(d.info, index, opts))) {
+      if (std::find(keys.begin(), keys.end(), a.key) == keys.end()) keys.push_back(std::move(a.key));
     }
   }
   return keys;

@@ -23,7 +23,12 @@ struct render_options {
   bool attachments = false;
   std::vector<rev_id> atts_since;
   const attachments::blob_bytes* blobs = nullptr;
+  bool follows = false;  // a multipart answer: those attachments are `"follows":true` parts instead
 };
+
+// The revision position after which revision `index`'s attachments show inline: that of the newest
+// revision of `opts.atts_since` in its history (CouchDB's find_ancestor_rev_pos), else 0.
+uint64_t inline_after(const doc_info& d, int index, const render_options& opts);
 
 // The blob keys rendering `d`'s stored revisions with `opts` shows inline (none without
 // `opts.attachments`): what to fetch into `opts.blobs` first.

@@ -8,6 +8,7 @@
 #include "cluster/rpc_node.hpp"
 #include "http/auth.hpp"
 #include "http/handlers.hpp"
+#include "http/multipart.hpp"
 #include "node/crypto.hpp"
 #include "node/gzip.hpp"
 #include "storage/attachments.hpp"
@@ -54,7 +55,8 @@ result<std::string> body_doc_id(ctx& c, const json& doc) {
   return id;
 }
 
-result<doc_update> to_doc_update(const db_meta& db, json doc, const std::string& id, bool new_edits) {
+result<doc_update> to_doc_update(const db_meta& db, json doc, const std::string& id, bool new_edits,
+                                 std::map<std::string, std::string>* follows, size_t max_attachment_bytes) {
   if (!doc.is_object()) return status{errc::bad_request, "Document must be a JSON object"};
   doc_update u;
   u.id = id;
@@ -109,7 +111,9 @@ result<doc_update> to_doc_update(const db_meta& db, json doc, const std::string&
   }
   if (doc.contains("_attachments") && !doc["_attachments"].is_null()) {
     // Inline bytes leave the body as blobs; stubs are merged by the store (storage/attachments.hpp).
-    if (auto st = attachments::take_inline(doc["_attachments"], !new_edits, u.blobs); !st) return st;
+    if (auto st = attachments::take_inline(doc["_attachments"], !new_edits, u.blobs, follows, max_attachment_bytes);
+        !st)
+      return st;
     u.managed_attachments = true;
   }
   for (const char* k : {"_id", "_rev", "_deleted", "_revisions"}) doc.erase(k);
@@ -217,29 +221,58 @@ result<doc_get> parse_doc_get(const http_params& q, const std::string& if_none_m
   return g;
 }
 
+namespace {
+
+// The revisions an open_revs GET names, in answer order; `missing` gets the ones `d` lacks.
+std::vector<int> open_revs_indices(const doc_copy& d, const doc_get& g, std::vector<std::string>& missing) {
+  const rev_tree& tree = d.info.tree;
+  std::vector<int> indices;
+  if (g.open_revs_all) indices = tree.sorted_leaves();
+  for (const rev_id& rid : g.open_revs) {
+    int i = d.found ? tree.find(rid) : -1;
+    if (i < 0) {
+      missing.push_back(rid.str());
+    } else if (g.latest) {
+      for (int leaf : tree.leaves_under(i)) {  // each leaf once, however many asked revs lead to it
+        if (std::find(indices.begin(), indices.end(), leaf) == indices.end()) indices.push_back(leaf);
+      }
+    } else {
+      indices.push_back(i);
+    }
+  }
+  return indices;
+}
+
+// The revision a plain GET answers: the winner, or ?rev= (with latest=true, the leaf it grew to).
+result<int> requested_index(const doc_copy& d, const doc_get& g) {
+  if (!d.found) return status{errc::not_found, "missing"};
+  const rev_tree& tree = d.info.tree;
+  if (!g.rev) {
+    if (tree.winner_deleted()) return status{errc::not_found, "deleted"};
+    return tree.winner();
+  }
+  int index = tree.find(*g.rev);
+  if (index < 0) return status{errc::not_found, "missing"};
+  if (g.latest) {
+    // The newest leaf grown from it; of several (a conflict below it), the one that wins among
+    // them (CouchDB answers a 500 there).
+    auto under = tree.leaves_under(index);
+    for (int leaf : tree.sorted_leaves()) {
+      if (std::find(under.begin(), under.end(), leaf) != under.end()) return leaf;
+    }
+  }
+  return index;
+}
+
+}  // namespace
+
 result<doc_read> answer_doc_get(const doc_copy& d, const doc_get& g) {
   const rev_tree& tree = d.info.tree;
   if (g.by_open_revs) {
-    std::vector<int> indices;
+    if (g.open_revs_all && !d.found) return status{errc::not_found, "missing"};
     std::vector<std::string> missing;
-    if (g.open_revs_all) {
-      if (!d.found) return status{errc::not_found, "missing"};
-      indices = tree.sorted_leaves();
-    }
-    for (const rev_id& rid : g.open_revs) {
-      int i = d.found ? tree.find(rid) : -1;
-      if (i < 0) {
-        missing.push_back(rid.str());
-      } else if (g.latest) {
-        for (int leaf : tree.leaves_under(i)) {  // each leaf once, however many asked revs lead to it
-          if (std::find(indices.begin(), indices.end(), leaf) == indices.end()) indices.push_back(leaf);
-        }
-      } else {
-        indices.push_back(i);
-      }
-    }
     std::string out = "[";
-    for (int i : indices) {
+    for (int i : open_revs_indices(d, g, missing)) {
       auto doc = render_rev(d, i, g.opts);
       out += out.size() > 1 ? "," : "";
       out += doc ? "{\"ok\":" + *doc + "}" : "{\"missing\":" + quote(tree.rev(i).str()) + "}";
@@ -247,31 +280,79 @@ result<doc_read> answer_doc_get(const doc_copy& d, const doc_get& g) {
     for (auto& m : missing) out += (out.size() > 1 ? "," : "") + std::string("{\"missing\":") + quote(m) + "}";
     return doc_read{200, out + "]\n", ""};
   }
-  if (!d.found) return status{errc::not_found, "missing"};
-  int index = tree.winner();
-  if (g.rev) {
-    index = tree.find(*g.rev);
-    if (index < 0) return status{errc::not_found, "missing"};
-    if (g.latest) {
-      // The newest leaf grown from it; of several (a conflict below it), the one that wins among
-      // them (CouchDB answers a 500 there).
-      auto under = tree.leaves_under(index);
-      for (int leaf : tree.sorted_leaves()) {
-        if (std::find(under.begin(), under.end(), leaf) != under.end()) {
-          index = leaf;
-          break;
-        }
-      }
-    }
-  } else if (tree.winner_deleted()) {
-    return status{errc::not_found, "deleted"};
-  }
-  std::string etag = "\"" + tree.rev(index).str() + "\"";
+  auto index = requested_index(d, g);
+  if (!index) return index.error();
+  std::string etag = "\"" + tree.rev(*index).str() + "\"";
   if (g.if_none_match == etag) return doc_read{304, "", etag};
-  auto doc = render_rev(d, index, g.opts);
+  auto doc = render_rev(d, *index, g.opts);
   if (!doc) return status{errc::not_found, "missing"};
   return doc_read{200, *doc + "\n", etag};
 }
+
+namespace {
+
+// Whether the request's Accept names `type` (or its `multipart/*`). Unlike CouchDB, `*/*` does
+// not count: curl's default would get multipart where it expects JSON.
+bool accepts_explicitly(ctx& c, const std::string& type) {
+  std::string accept = c.req.get_header_value("Accept");
+  size_t start = 0;
+  while (start <= accept.size()) {
+    size_t end = accept.find(',', start);
+    if (end == std::string::npos) end = accept.size();
+    std::string range = multipart::media_type_of(accept.substr(start, end - start));
+    if (range == type || range == type.substr(0, type.find('/')) + "/*") return true;
+    start = end + 1;
+  }
+  return false;
+}
+
+// Revision `index` as CouchDB's multipart/related (the JSON with `"follows":true` entries, then
+// one part per such attachment), or as plain JSON when none follows.
+std::pair<std::string, std::string> multipart_rev(const doc_copy& d, int index, const render_options& opts) {
+  auto doc = render_rev(d, index, opts);
+  const std::string* stored = d.body(d.info.tree.rev(index));
+  if (!doc || !stored)
+    return {"application/json; error=\"true\"", "{\"missing\":" + quote(d.info.tree.rev(index).str()) + "}"};
+  auto parts = attachments::shown_after(*stored, inline_after(d.info, index, opts));
+  if (parts.empty()) return {"application/json", *doc};
+  multipart::writer w(crypto::random_hex(16));
+  w.add({{"Content-Type", "application/json"}}, *doc);
+  for (const auto& p : parts) {
+    auto bytes = opts.blobs ? opts.blobs->find(p.key) : attachments::blob_bytes::const_iterator{};
+    std::string_view data = opts.blobs && bytes != opts.blobs->end() ? std::string_view(bytes->second) : "";
+    w.add({{"Content-Disposition", "attachment; filename=" + quote(p.name)},
+           {"Content-Type", p.content_type},
+           {"Content-Length", std::to_string(data.size())}},
+          data);
+  }
+  return {w.content_type("related"), w.finish()};
+}
+
+// GET with `Accept: multipart/mixed` and open_revs (the CouchDB replicator's read), or with
+// `Accept: multipart/related` and attachments=true.
+void reply_multipart(ctx& c, const doc_copy& d, const doc_get& g) {
+  if (!g.by_open_revs) {
+    auto index = requested_index(d, g);
+    if (!index) return c.error(index.error());
+    auto [type, body] = multipart_rev(d, *index, g.opts);
+    c.res.set_header("ETag", "\"" + d.info.tree.rev(*index).str() + "\"");
+    c.res.status = 200;
+    return c.res.set_content(std::move(body), type.c_str());
+  }
+  if (g.open_revs_all && !d.found) return c.error(errc::not_found, "missing");
+  std::vector<std::string> missing;
+  multipart::writer outer(crypto::random_hex(16));
+  for (int i : open_revs_indices(d, g, missing)) {
+    auto [type, body] = multipart_rev(d, i, g.opts);
+    outer.add({{"Content-Type", type}}, body);
+  }
+  for (auto& m : missing)
+    outer.add({{"Content-Type", "application/json; error=\"true\""}}, "{\"missing\":" + quote(m) + "}");
+  c.res.status = 200;
+  c.res.set_content(outer.finish(), outer.content_type("mixed").c_str());
+}
+
+}  // namespace
 
 result<local_update> to_local_update(const std::string& id, json* doc, std::string rev) {
   local_update u;
@@ -324,9 +405,17 @@ void get_doc(ctx& c, const db_meta& db, const std::string& id) {
   if (!r) return c.error(r.error());
   auto d = c.node.coord.open_doc(db, id, *r);
   if (!d) return c.error(d.error());
+  // CouchDB's replicator reads open_revs as multipart/mixed, attachments always included (as
+  // CouchDB's send_docs_multipart); multipart/related needs attachments=true.
+  const bool multipart = g->by_open_revs ? accepts_explicitly(c, "multipart/mixed")
+                                         : g->opts.attachments && accepts_explicitly(c, "multipart/related");
+  if (multipart) {
+    g->opts.attachments = g->opts.follows = g->opts.att_encoding_info = true;
+  }
   attachments::blob_bytes blobs;
   if (auto st = fetch_inline_blobs(c, db, *d, g->opts, blobs); !st) return c.error(st);
   g->opts.blobs = &blobs;
+  if (multipart) return reply_multipart(c, *d, *g);
   reply_doc_read(c, answer_doc_get(*d, *g));
 }
 
@@ -351,8 +440,47 @@ result<write_outcome> write_one(ctx& c, const db_meta& db, doc_update u) {
   return c.node.coord.update_docs(db, std::move(docs), *w);
 }
 
+// A multipart/related body (what CouchDB's replicator PUTs): the document's JSON first, then
+// one part per attachment that `follows`, matched by Content-Disposition's filename or else in
+// the order the document lists them.
+status read_multipart_doc(ctx& c, json& doc, std::map<std::string, std::string>& follows) {
+  auto parts = multipart::parse(c.req.body, multipart::boundary_of(c.req.get_header_value("Content-Type")));
+  if (!parts) return parts.error();
+  if (parts->empty()) return {errc::bad_request, "Invalid multipart body: no document part"};
+  auto parsed = parse_client_json((*parts)[0].body, {errc::bad_request, "invalid UTF-8 JSON"});
+  if (!parsed) return parsed.error();
+  doc = std::move(*parsed);
+  if (!doc.is_object()) return {errc::bad_request, "Document must be a JSON object"};
+  std::vector<std::string> following;  // the names that follow, in the document's order
+  if (const json& atts = member(doc, "_attachments"); atts.is_object()) {
+    for (auto& [name, e] : atts.items())
+      if (e.is_object() && e.value("follows", false) == true) following.push_back(name);
+  }
+  if (parts->size() - 1 != following.size()) {
+    return {errc::bad_request, "Invalid multipart body: " + std::to_string(following.size()) +
+                                   " attachments follow the document but the body has " +
+                                   std::to_string(parts->size() - 1) + " parts after it"};
+  }
+  for (size_t i = 1; i < parts->size(); ++i) {
+    std::string name = (*parts)[i].filename();
+    if (name.empty()) name = following[i - 1];
+    if (!follows.emplace(name, std::move((*parts)[i].body)).second) {
+      return {errc::bad_request, "Invalid multipart body: two parts for attachment '" + name + "'"};
+    }
+  }
+  return {};
+}
+
 void put_doc(ctx& c, const db_meta& db, std::string id) {
-  auto body = parse_client_json(c.req.body, {errc::bad_request, "invalid UTF-8 JSON"});
+  std::map<std::string, std::string> follows;
+  result<json> body = json();
+  const bool is_multipart =
+      c.method() == "PUT" && multipart::media_type_of(c.req.get_header_value("Content-Type")) == "multipart/related";
+  if (is_multipart) {
+    if (auto st = read_multipart_doc(c, *body, follows); !st) return c.error(st);
+  } else {
+    body = parse_client_json(c.req.body, {errc::bad_request, "invalid UTF-8 JSON"});
+  }
   if (!body) return c.error(body.error());
   if (!body->is_object()) return c.error(errc::bad_request, "Document must be a JSON object");
   auto new_edits = c.bool_param("new_edits", true);
@@ -376,8 +504,13 @@ void put_doc(ctx& c, const db_meta& db, std::string id) {
     (*body)["_rev"] = rev;
   }
   if (auto st = authorize_doc_write(c, db, id, &*body); !st) return c.error(st);
-  auto u = to_doc_update(db, std::move(*body), id, *new_edits);
+  auto u = to_doc_update(db, std::move(*body), id, *new_edits, is_multipart ? &follows : nullptr,
+                         c.node.max_attachment_bytes);
   if (!u) return c.error(u.error());
+  if (!follows.empty()) {
+    return c.error(errc::bad_request, "Invalid multipart body: a part for attachment '" + follows.begin()->first +
+                                          "', which does not follow the document");
+  }
   if (u->managed_attachments) {
     if (auto st = attachments_here(c, db); !st) return c.error(st);
   }
@@ -558,8 +691,8 @@ void get_attachment(ctx& c, const db_meta& db, const std::string& doc_id, const 
   c.res.set_header("Accept-Ranges", "bytes");
   if (*range && (*range)->second < bytes->size()) {
     auto [from, to] = **range;
-    c.res.set_header("Content-Range", "bytes " + std::to_string(from) + "-" + std::to_string(to) + "/" +
-                                          std::to_string(bytes->size()));
+    c.res.set_header("Content-Range",
+                     "bytes " + std::to_string(from) + "-" + std::to_string(to) + "/" + std::to_string(bytes->size()));
     c.res.status = 206;
     c.res.set_content(bytes->substr(from, to - from + 1), type.c_str());
     return;
@@ -634,8 +767,7 @@ void write_attachment(ctx& c, const db_meta& db, const std::string& doc_id, cons
     json body = parse_json(u->body).value_or(json::object());
     std::string type = c.req.get_header_value("Content-Type");
     attachments::blob b;
-    body["_attachments"][att] =
-        attachments::make_entry(type.empty() ? "application/octet-stream" : type, bytes, 0, b);
+    body["_attachments"][att] = attachments::make_entry(type.empty() ? "application/octet-stream" : type, bytes, 0, b);
     u->blobs.push_back(std::move(b));
     u->body = body.dump();
   }

@@ -1,7 +1,7 @@
 #include "http/message.hpp"
 
-#include <cctype>
 #include <strings.h>
+#include <cctype>
 
 namespace settee {
 

@@ -1,6 +1,7 @@
 #include "storage/attachments.hpp"
 
 #include "node/crypto.hpp"
+#include "node/gzip.hpp"
 
 namespace settee::attachments {
 
@@ -38,7 +39,50 @@ json make_entry(const std::string& content_type, const std::string& identity, ui
               {"key", out.key}};
 }
 
-status take_inline(json& atts, bool keep_revpos, std::vector<blob>& blobs) {
+namespace {
+
+// The bytes of a `"follows":true` entry: its part, checked against what the entry says of it.
+status take_part(const std::string& name, const json& e, std::map<std::string, std::string>* follows, size_t max_bytes,
+                 std::string& bytes) {
+  if (!follows) return bad("Attachment '" + name + "' follows, but the body is not multipart");
+  auto part = follows->find(name);
+  if (part == follows->end()) return bad("Attachment '" + name + "' follows, but the body has no part for it");
+  bytes = std::move(part->second);
+  follows->erase(part);
+  const bool gzipped = e.value("encoding", "identity") == "gzip";
+  if (!gzipped && e.contains("encoding") && e["encoding"] != "identity")
+    return bad("Attachment '" + name + "': only gzip and identity encodings are supported");
+  // A part's size must be the one its entry states: encoded_length (gzip), then length once decoded.
+  auto check_length = [&](const char* key) -> status {
+    auto l = e.find(key);
+    if (l == e.end() || (l->is_number_unsigned() && l->get<uint64_t>() == bytes.size())) return {};
+    return bad("Attachment '" + name + "' says " + key + " " + l->dump() + " but its part has " +
+               std::to_string(bytes.size()) + " bytes");
+  };
+  if (gzipped) {
+    if (auto st = check_length("encoded_length"); !st) return st;
+  } else if (auto st = check_length("length"); !st) {
+    return st;
+  }
+  if (auto d = e.find("digest"); d != e.end() && d->is_string() &&
+                                 d->get_ref<const std::string&>().rfind("md5-", 0) == 0 && *d != md5_digest(bytes)) {
+    return {errc::content_md5_mismatch, "Possible message corruption."};
+  }
+  if (gzipped) {
+    auto plain = gzip::decompress(bytes, max_bytes);
+    if (!plain) return plain.error();
+    bytes = std::move(*plain);
+    if (auto st = check_length("length"); !st) return st;
+  }
+  if (bytes.size() > max_bytes)
+    return {errc::too_large, "Attachment '" + name + "' is larger than max_attachment_size"};
+  return {};
+}
+
+}  // namespace
+
+status take_inline(json& atts, bool keep_revpos, std::vector<blob>& blobs, std::map<std::string, std::string>* follows,
+                   size_t max_bytes) {
   if (!atts.is_object()) return bad("`_attachments` must be a JSON object");
   for (auto it = atts.begin(); it != atts.end(); ++it) {
     const std::string& name = it.key();
@@ -46,12 +90,17 @@ status take_inline(json& atts, bool keep_revpos, std::vector<blob>& blobs) {
     json& e = it.value();
     if (!e.is_object()) return bad("Attachment '" + name + "' must be a JSON object");
     if (is_true(e, "stub")) continue;
-    if (is_true(e, "follows")) return bad("Attachment '" + name + "' follows, but the body is not multipart");
-    auto data = e.find("data");
-    if (data == e.end()) return bad("Attachment '" + name + "' has neither data nor a stub");
     std::string bytes;
-    if (!data->is_string() || !crypto::base64_decode(data->get<std::string>(), bytes)) {
-      return bad("Invalid attachment data for " + name);
+    if (is_true(e, "follows")) {
+      if (auto st = take_part(name, e, follows, max_bytes, bytes); !st) return st;
+    } else {
+      auto data = e.find("data");
+      if (data == e.end()) return bad("Attachment '" + name + "' has neither data nor a stub");
+      if (!data->is_string() || !crypto::base64_decode(data->get<std::string>(), bytes)) {
+        return bad("Invalid attachment data for " + name);
+      }
+      if (bytes.size() > max_bytes)
+        return {errc::too_large, "Attachment '" + name + "' is larger than max_attachment_size"};
     }
     std::string type = "application/octet-stream";
     if (auto t = e.find("content_type"); t != e.end()) {
@@ -124,29 +173,36 @@ bool show(std::string& body, bool encoding_info, const inline_request* inl) {
     const std::string* key = key_of(e);
     if (!key) continue;
     const std::string* bytes = nullptr;
-    if (inl && inl->bytes && e.value("revpos", uint64_t{0}) > inl->after) {
-      auto b = inl->bytes->find(*key);
-      if (b != inl->bytes->end()) bytes = &b->second;
+    form f = form::stub;
+    if (inl && e.value("revpos", uint64_t{0}) > inl->after) {
+      if (inl->follows) {
+        f = form::follows;
+      } else if (inl->bytes) {
+        auto b = inl->bytes->find(*key);
+        if (b != inl->bytes->end()) bytes = &b->second;
+        f = bytes ? form::inline_data : form::stub;
+      }
     }
-    e = render(e, bytes ? form::inline_data : form::stub, encoding_info, bytes);
+    e = render(e, f, encoding_info, bytes);
     changed = true;
   }
   if (changed) body = parsed->dump();
   return changed;
 }
 
-std::vector<std::string> keys_after(const std::string& body, uint64_t after) {
-  std::vector<std::string> keys;
-  if (body.find("\"_attachments\"") == std::string::npos) return keys;
+std::vector<shown> shown_after(const std::string& body, uint64_t after) {
+  std::vector<shown> out;
+  if (body.find("\"_attachments\"") == std::string::npos) return out;
   auto parsed = parse_json(body);
-  if (!parsed) return keys;
+  if (!parsed) return out;
   auto atts = parsed->is_object() ? parsed->find("_attachments") : parsed->end();
-  if (!parsed->is_object() || atts == parsed->end() || !atts->is_object()) return keys;
+  if (!parsed->is_object() || atts == parsed->end() || !atts->is_object()) return out;
   for (auto& [name, e] : atts->items()) {
     const std::string* key = key_of(e);
-    if (key && e.value("revpos", uint64_t{0}) > after) keys.push_back(*key);
+    if (!key || e.value("revpos", uint64_t{0}) <= after) continue;
+    out.push_back({name, *key, e.value("content_type", "application/octet-stream"), e.value("length", uint64_t{0})});
   }
-  return keys;
+  return out;
 }
 
 json render(const json& e, form f, bool encoding_info, const std::string* bytes) {

@@ -31,8 +31,13 @@ json make_entry(const std::string& content_type, const std::string& identity, ui
 // stored entries, in place, appending their blobs; stubs (`"stub":true`) are left for merge_stubs.
 // Their revpos is 0 (the store sets the new revision's) unless `keep_revpos` and the client gave
 // one (a replicated revision keeps its source's). Errors (400): not an object, a bad name, bad
-// base64, an entry with neither data nor stub, `follows` (only a multipart body has the bytes).
-status take_inline(json& atts, bool keep_revpos, std::vector<blob>& blobs);
+// base64, an entry with neither data nor stub.
+// `follows` holds the bytes of a multipart body's parts by attachment name: an entry with
+// `"follows":true` takes its part (moved out), checked against the entry's `length` (or, with
+// `"encoding":"gzip"`, `encoded_length`; the part is then decoded, at most `max_bytes`) and
+// `digest`. Without `follows`, such an entry is a 400.
+status take_inline(json& atts, bool keep_revpos, std::vector<blob>& blobs,
+                   std::map<std::string, std::string>* follows = nullptr, size_t max_bytes = size_t{1} << 30);
 
 // Replaces every stub in `atts` with the parent revision's entry of the same name (CouchDB matches
 // stubs by name only). `parent` is the parent's stored `_attachments` (null: no parent revision).
@@ -54,10 +59,12 @@ std::vector<std::string> keys_of(const json& body);
 using blob_bytes = std::map<std::string, std::string>;
 
 // Which stored entries a reader gets with their bytes (`attachments=true`, `atts_since`): those
-// first written after revision position `after` whose bytes are in `bytes`; the others are stubs.
+// first written after revision position `after`, as `data` (whose bytes are in `bytes`) or, for a
+// multipart answer, as `follows`; the others are stubs.
 struct inline_request {
   uint64_t after = 0;
   const blob_bytes* bytes = nullptr;
+  bool follows = false;
 };
 
 // A stored body as a client reads it: every stored entry of its `_attachments` (one with a `key`)
@@ -65,9 +72,13 @@ struct inline_request {
 // they are. False when the body had nothing to rewrite.
 bool show(std::string& body, bool encoding_info, const inline_request* inl = nullptr);
 
-// The blob keys of stored body `body`'s entries first written after revision position `after`:
-// what a reader must fetch to show them inline.
-std::vector<std::string> keys_after(const std::string& body, uint64_t after);
+// Stored body `body`'s entries first written after revision position `after`, in the body's
+// order: what a reader shows inline (and must fetch), or sends as multipart parts.
+struct shown {
+  std::string name, key, content_type;
+  uint64_t length = 0;
+};
+std::vector<shown> shown_after(const std::string& body, uint64_t after);
 
 // How a client reads an attachment.
 enum class form { stub, inline_data, follows };

@@ -4,6 +4,7 @@ headers; stubs carry attachments across edits; every bad input is a clear 400/41
 values are CouchDB 3's (couch_att, chttpd_db)."""
 import base64
 import hashlib
+import json
 
 from harness import NodeTest, main
 
@@ -274,6 +275,143 @@ class AttachmentsByName(NodeTest):
         plain = n.post("/byname/_bulk_get", {"docs": [{"id": "inl"}]}).json["results"][0]["docs"][0]["ok"]
         self.assertTrue(all(a["stub"] for a in plain["_attachments"].values()))
         self.assertEqual(r2.status, 201)
+
+
+def split_multipart(ctype, data):
+    """The parts of a multipart body as (headers dict, body bytes), checking CouchDB's framing."""
+    boundary = ctype.split('boundary="')[1].rstrip('"').encode()
+    assert data.startswith(b"--" + boundary + b"\r\n"), data[:80]
+    assert data.endswith(b"\r\n--" + boundary + b"--"), data[-80:]
+    parts = []
+    for chunk in data[len(boundary) + 4:-(len(boundary) + 6)].split(b"\r\n--" + boundary + b"\r\n"):
+        head, body = chunk.split(b"\r\n\r\n", 1)
+        headers = dict(line.split(": ", 1) for line in head.decode().split("\r\n"))
+        parts.append((headers, body))
+    return parts
+
+
+def related(doc, atts, boundary="xyz"):
+    """A multipart/related PUT body: the document, then one part per (filename, bytes)."""
+    out = b"--" + boundary.encode() + b"\r\nContent-Type: application/json\r\n\r\n" + json.dumps(doc).encode()
+    for name, data in atts:
+        disp = f"Content-Disposition: attachment; filename=\"{name}\"\r\n" if name else ""
+        out += f"\r\n--{boundary}\r\n{disp}Content-Length: {len(data)}\r\n\r\n".encode() + data
+    return out + f"\r\n--{boundary}--".encode()
+
+
+class Multipart(NodeTest):
+    """multipart/related and multipart/mixed, as CouchDB's replicator reads and writes documents."""
+
+    @classmethod
+    def setUpClass(cls):
+        super().setUpClass()
+        assert cls.node.put("/mp").status == 201
+        assert cls.node.put("/mp2").status == 201
+
+    def test_get_multipart_related_and_put_it_back(self):
+        n = self.node
+        big = bytes(range(256)) * 300
+        r1 = n.put("/mp/d", {"v": 1, "_attachments": {"a.txt": {"content_type": "text/plain", "data": b64(b"hello")},
+                                                      "b.bin": {"data": b64(big)}}})
+        g = n.get("/mp/d?attachments=true&revs=true", headers={"Accept": "multipart/related"})
+        self.assertEqual(g.status, 200, g)
+        self.assertTrue(g.header("Content-Type").startswith("multipart/related; boundary="))
+        self.assertEqual(g.header("ETag"), '"' + r1.json["rev"] + '"')
+        parts = split_multipart(g.header("Content-Type"), g.data)
+        self.assertEqual([h.get("Content-Type") for h, _ in parts], ["application/json", "text/plain",
+                                                                     "application/octet-stream"])
+        doc = json.loads(parts[0][1])
+        self.assertEqual(doc["_attachments"]["a.txt"], {"content_type": "text/plain", "revpos": 1,
+                                                        "digest": digest(b"hello"), "length": 5, "follows": True})
+        self.assertEqual(parts[1][0]["Content-Disposition"], 'attachment; filename="a.txt"')
+        self.assertEqual((parts[1][0]["Content-Length"], parts[1][1]), ("5", b"hello"))
+        self.assertEqual(parts[2][1], big)
+        # The CouchDB replicator's write: the same body PUT to another database with new_edits=false.
+        body = related(doc, [("a.txt", b"hello"), ("b.bin", big)])
+        p = n.request("PUT", "/mp2/d?new_edits=false", raw_body=body,
+                      headers={"Content-Type": 'multipart/related; boundary="xyz"'})
+        self.assertEqual(p.status, 201, p)
+        self.assertEqual(n.get("/mp2/d").json, n.get("/mp/d").json)
+        self.assertEqual(n.get("/mp2/d/b.bin").data, big)
+        # Parts without a filename match the document's attachments in order; an interactive edit.
+        doc2 = {"_rev": r1.json["rev"], "_attachments": {"z": {"follows": True, "length": 2, "content_type": "x/y"},
+                                                         "a.txt": {"stub": True}}}
+        p = n.request("PUT", "/mp/d", raw_body=related(doc2, [(None, b"zz")]),
+                      headers={"Content-Type": "multipart/related;boundary=xyz"})
+        self.assertEqual(p.status, 201, p)
+        self.assertEqual(n.get("/mp/d/z").data, b"zz")
+        self.assertEqual(sorted(n.get("/mp/d").json["_attachments"]), ["a.txt", "z"])
+        # atts_since: only what is newer follows; with nothing to follow, plain JSON.
+        g = n.get(f'/mp/d?atts_since=["{r1.json["rev"]}"]', headers={"Accept": "multipart/related"})
+        parts = split_multipart(g.header("Content-Type"), g.data)
+        self.assertEqual(len(parts), 2)
+        self.assertEqual(json.loads(parts[0][1])["_attachments"]["a.txt"]["stub"], True)
+        self.assertEqual(parts[1][1], b"zz")
+        g = n.get(f'/mp/d?atts_since=["{p.json["rev"]}"]', headers={"Accept": "multipart/related"})
+        self.assertEqual(g.header("Content-Type"), "application/json")
+        # Unlike CouchDB, */* (curl's default) gets JSON, not multipart.
+        g = n.get("/mp/d?attachments=true", headers={"Accept": "*/*"})
+        self.assertEqual((g.header("Content-Type"), g.json["_attachments"]["z"]["data"]),
+                         ("application/json", b64(b"zz")))
+
+    def test_open_revs_as_multipart_mixed(self):
+        n = self.node
+        n.post("/mp/_bulk_docs", {"new_edits": False, "docs": [
+            {"_id": "c", "_rev": "1-aaa", "_attachments": {"s": {"data": b64(b"side a")}}},
+            {"_id": "c", "_rev": "1-bbb", "plain": True}]})
+        g = n.get('/mp/c?open_revs=["1-aaa","1-bbb","9-zzz"]', headers={"Accept": "multipart/mixed"})
+        self.assertEqual(g.status, 200, g)
+        self.assertTrue(g.header("Content-Type").startswith("multipart/mixed; boundary="))
+        parts = split_multipart(g.header("Content-Type"), g.data)
+        self.assertEqual(len(parts), 3)
+        inner_type = parts[0][0]["Content-Type"]
+        self.assertTrue(inner_type.startswith("multipart/related; boundary="), inner_type)
+        inner = split_multipart(inner_type, parts[0][1])
+        self.assertEqual(json.loads(inner[0][1])["_rev"], "1-aaa")
+        self.assertEqual(inner[1][1], b"side a")
+        self.assertEqual(parts[1][0]["Content-Type"], "application/json")
+        self.assertEqual(json.loads(parts[1][1])["_rev"], "1-bbb")
+        self.assertEqual(parts[2], ({"Content-Type": 'application/json; error="true"'}, b'{"missing":"9-zzz"}'))
+        self.assertEqual(n.get("/mp/c?open_revs=all").header("Content-Type"), "application/json")
+
+    def test_bad_multipart_bodies(self):
+        n = self.node
+        ok_doc = {"_attachments": {"f": {"follows": True, "length": 5}}}
+        mp = 'multipart/related; boundary="xyz"'
+        cases = [
+            (related(ok_doc, [("f", b"four")]), 400, "bad_request",
+             "Attachment 'f' says length 5 but its part has 4 bytes"),
+            (related(ok_doc, []), 400, "bad_request",
+             "Invalid multipart body: 1 attachments follow the document but the body has 0 parts after it"),
+            (related(ok_doc, [("f", b"hello"), ("g", b"x")]), 400, "bad_request",
+             "Invalid multipart body: 1 attachments follow the document but the body has 2 parts after it"),
+            (related(ok_doc, [("other", b"hello")]), 400, "bad_request",
+             "Attachment 'f' follows, but the body has no part for it"),
+            (related({"_attachments": {"f": {"follows": True, "digest": digest(b"HELLO")}}}, [("f", b"hello")]),
+             400, "content_md5_mismatch", "Possible message corruption."),
+            (related(ok_doc, [("f", b"hello")])[:-8], 400, "bad_request",
+             "Invalid multipart body: the body ends before its closing boundary"),
+            (b"no delimiter at all", 400, "bad_request", "Invalid multipart body: no opening boundary"),
+            (related(["not", "an object"], []), 400, "bad_request", "Document must be a JSON object"),
+            (related({"_attachments": {"f": {"follows": True, "encoding": "gzip"}}}, [("f", b"not gzip")]), 400,
+             "bad_request", "The body is not valid gzip"),
+        ]
+        for body, status, error, reason in cases:
+            with self.subTest(body=body[:120]):
+                r = n.request("PUT", "/mp/bad", raw_body=body, headers={"Content-Type": mp})
+                self.assertError(r, status, error, reason)
+        r = n.request("PUT", "/mp/bad", raw_body=related(ok_doc, [("f", b"hello")]),
+                      headers={"Content-Type": "multipart/related"})
+        self.assertError(r, 400, "bad_request", "Invalid multipart body: missing or too long boundary")
+        self.assertEqual(n.get("/mp/bad").status, 404)
+        # A gzip part with its encoded length is stored decoded.
+        import gzip
+        packed = gzip.compress(b"zipped " * 50)
+        doc = {"_attachments": {"g": {"follows": True, "encoding": "gzip", "encoded_length": len(packed),
+                                      "length": 350, "content_type": "text/plain"}}}
+        r = n.request("PUT", "/mp/gz", raw_body=related(doc, [("g", packed)]), headers={"Content-Type": mp})
+        self.assertEqual(r.status, 201, r)
+        self.assertEqual(n.get("/mp/gz/g").data, b"zipped " * 50)
 
 
 class AttachmentLimit(NodeTest):

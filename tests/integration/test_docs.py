@@ -165,7 +165,7 @@ class Documents(NodeTest):
         self.assertError(self.node.post("/docs", {"_id": ""}), 400, "illegal_docid", "Document id must not be empty")
         self.assertError(self.node.request("PATCH", "/docs/x", {}), 405, "method_not_allowed")
         self.assertError(self.node.get("/docs/x/attachment"), 404, "not_found", "missing")  # no document x
-        self.assertError(self.node.put("/docs/x/attachment", {}), 501, "not_implemented")
+        self.assertError(self.node.request("PATCH", "/docs/x/attachment", {}), 405, "method_not_allowed")
 
 
 class LocalDocs(NodeTest):

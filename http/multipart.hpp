@@ -1,0 +1,48 @@
+// multipart: MIME multipart bodies (RFC 2046) as CouchDB reads and writes them for documents with
+// attachments: `multipart/related` (the document's JSON, then one part per attachment that
+// "follows") and `multipart/mixed` (one part per revision of an open_revs answer).
+#pragma once
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "node/error.hpp"
+
+namespace settee::multipart {
+
+struct part {
+  std::vector<std::pair<std::string, std::string>> headers;  // names lower-cased
+  std::string body;
+  // The value of header `name` (lower case), or "".
+  std::string header(std::string_view name) const;
+  // The `filename` parameter of Content-Disposition, or "".
+  std::string filename() const;
+};
+
+// The `boundary` parameter of a Content-Type value (quoted or not), "" when there is none.
+std::string boundary_of(const std::string& content_type);
+// The media type of a Content-Type value, lower-cased, without parameters.
+std::string media_type_of(const std::string& content_type);
+
+// The parts of `body` delimited by `boundary`. Errors (400): no opening delimiter, a part without
+// the blank line ending its headers, a body that ends before the closing delimiter.
+result<std::vector<part>> parse(std::string_view body, const std::string& boundary);
+
+// Builds a multipart body part by part, in CouchDB's layout ("--B\r\n<headers>\r\n\r\n<body>",
+// parts joined by "\r\n--B\r\n", closed by "\r\n--B--").
+class writer {
+ public:
+  explicit writer(std::string boundary) : boundary_(std::move(boundary)) {}
+  void add(const std::vector<std::pair<std::string, std::string>>& headers, std::string_view body);
+  // The finished body (no part: just the closing delimiter).
+  std::string finish();
+  // `multipart/<subtype>; boundary="B"`.
+  std::string content_type(const char* subtype) const;
+
+ private:
+  std::string boundary_;
+  std::string out_;
+};
+
+}  // namespace settee::multipart
