@@ -5,6 +5,8 @@ values are CouchDB 3's (couch_att, chttpd_db)."""
 import base64
 import hashlib
 import json
+import socket
+import time
 
 from harness import NodeTest, main
 
@@ -427,6 +429,26 @@ class AttachmentLimit(NodeTest):
         bomb = gzip.compress(b"\0" * 10_000_000)  # 10 KB on the wire, 10 MB decoded
         self.assertError(put_raw(n, "/lim/bomb/a", bomb, headers={"Content-Encoding": "gzip"}), 413, "too_large")
         self.assertEqual(n.get("/lim/big").status, 404)
+
+    def test_a_2_gb_upload_is_refused_before_its_body(self):
+        # Over [chttpd] max_http_request_size (64 MiB): 413 at the headers, the body never read.
+        n = self.node
+        n.put("/lim2")
+        with socket.create_connection(("127.0.0.1", n.port), timeout=10) as s:
+            s.sendall(b"PUT /lim2/huge/a HTTP/1.1\r\nHost: x\r\nAuthorization: " + n.auth_header()["Authorization"].encode() +
+                      b"\r\nContent-Type: application/octet-stream\r\nContent-Length: 2147483648\r\n\r\n" +
+                      b"x" * 65536)
+            start = time.monotonic()
+            reply = b""
+            while b"\r\n\r\n" not in reply or not reply.rstrip().endswith(b"}"):
+                chunk = s.recv(65536)
+                if not chunk:
+                    break
+                reply += chunk
+        self.assertLess(time.monotonic() - start, 5)
+        self.assertTrue(reply.startswith(b"HTTP/1.1 413 "), reply[:200])
+        self.assertIn(b'"error":"too_large"', reply)
+        self.assertEqual(n.get("/lim2/huge").status, 404)
 
 
 if __name__ == "__main__":
