@@ -24,7 +24,7 @@ class failed_copy final : public shard_copy {
   result<resolved_since> resolve_since(const std::string&, uint64_t) override { return why_; }
   result<all_docs_page> all_docs(const all_docs_request&) override { return why_; }
   result<time_seq_state> time_seq(bool) override { return why_; }
-  void open_docs(const std::vector<std::string>&, bool, docs_done done) override { done(why_); }
+  void open_docs(const std::vector<std::string>&, doc_bodies, docs_done done) override { done(why_); }
   result<std::optional<local_doc>> open_local(const std::string&) override { return why_; }
   result<uint64_t> write_local(const local_update&) override { return why_; }
   result<std::vector<settee::local_doc>> list_local() override { return why_; }
@@ -44,7 +44,7 @@ constexpr std::chrono::milliseconds hedge_after{100};
 constexpr std::chrono::milliseconds remote_call_timeout{30000};
 
 // One copy's open_docs, waited for.
-result<std::vector<doc_copy>> open_on(shard_copy& copy, const std::vector<std::string>& ids, bool bodies,
+result<std::vector<doc_copy>> open_on(shard_copy& copy, const std::vector<std::string>& ids, doc_bodies bodies,
                                       std::chrono::milliseconds timeout) {
   gather<std::vector<doc_copy>> g({1});
   copy.open_docs(ids, bodies, g.slot(0, 0));
@@ -181,7 +181,7 @@ result<std::string> coordinator::read_blob(const db_meta& db, const std::string&
   return last;
 }
 
-result<doc_copy> coordinator::open_doc(const db_meta& db, const std::string& id, size_t r) {
+result<doc_copy> coordinator::open_doc(const db_meta& db, const std::string& id, size_t r, doc_bodies bodies) {
   std::vector<copy_ptr> all = copies(db, shard_index(db, id));
   size_t n = db.everywhere() ? 1 : db.n;
   size_t want = std::min(r == 0 ? n / 2 + 1 : r, all.size());
@@ -192,12 +192,12 @@ result<doc_copy> coordinator::open_doc(const db_meta& db, const std::string& id,
   auto deadline = std::chrono::steady_clock::now() + timeout_;
   size_t started = 0;
   auto start = [&] {
-    all[started]->open_docs({id}, true, g.slot(0, started));
+    all[started]->open_docs({id}, bodies, g.slot(0, started));
     ++started;
   };
   // The first `want` start last-to-first: other nodes' calls go out before this node's copy is read
   // (a local read answers at once, on this thread), so they overlap.
-  for (size_t k = want; k-- > 0;) all[k]->open_docs({id}, true, g.slot(0, k));
+  for (size_t k = want; k-- > 0;) all[k]->open_docs({id}, bodies, g.slot(0, k));
   started = want;
   std::vector<doc_copy> got;
   status last{errc::unavailable, "no copy of the range of '" + id + "' answered"};
@@ -233,7 +233,7 @@ result<doc_copy> coordinator::open_doc(const db_meta& db, const std::string& id,
 }
 
 result<std::vector<doc_copy>> coordinator::open_docs(const db_meta& db, const std::vector<std::string>& ids,
-                                                     bool bodies) {
+                                                     doc_bodies bodies) {
   std::map<size_t, std::vector<size_t>> positions;  // range -> input positions
   for (size_t i = 0; i < ids.size(); ++i) positions[shard_index(db, ids[i])].push_back(i);
   std::vector<doc_copy> out(ids.size());

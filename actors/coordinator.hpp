@@ -69,13 +69,15 @@ class coordinator {
 
   // Document `id` as r copies of its range know it (r = 0: n/2+1; capped at the copies there are),
   // merged; copies that lack a leaf another has are repaired before the answer (written to every
-  // copy, so that the next read anywhere sees at least what this one did). With bodies.
-  result<doc_copy> open_doc(const db_meta& db, const std::string& id, size_t r = 1);
+  // copy, so that the next read anywhere sees at least what this one did). With the leaves' bodies,
+  // or every stored one (`doc_bodies::all`: a read naming an older revision).
+  result<doc_copy> open_doc(const db_meta& db, const std::string& id, size_t r = 1,
+                            doc_bodies bodies = doc_bodies::leaves);
   // The stored bytes of blob `key` from a copy of the range of document `id` (this node's first).
   result<std::string> read_blob(const db_meta& db, const std::string& id, const std::string& key);
-  // Documents `ids` (any ranges) from one copy of each range, in input order; `bodies`: with their
-  // stored bodies (else trees only, e.g. for _revs_diff).
-  result<std::vector<doc_copy>> open_docs(const db_meta& db, const std::vector<std::string>& ids, bool bodies);
+  // Documents `ids` (any ranges) from one copy of each range, in input order, with the stored
+  // bodies `bodies` asks for (none: trees only, e.g. for _revs_diff).
+  result<std::vector<doc_copy>> open_docs(const db_meta& db, const std::vector<std::string>& ids, doc_bodies bodies);
 
   // _local documents: on the first copy of their range that answers (CouchDB does not replicate them).
   result<std::optional<local_doc>> open_local(const db_meta& db, const std::string& id);

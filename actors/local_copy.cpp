@@ -139,7 +139,7 @@ result<time_seq_state> local_copy::time_seq(bool reset) {
   return time_seq_state{hd.time_seq, hd.update_seq};
 }
 
-result<std::vector<doc_copy>> local_copy::read_docs(const std::vector<std::string>& ids, bool bodies) const {
+result<std::vector<doc_copy>> local_copy::read_docs(const std::vector<std::string>& ids, doc_bodies bodies) const {
   auto snap = shard_.store->read();
   if (!snap) return snap.error();
   std::vector<doc_copy> out(ids.size());
@@ -148,8 +148,9 @@ result<std::vector<doc_copy>> local_copy::read_docs(const std::vector<std::strin
     d.id = ids[i];
     d.found = snap->doc(ids[i], d.info);
     if (!snap->fault()) return snap->fault();  // unreadable is not missing
-    if (!d.found || !bodies) continue;
+    if (!d.found || bodies == doc_bodies::none) continue;
     for (size_t k = 0; k < d.info.tree.nodes().size(); ++k) {
+      if (bodies == doc_bodies::leaves && !d.info.tree.is_leaf(static_cast<int>(k))) continue;
       rev_id rev = d.info.tree.rev(static_cast<int>(k));
       std::string body;
       if (snap->body(d.id, rev, body)) d.bodies.emplace_back(std::move(rev), std::move(body));
@@ -168,7 +169,7 @@ result<std::string> local_copy::read_blob(const std::string& key) {
   return status{errc::not_found, "Document is missing attachment"};
 }
 
-void local_copy::open_docs(const std::vector<std::string>& ids, bool bodies, docs_done done) {
+void local_copy::open_docs(const std::vector<std::string>& ids, doc_bodies bodies, docs_done done) {
   done(read_docs(ids, bodies));
 }
 

@@ -38,7 +38,7 @@ result<time_seq_state> remote_copy::time_seq(bool reset) {
   return rpc_.time_seq(node_, db_, range_, reset, timeout_);
 }
 
-void remote_copy::open_docs(const std::vector<std::string>& ids, bool bodies, docs_done done) {
+void remote_copy::open_docs(const std::vector<std::string>& ids, doc_bodies bodies, docs_done done) {
   if (!rpc_.typed(node_)) return done(legacy_open_docs(ids));  // on this thread, blocking
   rpc_.open_docs(node_, db_, range_, ids, bodies, std::move(done));
 }

@@ -24,7 +24,7 @@ class remote_copy final : public shard_copy {
   result<resolved_since> resolve_since(const std::string& uuid_prefix, uint64_t seq) override;
   result<all_docs_page> all_docs(const all_docs_request& req) override;
   result<time_seq_state> time_seq(bool reset) override;
-  void open_docs(const std::vector<std::string>& ids, bool bodies, docs_done done) override;
+  void open_docs(const std::vector<std::string>& ids, doc_bodies bodies, docs_done done) override;
   result<std::optional<local_doc>> open_local(const std::string& id) override;
   result<uint64_t> write_local(const local_update& u) override;
   result<std::vector<settee::local_doc>> list_local() override;

@@ -79,7 +79,7 @@ class remote_shards {
 
   // The documents `ids` of `node`'s copy of `range` as data (release 0.3: openDocs).
   virtual void open_docs(const std::string& node, const std::string& db, const std::string& range,
-                         const std::vector<std::string>& ids, bool bodies, shard_copy::docs_done done) = 0;
+                         const std::vector<std::string>& ids, doc_bodies bodies, shard_copy::docs_done done) = 0;
   // _local documents and revs_limit of `node`'s copy (release 0.3: localDoc, writeLocal, localDocs,
   // setRevsLimit).
   virtual result<std::optional<local_doc>> open_local(const std::string& node, const std::string& db,

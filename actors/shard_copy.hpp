@@ -85,7 +85,11 @@ struct time_seq_state {
   uint64_t update_seq = 0;
 };
 
-// A document as one copy holds it: its rev tree and the bodies the copy stores (the leaves').
+// Which stored bodies a read brings: none (trees only), the leaves', or every one the copy still
+// has (older revisions stay until compaction; only a read naming a revision asks for them).
+enum class doc_bodies : uint8_t { none, leaves, all };
+
+// A document as one copy holds it: its rev tree and the bodies asked for.
 struct doc_copy {
   std::string id;
   bool found = false;
@@ -114,9 +118,9 @@ class shard_copy {
   // With `reset`, empties the bins first (committed before the answer). errc::not_implemented from
   // a release without time-seq.
   virtual result<time_seq_state> time_seq(bool reset) = 0;
-  // One entry per id, in order (found or not); `bodies`: with every stored body of each document.
+  // One entry per id, in order (found or not), with the stored bodies `bodies` asks for.
   using docs_done = std::function<void(result<std::vector<doc_copy>>)>;
-  virtual void open_docs(const std::vector<std::string>& ids, bool bodies, docs_done done) = 0;
+  virtual void open_docs(const std::vector<std::string>& ids, doc_bodies bodies, docs_done done) = 0;
   // _local documents: read (nullopt: missing), write (returns the new rev, 0 after a delete), list.
   virtual result<std::optional<local_doc>> open_local(const std::string& id) = 0;
   virtual result<uint64_t> write_local(const local_update& u) = 0;

@@ -698,7 +698,10 @@ kj::Promise<void> node_server::timeSeq(TimeSeqContext context) {
 kj::Promise<void> node_server::openDocs(OpenDocsContext context) {
   std::vector<std::string> ids;
   for (auto id : context.getParams().getIds()) ids.emplace_back(id.cStr());
-  bool bodies = context.getParams().getBodies();
+  // Older coordinators ask `bodies` only: what they store of a document is its leaves'.
+  doc_bodies bodies = !context.getParams().getBodies()     ? doc_bodies::none
+                      : context.getParams().getAllBodies() ? doc_bodies::all
+                                                           : doc_bodies::leaves;
   return on_copy<std::vector<doc_copy>>(
       loop_, context, [ids, bodies](local_copy& c) { return c.read_docs(ids, bodies); },
       [](Node::OpenDocsResults::Builder results, const std::vector<doc_copy>& docs) {
@@ -821,7 +824,7 @@ namespace {
 template <class Item, class Answer>
 struct pending_batch {
   std::string node, db, range;
-  bool bodies = false;  // reads: with the stored bodies
+  doc_bodies bodies = doc_bodies::none;  // reads: which stored bodies
   std::vector<std::pair<std::vector<Item>, std::function<void(result<std::vector<Answer>>)>>> waiters;
   size_t items() const {
     size_t n = 0;
@@ -1083,11 +1086,12 @@ namespace {
 // runs (loop_control::drain).
 template <class Batch, class Item, class Done>
 void enqueue(loop_control* c, std::map<std::string, Batch> loop_control::*queue, const std::string& node,
-             const std::string& db, const std::string& range, bool bodies, const std::vector<Item>& items, Done done) {
+             const std::string& db, const std::string& range, doc_bodies bodies, const std::vector<Item>& items,
+             Done done) {
   if (c) {
     std::unique_lock<std::mutex> lock(c->mu);
     if (c->running) {
-      Batch& b = (c->*queue)[node + '\n' + db + '\n' + range + (bodies ? "\n1" : "\n0")];
+      Batch& b = (c->*queue)[node + '\n' + db + '\n' + range + '\n' + std::to_string(static_cast<int>(bodies))];
       if (b.waiters.empty()) {
         b.node = node;
         b.db = db;
@@ -1137,7 +1141,7 @@ void send_batch(rpc_node::loop& l, const membership& members, int timeout_ms, Ba
 // document in a batch get what they would get from two calls in one group commit.
 void rpc_node::update_docs(const std::string& node, const std::string& db, const std::string& range,
                            const std::vector<doc_update>& docs, write_done done) {
-  enqueue(control_.get(), &loop_control::writes, node, db, range, false, docs, std::move(done));
+  enqueue(control_.get(), &loop_control::writes, node, db, range, doc_bodies::none, docs, std::move(done));
 }
 
 void rpc_node::send_writes(loop& l, pending_writes& w) {
@@ -1294,7 +1298,7 @@ bool rpc_node::typed(const std::string& node) const {
 // the loop next runs, which sends each queue as one message and splits the answer (one encode, one
 // write and one wake-up per batch instead of per request; the peer reads the batch in one snapshot).
 void rpc_node::open_docs(const std::string& node, const std::string& db, const std::string& range,
-                         const std::vector<std::string>& ids, bool bodies, shard_copy::docs_done done) {
+                         const std::vector<std::string>& ids, doc_bodies bodies, shard_copy::docs_done done) {
   enqueue(control_.get(), &loop_control::reads, node, db, range, bodies, ids, std::move(done));
 }
 
@@ -1306,7 +1310,8 @@ void rpc_node::send_reads(loop& l, pending_reads& r) {
     unsigned k = 0;
     for (auto& w : b.waiters)
       for (auto& id : w.first) list.set(k++, id);
-    req.setBodies(b.bodies);
+    req.setBodies(b.bodies != doc_bodies::none);
+    req.setAllBodies(b.bodies == doc_bodies::all);
     return req.send().then([](capnp::Response<Node::OpenDocsResults>&& r) -> result<std::vector<doc_copy>> {
       if (status st = status_of(r.getStatus()); !st) return st;
       std::vector<doc_copy> out;

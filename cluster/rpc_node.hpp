@@ -108,7 +108,7 @@ class rpc_node final : public remote_shards {
   bool typed(const std::string& node) const override;
   // Answers through `done` on the RPC thread: it must not block.
   void open_docs(const std::string& node, const std::string& db, const std::string& range,
-                 const std::vector<std::string>& ids, bool bodies, shard_copy::docs_done done) override;
+                 const std::vector<std::string>& ids, doc_bodies bodies, shard_copy::docs_done done) override;
   result<std::optional<local_doc>> open_local(const std::string& node, const std::string& db, const std::string& range,
                                               const std::string& id, std::chrono::milliseconds timeout) override;
   result<uint64_t> write_local(const std::string& node, const std::string& db, const std::string& range,

@@ -220,7 +220,10 @@ void handle_bulk_get(ctx& c, const db_meta& db) {
   opts.att_encoding_info = *encoding_info;
   auto ids = bulk_get_ids(*body, c.node.max_document_id_length);
   if (!ids) return c.error(ids.error());
-  auto docs = c.node.coord.open_docs(db, *ids, true);
+  // Older revisions' bodies (kept until compaction) only when an entry names a revision.
+  bool named = false;
+  for (const json& entry : (*body)["docs"]) named = named || entry.contains("rev");
+  auto docs = c.node.coord.open_docs(db, *ids, named ? doc_bodies::all : doc_bodies::leaves);
   if (!docs) return c.error(docs.error());
   // The bytes every entry shows inline (docs holds one entry per valid id, in order).
   attachments::blob_bytes blobs;
@@ -280,7 +283,7 @@ void handle_revs_diff(ctx& c, const db_meta& db) {
   for (auto it = body->begin(); it != body->end(); ++it) {  // refuse before reading anything
     if (!it.value().is_array()) return c.error(errc::bad_request, "Each document must map to a list of revisions");
   }
-  auto docs = c.node.coord.open_docs(db, revs_diff_ids(*body), false);
+  auto docs = c.node.coord.open_docs(db, revs_diff_ids(*body), doc_bodies::none);
   if (!docs) return c.error(docs.error());
   auto out = answer_revs_diff(*body, *docs);
   if (!out) return c.error(out.error());

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <regex>
 
+#include "actors/compactor.hpp"
 #include "actors/doc_render.hpp"
 #include "actors/shard_map.hpp"
 #include "cluster/clustered_seq.hpp"
@@ -108,7 +109,7 @@ void db_info(ctx& c, const db_meta& db) {
                     {"doc_del_count", deleted},
                     {"doc_count", docs},
                     {"disk_format_version", 8},
-                    {"compact_running", false},
+                    {"compact_running", c.node.compaction && c.node.compaction->running(db.name)},
                     {"cluster", {{"q", db.q}, {"n", db.n}, {"w", quorum}, {"r", quorum}}}});
 }
 
@@ -180,9 +181,9 @@ void handle_ensure_full_commit(ctx& c, const db_meta& db) {
   c.reply(201, json{{"ok", true}, {"instance_start_time", std::to_string(db.created)}});
 }
 
-// settee keeps no body but the leaves' (a revision's body goes in the commit that gives it a child),
-// so a database is always compact, and there are no view indexes to compact or clean up. CouchDB's
-// answers stay, so clients and tools that call these keep working (docs/api.md).
+// POST /db/_compact: this node's copies of the database drop their older revisions' bodies in the
+// background (actors/compactor.hpp). There are no view indexes: /_compact/ddoc and _view_cleanup
+// answer as CouchDB does, so clients and tools that call them keep working (docs/api.md).
 void handle_compact(ctx& c, const db_meta& db) {
   if (c.method() != "POST") return c.method_not_allowed("POST");
   if (auto st = c.require_json_content(); !st) return c.error(st);
@@ -190,6 +191,17 @@ void handle_compact(ctx& c, const db_meta& db) {
     auto d = c.node.coord.open_doc(db, "_design/" + c.path[2]);
     if (!d) return c.error(d.error());
     if (!d->found || d->info.tree.winner_deleted()) return c.error(errc::not_found, "missing");
+    return c.reply(202, json{{"ok", true}});
+  }
+  for (size_t r = 0; c.node.compaction && r < db.ranges.size(); ++r) {
+    if (!db.hosts(r)) continue;
+    for (const copy_ptr& copy : c.node.coord.copies(db, r)) {
+      auto local = std::dynamic_pointer_cast<local_copy>(copy);
+      if (!local) continue;
+      c.node.compaction->enqueue(db.name,
+                                 "shards/" + db.ranges[r].name() + "/" + db.name + "." + std::to_string(db.created),
+                                 std::move(local));
+    }
   }
   c.reply(202, json{{"ok", true}});
 }

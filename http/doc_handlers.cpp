@@ -403,7 +403,10 @@ void get_doc(ctx& c, const db_meta& db, const std::string& id) {
   if (!g) return c.error(g.error());
   auto r = c.read_quorum();
   if (!r) return c.error(r.error());
-  auto d = c.node.coord.open_doc(db, id, *r);
+  // Older revisions' bodies (kept until compaction) only when the request names revisions or asks
+  // which are available (revs_info).
+  const bool named = g->rev || (g->by_open_revs && !g->open_revs_all) || g->opts.revs_info;
+  auto d = c.node.coord.open_doc(db, id, *r, named ? doc_bodies::all : doc_bodies::leaves);
   if (!d) return c.error(d.error());
   // CouchDB's replicator reads open_revs as multipart/mixed, attachments always included (as
   // CouchDB's send_docs_multipart); multipart/related needs attachments=true.
@@ -526,7 +529,7 @@ void delete_doc(ctx& c, const db_meta& db, const std::string& id) {
   u.deleted = true;
   u.body = "{}";
   std::string rev = requested_rev(c);
-  auto found = c.node.coord.open_docs(db, {id}, false);
+  auto found = c.node.coord.open_docs(db, {id}, doc_bodies::none);
   if (!found) return c.error(found.error());
   const doc_copy& d = found->front();
   if (!d.found) return c.error(errc::not_found, "missing");
@@ -655,7 +658,7 @@ result<std::optional<std::pair<uint64_t, uint64_t>>> requested_range(const std::
 
 void get_attachment(ctx& c, const db_meta& db, const std::string& doc_id, const std::string& att) {
   std::string rev_text = c.param("rev");
-  auto d = c.node.coord.open_doc(db, doc_id);
+  auto d = c.node.coord.open_doc(db, doc_id, 1, rev_text.empty() ? doc_bodies::leaves : doc_bodies::all);
   if (!d) return c.error(d.error());
   if (!d->found) return c.error(errc::not_found, "missing");
   const rev_tree& tree = d->info.tree;
@@ -819,7 +822,7 @@ result<doc_read> legacy_answer(local_copy& copy, const doc_request& r, size_t ma
   if (r.what == "doc") {
     auto g = parse_doc_get(q, r.if_none_match);
     if (!g) return g.error();
-    auto docs = copy.read_docs({r.id}, true);
+    auto docs = copy.read_docs({r.id}, doc_bodies::all);
     if (!docs) return docs.error();
     return answer_doc_get(docs->front(), *g);
   }
@@ -848,7 +851,7 @@ result<doc_read> legacy_answer(local_copy& copy, const doc_request& r, size_t ma
     if (!body) return body.error();
     if (!body->is_object()) return status{errc::bad_request, "Request body must be a JSON object"};
     if (r.what == "revs_diff") {
-      auto docs = copy.read_docs(revs_diff_ids(*body), false);
+      auto docs = copy.read_docs(revs_diff_ids(*body), doc_bodies::none);
       if (!docs) return docs.error();
       auto out = answer_revs_diff(*body, *docs);
       if (!out) return out.error();
@@ -861,7 +864,7 @@ result<doc_read> legacy_answer(local_copy& copy, const doc_request& r, size_t ma
     opts.revs = *revs;
     auto ids = bulk_get_ids(*body, max_id_length);
     if (!ids) return ids.error();
-    auto docs = copy.read_docs(*ids, true);
+    auto docs = copy.read_docs(*ids, doc_bodies::all);
     if (!docs) return docs.error();
     return doc_read{200, render_bulk_get((*body)["docs"], *docs, opts, *latest, max_id_length), ""};
   }

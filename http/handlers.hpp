@@ -18,6 +18,7 @@ void handle_uuids(ctx& c);
 void handle_session(ctx& c);
 void handle_node(ctx& c);
 void handle_membership(ctx& c);
+void handle_active_tasks(ctx& c);
 void handle_db_updates(ctx& c);
 
 // db_handlers.cpp

@@ -21,6 +21,8 @@ class membership;
 class rpc_node;
 class nodes_db;
 class update_log;
+class task_list;
+class compactor;
 
 // Limits and identity the handlers need; built once at start-up, read-only afterwards.
 struct node_services {
@@ -40,6 +42,8 @@ struct node_services {
   rpc_node* rpc = nullptr;        // null on a single node
   nodes_db* nodes = nullptr;      // null on a single node
   update_log* updates = nullptr;  // this node's `updated` rows of _db_updates
+  task_list* tasks = nullptr;     // GET /_active_tasks
+  compactor* compaction = nullptr;
   // The _security object of new databases ([couchdb] default_security): admin-only, as CouchDB 3.
   std::string new_db_security = admin_only_security;
   static constexpr const char* admin_only_security =

@@ -5,6 +5,7 @@
 #include <random>
 
 #include "actors/change_notifier.hpp"
+#include "actors/task_list.hpp"
 #include "cluster/membership.hpp"
 #include "cluster/nodes_db.hpp"
 #include "http/auth.hpp"
@@ -173,6 +174,11 @@ void handle_session(ctx& c) {
 void handle_membership(ctx& c) {
   if (c.method() != "GET") return c.method_not_allowed("GET");
   c.reply(200, json{{"all_nodes", c.node.members->all_nodes()}, {"cluster_nodes", c.node.members->cluster_nodes()}});
+}
+
+void handle_active_tasks(ctx& c) {
+  if (c.method() != "GET") return c.method_not_allowed("GET");
+  c.reply(200, c.node.tasks ? c.node.tasks->all() : json::array());
 }
 
 namespace {

@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "actors/change_notifier.hpp"
+#include "actors/compactor.hpp"
 #include "actors/coordinator.hpp"
 #include "actors/db_catalog.hpp"
 #include "actors/messages.hpp"
@@ -189,6 +190,7 @@ config defaults() {
   c.set("chttpd", "max_http_request_size", std::to_string(64u << 20));
   c.set("couchdb", "max_document_id_length", "400");
   c.set("couchdb", "max_attachment_size", std::to_string(1u << 30));
+  c.set("database_compaction", "docs_per_step", "1000");
   c.set("couchdb", "max_dbs_open", "500");
   c.set("couchdb", "map_size_mb", "65536");
   c.set("couchdb", "request_timeout_ms", "60000");
@@ -307,6 +309,11 @@ int main(int argc, char** argv) {
     node.bulk_docs_max = static_cast<size_t>(cfg.get_int("couchdb", "bulk_docs_max", 100000));
     node.notifier = &notifier;
     node.updates = &updates;
+    task_list tasks;
+    compactor compaction(tasks, clk, store_opts.node_name,
+                         static_cast<size_t>(cfg.get_int("database_compaction", "docs_per_step", 1000)));
+    node.tasks = &tasks;
+    node.compaction = &compaction;
     std::string default_security = cfg.get("couchdb", "default_security", "admin_only");
     if (default_security == "everyone") {
       node.new_db_security = "{}";
@@ -425,6 +432,7 @@ int main(int argc, char** argv) {
     log::info("http server stopped");
     if (syncer) syncer->stop();
     if (rpc) rpc->stop();
+    compaction.stop();               // its current step commits whole
     shards.close_all();              // queued writes finish, and mark their databases
     updates.stop();                  // records them, syncs the record and notes the clean stop
     shards.close_all();              // the record itself

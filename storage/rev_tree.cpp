@@ -133,7 +133,7 @@ int rev_tree::merge_path(const std::vector<rev_id>& path, bool deleted, bool& ad
   return parent;
 }
 
-size_t rev_tree::stem(uint32_t limit) {
+size_t rev_tree::stem(uint32_t limit, std::vector<rev_id>* removed) {
   if (limit == 0) limit = 1;
   std::vector<bool> keep(nodes_.size(), false);
   for (int leaf : leaves()) {
@@ -148,7 +148,10 @@ size_t rev_tree::stem(uint32_t limit) {
   std::vector<int> remap(nodes_.size(), -1);
   std::vector<node> kept;
   for (size_t i = 0; i < nodes_.size(); ++i) {
-    if (!keep[i]) continue;
+    if (!keep[i]) {
+      if (removed) removed->push_back(rev(static_cast<int>(i)));
+      continue;
+    }
     remap[i] = static_cast<int>(kept.size());
     kept.push_back(nodes_[i]);
   }

@@ -60,7 +60,8 @@ class rev_tree {
   int merge_path(const std::vector<rev_id>& path, bool deleted, bool& added);
 
   // Keeps at most `limit` (>= 1) revisions on every root-to-leaf path. Returns how many were dropped.
-  size_t stem(uint32_t limit);
+  // `removed` (if given) receives the revisions stemmed away.
+  size_t stem(uint32_t limit, std::vector<rev_id>* removed = nullptr);
 
   // The history of node i, newest first (i itself included), as far as the tree knows it.
   std::vector<int> path_to(int i) const;

@@ -309,6 +309,9 @@ status shard_store::commit(const std::vector<write_op*>& ops, int64_t now_s) {
       case write_op::kind::time_seq_reset:
         time_seq::reset(h.time_seq, h.update_seq);  // the next commit opens the first new bin
         break;
+      case write_op::kind::compact:
+        st = compact_step(t.get(), h, op);
+        break;
     }
   }
   // Time-seq, in the same transaction (spec section 5): the seq committed before this commit, at
@@ -351,7 +354,6 @@ status shard_store::apply_doc(MDB_txn* t, shard_header& h, doc_update& u, doc_re
   if (found && !decode_doc(u.id, raw, d)) return {errc::internal, "corrupt document record: " + u.id};
   d.id = u.id;
   doc_state before = state_of(d.tree);
-  std::vector<int> old_leaves = d.tree.leaves();  // indices stay valid: the tree only appends
   int leaf = -1;
   std::vector<std::string> keys;  // the blobs the new revision's attachments name
 
@@ -418,26 +420,13 @@ status shard_store::apply_doc(MDB_txn* t, shard_header& h, doc_update& u, doc_re
   if (auto st = put(t, bodies_, body_key(u.id, r.rev), u.body); !st) return st;
   h.external_size += u.body.size();
   if (auto st = reference_blobs(t, h, keys, &u, +1); !st) return st;
-  // Bodies are kept for leaves only: drop those of leaves that gained a child.
-  for (int i : old_leaves) {
-    if (d.tree.is_leaf(i)) continue;
-    std::string key = body_key(u.id, d.tree.rev(i));
-    std::string_view old_body;
-    bool had = false;
-    if (auto st = get(t, bodies_, key, old_body, had); !st) return st;
-    if (had) {
-      h.external_size -= std::min<uint64_t>(h.external_size, old_body.size());
-      std::vector<std::string> old_keys;
-      if (old_body.find("\"_attachments\"") != std::string_view::npos) {
-        auto parsed = parse_json(old_body);
-        if (parsed) old_keys = attachments::keys_of(*parsed);
-      }
-      if (auto st = del(t, bodies_, key); !st) return st;
-      if (auto st = reference_blobs(t, h, old_keys, nullptr, -1); !st) return st;
-    }
+  // Older revisions keep their bodies until compaction (GET ?rev=, open_revs); those stemmed away
+  // by revs_limit lose them now, as compaction would never find them again.
+  std::vector<rev_id> stemmed;
+  d.tree.stem(h.revs_limit, &stemmed);  // never removes a leaf
+  for (const rev_id& gone : stemmed) {
+    if (auto st = drop_body(t, h, u.id, gone); !st) return st;
   }
-
-  d.tree.stem(h.revs_limit);  // never removes a leaf, so no body goes with it
 
   // One by_seq entry per document: move it to the new seq.
   if (found) {
@@ -587,6 +576,54 @@ status shard_store::reference_blobs(MDB_txn* t, shard_header& h, const std::vect
       h.external_size -= std::min<uint64_t>(h.external_size, bytes);
     }
   }
+  return {};
+}
+
+status shard_store::drop_body(MDB_txn* t, shard_header& h, const std::string& id, const rev_id& rev) {
+  std::string key = body_key(id, rev);
+  std::string_view body;
+  bool had = false;
+  if (auto st = get(t, bodies_, key, body, had); !st || !had) return st;
+  h.external_size -= std::min<uint64_t>(h.external_size, body.size());
+  std::vector<std::string> keys;
+  if (body.find("\"_attachments\"") != std::string_view::npos) {
+    auto parsed = parse_json(body);
+    if (!parsed) return {errc::internal, "unreadable document body for " + id};
+    keys = attachments::keys_of(*parsed);
+  }
+  if (auto st = del(t, bodies_, key); !st) return st;
+  return reference_blobs(t, h, keys, nullptr, -1);
+}
+
+status shard_store::compact_step(MDB_txn* t, shard_header& h, write_op& op) {
+  std::vector<doc_info> docs;  // read first: dropping bodies does not touch docs_, but keep it simple
+  MDB_cursor* c = nullptr;
+  if (int rc = mdb_cursor_open(t, docs_, &c); rc != 0) return lmdb::to_status(rc, "mdb_cursor_open");
+  MDB_val k{op.compact_from.size(), const_cast<char*>(op.compact_from.data())}, v;
+  int rc = mdb_cursor_get(c, &k, &v, op.compact_from.empty() ? MDB_FIRST : MDB_SET_RANGE);
+  op.compact_next.clear();
+  for (; rc == 0; rc = mdb_cursor_get(c, &k, &v, MDB_NEXT)) {
+    if (docs.size() == std::max<size_t>(1, op.compact_limit)) {
+      op.compact_next.assign(lmdb::view(k));
+      break;
+    }
+    doc_info d;
+    d.id.assign(lmdb::view(k));
+    if (!decode_doc(d.id, lmdb::view(v), d)) {
+      mdb_cursor_close(c);
+      return {errc::internal, "corrupt document record: " + d.id};
+    }
+    docs.push_back(std::move(d));
+  }
+  mdb_cursor_close(c);
+  if (rc != 0 && rc != MDB_NOTFOUND) return lmdb::to_status(rc, "mdb_cursor_get");
+  for (const doc_info& d : docs) {
+    for (size_t i = 0; i < d.tree.nodes().size(); ++i) {
+      if (d.tree.is_leaf(static_cast<int>(i))) continue;
+      if (auto st = drop_body(t, h, d.id, d.tree.rev(static_cast<int>(i))); !st) return st;
+    }
+  }
+  op.compact_visited = docs.size();
   return {};
 }
 

@@ -75,12 +75,19 @@ struct local_update {
 
 // A unit of work for commit(). The caller fills the inputs; commit() fills the outputs.
 struct write_op {
-  enum class kind { docs, local, security, revs_limit, time_seq_reset };
+  enum class kind { docs, local, security, revs_limit, time_seq_reset, compact };
   kind what = kind::docs;
   std::vector<doc_update> docs;  // kind::docs
   local_update local;            // kind::local
   std::string security;          // kind::security (JSON text)
   uint32_t revs_limit = 0;       // kind::revs_limit
+  // kind::compact: one step of compaction, from document id `compact_from` (inclusive) over at most
+  // `compact_limit` documents: older revisions lose their bodies (and their attachments their
+  // references). Answers the documents visited and where the next step starts ("": done).
+  std::string compact_from;
+  size_t compact_limit = 0;
+  size_t compact_visited = 0;
+  std::string compact_next;
 
   std::vector<doc_result> results;  // kind::docs: one per input doc
   status st;                        // every kind: the op-level outcome
@@ -229,6 +236,9 @@ class shard_store : public std::enable_shared_from_this<shard_store> {
   status reference_blobs(MDB_txn* t, shard_header& h, const std::vector<std::string>& keys, const doc_update* u,
                          int delta);
   status apply_local(MDB_txn* t, write_op& op);
+  // Removes the body of revision `rev` of document `id` (if stored) and its blob references.
+  status drop_body(MDB_txn* t, shard_header& h, const std::string& id, const rev_id& rev);
+  status compact_step(MDB_txn* t, shard_header& h, write_op& op);
   // The catalog file: appends the events that took `id` from its recorded state to the one its
   // tree `d` now has (the winner's body is `winner_body` when known), at `d.seq`.
   // `index` numbers the events of one seq.

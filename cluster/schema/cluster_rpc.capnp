@@ -62,8 +62,10 @@ interface Node {
   # "typed-copies-v1"; readDoc stays for 0.2 nodes). Documents travel as data: each document's rev
   # tree in the shard file's own encoding (storage/FORMAT.md, validated on decode) and its stored
   # bodies; the coordinator renders them once.
-  # The documents `ids` of this copy, in order, found or not; `bodies`: every stored body.
-  openDocs @11 (shard :ShardRef, ids :List(Text), bodies :Bool) -> (status :CallStatus, docs :List(DocCopy));
+  # The documents `ids` of this copy, in order, found or not; `bodies`: the leaves' stored bodies,
+  # with `allBodies` (appended in 0.3 with old revisions kept until compaction) every stored body.
+  openDocs @11 (shard :ShardRef, ids :List(Text), bodies :Bool, allBodies :Bool)
+      -> (status :CallStatus, docs :List(DocCopy));
   # A _local document of this copy.
   localDoc @12 (shard :ShardRef, id :Text) -> (status :CallStatus, found :Bool, rev :UInt64, body :Text);
   # Writes (or, deleted, removes) a _local document on this copy; committed before the answer.

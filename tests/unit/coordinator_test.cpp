@@ -62,7 +62,7 @@ class fake_copy final : public shard_copy {
   status set_revs_limit(uint32_t) override { return mode_ == mode::failing ? down() : status{}; }
   result<std::string> read_blob(const std::string&) override { return down(); }
 
-  void open_docs(const std::vector<std::string>& ids, bool, docs_done done) override {
+  void open_docs(const std::vector<std::string>& ids, doc_bodies, docs_done done) override {
     ++reads;
     answer<std::vector<doc_copy>>(std::move(done), [this, ids]() -> result<std::vector<doc_copy>> {
       std::lock_guard<std::mutex> lock(mu_);

@@ -48,6 +48,21 @@ struct shard {
     REQUIRE(snap->body(id, rev, text));
     return *parse_json(text);
   }
+  // Compacts the whole shard in steps of `per_step` documents; the documents visited.
+  size_t compact(size_t per_step = 1) {
+    size_t visited = 0;
+    std::string from;
+    do {
+      write_op op;
+      op.what = write_op::kind::compact;
+      op.compact_from = from;
+      op.compact_limit = per_step;
+      REQUIRE(s->commit({&op}, 1700000200));
+      visited += op.compact_visited;
+      from = op.compact_next;
+    } while (!from.empty());
+    return visited;
+  }
   bool has_blob(const std::string& bytes) {
     auto snap = s->read();
     std::string out;
@@ -80,16 +95,57 @@ TEST_CASE("a blob lives while a revision names it; stubs keep it across edits") 
   json atts = f.body("d", r2.rev)["_attachments"];
   CHECK(atts["a.txt"] == stored);  // the stub became the parent's entry, revpos 1 kept
   CHECK(atts["b"]["revpos"] == 2);
-  CHECK(f.has_blob("hello"));  // r1's body went, r2 still names it
+  CHECK(f.has_blob("hello"));
   CHECK(f.has_blob("world"));
 
   auto r3 = f.put("d", R"({"b":{"stub":true}})", {r2.rev});  // a.txt dropped
   REQUIRE(r3.st);
+  CHECK(f.has_blob("hello"));  // older revisions keep theirs until compaction
+  CHECK(f.compact() == 1);
   CHECK_FALSE(f.has_blob("hello"));
   CHECK(f.has_blob("world"));
   auto r4 = f.put("d", nullptr, {r3.rev}, true, true);  // deleted: the tombstone names nothing
   REQUIRE(r4.st);
+  CHECK(f.has_blob("world"));
+  f.compact();
   CHECK_FALSE(f.has_blob("world"));
+  CHECK(f.s->header().external_size == std::string(R"({"v":1})").size());  // the tombstone's body only
+}
+
+TEST_CASE("compaction drops older revisions' bodies, keeps every leaf's, and stemming drops at once") {
+  shard f;
+  auto r1 = f.put("d", R"({"a":{"data":"b2xk"}})");            // "old"
+  auto r2 = f.put("d", R"({"b":{"data":"bmV3"}})", {r1.rev});  // "new"
+  auto c1 = f.put("c", nullptr, {rev_id{1, "x"}}, false);      // a conflict: two leaves, both kept
+  auto c2 = f.put("c", nullptr, {rev_id{1, "y"}}, false);
+  REQUIRE((r1.st && r2.st && c1.st && c2.st));
+  f.body("d", r1.rev);  // still there before compaction
+  CHECK(f.compact(1) == 2);
+  auto snap = f.s->read();
+  std::string text;
+  CHECK_FALSE(snap->body("d", r1.rev, text));
+  CHECK(snap->body("d", r2.rev, text));
+  CHECK(snap->body("c", rev_id{1, "x"}, text));
+  CHECK(snap->body("c", rev_id{1, "y"}, text));
+  CHECK_FALSE(f.has_blob("old"));
+  CHECK(f.has_blob("new"));
+  CHECK(f.compact(1) == 2);  // again: nothing left to drop, nothing breaks
+
+  // revs_limit 2: the revision stemmed away loses its body (and blob) in the same commit.
+  write_op limit;
+  limit.what = write_op::kind::revs_limit;
+  limit.revs_limit = 2;
+  REQUIRE(f.s->commit({&limit}, 1700000100));
+  auto e1 = f.put("e", R"({"x":{"data":"Zmlyc3Q="}})");  // "first"
+  auto e2 = f.put("e", R"({"y":{"data":"c2Vjb25k"}})", {e1.rev});
+  CHECK(f.has_blob("first"));
+  auto e3 = f.put("e", R"({"y":{"stub":true}})", {e2.rev});  // e1 stemmed
+  REQUIRE(e3.st);
+  CHECK_FALSE(f.has_blob("first"));
+  CHECK(f.has_blob("second"));
+  auto after = f.s->read();
+  CHECK_FALSE(after->body("e", e1.rev, text));
+  CHECK(after->body("e", e2.rev, text));
 }
 
 TEST_CASE("equal bytes are stored once and freed with the last reference; large blobs are chunked") {
@@ -103,8 +159,11 @@ TEST_CASE("equal bytes are stored once and freed with the last reference; large 
   REQUIRE(b.st);
   CHECK(f.has_blob(data));
   REQUIRE(f.put("a", nullptr, {a.rev}, true, true).st);
+  f.compact();
   CHECK(f.has_blob(data));
   REQUIRE(f.put("b", nullptr, {b.rev}, true, true).st);
+  CHECK(f.has_blob(data));
+  CHECK(f.compact(100) == 2);
   CHECK_FALSE(f.has_blob(data));
 }
 
@@ -181,6 +240,7 @@ TEST_CASE("internal replication carries the blobs a body names, and the target r
   again.docs = batch.updates;
   REQUIRE(target.s->commit({&again}, 1700000100));
   REQUIRE(target.put("d", nullptr, {r1.rev}, true, true).st);
+  target.compact();
   CHECK_FALSE(target.has_blob(data));
 }
 

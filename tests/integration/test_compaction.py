@@ -1,0 +1,84 @@
+"""Older revisions until compaction (issue 11 point 2): a shard copy keeps the bodies of older
+revisions (GET ?rev=, open_revs, revs_info "available", their attachments) until POST /db/_compact
+drops them in the background, with CouchDB's database_compaction task in GET /_active_tasks."""
+import base64
+import time
+
+from harness import NodeTest, main
+
+
+def b64(data):
+    return base64.b64encode(data).decode()
+
+
+def wait_until(what, seconds=30):
+    deadline = time.time() + seconds
+    while time.time() < deadline:
+        value = what()
+        if value:
+            return value
+        time.sleep(0.02)
+    raise AssertionError("timed out")
+
+
+class OldRevisions(NodeTest):
+    config = "[database_compaction]\ndocs_per_step = 1\n"
+
+    def test_older_revisions_are_readable_until_compaction(self):
+        n = self.node
+        self.new_db("old")
+        r1 = n.put("/old/d", {"v": 1, "_attachments": {"a.txt": {"content_type": "text/plain", "data": b64(b"one")}}})
+        r2 = n.put("/old/d", {"_rev": r1.json["rev"], "v": 2})  # the attachment goes in 2-
+        r3 = n.put("/old/d", {"_rev": r2.json["rev"], "v": 3})
+        rev1, rev2, rev3 = r1.json["rev"], r2.json["rev"], r3.json["rev"]
+        old = n.get(f"/old/d?rev={rev1}")
+        self.assertEqual(old.status, 200, old)
+        self.assertEqual((old.json["_rev"], old.json["v"]), (rev1, 1))
+        self.assertEqual(n.get(f"/old/d/a.txt?rev={rev1}").data, b"one")
+        self.assertError(n.get("/old/d/a.txt"), 404, "not_found", "Document is missing attachment")
+        self.assertEqual(n.get(f"/old/d?rev={rev1}&latest=true").json["_rev"], rev3)
+        revs = n.get(f'/old/d?open_revs=["{rev1}","{rev2}"]').json
+        self.assertEqual([r["ok"]["v"] for r in revs], [1, 2])
+        info = n.get("/old/d?revs_info=true").json["_revs_info"]
+        self.assertEqual([i["status"] for i in info], ["available"] * 3)
+        got = n.post("/old/_bulk_get", {"docs": [{"id": "d", "rev": rev2}]}).json
+        self.assertEqual(got["results"][0]["docs"][0]["ok"]["v"], 2)
+
+        self.assertEqual(n.post("/old/_compact", {}).status, 202)
+        wait_until(lambda: n.get(f"/old/d?rev={rev1}").status == 404)
+        wait_until(lambda: not n.get("/old").json["compact_running"])
+        self.assertError(n.get(f"/old/d?rev={rev2}"), 404, "not_found", "missing")
+        self.assertError(n.get(f"/old/d/a.txt?rev={rev1}"), 404, "not_found", "missing")
+        self.assertEqual(n.get("/old/d").json["v"], 3)
+        info = n.get("/old/d?revs_info=true").json["_revs_info"]
+        self.assertEqual([i["status"] for i in info], ["available", "missing", "missing"])
+        revs = n.get(f'/old/d?open_revs=["{rev1}"]').json
+        self.assertEqual(revs, [{"missing": rev1}])
+
+    def test_compaction_shows_in_active_tasks(self):
+        n = self.node
+        self.new_db("big", q=1)
+        docs = [{"_id": f"d{i:05}", "v": i} for i in range(5000)]
+        self.assertEqual(n.post("/big/_bulk_docs", {"docs": docs}).status, 201)
+        self.assertEqual(n.get("/_active_tasks").json, [])
+        self.assertEqual(n.post("/big/_compact", {}).status, 202)
+        self.assertEqual(n.post("/big/_compact", {}).status, 202)  # already running: not twice
+        tasks = wait_until(lambda: n.get("/_active_tasks").json)
+        self.assertEqual(len(tasks), 1)
+        t = tasks[0]
+        self.assertEqual((t["type"], t["database"], t["total_changes"], t["phase"]),
+                         ("database_compaction", "shards/00000000-ffffffff/big." + t["database"].split(".")[-1],
+                          5000, "document copy"))
+        self.assertEqual(set(t), {"type", "node", "pid", "database", "phase", "changes_done", "total_changes",
+                                  "progress", "started_on", "updated_on"})
+        self.assertTrue(0 <= t["progress"] <= 100)
+        self.assertTrue(n.get("/big").json["compact_running"])
+        wait_until(lambda: n.get("/_active_tasks").json == [], 120)
+        self.assertFalse(n.get("/big").json["compact_running"])
+        self.assertEqual(n.get("/big").json["doc_count"], 5000)  # leaves untouched
+        self.assertError(n.get("/_active_tasks", auth=False), 401, "unauthorized")
+        self.assertError(n.request("POST", "/_active_tasks", {}), 405, "method_not_allowed")
+
+
+if __name__ == "__main__":
+    main()
