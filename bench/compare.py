@@ -1,12 +1,13 @@
 #!/usr/bin/env python3
 """Runs the same workloads against settee and pouchdb-server side by side, in one run.
 
-    python3 bench/compare.py [--runs 3] [--docs 200000] [--seconds 5] [--write docs/BENCHMARKS.md]
+    python3 bench/compare.py [--runs 3] [--docs 200000] [--seconds 5] [--set core|attachments]
+                             [--write docs/BENCHMARKS.md]
 
 Both servers start fresh on loopback with data on disk (settee: LMDB with fsync; pouchdb-server:
 LevelDB). Runs alternate between the servers so drift on a noisy machine hits both alike. Prints a
 Markdown table (median, range, settee/pouchdb-server ratio) and, with --write, replaces the section
-between the BEGIN/END compare markers in the given file. Every run is bounded in time by the load
+between the BEGIN/END compare markers (`compare-attachments` for that set) in the given file. Every run is bounded in time by the load
 generator itself. Needs `npm install` in bench/ (package.json) and a built settee.
 """
 import argparse
@@ -38,6 +39,16 @@ WORKLOADS = [
     ("all_docs", ["--workload", "alldocs"], "rate", "rows/s", True),
     ("longpoll 200 listeners", ["--workload", "longpoll", "--listeners", "200"], "all_notified_ms", "ms", False),
 ]
+
+# Attachments by name (PUT new documents, GET random ones of --docs 20), by size; req/s and MB/s.
+KB, MB = 1024, 1024 * 1024
+ATTACHMENTS = []
+for label, size, conc in (("1 KB", KB, 8), ("100 KB", 100 * KB, 8), ("10 MB", 10 * MB, 2)):
+    ATTACHMENTS.append((f"attachment PUT {label} c={conc}", ["--workload", "att_put", "--concurrency", str(conc),
+                                                              "--att-bytes", str(size)], "rate", "req/s", True))
+    ATTACHMENTS.append((f"attachment GET {label} c={conc}", ["--workload", "att_get", "--concurrency", str(conc),
+                                                              "--att-bytes", str(size)], "rate", "req/s", True))
+SETS = {"core": WORKLOADS, "attachments": ATTACHMENTS}
 
 
 def wait_up(url, seconds=30):
@@ -84,22 +95,29 @@ def main():
     ap.add_argument("--docs", type=int, default=200000)
     ap.add_argument("--seconds", type=float, default=5)
     ap.add_argument("--write", default=None)
+    ap.add_argument("--set", default="core", choices=sorted(SETS))
     a = ap.parse_args()
+    workloads = SETS[a.set]
     for path in (LOADGEN, SETTEE, POUCH):
         if not os.path.exists(path):
             sys.exit(f"missing {path}: build settee (make build) and run `npm install` in bench/")
     tmp = tempfile.mkdtemp(prefix="settee-compare-")
     servers = start_servers(tmp)
-    results = {name: {s: [] for s in servers} for name, *_ in WORKLOADS}
+    results = {name: {s: [] for s in servers} for name, *_ in workloads}
+    mb_s = {name: {s: [] for s in servers} for name, *_ in workloads}
     try:
         for run_no in range(a.runs):
-            for name, args, metric, unit, _ in WORKLOADS:
+            for name, args, metric, unit, _ in workloads:
                 for server, (_, server_args) in servers.items():
-                    extra = ["--seconds", str(a.seconds), "--docs", str(a.docs)]
-                    db = {"bulk": f"bulk{run_no}", "put": f"put{run_no}", "longpoll": "lp"}.get(args[1], "shared")
+                    docs = 20 if args[1] == "att_get" else a.docs
+                    extra = ["--seconds", str(a.seconds), "--docs", str(docs)]
+                    db = {"bulk": f"bulk{run_no}", "put": f"put{run_no}", "longpoll": "lp",
+                          "att_put": f"attput{run_no}", "att_get": f"att{args[-1]}"}.get(args[1], "shared")
                     fields = run(server_args, args + extra, db)
                     value = float(fields[metric]) if fields else None
                     results[name][server].append(value)
+                    if fields and "mb_s" in fields:
+                        mb_s[name][server].append(float(fields["mb_s"]))
                     print(f"run {run_no + 1} {name:24s} {server:15s} {metric}={value}", file=sys.stderr)
     finally:
         for proc, _ in servers.values():
@@ -107,11 +125,12 @@ def main():
             proc.wait(timeout=30)
         shutil.rmtree(tmp, ignore_errors=True)
 
-    lines = [f"Command: `python3 bench/compare.py --runs {a.runs} --docs {a.docs} --seconds {a.seconds:g}` "
+    set_arg = "" if a.set == "core" else f" --set {a.set}"
+    lines = [f"Command: `python3 bench/compare.py --runs {a.runs} --docs {a.docs} --seconds {a.seconds:g}{set_arg}` "
              f"({time.strftime('%Y-%m-%d')}, {os.cpu_count()} cores, generator on the same machine).", "",
              "| workload | settee median (range) | pouchdb-server median (range) | settee advantage |",
              "|---|---|---|---|"]
-    for name, args, metric, unit, higher in WORKLOADS:
+    for name, args, metric, unit, higher in workloads:
         cells = []
         medians = {}
         for server in servers:
@@ -120,7 +139,10 @@ def main():
                 cells.append("failed")
                 continue
             medians[server] = statistics.median(vals)
-            cells.append(f"{medians[server]:,.2f} {unit} ({min(vals):,.2f}–{max(vals):,.2f})")
+            cell = f"{medians[server]:,.2f} {unit} ({min(vals):,.2f}–{max(vals):,.2f})"
+            if mb_s[name][server]:
+                cell += f", {statistics.median(mb_s[name][server]):,.1f} MB/s"
+            cells.append(cell)
         ratio = "–"
         if len(medians) == 2 and all(medians.values()):
             s, p = medians["settee"], medians["pouchdb-server"]
@@ -131,8 +153,11 @@ def main():
     if a.write:
         with open(a.write) as f:
             text = f.read()
-        block = f"<!-- BEGIN compare -->\n{table}\n<!-- END compare -->"
-        text = re.sub(r"<!-- BEGIN compare -->.*<!-- END compare -->", block, text, flags=re.S)
+        marker = "compare" if a.set == "core" else f"compare-{a.set}"
+        block = f"<!-- BEGIN {marker} -->\n{table}\n<!-- END {marker} -->"
+        if f"<!-- BEGIN {marker} -->" not in text:
+            text += f"\n{block}\n"
+        text = re.sub(f"<!-- BEGIN {marker} -->.*<!-- END {marker} -->", lambda _: block, text, flags=re.S)
         with open(a.write, "w") as f:
             f.write(text)
 

@@ -10,6 +10,8 @@
 //   changes   loads --docs documents, then times _changes since=0 (a full read), since=now and the
 //             tail of the last 100 changes: seconds for each, rows/s for the full read
 //   alldocs   loads --docs documents, then times a full _all_docs read: seconds, rows/s
+//   att_put   c threads PUT an --att-bytes attachment by name to new documents: rate, mb_s, p50, p99
+//   att_get   puts --docs attachments of --att-bytes, then c threads GET random ones: rate, mb_s, ...
 //   longpoll  --listeners feeds wait with feed=longpoll&since=now; one write; ms from the write's
 //             acknowledgement until the last listener has its response
 // Options: --concurrency 32 --seconds 10 --doc-bytes 1000 --docs 10000 --listeners 200
@@ -41,6 +43,7 @@ struct options {
   int concurrency = 32;
   double seconds = 10;
   size_t doc_bytes = 1000;
+  size_t att_bytes = 1024;
   size_t docs = 10000;
   int listeners = 200;
   int cpu_pid = 0;
@@ -82,6 +85,8 @@ bool parse(int argc, char** argv, options& o) {
       o.seconds = std::clamp(std::stod(v), 0.1, 300.0);
     } else if (k == "--doc-bytes") {
       o.doc_bytes = std::min<size_t>(std::stoul(v), 1 << 20);
+    } else if (k == "--att-bytes") {
+      o.att_bytes = std::min<size_t>(std::stoul(v), 64u << 20);
     } else if (k == "--docs") {
       o.docs = std::min<size_t>(std::stoul(v), 5'000'000);
     } else if (k == "--query") {
@@ -94,7 +99,7 @@ bool parse(int argc, char** argv, options& o) {
       return false;
     }
   }
-  for (const char* w : {"put", "get", "bulk", "changes", "alldocs", "pages", "longpoll"})
+  for (const char* w : {"put", "get", "bulk", "changes", "alldocs", "pages", "longpoll", "att_put", "att_get"})
     if (o.workload == w) return true;
   return false;
 }
@@ -106,6 +111,14 @@ httplib::Client client(const options& o) {
   if (!o.user.empty()) c.set_basic_auth(o.user.c_str(), o.password.c_str());
   c.set_read_timeout(120, 0);
   return c;
+}
+
+// `bytes` bytes that do not compress to nothing (a server may gzip what it stores).
+std::string attachment(size_t bytes, uint64_t seed) {
+  std::string out(bytes, '\0');
+  std::mt19937_64 rng(seed);
+  for (char& ch : out) ch = static_cast<char>(rng());
+  return out;
 }
 
 std::string doc_body(size_t bytes, uint64_t n) {
@@ -178,7 +191,7 @@ int timed_requests(const options& o) {
     threads.emplace_back([&, t] {
       auto c = client(o);
       std::mt19937_64 rng(run_id + t);
-      std::string body = doc_body(o.doc_bytes, t);
+      std::string body = o.workload == "att_put" ? attachment(o.att_bytes, t) : doc_body(o.doc_bytes, t);
       auto& lat = latencies[t];
       for (uint64_t i = 0; steady::now() < deadline && i < 10'000'000; ++i) {
         auto t0 = steady::now();
@@ -190,6 +203,17 @@ int timed_requests(const options& o) {
               std::fprintf(stderr, "PUT %s: %d %s\n", id.c_str(), r ? r->status : -1,
                            r ? r->body.substr(0, 200).c_str() : httplib::to_string(r.error()).c_str());
           }
+        } else if (o.workload == "att_put") {
+          std::string id = std::to_string(run_id) + "-" + std::to_string(t) + "-" + std::to_string(i);
+          auto r = c.Put(("/" + o.db + "/" + id + "/a.bin").c_str(), body, "application/octet-stream");
+          if (!r || r->status != 201) {
+            if (errors++ < 3)
+              std::fprintf(stderr, "PUT %s/a.bin: %d %s\n", id.c_str(), r ? r->status : -1,
+                           r ? r->body.substr(0, 200).c_str() : httplib::to_string(r.error()).c_str());
+          }
+        } else if (o.workload == "att_get") {
+          auto r = c.Get(("/" + o.db + "/att" + std::to_string(rng() % o.docs) + "/a.bin").c_str());
+          if (!r || r->status != 200 || r->body.size() != o.att_bytes) ++errors;
         } else {
           char id[32];
           std::snprintf(id, sizeof id, "doc%09zu", static_cast<size_t>(rng() % o.docs));
@@ -213,6 +237,11 @@ int timed_requests(const options& o) {
     char b[128];
     std::snprintf(b, sizeof b, " server_cpu_us=%.1f server_cpu_pct=%.0f", cpu * 1e6 / all.size(), cpu * 100 / elapsed);
     server = b;
+  }
+  if (o.workload.rfind("att_", 0) == 0) {
+    char b[64];
+    std::snprintf(b, sizeof b, " mb_s=%.1f", all.size() * static_cast<double>(o.att_bytes) / elapsed / 1e6);
+    server += b;
   }
   std::printf("workload=%s concurrency=%d requests=%zu rate=%.0f p50_ms=%.2f p99_ms=%.2f%s errors=%llu\n",
               o.workload.c_str(), o.concurrency, all.size(), all.size() / elapsed, pct(0.5), pct(0.99), server.c_str(),
@@ -346,10 +375,11 @@ int longpoll(const options& o) {
 int main(int argc, char** argv) {
   options o;
   if (!parse(argc, argv, o)) {
-    std::fprintf(stderr,
-                 "usage: settee_loadgen --url URL [--auth user:pw] --db DB "
-                 "--workload put|get|bulk|changes|alldocs|pages|longpoll [--concurrency N] [--seconds S] "
-                 "[--doc-bytes B] [--docs N] [--listeners N] [--query Q] [--cpu-pid P]\n");
+    std::fprintf(
+        stderr,
+        "usage: settee_loadgen --url URL [--auth user:pw] --db DB "
+        "--workload put|get|bulk|changes|alldocs|pages|longpoll|att_put|att_get [--concurrency N] "
+        "[--seconds S] [--doc-bytes B] [--att-bytes B] [--docs N] [--listeners N] [--query Q] [--cpu-pid P]\n");
     return 2;
   }
   auto c = client(o);
@@ -360,7 +390,18 @@ int main(int argc, char** argv) {
     bool loaded = info && info->body.find("\"doc_count\":" + std::to_string(o.docs) + ",") != std::string::npos;
     if (!loaded && !load(c, o, 0, o.docs)) return 1;
   }
-  if (o.workload == "put" || o.workload == "get") return timed_requests(o);
+  if (o.workload == "att_get") {  // the attachments it reads, once (409: already there)
+    std::string body = attachment(o.att_bytes, 1);
+    for (size_t i = 0; i < o.docs; ++i) {
+      auto r = c.Put(("/" + o.db + "/att" + std::to_string(i) + "/a.bin").c_str(), body, "application/octet-stream");
+      if (!r || (r->status != 201 && r->status != 409)) {
+        std::fprintf(stderr, "loading attachments failed: %d\n", r ? r->status : -1);
+        return 1;
+      }
+    }
+  }
+  if (o.workload == "put" || o.workload == "get" || o.workload == "att_put" || o.workload == "att_get")
+    return timed_requests(o);
   if (o.workload == "bulk") return bulk(o);
   if (o.workload == "changes") return changes(o, c);
   if (o.workload == "alldocs") return alldocs(o, c);
