@@ -9,6 +9,7 @@
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -40,6 +41,7 @@ constexpr uint64_t wake_tag = 1;  // the eventfd announcing ready streams (and s
 constexpr size_t max_target_bytes = 64 * 1024;
 constexpr size_t max_unparsed_input = 1 << 20;   // pipelined bytes held while a request is answered
 constexpr size_t stream_write_budget = 1 << 20;  // bytes one turn pumps before letting others run
+constexpr size_t large_body_bytes = 64 << 10;    // a body this large is sent without copying it
 
 std::string error_body(const char* error, const std::string& reason) {
   return json{{"error", error}, {"reason", reason}}.dump(-1, ' ', false, json::error_handler_t::replace) + "\n";
@@ -78,9 +80,11 @@ struct http_conn {
   std::mutex mu;
   bool closed = false;
   http_parser parser{};
-  std::string in;   // received, not parsed yet
-  std::string out;  // to send, from out_sent on
-  size_t out_sent = 0;
+  std::string in;        // received, not parsed yet
+  std::string out;       // to send, from out_sent on
+  std::string out_body;  // a large body, sent after `out` as it is (no copy into `out`)
+  size_t out_sent = 0;   // of `out`, then of `out_body`
+  bool pending() const { return !out.empty() || !out_body.empty(); }
   bool close_after_out = false;
   // The request being parsed.
   std::unique_ptr<http_request> req;
@@ -283,8 +287,17 @@ struct http_server::impl {
 
   // Sends what is pending. False: the socket is full (armed for EPOLLOUT) or the connection closed.
   bool flush(http_conn& c) {
-    while (c.out_sent < c.out.size()) {
-      ssize_t n = ::send(c.fd, c.out.data() + c.out_sent, c.out.size() - c.out_sent, MSG_NOSIGNAL);
+    const size_t total = c.out.size() + c.out_body.size();
+    while (c.out_sent < total) {
+      iovec iov[2];
+      size_t parts = 0;
+      if (c.out_sent < c.out.size()) iov[parts++] = {c.out.data() + c.out_sent, c.out.size() - c.out_sent};
+      size_t body_sent = c.out_sent > c.out.size() ? c.out_sent - c.out.size() : 0;
+      if (body_sent < c.out_body.size()) iov[parts++] = {c.out_body.data() + body_sent, c.out_body.size() - body_sent};
+      msghdr m{};
+      m.msg_iov = iov;
+      m.msg_iovlen = parts;
+      ssize_t n = ::sendmsg(c.fd, &m, MSG_NOSIGNAL);
       if (n > 0) {
         c.out_sent += static_cast<size_t>(n);
         continue;
@@ -298,6 +311,8 @@ struct http_server::impl {
       return false;
     }
     c.out.clear();
+    c.out_body.clear();
+    c.out_body.shrink_to_fit();
     c.out_sent = 0;
     if (c.close_after_out) {
       ::shutdown(c.fd, SHUT_WR);
@@ -342,7 +357,12 @@ struct http_server::impl {
       o += "Content-Length: " + std::to_string(res.body.size()) + "\r\n";
     }
     o += "\r\n";
-    if (!head && !res.stream && !no_body) o += res.body;
+    if (!head && !res.stream && !no_body) {
+      if (res.body.size() >= large_body_bytes)
+        c.out_body = std::move(res.body);  // an attachment: sent from where it is
+      else
+        o += res.body;
+    }
     if (streamed) {
       c.stream = std::move(res.stream);
       c.next = pump_result{};
@@ -375,7 +395,7 @@ struct http_server::impl {
 void http_server::impl::serve(http_conn& c) {
   for (;;) {
     if (c.closed) return;
-    if (!c.out.empty() && !flush(c)) return;  // armed for EPOLLOUT, or closed
+    if (c.pending() && !flush(c)) return;  // armed for EPOLLOUT, or closed
     if (c.stream) {
       if (!pump(c)) return;
       continue;
@@ -449,7 +469,7 @@ bool http_server::impl::pump(http_conn& c) {
       flush(c);
       return false;
     }
-    if (!c.out.empty() && !flush(c)) return false;
+    if (c.pending() && !flush(c)) return false;
     if (c.next.then == pump_result::next::done) {
       if (c.chunked) c.out += "0\r\n\r\n";
       c.stream.reset();
