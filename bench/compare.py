@@ -67,7 +67,7 @@ def start_servers(tmp):
     os.makedirs(pouch_dir)
     ini = os.path.join(tmp, "settee.ini")
     with open(ini, "w") as f:
-        f.write("[chttpd]\nserver_threads = 400\n[log]\nlevel = warning\n")
+        f.write("[log]\nlevel = warning\n")  # otherwise the defaults a user gets
     env = dict(os.environ, SETTEE_ADMIN="bench:bench")
     settee = subprocess.Popen([SETTEE, "--data-dir", settee_dir, "--port", "25990", "--config", ini], env=env,
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
