@@ -67,7 +67,7 @@ void handle_bulk_docs(ctx& c, const db_meta& db) {
       ids.push_back(doc_id);
       continue;
     }
-    auto u = to_doc_update(db, std::move(d), doc_id, new_edits, nullptr, c.node.max_attachment_bytes);
+    auto u = to_doc_update(db, std::move(d), doc_id, new_edits, nullptr, c.node.attachment_policy);
     if (!u && u.error().code == errc::not_implemented) {  // one document settee cannot honour
       refused.emplace_back(i, u.error());                 // (a validate_doc_update), not the batch
       ids.push_back(doc_id);

@@ -56,7 +56,7 @@ result<std::string> body_doc_id(ctx& c, const json& doc) {
 }
 
 result<doc_update> to_doc_update(const db_meta& db, json doc, const std::string& id, bool new_edits,
-                                 std::map<std::string, std::string>* follows, size_t max_attachment_bytes) {
+                                 std::map<std::string, std::string>* follows, const attachments::policy& policy) {
   if (!doc.is_object()) return status{errc::bad_request, "Document must be a JSON object"};
   doc_update u;
   u.id = id;
@@ -111,9 +111,7 @@ result<doc_update> to_doc_update(const db_meta& db, json doc, const std::string&
   }
   if (doc.contains("_attachments") && !doc["_attachments"].is_null()) {
     // Inline bytes leave the body as blobs; stubs are merged by the store (storage/attachments.hpp).
-    if (auto st = attachments::take_inline(doc["_attachments"], !new_edits, u.blobs, follows, max_attachment_bytes);
-        !st)
-      return st;
+    if (auto st = attachments::take_inline(doc["_attachments"], !new_edits, u.blobs, follows, policy); !st) return st;
     u.managed_attachments = true;
   }
   for (const char* k : {"_id", "_rev", "_deleted", "_revisions"}) doc.erase(k);
@@ -320,10 +318,12 @@ std::pair<std::string, std::string> multipart_rev(const doc_copy& d, int index, 
   for (const auto& p : parts) {
     auto bytes = opts.blobs ? opts.blobs->find(p.key) : attachments::blob_bytes::const_iterator{};
     std::string_view data = opts.blobs && bytes != opts.blobs->end() ? std::string_view(bytes->second) : "";
-    w.add({{"Content-Disposition", "attachment; filename=" + quote(p.name)},
-           {"Content-Type", p.content_type},
-           {"Content-Length", std::to_string(data.size())}},
-          data);
+    std::vector<std::pair<std::string, std::string>> headers{
+        {"Content-Disposition", "attachment; filename=" + quote(p.name)},
+        {"Content-Type", p.content_type},
+        {"Content-Length", std::to_string(data.size())}};
+    if (p.gzipped) headers.emplace_back("Content-Encoding", "gzip");  // sent as stored, as CouchDB does
+    w.add(headers, data);
   }
   return {w.content_type("related"), w.finish()};
 }
@@ -507,8 +507,8 @@ void put_doc(ctx& c, const db_meta& db, std::string id) {
     (*body)["_rev"] = rev;
   }
   if (auto st = authorize_doc_write(c, db, id, &*body); !st) return c.error(st);
-  auto u = to_doc_update(db, std::move(*body), id, *new_edits, is_multipart ? &follows : nullptr,
-                         c.node.max_attachment_bytes);
+  auto u =
+      to_doc_update(db, std::move(*body), id, *new_edits, is_multipart ? &follows : nullptr, c.node.attachment_policy);
   if (!u) return c.error(u.error());
   if (!follows.empty()) {
     return c.error(errc::bad_request, "Invalid multipart body: a part for attachment '" + follows.begin()->first +
@@ -656,6 +656,22 @@ result<std::optional<std::pair<uint64_t, uint64_t>>> requested_range(const std::
   return range{std::pair{from, to}};
 }
 
+// Whether the request's Accept-Encoding takes gzip (a `q=0` refuses it).
+bool accepts_gzip(ctx& c) {
+  std::string accept = c.req.get_header_value("Accept-Encoding");
+  for (size_t start = 0; start < accept.size();) {
+    size_t end = std::min(accept.find(',', start), accept.size());
+    std::string item = accept.substr(start, end - start);
+    item.erase(std::remove(item.begin(), item.end(), ' '), item.end());
+    std::string coding = multipart::media_type_of(item);  // lower-cased, parameters dropped
+    auto q = item.find(";q=");
+    double weight = q == std::string::npos ? 1.0 : std::strtod(item.c_str() + q + 3, nullptr);
+    if ((coding == "gzip" || coding == "x-gzip") && weight > 0) return true;
+    start = end + 1;
+  }
+  return false;
+}
+
 void get_attachment(ctx& c, const db_meta& db, const std::string& doc_id, const std::string& att) {
   std::string rev_text = c.param("rev");
   auto d = c.node.coord.open_doc(db, doc_id, 1, rev_text.empty() ? doc_bodies::leaves : doc_bodies::all);
@@ -686,11 +702,24 @@ void get_attachment(ctx& c, const db_meta& db, const std::string& doc_id, const 
     c.res.status = 304;
     return;
   }
-  auto range = requested_range(c.req.get_header_value("Range"), e->value("length", uint64_t{0}));
-  if (!range) return c.error(range.error());
   auto bytes = c.node.coord.read_blob(db, doc_id, *key);
   if (!bytes) return c.error(bytes.error());
   std::string type = e->value("content_type", "application/octet-stream");
+  if (attachments::gzipped(*e)) {
+    if (accepts_gzip(c)) {  // served as stored (CouchDB: no ranges then)
+      c.res.set_header("Accept-Ranges", "none");
+      c.res.set_header("Content-Encoding", "gzip");
+      c.res.set_header("Content-MD5", etag.substr(1, etag.size() - 2));
+      c.res.status = 200;
+      return c.res.set_content(std::move(*bytes), type.c_str());
+    }
+    auto plain = attachments::identity_bytes(*e, std::move(*bytes));
+    if (!plain) return c.error(errc::internal, "attachment '" + att + "' of " + doc_id + " does not decode");
+    bytes = std::move(*plain);
+    etag.clear();  // CouchDB sends no Content-MD5 for bytes it decoded
+  }
+  auto range = requested_range(c.req.get_header_value("Range"), bytes->size());
+  if (!range) return c.error(range.error());
   c.res.set_header("Accept-Ranges", "bytes");
   if (*range && (*range)->second < bytes->size()) {
     auto [from, to] = **range;
@@ -700,7 +729,7 @@ void get_attachment(ctx& c, const db_meta& db, const std::string& doc_id, const 
     c.res.set_content(bytes->substr(from, to - from + 1), type.c_str());
     return;
   }
-  c.res.set_header("Content-MD5", etag.substr(1, etag.size() - 2));
+  if (!etag.empty()) c.res.set_header("Content-MD5", etag.substr(1, etag.size() - 2));
   c.res.status = 200;
   c.res.set_content(std::move(*bytes), type.c_str());
 }
@@ -751,13 +780,13 @@ void write_attachment(ctx& c, const db_meta& db, const std::string& doc_id, cons
     std::string encoding = c.req.get_header_value("Content-Encoding");
     std::transform(encoding.begin(), encoding.end(), encoding.begin(), ::tolower);
     if (encoding == "gzip") {
-      auto plain = gzip::decompress(bytes, c.node.max_attachment_bytes);
+      auto plain = gzip::decompress(bytes, c.node.attachment_policy.max_bytes);
       if (!plain) return c.error(plain.error());
       bytes = std::move(*plain);
     } else if (!encoding.empty() && encoding != "identity") {
       return c.error(errc::bad_content_type, "Only gzip and identity content-encodings are supported");
     }
-    if (bytes.size() > c.node.max_attachment_bytes)
+    if (bytes.size() > c.node.attachment_policy.max_bytes)
       return c.error(errc::too_large, "Attachment '" + att + "' is larger than max_attachment_size");
     std::string md5 = c.req.get_header_value("Content-MD5");
     if (!md5.empty() && md5 != crypto::base64_encode(crypto::md5(bytes)))
@@ -770,7 +799,8 @@ void write_attachment(ctx& c, const db_meta& db, const std::string& doc_id, cons
     json body = parse_json(u->body).value_or(json::object());
     std::string type = c.req.get_header_value("Content-Type");
     attachments::blob b;
-    body["_attachments"][att] = attachments::make_entry(type.empty() ? "application/octet-stream" : type, bytes, 0, b);
+    body["_attachments"][att] = attachments::make_entry(type.empty() ? "application/octet-stream" : type, bytes, 0, b,
+                                                        c.node.attachment_policy);
     u->blobs.push_back(std::move(b));
     u->body = body.dump();
   }

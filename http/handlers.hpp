@@ -103,10 +103,10 @@ namespace settee {
 // A JSON document (from PUT, POST or _bulk_docs) as a storage update. `id` is the document id
 // (already validated); the body keeps every field except the special ones.
 // `follows`: the attachment parts of a multipart/related body by name (attachments::take_inline);
-// an attachment larger than `max_attachment_bytes` is a 413.
+// new attachments are stored as `policy` says.
 result<doc_update> to_doc_update(const db_meta& db, json doc, const std::string& id, bool new_edits,
                                  std::map<std::string, std::string>* follows = nullptr,
-                                 size_t max_attachment_bytes = size_t{1} << 30);
+                                 const attachments::policy& policy = attachments::policy{});
 // A local document write: `doc` is the body (nullptr: a DELETE), `rev` the one the request names
 // ("" : the body's `_rev`, if any). `"_deleted":true` in the body deletes it.
 result<local_update> to_local_update(const std::string& id, json* doc, std::string rev);

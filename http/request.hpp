@@ -12,6 +12,7 @@
 #include "node/clock.hpp"
 #include "node/config.hpp"
 #include "node/error.hpp"
+#include "storage/attachments.hpp"
 
 namespace settee {
 
@@ -34,7 +35,9 @@ struct node_services {
   std::string server_uuid;
   uint32_t default_q = 2;
   size_t max_document_id_length = 400;
-  size_t max_attachment_bytes = size_t{1} << 30;  // [couchdb] max_attachment_size: larger is 413
+  // [couchdb] max_attachment_size (a larger one is 413), [attachments] compressible_types and
+  // compression_level: how new attachments are stored.
+  attachments::policy attachment_policy{};
   size_t uuids_max_count = 1000;
   size_t bulk_docs_max = 100000;
   change_notifier* notifier = nullptr;

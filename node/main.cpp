@@ -191,6 +191,8 @@ config defaults() {
   c.set("couchdb", "max_document_id_length", "400");
   c.set("couchdb", "max_attachment_size", std::to_string(1u << 30));
   c.set("database_compaction", "docs_per_step", "1000");
+  c.set("attachments", "compression_level", "8");
+  c.set("attachments", "compressible_types", "text/*, application/javascript, application/json, application/xml");
   c.set("couchdb", "max_dbs_open", "500");
   c.set("couchdb", "map_size_mb", "65536");
   c.set("couchdb", "request_timeout_ms", "60000");
@@ -303,8 +305,12 @@ int main(int argc, char** argv) {
     node.default_q = static_cast<uint32_t>(std::max<int64_t>(1, cfg.get_int("cluster", "q", 2)));
     node.max_document_id_length =
         static_cast<size_t>(std::clamp<int64_t>(cfg.get_int("couchdb", "max_document_id_length", 400), 1, 400));
-    node.max_attachment_bytes =
+    node.attachment_policy.max_bytes =
         static_cast<size_t>(std::max<int64_t>(0, cfg.get_int("couchdb", "max_attachment_size", 1 << 30)));
+    node.attachment_policy.compression_level =
+        static_cast<int>(std::clamp<int64_t>(cfg.get_int("attachments", "compression_level", 8), 0, 9));
+    node.attachment_policy.compressible = attachments::policy::parse_types(cfg.get(
+        "attachments", "compressible_types", "text/*, application/javascript, application/json, application/xml"));
     node.uuids_max_count = static_cast<size_t>(cfg.get_int("uuids", "max_count", 1000));
     node.bulk_docs_max = static_cast<size_t>(cfg.get_int("couchdb", "bulk_docs_max", 100000));
     node.notifier = &notifier;

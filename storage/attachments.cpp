@@ -29,14 +29,63 @@ bool is_true(const json& e, const char* key) {
 
 }  // namespace
 
-json make_entry(const std::string& content_type, const std::string& identity, uint64_t revpos, blob& out) {
-  out.key = crypto::sha256_hex(identity);
-  out.bytes = identity;
-  return json{{"content_type", content_type},
-              {"digest", md5_digest(identity)},
-              {"length", identity.size()},
-              {"revpos", revpos},
-              {"key", out.key}};
+bool policy::compressible_type(const std::string& content_type) const {
+  std::string type = content_type.substr(0, content_type.find(';'));
+  while (!type.empty() && type.back() == ' ') type.pop_back();
+  for (auto& c : type) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  for (const std::string& pattern : compressible) {
+    if (pattern == type) return true;
+    if (pattern.size() > 2 && pattern.compare(pattern.size() - 2, 2, "/*") == 0 &&
+        type.compare(0, pattern.size() - 1, pattern, 0, pattern.size() - 1) == 0) {
+      return true;
+    }
+  }
+  return false;
+}
+
+std::vector<std::string> policy::parse_types(const std::string& list) {
+  std::vector<std::string> out;
+  size_t start = 0;
+  while (start <= list.size()) {
+    size_t end = std::min(list.find(',', start), list.size());
+    std::string t = list.substr(start, end - start);
+    t.erase(0, t.find_first_not_of(" \t"));
+    t.erase(t.find_last_not_of(" \t") + 1);
+    for (auto& c : t) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    if (!t.empty()) out.push_back(t);
+    start = end + 1;
+  }
+  return out;
+}
+
+json make_entry(const std::string& content_type, const std::string& identity, uint64_t revpos, blob& out,
+                const policy& p) {
+  json e{{"content_type", content_type}};
+  std::string packed;
+  if (p.compression_level > 0 && !identity.empty() && p.compressible_type(content_type)) {
+    packed = gzip::compress(identity, p.compression_level);
+  }
+  const bool encode = !packed.empty() && packed.size() < identity.size();
+  out.bytes = encode ? std::move(packed) : identity;
+  out.key = crypto::sha256_hex(out.bytes);
+  e["digest"] = md5_digest(out.bytes);  // CouchDB's md5 is of the stored (encoded) bytes
+  e["length"] = identity.size();
+  e["revpos"] = revpos;
+  e["key"] = out.key;
+  if (encode) {
+    e["encoding"] = "gzip";
+    e["encoded_length"] = out.bytes.size();
+  }
+  return e;
+}
+
+bool gzipped(const json& e) {
+  return e.is_object() && e.value("encoding", "") == "gzip";
+}
+
+result<std::string> identity_bytes(const json& e, std::string stored) {
+  if (!gzipped(e)) return stored;
+  return gzip::decompress(stored, std::max<uint64_t>(e.value("length", uint64_t{0}), 1));
 }
 
 namespace {
@@ -82,7 +131,8 @@ status take_part(const std::string& name, const json& e, std::map<std::string, s
 }  // namespace
 
 status take_inline(json& atts, bool keep_revpos, std::vector<blob>& blobs, std::map<std::string, std::string>* follows,
-                   size_t max_bytes) {
+                   const policy& p) {
+  const size_t max_bytes = p.max_bytes;
   if (!atts.is_object()) return bad("`_attachments` must be a JSON object");
   for (auto it = atts.begin(); it != atts.end(); ++it) {
     const std::string& name = it.key();
@@ -110,7 +160,7 @@ status take_inline(json& atts, bool keep_revpos, std::vector<blob>& blobs, std::
     uint64_t revpos = 0;
     if (auto p = e.find("revpos"); keep_revpos && p != e.end() && p->is_number_unsigned()) revpos = p->get<uint64_t>();
     blob b;
-    e = make_entry(type, bytes, revpos, b);
+    e = make_entry(type, bytes, revpos, b, p);
     blobs.push_back(std::move(b));
   }
   return {};
@@ -200,7 +250,9 @@ std::vector<shown> shown_after(const std::string& body, uint64_t after) {
   for (auto& [name, e] : atts->items()) {
     const std::string* key = key_of(e);
     if (!key || e.value("revpos", uint64_t{0}) <= after) continue;
-    out.push_back({name, *key, e.value("content_type", "application/octet-stream"), e.value("length", uint64_t{0})});
+    const bool packed = gzipped(e);
+    out.push_back({name, *key, e.value("content_type", "application/octet-stream"),
+                   e.value(packed ? "encoded_length" : "length", uint64_t{0}), packed});
   }
   return out;
 }
@@ -210,8 +262,12 @@ json render(const json& e, form f, bool encoding_info, const std::string* bytes)
   for (const char* k : {"content_type", "revpos", "digest"}) {
     if (e.contains(k)) out[k] = e[k];
   }
+  std::optional<std::string> plain;  // inline data is always the identity bytes
   if (f == form::inline_data && bytes) {
-    out["data"] = crypto::base64_encode(*bytes);
+    if (auto decoded = identity_bytes(e, *bytes)) plain = std::move(*decoded);
+  }
+  if (plain) {
+    out["data"] = crypto::base64_encode(*plain);
   } else {
     out["length"] = e.value("length", uint64_t{0});
     out[f == form::follows ? "follows" : "stub"] = true;

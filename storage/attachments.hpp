@@ -23,9 +23,27 @@ struct blob {
   std::string bytes;
 };
 
+// How new attachments are stored: CouchDB's `[attachments] compressible_types` (exact types or
+// `type/*`, matched without parameters) are kept gzip-encoded at `compression_level` (1-9; 0: never)
+// when that is smaller; larger than `max_bytes` (identity) is a 413.
+struct policy {
+  size_t max_bytes = size_t{1} << 30;
+  int compression_level = 8;
+  std::vector<std::string> compressible{"text/*", "application/javascript", "application/json", "application/xml"};
+  bool compressible_type(const std::string& content_type) const;
+  // The comma-separated list of the config value.
+  static std::vector<std::string> parse_types(const std::string& list);
+};
+
 // A new attachment's stored entry for `identity` bytes first written at revision position `revpos`,
-// and its blob (stored as given: identity encoding).
-json make_entry(const std::string& content_type, const std::string& identity, uint64_t revpos, blob& out);
+// and its blob: gzip-encoded when `p` says so (`encoding`, `encoded_length`), else as given.
+json make_entry(const std::string& content_type, const std::string& identity, uint64_t revpos, blob& out,
+                const policy& p = policy{});
+
+// The identity bytes of stored entry `e` from its stored bytes (decoded when gzip-encoded).
+result<std::string> identity_bytes(const json& e, std::string stored);
+// Whether stored entry `e` is gzip-encoded.
+bool gzipped(const json& e);
 
 // Turns the inline entries of a client's `_attachments` (`{"data":"<base64>","content_type"}`) into
 // stored entries, in place, appending their blobs; stubs (`"stub":true`) are left for merge_stubs.
@@ -34,10 +52,10 @@ json make_entry(const std::string& content_type, const std::string& identity, ui
 // base64, an entry with neither data nor stub.
 // `follows` holds the bytes of a multipart body's parts by attachment name: an entry with
 // `"follows":true` takes its part (moved out), checked against the entry's `length` (or, with
-// `"encoding":"gzip"`, `encoded_length`; the part is then decoded, at most `max_bytes`) and
-// `digest`. Without `follows`, such an entry is a 400.
+// `"encoding":"gzip"`, `encoded_length`; the part is then decoded) and `digest`. Without
+// `follows`, such an entry is a 400. New entries are made as `p` says (make_entry).
 status take_inline(json& atts, bool keep_revpos, std::vector<blob>& blobs,
-                   std::map<std::string, std::string>* follows = nullptr, size_t max_bytes = size_t{1} << 30);
+                   std::map<std::string, std::string>* follows = nullptr, const policy& p = policy{});
 
 // Replaces every stub in `atts` with the parent revision's entry of the same name (CouchDB matches
 // stubs by name only). `parent` is the parent's stored `_attachments` (null: no parent revision).
@@ -76,15 +94,16 @@ bool show(std::string& body, bool encoding_info, const inline_request* inl = nul
 // order: what a reader shows inline (and must fetch), or sends as multipart parts.
 struct shown {
   std::string name, key, content_type;
-  uint64_t length = 0;
+  uint64_t length = 0;  // of the stored bytes (encoded_length when gzip-encoded)
+  bool gzipped = false;
 };
 std::vector<shown> shown_after(const std::string& body, uint64_t after);
 
 // How a client reads an attachment.
 enum class form { stub, inline_data, follows };
 // CouchDB's rendering of stored entry `e` (couch_att:to_json): content_type, revpos, digest, then
-// `length`+`stub` / `data` (base64 of `bytes`) / `length`+`follows`, then encoding and
-// encoded_length when `encoding_info` and the entry is encoded.
+// `length`+`stub` / `data` (base64 of the identity bytes of stored `bytes`) / `length`+`follows`,
+// then encoding and encoded_length when `encoding_info` and the entry is encoded.
 json render(const json& e, form f, bool encoding_info, const std::string* bytes = nullptr);
 
 }  // namespace settee::attachments

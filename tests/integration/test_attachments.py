@@ -441,6 +441,58 @@ class Multipart(NodeTest):
         self.assertEqual(n.get("/mp/gz/g").data, b"zipped " * 50)
 
 
+class Compression(NodeTest):
+    """[attachments] compressible_types are stored gzip-encoded (CouchDB's defaults: text/*,
+    application/javascript, application/json, application/xml; compression_level 8)."""
+
+    def test_compressible_types_are_stored_encoded_and_served_either_way(self):
+        import gzip
+        n = self.node
+        assert n.put("/gz").status == 201
+        text = b"settee stores this text compressed. " * 300  # 10,800 bytes
+        r = put_raw(n, "/gz/d/t.txt", text, "text/plain")
+        put_raw(n, f"/gz/d/b.bin?rev={r.json['rev']}", text, "application/octet-stream")
+        stub = n.get("/gz/d").json["_attachments"]["t.txt"]
+        self.assertEqual(stub["length"], len(text))
+        self.assertNotIn("encoding", stub)  # only with att_encoding_info
+        info = n.get("/gz/d?att_encoding_info=true").json["_attachments"]
+        self.assertEqual(info["t.txt"]["encoding"], "gzip")
+        self.assertLess(info["t.txt"]["encoded_length"], len(text) // 10)
+        self.assertNotIn("encoding", info["b.bin"])  # not a compressible type
+        # Accept-Encoding: gzip gets the stored bytes, as CouchDB sends them; others the identity.
+        g = n.get("/gz/d/t.txt", headers={"Accept-Encoding": "gzip, deflate"})
+        self.assertEqual((g.header("Content-Encoding"), g.header("Accept-Ranges")), ("gzip", "none"))
+        self.assertEqual(gzip.decompress(g.data), text)
+        self.assertEqual(len(g.data), info["t.txt"]["encoded_length"])
+        self.assertEqual("md5-" + g.header("Content-MD5"), info["t.txt"]["digest"])
+        self.assertEqual("md5-" + b64(hashlib.md5(g.data).digest()), info["t.txt"]["digest"])
+        for accept in (None, "identity", "gzip;q=0"):
+            with self.subTest(accept=accept):
+                p = n.get("/gz/d/t.txt", headers={"Accept-Encoding": accept} if accept else None)
+                self.assertEqual((p.data, p.header("Content-Encoding"), p.header("Content-MD5")), (text, None, None))
+        part = n.get("/gz/d/t.txt", headers={"Range": "bytes=7-12"})
+        self.assertEqual((part.status, part.data), (206, text[7:13]))
+        # attachments=true shows the identity bytes.
+        inline = n.get("/gz/d?attachments=true").json["_attachments"]["t.txt"]
+        self.assertEqual(base64.b64decode(inline["data"]), text)
+        # Multipart sends the stored bytes with Content-Encoding, and a copy put back reads the same.
+        g = n.get("/gz/d?attachments=true", headers={"Accept": "multipart/related"})
+        parts = split_multipart(g.header("Content-Type"), g.data)
+        doc = json.loads(parts[0][1])
+        self.assertEqual(doc["_attachments"]["t.txt"]["encoding"], "gzip")
+        by_name = {h["Content-Disposition"].split('"')[1]: (h, body) for h, body in parts[1:]}
+        self.assertEqual(by_name["t.txt"][0].get("Content-Encoding"), "gzip")
+        self.assertEqual(gzip.decompress(by_name["t.txt"][1]), text)
+        self.assertNotIn("Content-Encoding", by_name["b.bin"][0])
+        assert n.put("/gz2").status == 201
+        body = related(doc, [("t.txt", by_name["t.txt"][1]), ("b.bin", by_name["b.bin"][1])])
+        p = n.request("PUT", "/gz2/d?new_edits=false", raw_body=body,
+                      headers={"Content-Type": 'multipart/related; boundary="xyz"'})
+        self.assertEqual(p.status, 201, p)
+        self.assertEqual(n.get("/gz2/d/t.txt").data, text)
+        self.assertEqual(n.get("/gz2/d/b.bin").data, text)
+
+
 class AttachmentLimit(NodeTest):
     config = "[couchdb]\nmax_attachment_size = 1000\n"
 

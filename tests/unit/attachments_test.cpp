@@ -3,6 +3,7 @@
 #include <doctest/doctest.h>
 
 #include "node/crypto.hpp"
+#include "node/gzip.hpp"
 #include "storage/attachments.hpp"
 
 using namespace settee;
@@ -78,6 +79,38 @@ TEST_CASE("stubs take the parent's entry by name; a stub the parent lacks is 412
   CHECK(st.reason == "Previous revision missing for document doc");
 }
 
+TEST_CASE("compressible types are stored gzip-encoded when that is smaller") {
+  policy p;
+  CHECK(p.compressible_type("text/plain"));
+  CHECK(p.compressible_type("Text/HTML; charset=utf-8"));
+  CHECK(p.compressible_type("application/json"));
+  CHECK_FALSE(p.compressible_type("application/octet-stream"));
+  CHECK_FALSE(p.compressible_type("textual/plain"));
+  CHECK(policy::parse_types(" text/*, Application/XML ,,") == std::vector<std::string>{"text/*", "application/xml"});
+
+  std::string text(4000, 'a');
+  blob b;
+  json e = make_entry("text/plain", text, 3, b, p);
+  CHECK(e["encoding"] == "gzip");
+  CHECK(e["length"] == 4000);
+  CHECK(e["encoded_length"] == b.bytes.size());
+  CHECK(b.bytes.size() < 100);
+  CHECK(e["digest"] == "md5-" + crypto::base64_encode(crypto::md5(b.bytes)));  // of the stored bytes
+  CHECK(e["key"] == crypto::sha256_hex(b.bytes));
+  auto back = identity_bytes(e, b.bytes);
+  REQUIRE(back);
+  CHECK(*back == text);
+
+  blob tiny;  // gzip would be larger: stored as given
+  CHECK_FALSE(make_entry("text/plain", "hi", 1, tiny, p).contains("encoding"));
+  CHECK(tiny.bytes == "hi");
+  blob binary;
+  CHECK_FALSE(make_entry("image/png", text, 1, binary, p).contains("encoding"));
+  p.compression_level = 0;
+  blob off;
+  CHECK_FALSE(make_entry("text/plain", text, 1, off, p).contains("encoding"));
+}
+
 TEST_CASE("renderings in CouchDB's member order") {
   json e = parse(
       R"({"content_type":"text/plain","digest":"md5-d","length":5,"revpos":2,"key":"k","encoding":"gzip","encoded_length":25})");
@@ -86,9 +119,11 @@ TEST_CASE("renderings in CouchDB's member order") {
   CHECK(
       render(e, form::stub, true).dump() ==
       R"({"content_type":"text/plain","revpos":2,"digest":"md5-d","length":5,"stub":true,"encoding":"gzip","encoded_length":25})");
-  std::string bytes = "hello";
+  std::string bytes = gzip::compress("hello", 8);  // stored encoded; inline data is the identity bytes
   CHECK(render(e, form::inline_data, false, &bytes).dump() ==
         R"({"content_type":"text/plain","revpos":2,"digest":"md5-d","data":"aGVsbG8="})");
+  std::string not_gzip = "hello";  // bytes that do not decode are never shown as data
+  CHECK(render(e, form::inline_data, false, &not_gzip)["stub"] == true);
   CHECK(render(e, form::follows, false).dump() ==
         R"({"content_type":"text/plain","revpos":2,"digest":"md5-d","length":5,"follows":true})");
 }
