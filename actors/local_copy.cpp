@@ -32,6 +32,30 @@ result<shard_summary> local_copy::summary() {
                        hd.revs_limit};
 }
 
+namespace {
+
+// A document of a feed or listing (include_docs): the winner, with its attachments' bytes read
+// from the same snapshot when `attachments`.
+std::string render_listed(const shard_store::snapshot& snap, const doc_info& d, bool conflicts, bool attachments,
+                          bool encoding_info) {
+  render_options opts;
+  opts.conflicts = conflicts;
+  opts.att_encoding_info = encoding_info;
+  attachments::blob_bytes blobs;
+  std::string body;
+  if (attachments && snap.winner_body(d, body)) {
+    opts.attachments = true;
+    opts.blobs = &blobs;
+    for (const auto& a : attachments::shown_after(body, 0)) {
+      std::string bytes;
+      if (snap.blob(a.key, bytes)) blobs.emplace(a.key, std::move(bytes));
+    }
+  }
+  return render_winner(snap, d, opts);
+}
+
+}  // namespace
+
 result<changes_page> local_copy::changes(const changes_request& req) {
   auto snap = shard_.store->read();
   if (!snap) return snap.error();
@@ -41,9 +65,7 @@ result<changes_page> local_copy::changes(const changes_request& req) {
     row.e = e;
     if (req.with_docs) {
       doc_info d;
-      render_options ro;
-      ro.conflicts = req.conflicts;
-      if (snap->doc(e.id, d)) row.doc = render_winner(*snap, d, ro);
+      if (snap->doc(e.id, d)) row.doc = render_listed(*snap, d, req.conflicts, req.attachments, req.att_encoding_info);
     }
     page.rows.push_back(std::move(row));
     return page.rows.size() < req.limit;
@@ -73,9 +95,7 @@ result<all_docs_page> local_copy::all_docs(const all_docs_request& req) {
     int w = d.tree.winner();
     all_docs_row r{d.id, d.tree.rev(w).str(), d.tree.nodes()[w].deleted, true, ""};
     if (req.include_docs && !r.deleted) {
-      render_options opts;
-      opts.conflicts = req.conflicts;
-      r.doc = render_winner(*snap, d, opts);
+      r.doc = render_listed(*snap, d, req.conflicts, req.attachments, req.att_encoding_info);
     }
     page.rows.push_back(std::move(r));
   };

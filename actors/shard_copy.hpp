@@ -46,6 +46,9 @@ struct changes_request {
   bool descending = false;
   bool with_docs = false;
   bool conflicts = false;  // with_docs: add _conflicts
+  // with_docs: attachments with their bytes (attachments=true, read from this copy's own blobs),
+  // stubs with encoding and encoded_length (att_encoding_info=true).
+  bool attachments = false, att_encoding_info = false;
   int64_t not_before = 0;  // ascending: first skip the changes committed before this time (0: none)
 };
 
@@ -62,6 +65,7 @@ struct resolved_since {
 struct all_docs_request {
   std::string start, end;
   bool descending = false, inclusive_end = true, include_docs = false, conflicts = false;
+  bool attachments = false, att_encoding_info = false;  // include_docs: as changes_request's
   uint64_t max_rows = UINT64_MAX;
   bool by_keys = false;
   std::vector<std::string> keys;

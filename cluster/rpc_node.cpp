@@ -585,6 +585,8 @@ kj::Promise<void> node_server::changesPage(ChangesPageContext context) {
   req.descending = params.getDescending();
   req.with_docs = params.getWithDocs();
   req.conflicts = params.getConflicts();
+  req.attachments = params.getAttachments();
+  req.att_encoding_info = params.getAttEncodingInfo();
   req.not_before = params.getNotBefore();
   return on_copy<changes_page>(
       loop_, context, [req](local_copy& c) { return c.changes(req); },
@@ -656,6 +658,8 @@ kj::Promise<void> node_server::allDocsPage(AllDocsPageContext context) {
   req.inclusive_end = p.getInclusiveEnd();
   req.include_docs = p.getIncludeDocs();
   req.conflicts = p.getConflicts();
+  req.attachments = p.getAttachments();
+  req.att_encoding_info = p.getAttEncodingInfo();
   req.max_rows = p.getMaxRows();
   req.by_keys = p.getByKeys();
   for (auto k : p.getKeys()) req.keys.emplace_back(k.cStr());
@@ -1176,6 +1180,8 @@ result<changes_page> rpc_node::changes(const std::string& node, const std::strin
     req.setDescending(cr.descending);
     req.setWithDocs(cr.with_docs);
     req.setConflicts(cr.conflicts);
+    req.setAttachments(cr.attachments);
+    req.setAttEncodingInfo(cr.att_encoding_info);
     req.setNotBefore(cr.not_before);
     return req.send().then([](capnp::Response<Node::ChangesPageResults>&& r) -> result<changes_page> {
       if (status st = status_of(r.getStatus()); !st) return st;
@@ -1251,6 +1257,8 @@ result<all_docs_page> rpc_node::all_docs(const std::string& node, const std::str
     req.setInclusiveEnd(ar.inclusive_end);
     req.setIncludeDocs(ar.include_docs);
     req.setConflicts(ar.conflicts);
+    req.setAttachments(ar.attachments);
+    req.setAttEncodingInfo(ar.att_encoding_info);
     req.setMaxRows(ar.max_rows);
     req.setByKeys(ar.by_keys);
     auto keys = req.initKeys(static_cast<unsigned>(ar.keys.size()));

@@ -111,6 +111,8 @@ bool changes_feed::refill(size_t i) {
   req.descending = opts_.descending;
   req.with_docs = opts_.include_docs || opts_.filter_kind == changes_options::filter::selector;
   req.conflicts = opts_.conflicts;
+  req.attachments = opts_.attachments;
+  req.att_encoding_info = opts_.att_encoding_info;
   // A time-based start skips the bin's leading changes on the copy, reading only their commit times.
   if (!opts_.descending && p.not_before) req.not_before = *p.not_before;
   auto page = p.copy->changes(req);

@@ -23,7 +23,8 @@ struct changes_options {
   bool all_docs = false;  // style=all_docs
   bool include_docs = false;
   bool conflicts = false;
-  int64_t seq_interval = 0;  // > 0: only every Nth row carries a real seq
+  bool attachments = false, att_encoding_info = false;  // include_docs: attachments' bytes / encoding
+  int64_t seq_interval = 0;                             // > 0: only every Nth row carries a real seq
   enum class filter { none, doc_ids, design, selector } filter_kind = filter::none;
   std::set<std::string> doc_ids;
   std::shared_ptr<const mango_selector> selector;  // filter::selector: matched against the winning doc

@@ -96,7 +96,11 @@ result<changes_query> parse_changes(ctx& c, const json* body) {
   auto include_docs = c.bool_param("include_docs", false);
   auto conflicts = c.bool_param("conflicts", false);
   auto heartbeat_seq = c.bool_param("heartbeat_seq", false);
-  if (auto e = first_error(descending, include_docs, conflicts, heartbeat_seq)) return *e;
+  auto atts = c.bool_param("attachments", false);
+  auto encoding_info = c.bool_param("att_encoding_info", false);
+  if (auto e = first_error(descending, include_docs, conflicts, heartbeat_seq, atts, encoding_info)) return *e;
+  q.opts.attachments = *atts;
+  q.opts.att_encoding_info = *encoding_info;
   q.opts.descending = *descending;
   if (c.has("time_precision")) {
     std::string p = c.param("time_precision");

@@ -299,6 +299,7 @@ namespace {
 
 struct all_docs_query {
   bool descending = false, inclusive_end = true, include_docs = false, conflicts = false, update_seq = false;
+  bool attachments = false, att_encoding_info = false;
   int64_t limit = -1, skip = 0;
   std::optional<json> start, end, keys;
 };
@@ -312,7 +313,13 @@ result<all_docs_query> parse_all_docs(ctx& c, const json* post_body) {
   auto update_seq = c.bool_param("update_seq", false);
   auto limit = c.int_param("limit", -1);
   auto skip = c.int_param("skip", 0);
-  if (auto e = first_error(descending, inclusive_end, include_docs, conflicts, update_seq, limit, skip)) return *e;
+  auto atts = c.bool_param("attachments", false);
+  auto encoding_info = c.bool_param("att_encoding_info", false);
+  if (auto e =
+          first_error(descending, inclusive_end, include_docs, conflicts, update_seq, limit, skip, atts, encoding_info))
+    return *e;
+  q.attachments = *atts;
+  q.att_encoding_info = *encoding_info;
   if (c.has("limit") && *limit < 0) {
     return status{errc::query_parse_error, "Invalid value for positive integer: \"" + c.param("limit") + "\""};
   }
@@ -400,6 +407,8 @@ void handle_all_docs(ctx& c, const db_meta& db) {
   base.inclusive_end = q.inclusive_end;
   base.include_docs = q.include_docs;
   base.conflicts = q.conflicts;
+  base.attachments = q.attachments;
+  base.att_encoding_info = q.att_encoding_info;
   if (q.start) base.start = q.start->dump();
   if (q.end) base.end = q.end->dump();
   base.max_rows = q.limit < 0 ? UINT64_MAX : static_cast<uint64_t>(q.skip + q.limit);

@@ -34,8 +34,9 @@ interface Node {
   # A page of this copy's changes, for a coordinator that holds no copy of the range.
   # `notBefore` (appended, 0.2): first skip the changes committed before this time (Unix seconds,
   # 0 = none); `skippedTo` says where the rows start (0 = nothing skipped). An older node ignores it.
+  # `attachments`, `attEncodingInfo` (appended, 0.3): documents with their attachments' bytes / encoding.
   changesPage @5 (shard :ShardRef, since :UInt64, limit :UInt32, descending :Bool, withDocs :Bool, conflicts :Bool,
-                  notBefore :Int64)
+                  notBefore :Int64, attachments :Bool, attEncodingInfo :Bool)
       -> (status :CallStatus, rows :List(ChangeRow), pending :UInt64, skippedTo :UInt64);
   # Where a feed that read copy `uuidPrefix` up to `seq` continues on this copy (exact when it is
   # this copy; translated through the replication checkpoints; else rewound to 0).
@@ -47,9 +48,11 @@ interface Node {
   readDoc @7 (shard :ShardRef, id :Text, params :List(Param), ifNoneMatch :Text,
               what :Text, method :Text, body :Text)
       -> (status :CallStatus, httpStatus :UInt16, body :Text, etag :Text);
-  # This copy's part of an _all_docs request (keys are JSON texts, "" = unbounded).
+  # This copy's part of an _all_docs request (keys are JSON texts, "" = unbounded);
+  # `attachments`, `attEncodingInfo` appended in 0.3.
   allDocsPage @8 (shard :ShardRef, startKey :Text, endKey :Text, descending :Bool, inclusiveEnd :Bool,
-                  includeDocs :Bool, conflicts :Bool, maxRows :UInt64, byKeys :Bool, keys :List(Text))
+                  includeDocs :Bool, conflicts :Bool, maxRows :UInt64, byKeys :Bool, keys :List(Text),
+                  attachments :Bool, attEncodingInfo :Bool)
       -> (status :CallStatus, rows :List(AllDocsRow), before :UInt64, docCount :UInt64);
   # Release 0.2: this copy's time-seq bins (reset: emptied first, committed before the answer).
   timeSeq @9 (shard :ShardRef, reset :Bool) -> (status :CallStatus, bins :TimeSeqBins, updateSeq :UInt64);

@@ -57,6 +57,13 @@ class Quorum(NodeTest):
             self.assertEqual(node.get("/adb/d/a.bin").data, data)
         self.assertEqual(self.n3.post("/adb/_bulk_docs", {"docs": [dict(body, _id="e")]}).status, 201)
         self.assertEqual(self.n1.get("/adb/e/a.bin").data, data)
+        # Listings and feeds with attachments=true, from every node (the copy renders the bytes).
+        for node in self.cluster.nodes:
+            rows = node.get("/adb/_all_docs?include_docs=true&attachments=true").json["rows"]
+            self.assertEqual(base64.b64decode(rows[0]["doc"]["_attachments"]["a.bin"]["data"]), data, node.port)
+            changes = node.get("/adb/_changes?include_docs=true&attachments=true").json["results"]
+            got = {c["id"]: c["doc"]["_attachments"]["a.bin"]["data"] for c in changes}
+            self.assertEqual({k: base64.b64decode(v) for k, v in got.items()}, {"d": data, "e": data}, node.port)
         # System databases of a cluster do not take attachments yet.
         self.assertError(self.n1.put("/_users/org.couchdb.user:x", dict(body, name="x", type="user", roles=[],
                                                                          password="p")),

@@ -66,6 +66,25 @@ class Attachments(NodeTest):
         self.assertError(n.get("/att/carry/new"), 404, "not_found", "deleted")
         self.assertEqual(d.status, 200)
 
+    def test_feeds_and_listings_with_attachments_true(self):
+        n = self.node
+        text = b"listed text " * 100
+        n.put("/att/inlisting", {"_attachments": {"f": {"data": b64(b"abc")},
+                                                 "t.txt": {"content_type": "text/plain", "data": b64(text)}}})
+        url = "/att/_all_docs?include_docs=true&key=%22inlisting%22&attachments=true&att_encoding_info=true"
+        atts = n.get(url).json["rows"][0]["doc"]["_attachments"]
+        self.assertEqual(atts["f"], {"content_type": "application/octet-stream", "revpos": 1,
+                                     "digest": digest(b"abc"), "data": b64(b"abc")})
+        self.assertEqual(base64.b64decode(atts["t.txt"]["data"]), text)  # decoded
+        self.assertEqual(atts["t.txt"]["encoding"], "gzip")
+        changes = n.get("/att/_changes?include_docs=true&attachments=true").json["results"]
+        listed = [c for c in changes if c["id"] == "inlisting"][0]
+        self.assertEqual(base64.b64decode(listed["doc"]["_attachments"]["t.txt"]["data"]), text)
+        plain = n.get("/att/_changes?include_docs=true").json["results"]
+        self.assertTrue([c for c in plain if c["id"] == "inlisting"][0]["doc"]["_attachments"]["f"]["stub"])
+        self.assertError(n.get("/att/_all_docs?attachments=maybe"), 400, "query_parse_error")
+        self.assertError(n.get("/att/_changes?attachments=maybe"), 400, "query_parse_error")
+
     def test_feeds_and_listings_show_stubs(self):
         n = self.node
         n.put("/att/listed", {"_attachments": {"f": {"data": b64(b"abc")}}})
