@@ -100,13 +100,13 @@ std::optional<std::string> render_with(const doc_info& d, int index, const body_
 
 }  // namespace
 
-std::vector<std::string> inline_keys(const doc_copy& d, const render_options& opts) {
+std::vector<std::string> inline_keys(const doc_copy& d, const std::vector<int>& indices, const render_options& opts) {
   std::vector<std::string> keys;
   if (!opts.attachments) return keys;
-  for (const auto& [rev, body] : d.bodies) {
-    int index = d.info.tree.find(rev);
-    if (index < 0) continue;
-    for (auto& a : attachments::shown_after(body, inline_after(d.info, index, opts))) {
+  for (int index : indices) {
+    const std::string* body = d.body(d.info.tree.rev(index));
+    if (!body) continue;
+    for (auto& a : attachments::shown_after(*body, inline_after(d.info, index, opts))) {
       if (std::find(keys.begin(), keys.end(), a.key) == keys.end()) keys.push_back(std::move(a.key));
     }
   }

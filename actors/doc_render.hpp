@@ -30,9 +30,9 @@ struct render_options {
 // revision of `opts.atts_since` in its history (CouchDB's find_ancestor_rev_pos), else 0.
 uint64_t inline_after(const doc_info& d, int index, const render_options& opts);
 
-// The blob keys rendering `d`'s stored revisions with `opts` shows inline (none without
+// The blob keys rendering revisions `indices` of `d` with `opts` shows inline (none without
 // `opts.attachments`): what to fetch into `opts.blobs` first.
-std::vector<std::string> inline_keys(const doc_copy& d, const render_options& opts);
+std::vector<std::string> inline_keys(const doc_copy& d, const std::vector<int>& indices, const render_options& opts);
 
 // Revision `index` of `d`, or nullopt when its body is not stored (not a leaf any more).
 std::optional<std::string> render_rev(const doc_copy& d, int index, const render_options& opts);

@@ -137,6 +137,33 @@ result<render_options> bulk_get_options(const json& entry, const render_options&
   return out;
 }
 
+namespace {
+
+// The revisions one _bulk_get entry answers with: its `rev` (with `latest`, the leaves grown from
+// it), else the winner. None, with `why` ("missing", "deleted"), when there are none.
+std::vector<int> bulk_get_indices(const json& entry, const doc_copy& d, bool latest, std::string& why) {
+  const rev_tree& tree = d.info.tree;
+  const json& rev = member(entry, "rev");
+  if (!d.found) {
+    why = "missing";
+    return {};
+  }
+  if (!rev.is_string() || rev.get_ref<const std::string&>().empty()) {
+    if (!tree.winner_deleted()) return {tree.winner()};
+    why = "deleted";
+    return {};
+  }
+  rev_id r;
+  int i = parse_rev(rev.get<std::string>(), r) ? tree.find(r) : -1;
+  if (i < 0) {
+    why = "missing";
+    return {};
+  }
+  return latest ? tree.leaves_under(i) : std::vector<int>{i};
+}
+
+}  // namespace
+
 std::string render_bulk_get(const json& entries, const std::vector<doc_copy>& docs, const render_options& opts,
                             bool latest, size_t max_id_length) {
   std::string out = "{\"results\":[";
@@ -154,26 +181,9 @@ std::string render_bulk_get(const json& entries, const std::vector<doc_copy>& do
       found = error_doc("illegal_docid", st.reason);
     } else {
       const doc_copy& d = docs[next++];
-      const rev_tree& tree = d.info.tree;
-      std::vector<int> indices;
-      if (!d.found) {
-        found = error_doc("not_found", "missing");
-      } else if (rev_text.empty()) {
-        if (tree.winner_deleted())
-          found = error_doc("not_found", "deleted");
-        else
-          indices.push_back(tree.winner());
-      } else {
-        rev_id r;
-        int i = parse_rev(rev_text, r) ? tree.find(r) : -1;
-        if (i < 0) {
-          found = error_doc("not_found", "missing");
-        } else if (latest) {
-          indices = tree.leaves_under(i);
-        } else {
-          indices.push_back(i);
-        }
-      }
+      std::string why;
+      std::vector<int> indices = bulk_get_indices(req, d, latest, why);
+      if (!why.empty()) found = error_doc("not_found", why);
       auto entry_opts = bulk_get_options(req, opts);
       if (!entry_opts) {
         found = error_doc("bad_request", entry_opts.error().reason);
@@ -233,7 +243,9 @@ void handle_bulk_get(ctx& c, const db_meta& db) {
     const doc_copy& d = (*docs)[next++];
     auto entry_opts = bulk_get_options(entry, opts);  // a bad atts_since is that entry's error
     if (!entry_opts) continue;
-    if (auto st = fetch_inline_blobs(c, db, d, *entry_opts, blobs); !st) return c.error(st);
+    std::string why;
+    auto indices = bulk_get_indices(entry, d, *latest, why);
+    if (auto st = fetch_inline_blobs(c, db, d, indices, *entry_opts, blobs); !st) return c.error(st);
   }
   opts.blobs = &blobs;
   c.reply_raw(200, render_bulk_get((*body)["docs"], *docs, opts, *latest, c.node.max_document_id_length));

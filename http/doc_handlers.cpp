@@ -416,7 +416,14 @@ void get_doc(ctx& c, const db_meta& db, const std::string& id) {
     g->opts.attachments = g->opts.follows = g->opts.att_encoding_info = true;
   }
   attachments::blob_bytes blobs;
-  if (auto st = fetch_inline_blobs(c, db, *d, g->opts, blobs); !st) return c.error(st);
+  std::vector<int> rendered;  // the revisions the answer shows (an error answer shows none)
+  if (g->by_open_revs) {
+    std::vector<std::string> missing;
+    rendered = open_revs_indices(*d, *g, missing);
+  } else if (auto index = requested_index(*d, *g)) {
+    rendered.push_back(*index);
+  }
+  if (auto st = fetch_inline_blobs(c, db, *d, rendered, g->opts, blobs); !st) return c.error(st);
   g->opts.blobs = &blobs;
   if (multipart) return reply_multipart(c, *d, *g);
   reply_doc_read(c, answer_doc_get(*d, *g));
@@ -588,9 +595,9 @@ void handle_doc(ctx& c, const db_meta& db, const std::string& id) {
 
 // ---- attachments ------------------------------------------------------------------------------
 
-status fetch_inline_blobs(ctx& c, const db_meta& db, const doc_copy& d, const render_options& opts,
-                          attachments::blob_bytes& out) {
-  for (const std::string& key : inline_keys(d, opts)) {
+status fetch_inline_blobs(ctx& c, const db_meta& db, const doc_copy& d, const std::vector<int>& indices,
+                          const render_options& opts, attachments::blob_bytes& out) {
+  for (const std::string& key : inline_keys(d, indices, opts)) {
     if (out.count(key)) continue;
     auto bytes = c.node.coord.read_blob(db, d.id, key);
     if (!bytes) return bytes.error();

@@ -114,9 +114,10 @@ result<local_update> to_local_update(const std::string& id, json* doc, std::stri
 // attachments (release 0.3, feature attachments-v1). A copy on an older node would keep a body
 // naming bytes it does not have: a 501 then, never such a copy.
 status attachments_here(ctx& c, const db_meta& db);
-// Fetches into `out` the bytes rendering `d` with `opts` shows inline (attachments=true).
-status fetch_inline_blobs(ctx& c, const db_meta& db, const doc_copy& d, const render_options& opts,
-                          attachments::blob_bytes& out);
+// Fetches into `out` the bytes rendering revisions `indices` of `d` with `opts` shows inline
+// (attachments=true).
+status fetch_inline_blobs(ctx& c, const db_meta& db, const doc_copy& d, const std::vector<int>& indices,
+                          const render_options& opts, attachments::blob_bytes& out);
 // GET/HEAD /db/{doc}/{attachment} (`att` may hold '/').
 void handle_attachment(ctx& c, const db_meta& db, const std::string& doc_id, const std::string& att);
 // The id a document brings in its body (errors: not a string, invalid); "" when it has none.

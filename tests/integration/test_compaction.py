@@ -35,6 +35,9 @@ class OldRevisions(NodeTest):
         self.assertEqual(old.status, 200, old)
         self.assertEqual((old.json["_rev"], old.json["v"]), (rev1, 1))
         self.assertEqual(n.get(f"/old/d/a.txt?rev={rev1}").data, b"one")
+        inline = n.get(f"/old/d?rev={rev1}&attachments=true").json["_attachments"]["a.txt"]
+        self.assertEqual(base64.b64decode(inline["data"]), b"one")
+        self.assertNotIn("_attachments", n.get(f"/old/d?rev={rev3}&attachments=true").json)
         self.assertError(n.get("/old/d/a.txt"), 404, "not_found", "Document is missing attachment")
         self.assertEqual(n.get(f"/old/d?rev={rev1}&latest=true").json["_rev"], rev3)
         revs = n.get(f'/old/d?open_revs=["{rev1}","{rev2}"]').json
