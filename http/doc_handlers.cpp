@@ -10,7 +10,6 @@
 #include "http/handlers.hpp"
 #include "http/multipart.hpp"
 #include "node/crypto.hpp"
-#include "node/gzip.hpp"
 #include "storage/attachments.hpp"
 
 namespace settee {
@@ -140,12 +139,34 @@ void reply_etag(ctx& c, const std::string& rev) {
   c.res.set_header("ETag", "\"" + rev + "\"");
 }
 
-// The rev a request names: ?rev=, else If-Match.
-std::string requested_rev(ctx& c) {
-  if (c.has("rev")) return c.param("rev");
+// The rev an If-Match header names (its quotes removed), or "".
+std::string if_match_rev(ctx& c) {
   std::string m = c.req.get_header_value("If-Match");
   if (m.size() >= 2 && m.front() == '"' && m.back() == '"') m = m.substr(1, m.size() - 2);
   return m;
+}
+
+// The rev a request names: ?rev=, else If-Match.
+std::string requested_rev(ctx& c) {
+  return c.has("rev") ? c.param("rev") : if_match_rev(c);
+}
+
+// Whether the comma-separated list in header `name` (Accept, Accept-Encoding) takes one of
+// `values` (compared lower-case, without parameters) with a weight above 0.
+bool header_takes(ctx& c, const char* name, std::initializer_list<std::string_view> values) {
+  std::string list = c.req.get_header_value(name);
+  for (size_t start = 0; start < list.size();) {
+    size_t end = std::min(list.find(',', start), list.size());
+    std::string item = list.substr(start, end - start);
+    item.erase(std::remove(item.begin(), item.end(), ' '), item.end());
+    std::string value = multipart::media_type_of(item);  // lower-cased, parameters dropped
+    auto q = item.find(";q=");
+    double weight = q == std::string::npos ? 1.0 : std::strtod(item.c_str() + q + 3, nullptr);
+    for (std::string_view v : values)
+      if (value == v && weight > 0) return true;
+    start = end + 1;
+  }
+  return false;
 }
 
 }  // namespace
@@ -292,16 +313,7 @@ namespace {
 // Whether the request's Accept names `type` (or its `multipart/*`). Unlike CouchDB, `*/*` does
 // not count: curl's default would get multipart where it expects JSON.
 bool accepts_explicitly(ctx& c, const std::string& type) {
-  std::string accept = c.req.get_header_value("Accept");
-  size_t start = 0;
-  while (start <= accept.size()) {
-    size_t end = accept.find(',', start);
-    if (end == std::string::npos) end = accept.size();
-    std::string range = multipart::media_type_of(accept.substr(start, end - start));
-    if (range == type || range == type.substr(0, type.find('/')) + "/*") return true;
-    start = end + 1;
-  }
-  return false;
+  return header_takes(c, "Accept", {type, "multipart/*"});
 }
 
 // Revision `index` as CouchDB's multipart/related (the JSON with `"follows":true` entries, then
@@ -416,14 +428,16 @@ void get_doc(ctx& c, const db_meta& db, const std::string& id) {
     g->opts.attachments = g->opts.follows = g->opts.att_encoding_info = true;
   }
   attachments::blob_bytes blobs;
-  std::vector<int> rendered;  // the revisions the answer shows (an error answer shows none)
-  if (g->by_open_revs) {
-    std::vector<std::string> missing;
-    rendered = open_revs_indices(*d, *g, missing);
-  } else if (auto index = requested_index(*d, *g)) {
-    rendered.push_back(*index);
+  if (g->opts.attachments) {
+    std::vector<int> rendered;  // the revisions the answer shows (an error answer shows none)
+    if (g->by_open_revs) {
+      std::vector<std::string> missing;
+      rendered = open_revs_indices(*d, *g, missing);
+    } else if (auto index = requested_index(*d, *g)) {
+      rendered.push_back(*index);
+    }
+    if (auto st = fetch_inline_blobs(c, db, *d, rendered, g->opts, blobs); !st) return c.error(st);
   }
-  if (auto st = fetch_inline_blobs(c, db, *d, rendered, g->opts, blobs); !st) return c.error(st);
   g->opts.blobs = &blobs;
   if (multipart) return reply_multipart(c, *d, *g);
   reply_doc_read(c, answer_doc_get(*d, *g));
@@ -665,18 +679,7 @@ result<std::optional<std::pair<uint64_t, uint64_t>>> requested_range(const std::
 
 // Whether the request's Accept-Encoding takes gzip (a `q=0` refuses it).
 bool accepts_gzip(ctx& c) {
-  std::string accept = c.req.get_header_value("Accept-Encoding");
-  for (size_t start = 0; start < accept.size();) {
-    size_t end = std::min(accept.find(',', start), accept.size());
-    std::string item = accept.substr(start, end - start);
-    item.erase(std::remove(item.begin(), item.end(), ' '), item.end());
-    std::string coding = multipart::media_type_of(item);  // lower-cased, parameters dropped
-    auto q = item.find(";q=");
-    double weight = q == std::string::npos ? 1.0 : std::strtod(item.c_str() + q + 3, nullptr);
-    if ((coding == "gzip" || coding == "x-gzip") && weight > 0) return true;
-    start = end + 1;
-  }
-  return false;
+  return header_takes(c, "Accept-Encoding", {"gzip", "x-gzip"});
 }
 
 void get_attachment(ctx& c, const db_meta& db, const std::string& doc_id, const std::string& att) {
@@ -749,9 +752,7 @@ void write_attachment(ctx& c, const db_meta& db, const std::string& doc_id, cons
   if (auto st = validate_attachment_name(att); !st) return c.error(st);
   if (auto st = authorize_doc_write(c, db, doc_id, nullptr); !st) return c.error(st);
   if (auto st = attachments_here(c, db); !st) return c.error(st);
-  std::string if_match = c.req.get_header_value("If-Match");
-  if (if_match.size() >= 2 && if_match.front() == '"' && if_match.back() == '"')
-    if_match = if_match.substr(1, if_match.size() - 2);
+  std::string if_match = if_match_rev(c);
   if (c.has("rev") && !if_match.empty() && c.param("rev") != if_match)
     return c.error(errc::bad_request, "Document rev and etag have different values");
   std::string rev = requested_rev(c);
@@ -781,36 +782,24 @@ void write_attachment(ctx& c, const db_meta& db, const std::string& doc_id, cons
     }
     if (atts.empty()) doc.erase("_attachments");
   }
-  std::string bytes;
+  // The new bytes follow the document as a multipart body's part would (attachments::take_inline:
+  // Content-MD5 is the part's digest, gzip is decoded, max_attachment_size applies).
+  std::map<std::string, std::string> follows;
   if (put) {
-    bytes = c.req.body;
     std::string encoding = c.req.get_header_value("Content-Encoding");
     std::transform(encoding.begin(), encoding.end(), encoding.begin(), ::tolower);
-    if (encoding == "gzip") {
-      auto plain = gzip::decompress(bytes, c.node.attachment_policy.max_bytes);
-      if (!plain) return c.error(plain.error());
-      bytes = std::move(*plain);
-    } else if (!encoding.empty() && encoding != "identity") {
+    if (!encoding.empty() && encoding != "identity" && encoding != "gzip")
       return c.error(errc::bad_content_type, "Only gzip and identity content-encodings are supported");
-    }
-    if (bytes.size() > c.node.attachment_policy.max_bytes)
-      return c.error(errc::too_large, "Attachment '" + att + "' is larger than max_attachment_size");
-    std::string md5 = c.req.get_header_value("Content-MD5");
-    if (!md5.empty() && md5 != crypto::base64_encode(crypto::md5(bytes)))
-      return c.error(errc::content_md5_mismatch, "Possible message corruption.");
+    std::string type = c.req.get_header_value("Content-Type");
+    json entry{{"follows", true}, {"content_type", type.empty() ? "application/octet-stream" : type}};
+    if (encoding == "gzip") entry["encoding"] = "gzip";
+    if (std::string md5 = c.req.get_header_value("Content-MD5"); !md5.empty()) entry["digest"] = "md5-" + md5;
+    doc["_attachments"][att] = std::move(entry);
+    follows.emplace(att, c.req.body);
   }
-  auto u = to_doc_update(db, std::move(doc), doc_id, true);
+  auto u = to_doc_update(db, std::move(doc), doc_id, true, &follows, c.node.attachment_policy);
   if (!u) return c.error(u.error());
   u->managed_attachments = true;
-  if (put) {  // the new entry joins the body the way take_inline would have made it
-    json body = parse_json(u->body).value_or(json::object());
-    std::string type = c.req.get_header_value("Content-Type");
-    attachments::blob b;
-    body["_attachments"][att] = attachments::make_entry(type.empty() ? "application/octet-stream" : type, bytes, 0, b,
-                                                        c.node.attachment_policy);
-    u->blobs.push_back(std::move(b));
-    u->body = body.dump();
-  }
   auto written = write_one(c, db, std::move(*u));
   if (!written) return c.error(written.error());
   const doc_result& r = written->results.front();

@@ -1,5 +1,7 @@
 #include "storage/attachments.hpp"
 
+#include <utility>
+
 #include "node/crypto.hpp"
 #include "node/gzip.hpp"
 
@@ -194,18 +196,29 @@ const std::string* key_of(const json& entry) {
   return k != entry.end() && k->is_string() ? &k->get_ref<const std::string&>() : nullptr;
 }
 
-const json* entry_of(const json& body, const std::string& name) {
+namespace {
+
+// A stored body's `_attachments` object, or null (none, or not an object).
+template <class Json>
+Json* atts_of(Json& body) {
   if (!body.is_object()) return nullptr;
   auto atts = body.find("_attachments");
-  if (atts == body.end() || !atts->is_object()) return nullptr;
+  return atts != body.end() && atts->is_object() ? &*atts : nullptr;
+}
+
+}  // namespace
+
+const json* entry_of(const json& body, const std::string& name) {
+  const json* atts = atts_of(body);
+  if (!atts) return nullptr;
   auto e = atts->find(name);
   return e == atts->end() ? nullptr : &*e;
 }
 
 std::vector<std::string> keys_of(const json& body) {
   std::vector<std::string> keys;
-  auto atts = body.is_object() ? body.find("_attachments") : body.end();
-  if (!body.is_object() || atts == body.end() || !atts->is_object()) return keys;
+  const json* atts = atts_of(body);
+  if (!atts) return keys;
   for (auto& [name, e] : atts->items()) {
     if (const std::string* k = key_of(e)) keys.push_back(*k);
   }
@@ -215,9 +228,8 @@ std::vector<std::string> keys_of(const json& body) {
 bool show(std::string& body, bool encoding_info, const inline_request* inl) {
   if (body.find("\"_attachments\"") == std::string::npos) return false;
   auto parsed = parse_json(body);
-  if (!parsed || !parsed->is_object()) return false;
-  auto atts = parsed->find("_attachments");
-  if (atts == parsed->end() || !atts->is_object()) return false;
+  json* atts = parsed ? atts_of(*parsed) : nullptr;
+  if (!atts) return false;
   bool changed = false;
   for (auto& [name, e] : atts->items()) {
     const std::string* key = key_of(e);
@@ -244,9 +256,8 @@ std::vector<shown> shown_after(const std::string& body, uint64_t after) {
   std::vector<shown> out;
   if (body.find("\"_attachments\"") == std::string::npos) return out;
   auto parsed = parse_json(body);
-  if (!parsed) return out;
-  auto atts = parsed->is_object() ? parsed->find("_attachments") : parsed->end();
-  if (!parsed->is_object() || atts == parsed->end() || !atts->is_object()) return out;
+  const json* atts = parsed ? atts_of(std::as_const(*parsed)) : nullptr;
+  if (!atts) return out;
   for (auto& [name, e] : atts->items()) {
     const std::string* key = key_of(e);
     if (!key || e.value("revpos", uint64_t{0}) <= after) continue;
