@@ -29,7 +29,9 @@ class failed_copy final : public shard_copy {
   result<uint64_t> write_local(const local_update&) override { return why_; }
   result<std::vector<settee::local_doc>> list_local() override { return why_; }
   status set_revs_limit(uint32_t) override { return why_; }
-  result<std::string> read_blob(const std::string&) override { return why_; }
+  result<std::string> read_blob(const std::string&, uint64_t, uint64_t) override { return why_; }
+  result<bool> stage_blob(const std::string&, uint64_t, const std::string&) override { return why_; }
+  status drop_staged(const std::string&) override { return why_; }
   void update_docs(std::vector<doc_update>, write_done done) override { done(why_); }
 
  private:
@@ -171,14 +173,37 @@ result<write_outcome> coordinator::update_docs(const db_meta& db, std::vector<do
   return out;
 }
 
-result<std::string> coordinator::read_blob(const db_meta& db, const std::string& id, const std::string& key) {
+result<std::string> coordinator::read_blob(const db_meta& db, const std::string& id, const std::string& key,
+                                           uint64_t offset, uint64_t length) {
   status last{errc::unavailable, "no copy of the range of '" + id + "' is known"};
   for (auto& copy : copies(db, shard_index(db, id))) {
-    auto bytes = copy->read_blob(key);
+    auto bytes = copy->read_blob(key, offset, length);
     if (bytes) return bytes;
     last = bytes.error();
   }
   return last;
+}
+
+result<bool> coordinator::stage_blob(const db_meta& db, const std::string& id, const std::string& key, uint64_t offset,
+                                     const std::string& piece) {
+  status last{errc::unavailable, "no copy of the range of '" + id + "' is known"};
+  bool whole = true, answered = false;
+  for (auto& copy : copies(db, shard_index(db, id))) {
+    auto r = copy->stage_blob(key, offset, piece);
+    if (!r && r.error().code != errc::unavailable) return r.error();
+    if (!r) {
+      last = r.error();
+      continue;
+    }
+    answered = true;
+    whole = whole && *r;
+  }
+  if (!answered) return last;
+  return whole;
+}
+
+void coordinator::drop_staged(const db_meta& db, const std::string& id, const std::string& key) {
+  for (auto& copy : copies(db, shard_index(db, id))) copy->drop_staged(key);
 }
 
 result<doc_copy> coordinator::open_doc(const db_meta& db, const std::string& id, size_t r, doc_bodies bodies) {

@@ -73,8 +73,17 @@ class coordinator {
   // or every stored one (`doc_bodies::all`: a read naming an older revision).
   result<doc_copy> open_doc(const db_meta& db, const std::string& id, size_t r = 1,
                             doc_bodies bodies = doc_bodies::leaves);
-  // The stored bytes of blob `key` from a copy of the range of document `id` (this node's first).
-  result<std::string> read_blob(const db_meta& db, const std::string& id, const std::string& key);
+  // At most `length` stored bytes of blob `key` from `offset`, from a copy of the range of document
+  // `id` (this node's first).
+  result<std::string> read_blob(const db_meta& db, const std::string& id, const std::string& key, uint64_t offset = 0,
+                                uint64_t length = UINT64_MAX);
+  // Stages a piece of large blob `key` on every copy of the range of document `id` that can be
+  // reached (one that cannot gets the blob from internal replication later): true when every copy
+  // that answered holds the whole blob already. The first refusal is the answer.
+  result<bool> stage_blob(const db_meta& db, const std::string& id, const std::string& key, uint64_t offset,
+                          const std::string& piece);
+  // Forgets staged blob `key` on every copy (an upload that failed); best effort.
+  void drop_staged(const db_meta& db, const std::string& id, const std::string& key);
   // Documents `ids` (any ranges) from one copy of each range, in input order, with the stored
   // bodies `bodies` asks for (none: trees only, e.g. for _revs_diff).
   result<std::vector<doc_copy>> open_docs(const db_meta& db, const std::vector<std::string>& ids, doc_bodies bodies);

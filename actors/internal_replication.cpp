@@ -5,6 +5,7 @@
 #include <cstdlib>
 
 #include "actors/bridge.hpp"
+#include "actors/local_copy.hpp"
 
 namespace settee {
 
@@ -17,6 +18,10 @@ replication_target local_target(const shard_handle& target, std::chrono::millise
     // A merge never conflicts: any failure is real.
     if (auto st = write_one(target.writer, write, timeout); !st) return st;
     return apply_result{count_added(write->results), target.store->header().update_seq};
+  };
+  t.stage = [copy = std::make_shared<local_copy>(target, "", timeout)](const std::string& key, uint64_t offset,
+                                                                       const std::string& piece) {
+    return copy->stage_blob(key, offset, piece);
   };
   return t;
 }
@@ -145,7 +150,23 @@ result<replication_result> push_changes(const shard_handle& source, const replic
     auto snap = source.store->read();
     if (!snap) return snap.error();
     replication_batch batch = snap->read_for_replication(out.to_seq, batch_docs);
+    if (!snap->fault()) return snap->fault();
     if (batch.docs == 0) break;
+    // Large blobs first, piece by piece from the same snapshot, unless the target has them (an
+    // empty piece asks).
+    for (auto& [key, length] : batch.large_blobs) {
+      auto has = target.stage(key, 0, "");
+      if (!has) return has.error();
+      for (uint64_t offset = 0; offset < length && !*has; offset += replication_piece_bytes) {
+        std::string piece;
+        if (!snap->blob_range(key, offset, replication_piece_bytes, piece)) {
+          return snap->fault() ? status{errc::internal, "attachment blob missing: " + key} : snap->fault();
+        }
+        auto whole = target.stage(key, offset, piece);
+        if (!whole) return whole.error();
+        if (*whole) break;
+      }
+    }
     auto applied = target.apply(batch.updates);
     if (!applied) return applied.error();
     // Checkpoint only after the target committed (synced) the batch.

@@ -180,11 +180,11 @@ result<std::vector<doc_copy>> local_copy::read_docs(const std::vector<std::strin
   return out;
 }
 
-result<std::string> local_copy::read_blob(const std::string& key) {
+result<std::string> local_copy::read_blob(const std::string& key, uint64_t offset, uint64_t length) {
   auto snap = shard_.store->read();
   if (!snap) return snap.error();
   std::string out;
-  if (snap->blob(key, out)) return out;
+  if (snap->blob_range(key, offset, length, out)) return out;
   if (!snap->fault()) return snap->fault();
   return status{errc::not_found, "Document is missing attachment"};
 }
@@ -220,6 +220,23 @@ result<std::vector<local_doc>> local_copy::list_local() {
   });
   if (!snap->fault()) return snap->fault();
   return docs;
+}
+
+result<bool> local_copy::stage_blob(const std::string& key, uint64_t offset, const std::string& piece) {
+  auto op = std::make_shared<write_op>();
+  op->what = write_op::kind::stage_blob;
+  op->blob_key = key;
+  op->blob_offset = offset;
+  op->blob_piece = piece;
+  if (auto st = write_one(shard_.writer, op, timeout_); !st) return st;
+  return op->blob_whole;
+}
+
+status local_copy::drop_staged(const std::string& key) {
+  auto op = std::make_shared<write_op>();
+  op->what = write_op::kind::drop_staged;
+  op->blob_key = key;
+  return write_one(shard_.writer, op, timeout_);
 }
 
 status local_copy::set_revs_limit(uint32_t limit) {

@@ -31,7 +31,9 @@ class local_copy final : public shard_copy {
   result<std::vector<settee::local_doc>> list_local() override;
   status set_revs_limit(uint32_t limit) override;
   void update_docs(std::vector<doc_update> docs, write_done done) override;
-  result<std::string> read_blob(const std::string& key) override;
+  result<std::string> read_blob(const std::string& key, uint64_t offset, uint64_t length) override;
+  result<bool> stage_blob(const std::string& key, uint64_t offset, const std::string& piece) override;
+  status drop_staged(const std::string& key) override;
 
   // The parts that need no waiting, for callers on an event loop (the RPC server).
   result<std::vector<doc_copy>> read_docs(const std::vector<std::string>& ids, doc_bodies bodies) const;

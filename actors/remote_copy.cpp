@@ -148,11 +148,19 @@ result<std::vector<doc_copy>> remote_copy::legacy_open_docs(const std::vector<st
   return out;
 }
 
-result<std::string> remote_copy::read_blob(const std::string& key) {
+result<std::string> remote_copy::read_blob(const std::string& key, uint64_t offset, uint64_t length) {
   if (!rpc_.stores_attachments(node_)) {
     return status{errc::not_found, "Document is missing attachment"};  // an older node holds no blobs
   }
-  return rpc_.read_blob(node_, db_, range_, key, timeout_);
+  return rpc_.read_blob(node_, db_, range_, key, offset, length, timeout_);
+}
+
+result<bool> remote_copy::stage_blob(const std::string& key, uint64_t offset, const std::string& piece) {
+  return rpc_.stage_blob(node_, db_, range_, key, offset, piece, timeout_);
+}
+
+status remote_copy::drop_staged(const std::string& key) {
+  return rpc_.drop_staged(node_, db_, range_, key, timeout_);
 }
 
 }  // namespace settee

@@ -29,7 +29,9 @@ class remote_copy final : public shard_copy {
   result<uint64_t> write_local(const local_update& u) override;
   result<std::vector<settee::local_doc>> list_local() override;
   status set_revs_limit(uint32_t limit) override;
-  result<std::string> read_blob(const std::string& key) override;
+  result<std::string> read_blob(const std::string& key, uint64_t offset, uint64_t length) override;
+  result<bool> stage_blob(const std::string& key, uint64_t offset, const std::string& piece) override;
+  status drop_staged(const std::string& key) override;
   void update_docs(std::vector<doc_update> docs, write_done done) override;
 
  private:

@@ -91,10 +91,17 @@ class remote_shards {
                                                     const std::string& range, std::chrono::milliseconds timeout) = 0;
   virtual status set_revs_limit(const std::string& node, const std::string& db, const std::string& range,
                                 uint32_t limit, std::chrono::milliseconds timeout) = 0;
-  // Whether `node` announced attachments_feature; and an attachment's bytes from its copy (readBlob).
+  // Whether `node` announced attachments_feature; and its copy's blob calls (readBlob, stageBlob,
+  // dropStaged; shard_copy says what they do).
   virtual bool stores_attachments(const std::string& node) const = 0;
   virtual result<std::string> read_blob(const std::string& node, const std::string& db, const std::string& range,
-                                        const std::string& key, std::chrono::milliseconds timeout) = 0;
+                                        const std::string& key, uint64_t offset, uint64_t length,
+                                        std::chrono::milliseconds timeout) = 0;
+  virtual result<bool> stage_blob(const std::string& node, const std::string& db, const std::string& range,
+                                  const std::string& key, uint64_t offset, const std::string& piece,
+                                  std::chrono::milliseconds timeout) = 0;
+  virtual status drop_staged(const std::string& node, const std::string& db, const std::string& range,
+                             const std::string& key, std::chrono::milliseconds timeout) = 0;
 
   using write_done = shard_copy::write_done;
   // Starts writing `docs` (each new_edits or not, as it says) to `node`'s copy of `range`. `done`

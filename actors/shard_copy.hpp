@@ -135,9 +135,13 @@ class shard_copy {
   // cannot be reached).
   using write_done = std::function<void(result<std::vector<doc_result>>)>;
   virtual void update_docs(std::vector<doc_update> docs, write_done done) = 0;
-  // An attachment's stored bytes by blob key (storage/blob_store.hpp); errc::not_found when this
-  // copy does not hold them.
-  virtual result<std::string> read_blob(const std::string& key) = 0;
+  // At most `length` stored bytes of an attachment's blob from `offset` (fewer at its end), by blob
+  // key (storage/blob_store.hpp); errc::not_found when this copy does not hold it.
+  virtual result<std::string> read_blob(const std::string& key, uint64_t offset, uint64_t length) = 0;
+  // Stages a piece of a large blob (blob_store::stage), committed before the answer: true when the
+  // copy holds the whole blob already (the sender stops). drop_staged forgets a staged blob.
+  virtual result<bool> stage_blob(const std::string& key, uint64_t offset, const std::string& piece) = 0;
+  virtual status drop_staged(const std::string& key) = 0;
 };
 
 using copy_ptr = std::shared_ptr<shard_copy>;

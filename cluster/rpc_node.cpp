@@ -67,6 +67,8 @@ class node_server final : public Node::Server {
   kj::Promise<void> dbUpdates(DbUpdatesContext context) override;
   kj::Promise<void> setRevsLimit(SetRevsLimitContext context) override;
   kj::Promise<void> readBlob(ReadBlobContext context) override;
+  kj::Promise<void> stageBlob(StageBlobContext context) override;
+  kj::Promise<void> dropStaged(DropStagedContext context) override;
 
  private:
   static kj::Promise<void> refused() {
@@ -771,12 +773,36 @@ kj::Promise<void> node_server::setRevsLimit(SetRevsLimitContext context) {
 }
 
 kj::Promise<void> node_server::readBlob(ReadBlobContext context) {
-  std::string key = context.getParams().getKey();
+  auto params = context.getParams();
+  std::string key = params.getKey();
+  uint64_t offset = params.getOffset(), length = params.getLength();
   return on_copy<std::string>(
-      loop_, context, [key](local_copy& c) { return c.read_blob(key); },
+      loop_, context, [key, offset, length](local_copy& c) { return c.read_blob(key, offset, length); },
       [](Node::ReadBlobResults::Builder results, const std::string& bytes) {
         results.setBytes(capnp::Data::Reader(reinterpret_cast<const capnp::byte*>(bytes.data()), bytes.size()));
       });
+}
+
+kj::Promise<void> node_server::stageBlob(StageBlobContext context) {
+  auto params = context.getParams();
+  std::string key = params.getKey();
+  uint64_t offset = params.getOffset();
+  auto data = params.getPiece();
+  std::string piece(reinterpret_cast<const char*>(data.begin()), data.size());
+  return on_copy<bool>(
+      loop_, context, [key, offset, piece](local_copy& c) { return c.stage_blob(key, offset, piece); },
+      [](Node::StageBlobResults::Builder results, bool whole) { results.setWhole(whole); });
+}
+
+kj::Promise<void> node_server::dropStaged(DropStagedContext context) {
+  std::string key = context.getParams().getKey();
+  return on_copy<bool>(
+      loop_, context,
+      [key](local_copy& c) -> result<bool> {
+        if (auto st = c.drop_staged(key); !st) return st;
+        return true;
+      },
+      [](Node::DropStagedResults::Builder, bool) {});
 }
 
 // This node's update log: no shard, but read on the pool all the same (it may open the file).
@@ -1399,17 +1425,50 @@ bool rpc_node::stores_attachments(const std::string& node) const {
 }
 
 result<std::string> rpc_node::read_blob(const std::string& node, const std::string& db, const std::string& range,
-                                        const std::string& key, std::chrono::milliseconds timeout) {
+                                        const std::string& key, uint64_t offset, uint64_t length,
+                                        std::chrono::milliseconds timeout) {
   return call<std::string>(node, timeout, [=](Node::Client& cap) {
     auto req = cap.readBlobRequest();
     set_shard(req.initShard(), db, range);
     req.setKey(key);
+    req.setOffset(offset);
+    req.setLength(length);
     return req.send().then([](capnp::Response<Node::ReadBlobResults>&& r) -> result<std::string> {
       if (status st = status_of(r.getStatus()); !st) return st;
       auto bytes = r.getBytes();
       return std::string(reinterpret_cast<const char*>(bytes.begin()), bytes.size());
     });
   });
+}
+
+result<bool> rpc_node::stage_blob(const std::string& node, const std::string& db, const std::string& range,
+                                  const std::string& key, uint64_t offset, const std::string& piece,
+                                  std::chrono::milliseconds timeout) {
+  return call<bool>(node, timeout, [=](Node::Client& cap) {
+    auto req = cap.stageBlobRequest();
+    set_shard(req.initShard(), db, range);
+    req.setKey(key);
+    req.setOffset(offset);
+    req.setPiece(capnp::Data::Reader(reinterpret_cast<const capnp::byte*>(piece.data()), piece.size()));
+    return req.send().then([](capnp::Response<Node::StageBlobResults>&& r) -> result<bool> {
+      if (status st = status_of(r.getStatus()); !st) return st;
+      return r.getWhole();
+    });
+  });
+}
+
+status rpc_node::drop_staged(const std::string& node, const std::string& db, const std::string& range,
+                             const std::string& key, std::chrono::milliseconds timeout) {
+  auto r = call<bool>(node, timeout, [=](Node::Client& cap) {
+    auto req = cap.dropStagedRequest();
+    set_shard(req.initShard(), db, range);
+    req.setKey(key);
+    return req.send().then([](capnp::Response<Node::DropStagedResults>&& r) -> result<bool> {
+      if (status st = status_of(r.getStatus()); !st) return st;
+      return true;
+    });
+  });
+  return r ? status{} : r.error();
 }
 
 bool rpc_node::serves_db_updates(const std::string& node) const {

@@ -120,7 +120,13 @@ class rpc_node final : public remote_shards {
   bool serves_db_updates(const std::string& node) const override;
   bool stores_attachments(const std::string& node) const override;
   result<std::string> read_blob(const std::string& node, const std::string& db, const std::string& range,
-                                const std::string& key, std::chrono::milliseconds timeout) override;
+                                const std::string& key, uint64_t offset, uint64_t length,
+                                std::chrono::milliseconds timeout) override;
+  result<bool> stage_blob(const std::string& node, const std::string& db, const std::string& range,
+                          const std::string& key, uint64_t offset, const std::string& piece,
+                          std::chrono::milliseconds timeout) override;
+  status drop_staged(const std::string& node, const std::string& db, const std::string& range, const std::string& key,
+                     std::chrono::milliseconds timeout) override;
   result<log_page> db_updates(const std::string& node, const std::string& uuid, uint64_t seq, size_t limit,
                               std::chrono::milliseconds timeout) override;
 

@@ -33,6 +33,10 @@ std::vector<sync_row> sync_database(coordinator& coord, rpc_node& rpc, const mem
       target.apply = [&rpc, &db, peer, range, timeout](std::vector<doc_update>& updates) {
         return rpc.apply_changes(peer, db.name, range, updates, timeout);
       };
+      target.stage = [&rpc, &db, peer, range, timeout](const std::string& key, uint64_t offset,
+                                                       const std::string& piece) {
+        return rpc.stage_blob(peer, db.name, range, key, offset, piece, timeout);
+      };
       auto r = push_changes(*source, target, timeout);
       if (r) {
         row.docs = r->docs;

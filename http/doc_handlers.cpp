@@ -6,6 +6,7 @@
 
 #include "actors/doc_render.hpp"
 #include "cluster/rpc_node.hpp"
+#include "http/attachment_stream.hpp"
 #include "http/auth.hpp"
 #include "http/handlers.hpp"
 #include "http/multipart.hpp"
@@ -712,36 +713,47 @@ void get_attachment(ctx& c, const db_meta& db, const std::string& doc_id, const 
     c.res.status = 304;
     return;
   }
+  std::string type = e->value("content_type", "application/octet-stream");
+  // A gzip-stored attachment goes as stored to a client that takes gzip (CouchDB: no ranges then),
+  // decoded to others (CouchDB sends no Content-MD5 for bytes it decoded).
+  const bool encoded = attachments::gzipped(*e);
+  const bool as_stored = !encoded || accepts_gzip(c);
+  const uint64_t stored_length = attachments::stored_length(*e);
+  const uint64_t length = as_stored ? stored_length : e->value("length", uint64_t{0});
+  uint64_t from = 0, end = length;  // what is sent: [from, end) of the bytes the client reads
+  c.res.status = 200;
+  if (encoded && as_stored) {
+    c.res.set_header("Accept-Ranges", "none");
+    c.res.set_header("Content-Encoding", "gzip");
+  } else {
+    auto range = requested_range(c.req.get_header_value("Range"), length);
+    if (!range) return c.error(range.error());
+    c.res.set_header("Accept-Ranges", "bytes");
+    if (*range && (*range)->second < length) {
+      from = (*range)->first;
+      end = (*range)->second + 1;
+      c.res.set_header("Content-Range",
+                       "bytes " + std::to_string(from) + "-" + std::to_string(end - 1) + "/" + std::to_string(length));
+      c.res.status = 206;
+    }
+  }
+  if (as_stored && c.res.status == 200) c.res.set_header("Content-MD5", etag.substr(1, etag.size() - 2));
+  if (end - from > attachment_stream_from) {  // a piece at a time, never whole in memory
+    blob_slice s{*key, from, end};
+    if (!as_stored) s = blob_slice{*key, 0, stored_length, true, from, end - from};
+    c.res.set_stream(blob_stream(c.node.coord, db, doc_id, std::move(s)), type.c_str());
+    c.res.stream_length = static_cast<int64_t>(end - from);
+    return;
+  }
   auto bytes = c.node.coord.read_blob(db, doc_id, *key);
   if (!bytes) return c.error(bytes.error());
-  std::string type = e->value("content_type", "application/octet-stream");
-  if (attachments::gzipped(*e)) {
-    if (accepts_gzip(c)) {  // served as stored (CouchDB: no ranges then)
-      c.res.set_header("Accept-Ranges", "none");
-      c.res.set_header("Content-Encoding", "gzip");
-      c.res.set_header("Content-MD5", etag.substr(1, etag.size() - 2));
-      c.res.status = 200;
-      return c.res.set_content(std::move(*bytes), type.c_str());
-    }
+  if (!as_stored) {
     auto plain = attachments::identity_bytes(*e, std::move(*bytes));
     if (!plain) return c.error(errc::internal, "attachment '" + att + "' of " + doc_id + " does not decode");
     bytes = std::move(*plain);
-    etag.clear();  // CouchDB sends no Content-MD5 for bytes it decoded
   }
-  auto range = requested_range(c.req.get_header_value("Range"), bytes->size());
-  if (!range) return c.error(range.error());
-  c.res.set_header("Accept-Ranges", "bytes");
-  if (*range && (*range)->second < bytes->size()) {
-    auto [from, to] = **range;
-    c.res.set_header("Content-Range",
-                     "bytes " + std::to_string(from) + "-" + std::to_string(to) + "/" + std::to_string(bytes->size()));
-    c.res.status = 206;
-    c.res.set_content(bytes->substr(from, to - from + 1), type.c_str());
-    return;
-  }
-  if (!etag.empty()) c.res.set_header("Content-MD5", etag.substr(1, etag.size() - 2));
-  c.res.status = 200;
-  c.res.set_content(std::move(*bytes), type.c_str());
+  if (bytes->size() != length) return c.error(errc::internal, "attachment '" + att + "' of " + doc_id + " is damaged");
+  c.res.set_content(end - from == length ? std::move(*bytes) : bytes->substr(from, end - from), type.c_str());
 }
 
 // PUT (bytes in the body) or DELETE of one attachment: a new revision of the document with the
@@ -783,28 +795,53 @@ void write_attachment(ctx& c, const db_meta& db, const std::string& doc_id, cons
     if (atts.empty()) doc.erase("_attachments");
   }
   // The new bytes follow the document as a multipart body's part would (attachments::take_inline:
-  // Content-MD5 is the part's digest, gzip is decoded, max_attachment_size applies).
+  // Content-MD5 is the part's digest, gzip is decoded, max_attachment_size applies). A body the
+  // front spooled to a file (a large one) is staged on the copies first, its entry made here.
   std::map<std::string, std::string> follows;
+  std::optional<json> staged;
   if (put) {
-    std::string encoding = c.req.get_header_value("Content-Encoding");
-    std::transform(encoding.begin(), encoding.end(), encoding.begin(), ::tolower);
-    if (!encoding.empty() && encoding != "identity" && encoding != "gzip")
+    upload up;
+    up.encoding = c.req.get_header_value("Content-Encoding");
+    std::transform(up.encoding.begin(), up.encoding.end(), up.encoding.begin(), ::tolower);
+    if (up.encoding == "identity") up.encoding.clear();
+    if (!up.encoding.empty() && up.encoding != "gzip")
       return c.error(errc::bad_content_type, "Only gzip and identity content-encodings are supported");
-    std::string type = c.req.get_header_value("Content-Type");
-    json entry{{"follows", true}, {"content_type", type.empty() ? "application/octet-stream" : type}};
-    if (encoding == "gzip") entry["encoding"] = "gzip";
-    if (std::string md5 = c.req.get_header_value("Content-MD5"); !md5.empty()) entry["digest"] = "md5-" + md5;
-    doc["_attachments"][att] = std::move(entry);
-    follows.emplace(att, c.req.body);
+    up.content_type = c.req.get_header_value("Content-Type");
+    if (up.content_type.empty()) up.content_type = "application/octet-stream";
+    up.content_md5 = c.req.get_header_value("Content-MD5");
+    if (c.req.spool) {
+      auto e = stage_upload(c.node.coord, db, doc_id, *c.req.spool, up, c.node.attachment_policy, c.node.spool_dir);
+      if (!e) return c.error(e.error());
+      staged = std::move(*e);
+    } else {
+      json entry{{"follows", true}, {"content_type", up.content_type}};
+      if (!up.encoding.empty()) entry["encoding"] = up.encoding;
+      if (!up.content_md5.empty()) entry["digest"] = "md5-" + up.content_md5;
+      doc["_attachments"][att] = std::move(entry);
+      follows.emplace(att, c.req.body);
+    }
   }
   auto u = to_doc_update(db, std::move(doc), doc_id, true, &follows, c.node.attachment_policy);
-  if (!u) return c.error(u.error());
+  if (u && staged) {  // the staged entry joins the body the checks above made
+    json body = parse_json(u->body).value_or(json::object());
+    body["_attachments"][att] = *staged;
+    u->body = body.dump();
+  }
+  auto forget = [&] {
+    if (staged) c.node.coord.drop_staged(db, doc_id, (*staged)["key"].get<std::string>());
+  };
+  if (!u) {
+    forget();
+    return c.error(u.error());
+  }
   u->managed_attachments = true;
   auto written = write_one(c, db, std::move(*u));
-  if (!written) return c.error(written.error());
-  const doc_result& r = written->results.front();
-  if (!r.st) return c.error(r.st);
-  json out{{"ok", true}, {"id", doc_id}, {"rev", r.rev.str()}};
+  const doc_result* r = written ? &written->results.front() : nullptr;
+  if (!r || !r->st) {
+    forget();
+    return c.error(r ? r->st : written.error());
+  }
+  json out{{"ok", true}, {"id", doc_id}, {"rev", r->rev.str()}};
   if (!put) return c.reply(200, out);
   c.reply(written->quorum_met ? 201 : 202, out);
   c.res.set_header("Location", "/" + c.path[0] + "/" + percent_encode(doc_id) + "/" + percent_encode(att));

@@ -13,6 +13,7 @@
 
 namespace settee {
 
+class body_spool;
 using http_params = std::multimap<std::string, std::string>;
 
 struct http_request {
@@ -21,6 +22,7 @@ struct http_request {
   std::vector<std::pair<std::string, std::string>> headers;  // names as sent
   http_params params;                                        // decoded query parameters
   std::string body;
+  std::shared_ptr<body_spool> spool;  // set: the body is in this file instead (a large attachment)
 
   bool has_header(const char* name) const;
   // The first value of a header (names compare case-insensitively); "" when absent.
@@ -52,6 +54,7 @@ struct http_response {
   std::vector<std::pair<std::string, std::string>> headers;
   std::string body;
   std::shared_ptr<response_stream> stream;  // set: the body is pumped from it, chunked
+  int64_t stream_length = -1;               // >= 0: the stream's length, sent as Content-Length
 
   // Replaces a header of the same name (case-insensitive).
   void set_header(const std::string& name, std::string value);

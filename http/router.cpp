@@ -105,6 +105,13 @@ void dispatch(ctx& c) {
 
 }  // namespace
 
+bool is_attachment_path(const std::string& target) {
+  std::vector<std::string> p = split_path(target.substr(0, target.find('?')));
+  if (p.size() < 3 || p[0].empty() || (p[0][0] == '_' && !is_system_db(p[0]))) return false;
+  if (p[1] == "_design") return p.size() > 3 && !p[3].empty() && p[3][0] != '_';
+  return !p[1].empty() && p[1][0] != '_';
+}
+
 std::shared_ptr<http_response> handle_request(node_services& node, const http_request& req) {
   auto res = std::make_shared<http_response>();
   res->set_header("Server", "settee/" SETTEE_VERSION);

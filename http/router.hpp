@@ -11,4 +11,8 @@ namespace settee {
 // The response to `req` (never null; an exception in a handler becomes a 500).
 std::shared_ptr<http_response> handle_request(node_services& node, const http_request& req);
 
+// Whether request target `target` names an attachment (/db/doc/att, /db/_design/ddoc/att): the
+// front may stream such a PUT's body to a file (http_options::spool_from_bytes).
+bool is_attachment_path(const std::string& target);
+
 }  // namespace settee

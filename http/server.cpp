@@ -24,6 +24,7 @@
 #include <unordered_map>
 
 #include "actors/change_notifier.hpp"
+#include "http/body_spool.hpp"
 #include "http/router.hpp"
 #include "node/log.hpp"
 
@@ -68,7 +69,7 @@ void append_chunk(std::string& out, const std::string& data) {
 // One client connection. Only the thread holding `mu` touches it: epoll reports its events one at
 // a time (EPOLLONESHOT), and a stream's wake-ups take `mu` too.
 struct http_conn {
-  http_conn(int fd, uint64_t id, size_t max_body) : fd(fd), id(id), max_body(max_body) {
+  http_conn(int fd, uint64_t id, const http_options& opts) : fd(fd), id(id), opts(opts) {
     http_parser_init(&parser, HTTP_REQUEST);
     parser.data = this;
   }
@@ -76,7 +77,8 @@ struct http_conn {
 
   const int fd;
   const uint64_t id;
-  const size_t max_body;
+  const http_options& opts;
+  size_t max_body = 0;  // of the request being read
   std::mutex mu;
   bool closed = false;
   http_parser parser{};
@@ -93,7 +95,8 @@ struct http_conn {
   bool headers_done = false;
   bool message_done = false;
   bool send_continue = false;  // Expect: 100-continue, not answered yet
-  int refuse = 0;              // 413/414: answer this and close instead of reading on
+  int refuse = 0;              // 413/414/500/507: answer this and close instead of reading on
+  status refused;              // why, for 500 and 507
   int64_t header_deadline = 0;
   // A streamed response in progress.
   std::shared_ptr<response_stream> stream;
@@ -153,12 +156,27 @@ int on_headers_complete(http_parser* p) {
   if (auto q = c.req->target.find('?'); q != std::string::npos)
     parse_query(std::string_view(c.req->target).substr(q + 1), c.req->params);
   bool has_length = (p->flags & F_CONTENTLENGTH) != 0;
+  c.max_body = c.opts.max_request_bytes;
+  bool large = (p->flags & F_CHUNKED) != 0 || (has_length && p->content_length > c.opts.spool_from_bytes);
+  if (large && p->method == HTTP_PUT && is_attachment_path(c.req->target)) {
+    c.max_body = c.opts.max_attachment_bytes;
+    if (!has_length || p->content_length <= c.max_body) {
+      auto spool = body_spool::create(c.opts.spool_dir);
+      if (!spool) {
+        c.refused = spool.error();
+        c.refuse = 500;
+        http_parser_pause(p, 1);
+        return 0;
+      }
+      c.req->spool = std::move(*spool);
+    }
+  }
   if (has_length && p->content_length > c.max_body) {
     c.refuse = 413;
     http_parser_pause(p, 1);
     return 0;
   }
-  if (has_length && p->content_length > 0) c.req->body.reserve(p->content_length);
+  if (has_length && p->content_length > 0 && !c.req->spool) c.req->body.reserve(p->content_length);
   c.send_continue = strcasecmp(c.req->get_header_value("Expect").c_str(), "100-continue") == 0 &&
                     (!has_length || p->content_length > 0);
   return 0;
@@ -166,6 +184,18 @@ int on_headers_complete(http_parser* p) {
 
 int on_body(http_parser* p, const char* at, size_t len) {
   auto& c = conn_of(p);
+  if (c.req->spool) {
+    if (auto st = c.req->spool->append(at, len); !st) {
+      c.refused = st;
+      c.refuse = http_status_of(st.code);
+      http_parser_pause(p, 1);
+      return 0;
+    }
+    if (c.req->spool->size() <= c.max_body) return 0;
+    c.refuse = 413;
+    http_parser_pause(p, 1);
+    return 0;
+  }
   c.req->body.append(at, len);
   if (c.req->body.size() <= c.max_body) return 0;
   c.refuse = 413;
@@ -347,12 +377,15 @@ struct http_server::impl {
     o += "\r\n";
     for (auto& [name, value] : res.headers) append_header(o, name, value);
     bool streamed = res.stream && !head;
-    c.chunked = streamed && !http10;
+    bool sized = res.stream && res.stream_length >= 0;
+    c.chunked = streamed && !http10 && !sized;
     // An HTTP/1.0 client learns where a streamed body ends from the connection closing.
-    if (!keep_alive || (streamed && http10)) o += "Connection: close\r\n";
+    if (!keep_alive || (streamed && http10 && !sized)) o += "Connection: close\r\n";
     bool no_body = res.status == 204 || res.status == 304;
     if (c.chunked) {
       o += "Transfer-Encoding: chunked\r\n";
+    } else if (sized) {
+      o += "Content-Length: " + std::to_string(res.stream_length) + "\r\n";
     } else if (!res.stream && !no_body) {
       o += "Content-Length: " + std::to_string(res.body.size()) + "\r\n";
     }
@@ -367,7 +400,7 @@ struct http_server::impl {
       c.stream = std::move(res.stream);
       c.next = pump_result{};
       c.waiting = false;
-      c.stream_keep_alive = keep_alive && !http10;
+      c.stream_keep_alive = keep_alive && (!http10 || sized);
     } else if (!keep_alive) {
       c.close_after_out = true;
     }
@@ -412,6 +445,10 @@ void http_server::impl::serve(http_conn& c) {
       }
       if (c.refuse == 414) {
         refuse(c, {errc::uri_too_long, "the request line is too long (at most 64 KB; POST long keys in a body)"});
+        continue;
+      }
+      if (c.refuse != 0) {
+        refuse(c, c.refused);
         continue;
       }
       if (err != HPE_OK && err != HPE_PAUSED) {
@@ -562,7 +599,7 @@ void http_server::impl::accept_all() {
     std::shared_ptr<http_conn> c;
     {
       std::lock_guard<std::mutex> lock(conns_mu);
-      c = std::make_shared<http_conn>(fd, next_id++, opts.max_request_bytes);
+      c = std::make_shared<http_conn>(fd, next_id++, opts);
       conns.emplace(c->id, c);
     }
     c->deadline.store(now_ms() + opts.header_timeout_s * 1000);

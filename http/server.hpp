@@ -20,9 +20,14 @@ struct http_options {
   size_t threads = 64;                   // the most worker threads (requests in progress, not connections);
                                          // 8 stay, the others start when busy and leave after 30 s idle
   size_t max_request_bytes = 64u << 20;  // a larger body is 413
-  int keep_alive_timeout_s = 30;         // an idle connection is closed after this long
-  int header_timeout_s = 15;             // a request's line and headers must arrive within this
-  int io_timeout_s = 60;                 // a body read or a response write that stalls this long ends
+  // A PUT of an attachment whose body is larger than spool_from_bytes (or chunked) goes to a file in
+  // spool_dir (http/body_spool.hpp) instead of memory, up to max_attachment_bytes.
+  size_t max_attachment_bytes = size_t{1} << 30;
+  size_t spool_from_bytes = 1u << 20;
+  std::string spool_dir = ".";
+  int keep_alive_timeout_s = 30;  // an idle connection is closed after this long
+  int header_timeout_s = 15;      // a request's line and headers must arrive within this
+  int io_timeout_s = 60;          // a body read or a response write that stalls this long ends
 };
 
 class http_server {

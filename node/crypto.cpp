@@ -103,6 +103,25 @@ std::string md5(const std::string& data) {
   return digest(data, EVP_md5());
 }
 
+hasher::hasher(algo a) : ctx_(EVP_MD_CTX_new()) {
+  EVP_DigestInit_ex(static_cast<EVP_MD_CTX*>(ctx_), a == algo::md5 ? EVP_md5() : EVP_sha256(), nullptr);
+}
+
+hasher::~hasher() {
+  EVP_MD_CTX_free(static_cast<EVP_MD_CTX*>(ctx_));
+}
+
+void hasher::update(std::string_view piece) {
+  EVP_DigestUpdate(static_cast<EVP_MD_CTX*>(ctx_), piece.data(), piece.size());
+}
+
+std::string hasher::final() {
+  unsigned char out[EVP_MAX_MD_SIZE];
+  unsigned int n = 0;
+  EVP_DigestFinal_ex(static_cast<EVP_MD_CTX*>(ctx_), out, &n);
+  return std::string(reinterpret_cast<char*>(out), n);
+}
+
 bool equal_ct(const std::string& a, const std::string& b) {
   return a.size() == b.size() && CRYPTO_memcmp(a.data(), b.data(), a.size()) == 0;
 }

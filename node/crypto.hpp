@@ -3,6 +3,7 @@
 // Plain "-pbkdf2-<hex key>,<hex salt>,<iterations>" (SHA-1, CouchDB < 3.4) is accepted when verifying.
 #pragma once
 #include <string>
+#include <string_view>
 
 namespace settee::crypto {
 
@@ -20,6 +21,22 @@ std::string hmac_sha256_hex(const std::string& key, const std::string& message);
 std::string sha256_hex(const std::string& data);
 std::string md5_hex(const std::string& data);
 std::string md5(const std::string& data);  // the 16 raw bytes
+// A digest of bytes that arrive in pieces (a large attachment): update() each, then final() for the
+// raw bytes (once).
+class hasher {
+ public:
+  enum class algo { md5, sha256 };
+  explicit hasher(algo a);
+  ~hasher();
+  hasher(const hasher&) = delete;
+  hasher& operator=(const hasher&) = delete;
+  void update(std::string_view piece);
+  std::string final();
+
+ private:
+  void* ctx_;  // EVP_MD_CTX
+};
+
 // Constant-time comparison of two strings.
 bool equal_ct(const std::string& a, const std::string& b);
 

@@ -48,4 +48,61 @@ result<std::string> decompress(const std::string& in, size_t max_out) {
   return out;
 }
 
+stream::stream(mode m, int level, uint64_t max_out) : mode_(m), z_(new z_stream{}), max_out_(max_out) {
+  auto* z = static_cast<z_stream*>(z_);
+  if (level < 1 || level > 9) level = Z_DEFAULT_COMPRESSION;
+  int rc = m == mode::compress ? deflateInit2(z, level, Z_DEFLATED, gzip_window, 8, Z_DEFAULT_STRATEGY)
+                               : inflateInit2(z, gzip_window);
+  if (rc != Z_OK) ended_ = true;  // every call then fails
+}
+
+stream::~stream() {
+  auto* z = static_cast<z_stream*>(z_);
+  if (mode_ == mode::compress)
+    deflateEnd(z);
+  else
+    inflateEnd(z);
+  delete z;
+}
+
+status stream::feed(std::string_view in, std::string& out) {
+  return run(in, false, out);
+}
+
+status stream::finish(std::string& out) {
+  return run({}, true, out);
+}
+
+status stream::run(std::string_view in, bool last, std::string& out) {
+  auto* z = static_cast<z_stream*>(z_);
+  const bool packing = mode_ == mode::compress;
+  const status bad{errc::bad_request, "The body is not valid gzip"};
+  if (ended_) {
+    if (!packing && in.empty() && last) return {};
+    return packing ? status{errc::internal, "zlib: the stream ended"} : bad;
+  }
+  z->next_in = reinterpret_cast<Bytef*>(const_cast<char*>(in.data()));
+  z->avail_in = static_cast<uInt>(in.size());
+  char buf[64 * 1024];
+  for (;;) {
+    z->next_out = reinterpret_cast<Bytef*>(buf);
+    z->avail_out = sizeof buf;
+    int rc = packing ? deflate(z, last ? Z_FINISH : Z_NO_FLUSH) : inflate(z, Z_NO_FLUSH);
+    size_t produced = sizeof buf - z->avail_out;
+    out.append(buf, produced);
+    total_out_ += produced;
+    if (total_out_ > max_out_) return {errc::too_large, "The decoded body is larger than the configured limit"};
+    if (rc == Z_STREAM_END) {
+      ended_ = true;
+      if (!packing && z->avail_in > 0) return bad;  // trailing bytes
+      return {};
+    }
+    if (rc != Z_OK && rc != Z_BUF_ERROR) return packing ? status{errc::internal, "zlib: deflate failed"} : bad;
+    if (z->avail_in == 0 && (produced < sizeof buf || rc == Z_BUF_ERROR)) {
+      if (last && !packing) return bad;  // truncated: the end never came
+      if (!last) return {};
+    }
+  }
+}
+
 }  // namespace settee::gzip

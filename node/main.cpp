@@ -334,6 +334,8 @@ int main(int argc, char** argv) {
     http.port = static_cast<int>(cfg.get_int("chttpd", "port", 5984));
     http.threads = static_cast<size_t>(std::max<int64_t>(8, cfg.get_int("chttpd", "server_threads", 128)));
     http.max_request_bytes = static_cast<size_t>(cfg.get_int("chttpd", "max_http_request_size", 64 << 20));
+    http.max_attachment_bytes = node.attachment_policy.max_bytes;
+    http.spool_dir = node.spool_dir = args.data_dir;
     http.header_timeout_s = static_cast<int>(std::clamp<int64_t>(cfg.get_int("chttpd", "header_timeout", 15), 1, 3600));
     http.keep_alive_timeout_s =
         static_cast<int>(std::clamp<int64_t>(cfg.get_int("chttpd", "keep_alive_timeout", 30), 1, 86400));

@@ -85,6 +85,12 @@ bool gzipped(const json& e) {
   return e.is_object() && e.value("encoding", "") == "gzip";
 }
 
+uint64_t stored_length(const json& e) {
+  const char* field = gzipped(e) ? "encoded_length" : "length";
+  auto it = e.find(field);
+  return it != e.end() && it->is_number_unsigned() ? it->get<uint64_t>() : 0;
+}
+
 result<std::string> identity_bytes(const json& e, std::string stored) {
   if (!gzipped(e)) return stored;
   return gzip::decompress(stored, std::max<uint64_t>(e.value("length", uint64_t{0}), 1));

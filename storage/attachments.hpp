@@ -44,6 +44,8 @@ json make_entry(const std::string& content_type, const std::string& identity, ui
 result<std::string> identity_bytes(const json& e, std::string stored);
 // Whether stored entry `e` is gzip-encoded.
 bool gzipped(const json& e);
+// The size of stored entry `e`'s blob: `encoded_length` when gzip-encoded, else `length`.
+uint64_t stored_length(const json& e);
 
 // Turns the inline entries of a client's `_attachments` (`{"data":"<base64>","content_type"}`) into
 // stored entries, in place, appending their blobs; stubs (`"stub":true`) are left for merge_stubs.

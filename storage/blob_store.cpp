@@ -1,5 +1,11 @@
 #include "storage/blob_store.hpp"
 
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <cstdint>
+#include <vector>
+
 #include "storage/codec.hpp"
 #include "storage/lmdb_env.hpp"
 
@@ -45,28 +51,103 @@ uint32_t chunk_count(uint64_t length) {
 
 }  // namespace
 
-status has(MDB_txn* t, const tables& db, std::string_view key, bool& found) {
+status has(MDB_txn* t, const tables& db, std::string_view key, uint64_t length, bool& found) {
   ref_record r;
-  return read_refs(t, db, key, r, found);
+  if (auto st = read_refs(t, db, key, r, found); !st || !found) return st;
+  found = r.refs > 0 || r.length == length;
+  return {};
 }
+
+namespace {
+
+status put_chunks(MDB_txn* t, const tables& db, std::string_view key, uint64_t offset, std::string_view bytes) {
+  for (size_t at = 0; at < bytes.size(); at += chunk_bytes) {
+    auto n = static_cast<uint32_t>((offset + at) / chunk_bytes);
+    if (auto st = put(t, db.chunks, chunk_key(key, n), bytes.substr(at, chunk_bytes)); !st) return st;
+  }
+  return {};
+}
+
+status del_chunks(MDB_txn* t, const tables& db, std::string_view key, uint64_t length) {
+  for (uint32_t n = 0; n < chunk_count(length); ++n) {
+    if (auto st = del(t, db.chunks, chunk_key(key, n)); !st) return st;
+  }
+  return {};
+}
+
+}  // namespace
 
 status add_ref(MDB_txn* t, const tables& db, std::string_view key, const std::string* bytes, uint64_t& added) {
   added = 0;
   ref_record r;
   bool found = false;
   if (auto st = read_refs(t, db, key, r, found); !st) return st;
-  if (!found) {
-    if (!bytes) return {errc::internal, "attachment bytes missing for blob " + std::string(key)};
-    r.length = bytes->size();
-    for (uint32_t n = 0; n < chunk_count(r.length); ++n) {
-      std::string_view part(bytes->data() + n * chunk_bytes,
-                            std::min<size_t>(chunk_bytes, bytes->size() - n * chunk_bytes));
-      if (auto st = put(t, db.chunks, chunk_key(key, n), part); !st) return st;
+  if (!found && !bytes) return {errc::internal, "attachment bytes missing for blob " + std::string(key)};
+  if (bytes && (!found || r.refs == 0)) {  // new, or replacing what was staged
+    if (found) {
+      if (auto st = del_chunks(t, db, key, r.length); !st) return st;
     }
-    added = r.length;
+    if (auto st = put_chunks(t, db, key, 0, *bytes); !st) return st;
+    added = bytes->size();
+    added -= std::min<uint64_t>(added, found ? r.length : 0);
+    r.length = bytes->size();
   }
   ++r.refs;
   return write_refs(t, db, key, r);
+}
+
+status stage(MDB_txn* t, const tables& db, std::string_view key, uint64_t offset, std::string_view bytes, bool& whole,
+             uint64_t& added) {
+  whole = false;
+  added = 0;
+  ref_record r;
+  bool found = false;
+  if (auto st = read_refs(t, db, key, r, found); !st) return st;
+  if (found && r.refs > 0) {
+    whole = true;
+    return {};
+  }
+  if (offset + bytes.size() <= r.length && found) return {};  // staged already
+  if (offset != r.length || offset % chunk_bytes != 0) {
+    return {errc::bad_request, "attachment piece out of order: at " + std::to_string(offset) + ", " +
+                                   std::to_string(r.length) + " bytes staged"};
+  }
+  if (auto st = put_chunks(t, db, key, offset, bytes); !st) return st;
+  r.length += bytes.size();
+  added = bytes.size();
+  return write_refs(t, db, key, r);
+}
+
+status drop_staged(MDB_txn* t, const tables& db, std::string_view key, uint64_t& freed) {
+  freed = 0;
+  ref_record r;
+  bool found = false;
+  if (auto st = read_refs(t, db, key, r, found); !st || !found || r.refs > 0) return st;
+  if (auto st = del_chunks(t, db, key, r.length); !st) return st;
+  freed = r.length;
+  return del(t, db.refs, key);
+}
+
+status drop_all_staged(MDB_txn* t, const tables& db, uint64_t& freed) {
+  freed = 0;
+  std::vector<std::string> staged;
+  MDB_cursor* c = nullptr;
+  if (int rc = mdb_cursor_open(t, db.refs, &c); rc != 0) return lmdb::to_status(rc, "mdb_cursor_open");
+  MDB_val k, v;
+  int rc = mdb_cursor_get(c, &k, &v, MDB_FIRST);
+  for (; rc == 0; rc = mdb_cursor_get(c, &k, &v, MDB_NEXT)) {
+    codec::reader in(lmdb::view(v));
+    uint64_t refs = 0;
+    if (in.varint(refs) && refs == 0) staged.emplace_back(lmdb::view(k));
+  }
+  mdb_cursor_close(c);
+  if (rc != MDB_NOTFOUND) return lmdb::to_status(rc, "mdb_cursor_get");
+  for (const std::string& key : staged) {
+    uint64_t bytes = 0;
+    if (auto st = drop_staged(t, db, key, bytes); !st) return st;
+    freed += bytes;
+  }
+  return {};
 }
 
 status drop_ref(MDB_txn* t, const tables& db, std::string_view key, uint64_t& freed) {
@@ -76,26 +157,58 @@ status drop_ref(MDB_txn* t, const tables& db, std::string_view key, uint64_t& fr
   if (auto st = read_refs(t, db, key, r, found); !st) return st;
   if (!found || r.refs == 0) return {errc::internal, "attachment reference count below zero: " + std::string(key)};
   if (--r.refs > 0) return write_refs(t, db, key, r);
-  for (uint32_t n = 0; n < chunk_count(r.length); ++n) {
-    if (auto st = del(t, db.chunks, chunk_key(key, n)); !st) return st;
-  }
+  if (auto st = del_chunks(t, db, key, r.length); !st) return st;
   freed = r.length;
   return del(t, db.refs, key);
 }
 
 status read(MDB_txn* t, const tables& db, std::string_view key, std::string& out, bool& found) {
+  out.clear();
+  if (auto st = read_range(t, db, key, 0, UINT64_MAX, out, found); !st || !found) return st;
+  return {};
+}
+
+namespace {
+
+// Drops the pages of mapped `v` from this process's page table (MADV_DONTNEED on a read-only
+// shared file mapping: a later access, here or by another reader of a page they share, maps them
+// again from the page cache).
+void release_mapped(std::string_view v) {
+  static const auto page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
+  auto begin = reinterpret_cast<uintptr_t>(v.data());
+  uintptr_t from = begin & ~(page - 1), to = (begin + v.size() + page - 1) & ~(page - 1);
+  if (to > from) ::madvise(reinterpret_cast<void*>(from), to - from, MADV_DONTNEED);
+}
+
+}  // namespace
+
+status read_range(MDB_txn* t, const tables& db, std::string_view key, uint64_t offset, uint64_t length,
+                  std::string& out, bool& found, bool release) {
   ref_record r;
   if (auto st = read_refs(t, db, key, r, found); !st || !found) return st;
+  if (r.refs == 0) {  // staged only: not a blob any revision has yet
+    found = false;
+    return {};
+  }
   out.clear();
-  out.reserve(r.length);
-  for (uint32_t n = 0; n < chunk_count(r.length); ++n) {
+  if (offset >= r.length) return {};
+  const uint64_t end = offset + std::min(length, r.length - offset);
+  out.reserve(end - offset);
+  for (auto n = static_cast<uint32_t>(offset / chunk_bytes); uint64_t{n} * chunk_bytes < end; ++n) {
     std::string_view part;
     bool there = false;
     if (auto st = get(t, db.chunks, chunk_key(key, n), part, there); !st) return st;
-    if (!there) return {errc::internal, "attachment chunk missing: " + std::string(key) + " #" + std::to_string(n)};
-    out.append(part);
+    const uint64_t at = uint64_t{n} * chunk_bytes;
+    if (!there || (at + part.size() < end && part.size() != chunk_bytes))
+      return {errc::internal, "attachment chunk missing: " + std::string(key) + " #" + std::to_string(n)};
+    const uint64_t from = std::max(offset, at) - at;
+    const uint64_t to = std::min<uint64_t>(end - at, part.size());
+    if (to < from) return {errc::internal, "attachment length differs from its record: " + std::string(key)};
+    out.append(part.substr(from, to - from));
+    if (release) release_mapped(part);
   }
-  if (out.size() != r.length) return {errc::internal, "attachment length differs from its record: " + std::string(key)};
+  if (out.size() != end - offset)
+    return {errc::internal, "attachment length differs from its record: " + std::string(key)};
   return {};
 }
 

@@ -234,6 +234,13 @@ result<std::shared_ptr<shard_store>> shard_store::open_env(const std::string& pa
     // Events found at open carry no time: the commits that made them are not known.
     if (auto st = s->reconcile_db_events(t.get(), h.update_seq, 0); !st) return st;
   }
+  // Blobs staged for uploads that were in progress: nothing names them, no sender resumes them.
+  uint64_t staged = 0;
+  if (auto st = blob_store::drop_all_staged(t.get(), s->blobs_, staged); !st) return st;
+  if (staged > 0) {
+    h.external_size -= std::min(h.external_size, staged);
+    dirty = true;
+  }
   if (dirty) {
     std::string bytes = h.encode(s->header_raw_);
     if (auto st = put(t.get(), s->meta_, header_key, bytes); !st) return st;
@@ -311,6 +318,10 @@ status shard_store::commit(const std::vector<write_op*>& ops, int64_t now_s) {
         break;
       case write_op::kind::compact:
         st = compact_step(t.get(), h, op);
+        break;
+      case write_op::kind::stage_blob:
+      case write_op::kind::drop_staged:
+        st = stage_blob(t.get(), h, op);
         break;
     }
   }
@@ -549,7 +560,7 @@ status shard_store::settle_attachments(MDB_txn* t, const doc_info& d, doc_update
     const std::string& k = *key;
     bool here = std::any_of(u.blobs.begin(), u.blobs.end(), [&](const attachments::blob& b) { return b.key == k; });
     if (!here) {
-      if (auto st = blob_store::has(t, blobs_, k, here); !st) return st;
+      if (auto st = blob_store::has(t, blobs_, k, attachments::stored_length(e), here); !st) return st;
     }
     if (!here) {
       r.st = {errc::missing_stub, "Invalid attachment stub in " + u.id + " for " + name};
@@ -593,6 +604,22 @@ status shard_store::drop_body(MDB_txn* t, shard_header& h, const std::string& id
   }
   if (auto st = del(t, bodies_, key); !st) return st;
   return reference_blobs(t, h, keys, nullptr, -1);
+}
+
+status shard_store::stage_blob(MDB_txn* t, shard_header& h, write_op& op) {
+  uint64_t bytes = 0;
+  if (op.what == write_op::kind::drop_staged) {
+    if (auto st = blob_store::drop_staged(t, blobs_, op.blob_key, bytes); !st) return st;
+    h.external_size -= std::min(h.external_size, bytes);
+    return {};
+  }
+  status st = blob_store::stage(t, blobs_, op.blob_key, op.blob_offset, op.blob_piece, op.blob_whole, bytes);
+  if (!st && st.code == errc::bad_request) {
+    op.st = st;
+    return {};
+  }
+  h.external_size += bytes;
+  return st;
 }
 
 status shard_store::compact_step(MDB_txn* t, shard_header& h, write_op& op) {
@@ -725,6 +752,13 @@ bool shard_store::snapshot::blob(std::string_view key, std::string& out) const {
   return found;
 }
 
+bool shard_store::snapshot::blob_range(std::string_view key, uint64_t offset, uint64_t length, std::string& out) const {
+  bool found = false;
+  if (auto st = blob_store::read_range(txn_, store_->blobs_, key, offset, length, out, found, true); !st)
+    return fail(st);
+  return found;
+}
+
 bool shard_store::snapshot::winner_body(const doc_info& d, std::string& out) const {
   return !d.tree.empty() && !d.tree.winner_deleted() && body(d.id, d.tree.rev(d.tree.winner()), out);
 }
@@ -795,6 +829,13 @@ replication_batch shard_store::snapshot::read_for_replication(uint64_t since, si
           auto keys = parsed ? attachments::keys_of(*parsed) : std::vector<std::string>{};
           u.managed_attachments = !keys.empty();
           for (const std::string& k : keys) {
+            const json* e = nullptr;
+            for (auto& [name, entry] : (*parsed)["_attachments"].items())
+              if (const std::string* key = attachments::key_of(entry); key && *key == k) e = &entry;
+            if (e && attachments::stored_length(*e) > replication_piece_bytes) {
+              b.large_blobs.emplace_back(k, attachments::stored_length(*e));
+              continue;
+            }
             std::string bytes;
             // A body naming a blob its shard lacks is corrupt: stop here, with the error (last_seq
             // does not pass it), rather than give the target a reference without bytes.

@@ -75,7 +75,7 @@ struct local_update {
 
 // A unit of work for commit(). The caller fills the inputs; commit() fills the outputs.
 struct write_op {
-  enum class kind { docs, local, security, revs_limit, time_seq_reset, compact };
+  enum class kind { docs, local, security, revs_limit, time_seq_reset, compact, stage_blob, drop_staged };
   kind what = kind::docs;
   std::vector<doc_update> docs;  // kind::docs
   local_update local;            // kind::local
@@ -88,6 +88,14 @@ struct write_op {
   size_t compact_limit = 0;
   size_t compact_visited = 0;
   std::string compact_next;
+
+  // kind::stage_blob: `blob_piece` at `blob_offset` of blob `blob_key` (blob_store::stage; a piece
+  // out of order is this op's 400, not the transaction's); answers whether the shard holds the
+  // whole blob already. kind::drop_staged: forgets blob `blob_key` if it is only staged.
+  std::string blob_key;
+  uint64_t blob_offset = 0;
+  std::string blob_piece;
+  bool blob_whole = false;
 
   std::vector<doc_result> results;  // kind::docs: one per input doc
   status st;                        // every kind: the op-level outcome
@@ -113,9 +121,13 @@ struct change_entry {
 // new_edits=false update (its full known history, deleted flag and body), so applying the batch to
 // another copy merges the trees exactly. `last_seq` is the source seq the batch reaches.
 constexpr size_t replication_batch_bytes = 16u << 20;
+// A blob larger than this does not travel in the batch: the replicator stages it on the target in
+// pieces of this size first (blob_store::stage), unless the target holds it already.
+constexpr size_t replication_piece_bytes = 4u << 20;
 
 struct replication_batch {
   std::vector<doc_update> updates;
+  std::vector<std::pair<std::string, uint64_t>> large_blobs;  // (key, stored length) the updates name
   uint64_t last_seq = 0;
   size_t docs = 0;
 };
@@ -172,6 +184,8 @@ class shard_store : public std::enable_shared_from_this<shard_store> {
     bool local(std::string_view id, local_doc& out) const;
     // An attachment's stored bytes by blob key (storage/blob_store.hpp).
     bool blob(std::string_view key, std::string& out) const;
+    // At most `length` of them from `offset` (fewer at the end).
+    bool blob_range(std::string_view key, uint64_t offset, uint64_t length, std::string& out) const;
     // Visits documents in id order from `start` (inclusive; "" = the first or, descending, the last
     // id). The visitor returns false to stop.
     void scan_docs(std::string_view start, bool descending, const std::function<bool(const doc_info&)>& visit) const;
@@ -239,6 +253,7 @@ class shard_store : public std::enable_shared_from_this<shard_store> {
   // Removes the body of revision `rev` of document `id` (if stored) and its blob references.
   status drop_body(MDB_txn* t, shard_header& h, const std::string& id, const rev_id& rev);
   status compact_step(MDB_txn* t, shard_header& h, write_op& op);
+  status stage_blob(MDB_txn* t, shard_header& h, write_op& op);
   // The catalog file: appends the events that took `id` from its recorded state to the one its
   // tree `d` now has (the winner's body is `winner_body` when known), at `d.seq`.
   // `index` numbers the events of one seq.

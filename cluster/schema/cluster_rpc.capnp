@@ -83,8 +83,14 @@ interface Node {
   # log's uuid prefix and its update seq at the read.
   dbUpdates @16 (uuid :Text, seq :UInt64, limit :UInt32)
       -> (status :CallStatus, uuid :Text, top :UInt64, rows :List(DbUpdateRow));
-  # Release 0.3 (feature attachments-v1): an attachment's stored bytes by blob key, from this copy.
-  readBlob @17 (shard :ShardRef, key :Text) -> (status :CallStatus, bytes :Data);
+  # Release 0.3 (feature attachments-v1): at most `length` stored bytes of an attachment's blob
+  # from `offset`, by blob key, from this copy (a large one is read in pieces).
+  readBlob @17 (shard :ShardRef, key :Text, offset :UInt64 = 0, length :UInt64 = 0xffffffffffffffff)
+      -> (status :CallStatus, bytes :Data);
+  # Stages a piece of a large blob on this copy, committed before the answer (blob_store::stage):
+  # `whole` when the copy holds all of it already. dropStaged forgets a blob that is only staged.
+  stageBlob @18 (shard :ShardRef, key :Text, offset :UInt64, piece :Data) -> (status :CallStatus, whole :Bool);
+  dropStaged @19 (shard :ShardRef, key :Text) -> (status :CallStatus);
 }
 
 struct DbUpdateRow {

@@ -3,12 +3,15 @@ blobs and read back as CouchDB's stubs; GET/HEAD /db/doc/att serves the bytes wi
 headers; stubs carry attachments across edits; every bad input is a clear 400/412. Expected
 values are CouchDB 3's (couch_att, chttpd_db)."""
 import base64
+import gzip
 import hashlib
+import http.client
 import json
+import os
 import socket
 import time
 
-from harness import NodeTest, main
+from harness import NodeTest, is_sanitized, main
 
 
 def b64(data):
@@ -545,6 +548,150 @@ class AttachmentLimit(NodeTest):
         self.assertTrue(reply.startswith(b"HTTP/1.1 413 "), reply[:200])
         self.assertIn(b'"error":"too_large"', reply)
         self.assertEqual(n.get("/lim2/huge").status, 404)
+
+
+MiB = 1 << 20
+
+
+def pieces(total, seed=b"settee"):
+    """`total` bytes of incompressible data, a MiB at a time, the same for the same seed."""
+    block = hashlib.shake_256(seed).digest(MiB)
+    for i in range(0, total, MiB):
+        part = i.to_bytes(8, "big") + block[8:]
+        yield part[:min(MiB, total - i)]
+
+
+def random_bytes(n):
+    return os.urandom(n)
+
+
+def stream_put(node, path, chunks, length=None, headers=None):
+    """PUT from an iterable without holding the body: Content-Length when `length`, else chunked."""
+    h = dict(node.auth_header())
+    h.update(headers or {"Content-Type": "application/octet-stream"})
+    conn = http.client.HTTPConnection("127.0.0.1", node.port, timeout=600)
+    if length is not None:
+        h["Content-Length"] = str(length)
+    conn.request("PUT", path, body=chunks, headers=h, encode_chunked=length is None)
+    r = conn.getresponse()
+    body = r.read()
+    conn.close()
+    return r.status, json.loads(body)
+
+
+def stream_get(node, path, headers=None):
+    """GET, hashing the body as it arrives: (status, headers, md5 hex, length)."""
+    h = dict(node.auth_header())
+    h.update(headers or {})
+    conn = http.client.HTTPConnection("127.0.0.1", node.port, timeout=600)
+    conn.request("GET", path, headers=h)
+    r = conn.getresponse()
+    md5, n = hashlib.md5(), 0
+    while True:
+        part = r.read(MiB)
+        if not part:
+            break
+        md5.update(part)
+        n += len(part)
+    conn.close()
+    return r.status, {k.lower(): v for k, v in r.getheaders()}, md5.hexdigest(), n
+
+
+def peak_rss_kb(node):
+    with open(f"/proc/{node.proc.pid}/status") as f:
+        return next(int(line.split()[1]) for line in f if line.startswith("VmHWM:"))
+
+
+class HugeAttachment(NodeTest):
+    """A 1 GiB attachment streams in and out: the front spools it, the copies stage it in pieces,
+    reads go a piece at a time, and the node's peak RSS stays under 100 MB."""
+
+    def test_1_gib_in_and_out_with_rss_under_100_mb(self):
+        n = self.node
+        assert n.put("/huge").status == 201
+        size = 1 << 30
+        md5 = hashlib.md5()
+        for part in pieces(size):
+            md5.update(part)
+        status, body = stream_put(n, "/huge/doc/big.bin", pieces(size), length=size)
+        self.assertEqual(status, 201, body)
+        stub = n.get("/huge/doc").json["_attachments"]["big.bin"]
+        self.assertEqual((stub["length"], stub["revpos"], stub["stub"]), (size, 1, True))
+        self.assertEqual(stub["digest"], "md5-" + base64.b64encode(md5.digest()).decode())
+        status, headers, got, length = stream_get(n, "/huge/doc/big.bin")
+        self.assertEqual((status, length, got), (200, size, md5.hexdigest()))
+        self.assertEqual(headers["content-length"], str(size))
+        self.assertNotIn("transfer-encoding", headers)
+        # A range in the middle, across pieces.
+        start = 500 * MiB - 10
+        r = n.get("/huge/doc/big.bin", headers={"Range": f"bytes={start}-{start + 4 * MiB + 9}"})
+        self.assertEqual(r.status, 206)
+        self.assertEqual(r.header("Content-Range"), f"bytes {start}-{start + 4 * MiB + 9}/{size}")
+        expected = b"".join(p for i, p in enumerate(pieces(size)) if 499 <= i <= 504)
+        self.assertEqual(r.data, expected[MiB - 10:MiB - 10 + 4 * MiB + 10])
+        if not is_sanitized():
+            self.assertLess(peak_rss_kb(n), 100 * 1024)
+
+
+class LargeAttachments(NodeTest):
+    """Uploads over 1 MiB take the streaming path: every encoding, check and limit of the small one."""
+
+    @classmethod
+    def setUpClass(cls):
+        super().setUpClass()
+        assert cls.node.put("/large?q=1").status == 201  # one shard: equal bytes are stored once
+
+    def test_compressible_types_are_stored_encoded_and_served_either_way(self):
+        n = self.node
+        text = b"".join(b"line %d of a large text attachment\n" % i for i in range(200000))  # ~7 MB
+        self.assertEqual(put_raw(n, "/large/t/log.txt", text, "text/plain").status, 201)
+        e = n.get("/large/t?att_encoding_info=true").json["_attachments"]["log.txt"]
+        self.assertEqual((e["encoding"], e["length"]), ("gzip", len(text)))
+        self.assertLess(e["encoded_length"], len(text) // 4)
+        plain = n.get("/large/t/log.txt")
+        self.assertEqual((plain.status, plain.data, plain.header("Content-Encoding")), (200, text, None))
+        packed = n.get("/large/t/log.txt", headers={"Accept-Encoding": "gzip"})
+        self.assertEqual((packed.header("Content-Encoding"), len(packed.data)), ("gzip", e["encoded_length"]))
+        self.assertEqual(gzip.decompress(packed.data), text)
+        self.assertEqual(e["digest"], digest(packed.data))
+        part = n.get("/large/t/log.txt", headers={"Range": "bytes=3000000-5000000"})
+        self.assertEqual((part.status, part.data), (206, text[3000000:5000001]))
+
+    def test_gzip_and_chunked_uploads(self):
+        n = self.node
+        data = random_bytes(3 * MiB + 5)
+        r = put_raw(n, "/large/g/a.bin", gzip.compress(data), headers={"Content-Encoding": "gzip"})
+        self.assertEqual(r.status, 201, r)
+        self.assertEqual(n.get("/large/g/a.bin").data, data)
+        status, body = stream_put(n, "/large/c/a.bin", iter([data[:MiB], data[MiB:]]))
+        self.assertEqual(status, 201, body)
+        got = n.get("/large/c/a.bin")
+        self.assertEqual((got.data, got.header("Content-Length")), (data, str(len(data))))
+        # The same bytes again: the copy holds them already and stores them once.
+        before = n.get("/large").json["sizes"]["external"]
+        self.assertEqual(put_raw(n, "/large/c2/a.bin", data).status, 201)
+        self.assertLess(n.get("/large").json["sizes"]["external"] - before, 10000)
+        self.assertEqual(n.get("/large/c2/a.bin").data, data)
+
+    def test_bad_uploads_leave_nothing_behind(self):
+        n = self.node
+        before = n.get("/large").json["sizes"]["external"]
+        data = random_bytes(2 * MiB)
+        self.assertError(put_raw(n, "/large/b/a.bin", data, headers={"Content-MD5": "AAAAAAAAAAAAAAAAAAAAAA=="}),
+                         400, "content_md5_mismatch", "Possible message corruption.")
+        self.assertError(put_raw(n, "/large/b/a.bin", data, headers={"Content-Encoding": "gzip"}), 400, "bad_request",
+                         "The body is not valid gzip")
+        self.assertError(put_raw(n, "/large/b/a.bin", gzip.compress(data)[:-100], headers={"Content-Encoding": "gzip"}),
+                         400, "bad_request", "The body is not valid gzip")
+        # A stale rev: the bytes were staged, the write is refused, the staged bytes go.
+        self.assertEqual(put_raw(n, "/large/b/x", b"x").status, 201)
+        self.assertError(put_raw(n, "/large/b/a.bin?rev=1-00000000000000000000000000000000", data), 409, "conflict")
+        self.assertEqual(n.get("/large/b").json["_attachments"].keys(), {"x"})
+        self.assertLess(n.get("/large").json["sizes"]["external"] - before, 1000)
+        md5 = base64.b64encode(hashlib.md5(data).digest()).decode()
+        r = put_raw(n, "/large/b/a.bin?rev=" + n.get("/large/b").json["_rev"], data, headers={"Content-MD5": md5})
+        self.assertEqual(r.status, 201, r)
+        self.assertEqual(n.get("/large/b/a.bin").data, data)
 
 
 if __name__ == "__main__":

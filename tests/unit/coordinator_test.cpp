@@ -60,7 +60,9 @@ class fake_copy final : public shard_copy {
   result<uint64_t> write_local(const local_update&) override { return fail_or(uint64_t{1}); }
   result<std::vector<local_doc>> list_local() override { return fail_or(std::vector<local_doc>()); }
   status set_revs_limit(uint32_t) override { return mode_ == mode::failing ? down() : status{}; }
-  result<std::string> read_blob(const std::string&) override { return down(); }
+  result<std::string> read_blob(const std::string&, uint64_t, uint64_t) override { return down(); }
+  result<bool> stage_blob(const std::string&, uint64_t, const std::string&) override { return down(); }
+  status drop_staged(const std::string&) override { return down(); }
 
   void open_docs(const std::vector<std::string>& ids, doc_bodies, docs_done done) override {
     ++reads;

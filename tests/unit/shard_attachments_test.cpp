@@ -246,16 +246,121 @@ TEST_CASE("internal replication carries the blobs a body names, and the target r
 
 TEST_CASE("a replication batch ends once its attachment bytes pass the batch limit") {
   shard f;
-  std::string atts_a = R"({"a":{"data":")" + crypto::base64_encode(big(10u << 20)) + R"("}})";
-  std::string data_b = big(10u << 20);
-  data_b[0] = 'Z';  // other bytes, another blob
-  std::string atts_b = R"({"a":{"data":")" + crypto::base64_encode(data_b) + R"("}})";
-  REQUIRE(f.put("one", atts_a.c_str()).st);
-  REQUIRE(f.put("two", atts_b.c_str()).st);
-  REQUIRE(f.put("three", nullptr).st);
+  for (char c : std::string("abcde")) {  // 3.5 MiB each, small enough to travel in the batch
+    std::string data = big(7u << 19);
+    data[0] = c;  // other bytes, another blob
+    std::string atts = R"({"a":{"data":")" + crypto::base64_encode(data) + R"("}})";
+    REQUIRE(f.put(std::string(1, c), atts.c_str()).st);
+  }
+  REQUIRE(f.put("six", nullptr).st);
   auto first = f.s->read()->read_for_replication(0, 100);
-  CHECK(first.docs == 2);  // 20 MiB: past 16 MiB after the second document
+  CHECK(first.docs == 5);  // 17.5 MiB: past 16 MiB after the fifth document
+  CHECK(first.large_blobs.empty());
   auto rest = f.s->read()->read_for_replication(first.last_seq, 100);
-  CHECK(rest.docs == 1);
-  CHECK(rest.updates.front().id == "three");
+  REQUIRE(rest.docs == 1);
+  CHECK(rest.updates.front().id == "six");
+}
+
+// A piece-wise write of `data` into `f` as the front stages an upload: pieces of `piece` bytes.
+void stage_all(shard& f, const std::string& key, const std::string& data, size_t piece) {
+  for (size_t at = 0; at < data.size() || at == 0; at += piece) {
+    write_op op;
+    op.what = write_op::kind::stage_blob;
+    op.blob_key = key;
+    op.blob_offset = at;
+    op.blob_piece = data.substr(at, piece);
+    REQUIRE(f.s->commit({&op}, 1700000100));
+    REQUIRE(op.st);
+    if (data.empty()) break;
+  }
+}
+
+TEST_CASE("a large blob is staged in pieces, named by a write, read in ranges, and left out of batches") {
+  shard f;
+  std::string data = big(6u << 20);
+  std::string key = crypto::sha256_hex(data);
+  // A piece out of order is the op's 400, not the transaction's; nothing was staged.
+  write_op late;
+  late.what = write_op::kind::stage_blob;
+  late.blob_key = key;
+  late.blob_offset = blob_store::chunk_bytes;
+  late.blob_piece = "x";
+  REQUIRE(f.s->commit({&late}, 1700000100));
+  CHECK(late.st.code == errc::bad_request);
+  stage_all(f, key, data, 1u << 20);
+  stage_all(f, key, data.substr(0, 2u << 20), 1u << 20);  // a retry of staged pieces: skipped
+  CHECK_FALSE(f.has_blob(data));                          // staged is not readable yet
+  CHECK(f.s->header().external_size == data.size());
+  // A write names it by its stored entry (as attachment_stream's stage_upload makes it).
+  doc_update u;
+  u.id = "big";
+  u.managed_attachments = true;
+  json e{{"content_type", "x/y"}, {"digest", "md5-x"}, {"length", data.size()}, {"revpos", 0}, {"key", key}};
+  json wrong = e;
+  wrong["length"] = data.size() + 1;  // a blob staged short of its entry is not there
+  u.body = json{{"_attachments", {{"a", wrong}}}}.dump();
+  write_op bad;
+  bad.docs.push_back(u);
+  REQUIRE(f.s->commit({&bad}, 1700000100));
+  CHECK(bad.results.front().st.code == errc::missing_stub);
+  u.body = json{{"_attachments", {{"a", e}}}}.dump();
+  write_op op;
+  op.docs.push_back(u);
+  REQUIRE(f.s->commit({&op}, 1700000100));
+  REQUIRE(op.results.front().st);
+  CHECK(f.has_blob(data));
+  CHECK(f.s->header().external_size < data.size() + 1000);  // counted once
+  // Staging it again: the shard says it holds it whole.
+  write_op again;
+  again.what = write_op::kind::stage_blob;
+  again.blob_key = key;
+  REQUIRE(f.s->commit({&again}, 1700000100));
+  CHECK(again.blob_whole);
+  // Ranges across chunks, and past the end.
+  auto snap = f.s->read();
+  std::string out;
+  REQUIRE(snap->blob_range(key, 65530, 200000, out));
+  CHECK(out == data.substr(65530, 200000));
+  REQUIRE(snap->blob_range(key, data.size() - 10, 100, out));
+  CHECK(out == data.substr(data.size() - 10));
+  REQUIRE(snap->blob_range(key, data.size() + 5, 100, out));
+  CHECK(out.empty());
+  // Internal replication lists it apart, for the replicator to stage on the target.
+  auto batch = snap->read_for_replication(0, 100);
+  REQUIRE(batch.large_blobs.size() == 1);
+  CHECK(batch.large_blobs.front() == std::pair<std::string, uint64_t>(key, data.size()));
+  CHECK(batch.updates.front().blobs.empty());
+}
+
+TEST_CASE("staged blobs go when dropped, and at the next open") {
+  temp_dir dir;
+  std::string path = dir.path + "/s.1";
+  store_options o;
+  o.map_size_bytes = 64ull << 20;
+  std::string one = big(3u << 20), two = big(2u << 20) + "2";
+  {
+    auto s = *shard_store::open(path, o);
+    for (auto* data : {&one, &two}) {
+      write_op op;
+      op.what = write_op::kind::stage_blob;
+      op.blob_key = crypto::sha256_hex(*data);
+      op.blob_piece = *data;
+      REQUIRE(s->commit({&op}, 1700000100));
+    }
+    CHECK(s->header().external_size == one.size() + two.size());
+    write_op drop;
+    drop.what = write_op::kind::drop_staged;
+    drop.blob_key = crypto::sha256_hex(one);
+    REQUIRE(s->commit({&drop}, 1700000100));
+    CHECK(s->header().external_size == two.size());
+  }
+  auto s = *shard_store::open(path, o);  // a restart: no upload resumes
+  CHECK(s->header().external_size == 0);
+  write_op probe;
+  probe.what = write_op::kind::stage_blob;
+  probe.blob_key = crypto::sha256_hex(two);
+  probe.blob_offset = 1u << 20;  // out of order now: the staged start is gone
+  probe.blob_piece = "x";
+  REQUIRE(s->commit({&probe}, 1700000100));
+  CHECK(probe.st.code == errc::bad_request);
 }
