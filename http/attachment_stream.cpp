@@ -108,7 +108,7 @@ class blob_reader final : public response_stream {
   pump_result pump(std::string& out) override {
     if (s_.decode && s_.count == 0) return {pump_result::next::done, {}, 0, {}};
     if (at_ >= s_.to) return {s_.decode ? pump_result::next::abort : pump_result::next::done, {}, 0, {}};
-    auto piece = coord_.read_blob(db_, doc_id_, s_.key, at_, std::min<uint64_t>(attachment_piece_bytes, s_.to - at_));
+    auto piece = coord_.read_blob(db_, doc_id_, s_.key, at_, std::min<uint64_t>(attachment_read_bytes, s_.to - at_));
     if (!piece || piece->empty()) {
       log::warning("attachment " + s_.key + " of " + doc_id_ + " in " + db_.name + " ended short at " +
                    std::to_string(at_) + (piece ? "" : ": " + piece.error().reason));

@@ -16,8 +16,11 @@
 
 namespace settee {
 
-// Pieces of this size move between the spool, the copies and the socket.
+// Pieces of this size move between the spool and the copies; reads for a client go in pieces of
+// attachment_read_bytes (below glibc's mmap threshold, 128 KiB here: no fresh mapping to fault in
+// for each piece).
 constexpr size_t attachment_piece_bytes = 4u << 20;
+constexpr size_t attachment_read_bytes = 64u << 10;
 // An attachment larger than this is answered by a stream (smaller ones in one body).
 constexpr uint64_t attachment_stream_from = 1u << 20;
 

@@ -738,22 +738,26 @@ void get_attachment(ctx& c, const db_meta& db, const std::string& doc_id, const 
     }
   }
   if (as_stored && c.res.status == 200) c.res.set_header("Content-MD5", etag.substr(1, etag.size() - 2));
-  if (end - from > attachment_stream_from) {  // a piece at a time, never whole in memory
+  // What must be read: the range of the stored bytes, or all of them to decode.
+  if ((as_stored ? end - from : stored_length) > attachment_stream_from) {  // a piece at a time
     blob_slice s{*key, from, end};
     if (!as_stored) s = blob_slice{*key, 0, stored_length, true, from, end - from};
     c.res.set_stream(blob_stream(c.node.coord, db, doc_id, std::move(s)), type.c_str());
     c.res.stream_length = static_cast<int64_t>(end - from);
     return;
   }
-  auto bytes = c.node.coord.read_blob(db, doc_id, *key);
+  auto bytes =
+      as_stored ? c.node.coord.read_blob(db, doc_id, *key, from, end - from) : c.node.coord.read_blob(db, doc_id, *key);
   if (!bytes) return c.error(bytes.error());
   if (!as_stored) {
     auto plain = attachments::identity_bytes(*e, std::move(*bytes));
-    if (!plain) return c.error(errc::internal, "attachment '" + att + "' of " + doc_id + " does not decode");
-    bytes = std::move(*plain);
+    if (!plain || plain->size() != length)
+      return c.error(errc::internal, "attachment '" + att + "' of " + doc_id + " does not decode");
+    bytes = plain->substr(from, end - from);
   }
-  if (bytes->size() != length) return c.error(errc::internal, "attachment '" + att + "' of " + doc_id + " is damaged");
-  c.res.set_content(end - from == length ? std::move(*bytes) : bytes->substr(from, end - from), type.c_str());
+  if (bytes->size() != end - from)
+    return c.error(errc::internal, "attachment '" + att + "' of " + doc_id + " is shorter than its entry");
+  c.res.set_content(std::move(*bytes), type.c_str());
 }
 
 // PUT (bytes in the body) or DELETE of one attachment: a new revision of the document with the

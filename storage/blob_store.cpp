@@ -170,6 +170,10 @@ status read(MDB_txn* t, const tables& db, std::string_view key, std::string& out
 
 namespace {
 
+// Blobs up to this size stay mapped after a read: small hot attachments would pay a fault per page
+// on every GET (GET of 1 KB: 28k/s kept, 10k/s released).
+constexpr uint64_t release_above = 1u << 20;
+
 // Drops the pages of mapped `v` from this process's page table (MADV_DONTNEED on a read-only
 // shared file mapping: a later access, here or by another reader of a page they share, maps them
 // again from the page cache).
@@ -205,7 +209,7 @@ status read_range(MDB_txn* t, const tables& db, std::string_view key, uint64_t o
     const uint64_t to = std::min<uint64_t>(end - at, part.size());
     if (to < from) return {errc::internal, "attachment length differs from its record: " + std::string(key)};
     out.append(part.substr(from, to - from));
-    if (release) release_mapped(part);
+    if (release && r.length > release_above) release_mapped(part);
   }
   if (out.size() != end - offset)
     return {errc::internal, "attachment length differs from its record: " + std::string(key)};

@@ -47,8 +47,8 @@ status drop_ref(MDB_txn* t, const tables& db, std::string_view key, uint64_t& fr
 // The whole blob (found = false when the shard does not hold it).
 status read(MDB_txn* t, const tables& db, std::string_view key, std::string& out, bool& found);
 // At most `length` bytes of a referenced blob from `offset` (fewer at its end; none past it).
-// `release` (read transactions only, whose pages are the file's map): the pages copied from are
-// let go from the process's resident memory (they stay in the page cache), so reading a 1 GB
+// `release` (read transactions only, whose pages are the file's map): the pages copied from a blob
+// over 1 MiB are let go from the process's resident memory (they stay in the page cache), so reading a 1 GB
 // blob does not leave 1 GB resident. Never in a write transaction: its pages may be its own.
 status read_range(MDB_txn* t, const tables& db, std::string_view key, uint64_t offset, uint64_t length,
                   std::string& out, bool& found, bool release = false);

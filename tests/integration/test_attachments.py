@@ -629,6 +629,11 @@ class HugeAttachment(NodeTest):
         self.assertEqual(r.header("Content-Range"), f"bytes {start}-{start + 4 * MiB + 9}/{size}")
         expected = b"".join(p for i, p in enumerate(pieces(size)) if 499 <= i <= 504)
         self.assertEqual(r.data, expected[MiB - 10:MiB - 10 + 4 * MiB + 10])
+        # A small range of it reads only that range (the RSS bound below would catch a whole read).
+        r = n.get("/huge/doc/big.bin", headers={"Range": f"bytes={700 * MiB + 3}-{700 * MiB + 102}"})
+        self.assertEqual((r.status, r.data), (206, next(p for i, p in enumerate(pieces(size)) if i == 700)[3:103]))
+        r = n.get("/huge/doc/big.bin", headers={"Range": "bytes=-5"})
+        self.assertEqual(r.data, next(p for i, p in enumerate(pieces(size)) if i == 1023)[-5:])
         if not is_sanitized():
             self.assertLess(peak_rss_kb(n), 100 * 1024)
 
