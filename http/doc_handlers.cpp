@@ -787,6 +787,9 @@ void write_attachment(ctx& c, const db_meta& db, const std::string& doc_id, cons
       if (!body) return c.error(errc::conflict, "Document update conflict.");
       doc = parse_json(*body).value_or(json::object());
       doc["_rev"] = rev;
+      // Written on a tombstone, the new revision stays deleted (chttpd_db edits the revision it
+      // opened, deleted flag and all): an attachment write never resurrects a document.
+      if (d->info.tree.nodes()[i].deleted) doc["_deleted"] = true;
     }
   }
   // The other attachments stay, as stubs of the base revision; this one goes or is replaced.

@@ -208,6 +208,14 @@ class AttachmentsByName(NodeTest):
         r3 = n.delete(f"/byname/d2/b?rev={r2.json['rev']}")
         self.assertEqual(r3.status, 200, r3)
         self.assertNotIn("_attachments", n.get("/byname/d2").json)
+        # On a tombstone's rev, the new revision is deleted too (CouchDB edits the revision it opened).
+        r4 = n.delete(f"/byname/d2?rev={r3.json['rev']}")
+        r5 = put_raw(n, f"/byname/d2/c?rev={r4.json['rev']}", b"c")
+        self.assertEqual((r5.status, r5.json["rev"][:2]), (201, "5-"), r5)
+        self.assertError(n.get("/byname/d2"), 404, "not_found", "deleted")
+        tomb = n.get(f"/byname/d2?rev={r5.json['rev']}").json
+        self.assertEqual((tomb["_deleted"], list(tomb["_attachments"])), (True, ["c"]))
+        self.assertEqual(n.get(f"/byname/d2/c?rev={r5.json['rev']}").data, b"c")
 
     def test_write_errors(self):
         n = self.node
