@@ -12,6 +12,7 @@
 #include "http/multipart.hpp"
 #include "node/crypto.hpp"
 #include "storage/attachments.hpp"
+#include "storage/doc_key.hpp"
 
 namespace settee {
 
@@ -400,8 +401,10 @@ void write_local_doc(ctx& c, const db_meta& db, const std::string& id, json* bod
   c.reply(body ? 201 : 200, json{{"ok", true}, {"id", id}, {"rev", "0-" + std::to_string(*new_rev)}});
 }
 
+// _local ids are keys of their table as they are: at most doc_key::max_plain bytes (or less, as
+// configured).
 status validate_local_id(const std::string& id, size_t max_length) {
-  if (id.size() > max_length) return {errc::illegal_docid, "Document id is too long"};
+  if (id.size() > std::min(max_length, doc_key::max_plain)) return {errc::illegal_docid, "Document id is too long"};
   if (!valid_utf8(id)) return {errc::illegal_docid, "Document id must be valid UTF-8"};
   return {};
 }

@@ -34,7 +34,7 @@ struct node_services {
   std::string node_name;
   std::string server_uuid;
   uint32_t default_q = 2;
-  size_t max_document_id_length = 400;
+  size_t max_document_id_length = SIZE_MAX;  // [couchdb] max_document_id_length ("infinity")
   // [couchdb] max_attachment_size (a larger one is 413), [attachments] compressible_types and
   // compression_level: how new attachments are stored.
   attachments::policy attachment_policy{};

@@ -188,7 +188,7 @@ config defaults() {
   c.set("chttpd", "port", "5984");
   c.set("chttpd", "server_threads", "128");
   c.set("chttpd", "max_http_request_size", std::to_string(64u << 20));
-  c.set("couchdb", "max_document_id_length", "400");
+  c.set("couchdb", "max_document_id_length", "infinity");
   c.set("couchdb", "max_attachment_size", std::to_string(1u << 30));
   c.set("database_compaction", "docs_per_step", "1000");
   c.set("attachments", "compression_level", "8");
@@ -303,8 +303,12 @@ int main(int argc, char** argv) {
     authenticator auth(cfg, clk, coord);
     node_services node{cfg, clk, coord, auth, store_opts.node_name, cfg.get("couchdb", "uuid")};
     node.default_q = static_cast<uint32_t>(std::max<int64_t>(1, cfg.get_int("cluster", "q", 2)));
-    node.max_document_id_length =
-        static_cast<size_t>(std::clamp<int64_t>(cfg.get_int("couchdb", "max_document_id_length", 400), 1, 400));
+    // CouchDB's default: no limit ("infinity"); a request still bounds an id (64 KB in a URL,
+    // max_http_request_size in a body).
+    if (cfg.get("couchdb", "max_document_id_length") != "infinity") {
+      node.max_document_id_length =
+          static_cast<size_t>(std::max<int64_t>(1, cfg.get_int("couchdb", "max_document_id_length", 1)));
+    }
     node.attachment_policy.max_bytes =
         static_cast<size_t>(std::max<int64_t>(0, cfg.get_int("couchdb", "max_attachment_size", 1 << 30)));
     node.attachment_policy.compression_level =

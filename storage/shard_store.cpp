@@ -14,6 +14,7 @@
 #include "node/log.hpp"
 #include "storage/codec.hpp"
 #include "storage/db_events.hpp"
+#include "storage/doc_key.hpp"
 #include "storage/doc_rank.hpp"
 #include "storage/lmdb_env.hpp"
 
@@ -36,31 +37,35 @@ status mkdirs(const std::string& dir) {
   return {};
 }
 
-// bodies key: length-prefixed id then the revision text (ids may contain any byte).
+// bodies key (storage/doc_key.hpp).
 std::string body_key(std::string_view id, const rev_id& rev) {
-  codec::writer w;
-  w.str(id);
-  w.data() += rev.str();
-  return std::move(w.data());
+  return doc_key::body(id, rev);
 }
 
-std::string encode_doc(uint64_t seq, const rev_tree& tree) {
+// A docs-table record: the whole id first when its key is a long id's, then seq and tree.
+std::string encode_doc(std::string_view id, uint64_t seq, const rev_tree& tree) {
   codec::writer w;
+  if (id.size() > doc_key::max_plain) w.str(id);
   w.varint(seq);
   tree.encode(w);
   return std::move(w.data());
 }
 
-bool decode_doc(std::string_view id, std::string_view value, doc_info& out) {
+// Decodes the record `value` stored under docs-table key `key`.
+bool decode_doc(std::string_view key, std::string_view value, doc_info& out) {
   codec::reader r(value);
-  out.id.assign(id);
+  if (doc_key::is_long(key)) {
+    if (!r.str(out.id) || doc_key::of(out.id) != key) return false;
+  } else {
+    out.id.assign(key);
+  }
   return r.varint(out.seq) && rev_tree::decode(r, out.tree) && r.done() && !out.tree.empty();
 }
 
 // doc_rank's view of a docs-table record: a live document (its winner is not deleted).
-bool live_record(std::string_view id, std::string_view value) {
+bool live_record(std::string_view key, std::string_view value) {
   doc_info d;
-  return decode_doc(id, value, d) && !d.tree.winner_deleted();
+  return decode_doc(key, value, d) && !d.tree.winner_deleted();
 }
 
 std::string encode_change(const doc_info& d, int64_t now_s) {
@@ -361,8 +366,9 @@ status shard_store::apply_doc(MDB_txn* t, shard_header& h, doc_update& u, doc_re
   doc_info d;
   std::string_view raw;
   bool found = false;
-  if (auto st = get(t, docs_, u.id, raw, found); !st) return st;
-  if (found && !decode_doc(u.id, raw, d)) return {errc::internal, "corrupt document record: " + u.id};
+  const std::string key = doc_key::of(u.id);
+  if (auto st = get(t, docs_, key, raw, found); !st) return st;
+  if (found && !decode_doc(key, raw, d)) return {errc::internal, "corrupt document record: " + u.id};
   d.id = u.id;
   doc_state before = state_of(d.tree);
   int leaf = -1;
@@ -445,12 +451,12 @@ status shard_store::apply_doc(MDB_txn* t, shard_header& h, doc_update& u, doc_re
   }
   d.seq = ++h.update_seq;
   if (auto st = put(t, by_seq_, codec::seq_key(d.seq), encode_change(d, now_s), MDB_APPEND); !st) return st;
-  if (auto st = put(t, docs_, u.id, encode_doc(d.seq, d.tree)); !st) return st;
+  if (auto st = put(t, docs_, key, encode_doc(u.id, d.seq, d.tree)); !st) return st;
   count(h, before, -1);
   doc_state after = state_of(d.tree);
   count(h, after, +1);
   if ((before == doc_state::live) != (after == doc_state::live)) {
-    if (auto st = doc_rank::add(t, rank_, docs_, live_record, u.id, after == doc_state::live ? +1 : -1); !st) return st;
+    if (auto st = doc_rank::add(t, rank_, docs_, live_record, key, after == doc_state::live ? +1 : -1); !st) return st;
   }
   if (db_events_ && u.id.rfind("_design/", 0) != 0) {
     uint32_t index = 0;
@@ -503,10 +509,9 @@ status shard_store::reconcile_db_events(MDB_txn* t, uint64_t update_seq, int64_t
   int rc = mdb_cursor_get(c, &k, &v, MDB_FIRST);
   for (; rc == 0; rc = mdb_cursor_get(c, &k, &v, MDB_NEXT)) {
     doc_info d;
-    d.id.assign(lmdb::view(k));
-    if (!decode_doc(d.id, lmdb::view(v), d)) {
+    if (!decode_doc(lmdb::view(k), lmdb::view(v), d)) {
       mdb_cursor_close(c);
-      return {errc::internal, "corrupt document record: " + d.id};
+      return {errc::internal, "corrupt document record: " + std::string(lmdb::view(k))};
     }
     if (d.id.rfind("_design/", 0) != 0) docs.push_back(std::move(d));
   }
@@ -635,10 +640,9 @@ status shard_store::compact_step(MDB_txn* t, shard_header& h, write_op& op) {
       break;
     }
     doc_info d;
-    d.id.assign(lmdb::view(k));
-    if (!decode_doc(d.id, lmdb::view(v), d)) {
+    if (!decode_doc(lmdb::view(k), lmdb::view(v), d)) {
       mdb_cursor_close(c);
-      return {errc::internal, "corrupt document record: " + d.id};
+      return {errc::internal, "corrupt document record: " + std::string(lmdb::view(k))};
     }
     docs.push_back(std::move(d));
   }
@@ -732,9 +736,10 @@ bool shard_store::snapshot::corrupt(std::string_view what, std::string_view key)
 bool shard_store::snapshot::doc(std::string_view id, doc_info& out) const {
   std::string_view raw;
   bool found = false;
-  if (auto st = get(txn_, store_->docs_, id, raw, found); !st) return fail(st);
+  const std::string key = doc_key::of(id);
+  if (auto st = get(txn_, store_->docs_, key, raw, found); !st) return fail(st);
   if (!found) return false;
-  return decode_doc(id, raw, out) || corrupt("document", id);
+  return decode_doc(key, raw, out) || corrupt("document", id);
 }
 
 bool shard_store::snapshot::body(std::string_view id, const rev_id& rev, std::string& out) const {
@@ -780,7 +785,12 @@ void shard_store::snapshot::scan_docs(std::string_view start, bool descending,
     fail(lmdb::to_status(rc, "mdb_cursor_open"));
     return;
   }
-  MDB_val k = lmdb::val(start), v;
+  // Keys sort as ids but within a group of long ids (storage/doc_key.hpp): seek to where `start`'s
+  // group begins (ascending) or ends (descending), and compare the ids themselves from there.
+  std::string seek(start.size() > doc_key::max_plain ? start.substr(0, doc_key::max_plain) : start);
+  if (descending && start.size() > doc_key::max_plain) seek.append(33, '\xff');  // past the whole group
+  const MDB_cursor_op step = descending ? MDB_PREV : MDB_NEXT;
+  MDB_val k = lmdb::val(seek), v;
   int rc;
   if (start.empty()) {
     rc = mdb_cursor_get(c, &k, &v, descending ? MDB_LAST : MDB_FIRST);
@@ -789,19 +799,49 @@ void shard_store::snapshot::scan_docs(std::string_view start, bool descending,
     if (descending) {
       if (rc == MDB_NOTFOUND) {
         rc = mdb_cursor_get(c, &k, &v, MDB_LAST);
-      } else if (rc == 0 && lmdb::view(k) != start) {
-        rc = mdb_cursor_get(c, &k, &v, MDB_PREV);  // first key <= start
+      } else if (rc == 0 && lmdb::view(k) != seek) {
+        rc = mdb_cursor_get(c, &k, &v, MDB_PREV);  // first key <= seek
       }
     }
   }
-  doc_info d;
-  while (rc == 0) {
-    if (!decode_doc(lmdb::view(k), lmdb::view(v), d)) {
-      corrupt("document", lmdb::view(k));
-      break;
+  // Whether `id` is on the requested side of `start`.
+  auto wanted = [&](const std::string& id) {
+    return start.empty() || (descending ? std::string_view(id) <= start : std::string_view(id) >= start);
+  };
+  std::vector<doc_info> group;
+  bool go = true;
+  while (rc == 0 && go) {
+    std::string_view key = lmdb::view(k);
+    if (!doc_key::is_long(key)) {
+      doc_info d;
+      if (!decode_doc(key, lmdb::view(v), d)) {
+        corrupt("document", key);
+        break;
+      }
+      if (wanted(d.id)) go = visit(d);
+      rc = mdb_cursor_get(c, &k, &v, step);
+      continue;
     }
-    if (!visit(d)) break;
-    rc = mdb_cursor_get(c, &k, &v, descending ? MDB_PREV : MDB_NEXT);
+    // A group of long ids sharing their first max_plain bytes: read it whole, in id order.
+    const std::string prefix(doc_key::group(key));
+    group.clear();
+    while (rc == 0 && doc_key::is_long(lmdb::view(k)) && doc_key::group(lmdb::view(k)) == prefix) {
+      group.emplace_back();
+      if (!decode_doc(lmdb::view(k), lmdb::view(v), group.back())) {
+        corrupt("document", lmdb::view(k));
+        rc = MDB_NOTFOUND;
+        go = false;
+        group.pop_back();
+        break;
+      }
+      rc = mdb_cursor_get(c, &k, &v, step);
+    }
+    std::sort(group.begin(), group.end(), [&](const doc_info& a, const doc_info& b) {
+      return descending ? std::string_view(b.id) < a.id : std::string_view(a.id) < b.id;
+    });
+    for (size_t i = 0; i < group.size() && go; ++i) {
+      if (wanted(group[i].id)) go = visit(group[i]);
+    }
   }
   if (rc != 0 && rc != MDB_NOTFOUND) fail(lmdb::to_status(rc, "mdb_cursor_get"));
   mdb_cursor_close(c);
@@ -977,7 +1017,31 @@ void shard_store::snapshot::scan_changes_descending(uint64_t before,
 
 uint64_t shard_store::snapshot::live_before(std::string_view id) const {
   uint64_t n = 0;
-  if (auto st = doc_rank::before(txn_, store_->rank_, store_->docs_, live_record, id, n); !st) fail(st);
+  if (id.size() <= doc_key::max_plain) {
+    if (auto st = doc_rank::before(txn_, store_->rank_, store_->docs_, live_record, id, n); !st) fail(st);
+    return n;
+  }
+  // A long id: every key up to its group's, then the live members of the group before it by id.
+  std::string probe(id.substr(0, doc_key::max_plain));
+  probe.push_back('\0');
+  if (auto st = doc_rank::before(txn_, store_->rank_, store_->docs_, live_record, probe, n); !st) {
+    fail(st);
+    return n;
+  }
+  MDB_cursor* c = nullptr;
+  if (int rc = mdb_cursor_open(txn_, store_->docs_, &c); rc != 0) {
+    fail(lmdb::to_status(rc, "mdb_cursor_open"));
+    return n;
+  }
+  MDB_val k = lmdb::val(probe), v;
+  int rc = mdb_cursor_get(c, &k, &v, MDB_SET_RANGE);
+  for (; rc == 0 && doc_key::is_long(lmdb::view(k)) && doc_key::group(lmdb::view(k)) == doc_key::group(id);
+       rc = mdb_cursor_get(c, &k, &v, MDB_NEXT)) {
+    doc_info d;
+    if (decode_doc(lmdb::view(k), lmdb::view(v), d) && !d.tree.winner_deleted() && std::string_view(d.id) < id) ++n;
+  }
+  if (rc != 0 && rc != MDB_NOTFOUND) fail(lmdb::to_status(rc, "mdb_cursor_get"));
+  mdb_cursor_close(c);
   return n;
 }
 
