@@ -23,6 +23,18 @@ void compactor::enqueue(const std::string& db, const std::string& shard, std::sh
   cv_.notify_one();
 }
 
+void compactor::enqueue_db(coordinator& coord, const db_meta& db) {
+  for (size_t r = 0; r < db.ranges.size(); ++r) {
+    if (!db.hosts(r)) continue;
+    for (const copy_ptr& copy : coord.copies(db, r)) {
+      auto local = std::dynamic_pointer_cast<local_copy>(copy);
+      if (!local) continue;
+      enqueue(db.name, "shards/" + db.ranges[r].name() + "/" + db.name + "." + std::to_string(db.created),
+              std::move(local));
+    }
+  }
+}
+
 bool compactor::running(const std::string& db) const {
   std::lock_guard<std::mutex> lock(mu_);
   return dbs_.count(db) > 0;

@@ -13,6 +13,7 @@
 #include <string>
 #include <thread>
 
+#include "actors/coordinator.hpp"
 #include "actors/local_copy.hpp"
 #include "actors/task_list.hpp"
 #include "node/clock.hpp"
@@ -27,6 +28,8 @@ class compactor {
   // Queues `copy` (this node's copy of shard `shard`, "shards/<range>/<db>.<suffix>", of database
   // `db`). A shard already queued or running is not queued twice.
   void enqueue(const std::string& db, const std::string& shard, std::shared_ptr<local_copy> copy);
+  // Queues every copy of database `db` that this node holds.
+  void enqueue_db(coordinator& coord, const db_meta& db);
   // Whether a copy of database `db` is queued or being compacted.
   bool running(const std::string& db) const;
   // Finishes the current step and stops; queued work is dropped (nothing is half done: each step

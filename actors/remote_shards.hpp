@@ -22,6 +22,9 @@ inline constexpr const char* typed_feature = "typed-copies-v1";
 inline constexpr const char* db_updates_feature = "db-updates-v1";
 // ... and when it stores attachments as blobs and carries them (DocUpdate.blobs, readBlob).
 inline constexpr const char* attachments_feature = "attachments-v1";
+// ... and when it compacts its copies of a database on request and lists its tasks (compactDb,
+// activeTasks).
+inline constexpr const char* tasks_feature = "tasks-v1";
 
 using query_params = std::vector<std::pair<std::string, std::string>>;
 

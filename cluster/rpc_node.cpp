@@ -69,6 +69,8 @@ class node_server final : public Node::Server {
   kj::Promise<void> readBlob(ReadBlobContext context) override;
   kj::Promise<void> stageBlob(StageBlobContext context) override;
   kj::Promise<void> dropStaged(DropStagedContext context) override;
+  kj::Promise<void> compactDb(CompactDbContext context) override;
+  kj::Promise<void> activeTasks(ActiveTasksContext context) override;
 
  private:
   static kj::Promise<void> refused() {
@@ -805,6 +807,29 @@ kj::Promise<void> node_server::dropStaged(DropStagedContext context) {
       [](Node::DropStagedResults::Builder, bool) {});
 }
 
+kj::Promise<void> node_server::compactDb(CompactDbContext context) {
+  std::string db = context.getParams().getDb();
+  auto compact = loop_.opts.compact_db;
+  auto out = std::make_shared<status>();
+  return loop_
+      .off_loop([compact, db, out] {
+        *out = compact ? compact(db) : status{errc::not_implemented, "no compaction here"};
+      })
+      .then([context, out]() mutable { set_status(context.getResults().initStatus(), *out); });
+}
+
+kj::Promise<void> node_server::activeTasks(ActiveTasksContext context) {
+  auto list = loop_.opts.active_tasks;
+  auto out = std::make_shared<std::vector<std::string>>();
+  return loop_.off_loop([list, out] { *out = list ? list() : std::vector<std::string>{}; })
+      .then([context, out]() mutable {
+        auto results = context.getResults();
+        set_status(results.initStatus(), {});
+        auto tasks = results.initTasks(static_cast<unsigned>(out->size()));
+        for (unsigned i = 0; i < out->size(); ++i) tasks.set(i, (*out)[i]);
+      });
+}
+
 // This node's update log: no shard, but read on the pool all the same (it may open the file).
 kj::Promise<void> node_server::dbUpdates(DbUpdatesContext context) {
   auto params = context.getParams();
@@ -1469,6 +1494,34 @@ status rpc_node::drop_staged(const std::string& node, const std::string& db, con
     });
   });
   return r ? status{} : r.error();
+}
+
+bool rpc_node::runs_tasks(const std::string& node) const {
+  return members_.has_feature(node, tasks_feature);
+}
+
+status rpc_node::compact_db(const std::string& node, const std::string& db, std::chrono::milliseconds timeout) {
+  auto r = call<bool>(node, timeout, [=](Node::Client& cap) {
+    auto req = cap.compactDbRequest();
+    req.setDb(db);
+    return req.send().then([](capnp::Response<Node::CompactDbResults>&& r) -> result<bool> {
+      if (status st = status_of(r.getStatus()); !st) return st;
+      return true;
+    });
+  });
+  return r ? status{} : r.error();
+}
+
+result<std::vector<std::string>> rpc_node::active_tasks(const std::string& node, std::chrono::milliseconds timeout) {
+  return call<std::vector<std::string>>(node, timeout, [=](Node::Client& cap) {
+    return cap.activeTasksRequest().send().then(
+        [](capnp::Response<Node::ActiveTasksResults>&& r) -> result<std::vector<std::string>> {
+          if (status st = status_of(r.getStatus()); !st) return st;
+          std::vector<std::string> out;
+          for (auto t : r.getTasks()) out.emplace_back(t);
+          return out;
+        });
+  });
 }
 
 bool rpc_node::serves_db_updates(const std::string& node) const {

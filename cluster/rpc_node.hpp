@@ -58,6 +58,10 @@ struct rpc_options {
   std::function<result<doc_read>(local_copy& copy, const doc_request& req)> read_doc;
   // This node's update log after (uuid, seq), for dbUpdates (runs on a pool thread).
   std::function<result<log_page>(const std::string& uuid, uint64_t seq, size_t limit)> read_updates;
+  // compactDb and activeTasks (run on a pool thread): queue compaction of this node's copies of a
+  // database; this node's tasks as JSON objects.
+  std::function<status(const std::string& db)> compact_db;
+  std::function<std::vector<std::string>()> active_tasks;
 };
 
 using remote_shard_info = shard_summary;
@@ -118,6 +122,10 @@ class rpc_node final : public remote_shards {
   status set_revs_limit(const std::string& node, const std::string& db, const std::string& range, uint32_t limit,
                         std::chrono::milliseconds timeout) override;
   bool serves_db_updates(const std::string& node) const override;
+  // Whether `node` announced tasks_feature; then compactDb and activeTasks on it.
+  bool runs_tasks(const std::string& node) const;
+  status compact_db(const std::string& node, const std::string& db, std::chrono::milliseconds timeout);
+  result<std::vector<std::string>> active_tasks(const std::string& node, std::chrono::milliseconds timeout);
   bool stores_attachments(const std::string& node) const override;
   result<std::string> read_blob(const std::string& node, const std::string& db, const std::string& range,
                                 const std::string& key, uint64_t offset, uint64_t length,

@@ -8,8 +8,10 @@
 #include "actors/shard_map.hpp"
 #include "cluster/clustered_seq.hpp"
 #include "cluster/membership.hpp"
+#include "cluster/rpc_node.hpp"
 #include "http/auth.hpp"
 #include "http/handlers.hpp"
+#include "node/log.hpp"
 
 namespace settee {
 
@@ -193,15 +195,17 @@ void handle_compact(ctx& c, const db_meta& db) {
     if (!d->found || d->info.tree.winner_deleted()) return c.error(errc::not_found, "missing");
     return c.reply(202, json{{"ok", true}});
   }
-  for (size_t r = 0; c.node.compaction && r < db.ranges.size(); ++r) {
-    if (!db.hosts(r)) continue;
-    for (const copy_ptr& copy : c.node.coord.copies(db, r)) {
-      auto local = std::dynamic_pointer_cast<local_copy>(copy);
-      if (!local) continue;
-      c.node.compaction->enqueue(db.name,
-                                 "shards/" + db.ranges[r].name() + "/" + db.name + "." + std::to_string(db.created),
-                                 std::move(local));
-    }
+  // Every copy, as CouchDB's fabric compacts every shard file: this node's here, the others' by
+  // asking their nodes (a node that cannot be asked now is logged, the answer stays 202).
+  if (c.node.compaction) c.node.compaction->enqueue_db(c.node.coord, db);
+  std::set<std::string> others;
+  for (const auto& holders : db.nodes)
+    for (const std::string& n : holders)
+      if (n != c.node.node_name) others.insert(n);
+  for (const std::string& n : others) {
+    if (!c.node.rpc || !c.node.rpc->runs_tasks(n)) continue;
+    if (auto st = c.node.rpc->compact_db(n, db.name, std::chrono::seconds(10)); !st)
+      log::warning("compaction of " + db.name + " on " + n + " was not started: " + st.reason);
   }
   c.reply(202, json{{"ok", true}});
 }

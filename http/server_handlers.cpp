@@ -8,9 +8,11 @@
 #include "actors/task_list.hpp"
 #include "cluster/membership.hpp"
 #include "cluster/nodes_db.hpp"
+#include "cluster/rpc_node.hpp"
 #include "http/auth.hpp"
 #include "http/handlers.hpp"
 #include "node/crypto.hpp"
+#include "node/log.hpp"
 
 namespace settee {
 
@@ -176,9 +178,25 @@ void handle_membership(ctx& c) {
   c.reply(200, json{{"all_nodes", c.node.members->all_nodes()}, {"cluster_nodes", c.node.members->cluster_nodes()}});
 }
 
+// Every node's tasks, as CouchDB lists the whole cluster's: this node's, then each connected
+// node's that can tell (a node that does not answer in time is left out, and logged).
 void handle_active_tasks(ctx& c) {
   if (c.method() != "GET") return c.method_not_allowed("GET");
-  c.reply(200, c.node.tasks ? c.node.tasks->all() : json::array());
+  json out = c.node.tasks ? c.node.tasks->all() : json::array();
+  if (c.node.rpc && c.node.members) {
+    for (const std::string& n : c.node.members->all_nodes()) {
+      if (n == c.node.node_name || !c.node.rpc->runs_tasks(n)) continue;
+      auto tasks = c.node.rpc->active_tasks(n, std::chrono::seconds(5));
+      if (!tasks) {
+        log::warning("the tasks of " + n + " could not be read: " + tasks.error().reason);
+        continue;
+      }
+      for (const std::string& t : *tasks) {
+        if (auto task = parse_json(t); task && task->is_object()) out.push_back(std::move(*task));
+      }
+    }
+  }
+  c.reply(200, out);
 }
 
 namespace {

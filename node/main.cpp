@@ -360,7 +360,8 @@ int main(int argc, char** argv) {
       ro.advertised_host = ro.bind == "0.0.0.0" ? "127.0.0.1" : ro.bind;
       ro.http_port = static_cast<uint16_t>(http.port);
       ro.release = SETTEE_VERSION;
-      ro.features = {"changes", "clustered-seq-v1", "selector", typed_feature, db_updates_feature, attachments_feature};
+      ro.features = {"changes",          "clustered-seq-v1",  "selector",   typed_feature,
+                     db_updates_feature, attachments_feature, tasks_feature};
       ro.seeds = std::move(*seeds);
       ro.secret = cfg.get("cluster", "secret");
       if (ro.secret.size() < peer_auth::min_secret_bytes) {
@@ -400,6 +401,17 @@ int main(int argc, char** argv) {
         auto log = updates.record();
         if (!log) return log.error();
         return read_update_log(*log, uuid, seq, limit);
+      };
+      ro.compact_db = [&catalog, &coord, &compaction](const std::string& db) -> status {
+        auto m = catalog.lookup(db);
+        if (!m) return m.error();
+        compaction.enqueue_db(coord, *m);
+        return {};
+      };
+      ro.active_tasks = [&tasks] {
+        std::vector<std::string> out;
+        for (const json& t : tasks.all()) out.push_back(t.dump());
+        return out;
       };
       ro.read_doc = [&node](local_copy& copy, const doc_request& req) {
         return serve_legacy_read(copy, req, node.max_document_id_length);

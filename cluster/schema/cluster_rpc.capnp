@@ -91,6 +91,11 @@ interface Node {
   # `whole` when the copy holds all of it already. dropStaged forgets a blob that is only staged.
   stageBlob @18 (shard :ShardRef, key :Text, offset :UInt64, piece :Data) -> (status :CallStatus, whole :Bool);
   dropStaged @19 (shard :ShardRef, key :Text) -> (status :CallStatus);
+  # Release 0.3 (feature tasks-v1): queues compaction of this node's copies of database `db`
+  # (answered once queued), and this node's background tasks as GET /_active_tasks shows them
+  # (one JSON object per task).
+  compactDb @20 (db :Text) -> (status :CallStatus);
+  activeTasks @21 () -> (status :CallStatus, tasks :List(Text));
 }
 
 struct DbUpdateRow {

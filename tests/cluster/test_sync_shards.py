@@ -2,6 +2,7 @@
 import hashlib
 import os
 import sys
+import time
 
 sys.path.insert(0, os.path.dirname(__file__))
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "integration"))
@@ -141,6 +142,47 @@ class SyncWithPeerDown(NodeTest):
             self.assertEqual(n2.get("/pd").json["doc_count"], 15)
         finally:
             cluster.cleanup()
+
+
+class ClusterCompaction(NodeTest):
+    """POST /db/_compact compacts every copy, on every node (CouchDB's fabric compacts every shard
+    file), and GET /_active_tasks on any node lists every node's tasks."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.cluster = Cluster(2, extra_config="[database_compaction]\ndocs_per_step = 20\n").start()
+        cls.n1, cls.n2 = cls.cluster.nodes
+        everyone = sorted(cls.cluster.names)
+        for n in cls.cluster.nodes:
+            assert wait_for(lambda n=n: n.get("/_membership", fresh=True).json["all_nodes"] == everyone)
+        cls.node = cls.n1
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.cluster.cleanup()
+
+    def test_compact_reaches_every_copy_and_tasks_show_every_node(self):
+        self.assertEqual(self.n1.put("/cc?q=1").status, 201)
+        r1 = self.n1.put("/cc/d", {"v": 1})
+        r2 = self.n1.put("/cc/d", {"_rev": r1.json["rev"], "v": 2})
+        self.assertEqual((r1.status, r2.status), (201, 201))
+        docs = [{"_id": f"x{i:05}"} for i in range(4000)]
+        self.assertEqual(self.n1.post("/cc/_bulk_docs", {"docs": docs}).status, 201)
+        for n in (self.n1, self.n2):  # r=1 reads the node's own copy first
+            self.assertEqual(n.get(f"/cc/d?rev={r1.json['rev']}&r=1").json["v"], 1)
+        self.assertEqual(self.n2.post("/cc/_compact", {}).status, 202)
+        seen = set()
+        deadline = time.time() + 120
+        while time.time() < deadline:
+            tasks = self.n1.get("/_active_tasks").json
+            seen |= {t["node"] for t in tasks if t["type"] == "database_compaction"}
+            if not tasks and seen:
+                break
+            time.sleep(0.05)
+        self.assertEqual(seen, set(self.cluster.names))
+        for n in (self.n1, self.n2):
+            self.assertTrue(wait_for(lambda n=n: n.get(f"/cc/d?rev={r1.json['rev']}&r=1").status == 404))
+            self.assertEqual(n.get("/cc/d?r=1").json["v"], 2)
 
 
 if __name__ == "__main__":
