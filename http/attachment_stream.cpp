@@ -8,12 +8,25 @@ namespace settee {
 
 namespace {
 
+// Bytes [offset, offset + size) of a spool.
+struct span {
+  const body_spool* spool;
+  uint64_t offset, size;
+  status read(uint64_t at, size_t n, std::string& out) const {
+    return spool->read(offset + at, static_cast<size_t>(std::min<uint64_t>(n, size - std::min(at, size))), out);
+  }
+};
+
+span whole(const body_spool& s) {
+  return {&s, 0, s.size()};
+}
+
 // Runs the bytes of `in` through `z` into a new spool.
-result<std::unique_ptr<body_spool>> transform(const body_spool& in, gzip::stream& z, const std::string& dir) {
+result<std::unique_ptr<body_spool>> transform(const span& in, gzip::stream& z, const std::string& dir) {
   auto out = body_spool::create(dir);
   if (!out) return out.error();
   std::string piece, produced;
-  for (uint64_t at = 0; at < in.size(); at += piece.size()) {
+  for (uint64_t at = 0; at < in.size; at += piece.size()) {
     if (auto st = in.read(at, attachment_piece_bytes, piece); !st) return st;
     produced.clear();
     if (auto st = z.feed(piece, produced); !st) return st;
@@ -25,11 +38,11 @@ result<std::unique_ptr<body_spool>> transform(const body_spool& in, gzip::stream
   return out;
 }
 
-// md5 and sha256 of a spool's bytes.
-status hash(const body_spool& s, std::string& md5, std::string& sha256) {
+// md5 and sha256 of a span's bytes.
+status hash(const span& s, std::string& md5, std::string& sha256) {
   crypto::hasher m(crypto::hasher::algo::md5), h(crypto::hasher::algo::sha256);
   std::string piece;
-  for (uint64_t at = 0; at < s.size(); at += piece.size()) {
+  for (uint64_t at = 0; at < s.size; at += piece.size()) {
     if (auto st = s.read(at, attachment_piece_bytes, piece); !st) return st;
     m.update(piece);
     h.update(piece);
@@ -44,6 +57,13 @@ status hash(const body_spool& s, std::string& md5, std::string& sha256) {
 
 result<json> stage_upload(coordinator& coord, const db_meta& db, const std::string& doc_id, const body_spool& body,
                           const upload& u, const attachments::policy& p, const std::string& spool_dir) {
+  return stage_upload(coord, db, doc_id, body, 0, body.size(), u, p, spool_dir);
+}
+
+result<json> stage_upload(coordinator& coord, const db_meta& db, const std::string& doc_id, const body_spool& spool,
+                          uint64_t offset, uint64_t size, const upload& u, const attachments::policy& p,
+                          const std::string& spool_dir) {
+  const span body{&spool, offset, size};
   std::string md5, key;
   if (!u.content_md5.empty()) {  // of the bytes as sent
     if (auto st = hash(body, md5, key); !st) return st;
@@ -52,30 +72,34 @@ result<json> stage_upload(coordinator& coord, const db_meta& db, const std::stri
   }
   // The identity bytes: the body, or what it decodes to.
   std::unique_ptr<body_spool> decoded, packed;
-  const body_spool* identity = &body;
+  span identity = body;
   if (u.encoding == "gzip") {
     gzip::stream z(gzip::stream::mode::decompress, 0, p.max_bytes);
     auto d = transform(body, z, spool_dir);
     if (!d) return d.error();
     decoded = std::move(*d);
-    identity = decoded.get();
+    identity = whole(*decoded);
   }
-  if (identity->size() > p.max_bytes) return status{errc::too_large, "Attachment is larger than max_attachment_size"};
+  if (identity.size > p.max_bytes) return status{errc::too_large, "Attachment is larger than max_attachment_size"};
+  if (u.identity_length && *u.identity_length != identity.size) {
+    return status{errc::bad_request, "Attachment '" + u.name + "' says length " + std::to_string(*u.identity_length) +
+                                         " but its part has " + std::to_string(identity.size) + " bytes"};
+  }
   // Stored gzip-encoded when the policy says so and that is smaller (attachments::make_entry).
-  const body_spool* stored = identity;
-  if (p.compression_level > 0 && identity->size() > 0 && p.compressible_type(u.content_type)) {
+  span stored = identity;
+  if (p.compression_level > 0 && identity.size > 0 && p.compressible_type(u.content_type)) {
     gzip::stream z(gzip::stream::mode::compress, p.compression_level);
-    auto g = transform(*identity, z, spool_dir);
+    auto g = transform(identity, z, spool_dir);
     if (!g) return g.error();
     packed = std::move(*g);
-    if (packed->size() < identity->size()) stored = packed.get();
+    if (packed->size() < identity.size) stored = whole(*packed);
   }
-  if (auto st = hash(*stored, md5, key); !st) return st;
+  if (auto st = hash(stored, md5, key); !st) return st;
   // Every copy stages the stored bytes; one that holds the blob already stops the sending.
   std::string piece;
   uint64_t at = 0;
   do {
-    if (auto st = stored->read(at, attachment_piece_bytes, piece); !st) return st;
+    if (auto st = stored.read(at, attachment_piece_bytes, piece); !st) return st;
     auto whole = coord.stage_blob(db, doc_id, key, at, piece);
     if (!whole) {
       coord.drop_staged(db, doc_id, key);
@@ -83,15 +107,15 @@ result<json> stage_upload(coordinator& coord, const db_meta& db, const std::stri
     }
     if (*whole) break;
     at += piece.size();
-  } while (at < stored->size());
+  } while (at < stored.size);
   json e{{"content_type", u.content_type},
          {"digest", "md5-" + crypto::base64_encode(md5)},
-         {"length", identity->size()},
-         {"revpos", 0},
+         {"length", identity.size},
+         {"revpos", u.revpos},
          {"key", key}};
-  if (stored != identity) {
+  if (stored.spool != identity.spool) {
     e["encoding"] = "gzip";
-    e["encoded_length"] = stored->size();
+    e["encoded_length"] = stored.size;
   }
   return e;
 }

@@ -7,6 +7,7 @@
 #pragma once
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "actors/coordinator.hpp"
@@ -28,6 +29,11 @@ struct upload {
   std::string content_type;
   std::string encoding;     // "" (identity) or "gzip": how the body was sent
   std::string content_md5;  // the Content-MD5 header (base64), or ""
+  // A multipart part: the attachment's name, the length its entry states for the identity bytes
+  // (checked), and the revpos it keeps (a replicated revision's; 0: the store sets it).
+  std::string name;
+  std::optional<uint64_t> identity_length;
+  uint64_t revpos = 0;
 };
 
 // Stages the spooled body `body` as an attachment of document `doc_id`: the stored entry
@@ -36,6 +42,10 @@ struct upload {
 // On an error nothing stays staged; after a failed document write, call coordinator::drop_staged.
 result<json> stage_upload(coordinator& coord, const db_meta& db, const std::string& doc_id, const body_spool& body,
                           const upload& u, const attachments::policy& p, const std::string& spool_dir);
+// The same for bytes [offset, offset + size) of a spool (a multipart part).
+result<json> stage_upload(coordinator& coord, const db_meta& db, const std::string& doc_id, const body_spool& spool,
+                          uint64_t offset, uint64_t size, const upload& u, const attachments::policy& p,
+                          const std::string& spool_dir);
 
 // The stored bytes [from, to) of blob `key`, decoded (gunzip) when `decode`: then `skip` decoded
 // bytes are dropped and `count` sent. A read that fails aborts the response (it ends short).

@@ -470,12 +470,28 @@ result<write_outcome> write_one(ctx& c, const db_meta& db, doc_update u) {
 
 // A multipart/related body (what CouchDB's replicator PUTs): the document's JSON first, then
 // one part per attachment that `follows`, matched by Content-Disposition's filename or else in
-// the order the document lists them.
-status read_multipart_doc(ctx& c, json& doc, std::map<std::string, std::string>& follows) {
-  auto parts = multipart::parse(c.req.body, multipart::boundary_of(c.req.get_header_value("Content-Type")));
+// the order the document lists them. The parts are located, not copied: in the request's body or,
+// for a large one, in the file the front spooled it to.
+status read_multipart_doc(ctx& c, json& doc, std::map<std::string, multipart::located>& following_parts) {
+  multipart::source body;
+  if (c.req.spool) {
+    const body_spool* spool = c.req.spool.get();
+    body = {spool->size(), [spool](uint64_t at, size_t n, std::string& out) { return spool->read(at, n, out); }};
+  } else {
+    std::string_view text = c.req.body;
+    body = {text.size(), [text](uint64_t at, size_t n, std::string& out) {
+              out.assign(at >= text.size() ? std::string_view() : text.substr(at, n));
+              return status{};
+            }};
+  }
+  auto parts = multipart::locate(body, multipart::boundary_of(c.req.get_header_value("Content-Type")));
   if (!parts) return parts.error();
   if (parts->empty()) return {errc::bad_request, "Invalid multipart body: no document part"};
-  auto parsed = parse_client_json((*parts)[0].body, {errc::bad_request, "invalid UTF-8 JSON"});
+  if ((*parts)[0].length > c.node.max_request_bytes)
+    return {errc::too_large, "the document part is larger than max_http_request_size"};
+  std::string text;
+  if (auto st = body.read((*parts)[0].offset, (*parts)[0].length, text); !st) return st;
+  auto parsed = parse_client_json(text, {errc::bad_request, "invalid UTF-8 JSON"});
   if (!parsed) return parsed.error();
   doc = std::move(*parsed);
   if (!doc.is_object()) return {errc::bad_request, "Document must be a JSON object"};
@@ -490,22 +506,85 @@ status read_multipart_doc(ctx& c, json& doc, std::map<std::string, std::string>&
                                    std::to_string(parts->size() - 1) + " parts after it"};
   }
   for (size_t i = 1; i < parts->size(); ++i) {
-    std::string name = (*parts)[i].filename();
+    std::string name = (*parts)[i].headers.filename();
     if (name.empty()) name = following[i - 1];
-    if (!follows.emplace(name, std::move((*parts)[i].body)).second) {
+    if (!following_parts.emplace(name, (*parts)[i]).second) {
       return {errc::bad_request, "Invalid multipart body: two parts for attachment '" + name + "'"};
     }
   }
   return {};
 }
 
+// Attachments of a spooled body, staged on the copies before the document is written (their
+// stored entries join the body after to_doc_update; attachment_stream.hpp).
+struct staged_atts {
+  std::map<std::string, json> entries;  // by attachment name
+  // Stages the part of each `"follows":true` entry of `doc` and takes the entry out of `doc`.
+  status stage(ctx& c, const db_meta& db, const std::string& id, json& doc,
+               const std::map<std::string, multipart::located>& parts, bool keep_revpos) {
+    json& atts = doc["_attachments"];
+    for (auto& [name, part] : parts) {
+      auto it = atts.is_object() ? atts.find(name) : atts.end();
+      if (it == atts.end() || !it->is_object() || it->value("follows", false) != true) {
+        return {errc::bad_request,
+                "Invalid multipart body: a part for attachment '" + name + "', which does not follow the document"};
+      }
+      const json& e = *it;
+      upload up;
+      up.name = name;
+      up.content_type = e.value("content_type", "application/octet-stream");
+      up.encoding = e.value("encoding", "");
+      if (up.encoding == "identity") up.encoding.clear();
+      if (!up.encoding.empty() && up.encoding != "gzip")
+        return {errc::bad_request, "Attachment '" + name + "': only gzip and identity encodings are supported"};
+      // The part's size is the one its entry states (encoded_length when gzip), then length decoded.
+      const char* sized = up.encoding.empty() ? "length" : "encoded_length";
+      if (auto l = e.find(sized); l != e.end() && !(l->is_number_unsigned() && l->get<uint64_t>() == part.length)) {
+        return {errc::bad_request, "Attachment '" + name + "' says " + sized + " " + l->dump() + " but its part has " +
+                                       std::to_string(part.length) + " bytes"};
+      }
+      if (auto l = e.find("length"); !up.encoding.empty() && l != e.end() && l->is_number_unsigned())
+        up.identity_length = l->get<uint64_t>();
+      if (auto d = e.find("digest"); d != e.end() && d->is_string() && d->get<std::string>().rfind("md5-", 0) == 0)
+        up.content_md5 = d->get<std::string>().substr(4);
+      if (auto r = e.find("revpos"); keep_revpos && r != e.end() && r->is_number_unsigned())
+        up.revpos = r->get<uint64_t>();
+      auto entry = stage_upload(c.node.coord, db, id, *c.req.spool, part.offset, part.length, up,
+                                c.node.attachment_policy, c.node.spool_dir);
+      if (!entry) return entry.error();
+      entries[name] = std::move(*entry);
+      atts.erase(it);
+    }
+    return {};
+  }
+  // Puts the staged entries into the body `u` is about to write.
+  void add_to(doc_update& u) const {
+    if (entries.empty()) return;
+    json body = parse_json(u.body).value_or(json::object());
+    for (auto& [name, e] : entries) body["_attachments"][name] = e;
+    u.body = body.dump();
+    u.managed_attachments = true;
+  }
+  // Forgets what was staged (the write failed).
+  void drop(ctx& c, const db_meta& db, const std::string& id) const {
+    for (auto& [name, e] : entries) c.node.coord.drop_staged(db, id, e["key"].get<std::string>());
+  }
+};
+
 void put_doc(ctx& c, const db_meta& db, std::string id) {
   std::map<std::string, std::string> follows;
+  std::map<std::string, multipart::located> parts;
   result<json> body = json();
   const bool is_multipart =
       c.method() == "PUT" && multipart::media_type_of(c.req.get_header_value("Content-Type")) == "multipart/related";
   if (is_multipart) {
-    if (auto st = read_multipart_doc(c, *body, follows); !st) return c.error(st);
+    if (auto st = read_multipart_doc(c, *body, parts); !st) return c.error(st);
+    if (!c.req.spool) {  // a body held in memory: the parts' bytes go to take_inline
+      for (auto& [name, part] : parts) follows.emplace(name, c.req.body.substr(part.offset, part.length));
+      parts.clear();
+    }
+  } else if (c.req.spool) {
+    return c.error(errc::bad_content_type, "Content-Type must be multipart/related");
   } else {
     body = parse_client_json(c.req.body, {errc::bad_request, "invalid UTF-8 JSON"});
   }
@@ -532,18 +611,29 @@ void put_doc(ctx& c, const db_meta& db, std::string id) {
     (*body)["_rev"] = rev;
   }
   if (auto st = authorize_doc_write(c, db, id, &*body); !st) return c.error(st);
+  staged_atts staged;  // a spooled body's attachments, staged on the copies first
+  auto fail = [&](const status& st) {
+    staged.drop(c, db, id);
+    c.error(st);
+  };
+  if (!parts.empty()) {
+    if (auto st = attachments_here(c, db); !st) return c.error(st);
+    if (auto st = staged.stage(c, db, id, *body, parts, !*new_edits); !st) return fail(st);
+  }
   auto u =
       to_doc_update(db, std::move(*body), id, *new_edits, is_multipart ? &follows : nullptr, c.node.attachment_policy);
-  if (!u) return c.error(u.error());
+  if (!u) return fail(u.error());
   if (!follows.empty()) {
-    return c.error(errc::bad_request, "Invalid multipart body: a part for attachment '" + follows.begin()->first +
-                                          "', which does not follow the document");
+    return fail({errc::bad_request, "Invalid multipart body: a part for attachment '" + follows.begin()->first +
+                                        "', which does not follow the document"});
   }
+  staged.add_to(*u);
   if (u->managed_attachments) {
-    if (auto st = attachments_here(c, db); !st) return c.error(st);
+    if (auto st = attachments_here(c, db); !st) return fail(st);
   }
   auto written = write_one(c, db, std::move(*u));
-  if (!written) return c.error(written.error());
+  if (!written) return fail(written.error());
+  if (!written->results.front().st) staged.drop(c, db, id);
   reply_written(c, id, written->results.front(), c.param("batch") == "ok", written->quorum_met);
 }
 

@@ -60,47 +60,103 @@ std::string media_type_of(const std::string& content_type) {
   return lower(trim(std::string_view(content_type).substr(0, content_type.find(';'))));
 }
 
-result<std::vector<part>> parse(std::string_view body, const std::string& boundary) {
+namespace {
+
+constexpr uint64_t npos = UINT64_MAX;
+constexpr size_t window = 1u << 20;        // bytes searched per read
+constexpr size_t max_headers = 64u << 10;  // a part's header block
+
+// Searches a source a window at a time (windows overlap by the needle's length, less one).
+class scanner {
+ public:
+  explicit scanner(const source& s) : s_(s) {}
+  status error;
+  uint64_t find(std::string_view needle, uint64_t from) {
+    std::string buf;
+    for (uint64_t at = from; at < s_.size;) {
+      if (status st = s_.read(at, window + needle.size(), buf); !st) {
+        error = st;
+        return npos;
+      }
+      if (auto i = buf.find(needle); i != std::string::npos) return at + i;
+      if (at + buf.size() >= s_.size || buf.size() < needle.size()) return npos;
+      at += buf.size() - needle.size() + 1;
+    }
+    return npos;
+  }
+  std::string get(uint64_t at, size_t n) {
+    std::string out;
+    if (status st = s_.read(at, n, out); !st) error = st;
+    return out;
+  }
+
+ private:
+  const source& s_;
+};
+
+}  // namespace
+
+result<std::vector<located>> locate(const source& body, const std::string& boundary) {
   if (boundary.empty() || boundary.size() > 70) return bad("missing or too long boundary");
   const std::string delimiter = "--" + boundary;
+  const std::string next_delimiter = "\r\n" + delimiter;
+  scanner scan(body);
+  auto failed = [&](const char* why) -> status { return scan.error ? bad(why) : scan.error; };
   // The first delimiter may open the body; later ones follow a CRLF.
-  size_t pos;
-  if (body.substr(0, delimiter.size()) == delimiter) {
+  uint64_t pos;
+  if (scan.get(0, delimiter.size()) == delimiter) {
     pos = delimiter.size();
   } else {
-    pos = body.find("\r\n" + delimiter);
-    if (pos == std::string_view::npos) return bad("no opening boundary");
-    pos += 2 + delimiter.size();
+    pos = scan.find(next_delimiter, 0);
+    if (pos == npos) return failed("no opening boundary");
+    pos += next_delimiter.size();
   }
-  std::vector<part> parts;
-  const std::string next_delimiter = "\r\n" + delimiter;
+  std::vector<located> parts;
   for (;;) {
-    if (body.substr(pos, 2) == "--") return parts;  // the closing delimiter
-    size_t eol = body.find("\r\n", pos);            // the rest of the delimiter line (transport padding)
-    if (eol == std::string_view::npos) return bad("the body ends inside a boundary line");
+    if (scan.get(pos, 2) == "--") return parts;  // the closing delimiter
+    uint64_t eol = scan.find("\r\n", pos);       // the rest of the delimiter line (transport padding)
+    if (eol == npos) return failed("the body ends inside a boundary line");
     pos = eol + 2;
-    part p;
-    size_t headers_end = body.find("\r\n\r\n", pos);
-    if (body.substr(pos, 2) == "\r\n") {
-      headers_end = pos - 2;  // no headers at all
-    } else if (headers_end == std::string_view::npos) {
-      return bad("a part's headers do not end");
+    located p;
+    const std::string head = scan.get(pos, max_headers);
+    size_t headers_end = head.find("\r\n\r\n");
+    if (head.substr(0, 2) == "\r\n") {
+      headers_end = 0;  // no headers at all
+    } else if (headers_end == std::string::npos) {
+      return failed("a part's headers do not end");
+    } else {
+      for (size_t line = 0; line < headers_end + 2;) {
+        size_t end = head.find("\r\n", line);
+        std::string_view h = std::string_view(head).substr(line, end - line);
+        auto colon = h.find(':');
+        if (colon == std::string_view::npos) return bad("a part header without ':'");
+        p.headers.headers.emplace_back(lower(trim(h.substr(0, colon))), trim(h.substr(colon + 1)));
+        line = end + 2;
+      }
+      headers_end += 2;
     }
-    for (size_t line = pos; line < headers_end + 2;) {
-      size_t end = body.find("\r\n", line);
-      std::string_view h = body.substr(line, end - line);
-      auto colon = h.find(':');
-      if (colon == std::string_view::npos) return bad("a part header without ':'");
-      p.headers.emplace_back(lower(trim(h.substr(0, colon))), trim(h.substr(colon + 1)));
-      line = end + 2;
-    }
-    size_t start = headers_end + 4;
-    size_t end = body.find(next_delimiter, start);
-    if (end == std::string_view::npos) return bad("the body ends before its closing boundary");
-    p.body = std::string(body.substr(start, end - start));
+    p.offset = pos + headers_end + 2;
+    uint64_t end = scan.find(next_delimiter, p.offset);
+    if (end == npos) return failed("the body ends before its closing boundary");
+    p.length = end - p.offset;
     parts.push_back(std::move(p));
     pos = end + next_delimiter.size();
   }
+}
+
+result<std::vector<part>> parse(std::string_view body, const std::string& boundary) {
+  source s{body.size(), [body](uint64_t at, size_t n, std::string& out) {
+             out.assign(at >= body.size() ? std::string_view() : body.substr(at, n));
+             return status{};
+           }};
+  auto spans = locate(s, boundary);
+  if (!spans) return spans.error();
+  std::vector<part> parts;
+  for (auto& l : *spans) {
+    parts.push_back(std::move(l.headers));
+    parts.back().body.assign(body.substr(l.offset, l.length));
+  }
+  return parts;
 }
 
 void writer::add(const std::vector<std::pair<std::string, std::string>>& headers, std::string_view body) {

@@ -2,6 +2,8 @@
 // attachments: `multipart/related` (the document's JSON, then one part per attachment that
 // "follows") and `multipart/mixed` (one part per revision of an open_revs answer).
 #pragma once
+#include <cstdint>
+#include <functional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -26,8 +28,20 @@ std::string boundary_of(const std::string& content_type);
 std::string media_type_of(const std::string& content_type);
 
 // The parts of `body` delimited by `boundary`. Errors (400): no opening delimiter, a part without
-// the blank line ending its headers, a body that ends before the closing delimiter.
+// the blank line ending its headers (within 64 KiB), a body that ends before the closing delimiter.
 result<std::vector<part>> parse(std::string_view body, const std::string& boundary);
+
+// The same for a body too large to hold (a spooled upload): `size` bytes that `read(at, n, out)`
+// gives a piece at a time; each part is located (its headers, where its body is) but not copied.
+struct source {
+  uint64_t size = 0;
+  std::function<status(uint64_t at, size_t n, std::string& out)> read;
+};
+struct located {
+  part headers;  // the part's headers (its body stays empty)
+  uint64_t offset = 0, length = 0;
+};
+result<std::vector<located>> locate(const source& body, const std::string& boundary);
 
 // Builds a multipart body part by part, in CouchDB's layout ("--B\r\n<headers>\r\n\r\n<body>",
 // parts joined by "\r\n--B\r\n", closed by "\r\n--B--").

@@ -38,7 +38,9 @@ struct node_services {
   // [couchdb] max_attachment_size (a larger one is 413), [attachments] compressible_types and
   // compression_level: how new attachments are stored.
   attachments::policy attachment_policy{};
-  std::string spool_dir = ".";  // where large uploads are decoded and encoded (the data directory)
+  std::string spool_dir = ".";
+  size_t max_request_bytes =
+      64u << 20;  // [chttpd] max_http_request_size  // where large uploads are decoded and encoded (the data directory)
   size_t uuids_max_count = 1000;
   size_t bulk_docs_max = 100000;
   change_notifier* notifier = nullptr;

@@ -4,6 +4,7 @@
 
 #include "http/auth.hpp"
 #include "http/handlers.hpp"
+#include "http/multipart.hpp"
 #include "node/log.hpp"
 
 namespace settee {
@@ -105,11 +106,15 @@ void dispatch(ctx& c) {
 
 }  // namespace
 
-bool is_attachment_path(const std::string& target) {
-  std::vector<std::string> p = split_path(target.substr(0, target.find('?')));
-  if (p.size() < 3 || p[0].empty() || (p[0][0] == '_' && !is_system_db(p[0]))) return false;
-  if (p[1] == "_design") return p.size() > 3 && !p[3].empty() && p[3][0] != '_';
-  return !p[1].empty() && p[1][0] != '_';
+bool streams_body(const http_request& req) {
+  std::vector<std::string> p = split_path(req.target.substr(0, req.target.find('?')));
+  if (req.method != "PUT" || p.size() < 2 || p[0].empty() || (p[0][0] == '_' && !is_system_db(p[0]))) return false;
+  const bool design = p[1] == "_design";
+  if (!design && (p[1].empty() || p[1][0] == '_')) return false;
+  const size_t doc_segments = design ? 3 : 2;
+  if (p.size() == doc_segments)  // a document: only as multipart/related
+    return multipart::media_type_of(req.get_header_value("Content-Type")) == "multipart/related";
+  return p.size() > doc_segments && !p[doc_segments].empty() && p[doc_segments][0] != '_';
 }
 
 std::shared_ptr<http_response> handle_request(node_services& node, const http_request& req) {

@@ -11,8 +11,8 @@ namespace settee {
 // The response to `req` (never null; an exception in a handler becomes a 500).
 std::shared_ptr<http_response> handle_request(node_services& node, const http_request& req);
 
-// Whether request target `target` names an attachment (/db/doc/att, /db/_design/ddoc/att): the
-// front may stream such a PUT's body to a file (http_options::spool_from_bytes).
-bool is_attachment_path(const std::string& target);
+// Whether a PUT's body may go to a file instead of memory (http_options::spool_from_bytes): an
+// attachment's (/db/doc/att, /db/_design/ddoc/att) or a document's sent as multipart/related.
+bool streams_body(const http_request& req);
 
 }  // namespace settee

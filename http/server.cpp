@@ -25,6 +25,7 @@
 
 #include "actors/change_notifier.hpp"
 #include "http/body_spool.hpp"
+#include "http/multipart.hpp"
 #include "http/router.hpp"
 #include "node/log.hpp"
 
@@ -158,8 +159,10 @@ int on_headers_complete(http_parser* p) {
   bool has_length = (p->flags & F_CONTENTLENGTH) != 0;
   c.max_body = c.opts.max_request_bytes;
   bool large = (p->flags & F_CHUNKED) != 0 || (has_length && p->content_length > c.opts.spool_from_bytes);
-  if (large && p->method == HTTP_PUT && is_attachment_path(c.req->target)) {
-    c.max_body = c.opts.max_attachment_bytes;
+  if (large && streams_body(*c.req)) {
+    // An attachment, or a multipart document: its attachments and its (bounded) JSON.
+    const bool document = multipart::media_type_of(c.req->get_header_value("Content-Type")) == "multipart/related";
+    c.max_body = c.opts.max_attachment_bytes + (document ? c.opts.max_request_bytes : 0);
     if (!has_length || p->content_length <= c.max_body) {
       auto spool = body_spool::create(c.opts.spool_dir);
       if (!spool) {

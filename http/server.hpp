@@ -20,8 +20,10 @@ struct http_options {
   size_t threads = 64;                   // the most worker threads (requests in progress, not connections);
                                          // 8 stay, the others start when busy and leave after 30 s idle
   size_t max_request_bytes = 64u << 20;  // a larger body is 413
-  // A PUT of an attachment whose body is larger than spool_from_bytes (or chunked) goes to a file in
-  // spool_dir (http/body_spool.hpp) instead of memory, up to max_attachment_bytes.
+  // A PUT of an attachment or of a multipart/related document whose body is larger than
+  // spool_from_bytes (or chunked) goes to a file in spool_dir (http/body_spool.hpp) instead of
+  // memory, up to max_attachment_bytes + max_request_bytes (an attachment's own limit applies once
+  // it is decoded).
   size_t max_attachment_bytes = size_t{1} << 30;
   size_t spool_from_bytes = 1u << 20;
   std::string spool_dir = ".";

@@ -340,6 +340,7 @@ int main(int argc, char** argv) {
     http.max_request_bytes = static_cast<size_t>(cfg.get_int("chttpd", "max_http_request_size", 64 << 20));
     http.max_attachment_bytes = node.attachment_policy.max_bytes;
     http.spool_dir = node.spool_dir = args.data_dir;
+    node.max_request_bytes = http.max_request_bytes;
     http.header_timeout_s = static_cast<int>(std::clamp<int64_t>(cfg.get_int("chttpd", "header_timeout", 15), 1, 3600));
     http.keep_alive_timeout_s =
         static_cast<int>(std::clamp<int64_t>(cfg.get_int("chttpd", "keep_alive_timeout", 30), 1, 86400));

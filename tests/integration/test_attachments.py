@@ -707,5 +707,59 @@ class LargeAttachments(NodeTest):
         self.assertEqual(n.get("/large/b/a.bin").data, data)
 
 
+    def test_large_multipart_documents_are_spooled_and_staged(self):
+        # The replicator's write of a document with large attachments (new_edits=false, revpos kept):
+        # spooled by the front, each part staged from the file, never whole in memory.
+        n = self.node
+        data = random_bytes(5 * MiB)
+        text = b"".join(b"row %d\n" % i for i in range(400000))
+        packed = gzip.compress(text)
+        doc = {"_id": "r", "_revisions": {"start": 3, "ids": ["c" * 32, "b" * 32, "a" * 32]}, "v": 1,
+               "_attachments": {
+                   "data.bin": {"follows": True, "length": len(data), "revpos": 2, "digest": digest(data),
+                                "content_type": "application/octet-stream"},
+                   "rows.txt": {"follows": True, "length": len(text), "encoding": "gzip", "encoded_length": len(packed),
+                                "revpos": 3, "digest": digest(packed), "content_type": "text/plain"}}}
+        hdr = {"Content-Type": 'multipart/related; boundary="xyz"'}
+        p = n.request("PUT", "/large/r?new_edits=false", raw_body=related(doc, [("data.bin", data), ("rows.txt", packed)]),
+                      headers=hdr)
+        self.assertEqual(p.status, 201, p)
+        got = n.get("/large/r?att_encoding_info=true").json
+        self.assertEqual((got["_rev"], got["_attachments"]["data.bin"]["revpos"], got["_attachments"]["rows.txt"]["revpos"]),
+                         ("3-" + "c" * 32, 2, 3))
+        self.assertEqual(got["_attachments"]["rows.txt"]["encoding"], "gzip")
+        self.assertEqual(n.get("/large/r/data.bin").data, data)
+        self.assertEqual(n.get("/large/r/rows.txt").data, text)
+        # An interactive edit: a stub and a new large part without a filename.
+        more = random_bytes(2 * MiB)
+        doc2 = {"_rev": got["_rev"], "_attachments": {"data.bin": {"stub": True},
+                                                     "more": {"follows": True, "length": len(more)}}}
+        p = n.request("PUT", "/large/r", raw_body=related(doc2, [(None, more)]), headers=hdr)
+        self.assertEqual(p.status, 201, p)
+        self.assertEqual((n.get("/large/r/more").data, n.get("/large/r/data.bin").data), (more, data))
+        self.assertEqual(sorted(n.get("/large/r").json["_attachments"]), ["data.bin", "more"])
+        # Bodies that lie: nothing stays staged, nothing is written.
+        before = n.get("/large").json["sizes"]["external"]
+        bad = dict(doc2, _rev=p.json["rev"])
+        bad["_attachments"] = {"x": {"follows": True, "length": len(more) + 1}}
+        r = n.request("PUT", "/large/r", raw_body=related(bad, [("x", more)]), headers=hdr)
+        self.assertError(r, 400, "bad_request", f"Attachment 'x' says length {len(more) + 1} but its part has "
+                                                f"{len(more)} bytes")
+        bad["_attachments"] = {"x": {"follows": True, "length": len(more), "digest": digest(b"other")}}
+        r = n.request("PUT", "/large/r", raw_body=related(bad, [("x", more)]), headers=hdr)
+        self.assertError(r, 400, "content_md5_mismatch")
+        bad["_attachments"] = {"x": {"follows": True}, "y": {"follows": True}}
+        r = n.request("PUT", "/large/r", raw_body=related(bad, [("x", more)]), headers=hdr)
+        self.assertError(r, 400, "bad_request")
+        bad["_attachments"] = {"x": {"follows": True}}
+        r = n.request("PUT", "/large/r", raw_body=related(bad, [("x", more)])[:-50], headers=hdr)
+        self.assertError(r, 400, "bad_request", "Invalid multipart body: the body ends before its closing boundary")
+        fresh = random_bytes(2 * MiB)  # staged, then the write is a conflict: the staged bytes go
+        r = n.request("PUT", "/large/r", raw_body=related(dict(bad, _rev="9-" + "0" * 32), [("x", fresh)]), headers=hdr)
+        self.assertError(r, 409, "conflict")
+        self.assertEqual(n.get("/large").json["sizes"]["external"], before)
+        self.assertEqual(sorted(n.get("/large/r").json["_attachments"]), ["data.bin", "more"])
+
+
 if __name__ == "__main__":
     main()
