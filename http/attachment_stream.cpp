@@ -165,7 +165,43 @@ class blob_reader final : public response_stream {
   std::unique_ptr<gzip::stream> z_;
 };
 
+class segment_reader final : public response_stream {
+ public:
+  segment_reader(coordinator& coord, db_meta db, std::string doc_id, multipart::segments body)
+      : coord_(coord), db_(std::move(db)), doc_id_(std::move(doc_id)), body_(std::move(body)) {}
+
+  pump_result pump(std::string& out) override {
+    for (;;) {
+      if (blob_) {
+        pump_result r = blob_->pump(out);
+        if (r.then != pump_result::next::done) return r;
+        blob_.reset();
+      }
+      if (next_ == body_.size()) return {pump_result::next::done, {}, 0, {}};
+      multipart::segment& s = body_[next_++];
+      if (s.key.empty()) {
+        out = std::move(s.text);
+        return {};
+      }
+      blob_ = std::make_unique<blob_reader>(coord_, db_, doc_id_, blob_slice{s.key, 0, s.length});
+    }
+  }
+
+ private:
+  coordinator& coord_;
+  db_meta db_;
+  std::string doc_id_;
+  multipart::segments body_;
+  size_t next_ = 0;
+  std::unique_ptr<blob_reader> blob_;
+};
+
 }  // namespace
+
+std::shared_ptr<response_stream> segments_stream(coordinator& coord, const db_meta& db, const std::string& doc_id,
+                                                 multipart::segments body) {
+  return std::make_shared<segment_reader>(coord, db, doc_id, std::move(body));
+}
 
 std::shared_ptr<response_stream> blob_stream(coordinator& coord, const db_meta& db, const std::string& doc_id,
                                              blob_slice slice) {

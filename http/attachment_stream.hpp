@@ -13,6 +13,7 @@
 #include "actors/coordinator.hpp"
 #include "http/body_spool.hpp"
 #include "http/message.hpp"
+#include "http/multipart.hpp"
 #include "storage/attachments.hpp"
 
 namespace settee {
@@ -57,5 +58,9 @@ struct blob_slice {
 };
 std::shared_ptr<response_stream> blob_stream(coordinator& coord, const db_meta& db, const std::string& doc_id,
                                              blob_slice slice);
+// A multipart body with holes (multipart::segments), its blobs' stored bytes read a piece at a
+// time as it is sent.
+std::shared_ptr<response_stream> segments_stream(coordinator& coord, const db_meta& db, const std::string& doc_id,
+                                                 multipart::segments body);
 
 }  // namespace settee

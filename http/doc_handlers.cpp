@@ -319,39 +319,47 @@ bool accepts_explicitly(ctx& c, const std::string& type) {
 }
 
 // Revision `index` as CouchDB's multipart/related (the JSON with `"follows":true` entries, then
-// one part per such attachment), or as plain JSON when none follows.
-std::pair<std::string, std::string> multipart_rev(const doc_copy& d, int index, const render_options& opts) {
+// one part per such attachment, whose bytes are holes read as the answer is sent), or as plain
+// JSON when none follows.
+std::pair<std::string, multipart::segments> multipart_rev(const doc_copy& d, int index, const render_options& opts) {
   auto doc = render_rev(d, index, opts);
   const std::string* stored = d.body(d.info.tree.rev(index));
-  if (!doc || !stored)
-    return {"application/json; error=\"true\"", "{\"missing\":" + quote(d.info.tree.rev(index).str()) + "}"};
+  if (!doc || !stored) {
+    return {"application/json; error=\"true\"", {{"{\"missing\":" + quote(d.info.tree.rev(index).str()) + "}", "", 0}}};
+  }
   auto parts = attachments::shown_after(*stored, inline_after(d.info, index, opts));
-  if (parts.empty()) return {"application/json", *doc};
+  if (parts.empty()) return {"application/json", {{std::move(*doc), "", 0}}};
   multipart::writer w(crypto::random_hex(16));
   w.add({{"Content-Type", "application/json"}}, *doc);
   for (const auto& p : parts) {
-    auto bytes = opts.blobs ? opts.blobs->find(p.key) : attachments::blob_bytes::const_iterator{};
-    std::string_view data = opts.blobs && bytes != opts.blobs->end() ? std::string_view(bytes->second) : "";
-    std::vector<std::pair<std::string, std::string>> headers{
-        {"Content-Disposition", "attachment; filename=" + quote(p.name)},
-        {"Content-Type", p.content_type},
-        {"Content-Length", std::to_string(data.size())}};
+    multipart::writer::headers headers{{"Content-Disposition", "attachment; filename=" + quote(p.name)},
+                                       {"Content-Type", p.content_type},
+                                       {"Content-Length", std::to_string(p.length)}};
     if (p.gzipped) headers.emplace_back("Content-Encoding", "gzip");  // sent as stored, as CouchDB does
-    w.add(headers, data);
+    w.add_blob(headers, p.key, p.length);
   }
-  return {w.content_type("related"), w.finish()};
+  return {w.content_type("related"), w.finish_segments()};
+}
+
+// Answers with `body`: at once when it has no holes, else as a stream of known length.
+void reply_segments(ctx& c, const db_meta& db, const std::string& id, multipart::segments body,
+                    const std::string& type) {
+  c.res.status = 200;
+  if (body.size() == 1 && body.front().key.empty())
+    return c.res.set_content(std::move(body.front().text), type.c_str());
+  c.res.stream_length = static_cast<int64_t>(multipart::size_of(body));
+  c.res.set_stream(segments_stream(c.node.coord, db, id, std::move(body)), type.c_str());
 }
 
 // GET with `Accept: multipart/mixed` and open_revs (the CouchDB replicator's read), or with
-// `Accept: multipart/related` and attachments=true.
-void reply_multipart(ctx& c, const doc_copy& d, const doc_get& g) {
+// `Accept: multipart/related` and attachments=true. Attachments are read as they are sent.
+void reply_multipart(ctx& c, const db_meta& db, const doc_copy& d, const doc_get& g) {
   if (!g.by_open_revs) {
     auto index = requested_index(d, g);
     if (!index) return c.error(index.error());
     auto [type, body] = multipart_rev(d, *index, g.opts);
     c.res.set_header("ETag", "\"" + d.info.tree.rev(*index).str() + "\"");
-    c.res.status = 200;
-    return c.res.set_content(std::move(body), type.c_str());
+    return reply_segments(c, db, d.id, std::move(body), type);
   }
   if (g.open_revs_all && !d.found) return c.error(errc::not_found, "missing");
   std::vector<std::string> missing;
@@ -362,8 +370,7 @@ void reply_multipart(ctx& c, const doc_copy& d, const doc_get& g) {
   }
   for (auto& m : missing)
     outer.add({{"Content-Type", "application/json; error=\"true\""}}, "{\"missing\":" + quote(m) + "}");
-  c.res.status = 200;
-  c.res.set_content(outer.finish(), outer.content_type("mixed").c_str());
+  reply_segments(c, db, d.id, outer.finish_segments(), outer.content_type("mixed"));
 }
 
 }  // namespace
@@ -432,8 +439,8 @@ void get_doc(ctx& c, const db_meta& db, const std::string& id) {
     g->opts.attachments = g->opts.follows = g->opts.att_encoding_info = true;
   }
   attachments::blob_bytes blobs;
-  if (g->opts.attachments) {
-    std::vector<int> rendered;  // the revisions the answer shows (an error answer shows none)
+  if (g->opts.attachments && !multipart) {  // multipart reads them as it sends them
+    std::vector<int> rendered;              // the revisions the answer shows (an error answer shows none)
     if (g->by_open_revs) {
       std::vector<std::string> missing;
       rendered = open_revs_indices(*d, *g, missing);
@@ -443,7 +450,7 @@ void get_doc(ctx& c, const db_meta& db, const std::string& id) {
     if (auto st = fetch_inline_blobs(c, db, *d, rendered, g->opts, blobs); !st) return c.error(st);
   }
   g->opts.blobs = &blobs;
-  if (multipart) return reply_multipart(c, *d, *g);
+  if (multipart) return reply_multipart(c, db, *d, *g);
   reply_doc_read(c, answer_doc_get(*d, *g));
 }
 

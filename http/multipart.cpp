@@ -159,18 +159,58 @@ result<std::vector<part>> parse(std::string_view body, const std::string& bounda
   return parts;
 }
 
-void writer::add(const std::vector<std::pair<std::string, std::string>>& headers, std::string_view body) {
-  out_ += out_.empty() ? "--" : "\r\n--";
-  out_ += boundary_;
-  for (auto& [k, v] : headers) out_ += "\r\n" + k + ": " + v;
-  out_ += "\r\n\r\n";
-  out_.append(body.data(), body.size());
+uint64_t size_of(const segments& body) {
+  uint64_t n = 0;
+  for (auto& s : body) n += s.key.empty() ? s.text.size() : s.length;
+  return n;
+}
+
+std::string& writer::text() {
+  if (out_.empty() || !out_.back().key.empty()) out_.emplace_back();
+  return out_.back().text;
+}
+
+void writer::open(const headers& h) {
+  std::string& o = text();
+  o += empty_ ? "--" : "\r\n--";
+  empty_ = false;
+  o += boundary_;
+  for (auto& [k, v] : h) o += "\r\n" + k + ": " + v;
+  o += "\r\n\r\n";
+}
+
+void writer::add(const headers& h, std::string_view body) {
+  open(h);
+  text().append(body.data(), body.size());
+}
+
+void writer::add_blob(const headers& h, const std::string& key, uint64_t length) {
+  open(h);
+  out_.push_back({"", key, length});
+}
+
+void writer::add(const headers& h, const segments& body) {
+  open(h);
+  for (auto& s : body) {
+    if (s.key.empty())
+      text() += s.text;
+    else
+      out_.push_back(s);
+  }
+}
+
+segments writer::finish_segments() {
+  std::string& o = text();
+  o += empty_ ? "--" : "\r\n--";
+  o += boundary_ + "--";
+  return std::move(out_);
 }
 
 std::string writer::finish() {
-  out_ += out_.empty() ? "--" : "\r\n--";
-  out_ += boundary_ + "--";
-  return std::move(out_);
+  segments all = finish_segments();
+  std::string out;
+  for (auto& s : all) out += s.text;  // holes have no text: a caller with holes uses finish_segments
+  return out;
 }
 
 std::string writer::content_type(const char* subtype) const {

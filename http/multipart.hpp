@@ -43,20 +43,39 @@ struct located {
 };
 result<std::vector<located>> locate(const source& body, const std::string& boundary);
 
+// A body to send: text, and holes for attachment bytes that are read as it is sent (so a large
+// attachment never sits in memory). A segment with a `key` stands for `length` bytes of that blob.
+struct segment {
+  std::string text;
+  std::string key;
+  uint64_t length = 0;
+};
+using segments = std::vector<segment>;
+// The bytes a body will have.
+uint64_t size_of(const segments& body);
+
 // Builds a multipart body part by part, in CouchDB's layout ("--B\r\n<headers>\r\n\r\n<body>",
 // parts joined by "\r\n--B\r\n", closed by "\r\n--B--").
 class writer {
  public:
+  using headers = std::vector<std::pair<std::string, std::string>>;
   explicit writer(std::string boundary) : boundary_(std::move(boundary)) {}
-  void add(const std::vector<std::pair<std::string, std::string>>& headers, std::string_view body);
-  // The finished body (no part: just the closing delimiter).
+  void add(const headers& h, std::string_view body);
+  // A part whose body is `length` bytes of blob `key`, or another body with holes.
+  void add_blob(const headers& h, const std::string& key, uint64_t length);
+  void add(const headers& h, const segments& body);
+  // The finished body (no part: just the closing delimiter); finish() when it has no holes.
+  segments finish_segments();
   std::string finish();
   // `multipart/<subtype>; boundary="B"`.
   std::string content_type(const char* subtype) const;
 
  private:
+  void open(const headers& h);
+  std::string& text();  // the text segment at the end
   std::string boundary_;
-  std::string out_;
+  segments out_;
+  bool empty_ = true;
 };
 
 }  // namespace settee::multipart

@@ -730,6 +730,21 @@ class LargeAttachments(NodeTest):
         self.assertEqual(got["_attachments"]["rows.txt"]["encoding"], "gzip")
         self.assertEqual(n.get("/large/r/data.bin").data, data)
         self.assertEqual(n.get("/large/r/rows.txt").data, text)
+        # Read back as the replicator reads it: multipart, the parts streamed with a Content-Length.
+        g = n.get("/large/r?attachments=true&revs=true", headers={"Accept": "multipart/related"})
+        self.assertEqual((g.status, g.header("Content-Length"), g.header("Transfer-Encoding")),
+                         (200, str(len(g.data)), None))
+        parts = split_multipart(g.header("Content-Type"), g.data)
+        self.assertEqual(parts[1][1], data)
+        # A gzip part is decoded, then stored as the policy says (gzip again, by settee).
+        self.assertEqual((parts[2][0]["Content-Encoding"], gzip.decompress(parts[2][1])), ("gzip", text))
+        self.assertEqual(json.loads(parts[0][1])["_attachments"]["data.bin"]["follows"], True)
+        g = n.get(f'/large/r?open_revs=["{got["_rev"]}","9-{"0" * 32}"]', headers={"Accept": "multipart/mixed"})
+        outer = split_multipart(g.header("Content-Type"), g.data)
+        self.assertEqual(len(outer), 2)
+        inner = split_multipart(outer[0][0]["Content-Type"], outer[0][1])
+        self.assertEqual([p[1] for p in inner[1:]], [p[1] for p in parts[1:]])
+        self.assertEqual(json.loads(outer[1][1]), {"missing": "9-" + "0" * 32})
         # An interactive edit: a stub and a new large part without a filename.
         more = random_bytes(2 * MiB)
         doc2 = {"_rev": got["_rev"], "_attachments": {"data.bin": {"stub": True},
