@@ -1108,6 +1108,17 @@ result<T> rpc_node::call(const std::string& peer, std::chrono::milliseconds time
   return std::move(*answer[0][0]);
 }
 
+template <class Fill>
+status rpc_node::call_status(const std::string& peer, std::chrono::milliseconds timeout, Fill fill) {
+  auto r = call<bool>(peer, timeout, [fill](Node::Client& cap) {
+    return fill(cap).send().then([](auto&& answer) -> result<bool> {
+      if (status st = status_of(answer.getStatus()); !st) return st;
+      return true;
+    });
+  });
+  return r ? status{} : r.error();
+}
+
 result<remote_shard_info> rpc_node::shard_info(const std::string& peer, const std::string& db, const std::string& range,
                                                std::chrono::milliseconds timeout) {
   return call<remote_shard_info>(peer, timeout, [=](Node::Client& cap) {
@@ -1433,16 +1444,12 @@ result<std::vector<local_doc>> rpc_node::list_local(const std::string& node, con
 
 status rpc_node::set_revs_limit(const std::string& node, const std::string& db, const std::string& range,
                                 uint32_t limit, std::chrono::milliseconds timeout) {
-  auto r = call<bool>(node, timeout, [=](Node::Client& cap) {
+  return call_status(node, timeout, [=](Node::Client& cap) {
     auto req = cap.setRevsLimitRequest();
     set_shard(req.initShard(), db, range);
     req.setLimit(limit);
-    return req.send().then([](capnp::Response<Node::SetRevsLimitResults>&& r) -> result<bool> {
-      if (status st = status_of(r.getStatus()); !st) return st;
-      return true;
-    });
+    return req;
   });
-  return r ? status{} : r.error();
 }
 
 bool rpc_node::stores_attachments(const std::string& node) const {
@@ -1484,16 +1491,12 @@ result<bool> rpc_node::stage_blob(const std::string& node, const std::string& db
 
 status rpc_node::drop_staged(const std::string& node, const std::string& db, const std::string& range,
                              const std::string& key, std::chrono::milliseconds timeout) {
-  auto r = call<bool>(node, timeout, [=](Node::Client& cap) {
+  return call_status(node, timeout, [=](Node::Client& cap) {
     auto req = cap.dropStagedRequest();
     set_shard(req.initShard(), db, range);
     req.setKey(key);
-    return req.send().then([](capnp::Response<Node::DropStagedResults>&& r) -> result<bool> {
-      if (status st = status_of(r.getStatus()); !st) return st;
-      return true;
-    });
+    return req;
   });
-  return r ? status{} : r.error();
 }
 
 bool rpc_node::runs_tasks(const std::string& node) const {
@@ -1501,15 +1504,11 @@ bool rpc_node::runs_tasks(const std::string& node) const {
 }
 
 status rpc_node::compact_db(const std::string& node, const std::string& db, std::chrono::milliseconds timeout) {
-  auto r = call<bool>(node, timeout, [=](Node::Client& cap) {
+  return call_status(node, timeout, [=](Node::Client& cap) {
     auto req = cap.compactDbRequest();
     req.setDb(db);
-    return req.send().then([](capnp::Response<Node::CompactDbResults>&& r) -> result<bool> {
-      if (status st = status_of(r.getStatus()); !st) return st;
-      return true;
-    });
+    return req;
   });
-  return r ? status{} : r.error();
 }
 
 result<std::vector<std::string>> rpc_node::active_tasks(const std::string& node, std::chrono::milliseconds timeout) {

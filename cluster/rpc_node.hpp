@@ -163,6 +163,10 @@ class rpc_node final : public remote_shards {
   void start_call(const std::string& peer, Send send, std::function<void(result<T>)> done);
   template <class T, class Send>
   result<T> call(const std::string& peer, std::chrono::milliseconds timeout, Send send);
+  // A call answered by a status only: `fill` gets the peer's capability and returns the filled
+  // request (holding copies of what it sends).
+  template <class Fill>
+  status call_status(const std::string& peer, std::chrono::milliseconds timeout, Fill fill);
   std::shared_ptr<struct loop_control> control_;
 };
 

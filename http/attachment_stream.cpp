@@ -55,11 +55,6 @@ status hash(const span& s, std::string& md5, std::string& sha256) {
 
 }  // namespace
 
-result<json> stage_upload(coordinator& coord, const db_meta& db, const std::string& doc_id, const body_spool& body,
-                          const upload& u, const attachments::policy& p, const std::string& spool_dir) {
-  return stage_upload(coord, db, doc_id, body, 0, body.size(), u, p, spool_dir);
-}
-
 result<json> stage_upload(coordinator& coord, const db_meta& db, const std::string& doc_id, const body_spool& spool,
                           uint64_t offset, uint64_t size, const upload& u, const attachments::policy& p,
                           const std::string& spool_dir) {

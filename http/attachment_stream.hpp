@@ -37,13 +37,12 @@ struct upload {
   uint64_t revpos = 0;
 };
 
-// Stages the spooled body `body` as an attachment of document `doc_id`: the stored entry
-// (attachments.hpp; revpos 0, the store sets it) when every reachable copy holds the blob. Errors:
+// Stages bytes [offset, offset + size) of spool `spool` (a spooled body, or a multipart part of
+// one) as an attachment of document `doc_id`: the stored entry
+// (attachments.hpp; revpos u.revpos, 0: the store sets it) when every reachable copy holds the
+// blob. Errors:
 // 400 content_md5_mismatch, 400 bad gzip, 413 larger than the policy's max_bytes, a copy's refusal.
 // On an error nothing stays staged; after a failed document write, call coordinator::drop_staged.
-result<json> stage_upload(coordinator& coord, const db_meta& db, const std::string& doc_id, const body_spool& body,
-                          const upload& u, const attachments::policy& p, const std::string& spool_dir);
-// The same for bytes [offset, offset + size) of a spool (a multipart part).
 result<json> stage_upload(coordinator& coord, const db_meta& db, const std::string& doc_id, const body_spool& spool,
                           uint64_t offset, uint64_t size, const upload& u, const attachments::policy& p,
                           const std::string& spool_dir);

@@ -480,16 +480,9 @@ result<write_outcome> write_one(ctx& c, const db_meta& db, doc_update u) {
 // the order the document lists them. The parts are located, not copied: in the request's body or,
 // for a large one, in the file the front spooled it to.
 status read_multipart_doc(ctx& c, json& doc, std::map<std::string, multipart::located>& following_parts) {
-  multipart::source body;
-  if (c.req.spool) {
-    const body_spool* spool = c.req.spool.get();
+  multipart::source body = multipart::in_memory(c.req.body);
+  if (const body_spool* spool = c.req.spool.get()) {
     body = {spool->size(), [spool](uint64_t at, size_t n, std::string& out) { return spool->read(at, n, out); }};
-  } else {
-    std::string_view text = c.req.body;
-    body = {text.size(), [text](uint64_t at, size_t n, std::string& out) {
-              out.assign(at >= text.size() ? std::string_view() : text.substr(at, n));
-              return status{};
-            }};
   }
   auto parts = multipart::locate(body, multipart::boundary_of(c.req.get_header_value("Content-Type")));
   if (!parts) return parts.error();
@@ -905,7 +898,7 @@ void write_attachment(ctx& c, const db_meta& db, const std::string& doc_id, cons
   // Content-MD5 is the part's digest, gzip is decoded, max_attachment_size applies). A body the
   // front spooled to a file (a large one) is staged on the copies first, its entry made here.
   std::map<std::string, std::string> follows;
-  std::optional<json> staged;
+  staged_atts staged;  // a spooled body, staged on the copies first
   if (put) {
     upload up;
     up.encoding = c.req.get_header_value("Content-Encoding");
@@ -917,9 +910,10 @@ void write_attachment(ctx& c, const db_meta& db, const std::string& doc_id, cons
     if (up.content_type.empty()) up.content_type = "application/octet-stream";
     up.content_md5 = c.req.get_header_value("Content-MD5");
     if (c.req.spool) {
-      auto e = stage_upload(c.node.coord, db, doc_id, *c.req.spool, up, c.node.attachment_policy, c.node.spool_dir);
+      auto e = stage_upload(c.node.coord, db, doc_id, *c.req.spool, 0, c.req.spool->size(), up,
+                            c.node.attachment_policy, c.node.spool_dir);
       if (!e) return c.error(e.error());
-      staged = std::move(*e);
+      staged.entries[att] = std::move(*e);
     } else {
       json entry{{"follows", true}, {"content_type", up.content_type}};
       if (!up.encoding.empty()) entry["encoding"] = up.encoding;
@@ -929,23 +923,16 @@ void write_attachment(ctx& c, const db_meta& db, const std::string& doc_id, cons
     }
   }
   auto u = to_doc_update(db, std::move(doc), doc_id, true, &follows, c.node.attachment_policy);
-  if (u && staged) {  // the staged entry joins the body the checks above made
-    json body = parse_json(u->body).value_or(json::object());
-    body["_attachments"][att] = *staged;
-    u->body = body.dump();
-  }
-  auto forget = [&] {
-    if (staged) c.node.coord.drop_staged(db, doc_id, (*staged)["key"].get<std::string>());
-  };
   if (!u) {
-    forget();
+    staged.drop(c, db, doc_id);
     return c.error(u.error());
   }
+  staged.add_to(*u);  // the staged entry joins the body the checks above made
   u->managed_attachments = true;
   auto written = write_one(c, db, std::move(*u));
   const doc_result* r = written ? &written->results.front() : nullptr;
   if (!r || !r->st) {
-    forget();
+    staged.drop(c, db, doc_id);
     return c.error(r ? r->st : written.error());
   }
   json out{{"ok", true}, {"id", doc_id}, {"rev", r->rev.str()}};

@@ -144,12 +144,15 @@ result<std::vector<located>> locate(const source& body, const std::string& bound
   }
 }
 
+source in_memory(std::string_view body) {
+  return {body.size(), [body](uint64_t at, size_t n, std::string& out) {
+            out.assign(at >= body.size() ? std::string_view() : body.substr(at, n));
+            return status{};
+          }};
+}
+
 result<std::vector<part>> parse(std::string_view body, const std::string& boundary) {
-  source s{body.size(), [body](uint64_t at, size_t n, std::string& out) {
-             out.assign(at >= body.size() ? std::string_view() : body.substr(at, n));
-             return status{};
-           }};
-  auto spans = locate(s, boundary);
+  auto spans = locate(in_memory(body), boundary);
   if (!spans) return spans.error();
   std::vector<part> parts;
   for (auto& l : *spans) {

@@ -42,6 +42,8 @@ struct located {
   uint64_t offset = 0, length = 0;
 };
 result<std::vector<located>> locate(const source& body, const std::string& boundary);
+// A source over bytes in memory (which must outlive it).
+source in_memory(std::string_view body);
 
 // A body to send: text, and holes for attachment bytes that are read as it is sent (so a large
 // attachment never sits in memory). A segment with a `key` stands for `length` bytes of that blob.

@@ -19,6 +19,7 @@
 #include <cstdio>
 #include <deque>
 #include <mutex>
+#include <optional>
 #include <queue>
 #include <thread>
 #include <unordered_map>
@@ -95,9 +96,8 @@ struct http_conn {
   bool in_message = false;
   bool headers_done = false;
   bool message_done = false;
-  bool send_continue = false;  // Expect: 100-continue, not answered yet
-  int refuse = 0;              // 413/414/500/507: answer this and close instead of reading on
-  status refused;              // why, for 500 and 507
+  bool send_continue = false;     // Expect: 100-continue, not answered yet
+  std::optional<status> refused;  // set: answer this and close instead of reading on
   int64_t header_deadline = 0;
   // A streamed response in progress.
   std::shared_ptr<response_stream> stream;
@@ -117,6 +117,17 @@ http_conn& conn_of(http_parser* p) {
   return *static_cast<http_conn*>(p->data);
 }
 
+// Stops reading the request: the front answers `why` and closes the connection.
+int refuse_request(http_parser* p, status why) {
+  conn_of(p).refused = std::move(why);
+  http_parser_pause(p, 1);
+  return 0;
+}
+
+status too_large() {
+  return {errc::too_large, "the request entity is too large"};
+}
+
 int on_message_begin(http_parser* p) {
   auto& c = conn_of(p);
   c.req = std::make_unique<http_request>();
@@ -130,7 +141,7 @@ int on_url(http_parser* p, const char* at, size_t len) {
   auto& c = conn_of(p);
   c.req->target.append(at, len);
   if (c.req->target.size() <= max_target_bytes) return 0;
-  c.refuse = 414;
+  c.refused = status{errc::uri_too_long, "the request line is too long (at most 64 KB; POST long keys in a body)"};
   return 1;
 }
 
@@ -165,20 +176,11 @@ int on_headers_complete(http_parser* p) {
     c.max_body = c.opts.max_attachment_bytes + (document ? c.opts.max_request_bytes : 0);
     if (!has_length || p->content_length <= c.max_body) {
       auto spool = body_spool::create(c.opts.spool_dir);
-      if (!spool) {
-        c.refused = spool.error();
-        c.refuse = 500;
-        http_parser_pause(p, 1);
-        return 0;
-      }
+      if (!spool) return refuse_request(p, spool.error());
       c.req->spool = std::move(*spool);
     }
   }
-  if (has_length && p->content_length > c.max_body) {
-    c.refuse = 413;
-    http_parser_pause(p, 1);
-    return 0;
-  }
+  if (has_length && p->content_length > c.max_body) return refuse_request(p, too_large());
   if (has_length && p->content_length > 0 && !c.req->spool) c.req->body.reserve(p->content_length);
   c.send_continue = strcasecmp(c.req->get_header_value("Expect").c_str(), "100-continue") == 0 &&
                     (!has_length || p->content_length > 0);
@@ -187,23 +189,15 @@ int on_headers_complete(http_parser* p) {
 
 int on_body(http_parser* p, const char* at, size_t len) {
   auto& c = conn_of(p);
+  size_t received;
   if (c.req->spool) {
-    if (auto st = c.req->spool->append(at, len); !st) {
-      c.refused = st;
-      c.refuse = http_status_of(st.code);
-      http_parser_pause(p, 1);
-      return 0;
-    }
-    if (c.req->spool->size() <= c.max_body) return 0;
-    c.refuse = 413;
-    http_parser_pause(p, 1);
-    return 0;
+    if (auto st = c.req->spool->append(at, len); !st) return refuse_request(p, st);
+    received = c.req->spool->size();
+  } else {
+    c.req->body.append(at, len);
+    received = c.req->body.size();
   }
-  c.req->body.append(at, len);
-  if (c.req->body.size() <= c.max_body) return 0;
-  c.refuse = 413;
-  http_parser_pause(p, 1);
-  return 0;
+  return received <= c.max_body ? 0 : refuse_request(p, too_large());
 }
 
 int on_message_complete(http_parser* p) {
@@ -442,16 +436,8 @@ void http_server::impl::serve(http_conn& c) {
       if (c.in.empty() && c.in.capacity() > (256u << 10)) c.in.shrink_to_fit();
       auto err = HTTP_PARSER_ERRNO(&c.parser);
       if (err == HPE_PAUSED) http_parser_pause(&c.parser, 0);
-      if (c.refuse == 413) {
-        refuse(c, {errc::too_large, "the request entity is too large"});
-        continue;
-      }
-      if (c.refuse == 414) {
-        refuse(c, {errc::uri_too_long, "the request line is too long (at most 64 KB; POST long keys in a body)"});
-        continue;
-      }
-      if (c.refuse != 0) {
-        refuse(c, c.refused);
+      if (c.refused) {
+        refuse(c, *c.refused);
         continue;
       }
       if (err != HPE_OK && err != HPE_PAUSED) {

@@ -163,9 +163,7 @@ status drop_ref(MDB_txn* t, const tables& db, std::string_view key, uint64_t& fr
 }
 
 status read(MDB_txn* t, const tables& db, std::string_view key, std::string& out, bool& found) {
-  out.clear();
-  if (auto st = read_range(t, db, key, 0, UINT64_MAX, out, found); !st || !found) return st;
-  return {};
+  return read_range(t, db, key, 0, UINT64_MAX, out, found);
 }
 
 namespace {
