@@ -11,6 +11,7 @@
 #include "actors/messages.hpp"
 #include "node/check.hpp"
 #include "node/log.hpp"
+#include "storage/lmdb_env.hpp"
 
 namespace settee {
 
@@ -50,6 +51,8 @@ result<shard_handle> shard_registry::acquire(const std::string& path, int64_t cr
       auto it = open_.find(path);
       if (it != open_.end()) {
         it->second.last_used = ++tick_;
+        it->second.used_at_ms = clk_.now_ms();
+        it->second.mapped = true;
         return it->second.handle;
       }
       if (!opening_.count(path)) break;
@@ -82,6 +85,7 @@ result<shard_handle> shard_registry::acquire(const std::string& path, int64_t cr
     return status{errc::db_not_found, "Database does not exist."};
   }
   e.last_used = ++tick_;
+  e.used_at_ms = clk_.now_ms();
   auto handle = e.handle;
   open_.emplace(path, std::move(e));
   evict_idle_locked();
@@ -103,6 +107,22 @@ void shard_registry::evict_idle_locked() {
     close_entry(victim->second);
     open_.erase(victim);
   }
+}
+
+void shard_registry::release_idle_maps(int64_t idle_ms) {
+  std::vector<std::string> idle;
+  {
+    const int64_t before = clk_.now_ms() - idle_ms;
+    std::lock_guard<std::mutex> lock(mu_);
+    for (auto& [path, e] : open_) {
+      // Not held by a request (a feed) now: the registry and the actor only.
+      if (e.mapped && e.used_at_ms <= before && e.handle.store.use_count() <= 2) {
+        e.mapped = false;
+        idle.push_back(path);
+      }
+    }
+  }
+  lmdb::release_maps(idle);
 }
 
 void shard_registry::remove(const std::string& path) {

@@ -54,11 +54,17 @@ class shard_registry {
   void close_all();
   // Wakes the live feeds of `notify_key` (e.g. their database was deleted).
   void notify(const std::string& notify_key);
+  // Lets the kernel take back the mapped pages of every open shard nobody has acquired for
+  // `idle_ms` and nobody holds (lmdb::release_maps), once per idle spell: an idle node does not keep
+  // every page it ever read. Cheap when no shard became idle since the last call.
+  void release_idle_maps(int64_t idle_ms);
 
  private:
   struct entry {
     shard_handle handle;
-    uint64_t last_used = 0;
+    uint64_t last_used = 0;  // tick_ when last acquired (least recently used first)
+    int64_t used_at_ms = 0;  // clock time when last acquired
+    bool mapped = true;      // its pages may be resident (not released since it was last acquired)
   };
   void close_entry(entry& e);
   static void wait_released(std::weak_ptr<shard_store> w);

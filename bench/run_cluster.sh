@@ -5,11 +5,13 @@
 # GET it also prints the server CPU the coordinating node used per request (µs), next to the single
 # node's: issue 14's "coordinator CPU per clustered request" (GET reads r=2 copies, PUT waits w=2).
 #   bash bench/run_cluster.sh            (RUNS=3 SECONDS_PER_RUN=5 DOCS=50000 by default)
+#   WORKLOADS="get_c32 put_c32" bash bench/run_cluster.sh    (a subset)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 RUNS=${RUNS:-3}
 SECS=${SECONDS_PER_RUN:-5}
 DOCS=${DOCS:-50000}
+WORKLOADS=${WORKLOADS:-put_c1 put_c32 get_c32 bulk changes}
 BASE=$(mktemp -d /tmp/settee-cbench-XXXXXX)
 source bench/lib.sh
 trap 'for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null; done; wait 2>/dev/null; rm -rf "$BASE"' EXIT
@@ -41,6 +43,7 @@ SINGLE_PID=${PIDS[0]} COORD_PID=${PIDS[1]}
 declare -A RATES CPU
 run() {  # name metric loadgen args...
   local name=$1 metric=$2; shift 2
+  [[ " $WORKLOADS " == *" $name "* ]] || return 0
   for target in single cluster; do
     local port=$SINGLE pid=$SINGLE_PID; [ "$target" = cluster ] && port=${HTTP[0]} pid=$COORD_PID
     local rc=0 cpu=()
@@ -66,14 +69,15 @@ for RUN in $(seq "$RUNS"); do
   run changes rate --workload changes --docs "$DOCS"
 done
 printf '%-9s %16s %16s %7s\n' workload "1 node (median)" "3 nodes (median)" ratio
-for name in put_c1 put_c32 get_c32 bulk changes; do
+for name in $WORKLOADS; do
   s=$(printf '%s\n' ${RATES[$name.single]} | median)
   c=$(printf '%s\n' ${RATES[$name.cluster]} | median)
   printf '%-9s %16s %16s %7s   runs 1 node: %s| 3 nodes: %s\n' "$name" "$s" "$c" \
     "$(python3 -c "print(f'{$c/$s:.2f}')")" "${RATES[$name.single]}" "${RATES[$name.cluster]}"
 done
 printf '\nserver CPU of the coordinating node per request (µs, medians)\n'
-for name in put_c1 put_c32 get_c32; do
+for name in $WORKLOADS; do
+  [ -n "${CPU[$name.single]:-}" ] || continue
   s=$(printf '%s\n' ${CPU[$name.single]} | median)
   c=$(printf '%s\n' ${CPU[$name.cluster]} | median)
   printf '%-9s 1 node %8s  3 nodes %8s  ratio %s   runs 1 node: %s| 3 nodes: %s\n' "$name" "$s" "$c" \

@@ -24,6 +24,7 @@ class nodes_db;
 class update_log;
 class task_list;
 class compactor;
+class shard_registry;
 
 // Limits and identity the handlers need; built once at start-up, read-only afterwards.
 struct node_services {
@@ -38,9 +39,8 @@ struct node_services {
   // [couchdb] max_attachment_size (a larger one is 413), [attachments] compressible_types and
   // compression_level: how new attachments are stored.
   attachments::policy attachment_policy{};
-  std::string spool_dir = ".";
-  size_t max_request_bytes =
-      64u << 20;  // [chttpd] max_http_request_size  // where large uploads are decoded and encoded (the data directory)
+  std::string spool_dir = ".";           // where large uploads are decoded and encoded (the data directory)
+  size_t max_request_bytes = 64u << 20;  // [chttpd] max_http_request_size
   size_t uuids_max_count = 1000;
   size_t bulk_docs_max = 100000;
   change_notifier* notifier = nullptr;
@@ -50,6 +50,10 @@ struct node_services {
   update_log* updates = nullptr;  // this node's `updated` rows of _db_updates
   task_list* tasks = nullptr;     // GET /_active_tasks
   compactor* compaction = nullptr;
+  shard_registry* shards = nullptr;  // the HTTP front's timer gives idle shards' pages back
+  // Run by the HTTP front's timer thread once per idle spell (no request for idle_node_ms), before
+  // it trims the heap: gives back what other threads cache (the actor scheduler's malloc caches).
+  std::function<void()> on_idle = nullptr;
   // The _security object of new databases ([couchdb] default_security): admin-only, as CouchDB 3.
   std::string new_db_security = admin_only_security;
   static constexpr const char* admin_only_security =

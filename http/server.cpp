@@ -25,9 +25,11 @@
 #include <unordered_map>
 
 #include "actors/change_notifier.hpp"
+#include "actors/shard_registry.hpp"
 #include "http/body_spool.hpp"
 #include "http/multipart.hpp"
 #include "http/router.hpp"
+#include "node/heap.hpp"
 #include "node/log.hpp"
 
 namespace settee {
@@ -232,16 +234,17 @@ struct http_server::impl {
 
   // Workers: `core_workers` always, up to opts.threads while requests keep them busy. A worker that
   // takes an event and leaves no other waiting starts one more; a worker beyond the core that waits
-  // idle_exit_ms for an event leaves. A thread that leaves gives back its stack and glibc's cache of
-  // freed chunks (up to 7 per size class per thread: with 128 threads that was 8 MB that no trim
-  // could return, ~60% of a fresh node's memory, after 2,000 databases came and went).
+  // opts.idle_release_s for an event leaves, a core one empties its malloc cache (node/heap.hpp). A
+  // thread that leaves gives back its stack and glibc's cache of freed chunks (up to 7 per size
+  // class per thread: with 128 threads that was 8 MB that no trim could return, ~60% of a fresh
+  // node's memory, after 2,000 databases came and went).
   static constexpr size_t core_workers = 8;
-  static constexpr int idle_exit_ms = 30000;
   std::mutex workers_mu;
   std::condition_variable workers_cv;
-  size_t workers = 0;           // alive
-  std::atomic<size_t> idle{0};  // waiting in epoll_wait
-  std::atomic<bool> shrunk{false};
+  size_t workers = 0;                       // alive
+  std::atomic<size_t> idle{0};              // waiting in epoll_wait
+  std::atomic<bool> shrunk{false};          // workers left or emptied their caches: trim
+  std::atomic<int64_t> last_request_ms{0};  // when the last request began (steady ms)
   void spawn_worker() {
     {
       std::lock_guard<std::mutex> lock(workers_mu);
@@ -456,6 +459,8 @@ void http_server::impl::serve(http_conn& c) {
         c.send_continue = false;
         c.header_deadline = 0;
         c.deadline.store(0);  // no timeout while the handler runs
+        if (int64_t t = now_ms(); t - last_request_ms.load(std::memory_order_relaxed) >= 100)
+          last_request_ms.store(t, std::memory_order_relaxed);  // to 0.1 s: workers rarely share the line
         bool keep_alive = http_should_keep_alive(&c.parser) != 0;
         bool http10 = c.parser.http_major == 1 && c.parser.http_minor == 0;
         std::unique_ptr<http_request> req = std::move(c.req);
@@ -607,21 +612,30 @@ void http_server::impl::accept_all() {
 }
 
 void http_server::impl::worker() {
+  bool cache_released = false;  // since this worker last had an event
   while (!stopping.load()) {
     epoll_event ev{};
     idle.fetch_add(1);
-    int n = ::epoll_wait(ep, &ev, 1, idle_exit_ms);
+    int n = ::epoll_wait(ep, &ev, 1, opts.idle_release_s * 1000);
     size_t waiting = idle.fetch_sub(1) - 1;
     if (n == 0) {  // idle: leave unless this is one of the core workers
-      std::lock_guard<std::mutex> lock(workers_mu);
-      if (workers > core_workers) {
-        --workers;
+      {
+        std::lock_guard<std::mutex> lock(workers_mu);
+        if (workers > core_workers) {
+          --workers;
+          shrunk.store(true);
+          workers_cv.notify_all();
+          return;
+        }
+      }
+      if (!cache_released) {  // a core worker stays: give back what its malloc cache holds instead
+        release_thread_cache();
+        cache_released = true;
         shrunk.store(true);
-        workers_cv.notify_all();
-        return;
       }
       continue;
     }
+    cache_released = false;
     if (n < 0) continue;
     if (waiting == 0) spawn_worker();  // nobody waits for the next event: one more, up to the most
     if (ev.data.u64 == listen_tag) {
@@ -650,6 +664,7 @@ void http_server::impl::worker() {
 // deadline (slow headers, idle keep-alive, stalled bodies and writes): the socket's pending event
 // then reaches a worker, which closes it.
 void http_server::impl::timer_loop() {
+  int64_t idle_since = -1;  // last_request_ms when on_idle last ran
   int64_t next_sweep = now_ms() + 1000;
   int64_t next_trim = now_ms() + 60000;
   std::unique_lock<std::mutex> lock(timer_mu);
@@ -682,6 +697,14 @@ void http_server::impl::timer_loop() {
       if (peak_conns >= 1000 && open < peak_conns / 2) {
         ::malloc_trim(0);
         peak_conns = open;
+      }
+      const int64_t idle_ms = int64_t{opts.idle_release_s} * 1000;
+      if (node.shards) node.shards->release_idle_maps(idle_ms);  // shards nobody used lately
+      const int64_t last = last_request_ms.load(std::memory_order_relaxed);
+      if (now - last >= idle_ms && last != idle_since) {  // once per idle spell
+        idle_since = last;
+        if (node.on_idle) node.on_idle();
+        shrunk.store(true);
       }
       if (shrunk.exchange(false) || now >= next_trim) {  // workers left (their caches went back), or a minute passed
         ::malloc_trim(0);

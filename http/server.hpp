@@ -18,7 +18,7 @@ struct http_options {
   std::string bind = "127.0.0.1";
   int port = 5984;
   size_t threads = 64;                   // the most worker threads (requests in progress, not connections);
-                                         // 8 stay, the others start when busy and leave after 30 s idle
+                                         // 8 stay, the others start when busy and leave when idle
   size_t max_request_bytes = 64u << 20;  // a larger body is 413
   // A PUT of an attachment or of a multipart/related document whose body is larger than
   // spool_from_bytes (or chunked) goes to a file in spool_dir (http/body_spool.hpp) instead of
@@ -30,6 +30,10 @@ struct http_options {
   int keep_alive_timeout_s = 30;  // an idle connection is closed after this long
   int header_timeout_s = 15;      // a request's line and headers must arrive within this
   int io_timeout_s = 60;          // a body read or a response write that stalls this long ends
+  // After this long without work, memory goes back ([node] idle_release_s): a worker beyond the
+  // core leaves (a core one empties its malloc cache), a shard nobody used gives its mapped pages
+  // back, and a node without requests runs node_services::on_idle, then trims the heap.
+  int idle_release_s = 30;
 };
 
 class http_server {

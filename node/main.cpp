@@ -18,6 +18,7 @@
 #include "actors/coordinator.hpp"
 #include "actors/db_catalog.hpp"
 #include "actors/messages.hpp"
+#include "actors/scheduler_caches.hpp"
 #include "actors/shard_registry.hpp"
 #include "actors/update_log.hpp"
 #include "cluster/cluster_tls.hpp"
@@ -264,7 +265,8 @@ int main(int argc, char** argv) {
   caf_cfg.set("scheduler.policy", caf::atom("sharing"));  // 2-4x lower latency on 2 cores (stack.md)
   // Shard writers run here (architecture.md section 1): a commit's fsync holds a thread, so 16 of them
   // let 16 shards commit at once; idle threads sleep (sharing policy: no work stealing, no spinning).
-  caf_cfg.set("scheduler.max-threads", 16);
+  constexpr size_t scheduler_threads = 16;
+  caf_cfg.set("scheduler.max-threads", scheduler_threads);
   caf_cfg.set("logger.verbosity", caf::atom("quiet"));
   caf::actor_system sys{caf_cfg};
 
@@ -324,6 +326,8 @@ int main(int argc, char** argv) {
                          static_cast<size_t>(cfg.get_int("database_compaction", "docs_per_step", 1000)));
     node.tasks = &tasks;
     node.compaction = &compaction;
+    node.shards = &shards;
+    node.on_idle = [&sys] { release_scheduler_caches(sys, scheduler_threads, std::chrono::milliseconds(100)); };
     std::string default_security = cfg.get("couchdb", "default_security", "admin_only");
     if (default_security == "everyone") {
       node.new_db_security = "{}";
@@ -342,6 +346,7 @@ int main(int argc, char** argv) {
     http.spool_dir = node.spool_dir = args.data_dir;
     node.max_request_bytes = http.max_request_bytes;
     http.header_timeout_s = static_cast<int>(std::clamp<int64_t>(cfg.get_int("chttpd", "header_timeout", 15), 1, 3600));
+    http.idle_release_s = static_cast<int>(std::clamp<int64_t>(cfg.get_int("node", "idle_release_s", 30), 1, 3600));
     http.keep_alive_timeout_s =
         static_cast<int>(std::clamp<int64_t>(cfg.get_int("chttpd", "keep_alive_timeout", 30), 1, 86400));
     // Cluster RPC: on when [cluster] rpc_port is set (0 = any free port).

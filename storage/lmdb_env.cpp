@@ -1,8 +1,13 @@
 #include "storage/lmdb_env.hpp"
 
+#include <sys/mman.h>
 #include <sys/statvfs.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <cinttypes>
+#include <cstdio>
+#include <cstring>
 
 namespace settee::lmdb {
 
@@ -77,6 +82,32 @@ status del(MDB_txn* t, MDB_dbi dbi, std::string_view key) {
   MDB_val k = val(key);
   int rc = mdb_del(t, dbi, &k, nullptr);
   return rc == MDB_NOTFOUND ? status{} : to_status(rc, "mdb_del");
+}
+
+void release_maps(const std::vector<std::string>& paths) {
+  if (paths.empty()) return;
+  std::vector<std::string> sorted(paths);
+  std::sort(sorted.begin(), sorted.end());
+  FILE* maps = std::fopen("/proc/self/maps", "re");
+  if (!maps) return;
+  char line[4096 + 128];
+  while (std::fgets(line, sizeof line, maps)) {
+    uintptr_t from = 0, to = 0;
+    char perms[8] = {};
+    int path_at = 0;
+    // "from-to perms offset dev inode   path"
+    if (std::sscanf(line, "%" SCNxPTR "-%" SCNxPTR " %7s %*s %*s %*s %n", &from, &to, perms, &path_at) < 3 ||
+        path_at == 0) {
+      continue;
+    }
+    std::string path(line + path_at);
+    if (!path.empty() && path.back() == '\n') path.pop_back();
+    // LMDB maps a data file read-only and shared (without MDB_WRITEMAP): dropping its pages from
+    // this process loses nothing.
+    if (std::strcmp(perms, "r--s") != 0 || !std::binary_search(sorted.begin(), sorted.end(), path)) continue;
+    ::madvise(reinterpret_cast<void*>(from), to - from, MADV_DONTNEED);
+  }
+  std::fclose(maps);
 }
 
 }  // namespace settee::lmdb

@@ -6,6 +6,7 @@
 
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "node/error.hpp"
 
@@ -27,6 +28,12 @@ inline std::string_view view(const MDB_val& v) {
 status get(MDB_txn* t, MDB_dbi dbi, std::string_view key, std::string_view& out, bool& found);
 status put(MDB_txn* t, MDB_dbi dbi, std::string_view key, std::string_view value, unsigned flags = 0);
 status del(MDB_txn* t, MDB_dbi dbi, std::string_view key);
+
+// Lets the kernel take back the pages of these LMDB files that this process has mapped (their
+// read-only shared maps; the lock files are left alone). Nothing is lost: a later read maps the
+// page again from the page cache (a minor fault). For files nobody has used for a while, so that an
+// idle node's RSS does not keep every page it ever read.
+void release_maps(const std::vector<std::string>& paths);
 
 // Owns a transaction; aborts it on destruction unless committed.
 class txn {

@@ -4,6 +4,8 @@
 
 #include <sys/stat.h>
 
+#include <cctype>
+#include <fstream>
 #include <thread>
 
 #include "actors/shard_registry.hpp"
@@ -75,4 +77,57 @@ TEST_CASE("many threads opening many shards at once each get the one environment
   for (auto& th : threads) th.join();
   for (int t = 1; t < 8; ++t)
     for (int i = 0; i < 8; ++i) CHECK(got[t][i].store == got[0][i].store);
+}
+
+namespace {
+
+// Resident kB of this process's mappings of `path` (/proc/self/smaps).
+long resident_kb(const std::string& path) {
+  std::ifstream smaps("/proc/self/smaps");
+  std::string line;
+  bool in_file = false;
+  long kb = 0;
+  while (std::getline(smaps, line)) {
+    if (!line.empty() && std::isxdigit(static_cast<unsigned char>(line[0])) && line.find('-') != std::string::npos &&
+        line.find(' ') > line.find('-')) {
+      in_file = line.size() >= path.size() && line.compare(line.size() - path.size(), path.size(), path) == 0;
+    } else if (in_file && line.rfind("Rss:", 0) == 0) {
+      kb += std::stol(line.substr(4));
+    }
+  }
+  return kb;
+}
+
+}  // namespace
+
+TEST_CASE("a shard nobody has used for a while gives its mapped pages back, and reads them again when used") {
+  registry_fixture f;
+  const std::string path = f.dir.path + "/shards/00000000-ffffffff/idle.1.db";
+  auto read_some = [&] {
+    auto h = f.shards.acquire(path, 1);
+    REQUIRE(h.ok());
+    auto snap = h->store->read();
+    REQUIRE(snap.ok());
+    doc_info d;
+    CHECK_FALSE(snap->doc("absent", d));  // walks the tree from its root: its pages are mapped in
+  };
+  read_some();
+  const long mapped = resident_kb(path);
+  REQUIRE(mapped > 0);
+
+  f.shards.release_idle_maps(30000);  // used just now: kept
+  CHECK(resident_kb(path) == mapped);
+  {
+    auto held = f.shards.acquire(path, 1);  // held by a request (a feed): kept however old
+    REQUIRE(held.ok());
+    f.clk.advance_ms(31000);
+    f.shards.release_idle_maps(30000);
+    CHECK(resident_kb(path) == mapped);
+  }
+  f.clk.advance_ms(31000);
+  f.shards.release_idle_maps(30000);
+  CHECK(resident_kb(path) == 0);
+
+  read_some();  // the same store, its pages read again from the page cache
+  CHECK(resident_kb(path) > 0);
 }
