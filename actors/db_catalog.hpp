@@ -40,6 +40,9 @@ struct db_meta {
 
   // Names this incarnation of the database (for change notifications).
   std::string key() const { return name + "." + std::to_string(created); }
+  // The id of the shard holding range `index` (spec 11.3): "<range>.<suffix>", never reused (the
+  // first shards' suffix is the database's creation time).
+  std::string shard_id(size_t index) const { return ranges[index].name() + "." + std::to_string(created); }
   // The index of the range named `range` ("00000000-7fffffff"), if the database has it.
   std::optional<size_t> range_named(const std::string& range) const {
     for (size_t i = 0; i < ranges.size(); ++i)

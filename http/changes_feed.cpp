@@ -1,5 +1,7 @@
 #include "http/changes_feed.hpp"
 
+#include <charconv>
+
 #include "node/log.hpp"
 
 namespace settee {
@@ -23,13 +25,29 @@ bool shaped_like_time(const std::string& s) {
 
 }  // namespace
 
+std::vector<size_t> changes_feed::ranges() const {
+  if (opts_.shard) return {*opts_.shard};
+  std::vector<size_t> all(db_.q);
+  for (size_t i = 0; i < all.size(); ++i) all[i] = i;
+  return all;
+}
+
+std::string changes_feed::preferred_copy(size_t range, const seq_entry* given) const {
+  // One shard's feed: its first copy, whichever node serves it (plain seqs are per copy).
+  if (opts_.shard) return db_.everywhere() || db_.nodes[range].empty() ? node_name_ : db_.nodes[range].front();
+  // This node's copy, else the one the token names, then the others.
+  return db_.hosts(range) ? node_name_ : given ? given->node : "";
+}
+
 status changes_feed::start_at_time(int64_t t) {
-  shards_.resize(db_.q);
-  for (size_t i = 0; i < db_.q; ++i) {
-    shard_pos& p = shards_[i];
+  const std::vector<size_t> read = ranges();
+  shards_.resize(read.size());
+  for (size_t k = 0; k < read.size(); ++k) {
+    const size_t i = read[k];
+    shard_pos& p = shards_[k];
     p.range = db_.ranges[i];
     auto where = coord_.first_answer<resolved_since>(
-        db_, i, [](shard_copy& c) { return c.resolve_since("", 0); }, &p.copy);
+        db_, i, [](shard_copy& c) { return c.resolve_since("", 0); }, &p.copy, preferred_copy(i, nullptr));
     if (!where) return where.error();
     auto bins = p.copy->time_seq(false);
     bool known = bins.ok();  // false: the copy keeps no time-seq (an older release): start at 0
@@ -47,6 +65,28 @@ status changes_feed::start_at_time(int64_t t) {
   return {};
 }
 
+status changes_feed::start_shard_at(uint64_t seq) {
+  const size_t i = *opts_.shard;
+  shards_.resize(1);
+  shard_pos& p = shards_[0];
+  p.range = db_.ranges[i];
+  const std::string first = preferred_copy(i, nullptr);
+  auto where = coord_.first_answer<resolved_since>(
+      db_, i, [](shard_copy& c) { return c.resolve_since("", 0); }, &p.copy, first);
+  if (!where) return where.error();
+  p.uuid_prefix = where->uuid.substr(0, uuid_prefix_length);
+  p.top = where->update_seq;
+  p.seq = opts_.descending ? 0 : seq;
+  if (seq > 0 && !opts_.descending && p.copy->node() != first) {
+    // The seq numbers the first copy's changes, which cannot answer: this copy from its start
+    // (more rows, never fewer; the response says so).
+    p.seq = 0;
+    resolutions_.emplace_back(p.range.name(), resolved_since::how::rewound);
+  }
+  tokens_ = std::make_unique<seq_token_builder>(std::vector<seq_entry>{{p.range, p.copy->node(), p.uuid_prefix, 0}});
+  return {};
+}
+
 status changes_feed::start(const std::string& since) {
   if (shaped_like_time(since)) {
     auto t = time_seq::parse_time(since);
@@ -55,14 +95,26 @@ status changes_feed::start(const std::string& since) {
   }
   std::vector<seq_entry> from;
   bool now = since == "now";
+  if (opts_.shard && !now) {
+    uint64_t seq = 0;
+    auto [end, ec] = std::from_chars(since.data(), since.data() + since.size(), seq);
+    if (since.empty() || ec != std::errc() || end != since.data() + since.size()) {
+      return status{errc::bad_request,
+                    "`since` of a shard's feed must be a seq of the shard (an integer), 0, now "
+                    "or a time (YYYY-MM-DDTHH:MM:SSZ)"};
+    }
+    return start_shard_at(seq);
+  }
   if (!now) {
     auto decoded = decode_seq(since);
     if (!decoded) return decoded.error();
     from = std::move(*decoded);
   }
-  shards_.resize(db_.q);
-  for (size_t i = 0; i < db_.q; ++i) {
-    shard_pos& p = shards_[i];
+  const std::vector<size_t> read = ranges();
+  shards_.resize(read.size());
+  for (size_t k = 0; k < read.size(); ++k) {
+    const size_t i = read[k];
+    shard_pos& p = shards_[k];
     p.range = db_.ranges[i];
     // The position the token gives for this range, if any.
     const seq_entry* given = nullptr;
@@ -71,12 +123,8 @@ status changes_feed::start(const std::string& since) {
     std::string prefix = given && !now ? given->uuid_prefix : "";
     uint64_t seq = given ? given->seq : 0;
 
-    // This node's copy, else the one the token names, then the others.
     auto rr = coord_.first_answer<resolved_since>(
-        db_, i, [&](shard_copy& c) { return c.resolve_since(prefix, seq); }, &p.copy,
-        db_.hosts(i) ? node_name_
-        : given      ? given->node
-                     : "");
+        db_, i, [&](shard_copy& c) { return c.resolve_since(prefix, seq); }, &p.copy, preferred_copy(i, given));
     if (!rr) return rr.error();
     resolved_since r = std::move(*rr);
     p.uuid_prefix = r.uuid.substr(0, uuid_prefix_length);
@@ -182,7 +230,7 @@ std::string changes_feed::render(const change_row& r) {
   ++emitted_;
   std::string row = "{\"seq\":";
   bool real_seq = opts_.seq_interval <= 0 || emitted_ % static_cast<uint64_t>(opts_.seq_interval) == 0;
-  row += real_seq ? quote(token()) : "null";
+  row += real_seq ? token_json() : "null";
   row += ",\"id\":" + quote(e.id) + ",\"changes\":[";
   if (opts_.all_docs) {
     for (size_t i = 0; i < e.leaf_revs.size(); ++i)
@@ -205,7 +253,12 @@ std::string changes_feed::token() const {
     // ascending from there repeats rows, never skips one).
     seqs.push_back(opts_.descending && p.seq == 0 ? p.top : p.seq);
   }
+  if (opts_.shard) return std::to_string(seqs.front());
   return tokens_->token(seqs);
+}
+
+std::string changes_feed::token_json() const {
+  return opts_.shard ? token() : quote(token());  // a shard's seq is a number
 }
 
 std::string changes_feed::state_tag() const {

@@ -31,6 +31,10 @@ struct changes_options {
   // since=<time>: skip each range's leading changes committed before the time (false: whole bins,
   // CouchDB's time_precision=bin).
   bool time_exact = true;
+  // Set: the feed of this one shard (its range index; spec 11.3): read from the shard's first copy
+  // in the map's order that answers (so every node reads the same numbering), positions and seqs
+  // are that copy's plain integers.
+  std::optional<size_t> shard;
 };
 
 class changes_feed {
@@ -44,8 +48,9 @@ class changes_feed {
   // What stopped the feed: a change or document that could not be read (logged with its shard and
   // key). The feed never skips past it; the response must end as failed, not as complete.
   const status& error() const { return error_; }
-  // The token of the current position (last_seq).
+  // The token of the current position (last_seq), and as JSON (a string; a number for one shard).
   std::string token() const;
+  std::string token_json() const;
   // Changes remaining after the current position, summed over shards.
   uint64_t pending() const;
   uint64_t rows_emitted() const { return emitted_; }
@@ -75,6 +80,11 @@ class changes_feed {
     std::optional<int64_t> not_before;  // since=<time>, exact: skip leading changes older than this
   };
   bool refill(size_t i);
+  // The ranges the feed reads (every one, or opts_.shard) with the copy to prefer for each.
+  std::vector<size_t> ranges() const;
+  std::string preferred_copy(size_t range, const seq_entry* given) const;
+  // start() of a one-shard feed at a plain seq of its first copy ("0", "now" and times as usual).
+  status start_shard_at(uint64_t seq);
   // since=<time>: each range resumes at its copy's time-seq answer for `t`.
   status start_at_time(int64_t t);
   bool wanted(const change_row& r) const;

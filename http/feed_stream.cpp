@@ -10,6 +10,10 @@
 
 namespace settee {
 
+std::string feed_source::token_json() const {
+  return quote(token());
+}
+
 namespace {
 
 using steady = std::chrono::steady_clock;
@@ -40,7 +44,7 @@ class feed_stream final : public response_stream {
   static constexpr size_t chunk_bytes = 64 * 1024;
 
   bool limit_reached() const { return q_.limit >= 0 && static_cast<int64_t>(feed_.rows_emitted()) >= q_.limit; }
-  std::string last_seq_fields() { return "\"last_seq\":" + quote(feed_.token()) + feed_.end_fields(); }
+  std::string last_seq_fields() { return "\"last_seq\":" + feed_.token_json() + feed_.end_fields(); }
   void reset_timers(steady::time_point now) {
     idle_deadline_ = now + std::chrono::milliseconds(q_.timeout_ms);
     next_heartbeat_ = now + std::chrono::milliseconds(q_.heartbeat_ms);
@@ -103,7 +107,7 @@ class feed_stream final : public response_stream {
     uint64_t seen = node_.notifier->version(key_);
     while (out.size() < chunk_bytes && !limit_reached() && feed_.next(row_)) {
       if (es) {
-        out += "data: " + row_ + "\nid: " + quote(feed_.token()) + "\n\n";
+        out += "data: " + row_ + "\nid: " + feed_.token_json() + "\n\n";
       } else {
         out += row_ + "\n";
       }
@@ -121,7 +125,7 @@ class feed_stream final : public response_stream {
       if (es)
         out = "event: heartbeat\ndata: \n\n";
       else if (q_.heartbeat_seq)
-        out = "{\"seq\":" + quote(feed_.token()) + ",\"changes\":[],\"id\":null}\n";
+        out = "{\"seq\":" + feed_.token_json() + ",\"changes\":[],\"id\":null}\n";
       else
         out = "\n";
       return more();

@@ -33,8 +33,9 @@ class feed_source {
   virtual bool next(std::string& row) = 0;
   // What stopped the feed (the response then ends as failed, never as complete); ok otherwise.
   virtual const status& error() const = 0;
-  // The token of the position after the last row.
+  // The token of the position after the last row, and as JSON (default: a string).
   virtual std::string token() const = 0;
+  virtual std::string token_json() const;
   // The fields of the closing object after "last_seq" (e.g. ",\"pending\":3"), or "".
   virtual std::string end_fields() const { return ""; }
   // {"<part>":"exact"|"translated"|...} when `since` could not be continued exactly; "" otherwise.

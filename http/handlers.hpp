@@ -43,6 +43,10 @@ void share_catalog(ctx& c);
 
 // changes_handlers.cpp
 void handle_changes(ctx& c, const db_meta& db);
+// GET|POST /db/_changes/<shard id>: one shard's feed (spec 11.3); "_meta": handle_changes_meta.
+void handle_shard_changes(ctx& c, const db_meta& db, const std::string& shard_id);
+// GET /db/_changes/_meta: the shards, their ranges and lineage, and the token of now.
+void handle_changes_meta(ctx& c, const db_meta& db);
 
 // doc_handlers.cpp
 void handle_doc(ctx& c, const db_meta& db, const std::string& id);

@@ -39,6 +39,7 @@ void dispatch_db(ctx& c, const db_meta& db, const json& security) {
   if (what == "_local_docs" && p.size() == 2) return handle_local_docs(c, db);
   if (what == "_sync_shards" && p.size() == 2) return handle_sync_shards(c, db);
   if (what == "_changes" && p.size() == 2) return handle_changes(c, db);
+  if (what == "_changes" && p.size() == 3) return handle_shard_changes(c, db, p[2]);
   if (what == "_time_seq" && p.size() == 2) return handle_time_seq(c, db);
   if (what == "_local" && p.size() >= 3) {
     std::string id = "_local/" + p[2];
