@@ -53,6 +53,7 @@ result<shard_handle> shard_registry::acquire(const std::string& path, int64_t cr
         it->second.last_used = ++tick_;
         it->second.used_at_ms = clk_.now_ms();
         it->second.mapped = true;
+        last_acquired_ms_.store(it->second.used_at_ms, std::memory_order_relaxed);
         return it->second.handle;
       }
       if (!opening_.count(path)) break;
@@ -86,6 +87,7 @@ result<shard_handle> shard_registry::acquire(const std::string& path, int64_t cr
   }
   e.last_used = ++tick_;
   e.used_at_ms = clk_.now_ms();
+  last_acquired_ms_.store(e.used_at_ms, std::memory_order_relaxed);
   auto handle = e.handle;
   open_.emplace(path, std::move(e));
   evict_idle_locked();

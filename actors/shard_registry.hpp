@@ -8,6 +8,7 @@
 // stall every lookup.
 // Thread-safety: all methods may be called from any thread.
 #pragma once
+#include <atomic>
 #include <caf/actor.hpp>
 
 #include <condition_variable>
@@ -58,6 +59,8 @@ class shard_registry {
   // `idle_ms` and nobody holds (lmdb::release_maps), once per idle spell: an idle node does not keep
   // every page it ever read. Cheap when no shard became idle since the last call.
   void release_idle_maps(int64_t idle_ms);
+  // When a shard was last acquired (clock ms): any request, a peer's call or internal replication.
+  int64_t last_acquired_ms() const { return last_acquired_ms_.load(std::memory_order_relaxed); }
 
  private:
   struct entry {
@@ -90,6 +93,7 @@ class shard_registry {
   std::vector<uint64_t> removed_;
   std::deque<std::pair<int64_t, uint64_t>> removed_order_;  // (when, hash), oldest first
   uint64_t tick_ = 0;
+  std::atomic<int64_t> last_acquired_ms_{0};
 };
 
 }  // namespace settee

@@ -83,8 +83,7 @@ status changes_feed::start_shard_at(uint64_t seq) {
     p.seq = 0;
     resolutions_.emplace_back(p.range.name(), resolved_since::how::rewound);
   }
-  tokens_ = std::make_unique<seq_token_builder>(std::vector<seq_entry>{{p.range, p.copy->node(), p.uuid_prefix, 0}});
-  return {};
+  return {};  // positions are plain seqs (token()): no clustered token builder
 }
 
 status changes_feed::start(const std::string& since) {

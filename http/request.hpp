@@ -51,8 +51,9 @@ struct node_services {
   task_list* tasks = nullptr;     // GET /_active_tasks
   compactor* compaction = nullptr;
   shard_registry* shards = nullptr;  // the HTTP front's timer gives idle shards' pages back
-  // Run by the HTTP front's timer thread once per idle spell (no request for idle_node_ms), before
-  // it trims the heap: gives back what other threads cache (the actor scheduler's malloc caches).
+  // Run by the HTTP front's timer thread once per idle spell (no request and no shard used, by a
+  // peer's call or internal replication, for [node] idle_release_s), before it trims the heap:
+  // gives back what other threads cache (the actor scheduler's malloc caches).
   std::function<void()> on_idle = nullptr;
   // The _security object of new databases ([couchdb] default_security): admin-only, as CouchDB 3.
   std::string new_db_security = admin_only_security;

@@ -664,7 +664,7 @@ void http_server::impl::worker() {
 // deadline (slow headers, idle keep-alive, stalled bodies and writes): the socket's pending event
 // then reaches a worker, which closes it.
 void http_server::impl::timer_loop() {
-  int64_t idle_since = -1;  // last_request_ms when on_idle last ran
+  std::pair<int64_t, int64_t> idle_spell{-1, -1};  // the last request and shard use when on_idle last ran
   int64_t next_sweep = now_ms() + 1000;
   int64_t next_trim = now_ms() + 60000;
   std::unique_lock<std::mutex> lock(timer_mu);
@@ -700,9 +700,13 @@ void http_server::impl::timer_loop() {
       }
       const int64_t idle_ms = int64_t{opts.idle_release_s} * 1000;
       if (node.shards) node.shards->release_idle_maps(idle_ms);  // shards nobody used lately
+      // Idle: no request here and no shard used (a peer's calls, internal replication) for idle_ms;
+      // once per idle spell.
       const int64_t last = last_request_ms.load(std::memory_order_relaxed);
-      if (now - last >= idle_ms && last != idle_since) {  // once per idle spell
-        idle_since = last;
+      const int64_t used = node.shards ? node.shards->last_acquired_ms() : 0;
+      const bool quiet = !node.shards || node.clk.now_ms() - used >= idle_ms;
+      if (now - last >= idle_ms && quiet && std::make_pair(last, used) != idle_spell) {
+        idle_spell = {last, used};
         if (node.on_idle) node.on_idle();
         shrunk.store(true);
       }

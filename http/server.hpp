@@ -32,7 +32,7 @@ struct http_options {
   int io_timeout_s = 60;          // a body read or a response write that stalls this long ends
   // After this long without work, memory goes back ([node] idle_release_s): a worker beyond the
   // core leaves (a core one empties its malloc cache), a shard nobody used gives its mapped pages
-  // back, and a node without requests runs node_services::on_idle, then trims the heap.
+  // back, and a node without requests or shard use runs node_services::on_idle, then trims the heap.
   int idle_release_s = 30;
 };
 

@@ -112,6 +112,7 @@ TEST_CASE("a shard nobody has used for a while gives its mapped pages back, and 
     CHECK_FALSE(snap->doc("absent", d));  // walks the tree from its root: its pages are mapped in
   };
   read_some();
+  CHECK(f.shards.last_acquired_ms() == f.clk.now_ms());  // what "the node is idle" also asks
   const long mapped = resident_kb(path);
   REQUIRE(mapped > 0);
 
@@ -130,4 +131,5 @@ TEST_CASE("a shard nobody has used for a while gives its mapped pages back, and 
 
   read_some();  // the same store, its pages read again from the page cache
   CHECK(resident_kb(path) > 0);
+  CHECK(f.shards.last_acquired_ms() == f.clk.now_ms());
 }
