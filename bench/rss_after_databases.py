@@ -5,41 +5,17 @@
 Creates N databases with one document each, deletes them, repeats ROUNDS times, waits IDLE seconds
 and prints RSS from /proc (MB) and the process's thread count. Every loop is bounded by N and ROUNDS.
 """
-import base64
-import http.client
-import json
 import os
-import subprocess
-import sys
-import tempfile
 import time
 
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tests", "integration"))
-import harness  # noqa: E402
+from bench_node import BenchNode
 
-binary = sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.path.dirname(__file__), "..", "build", "settee")
 N, ROUNDS, IDLE = (int(os.environ.get(k, d)) for k, d in (("N", "2000"), ("ROUNDS", "1"), ("IDLE", "65")))
-port = harness.free_port()
-data = tempfile.mkdtemp(prefix="settee-rss-")
-env = dict(os.environ, SETTEE_ADMIN="bench:bench", SETTEE_CLUSTER_SECRET="bench-cluster-secret-0123456789")
-node = subprocess.Popen([binary, "--data-dir", data, "--port", str(port)], env=env,
-                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-auth = "Basic " + base64.b64encode(b"bench:bench").decode()
+node = BenchNode("settee-rss-")
 
 
 def req(method, path, body=None):
-    for _ in range(100):
-        try:
-            c = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
-            c.request(method, path, body=None if body is None else json.dumps(body),
-                      headers={"Authorization": auth, "Content-Type": "application/json"})
-            r = c.getresponse()
-            r.read()
-            c.close()
-            return r.status
-        except ConnectionRefusedError:
-            time.sleep(0.1)
-    raise RuntimeError("the node did not start")
+    return node.request(method, path, body)[0]
 
 
 def rss():
@@ -49,7 +25,7 @@ def rss():
 
 
 def status(field):
-    with open(f"/proc/{node.pid}/status") as f:
+    with open(f"/proc/{node.proc.pid}/status") as f:
         line = next(line for line in f if line.startswith(field + ":"))
     return int(line.split()[1])
 
@@ -69,6 +45,4 @@ try:
     time.sleep(IDLE)
     print(f"after {IDLE} s idle: {rss()}, {status('Threads')} threads")
 finally:
-    node.terminate()
-    node.wait()
-    subprocess.run(["rm", "-rf", data])
+    node.stop()

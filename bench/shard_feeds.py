@@ -7,45 +7,17 @@ Loads DOCS documents into a database of Q shards, then, RUNS times each, alterna
 whole feed with one GET /db/_changes, and reads it with Q concurrent GET /db/_changes/<shard id>
 (one connection each). Rows are counted in the bytes, not parsed. Bounded by DOCS and RUNS.
 """
-import base64
-import http.client
 import json
 import os
 import statistics
-import subprocess
-import sys
-import tempfile
 import threading
 import time
 
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tests", "integration"))
-import harness  # noqa: E402
+from bench_node import BenchNode
 
-binary = sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.path.dirname(__file__), "..", "build", "settee")
 DOCS, Q, RUNS = (int(os.environ.get(k, d)) for k, d in (("DOCS", "100000"), ("Q", "8"), ("RUNS", "3")))
-port = harness.free_port()
-data = tempfile.mkdtemp(prefix="settee-shardfeeds-")
-env = dict(os.environ, SETTEE_ADMIN="bench:bench", SETTEE_CLUSTER_SECRET="bench-cluster-secret-0123456789")
-node = subprocess.Popen([binary, "--data-dir", data, "--port", str(port)], env=env,
-                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-auth = {"Authorization": "Basic " + base64.b64encode(b"bench:bench").decode()}
-
-
-def req(method, path, body=None):
-    for _ in range(100):
-        try:
-            c = http.client.HTTPConnection("127.0.0.1", port, timeout=300)
-            h = dict(auth)
-            if body is not None:
-                h["Content-Type"] = "application/json"
-            c.request(method, path, body=None if body is None else json.dumps(body), headers=h)
-            r = c.getresponse()
-            out = r.read()
-            c.close()
-            return r.status, out
-        except ConnectionRefusedError:
-            time.sleep(0.1)
-    raise RuntimeError("the node did not start")
+node = BenchNode("settee-shardfeeds-")
+req = node.request
 
 
 def rows(path, out, i):
@@ -81,6 +53,4 @@ try:
     print(f"  {Q} shard feeds at once:  {statistics.median(parallel):10.0f} rows/s   runs {[round(x) for x in parallel]}")
     print(f"  ratio {statistics.median(parallel) / statistics.median(one):.2f}")
 finally:
-    node.terminate()
-    node.wait()
-    subprocess.run(["rm", "-rf", data])
+    node.stop()
