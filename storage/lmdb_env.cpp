@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <cinttypes>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 
 namespace settee::lmdb {
@@ -86,7 +87,13 @@ status del(MDB_txn* t, MDB_dbi dbi, std::string_view key) {
 
 void release_maps(const std::vector<std::string>& paths) {
   if (paths.empty()) return;
-  std::vector<std::string> sorted(paths);
+  std::vector<std::string> sorted;  // as the kernel names them: absolute, links resolved
+  for (const std::string& p : paths) {
+    if (char* real = ::realpath(p.c_str(), nullptr)) {
+      sorted.emplace_back(real);
+      std::free(real);
+    }
+  }
   std::sort(sorted.begin(), sorted.end());
   FILE* maps = std::fopen("/proc/self/maps", "re");
   if (!maps) return;
