@@ -477,6 +477,18 @@ kj::Promise<void> on_copy(rpc_node::loop& l, Context context, Work work, Answer 
       });
 }
 
+// on_copy for a call that answers only its status: `work(copy)` returns a status.
+template <class Context, class Work>
+kj::Promise<void> on_copy_status(rpc_node::loop& l, Context context, Work work) {
+  return on_copy<bool>(
+      l, context,
+      [work = std::move(work)](local_copy& c) mutable -> result<bool> {
+        if (auto st = work(c); !st) return st;
+        return true;
+      },
+      [](auto, bool) {});
+}
+
 doc_update read_update(DocUpdate::Reader u, bool new_edits) {
   doc_update d;
   d.id = u.getId();
@@ -765,13 +777,7 @@ kj::Promise<void> node_server::setRevsLimit(SetRevsLimitContext context) {
     set_status(context.getResults().initStatus(), {errc::bad_request, "revs_limit must be positive"});
     return kj::READY_NOW;
   }
-  return on_copy<bool>(
-      loop_, context,
-      [limit](local_copy& c) -> result<bool> {
-        if (auto st = c.set_revs_limit(limit); !st) return st;
-        return true;
-      },
-      [](Node::SetRevsLimitResults::Builder, bool) {});
+  return on_copy_status(loop_, context, [limit](local_copy& c) { return c.set_revs_limit(limit); });
 }
 
 kj::Promise<void> node_server::readBlob(ReadBlobContext context) {
@@ -798,13 +804,7 @@ kj::Promise<void> node_server::stageBlob(StageBlobContext context) {
 
 kj::Promise<void> node_server::dropStaged(DropStagedContext context) {
   std::string key = context.getParams().getKey();
-  return on_copy<bool>(
-      loop_, context,
-      [key](local_copy& c) -> result<bool> {
-        if (auto st = c.drop_staged(key); !st) return st;
-        return true;
-      },
-      [](Node::DropStagedResults::Builder, bool) {});
+  return on_copy_status(loop_, context, [key](local_copy& c) { return c.drop_staged(key); });
 }
 
 kj::Promise<void> node_server::compactDb(CompactDbContext context) {

@@ -244,9 +244,11 @@ void handle_shard_changes(ctx& c, const db_meta& db, const std::string& shard_id
 
 void handle_changes_meta(ctx& c, const db_meta& db) {
   if (c.method() != "GET") return c.method_not_allowed("GET,HEAD");
-  // The position `since` names (default: now) must be one this database can resume from.
-  changes_feed at(c.node.coord, db, {}, c.node.node_name);
-  if (auto st = at.start(c.has("since") ? c.param("since") : "now"); !st) return c.error(st);
+  // A `since` must be a position this database can resume from.
+  if (c.has("since")) {
+    changes_feed at(c.node.coord, db, {}, c.node.node_name);
+    if (auto st = at.start(c.param("since")); !st) return c.error(st);
+  }
   changes_feed now(c.node.coord, db, {}, c.node.node_name);
   if (auto st = now.start("now"); !st) return c.error(st);
   // No shard has been split yet (release 0.3 builds splitting next): the topology at any point is
