@@ -29,7 +29,7 @@ void compactor::enqueue_db(coordinator& coord, const db_meta& db) {
     for (const copy_ptr& copy : coord.copies(db, r)) {
       auto local = std::dynamic_pointer_cast<local_copy>(copy);
       if (!local) continue;
-      enqueue(db.name, "shards/" + db.ranges[r].name() + "/" + db.name + "." + std::to_string(db.created),
+      enqueue(db.name, "shards/" + db.ranges[r].name() + "/" + db.name + "." + std::to_string(db.suffixes[r]),
               std::move(local));
     }
   }

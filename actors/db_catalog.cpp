@@ -11,10 +11,6 @@
 
 namespace settee {
 
-// `_dbs` entries are written with sorted keys (their bodies, and so their revisions, stay the same
-// across releases); everything read goes through the one hardened parser (node/json.hpp).
-using sorted_json = nlohmann::json;
-
 db_catalog::db_catalog(shard_registry& shards, const clock& clk, std::string data_dir, std::string node_name,
                        std::chrono::milliseconds timeout)
     : shards_(shards),
@@ -27,17 +23,19 @@ db_catalog::db_catalog(shard_registry& shards, const clock& clk, std::string dat
 db_meta db_catalog::make_meta(const std::string& name, const entry& e) const {
   db_meta m;
   m.name = name;
-  m.q = e.q;
-  m.n = e.nodes.empty() ? 1 : static_cast<uint32_t>(e.nodes[0].size());
   m.created = e.created;
-  m.ranges = make_ranges(e.q);
-  m.nodes = e.nodes;
   m.security = e.security;
-  for (size_t i = 0; i < m.ranges.size(); ++i) {
-    m.shard_paths.push_back(data_dir_ + "/shards/" + m.ranges[i].name() + "/" + name + "." + std::to_string(e.created));
-    bool mine = i < e.nodes.size() && std::find(e.nodes[i].begin(), e.nodes[i].end(), node_name_) != e.nodes[i].end();
-    m.local.push_back(mine);
+  m.entry = std::make_shared<const entry>(e);
+  for (size_t i : e.open_shards()) {
+    const shard_info& s = e.shards[i];
+    m.ranges.push_back(s.range);
+    m.suffixes.push_back(s.suffix);
+    m.shard_paths.push_back(data_dir_ + "/shards/" + s.range.name() + "/" + name + "." + std::to_string(s.suffix));
+    if (!e.everywhere) m.nodes.push_back(s.nodes);
+    m.local.push_back(e.everywhere || std::find(s.nodes.begin(), s.nodes.end(), node_name_) != s.nodes.end());
   }
+  m.q = static_cast<uint32_t>(m.ranges.size());
+  m.n = m.nodes.empty() || m.nodes[0].empty() ? 1 : static_cast<uint32_t>(m.nodes[0].size());
   return m;
 }
 
@@ -49,29 +47,10 @@ status db_catalog::open_local_copies(const db_meta& m) {
   return {};
 }
 
-// A `_dbs` entry as it is stored:
-// {"q":2,"n":3,"created":1700000000,"by_range":{"00000000-7fffffff":["a@h","b@h","c@h"],...}}
 std::optional<db_catalog::entry> db_catalog::parse_entry(const std::string& name, const std::string& body) {
-  json j = parse_json(body).value_or(json());
-  if (!j.is_object() || !j["q"].is_number_unsigned() || !j["created"].is_number_integer() ||
-      !j["by_range"].is_object()) {
-    log::error("ignoring unreadable _dbs entry for " + name);
-    return std::nullopt;
-  }
-  entry e;
-  e.q = j["q"].get<uint32_t>();
-  e.created = j["created"].get<int64_t>();
-  for (auto& r : make_ranges(e.q)) {
-    if (j["by_range"].empty()) break;  // a system database: everywhere
-    const json& copies = j["by_range"][r.name()];
-    std::vector<std::string> names;
-    if (copies.is_array()) {
-      for (auto& n : copies)
-        if (n.is_string()) names.push_back(n.get<std::string>());
-    }
-    e.nodes.push_back(std::move(names));
-  }
-  if (j.contains("security") && j["security"].is_object()) e.security = j["security"].dump();
+  std::string why;
+  auto e = parse_catalog_entry(body, why);
+  if (!e) log::error("ignoring unreadable _dbs entry for " + name + ": " + why);
   return e;
 }
 
@@ -112,6 +91,12 @@ status db_catalog::load() {
   if (!snap) return snap.error();
   std::map<std::string, std::optional<entry>> entries;
   if (auto st = read_entries(*snap, 0, entries, seq); !st) return st;
+  for (auto& [name, e] : entries) {
+    if (e && e->split()) {
+      if (auto st = mark_split_format(); !st) return st;
+      break;
+    }
+  }
   std::unique_lock lock(mu_);
   for (auto& [name, e] : entries) {
     if (!e) continue;
@@ -144,6 +129,12 @@ status db_catalog::reload() {
     for (auto& [name, m] : dbs_by_name_) changed[name] = std::nullopt;
   }
   if (auto st = read_entries(*snap, everything ? 0 : loaded_seq_, changed, top); !st) return st;
+  for (auto& [name, e] : changed) {
+    if (e && e->split()) {  // a split made on another node, arrived by internal replication
+      if (auto st = mark_split_format(); !st) return st;
+      break;
+    }
+  }
   std::vector<db_meta> gone, added;
   {
     std::shared_lock lock(mu_);
@@ -161,8 +152,10 @@ status db_catalog::reload() {
     for (auto& [name, e] : changed) {
       if (!e) continue;
       auto it = dbs_by_name_.find(name);
-      if (it != dbs_by_name_.end()) {  // the same database, maybe with a new _security
-        it->second.security = e->security;
+      if (it != dbs_by_name_.end()) {  // the same database, with a new _security or shard map
+        db_meta now = make_meta(name, *e);
+        if (now.shard_paths != it->second.shard_paths) added.push_back(now);  // split: open the new copies
+        it->second = std::move(now);
         continue;
       }
       auto m = make_meta(name, *e);
@@ -239,45 +232,31 @@ result<db_meta> db_catalog::create(const std::string& name, uint32_t q, uint32_t
   if (find(name)) {
     return status{errc::file_exists, "The database could not be created, the file already exists."};
   }
-  entry e;
-  e.q = q;
-  e.created = std::max(clk_.now_s(), last_suffix_ + 1);
-  e.nodes = place_copies(members, q, n, hash_doc_id(name));
+  entry e = entry::initial(std::max(clk_.now_s(), last_suffix_ + 1), place_copies(members, q, n, hash_doc_id(name)));
   e.security = security;
   return create_locked(name, e);
-}
-
-std::string db_catalog::entry_body(const db_meta& m) {
-  sorted_json by_range = sorted_json::object();
-  for (size_t i = 0; i < m.nodes.size(); ++i) by_range[m.ranges[i].name()] = m.nodes[i];
-  auto parsed = parse_json(m.security);
-  sorted_json security = parsed && parsed->is_object() ? sorted_json(*parsed) : sorted_json::object();
-  return sorted_json{{"q", m.q},
-                     {"n", m.n},
-                     {"created", m.created},
-                     {"by_range", by_range},
-                     {"props", sorted_json::object()},
-                     {"security", security}}
-      .dump();
 }
 
 status db_catalog::set_security(const std::string& name, const std::string& security_json) {
   std::lock_guard<std::mutex> wlock(write_mu_);
   auto m = find(name);
   if (!m) return m.error();
-  m->security = security_json;
-  if (auto st = write_entry(name, entry_body(*m), false); !st) return st;
+  entry e = *m->entry;
+  e.security = security_json;
+  if (auto st = write_entry(name, encode_catalog_entry(e), false); !st) return st;
   std::unique_lock lock(mu_);
   auto it = dbs_by_name_.find(name);
-  if (it != dbs_by_name_.end() && it->second.created == m->created) it->second.security = security_json;
+  if (it != dbs_by_name_.end() && it->second.created == m->created) {
+    it->second.security = security_json;
+    it->second.entry = std::make_shared<const entry>(std::move(e));
+  }
   return {};
 }
 
 status db_catalog::create_system(const std::string& name) {
   std::lock_guard<std::mutex> wlock(write_mu_);
   if (find(name)) return {};
-  entry e;
-  e.created = 1;  // the same on every node
+  entry e = entry::initial(1, {});  // the same incarnation on every node
   auto m = create_locked(name, e);
   return m ? status{} : m.error();
 }
@@ -295,7 +274,7 @@ result<db_meta> db_catalog::create_locked(const std::string& name, const entry& 
     undo_files();
     return st;
   }
-  if (auto st = write_entry(name, entry_body(m), false); !st) {
+  if (auto st = write_entry(name, encode_catalog_entry(e), false); !st) {
     undo_files();
     return st;
   }
@@ -303,6 +282,37 @@ result<db_meta> db_catalog::create_locked(const std::string& name, const entry& 
   std::unique_lock lock(mu_);
   dbs_by_name_[name] = m;
   return m;
+}
+
+status db_catalog::mark_split_format() {
+  auto h = dbs();
+  if (!h) return h.error();
+  if (h->store->header().format_version >= shard_header::split_catalog_format) return {};
+  auto op = std::make_shared<write_op>();
+  op->what = write_op::kind::format;
+  op->format_version = shard_header::split_catalog_format;
+  log::info("_dbs holds a split database: raising its file format to " +
+            std::to_string(shard_header::split_catalog_format) +
+            " (releases before 0.3 will refuse this data directory)");
+  return write_one(h->writer, op, timeout_);
+}
+
+result<db_meta> db_catalog::update_entry(const std::string& name, int64_t created,
+                                         const std::function<status(entry&)>& edit) {
+  std::lock_guard<std::mutex> wlock(write_mu_);
+  auto m = find(name);
+  if (!m || m->created != created) return status{errc::db_not_found, "Database does not exist."};
+  entry e = *m->entry;
+  if (auto st = edit(e); !st) return st;
+  if (e.split()) {
+    if (auto st = mark_split_format(); !st) return st;
+  }
+  db_meta now = make_meta(name, e);
+  if (auto st = open_local_copies(now); !st) return st;
+  if (auto st = write_entry(name, encode_catalog_entry(e), false); !st) return st;
+  std::unique_lock lock(mu_);
+  dbs_by_name_[name] = now;
+  return now;
 }
 
 status db_catalog::remove(const std::string& name) {

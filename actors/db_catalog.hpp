@@ -11,6 +11,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -18,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "actors/catalog_entry.hpp"
 #include "actors/shard_map.hpp"
 #include "actors/shard_registry.hpp"
 
@@ -27,12 +29,16 @@ struct db_meta {
   std::string name;
   uint32_t q = 1;
   uint32_t n = 1;       // copies of each range
-  int64_t created = 0;  // the shard suffix and instance_start_time
+  int64_t created = 0;  // the first shards' suffix and instance_start_time
+  // The open shards, ordered by range (they cover the ring); routing reads these.
   std::vector<shard_range> ranges;
+  std::vector<int64_t> suffixes;                // each open shard's id suffix
   std::vector<std::string> shard_paths;         // where this node keeps its copy of each range
   std::vector<std::vector<std::string>> nodes;  // the nodes holding each range's copies
   std::vector<bool> local;                      // whether this node holds a copy of each range
   std::string security = "{}";                  // the _security object (kept in `_dbs`: every node has it)
+  // The `_dbs` entry it was made from: every shard there has been, with lineage (shared, immutable).
+  std::shared_ptr<const catalog_entry> entry;
 
   // System databases (`_dbs`, `_nodes`) list no nodes: every node holds every range.
   bool everywhere() const { return nodes.empty(); }
@@ -40,9 +46,9 @@ struct db_meta {
 
   // Names this incarnation of the database (for change notifications).
   std::string key() const { return name + "." + std::to_string(created); }
-  // The id of the shard holding range `index` (spec 11.3): "<range>.<suffix>", never reused (the
-  // first shards' suffix is the database's creation time).
-  std::string shard_id(size_t index) const { return ranges[index].name() + "." + std::to_string(created); }
+  // The id of the open shard holding range `index` (spec 11.3): "<range>.<suffix>", never reused
+  // (the first shards' suffix is the database's creation time).
+  std::string shard_id(size_t index) const { return ranges[index].name() + "." + std::to_string(suffixes[index]); }
   // The index of the range named `range` ("00000000-7fffffff"), if the database has it.
   std::optional<size_t> range_named(const std::string& range) const {
     for (size_t i = 0; i < ranges.size(); ++i)
@@ -55,6 +61,8 @@ struct db_meta {
     db_meta m;
     m.name = std::move(name);
     m.ranges = make_ranges(1);
+    m.suffixes = {0};
+    m.entry = std::make_shared<const catalog_entry>(catalog_entry::initial(0, {}));
     m.shard_paths = {std::move(path)};
     m.local = {true};
     return m;
@@ -63,6 +71,8 @@ struct db_meta {
 
 class db_catalog {
  public:
+  using entry = catalog_entry;
+
   db_catalog(shard_registry& shards, const clock& clk, std::string data_dir, std::string node_name,
              std::chrono::milliseconds timeout);
 
@@ -106,18 +116,15 @@ class db_catalog {
   status create_system(const std::string& name);
   // Replaces the database's _security object (JSON text) in `_dbs`.
   status set_security(const std::string& name, const std::string& security_json);
+  // Rewrites the entry of incarnation `created` of database `name` through `edit` (a split changes
+  // its shards). The first entry with lineage raises `_dbs`' file format first (shard_header:
+  // releases before 0.3 then refuse the data directory rather than route by `q`). Opens this
+  // node's copies of new open shards; answers the database as it is now.
+  result<db_meta> update_entry(const std::string& name, int64_t created, const std::function<status(entry&)>& edit);
   // errc::db_not_found when it does not exist. Deletes the shard files.
   status remove(const std::string& name);
 
  private:
-  struct entry {
-    uint32_t q = 1;
-    int64_t created = 0;
-    std::vector<std::vector<std::string>> nodes;
-    std::string security = "{}";
-  };
-  // The `_dbs` document of a database.
-  static std::string entry_body(const db_meta& m);
   // One `_dbs` entry's body; nullopt (logged) when it cannot be read.
   static std::optional<entry> parse_entry(const std::string& name, const std::string& body);
   // Every live entry, or (since > 0) the entries changed after seq `since`: nullopt for a name
@@ -130,6 +137,8 @@ class db_catalog {
   // Opens (creating if new) this node's copies of `m`.
   status open_local_copies(const db_meta& m);
   status write_entry(const std::string& name, const std::string& body, bool deleted);
+  // Raises `_dbs`' header to shard_header::split_catalog_format unless it is there already.
+  status mark_split_format();
   result<shard_handle> dbs() { return shards_.acquire(dbs_path_, clk_.now_s(), notify_key()); }
 
   shard_registry& shards_;

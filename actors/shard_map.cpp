@@ -13,6 +13,30 @@ std::string shard_range::name() const {
   return buf;
 }
 
+std::optional<shard_range> shard_range::parse(std::string_view name) {
+  auto hex8 = [](std::string_view s, uint32_t& out) {
+    if (s.size() != 8) return false;
+    out = 0;
+    for (char ch : s) {
+      int d = ch >= '0' && ch <= '9' ? ch - '0' : ch >= 'a' && ch <= 'f' ? ch - 'a' + 10 : -1;
+      if (d < 0) return false;
+      out = out << 4 | static_cast<uint32_t>(d);
+    }
+    return true;
+  };
+  shard_range r;
+  if (name.size() != 17 || name[8] != '-' || !hex8(name.substr(0, 8), r.begin) || !hex8(name.substr(9), r.end) ||
+      r.end < r.begin)
+    return std::nullopt;
+  return r;
+}
+
+std::optional<std::pair<shard_range, shard_range>> shard_range::halves() const {
+  if (begin == end) return std::nullopt;
+  uint32_t mid = begin + (end - begin) / 2;  // the first half keeps the middle hash
+  return std::make_pair(shard_range{begin, mid}, shard_range{mid + 1, end});
+}
+
 std::vector<shard_range> make_ranges(uint32_t q) {
   if (q == 0) q = 1;
   std::vector<shard_range> out;

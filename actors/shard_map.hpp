@@ -2,8 +2,10 @@
 // A document belongs to the range containing CRC32(doc id). Pure functions, no I/O.
 #pragma once
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace settee {
@@ -15,6 +17,11 @@ struct shard_range {
   // "00000000-7fffffff": 8 lowercase hex digits each side, as CouchDB names ranges.
   std::string name() const;
   bool contains(uint32_t h) const { return h >= begin && h <= end; }
+  bool operator==(const shard_range& o) const { return begin == o.begin && end == o.end; }
+  // Reads a name(); nullopt for anything else (or an empty range, end < begin).
+  static std::optional<shard_range> parse(std::string_view name);
+  // The two halves a split makes (CouchDB's mem3_util:range_split): nullopt for a range of one hash.
+  std::optional<std::pair<shard_range, shard_range>> halves() const;
 };
 
 // q equal ranges covering the ring, the last one absorbing the remainder (CouchDB mem3 layout).

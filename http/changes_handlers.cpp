@@ -251,17 +251,22 @@ void handle_changes_meta(ctx& c, const db_meta& db) {
   }
   changes_feed now(c.node.coord, db, {}, c.node.node_name);
   if (auto st = now.start("now"); !st) return c.error(st);
-  // No shard has been split yet (release 0.3 builds splitting next): the topology at any point is
-  // today's, every shard open since seq 0.
+  // Every shard there has been, with lineage; seqs are those of the copy shard feeds read (the
+  // first in the shard's node order).
   json shards = json::array();
-  for (size_t i = 0; i < db.ranges.size(); ++i) {
-    shards.push_back({{"id", db.shard_id(i)},
-                      {"range", db.ranges[i].name()},
-                      {"state", "open"},
-                      {"parents", json::array()},
-                      {"children", json::array()},
-                      {"start_seq", 0},
-                      {"end_seq", nullptr}});
+  auto seq_of = [](const shard_info& s, const std::map<std::string, uint64_t>& seqs) -> json {
+    if (s.nodes.empty()) return seqs.empty() ? json(0) : json(seqs.begin()->second);
+    auto it = seqs.find(s.nodes[0]);
+    return it == seqs.end() ? json(0) : json(it->second);
+  };
+  for (const shard_info& s : db.entry->shards) {
+    shards.push_back({{"id", s.id()},
+                      {"range", s.range.name()},
+                      {"state", s.open ? "open" : "closed"},
+                      {"parents", s.parents},
+                      {"children", s.children},
+                      {"start_seq", seq_of(s, s.start_seq)},
+                      {"end_seq", s.open ? json(nullptr) : seq_of(s, s.end_seq)}});
   }
   c.reply(200, json{{"shards", std::move(shards)}, {"since", now.token()}});
 }

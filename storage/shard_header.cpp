@@ -14,15 +14,27 @@ namespace settee {
 namespace {
 
 // capnp needs word-aligned input; LMDB values have no alignment guarantee, so copy.
-kj::Array<capnp::word> aligned_copy(const std::string& bytes) {
+kj::Array<capnp::word> aligned_copy(std::string_view bytes) {
   auto words = kj::heapArray<capnp::word>(bytes.size() / sizeof(capnp::word));
   std::memcpy(words.begin(), bytes.data(), words.size() * sizeof(capnp::word));
   return words;
 }
 
+// Ends a format-2 header (see current_format): not a whole word, so releases before 0.3 refuse it.
+constexpr std::string_view format2_trailer{"SPL\x02", 4};
+
+// The Cap'n Proto message of a stored header (without a format-2 trailer).
+std::string_view message_of(std::string_view bytes) {
+  if (bytes.size() % sizeof(capnp::word) == format2_trailer.size() &&
+      bytes.substr(bytes.size() - format2_trailer.size()) == format2_trailer)
+    bytes.remove_suffix(format2_trailer.size());
+  return bytes;
+}
+
 }  // namespace
 
-bool shard_header::decode(const std::string& bytes, shard_header& out) {
+bool shard_header::decode(const std::string& stored, shard_header& out) {
+  std::string_view bytes = message_of(stored);
   if (bytes.empty() || bytes.size() % sizeof(capnp::word) != 0) return false;
   try {
     auto words = aligned_copy(bytes);
@@ -58,7 +70,8 @@ bool shard_header::decode(const std::string& bytes, shard_header& out) {
   }
 }
 
-std::string shard_header::encode(const std::string& previous) const {
+std::string shard_header::encode(const std::string& stored) const {
+  std::string_view previous = message_of(stored);
   capnp::MallocMessageBuilder msg;
   bool copied = false;
   if (!previous.empty() && previous.size() % sizeof(capnp::word) == 0) {
@@ -103,7 +116,9 @@ std::string shard_header::encode(const std::string& previous) const {
   compact.setRoot(h.asReader());
   auto flat = capnp::messageToFlatArray(compact);
   auto bytes = flat.asBytes();
-  return std::string(reinterpret_cast<const char*>(bytes.begin()), bytes.size());
+  std::string out(reinterpret_cast<const char*>(bytes.begin()), bytes.size());
+  if (format_version >= split_catalog_format) out += format2_trailer;
+  return out;
 }
 
 }  // namespace settee

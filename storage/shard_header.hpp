@@ -12,9 +12,13 @@
 namespace settee {
 
 struct shard_header {
-  static constexpr uint32_t current_format = 1;
+  // 1: every file. 2 (0.3): a catalog that holds a split database's lineage; releases before 0.3
+  // would route its documents by `q` alone, so a format-2 header ends with a 4-byte trailer they
+  // refuse to decode (they stop at start: "<file>: unreadable header"), while 0.3 strips it.
+  static constexpr uint32_t current_format = 2;
+  static constexpr uint32_t split_catalog_format = 2;
 
-  uint32_t format_version = current_format;
+  uint32_t format_version = 1;
   std::string shard_uuid;
   std::vector<std::pair<std::string, uint64_t>> epochs;  // (node, first seq)
   uint64_t update_seq = 0;

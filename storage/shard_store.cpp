@@ -212,6 +212,11 @@ result<std::shared_ptr<shard_store>> shard_store::open_env(const std::string& pa
   if (found) {
     s->header_raw_.assign(raw);
     if (!shard_header::decode(s->header_raw_, h)) return status{errc::internal, path + ": unreadable header"};
+    if (h.format_version > shard_header::current_format) {
+      return status{errc::internal, path + ": written by a newer release of settee (file format " +
+                                        std::to_string(h.format_version) + "; this release reads formats up to " +
+                                        std::to_string(shard_header::current_format) + ")"};
+    }
   } else {
     h.shard_uuid = crypto::random_hex(16);
     h.created_at = opts.created_at;
@@ -297,7 +302,8 @@ status shard_store::commit(const std::vector<write_op*>& ops, int64_t now_s) {
   }
   shard_header h = header();
   const uint64_t seq_before = h.update_seq;
-  bool changed = false;  // something a feed or the header shows (time-seq records it)
+  bool changed = false;   // something a feed or the header shows (time-seq records it)
+  bool imported = false;  // a split's copy: the seqs are the parent's, and so are the bins
   lmdb::txn t;
   status st = t.begin(env_, false);
   for (size_t o = 0; o < ops.size() && st; ++o) {
@@ -321,6 +327,13 @@ status shard_store::commit(const std::vector<write_op*>& ops, int64_t now_s) {
       case write_op::kind::time_seq_reset:
         time_seq::reset(h.time_seq, h.update_seq);  // the next commit opens the first new bin
         break;
+      case write_op::kind::format:
+        h.format_version = std::max(h.format_version, op.format_version);
+        break;
+      case write_op::kind::import:
+        st = import_step(t.get(), h, *op.import);
+        imported = true;
+        break;
       case write_op::kind::compact:
         st = compact_step(t.get(), h, op);
         break;
@@ -332,7 +345,7 @@ status shard_store::commit(const std::vector<write_op*>& ops, int64_t now_s) {
   }
   // Time-seq, in the same transaction (spec section 5): the seq committed before this commit, at
   // the clock's time. Never an error: an early, repeated or backward time leaves the bins alone.
-  if (st && time_seq_enabled_ && (changed || h.update_seq != seq_before)) {
+  if (st && time_seq_enabled_ && !imported && (changed || h.update_seq != seq_before)) {
     time_seq::update(h.time_seq, now_s, seq_before, min_time_);
   }
   std::string bytes;
@@ -625,6 +638,113 @@ status shard_store::stage_blob(MDB_txn* t, shard_header& h, write_op& op) {
   }
   h.external_size += bytes;
   return st;
+}
+
+status shard_store::forget_doc(MDB_txn* t, shard_header& h, const std::string& key, const doc_info& d) {
+  for (size_t i = 0; i < d.tree.nodes().size(); ++i) {
+    if (auto st = drop_body(t, h, d.id, d.tree.rev(static_cast<int>(i))); !st) return st;
+  }
+  if (auto st = del(t, by_seq_, codec::seq_key(d.seq)); !st) return st;
+  count(h, state_of(d.tree), -1);
+  if (state_of(d.tree) == doc_state::live) {
+    if (auto st = doc_rank::add(t, rank_, docs_, live_record, key, -1); !st) return st;
+  }
+  return del(t, docs_, key);
+}
+
+status shard_store::import_step(MDB_txn* t, shard_header& h, import_request& req) {
+  const snapshot& src = *req.from;
+  req.last = req.since;
+  req.copied = 0;
+  req.done = true;
+  size_t visited = 0;
+  status st;
+  src.scan_changes(req.since, [&](const change_entry& c) {
+    if (visited == req.limit) {
+      req.done = false;
+      return false;
+    }
+    ++visited;
+    req.last = c.seq;
+    if (!req.keep(c.id)) return true;
+    doc_info d;
+    if (!src.doc(c.id, d)) {
+      st = src.fault() ? status{errc::internal, "split: " + c.id + " is in the parent's by_seq but not its docs"}
+                       : src.fault();
+      return false;
+    }
+    const std::string key = doc_key::of(c.id);
+    std::string_view raw;
+    bool found = false;
+    if (st = get(t, docs_, key, raw, found); !st) return false;
+    if (found) {  // copied by an earlier pass: replaced by its state now
+      doc_info old;
+      if (!decode_doc(key, raw, old)) {
+        st = {errc::internal, "corrupt document record: " + c.id};
+        return false;
+      }
+      if (st = forget_doc(t, h, key, old); !st) return false;
+    }
+    for (size_t i = 0; i < d.tree.nodes().size(); ++i) {
+      std::string body;
+      const rev_id rev = d.tree.rev(static_cast<int>(i));
+      if (!src.body(c.id, rev, body)) continue;  // compacted away, or never stored (0.2 files)
+      std::vector<std::string> keys;
+      doc_update u;  // the blobs the body names that this shard does not hold yet
+      if (body.find("\"_attachments\"") != std::string::npos) {
+        auto parsed = parse_json(body);
+        if (!parsed) {
+          st = {errc::internal, "unreadable document body for " + c.id};
+          return false;
+        }
+        keys = attachments::keys_of(*parsed);
+        for (const std::string& k : keys) {
+          bool here = false;
+          if (st = blob_store::has(t, blobs_, k, 0, here); !st) return false;
+          if (here) continue;
+          attachments::blob b;
+          b.key = k;
+          if (!src.blob(k, b.bytes)) {
+            st = src.fault() ? status{errc::internal, "split: blob " + k + " of " + c.id + " is missing"} : src.fault();
+            return false;
+          }
+          u.blobs.push_back(std::move(b));
+        }
+      }
+      if (st = put(t, bodies_, body_key(c.id, rev), body); !st) return false;
+      h.external_size += body.size();
+      if (st = reference_blobs(t, h, keys, &u, +1); !st) return false;
+    }
+    if (st = put(t, by_seq_, codec::seq_key(c.seq), encode_change(d, c.time_s), MDB_APPEND); !st) return false;
+    if (st = put(t, docs_, key, encode_doc(c.id, c.seq, d.tree)); !st) return false;
+    count(h, state_of(d.tree), +1);
+    if (state_of(d.tree) == doc_state::live) {
+      if (st = doc_rank::add(t, rank_, docs_, live_record, key, +1); !st) return false;
+    }
+    ++req.copied;
+    return true;
+  });
+  if (!st) return st;
+  if (!src.fault()) return src.fault();
+  h.update_seq = std::max(h.update_seq, req.last);
+  if (req.header) {
+    h.security = req.header->security;
+    h.revs_limit = req.header->revs_limit;
+    h.time_seq = req.header->time_seq;
+  }
+  if (req.local_docs) {
+    std::vector<local_doc> locals;
+    src.scan_local([&](const local_doc& l) {
+      locals.push_back(l);
+      return true;
+    });
+    if (!src.fault()) return src.fault();
+    if (int rc = mdb_drop(t, local_, 0); rc != 0) return lmdb::to_status(rc, "mdb_drop");
+    for (const local_doc& l : locals) {
+      if (auto s2 = put(t, local_, l.id, encode_local(l.rev, l.body)); !s2) return s2;
+    }
+  }
+  return {};
 }
 
 status shard_store::compact_step(MDB_txn* t, shard_header& h, write_op& op) {

@@ -73,14 +73,29 @@ struct local_update {
   uint64_t rev = 0;  // the "0-N" revision the client holds (0: none)
 };
 
+struct import_request;  // below shard_store
+
 // A unit of work for commit(). The caller fills the inputs; commit() fills the outputs.
 struct write_op {
-  enum class kind { docs, local, security, revs_limit, time_seq_reset, compact, stage_blob, drop_staged };
+  enum class kind {
+    docs,
+    local,
+    security,
+    revs_limit,
+    time_seq_reset,
+    compact,
+    stage_blob,
+    drop_staged,
+    format,
+    import
+  };
   kind what = kind::docs;
-  std::vector<doc_update> docs;  // kind::docs
-  local_update local;            // kind::local
-  std::string security;          // kind::security (JSON text)
-  uint32_t revs_limit = 0;       // kind::revs_limit
+  std::vector<doc_update> docs;            // kind::docs
+  local_update local;                      // kind::local
+  std::string security;                    // kind::security (JSON text)
+  uint32_t revs_limit = 0;                 // kind::revs_limit
+  uint32_t format_version = 0;             // kind::format: raises the header's format_version to this
+  std::shared_ptr<import_request> import;  // kind::import (a shard split's copy step)
   // kind::compact: one step of compaction, from document id `compact_from` (inclusive) over at most
   // `compact_limit` documents: older revisions lose their bodies (and their attachments their
   // references). Answers the documents visited and where the next step starts ("": done).
@@ -254,6 +269,9 @@ class shard_store : public std::enable_shared_from_this<shard_store> {
   status drop_body(MDB_txn* t, shard_header& h, const std::string& id, const rev_id& rev);
   status compact_step(MDB_txn* t, shard_header& h, write_op& op);
   status stage_blob(MDB_txn* t, shard_header& h, write_op& op);
+  status import_step(MDB_txn* t, shard_header& h, import_request& req);
+  // Removes document `key`'s record, its by_seq entry and bodies (a document imported again).
+  status forget_doc(MDB_txn* t, shard_header& h, const std::string& key, const doc_info& d);
   // The catalog file: appends the events that took `id` from its recorded state to the one its
   // tree `d` now has (the winner's body is `winner_body` when known), at `d.seq`.
   // `index` numbers the events of one seq.
@@ -275,6 +293,26 @@ class shard_store : public std::enable_shared_from_this<shard_store> {
   mutable std::mutex header_mu_;
   shard_header header_;
   std::string header_raw_;
+};
+
+// One step of a shard split's copy into a child shard (write_op::kind::import): the changes of
+// `from` (a snapshot of the parent) after seq `since` whose ids `keep` accepts (those hashing into
+// the child's range), visiting
+// at most `limit` changes, each copied with its seq, tree, bodies and attachments (a document copied
+// before is replaced). The child's update_seq becomes the last parent seq visited: the child
+// continues the parent's numbering. With `header`, the child also takes the parent's security,
+// revs_limit and time-seq bins, and with `local_docs` its _local documents (replication
+// checkpoints). Imports leave time-seq alone: the bins are the parent's.
+struct import_request {
+  const shard_store::snapshot* from = nullptr;
+  std::function<bool(std::string_view id)> keep;
+  uint64_t since = 0;
+  size_t limit = 1000;
+  std::optional<shard_header> header;
+  bool local_docs = false;
+  uint64_t last = 0;  // out: the last parent seq visited (since when none)
+  size_t copied = 0;  // out: documents copied
+  bool done = false;  // out: every change of the snapshot after `since` was visited
 };
 
 }  // namespace settee

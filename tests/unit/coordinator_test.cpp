@@ -145,6 +145,7 @@ struct fixture : registry_fixture {
     db.q = 1;
     db.n = static_cast<uint32_t>(modes.size());
     db.ranges = make_ranges(1);
+    db.suffixes = {0};
     db.nodes = {{}};
     for (size_t i = 0; i < modes.size(); ++i) db.nodes[0].push_back(names[i]);
     db.local = {false};

@@ -67,3 +67,66 @@ TEST_CASE("a reload brings in what changed behind the catalog's back: creations,
     CHECK(fresh.find(name)->security == f.reader.find(name)->security);
   }
 }
+
+TEST_CASE("a split shard map: routing by the open ranges, seen by other catalogs, and the file format raised") {
+  two_catalogs f;
+  auto a = f.create("a");
+  CHECK(
+      f.shards.acquire(db_catalog::file_in(f.dir.path), 0, db_catalog::notify_key())->store->header().format_version ==
+      1);
+  int64_t suffix = a.created * 1000 + 7;
+  auto split = f.writer.update_entry("a", a.created, [&](db_catalog::entry& e) {
+    shard_info& parent = e.shards[0];
+    parent.open = false;
+    parent.end_seq["n1@h"] = 0;
+    auto halves = parent.range.halves();
+    std::vector<shard_info> children;  // appended last: `parent` refers into e.shards
+    for (const shard_range& r : {halves->first, halves->second}) {
+      shard_info child;
+      child.range = r;
+      child.suffix = suffix;
+      child.nodes = parent.nodes;
+      child.parents = {parent.id()};
+      child.start_seq = parent.end_seq;
+      parent.children.push_back(child.id());
+      children.push_back(child);
+    }
+    e.shards.insert(e.shards.end(), children.begin(), children.end());
+    return status{};
+  });
+  REQUIRE_MESSAGE(split.ok(), (split.ok() ? "" : split.error().reason));
+  CHECK(split->q == 3);
+  CHECK(split->shard_id(0) == "00000000-3fffffff." + std::to_string(suffix));
+  CHECK(split->shard_id(2) == "80000000-ffffffff." + std::to_string(a.created));
+  CHECK(split->shard_paths[1] ==
+        f.dir.path + "/shards/40000000-7fffffff/a." + std::to_string(suffix));  // the child's file, opened
+  CHECK(f.shards.acquire(split->shard_paths[1], a.created, a.key()).ok());
+  CHECK(range_index(split->ranges, 0x50000000) == 1);
+  CHECK(range_index(split->ranges, 0x90000000) == 2);
+  CHECK(
+      f.shards.acquire(db_catalog::file_in(f.dir.path), 0, db_catalog::notify_key())->store->header().format_version ==
+      shard_header::split_catalog_format);
+
+  // The wrong incarnation is not touched.
+  CHECK(f.writer.update_entry("a", a.created + 1, [](db_catalog::entry&) { return status{}; }).error().code ==
+        errc::db_not_found);
+
+  // Another node's catalog learns the new map by reloading; one loading the file reads it too.
+  f.reader.mark_stale();
+  auto seen = f.reader.lookup("a");
+  REQUIRE(seen.ok());
+  CHECK(seen->q == 3);
+  CHECK(seen->shard_paths == split->shard_paths);
+  REQUIRE(seen->entry);
+  CHECK(seen->entry->shards.size() == 4);
+  CHECK(!seen->entry->shards[0].open);
+  db_catalog fresh{f.shards, f.clk, f.dir.path, "n1@h", timeout};
+  REQUIRE(fresh.load());
+  CHECK(fresh.find("a")->shard_paths == split->shard_paths);
+  // _security kept with the lineage.
+  REQUIRE(f.writer.set_security("a", R"({"admins":{"names":["z"]}})"));
+  db_catalog again{f.shards, f.clk, f.dir.path, "n1@h", timeout};
+  REQUIRE(again.load());
+  CHECK(again.find("a")->q == 3);
+  CHECK(again.find("a")->security == R"({"admins":{"names":["z"]}})");
+}

@@ -71,3 +71,26 @@ TEST_CASE("rewriting a header from its own bytes does not grow it (no orphaned l
   CHECK(again == first);
   CHECK(first.size() < 1400);  // stays inside one LMDB page (4 KB pages keep values up to ~2 KB inline)
 }
+
+TEST_CASE("a format-2 header (a catalog with split databases) is one older releases cannot decode") {
+  shard_header h;
+  h.shard_uuid = "abc";
+  h.update_seq = 5;
+  std::string v1 = h.encode("");
+  CHECK(v1.size() % sizeof(capnp::word) == 0);
+  h.format_version = shard_header::split_catalog_format;
+  std::string v2 = h.encode(v1);
+  // Releases 0.1 and 0.2 refuse a header that is not whole words ("unreadable header").
+  CHECK(v2.size() % sizeof(capnp::word) != 0);
+  shard_header back;
+  REQUIRE(shard_header::decode(v2, back));
+  CHECK(back.format_version == 2);
+  CHECK(back.update_seq == 5);
+  back.update_seq = 6;  // a commit keeps the format (and its trailer)
+  std::string again = back.encode(v2);
+  CHECK(again.size() == v2.size());
+  shard_header last;
+  REQUIRE(shard_header::decode(again, last));
+  CHECK(last.format_version == 2);
+  CHECK(last.update_seq == 6);
+}

@@ -1,0 +1,187 @@
+#include "actors/catalog_entry.hpp"
+
+#include <algorithm>
+#include <set>
+
+#include "node/json.hpp"
+
+namespace settee {
+
+namespace {
+
+// Written with sorted keys: the bodies, and so their revisions, stay the same across releases.
+using sorted_json = nlohmann::json;
+
+bool read_names(const json& j, std::vector<std::string>& out) {
+  if (!j.is_array()) return false;
+  for (auto& v : j) {
+    if (!v.is_string()) return false;
+    out.push_back(v.get<std::string>());
+  }
+  return true;
+}
+
+bool read_seqs(const json& j, std::map<std::string, uint64_t>& out) {
+  if (!j.is_object()) return false;
+  for (auto& [node, seq] : j.items()) {
+    if (!seq.is_number_unsigned()) return false;
+    out[node] = seq.get<uint64_t>();
+  }
+  return true;
+}
+
+// The lineage of a database that has been split; false when any shard is not well formed or the
+// open shards do not cover the ring exactly once.
+bool read_shards(const json& list, catalog_entry& e, std::string& why) {
+  std::set<std::string> ids;
+  for (auto& s : list) {
+    shard_info info;
+    const json& id = s.is_object() ? s["id"] : json();
+    const json& state = s.is_object() ? s["state"] : json();
+    auto range =
+        s.is_object() && s["range"].is_string() ? shard_range::parse(s["range"].get<std::string>()) : std::nullopt;
+    std::string text = id.is_string() ? id.get<std::string>() : "";
+    size_t dot = text.find('.');
+    if (!range || dot == std::string::npos || text.substr(0, dot) != range->name() || !state.is_string() ||
+        !read_names(s["nodes"], info.nodes) || !read_names(s["parents"], info.parents) ||
+        !read_names(s["children"], info.children) || !read_seqs(s["start_seq"], info.start_seq) ||
+        !read_seqs(s["end_seq"], info.end_seq)) {
+      why = "shard " + (text.empty() ? s.dump() : text) + " is not well formed";
+      return false;
+    }
+    try {
+      size_t used = 0;
+      info.suffix = std::stoll(text.substr(dot + 1), &used);
+      if (used != text.size() - dot - 1) throw std::invalid_argument(text);
+    } catch (const std::exception&) {
+      why = "shard id " + text + " has no numeric suffix";
+      return false;
+    }
+    info.range = *range;
+    info.open = state.get<std::string>() == "open";
+    if (!ids.insert(text).second) {
+      why = "shard " + text + " is listed twice";
+      return false;
+    }
+    e.shards.push_back(std::move(info));
+  }
+  uint64_t next = 0;
+  for (size_t i : e.open_shards()) {
+    if (e.shards[i].range.begin != next) {
+      why = "the open shards do not cover the hash ring";
+      return false;
+    }
+    next = uint64_t{e.shards[i].range.end} + 1;
+  }
+  if (next != (uint64_t{1} << 32)) {
+    why = "the open shards do not cover the hash ring";
+    return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+catalog_entry catalog_entry::initial(int64_t created, const std::vector<std::vector<std::string>>& nodes) {
+  catalog_entry e;
+  e.created = created;
+  e.everywhere = nodes.empty();
+  auto ranges = make_ranges(e.everywhere ? 1 : static_cast<uint32_t>(nodes.size()));
+  for (size_t i = 0; i < ranges.size(); ++i) {
+    shard_info s;
+    s.range = ranges[i];
+    s.suffix = created;
+    if (!e.everywhere) s.nodes = nodes[i];
+    e.shards.push_back(std::move(s));
+  }
+  return e;
+}
+
+std::vector<size_t> catalog_entry::open_shards() const {
+  std::vector<size_t> out;
+  for (size_t i = 0; i < shards.size(); ++i)
+    if (shards[i].open) out.push_back(i);
+  std::sort(out.begin(), out.end(), [&](size_t a, size_t b) { return shards[a].range.begin < shards[b].range.begin; });
+  return out;
+}
+
+bool catalog_entry::split() const {
+  return std::any_of(shards.begin(), shards.end(), [](const shard_info& s) { return !s.open; });
+}
+
+std::optional<size_t> catalog_entry::find(const std::string& id) const {
+  for (size_t i = 0; i < shards.size(); ++i)
+    if (shards[i].id() == id) return i;
+  return std::nullopt;
+}
+
+std::optional<catalog_entry> parse_catalog_entry(const std::string& body, std::string& why) {
+  json j = parse_json(body).value_or(json());
+  if (!j.is_object() || !j["q"].is_number_unsigned() || !j["created"].is_number_integer() ||
+      !j["by_range"].is_object()) {
+    why = "not a database entry";
+    return std::nullopt;
+  }
+  catalog_entry e;
+  e.created = j["created"].get<int64_t>();
+  if (j.contains("security") && j["security"].is_object()) e.security = j["security"].dump();
+  if (j.contains("shards")) {
+    if (!j["shards"].is_array() || !read_shards(j["shards"], e, why)) {
+      if (why.empty()) why = "shards is not a list";
+      return std::nullopt;
+    }
+    return e;
+  }
+  const json& by_range = j["by_range"];
+  uint32_t q = j["q"].get<uint32_t>();
+  if (by_range.empty()) {  // a system database: everywhere
+    e = catalog_entry::initial(e.created, {});
+    e.security = j.contains("security") && j["security"].is_object() ? j["security"].dump() : "{}";
+    return e;
+  }
+  std::vector<std::vector<std::string>> nodes;
+  for (auto& r : make_ranges(q)) {
+    std::vector<std::string> names;
+    const json& copies = by_range[r.name()];
+    if (copies.is_array()) {
+      for (auto& n : copies)
+        if (n.is_string()) names.push_back(n.get<std::string>());
+    }
+    nodes.push_back(std::move(names));
+  }
+  std::string security = std::move(e.security);
+  e = catalog_entry::initial(e.created, nodes);
+  e.security = std::move(security);
+  return e;
+}
+
+std::string encode_catalog_entry(const catalog_entry& e) {
+  sorted_json by_range = sorted_json::object();
+  auto open = e.open_shards();
+  if (!e.everywhere) {
+    for (size_t i : open) by_range[e.shards[i].range.name()] = e.shards[i].nodes;
+  }
+  auto parsed = parse_json(e.security);
+  sorted_json security = parsed && parsed->is_object() ? sorted_json(*parsed) : sorted_json::object();
+  size_t n = e.everywhere || open.empty() || e.shards[open[0]].nodes.empty() ? 1 : e.shards[open[0]].nodes.size();
+  sorted_json body{
+      {"q", open.size()},    {"n", n}, {"created", e.created}, {"by_range", by_range}, {"props", sorted_json::object()},
+      {"security", security}};
+  if (e.split()) {
+    sorted_json shards = sorted_json::array();
+    for (auto& s : e.shards) {
+      shards.push_back({{"id", s.id()},
+                        {"range", s.range.name()},
+                        {"nodes", s.nodes},
+                        {"state", s.open ? "open" : "closed"},
+                        {"parents", s.parents},
+                        {"children", s.children},
+                        {"start_seq", s.start_seq},
+                        {"end_seq", s.end_seq}});
+    }
+    body["shards"] = std::move(shards);
+  }
+  return body.dump();
+}
+
+}  // namespace settee

@@ -1,0 +1,57 @@
+// catalog_entry: one database's document in `_dbs`, decoded, and its encoding. Pure, no I/O.
+//
+// A database never split is stored as releases 0.1 and 0.2 store it (the body, and so its
+// revision, stays the same):
+//   {"by_range":{"00000000-7fffffff":["a@h","b@h"],...},"created":1700000000,"n":2,"props":{},
+//    "q":2,"security":{}}
+// Once split it also carries its whole lineage (docs/architecture.md section 31):
+//   "shards":[{"id":"00000000-7fffffff.1700000000","range":"00000000-7fffffff","nodes":[...],
+//              "state":"closed","parents":[],"children":["00000000-3fffffff.1700000500123",...],
+//              "start_seq":{"a@h":0,...},"end_seq":{"a@h":912,...}}, ...]
+// and `q`/`by_range` describe the open shards (for a reader's eye; this release routes by `shards`).
+#pragma once
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "actors/shard_map.hpp"
+
+namespace settee {
+
+// One shard of a database: a range of one incarnation, named "<range>.<suffix>" and never reused.
+struct shard_info {
+  shard_range range;
+  int64_t suffix = 0;                          // the database's creation time for the first shards
+  std::vector<std::string> nodes;              // where its copies live
+  bool open = true;                            // closed: split into `children`, kept for lineage
+  std::vector<std::string> parents, children;  // shard ids
+  // Per copy (node): the shard's changes are those with start_seq < seq <= end_seq of that copy's
+  // numbering (a child continues its parent's numbering, so its start_seq is the parent's end_seq).
+  std::map<std::string, uint64_t> start_seq, end_seq;
+
+  std::string id() const { return range.name() + "." + std::to_string(suffix); }
+};
+
+struct catalog_entry {
+  int64_t created = 0;
+  bool everywhere = false;         // a system database: one range, a copy on every node
+  std::vector<shard_info> shards;  // every shard there has been; the open ones cover the ring
+  std::string security = "{}";     // JSON text
+
+  // The first q shards of a database created at `created`, copies placed as `nodes` says.
+  static catalog_entry initial(int64_t created, const std::vector<std::vector<std::string>>& nodes);
+  // Indexes of the open shards, ordered by range.
+  std::vector<size_t> open_shards() const;
+  bool split() const;
+  // The index of the shard named `id`, if any.
+  std::optional<size_t> find(const std::string& id) const;
+};
+
+// Decodes a `_dbs` document body; nullopt, with the reason in `why`, when it is not one.
+std::optional<catalog_entry> parse_catalog_entry(const std::string& body, std::string& why);
+// The body to store (keys sorted; a database never split is stored without `shards`).
+std::string encode_catalog_entry(const catalog_entry& e);
+
+}  // namespace settee

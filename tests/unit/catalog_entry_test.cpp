@@ -1,0 +1,133 @@
+// The `_dbs` entry codec: entries of databases never split stay byte for byte what releases 0.1
+// and 0.2 wrote; a split database's lineage round-trips and is validated.
+#include <doctest/doctest.h>
+
+#include "actors/catalog_entry.hpp"
+
+using namespace settee;
+
+namespace {
+
+// What a split of the first of two ranges makes: the parent closed, two children open.
+catalog_entry split_first(const catalog_entry& e, int64_t suffix, uint64_t end_seq) {
+  catalog_entry out = e;
+  shard_info& parent = out.shards[0];
+  auto halves = parent.range.halves();
+  REQUIRE(halves);
+  std::vector<shard_info> children;  // appended last: `parent` refers into out.shards
+  parent.open = false;
+  for (auto& node : parent.nodes) parent.end_seq[node] = end_seq;
+  for (const shard_range& r : {halves->first, halves->second}) {
+    shard_info child;
+    child.range = r;
+    child.suffix = suffix;
+    child.nodes = parent.nodes;
+    child.parents = {parent.id()};
+    child.start_seq = parent.end_seq;
+    parent.children.push_back(child.id());
+    children.push_back(child);
+  }
+  out.shards.insert(out.shards.end(), children.begin(), children.end());
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("an entry never split is stored as 0.2 stored it") {
+  auto e = catalog_entry::initial(1700000000, {{"a@h", "b@h"}, {"b@h", "a@h"}});
+  e.security = R"({"members":{"names":["x"]}})";
+  std::string body = encode_catalog_entry(e);
+  CHECK(
+      body ==
+      R"({"by_range":{"00000000-7fffffff":["a@h","b@h"],"80000000-ffffffff":["b@h","a@h"]},"created":1700000000,"n":2,"props":{},"q":2,"security":{"members":{"names":["x"]}}})");
+  std::string why;
+  auto back = parse_catalog_entry(body, why);
+  REQUIRE(back);
+  CHECK(!back->split());
+  CHECK(back->shards.size() == 2);
+  CHECK(back->shards[1].id() == "80000000-ffffffff.1700000000");
+  CHECK(back->shards[1].nodes == std::vector<std::string>{"b@h", "a@h"});
+  CHECK(encode_catalog_entry(*back) == body);
+
+  auto sys = catalog_entry::initial(1, {});  // _users: everywhere
+  CHECK(encode_catalog_entry(sys) == R"({"by_range":{},"created":1,"n":1,"props":{},"q":1,"security":{}})");
+  auto sys_back = parse_catalog_entry(encode_catalog_entry(sys), why);
+  REQUIRE(sys_back);
+  CHECK(sys_back->everywhere);
+  CHECK(sys_back->shards.size() == 1);
+}
+
+TEST_CASE("a split entry keeps its lineage and describes its open shards in q and by_range") {
+  auto e = split_first(catalog_entry::initial(1700000000, {{"a@h"}, {"a@h"}}), 1700000500123, 912);
+  std::string body = encode_catalog_entry(e);
+  std::string why;
+  auto back = parse_catalog_entry(body, why);
+  REQUIRE_MESSAGE(back, why);
+  CHECK(back->split());
+  REQUIRE(back->shards.size() == 4);
+  auto open = back->open_shards();
+  REQUIRE(open.size() == 3);
+  CHECK(back->shards[open[0]].id() == "00000000-3fffffff.1700000500123");
+  CHECK(back->shards[open[1]].id() == "40000000-7fffffff.1700000500123");
+  CHECK(back->shards[open[2]].id() == "80000000-ffffffff.1700000000");
+  CHECK(back->shards[0].children ==
+        std::vector<std::string>{"00000000-3fffffff.1700000500123", "40000000-7fffffff.1700000500123"});
+  CHECK(back->shards[0].end_seq.at("a@h") == 912);
+  CHECK(back->shards[open[1]].parents == std::vector<std::string>{"00000000-7fffffff.1700000000"});
+  CHECK(back->shards[open[1]].start_seq.at("a@h") == 912);
+  CHECK(back->find("40000000-7fffffff.1700000500123") == open[1]);
+  CHECK(!back->find("40000000-7fffffff.1700000000"));
+  CHECK(encode_catalog_entry(*back) == body);
+  auto j = body.find(R"("q":3)");
+  CHECK(j != std::string::npos);
+  CHECK(body.find(
+            R"("by_range":{"00000000-3fffffff":["a@h"],"40000000-7fffffff":["a@h"],"80000000-ffffffff":["a@h"]})") !=
+        std::string::npos);
+}
+
+TEST_CASE("entries that are not well formed are refused with a reason") {
+  std::string why;
+  CHECK(!parse_catalog_entry("{}", why));
+  CHECK(!parse_catalog_entry("not json", why));
+  auto base = [](const std::string& shards) {
+    return R"({"by_range":{},"created":5,"n":1,"props":{},"q":1,"security":{},"shards":)" + shards + "}";
+  };
+  const char* shard =
+      R"({"id":"%","range":"00000000-ffffffff","nodes":[],"state":"open","parents":[],"children":[],"start_seq":{},"end_seq":{}})";
+  auto with_id = [&](const std::string& id) {
+    std::string s = shard;
+    s.replace(s.find('%'), 1, id);
+    return s;
+  };
+  CHECK(parse_catalog_entry(base("[" + with_id("00000000-ffffffff.5") + "]"), why));
+  why.clear();
+  CHECK(!parse_catalog_entry(base("[" + with_id("00000000-7fffffff.5") + "]"), why));  // id names another range
+  CHECK(why.find("not well formed") != std::string::npos);
+  CHECK(!parse_catalog_entry(base("[" + with_id("00000000-ffffffff.x") + "]"), why));
+  CHECK(!parse_catalog_entry(base("[" + with_id("00000000-ffffffff.5") + "," + with_id("00000000-ffffffff.5") + "]"),
+                             why));
+  CHECK(why.find("twice") != std::string::npos);
+  CHECK(!parse_catalog_entry(base("[]"), why));  // nothing covers the ring
+  CHECK(why.find("cover") != std::string::npos);
+  CHECK(!parse_catalog_entry(base("{}"), why));
+}
+
+TEST_CASE("range names parse back and split into halves") {
+  auto r = shard_range::parse("00000000-7fffffff");
+  REQUIRE(r);
+  CHECK(r->begin == 0);
+  CHECK(r->end == 0x7fffffff);
+  CHECK(!shard_range::parse("00000000-7ffffff"));
+  CHECK(!shard_range::parse("80000000-7fffffff"));  // empty
+  CHECK(!shard_range::parse("0000000G-7fffffff"));
+  CHECK(!shard_range::parse("00000000_7fffffff"));
+  auto h = r->halves();
+  REQUIRE(h);
+  CHECK(h->first.name() == "00000000-3fffffff");
+  CHECK(h->second.name() == "40000000-7fffffff");
+  auto whole = shard_range{}.halves();
+  REQUIRE(whole);
+  CHECK(whole->first.name() == "00000000-7fffffff");
+  CHECK(whole->second.name() == "80000000-ffffffff");
+  CHECK(!shard_range{7, 7}.halves());
+}
