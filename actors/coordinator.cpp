@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <thread>
 
 #include "actors/gather.hpp"
 #include "actors/local_copy.hpp"
@@ -121,6 +122,35 @@ result<shard_store::snapshot> coordinator::read_for(const db_meta& db, std::stri
 }
 
 result<write_outcome> coordinator::update_docs(const db_meta& db, std::vector<doc_update> docs, size_t w) {
+  auto out = write_once(db, docs, w);
+  // A split seals its parent shard (errc::shard_moved) from its last copy pass until the new shard
+  // map is in `_dbs`, a few milliseconds: the documents it refused are written again on that map.
+  auto moved = [&] {
+    std::vector<size_t> at;
+    for (size_t i = 0; out && i < out->results.size(); ++i)
+      if (out->results[i].st.code == errc::shard_moved) at.push_back(i);
+    return at;
+  };
+  const auto deadline = std::chrono::steady_clock::now() + timeout_;
+  db_meta current = db;
+  for (auto again = moved(); !again.empty() && std::chrono::steady_clock::now() < deadline; again = moved()) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    catalog_.mark_stale();
+    auto fresh = catalog_.lookup(db.name);
+    if (!fresh || fresh->created != db.created) break;
+    if (fresh->shard_paths == current.shard_paths && fresh->nodes == current.nodes) continue;
+    current = std::move(*fresh);
+    std::vector<doc_update> retry;
+    for (size_t i : again) retry.push_back(docs[i]);
+    auto second = write_once(current, retry, w);
+    if (!second) return second;
+    for (size_t k = 0; k < again.size(); ++k) out->results[again[k]] = std::move(second->results[k]);
+    out->quorum_met = out->quorum_met && second->quorum_met;
+  }
+  return out;
+}
+
+result<write_outcome> coordinator::write_once(const db_meta& db, const std::vector<doc_update>& docs, size_t w) {
   // Group by range, remembering each doc's input position.
   std::map<size_t, std::vector<size_t>> positions;  // range -> input positions
   for (size_t i = 0; i < docs.size(); ++i) positions[shard_index(db, docs[i].id)].push_back(i);
@@ -166,7 +196,8 @@ result<write_outcome> coordinator::update_docs(const db_meta& db, std::vector<do
                                       : status{errc::timeout,
                                                "The request could not be processed in a reasonable amount of time."};
       }
-      out.quorum_met = out.quorum_met && qa.met;
+      // A refusal by a split's sealed parent is retried on the new map (update_docs).
+      if (qa.result.st.code != errc::shard_moved) out.quorum_met = out.quorum_met && qa.met;
       out.results[pos[d]] = std::move(qa.result);
     }
   }

@@ -65,6 +65,7 @@ class coordinator {
   // Writes documents, each to every copy of its range, all in parallel; returns once w copies of
   // every range answered (or all did, or the request timeout passed). w = 0: n/2+1; w is capped at
   // n. See quorum.hpp for how the copies' answers combine.
+  // Documents a split's sealed parent refused are written again on the new shard map.
   result<write_outcome> update_docs(const db_meta& db, std::vector<doc_update> docs, size_t w = 0);
 
   // Document `id` as r copies of its range know it (r = 0: n/2+1; capped at the copies there are),
@@ -122,6 +123,8 @@ class coordinator {
   result<uint32_t> revs_limit(const db_meta& db);
 
  private:
+  // update_docs() on the shard map `db`, once.
+  result<write_outcome> write_once(const db_meta& db, const std::vector<doc_update>& docs, size_t w);
   class node_copies;
 
   db_catalog& catalog_;

@@ -85,6 +85,7 @@ result<shard_handle> shard_registry::acquire(const std::string& path, int64_t cr
     close_entry(e);
     return status{errc::db_not_found, "Database does not exist."};
   }
+  if (sealed_.count(path)) e.handle.store->seal();
   e.last_used = ++tick_;
   e.used_at_ms = clk_.now_ms();
   last_acquired_ms_.store(e.used_at_ms, std::memory_order_relaxed);
@@ -132,6 +133,7 @@ void shard_registry::remove(const std::string& path) {
   {
     std::unique_lock<std::mutex> lock(mu_);
     mark_removed_locked(path);
+    sealed_.erase(path);                                        // never opened again
     opened_.wait(lock, [&] { return !opening_.count(path); });  // its file must not appear after the delete
     auto it = open_.find(path);
     if (it != open_.end()) {
@@ -170,6 +172,13 @@ void shard_registry::mark_removed_locked(const std::string& path) {
   if (it != removed_.end() && *it == h) return;
   removed_.insert(it, h);
   removed_order_.emplace_back(now, h);
+}
+
+void shard_registry::seal(const std::string& path) {
+  std::lock_guard<std::mutex> lock(mu_);
+  sealed_.insert(path);
+  auto it = open_.find(path);
+  if (it != open_.end()) it->second.handle.store->seal();
 }
 
 bool shard_registry::removed_locked(const std::string& path) const {

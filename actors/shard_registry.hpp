@@ -49,6 +49,8 @@ class shard_registry {
   // Removes every shard of one database incarnation: marks them removed, wakes the feeds reading
   // them (notify_key) so they see it and let go, then closes and deletes each.
   void remove_all(const std::vector<std::string>& paths, const std::string& notify_key);
+  // Seals the shard at `path` (shard_store::seal), now and whenever it is opened again.
+  void seal(const std::string& path);
   // True once remove(path) has begun.
   bool removed(const std::string& path) const;
   // Closes every shard (queued writes finish first).
@@ -91,6 +93,7 @@ class shard_registry {
   // odds of 1 in 2^64 per path): flat arrays, not a node per path, so that deleting databases does
   // not leave small allocations scattered over the heap (they keep freed pages from going back).
   std::vector<uint64_t> removed_;
+  std::set<std::string> sealed_;                            // split parents (a handful at a time; gone with remove())
   std::deque<std::pair<int64_t, uint64_t>> removed_order_;  // (when, hash), oldest first
   uint64_t tick_ = 0;
   std::atomic<int64_t> last_acquired_ms_{0};

@@ -21,6 +21,9 @@ void handle_membership(ctx& c);
 void handle_active_tasks(ctx& c);
 void handle_db_updates(ctx& c);
 
+// reshard_handlers.cpp
+void handle_reshard(ctx& c);
+
 // db_handlers.cpp
 void handle_db(ctx& c, const std::string& name);
 void handle_all_docs(ctx& c, const db_meta& db);

@@ -78,6 +78,7 @@ void dispatch(ctx& c) {
     if (first == "_membership" && p.size() == 1) return handle_membership(c);
     if (first == "_active_tasks" && p.size() == 1) return handle_active_tasks(c);
     if (first == "_db_updates" && p.size() == 1) return handle_db_updates(c);
+    if (first == "_reshard") return handle_reshard(c);
     if (first == "_all_dbs" || first == "_up" || first == "_uuids") return c.error(errc::not_found, "missing");
     return c.error(validate_db_name(first));
   }

@@ -18,6 +18,7 @@
 #include "actors/coordinator.hpp"
 #include "actors/db_catalog.hpp"
 #include "actors/messages.hpp"
+#include "actors/resharder.hpp"
 #include "actors/scheduler_caches.hpp"
 #include "actors/shard_registry.hpp"
 #include "actors/update_log.hpp"
@@ -326,6 +327,9 @@ int main(int argc, char** argv) {
                          static_cast<size_t>(cfg.get_int("database_compaction", "docs_per_step", 1000)));
     node.tasks = &tasks;
     node.compaction = &compaction;
+    resharder reshard(coord, shards, tasks, clk, store_opts.node_name, args.data_dir);
+    if (auto st = reshard.start(); !st) die("cannot resume reshard jobs: " + st.reason);
+    node.reshard = &reshard;
     node.shards = &shards;
     node.on_idle = [&sys] { release_scheduler_caches(sys, scheduler_threads, std::chrono::milliseconds(100)); };
     std::string default_security = cfg.get("couchdb", "default_security", "admin_only");
@@ -463,6 +467,7 @@ int main(int argc, char** argv) {
     if (syncer) syncer->stop();
     if (rpc) rpc->stop();
     compaction.stop();               // its current step commits whole
+    reshard.stop();                  // its current copy step commits whole
     shards.close_all();              // queued writes finish, and mark their databases
     updates.stop();                  // records them, syncs the record and notes the clean stop
     shards.close_all();              // the record itself

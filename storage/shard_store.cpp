@@ -306,8 +306,16 @@ status shard_store::commit(const std::vector<write_op*>& ops, int64_t now_s) {
   bool imported = false;  // a split's copy: the seqs are the parent's, and so are the bins
   lmdb::txn t;
   status st = t.begin(env_, false);
+  const bool sealed = sealed_.load();
   for (size_t o = 0; o < ops.size() && st; ++o) {
     write_op& op = *ops[o];
+    if (sealed && op.what != write_op::kind::format && op.what != write_op::kind::import) {
+      op.st = {errc::shard_moved, "the shard was split; its documents moved to its children"};
+      doc_result refused;
+      refused.st = op.st;
+      op.results.assign(op.docs.size(), refused);
+      continue;
+    }
     switch (op.what) {
       case write_op::kind::docs:
         op.results.resize(op.docs.size());
@@ -726,6 +734,11 @@ status shard_store::import_step(MDB_txn* t, shard_header& h, import_request& req
   });
   if (!st) return st;
   if (!src.fault()) return src.fault();
+  if (req.done) {  // the parent's last changes may be the other child's: the numbering still reaches its end
+    shard_header at;
+    if (!src.header(at)) return src.fault();
+    req.last = std::max(req.last, at.update_seq);
+  }
   h.update_seq = std::max(h.update_seq, req.last);
   if (req.header) {
     h.security = req.header->security;
@@ -1169,6 +1182,13 @@ uint64_t shard_store::snapshot::live_total() const {
   uint64_t n = 0;
   if (auto st = doc_rank::total(txn_, store_->rank_, n); !st) fail(st);
   return n;
+}
+
+bool shard_store::snapshot::header(shard_header& out) const {
+  std::string_view raw;
+  bool found = false;
+  if (auto st = get(txn_, store_->meta_, header_key, raw, found); !st) return fail(st);
+  return (found && shard_header::decode(std::string(raw), out)) || corrupt("header", header_key);
 }
 
 uint64_t shard_store::snapshot::count_changes_after(uint64_t since) const {

@@ -5,6 +5,7 @@
 // file's only writer). read() snapshots and header() may be used from any thread concurrently.
 // Durability: commit() returns only after LMDB committed the transaction with fsync.
 #pragma once
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -177,6 +178,11 @@ class shard_store : public std::enable_shared_from_this<shard_store> {
   status commit(const std::vector<write_op*>& ops, int64_t now_s);
   // The failure that made the store read-only; ok while it takes writes.
   status failed() const;
+  // A split is about to close this shard: from the next commit on, every op but kind::format and
+  // kind::import is refused with errc::shard_moved (the coordinator retries on the new shard map).
+  // Not persisted: the shard map stops naming the shard before anyone could reopen it.
+  void seal() { sealed_.store(true); }
+  bool sealed() const { return sealed_.load(); }
 
   // A consistent read-only view (one LMDB read transaction). Keep it short-lived. It keeps the
   // store open while it lives.
@@ -226,6 +232,8 @@ class shard_store : public std::enable_shared_from_this<shard_store> {
     // thousand reads at most, whatever the shard's size).
     uint64_t live_before(std::string_view id) const;
     uint64_t live_total() const;
+    // The header as of this snapshot (shard_store::header() is the latest commit's).
+    bool header(shard_header& out) const;
     // Releases the snapshot but keeps the reader slot; renew() takes a fresh snapshot without the
     // reader-table lock that a new read transaction needs under MDB_NOTLS. A reset snapshot must
     // be renewed before any read.
@@ -290,6 +298,7 @@ class shard_store : public std::enable_shared_from_this<shard_store> {
   unsigned events_ = 0;     // `db_events`, in the catalog file only
   bool db_events_ = false;  // this is the catalog file
   status failed_;           // set by a failed commit (under header_mu_)
+  std::atomic<bool> sealed_{false};
   mutable std::mutex header_mu_;
   shard_header header_;
   std::string header_raw_;

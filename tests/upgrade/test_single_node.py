@@ -3,6 +3,7 @@ import os
 import shutil
 import sys
 import tempfile
+import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "integration"))
 from harness import Node, NodeTest, main  # noqa: E402
@@ -90,6 +91,32 @@ class UpgradeDowngrade(NodeTest):
         self.assertEqual(times(after), times(bins_before))  # intact: v0.1.0 kept the field it does not know
         ids = {r["id"] for r in again.get("/modern/_changes?since=2025-09-01T00:00:00Z").json["results"]}
         self.assertIn("by-old", ids)  # written by the old release: still in a time-based feed
+
+
+    def test_a_data_dir_split_here_is_refused_by_older_releases_and_opens_here_again(self):
+        new = self.run_node()
+        new.put("/before?q=2")  # a database never split: the older releases could read it
+        self.assertEqual(new.put("/splitdb?q=1").status, 201)
+        new.post("/splitdb/_bulk_docs", {"docs": [{"_id": f"d{i}"} for i in range(50)]})
+        r = new.post("/_reshard/jobs", {"type": "split", "db": "splitdb"})
+        self.assertEqual(r.status, 201, r.data)
+        job = r.json[0]["id"]
+        for _ in range(200):
+            if new.get(f"/_reshard/jobs/{job}").json["job_state"] == "completed":
+                break
+            time.sleep(0.05)
+        self.assertEqual(new.get(f"/_reshard/jobs/{job}").json["job_state"], "completed")
+        new.stop()
+        # v0.2.0 and v0.1.0 would route by q alone: both stop at start, naming the catalog file.
+        for tag in ("v0.1.0", "v0.2.0"):
+            old = Node(data_dir=self.data, bin=binary(tag))
+            with self.assertRaises(RuntimeError) as refused:
+                old.start()
+            self.assertIn("_dbs.lmdb: unreadable header", str(refused.exception), tag)
+        again = self.run_node()
+        self.assertEqual(again.get("/splitdb").json["doc_count"], 50)
+        self.assertEqual(again.get("/splitdb").json["cluster"]["q"], 2)
+        self.assertEqual(again.get("/before/_all_docs").status, 200)
 
 
 if __name__ == "__main__":

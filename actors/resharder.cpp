@@ -1,0 +1,589 @@
+#include "actors/resharder.hpp"
+
+#include <algorithm>
+#include <cstdlib>
+
+#include "actors/bridge.hpp"
+#include "node/crypto.hpp"
+#include "node/log.hpp"
+#include "storage/time_seq.hpp"
+
+namespace settee {
+
+namespace {
+
+constexpr const char* job_prefix = "_local/reshard-job/";
+constexpr const char* state_doc = "_local/reshard-state";
+constexpr size_t changes_per_step = 2000;
+
+// A stop asked for while a job runs: not a failure, the job resumes from where it was.
+const status halted_status{errc::unavailable, "stopped"};
+
+std::string shard_name(const std::string& db, const std::string& shard_id) {
+  size_t dot = shard_id.find('.');
+  return "shards/" + shard_id.substr(0, dot) + "/" + db + shard_id.substr(dot);
+}
+
+json time_or_null(int64_t t) {
+  return t ? json(time_seq::format_time(t)) : json(nullptr);
+}
+
+bool terminal(const split_job& j) {
+  return j.job_state == "completed" || j.job_state == "failed";
+}
+
+size_t state_index(const std::string& s) {
+  auto& all = resharder::split_states();
+  return static_cast<size_t>(std::find(all.begin(), all.end(), s) - all.begin());
+}
+
+}  // namespace
+
+const std::vector<std::string>& resharder::split_states() {
+  static const std::vector<std::string> all{"new",     "initial_copy",    "topoff1",         "build_indices",
+                                            "topoff2", "copy_local_docs", "update_shardmap", "wait_source_close",
+                                            "topoff3", "source_delete",   "completed"};
+  return all;
+}
+
+std::vector<std::string> split_job::targets() const {
+  auto range = shard_range::parse(source.substr(0, source.find('.')));
+  auto halves = range ? range->halves() : std::nullopt;
+  if (!halves) return {};
+  return {halves->first.name() + "." + std::to_string(child_suffix),
+          halves->second.name() + "." + std::to_string(child_suffix)};
+}
+
+json split_job::to_api(const std::string& node) const {
+  json target = json::array();
+  for (auto& t : targets()) target.push_back(shard_name(db, t));
+  json hist = json::array();
+  for (auto& e : history) {
+    hist.push_back({{"timestamp", time_seq::format_time(e.time)},
+                    {"type", e.type},
+                    {"detail", e.detail.empty() ? json(nullptr) : json(e.detail)}});
+  }
+  json info = json::object();
+  if (!reason.empty()) info["reason"] = reason;
+  return json{{"id", id},
+              {"type", "split"},
+              {"source", shard_name(db, source)},
+              {"target", target},
+              {"job_state", job_state},
+              {"split_state", split_state},
+              {"state_info", info},
+              {"node", node},
+              {"start_time", time_or_null(start_time)},
+              {"update_time", time_or_null(update_time)},
+              {"history", hist}};
+}
+
+json split_job::to_doc() const {
+  json hist = json::array();
+  for (auto& e : history) hist.push_back({e.time, e.type, e.detail});
+  return json{{"id", id},
+              {"db", db},
+              {"created", created},
+              {"source", source},
+              {"child_suffix", child_suffix},
+              {"job_state", job_state},
+              {"split_state", split_state},
+              {"reason", reason},
+              {"stopped_by_user", stopped_by_user},
+              {"start_time", start_time},
+              {"update_time", update_time},
+              {"history", hist}};
+}
+
+std::optional<split_job> split_job::from_doc(const json& j) {
+  try {
+    split_job s;
+    s.id = j.at("id").get<std::string>();
+    s.db = j.at("db").get<std::string>();
+    s.created = j.at("created").get<int64_t>();
+    s.source = j.at("source").get<std::string>();
+    s.child_suffix = j.at("child_suffix").get<int64_t>();
+    s.job_state = j.at("job_state").get<std::string>();
+    s.split_state = j.at("split_state").get<std::string>();
+    s.reason = j.at("reason").get<std::string>();
+    s.stopped_by_user = j.at("stopped_by_user").get<bool>();
+    s.start_time = j.at("start_time").get<int64_t>();
+    s.update_time = j.at("update_time").get<int64_t>();
+    for (auto& e : j.at("history"))
+      s.history.push_back({e.at(0).get<int64_t>(), e.at(1).get<std::string>(), e.at(2).get<std::string>()});
+    if (state_index(s.split_state) == resharder::split_states().size()) return std::nullopt;
+    return s;
+  } catch (const std::exception&) {
+    return std::nullopt;
+  }
+}
+
+resharder::resharder(coordinator& coord, shard_registry& shards, task_list& tasks, const clock& clk, std::string node,
+                     std::string data_dir)
+    : coord_(coord),
+      shards_(shards),
+      tasks_(tasks),
+      clk_(clk),
+      node_(std::move(node)),
+      data_dir_(std::move(data_dir)) {}
+
+resharder::~resharder() {
+  stop();
+}
+
+void resharder::stop() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stopping_ = true;
+  }
+  wake_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+std::string resharder::path_of(const std::string& db, const std::string& shard_id) const {
+  size_t dot = shard_id.find('.');
+  return data_dir_ + "/shards/" + shard_id.substr(0, dot) + "/" + db + shard_id.substr(dot);
+}
+
+std::vector<std::pair<shard_range, std::string>> resharder::children_of(const split_job& j) const {
+  std::vector<std::pair<shard_range, std::string>> out;
+  for (const std::string& t : j.targets())
+    out.emplace_back(*shard_range::parse(t.substr(0, t.find('.'))), path_of(j.db, t));
+  return out;
+}
+
+void resharder::drop_children(const split_job& j) {
+  for (auto& [range, path] : children_of(j)) shards_.remove(path);
+}
+
+status resharder::start() {
+  auto h = coord_.catalog().catalog_file();
+  if (!h) return h.error();
+  auto snap = h->store->read();
+  if (!snap) return snap.error();
+  std::vector<local_doc> docs;
+  snap->scan_local([&](const local_doc& d) {
+    if (d.id.rfind("_local/reshard", 0) == 0) docs.push_back(d);
+    return true;
+  });
+  if (!snap->fault()) return snap->fault();
+  std::lock_guard<std::mutex> lock(mu_);
+  for (const local_doc& d : docs) {
+    auto body = parse_json(d.body);
+    if (!body) continue;
+    if (d.id == state_doc) {
+      running_ = body->value("state", "running") == "running";
+      reason_ = body->value("reason", "");
+      continue;
+    }
+    auto j = split_job::from_doc(*body);
+    if (!j) {
+      log::error("ignoring unreadable reshard job " + d.id);
+      continue;
+    }
+    if (!terminal(*j) && j->split_state != "new") {
+      // The map may or may not have switched: the catalog says.
+      auto db = coord_.catalog().find(j->db);
+      bool switched = db && db->created == j->created && db->entry->find(j->source) &&
+                      !db->entry->shards[*db->entry->find(j->source)].open;
+      if (state_index(j->split_state) > state_index("update_shardmap") || switched) {
+        note(*j, "restart", "the shard map had switched: going forward");
+        if (state_index(j->split_state) < state_index("update_shardmap")) j->split_state = "update_shardmap";
+      } else {
+        drop_children(*j);  // half copied: start over with new children
+        j->child_suffix = std::max(clk_.now_ms(), j->child_suffix + 1);
+        note(*j, "restart", "the shard map had not switched: copying again");
+        j->split_state = "new";
+      }
+      if (auto st = save_locked(*j); !st) return st;
+    }
+    jobs_.emplace(j->id, std::move(*j));
+  }
+  thread_ = std::thread([this] { run(); });
+  return {};
+}
+
+json resharder::state() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return json{{"state", running_ ? "running" : "stopped"}, {"reason", reason_.empty() ? json(nullptr) : json(reason_)}};
+}
+
+status resharder::set_state(bool running, const std::string& reason) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    running_ = running;
+    reason_ = running ? reason : (reason.empty() ? "Shard splitting stopped on the cluster by user" : reason);
+    if (auto st = save_state_locked(); !st) return st;
+    for (auto& [id, j] : jobs_) {
+      if (terminal(j) || j.stopped_by_user) continue;
+      j.job_state = running ? "running" : "stopped";
+      j.reason = running ? "" : reason_;
+      note(j, j.job_state);
+      if (auto st = save_locked(j); !st) return st;
+    }
+  }
+  wake_.notify_all();
+  return {};
+}
+
+result<split_job> resharder::create(const db_meta& db, size_t index) {
+  if (db.everywhere() || !db.entry) return status{errc::bad_request, "System databases are not split"};
+  const std::string source = db.shard_id(index);
+  if (db.nodes[index] != std::vector<std::string>{node_}) {
+    std::string where;
+    for (auto& n : db.nodes[index]) where += (where.empty() ? "" : ", ") + n;
+    return status{errc::not_implemented, "Shard " + shard_name(db.name, source) + " has copies on other nodes (" +
+                                             where +
+                                             "); this release splits only ranges whose copies are all on one node"};
+  }
+  if (!db.ranges[index].halves()) return status{errc::bad_request, "Shard " + source + " cannot be split further"};
+  std::lock_guard<std::mutex> lock(mu_);
+  for (auto& [id, j] : jobs_) {
+    if (j.db == db.name && j.created == db.created && j.source == source && !terminal(j))
+      return status{errc::conflict, "A job splitting " + shard_name(db.name, source) + " exists already: " + id};
+  }
+  split_job j;
+  j.db = db.name;
+  j.created = db.created;
+  j.source = source;
+  j.start_time = clk_.now_s();
+  j.child_suffix = clk_.now_ms();
+  j.id = "001-" + crypto::sha256_hex(node_ + " " + db.name + " " + source + " " + std::to_string(clk_.now_ms()));
+  note(j, "new");
+  j.job_state = running_ ? "running" : "stopped";
+  if (!running_) j.reason = reason_;
+  note(j, j.job_state);
+  if (auto st = save_locked(j); !st) return st;
+  jobs_.emplace(j.id, j);
+  wake_.notify_all();
+  return j;
+}
+
+std::vector<split_job> resharder::jobs() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<split_job> out;
+  for (auto& [id, j] : jobs_) out.push_back(j);
+  return out;
+}
+
+result<split_job> resharder::job(const std::string& id) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = jobs_.find(id);
+  if (it == jobs_.end()) return status{errc::not_found, "Job not found"};
+  return it->second;
+}
+
+status resharder::set_job_state(const std::string& id, bool running, const std::string& reason) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = jobs_.find(id);
+    if (it == jobs_.end()) return status{errc::not_found, "Job not found"};
+    split_job& j = it->second;
+    if (terminal(j)) return {};
+    j.stopped_by_user = !running;
+    j.job_state = running && running_ ? "running" : "stopped";
+    j.reason = running ? (running_ ? "" : reason_) : (reason.empty() ? "Stopped by user" : reason);
+    note(j, j.job_state);
+    if (auto st = save_locked(j); !st) return st;
+  }
+  wake_.notify_all();
+  return {};
+}
+
+status resharder::remove(const std::string& id) {
+  std::unique_lock<std::mutex> lock(mu_);
+  auto it = jobs_.find(id);
+  if (it == jobs_.end()) return status{errc::not_found, "Job not found"};
+  split_job j = it->second;
+  jobs_.erase(it);  // the runner sees it gone and lets go
+  auto h = coord_.catalog().catalog_file();
+  if (!h) return h.error();
+  auto snap = h->store->read();
+  local_doc d;
+  if (snap && snap->local(job_prefix + id, d)) {
+    auto op = std::make_shared<write_op>();
+    op->what = write_op::kind::local;
+    op->local = {job_prefix + id, "", true, d.rev};
+    if (auto st = write_one(h->writer, op, std::chrono::seconds(60)); !st) return st;
+  }
+  lock.unlock();
+  // Before the switch the children are half made: they go. After it the parent is closed: it goes.
+  if (!terminal(j) && state_index(j.split_state) < state_index("wait_source_close")) {
+    auto db = coord_.catalog().find(j.db);
+    bool switched = db && db->created == j.created && db->entry->find(j.source) &&
+                    !db->entry->shards[*db->entry->find(j.source)].open;
+    if (switched)
+      shards_.remove(path_of(j.db, j.source));
+    else
+      drop_children(j);
+  }
+  return {};
+}
+
+bool resharder::runnable_locked(const split_job& j) const {
+  return running_ && !stopping_ && !terminal(j) && !j.stopped_by_user && j.job_state != "stopped";
+}
+
+void resharder::note(split_job& j, const std::string& type, const std::string& detail) {
+  j.update_time = clk_.now_s();
+  j.history.push_back({j.update_time, type, detail});
+  if (j.history.size() > 20) j.history.erase(j.history.begin() + 1);  // the first (new) stays
+}
+
+status resharder::save_locked(const split_job& j) {
+  auto h = coord_.catalog().catalog_file();
+  if (!h) return h.error();
+  auto snap = h->store->read();
+  if (!snap) return snap.error();
+  local_doc d;
+  bool had = snap->local(job_prefix + j.id, d);
+  auto op = std::make_shared<write_op>();
+  op->what = write_op::kind::local;
+  op->local = {job_prefix + j.id, j.to_doc().dump(), false, had ? d.rev : 0};
+  return write_one(h->writer, op, std::chrono::seconds(60));
+}
+
+status resharder::save_state_locked() {
+  auto h = coord_.catalog().catalog_file();
+  if (!h) return h.error();
+  auto snap = h->store->read();
+  if (!snap) return snap.error();
+  local_doc d;
+  bool had = snap->local(state_doc, d);
+  auto op = std::make_shared<write_op>();
+  op->what = write_op::kind::local;
+  op->local = {state_doc, json{{"state", running_ ? "running" : "stopped"}, {"reason", reason_}}.dump(), false,
+               had ? d.rev : 0};
+  return write_one(h->writer, op, std::chrono::seconds(60));
+}
+
+void resharder::enter(split_job& j, const std::string& split_state) {
+  j.split_state = split_state;
+  note(j, split_state);
+  if (const char* fail = std::getenv("SETTEE_FAILPOINT"); fail && split_state == fail) {
+    std::lock_guard<std::mutex> lock(mu_);
+    (void)save_locked(j);
+    log::error("SETTEE_FAILPOINT=" + split_state + ": exiting now");
+    std::_Exit(70);
+  }
+}
+
+void resharder::run() {
+  for (;;) {
+    std::string next;
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      wake_.wait(lock, [&] {
+        if (stopping_) return true;
+        for (auto& [id, j] : jobs_)
+          if (runnable_locked(j)) return true;
+        return false;
+      });
+      if (stopping_) return;
+      for (auto& [id, j] : jobs_) {
+        if (runnable_locked(j)) {
+          next = id;
+          break;
+        }
+      }
+    }
+    drive(next);
+  }
+}
+
+void resharder::drive(const std::string& id) {
+  uint64_t task = 0;
+  for (;;) {
+    split_job j;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      auto it = jobs_.find(id);
+      if (it == jobs_.end() || !runnable_locked(it->second)) break;
+      j = it->second;
+    }
+    if (!task) {
+      task =
+          tasks_.add(json{{"type", "shard_split"},
+                          {"node", node_},
+                          {"job_id", j.id},
+                          {"source", shard_name(j.db, j.source)},
+                          {"target", json::array({shard_name(j.db, j.targets()[0]), shard_name(j.db, j.targets()[1])})},
+                          {"phase", j.split_state},
+                          {"changes_done", 0},
+                          {"total_changes", 0},
+                          {"progress", 0},
+                          {"started_on", clk_.now_s()},
+                          {"updated_on", clk_.now_s()}});
+    }
+    status st = advance(j);
+    tasks_.update(task, json{{"phase", j.split_state},
+                             {"changes_done", j.copied_to},
+                             {"total_changes", std::max(j.total, j.copied_to)},
+                             {"progress", j.total ? std::min<uint64_t>(100, j.copied_to * 100 / j.total) : 0},
+                             {"updated_on", clk_.now_s()}});
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = jobs_.find(id);
+    if (it == jobs_.end()) break;  // deleted meanwhile
+    if (!st && st.reason == halted_status.reason && st.code == halted_status.code) {
+      it->second.copied_to = j.copied_to;  // stopped: resumes from here
+      break;
+    }
+    // What the user changed meanwhile (a stop) wins over the runner's copy of those fields.
+    j.stopped_by_user = it->second.stopped_by_user;
+    if (it->second.job_state == "stopped") j.job_state = "stopped", j.reason = it->second.reason;
+    if (!st) {
+      log::error("reshard job " + id + " failed in " + j.split_state + ": " + st.reason);
+      j.job_state = "failed";
+      j.reason = st.reason;
+      note(j, "failed", st.reason);
+      if (state_index(j.split_state) < state_index("wait_source_close")) {
+        auto db = coord_.catalog().find(j.db);
+        bool switched = db && db->created == j.created && db->entry->find(j.source) &&
+                        !db->entry->shards[*db->entry->find(j.source)].open;
+        if (!switched) drop_children(j);
+      }
+    }
+    it->second = j;
+    if (auto saved = save_locked(j); !saved) log::error("reshard job " + id + " could not be saved: " + saved.reason);
+    if (terminal(j)) break;
+  }
+  if (task) tasks_.remove(task);
+}
+
+status resharder::advance(split_job& j) {
+  const auto& all = split_states();
+  size_t at = state_index(j.split_state);
+  if (at + 1 >= all.size()) return {};
+  const std::string next = all[at + 1];
+  auto db = coord_.catalog().find(j.db);
+  if (!db || db->created != j.created) return status{errc::db_not_found, "Database " + j.db + " was deleted"};
+  enter(j, next);
+  std::optional<size_t> source;
+  for (size_t i = 0; i < db->ranges.size(); ++i)
+    if (db->shard_id(i) == j.source) source = i;
+  if (next == "initial_copy" || next == "topoff1" || next == "topoff2" || next == "copy_local_docs") {
+    if (!source) return status{errc::conflict, "Shard " + j.source + " is no longer open"};
+    if (next == "initial_copy") j.copied_to = 0;
+    return copy_pass(j, *db, *source, next == "copy_local_docs");
+  }
+  if (next == "update_shardmap") {
+    if (!source) return status{errc::conflict, "Shard " + j.source + " is no longer open"};
+    return switch_map(j);
+  }
+  if (next == "wait_source_close") {
+    // Feeds reading the parent are woken: they find it closed and go on from the children.
+    shards_.notify(db->key());
+    return {};
+  }
+  const std::string parent_path = path_of(j.db, j.source);
+  if (next == "topoff3") {
+    // The parent was sealed before the last pass: nothing can have come after its end_seq.
+    auto p = db->entry->find(j.source);
+    auto end = p ? db->entry->shards[*p].end_seq.find(node_) : std::map<std::string, uint64_t>::const_iterator{};
+    if (!p || end == db->entry->shards[*p].end_seq.end())
+      return status{errc::internal, "the shard map lost " + j.source};
+    auto h = shards_.acquire(parent_path, j.created, db->key());
+    if (h && h->store->header().update_seq != end->second) {
+      return status{errc::internal, "the sealed parent moved on to seq " +
+                                        std::to_string(h->store->header().update_seq) + " after the children took " +
+                                        std::to_string(end->second)};
+    }
+    j.copied_to = end->second;
+    return {};
+  }
+  if (next == "source_delete") {
+    shards_.remove(parent_path);
+    return {};
+  }
+  if (next == "completed") j.job_state = "completed";
+  return {};
+}
+
+status resharder::copy_pass(split_job& j, const db_meta& db, size_t index, bool with_local) {
+  auto parent = coord_.shard(db, index);
+  if (!parent) return parent.error();
+  std::vector<shard_handle> children;
+  for (auto& [range, path] : children_of(j)) {
+    auto h = shards_.acquire(path, db.created, db.key());
+    if (!h) return h.error();
+    children.push_back(*h);
+  }
+  auto ranges = children_of(j);
+  j.total = std::max(j.total, parent->store->header().update_seq);
+  for (bool done = false; !done;) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      auto it = jobs_.find(j.id);
+      if (it == jobs_.end() || !runnable_locked(it->second)) return halted_status;
+    }
+    const shard_header header = parent->store->header();
+    auto snap = parent->store->read();
+    if (!snap) return snap.error();
+    uint64_t reached = j.copied_to;
+    for (size_t c = 0; c < children.size(); ++c) {
+      auto op = std::make_shared<write_op>();
+      op->what = write_op::kind::import;
+      op->import = std::make_shared<import_request>();
+      op->import->from = &*snap;
+      op->import->keep = [r = ranges[c].first](std::string_view id) { return r.contains(hash_doc_id(id)); };
+      op->import->since = j.copied_to;
+      op->import->limit = changes_per_step;
+      if (with_local) {
+        op->import->header = header;
+        op->import->local_docs = true;
+      }
+      if (auto st = write_one(children[c].writer, op, std::chrono::seconds(600)); !st) return st;
+      reached = op->import->last;
+      done = op->import->done;
+    }
+    j.copied_to = reached;
+    j.total = std::max(j.total, header.update_seq);
+  }
+  return {};
+}
+
+status resharder::switch_map(split_job& j) {
+  auto db = coord_.catalog().find(j.db);
+  if (!db) return db.error();
+  std::optional<size_t> index;
+  for (size_t i = 0; i < db->ranges.size(); ++i)
+    if (db->shard_id(i) == j.source) index = i;
+  if (!index) return status{errc::conflict, "Shard " + j.source + " is no longer open"};
+  auto parent = coord_.shard(*db, *index);
+  if (!parent) return parent.error();
+  // Seal, then let every write queued before the seal commit: one op through the writer.
+  shards_.seal(db->shard_paths[*index]);
+  auto drain = std::make_shared<write_op>();
+  drain->what = write_op::kind::format;
+  drain->format_version = 0;
+  if (auto st = write_one(parent->writer, drain, std::chrono::seconds(60)); !st) return st;
+  if (auto st = copy_pass(j, *db, *index, true); !st) return st;
+  const uint64_t end = parent->store->header().update_seq;
+  if (end != j.copied_to) return status{errc::internal, "the sealed parent still moved"};
+  auto switched = coord_.catalog().update_entry(j.db, j.created, [&](catalog_entry& e) {
+    auto p = e.find(j.source);
+    if (!p || !e.shards[*p].open) return status{errc::conflict, "Shard " + j.source + " is no longer open"};
+    std::vector<shard_info> children;
+    for (auto& [range, path] : children_of(j)) {
+      shard_info c;
+      c.range = range;
+      c.suffix = j.child_suffix;
+      c.nodes = e.shards[*p].nodes;
+      c.parents = {j.source};
+      c.start_seq[node_] = end;
+      children.push_back(std::move(c));
+    }
+    shard_info& parent_info = e.shards[*p];
+    parent_info.open = false;
+    parent_info.end_seq[node_] = end;
+    for (auto& c : children) parent_info.children.push_back(c.id());
+    e.shards.insert(e.shards.end(), children.begin(), children.end());
+    return status{};
+  });
+  if (!switched) return switched.error();
+  log::info("split " + j.db + " " + j.source + " at seq " + std::to_string(end) + " into " + j.targets()[0] + " and " +
+            j.targets()[1]);
+  return {};
+}
+
+}  // namespace settee

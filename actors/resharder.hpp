@@ -1,0 +1,120 @@
+// resharder: this node's shard split jobs (CouchDB's `/_reshard`, spec section 8; the plan in
+// docs/architecture.md section 31).
+//
+// A job splits one shard whose copies all live on this node into two children (the halves of its
+// range). Its split_state goes through CouchDB's states:
+//   initial_copy     every document of the parent goes to the child whose range holds its hash,
+//                    keeping its seq (shard_store import): the children continue the parent's
+//                    numbering; writes keep flowing to the parent;
+//   topoff1/topoff2  the parent's changes since the last pass, again; build_indices: nothing (no views);
+//   copy_local_docs  a pass that also copies _local documents, security, revs_limit, time-seq bins;
+//   update_shardmap  the parent is sealed (writes answer shard_moved and the coordinator retries them
+//                    on the new map), a last pass copies what was committed before the seal, and one
+//                    `_dbs` write closes the parent (end_seq) and opens the children (start_seq);
+//   wait_source_close, topoff3 (nothing can be left: checked), source_delete, completed.
+// Jobs and the node-wide running/stopped state are `_local` documents of `_dbs` (never replicated).
+// After a restart a job that had not switched the map starts over from initial_copy with new
+// children (the parent stayed the authority); one that had goes forward. SETTEE_FAILPOINT=<state>
+// makes the process exit as a job enters that state (kill tests).
+// Thread-safety: all methods may be called from any thread; jobs run on the resharder's own thread.
+#pragma once
+#include <condition_variable>
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "actors/coordinator.hpp"
+#include "actors/task_list.hpp"
+#include "node/clock.hpp"
+#include "node/json.hpp"
+
+namespace settee {
+
+struct split_job {
+  struct event {
+    int64_t time = 0;
+    std::string type;    // a job_state or split_state, or "restart"
+    std::string detail;  // empty: null
+  };
+  std::string id;
+  std::string db;
+  int64_t created = 0;              // the database incarnation
+  std::string source;               // parent shard id "<range>.<suffix>"
+  int64_t child_suffix = 0;         // the children's id suffix (new after a restart before the switch)
+  std::string job_state = "new";    // new running stopped failed completed
+  std::string split_state = "new";  // see above
+  std::string reason;               // state_info.reason
+  bool stopped_by_user = false;     // PUT .../state stopped (the node-wide state is separate)
+  int64_t start_time = 0, update_time = 0;
+  std::vector<event> history;
+  uint64_t copied_to = 0;  // parent seq the children hold (progress)
+  uint64_t total = 0;      // the parent's update_seq when the copy began (progress)
+
+  // The child shard ids.
+  std::vector<std::string> targets() const;
+  // As `GET /_reshard/jobs/<id>` shows it (`node` names this node).
+  json to_api(const std::string& node) const;
+  json to_doc() const;
+  static std::optional<split_job> from_doc(const json& j);
+};
+
+class resharder {
+ public:
+  resharder(coordinator& coord, shard_registry& shards, task_list& tasks, const clock& clk, std::string node,
+            std::string data_dir);
+  ~resharder();
+
+  // Reads the saved jobs and state, resumes what was running. Call once after the catalog loaded.
+  status start();
+  void stop();
+
+  // {"state":"running"|"stopped","reason":...}
+  json state() const;
+  status set_state(bool running, const std::string& reason);
+  // Creates a split job for open shard `index` of `db`; errors as values (400/404/409).
+  result<split_job> create(const db_meta& db, size_t index);
+  std::vector<split_job> jobs() const;
+  result<split_job> job(const std::string& id) const;
+  status set_job_state(const std::string& id, bool running, const std::string& reason);
+  status remove(const std::string& id);
+
+  // One of the split_state names, in order.
+  static const std::vector<std::string>& split_states();
+
+ private:
+  void run();
+  // Runs job `id` until it ends, stops, or fails.
+  void drive(const std::string& id);
+  status advance(split_job& j);  // one state
+  status copy_pass(split_job& j, const db_meta& db, size_t index, bool with_local);
+  status switch_map(split_job& j);
+  bool runnable_locked(const split_job& j) const;
+  status save_locked(const split_job& j);
+  status save_state_locked();
+  void enter(split_job& j, const std::string& split_state);
+  void note(split_job& j, const std::string& type, const std::string& detail = "");
+  // The children's paths and ranges for `j` on database `db` (its parent an open shard of it).
+  std::vector<std::pair<shard_range, std::string>> children_of(const split_job& j) const;
+  std::string path_of(const std::string& db, const std::string& shard_id) const;
+  void drop_children(const split_job& j);
+
+  coordinator& coord_;
+  shard_registry& shards_;
+  task_list& tasks_;
+  const clock& clk_;
+  std::string node_;
+  std::string data_dir_;
+  mutable std::mutex mu_;
+  std::condition_variable wake_;
+  std::map<std::string, split_job> jobs_;
+  bool running_ = true;
+  std::string reason_;
+  bool stopping_ = false;
+  std::thread thread_;
+};
+
+}  // namespace settee

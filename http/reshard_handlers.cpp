@@ -1,0 +1,174 @@
+// /_reshard (spec section 8; CouchDB's mem3_reshard_httpd): the node-wide state, and split jobs.
+#include "actors/resharder.hpp"
+#include "cluster/membership.hpp"
+#include "http/handlers.hpp"
+#include "http/json_util.hpp"
+
+#include <algorithm>
+
+namespace settee {
+
+namespace {
+
+// A JSON object body, or the error to answer.
+result<json> object_body(ctx& c) {
+  if (auto st = c.require_json_content(); !st) return st;
+  status refusal{errc::bad_request, "Request body must be a JSON object"};
+  auto parsed = parse_client_json(c.req.body, refusal);
+  if (!parsed) return parsed.error();
+  if (!parsed->is_object()) return refusal;
+  return std::move(*parsed);
+}
+
+// {"state":"running"|"stopped","reason"?}: running, and the reason.
+result<std::pair<bool, std::string>> state_body(ctx& c) {
+  auto body = object_body(c);
+  if (!body) return body.error();
+  auto it = body->find("state");
+  if (it == body->end()) return status{errc::bad_request, "Expected a `state` field"};
+  if (!it->is_string() || (*it != "running" && *it != "stopped"))
+    return status{errc::bad_request, "State field not `running` or `stopped`"};
+  std::string reason;
+  if (auto r = body->find("reason"); r != body->end()) {
+    if (!r->is_string()) return status{errc::bad_request, "`reason` must be a string"};
+    reason = r->get<std::string>();
+  }
+  return std::make_pair(*it == "running", reason);
+}
+
+// The open shards a POST /_reshard/jobs body names, as (db, index); errors as CouchDB words them.
+result<std::vector<std::pair<db_meta, size_t>>> shards_named(ctx& c, const json& body) {
+  if (auto t = body.find("type"); t != body.end() && (!t->is_string() || *t != "split"))
+    return status{errc::bad_request, "`job type must be `split`"};
+  if (auto n = body.find("node"); n != body.end()) {
+    if (!n->is_string()) return status{errc::bad_request, "Invalid `node`"};
+    if (*n != c.node.node_name) {
+      auto all = c.node.members ? c.node.members->cluster_nodes() : std::vector<std::string>{};
+      bool member = std::find(all.begin(), all.end(), n->get<std::string>()) != all.end();
+      return status{errc::bad_request, member ? "Not connected to `node`" : "`node` is not a valid node name"};
+    }
+  }
+  std::optional<shard_range> range;
+  if (auto r = body.find("range"); r != body.end()) {
+    if (!r->is_string() || !(range = shard_range::parse(r->get<std::string>())))
+      return status{errc::bad_request, "Invalid `range`"};
+  }
+  std::string db_name, shard_id;
+  if (auto s = body.find("shard"); s != body.end()) {
+    if (!s->is_string()) return status{errc::bad_request, "Invalid `shard`"};
+    // shards/<range>/<db>.<suffix>
+    const std::string& name = s->get_ref<const std::string&>();
+    size_t slash = name.find('/', 7), dot = name.rfind('.');
+    if (name.rfind("shards/", 0) != 0 || slash == std::string::npos || dot == std::string::npos || dot < slash ||
+        !shard_range::parse(name.substr(7, slash - 7)))
+      return status{errc::bad_request, "`shard` is invalid"};
+    db_name = name.substr(slash + 1, dot - slash - 1);
+    shard_id = name.substr(7, slash - 7) + name.substr(dot);
+  }
+  if (auto d = body.find("db"); d != body.end()) {
+    if (!d->is_string() || (!db_name.empty() && *d != db_name)) return status{errc::bad_request, "Invalid `db`"};
+    db_name = d->get<std::string>();
+  }
+  if (db_name.empty()) return status{errc::bad_request, "`db` or `shard` is required"};
+  auto db = c.node.coord.catalog().lookup(db_name);
+  if (!db) return status{errc::bad_request, "Invalid `db`"};
+  std::vector<std::pair<db_meta, size_t>> out;
+  for (size_t i = 0; i < db->ranges.size(); ++i) {
+    if (!shard_id.empty() && db->shard_id(i) != shard_id) continue;
+    if (range && !(db->ranges[i] == *range)) continue;
+    out.emplace_back(*db, i);
+  }
+  return out;
+}
+
+void handle_jobs(ctx& c) {
+  resharder& r = *c.node.reshard;
+  if (c.method() == "GET") {
+    json jobs = json::array();
+    for (auto& j : r.jobs()) jobs.push_back(j.to_api(c.node.node_name));
+    return c.reply(200, json{{"total_rows", jobs.size()}, {"offset", 0}, {"jobs", std::move(jobs)}});
+  }
+  if (c.method() != "POST") return c.method_not_allowed("GET,HEAD,POST");
+  auto body = object_body(c);
+  if (!body) return c.error(body.error());
+  auto shards = shards_named(c, *body);
+  if (!shards) return c.error(shards.error());
+  if (shards->empty()) return c.error(errc::not_found, "No shards to split");
+  json out = json::array();
+  size_t ok = 0;
+  for (auto& [db, i] : *shards) {
+    const std::string shard = "shards/" + db.ranges[i].name() + "/" + db.name + "." + std::to_string(db.suffixes[i]);
+    auto job = r.create(db, i);
+    if (job) {
+      ++ok;
+      out.push_back({{"ok", true}, {"id", job->id}, {"node", c.node.node_name}, {"shard", shard}});
+    } else {
+      out.push_back({{"error", error_name_of(job.error().code)},
+                     {"reason", job.error().reason},
+                     {"node", c.node.node_name},
+                     {"shard", shard}});
+    }
+  }
+  // CouchDB: 201 when every job was made, 202 when some were, else the first error's status.
+  c.reply(ok == shards->size() ? 201 : ok > 0 ? 202 : 500, out);
+}
+
+void handle_job(ctx& c, const std::string& id) {
+  resharder& r = *c.node.reshard;
+  if (c.path.size() == 4 && c.path[3] == "state") {
+    if (c.method() == "GET") {
+      auto j = r.job(id);
+      if (!j) return c.error(j.error());
+      return c.reply(200,
+                     json{{"state", j->job_state}, {"reason", j->reason.empty() ? json(nullptr) : json(j->reason)}});
+    }
+    if (c.method() != "PUT") return c.method_not_allowed("GET,HEAD,PUT");
+    auto want = state_body(c);
+    if (!want) return c.error(want.error());
+    if (auto st = r.set_job_state(id, want->first, want->second); !st) return c.error(st);
+    return c.reply(200, json{{"ok", true}});
+  }
+  if (c.path.size() != 3) return c.error(errc::not_found, "missing");
+  if (c.method() == "GET") {
+    auto j = r.job(id);
+    if (!j) return c.error(j.error());
+    return c.reply(200, j->to_api(c.node.node_name));
+  }
+  if (c.method() != "DELETE") return c.method_not_allowed("GET,HEAD,DELETE");
+  if (auto st = r.remove(id); !st) return c.error(st);
+  c.reply(200, json{{"ok", true}});
+}
+
+}  // namespace
+
+void handle_reshard(ctx& c) {
+  if (!c.node.reshard) return c.error(errc::not_implemented, "resharding is not available on this node");
+  resharder& r = *c.node.reshard;
+  const auto& p = c.path;
+  if (p.size() == 1) {
+    if (c.method() != "GET") return c.method_not_allowed("GET,HEAD");
+    json summary{{"completed", 0}, {"failed", 0}, {"running", 0}, {"stopped", 0}, {"total", 0}};
+    for (auto& j : r.jobs()) {
+      std::string s = j.job_state == "new" ? "running" : j.job_state;
+      if (summary.contains(s)) summary[s] = summary[s].get<int>() + 1;
+      summary["total"] = summary["total"].get<int>() + 1;
+    }
+    json st = r.state();
+    summary["state"] = st["state"];
+    summary["state_reason"] = st["reason"];
+    return c.reply(200, summary);
+  }
+  if (p[1] == "state" && p.size() == 2) {
+    if (c.method() == "GET") return c.reply(200, r.state());
+    if (c.method() != "PUT") return c.method_not_allowed("GET,HEAD,PUT");
+    auto want = state_body(c);
+    if (!want) return c.error(want.error());
+    if (auto st = r.set_state(want->first, want->second); !st) return c.error(st);
+    return c.reply(200, json{{"ok", true}});
+  }
+  if (p[1] == "jobs" && p.size() == 2) return handle_jobs(c);
+  if (p[1] == "jobs" && p.size() >= 3) return handle_job(c, p[2]);
+  c.error(errc::not_found, "missing");
+}
+
+}  // namespace settee

@@ -1,0 +1,269 @@
+"""Shard splitting on one node (issue 10; spec section 8): the /_reshard API as CouchDB answers it,
+a split under a steady write load that loses no acknowledged write and lists every document once,
+lineage in _changes/_meta with the children continuing the parent's numbering, and jobs that
+survive a SIGKILL before and after the shard map switched."""
+import http.client
+import json
+import os
+import threading
+import time
+
+from harness import Node, NodeTest, main
+
+
+def call(node, method, path, body=None):
+    """(status, JSON) on a connection of its own (threads must not share the harness's)."""
+    conn = http.client.HTTPConnection("127.0.0.1", node.port, timeout=60)
+    headers = dict(node.auth_header())
+    data = None
+    if body is not None:
+        data = json.dumps(body)
+        headers["Content-Type"] = "application/json"
+    try:
+        conn.request(method, path, body=data, headers=headers)
+        r = conn.getresponse()
+        return r.status, json.loads(r.read() or b"null")
+    finally:
+        conn.close()
+
+
+def wait_for_jobs(node, ids, state="completed", timeout=60):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        jobs = {j["id"]: j for j in node.get("/_reshard/jobs").json["jobs"]}
+        if all(jobs[i]["job_state"] == state for i in ids):
+            return jobs
+        if any(jobs[i]["job_state"] == "failed" for i in ids):
+            raise AssertionError(f"a job failed: {jobs}")
+        time.sleep(0.05)
+    raise AssertionError(f"jobs not {state}: {node.get('/_reshard/jobs').json}")
+
+
+def split(test, node, db, **what):
+    r = node.post("/_reshard/jobs", {"type": "split", "db": db, **what})
+    test.assertEqual(r.status, 201, r.data)
+    return [j["id"] for j in r.json]
+
+
+class ReshardApi(NodeTest):
+    def test_state_summary_and_state_errors(self):
+        r = self.node.get("/_reshard")
+        self.assertEqual(r.status, 200)
+        self.assertEqual(set(r.json), {"state", "state_reason", "completed", "failed", "running", "stopped", "total"})
+        self.assertEqual(r.json["state"], "running")
+        self.assertEqual(self.node.get("/_reshard/state").json, {"state": "running", "reason": None})
+        self.assertError(self.node.put("/_reshard/state", {"reason": "x"}), 400, "bad_request", "Expected a `state` field")
+        self.assertError(self.node.put("/_reshard/state", {"state": "paused"}), 400, "bad_request",
+                         "State field not `running` or `stopped`")
+        self.assertError(self.node.put("/_reshard/state", [1]), 400, "bad_request")
+        self.assertEqual(self.node.request("DELETE", "/_reshard/state").status, 405)
+        self.assertError(self.node.get("/_reshard/nothing"), 404, "not_found")
+        self.assertEqual(self.node.get("/_reshard", auth=False).status, 401)
+
+    def test_job_creation_errors(self):
+        self.new_db("rsapi", q=2)
+        post = lambda body: self.node.post("/_reshard/jobs", body)  # noqa: E731
+        self.assertError(post({"type": "merge", "db": "rsapi"}), 400, "bad_request", "`job type must be `split`")
+        self.assertError(post({"type": "split", "db": 7}), 400, "bad_request", "Invalid `db`")
+        self.assertError(post({"type": "split", "db": "no_such_db"}), 400, "bad_request", "Invalid `db`")
+        self.assertError(post({"type": "split", "db": "rsapi", "range": "0-7"}), 400, "bad_request", "Invalid `range`")
+        self.assertError(post({"type": "split", "shard": 5}), 400, "bad_request", "Invalid `shard`")
+        self.assertError(post({"type": "split", "shard": "shards/x/rsapi.1"}), 400, "bad_request", "`shard` is invalid")
+        self.assertError(post({"type": "split", "db": "rsapi", "node": 1}), 400, "bad_request", "Invalid `node`")
+        self.assertError(post({"type": "split", "db": "rsapi", "node": "who@where"}), 400, "bad_request",
+                         "`node` is not a valid node name")
+        self.assertError(post({"type": "split", "db": "rsapi", "range": "00000000-3fffffff"}), 404, "not_found",
+                         "No shards to split")
+        self.assertError(self.node.get("/_reshard/jobs/001-nope"), 404, "not_found")
+        self.assertError(self.node.request("DELETE", "/_reshard/jobs/001-nope"), 404, "not_found")
+        self.assertEqual(self.node.request("PUT", "/_reshard/jobs", {}).status, 405)
+
+    def test_a_stopped_node_keeps_new_jobs_stopped_until_it_runs_again(self):
+        self.new_db("rsstop", q=1)
+        for i in range(20):
+            self.node.put(f"/rsstop/d{i}", {"i": i})
+        self.assertEqual(self.node.put("/_reshard/state", {"state": "stopped", "reason": "maintenance"}).json, {"ok": True})
+        self.assertEqual(self.node.get("/_reshard/state").json, {"state": "stopped", "reason": "maintenance"})
+        [job] = split(self, self.node, "rsstop")
+        time.sleep(0.3)
+        j = self.node.get(f"/_reshard/jobs/{job}").json
+        self.assertEqual((j["job_state"], j["split_state"]), ("stopped", "new"))
+        self.assertEqual(j["state_info"], {"reason": "maintenance"})
+        # A job stopped by itself stays stopped when the node runs again, until it is started.
+        self.assertEqual(self.node.put(f"/_reshard/jobs/{job}/state", {"state": "stopped"}).json, {"ok": True})
+        self.node.put("/_reshard/state", {"state": "running"})
+        time.sleep(0.3)
+        self.assertEqual(self.node.get(f"/_reshard/jobs/{job}/state").json, {"state": "stopped", "reason": "Stopped by user"})
+        self.assertError(self.node.put(f"/_reshard/jobs/{job}/state", {"state": "x"}), 400, "bad_request",
+                         "State field not `running` or `stopped`")
+        self.node.put(f"/_reshard/jobs/{job}/state", {"state": "running"})
+        jobs = wait_for_jobs(self.node, [job])
+        types = [h["type"] for h in jobs[job]["history"]]
+        self.assertEqual(types[0], "new")
+        for s in ["initial_copy", "topoff1", "build_indices", "topoff2", "copy_local_docs", "update_shardmap",
+                  "wait_source_close", "topoff3", "source_delete", "completed"]:
+            self.assertIn(s, types)
+        self.assertEqual(self.node.get("/rsstop").json["doc_count"], 20)
+        summary = self.node.get("/_reshard").json
+        self.assertGreaterEqual(summary["completed"], 1)
+        # A job can be deleted once done; a second split of the same shard is refused while one runs.
+        self.assertEqual(self.node.request("DELETE", f"/_reshard/jobs/{job}").json, {"ok": True})
+        self.assertEqual(self.node.get(f"/_reshard/jobs/{job}").status, 404)
+
+
+class SplitUnderLoad(NodeTest):
+    def test_split_under_writes_loses_nothing_and_lists_each_document_once(self):
+        db = self.new_db("rsload", q=2)
+        docs = [{"_id": f"pre{i:04d}", "v": i} for i in range(1500)]
+        self.assertEqual(self.node.post(f"/{db}/_bulk_docs", {"docs": docs}).status, 201)
+        self.node.put(f"/{db}/_local/checkpoint", {"seq": 7})
+        self.node.put(f"/{db}/_security", {"members": {"names": ["alice"]}, "admins": {}})
+        before = self.node.get(f"/{db}/_changes").json["last_seq"]
+        acked, failures, stop = {}, [], threading.Event()
+
+        def writer(k):
+            n = 0
+            while not stop.is_set() and n < 2000:
+                doc_id = f"w{k}-{n:05d}"
+                status, body = call(self.node, "PUT", f"/{db}/{doc_id}", {"n": n})
+                if status == 201:
+                    acked[doc_id] = body["rev"]
+                else:
+                    failures.append((status, body))
+                n += 1
+
+        threads = [threading.Thread(target=writer, args=(k,)) for k in range(3)]
+        for t in threads:
+            t.start()
+        time.sleep(0.2)
+        jobs = split(self, self.node, db)  # both ranges
+        self.assertEqual(len(jobs), 2)
+        done = wait_for_jobs(self.node, jobs)
+        time.sleep(0.2)
+        stop.set()
+        for t in threads:
+            t.join()
+        self.assertEqual(failures, [])
+        self.assertGreater(len(acked), 0)
+
+        # The map: four open children, two closed parents, lineage named both ways.
+        meta = self.node.get(f"/{db}/_changes/_meta").json
+        by_id = {s["id"]: s for s in meta["shards"]}
+        opened = [s for s in meta["shards"] if s["state"] == "open"]
+        closed = [s for s in meta["shards"] if s["state"] == "closed"]
+        self.assertEqual(len(opened), 4)
+        self.assertEqual(len(closed), 2)
+        for p in closed:
+            self.assertEqual(len(p["children"]), 2)
+            for c in p["children"]:
+                self.assertEqual(by_id[c]["parents"], [p["id"]])
+                self.assertEqual(by_id[c]["start_seq"], p["end_seq"])
+        self.assertEqual(self.node.get(f"/{db}").json["cluster"]["q"], 4)
+        shards = self.node.get(f"/{db}/_shards").json["shards"]
+        self.assertEqual(sorted(shards), sorted(s["range"] for s in opened))
+        for job in jobs:  # each job's source and targets are the closed shard and its children
+            _, rng, name = done[job]["source"].split("/")
+            children = by_id[rng + "." + name.rsplit(".", 1)[1]]["children"]
+            self.assertEqual([t.split("/")[1] + "." + t.rsplit(".", 1)[1] for t in done[job]["target"]], children)
+
+        # Every acknowledged write is there, at its revision; nothing else was lost.
+        rows = {r["id"]: r["value"]["rev"] for r in self.node.get(f"/{db}/_all_docs").json["rows"]}
+        for doc_id, rev in acked.items():
+            self.assertEqual(rows.get(doc_id), rev, doc_id)
+        self.assertEqual(len(rows), 1500 + len(acked))
+        self.assertEqual(self.node.get(f"/{db}").json["doc_count"], 1500 + len(acked))
+        # A full feed lists every document exactly once.
+        results = self.node.get(f"/{db}/_changes").json["results"]
+        ids = [r["id"] for r in results]
+        self.assertEqual(len(ids), len(set(ids)))
+        self.assertEqual(set(ids), set(rows))
+        # Per-shard feeds of the open shards partition the documents.
+        seen = []
+        for s in opened:
+            part = self.node.get(f"/{db}/_changes/{s['id']}").json["results"]
+            seen += [r["id"] for r in part]
+        self.assertEqual(sorted(seen), sorted(rows))
+        # A child's feed from its start_seq has only what was written to it after the split.
+        for s in opened:
+            later = self.node.get(f"/{db}/_changes/{s['id']}?since={s['start_seq']}").json["results"]
+            self.assertTrue(all(r["seq"] > s["start_seq"] for r in later))
+            self.assertTrue(all(r["id"].startswith("w") for r in later))
+        # _local documents and _security came along; the old token still reads (from the start, said).
+        self.assertEqual(self.node.get(f"/{db}/_local/checkpoint").json["seq"], 7)
+        self.assertEqual(self.node.get(f"/{db}/_security").json["members"], {"names": ["alice"]})
+        r = self.node.get(f"/{db}/_changes?since={before}")
+        self.assertEqual(r.status, 200)
+        # The parents' files are gone; the children's are there.
+        for p in closed:
+            rng, suffix = p["id"].split(".")
+            self.assertFalse(os.path.exists(os.path.join(self.node.data_dir, "shards", rng, f"{db}.{suffix}")))
+        for s in opened:
+            rng, suffix = s["id"].split(".")
+            self.assertTrue(os.path.exists(os.path.join(self.node.data_dir, "shards", rng, f"{db}.{suffix}")))
+
+    def test_a_child_splits_again(self):
+        db = self.new_db("rstwice", q=1)
+        self.node.post(f"/{db}/_bulk_docs", {"docs": [{"_id": f"d{i}"} for i in range(200)]})
+        wait_for_jobs(self.node, split(self, self.node, db))
+        wait_for_jobs(self.node, split(self, self.node, db, range="00000000-7fffffff"))
+        meta = self.node.get(f"/{db}/_changes/_meta").json
+        self.assertEqual(sorted(s["range"] for s in meta["shards"] if s["state"] == "open"),
+                         ["00000000-3fffffff", "40000000-7fffffff", "80000000-ffffffff"])
+        self.assertEqual(len(meta["shards"]), 5)
+        self.assertEqual(self.node.get(f"/{db}").json["doc_count"], 200)
+        for i in range(0, 200, 37):
+            self.assertEqual(self.node.get(f"/{db}/d{i}").status, 200)
+
+
+class SplitSurvivesKill(NodeTest):
+    """SETTEE_FAILPOINT=<split_state> exits as a job enters that state; on restart the job starts
+    over (before the map switched) or goes forward (after)."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.node = None
+
+    @classmethod
+    def tearDownClass(cls):
+        pass
+
+    def run_to(self, failpoint):
+        node = Node(env={"SETTEE_FAILPOINT": failpoint}).start()
+        self.addCleanup(node.cleanup)
+        db = "rskill"
+        node.put(f"/{db}?q=1")
+        node.post(f"/{db}/_bulk_docs", {"docs": [{"_id": f"d{i}", "i": i} for i in range(300)]})
+        node.post("/_reshard/jobs", {"type": "split", "db": db})
+        node.proc.wait(timeout=30)
+        self.assertEqual(node.proc.returncode, 70)
+        node.stop()
+        node.env = {}
+        node.start()
+        [job] = [j["id"] for j in node.get("/_reshard/jobs").json["jobs"]]
+        jobs = wait_for_jobs(node, [job])
+        self.assertEqual(node.get(f"/{db}").json["doc_count"], 300)
+        ids = [r["id"] for r in node.get(f"/{db}/_changes").json["results"]]
+        self.assertEqual(sorted(ids), sorted(f"d{i}" for i in range(300)))
+        return node, jobs[job]
+
+    def test_killed_before_the_switch_starts_over(self):
+        node, job = self.run_to("topoff1")
+        restarts = [h for h in job["history"] if h["type"] == "restart"]
+        self.assertEqual(len(restarts), 1)
+        self.assertIn("copying again", restarts[0]["detail"])
+        meta = node.get("/rskill/_changes/_meta").json["shards"]
+        self.assertEqual(len(meta), 3)
+        # The half-made children of the first attempt were removed; the ones in the map remain.
+        files = sorted(f for rng in os.listdir(os.path.join(node.data_dir, "shards"))
+                       for f in os.listdir(os.path.join(node.data_dir, "shards", rng)) if f.startswith("rskill.") and not f.endswith("-lock"))
+        self.assertEqual(len(files), 2)
+
+    def test_killed_after_the_switch_goes_forward(self):
+        node, job = self.run_to("wait_source_close")
+        restarts = [h for h in job["history"] if h["type"] == "restart"]
+        self.assertEqual(len(restarts), 1)
+        self.assertIn("going forward", restarts[0]["detail"])
+
+
+if __name__ == "__main__":
+    main()
