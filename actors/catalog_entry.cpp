@@ -32,6 +32,16 @@ bool read_seqs(const json& j, std::map<std::string, uint64_t>& out) {
 
 // The lineage of a database that has been split; false when any shard is not well formed or the
 // open shards do not cover the ring exactly once.
+bool read_uuids(const json& j, std::map<std::string, std::string>& out) {
+  if (j.is_null()) return true;  // absent
+  if (!j.is_object()) return false;
+  for (auto& [node, uuid] : j.items()) {
+    if (!uuid.is_string()) return false;
+    out[node] = uuid.get<std::string>();
+  }
+  return true;
+}
+
 bool read_shards(const json& list, catalog_entry& e, std::string& why) {
   std::set<std::string> ids;
   for (auto& s : list) {
@@ -45,7 +55,7 @@ bool read_shards(const json& list, catalog_entry& e, std::string& why) {
     if (!range || dot == std::string::npos || text.substr(0, dot) != range->name() || !state.is_string() ||
         !read_names(s["nodes"], info.nodes) || !read_names(s["parents"], info.parents) ||
         !read_names(s["children"], info.children) || !read_seqs(s["start_seq"], info.start_seq) ||
-        !read_seqs(s["end_seq"], info.end_seq)) {
+        !read_seqs(s["end_seq"], info.end_seq) || !read_uuids(s.value("uuids", json()), info.uuids)) {
       why = "shard " + (text.empty() ? s.dump() : text) + " is not well formed";
       return false;
     }
@@ -178,6 +188,7 @@ std::string encode_catalog_entry(const catalog_entry& e) {
                         {"children", s.children},
                         {"start_seq", s.start_seq},
                         {"end_seq", s.end_seq}});
+      if (!s.uuids.empty()) shards.back()["uuids"] = s.uuids;
     }
     body["shards"] = std::move(shards);
   }

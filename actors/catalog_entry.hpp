@@ -30,6 +30,8 @@ struct shard_info {
   // Per copy (node): the shard's changes are those with start_seq < seq <= end_seq of that copy's
   // numbering (a child continues its parent's numbering, so its start_seq is the parent's end_seq).
   std::map<std::string, uint64_t> start_seq, end_seq;
+  // Closed: each copy's shard uuid, so a `since` token naming it is known for what it is.
+  std::map<std::string, std::string> uuids;
 
   std::string id() const { return range.name() + "." + std::to_string(suffix); }
 };

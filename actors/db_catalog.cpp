@@ -186,7 +186,8 @@ result<db_meta> db_catalog::find(const std::string& name) const {
 bool db_catalog::alive(const db_meta& m) const {
   auto now = find(m.name);
   if (!now || now->created != m.created) return false;
-  for (auto& p : m.shard_paths) {
+  // The shards open now: a split's parent goes away while the database lives on.
+  for (auto& p : now->shard_paths) {
     if (shards_.removed(p)) return false;
   }
   return true;

@@ -470,12 +470,17 @@ status resharder::advance(split_job& j) {
     if (!source) return status{errc::conflict, "Shard " + j.source + " is no longer open"};
     return switch_map(j);
   }
+  const std::string parent_path = path_of(j.db, j.source);
   if (next == "wait_source_close") {
-    // Feeds reading the parent are woken: they find it closed and go on from the children.
+    // Feeds reading the parent are woken: they find it closed and go on from the children (a
+    // shard feed of the parent ends). Requests under way finish; then the parent can go.
     shards_.notify(db->key());
+    for (int i = 0; i < 1000 && shards_.held(parent_path); ++i) {
+      if (i % 100 == 99) shards_.notify(db->key());
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
     return {};
   }
-  const std::string parent_path = path_of(j.db, j.source);
   if (next == "topoff3") {
     // The parent was sealed before the last pass: nothing can have come after its end_seq.
     auto p = db->entry->find(j.source);
@@ -576,6 +581,7 @@ status resharder::switch_map(split_job& j) {
     shard_info& parent_info = e.shards[*p];
     parent_info.open = false;
     parent_info.end_seq[node_] = end;
+    parent_info.uuids[node_] = parent->store->header().shard_uuid;
     for (auto& c : children) parent_info.children.push_back(c.id());
     e.shards.insert(e.shards.end(), children.begin(), children.end());
     return status{};

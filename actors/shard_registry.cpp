@@ -174,6 +174,12 @@ void shard_registry::mark_removed_locked(const std::string& path) {
   removed_order_.emplace_back(now, h);
 }
 
+bool shard_registry::held(const std::string& path) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = open_.find(path);
+  return it != open_.end() && it->second.handle.store.use_count() > 2;
+}
+
 void shard_registry::seal(const std::string& path) {
   std::lock_guard<std::mutex> lock(mu_);
   sealed_.insert(path);

@@ -86,6 +86,24 @@ status changes_feed::start_shard_at(uint64_t seq) {
   return {};  // positions are plain seqs (token()): no clustered token builder
 }
 
+const seq_entry* changes_feed::ancestor_position(const std::vector<seq_entry>& from, size_t i) const {
+  if (!db_.entry) return nullptr;
+  const shard_range& r = db_.ranges[i];
+  for (const seq_entry& e : from) {
+    if (!(e.range.begin <= r.begin && r.end <= e.range.end) || e.range == r) continue;
+    // The token's range is a closed shard of this database whose copy on e.node it names.
+    for (const shard_info& s : db_.entry->shards) {
+      if (s.open || !(s.range == e.range)) continue;
+      auto uuid = s.uuids.find(e.node);
+      if (uuid == s.uuids.end() || uuid->second.compare(0, uuid_prefix_length, e.uuid_prefix) != 0) continue;
+      if (!db_.everywhere() && std::find(db_.nodes[i].begin(), db_.nodes[i].end(), e.node) == db_.nodes[i].end())
+        continue;
+      return &e;
+    }
+  }
+  return nullptr;
+}
+
 status changes_feed::start(const std::string& since) {
   if (shaped_like_time(since)) {
     auto t = time_seq::parse_time(since);
@@ -119,6 +137,21 @@ status changes_feed::start(const std::string& since) {
     const seq_entry* given = nullptr;
     for (auto& e : from)
       if (e.range.begin == p.range.begin && e.range.end == p.range.end) given = &e;
+    // A range split since the token was made: its ancestor's position on the same node's copy
+    // holds for the descendant too (children continue their parent's numbering).
+    const seq_entry* ancestor = given || now ? nullptr : ancestor_position(from, i);
+    if (ancestor) {
+      auto rr = coord_.first_answer<resolved_since>(
+          db_, i, [](shard_copy& c) { return c.resolve_since("", 0); }, &p.copy, ancestor->node);
+      if (!rr) return rr.error();
+      p.uuid_prefix = rr->uuid.substr(0, uuid_prefix_length);
+      p.top = rr->update_seq;
+      if (opts_.descending) continue;
+      const bool same_copy = p.copy->node() == ancestor->node;
+      p.seq = same_copy ? ancestor->seq : 0;
+      resolutions_.emplace_back(p.range.name(), same_copy ? resolved_since::how::exact : resolved_since::how::rewound);
+      continue;
+    }
     std::string prefix = given && !now ? given->uuid_prefix : "";
     uint64_t seq = given ? given->seq : 0;
 
@@ -290,7 +323,14 @@ std::string changes_feed::since_resolution() const {
 }
 
 bool changes_feed::alive() const {
-  return coord_.catalog().alive(db_);
+  if (!opts_.shard) return coord_.catalog().alive(db_);
+  // One shard's feed lives while its shard is open (a split closes it: the feed ends at its last
+  // seq, and _changes/_meta names the children and where they start).
+  auto now = coord_.catalog().find(db_.name);
+  return now && now->created == db_.created &&
+         std::find(now->shard_paths.begin(), now->shard_paths.end(), db_.shard_paths[*opts_.shard]) !=
+             now->shard_paths.end() &&
+         coord_.catalog().alive(*now);
 }
 
 }  // namespace settee

@@ -10,6 +10,7 @@
 #include "http/changes_feed.hpp"
 #include "http/feed_stream.hpp"
 #include "http/handlers.hpp"
+#include "node/log.hpp"
 
 namespace settee {
 
@@ -182,24 +183,49 @@ status check_ddoc_filter(ctx& c, const db_meta& db, const changes_query& q) {
   return {errc::not_implemented, q.unsupported};
 }
 
-// A database's _changes as a feed_source.
+// A database's _changes as a feed_source. A split under a live feed: once the feed has read its
+// old shards to their end, it goes on over the new map from its own token (the children continue
+// the parents' numbering, so nothing is repeated or missed).
 class changes_source final : public feed_source {
  public:
   changes_source(node_services& node, const db_meta& db, const changes_options& opts)
-      : feed_(node.coord, db, opts, node.node_name) {}
-  changes_feed& feed() { return feed_; }
-  bool next(std::string& row) override { return feed_.next(row); }
-  const status& error() const override { return feed_.error(); }
-  std::string token() const override { return feed_.token(); }
-  std::string token_json() const override { return feed_.token_json(); }
-  std::string end_fields() const override { return ",\"pending\":" + std::to_string(feed_.pending()); }
-  std::string since_resolution() const override { return feed_.since_resolution(); }
-  uint64_t rows_emitted() const override { return feed_.rows_emitted(); }
-  bool alive() const override { return feed_.alive(); }
-  bool has_remote() const override { return feed_.has_remote(); }
+      : node_(node),
+        db_(db),
+        opts_(opts),
+        feed_(std::make_unique<changes_feed>(node.coord, db, opts, node.node_name)) {}
+  changes_feed& feed() { return *feed_; }
+  bool next(std::string& row) override { return feed_->next(row) || (reshaped() && feed_->next(row)); }
+  const status& error() const override { return feed_->error(); }
+  std::string token() const override { return feed_->token(); }
+  std::string token_json() const override { return feed_->token_json(); }
+  std::string end_fields() const override { return ",\"pending\":" + std::to_string(feed_->pending()); }
+  std::string since_resolution() const override { return feed_->since_resolution(); }
+  uint64_t rows_emitted() const override { return earlier_rows_ + feed_->rows_emitted(); }
+  bool alive() const override { return feed_->alive(); }
+  bool has_remote() const override { return feed_->has_remote(); }
 
  private:
-  changes_feed feed_;
+  // True when the shard map changed since the feed started and the feed now reads the new one.
+  bool reshaped() {
+    if (!feed_->error() || opts_.shard || opts_.descending) return false;
+    auto now = node_.coord.catalog().find(db_.name);
+    if (!now || now->created != db_.created || now->shard_paths == db_.shard_paths) return false;
+    auto next = std::make_unique<changes_feed>(node_.coord, *now, opts_, node_.node_name);
+    if (status st = next->start(feed_->token()); !st) {
+      log::warning("changes feed of " + db_.name + " could not follow the new shard map: " + st.reason);
+      return false;
+    }
+    earlier_rows_ += feed_->rows_emitted();
+    db_ = std::move(*now);
+    feed_ = std::move(next);
+    return true;
+  }
+
+  node_services& node_;
+  db_meta db_;
+  changes_options opts_;
+  std::unique_ptr<changes_feed> feed_;
+  uint64_t earlier_rows_ = 0;
 };
 
 // A _changes request of the whole database or (`shard`) of one shard.

@@ -119,7 +119,7 @@ class SplitUnderLoad(NodeTest):
         self.node.put(f"/{db}/_local/checkpoint", {"seq": 7})
         self.node.put(f"/{db}/_security", {"members": {"names": ["alice"]}, "admins": {}})
         before = self.node.get(f"/{db}/_changes").json["last_seq"]
-        acked, failures, stop = {}, [], threading.Event()
+        acked, failures, stop, writers_done = {}, [], threading.Event(), threading.Event()
 
         def writer(k):
             n = 0
@@ -132,6 +132,31 @@ class SplitUnderLoad(NodeTest):
                     failures.append((status, body))
                 n += 1
 
+        # A continuous feed from before the split, open throughout it.
+        streamed, ended = [], []
+
+        def follow():
+            conn = http.client.HTTPConnection("127.0.0.1", self.node.port, timeout=30)
+            conn.request("GET", f"/{db}/_changes?feed=continuous&heartbeat=200&since={before}",
+                         headers=dict(self.node.auth_header()))
+            r = conn.getresponse()
+            deadline = time.time() + 60
+            while time.time() < deadline:
+                line = r.readline()
+                if not line:
+                    break
+                if line.strip():
+                    row = json.loads(line)
+                    if "id" not in row:
+                        ended.append(row)
+                    if "id" in row:
+                        streamed.append(row["id"])
+                if writers_done.is_set() and set(acked) <= set(streamed):
+                    break
+            conn.close()
+
+        follower = threading.Thread(target=follow)
+        follower.start()
         threads = [threading.Thread(target=writer, args=(k,)) for k in range(3)]
         for t in threads:
             t.start()
@@ -143,7 +168,12 @@ class SplitUnderLoad(NodeTest):
         stop.set()
         for t in threads:
             t.join()
+        writers_done.set()
+        follower.join()
         self.assertEqual(failures, [])
+        # The feed went on over the children: every write once, nothing from before its token.
+        self.assertEqual(len(streamed), len(set(streamed)))
+        self.assertEqual(set(streamed), set(acked), ended)
         self.assertGreater(len(acked), 0)
 
         # The map: four open children, two closed parents, lineage named both ways.
@@ -193,6 +223,10 @@ class SplitUnderLoad(NodeTest):
         self.assertEqual(self.node.get(f"/{db}/_security").json["members"], {"names": ["alice"]})
         r = self.node.get(f"/{db}/_changes?since={before}")
         self.assertEqual(r.status, 200)
+        self.assertIsNone(r.header("X-Settee-Since-Resolution"))  # exact: no rewind
+        after = [row["id"] for row in r.json["results"]]
+        self.assertEqual(len(after), len(set(after)))
+        self.assertEqual(set(after), set(acked))
         # The parents' files are gone; the children's are there.
         for p in closed:
             rng, suffix = p["id"].split(".")
@@ -213,6 +247,60 @@ class SplitUnderLoad(NodeTest):
         self.assertEqual(self.node.get(f"/{db}").json["doc_count"], 200)
         for i in range(0, 200, 37):
             self.assertEqual(self.node.get(f"/{db}/d{i}").status, 200)
+
+    def test_a_shard_feed_of_the_parent_ends_and_the_children_continue_its_numbering(self):
+        db = self.new_db("rsfeed", q=1)
+        self.node.post(f"/{db}/_bulk_docs", {"docs": [{"_id": f"old{i}"} for i in range(100)]})
+        [parent] = self.node.get(f"/{db}/_changes/_meta").json["shards"]
+        ended = []
+
+        def follow():
+            conn = http.client.HTTPConnection("127.0.0.1", self.node.port, timeout=30)
+            conn.request("GET", f"/{db}/_changes/{parent['id']}?feed=continuous&since=now&heartbeat=100",
+                         headers=dict(self.node.auth_header()))
+            r = conn.getresponse()
+            for line in iter(r.readline, b""):
+                if line.strip() and "last_seq" in json.loads(line):
+                    ended.append(json.loads(line)["last_seq"])
+            conn.close()
+
+        t = threading.Thread(target=follow)
+        t.start()
+        time.sleep(0.2)
+        wait_for_jobs(self.node, split(self, self.node, db))
+        t.join(timeout=20)
+        self.assertFalse(t.is_alive())
+        meta = {s["id"]: s for s in self.node.get(f"/{db}/_changes/_meta").json["shards"]}
+        self.assertEqual(ended, [meta[parent["id"]]["end_seq"]])  # it ended where the parent did
+        self.assertEqual(meta[parent["id"]]["state"], "closed")
+        self.assertError(self.node.get(f"/{db}/_changes/{parent['id']}"), 404, "not_found")
+        for i in range(30):
+            self.node.put(f"/{db}/new{i}", {})
+        new = []
+        for child in meta[parent["id"]]["children"]:
+            rows = self.node.get(f"/{db}/_changes/{child}?since={meta[child]['start_seq']}").json["results"]
+            new += [r["id"] for r in rows]
+        self.assertEqual(sorted(new), sorted(f"new{i}" for i in range(30)))
+
+    def test_active_tasks_show_a_running_split(self):
+        db = self.new_db("rstask", q=1)
+        for k in range(4):
+            self.node.post(f"/{db}/_bulk_docs", {"docs": [{"_id": f"d{k}-{i}", "pad": "x" * 200} for i in range(5000)]})
+        [job] = split(self, self.node, db)
+        seen = []
+        deadline = time.time() + 30
+        while time.time() < deadline and not seen:
+            seen = [t for t in self.node.get("/_active_tasks").json if t["type"] == "shard_split"]
+            if self.node.get(f"/_reshard/jobs/{job}").json["job_state"] == "completed":
+                break
+        wait_for_jobs(self.node, [job])
+        self.assertTrue(seen, "the split was never seen running")
+        task = seen[0]
+        self.assertEqual(task["job_id"], job)
+        self.assertEqual(task["source"], self.node.get(f"/_reshard/jobs/{job}").json["source"])
+        for field in ("node", "phase", "changes_done", "total_changes", "progress", "started_on", "updated_on", "pid"):
+            self.assertIn(field, task)
+        self.assertEqual([t for t in self.node.get("/_active_tasks").json if t["type"] == "shard_split"], [])
 
 
 class SplitSurvivesKill(NodeTest):
