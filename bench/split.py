@@ -32,9 +32,9 @@ def writer():
     h = dict(AUTH, **{"Content-Type": "application/json"})
     n, t0 = 0, time.monotonic()
     while not stop.is_set():
-        due = t0 + n / RATE
-        if due > time.monotonic():
-            time.sleep(due - time.monotonic())
+        wait = t0 + n / RATE - time.monotonic()
+        if wait > 0:
+            time.sleep(wait)
         sent = time.monotonic()
         c.request("PUT", f"/split/w{n:08d}", body=json.dumps({"n": n}), headers=h)
         r = c.getresponse()
