@@ -107,6 +107,31 @@ catalog_entry catalog_entry::initial(int64_t created, const std::vector<std::vec
   return e;
 }
 
+bool catalog_entry::split_shard(const std::string& id, int64_t suffix, const std::map<std::string, uint64_t>& end_seq,
+                                const std::map<std::string, std::string>& uuids) {
+  auto at = find(id);
+  if (!at || !shards[*at].open) return false;
+  auto halves = shards[*at].range.halves();
+  if (!halves) return false;
+  std::vector<shard_info> children;
+  for (const shard_range& r : {halves->first, halves->second}) {
+    shard_info c;
+    c.range = r;
+    c.suffix = suffix;
+    c.nodes = shards[*at].nodes;
+    c.parents = {id};
+    c.start_seq = end_seq;
+    children.push_back(std::move(c));
+  }
+  shard_info& parent = shards[*at];
+  parent.open = false;
+  parent.end_seq = end_seq;
+  parent.uuids = uuids;
+  for (const shard_info& c : children) parent.children.push_back(c.id());
+  shards.insert(shards.end(), children.begin(), children.end());
+  return true;
+}
+
 std::vector<size_t> catalog_entry::open_shards() const {
   std::vector<size_t> out;
   for (size_t i = 0; i < shards.size(); ++i)
@@ -123,6 +148,26 @@ std::optional<size_t> catalog_entry::find(const std::string& id) const {
   for (size_t i = 0; i < shards.size(); ++i)
     if (shards[i].id() == id) return i;
   return std::nullopt;
+}
+
+catalog_entry merge_catalog_entries(const catalog_entry& a, const catalog_entry& b) {
+  if (a.created != b.created || a.everywhere || b.everywhere) return a;
+  catalog_entry out = a;
+  for (const shard_info& s : b.shards) {
+    auto at = out.find(s.id());
+    if (!at) {
+      out.shards.push_back(s);
+      continue;
+    }
+    shard_info& m = out.shards[*at];
+    m.open = m.open && s.open;
+    for (auto& c : s.children)
+      if (std::find(m.children.begin(), m.children.end(), c) == m.children.end()) m.children.push_back(c);
+    m.start_seq.insert(s.start_seq.begin(), s.start_seq.end());
+    m.end_seq.insert(s.end_seq.begin(), s.end_seq.end());
+    m.uuids.insert(s.uuids.begin(), s.uuids.end());
+  }
+  return out;
 }
 
 std::optional<catalog_entry> parse_catalog_entry(const std::string& body, std::string& why) {

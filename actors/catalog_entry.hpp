@@ -44,12 +44,22 @@ struct catalog_entry {
 
   // The first q shards of a database created at `created`, copies placed as `nodes` says.
   static catalog_entry initial(int64_t created, const std::vector<std::vector<std::string>>& nodes);
+  // Closes open shard `id` at `end_seq` (per copy; `uuids`: its copies' shard uuids) and opens its
+  // two halves, on the same nodes, with ids suffixed `suffix`, starting where it ended. False
+  // when `id` is not an open shard or cannot be split.
+  bool split_shard(const std::string& id, int64_t suffix, const std::map<std::string, uint64_t>& end_seq,
+                   const std::map<std::string, std::string>& uuids = {});
   // Indexes of the open shards, ordered by range.
   std::vector<size_t> open_shards() const;
   bool split() const;
   // The index of the shard named `id`, if any.
   std::optional<size_t> find(const std::string& id) const;
 };
+
+// One database's entry written on two nodes at once (splits of different ranges): lineage only
+// grows (shards are added, open ones close), so the union of both is the map. Entries of different
+// incarnations are not merged: `a` (the winner) stands.
+catalog_entry merge_catalog_entries(const catalog_entry& a, const catalog_entry& b);
 
 // Decodes a `_dbs` document body; nullopt, with the reason in `why`, when it is not one.
 std::optional<catalog_entry> parse_catalog_entry(const std::string& body, std::string& why);

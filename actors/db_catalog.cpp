@@ -54,19 +54,30 @@ std::optional<db_catalog::entry> db_catalog::parse_entry(const std::string& name
   return e;
 }
 
+std::optional<db_catalog::entry> db_catalog::read_entry(const shard_store::snapshot& snap, const doc_info& d) {
+  std::string body;
+  if (!snap.winner_body(d, body)) return std::nullopt;
+  auto e = parse_entry(d.id, body);
+  // Other live leaves: the entry was written on two nodes at once (splits on each); merged.
+  for (int leaf : d.tree.sorted_leaves()) {
+    if (!e || leaf == d.tree.winner() || d.tree.nodes()[leaf].deleted) continue;
+    if (!snap.body(d.id, d.tree.rev(leaf), body)) continue;
+    if (auto other = parse_entry(d.id, body)) e = merge_catalog_entries(*e, *other);
+  }
+  return e;
+}
+
 status db_catalog::read_entries(const shard_store::snapshot& snap, uint64_t since,
                                 std::map<std::string, std::optional<entry>>& out, uint64_t& top) {
   auto read_one = [&](const std::string& id) {
     doc_info d;
-    std::string body;
     std::optional<entry> e;
-    if (snap.doc(id, d) && snap.winner_body(d, body)) e = parse_entry(id, body);
+    if (snap.doc(id, d)) e = read_entry(snap, d);
     out[id] = std::move(e);
   };
   if (since == 0) {
     snap.scan_docs("", false, [&](const doc_info& d) {
-      std::string body;
-      if (snap.winner_body(d, body)) out[d.id] = parse_entry(d.id, body);
+      if (auto e = read_entry(snap, d)) out[d.id] = std::move(e);
       return true;
     });
   } else {
@@ -221,9 +232,22 @@ status db_catalog::write_entry(const std::string& name, const std::string& body,
   u.deleted = deleted;
   if (auto snap = h->store->read()) {
     doc_info d;
-    if (snap->doc(name, d)) u.revs.push_back(d.tree.rev(d.tree.winner()));
+    if (snap->doc(name, d)) {
+      u.revs.push_back(d.tree.rev(d.tree.winner()));
+      // Conflicting versions (written on two nodes at once) were merged into what is written
+      // now: they end here, or a deletion of the winner would bring one of them back.
+      for (int leaf : d.tree.sorted_leaves()) {
+        if (leaf == d.tree.winner() || d.tree.nodes()[leaf].deleted) continue;
+        doc_update end;
+        end.id = name;
+        end.body = "{}";
+        end.deleted = true;
+        end.revs.push_back(d.tree.rev(leaf));
+        op->docs.push_back(std::move(end));
+      }
+    }
   }
-  op->docs.push_back(std::move(u));
+  op->docs.insert(op->docs.begin(), std::move(u));
   return write_one(h->writer, op, timeout_);
 }
 
@@ -242,7 +266,7 @@ status db_catalog::set_security(const std::string& name, const std::string& secu
   std::lock_guard<std::mutex> wlock(write_mu_);
   auto m = find(name);
   if (!m) return m.error();
-  entry e = *m->entry;
+  entry e = current_entry(name, *m);
   e.security = security_json;
   if (auto st = write_entry(name, encode_catalog_entry(e), false); !st) return st;
   std::unique_lock lock(mu_);
@@ -285,6 +309,19 @@ result<db_meta> db_catalog::create_locked(const std::string& name, const entry& 
   return m;
 }
 
+db_catalog::entry db_catalog::current_entry(const std::string& name, const db_meta& m) {
+  // What `_dbs` holds now may be newer than the catalog's view (a peer's push not yet reloaded):
+  // an edit builds on both, or it would drop a split made on another node.
+  entry e = *m.entry;
+  auto h = dbs();
+  if (!h) return e;
+  auto snap = h->store->read();
+  doc_info d;
+  if (!snap || !snap->doc(name, d)) return e;
+  auto stored = read_entry(*snap, d);
+  return stored && stored->created == e.created ? merge_catalog_entries(*stored, e) : e;
+}
+
 status db_catalog::mark_split_format() {
   auto h = dbs();
   if (!h) return h.error();
@@ -303,17 +340,22 @@ result<db_meta> db_catalog::update_entry(const std::string& name, int64_t create
   std::lock_guard<std::mutex> wlock(write_mu_);
   auto m = find(name);
   if (!m || m->created != created) return status{errc::db_not_found, "Database does not exist."};
-  entry e = *m->entry;
-  if (auto st = edit(e); !st) return st;
-  if (e.split()) {
-    if (auto st = mark_split_format(); !st) return st;
+  // A peer's push may land between the read and the write (a conflict): read and edit again.
+  for (int attempt = 0;; ++attempt) {
+    entry e = current_entry(name, *m);
+    if (auto st = edit(e); !st) return st;
+    if (e.split()) {
+      if (auto st = mark_split_format(); !st) return st;
+    }
+    db_meta now = make_meta(name, e);
+    if (auto st = open_local_copies(now); !st) return st;
+    status st = write_entry(name, encode_catalog_entry(e), false);
+    if (!st && st.code == errc::conflict && attempt < 10) continue;
+    if (!st) return st;
+    std::unique_lock lock(mu_);
+    dbs_by_name_[name] = now;
+    return now;
   }
-  db_meta now = make_meta(name, e);
-  if (auto st = open_local_copies(now); !st) return st;
-  if (auto st = write_entry(name, encode_catalog_entry(e), false); !st) return st;
-  std::unique_lock lock(mu_);
-  dbs_by_name_[name] = now;
-  return now;
 }
 
 status db_catalog::remove(const std::string& name) {

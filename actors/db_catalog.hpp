@@ -127,6 +127,8 @@ class db_catalog {
  private:
   // One `_dbs` entry's body; nullopt (logged) when it cannot be read.
   static std::optional<entry> parse_entry(const std::string& name, const std::string& body);
+  // The entry document `d` holds: its winner, merged with any other live leaf.
+  static std::optional<entry> read_entry(const shard_store::snapshot& snap, const doc_info& d);
   // Every live entry, or (since > 0) the entries changed after seq `since`: nullopt for a name
   // deleted since. `top` becomes the last seq read.
   static status read_entries(const shard_store::snapshot& snap, uint64_t since,
@@ -137,6 +139,8 @@ class db_catalog {
   // Opens (creating if new) this node's copies of `m`.
   status open_local_copies(const db_meta& m);
   status write_entry(const std::string& name, const std::string& body, bool deleted);
+  // The entry of `m`'s database as `_dbs` holds it now, merged with `m`'s (write_mu_ held).
+  entry current_entry(const std::string& name, const db_meta& m);
   // Raises `_dbs`' header to shard_header::split_catalog_format unless it is there already.
   status mark_split_format();
   result<shard_handle> dbs() { return shards_.acquire(dbs_path_, clk_.now_s(), notify_key()); }

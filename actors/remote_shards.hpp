@@ -25,6 +25,9 @@ inline constexpr const char* attachments_feature = "attachments-v1";
 // ... and when it compacts its copies of a database on request and lists its tasks (compactDb,
 // activeTasks).
 inline constexpr const char* tasks_feature = "tasks-v1";
+// ... and when it reads a split database's lineage in `_dbs` (catalog_entry `shards`): a member
+// without it would route a split database by `q` alone, so no split starts while one is there.
+inline constexpr const char* reshard_feature = "reshard-v1";
 
 using query_params = std::vector<std::pair<std::string, std::string>>;
 

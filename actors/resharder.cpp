@@ -565,28 +565,14 @@ status resharder::switch_map(split_job& j) {
   if (auto st = copy_pass(j, *db, *index, true); !st) return st;
   const uint64_t end = parent->store->header().update_seq;
   if (end != j.copied_to) return status{errc::internal, "the sealed parent still moved"};
+  const std::string uuid = parent->store->header().shard_uuid;
   auto switched = coord_.catalog().update_entry(j.db, j.created, [&](catalog_entry& e) {
-    auto p = e.find(j.source);
-    if (!p || !e.shards[*p].open) return status{errc::conflict, "Shard " + j.source + " is no longer open"};
-    std::vector<shard_info> children;
-    for (auto& [range, path] : children_of(j)) {
-      shard_info c;
-      c.range = range;
-      c.suffix = j.child_suffix;
-      c.nodes = e.shards[*p].nodes;
-      c.parents = {j.source};
-      c.start_seq[node_] = end;
-      children.push_back(std::move(c));
-    }
-    shard_info& parent_info = e.shards[*p];
-    parent_info.open = false;
-    parent_info.end_seq[node_] = end;
-    parent_info.uuids[node_] = parent->store->header().shard_uuid;
-    for (auto& c : children) parent_info.children.push_back(c.id());
-    e.shards.insert(e.shards.end(), children.begin(), children.end());
+    if (!e.split_shard(j.source, j.child_suffix, {{node_, end}}, {{node_, uuid}}))
+      return status{errc::conflict, "Shard " + j.source + " is no longer open"};
     return status{};
   });
   if (!switched) return switched.error();
+  if (after_switch_) after_switch_();
   log::info("split " + j.db + " " + j.source + " at seq " + std::to_string(end) + " into " + j.targets()[0] + " and " +
             j.targets()[1]);
   return {};

@@ -20,6 +20,7 @@
 #pragma once
 #include <condition_variable>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -68,6 +69,8 @@ class resharder {
             std::string data_dir);
   ~resharder();
 
+  // Run after a split switched the shard map in `_dbs` (pushes it to the other nodes). Set before start().
+  void set_after_switch(std::function<void()> f) { after_switch_ = std::move(f); }
   // Reads the saved jobs and state, resumes what was running. Call once after the catalog loaded.
   status start();
   void stop();
@@ -115,6 +118,7 @@ class resharder {
   std::string reason_;
   bool stopping_ = false;
   std::thread thread_;
+  std::function<void()> after_switch_;
 };
 
 }  // namespace settee

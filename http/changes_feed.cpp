@@ -104,7 +104,46 @@ const seq_entry* changes_feed::ancestor_position(const std::vector<seq_entry>& f
   return nullptr;
 }
 
+status changes_feed::start_closed_at(uint64_t seq) {
+  const shard_info& c = *opts_.closed;
+  const std::string node = c.nodes.empty() ? node_name_ : c.nodes.front();
+  auto end = c.end_seq.find(node);
+  if (end == c.end_seq.end())
+    return status{errc::internal, "the shard map has no end_seq for " + c.id() + " on " + node};
+  closed_seq_ = std::min(seq, end->second);
+  for (size_t i = 0; i < db_.ranges.size(); ++i) {
+    const shard_range& r = db_.ranges[i];
+    if (r.begin < c.range.begin || r.end > c.range.end) continue;  // not a descendant
+    shard_pos p;
+    p.range = r;
+    auto where = coord_.first_answer<resolved_since>(
+        db_, i, [](shard_copy& copy) { return copy.resolve_since("", 0); }, &p.copy, node);
+    if (!where) return where.error();
+    if (p.copy->node() != node) {
+      return status{errc::unavailable, "the copy of " + c.id() + "'s descendants on " + node +
+                                           " that numbers its changes does not answer; try again later"};
+    }
+    p.uuid_prefix = where->uuid.substr(0, uuid_prefix_length);
+    p.top = end->second;
+    p.seq = closed_seq_;
+    p.bound = end->second;
+    shards_.push_back(std::move(p));
+  }
+  return {};
+}
+
 status changes_feed::start(const std::string& since) {
+  if (opts_.closed) {
+    uint64_t seq = 0;
+    auto [end, ec] = std::from_chars(since.data(), since.data() + since.size(), seq);
+    if (opts_.descending) return status{errc::bad_request, "a closed shard's feed reads ascending only"};
+    if (since == "now")
+      seq = UINT64_MAX;
+    else if (since.empty() || ec != std::errc() || end != since.data() + since.size())
+      return status{errc::bad_request,
+                    "`since` of a closed shard's feed must be a seq of the shard (an integer), 0 or now"};
+    return start_closed_at(seq);
+  }
   if (shaped_like_time(since)) {
     auto t = time_seq::parse_time(since);
     if (!t) return status{errc::bad_request, "invalid_time_format"};
@@ -184,6 +223,7 @@ bool changes_feed::has_remote() const {
 
 bool changes_feed::refill(size_t i) {
   shard_pos& p = shards_[i];
+  if (p.bound && p.seq >= *p.bound) return false;    // a closed shard's end
   if (opts_.descending && p.seq == 1) return false;  // consumed down to the first change
   changes_request req;
   req.since = p.seq;
@@ -205,7 +245,14 @@ bool changes_feed::refill(size_t i) {
   }
   p.seq = std::max(p.seq, page->skipped_to);
   p.page_pending = page->pending;
-  for (auto& row : page->rows) p.buffer.push_back(std::move(row));
+  for (auto& row : page->rows) {
+    if (p.bound && row.e.seq > *p.bound) {  // the descendant's own changes, after the split
+      p.page_pending = 0;
+      break;
+    }
+    p.buffer.push_back(std::move(row));
+  }
+  if (p.bound && p.buffer.empty()) p.seq = *p.bound;  // nothing of the closed shard is left here
   return !p.buffer.empty();
 }
 
@@ -237,6 +284,10 @@ bool changes_feed::next(std::string& row) {
         best = static_cast<int>(i);
         continue;
       }
+      if (opts_.closed) {  // one numbering: in seq order, so the position is the last row's seq
+        if (e.seq < shards_[best].buffer.front().e.seq) best = static_cast<int>(i);
+        continue;
+      }
       int64_t bt = shards_[best].buffer.front().e.time_s;
       if (opts_.descending ? e.time_s > bt : e.time_s < bt) best = static_cast<int>(i);
     }
@@ -245,6 +296,7 @@ bool changes_feed::next(std::string& row) {
     change_row r = std::move(p.buffer.front());
     p.buffer.pop_front();
     p.seq = r.e.seq;
+    closed_seq_ = std::max(closed_seq_, r.e.seq);
     if (p.not_before) {
       // The bin's leading changes from before the requested second are skipped; from the first
       // change at or after it on, everything is emitted (a clock that went back errs toward more).
@@ -285,12 +337,13 @@ std::string changes_feed::token() const {
     // ascending from there repeats rows, never skips one).
     seqs.push_back(opts_.descending && p.seq == 0 ? p.top : p.seq);
   }
+  if (opts_.closed) return std::to_string(closed_finished() ? *shards_.front().bound : closed_seq_);
   if (opts_.shard) return std::to_string(seqs.front());
   return tokens_->token(seqs);
 }
 
 std::string changes_feed::token_json() const {
-  return opts_.shard ? token() : quote(token());  // a shard's seq is a number
+  return opts_.shard || opts_.closed ? token() : quote(token());  // a shard's seq is a number
 }
 
 std::string changes_feed::state_tag() const {
@@ -322,7 +375,35 @@ std::string changes_feed::since_resolution() const {
   return out + "}";
 }
 
+bool changes_feed::closed_finished() const {
+  return !shards_.empty() && std::all_of(shards_.begin(), shards_.end(), [](const shard_pos& p) {
+    return p.buffer.empty() && p.bound && p.seq >= *p.bound;
+  });
+}
+
+std::string changes_feed::closed_ending() const {
+  std::optional<shard_info> closed = opts_.closed;
+  std::string node;
+  if (!closed && opts_.shard && !shards_.empty()) {  // an open shard's feed: split since it started?
+    auto now = coord_.catalog().find(db_.name);
+    if (!now || now->created != db_.created || !now->entry) return "";
+    auto at = now->entry->find(db_.shard_id(*opts_.shard));
+    if (!at || now->entry->shards[*at].open) return "";
+    closed = now->entry->shards[*at];
+  }
+  if (!closed) return "";
+  node = closed->nodes.empty() ? node_name_ : closed->nodes.front();
+  auto end = closed->end_seq.find(node);
+  if (end == closed->end_seq.end() || token() != std::to_string(end->second)) return "";  // not at its end yet
+  std::string out = ",\"shard_closed\":true,\"children\":[";
+  for (size_t i = 0; i < closed->children.size(); ++i)
+    out +=
+        (i ? ",{\"id\":" : "{\"id\":") + quote(closed->children[i]) + ",\"since\":" + std::to_string(end->second) + "}";
+  return out + "]";
+}
+
 bool changes_feed::alive() const {
+  if (opts_.closed) return !closed_finished() && coord_.catalog().alive(db_);
   if (!opts_.shard) return coord_.catalog().alive(db_);
   // One shard's feed lives while its shard is open (a split closes it: the feed ends at its last
   // seq, and _changes/_meta names the children and where they start).

@@ -35,6 +35,10 @@ struct changes_options {
   // in the map's order that answers (so every node reads the same numbering), positions and seqs
   // are that copy's plain integers.
   std::optional<size_t> shard;
+  // Set: the feed of this closed (split) shard (spec 11.3): its changes after `since` up to its
+  // end_seq, read from the open shards that descend from it on its first copy's node (they
+  // continue that copy's numbering), in seq order; it ends with shard_closed and the children.
+  std::optional<shard_info> closed;
 };
 
 class changes_feed {
@@ -62,6 +66,9 @@ class changes_feed {
   // {"<range>":"exact"|"translated"|"rewound",...} when `since` named copies this node could not
   // continue exactly; "" when every range continues exactly (or since was 0/now).
   std::string since_resolution() const;
+  // When the feed has read its shard to the end of a split: ',"shard_closed":true,"children":[..]'
+  // (spec 11.3), for the closing object; "" otherwise (or for the whole database's feed).
+  std::string closed_ending() const;
   // True when some range is read from another node's copy (live feeds then poll it: its commits
   // do not reach this node's notifier).
   bool has_remote() const;
@@ -78,7 +85,12 @@ class changes_feed {
     std::deque<change_row> buffer;      // the rest of the last page (docs rendered when asked for)
     uint64_t page_pending = 0;          // changes after the last page
     std::optional<int64_t> not_before;  // since=<time>, exact: skip leading changes older than this
+    std::optional<uint64_t> bound;      // a closed shard's feed: nothing after its end_seq
   };
+  // A closed shard's feed has read every change up to its end_seq.
+  bool closed_finished() const;
+  // start() of a closed shard's feed at `seq` of its first copy.
+  status start_closed_at(uint64_t seq);
   bool refill(size_t i);
   // The ranges the feed reads (every one, or opts_.shard) with the copy to prefer for each.
   std::vector<size_t> ranges() const;
@@ -101,6 +113,7 @@ class changes_feed {
   std::unique_ptr<seq_token_builder> tokens_;
   std::vector<std::pair<std::string, resolved_since::how>> resolutions_;
   uint64_t emitted_ = 0;
+  uint64_t closed_seq_ = 0;  // a closed shard's feed: its position (rows come in seq order)
   status error_;
 };
 

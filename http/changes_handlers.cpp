@@ -198,7 +198,9 @@ class changes_source final : public feed_source {
   const status& error() const override { return feed_->error(); }
   std::string token() const override { return feed_->token(); }
   std::string token_json() const override { return feed_->token_json(); }
-  std::string end_fields() const override { return ",\"pending\":" + std::to_string(feed_->pending()); }
+  std::string end_fields() const override {
+    return ",\"pending\":" + std::to_string(feed_->pending()) + feed_->closed_ending();
+  }
   std::string since_resolution() const override { return feed_->since_resolution(); }
   uint64_t rows_emitted() const override { return earlier_rows_ + feed_->rows_emitted(); }
   bool alive() const override { return feed_->alive(); }
@@ -207,7 +209,7 @@ class changes_source final : public feed_source {
  private:
   // True when the shard map changed since the feed started and the feed now reads the new one.
   bool reshaped() {
-    if (!feed_->error() || opts_.shard || opts_.descending) return false;
+    if (!feed_->error() || opts_.shard || opts_.closed || opts_.descending) return false;
     auto now = node_.coord.catalog().find(db_.name);
     if (!now || now->created != db_.created || now->shard_paths == db_.shard_paths) return false;
     auto next = std::make_unique<changes_feed>(node_.coord, *now, opts_, node_.node_name);
@@ -228,8 +230,8 @@ class changes_source final : public feed_source {
   uint64_t earlier_rows_ = 0;
 };
 
-// A _changes request of the whole database or (`shard`) of one shard.
-void serve_changes(ctx& c, const db_meta& db, std::optional<size_t> shard) {
+// A _changes request of the whole database, (`shard`) of one open shard or (`closed`) of a split one.
+void serve_changes(ctx& c, const db_meta& db, std::optional<size_t> shard, std::optional<shard_info> closed = {}) {
   if (c.method() != "GET" && c.method() != "POST") return c.method_not_allowed("GET,HEAD,POST");
   std::optional<json> body;
   if (c.method() == "POST") {
@@ -246,6 +248,7 @@ void serve_changes(ctx& c, const db_meta& db, std::optional<size_t> shard) {
   if (!q) return c.error(q.error());
   if (!q->ddoc_id.empty()) return c.error(check_ddoc_filter(c, db, *q));
   q->opts.shard = shard;
+  q->opts.closed = std::move(closed);
   auto source = std::make_shared<changes_source>(c.node, db, q->opts);
   changes_feed& feed = source->feed();
   if (auto st = feed.start(q->since); !st) return c.error(st);
@@ -263,6 +266,10 @@ void handle_shard_changes(ctx& c, const db_meta& db, const std::string& shard_id
   if (shard_id == "_meta") return handle_changes_meta(c, db);
   for (size_t i = 0; i < db.ranges.size(); ++i) {
     if (db.shard_id(i) == shard_id) return serve_changes(c, db, i);
+  }
+  if (db.entry) {
+    if (auto at = db.entry->find(shard_id); at && !db.entry->shards[*at].open)
+      return serve_changes(c, db, std::nullopt, db.entry->shards[*at]);
   }
   c.error(errc::not_found,
           "Database " + db.name + " has no shard " + shard_id + " (GET /" + db.name + "/_changes/_meta lists them)");

@@ -1,6 +1,8 @@
 // /_reshard (spec section 8; CouchDB's mem3_reshard_httpd): the node-wide state, and split jobs.
+#include "actors/remote_shards.hpp"
 #include "actors/resharder.hpp"
 #include "cluster/membership.hpp"
+#include "cluster/rpc_node.hpp"
 #include "http/handlers.hpp"
 #include "http/json_util.hpp"
 
@@ -93,6 +95,36 @@ void handle_jobs(ctx& c) {
   if (!body) return c.error(body.error());
   auto shards = shards_named(c, *body);
   if (!shards) return c.error(shards.error());
+  // Every member must read a split database's lineage (a release before 0.3 would route by q).
+  if (c.node.members) {
+    std::string old;
+    for (const std::string& n : c.node.members->cluster_nodes()) {
+      if (n != c.node.node_name && !c.node.members->has_feature(n, reshard_feature))
+        old += (old.empty() ? "" : ", ") + n;
+    }
+    if (!old.empty()) {
+      return c.error(errc::conflict, "Shard splitting needs every cluster member to run release 0.3 or later; " + old +
+                                         " does not (or is not connected)");
+    }
+  }
+  // One node at a time per database: two nodes switching one database's map at once can each
+  // write it from a view without the other's split (docs/api.md).
+  if (c.node.rpc && c.node.members && !shards->empty()) {
+    const std::string prefix = "/" + shards->front().first.name + ".";
+    for (const std::string& n : c.node.members->all_nodes()) {
+      if (n == c.node.node_name || !c.node.rpc->runs_tasks(n)) continue;
+      auto tasks = c.node.rpc->active_tasks(n, std::chrono::seconds(5));
+      if (!tasks)
+        return c.error(errc::unavailable, "cannot ask " + n + " for its running splits: " + tasks.error().reason);
+      for (const std::string& t : *tasks) {
+        auto task = parse_json(t);
+        if (task && task->is_object() && task->value("type", "") == "shard_split" &&
+            task->value("source", "").find(prefix) != std::string::npos)
+          return c.error(errc::conflict, "A split of " + shards->front().first.name + " is running on " + n +
+                                             "; split one node's ranges at a time");
+      }
+    }
+  }
   if (shards->empty()) return c.error(errc::not_found, "No shards to split");
   json out = json::array();
   size_t ok = 0;

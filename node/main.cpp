@@ -328,7 +328,6 @@ int main(int argc, char** argv) {
     node.tasks = &tasks;
     node.compaction = &compaction;
     resharder reshard(coord, shards, tasks, clk, store_opts.node_name, args.data_dir);
-    if (auto st = reshard.start(); !st) die("cannot resume reshard jobs: " + st.reason);
     node.reshard = &reshard;
     node.shards = &shards;
     node.on_idle = [&sys] { release_scheduler_caches(sys, scheduler_threads, std::chrono::milliseconds(100)); };
@@ -370,8 +369,8 @@ int main(int argc, char** argv) {
       ro.advertised_host = ro.bind == "0.0.0.0" ? "127.0.0.1" : ro.bind;
       ro.http_port = static_cast<uint16_t>(http.port);
       ro.release = SETTEE_VERSION;
-      ro.features = {"changes",          "clustered-seq-v1",  "selector",   typed_feature,
-                     db_updates_feature, attachments_feature, tasks_feature};
+      ro.features = {"changes",          "clustered-seq-v1",  "selector",    typed_feature,
+                     db_updates_feature, attachments_feature, tasks_feature, reshard_feature};
       ro.seeds = std::move(*seeds);
       ro.secret = cfg.get("cluster", "secret");
       if (ro.secret.size() < peer_auth::min_secret_bytes) {
@@ -402,6 +401,12 @@ int main(int argc, char** argv) {
                                            : catalog.lookup(db);
         if (!m) return m.error();
         if (auto i = m->range_named(range)) return coord.shard(*m, *i);
+        if (m->entry) {  // a split's parent: the caller's shard map is older than this node's
+          for (const shard_info& s : m->entry->shards)
+            if (!s.open && s.range.name() == range)
+              return status{errc::shard_moved,
+                            "range " + range + " of " + db + " was split; retry on the new shard map"};
+        }
         return status{errc::not_found, "no copy of " + db + " range " + range + " on this node"};
       };
       ro.on_applied = [&catalog](const std::string& db) {
@@ -430,6 +435,12 @@ int main(int argc, char** argv) {
       if (auto st = rpc->start(); !st) die(st.reason);
       node.rpc = rpc.get();
       coord.set_remote(rpc.get());
+      // A split's new shard map reaches the other nodes at once, not at the next sweep: their
+      // coordinators retry the writes a sealed parent refused until they see it.
+      reshard.set_after_switch([&coord, &rpc_ref = *rpc, &members] {
+        for (auto& row : sync_database(coord, rpc_ref, members, coord.catalog().dbs_meta(), std::chrono::seconds(5)))
+          if (!row.st) log::warning("pushing _dbs to " + row.node + " after a split failed: " + row.st.reason);
+      });
       // `_nodes`: this node and the seeds are members; the database spreads them to every node.
       nodes = std::make_unique<nodes_db>(shards, clk, args.data_dir, members, *rpc, timeout);
       node.nodes = nodes.get();
@@ -447,6 +458,7 @@ int main(int argc, char** argv) {
     raise_fd_limit(65536);
     http_server server(node, http);
     if (auto st = server.bind(); !st) die(st.reason);
+    if (auto st = reshard.start(); !st) die("cannot resume reshard jobs: " + st.reason);
     if (db_updates_on) updates.start();  // after the last die(): exit() must not race its thread
 
     std::thread signal_thread([&] {
@@ -464,10 +476,10 @@ int main(int argc, char** argv) {
       signal_thread.join();
     }
     log::info("http server stopped");
+    reshard.stop();  // its current copy step commits whole; before the RPC it pushes _dbs with
     if (syncer) syncer->stop();
     if (rpc) rpc->stop();
     compaction.stop();               // its current step commits whole
-    reshard.stop();                  // its current copy step commits whole
     shards.close_all();              // queued writes finish, and mark their databases
     updates.stop();                  // records them, syncs the record and notes the clean stop
     shards.close_all();              // the record itself

@@ -258,6 +258,22 @@ class Node:
             rest = rest[size + 2:]
         return out.decode()
 
+    def call(self, method, path, body=None):
+        """(status, JSON) of one request on a connection of its own: for threads, which must not
+        share the node's connection."""
+        conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=60)
+        headers = dict(self.auth_header())
+        data = None
+        if body is not None:
+            data = json.dumps(body)
+            headers["Content-Type"] = "application/json"
+        try:
+            conn.request(method, path, body=data, headers=headers)
+            r = conn.getresponse()
+            return r.status, json.loads(r.read() or b"null")
+        finally:
+            conn.close()
+
     def get(self, path, **kw):
         return self.request("GET", path, **kw)
 

@@ -11,22 +11,6 @@ import time
 from harness import Node, NodeTest, main
 
 
-def call(node, method, path, body=None):
-    """(status, JSON) on a connection of its own (threads must not share the harness's)."""
-    conn = http.client.HTTPConnection("127.0.0.1", node.port, timeout=60)
-    headers = dict(node.auth_header())
-    data = None
-    if body is not None:
-        data = json.dumps(body)
-        headers["Content-Type"] = "application/json"
-    try:
-        conn.request(method, path, body=data, headers=headers)
-        r = conn.getresponse()
-        return r.status, json.loads(r.read() or b"null")
-    finally:
-        conn.close()
-
-
 def wait_for_jobs(node, ids, state="completed", timeout=60):
     deadline = time.time() + timeout
     while time.time() < deadline:
@@ -125,7 +109,7 @@ class SplitUnderLoad(NodeTest):
             n = 0
             while not stop.is_set() and n < 2000:
                 doc_id = f"w{k}-{n:05d}"
-                status, body = call(self.node, "PUT", f"/{db}/{doc_id}", {"n": n})
+                status, body = self.node.call("PUT", f"/{db}/{doc_id}", {"n": n})
                 if status == 201:
                     acked[doc_id] = body["rev"]
                 else:
@@ -248,7 +232,7 @@ class SplitUnderLoad(NodeTest):
         for i in range(0, 200, 37):
             self.assertEqual(self.node.get(f"/{db}/d{i}").status, 200)
 
-    def test_a_shard_feed_of_the_parent_ends_and_the_children_continue_its_numbering(self):
+    def test_a_shard_feed_of_the_parent_ends_with_its_children_which_continue_its_numbering(self):
         db = self.new_db("rsfeed", q=1)
         self.node.post(f"/{db}/_bulk_docs", {"docs": [{"_id": f"old{i}"} for i in range(100)]})
         [parent] = self.node.get(f"/{db}/_changes/_meta").json["shards"]
@@ -261,7 +245,7 @@ class SplitUnderLoad(NodeTest):
             r = conn.getresponse()
             for line in iter(r.readline, b""):
                 if line.strip() and "last_seq" in json.loads(line):
-                    ended.append(json.loads(line)["last_seq"])
+                    ended.append(json.loads(line))
             conn.close()
 
         t = threading.Thread(target=follow)
@@ -271,16 +255,105 @@ class SplitUnderLoad(NodeTest):
         t.join(timeout=20)
         self.assertFalse(t.is_alive())
         meta = {s["id"]: s for s in self.node.get(f"/{db}/_changes/_meta").json["shards"]}
-        self.assertEqual(ended, [meta[parent["id"]]["end_seq"]])  # it ended where the parent did
+        end = meta[parent["id"]]["end_seq"]
         self.assertEqual(meta[parent["id"]]["state"], "closed")
-        self.assertError(self.node.get(f"/{db}/_changes/{parent['id']}"), 404, "not_found")
+        children = [{"id": c, "since": end} for c in meta[parent["id"]]["children"]]
+        # The live feed ended where the parent did, naming the children and where they start.
+        self.assertEqual(ended, [{"last_seq": end, "pending": 0, "shard_closed": True, "children": children}])
         for i in range(30):
             self.node.put(f"/{db}/new{i}", {})
+
+        # The closed shard's feed: its changes (read from the children), in seq order, up to its end.
+        whole = self.node.get(f"/{db}/_changes/{parent['id']}?since=0").json
+        seqs = [r["seq"] for r in whole["results"]]
+        self.assertEqual(seqs, sorted(seqs))
+        self.assertEqual(sorted(r["id"] for r in whole["results"]), sorted(f"old{i}" for i in range(100)))
+        self.assertEqual((whole["last_seq"], whole["shard_closed"], whole["children"]), (end, True, children))
+        part = self.node.get(f"/{db}/_changes/{parent['id']}?since={seqs[49]}&limit=10").json
+        self.assertEqual([r["seq"] for r in part["results"]], seqs[50:60])
+        self.assertNotIn("shard_closed", part)  # not at the end yet
+        self.assertEqual(part["last_seq"], seqs[59])
+        done = self.node.get(f"/{db}/_changes/{parent['id']}?since={end}&feed=longpoll").json  # no wait
+        self.assertEqual((done["results"], done["shard_closed"]), ([], True))
+        self.assertError(self.node.get(f"/{db}/_changes/{parent['id']}?descending=true"), 400, "bad_request")
+        self.assertError(self.node.get(f"/{db}/_changes/{parent['id']}?since=x"), 400, "bad_request")
+
+        # Following the lineage: the children from the parent's end give exactly what came after.
         new = []
-        for child in meta[parent["id"]]["children"]:
-            rows = self.node.get(f"/{db}/_changes/{child}?since={meta[child]['start_seq']}").json["results"]
-            new += [r["id"] for r in rows]
+        for child in children:
+            new += [r["id"] for r in self.node.get(f"/{db}/_changes/{child['id']}?since={child['since']}").json["results"]]
         self.assertEqual(sorted(new), sorted(f"new{i}" for i in range(30)))
+
+    def test_parallel_consumers_follow_lineage_through_two_rounds_of_splits(self):
+        """One consumer per shard (spec 11.3), each following its shard's children when it closes,
+        while writers run and the shards split twice: together they see every write exactly once."""
+        db = self.new_db("rslineage", q=2)
+        acked, stop, writers_done = set(), threading.Event(), threading.Event()
+
+        def writer(k):
+            n = 0
+            while not stop.is_set() and n < 3000:
+                status, _ = self.node.call("PUT", f"/{db}/w{k}-{n:05d}", {"n": n})
+                if status == 201:
+                    acked.add(f"w{k}-{n:05d}")
+                n += 1
+
+        seen, lock, work = [], threading.Lock(), []
+        for s0 in self.node.get(f"/{db}/_changes/_meta").json["shards"]:
+            work.append((s0["id"], 0))
+        active = [0]
+
+        def consumer():
+            while True:
+                with lock:
+                    if not work:
+                        if active[0] == 0 and writers_done.is_set():
+                            return
+                        item = None
+                    else:
+                        item = work.pop()
+                        active[0] += 1
+                if item is None:
+                    time.sleep(0.02)
+                    continue
+                shard, since = item
+                while True:
+                    status, body = self.node.call("GET", f"/{db}/_changes/{shard}?feed=longpoll&timeout=300&since={since}")
+                    self.assertEqual(status, 200, body)
+                    with lock:
+                        seen.extend((r["id"], r["changes"][0]["rev"]) for r in body["results"])
+                    since = body["last_seq"]
+                    if body.get("shard_closed"):
+                        with lock:
+                            work.extend((c["id"], c["since"]) for c in body["children"])
+                        break
+                    if writers_done.is_set() and not body["results"]:
+                        break
+                with lock:
+                    active[0] -= 1
+
+        writers = [threading.Thread(target=writer, args=(k,)) for k in range(2)]
+        consumers = [threading.Thread(target=consumer) for _ in range(4)]
+        for t in writers + consumers:
+            t.start()
+        time.sleep(0.3)
+        wait_for_jobs(self.node, split(self, self.node, db))  # 2 -> 4
+        time.sleep(0.3)
+        wait_for_jobs(self.node, split(self, self.node, db, range="00000000-3fffffff"))  # 4 -> 5
+        time.sleep(0.3)
+        stop.set()
+        for t in writers:
+            t.join()
+        writers_done.set()
+        for t in consumers:
+            t.join(timeout=60)
+        self.assertFalse(any(t.is_alive() for t in consumers))
+        ids = [i for i, _ in seen]
+        self.assertEqual(len(ids), len(set(ids)))  # nobody saw a change twice
+        self.assertEqual(set(ids), acked)  # and together they saw every one
+        meta = self.node.get(f"/{db}/_changes/_meta").json["shards"]
+        self.assertEqual(len([s for s in meta if s["state"] == "open"]), 5)
+        self.assertEqual(len(meta), 8)
 
     def test_active_tasks_show_a_running_split(self):
         db = self.new_db("rstask", q=1)

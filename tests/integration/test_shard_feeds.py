@@ -11,19 +11,7 @@ from harness import NodeTest, main
 
 class ShardFeeds(NodeTest):
     def call(self, method, path, body=None):
-        """(status, JSON) of a request on its own connection: threads must not share the harness's."""
-        conn = http.client.HTTPConnection("127.0.0.1", self.node.port, timeout=30)
-        headers = dict(self.node.auth_header())
-        data = None
-        if body is not None:
-            data = json.dumps(body)
-            headers["Content-Type"] = "application/json"
-        try:
-            conn.request(method, path, body=data, headers=headers)
-            r = conn.getresponse()
-            return r.status, json.loads(r.read() or b"null")
-        finally:
-            conn.close()
+        return self.node.call(method, path, body)
 
     def meta(self, db, since=None):
         r = self.node.get(f"/{db}/_changes/_meta" + (f"?since={since}" if since else ""))

@@ -11,23 +11,9 @@ namespace {
 // What a split of the first of two ranges makes: the parent closed, two children open.
 catalog_entry split_first(const catalog_entry& e, int64_t suffix, uint64_t end_seq) {
   catalog_entry out = e;
-  shard_info& parent = out.shards[0];
-  auto halves = parent.range.halves();
-  REQUIRE(halves);
-  std::vector<shard_info> children;  // appended last: `parent` refers into out.shards
-  parent.open = false;
-  for (auto& node : parent.nodes) parent.end_seq[node] = end_seq;
-  for (const shard_range& r : {halves->first, halves->second}) {
-    shard_info child;
-    child.range = r;
-    child.suffix = suffix;
-    child.nodes = parent.nodes;
-    child.parents = {parent.id()};
-    child.start_seq = parent.end_seq;
-    parent.children.push_back(child.id());
-    children.push_back(child);
-  }
-  out.shards.insert(out.shards.end(), children.begin(), children.end());
+  std::map<std::string, uint64_t> ends;
+  for (auto& node : e.shards[0].nodes) ends[node] = end_seq;
+  REQUIRE(out.split_shard(out.shards[0].id(), suffix, ends));
   return out;
 }
 
@@ -130,4 +116,24 @@ TEST_CASE("range names parse back and split into halves") {
   CHECK(whole->first.name() == "00000000-7fffffff");
   CHECK(whole->second.name() == "80000000-ffffffff");
   CHECK(!shard_range{7, 7}.halves());
+}
+
+TEST_CASE("entries written on two nodes at once merge: lineage only grows") {
+  auto base = catalog_entry::initial(1700000000, {{"a@h"}, {"b@h"}});
+  auto left = split_first(base, 1700000500001, 40);  // a@h split the first range
+  catalog_entry right = base;                        // b@h split the second
+  REQUIRE(right.split_shard(right.shards[1].id(), 1700000500002, {{"b@h", 70}}, {{"b@h", "0123456789abcdef"}}));
+  CHECK(!right.split_shard(right.shards[1].id(), 1700000500003, {{"b@h", 71}}));  // closed already
+  for (const auto& merged : {merge_catalog_entries(left, right), merge_catalog_entries(right, left)}) {
+    CHECK(merged.shards.size() == 6);
+    auto open = merged.open_shards();
+    REQUIRE(open.size() == 4);
+    CHECK(merged.shards[open[0]].range.name() == "00000000-3fffffff");
+    CHECK(merged.shards[open[3]].range.name() == "c0000000-ffffffff");
+    CHECK(merged.shards[*merged.find("80000000-ffffffff.1700000000")].uuids.at("b@h") == "0123456789abcdef");
+    std::string why;
+    CHECK(parse_catalog_entry(encode_catalog_entry(merged), why));  // still covers the ring once
+  }
+  auto other = catalog_entry::initial(1700000999, {{"a@h"}});  // another incarnation: not merged
+  CHECK(merge_catalog_entries(left, other).shards.size() == left.shards.size());
 }

@@ -76,22 +76,7 @@ TEST_CASE("a split shard map: routing by the open ranges, seen by other catalogs
       1);
   int64_t suffix = a.created * 1000 + 7;
   auto split = f.writer.update_entry("a", a.created, [&](db_catalog::entry& e) {
-    shard_info& parent = e.shards[0];
-    parent.open = false;
-    parent.end_seq["n1@h"] = 0;
-    auto halves = parent.range.halves();
-    std::vector<shard_info> children;  // appended last: `parent` refers into e.shards
-    for (const shard_range& r : {halves->first, halves->second}) {
-      shard_info child;
-      child.range = r;
-      child.suffix = suffix;
-      child.nodes = parent.nodes;
-      child.parents = {parent.id()};
-      child.start_seq = parent.end_seq;
-      parent.children.push_back(child.id());
-      children.push_back(child);
-    }
-    e.shards.insert(e.shards.end(), children.begin(), children.end());
+    REQUIRE(e.split_shard(e.shards[0].id(), suffix, {{"n1@h", 0}}));
     return status{};
   });
   REQUIRE_MESSAGE(split.ok(), (split.ok() ? "" : split.error().reason));

@@ -103,6 +103,19 @@ class MixedCluster(NodeTest):
                          "(an older release): upgrade it first")
         self.assertIn(self.n2.put("/mixed-att/plain", {"v": 1}).status, (201, 202))
 
+    def test_no_split_starts_while_an_old_release_is_a_member(self):
+        # n=1: the range on this node is its own, which it could split, but the old node would
+        # route the split database by q alone: the job is refused and nothing changes.
+        self.assertEqual(self.n2.put("/nosplit?q=3&n=1").status, 201)
+        old_name = self.cluster.names[0]
+        r = self.n2.post("/_reshard/jobs", {"type": "split", "db": "nosplit"})
+        self.assertEqual(r.status, 409, r.json)
+        self.assertEqual(r.json["error"], "conflict")
+        self.assertIn(old_name, r.json["reason"])
+        self.assertEqual(self.n2.get("/_reshard/jobs").json["total_rows"], 0)
+        self.assertEqual(len(self.n2.get("/nosplit/_changes/_meta").json["shards"]), 3)
+        self.assertEqual(self.n3.put("/nosplit/still-serving", {}).status, 201)
+
     def test_documents_of_a_range_one_release_alone_holds(self):
         # n=1, q=3: each range on one node. Every node answers for every document: this release asks
         # an old node's copy through its readDoc (v0.2.0 and v0.1.0 alike) and answers an old
