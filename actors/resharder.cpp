@@ -152,6 +152,13 @@ std::vector<std::pair<shard_range, std::string>> resharder::children_of(const sp
   return out;
 }
 
+bool resharder::switched(const split_job& j) const {
+  auto db = coord_.catalog().find(j.db);
+  if (!db || db->created != j.created || !db->entry) return false;
+  auto at = db->entry->find(j.source);
+  return at && !db->entry->shards[*at].open;
+}
+
 void resharder::drop_children(const split_job& j) {
   for (auto& [range, path] : children_of(j)) shards_.remove(path);
 }
@@ -183,10 +190,7 @@ status resharder::start() {
     }
     if (!terminal(*j) && j->split_state != "new") {
       // The map may or may not have switched: the catalog says.
-      auto db = coord_.catalog().find(j->db);
-      bool switched = db && db->created == j->created && db->entry->find(j->source) &&
-                      !db->entry->shards[*db->entry->find(j->source)].open;
-      if (state_index(j->split_state) > state_index("update_shardmap") || switched) {
+      if (state_index(j->split_state) > state_index("update_shardmap") || switched(*j)) {
         note(*j, "restart", "the shard map had switched: going forward");
         if (state_index(j->split_state) < state_index("update_shardmap")) j->split_state = "update_shardmap";
       } else {
@@ -309,10 +313,7 @@ status resharder::remove(const std::string& id) {
   lock.unlock();
   // Before the switch the children are half made: they go. After it the parent is closed: it goes.
   if (!terminal(j) && state_index(j.split_state) < state_index("wait_source_close")) {
-    auto db = coord_.catalog().find(j.db);
-    bool switched = db && db->created == j.created && db->entry->find(j.source) &&
-                    !db->entry->shards[*db->entry->find(j.source)].open;
-    if (switched)
+    if (switched(j))
       shards_.remove(path_of(j.db, j.source));
     else
       drop_children(j);
@@ -430,17 +431,14 @@ void resharder::drive(const std::string& id) {
     }
     // What the user changed meanwhile (a stop) wins over the runner's copy of those fields.
     j.stopped_by_user = it->second.stopped_by_user;
-    if (it->second.job_state == "stopped") j.job_state = "stopped", j.reason = it->second.reason;
+    if (it->second.job_state == "stopped" && !terminal(j)) j.job_state = "stopped", j.reason = it->second.reason;
     if (!st) {
       log::error("reshard job " + id + " failed in " + j.split_state + ": " + st.reason);
       j.job_state = "failed";
       j.reason = st.reason;
       note(j, "failed", st.reason);
       if (state_index(j.split_state) < state_index("wait_source_close")) {
-        auto db = coord_.catalog().find(j.db);
-        bool switched = db && db->created == j.created && db->entry->find(j.source) &&
-                        !db->entry->shards[*db->entry->find(j.source)].open;
-        if (!switched) drop_children(j);
+        if (!switched(j)) drop_children(j);
       }
     }
     it->second = j;
@@ -566,12 +564,12 @@ status resharder::switch_map(split_job& j) {
   const uint64_t end = parent->store->header().update_seq;
   if (end != j.copied_to) return status{errc::internal, "the sealed parent still moved"};
   const std::string uuid = parent->store->header().shard_uuid;
-  auto switched = coord_.catalog().update_entry(j.db, j.created, [&](catalog_entry& e) {
+  auto map = coord_.catalog().update_entry(j.db, j.created, [&](catalog_entry& e) {
     if (!e.split_shard(j.source, j.child_suffix, {{node_, end}}, {{node_, uuid}}))
       return status{errc::conflict, "Shard " + j.source + " is no longer open"};
     return status{};
   });
-  if (!switched) return switched.error();
+  if (!map) return map.error();
   if (after_switch_) after_switch_();
   log::info("split " + j.db + " " + j.source + " at seq " + std::to_string(end) + " into " + j.targets()[0] + " and " +
             j.targets()[1]);

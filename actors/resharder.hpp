@@ -104,6 +104,8 @@ class resharder {
   std::vector<std::pair<shard_range, std::string>> children_of(const split_job& j) const;
   std::string path_of(const std::string& db, const std::string& shard_id) const;
   void drop_children(const split_job& j);
+  // Whether `_dbs` has closed `j`'s parent (the shard map switched).
+  bool switched(const split_job& j) const;
 
   coordinator& coord_;
   shard_registry& shards_;

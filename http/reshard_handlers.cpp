@@ -45,9 +45,13 @@ result<std::vector<std::pair<db_meta, size_t>>> shards_named(ctx& c, const json&
   if (auto n = body.find("node"); n != body.end()) {
     if (!n->is_string()) return status{errc::bad_request, "Invalid `node`"};
     if (*n != c.node.node_name) {
+      const std::string& name = n->get_ref<const std::string&>();
       auto all = c.node.members ? c.node.members->cluster_nodes() : std::vector<std::string>{};
-      bool member = std::find(all.begin(), all.end(), n->get<std::string>()) != all.end();
-      return status{errc::bad_request, member ? "Not connected to `node`" : "`node` is not a valid node name"};
+      if (std::find(all.begin(), all.end(), name) == all.end())
+        return status{errc::bad_request, "`node` is not a valid node name"};
+      if (!c.node.members->is_connected(name)) return status{errc::bad_request, "Not connected to `node`"};
+      return status{errc::not_implemented, "Jobs for " + name + "'s copies are created on " + name +
+                                               " itself in this release: POST /_reshard/jobs there"};
     }
   }
   std::optional<shard_range> range;
