@@ -222,29 +222,38 @@ std::vector<std::string> db_catalog::names() const {
   return out;
 }
 
-status db_catalog::write_entry(const std::string& name, const std::string& body, bool deleted) {
+status db_catalog::write_entry(const std::string& name, const std::string& body, bool deleted,
+                               const std::optional<doc_info>& seen) {
   auto h = dbs();
   if (!h) return h.error();
+  // The revisions the new body builds on: those the caller merged it from (`seen`), or the
+  // document as it is now.
+  std::optional<doc_info> base = seen;
+  if (!base) {
+    if (auto snap = h->store->read()) {
+      doc_info d;
+      if (snap->doc(name, d)) base = std::move(d);
+    }
+  }
   auto op = std::make_shared<write_op>();
   doc_update u;
   u.id = name;
   u.body = body;
   u.deleted = deleted;
-  if (auto snap = h->store->read()) {
-    doc_info d;
-    if (snap->doc(name, d)) {
-      u.revs.push_back(d.tree.rev(d.tree.winner()));
-      // Conflicting versions (written on two nodes at once) were merged into what is written
-      // now: they end here, or a deletion of the winner would bring one of them back.
-      for (int leaf : d.tree.sorted_leaves()) {
-        if (leaf == d.tree.winner() || d.tree.nodes()[leaf].deleted) continue;
-        doc_update end;
-        end.id = name;
-        end.body = "{}";
-        end.deleted = true;
-        end.revs.push_back(d.tree.rev(leaf));
-        op->docs.push_back(std::move(end));
-      }
+  if (base) {
+    const rev_tree& t = base->tree;
+    u.revs.push_back(t.rev(t.winner()));
+    // Conflicting versions (written on two nodes at once) that were merged into this body end
+    // here, or a deletion of the winner would bring one of them back. A version that arrived
+    // after `base` was read stays, to be merged by the next read.
+    for (int leaf : t.sorted_leaves()) {
+      if (leaf == t.winner() || t.nodes()[leaf].deleted) continue;
+      doc_update end;
+      end.id = name;
+      end.body = "{}";
+      end.deleted = true;
+      end.revs.push_back(t.rev(leaf));
+      op->docs.push_back(std::move(end));
     }
   }
   op->docs.insert(op->docs.begin(), std::move(u));
@@ -266,9 +275,10 @@ status db_catalog::set_security(const std::string& name, const std::string& secu
   std::lock_guard<std::mutex> wlock(write_mu_);
   auto m = find(name);
   if (!m) return m.error();
-  entry e = current_entry(name, *m);
+  std::optional<doc_info> seen;
+  entry e = current_entry(name, *m, seen);
   e.security = security_json;
-  if (auto st = write_entry(name, encode_catalog_entry(e), false); !st) return st;
+  if (auto st = write_entry(name, encode_catalog_entry(e), false, seen); !st) return st;
   std::unique_lock lock(mu_);
   auto it = dbs_by_name_.find(name);
   if (it != dbs_by_name_.end() && it->second.created == m->created) {
@@ -309,16 +319,18 @@ result<db_meta> db_catalog::create_locked(const std::string& name, const entry& 
   return m;
 }
 
-db_catalog::entry db_catalog::current_entry(const std::string& name, const db_meta& m) {
+db_catalog::entry db_catalog::current_entry(const std::string& name, const db_meta& m, std::optional<doc_info>& seen) {
   // What `_dbs` holds now may be newer than the catalog's view (a peer's push not yet reloaded):
   // an edit builds on both, or it would drop a split made on another node.
   entry e = *m.entry;
+  seen.reset();
   auto h = dbs();
   if (!h) return e;
   auto snap = h->store->read();
   doc_info d;
   if (!snap || !snap->doc(name, d)) return e;
   auto stored = read_entry(*snap, d);
+  seen = std::move(d);
   return stored && stored->created == e.created ? merge_catalog_entries(*stored, e) : e;
 }
 
@@ -342,14 +354,15 @@ result<db_meta> db_catalog::update_entry(const std::string& name, int64_t create
   if (!m || m->created != created) return status{errc::db_not_found, "Database does not exist."};
   // A peer's push may land between the read and the write (a conflict): read and edit again.
   for (int attempt = 0;; ++attempt) {
-    entry e = current_entry(name, *m);
+    std::optional<doc_info> seen;
+    entry e = current_entry(name, *m, seen);
     if (auto st = edit(e); !st) return st;
     if (e.split()) {
       if (auto st = mark_split_format(); !st) return st;
     }
     db_meta now = make_meta(name, e);
     if (auto st = open_local_copies(now); !st) return st;
-    status st = write_entry(name, encode_catalog_entry(e), false);
+    status st = write_entry(name, encode_catalog_entry(e), false, seen);
     if (!st && st.code == errc::conflict && attempt < 10) continue;
     if (!st) return st;
     std::unique_lock lock(mu_);

@@ -138,9 +138,12 @@ class db_catalog {
   result<db_meta> create_locked(const std::string& name, const entry& e);
   // Opens (creating if new) this node's copies of `m`.
   status open_local_copies(const db_meta& m);
-  status write_entry(const std::string& name, const std::string& body, bool deleted);
-  // The entry of `m`'s database as `_dbs` holds it now, merged with `m`'s (write_mu_ held).
-  entry current_entry(const std::string& name, const db_meta& m);
+  // `seen`: the document the body was merged from (its winner is the base, its other leaves end).
+  status write_entry(const std::string& name, const std::string& body, bool deleted,
+                     const std::optional<doc_info>& seen = std::nullopt);
+  // The entry of `m`'s database as `_dbs` holds it now, merged with `m`'s (write_mu_ held);
+  // `seen` is the document read, for write_entry.
+  entry current_entry(const std::string& name, const db_meta& m, std::optional<doc_info>& seen);
   // Raises `_dbs`' header to shard_header::split_catalog_format unless it is there already.
   status mark_split_format();
   result<shard_handle> dbs() { return shards_.acquire(dbs_path_, clk_.now_s(), notify_key()); }
