@@ -30,7 +30,7 @@ db_meta db_catalog::make_meta(const std::string& name, const entry& e) const {
     const shard_info& s = e.shards[i];
     m.ranges.push_back(s.range);
     m.suffixes.push_back(s.suffix);
-    m.shard_paths.push_back(data_dir_ + "/shards/" + s.range.name() + "/" + name + "." + std::to_string(s.suffix));
+    m.shard_paths.push_back(shard_file(data_dir_, name, s.id()));
     if (!e.everywhere) m.nodes.push_back(s.nodes);
     m.local.push_back(e.everywhere || std::find(s.nodes.begin(), s.nodes.end(), node_name_) != s.nodes.end());
   }

@@ -79,6 +79,11 @@ class db_catalog {
   // The key `_dbs` commits are announced under (dbs_meta().key()); the update log's commits use it
   // too, so one watch wakes a `_db_updates` feed for either.
   static std::string notify_key() { return "_dbs.0"; }
+  // Where shard `shard_id` ("<range>.<suffix>") of database `db` lives: shards/<range>/<db>.<suffix>.
+  static std::string shard_file(const std::string& data_dir, const std::string& db, const std::string& shard_id) {
+    size_t dot = shard_id.find('.');
+    return data_dir + "/shards/" + shard_id.substr(0, dot) + "/" + db + shard_id.substr(dot);
+  }
   // Where `_dbs` lives under a data directory (store_options::catalog_path).
   static std::string file_in(const std::string& data_dir) { return data_dir + "/_dbs.lmdb"; }
 

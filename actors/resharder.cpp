@@ -141,8 +141,7 @@ void resharder::stop() {
 }
 
 std::string resharder::path_of(const std::string& db, const std::string& shard_id) const {
-  size_t dot = shard_id.find('.');
-  return data_dir_ + "/shards/" + shard_id.substr(0, dot) + "/" + db + shard_id.substr(dot);
+  return db_catalog::shard_file(data_dir_, db, shard_id);
 }
 
 std::vector<std::pair<shard_range, std::string>> resharder::children_of(const split_job& j) const {
@@ -300,16 +299,7 @@ status resharder::remove(const std::string& id) {
   if (it == jobs_.end()) return status{errc::not_found, "Job not found"};
   split_job j = it->second;
   jobs_.erase(it);  // the runner sees it gone and lets go
-  auto h = coord_.catalog().catalog_file();
-  if (!h) return h.error();
-  auto snap = h->store->read();
-  local_doc d;
-  if (snap && snap->local(job_prefix + id, d)) {
-    auto op = std::make_shared<write_op>();
-    op->what = write_op::kind::local;
-    op->local = {job_prefix + id, "", true, d.rev};
-    if (auto st = write_one(h->writer, op, std::chrono::seconds(60)); !st) return st;
-  }
+  if (auto st = put_local(job_prefix + id, nullptr); !st) return st;
   lock.unlock();
   // Before the switch the children are half made: they go. After it the parent is closed: it goes.
   if (!terminal(j) && state_index(j.split_state) < state_index("wait_source_close")) {
@@ -331,31 +321,28 @@ void resharder::note(split_job& j, const std::string& type, const std::string& d
   if (j.history.size() > 20) j.history.erase(j.history.begin() + 1);  // the first (new) stays
 }
 
-status resharder::save_locked(const split_job& j) {
+status resharder::put_local(const std::string& id, const std::string* body) {
   auto h = coord_.catalog().catalog_file();
   if (!h) return h.error();
   auto snap = h->store->read();
   if (!snap) return snap.error();
   local_doc d;
-  bool had = snap->local(job_prefix + j.id, d);
+  bool had = snap->local(id, d);
+  if (!body && !had) return {};
   auto op = std::make_shared<write_op>();
   op->what = write_op::kind::local;
-  op->local = {job_prefix + j.id, j.to_doc().dump(), false, had ? d.rev : 0};
+  op->local = {id, body ? *body : "", body == nullptr, had ? d.rev : 0};
   return write_one(h->writer, op, std::chrono::seconds(60));
 }
 
+status resharder::save_locked(const split_job& j) {
+  const std::string body = j.to_doc().dump();
+  return put_local(job_prefix + j.id, &body);
+}
+
 status resharder::save_state_locked() {
-  auto h = coord_.catalog().catalog_file();
-  if (!h) return h.error();
-  auto snap = h->store->read();
-  if (!snap) return snap.error();
-  local_doc d;
-  bool had = snap->local(state_doc, d);
-  auto op = std::make_shared<write_op>();
-  op->what = write_op::kind::local;
-  op->local = {state_doc, json{{"state", running_ ? "running" : "stopped"}, {"reason", reason_}}.dump(), false,
-               had ? d.rev : 0};
-  return write_one(h->writer, op, std::chrono::seconds(60));
+  const std::string body = json{{"state", running_ ? "running" : "stopped"}, {"reason", reason_}}.dump();
+  return put_local(state_doc, &body);
 }
 
 void resharder::enter(split_job& j, const std::string& split_state) {

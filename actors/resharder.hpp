@@ -96,6 +96,8 @@ class resharder {
   status copy_pass(split_job& j, const db_meta& db, size_t index, bool with_local);
   status switch_map(split_job& j);
   bool runnable_locked(const split_job& j) const;
+  // Writes (`body`) or deletes (null) `_local` document `id` of `_dbs`, at its current revision.
+  status put_local(const std::string& id, const std::string* body);
   status save_locked(const split_job& j);
   status save_state_locked();
   void enter(split_job& j, const std::string& split_state);
