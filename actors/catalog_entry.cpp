@@ -30,8 +30,7 @@ bool read_seqs(const json& j, std::map<std::string, uint64_t>& out) {
   return true;
 }
 
-// The lineage of a database that has been split; false when any shard is not well formed or the
-// open shards do not cover the ring exactly once.
+// A {node: text} object (absent: empty).
 bool read_uuids(const json& j, std::map<std::string, std::string>& out) {
   if (j.is_null()) return true;  // absent
   if (!j.is_object()) return false;
@@ -42,6 +41,8 @@ bool read_uuids(const json& j, std::map<std::string, std::string>& out) {
   return true;
 }
 
+// The lineage of a database that has been split; false when any shard is not well formed or the
+// open shards do not cover the ring exactly once.
 bool read_shards(const json& list, catalog_entry& e, std::string& why) {
   std::set<std::string> ids;
   for (auto& s : list) {
@@ -55,7 +56,8 @@ bool read_shards(const json& list, catalog_entry& e, std::string& why) {
     if (!range || dot == std::string::npos || text.substr(0, dot) != range->name() || !state.is_string() ||
         !read_names(s["nodes"], info.nodes) || !read_names(s["parents"], info.parents) ||
         !read_names(s["children"], info.children) || !read_seqs(s["start_seq"], info.start_seq) ||
-        !read_seqs(s["end_seq"], info.end_seq) || !read_uuids(s.value("uuids", json()), info.uuids)) {
+        !read_seqs(s["end_seq"], info.end_seq) || !read_uuids(s.value("uuids", json()), info.uuids) ||
+        !read_uuids(s.value("moved", json()), info.moved)) {
       why = "shard " + (text.empty() ? s.dump() : text) + " is not well formed";
       return false;
     }
@@ -132,6 +134,24 @@ bool catalog_entry::split_shard(const std::string& id, int64_t suffix, const std
   return true;
 }
 
+bool catalog_entry::move_copy(const std::string& id, const std::string& from, const std::string& to) {
+  auto at = find(id);
+  if (!at || !shards[*at].open || from == to) return false;
+  shard_info& s = shards[*at];
+  auto it = std::find(s.nodes.begin(), s.nodes.end(), from);
+  if (it == s.nodes.end() || std::find(s.nodes.begin(), s.nodes.end(), to) != s.nodes.end()) return false;
+  *it = to;  // in place: the first copy (the one shard feeds read) stays first
+  if (auto seq = s.start_seq.find(from); seq != s.start_seq.end()) {
+    s.start_seq[to] = seq->second;
+    s.start_seq.erase(from);
+  }
+  for (auto& [old, now] : s.moved)
+    if (now == from) now = to;
+  s.moved[from] = to;
+  s.moved.erase(to);  // moved back: that node's copy is the one it holds again
+  return true;
+}
+
 std::vector<size_t> catalog_entry::open_shards() const {
   std::vector<size_t> out;
   for (size_t i = 0; i < shards.size(); ++i)
@@ -141,7 +161,7 @@ std::vector<size_t> catalog_entry::open_shards() const {
 }
 
 bool catalog_entry::split() const {
-  return std::any_of(shards.begin(), shards.end(), [](const shard_info& s) { return !s.open; });
+  return std::any_of(shards.begin(), shards.end(), [](const shard_info& s) { return !s.open || !s.moved.empty(); });
 }
 
 std::optional<size_t> catalog_entry::find(const std::string& id) const {
@@ -166,6 +186,12 @@ catalog_entry merge_catalog_entries(const catalog_entry& a, const catalog_entry&
     m.start_seq.insert(s.start_seq.begin(), s.start_seq.end());
     m.end_seq.insert(s.end_seq.begin(), s.end_seq.end());
     m.uuids.insert(s.uuids.begin(), s.uuids.end());
+    m.moved.insert(s.moved.begin(), s.moved.end());
+    // A copy one side moved is where that side put it.
+    for (std::string& n : m.nodes) {
+      auto to = m.moved.find(n);
+      if (to != m.moved.end() && std::find(m.nodes.begin(), m.nodes.end(), to->second) == m.nodes.end()) n = to->second;
+    }
   }
   return out;
 }
@@ -234,6 +260,7 @@ std::string encode_catalog_entry(const catalog_entry& e) {
                         {"start_seq", s.start_seq},
                         {"end_seq", s.end_seq}});
       if (!s.uuids.empty()) shards.back()["uuids"] = s.uuids;
+      if (!s.moved.empty()) shards.back()["moved"] = s.moved;
     }
     body["shards"] = std::move(shards);
   }

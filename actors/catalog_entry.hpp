@@ -32,6 +32,9 @@ struct shard_info {
   std::map<std::string, uint64_t> start_seq, end_seq;
   // Closed: each copy's shard uuid, so a `since` token naming it is known for what it is.
   std::map<std::string, std::string> uuids;
+  // Copies moved to another node: old node -> the node that holds that copy now (same uuid, same
+  // seqs), so a token naming the old node's copy continues exactly there.
+  std::map<std::string, std::string> moved;
 
   std::string id() const { return range.name() + "." + std::to_string(suffix); }
 };
@@ -49,15 +52,19 @@ struct catalog_entry {
   // when `id` is not an open shard or cannot be split.
   bool split_shard(const std::string& id, int64_t suffix, const std::map<std::string, uint64_t>& end_seq,
                    const std::map<std::string, std::string>& uuids = {});
+  // Moves open shard `id`'s copy on `from` to `to` (the copy keeps its uuid and numbering). False
+  // when `id` is not an open shard with a copy on `from`, or `to` holds one already.
+  bool move_copy(const std::string& id, const std::string& from, const std::string& to);
   // Indexes of the open shards, ordered by range.
   std::vector<size_t> open_shards() const;
+  // Whether the entry holds lineage a release before 0.3 cannot read: a split or a moved copy.
   bool split() const;
   // The index of the shard named `id`, if any.
   std::optional<size_t> find(const std::string& id) const;
 };
 
 // One database's entry written on two nodes at once (splits of different ranges): lineage only
-// grows (shards are added, open ones close), so the union of both is the map. Entries of different
+// grows (shards are added, open ones close, copies move), so the union of both is the map. Entries of different
 // incarnations are not merged: `a` (the winner) stands.
 catalog_entry merge_catalog_entries(const catalog_entry& a, const catalog_entry& b);
 

@@ -197,9 +197,10 @@ result<db_meta> db_catalog::find(const std::string& name) const {
 bool db_catalog::alive(const db_meta& m) const {
   auto now = find(m.name);
   if (!now || now->created != m.created) return false;
-  // The shards open now: a split's parent goes away while the database lives on.
-  for (auto& p : now->shard_paths) {
-    if (shards_.removed(p)) return false;
+  // This node's copies of the shards open now: a split's parent, or a copy moved to another node,
+  // goes away while the database lives on.
+  for (size_t i = 0; i < now->shard_paths.size(); ++i) {
+    if (now->hosts(i) && shards_.removed(now->shard_paths[i])) return false;
   }
   return true;
 }

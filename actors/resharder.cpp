@@ -3,9 +3,12 @@
 #include <algorithm>
 #include <cstdlib>
 
+#include <unistd.h>
+
 #include "actors/bridge.hpp"
 #include "node/crypto.hpp"
 #include "node/log.hpp"
+#include "storage/import_batch.hpp"
 #include "storage/time_seq.hpp"
 
 namespace settee {
@@ -47,6 +50,7 @@ const std::vector<std::string>& resharder::split_states() {
 }
 
 std::vector<std::string> split_job::targets() const {
+  if (move()) return {source};
   auto range = shard_range::parse(source.substr(0, source.find('.')));
   auto halves = range ? range->halves() : std::nullopt;
   if (!halves) return {};
@@ -65,6 +69,20 @@ json split_job::to_api(const std::string& node) const {
   }
   json info = json::object();
   if (!reason.empty()) info["reason"] = reason;
+  if (move()) {
+    return json{{"id", id},
+                {"type", "move"},
+                {"shard", shard_name(db, source)},
+                {"source", from_node},
+                {"target", node},
+                {"job_state", job_state},
+                {"split_state", split_state},
+                {"state_info", info},
+                {"node", node},
+                {"start_time", time_or_null(start_time)},
+                {"update_time", time_or_null(update_time)},
+                {"history", hist}};
+  }
   return json{{"id", id},
               {"type", "split"},
               {"source", shard_name(db, source)},
@@ -92,7 +110,10 @@ json split_job::to_doc() const {
               {"stopped_by_user", stopped_by_user},
               {"start_time", start_time},
               {"update_time", update_time},
-              {"history", hist}};
+              {"history", hist},
+              {"type", type},
+              {"from_node", from_node},
+              {"end_seq", end_seq}};
 }
 
 std::optional<split_job> split_job::from_doc(const json& j) {
@@ -109,6 +130,10 @@ std::optional<split_job> split_job::from_doc(const json& j) {
     s.stopped_by_user = j.at("stopped_by_user").get<bool>();
     s.start_time = j.at("start_time").get<int64_t>();
     s.update_time = j.at("update_time").get<int64_t>();
+    s.type = j.value("type", "split");
+    s.from_node = j.value("from_node", "");
+    s.end_seq = j.value("end_seq", uint64_t{0});
+    if (s.type != "split" && s.type != "move") return std::nullopt;
     for (auto& e : j.at("history"))
       s.history.push_back({e.at(0).get<int64_t>(), e.at(1).get<std::string>(), e.at(2).get<std::string>()});
     if (state_index(s.split_state) == resharder::split_states().size()) return std::nullopt;
@@ -155,10 +180,18 @@ bool resharder::switched(const split_job& j) const {
   auto db = coord_.catalog().find(j.db);
   if (!db || db->created != j.created || !db->entry) return false;
   auto at = db->entry->find(j.source);
-  return at && !db->entry->shards[*at].open;
+  if (!at) return false;
+  const shard_info& s = db->entry->shards[*at];
+  if (j.move()) return std::find(s.nodes.begin(), s.nodes.end(), j.from_node) == s.nodes.end();
+  return !s.open;
 }
 
 void resharder::drop_children(const split_job& j) {
+  if (j.move()) {  // the copy made here goes; the source takes writes again
+    shards_.remove(path_of(j.db, j.source));
+    if (peers_.seal) (void)peers_.seal(j.from_node, j.db, j.source.substr(0, j.source.find('.')), false);
+    return;
+  }
   for (auto& [range, path] : children_of(j)) shards_.remove(path);
 }
 
@@ -192,6 +225,9 @@ status resharder::start() {
       if (state_index(j->split_state) > state_index("update_shardmap") || switched(*j)) {
         note(*j, "restart", "the shard map had switched: going forward");
         if (state_index(j->split_state) < state_index("update_shardmap")) j->split_state = "update_shardmap";
+      } else if (j->move()) {  // the copy made here continues from the last seq it holds
+        note(*j, "restart", "the shard map had not switched: copying on");
+        j->split_state = "new";
       } else {
         drop_children(*j);  // half copied: start over with new children
         j->child_suffix = std::max(clk_.now_ms(), j->child_suffix + 1);
@@ -262,6 +298,115 @@ result<split_job> resharder::create(const db_meta& db, size_t index) {
   return j;
 }
 
+result<split_job> resharder::create_move(const db_meta& db, size_t index, const std::string& from) {
+  if (db.everywhere() || !db.entry) return status{errc::bad_request, "System databases are not moved"};
+  const std::string source = db.shard_id(index);
+  const auto& nodes = db.nodes[index];
+  if (std::find(nodes.begin(), nodes.end(), from) == nodes.end())
+    return status{errc::bad_request, "`source` " + from + " holds no copy of " + shard_name(db.name, source)};
+  if (std::find(nodes.begin(), nodes.end(), node_) != nodes.end())
+    return status{errc::bad_request,
+                  "`target` " + node_ + " holds a copy of " + shard_name(db.name, source) + " already"};
+  std::lock_guard<std::mutex> lock(mu_);
+  for (auto& [id, j] : jobs_) {
+    if (j.db == db.name && j.created == db.created && j.source == source && !terminal(j))
+      return status{errc::conflict, "A job for " + shard_name(db.name, source) + " exists already: " + id};
+  }
+  split_job j;
+  j.type = "move";
+  j.db = db.name;
+  j.created = db.created;
+  j.source = source;
+  j.from_node = from;
+  j.start_time = clk_.now_s();
+  j.id = "001-" + crypto::sha256_hex("move " + from + " " + node_ + " " + db.name + " " + source + " " +
+                                     std::to_string(clk_.now_ms()));
+  note(j, "new");
+  j.job_state = running_ ? "running" : "stopped";
+  if (!running_) j.reason = reason_;
+  note(j, j.job_state);
+  if (auto st = save_locked(j); !st) return st;
+  jobs_.emplace(j.id, j);
+  wake_.notify_all();
+  return j;
+}
+
+result<std::pair<db_meta, size_t>> resharder::own_copy(const std::string& db, const std::string& range) const {
+  auto m = coord_.catalog().lookup(db);
+  if (!m) return m.error();
+  auto i = m->range_named(range);
+  if (!i || !m->hosts(*i)) return status{errc::not_found, "no copy of " + db + " range " + range + " on " + node_};
+  return std::make_pair(std::move(*m), *i);
+}
+
+result<std::string> resharder::export_copy(const std::string& db, const std::string& range, uint64_t since,
+                                           bool with_local) {
+  auto at = own_copy(db, range);
+  if (!at) return at.error();
+  auto h = coord_.shard(at->first, at->second);
+  if (!h) return h.error();
+  auto snap = h->store->read();
+  if (!snap) return snap.error();
+  auto batch = import_batch::read(*snap, since, changes_per_step, replication_batch_bytes, with_local);
+  if (!batch) return batch.error();
+  return batch->encode();
+}
+
+result<uint64_t> resharder::seal_copy(const std::string& db, const std::string& range, bool seal) {
+  auto at = own_copy(db, range);
+  if (!at) return at.error();
+  const std::string& path = at->first.shard_paths[at->second];
+  if (!seal) {
+    shards_.unseal(path);
+    log::info("move of " + db + " range " + range + " called off: the copy here takes writes again");
+  } else {
+    shards_.seal(path);
+  }
+  auto h = coord_.shard(at->first, at->second);
+  if (!h) return h.error();
+  // Every write queued before the seal commits first: one op through the writer.
+  auto drain = std::make_shared<write_op>();
+  drain->what = write_op::kind::format;
+  drain->format_version = 0;
+  if (auto st = write_one(h->writer, drain, std::chrono::seconds(60)); !st) return st;
+  return h->store->header().update_seq;
+}
+
+status resharder::retire_copy(const std::string& db, const std::string& shard, uint64_t end_seq, bool remove) {
+  auto m = coord_.catalog().lookup(db);
+  if (!m) return m.error();
+  auto at = m->entry ? m->entry->find(shard) : std::nullopt;
+  if (!at) return status{errc::not_found, "Database " + db + " has no shard " + shard};
+  const auto& nodes = m->entry->shards[*at].nodes;
+  if (std::find(nodes.begin(), nodes.end(), node_) != nodes.end())
+    return status{errc::conflict, "the shard map on " + node_ + " still lists its copy of " + shard};
+  const std::string path = path_of(db, shard);
+  if (!remove) {  // feeds reading it are woken: they go on over the new map; requests finish
+    shards_.notify(m->key());
+    for (int i = 0; i < 1000 && shards_.held(path); ++i) {
+      if (i % 100 == 99) shards_.notify(m->key());
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    return {};
+  }
+  if (::access(path.c_str(), F_OK) != 0) return {};  // removed already
+  {
+    auto h = shards_.acquire(path, m->created, m->key());
+    if (!h) return h.error().code == errc::db_not_found ? status{} : h.error();
+    const uint64_t seq = h->store->header().update_seq;
+    if (seq != end_seq) {
+      log::error("the moved copy of " + db + " " + shard + " here reached seq " + std::to_string(seq) +
+                 " after the move took it at " + std::to_string(end_seq) + ": kept at " + path);
+      return status{errc::internal, "the source copy on " + node_ + " moved on to seq " + std::to_string(seq) +
+                                        " after the move took it at seq " + std::to_string(end_seq) + "; it is kept (" +
+                                        path + ")"};
+    }
+  }
+  shards_.remove(path);
+  log::info("moved copy of " + db + " " + shard + " removed here");
+  return {};
+}
+
 std::vector<split_job> resharder::jobs() const {
   std::lock_guard<std::mutex> lock(mu_);
   std::vector<split_job> out;
@@ -301,12 +446,15 @@ status resharder::remove(const std::string& id) {
   jobs_.erase(it);  // the runner sees it gone and lets go
   if (auto st = put_local(job_prefix + id, nullptr); !st) return st;
   lock.unlock();
-  // Before the switch the children are half made: they go. After it the parent is closed: it goes.
-  if (!terminal(j) && state_index(j.split_state) < state_index("wait_source_close")) {
-    if (switched(j))
-      shards_.remove(path_of(j.db, j.source));
-    else
+  // Before the switch the children are half made: they go. After it the parent is closed: it goes
+  // (a move's source copy, on the node it left).
+  if (!terminal(j) && state_index(j.split_state) < state_index("source_delete")) {
+    if (!switched(j))
       drop_children(j);
+    else if (j.move() && peers_.retire)
+      (void)peers_.retire(j.from_node, j.db, j.source, j.end_seq, true);
+    else if (!j.move())
+      shards_.remove(path_of(j.db, j.source));
   }
   return {};
 }
@@ -390,18 +538,24 @@ void resharder::drive(const std::string& id) {
       j = it->second;
     }
     if (!task) {
-      task =
-          tasks_.add(json{{"type", "shard_split"},
-                          {"node", node_},
-                          {"job_id", j.id},
-                          {"source", shard_name(j.db, j.source)},
-                          {"target", json::array({shard_name(j.db, j.targets()[0]), shard_name(j.db, j.targets()[1])})},
-                          {"phase", j.split_state},
-                          {"changes_done", 0},
-                          {"total_changes", 0},
-                          {"progress", 0},
-                          {"started_on", clk_.now_s()},
-                          {"updated_on", clk_.now_s()}});
+      json target = json::array();
+      for (auto& t : j.targets()) target.push_back(shard_name(j.db, t));
+      json info{{"type", j.move() ? "shard_move" : "shard_split"},
+                {"node", node_},
+                {"job_id", j.id},
+                {"source", shard_name(j.db, j.source)},
+                {"target", std::move(target)},
+                {"phase", j.split_state},
+                {"changes_done", 0},
+                {"total_changes", 0},
+                {"progress", 0},
+                {"started_on", clk_.now_s()},
+                {"updated_on", clk_.now_s()}};
+      if (j.move()) {  // the copy moves between nodes; the shard keeps its name
+        info["source_node"] = j.from_node;
+        info["target_node"] = node_;
+      }
+      task = tasks_.add(std::move(info));
     }
     status st = advance(j);
     tasks_.update(task, json{{"phase", j.split_state},
@@ -446,6 +600,7 @@ status resharder::advance(split_job& j) {
   std::optional<size_t> source;
   for (size_t i = 0; i < db->ranges.size(); ++i)
     if (db->shard_id(i) == j.source) source = i;
+  if (j.move()) return advance_move(j, *db, source, next);
   if (next == "initial_copy" || next == "topoff1" || next == "topoff2" || next == "copy_local_docs") {
     if (!source) return status{errc::conflict, "Shard " + j.source + " is no longer open"};
     if (next == "initial_copy") j.copied_to = 0;
@@ -560,6 +715,106 @@ status resharder::switch_map(split_job& j) {
   if (after_switch_) after_switch_();
   log::info("split " + j.db + " " + j.source + " at seq " + std::to_string(end) + " into " + j.targets()[0] + " and " +
             j.targets()[1]);
+  return {};
+}
+
+status resharder::advance_move(split_job& j, const db_meta& db, std::optional<size_t> index, const std::string& state) {
+  if (!peers_.export_changes) return status{errc::not_implemented, "moves need the node protocol"};
+  const std::string range = j.source.substr(0, j.source.find('.'));
+  if (state == "initial_copy" || state == "topoff1" || state == "topoff2" || state == "copy_local_docs") {
+    if (!index) return status{errc::conflict, "Shard " + j.source + " is no longer open"};
+    if (state == "initial_copy") {
+      // A job that resumes after a restart may have left the source sealed; the copy made here
+      // continues from the last seq it holds (the source's numbering).
+      if (auto st = peers_.seal(j.from_node, j.db, range, false); !st) return st.error();
+      j.copied_to = 0;
+      const std::string path = path_of(j.db, j.source);
+      if (::access(path.c_str(), F_OK) == 0) {
+        auto h = shards_.acquire(path, db.created, db.key());
+        if (!h) return h.error();
+        j.copied_to = h->store->header().update_seq;
+      }
+    }
+    return move_pass(j, db, *index, state == "copy_local_docs");
+  }
+  if (state == "update_shardmap") {
+    if (!index) return status{errc::conflict, "Shard " + j.source + " is no longer open"};
+    return switch_move(j, db, *index);
+  }
+  if (state == "wait_source_close" || state == "source_delete") {
+    // The source node learns the new map from the push after the switch; until then it refuses.
+    status st;
+    for (int i = 0; i < 100; ++i) {
+      st = peers_.retire(j.from_node, j.db, j.source, j.end_seq, state == "source_delete");
+      if (st || st.code != errc::conflict) break;
+      if (after_switch_ && i % 10 == 9) after_switch_();
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    return st;
+  }
+  if (state == "completed") j.job_state = "completed";
+  return {};  // build_indices, topoff3: nothing (the source was sealed before the last pass)
+}
+
+status resharder::move_pass(split_job& j, const db_meta& db, size_t index, bool with_local) {
+  auto target = shards_.acquire(path_of(j.db, j.source), db.created, db.key());
+  if (!target) return target.error();
+  const std::string range = db.ranges[index].name();
+  for (bool done = false; !done;) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      auto it = jobs_.find(j.id);
+      if (it == jobs_.end() || !runnable_locked(it->second)) return halted_status;
+    }
+    auto bytes = peers_.export_changes(j.from_node, j.db, range, j.copied_to, with_local);
+    if (!bytes) return bytes.error();
+    auto batch = import_batch::decode(*bytes);
+    shard_header header;
+    if (!batch || !batch->header(header)) return status{errc::internal, "an unreadable batch from " + j.from_node};
+    auto op = std::make_shared<write_op>();
+    op->what = write_op::kind::import;
+    op->import = std::make_shared<import_request>();
+    op->import->from = &*batch;
+    op->import->since = j.copied_to;
+    op->import->limit = SIZE_MAX;
+    op->import->header = header;
+    op->import->local_docs = with_local;
+    op->import->owner = node_;
+    if (auto st = write_one(target->writer, op, std::chrono::seconds(600)); !st) return st;
+    j.copied_to = op->import->last;
+    done = op->import->done;
+    j.total = std::max(j.total, header.update_seq);
+  }
+  return {};
+}
+
+status resharder::switch_move(split_job& j, const db_meta& db, size_t index) {
+  const std::string range = db.ranges[index].name();
+  auto end = peers_.seal(j.from_node, j.db, range, true);
+  if (!end) return end.error();
+  // Until the map names this node, the source is the authority: any failure lets it take writes again.
+  auto undo = [&](status st) {
+    (void)peers_.seal(j.from_node, j.db, range, false);
+    return st;
+  };
+  if (auto st = move_pass(j, db, index, true); !st) return undo(st);
+  if (j.copied_to != *end) {
+    return undo(status{errc::internal, "the sealed source copy moved on from seq " + std::to_string(*end) + " to " +
+                                           std::to_string(j.copied_to)});
+  }
+  j.end_seq = *end;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (auto st = save_locked(j); !st) return undo(st);
+  }
+  auto map = coord_.catalog().update_entry(j.db, j.created, [&](catalog_entry& e) {
+    if (!e.move_copy(j.source, j.from_node, node_))
+      return status{errc::conflict, "Shard " + j.source + " has no copy on " + j.from_node + " to move any more"};
+    return status{};
+  });
+  if (!map) return undo(map.error());
+  if (after_switch_) after_switch_();
+  log::info("moved " + j.db + " " + j.source + " from " + j.from_node + " at seq " + std::to_string(*end));
   return {};
 }
 

@@ -1,8 +1,10 @@
 // resharder: this node's shard split jobs (CouchDB's `/_reshard`, spec section 8; the plan in
 // docs/architecture.md section 31).
 //
-// A job splits one shard whose copies all live on this node into two children (the halves of its
-// range). Its split_state goes through CouchDB's states:
+// A split job splits one shard whose copies all live on this node into two children (the halves
+// of its range). A move job (settee's, spec 11.6) runs on the node a copy moves to and pulls it
+// from the node it leaves, keeping its uuid, seqs and time-seq. Their split_state goes through
+// CouchDB's states:
 //   initial_copy     every document of the parent goes to the child whose range holds its hash,
 //                    keeping its seq (shard_store import): the children continue the parent's
 //                    numbering; writes keep flowing to the parent;
@@ -35,6 +37,26 @@
 
 namespace settee {
 
+// Calls to another node's resharder (cluster/rpc_node answers them there; node/main.cpp wires
+// them). Each returns errc::unavailable when the node cannot be reached.
+struct reshard_peers {
+  // import_batch::encode() of the node's copy of `range` after seq `since` (a move's copy).
+  std::function<result<std::string>(const std::string& node, const std::string& db, const std::string& range,
+                                    uint64_t since, bool with_local)>
+      export_changes;
+  // Seals (or unseals) the node's copy of `range`; its update_seq once every write queued before
+  // the seal committed.
+  std::function<result<uint64_t>(const std::string& node, const std::string& db, const std::string& range, bool seal)>
+      seal;
+  // The node's copy of `shard` moved away at `end_seq`: wait for its readers (remove = false), or
+  // delete it (remove = true).
+  std::function<status(const std::string& node, const std::string& db, const std::string& shard, uint64_t end_seq,
+                       bool remove)>
+      retire;
+  // Creates a move job on `node` (the target) from the POST body given here.
+  std::function<result<std::string>(const std::string& node, const std::string& body)> create;
+};
+
 struct split_job {
   struct event {
     int64_t time = 0;
@@ -44,7 +66,10 @@ struct split_job {
   std::string id;
   std::string db;
   int64_t created = 0;              // the database incarnation
-  std::string source;               // parent shard id "<range>.<suffix>"
+  std::string type = "split";       // split, or move (spec 11.6)
+  std::string source;               // the shard id "<range>.<suffix>" (a split's parent)
+  std::string from_node;            // a move: the node whose copy moves here
+  uint64_t end_seq = 0;             // a move: the source copy's seq when the map switched
   int64_t child_suffix = 0;         // the children's id suffix (new after a restart before the switch)
   std::string job_state = "new";    // new running stopped failed completed
   std::string split_state = "new";  // see above
@@ -55,8 +80,9 @@ struct split_job {
   uint64_t copied_to = 0;  // parent seq the children hold (progress)
   uint64_t total = 0;      // the parent's update_seq when the copy began (progress)
 
-  // The child shard ids.
+  // The child shard ids (a move: the shard's own).
   std::vector<std::string> targets() const;
+  bool move() const { return type == "move"; }
   // As `GET /_reshard/jobs/<id>` shows it (`node` names this node).
   json to_api(const std::string& node) const;
   json to_doc() const;
@@ -71,6 +97,7 @@ class resharder {
 
   // Run after a split switched the shard map in `_dbs` (pushes it to the other nodes). Set before start().
   void set_after_switch(std::function<void()> f) { after_switch_ = std::move(f); }
+  void set_peers(reshard_peers peers) { peers_ = std::move(peers); }
   // Reads the saved jobs and state, resumes what was running. Call once after the catalog loaded.
   status start();
   void stop();
@@ -80,6 +107,13 @@ class resharder {
   status set_state(bool running, const std::string& reason);
   // Creates a split job for open shard `index` of `db`; errors as values (400/404/409).
   result<split_job> create(const db_meta& db, size_t index);
+  // Creates a job moving the copy of open shard `index` on node `from` to this node.
+  result<split_job> create_move(const db_meta& db, size_t index, const std::string& from);
+
+  // A move's source side (this node holds the copy that moves; called by the target's job).
+  result<std::string> export_copy(const std::string& db, const std::string& range, uint64_t since, bool with_local);
+  result<uint64_t> seal_copy(const std::string& db, const std::string& range, bool seal);
+  status retire_copy(const std::string& db, const std::string& shard, uint64_t end_seq, bool remove);
   std::vector<split_job> jobs() const;
   result<split_job> job(const std::string& id) const;
   status set_job_state(const std::string& id, bool running, const std::string& reason);
@@ -95,6 +129,12 @@ class resharder {
   status advance(split_job& j);  // one state
   status copy_pass(split_job& j, const db_meta& db, size_t index, bool with_local);
   status switch_map(split_job& j);
+  // A move's passes and switch: the source copy is on another node.
+  status move_pass(split_job& j, const db_meta& db, size_t index, bool with_local);
+  status switch_move(split_job& j, const db_meta& db, size_t index);
+  status advance_move(split_job& j, const db_meta& db, std::optional<size_t> index, const std::string& state);
+  // The open shard `range` of `db` this node holds, as (meta, index).
+  result<std::pair<db_meta, size_t>> own_copy(const std::string& db, const std::string& range) const;
   bool runnable_locked(const split_job& j) const;
   // Writes (`body`) or deletes (null) `_local` document `id` of `_dbs`, at its current revision.
   status put_local(const std::string& id, const std::string* body);
@@ -123,6 +163,7 @@ class resharder {
   bool stopping_ = false;
   std::thread thread_;
   std::function<void()> after_switch_;
+  reshard_peers peers_;
 };
 
 }  // namespace settee

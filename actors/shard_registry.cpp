@@ -187,6 +187,13 @@ void shard_registry::seal(const std::string& path) {
   if (it != open_.end()) it->second.handle.store->seal();
 }
 
+void shard_registry::unseal(const std::string& path) {
+  std::lock_guard<std::mutex> lock(mu_);
+  sealed_.erase(path);
+  auto it = open_.find(path);
+  if (it != open_.end()) it->second.handle.store->unseal();
+}
+
 bool shard_registry::removed_locked(const std::string& path) const {
   return std::binary_search(removed_.begin(), removed_.end(), std::hash<std::string>{}(path));
 }

@@ -51,6 +51,8 @@ class shard_registry {
   void remove_all(const std::vector<std::string>& paths, const std::string& notify_key);
   // Seals the shard at `path` (shard_store::seal), now and whenever it is opened again.
   void seal(const std::string& path);
+  // Undoes seal() (a move that did not switch the map).
+  void unseal(const std::string& path);
   // Whether anyone but the registry and the shard's actor holds the shard at `path` (a request,
   // a feed).
   bool held(const std::string& path) const;

@@ -71,6 +71,10 @@ class node_server final : public Node::Server {
   kj::Promise<void> dropStaged(DropStagedContext context) override;
   kj::Promise<void> compactDb(CompactDbContext context) override;
   kj::Promise<void> activeTasks(ActiveTasksContext context) override;
+  kj::Promise<void> exportChanges(ExportChangesContext context) override;
+  kj::Promise<void> sealCopy(SealCopyContext context) override;
+  kj::Promise<void> retireCopy(RetireCopyContext context) override;
+  kj::Promise<void> createMove(CreateMoveContext context) override;
 
  private:
   static kj::Promise<void> refused() {
@@ -830,6 +834,73 @@ kj::Promise<void> node_server::activeTasks(ActiveTasksContext context) {
       });
 }
 
+kj::Promise<void> node_server::exportChanges(ExportChangesContext context) {
+  auto params = context.getParams();
+  std::string db = params.getShard().getDb(), range = params.getShard().getRange();
+  uint64_t since = params.getSince();
+  bool with_local = params.getWithLocal();
+  auto fn = loop_.opts.export_changes;
+  auto out = std::make_shared<result<std::string>>(status{errc::not_implemented, "no moves here"});
+  return loop_
+      .off_loop([=] {
+        if (fn) *out = fn(db, range, since, with_local);
+      })
+      .then([context, out]() mutable {
+        auto results = context.getResults();
+        set_status(results.initStatus(), out->ok() ? status{} : out->error());
+        if (*out) {
+          const std::string& bytes = **out;
+          results.setBatch(capnp::Data::Reader(reinterpret_cast<const capnp::byte*>(bytes.data()), bytes.size()));
+        }
+      });
+}
+
+kj::Promise<void> node_server::sealCopy(SealCopyContext context) {
+  auto params = context.getParams();
+  std::string db = params.getShard().getDb(), range = params.getShard().getRange();
+  bool seal = params.getSeal();
+  auto fn = loop_.opts.seal_copy;
+  auto out = std::make_shared<result<uint64_t>>(status{errc::not_implemented, "no moves here"});
+  return loop_
+      .off_loop([=] {
+        if (fn) *out = fn(db, range, seal);
+      })
+      .then([context, out]() mutable {
+        auto results = context.getResults();
+        set_status(results.initStatus(), out->ok() ? status{} : out->error());
+        if (*out) results.setUpdateSeq(**out);
+      });
+}
+
+kj::Promise<void> node_server::retireCopy(RetireCopyContext context) {
+  auto params = context.getParams();
+  std::string db = params.getDb(), shard = params.getShardId();
+  uint64_t end_seq = params.getEndSeq();
+  bool remove = params.getRemove();
+  auto fn = loop_.opts.retire_copy;
+  auto out = std::make_shared<status>(errc::not_implemented, "no moves here");
+  return loop_
+      .off_loop([=] {
+        if (fn) *out = fn(db, shard, end_seq, remove);
+      })
+      .then([context, out]() mutable { set_status(context.getResults().initStatus(), *out); });
+}
+
+kj::Promise<void> node_server::createMove(CreateMoveContext context) {
+  std::string body = context.getParams().getBody();
+  auto fn = loop_.opts.create_move;
+  auto out = std::make_shared<result<std::string>>(status{errc::not_implemented, "no moves here"});
+  return loop_
+      .off_loop([=] {
+        if (fn) *out = fn(body);
+      })
+      .then([context, out]() mutable {
+        auto results = context.getResults();
+        set_status(results.initStatus(), out->ok() ? status{} : out->error());
+        if (*out) results.setJob(**out);
+      });
+}
+
 // This node's update log: no shard, but read on the pool all the same (it may open the file).
 kj::Promise<void> node_server::dbUpdates(DbUpdatesContext context) {
   auto params = context.getParams();
@@ -1520,6 +1591,58 @@ result<std::vector<std::string>> rpc_node::active_tasks(const std::string& node,
           for (auto t : r.getTasks()) out.emplace_back(t);
           return out;
         });
+  });
+}
+
+result<std::string> rpc_node::export_changes(const std::string& node, const std::string& db, const std::string& range,
+                                             uint64_t since, bool with_local, std::chrono::milliseconds timeout) {
+  return call<std::string>(node, timeout, [=](Node::Client& cap) {
+    auto req = cap.exportChangesRequest();
+    set_shard(req.initShard(), db, range);
+    req.setSince(since);
+    req.setWithLocal(with_local);
+    return req.send().then([](capnp::Response<Node::ExportChangesResults>&& r) -> result<std::string> {
+      if (status st = status_of(r.getStatus()); !st) return st;
+      auto bytes = r.getBatch();
+      return std::string(reinterpret_cast<const char*>(bytes.begin()), bytes.size());
+    });
+  });
+}
+
+result<uint64_t> rpc_node::seal_copy(const std::string& node, const std::string& db, const std::string& range,
+                                     bool seal, std::chrono::milliseconds timeout) {
+  return call<uint64_t>(node, timeout, [=](Node::Client& cap) {
+    auto req = cap.sealCopyRequest();
+    set_shard(req.initShard(), db, range);
+    req.setSeal(seal);
+    return req.send().then([](capnp::Response<Node::SealCopyResults>&& r) -> result<uint64_t> {
+      if (status st = status_of(r.getStatus()); !st) return st;
+      return r.getUpdateSeq();
+    });
+  });
+}
+
+status rpc_node::retire_copy(const std::string& node, const std::string& db, const std::string& shard, uint64_t end_seq,
+                             bool remove, std::chrono::milliseconds timeout) {
+  return call_status(node, timeout, [=](Node::Client& cap) {
+    auto req = cap.retireCopyRequest();
+    req.setDb(db);
+    req.setShardId(shard);
+    req.setEndSeq(end_seq);
+    req.setRemove(remove);
+    return req;
+  });
+}
+
+result<std::string> rpc_node::create_move(const std::string& node, const std::string& body,
+                                          std::chrono::milliseconds timeout) {
+  return call<std::string>(node, timeout, [=](Node::Client& cap) {
+    auto req = cap.createMoveRequest();
+    req.setBody(body);
+    return req.send().then([](capnp::Response<Node::CreateMoveResults>&& r) -> result<std::string> {
+      if (status st = status_of(r.getStatus()); !st) return st;
+      return std::string(r.getJob());
+    });
   });
 }
 

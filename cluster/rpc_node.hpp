@@ -62,6 +62,13 @@ struct rpc_options {
   // database; this node's tasks as JSON objects.
   std::function<status(const std::string& db)> compact_db;
   std::function<std::vector<std::string>()> active_tasks;
+  // A shard move's calls (resharder; run on a pool thread): exportChanges, sealCopy, retireCopy,
+  // createMove.
+  std::function<result<std::string>(const std::string& db, const std::string& range, uint64_t since, bool with_local)>
+      export_changes;
+  std::function<result<uint64_t>(const std::string& db, const std::string& range, bool seal)> seal_copy;
+  std::function<status(const std::string& db, const std::string& shard, uint64_t end_seq, bool remove)> retire_copy;
+  std::function<result<std::string>(const std::string& body)> create_move;
 };
 
 using remote_shard_info = shard_summary;
@@ -126,6 +133,14 @@ class rpc_node final : public remote_shards {
   bool runs_tasks(const std::string& node) const;
   status compact_db(const std::string& node, const std::string& db, std::chrono::milliseconds timeout);
   result<std::vector<std::string>> active_tasks(const std::string& node, std::chrono::milliseconds timeout);
+  // A shard move's calls to the node a copy leaves, and the job's creation on the node it goes to.
+  result<std::string> export_changes(const std::string& node, const std::string& db, const std::string& range,
+                                     uint64_t since, bool with_local, std::chrono::milliseconds timeout);
+  result<uint64_t> seal_copy(const std::string& node, const std::string& db, const std::string& range, bool seal,
+                             std::chrono::milliseconds timeout);
+  status retire_copy(const std::string& node, const std::string& db, const std::string& shard, uint64_t end_seq,
+                     bool remove, std::chrono::milliseconds timeout);
+  result<std::string> create_move(const std::string& node, const std::string& body, std::chrono::milliseconds timeout);
   bool stores_attachments(const std::string& node) const override;
   result<std::string> read_blob(const std::string& node, const std::string& db, const std::string& range,
                                 const std::string& key, uint64_t offset, uint64_t length,

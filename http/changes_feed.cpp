@@ -35,8 +35,14 @@ std::vector<size_t> changes_feed::ranges() const {
 std::string changes_feed::preferred_copy(size_t range, const seq_entry* given) const {
   // One shard's feed: its first copy, whichever node serves it (plain seqs are per copy).
   if (opts_.shard) return db_.everywhere() || db_.nodes[range].empty() ? node_name_ : db_.nodes[range].front();
-  // This node's copy, else the one the token names, then the others.
-  return db_.hosts(range) ? node_name_ : given ? given->node : "";
+  // This node's copy, else the one the token names (where it moved to, if it did), then the others.
+  if (db_.hosts(range) || !given) return db_.hosts(range) ? node_name_ : "";
+  auto at = db_.entry ? db_.entry->find(db_.shard_id(range)) : std::nullopt;
+  if (at) {
+    auto to = db_.entry->shards[*at].moved.find(given->node);
+    if (to != db_.entry->shards[*at].moved.end()) return to->second;
+  }
+  return given->node;
 }
 
 status changes_feed::start_at_time(int64_t t) {

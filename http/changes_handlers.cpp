@@ -183,9 +183,9 @@ status check_ddoc_filter(ctx& c, const db_meta& db, const changes_query& q) {
   return {errc::not_implemented, q.unsupported};
 }
 
-// A database's _changes as a feed_source. A split under a live feed: once the feed has read its
-// old shards to their end, it goes on over the new map from its own token (the children continue
-// the parents' numbering, so nothing is repeated or missed).
+// A database's _changes as a feed_source. A split or move under a live feed: once the feed has read
+// its old shards to their end, it goes on over the new map from its own token (children continue
+// their parents' numbering, a moved copy keeps its own, so nothing is repeated or missed).
 class changes_source final : public feed_source {
  public:
   changes_source(node_services& node, const db_meta& db, const changes_options& opts)
@@ -211,7 +211,8 @@ class changes_source final : public feed_source {
   bool reshaped() {
     if (!feed_->error() || opts_.shard || opts_.closed || opts_.descending) return false;
     auto now = node_.coord.catalog().find(db_.name);
-    if (!now || now->created != db_.created || now->shard_paths == db_.shard_paths) return false;
+    if (!now || now->created != db_.created || (now->shard_paths == db_.shard_paths && now->nodes == db_.nodes))
+      return false;
     auto next = std::make_unique<changes_feed>(node_.coord, *now, opts_, node_.node_name);
     if (status st = next->start(feed_->token()); !st) {
       log::warning("changes feed of " + db_.name + " could not follow the new shard map: " + st.reason);

@@ -40,9 +40,9 @@ result<std::pair<bool, std::string>> state_body(ctx& c) {
 
 // The open shards a POST /_reshard/jobs body names, as (db, index); errors as CouchDB words them.
 result<std::vector<std::pair<db_meta, size_t>>> shards_named(ctx& c, const json& body) {
-  if (auto t = body.find("type"); t != body.end() && (!t->is_string() || *t != "split"))
-    return status{errc::bad_request, "`job type must be `split`"};
-  if (auto n = body.find("node"); n != body.end()) {
+  if (auto t = body.find("type"); t != body.end() && (!t->is_string() || (*t != "split" && *t != "move")))
+    return status{errc::bad_request, "`job type must be `split` or `move`"};
+  if (auto n = body.find("node"); n != body.end() && body.value("type", "split") == "split") {
     if (!n->is_string()) return status{errc::bad_request, "Invalid `node`"};
     if (*n != c.node.node_name) {
       const std::string& name = n->get_ref<const std::string&>();
@@ -87,6 +87,59 @@ result<std::vector<std::pair<db_meta, size_t>>> shards_named(ctx& c, const json&
   return out;
 }
 
+// A member named by field `key` of a move's body; errors as values.
+result<std::string> member_named(ctx& c, const json& body, const char* key) {
+  auto n = body.find(key);
+  if (n == body.end() || !n->is_string())
+    return status{errc::bad_request, std::string("`") + key + "` (a node) is required"};
+  const std::string& name = n->get_ref<const std::string&>();
+  auto all = c.node.members ? c.node.members->cluster_nodes() : std::vector<std::string>{c.node.node_name};
+  if (std::find(all.begin(), all.end(), name) == all.end())
+    return status{errc::bad_request, std::string("`") + key + "` is not a valid node name"};
+  if (name != c.node.node_name && !c.node.members->is_connected(name))
+    return status{errc::bad_request, std::string("Not connected to `") + key + "`"};
+  return name;
+}
+
+// POST /_reshard/jobs {"type":"move","shard":...,"source":node,"target":node}: the job runs on the
+// target, which pulls the copy from the source (spec 11.6).
+void create_move(ctx& c, const json& body, const std::vector<std::pair<db_meta, size_t>>& shards) {
+  auto from = member_named(c, body, "source");
+  if (!from) return c.error(from.error());
+  auto to = member_named(c, body, "target");
+  if (!to) return c.error(to.error());
+  if (!body.contains("shard") && !body.contains("range"))
+    return c.error(errc::bad_request, "A move names one `shard` (or `db` and `range`)");
+  if (shards.empty()) return c.error(errc::not_found, "No shards to move");
+  if (shards.size() != 1) return c.error(errc::bad_request, "A move names one `shard` (or `db` and `range`)");
+  const auto& [db, i] = shards.front();
+  const std::string shard = "shards/" + db.ranges[i].name() + "/" + db.name + "." + std::to_string(db.suffixes[i]);
+  std::optional<json> made;
+  status st;
+  if (*to == c.node.node_name) {
+    auto job = c.node.reshard->create_move(db, i, *from);
+    if (job)
+      made = job->to_api(c.node.node_name);
+    else
+      st = job.error();
+  } else if (!c.node.rpc) {
+    st = status{errc::bad_request, "`target` is not a valid node name"};
+  } else {
+    auto job = c.node.rpc->create_move(*to, json{{"db", db.name}, {"shard", db.shard_id(i)}, {"source", *from}}.dump(),
+                                       std::chrono::seconds(30));
+    if (job)
+      made = parse_json(*job);
+    else
+      st = job.error();
+  }
+  if (!made || !made->is_object()) {
+    return c.reply(
+        http_status_of(st.code),
+        json::array({{{"error", error_name_of(st.code)}, {"reason", st.reason}, {"node", *to}, {"shard", shard}}}));
+  }
+  c.reply(201, json::array({{{"ok", true}, {"id", (*made)["id"]}, {"node", *to}, {"shard", shard}}}));
+}
+
 void handle_jobs(ctx& c) {
   resharder& r = *c.node.reshard;
   if (c.method() == "GET") {
@@ -122,13 +175,15 @@ void handle_jobs(ctx& c) {
         return c.error(errc::unavailable, "cannot ask " + n + " for its running splits: " + tasks.error().reason);
       for (const std::string& t : *tasks) {
         auto task = parse_json(t);
-        if (task && task->is_object() && task->value("type", "") == "shard_split" &&
+        if (task && task->is_object() &&
+            (task->value("type", "") == "shard_split" || task->value("type", "") == "shard_move") &&
             task->value("source", "").find(prefix) != std::string::npos)
-          return c.error(errc::conflict, "A split of " + shards->front().first.name + " is running on " + n +
-                                             "; split one node's ranges at a time");
+          return c.error(errc::conflict, "A split or move of " + shards->front().first.name + " is running on " + n +
+                                             "; reshard one node's ranges at a time");
       }
     }
   }
+  if (body->value("type", "split") == "move") return create_move(c, *body, *shards);
   if (shards->empty()) return c.error(errc::not_found, "No shards to split");
   json out = json::array();
   size_t ok = 0;

@@ -400,7 +400,14 @@ int main(int argc, char** argv) {
                  : db == "_nodes" && nodes ? result<db_meta>(nodes->meta())
                                            : catalog.lookup(db);
         if (!m) return m.error();
-        if (auto i = m->range_named(range)) return coord.shard(*m, *i);
+        if (auto i = m->range_named(range)) {
+          if (m->hosts(*i)) return coord.shard(*m, *i);
+          // A copy moved away: the caller's shard map is older than this node's.
+          auto at = m->entry ? m->entry->find(m->shard_id(*i)) : std::nullopt;
+          if (at && !m->entry->shards[*at].moved.empty())
+            return status{errc::shard_moved, "range " + range + " of " + db + " moved; retry on the new shard map"};
+          return status{errc::not_found, "no copy of " + db + " range " + range + " on this node"};
+        }
         if (m->entry) {  // a split's parent: the caller's shard map is older than this node's
           for (const shard_info& s : m->entry->shards)
             if (!s.open && s.range.name() == range)
@@ -431,6 +438,29 @@ int main(int argc, char** argv) {
       ro.read_doc = [&node](local_copy& copy, const doc_request& req) {
         return serve_legacy_read(copy, req, node.max_document_id_length);
       };
+      ro.export_changes = [&reshard](const std::string& db, const std::string& range, uint64_t since, bool with_local) {
+        return reshard.export_copy(db, range, since, with_local);
+      };
+      ro.seal_copy = [&reshard](const std::string& db, const std::string& range, bool seal) {
+        return reshard.seal_copy(db, range, seal);
+      };
+      ro.retire_copy = [&reshard](const std::string& db, const std::string& shard, uint64_t end_seq, bool remove) {
+        return reshard.retire_copy(db, shard, end_seq, remove);
+      };
+      ro.create_move = [&reshard, &catalog,
+                        name = store_opts.node_name](const std::string& body) -> result<std::string> {
+        // {"db", "shard" (its id), "source"}: what POST /_reshard/jobs on another node resolved.
+        json b = parse_json(body).value_or(json::object());
+        auto db = catalog.lookup(b.value("db", ""));
+        if (!db) return db.error();
+        for (size_t i = 0; i < db->ranges.size(); ++i) {
+          if (db->shard_id(i) != b.value("shard", "")) continue;
+          auto job = reshard.create_move(*db, i, b.value("source", ""));
+          if (!job) return job.error();
+          return job->to_api(name).dump();
+        }
+        return status{errc::not_found, "Database " + db->name + " has no open shard " + b.value("shard", "")};
+      };
       rpc = std::make_unique<rpc_node>(members, ro);
       if (auto st = rpc->start(); !st) die(st.reason);
       node.rpc = rpc.get();
@@ -441,6 +471,20 @@ int main(int argc, char** argv) {
         for (auto& row : sync_database(coord, rpc_ref, members, coord.catalog().dbs_meta(), std::chrono::seconds(5)))
           if (!row.st) log::warning("pushing _dbs to " + row.node + " after a split failed: " + row.st.reason);
       });
+      reshard.set_peers(reshard_peers{
+          [&rpc_ref = *rpc, timeout](const std::string& node, const std::string& db, const std::string& range,
+                                     uint64_t since, bool with_local) {
+            return rpc_ref.export_changes(node, db, range, since, with_local, timeout);
+          },
+          [&rpc_ref = *rpc, timeout](const std::string& node, const std::string& db, const std::string& range,
+                                     bool seal) { return rpc_ref.seal_copy(node, db, range, seal, timeout); },
+          [&rpc_ref = *rpc](const std::string& node, const std::string& db, const std::string& shard, uint64_t end_seq,
+                            bool remove) {
+            return rpc_ref.retire_copy(node, db, shard, end_seq, remove, std::chrono::seconds(60));
+          },
+          [&rpc_ref = *rpc, timeout](const std::string& node, const std::string& body) {
+            return rpc_ref.create_move(node, body, timeout);
+          }});
       // `_nodes`: this node and the seeds are members; the database spreads them to every node.
       nodes = std::make_unique<nodes_db>(shards, clk, args.data_dir, members, *rpc, timeout);
       node.nodes = nodes.get();

@@ -661,7 +661,7 @@ status shard_store::forget_doc(MDB_txn* t, shard_header& h, const std::string& k
 }
 
 status shard_store::import_step(MDB_txn* t, shard_header& h, import_request& req) {
-  const snapshot& src = *req.from;
+  const import_source& src = *req.from;
   req.last = req.since;
   req.copied = 0;
   req.done = true;
@@ -674,7 +674,7 @@ status shard_store::import_step(MDB_txn* t, shard_header& h, import_request& req
     }
     ++visited;
     req.last = c.seq;
-    if (!req.keep(c.id)) return true;
+    if (req.keep && !req.keep(c.id)) return true;
     doc_info d;
     if (!src.doc(c.id, d)) {
       st = src.fault() ? status{errc::internal, "split: " + c.id + " is in the parent's by_seq but not its docs"}
@@ -734,6 +734,7 @@ status shard_store::import_step(MDB_txn* t, shard_header& h, import_request& req
   });
   if (!st) return st;
   if (!src.fault()) return src.fault();
+  req.done = req.done && src.complete();
   if (req.done) {  // the parent's last changes may be the other child's: the numbering still reaches its end
     shard_header at;
     if (!src.header(at)) return src.fault();
@@ -744,6 +745,11 @@ status shard_store::import_step(MDB_txn* t, shard_header& h, import_request& req
     h.security = req.header->security;
     h.revs_limit = req.header->revs_limit;
     h.time_seq = req.header->time_seq;
+    if (!req.owner.empty()) {
+      h.shard_uuid = req.header->shard_uuid;
+      h.epochs = req.header->epochs;
+      if (h.epochs.empty() || h.epochs.back().first != req.owner) h.epochs.emplace_back(req.owner, h.update_seq);
+    }
   }
   if (req.local_docs) {
     std::vector<local_doc> locals;

@@ -157,6 +157,23 @@ struct local_doc {
 // A _local document's revision text "0-N" (N decimal): N into `out`; false for anything else.
 bool parse_local_rev(std::string_view text, uint64_t& out);
 
+// What a shard import (write_op::kind::import) reads: a snapshot of a local shard (a split's
+// parent) or an import_batch that came from another node (a move's source).
+class import_source {
+ public:
+  virtual ~import_source() = default;
+  // Changes with seq > since, ascending; the visitor returns false to stop.
+  virtual void scan_changes(uint64_t since, const std::function<bool(const change_entry&)>& visit) const = 0;
+  virtual bool doc(std::string_view id, doc_info& out) const = 0;
+  virtual bool body(std::string_view id, const rev_id& rev, std::string& out) const = 0;
+  virtual bool blob(std::string_view key, std::string& out) const = 0;
+  virtual bool header(shard_header& out) const = 0;
+  virtual void scan_local(const std::function<bool(const local_doc&)>& visit) const = 0;
+  // Whether scan_changes reaches the source's last change (a batch may hold only some).
+  virtual bool complete() const { return true; }
+  virtual const status& fault() const = 0;
+};
+
 class shard_store : public std::enable_shared_from_this<shard_store> {
  public:
   static result<std::shared_ptr<shard_store>> open(const std::string& path, const store_options& opts);
@@ -182,6 +199,7 @@ class shard_store : public std::enable_shared_from_this<shard_store> {
   // kind::import is refused with errc::shard_moved (the coordinator retries on the new shard map).
   // Not persisted: the shard map stops naming the shard before anyone could reopen it.
   void seal() { sealed_.store(true); }
+  void unseal() { sealed_.store(false); }
   bool sealed() const { return sealed_.load(); }
 
   // A consistent read-only view (one LMDB read transaction). Keep it short-lived. It keeps the
@@ -190,7 +208,7 @@ class shard_store : public std::enable_shared_from_this<shard_store> {
   // stops its scan, and the snapshot keeps the first such error in fault() (logged once, with the
   // shard and the key). "false" from a read therefore means "not there" only while fault() is ok:
   // callers check it before they answer 404 or end a listing (LevelDB's Iterator::status()).
-  class snapshot {
+  class snapshot final : public import_source {
    public:
     snapshot() = default;
     snapshot(snapshot&& o) noexcept : store_(std::move(o.store_)), txn_(o.txn_) { o.txn_ = nullptr; }
@@ -198,22 +216,22 @@ class shard_store : public std::enable_shared_from_this<shard_store> {
     snapshot(const snapshot&) = delete;
     ~snapshot();
 
-    bool doc(std::string_view id, doc_info& out) const;
-    bool body(std::string_view id, const rev_id& rev, std::string& out) const;
+    bool doc(std::string_view id, doc_info& out) const override;
+    bool body(std::string_view id, const rev_id& rev, std::string& out) const override;
     // The winning revision's body of `d`; false when the winner is a tombstone (or has no body).
     bool winner_body(const doc_info& d, std::string& out) const;
     bool local(std::string_view id, local_doc& out) const;
     // An attachment's stored bytes by blob key (storage/blob_store.hpp).
-    bool blob(std::string_view key, std::string& out) const;
+    bool blob(std::string_view key, std::string& out) const override;
     // At most `length` of them from `offset` (fewer at the end).
     bool blob_range(std::string_view key, uint64_t offset, uint64_t length, std::string& out) const;
     // Visits documents in id order from `start` (inclusive; "" = the first or, descending, the last
     // id). The visitor returns false to stop.
     void scan_docs(std::string_view start, bool descending, const std::function<bool(const doc_info&)>& visit) const;
     // Visits _local documents in id order.
-    void scan_local(const std::function<bool(const local_doc&)>& visit) const;
+    void scan_local(const std::function<bool(const local_doc&)>& visit) const override;
     // Visits changes with seq > since, ascending.
-    void scan_changes(uint64_t since, const std::function<bool(const change_entry&)>& visit) const;
+    void scan_changes(uint64_t since, const std::function<bool(const change_entry&)>& visit) const override;
     // Where an ascending read from `since` continues so that its first change is the first one
     // committed at or after `time` (Unix seconds): the seq of the last change before that one, or
     // the newest seq when none is that late. Decodes only the commit times.
@@ -233,14 +251,14 @@ class shard_store : public std::enable_shared_from_this<shard_store> {
     uint64_t live_before(std::string_view id) const;
     uint64_t live_total() const;
     // The header as of this snapshot (shard_store::header() is the latest commit's).
-    bool header(shard_header& out) const;
+    bool header(shard_header& out) const override;
     // Releases the snapshot but keeps the reader slot; renew() takes a fresh snapshot without the
     // reader-table lock that a new read transaction needs under MDB_NOTLS. A reset snapshot must
     // be renewed before any read.
     void reset();
     bool renew();
     // The first read error met by this snapshot; ok when none.
-    const status& fault() const { return fault_; }
+    const status& fault() const override { return fault_; }
 
    private:
     friend class shard_store;
@@ -304,24 +322,26 @@ class shard_store : public std::enable_shared_from_this<shard_store> {
   std::string header_raw_;
 };
 
-// One step of a shard split's copy into a child shard (write_op::kind::import): the changes of
-// `from` (a snapshot of the parent) after seq `since` whose ids `keep` accepts (those hashing into
-// the child's range), visiting
-// at most `limit` changes, each copied with its seq, tree, bodies and attachments (a document copied
-// before is replaced). The child's update_seq becomes the last parent seq visited: the child
-// continues the parent's numbering. With `header`, the child also takes the parent's security,
-// revs_limit and time-seq bins, and with `local_docs` its _local documents (replication
-// checkpoints). Imports leave time-seq alone: the bins are the parent's.
+// One step of a shard import (write_op::kind::import): a split's copy into a child shard, or a
+// move's copy into the copy that replaces the source. The changes of `from` after seq `since` whose
+// ids `keep` accepts (for a split, those hashing into the child's range), visiting at most `limit`
+// changes, each copied with its seq, tree, bodies and attachments (a document copied before is
+// replaced). The target's update_seq becomes the last source seq visited: it continues the
+// source's numbering. With `header`, the target also takes the source's security, revs_limit and
+// time-seq bins, and with `local_docs` its _local documents (replication checkpoints). With `owner`
+// (a move) it takes the source's identity too: its uuid and epochs, and `owner` starts an epoch.
+// Imports leave time-seq alone: the bins are the source's.
 struct import_request {
-  const shard_store::snapshot* from = nullptr;
-  std::function<bool(std::string_view id)> keep;
+  const import_source* from = nullptr;
+  std::function<bool(std::string_view id)> keep;  // empty: every document
   uint64_t since = 0;
   size_t limit = 1000;
   std::optional<shard_header> header;
   bool local_docs = false;
-  uint64_t last = 0;  // out: the last parent seq visited (since when none)
+  std::string owner;  // a move: this node's name
+  uint64_t last = 0;  // out: the last source seq visited (since when none)
   size_t copied = 0;  // out: documents copied
-  bool done = false;  // out: every change of the snapshot after `since` was visited
+  bool done = false;  // out: every change of the source after `since` was visited
 };
 
 }  // namespace settee

@@ -96,6 +96,15 @@ interface Node {
   # (one JSON object per task).
   compactDb @20 (db :Text) -> (status :CallStatus);
   activeTasks @21 () -> (status :CallStatus, tasks :List(Text));
+  # Release 0.3 (feature reshard-v1), a shard move's calls from the node the copy moves to
+  # (actors/resharder.hpp): this node's copy of a range after `since` as an import batch
+  # (storage/schema/import_batch.capnp); its seal (or unseal) and seq once drained; and, once the
+  # map moved it, waiting for its readers (remove = false) or deleting it at `endSeq`.
+  exportChanges @22 (shard :ShardRef, since :UInt64, withLocal :Bool) -> (status :CallStatus, batch :Data);
+  sealCopy @23 (shard :ShardRef, seal :Bool) -> (status :CallStatus, updateSeq :UInt64);
+  retireCopy @24 (db :Text, shardId :Text, endSeq :UInt64, remove :Bool) -> (status :CallStatus);
+  # Creates a move job on this node (the target) from a POST /_reshard/jobs body; the job as JSON.
+  createMove @25 (body :Text) -> (status :CallStatus, job :Text);
 }
 
 struct DbUpdateRow {

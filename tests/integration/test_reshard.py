@@ -47,7 +47,7 @@ class ReshardApi(NodeTest):
     def test_job_creation_errors(self):
         self.new_db("rsapi", q=2)
         post = lambda body: self.node.post("/_reshard/jobs", body)  # noqa: E731
-        self.assertError(post({"type": "merge", "db": "rsapi"}), 400, "bad_request", "`job type must be `split`")
+        self.assertError(post({"type": "merge", "db": "rsapi"}), 400, "bad_request", "`job type must be `split` or `move`")
         self.assertError(post({"type": "split", "db": 7}), 400, "bad_request", "Invalid `db`")
         self.assertError(post({"type": "split", "db": "no_such_db"}), 400, "bad_request", "Invalid `db`")
         self.assertError(post({"type": "split", "db": "rsapi", "range": "0-7"}), 400, "bad_request", "Invalid `range`")

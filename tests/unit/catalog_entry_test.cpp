@@ -137,3 +137,27 @@ TEST_CASE("entries written on two nodes at once merge: lineage only grows") {
   auto other = catalog_entry::initial(1700000999, {{"a@h"}});  // another incarnation: not merged
   CHECK(merge_catalog_entries(left, other).shards.size() == left.shards.size());
 }
+
+TEST_CASE("a moved copy changes the shard's nodes in place and is remembered") {
+  auto e = catalog_entry::initial(1700000000, {{"a@h", "b@h"}, {"b@h", "c@h"}});
+  const std::string id = e.shards[0].id();
+  CHECK(!e.move_copy(id, "c@h", "d@h"));  // no copy there
+  CHECK(!e.move_copy(id, "a@h", "b@h"));  // b holds one already
+  CHECK(!e.move_copy("nope.1", "a@h", "d@h"));
+  REQUIRE(e.move_copy(id, "a@h", "d@h"));
+  CHECK(e.shards[0].nodes == std::vector<std::string>{"d@h", "b@h"});  // the first copy stays first
+  CHECK(e.shards[0].moved == std::map<std::string, std::string>{{"a@h", "d@h"}});
+  CHECK(e.split());  // lineage a release before 0.3 cannot read
+  std::string why;
+  auto back = parse_catalog_entry(encode_catalog_entry(e), why);
+  REQUIRE_MESSAGE(back, why);
+  CHECK(back->shards[0].nodes == e.shards[0].nodes);
+  CHECK(back->shards[0].moved == e.shards[0].moved);
+  // Moved on again: the first node's token still finds the copy where it is now.
+  REQUIRE(e.move_copy(id, "d@h", "e@h"));
+  CHECK(e.shards[0].moved == std::map<std::string, std::string>{{"a@h", "e@h"}, {"d@h", "e@h"}});
+  // An entry written before the move merges with the moved one: the copy is where the move put it.
+  auto old = catalog_entry::initial(1700000000, {{"a@h", "b@h"}, {"b@h", "c@h"}});
+  auto merged = merge_catalog_entries(old, e);
+  CHECK(merged.shards[0].nodes == std::vector<std::string>{"e@h", "b@h"});
+}

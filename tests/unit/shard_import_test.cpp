@@ -1,10 +1,12 @@
 // A shard split's copy (write_op::kind::import): children continue the parent's numbering, hold
 // every revision body, attachment and _local document of their range, and top-off passes replace
-// what changed since without ever listing a document twice.
+// what changed since without ever listing a document twice. A move's copy: the same import, fed by
+// batches that crossed the node protocol, keeping the source's uuid and seqs.
 #include <doctest/doctest.h>
 
 #include <map>
 
+#include "storage/import_batch.hpp"
 #include "storage/shard_store.hpp"
 #include "temp_dir.hpp"
 
@@ -181,4 +183,69 @@ TEST_CASE("top-off passes replace documents that changed, in steps that end wher
   rev_id next = put(*left, "b", R"({"v":3})", {revs["b"]});
   CHECK(next.pos == 3);
   CHECK(left->header().update_seq == parent->header().update_seq + 1);
+}
+
+TEST_CASE("a move's copy travels as import batches and keeps the source's identity and numbering") {
+  temp_dir dir;
+  auto source = open_at(dir.path + "/a");
+  store_options o;
+  o.node_name = "n2@h";
+  o.map_size_bytes = 64ull << 20;
+  auto target = *shard_store::open(dir.path + "/b", o);
+  for (char c = 'a'; c <= 'z'; ++c) put(*source, std::string(1, c), R"({"v":1})");
+  rev_id k1 = put(*source, "kiwi", R"({"_attachments":{"t.txt":{"content_type":"text/plain","data":"aGVsbG8="}}})");
+  {
+    write_op op;
+    op.what = write_op::kind::local;
+    op.local = {"_local/checkpoint", R"({"seq":4})", false, 0};
+    REQUIRE(source->commit({&op}, 1800000400));
+  }
+  // Batches of 10 changes, encoded and decoded as the node protocol carries them.
+  uint64_t since = 0;
+  size_t batches = 0;
+  for (bool done = false; !done; ++batches) {
+    auto snap = source->read();
+    REQUIRE(snap.ok());
+    auto read = import_batch::read(*snap, since, 10, 1u << 20, true);
+    REQUIRE(read.ok());
+    auto batch = import_batch::decode(read->encode());
+    REQUIRE(batch);
+    CHECK(batch->size() == read->size());
+    CHECK(batch->last_seq() == read->last_seq());
+    write_op op;
+    op.what = write_op::kind::import;
+    op.import = std::make_shared<import_request>();
+    op.import->from = &*batch;
+    op.import->since = since;
+    op.import->limit = SIZE_MAX;
+    shard_header h;
+    REQUIRE(batch->header(h));
+    op.import->header = h;
+    op.import->local_docs = true;
+    op.import->owner = "n2@h";
+    REQUIRE(target->commit({&op}, 1700009999));
+    REQUIRE(op.st);
+    since = op.import->last;
+    done = op.import->done;
+  }
+  CHECK(batches == 3);  // 27 changes
+  CHECK(changes(*target) == changes(*source));
+  const shard_header a = source->header(), b = target->header();
+  CHECK(b.update_seq == a.update_seq);
+  CHECK(b.shard_uuid == a.shard_uuid);
+  REQUIRE(b.epochs.size() == a.epochs.size() + 1);
+  CHECK(b.epochs.back() == std::make_pair(std::string("n2@h"), a.update_seq));
+  CHECK(b.doc_count == a.doc_count);
+  CHECK(b.time_seq.bins.size() == a.time_seq.bins.size());
+  auto snap = target->read();
+  std::string body, bytes;
+  REQUIRE(snap->body("kiwi", k1, body));
+  CHECK(snap->blob(attachments::keys_of(*parse_json(body)).at(0), bytes));
+  CHECK(bytes == "hello");
+  local_doc ld;
+  CHECK(snap->local("_local/checkpoint", ld));
+  // The moved copy takes writes of its own where the source's numbering ended.
+  put(*target, "new", "{}");
+  CHECK(target->header().update_seq == a.update_seq + 1);
+  CHECK(!import_batch::decode("not a batch"));
 }

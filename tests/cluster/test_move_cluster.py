@@ -1,0 +1,204 @@
+"""Shard moves in a 3-node cluster (issue 10, spec 11.6): a copy moves from node A to node B while
+every node writes; the job runs on B, which pulls the copy from A keeping its uuid, seqs, _local
+documents, security and time-seq; the map switches once, A's copy goes after its readers moved on.
+No write fails or is lost, a continuous feed on A follows the copy to B without a repeat or a gap,
+and a token from before the move continues exactly on B (no X-Settee-Since-Resolution)."""
+import http.client
+import json
+import os
+import sys
+import threading
+import time
+
+sys.path.insert(0, os.path.dirname(__file__))
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "integration"))
+from harness import NodeTest, main  # noqa: E402
+from test_membership import Cluster, wait_for  # noqa: E402
+
+
+def wait_job(node, job, timeout=60):
+    """The job once it completed or failed (or the last seen state at the deadline)."""
+    seen = {}
+
+    def done():
+        seen.update(node.get(f"/_reshard/jobs/{job}").json)
+        return seen.get("job_state") in ("completed", "failed")
+
+    wait_for(done, timeout)
+    return seen
+
+
+def shard_rows(node, db, shard_id):
+    """{id: seq} of one shard's feed from 0."""
+    return {r["id"]: r["seq"] for r in node.get(f"/{db}/_changes/{shard_id}?since=0").json["results"]}
+
+
+class MoveCluster(NodeTest):
+    @classmethod
+    def setUpClass(cls):
+        cls.cluster = Cluster(3, sync_interval_ms=500).start()
+        cls.node = cls.cluster.nodes[0]
+        names = sorted(cls.cluster.names)
+        for n in cls.cluster.nodes:
+            assert wait_for(lambda n=n: n.get("/_membership", fresh=True).json["all_nodes"] == names, 20)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.cluster.cleanup()
+
+    def setup_db(self, db, docs=300):
+        """A q=1 n=1 database on nodes[0] (A) with `docs` documents, one with an attachment, a
+        _local document and a security object; returns the shard id."""
+        nodes = self.cluster.nodes
+        self.assertEqual(nodes[0].put(f"/{db}?q=1&n=1").status, 201)
+        shards = nodes[0].get(f"/{db}/_shards").json["shards"]
+        self.assertEqual(list(shards.values()), [[self.cluster.names[0]]], shards)
+        pre = [{"_id": f"pre{i:03d}", "i": i} for i in range(docs)]
+        self.assertEqual(nodes[1].post(f"/{db}/_bulk_docs", {"docs": pre}).status, 201)
+        att = nodes[0].put(f"/{db}/withatt", {"_attachments": {"a.txt": {"content_type": "text/plain",
+                                                                          "data": "aGVsbG8gbW92ZQ=="}}})
+        self.assertEqual(att.status, 201, att.json)
+        self.assertEqual(nodes[0].put(f"/{db}/_local/checkpoint", {"seq": 7}).status, 201)
+        sec = {"admins": {"names": [], "roles": []}, "members": {"names": ["ann"], "roles": []}}
+        self.assertEqual(nodes[0].put(f"/{db}/_security", sec).status, 200)
+        [shard] = [s["id"] for s in nodes[0].get(f"/{db}/_changes/_meta").json["shards"]]
+        return shard
+
+    def test_a_copy_moves_to_another_node_while_every_node_writes(self):
+        nodes, names = self.cluster.nodes, self.cluster.names
+        db = "mvc"
+        shard = self.setup_db(db, docs=5000)  # more than one copy step (2,000 changes)
+        before_rows = shard_rows(nodes[0], db, shard)
+        token = nodes[0].get(f"/{db}/_changes").json["last_seq"]
+        bins_before = nodes[0].get(f"/{db}/_time_seq").json["time_seq"]
+
+        acked, failures, stop = {}, [], threading.Event()
+
+        def writer(k):
+            n = 0
+            while not stop.is_set() and n < 3000:
+                doc_id = f"w{k}-{n:05d}"
+                status, body = nodes[k].call("PUT", f"/{db}/{doc_id}", {"n": n})
+                if status in (201, 202):
+                    acked[doc_id] = body["rev"]
+                else:
+                    failures.append((k, status, body))
+                n += 1
+
+        # A continuous feed on A from the token, open throughout the move.
+        streamed, writers_done = [], threading.Event()
+
+        def follow():
+            conn = http.client.HTTPConnection("127.0.0.1", nodes[0].port, timeout=30)
+            conn.request("GET", f"/{db}/_changes?feed=continuous&heartbeat=200&since={token}",
+                         headers=dict(nodes[0].auth_header()))
+            r = conn.getresponse()
+            deadline = time.time() + 60
+            while time.time() < deadline:
+                line = r.readline()
+                if not line:
+                    break
+                if line.strip():
+                    row = json.loads(line)
+                    if "id" in row:
+                        streamed.append(row["id"])
+                if writers_done.is_set() and set(acked) <= set(streamed):
+                    break
+            conn.close()
+
+        follower = threading.Thread(target=follow)
+        follower.start()
+        threads = [threading.Thread(target=writer, args=(k,)) for k in range(3)]
+        for t in threads:
+            t.start()
+        time.sleep(0.3)
+        # Asked on the third node: the job is made on the target.
+        r = nodes[2].post("/_reshard/jobs", {"type": "move", "shard": f"shards/{shard.split('.')[0]}/{db}.{shard.split('.')[1]}",
+                                             "source": names[0], "target": names[1]})
+        self.assertEqual(r.status, 201, r.json)
+        self.assertEqual(r.json[0]["node"], names[1])
+        job = wait_job(nodes[1], r.json[0]["id"])
+        self.assertEqual(job["job_state"], "completed", job)
+        self.assertEqual((job["type"], job["source"], job["target"]), ("move", names[0], names[1]))
+        states = [h["type"] for h in job["history"]]
+        self.assertEqual(states[-1], "completed")
+        self.assertIn("update_shardmap", states)
+        time.sleep(0.3)
+        stop.set()
+        for t in threads:
+            t.join()
+        writers_done.set()
+        follower.join(timeout=30)
+        self.assertEqual(failures, [])
+        self.assertGreater(len(acked), 100)
+
+        want = set(before_rows) | set(acked)
+        for n in nodes:  # every node routes to B and sees every acknowledged write
+            self.assertTrue(wait_for(lambda n=n: list(n.get(f"/{db}/_shards").json["shards"].values()) == [[names[1]]], 10))
+            rows = {r["id"]: r["value"]["rev"] for r in n.get(f"/{db}/_all_docs").json["rows"]}
+            self.assertEqual(set(rows), want)
+            for doc_id, rev in acked.items():
+                self.assertEqual(rows[doc_id], rev)
+        # The continuous feed on A followed the copy to B: every write once.
+        self.assertEqual(len(streamed), len(set(streamed)))
+        self.assertEqual(set(streamed), set(acked))
+        # A token from before the move, on A and on B: exact, every write once.
+        for n in (nodes[0], nodes[1]):
+            r = n.get(f"/{db}/_changes?since={token}")
+            self.assertIsNone(r.header("X-Settee-Since-Resolution"))
+            ids = [row["id"] for row in r.json["results"]]
+            self.assertEqual(len(ids), len(set(ids)))
+            self.assertEqual(set(ids), set(acked))
+        # Seqs kept: the documents written before keep theirs on B's copy.
+        after_rows = shard_rows(nodes[1], db, shard)
+        for doc_id, seq in before_rows.items():
+            self.assertEqual(after_rows[doc_id], seq)
+        # _local documents, security, attachments and time-seq came along.
+        self.assertEqual(nodes[2].get(f"/{db}/_local/checkpoint").json["seq"], 7)
+        self.assertEqual(nodes[2].get(f"/{db}/_security").json["members"]["names"], ["ann"])
+        self.assertEqual(nodes[2].get(f"/{db}/withatt/a.txt").raw, "hello move")
+        # {range: {node: [[bin time, count], ...]}}: A's bins, now B's, with what came since.
+        [(rng, before)] = bins_before.items()
+        after = nodes[1].get(f"/{db}/_time_seq").json["time_seq"][rng]
+        self.assertEqual(list(before), [names[0]])
+        self.assertEqual(list(after), [names[1]])
+        counts = dict(map(tuple, after[names[1]]))
+        for t, count in before[names[0]]:
+            self.assertGreaterEqual(counts.get(t, -1), count)
+        self.assertEqual(sum(counts.values()), sum(c for _, c in before[names[0]]) + len(acked))
+        # A's copy is gone; the lineage says where it went.
+        meta = nodes[0].get(f"/{db}/_changes/_meta").json["shards"]
+        self.assertEqual([s["id"] for s in meta], [shard])
+        self.assertFalse(os.path.exists(os.path.join(nodes[0].data_dir, "shards", shard.split(".")[0])) and any(
+            f.startswith(db + ".") for f in os.listdir(os.path.join(nodes[0].data_dir, "shards", shard.split(".")[0]))))
+        self.assertEqual(nodes[1].get("/_active_tasks").json, [])
+
+    def test_bad_move_requests_are_refused(self):
+        nodes, names = self.cluster.nodes, self.cluster.names
+        db = "mvbad"
+        shard = self.setup_db(db, docs=5)
+        name = f"shards/{shard.split('.')[0]}/{db}.{shard.split('.')[1]}"
+        cases = [
+            ({"type": "move", "shard": name, "target": names[1]}, "`source` (a node) is required"),
+            ({"type": "move", "shard": name, "source": names[0]}, "`target` (a node) is required"),
+            ({"type": "move", "shard": name, "source": "nobody@127.0.0.1", "target": names[1]},
+             "`source` is not a valid node name"),
+            ({"type": "move", "db": db, "source": names[0], "target": names[1]},
+             "A move names one `shard` (or `db` and `range`)"),
+            ({"type": "jump", "shard": name}, "`job type must be `split` or `move`"),
+        ]
+        for body, reason in cases:
+            r = nodes[2].post("/_reshard/jobs", body)
+            self.assertError(r, 400, "bad_request", reason)
+        # The source holds no copy; the target holds one already (asked on the target and elsewhere).
+        r = nodes[2].post("/_reshard/jobs", {"type": "move", "shard": name, "source": names[1], "target": names[2]})
+        self.assertEqual(r.status, 400, r.json)
+        self.assertIn("holds no copy", r.json[0]["reason"])
+        r = nodes[0].post("/_reshard/jobs", {"type": "move", "shard": name, "source": names[0], "target": names[0]})
+        self.assertEqual(r.status, 400, r.json)
+        self.assertIn("holds a copy", r.json[0]["reason"])
+        self.assertEqual(list(nodes[0].get(f"/{db}/_shards").json["shards"].values()), [[names[0]]])
+
+
+if __name__ == "__main__":
+    main()
