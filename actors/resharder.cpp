@@ -18,6 +18,7 @@ namespace {
 constexpr const char* job_prefix = "_local/reshard-job/";
 constexpr const char* state_doc = "_local/reshard-state";
 constexpr size_t changes_per_step = 2000;
+constexpr int max_transient = 60;  // a move waits this many seconds for the other node to answer
 
 // A stop asked for while a job runs: not a failure, the job resumes from where it was.
 const status halted_status{errc::unavailable, "stopped"};
@@ -224,7 +225,10 @@ status resharder::start() {
       // The map may or may not have switched: the catalog says.
       if (state_index(j->split_state) > state_index("update_shardmap") || switched(*j)) {
         note(*j, "restart", "the shard map had switched: going forward");
-        if (state_index(j->split_state) < state_index("update_shardmap")) j->split_state = "update_shardmap";
+        // The state it was in may not have finished: it runs again (those after the switch can).
+        const auto& all = split_states();
+        const size_t at = state_index(j->split_state);
+        j->split_state = all[std::max(state_index("update_shardmap"), at > 0 ? at - 1 : 0)];
       } else if (j->move()) {  // the copy made here continues from the last seq it holds
         note(*j, "restart", "the shard map had not switched: copying on");
         j->split_state = "new";
@@ -356,18 +360,21 @@ result<uint64_t> resharder::seal_copy(const std::string& db, const std::string& 
   auto at = own_copy(db, range);
   if (!at) return at.error();
   const std::string& path = at->first.shard_paths[at->second];
-  if (!seal) {
-    shards_.unseal(path);
-    log::info("move of " + db + " range " + range + " called off: the copy here takes writes again");
-  } else {
-    shards_.seal(path);
-  }
-  auto h = coord_.shard(at->first, at->second);
+  auto h = coord_.shard(at->first, at->second);  // open first: a store opens sealed if recorded so
   if (!h) return h.error();
-  // Every write queued before the seal commits first: one op through the writer.
+  const bool was = h->store->sealed();
+  if (seal) {
+    shards_.seal(path);
+  } else {
+    shards_.unseal(path);
+    if (was) log::info("move of " + db + " range " + range + " called off: the copy here takes writes again");
+  }
+  // Every write queued before the seal commits first (one op through the writer), and the seal is
+  // recorded: a restart of this node before the target switched the map must not take writes.
   auto drain = std::make_shared<write_op>();
   drain->what = write_op::kind::format;
   drain->format_version = 0;
+  drain->seal = seal;
   if (auto st = write_one(h->writer, drain, std::chrono::seconds(60)); !st) return st;
   return h->store->header().update_seq;
 }
@@ -496,10 +503,14 @@ status resharder::save_state_locked() {
 void resharder::enter(split_job& j, const std::string& split_state) {
   j.split_state = split_state;
   note(j, split_state);
-  if (const char* fail = std::getenv("SETTEE_FAILPOINT"); fail && split_state == fail) {
+  failpoint(j, split_state);
+}
+
+void resharder::failpoint(split_job& j, const std::string& name) {
+  if (const char* fail = std::getenv("SETTEE_FAILPOINT"); fail && name == fail) {
     std::lock_guard<std::mutex> lock(mu_);
     (void)save_locked(j);
-    log::error("SETTEE_FAILPOINT=" + split_state + ": exiting now");
+    log::error("SETTEE_FAILPOINT=" + name + ": exiting now");
     std::_Exit(70);
   }
 }
@@ -529,6 +540,7 @@ void resharder::run() {
 
 void resharder::drive(const std::string& id) {
   uint64_t task = 0;
+  int transient = 0;  // transient failures in a row
   for (;;) {
     split_job j;
     {
@@ -563,13 +575,22 @@ void resharder::drive(const std::string& id) {
                              {"total_changes", std::max(j.total, j.copied_to)},
                              {"progress", j.total ? std::min<uint64_t>(100, j.copied_to * 100 / j.total) : 0},
                              {"updated_on", clk_.now_s()}});
-    std::lock_guard<std::mutex> lock(mu_);
+    std::unique_lock<std::mutex> lock(mu_);
     auto it = jobs_.find(id);
     if (it == jobs_.end()) break;  // deleted meanwhile
     if (!st && st.reason == halted_status.reason && st.code == halted_status.code) {
       it->second.copied_to = j.copied_to;  // stopped: resumes from here
       break;
     }
+    // A move's other node restarting or out of reach: the state is tried again, for a while.
+    if (!st && j.move() && (st.code == errc::unavailable || st.code == errc::timeout) && transient < max_transient) {
+      ++transient;
+      it->second.copied_to = j.copied_to;
+      log::warning("reshard job " + id + " in " + j.split_state + ": " + st.reason + "; trying again");
+      wake_.wait_for(lock, std::chrono::seconds(1), [&] { return stopping_; });
+      continue;
+    }
+    transient = st ? 0 : transient;
     // What the user changed meanwhile (a stop) wins over the runner's copy of those fields.
     j.stopped_by_user = it->second.stopped_by_user;
     if (it->second.job_state == "stopped" && !terminal(j)) j.job_state = "stopped", j.reason = it->second.reason;
@@ -798,15 +819,16 @@ status resharder::switch_move(split_job& j, const db_meta& db, size_t index) {
     return st;
   };
   if (auto st = move_pass(j, db, index, true); !st) return undo(st);
-  if (j.copied_to != *end) {
-    return undo(status{errc::internal, "the sealed source copy moved on from seq " + std::to_string(*end) + " to " +
-                                           std::to_string(j.copied_to)});
+  if (j.copied_to != *end) {  // the source restarted meanwhile (and took writes before it sealed again)
+    return undo(status{errc::unavailable, "the sealed source copy moved on from seq " + std::to_string(*end) + " to " +
+                                              std::to_string(j.copied_to)});
   }
   j.end_seq = *end;
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (auto st = save_locked(j); !st) return undo(st);
   }
+  failpoint(j, "update_shardmap:sealed");  // the source sealed, the map not switched
   auto map = coord_.catalog().update_entry(j.db, j.created, [&](catalog_entry& e) {
     if (!e.move_copy(j.source, j.from_node, node_))
       return status{errc::conflict, "Shard " + j.source + " has no copy on " + j.from_node + " to move any more"};

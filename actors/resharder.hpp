@@ -16,8 +16,11 @@
 //   wait_source_close, topoff3 (nothing can be left: checked), source_delete, completed.
 // Jobs and the node-wide running/stopped state are `_local` documents of `_dbs` (never replicated).
 // After a restart a job that had not switched the map starts over from initial_copy with new
-// children (the parent stayed the authority); one that had goes forward. SETTEE_FAILPOINT=<state>
-// makes the process exit as a job enters that state (kill tests).
+// children (the parent stayed the authority); one that had goes forward. A move that had not
+// switched copies on from the last seq its copy holds (the source's seal is recorded in its header,
+// so the source never takes writes the switch would leave behind; the job lifts it when it resumes).
+// SETTEE_FAILPOINT=<state> makes the process exit as a job enters that state (kill tests), and
+// "update_shardmap:sealed" once a move sealed its source, before the map switch.
 // Thread-safety: all methods may be called from any thread; jobs run on the resharder's own thread.
 #pragma once
 #include <condition_variable>
@@ -141,6 +144,8 @@ class resharder {
   status save_locked(const split_job& j);
   status save_state_locked();
   void enter(split_job& j, const std::string& split_state);
+  // SETTEE_FAILPOINT=<name>: saves the job and exits (70) here (kill tests).
+  void failpoint(split_job& j, const std::string& name);
   void note(split_job& j, const std::string& type, const std::string& detail = "");
   // The children's paths and ranges for `j` on database `db` (its parent an open shard of it).
   std::vector<std::pair<shard_range, std::string>> children_of(const split_job& j) const;

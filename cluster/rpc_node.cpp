@@ -289,7 +289,10 @@ struct rpc_node::loop : private kj::TaskSet::ErrorHandler {
             }
             members.connected(pc.address.name, info_of(hello));
             pc.backoff_ms = 100;
-            return ping_loop(pc);
+            // A peer that closes the connection (it stopped or restarted) is redialled at once,
+            // not at the next failed ping: calls after its restart find the new connection.
+            return ping_loop(pc).exclusiveJoin(pc.client->onDisconnect().then(
+                []() -> kj::Promise<void> { return KJ_EXCEPTION(DISCONNECTED, "the peer closed the connection"); }));
           });
         })
         .catch_([this, &pc, &timer](kj::Exception&&) {

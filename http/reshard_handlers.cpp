@@ -96,8 +96,8 @@ result<std::string> member_named(ctx& c, const json& body, const char* key) {
   auto all = c.node.members ? c.node.members->cluster_nodes() : std::vector<std::string>{c.node.node_name};
   if (std::find(all.begin(), all.end(), name) == all.end())
     return status{errc::bad_request, std::string("`") + key + "` is not a valid node name"};
-  if (name != c.node.node_name && !c.node.members->is_connected(name))
-    return status{errc::bad_request, std::string("Not connected to `") + key + "`"};
+  if (name != c.node.node_name && !c.node.members->is_connected(name))  // e.g. restarting: try again later
+    return status{errc::unavailable, std::string("Not connected to `") + key + "`"};
   return name;
 }
 

@@ -53,6 +53,7 @@ bool shard_header::decode(const std::string& stored, shard_header& out) {
     out.doc_del_count = h.getDocDelCount();
     out.created_at = h.getCreatedAt();
     out.external_size = h.getExternalSize();
+    out.sealed = h.getSealed();
     out.time_seq = time_seq::tseq{};
     if (h.hasTimeSeq()) {
       auto ts = h.getTimeSeq();
@@ -98,6 +99,7 @@ std::string shard_header::encode(const std::string& stored) const {
   h.setDocDelCount(doc_del_count);
   h.setCreatedAt(created_at);
   h.setExternalSize(external_size);
+  h.setSealed(sealed);
   auto ts = h.initTimeSeq();
   ts.setVersion(time_seq.v);
   ts.setResetSeq(time_seq.reset_seq);

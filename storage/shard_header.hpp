@@ -29,6 +29,7 @@ struct shard_header {
   int64_t created_at = 0;
   uint64_t external_size = 0;
   time_seq::tseq time_seq;  // release 0.2 (@10); empty when absent or of an unknown version
+  bool sealed = false;      // release 0.3 (@11): a shard move's source, sealed until the map switches
 
   // Decodes `bytes`; false when they are not a valid header.
   static bool decode(const std::string& bytes, shard_header& out);

@@ -257,6 +257,7 @@ result<std::shared_ptr<shard_store>> shard_store::open_env(const std::string& pa
     s->header_raw_ = std::move(bytes);
   }
   if (auto st = t.commit(); !st) return st;
+  if (h.sealed) s->sealed_.store(true);  // a move's source stays sealed until the move ends
   s->header_ = std::move(h);
   return s;
 }
@@ -337,6 +338,7 @@ status shard_store::commit(const std::vector<write_op*>& ops, int64_t now_s) {
         break;
       case write_op::kind::format:
         h.format_version = std::max(h.format_version, op.format_version);
+        if (op.seal) h.sealed = *op.seal;
         break;
       case write_op::kind::import:
         st = import_step(t.get(), h, *op.import);

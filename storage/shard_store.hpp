@@ -96,6 +96,7 @@ struct write_op {
   std::string security;                    // kind::security (JSON text)
   uint32_t revs_limit = 0;                 // kind::revs_limit
   uint32_t format_version = 0;             // kind::format: raises the header's format_version to this
+  std::optional<bool> seal;                // kind::format: records shard_header::sealed (durably)
   std::shared_ptr<import_request> import;  // kind::import (a shard split's copy step)
   // kind::compact: one step of compaction, from document id `compact_from` (inclusive) over at most
   // `compact_limit` documents: older revisions lose their bodies (and their attachments their
@@ -197,7 +198,8 @@ class shard_store : public std::enable_shared_from_this<shard_store> {
   status failed() const;
   // A split is about to close this shard: from the next commit on, every op but kind::format and
   // kind::import is refused with errc::shard_moved (the coordinator retries on the new shard map).
-  // Not persisted: the shard map stops naming the shard before anyone could reopen it.
+  // In memory; a kind::format op with `seal` records it in the header (a move's source), and a
+  // store opened with a sealed header starts sealed.
   void seal() { sealed_.store(true); }
   void unseal() { sealed_.store(false); }
   bool sealed() const { return sealed_.load(); }

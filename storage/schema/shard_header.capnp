@@ -21,6 +21,8 @@ struct ShardHeader {
   createdAt @8 :Int64;        # creation time (unix seconds) of the database this shard belongs to
   externalSize @9 :UInt64;    # bytes of leaf bodies stored
   timeSeq @10 :TimeSeq;       # release 0.2: time -> update seq bins (absent: none yet)
+  sealed @11 :Bool;           # release 0.3: a moving copy between its seal and the map switch
+                              # refuses writes, after a restart too (actors/resharder.hpp)
 }
 
 # CouchDB's time-seq (spec/time_seq.md): bins youngest first, times[i] pairs with seqs[i].

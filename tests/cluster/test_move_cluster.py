@@ -200,5 +200,122 @@ class MoveCluster(NodeTest):
         self.assertEqual(list(nodes[0].get(f"/{db}/_shards").json["shards"].values()), [[names[0]]])
 
 
+class MoveSurvivesKill(NodeTest):
+    """The target killed at each state of a move (and once the source is sealed, before the map
+    switch), or the source killed mid-copy: on restart the job goes on, nothing acknowledged is lost,
+    the source stays the authority until the switch, and its copy goes once the move is done."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.node = None
+
+    @classmethod
+    def tearDownClass(cls):
+        pass
+
+    def start_cluster(self):
+        cluster = Cluster(2, sync_interval_ms=500).start()
+        self.addCleanup(cluster.cleanup)
+        names = sorted(cluster.names)
+        for n in cluster.nodes:
+            self.assertTrue(wait_for(lambda n=n: n.get("/_membership", fresh=True).json["all_nodes"] == names, 20))
+        return cluster
+
+    def move_through(self, failpoint=None, kill_source=False):
+        cluster = self.start_cluster()
+        db = "mvkill"
+        self.assertEqual(cluster.nodes[0].put(f"/{db}?q=1&n=1").status, 201)
+        [[holder]] = cluster.nodes[0].get(f"/{db}/_shards").json["shards"].values()
+        # a: the node holding the copy (the source), b: the target.
+        a, b = sorted(cluster.nodes, key=lambda n: cluster.names[cluster.nodes.index(n)] != holder)
+        names = [cluster.names[cluster.nodes.index(n)] for n in (a, b)]
+        docs = [{"_id": f"d{i:05d}", "i": i} for i in range(6000)]
+        self.assertEqual(a.post(f"/{db}/_bulk_docs", {"docs": docs}).status, 201)
+        [shard] = [s["id"] for s in a.get(f"/{db}/_changes/_meta").json["shards"]]
+        rng, suffix = shard.split(".")
+        if failpoint:
+            b.stop()
+            b.env = {"SETTEE_FAILPOINT": failpoint}
+            b.start()
+            self.assertTrue(wait_for(lambda: all(n.get("/_membership", fresh=True).json["all_nodes"] == sorted(names)
+                                                 for n in (a, b)), 20))
+        acked, stop = {}, threading.Event()
+
+        def writer():
+            n = 0
+            while not stop.is_set() and n < 5000:
+                try:
+                    status, body = a.call("PUT", f"/{db}/w{n:05d}", {"n": n})
+                except OSError:
+                    status = 0
+                if status in (201, 202):
+                    acked[f"w{n:05d}"] = body["rev"]
+                n += 1
+
+        t = threading.Thread(target=writer)
+        t.start()
+        move = {"type": "move", "shard": f"shards/{rng}/{db}.{suffix}", "source": names[0], "target": names[1]}
+        r = a.post("/_reshard/jobs", move)
+        # Just after b restarted, a's connection to it may be the old one: 503, and a retry works.
+        deadline = time.time() + 10
+        while r.status == 503 and time.time() < deadline:
+            time.sleep(0.2)
+            r = a.post("/_reshard/jobs", move)
+        self.assertEqual(r.status, 201, r.json)
+        job_id = r.json[0]["id"]
+        if failpoint:
+            b.proc.wait(timeout=60)
+            self.assertEqual(b.proc.returncode, 70)
+            b.stop()
+            b.env = {}
+            b.start()
+        if kill_source:
+            time.sleep(0.05)
+            a.kill()
+            a.start()
+        job = wait_job(b, job_id)
+        stop.set()
+        t.join()
+        self.assertEqual(job["job_state"], "completed", job)
+        want = {d["_id"] for d in docs} | set(acked)
+        for n in (a, b):
+            self.assertTrue(wait_for(lambda n=n: list(n.get(f"/{db}/_shards").json["shards"].values()) == [[names[1]]], 10))
+            r = n.get(f"/{db}/_all_docs")
+            self.assertEqual(r.status, 200, r.json)
+            rows = {row["id"]: row["value"]["rev"] for row in r.json["rows"]}
+            # Every acknowledged write; a write whose answer was an error may be there too.
+            self.assertEqual(want - set(rows), set())
+            self.assertTrue(all(i.startswith("w") for i in set(rows) - want))
+            for doc_id, rev in acked.items():
+                self.assertEqual(rows[doc_id], rev)
+        # The source's copy is gone; writes go on, to the target's copy.
+        self.assertFalse(os.path.exists(os.path.join(a.data_dir, "shards", rng, f"{db}.{suffix}")))
+        self.assertTrue(os.path.exists(os.path.join(b.data_dir, "shards", rng, f"{db}.{suffix}")))
+        self.assertEqual(a.put(f"/{db}/after", {}).status, 201)
+        return job
+
+    def test_target_killed_before_the_switch_copies_on(self):
+        for failpoint in ("initial_copy", "topoff2", "update_shardmap"):
+            with self.subTest(failpoint=failpoint):
+                job = self.move_through(failpoint)
+                self.assertIn("the shard map had not switched: copying on",
+                              [h["detail"] for h in job["history"] if h["type"] == "restart"])
+
+    def test_target_killed_with_the_source_sealed_lifts_the_seal_and_copies_on(self):
+        job = self.move_through("update_shardmap:sealed")
+        self.assertIn("the shard map had not switched: copying on",
+                      [h["detail"] for h in job["history"] if h["type"] == "restart"])
+
+    def test_target_killed_after_the_switch_goes_forward(self):
+        for failpoint in ("wait_source_close", "source_delete"):
+            with self.subTest(failpoint=failpoint):
+                job = self.move_through(failpoint)
+                self.assertIn("the shard map had switched: going forward",
+                              [h["detail"] for h in job["history"] if h["type"] == "restart"])
+
+    def test_source_killed_during_the_copy(self):
+        self.move_through(kill_source=True)
+
+
 if __name__ == "__main__":
     main()

@@ -407,24 +407,32 @@ class SplitSurvivesKill(NodeTest):
         self.assertEqual(sorted(ids), sorted(f"d{i}" for i in range(300)))
         return node, jobs[job]
 
+    def shard_files(self, node):
+        return sorted(f for rng in os.listdir(os.path.join(node.data_dir, "shards"))
+                      for f in os.listdir(os.path.join(node.data_dir, "shards", rng))
+                      if f.startswith("rskill.") and not f.endswith("-lock"))
+
     def test_killed_before_the_switch_starts_over(self):
-        node, job = self.run_to("topoff1")
-        restarts = [h for h in job["history"] if h["type"] == "restart"]
-        self.assertEqual(len(restarts), 1)
-        self.assertIn("copying again", restarts[0]["detail"])
-        meta = node.get("/rskill/_changes/_meta").json["shards"]
-        self.assertEqual(len(meta), 3)
-        # The half-made children of the first attempt were removed; the ones in the map remain.
-        files = sorted(f for rng in os.listdir(os.path.join(node.data_dir, "shards"))
-                       for f in os.listdir(os.path.join(node.data_dir, "shards", rng)) if f.startswith("rskill.") and not f.endswith("-lock"))
-        self.assertEqual(len(files), 2)
+        for state in ("initial_copy", "topoff1", "build_indices", "topoff2", "copy_local_docs", "update_shardmap"):
+            with self.subTest(state=state):
+                node, job = self.run_to(state)
+                restarts = [h for h in job["history"] if h["type"] == "restart"]
+                self.assertEqual(len(restarts), 1)
+                self.assertIn("copying again", restarts[0]["detail"])
+                meta = node.get("/rskill/_changes/_meta").json["shards"]
+                self.assertEqual(len(meta), 3)
+                # The half-made children of the first attempt were removed; the ones in the map remain.
+                self.assertEqual(len(self.shard_files(node)), 2)
 
     def test_killed_after_the_switch_goes_forward(self):
-        node, job = self.run_to("wait_source_close")
-        restarts = [h for h in job["history"] if h["type"] == "restart"]
-        self.assertEqual(len(restarts), 1)
-        self.assertIn("going forward", restarts[0]["detail"])
-
+        for state in ("wait_source_close", "topoff3", "source_delete"):
+            with self.subTest(state=state):
+                node, job = self.run_to(state)
+                restarts = [h for h in job["history"] if h["type"] == "restart"]
+                self.assertEqual(len(restarts), 1)
+                self.assertIn("going forward", restarts[0]["detail"])
+                # The state it was killed in ran again: the parent is gone, the children remain.
+                self.assertEqual(len(self.shard_files(node)), 2)
 
 if __name__ == "__main__":
     main()
