@@ -16,13 +16,35 @@ AUTH = {"Authorization": "Basic " + base64.b64encode(b"bench:bench").decode()}
 
 
 class BenchNode:
-    def __init__(self, prefix):
+    def __init__(self, prefix, config=None):
+        """`config`: ini text (a cluster member's name, RPC port and seeds); None: the defaults."""
         binary = sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.path.dirname(__file__), "..", "build", "settee")
         self.port = harness.free_port()
         self.data = tempfile.mkdtemp(prefix=prefix)
+        args = [binary, "--data-dir", self.data, "--port", str(self.port)]
+        if config is not None:
+            with open(os.path.join(self.data, "local.ini"), "w") as f:
+                f.write(config)
+            args += ["--config", os.path.join(self.data, "local.ini")]
         env = dict(os.environ, SETTEE_ADMIN="bench:bench", SETTEE_CLUSTER_SECRET="bench-cluster-secret-0123456789")
-        self.proc = subprocess.Popen([binary, "--data-dir", self.data, "--port", str(self.port)], env=env,
-                                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        self.proc = subprocess.Popen(args, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
+def bench_cluster(prefix, n):
+    """n members on loopback, each seeded with the others (otherwise the default configuration);
+    returns (nodes, names) once every node lists every member."""
+    names = [f"b{i}@127.0.0.1" for i in range(1, n + 1)]
+    ports = [harness.free_port() for _ in range(n)]
+    nodes = []
+    for i in range(n):
+        seeds = ", ".join(f"{names[j]}:{ports[j]}" for j in range(n) if j != i)
+        nodes.append(BenchNode(prefix, f"[node]\nname = {names[i]}\n[cluster]\nrpc_port = {ports[i]}\nseeds = {seeds}\n"))
+    deadline = time.time() + 30
+    while time.time() < deadline:
+        if all(sorted(json.loads(n.request("GET", "/_membership")[1])["all_nodes"]) == names for n in nodes):
+            return nodes, names
+        time.sleep(0.2)
+    raise RuntimeError("the cluster did not form")
 
     def request(self, method, path, body=None):
         """(status, body bytes) on a connection of its own (threads may call it); waits for the start."""

@@ -1,11 +1,12 @@
-"""A shard split under a steady write load (issue 10 point 7), on one node with the default
-configuration.
+"""A shard split, or a shard move, under a steady write load (issue 10 point 7), with the default
+configuration: one node for a split, two cluster members on loopback for a move.
 
-    python3 bench/split.py [BINARY]      (DOCS=1000000 RATE=500 BEFORE_S=5 by default)
+    python3 bench/split.py [BINARY]      (JOB=split DOCS=1000000 RATE=500 BEFORE_S=5 by default)
+    JOB=move python3 bench/split.py      (the copy moves from the node holding it to the other)
 
 Loads DOCS documents into a database of one shard, then runs a writer at RATE writes/s (one PUT at
-a time, paced) and a continuous _changes consumer. After BEFORE_S seconds it splits the shard and
-waits for the job. Reports: the copy rate (documents the initial copy moved per second of
+a time, paced) and a continuous _changes consumer, both on the node holding the shard. After
+BEFORE_S seconds it splits (or moves) the shard and waits for the job. Reports: the copy rate (documents the initial copy moved per second of
 initial_copy), the job's total time, the write latency p50/p99/max before and during the job, and
 the longest time the consumer went without a row while writes were flowing (its stall). Bounded by
 DOCS and by the job (at most 30 minutes).
@@ -17,10 +18,20 @@ import statistics
 import threading
 import time
 
-from bench_node import AUTH, BenchNode
+from bench_node import AUTH, BenchNode, bench_cluster
 
 DOCS, RATE, BEFORE_S = (int(os.environ.get(k, d)) for k, d in (("DOCS", "1000000"), ("RATE", "500"), ("BEFORE_S", "5")))
-node = BenchNode("settee-split-")
+JOB = os.environ.get("JOB", "split")
+assert JOB in ("split", "move"), JOB
+if JOB == "move":
+    nodes, names = bench_cluster("settee-move-", 2)
+    assert nodes[0].request("PUT", "/split?q=1&n=1")[0] == 201
+    [[holder]] = json.loads(nodes[0].request("GET", "/split/_shards")[1])["shards"].values()
+    node = nodes[names.index(holder)]
+    target = [n for n in names if n != holder][0]
+else:
+    nodes = [BenchNode("settee-split-")]
+    node = nodes[0]
 req = node.request
 stop = threading.Event()
 lat = []  # (time sent, seconds)
@@ -61,7 +72,8 @@ def pct(xs, p):
 
 
 try:
-    assert req("PUT", "/split?q=1")[0] == 201
+    if JOB == "split":
+        assert req("PUT", "/split?q=1")[0] == 201
     t0 = time.monotonic()
     for start in range(0, DOCS, 5000):
         docs = [{"_id": f"d{i:08d}", "n": i, "pad": "x" * 100} for i in range(start, min(DOCS, start + 5000))]
@@ -73,12 +85,19 @@ try:
         t.start()
     time.sleep(BEFORE_S)
     job_start = time.monotonic()
-    status, body = req("POST", "/_reshard/jobs", {"type": "split", "db": "split"})
+    if JOB == "move":
+        [shard] = [s["id"] for s in json.loads(req("GET", "/split/_changes/_meta")[1])["shards"]]
+        rng, suffix = shard.split(".")
+        status, body = req("POST", "/_reshard/jobs", {"type": "move", "shard": f"shards/{rng}/split.{suffix}",
+                                                      "source": holder, "target": target})
+    else:
+        status, body = req("POST", "/_reshard/jobs", {"type": "split", "db": "split"})
     assert status == 201, body
     job = json.loads(body)[0]["id"]
+    runs_on = nodes[names.index(target)] if JOB == "move" else node  # a move's job runs on its target
     phases = {}
     while time.monotonic() - job_start < 1800:
-        j = json.loads(req("GET", f"/_reshard/jobs/{job}")[1])
+        j = json.loads(runs_on.request("GET", f"/_reshard/jobs/{job}")[1])
         phases.setdefault(j["split_state"], time.monotonic())
         if j["job_state"] in ("completed", "failed"):
             break
@@ -93,7 +112,7 @@ try:
     before = [s for t, s in lat if t < job_start]
     during = [s for t, s in lat if job_start <= t < job_end]
     gaps = [b - a for a, b in zip(rows_at, rows_at[1:]) if a >= job_start - 1 and b <= job_end + 1]
-    print(f"split of {DOCS} documents with {RATE} writes/s: job {job_end - job_start:.2f} s, initial copy "
+    print(f"{JOB} of {DOCS} documents with {RATE} writes/s: job {job_end - job_start:.2f} s, initial copy "
           f"{copy_s:.2f} s = {DOCS / copy_s if copy_s > 0 else float('nan'):.0f} docs/s (polled every 50 ms)")
     print(f"write latency before: p50 {pct(before, 0.5):.1f} ms, p99 {pct(before, 0.99):.1f} ms, "
           f"max {pct(before, 1.0):.1f} ms ({len(before)} writes)")
@@ -103,4 +122,5 @@ try:
           f"(writes every {1000 / RATE:.0f} ms)")
 finally:
     stop.set()
-    node.stop()
+    for n in nodes:
+        n.stop()
