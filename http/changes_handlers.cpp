@@ -209,17 +209,26 @@ class changes_source final : public feed_source {
  private:
   // True when the shard map changed since the feed started and the feed now reads the new one.
   bool reshaped() {
-    if (!feed_->error() || opts_.shard || opts_.closed || opts_.descending) return false;
+    if (!feed_->error() || opts_.closed || opts_.descending) return false;
     auto now = node_.coord.catalog().find(db_.name);
     if (!now || now->created != db_.created || (now->shard_paths == db_.shard_paths && now->nodes == db_.nodes))
       return false;
-    auto next = std::make_unique<changes_feed>(node_.coord, *now, opts_, node_.node_name);
+    changes_options opts = opts_;
+    if (opts_.shard) {  // one shard's feed follows its shard when a copy moved (a split ends it)
+      const std::string id = db_.shard_id(*opts_.shard);
+      opts.shard.reset();
+      for (size_t i = 0; i < now->ranges.size(); ++i)
+        if (now->shard_id(i) == id) opts.shard = i;
+      if (!opts.shard || now->nodes[*opts.shard] == db_.nodes[*opts_.shard]) return false;
+    }
+    auto next = std::make_unique<changes_feed>(node_.coord, *now, opts, node_.node_name);
     if (status st = next->start(feed_->token()); !st) {
       log::warning("changes feed of " + db_.name + " could not follow the new shard map: " + st.reason);
       return false;
     }
     earlier_rows_ += feed_->rows_emitted();
     db_ = std::move(*now);
+    opts_ = std::move(opts);
     feed_ = std::move(next);
     return true;
   }

@@ -85,13 +85,17 @@ class MoveCluster(NodeTest):
                     failures.append((k, status, body))
                 n += 1
 
-        # A continuous feed on A from the token, open throughout the move.
-        streamed, writers_done = [], threading.Event()
+        # Continuous feeds open throughout the move: the database's on A from the token, and the
+        # shard's own feed on A and on the third node from the shard's last seq.
+        writers_done = threading.Event()
+        shard_seq = max(before_rows.values())
+        feeds = {(0, f"/{db}/_changes?feed=continuous&heartbeat=200&since={token}"): [],
+                 (0, f"/{db}/_changes/{shard}?feed=continuous&heartbeat=200&since={shard_seq}"): [],
+                 (2, f"/{db}/_changes/{shard}?feed=continuous&heartbeat=200&since={shard_seq}"): []}
 
-        def follow():
-            conn = http.client.HTTPConnection("127.0.0.1", nodes[0].port, timeout=30)
-            conn.request("GET", f"/{db}/_changes?feed=continuous&heartbeat=200&since={token}",
-                         headers=dict(nodes[0].auth_header()))
+        def follow(k, path, streamed):
+            conn = http.client.HTTPConnection("127.0.0.1", nodes[k].port, timeout=30)
+            conn.request("GET", path, headers=dict(nodes[k].auth_header()))
             r = conn.getresponse()
             deadline = time.time() + 60
             while time.time() < deadline:
@@ -106,8 +110,9 @@ class MoveCluster(NodeTest):
                     break
             conn.close()
 
-        follower = threading.Thread(target=follow)
-        follower.start()
+        followers = [threading.Thread(target=follow, args=(k, path, out)) for (k, path), out in feeds.items()]
+        for f in followers:
+            f.start()
         threads = [threading.Thread(target=writer, args=(k,)) for k in range(3)]
         for t in threads:
             t.start()
@@ -128,7 +133,8 @@ class MoveCluster(NodeTest):
         for t in threads:
             t.join()
         writers_done.set()
-        follower.join(timeout=30)
+        for f in followers:
+            f.join(timeout=30)
         self.assertEqual(failures, [])
         self.assertGreater(len(acked), 100)
 
@@ -139,9 +145,10 @@ class MoveCluster(NodeTest):
             self.assertEqual(set(rows), want)
             for doc_id, rev in acked.items():
                 self.assertEqual(rows[doc_id], rev)
-        # The continuous feed on A followed the copy to B: every write once.
-        self.assertEqual(len(streamed), len(set(streamed)))
-        self.assertEqual(set(streamed), set(acked))
+        # The continuous feeds followed the copy to B: every write once.
+        for (k, path), streamed in feeds.items():
+            self.assertEqual(len(streamed), len(set(streamed)), path)
+            self.assertEqual(set(streamed), set(acked), path)
         # A token from before the move, on A and on B: exact, every write once.
         for n in (nodes[0], nodes[1]):
             r = n.get(f"/{db}/_changes?since={token}")
