@@ -503,6 +503,15 @@ status resharder::save_state_locked() {
 void resharder::enter(split_job& j, const std::string& split_state) {
   j.split_state = split_state;
   note(j, split_state);
+  {  // the API shows the state the job is in (saved once it is done)
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = jobs_.find(j.id);
+    if (it != jobs_.end()) {
+      it->second.split_state = j.split_state;
+      it->second.history = j.history;
+      it->second.update_time = j.update_time;
+    }
+  }
   failpoint(j, split_state);
 }
 
@@ -569,6 +578,7 @@ void resharder::drive(const std::string& id) {
       }
       task = tasks_.add(std::move(info));
     }
+    const split_job before = j;  // a state that does not finish runs again from here
     status st = advance(j);
     tasks_.update(task, json{{"phase", j.split_state},
                              {"changes_done", j.copied_to},
@@ -579,12 +589,16 @@ void resharder::drive(const std::string& id) {
     auto it = jobs_.find(id);
     if (it == jobs_.end()) break;  // deleted meanwhile
     if (!st && st.reason == halted_status.reason && st.code == halted_status.code) {
+      it->second.split_state = before.split_state;
+      it->second.history = before.history;
       it->second.copied_to = j.copied_to;  // stopped: resumes from here
       break;
     }
     // A move's other node restarting or out of reach: the state is tried again, for a while.
     if (!st && j.move() && (st.code == errc::unavailable || st.code == errc::timeout) && transient < max_transient) {
       ++transient;
+      it->second.split_state = before.split_state;
+      it->second.history = before.history;
       it->second.copied_to = j.copied_to;
       log::warning("reshard job " + id + " in " + j.split_state + ": " + st.reason + "; trying again");
       wake_.wait_for(lock, std::chrono::seconds(1), [&] { return stopping_; });

@@ -30,22 +30,6 @@ class BenchNode:
         self.proc = subprocess.Popen(args, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 
-def bench_cluster(prefix, n):
-    """n members on loopback, each seeded with the others (otherwise the default configuration);
-    returns (nodes, names) once every node lists every member."""
-    names = [f"b{i}@127.0.0.1" for i in range(1, n + 1)]
-    ports = [harness.free_port() for _ in range(n)]
-    nodes = []
-    for i in range(n):
-        seeds = ", ".join(f"{names[j]}:{ports[j]}" for j in range(n) if j != i)
-        nodes.append(BenchNode(prefix, f"[node]\nname = {names[i]}\n[cluster]\nrpc_port = {ports[i]}\nseeds = {seeds}\n"))
-    deadline = time.time() + 30
-    while time.time() < deadline:
-        if all(sorted(json.loads(n.request("GET", "/_membership")[1])["all_nodes"]) == names for n in nodes):
-            return nodes, names
-        time.sleep(0.2)
-    raise RuntimeError("the cluster did not form")
-
     def request(self, method, path, body=None):
         """(status, body bytes) on a connection of its own (threads may call it); waits for the start."""
         for _ in range(100):
@@ -67,3 +51,20 @@ def bench_cluster(prefix, n):
         self.proc.terminate()
         self.proc.wait()
         subprocess.run(["rm", "-rf", self.data])
+
+
+def bench_cluster(prefix, n):
+    """n members on loopback, each seeded with the others (otherwise the default configuration);
+    returns (nodes, names) once every node lists every member."""
+    names = [f"b{i}@127.0.0.1" for i in range(1, n + 1)]
+    ports = [harness.free_port() for _ in range(n)]
+    nodes = []
+    for i in range(n):
+        seeds = ", ".join(f"{names[j]}:{ports[j]}" for j in range(n) if j != i)
+        nodes.append(BenchNode(prefix, f"[node]\nname = {names[i]}\n[cluster]\nrpc_port = {ports[i]}\nseeds = {seeds}\n"))
+    deadline = time.time() + 30
+    while time.time() < deadline:
+        if all(sorted(json.loads(n.request("GET", "/_membership")[1])["all_nodes"]) == names for n in nodes):
+            return nodes, names
+        time.sleep(0.2)
+    raise RuntimeError("the cluster did not form")

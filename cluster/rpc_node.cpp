@@ -75,6 +75,7 @@ class node_server final : public Node::Server {
   kj::Promise<void> sealCopy(SealCopyContext context) override;
   kj::Promise<void> retireCopy(RetireCopyContext context) override;
   kj::Promise<void> createMove(CreateMoveContext context) override;
+  kj::Promise<void> reshardRequest(ReshardRequestContext context) override;
 
  private:
   static kj::Promise<void> refused() {
@@ -904,6 +905,24 @@ kj::Promise<void> node_server::createMove(CreateMoveContext context) {
       });
 }
 
+kj::Promise<void> node_server::reshardRequest(ReshardRequestContext context) {
+  auto params = context.getParams();
+  std::string method = params.getMethod(), id = params.getId(), body = params.getBody();
+  bool state = params.getState();
+  auto fn = loop_.opts.reshard_request;
+  auto out = std::make_shared<std::pair<int, std::string>>(
+      501, R"({"error":"not_implemented","reason":"resharding is not available on this node"})");
+  return loop_
+      .off_loop([=] {
+        if (fn) *out = fn(method, id, state, body);
+      })
+      .then([context, out]() mutable {
+        auto results = context.getResults();
+        results.setCode(static_cast<uint16_t>(out->first));
+        results.setBody(out->second);
+      });
+}
+
 // This node's update log: no shard, but read on the pool all the same (it may open the file).
 kj::Promise<void> node_server::dbUpdates(DbUpdatesContext context) {
   auto params = context.getParams();
@@ -1645,6 +1664,22 @@ result<std::string> rpc_node::create_move(const std::string& node, const std::st
     return req.send().then([](capnp::Response<Node::CreateMoveResults>&& r) -> result<std::string> {
       if (status st = status_of(r.getStatus()); !st) return st;
       return std::string(r.getJob());
+    });
+  });
+}
+
+result<std::pair<int, std::string>> rpc_node::reshard_request(const std::string& node, const std::string& method,
+                                                              const std::string& id, bool state,
+                                                              const std::string& body,
+                                                              std::chrono::milliseconds timeout) {
+  return call<std::pair<int, std::string>>(node, timeout, [=](Node::Client& cap) {
+    auto req = cap.reshardRequestRequest();
+    req.setMethod(method);
+    req.setId(id);
+    req.setState(state);
+    req.setBody(body);
+    return req.send().then([](capnp::Response<Node::ReshardRequestResults>&& r) -> result<std::pair<int, std::string>> {
+      return std::make_pair(static_cast<int>(r.getCode()), std::string(r.getBody()));
     });
   });
 }

@@ -69,6 +69,10 @@ struct rpc_options {
   std::function<result<uint64_t>(const std::string& db, const std::string& range, bool seal)> seal_copy;
   std::function<status(const std::string& db, const std::string& shard, uint64_t end_seq, bool remove)> retire_copy;
   std::function<result<std::string>(const std::string& body)> create_move;
+  // reshardRequest (run on a pool thread): (HTTP status, JSON body).
+  std::function<std::pair<int, std::string>(const std::string& method, const std::string& id, bool state,
+                                            const std::string& body)>
+      reshard_request;
 };
 
 using remote_shard_info = shard_summary;
@@ -141,6 +145,10 @@ class rpc_node final : public remote_shards {
   status retire_copy(const std::string& node, const std::string& db, const std::string& shard, uint64_t end_seq,
                      bool remove, std::chrono::milliseconds timeout);
   result<std::string> create_move(const std::string& node, const std::string& body, std::chrono::milliseconds timeout);
+  // A /_reshard/jobs request answered by `node` from its own jobs: (HTTP status, JSON body).
+  result<std::pair<int, std::string>> reshard_request(const std::string& node, const std::string& method,
+                                                      const std::string& id, bool state, const std::string& body,
+                                                      std::chrono::milliseconds timeout);
   bool stores_attachments(const std::string& node) const override;
   result<std::string> read_blob(const std::string& node, const std::string& db, const std::string& range,
                                 const std::string& key, uint64_t offset, uint64_t length,

@@ -23,19 +23,49 @@ result<json> object_body(ctx& c) {
 }
 
 // {"state":"running"|"stopped","reason"?}: running, and the reason.
-result<std::pair<bool, std::string>> state_body(ctx& c) {
-  auto body = object_body(c);
-  if (!body) return body.error();
-  auto it = body->find("state");
-  if (it == body->end()) return status{errc::bad_request, "Expected a `state` field"};
+result<std::pair<bool, std::string>> parse_state(const json& body) {
+  auto it = body.find("state");
+  if (it == body.end()) return status{errc::bad_request, "Expected a `state` field"};
   if (!it->is_string() || (*it != "running" && *it != "stopped"))
     return status{errc::bad_request, "State field not `running` or `stopped`"};
   std::string reason;
-  if (auto r = body->find("reason"); r != body->end()) {
+  if (auto r = body.find("reason"); r != body.end()) {
     if (!r->is_string()) return status{errc::bad_request, "`reason` must be a string"};
     reason = r->get<std::string>();
   }
   return std::make_pair(*it == "running", reason);
+}
+
+result<std::pair<bool, std::string>> state_body(ctx& c) {
+  auto body = object_body(c);
+  if (!body) return body.error();
+  return parse_state(*body);
+}
+
+std::pair<int, json> error_reply(const status& st) {
+  return {http_status_of(st.code), json{{"error", error_name_of(st.code)}, {"reason", st.reason}}};
+}
+
+// The members that could hold reshard jobs, this node excepted.
+std::vector<std::string> job_peers(ctx& c) {
+  std::vector<std::string> out;
+  if (!c.node.rpc || !c.node.members) return out;
+  for (const std::string& n : c.node.members->all_nodes())
+    if (n != c.node.node_name && c.node.members->has_feature(n, reshard_feature)) out.push_back(n);
+  return out;
+}
+
+// Every member's jobs (a move's job lives on its target): this node's, then the others'.
+json cluster_jobs(ctx& c) {
+  json jobs = json::array();
+  for (auto& j : c.node.reshard->jobs()) jobs.push_back(j.to_api(c.node.node_name));
+  for (const std::string& n : job_peers(c)) {
+    auto r = c.node.rpc->reshard_request(n, "GET", "", false, "", std::chrono::seconds(5));
+    auto list = r && r->first == 200 ? parse_json(r->second) : std::nullopt;
+    if (list && list->is_array())
+      for (auto& j : *list) jobs.push_back(std::move(j));
+  }
+  return jobs;
 }
 
 // The open shards a POST /_reshard/jobs body names, as (db, index); errors as CouchDB words them.
@@ -143,8 +173,7 @@ void create_move(ctx& c, const json& body, const std::vector<std::pair<db_meta, 
 void handle_jobs(ctx& c) {
   resharder& r = *c.node.reshard;
   if (c.method() == "GET") {
-    json jobs = json::array();
-    for (auto& j : r.jobs()) jobs.push_back(j.to_api(c.node.node_name));
+    json jobs = cluster_jobs(c);
     return c.reply(200, json{{"total_rows", jobs.size()}, {"offset", 0}, {"jobs", std::move(jobs)}});
   }
   if (c.method() != "POST") return c.method_not_allowed("GET,HEAD,POST");
@@ -204,33 +233,54 @@ void handle_jobs(ctx& c) {
   c.reply(ok == shards->size() ? 201 : ok > 0 ? 202 : 500, out);
 }
 
+// One job: answered here when it is this node's, else by the member that has it.
 void handle_job(ctx& c, const std::string& id) {
-  resharder& r = *c.node.reshard;
-  if (c.path.size() == 4 && c.path[3] == "state") {
-    if (c.method() == "GET") {
-      auto j = r.job(id);
-      if (!j) return c.error(j.error());
-      return c.reply(200,
-                     json{{"state", j->job_state}, {"reason", j->reason.empty() ? json(nullptr) : json(j->reason)}});
-    }
-    if (c.method() != "PUT") return c.method_not_allowed("GET,HEAD,PUT");
+  const bool state = c.path.size() == 4 && c.path[3] == "state";
+  if (!state && c.path.size() != 3) return c.error(errc::not_found, "missing");
+  if (state && c.method() != "GET" && c.method() != "PUT") return c.method_not_allowed("GET,HEAD,PUT");
+  if (!state && c.method() != "GET" && c.method() != "DELETE") return c.method_not_allowed("GET,HEAD,DELETE");
+  json body = json::object();
+  if (c.method() == "PUT") {
     auto want = state_body(c);
     if (!want) return c.error(want.error());
-    if (auto st = r.set_job_state(id, want->first, want->second); !st) return c.error(st);
-    return c.reply(200, json{{"ok", true}});
+    body = {{"state", want->first ? "running" : "stopped"}, {"reason", want->second}};
   }
-  if (c.path.size() != 3) return c.error(errc::not_found, "missing");
-  if (c.method() == "GET") {
-    auto j = r.job(id);
-    if (!j) return c.error(j.error());
-    return c.reply(200, j->to_api(c.node.node_name));
+  auto here = reshard_job_request(*c.node.reshard, c.node.node_name, c.method(), id, state, body);
+  if (here.first == 404) {
+    for (const std::string& n : job_peers(c)) {
+      auto there = c.node.rpc->reshard_request(n, c.method(), id, state, body.dump(), std::chrono::seconds(30));
+      auto parsed = there && there->first != 404 ? parse_json(there->second) : std::nullopt;
+      if (parsed) return c.reply(there->first, *parsed);
+    }
   }
-  if (c.method() != "DELETE") return c.method_not_allowed("GET,HEAD,DELETE");
-  if (auto st = r.remove(id); !st) return c.error(st);
-  c.reply(200, json{{"ok", true}});
+  c.reply(here.first, here.second);
 }
 
 }  // namespace
+
+std::pair<int, json> reshard_job_request(resharder& r, const std::string& node, const std::string& method,
+                                         const std::string& id, bool state, const json& body) {
+  if (id.empty()) {  // this node's jobs
+    json jobs = json::array();
+    for (auto& j : r.jobs()) jobs.push_back(j.to_api(node));
+    return {200, jobs};
+  }
+  if (state && method == "PUT") {
+    auto want = parse_state(body);
+    if (!want) return error_reply(want.error());
+    if (auto st = r.set_job_state(id, want->first, want->second); !st) return error_reply(st);
+    return {200, json{{"ok", true}}};
+  }
+  if (method == "DELETE") {
+    if (auto st = r.remove(id); !st) return error_reply(st);
+    return {200, json{{"ok", true}}};
+  }
+  auto j = r.job(id);
+  if (!j) return error_reply(j.error());
+  if (state)
+    return {200, json{{"state", j->job_state}, {"reason", j->reason.empty() ? json(nullptr) : json(j->reason)}}};
+  return {200, j->to_api(node)};
+}
 
 void handle_reshard(ctx& c) {
   if (!c.node.reshard) return c.error(errc::not_implemented, "resharding is not available on this node");
@@ -239,8 +289,9 @@ void handle_reshard(ctx& c) {
   if (p.size() == 1) {
     if (c.method() != "GET") return c.method_not_allowed("GET,HEAD");
     json summary{{"completed", 0}, {"failed", 0}, {"running", 0}, {"stopped", 0}, {"total", 0}};
-    for (auto& j : r.jobs()) {
-      std::string s = j.job_state == "new" ? "running" : j.job_state;
+    for (auto& j : cluster_jobs(c)) {
+      std::string s = j.value("job_state", "");
+      if (s == "new") s = "running";
       if (summary.contains(s)) summary[s] = summary[s].get<int>() + 1;
       summary["total"] = summary["total"].get<int>() + 1;
     }

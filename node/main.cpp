@@ -461,6 +461,12 @@ int main(int argc, char** argv) {
         }
         return status{errc::not_found, "Database " + db->name + " has no open shard " + b.value("shard", "")};
       };
+      ro.reshard_request = [&reshard, name = store_opts.node_name](const std::string& method, const std::string& id,
+                                                                   bool state, const std::string& body) {
+        auto [code, out] =
+            reshard_job_request(reshard, name, method, id, state, parse_json(body).value_or(json::object()));
+        return std::make_pair(code, out.dump());
+      };
       rpc = std::make_unique<rpc_node>(members, ro);
       if (auto st = rpc->start(); !st) die(st.reason);
       node.rpc = rpc.get();

@@ -105,6 +105,10 @@ interface Node {
   retireCopy @24 (db :Text, shardId :Text, endSeq :UInt64, remove :Bool) -> (status :CallStatus);
   # Creates a move job on this node (the target) from a POST /_reshard/jobs body; the job as JSON.
   createMove @25 (body :Text) -> (status :CallStatus, job :Text);
+  # A /_reshard/jobs request answered from this node's jobs only: GET with an empty `id` lists
+  # them; otherwise GET|DELETE /_reshard/jobs/<id> or, with `state`, GET|PUT .../<id>/state.
+  # The HTTP status and JSON body it would answer (404 when the job is not here).
+  reshardRequest @26 (method :Text, id :Text, state :Bool, body :Text) -> (code :UInt16, body :Text);
 }
 
 struct DbUpdateRow {

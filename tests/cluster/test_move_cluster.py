@@ -122,7 +122,15 @@ class MoveCluster(NodeTest):
                                              "source": names[0], "target": names[1]})
         self.assertEqual(r.status, 201, r.json)
         self.assertEqual(r.json[0]["node"], names[1])
-        job = wait_job(nodes[1], r.json[0]["id"])
+        # The job lives on the target; any member answers for it.
+        job = wait_job(nodes[2], r.json[0]["id"])
+        self.assertEqual(job["node"], names[1])
+        for n in nodes:
+            listed = n.get("/_reshard/jobs").json
+            self.assertEqual([j["id"] for j in listed["jobs"]], [job["id"]])
+            self.assertEqual(n.get("/_reshard").json["completed"], 1)
+        self.assertEqual(nodes[0].get(f"/_reshard/jobs/{job['id']}/state").json["state"], "completed")
+        self.assertEqual(nodes[0].get("/_reshard/jobs/nope").status, 404)
         self.assertEqual(job["job_state"], "completed", job)
         self.assertEqual((job["type"], job["source"], job["target"]), ("move", names[0], names[1]))
         states = [h["type"] for h in job["history"]]
