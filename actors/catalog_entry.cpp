@@ -69,6 +69,13 @@ bool read_shards(const json& list, catalog_entry& e, std::string& why) {
       why = "shard id " + text + " has no numeric suffix";
       return false;
     }
+    if (s.contains("closed_at")) {
+      if (!s["closed_at"].is_number_integer()) {
+        why = "shard " + text + " has a closed_at that is not a time";
+        return false;
+      }
+      info.closed_at = s["closed_at"].get<int64_t>();
+    }
     info.range = *range;
     info.open = state.get<std::string>() == "open";
     if (!ids.insert(text).second) {
@@ -109,8 +116,32 @@ catalog_entry catalog_entry::initial(int64_t created, const std::vector<std::vec
   return e;
 }
 
+int64_t shard_info::opened_at(int64_t parents_closed_at) const {
+  if (parents.empty() || !parents_closed_at) return suffix > 100000000000 ? suffix / 1000 : suffix;  // ms or s
+  return parents_closed_at;
+}
+
+std::vector<size_t> catalog_entry::live_at(int64_t t) const {
+  std::vector<size_t> out;
+  for (size_t i = 0; i < shards.size(); ++i) {
+    const shard_info& s = shards[i];
+    int64_t parents_closed = 0;
+    for (const std::string& p : s.parents)
+      if (auto at = find(p)) parents_closed = std::max(parents_closed, shards[*at].closed_at);
+    // Closed by a release that kept no closed_at: the children's creation says when.
+    int64_t closed = s.closed_at;
+    if (!s.open && !closed) {
+      for (const std::string& c : s.children)
+        if (auto at = find(c)) closed = std::max(closed, shards[*at].opened_at(0));
+    }
+    if (s.opened_at(parents_closed) <= t && (s.open || t < closed)) out.push_back(i);
+  }
+  std::sort(out.begin(), out.end(), [&](size_t a, size_t b) { return shards[a].range.begin < shards[b].range.begin; });
+  return out;
+}
+
 bool catalog_entry::split_shard(const std::string& id, int64_t suffix, const std::map<std::string, uint64_t>& end_seq,
-                                const std::map<std::string, std::string>& uuids) {
+                                const std::map<std::string, std::string>& uuids, int64_t closed_at) {
   auto at = find(id);
   if (!at || !shards[*at].open) return false;
   auto halves = shards[*at].range.halves();
@@ -129,6 +160,7 @@ bool catalog_entry::split_shard(const std::string& id, int64_t suffix, const std
   parent.open = false;
   parent.end_seq = end_seq;
   parent.uuids = uuids;
+  parent.closed_at = closed_at;
   for (const shard_info& c : children) parent.children.push_back(c.id());
   shards.insert(shards.end(), children.begin(), children.end());
   return true;
@@ -187,6 +219,7 @@ catalog_entry merge_catalog_entries(const catalog_entry& a, const catalog_entry&
     m.end_seq.insert(s.end_seq.begin(), s.end_seq.end());
     m.uuids.insert(s.uuids.begin(), s.uuids.end());
     m.moved.insert(s.moved.begin(), s.moved.end());
+    m.closed_at = std::max(m.closed_at, s.closed_at);
     // A copy one side moved is where that side put it.
     for (std::string& n : m.nodes) {
       auto to = m.moved.find(n);
@@ -261,6 +294,7 @@ std::string encode_catalog_entry(const catalog_entry& e) {
                         {"end_seq", s.end_seq}});
       if (!s.uuids.empty()) shards.back()["uuids"] = s.uuids;
       if (!s.moved.empty()) shards.back()["moved"] = s.moved;
+      if (s.closed_at) shards.back()["closed_at"] = s.closed_at;
     }
     body["shards"] = std::move(shards);
   }

@@ -35,6 +35,11 @@ struct shard_info {
   // Copies moved to another node: old node -> the node that holds that copy now (same uuid, same
   // seqs), so a token naming the old node's copy continues exactly there.
   std::map<std::string, std::string> moved;
+  int64_t closed_at = 0;  // closed: when (unix seconds; 0 when a release before 0.3 closed it)
+
+  // When the shard began taking writes (unix seconds): its parents' closing, else its creation.
+  // `parents_closed_at`: the latest closed_at of its parents (0: unknown).
+  int64_t opened_at(int64_t parents_closed_at) const;
 
   std::string id() const { return range.name() + "." + std::to_string(suffix); }
 };
@@ -51,7 +56,10 @@ struct catalog_entry {
   // two halves, on the same nodes, with ids suffixed `suffix`, starting where it ended. False
   // when `id` is not an open shard or cannot be split.
   bool split_shard(const std::string& id, int64_t suffix, const std::map<std::string, uint64_t>& end_seq,
-                   const std::map<std::string, std::string>& uuids = {});
+                   const std::map<std::string, std::string>& uuids = {}, int64_t closed_at = 0);
+  // Indexes of the shards that took writes at time `t` (unix seconds): opened at or before it, not
+  // closed by then. They cover the ring once.
+  std::vector<size_t> live_at(int64_t t) const;
   // Moves open shard `id`'s copy on `from` to `to` (the copy keeps its uuid and numbering). False
   // when `id` is not an open shard with a copy on `from`, or `to` holds one already.
   bool move_copy(const std::string& id, const std::string& from, const std::string& to);

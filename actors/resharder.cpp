@@ -742,7 +742,7 @@ status resharder::switch_map(split_job& j) {
   if (end != j.copied_to) return status{errc::internal, "the sealed parent still moved"};
   const std::string uuid = parent->store->header().shard_uuid;
   auto map = coord_.catalog().update_entry(j.db, j.created, [&](catalog_entry& e) {
-    if (!e.split_shard(j.source, j.child_suffix, {{node_, end}}, {{node_, uuid}}))
+    if (!e.split_shard(j.source, j.child_suffix, {{node_, end}}, {{node_, uuid}}, clk_.now_s()))
       return status{errc::conflict, "Shard " + j.source + " is no longer open"};
     return status{};
   });

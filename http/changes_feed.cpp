@@ -92,22 +92,33 @@ status changes_feed::start_shard_at(uint64_t seq) {
   return {};  // positions are plain seqs (token()): no clustered token builder
 }
 
-const seq_entry* changes_feed::ancestor_position(const std::vector<seq_entry>& from, size_t i) const {
-  if (!db_.entry) return nullptr;
+std::optional<seq_entry> changes_feed::ancestor_position(const std::vector<seq_entry>& from, size_t i) const {
+  if (!db_.entry) return std::nullopt;
   const shard_range& r = db_.ranges[i];
+  // Where a copy on `node` of shard `s` went, if it moved (same uuid, same numbering).
+  auto moved = [](const shard_info& s, const std::string& node) {
+    auto to = s.moved.find(node);
+    return to == s.moved.end() ? node : to->second;
+  };
+  auto here = db_.entry->find(db_.shard_id(i));
   for (const seq_entry& e : from) {
     if (!(e.range.begin <= r.begin && r.end <= e.range.end) || e.range == r) continue;
-    // The token's range is a closed shard of this database whose copy on e.node it names.
+    // The token's range is a closed shard of this database whose copy on e.node it names (that
+    // copy may have moved before the split).
     for (const shard_info& s : db_.entry->shards) {
       if (s.open || !(s.range == e.range)) continue;
-      auto uuid = s.uuids.find(e.node);
+      const std::string split_on = moved(s, e.node);
+      auto uuid = s.uuids.find(split_on);
       if (uuid == s.uuids.end() || uuid->second.compare(0, uuid_prefix_length, e.uuid_prefix) != 0) continue;
-      if (!db_.everywhere() && std::find(db_.nodes[i].begin(), db_.nodes[i].end(), e.node) == db_.nodes[i].end())
-        continue;
-      return &e;
+      // The descendant's copy made there, wherever it moved since.
+      const std::string now = here ? moved(db_.entry->shards[*here], split_on) : split_on;
+      if (!db_.everywhere() && std::find(db_.nodes[i].begin(), db_.nodes[i].end(), now) == db_.nodes[i].end()) continue;
+      seq_entry at = e;
+      at.node = now;
+      return at;
     }
   }
-  return nullptr;
+  return std::nullopt;
 }
 
 status changes_feed::start_closed_at(uint64_t seq) {
@@ -184,7 +195,7 @@ status changes_feed::start(const std::string& since) {
       if (e.range.begin == p.range.begin && e.range.end == p.range.end) given = &e;
     // A range split since the token was made: its ancestor's position on the same node's copy
     // holds for the descendant too (children continue their parent's numbering).
-    const seq_entry* ancestor = given || now ? nullptr : ancestor_position(from, i);
+    std::optional<seq_entry> ancestor = given || now ? std::nullopt : ancestor_position(from, i);
     if (ancestor) {
       auto rr = coord_.first_answer<resolved_since>(
           db_, i, [](shard_copy& c) { return c.resolve_since("", 0); }, &p.copy, ancestor->node);

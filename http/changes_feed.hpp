@@ -96,8 +96,9 @@ class changes_feed {
   std::vector<size_t> ranges() const;
   std::string preferred_copy(size_t range, const seq_entry* given) const;
   // The token entry of a closed ancestor of open range `i` whose position carries over to it
-  // (the same node's copy; the catalog's lineage names that copy's uuid), if any.
-  const seq_entry* ancestor_position(const std::vector<seq_entry>& from, size_t i) const;
+  // (the copy the split made on the node whose copy the token names, wherever it moved since; the
+  // catalog's lineage names that copy's uuid), with `node` where that copy is now; if any.
+  std::optional<seq_entry> ancestor_position(const std::vector<seq_entry>& from, size_t i) const;
   // start() of a one-shard feed at a plain seq of its first copy ("0", "now" and times as usual).
   status start_shard_at(uint64_t seq);
   // since=<time>: each range resumes at its copy's time-seq answer for `t`.

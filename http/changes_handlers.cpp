@@ -3,14 +3,18 @@
 // (change_notifier) or its next heartbeat, holding no thread.
 #include <algorithm>
 #include <atomic>
+#include <charconv>
 #include <chrono>
 #include <cstdint>
+#include <map>
 
 #include "actors/change_notifier.hpp"
+#include "cluster/clustered_seq.hpp"
 #include "http/changes_feed.hpp"
 #include "http/feed_stream.hpp"
 #include "http/handlers.hpp"
 #include "node/log.hpp"
+#include "storage/time_seq.hpp"
 
 namespace settee {
 
@@ -285,32 +289,124 @@ void handle_shard_changes(ctx& c, const db_meta& db, const std::string& shard_id
           "Database " + db.name + " has no shard " + shard_id + " (GET /" + db.name + "/_changes/_meta lists them)");
 }
 
+namespace {
+
+// One shard of GET /db/_changes/_meta: its lineage, seqs of the copy shard feeds read (the first).
+json shard_row(const shard_info& s) {
+  auto seq_of = [&](const std::map<std::string, uint64_t>& seqs) -> json {
+    if (s.nodes.empty()) return seqs.empty() ? json(0) : json(seqs.begin()->second);
+    auto it = seqs.find(s.nodes[0]);
+    return it == seqs.end() ? json(0) : json(it->second);
+  };
+  return json{{"id", s.id()},
+              {"range", s.range.name()},
+              {"state", s.open ? "open" : "closed"},
+              {"parents", s.parents},
+              {"children", s.children},
+              {"start_seq", seq_of(s.start_seq)},
+              {"end_seq", s.open ? json(nullptr) : seq_of(s.end_seq)}};
+}
+
+// The copy whose seq numbering a shard feed of `s` reads: its first.
+std::string numbering_node(const shard_info& s, const std::string& self) {
+  return s.nodes.empty() ? self : s.nodes.front();
+}
+
+// Where one shard's feed of open shard `index` starts to give what came at or after time `since`.
+result<uint64_t> shard_seq_at(ctx& c, const db_meta& db, size_t index, const std::string& since) {
+  changes_options opts;
+  opts.shard = index;
+  changes_feed at(c.node.coord, db, opts, c.node.node_name);
+  if (auto st = at.start(since); !st) return st;
+  uint64_t seq = 0;
+  std::string token = at.token();
+  std::from_chars(token.data(), token.data() + token.size(), seq);
+  return seq;
+}
+
+// The shards live at `since` (spec 11.3: the topology at that point), each with `since`: the seq
+// its own feed starts from to give what came after that point. A token names, per range, a copy
+// and a seq (a seq of another copy than the one shard feeds read cannot be carried over: 0 and
+// "since_resolution":"rewound" then); a time is resolved through each shard's time-seq (a closed
+// shard's through its first open descendant, which holds its history).
+result<json> shards_at(ctx& c, const db_meta& db, const std::string& since, json& rows_out) {
+  const catalog_entry& e = *db.entry;
+  std::map<std::string, std::pair<uint64_t, bool>> at;  // shard id -> (since, exact)
+  if (auto t = time_seq::parse_time(since)) {
+    for (size_t i : e.live_at(std::max(*t, e.created))) {  // before the database: its first shards
+      const shard_info& s = e.shards[i];
+      // This shard, or (closed since) its first descendant that is open now.
+      std::optional<size_t> open;
+      for (size_t k = 0; k < db.ranges.size() && !open; ++k) {
+        if (db.shard_id(k) == s.id() ||
+            (!s.open && s.range.begin <= db.ranges[k].begin && db.ranges[k].end <= s.range.end))
+          open = k;
+      }
+      if (!open) continue;
+      auto seq = shard_seq_at(c, db, *open, since);
+      if (!seq) return seq.error();
+      uint64_t v = *seq;
+      if (!s.open) {
+        auto end = s.end_seq.find(numbering_node(s, c.node.node_name));
+        if (end != s.end_seq.end()) v = std::min(v, end->second);
+      }
+      at[s.id()] = {v, true};
+    }
+  } else {
+    std::vector<seq_entry> entries;
+    if (since == "0") {  // the beginning: the first shards, from their start
+      for (const shard_info& s : e.shards)
+        if (s.parents.empty()) at[s.id()] = {0, true};
+    } else if (since == "now") {
+      changes_feed feed(c.node.coord, db, {}, c.node.node_name);
+      if (auto st = feed.start(since); !st) return st;
+      auto decoded = decode_seq(feed.token());
+      if (!decoded) return decoded.error();
+      entries = std::move(*decoded);
+    } else {
+      auto decoded = decode_seq(since);
+      if (!decoded) return decoded.error();
+      entries = std::move(*decoded);
+    }
+    for (const seq_entry& en : entries) {
+      for (const shard_info& s : e.shards) {
+        if (!(s.range == en.range)) continue;
+        const std::string first = numbering_node(s, c.node.node_name);
+        auto moved = s.moved.find(en.node);
+        const bool same = en.node == first || (moved != s.moved.end() && moved->second == first);
+        at[s.id()] = {same ? en.seq : 0, same};
+      }
+    }
+  }
+  for (const shard_info& s : e.shards) {
+    auto it = at.find(s.id());
+    if (it == at.end()) continue;
+    json row = shard_row(s);
+    row["since"] = it->second.first;
+    if (!it->second.second) row["since_resolution"] = "rewound";
+    rows_out.push_back(std::move(row));
+  }
+  return json();
+}
+
+}  // namespace
+
 void handle_changes_meta(ctx& c, const db_meta& db) {
   if (c.method() != "GET") return c.method_not_allowed("GET,HEAD");
   // A `since` must be a position this database can resume from.
   if (c.has("since")) {
     changes_feed at(c.node.coord, db, {}, c.node.node_name);
     if (auto st = at.start(c.param("since")); !st) return c.error(st);
+    json shards = json::array();
+    if (auto st = shards_at(c, db, c.param("since"), shards); !st) return c.error(st.error());
+    return c.reply(200, json{{"shards", std::move(shards)}, {"since", at.token()}});
   }
   changes_feed now(c.node.coord, db, {}, c.node.node_name);
   if (auto st = now.start("now"); !st) return c.error(st);
   // Every shard there has been, with lineage; seqs are those of the copy shard feeds read (the
   // first in the shard's node order).
   json shards = json::array();
-  auto seq_of = [](const shard_info& s, const std::map<std::string, uint64_t>& seqs) -> json {
-    if (s.nodes.empty()) return seqs.empty() ? json(0) : json(seqs.begin()->second);
-    auto it = seqs.find(s.nodes[0]);
-    return it == seqs.end() ? json(0) : json(it->second);
-  };
-  for (const shard_info& s : db.entry->shards) {
-    shards.push_back({{"id", s.id()},
-                      {"range", s.range.name()},
-                      {"state", s.open ? "open" : "closed"},
-                      {"parents", s.parents},
-                      {"children", s.children},
-                      {"start_seq", seq_of(s, s.start_seq)},
-                      {"end_seq", s.open ? json(nullptr) : seq_of(s, s.end_seq)}});
-  }
+  for (const shard_info& s : db.entry->shards) shards.push_back(shard_row(s));
   c.reply(200, json{{"shards", std::move(shards)}, {"since", now.token()}});
 }
 

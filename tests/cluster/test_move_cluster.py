@@ -215,6 +215,82 @@ class MoveCluster(NodeTest):
         self.assertEqual(list(nodes[0].get(f"/{db}/_shards").json["shards"].values()), [[names[0]]])
 
 
+class FeedsThroughSplitsAndAMove(NodeTest):
+    """Issue 10 point 3 (apache/couchdb #3885): a consumer holding any token from before two rounds of
+    splits and a move gets every change after it exactly once, with no writes after the last
+    operation, in every feed type; the last token gives nothing."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.cluster = Cluster(2, sync_interval_ms=500).start()
+        cls.node = cls.cluster.nodes[0]
+        names = sorted(cls.cluster.names)
+        for n in cls.cluster.nodes:
+            assert wait_for(lambda n=n: n.get("/_membership", fresh=True).json["all_nodes"] == names, 20)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.cluster.cleanup()
+
+    def test_tokens_from_before_every_operation_continue_exactly(self):
+        nodes, names = self.cluster.nodes, self.cluster.names
+        db = "feeds3885"
+        self.assertEqual(nodes[0].put(f"/{db}?q=1&n=1").status, 201)
+        [[holder]] = nodes[0].get(f"/{db}/_shards").json["shards"].values()
+        a, b = nodes[names.index(holder)], nodes[1 - names.index(holder)]
+        other = names[1 - names.index(holder)]
+        written, tokens = [], []  # tokens[i]: (token, the ids written before it)
+
+        def write(k):
+            docs = [{"_id": f"r{len(tokens)}-{i:03d}"} for i in range(k)]
+            self.assertEqual(a.post(f"/{db}/_bulk_docs", {"docs": docs}).status, 201)
+            written.extend(d["_id"] for d in docs)
+            for n in (a, b):
+                tokens.append((n.get(f"/{db}/_changes?limit=0&since=now").json["last_seq"], list(written)))
+
+        def split_all():
+            for rng in list(a.get(f"/{db}/_shards").json["shards"]):
+                r = a.post("/_reshard/jobs", {"type": "split", "db": db, "range": rng})
+                self.assertEqual(r.status, 201, r.json)
+                self.assertEqual(wait_job(a, r.json[0]["id"])["job_state"], "completed")
+
+        write(100)
+        split_all()  # 1 -> 2 shards
+        write(100)
+        split_all()  # 2 -> 4 shards
+        write(100)
+        [shard] = [s["id"] for s in a.get(f"/{db}/_changes/_meta").json["shards"] if s["state"] == "open"][:1]
+        rng, suffix = shard.split(".")
+        r = a.post("/_reshard/jobs", {"type": "move", "shard": f"shards/{rng}/{db}.{suffix}", "source": holder,
+                                      "target": other})
+        self.assertEqual(r.status, 201, r.json)
+        self.assertEqual(wait_job(b, r.json[0]["id"])["job_state"], "completed")
+        self.assertTrue(wait_for(lambda: all(n.get(f"/{db}/_shards").json["shards"][rng] == [other] for n in nodes), 10))
+        # No write after the move. Every token from before, asked on either node, in every feed type.
+        self.assertEqual(len(tokens), 6)
+        for token, before in tokens:
+            want = set(written) - set(before)
+            for n in nodes:
+                for feed in ("normal", "longpoll", "continuous"):
+                    with self.subTest(feed=feed, node=n.port, before=len(before)):
+                        if feed == "continuous":
+                            text = n.raw_stream(f"/{db}/_changes?feed=continuous&timeout=300&since={token}", 0.6)
+                            rows = [json.loads(line) for line in text.splitlines() if line.strip()]
+                            ids = [row["id"] for row in rows if "id" in row]
+                        else:
+                            r = n.get(f"/{db}/_changes?feed={feed}&timeout=300&since={token}")
+                            self.assertEqual(r.status, 200)
+                            self.assertIsNone(r.header("X-Settee-Since-Resolution"))
+                            ids = [row["id"] for row in r.json["results"]]
+                        self.assertEqual(len(ids), len(set(ids)))
+                        self.assertEqual(set(ids), want)
+        # The newest position, after the move: nothing to send, on either node (no rewind).
+        for n in nodes:
+            last = n.get(f"/{db}/_changes").json["last_seq"]
+            self.assertEqual(n.get(f"/{db}/_changes?since={last}").json["results"], [])
+            self.assertEqual(n.get(f"/{db}/_changes?feed=longpoll&timeout=300&since={last}").json["results"], [])
+
+
 class MoveSurvivesKill(NodeTest):
     """The target killed at each state of a move (and once the source is sealed, before the map
     switch), or the source killed mid-copy: on restart the job goes on, nothing acknowledged is lost,

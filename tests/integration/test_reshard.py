@@ -8,7 +8,7 @@ import os
 import threading
 import time
 
-from harness import Node, NodeTest, main
+from harness import ClockedNodeTest, Node, NodeTest, main
 
 
 def wait_for_jobs(node, ids, state="completed", timeout=60):
@@ -433,6 +433,59 @@ class SplitSurvivesKill(NodeTest):
                 self.assertIn("going forward", restarts[0]["detail"])
                 # The state it was killed in ran again: the parent is gone, the children remain.
                 self.assertEqual(len(self.shard_files(node)), 2)
+
+class TopologyAtAPoint(ClockedNodeTest):
+    """GET /db/_changes/_meta?since=<token|time> (spec 11.3): the shards live at that point, each
+    with the seq its own feed starts from."""
+
+    def test_meta_since_a_token_or_a_time_gives_the_shards_of_that_moment(self):
+        db, t0 = "topo", self.START
+        self.assertEqual(self.node.put(f"/{db}?q=1").status, 201)
+        self.node.post(f"/{db}/_bulk_docs", {"docs": [{"_id": f"a{i}"} for i in range(10)]})
+        self.set_time(t0 + 3600)
+        self.node.post(f"/{db}/_bulk_docs", {"docs": [{"_id": f"b{i}"} for i in range(10)]})
+        token = self.node.get(f"/{db}/_changes").json["last_seq"]
+        [root] = [s["id"] for s in self.node.get(f"/{db}/_changes/_meta").json["shards"]]
+        self.set_time(t0 + 7200)
+        wait_for_jobs(self.node, split(self, self.node, db))
+        self.node.post(f"/{db}/_bulk_docs", {"docs": [{"_id": f"c{i}"} for i in range(10)]})
+        meta = {s["id"]: s for s in self.node.get(f"/{db}/_changes/_meta").json["shards"]}
+        children = meta[root]["children"]
+
+        def at(since):
+            r = self.node.get(f"/{db}/_changes/_meta?since={since}")
+            self.assertEqual(r.status, 200, r.json)
+            return {s["id"]: s for s in r.json["shards"]}
+
+        self.assertEqual({k: v["since"] for k, v in at(0).items()}, {root: 0})
+        # The token from before the split: the parent, at the token's seq (exact).
+        before = at(token)
+        self.assertEqual(list(before), [root])
+        self.assertEqual(before[root]["since"], 20)
+        self.assertNotIn("since_resolution", before[root])
+        self.assertEqual(before[root]["children"], children)  # lineage as known now: where to go next
+        # A time before the split: the parent; its feed from there gives the second batch (and
+        # perhaps some of the first: a time-seq bin's granularity), then ends with the children.
+        t = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(t0 + 3600))
+        mid = at(t)
+        self.assertEqual(list(mid), [root])
+        self.assertLessEqual(mid[root]["since"], 10)
+        rows = self.node.get(f"/{db}/_changes/{root}?since={mid[root]['since']}").json
+        self.assertTrue({f"b{i}" for i in range(10)} <= {r["id"] for r in rows["results"]})
+        self.assertEqual(rows["last_seq"], 20)
+        # A time after the split, and now: the children.
+        after = at(time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(t0 + 7200)))
+        self.assertEqual(sorted(after), sorted(children))
+        self.assertTrue(all(s["since"] <= 30 for s in after.values()))
+        now = at("now")
+        self.assertEqual(sorted(now), sorted(children))
+        seen = set()
+        for child in children:  # from `since=now` nothing; from the time after the split, the third batch
+            self.assertEqual(self.node.get(f"/{db}/_changes/{child}?since={now[child]['since']}").json["results"], [])
+            seen |= {r["id"] for r in self.node.get(f"/{db}/_changes/{child}?since={after[child]['since']}").json["results"]}
+        self.assertTrue({f"c{i}" for i in range(10)} <= seen)
+        self.assertError(self.node.get(f"/{db}/_changes/_meta?since=garbage"), 400, "bad_request")
+
 
 if __name__ == "__main__":
     main()

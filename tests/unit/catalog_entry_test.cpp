@@ -161,3 +161,29 @@ TEST_CASE("a moved copy changes the shard's nodes in place and is remembered") {
   auto merged = merge_catalog_entries(old, e);
   CHECK(merged.shards[0].nodes == std::vector<std::string>{"e@h", "b@h"});
 }
+
+TEST_CASE("the shards live at a time: a split's parent until it closed, its children from then") {
+  auto e = catalog_entry::initial(1700000000, {{"a@h"}});
+  const std::string root = e.shards[0].id();
+  REQUIRE(e.split_shard(root, 1700000100000, {{"a@h", 50}}, {}, 1700000200));
+  const std::string left = e.shards[1].id();
+  REQUIRE(e.split_shard(left, 1700000300000, {{"a@h", 80}}, {}, 1700000400));
+  auto ids = [&](int64_t t) {
+    std::vector<std::string> out;
+    for (size_t i : e.live_at(t)) out.push_back(e.shards[i].id());
+    return out;
+  };
+  CHECK(ids(1699999999).empty());  // before the database
+  CHECK(ids(1700000000) == std::vector<std::string>{root});
+  CHECK(ids(1700000199) == std::vector<std::string>{root});  // the job ran; the parent still took writes
+  CHECK(ids(1700000200) == std::vector<std::string>{left, e.shards[2].id()});
+  CHECK(ids(1700000400) == std::vector<std::string>{e.shards[3].id(), e.shards[4].id(), e.shards[2].id()});
+  std::string why;
+  auto back = parse_catalog_entry(encode_catalog_entry(e), why);
+  REQUIRE_MESSAGE(back, why);
+  CHECK(back->shards[0].closed_at == 1700000200);
+  // A parent closed by a release that kept no closed_at: its children's creation says when.
+  back->shards[0].closed_at = 0;
+  CHECK(back->live_at(1700000099).size() == 1);
+  CHECK(back->live_at(1700000100).size() == 2);
+}
