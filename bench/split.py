@@ -108,7 +108,9 @@ try:
     stop.set()
     for t in threads:
         t.join(timeout=10)
-    copy_s = phases.get("topoff1", job_end) - phases.get("initial_copy", job_start)
+    # The copy ends when any later state is first seen (the later states can pass between polls).
+    later = [t for state, t in phases.items() if state not in ("new", "initial_copy")]
+    copy_s = min(later, default=job_end) - phases.get("initial_copy", job_start)
     before = [s for t, s in lat if t < job_start]
     during = [s for t, s in lat if job_start <= t < job_end]
     gaps = [b - a for a, b in zip(rows_at, rows_at[1:]) if a >= job_start - 1 and b <= job_end + 1]
