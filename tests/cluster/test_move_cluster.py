@@ -188,6 +188,46 @@ class MoveCluster(NodeTest):
             f.startswith(db + ".") for f in os.listdir(os.path.join(nodes[0].data_dir, "shards", shard.split(".")[0]))))
         self.assertEqual(nodes[1].get("/_active_tasks").json, [])
 
+    def test_one_of_two_copies_moves_and_the_copies_stay_in_sync(self):
+        nodes, names = self.cluster.nodes, self.cluster.names
+        db = "mvn2"
+        self.assertEqual(nodes[0].put(f"/{db}?q=1&n=2").status, 201)
+        [copies] = nodes[0].get(f"/{db}/_shards").json["shards"].values()
+        [spare] = [n for n in names if n not in copies]
+        moving, staying = copies[0], copies[1]
+        writer_node = nodes[names.index(staying)]
+        self.assertEqual(writer_node.post(f"/{db}/_bulk_docs", {"docs": [{"_id": f"p{i}"} for i in range(500)]}).status, 201)
+        acked, failures, stop = set(), [], threading.Event()
+
+        def writer():
+            n = 0
+            while not stop.is_set() and n < 3000:
+                status, body = writer_node.call("PUT", f"/{db}/w{n:05d}", {"n": n})
+                (acked.add(f"w{n:05d}") if status in (201, 202) else failures.append((status, body)))
+                n += 1
+
+        t = threading.Thread(target=writer)
+        t.start()
+        [shard] = [s["id"] for s in nodes[0].get(f"/{db}/_changes/_meta").json["shards"]]
+        rng, suffix = shard.split(".")
+        r = nodes[0].post("/_reshard/jobs", {"type": "move", "shard": f"shards/{rng}/{db}.{suffix}",
+                                             "source": moving, "target": spare})
+        self.assertEqual(r.status, 201, r.json)
+        job = wait_job(nodes[0], r.json[0]["id"])
+        time.sleep(0.3)
+        stop.set()
+        t.join()
+        self.assertEqual(job["job_state"], "completed", job)
+        self.assertEqual(failures, [])
+        want = {f"p{i}" for i in range(500)} | acked
+        self.assertTrue(wait_for(lambda: all(n.get(f"/{db}/_shards").json["shards"][rng] == [spare, staying] for n in nodes), 10))
+        # Each copy holds everything (internal replication keeps the moved copy and the other in step).
+        for name in (spare, staying):
+            n = nodes[names.index(name)]
+            self.assertTrue(wait_for(lambda n=n: n.get(f"/{db}").json["doc_count"] == len(want), 15))
+        self.assertEqual(nodes[names.index(spare)].put(f"/{db}/after", {}).status, 201)
+        self.assertTrue(wait_for(lambda: nodes[names.index(staying)].get(f"/{db}/after").status == 200, 10))
+
     def test_bad_move_requests_are_refused(self):
         nodes, names = self.cluster.nodes, self.cluster.names
         db = "mvbad"
@@ -371,8 +411,9 @@ class MoveSurvivesKill(NodeTest):
         want = {d["_id"] for d in docs} | set(acked)
         for n in (a, b):
             self.assertTrue(wait_for(lambda n=n: list(n.get(f"/{db}/_shards").json["shards"].values()) == [[names[1]]], 10))
+            # A node just restarted may not be dialled back yet (503 for a moment): a client retries.
+            self.assertTrue(wait_for(lambda n=n: n.get(f"/{db}/_all_docs").status == 200, 10))
             r = n.get(f"/{db}/_all_docs")
-            self.assertEqual(r.status, 200, r.json)
             rows = {row["id"]: row["value"]["rev"] for row in r.json["rows"]}
             # Every acknowledged write; a write whose answer was an error may be there too.
             self.assertEqual(want - set(rows), set())
