@@ -36,6 +36,16 @@ bool terminal(const split_job& j) {
   return j.job_state == "completed" || j.job_state == "failed";
 }
 
+// Lets every write queued on `h` before a seal commit: one op through its writer. `record_seal`
+// also records the seal in the header (a move's source), or its end.
+status drain(const shard_handle& h, std::optional<bool> record_seal = std::nullopt) {
+  auto op = std::make_shared<write_op>();
+  op->what = write_op::kind::format;
+  op->format_version = 0;
+  op->seal = record_seal;
+  return write_one(h.writer, op, std::chrono::seconds(60));
+}
+
 size_t state_index(const std::string& s) {
   auto& all = resharder::split_states();
   return static_cast<size_t>(std::find(all.begin(), all.end(), s) - all.begin());
@@ -60,8 +70,6 @@ std::vector<std::string> split_job::targets() const {
 }
 
 json split_job::to_api(const std::string& node) const {
-  json target = json::array();
-  for (auto& t : targets()) target.push_back(shard_name(db, t));
   json hist = json::array();
   for (auto& e : history) {
     hist.push_back({{"timestamp", time_seq::format_time(e.time)},
@@ -70,31 +78,26 @@ json split_job::to_api(const std::string& node) const {
   }
   json info = json::object();
   if (!reason.empty()) info["reason"] = reason;
-  if (move()) {
-    return json{{"id", id},
-                {"type", "move"},
-                {"shard", shard_name(db, source)},
-                {"source", from_node},
-                {"target", node},
-                {"job_state", job_state},
-                {"split_state", split_state},
-                {"state_info", info},
-                {"node", node},
-                {"start_time", time_or_null(start_time)},
-                {"update_time", time_or_null(update_time)},
-                {"history", hist}};
+  json out{{"id", id},
+           {"type", type},
+           {"job_state", job_state},
+           {"split_state", split_state},
+           {"state_info", info},
+           {"node", node},
+           {"start_time", time_or_null(start_time)},
+           {"update_time", time_or_null(update_time)},
+           {"history", hist}};
+  if (move()) {  // spec 11.6: the shard, and the nodes it moves between
+    out["shard"] = shard_name(db, source);
+    out["source"] = from_node;
+    out["target"] = node;
+    return out;
   }
-  return json{{"id", id},
-              {"type", "split"},
-              {"source", shard_name(db, source)},
-              {"target", target},
-              {"job_state", job_state},
-              {"split_state", split_state},
-              {"state_info", info},
-              {"node", node},
-              {"start_time", time_or_null(start_time)},
-              {"update_time", time_or_null(update_time)},
-              {"history", hist}};
+  json target = json::array();
+  for (auto& t : targets()) target.push_back(shard_name(db, t));
+  out["source"] = shard_name(db, source);
+  out["target"] = std::move(target);
+  return out;
 }
 
 json split_job::to_doc() const {
@@ -369,13 +372,8 @@ result<uint64_t> resharder::seal_copy(const std::string& db, const std::string& 
     shards_.unseal(path);
     if (was) log::info("move of " + db + " range " + range + " called off: the copy here takes writes again");
   }
-  // Every write queued before the seal commits first (one op through the writer), and the seal is
-  // recorded: a restart of this node before the target switched the map must not take writes.
-  auto drain = std::make_shared<write_op>();
-  drain->what = write_op::kind::format;
-  drain->format_version = 0;
-  drain->seal = seal;
-  if (auto st = write_one(h->writer, drain, std::chrono::seconds(60)); !st) return st;
+  // The seal is recorded: a restart of this node before the target switched the map must not take writes.
+  if (auto st = drain(*h, seal); !st) return st;
   return h->store->header().update_seq;
 }
 
@@ -733,10 +731,7 @@ status resharder::switch_map(split_job& j) {
   if (!parent) return parent.error();
   // Seal, then let every write queued before the seal commit: one op through the writer.
   shards_.seal(db->shard_paths[*index]);
-  auto drain = std::make_shared<write_op>();
-  drain->what = write_op::kind::format;
-  drain->format_version = 0;
-  if (auto st = write_one(parent->writer, drain, std::chrono::seconds(60)); !st) return st;
+  if (auto st = drain(*parent); !st) return st;
   if (auto st = copy_pass(j, *db, *index, true); !st) return st;
   const uint64_t end = parent->store->header().update_seq;
   if (end != j.copied_to) return status{errc::internal, "the sealed parent still moved"};

@@ -44,6 +44,13 @@ class Cluster:
         for node in self.nodes:
             node.cleanup()
 
+    def wait_connected(self, timeout=20):
+        """Waits until every node lists every member as connected; returns self."""
+        names = sorted(self.names)
+        for n in self.nodes:
+            assert wait_for(lambda n=n: n.get("/_membership", fresh=True).json["all_nodes"] == names, timeout)
+        return self
+
 
 class Membership(NodeTest):
     @classmethod

@@ -36,11 +36,8 @@ def shard_rows(node, db, shard_id):
 class MoveCluster(NodeTest):
     @classmethod
     def setUpClass(cls):
-        cls.cluster = Cluster(3, sync_interval_ms=500).start()
+        cls.cluster = Cluster(3, sync_interval_ms=500).start().wait_connected()
         cls.node = cls.cluster.nodes[0]
-        names = sorted(cls.cluster.names)
-        for n in cls.cluster.nodes:
-            assert wait_for(lambda n=n: n.get("/_membership", fresh=True).json["all_nodes"] == names, 20)
 
     @classmethod
     def tearDownClass(cls):
@@ -262,11 +259,8 @@ class FeedsThroughSplitsAndAMove(NodeTest):
 
     @classmethod
     def setUpClass(cls):
-        cls.cluster = Cluster(2, sync_interval_ms=500).start()
+        cls.cluster = Cluster(2, sync_interval_ms=500).start().wait_connected()
         cls.node = cls.cluster.nodes[0]
-        names = sorted(cls.cluster.names)
-        for n in cls.cluster.nodes:
-            assert wait_for(lambda n=n: n.get("/_membership", fresh=True).json["all_nodes"] == names, 20)
 
     @classmethod
     def tearDownClass(cls):
@@ -347,10 +341,7 @@ class MoveSurvivesKill(NodeTest):
     def start_cluster(self):
         cluster = Cluster(2, sync_interval_ms=500).start()
         self.addCleanup(cluster.cleanup)
-        names = sorted(cluster.names)
-        for n in cluster.nodes:
-            self.assertTrue(wait_for(lambda n=n: n.get("/_membership", fresh=True).json["all_nodes"] == names, 20))
-        return cluster
+        return cluster.wait_connected()
 
     def move_through(self, failpoint=None, kill_source=False):
         cluster = self.start_cluster()
