@@ -6,7 +6,7 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "cluster"))
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "integration"))
-from harness import NodeTest, main  # noqa: E402
+from harness import Node, NodeTest, main  # noqa: E402
 from releases import binary  # noqa: E402
 from test_membership import Cluster, wait_for  # noqa: E402
 
@@ -115,6 +115,16 @@ class MixedCluster(NodeTest):
         self.assertEqual(self.n2.get("/_reshard/jobs").json["total_rows"], 0)
         self.assertEqual(len(self.n2.get("/nosplit/_changes/_meta").json["shards"]), 3)
         self.assertEqual(self.n3.put("/nosplit/still-serving", {}).status, 201)
+        # Nor a move between two nodes of this release.
+        shards = self.n2.get("/nosplit/_shards").json["shards"]
+        [(rng, [holder])] = [(r, c) for r, c in shards.items() if c[0] in self.cluster.names[1:]][:1]
+        [shard] = [s["id"] for s in self.n2.get("/nosplit/_changes/_meta").json["shards"] if s["range"] == rng]
+        other = [n for n in self.cluster.names[1:] if n != holder][0]
+        r = self.n2.post("/_reshard/jobs", {"type": "move", "shard": f"shards/{rng}/nosplit.{shard.split('.')[1]}",
+                                            "source": holder, "target": other})
+        self.assertEqual(r.status, 409, r.json)
+        self.assertIn(old_name, r.json["reason"])
+        self.assertEqual(self.n2.get("/nosplit/_shards").json["shards"][rng], [holder])
 
     def test_documents_of_a_range_one_release_alone_holds(self):
         # n=1, q=3: each range on one node. Every node answers for every document: this release asks
@@ -223,6 +233,47 @@ class LegacyRefused(NodeTest):
             log = f.read()
         self.assertIn("runs a release without cluster authentication", log)
         self.assertIn("did not prove the cluster secret", log)
+
+
+class MovedDataDir(NodeTest):
+    """A data directory whose catalog records a moved copy (lineage 0.2 cannot read) is refused by
+    v0.2.0 and v0.1.0 at start, never served wrongly; it opens here again."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.node = None
+
+    @classmethod
+    def tearDownClass(cls):
+        pass
+
+    def test_older_releases_refuse_a_data_dir_that_saw_a_move(self):
+        cluster = Cluster(2, sync_interval_ms=300).start().wait_connected()
+        self.addCleanup(cluster.cleanup)
+        a = cluster.nodes[0]
+        self.assertEqual(a.put("/moved?q=1&n=1").status, 201)
+        [[holder]] = a.get("/moved/_shards").json["shards"].values()
+        [shard] = [s["id"] for s in a.get("/moved/_changes/_meta").json["shards"]]
+        rng, suffix = shard.split(".")
+        other = [n for n in cluster.names if n != holder][0]
+        a.post("/moved/_bulk_docs", {"docs": [{"_id": f"d{i}"} for i in range(20)]})
+        r = a.post("/_reshard/jobs", {"type": "move", "shard": f"shards/{rng}/moved.{suffix}", "source": holder,
+                                      "target": other})
+        self.assertEqual(r.status, 201, r.json)
+        self.assertTrue(wait_for(lambda: a.get(f"/_reshard/jobs/{r.json[0]['id']}").json["job_state"] == "completed", 30))
+        self.assertTrue(wait_for(lambda: all(n.get("/moved/_shards").json["shards"][rng] == [other]
+                                             for n in cluster.nodes), 10))
+        for n in cluster.nodes:
+            n.stop()
+            for tag in ("v0.1.0", "v0.2.0"):
+                old = Node(data_dir=n.data_dir, bin=binary(tag), config=n.config)
+                with self.assertRaises(RuntimeError) as refused:
+                    old.start()
+                self.assertIn("_dbs.lmdb: unreadable header", str(refused.exception), tag)
+        for n in cluster.nodes:
+            n.start()
+        cluster.wait_connected()
+        self.assertEqual(len(a.get("/moved/_all_docs").json["rows"]), 20)
 
 
 if __name__ == "__main__":
