@@ -96,6 +96,7 @@ struct rpc_node::loop : private kj::TaskSet::ErrorHandler {
     kj::Own<capnp::TwoPartyClient> client;
     kj::Maybe<Node::Client> cap;
     int backoff_ms = 100;
+    kj::Maybe<kj::Own<kj::PromiseFulfiller<void>>> wake;  // ends the backoff early (the peer dialled us)
   };
 
   // One accepted connection: its own RPC system with its own node_server (and gate).
@@ -219,7 +220,17 @@ struct rpc_node::loop : private kj::TaskSet::ErrorHandler {
 
   // Dials a peer unless we already do.
   void add_peer(const peer_address& address) {
-    if (address.name == members.self() || peers.count(address.name)) return;
+    if (address.name == members.self()) return;
+    if (auto known = peers.find(address.name); known != peers.end()) {
+      // It is up (it just dialled us): if we wait to dial it again, dial now.
+      peer_conn& pc = *known->second;
+      KJ_IF_MAYBE (w, pc.wake) {
+        pc.backoff_ms = 100;
+        (*w)->fulfill();
+        pc.wake = nullptr;
+      }
+      return;
+    }
     members.add_member(address.name);
     auto conn = kj::heap<peer_conn>();
     conn->address = address;
@@ -303,9 +314,14 @@ struct rpc_node::loop : private kj::TaskSet::ErrorHandler {
           pc.stream = nullptr;
           int delay = pc.backoff_ms;
           pc.backoff_ms = std::min(opts.max_backoff_ms, pc.backoff_ms * 2);
-          return timer.afterDelay(delay * kj::MILLISECONDS);
+          auto woken = kj::newPromiseAndFulfiller<void>();
+          pc.wake = kj::mv(woken.fulfiller);
+          return timer.afterDelay(delay * kj::MILLISECONDS).exclusiveJoin(kj::mv(woken.promise));
         })
-        .then([this, &pc]() { return run(pc); });  // reconnect until the loop stops
+        .then([this, &pc]() {
+          pc.wake = nullptr;
+          return run(pc);  // reconnect until the loop stops
+        });
   }
 
   kj::Promise<void> ping_loop(peer_conn& pc) {
