@@ -17,7 +17,10 @@ namespace {
 
 constexpr const char* job_prefix = "_local/reshard-job/";
 constexpr const char* state_doc = "_local/reshard-state";
-constexpr size_t changes_per_step = 2000;
+// Changes per copy step (one commit on the target, one batch of a move). 2,000 made the writer's
+// p99 2.3-2.9x its value before the job; 500 keeps it under 2x for a job ~1.5x longer
+// (docs/BENCHMARKS.md "Shard split under writes").
+constexpr size_t changes_per_step = 500;
 constexpr int max_transient = 60;  // a move waits this many seconds for the other node to answer
 
 // A stop asked for while a job runs: not a failure, the job resumes from where it was.

@@ -64,7 +64,7 @@ class MoveCluster(NodeTest):
     def test_a_copy_moves_to_another_node_while_every_node_writes(self):
         nodes, names = self.cluster.nodes, self.cluster.names
         db = "mvc"
-        shard = self.setup_db(db, docs=5000)  # more than one copy step (2,000 changes)
+        shard = self.setup_db(db, docs=5000)  # many copy steps (500 changes each)
         before_rows = shard_rows(nodes[0], db, shard)
         token = nodes[0].get(f"/{db}/_changes").json["last_seq"]
         bins_before = nodes[0].get(f"/{db}/_time_seq").json["time_seq"]
