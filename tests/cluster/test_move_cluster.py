@@ -305,11 +305,16 @@ class FeedsThroughSplitsAndAMove(NodeTest):
         for token, before in tokens:
             want = set(written) - set(before)
             for n in nodes:
-                for feed in ("normal", "longpoll", "continuous"):
+                for feed in ("normal", "longpoll", "continuous", "eventsource"):
                     with self.subTest(feed=feed, node=n.port, before=len(before)):
                         if feed == "continuous":
                             text = n.raw_stream(f"/{db}/_changes?feed=continuous&timeout=300&since={token}", 0.6)
                             rows = [json.loads(line) for line in text.splitlines() if line.strip()]
+                            ids = [row["id"] for row in rows if "id" in row]
+                        elif feed == "eventsource":
+                            r = n.get(f"/{db}/_changes?feed=eventsource&timeout=300&since={token}")
+                            rows = [json.loads(e.split("\n")[0][6:]) for e in r.raw.split("\n\n")
+                                    if e.startswith("data: {")]
                             ids = [row["id"] for row in rows if "id" in row]
                         else:
                             r = n.get(f"/{db}/_changes?feed={feed}&timeout=300&since={token}")
