@@ -235,13 +235,8 @@ status resharder::start() {
         const auto& all = split_states();
         const size_t at = state_index(j->split_state);
         j->split_state = all[std::max(state_index("update_shardmap"), at > 0 ? at - 1 : 0)];
-      } else if (j->move()) {  // the copy made here continues from the last seq it holds
+      } else {  // the copies made here continue from the last parent seq each holds
         note(*j, "restart", "the shard map had not switched: copying on");
-        j->split_state = "new";
-      } else {
-        drop_children(*j);  // half copied: start over with new children
-        j->child_suffix = std::max(clk_.now_ms(), j->child_suffix + 1);
-        note(*j, "restart", "the shard map had not switched: copying again");
         j->split_state = "new";
       }
       if (auto st = save_locked(*j); !st) return st;
@@ -639,7 +634,6 @@ status resharder::advance(split_job& j) {
   if (j.move()) return advance_move(j, *db, source, next);
   if (next == "initial_copy" || next == "topoff1" || next == "topoff2" || next == "copy_local_docs") {
     if (!source) return status{errc::conflict, "Shard " + j.source + " is no longer open"};
-    if (next == "initial_copy") j.copied_to = 0;
     return copy_pass(j, *db, *source, next == "copy_local_docs");
   }
   if (next == "update_shardmap") {
@@ -700,22 +694,25 @@ status resharder::copy_pass(split_job& j, const db_meta& db, size_t index, bool 
     const shard_header header = parent->store->header();
     auto snap = parent->store->read();
     if (!snap) return snap.error();
-    uint64_t reached = j.copied_to;
+    uint64_t reached = UINT64_MAX;
+    done = true;
     for (size_t c = 0; c < children.size(); ++c) {
       auto op = std::make_shared<write_op>();
       op->what = write_op::kind::import;
       op->import = std::make_shared<import_request>();
       op->import->from = &*snap;
       op->import->keep = [r = ranges[c].first](std::string_view id) { return r.contains(hash_doc_id(id)); };
-      op->import->since = j.copied_to;
+      // A child holds the parent's changes up to its update_seq (an import commits whole), so it
+      // continues from there: after a restart too, and the two may differ by a step.
+      op->import->since = children[c].store->header().update_seq;
       op->import->limit = changes_per_step;
       if (with_local) {
         op->import->header = header;
         op->import->local_docs = true;
       }
       if (auto st = write_one(children[c].writer, op, std::chrono::seconds(600)); !st) return st;
-      reached = op->import->last;
-      done = op->import->done;
+      reached = std::min(reached, op->import->last);
+      done = done && op->import->done;
     }
     j.copied_to = reached;
     j.total = std::max(j.total, header.update_seq);

@@ -15,10 +15,10 @@
 //                    `_dbs` write closes the parent (end_seq) and opens the children (start_seq);
 //   wait_source_close, topoff3 (nothing can be left: checked), source_delete, completed.
 // Jobs and the node-wide running/stopped state are `_local` documents of `_dbs` (never replicated).
-// After a restart a job that had not switched the map starts over from initial_copy with new
-// children (the parent stayed the authority); one that had goes forward. A move that had not
-// switched copies on from the last seq its copy holds (the source's seal is recorded in its header,
-// so the source never takes writes the switch would leave behind; the job lifts it when it resumes).
+// After a restart a job that had not switched the map copies on from initial_copy (the parent stayed
+// the authority; each copy made here continues from the last seq it holds, so the child suffix never
+// changes); one that had goes forward. A move's source seal is recorded in its header, so the source
+// never takes writes the switch would leave behind; the job lifts it when it resumes.
 // SETTEE_FAILPOINT=<state> makes the process exit as a job enters that state (kill tests), and
 // "update_shardmap:sealed" once a move sealed its source, before the map switch.
 // Thread-safety: all methods may be called from any thread; jobs run on the resharder's own thread.
@@ -73,7 +73,7 @@ struct split_job {
   std::string source;               // the shard id "<range>.<suffix>" (a split's parent)
   std::string from_node;            // a move: the node whose copy moves here
   uint64_t end_seq = 0;             // a move: the source copy's seq when the map switched
-  int64_t child_suffix = 0;         // the children's id suffix (new after a restart before the switch)
+  int64_t child_suffix = 0;         // the children's id suffix
   std::string job_state = "new";    // new running stopped failed completed
   std::string split_state = "new";  // see above
   std::string reason;               // state_info.reason

@@ -418,10 +418,12 @@ class SplitSurvivesKill(NodeTest):
                 node, job = self.run_to(state)
                 restarts = [h for h in job["history"] if h["type"] == "restart"]
                 self.assertEqual(len(restarts), 1)
-                self.assertIn("copying again", restarts[0]["detail"])
+                self.assertIn("copying on", restarts[0]["detail"])
                 meta = node.get("/rskill/_changes/_meta").json["shards"]
                 self.assertEqual(len(meta), 3)
-                # The half-made children of the first attempt were removed; the ones in the map remain.
+                # The children the first attempt began are the ones finished (same ids); the parent went.
+                self.assertEqual(sorted(job["target"]), sorted(f"shards/{s['range']}/rskill.{s['id'].split('.')[1]}"
+                                                               for s in meta if s["parents"]))
                 self.assertEqual(len(self.shard_files(node)), 2)
 
     def test_killed_after_the_switch_goes_forward(self):
