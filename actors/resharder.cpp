@@ -120,7 +120,9 @@ json split_job::to_doc() const {
               {"history", hist},
               {"type", type},
               {"from_node", from_node},
-              {"end_seq", end_seq}};
+              {"end_seq", end_seq},
+              {"leader", leader},
+              {"copies", copies}};
 }
 
 std::optional<split_job> split_job::from_doc(const json& j) {
@@ -140,6 +142,8 @@ std::optional<split_job> split_job::from_doc(const json& j) {
     s.type = j.value("type", "split");
     s.from_node = j.value("from_node", "");
     s.end_seq = j.value("end_seq", uint64_t{0});
+    s.leader = j.value("leader", "");
+    s.copies = j.value("copies", std::vector<std::string>{});
     if (s.type != "split" && s.type != "move") return std::nullopt;
     for (auto& e : j.at("history"))
       s.history.push_back({e.at(0).get<int64_t>(), e.at(1).get<std::string>(), e.at(2).get<std::string>()});
@@ -194,6 +198,7 @@ bool resharder::switched(const split_job& j) const {
 }
 
 void resharder::drop_children(const split_job& j) {
+  if (j.leader == node_ && !j.copies.empty()) unseal_copies(j);
   if (j.move()) {  // the copy made here goes; the source takes writes again
     shards_.remove(path_of(j.db, j.source));
     if (peers_.seal) (void)peers_.seal(j.from_node, j.db, j.source.substr(0, j.source.find('.')), false);
@@ -270,15 +275,13 @@ status resharder::set_state(bool running, const std::string& reason) {
   return {};
 }
 
-result<split_job> resharder::create(const db_meta& db, size_t index) {
+result<split_job> resharder::create(const db_meta& db, size_t index, int64_t suffix, const std::string& leader) {
   if (db.everywhere() || !db.entry) return status{errc::bad_request, "System databases are not split"};
   const std::string source = db.shard_id(index);
-  if (db.nodes[index] != std::vector<std::string>{node_}) {
-    std::string where;
-    for (auto& n : db.nodes[index]) where += (where.empty() ? "" : ", ") + n;
-    return status{errc::not_implemented, "Shard " + shard_name(db.name, source) + " has copies on other nodes (" +
-                                             where +
-                                             "); this release splits only ranges whose copies are all on one node"};
+  const auto& nodes = db.nodes[index];
+  if (std::find(nodes.begin(), nodes.end(), node_) == nodes.end()) {
+    return status{errc::not_implemented, "Shard " + shard_name(db.name, source) + " has no copy on " + node_ +
+                                             ": create the job on a node that holds one"};
   }
   if (!db.ranges[index].halves()) return status{errc::bad_request, "Shard " + source + " cannot be split further"};
   std::lock_guard<std::mutex> lock(mu_);
@@ -291,7 +294,11 @@ result<split_job> resharder::create(const db_meta& db, size_t index) {
   j.created = db.created;
   j.source = source;
   j.start_time = clk_.now_s();
-  j.child_suffix = clk_.now_ms();
+  j.child_suffix = suffix ? suffix : clk_.now_ms();
+  if (nodes.size() > 1) {
+    j.leader = leader.empty() ? node_ : leader;
+    if (leader.empty()) j.copies = nodes;
+  }
   j.id = "001-" + crypto::sha256_hex(node_ + " " + db.name + " " + source + " " + std::to_string(clk_.now_ms()));
   note(j, "new");
   j.job_state = running_ ? "running" : "stopped";
@@ -590,8 +597,10 @@ void resharder::drive(const std::string& id) {
       it->second.copied_to = j.copied_to;  // stopped: resumes from here
       break;
     }
-    // A move's other node restarting or out of reach: the state is tried again, for a while.
-    if (!st && j.move() && (st.code == errc::unavailable || st.code == errc::timeout) && transient < max_transient) {
+    // The other node of a move or of a split of several copies restarting, out of reach or not
+    // ready yet: the state is tried again, for a while.
+    if (!st && (j.move() || !j.leader.empty()) && (st.code == errc::unavailable || st.code == errc::timeout) &&
+        transient < max_transient) {
       ++transient;
       it->second.split_state = before.split_state;
       it->second.history = before.history;
@@ -632,13 +641,16 @@ status resharder::advance(split_job& j) {
   for (size_t i = 0; i < db->ranges.size(); ++i)
     if (db->shard_id(i) == j.source) source = i;
   if (j.move()) return advance_move(j, *db, source, next);
+  const bool leads = j.leader == node_ && !j.copies.empty(), follows = !j.leader.empty() && j.leader != node_;
+  if (next == "update_shardmap" && follows) return await_switch(j);  // the leader switches for every copy
   if (next == "initial_copy" || next == "topoff1" || next == "topoff2" || next == "copy_local_docs") {
     if (!source) return status{errc::conflict, "Shard " + j.source + " is no longer open"};
+    if (next == "initial_copy" && leads) unseal_copies(j);  // a restart may have left some sealed
     return copy_pass(j, *db, *source, next == "copy_local_docs");
   }
   if (next == "update_shardmap") {
     if (!source) return status{errc::conflict, "Shard " + j.source + " is no longer open"};
-    return switch_map(j);
+    return leads ? switch_copies(j, *db, *source) : switch_map(j);
   }
   const std::string parent_path = path_of(j.db, j.source);
   if (next == "wait_source_close") {
@@ -746,6 +758,97 @@ status resharder::switch_map(split_job& j) {
   log::info("split " + j.db + " " + j.source + " at seq " + std::to_string(end) + " into " + j.targets()[0] + " and " +
             j.targets()[1]);
   return {};
+}
+
+result<std::pair<uint64_t, std::string>> resharder::split_seal(const std::string& db, const std::string& shard) {
+  split_job j;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = std::find_if(jobs_.begin(), jobs_.end(), [&](const auto& kv) {
+      return kv.second.db == db && kv.second.source == shard && !kv.second.move() && !terminal(kv.second);
+    });
+    if (it == jobs_.end()) return status{errc::not_found, "no split of " + shard_name(db, shard) + " on " + node_};
+    if (it->second.split_state != "update_shardmap") {
+      return status{errc::conflict,
+                    "the split of " + shard_name(db, shard) + " on " + node_ + " is in " + it->second.split_state};
+    }
+    j = it->second;
+  }
+  auto m = coord_.catalog().lookup(db);
+  if (!m) return m.error();
+  std::optional<size_t> index;
+  for (size_t i = 0; i < m->ranges.size(); ++i)
+    if (m->shard_id(i) == shard && m->hosts(i)) index = i;
+  if (!index) return status{errc::conflict, "Shard " + shard + " is no longer open on " + node_};
+  auto parent = coord_.shard(*m, *index);
+  if (!parent) return parent.error();
+  // Sealed (recorded: it stays sealed through a restart until the leader switches or lifts it),
+  // drained, and a last pass.
+  shards_.seal(m->shard_paths[*index]);
+  if (auto st = drain(*parent, true); !st) return st;
+  if (auto st = copy_pass(j, *m, *index, true); !st) return st;
+  const shard_header h = parent->store->header();
+  if (h.update_seq != j.copied_to) return status{errc::internal, "the sealed parent still moved"};
+  return std::make_pair(h.update_seq, h.shard_uuid);
+}
+
+void resharder::unseal_copies(const split_job& j) {
+  const std::string range = j.source.substr(0, j.source.find('.'));
+  for (const std::string& node : j.copies) {
+    auto st = node == node_ ? seal_copy(j.db, range, false)
+              : peers_.seal ? peers_.seal(node, j.db, range, false)
+                            : result<uint64_t>(status{errc::not_implemented, "no node protocol"});
+    if (!st) log::warning("split " + j.id + ": could not lift the seal on " + node + ": " + st.error().reason);
+  }
+}
+
+status resharder::switch_copies(split_job& j, const db_meta& db, size_t index) {
+  (void)index;
+  (void)db;
+  std::map<std::string, uint64_t> ends;
+  std::map<std::string, std::string> uuids;
+  for (const std::string& node : j.copies) {
+    auto r = node == node_ ? split_seal(j.db, j.source)
+             : peers_.split_seal
+                 ? peers_.split_seal(node, j.db, j.source)
+                 : result<std::pair<uint64_t, std::string>>(status{errc::not_implemented, "no node protocol"});
+    if (!r) {
+      unseal_copies(j);
+      // Not there yet (its job still copying, or restarting): tried again.
+      const bool wait = r.error().code == errc::conflict || r.error().code == errc::not_found;
+      return status{wait ? errc::unavailable : r.error().code, "the copy on " + node + ": " + r.error().reason};
+    }
+    ends[node] = r->first;
+    uuids[node] = r->second;
+  }
+  failpoint(j, "update_shardmap:sealed");
+  j.copied_to = ends[node_];
+  auto map = coord_.catalog().update_entry(j.db, j.created, [&](catalog_entry& e) {
+    if (!e.split_shard(j.source, j.child_suffix, ends, uuids, clk_.now_s()))
+      return status{errc::conflict, "Shard " + j.source + " is no longer open"};
+    return status{};
+  });
+  if (!map) {
+    unseal_copies(j);
+    return map.error();
+  }
+  if (after_switch_) after_switch_();
+  log::info("split " + j.db + " " + j.source + " on " + std::to_string(j.copies.size()) + " nodes into " +
+            j.targets()[0] + " and " + j.targets()[1]);
+  return {};
+}
+
+status resharder::await_switch(split_job& j) {
+  // The leader seals this copy and runs its last pass (split_seal), then switches the map; wait
+  // for it (a leader gone for good: the job fails after ten minutes and its children go).
+  for (int i = 0; i < 6000; ++i) {
+    if (switched(j)) return {};
+    std::unique_lock<std::mutex> lock(mu_);
+    auto it = jobs_.find(j.id);
+    if (it == jobs_.end() || !runnable_locked(it->second)) return halted_status;
+    wake_.wait_for(lock, std::chrono::milliseconds(100), [&] { return stopping_; });
+  }
+  return status{errc::internal, "the leader " + j.leader + " did not switch the shard map"};
 }
 
 status resharder::advance_move(split_job& j, const db_meta& db, std::optional<size_t> index, const std::string& state) {

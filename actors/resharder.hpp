@@ -58,6 +58,11 @@ struct reshard_peers {
       retire;
   // Creates a move job on `node` (the target) from the POST body given here.
   std::function<result<std::string>(const std::string& node, const std::string& body)> create;
+  // A split of several copies: the node's copy of `shard` sealed (recorded), its last pass done;
+  // its end_seq and uuid (errc::conflict while its job is not waiting at update_shardmap).
+  std::function<result<std::pair<uint64_t, std::string>>(const std::string& node, const std::string& db,
+                                                         const std::string& shard)>
+      split_seal;
 };
 
 struct split_job {
@@ -68,11 +73,15 @@ struct split_job {
   };
   std::string id;
   std::string db;
-  int64_t created = 0;              // the database incarnation
-  std::string type = "split";       // split, or move (spec 11.6)
-  std::string source;               // the shard id "<range>.<suffix>" (a split's parent)
-  std::string from_node;            // a move: the node whose copy moves here
-  uint64_t end_seq = 0;             // a move: the source copy's seq when the map switched
+  int64_t created = 0;         // the database incarnation
+  std::string type = "split";  // split, or move (spec 11.6)
+  std::string source;          // the shard id "<range>.<suffix>" (a split's parent)
+  std::string from_node;       // a move: the node whose copy moves here
+  uint64_t end_seq = 0;        // a move: the source copy's seq when the map switched
+  // A split of a range with copies on several nodes: the node that switches the map for all of them
+  // (empty: a range whose copies are all on this node) and, on that node, every copy's node.
+  std::string leader;
+  std::vector<std::string> copies;
   int64_t child_suffix = 0;         // the children's id suffix
   std::string job_state = "new";    // new running stopped failed completed
   std::string split_state = "new";  // see above
@@ -109,7 +118,9 @@ class resharder {
   json state() const;
   status set_state(bool running, const std::string& reason);
   // Creates a split job for open shard `index` of `db`; errors as values (400/404/409).
-  result<split_job> create(const db_meta& db, size_t index);
+  // `leader` empty: this node leads (a range with copies elsewhere gets one job per copy, the
+  // others made by the caller with create(..., suffix, this node)); else a job following `leader`.
+  result<split_job> create(const db_meta& db, size_t index, int64_t suffix = 0, const std::string& leader = "");
   // Creates a job moving the copy of open shard `index` on node `from` to this node.
   result<split_job> create_move(const db_meta& db, size_t index, const std::string& from);
 
@@ -117,6 +128,8 @@ class resharder {
   result<std::string> export_copy(const std::string& db, const std::string& range, uint64_t since, bool with_local);
   result<uint64_t> seal_copy(const std::string& db, const std::string& range, bool seal);
   status retire_copy(const std::string& db, const std::string& shard, uint64_t end_seq, bool remove);
+  // A split of several copies (the leader asks each node): see reshard_peers::split_seal.
+  result<std::pair<uint64_t, std::string>> split_seal(const std::string& db, const std::string& shard);
   std::vector<split_job> jobs() const;
   result<split_job> job(const std::string& id) const;
   status set_job_state(const std::string& id, bool running, const std::string& reason);
@@ -132,6 +145,11 @@ class resharder {
   status advance(split_job& j);  // one state
   status copy_pass(split_job& j, const db_meta& db, size_t index, bool with_local);
   status switch_map(split_job& j);
+  // The leader's switch of a split of several copies; a follower's wait for it.
+  status switch_copies(split_job& j, const db_meta& db, size_t index);
+  status await_switch(split_job& j);
+  // Lifts the seal of every copy of a split of several copies (the leader, when it did not switch).
+  void unseal_copies(const split_job& j);
   // A move's passes and switch: the source copy is on another node.
   status move_pass(split_job& j, const db_meta& db, size_t index, bool with_local);
   status switch_move(split_job& j, const db_meta& db, size_t index);

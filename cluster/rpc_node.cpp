@@ -74,8 +74,9 @@ class node_server final : public Node::Server {
   kj::Promise<void> exportChanges(ExportChangesContext context) override;
   kj::Promise<void> sealCopy(SealCopyContext context) override;
   kj::Promise<void> retireCopy(RetireCopyContext context) override;
-  kj::Promise<void> createMove(CreateMoveContext context) override;
+  kj::Promise<void> createJob(CreateJobContext context) override;
   kj::Promise<void> reshardRequest(ReshardRequestContext context) override;
+  kj::Promise<void> splitSeal(SplitSealContext context) override;
 
  private:
   static kj::Promise<void> refused() {
@@ -906,9 +907,9 @@ kj::Promise<void> node_server::retireCopy(RetireCopyContext context) {
       .then([context, out]() mutable { set_status(context.getResults().initStatus(), *out); });
 }
 
-kj::Promise<void> node_server::createMove(CreateMoveContext context) {
+kj::Promise<void> node_server::createJob(CreateJobContext context) {
   std::string body = context.getParams().getBody();
-  auto fn = loop_.opts.create_move;
+  auto fn = loop_.opts.create_job;
   auto out = std::make_shared<result<std::string>>(status{errc::not_implemented, "no moves here"});
   return loop_
       .off_loop([=] {
@@ -918,6 +919,25 @@ kj::Promise<void> node_server::createMove(CreateMoveContext context) {
         auto results = context.getResults();
         set_status(results.initStatus(), out->ok() ? status{} : out->error());
         if (*out) results.setJob(**out);
+      });
+}
+
+kj::Promise<void> node_server::splitSeal(SplitSealContext context) {
+  std::string db = context.getParams().getDb(), shard = context.getParams().getShardId();
+  auto fn = loop_.opts.split_seal;
+  auto out = std::make_shared<result<std::pair<uint64_t, std::string>>>(
+      status{errc::not_implemented, "no splits of several copies here"});
+  return loop_
+      .off_loop([=] {
+        if (fn) *out = fn(db, shard);
+      })
+      .then([context, out]() mutable {
+        auto results = context.getResults();
+        set_status(results.initStatus(), out->ok() ? status{} : out->error());
+        if (*out) {
+          results.setEndSeq((*out)->first);
+          results.setUuid((*out)->second);
+        }
       });
 }
 
@@ -1672,14 +1692,28 @@ status rpc_node::retire_copy(const std::string& node, const std::string& db, con
   });
 }
 
-result<std::string> rpc_node::create_move(const std::string& node, const std::string& body,
-                                          std::chrono::milliseconds timeout) {
+result<std::string> rpc_node::create_job(const std::string& node, const std::string& body,
+                                         std::chrono::milliseconds timeout) {
   return call<std::string>(node, timeout, [=](Node::Client& cap) {
-    auto req = cap.createMoveRequest();
+    auto req = cap.createJobRequest();
     req.setBody(body);
-    return req.send().then([](capnp::Response<Node::CreateMoveResults>&& r) -> result<std::string> {
+    return req.send().then([](capnp::Response<Node::CreateJobResults>&& r) -> result<std::string> {
       if (status st = status_of(r.getStatus()); !st) return st;
       return std::string(r.getJob());
+    });
+  });
+}
+
+result<std::pair<uint64_t, std::string>> rpc_node::split_seal(const std::string& node, const std::string& db,
+                                                              const std::string& shard,
+                                                              std::chrono::milliseconds timeout) {
+  return call<std::pair<uint64_t, std::string>>(node, timeout, [=](Node::Client& cap) {
+    auto req = cap.splitSealRequest();
+    req.setDb(db);
+    req.setShardId(shard);
+    return req.send().then([](capnp::Response<Node::SplitSealResults>&& r) -> result<std::pair<uint64_t, std::string>> {
+      if (status st = status_of(r.getStatus()); !st) return st;
+      return std::make_pair(r.getEndSeq(), std::string(r.getUuid()));
     });
   });
 }

@@ -62,13 +62,14 @@ struct rpc_options {
   // database; this node's tasks as JSON objects.
   std::function<status(const std::string& db)> compact_db;
   std::function<std::vector<std::string>()> active_tasks;
-  // A shard move's calls (resharder; run on a pool thread): exportChanges, sealCopy, retireCopy,
-  // createMove.
+  // A shard move's and split's calls (resharder; run on a pool thread): exportChanges, sealCopy,
+  // retireCopy, createJob, splitSeal.
   std::function<result<std::string>(const std::string& db, const std::string& range, uint64_t since, bool with_local)>
       export_changes;
   std::function<result<uint64_t>(const std::string& db, const std::string& range, bool seal)> seal_copy;
   std::function<status(const std::string& db, const std::string& shard, uint64_t end_seq, bool remove)> retire_copy;
-  std::function<result<std::string>(const std::string& body)> create_move;
+  std::function<result<std::string>(const std::string& body)> create_job;
+  std::function<result<std::pair<uint64_t, std::string>>(const std::string& db, const std::string& shard)> split_seal;
   // reshardRequest (run on a pool thread): (HTTP status, JSON body).
   std::function<std::pair<int, std::string>(const std::string& method, const std::string& id, bool state,
                                             const std::string& body)>
@@ -137,14 +138,17 @@ class rpc_node final : public remote_shards {
   bool runs_tasks(const std::string& node) const;
   status compact_db(const std::string& node, const std::string& db, std::chrono::milliseconds timeout);
   result<std::vector<std::string>> active_tasks(const std::string& node, std::chrono::milliseconds timeout);
-  // A shard move's calls to the node a copy leaves, and the job's creation on the node it goes to.
+  // A shard move's calls to the node a copy leaves, a job's creation on another node, and a split
+  // leader's seal of another node's copy.
   result<std::string> export_changes(const std::string& node, const std::string& db, const std::string& range,
                                      uint64_t since, bool with_local, std::chrono::milliseconds timeout);
   result<uint64_t> seal_copy(const std::string& node, const std::string& db, const std::string& range, bool seal,
                              std::chrono::milliseconds timeout);
   status retire_copy(const std::string& node, const std::string& db, const std::string& shard, uint64_t end_seq,
                      bool remove, std::chrono::milliseconds timeout);
-  result<std::string> create_move(const std::string& node, const std::string& body, std::chrono::milliseconds timeout);
+  result<std::string> create_job(const std::string& node, const std::string& body, std::chrono::milliseconds timeout);
+  result<std::pair<uint64_t, std::string>> split_seal(const std::string& node, const std::string& db,
+                                                      const std::string& shard, std::chrono::milliseconds timeout);
   // A /_reshard/jobs request answered by `node` from its own jobs: (HTTP status, JSON body).
   result<std::pair<int, std::string>> reshard_request(const std::string& node, const std::string& method,
                                                       const std::string& id, bool state, const std::string& body,

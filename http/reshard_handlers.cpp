@@ -155,8 +155,9 @@ void create_move(ctx& c, const json& body, const std::vector<std::pair<db_meta, 
   } else if (!c.node.rpc) {
     st = status{errc::bad_request, "`target` is not a valid node name"};
   } else {
-    auto job = c.node.rpc->create_move(*to, json{{"db", db.name}, {"shard", db.shard_id(i)}, {"source", *from}}.dump(),
-                                       std::chrono::seconds(30));
+    auto job = c.node.rpc->create_job(
+        *to, json{{"type", "move"}, {"db", db.name}, {"shard", db.shard_id(i)}, {"source", *from}}.dump(),
+        std::chrono::seconds(30));
     if (job)
       made = parse_json(*job);
     else
@@ -216,21 +217,56 @@ void handle_jobs(ctx& c) {
   if (shards->empty()) return c.error(errc::not_found, "No shards to split");
   json out = json::array();
   size_t ok = 0;
+  auto failed = [&](const std::string& node, const std::string& shard, const status& st) {
+    out.push_back({{"error", error_name_of(st.code)}, {"reason", st.reason}, {"node", node}, {"shard", shard}});
+  };
   for (auto& [db, i] : *shards) {
     const std::string shard = "shards/" + db.ranges[i].name() + "/" + db.name + "." + std::to_string(db.suffixes[i]);
     auto job = r.create(db, i);
-    if (job) {
+    if (!job) {
+      failed(c.node.node_name, shard, job.error());
+      continue;
+    }
+    // A range with copies on other nodes: one job per copy, following this one (it switches the
+    // map for all of them); made on each node, or none is.
+    std::vector<std::pair<std::string, std::string>> made{{c.node.node_name, job->id}};
+    status st;
+    for (const std::string& n : job->copies) {
+      if (n == c.node.node_name) continue;
+      auto follower = c.node.rpc ? c.node.rpc->create_job(n,
+                                                          json{{"type", "split"},
+                                                               {"db", db.name},
+                                                               {"shard", db.shard_id(i)},
+                                                               {"suffix", job->child_suffix},
+                                                               {"leader", c.node.node_name}}
+                                                              .dump(),
+                                                          std::chrono::seconds(30))
+                                 : result<std::string>(status{errc::not_implemented, "no node protocol"});
+      auto parsed = follower ? parse_json(*follower) : std::nullopt;
+      if (!parsed || !parsed->is_object()) {
+        st = follower ? status{errc::internal, "an unreadable job from " + n} : follower.error();
+        st.reason = n + ": " + st.reason;
+        break;
+      }
+      made.emplace_back(n, (*parsed)["id"].get<std::string>());
+    }
+    if (!st) {
+      for (auto& [n, id] : made) {
+        if (n == c.node.node_name)
+          (void)r.remove(id);
+        else
+          (void)c.node.rpc->reshard_request(n, "DELETE", id, false, "", std::chrono::seconds(30));
+      }
+      failed(c.node.node_name, shard, st);
+      continue;
+    }
+    for (auto& [n, id] : made) {
       ++ok;
-      out.push_back({{"ok", true}, {"id", job->id}, {"node", c.node.node_name}, {"shard", shard}});
-    } else {
-      out.push_back({{"error", error_name_of(job.error().code)},
-                     {"reason", job.error().reason},
-                     {"node", c.node.node_name},
-                     {"shard", shard}});
+      out.push_back({{"ok", true}, {"id", id}, {"node", n}, {"shard", shard}});
     }
   }
   // CouchDB: 201 when every job was made, 202 when some were, else the first error's status.
-  c.reply(ok == shards->size() ? 201 : ok > 0 ? 202 : 500, out);
+  c.reply(ok == out.size() ? 201 : ok > 0 ? 202 : 500, out);
 }
 
 // One job: answered here when it is this node's, else by the member that has it.

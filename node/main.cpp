@@ -447,19 +447,25 @@ int main(int argc, char** argv) {
       ro.retire_copy = [&reshard](const std::string& db, const std::string& shard, uint64_t end_seq, bool remove) {
         return reshard.retire_copy(db, shard, end_seq, remove);
       };
-      ro.create_move = [&reshard, &catalog,
-                        name = store_opts.node_name](const std::string& body) -> result<std::string> {
-        // {"db", "shard" (its id), "source"}: what POST /_reshard/jobs on another node resolved.
+      ro.create_job = [&reshard, &catalog,
+                       name = store_opts.node_name](const std::string& body) -> result<std::string> {
+        // What POST /_reshard/jobs on another node resolved: {"type":"move","db","shard" (its id),
+        // "source"} or {"type":"split","db","shard","suffix","leader"}.
         json b = parse_json(body).value_or(json::object());
         auto db = catalog.lookup(b.value("db", ""));
         if (!db) return db.error();
         for (size_t i = 0; i < db->ranges.size(); ++i) {
           if (db->shard_id(i) != b.value("shard", "")) continue;
-          auto job = reshard.create_move(*db, i, b.value("source", ""));
+          auto job = b.value("type", "") == "split"
+                         ? reshard.create(*db, i, b.value("suffix", int64_t{0}), b.value("leader", ""))
+                         : reshard.create_move(*db, i, b.value("source", ""));
           if (!job) return job.error();
           return job->to_api(name).dump();
         }
         return status{errc::not_found, "Database " + db->name + " has no open shard " + b.value("shard", "")};
+      };
+      ro.split_seal = [&reshard](const std::string& db, const std::string& shard) {
+        return reshard.split_seal(db, shard);
       };
       ro.reshard_request = [&reshard, name = store_opts.node_name](const std::string& method, const std::string& id,
                                                                    bool state, const std::string& body) {
@@ -489,7 +495,10 @@ int main(int argc, char** argv) {
             return rpc_ref.retire_copy(node, db, shard, end_seq, remove, std::chrono::seconds(60));
           },
           [&rpc_ref = *rpc, timeout](const std::string& node, const std::string& body) {
-            return rpc_ref.create_move(node, body, timeout);
+            return rpc_ref.create_job(node, body, timeout);
+          },
+          [&rpc_ref = *rpc, timeout](const std::string& node, const std::string& db, const std::string& shard) {
+            return rpc_ref.split_seal(node, db, shard, timeout);
           }});
       // `_nodes`: this node and the seeds are members; the database spreads them to every node.
       nodes = std::make_unique<nodes_db>(shards, clk, args.data_dir, members, *rpc, timeout);

@@ -103,12 +103,17 @@ interface Node {
   exportChanges @22 (shard :ShardRef, since :UInt64, withLocal :Bool) -> (status :CallStatus, batch :Data);
   sealCopy @23 (shard :ShardRef, seal :Bool) -> (status :CallStatus, updateSeq :UInt64);
   retireCopy @24 (db :Text, shardId :Text, endSeq :UInt64, remove :Bool) -> (status :CallStatus);
-  # Creates a move job on this node (the target) from a POST /_reshard/jobs body; the job as JSON.
-  createMove @25 (body :Text) -> (status :CallStatus, job :Text);
+  # Creates a job on this node from what POST /_reshard/jobs on another node resolved: a move
+  # (this node the target) or a split following the leader's (several copies); the job as JSON.
+  createJob @25 (body :Text) -> (status :CallStatus, job :Text);
   # A /_reshard/jobs request answered from this node's jobs only: GET with an empty `id` lists
   # them; otherwise GET|DELETE /_reshard/jobs/<id> or, with `state`, GET|PUT .../<id>/state.
   # The HTTP status and JSON body it would answer (404 when the job is not here).
   reshardRequest @26 (method :Text, id :Text, state :Bool, body :Text) -> (code :UInt16, body :Text);
+  # A split of a range with copies on several nodes, from its leader: seal this node's copy of
+  # the parent (recorded), run its job's last pass; its end seq and uuid. "conflict" while the job
+  # here is not waiting at update_shardmap.
+  splitSeal @27 (db :Text, shardId :Text) -> (status :CallStatus, endSeq :UInt64, uuid :Text);
 }
 
 struct DbUpdateRow {

@@ -2,7 +2,7 @@
 own while every node takes writes for them; the other nodes' coordinators retry what the sealed
 parent refused once the new map reaches them (pushed at the switch), so no write fails or is lost,
 and a feed on another node continues from a token taken before the split without rewinding.
-Ranges with copies on several nodes are refused for now (501)."""
+A range with copies on several nodes splits on every node at once, led by the node asked."""
 import http.client
 import json
 import os
@@ -82,12 +82,120 @@ class ReshardCluster(NodeTest):
         self.assertEqual(len(ids), len(set(ids)))
         self.assertEqual(set(ids), set(acked))
 
-    def test_a_range_with_copies_on_other_nodes_is_refused(self):
-        self.assertEqual(self.node.put("/rsc3?q=1&n=3").status, 201)
-        r = self.node.post("/_reshard/jobs", {"type": "split", "db": "rsc3"})
-        self.assertEqual(r.status, 500, r.json)  # CouchDB: no job made
-        self.assertEqual(r.json[0]["error"], "not_implemented")
-        self.assertEqual(len(self.node.get("/rsc3/_changes/_meta").json["shards"]), 1)
+    def test_a_range_with_copies_on_three_nodes_splits_on_every_node(self):
+        """One job per copy, the node asked leading: every copy is sealed, takes its last pass and
+        reports its end seq, then one _dbs edit switches them all, while every node writes."""
+        nodes, names = self.cluster.nodes, self.cluster.names
+        db = "rsc3"
+        self.assertEqual(nodes[0].put(f"/{db}?q=1&n=3").status, 201)
+        pre = [{"_id": f"pre{i:03d}"} for i in range(500)]
+        self.assertEqual(nodes[1].post(f"/{db}/_bulk_docs", {"docs": pre}).status, 201)
+        self.assertTrue(wait_for(lambda: all(n.get(f"/{db}").json["doc_count"] == 500 for n in nodes), 15))
+        tokens = [n.get(f"/{db}/_changes").json["last_seq"] for n in nodes]
+        acked, failures, stop = {}, [], threading.Event()
+
+        def writer(k):
+            n = 0
+            while not stop.is_set() and n < 3000:
+                doc_id = f"w{k}-{n:05d}"
+                status, body = nodes[k].call("PUT", f"/{db}/{doc_id}", {"n": n})
+                if status in (201, 202):
+                    acked[doc_id] = body["rev"]
+                else:
+                    failures.append((k, status, body))
+                n += 1
+
+        threads = [threading.Thread(target=writer, args=(k,)) for k in range(3)]
+        for t in threads:
+            t.start()
+        time.sleep(0.3)
+        r = nodes[0].post("/_reshard/jobs", {"type": "split", "db": db})
+        self.assertEqual(r.status, 201, r.json)
+        self.assertEqual(sorted(e["node"] for e in r.json), sorted(names))
+        for e in r.json:
+            self.assertTrue(wait_for(lambda e=e: nodes[0].get(f"/_reshard/jobs/{e['id']}").json["job_state"] == "completed", 60),
+                            nodes[0].get(f"/_reshard/jobs/{e['id']}").json)
+        time.sleep(0.3)
+        stop.set()
+        for t in threads:
+            t.join()
+        self.assertEqual(failures, [])
+        want = {d["_id"] for d in pre} | set(acked)
+        for n in nodes:
+            self.assertTrue(wait_for(lambda n=n: len(n.get(f"/{db}/_shards").json["shards"]) == 2, 10))
+            for copies in n.get(f"/{db}/_shards").json["shards"].values():
+                self.assertEqual(sorted(copies), sorted(names))
+            # A write a quorum acknowledged while the third copy was already sealed reaches that
+            # copy's children by internal replication, as between any copies.
+            wait_for(lambda n=n: {row["id"] for row in n.get(f"/{db}/_all_docs").json["rows"]} == want, 15)
+            rows = {row["id"]: row["value"]["rev"] for row in n.get(f"/{db}/_all_docs").json["rows"]}
+            self.assertEqual(set(rows), want)
+            for doc_id, rev in acked.items():
+                self.assertEqual(rows[doc_id], rev)
+        meta = nodes[0].get(f"/{db}/_changes/_meta").json["shards"]
+        [parent] = [s for s in meta if s["state"] == "closed"]
+        self.assertEqual(len(parent["children"]), 2)
+        # Each node's token from before: exact on its own node's children, every write once.
+        for n, token in zip(nodes, tokens):
+            r = n.get(f"/{db}/_changes?since={token}")
+            self.assertIsNone(r.header("X-Settee-Since-Resolution"))
+            ids = [row["id"] for row in r.json["results"]]
+            self.assertEqual(len(ids), len(set(ids)))
+            self.assertEqual(set(ids), set(acked))
+        # Every node's parent copy went.
+        rng, suffix = parent["id"].split(".")
+        for n in nodes:
+            self.assertFalse(os.path.exists(os.path.join(n.data_dir, "shards", rng, f"{db}.{suffix}")))
+
+class SplitOfCopiesSurvivesKill(NodeTest):
+    """A split of a range with three copies, its leader killed once every copy is sealed (before the
+    map switched), or a follower killed while copying: on restart the jobs go on, the seals are
+    lifted or the switch happens, and nothing acknowledged is lost."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.node = None
+
+    @classmethod
+    def tearDownClass(cls):
+        pass
+
+    def split_through(self, victim, failpoint):
+        cluster = Cluster(3, sync_interval_ms=300).start().wait_connected()
+        self.addCleanup(cluster.cleanup)
+        nodes = cluster.nodes
+        db = "rskill3"
+        self.assertEqual(nodes[0].put(f"/{db}?q=1&n=3").status, 201)
+        docs = [{"_id": f"d{i:04d}"} for i in range(2000)]
+        self.assertEqual(nodes[0].post(f"/{db}/_bulk_docs", {"docs": docs}).status, 201)
+        self.assertTrue(wait_for(lambda: all(n.get(f"/{db}").json["doc_count"] == 2000 for n in nodes), 15))
+        v = nodes[victim]
+        v.stop()
+        v.env = {"SETTEE_FAILPOINT": failpoint}
+        v.start()
+        cluster.wait_connected()
+        r = nodes[0].post("/_reshard/jobs", {"type": "split", "db": db})
+        self.assertEqual(r.status, 201, r.json)
+        v.proc.wait(timeout=60)
+        self.assertEqual(v.proc.returncode, 70)
+        v.stop()
+        v.env = {}
+        v.start()
+        cluster.wait_connected()
+        for e in r.json:
+            self.assertTrue(wait_for(lambda e=e: nodes[1].get(f"/_reshard/jobs/{e['id']}").json.get("job_state") == "completed", 90),
+                            nodes[1].get(f"/_reshard/jobs/{e['id']}").json)
+        for n in nodes:
+            self.assertTrue(wait_for(lambda n=n: len(n.get(f"/{db}/_shards").json["shards"]) == 2, 10))
+            self.assertTrue(wait_for(lambda n=n: n.get(f"/{db}").json["doc_count"] == 2000, 10))
+        for n in nodes:
+            self.assertEqual(n.put(f"/{db}/after-{n.port}", {}).status, 201)  # no copy stayed sealed
+
+    def test_leader_killed_with_every_copy_sealed(self):
+        self.split_through(0, "update_shardmap:sealed")
+
+    def test_follower_killed_while_copying(self):
+        self.split_through(2, "topoff1")
 
 
 if __name__ == "__main__":
