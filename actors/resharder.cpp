@@ -650,7 +650,7 @@ status resharder::advance(split_job& j) {
   }
   if (next == "update_shardmap") {
     if (!source) return status{errc::conflict, "Shard " + j.source + " is no longer open"};
-    return leads ? switch_copies(j, *db, *source) : switch_map(j);
+    return leads ? switch_copies(j) : switch_map(j);
   }
   const std::string parent_path = path_of(j.db, j.source);
   if (next == "wait_source_close") {
@@ -802,9 +802,7 @@ void resharder::unseal_copies(const split_job& j) {
   }
 }
 
-status resharder::switch_copies(split_job& j, const db_meta& db, size_t index) {
-  (void)index;
-  (void)db;
+status resharder::switch_copies(split_job& j) {
   std::map<std::string, uint64_t> ends;
   std::map<std::string, std::string> uuids;
   for (const std::string& node : j.copies) {

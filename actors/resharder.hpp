@@ -1,10 +1,12 @@
-// resharder: this node's shard split jobs (CouchDB's `/_reshard`, spec section 8; the plan in
-// docs/architecture.md section 31).
+// resharder: this node's shard split and move jobs (CouchDB's `/_reshard`, spec sections 8 and
+// 11.6; docs/architecture.md section 31).
 //
-// A split job splits one shard whose copies all live on this node into two children (the halves
-// of its range). A move job (settee's, spec 11.6) runs on the node a copy moves to and pulls it
-// from the node it leaves, keeping its uuid, seqs and time-seq. Their split_state goes through
-// CouchDB's states:
+// A split job splits this node's copy of one shard into two children (the halves of its range).
+// When the shard has copies on other nodes, each has its own job following the leader's (the node
+// the request reached): the leader seals every copy, has each run its last pass (split_seal) and
+// switches them all in one `_dbs` edit; the followers wait for that switch. A move job (settee's, spec 11.6) runs on
+// the node a copy moves to and pulls it from the node it leaves, keeping its uuid, seqs and time-seq. Their split_state
+// goes through CouchDB's states:
 //   initial_copy     every document of the parent goes to the child whose range holds its hash,
 //                    keeping its seq (shard_store import): the children continue the parent's
 //                    numbering; writes keep flowing to the parent;
@@ -146,7 +148,7 @@ class resharder {
   status copy_pass(split_job& j, const db_meta& db, size_t index, bool with_local);
   status switch_map(split_job& j);
   // The leader's switch of a split of several copies; a follower's wait for it.
-  status switch_copies(split_job& j, const db_meta& db, size_t index);
+  status switch_copies(split_job& j);
   status await_switch(split_job& j);
   // Lifts the seal of every copy of a split of several copies (the leader, when it did not switch).
   void unseal_copies(const split_job& j);

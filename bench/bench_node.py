@@ -62,9 +62,14 @@ def bench_cluster(prefix, n):
     for i in range(n):
         seeds = ", ".join(f"{names[j]}:{ports[j]}" for j in range(n) if j != i)
         nodes.append(BenchNode(prefix, f"[node]\nname = {names[i]}\n[cluster]\nrpc_port = {ports[i]}\nseeds = {seeds}\n"))
-    deadline = time.time() + 30
-    while time.time() < deadline:
-        if all(sorted(json.loads(n.request("GET", "/_membership")[1])["all_nodes"]) == names for n in nodes):
-            return nodes, names
-        time.sleep(0.2)
-    raise RuntimeError("the cluster did not form")
+    try:
+        deadline = time.time() + 30
+        while time.time() < deadline:
+            if all(sorted(json.loads(n.request("GET", "/_membership")[1])["all_nodes"]) == names for n in nodes):
+                return nodes, names
+            time.sleep(0.2)
+        raise RuntimeError("the cluster did not form")
+    except BaseException:
+        for n in nodes:
+            n.stop()
+        raise
