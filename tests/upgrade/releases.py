@@ -15,6 +15,7 @@ RELEASES = os.environ.get("SETTEE_RELEASES_DIR", os.path.join(SOURCE, "build", "
 COMMITS = {
     "v0.1.0": "daed9d9fcc9d5229ed48c8425e69e06decdd920c",
     "v0.2.0": "18f98da0efcf8f6a72790f278025f6a6067255bb",
+    "v0.3.0": "92e88689ac30b09fc413dbd639de907760387dc4",
 }
 
 
