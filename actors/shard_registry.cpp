@@ -187,6 +187,11 @@ void shard_registry::seal(const std::string& path) {
   if (it != open_.end()) it->second.handle.store->seal();
 }
 
+size_t shard_registry::open_count() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return open_.size();
+}
+
 void shard_registry::unseal(const std::string& path) {
   std::lock_guard<std::mutex> lock(mu_);
   sealed_.erase(path);

@@ -66,6 +66,8 @@ class shard_registry {
   // `idle_ms` and nobody holds (lmdb::release_maps), once per idle spell: an idle node does not keep
   // every page it ever read. Cheap when no shard became idle since the last call.
   void release_idle_maps(int64_t idle_ms);
+  // Shards open now (metrics).
+  size_t open_count() const;
   // When a shard was last acquired (clock ms): any request, a peer's call or internal replication.
   int64_t last_acquired_ms() const { return last_acquired_ms_.load(std::memory_order_relaxed); }
 

@@ -22,6 +22,7 @@
 #include "node/check.hpp"
 #include "node/json.hpp"
 #include "node/log.hpp"
+#include "node/metrics.hpp"
 #include "node/work_pool.hpp"
 
 namespace settee {
@@ -1216,15 +1217,23 @@ status rpc_node::add_peer(const peer_address& peer) {
 
 template <class T, class Send>
 void rpc_node::start_call(const std::string& peer, Send send, std::function<void(result<T>)> done) {
+  metrics::node().rpc_calls.add(peer);
   post([this, peer, send = std::move(send), done = std::move(done)](loop* l) mutable {
-    if (!l) return done(status{errc::unavailable, "cluster RPC is stopping"});
+    auto failed = [&peer](status st) {
+      metrics::node().rpc_errors.add(peer);
+      return st;
+    };
+    if (!l) return done(failed(status{errc::unavailable, "cluster RPC is stopping"}));
     Node::Client* cap = connected_cap(*l, members_, peer);
-    if (!cap) return done(unavailable(peer, "not connected"));
+    if (!cap) return done(failed(unavailable(peer, "not connected")));
     auto once = std::make_shared<std::function<void(result<T>)>>(std::move(done));
     auto& timer = l->io.provider->getTimer();
     l->tasks.add(timer.timeoutAfter(opts_.call_timeout_ms * kj::MILLISECONDS, send(*cap))
                      .then([once](result<T>&& r) { (*once)(std::move(r)); },
-                           [once, peer](kj::Exception&& e) { (*once)(unavailable(peer, e.getDescription().cStr())); }));
+                           [once, peer](kj::Exception&& e) {
+                             metrics::node().rpc_errors.add(peer);
+                             (*once)(unavailable(peer, e.getDescription().cStr()));
+                           }));
   });
 }
 

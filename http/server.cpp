@@ -31,6 +31,7 @@
 #include "http/router.hpp"
 #include "node/heap.hpp"
 #include "node/log.hpp"
+#include "node/metrics.hpp"
 
 namespace settee {
 
@@ -465,6 +466,7 @@ void http_server::impl::serve(http_conn& c) {
         bool http10 = c.parser.http_major == 1 && c.parser.http_minor == 0;
         std::unique_ptr<http_request> req = std::move(c.req);
         std::shared_ptr<http_response> res;
+        const auto started = std::chrono::steady_clock::now();
         try {
           res = handle_request(node, *req);
         } catch (...) {
@@ -472,6 +474,10 @@ void http_server::impl::serve(http_conn& c) {
           res->status = 500;
           res->set_content(error_body("unknown_error", "the request failed"), "application/json");
         }
+        auto& m = metrics::node();
+        m.requests_by_method.add(req->method);
+        m.requests_by_status.add_status(res->status);
+        m.request_seconds.observe(std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
         render(c, *res, req->method == "HEAD", keep_alive, http10);
         continue;
       }

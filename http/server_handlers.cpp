@@ -5,6 +5,8 @@
 #include <random>
 
 #include "actors/change_notifier.hpp"
+#include "actors/resharder.hpp"
+#include "actors/shard_registry.hpp"
 #include "actors/task_list.hpp"
 #include "cluster/membership.hpp"
 #include "cluster/nodes_db.hpp"
@@ -13,6 +15,7 @@
 #include "http/handlers.hpp"
 #include "node/crypto.hpp"
 #include "node/log.hpp"
+#include "node/metrics.hpp"
 
 namespace settee {
 
@@ -221,6 +224,73 @@ json system_stats(ctx& c) {
   return out;
 }
 
+constexpr const char* prometheus_type = "text/plain; version=0.0.4; charset=utf-8";
+
+// GET /_node/_local/_prometheus: node/metrics.hpp's counters and histograms, and what is read now.
+std::string prometheus(ctx& c) {
+  using metrics::sample;
+  std::vector<sample> now;
+  now.push_back({"open_shards",
+                 "Shard files open on this node.",
+                 "gauge",
+                 {{{}, static_cast<double>(c.node.shards ? c.node.shards->open_count() : 0)}}});
+  now.push_back({"live_feeds",
+                 "Longpoll, continuous and eventsource feeds open now.",
+                 "gauge",
+                 {{{}, static_cast<double>(c.node.live_feeds.load())}}});
+  sample members{"cluster_member_connected", "Cluster members, 1 when connected.", "gauge", {}};
+  if (c.node.members) {
+    for (const std::string& n : c.node.members->cluster_nodes())
+      members.values.push_back({{{"node", n}}, c.node.members->is_connected(n) || n == c.node.node_name ? 1.0 : 0.0});
+  }
+  now.push_back(std::move(members));
+  if (c.node.reshard) {
+    sample jobs{"reshard_jobs", "Reshard jobs on this node, by state.", "gauge", {}};
+    sample progress{"reshard_job_changes_copied", "Parent seq a running job's copies hold.", "gauge", {}};
+    std::map<std::string, double> by_state;
+    for (const split_job& j : c.node.reshard->jobs()) {
+      by_state[j.job_state] += 1;
+      if (j.job_state == "running") progress.values.push_back({{{"job", j.id}, {"type", j.type}}, double(j.copied_to)});
+    }
+    for (auto& [state, n] : by_state) jobs.values.push_back({{{"state", state}}, n});
+    now.push_back(std::move(jobs));
+    now.push_back(std::move(progress));
+  }
+  return metrics::prometheus_text(metrics::node(), now);
+}
+
+// GET /_node/_local/_stats in CouchDB's shape ({"couchdb":{"httpd_request_methods":{"GET":{"value",
+// "type","desc"}},...}}) for what settee measures alike.
+json couch_stats() {
+  auto& m = metrics::node();
+  auto counters = [](const auto& c, const std::string& desc) {
+    json out = json::object();
+    for (auto& [k, v] : c.read()) out[k] = {{"value", v}, {"type", "counter"}, {"desc", desc}};
+    return out;
+  };
+  auto hist = [](const metrics::histogram& h, const std::string& unit, double scale, const std::string& desc) {
+    auto r = h.read();
+    json buckets = json::array();
+    uint64_t before = 0;
+    for (size_t i = 0; i < r.bounds.size(); ++i) {
+      buckets.push_back(json::array({r.bounds[i] * scale, r.cumulative[i] - before}));
+      before = r.cumulative[i];
+    }
+    buckets.push_back(json::array({"+Inf", r.count - before}));
+    return json{
+        {"value", {{"n", r.count}, {"arithmetic_mean", r.count ? r.sum * scale / r.count : 0}, {"histogram", buckets}}},
+        {"type", "histogram"},
+        {"desc", desc + " (" + unit + ")"}};
+  };
+  return json{{"couchdb",
+               {{"httpd_request_methods", counters(m.requests_by_method, "number of HTTP requests by method")},
+                {"httpd_status_codes", counters(m.requests_by_status, "number of HTTP responses by status code")},
+                {"request_time", hist(m.request_seconds, "milliseconds", 1000, "length of a request inside settee")},
+                {"commits", hist(m.commit_seconds, "milliseconds", 1000, "shard group commits")},
+                {"commit_size", hist(m.commit_ops, "operations", 1, "operations per shard group commit")},
+                {"fsync_time", hist(m.fsync_seconds, "milliseconds", 1000, "LMDB commit with fsync")}}}};
+}
+
 }  // namespace
 
 void handle_node(ctx& c) {
@@ -269,6 +339,10 @@ void handle_node(ctx& c) {
     if (p.size() == 4) return c.reply(200, sec == sections.end() ? json::object() : json(sec->second));
     if (sec == sections.end() || !sec->second.count(p[4])) return c.error(errc::not_found, "unknown_config_value");
     return c.reply(200, json(sec->second.at(p[4])));
+  }
+  if ((p[2] == "_prometheus" || p[2] == "_stats") && p.size() == 3) {
+    if (c.method() != "GET") return c.method_not_allowed("GET,HEAD");
+    return p[2] == "_stats" ? c.reply(200, couch_stats()) : c.reply_raw(200, prometheus(c), prometheus_type);
   }
   if (p[2] == "_system" && p.size() == 3) {
     if (c.method() != "GET") return c.method_not_allowed("GET,HEAD");

@@ -6,6 +6,7 @@ and a token from before the move continues exactly on B (no X-Settee-Since-Resol
 import http.client
 import json
 import os
+import re
 import sys
 import threading
 import time
@@ -184,6 +185,11 @@ class MoveCluster(NodeTest):
         self.assertFalse(os.path.exists(os.path.join(nodes[0].data_dir, "shards", shard.split(".")[0])) and any(
             f.startswith(db + ".") for f in os.listdir(os.path.join(nodes[0].data_dir, "shards", shard.split(".")[0]))))
         self.assertEqual(nodes[1].get("/_active_tasks").json, [])
+        # The target's calls to the source show in its metrics (issue 12 point 4).
+        scraped = nodes[1].get("/_node/_local/_prometheus").raw
+        calls = re.search(r'settee_rpc_calls_total\{peer="%s"\} (\d+)' % re.escape(names[0]), scraped)
+        self.assertIsNotNone(calls, scraped[:2000])
+        self.assertGreater(int(calls.group(1)), 10)  # export batches, seal, retire
 
     def test_one_of_two_copies_moves_and_the_copies_stay_in_sync(self):
         nodes, names = self.cluster.nodes, self.cluster.names

@@ -1,0 +1,141 @@
+#include "node/metrics.hpp"
+
+#include <cmath>
+#include <cstdio>
+
+namespace settee::metrics {
+
+histogram::histogram(std::vector<double> bounds)
+    : bounds_(std::move(bounds)), counts_(new std::atomic<uint64_t>[bounds_.size() + 1]) {
+  for (size_t i = 0; i <= bounds_.size(); ++i) counts_[i].store(0);
+}
+
+void histogram::observe(double v) {
+  size_t i = 0;
+  while (i < bounds_.size() && v > bounds_[i]) ++i;
+  counts_[i].fetch_add(1, std::memory_order_relaxed);
+  count_.fetch_add(1, std::memory_order_relaxed);
+  sum_micros_.fetch_add(static_cast<uint64_t>(std::llround(std::max(0.0, v) * 1e6)), std::memory_order_relaxed);
+}
+
+histogram::reading histogram::read() const {
+  reading r;
+  r.bounds = bounds_;
+  uint64_t total = 0;
+  for (size_t i = 0; i < bounds_.size(); ++i) {
+    total += counts_[i].load(std::memory_order_relaxed);
+    r.cumulative.push_back(total);
+  }
+  r.count = count_.load(std::memory_order_relaxed);
+  r.sum = static_cast<double>(sum_micros_.load(std::memory_order_relaxed)) / 1e6;
+  return r;
+}
+
+void labelled_counter::add(const std::string& label, uint64_t by) {
+  std::lock_guard<std::mutex> lock(mu_);
+  values_[label] += by;
+}
+
+std::map<std::string, uint64_t> labelled_counter::read() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return values_;
+}
+
+void fixed_counter::add(const std::string& label) {
+  size_t i = 0;
+  while (i + 1 < labels_.size() && labels_[i] != label) ++i;  // the last label is `other`
+  counts_[i].fetch_add(1, std::memory_order_relaxed);
+}
+
+void fixed_counter::add_status(int code) {
+  counts_[code >= 0 && code < 1000 ? code : 0].fetch_add(1, std::memory_order_relaxed);
+}
+
+std::map<std::string, uint64_t> fixed_counter::read() const {
+  std::map<std::string, uint64_t> out;
+  const size_t n = labels_.empty() ? 1000 : labels_.size();
+  for (size_t i = 0; i < n; ++i) {
+    uint64_t v = counts_[i].load(std::memory_order_relaxed);
+    if (v) out[labels_.empty() ? std::to_string(i) : labels_[i]] = v;
+  }
+  return out;
+}
+
+registry& node() {
+  static registry r;
+  return r;
+}
+
+namespace {
+
+std::string number(double v) {
+  if (std::isinf(v)) return "+Inf";
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.17g", v);
+  return buf;
+}
+
+// A label value escaped as the text format wants (backslash, quote, newline).
+std::string escaped(const std::string& s) {
+  std::string out;
+  for (char ch : s) {
+    if (ch == '\\' || ch == '"') out += '\\';
+    if (ch == '\n') {
+      out += "\\n";
+      continue;
+    }
+    out += ch;
+  }
+  return out;
+}
+
+std::string labels_text(const std::map<std::string, std::string>& labels) {
+  if (labels.empty()) return "";
+  std::string out = "{";
+  for (auto& [k, v] : labels) out += (out.size() > 1 ? "," : "") + k + "=\"" + escaped(v) + "\"";
+  return out + "}";
+}
+
+void head(std::string& out, const std::string& name, const std::string& help, const std::string& type) {
+  out += "# HELP settee_" + name + " " + help + "\n# TYPE settee_" + name + " " + type + "\n";
+}
+
+template <class Counter>
+void counter(std::string& out, const std::string& name, const std::string& help, const std::string& label,
+             const Counter& c) {
+  head(out, name, help, "counter");
+  for (auto& [value, n] : c.read()) out += "settee_" + name + labels_text({{label, value}}) + " " + number(n) + "\n";
+}
+
+void hist(std::string& out, const std::string& name, const std::string& help, const histogram& h) {
+  head(out, name, help, "histogram");
+  auto r = h.read();
+  for (size_t i = 0; i < r.bounds.size(); ++i)
+    out += "settee_" + name + "_bucket{le=\"" + number(r.bounds[i]) + "\"} " + number(r.cumulative[i]) + "\n";
+  out += "settee_" + name + "_bucket{le=\"+Inf\"} " + number(r.count) + "\n";
+  out += "settee_" + name + "_sum " + number(r.sum) + "\n";
+  out += "settee_" + name + "_count " + number(r.count) + "\n";
+}
+
+}  // namespace
+
+std::string prometheus_text(const registry& r, const std::vector<sample>& extra) {
+  std::string out;
+  counter(out, "http_requests_total", "HTTP requests answered, by method.", "method", r.requests_by_method);
+  counter(out, "http_responses_total", "HTTP responses, by status code.", "status", r.requests_by_status);
+  hist(out, "http_request_duration_seconds", "Time to answer a request (a feed: until it starts streaming).",
+       r.request_seconds);
+  hist(out, "commit_duration_seconds", "Shard group commits: the whole transaction.", r.commit_seconds);
+  hist(out, "commit_ops", "Operations gathered into one shard commit.", r.commit_ops);
+  hist(out, "fsync_duration_seconds", "Shard commits: LMDB's commit, which writes and fsyncs.", r.fsync_seconds);
+  counter(out, "rpc_calls_total", "Calls to other nodes, by peer.", "peer", r.rpc_calls);
+  counter(out, "rpc_errors_total", "Calls to other nodes that failed (transport, timeout), by peer.", "peer",
+          r.rpc_errors);
+  for (const sample& s : extra) {
+    head(out, s.name, s.help, s.type);
+    for (auto& [labels, v] : s.values) out += "settee_" + s.name + labels_text(labels) + " " + number(v) + "\n";
+  }
+  return out;
+}
+
+}  // namespace settee::metrics

@@ -1,0 +1,83 @@
+// metrics: this process's counters and histograms, read by GET /_node/_local/_stats (CouchDB's
+// shape) and /_node/_local/_prometheus (Prometheus text format 0.0.4). Recording is lock-free
+// (histograms, fixed counters) or one short mutex (counters by label), so hot paths can afford it.
+#pragma once
+#include <atomic>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+namespace settee::metrics {
+
+// Counts of observations by upper bound (seconds, or a size), their number and their sum.
+class histogram {
+ public:
+  explicit histogram(std::vector<double> bounds);
+  void observe(double v);
+  struct reading {
+    std::vector<double> bounds;
+    std::vector<uint64_t> cumulative;  // observations <= bounds[i]
+    uint64_t count = 0;
+    double sum = 0;
+  };
+  reading read() const;
+
+ private:
+  std::vector<double> bounds_;
+  std::unique_ptr<std::atomic<uint64_t>[]> counts_;  // per bucket, the last for +Inf
+  std::atomic<uint64_t> count_{0};
+  std::atomic<uint64_t> sum_micros_{0};
+};
+
+// Monotonic counters keyed by a label value (e.g. a method, a status).
+class labelled_counter {
+ public:
+  void add(const std::string& label, uint64_t by = 1);
+  std::map<std::string, uint64_t> read() const;
+
+ private:
+  mutable std::mutex mu_;
+  std::map<std::string, uint64_t> values_;
+};
+
+// Counters for a fixed set of labels (HTTP methods, status codes): one atomic each, no lock, for
+// the per-request path. A label outside the set counts as `other` (a status: its number, < 1000).
+class fixed_counter {
+ public:
+  explicit fixed_counter(std::vector<std::string> labels) : labels_(std::move(labels)) {}
+  void add(const std::string& label);
+  void add_status(int code);
+  std::map<std::string, uint64_t> read() const;
+
+ private:
+  std::vector<std::string> labels_;  // empty: status codes
+  std::atomic<uint64_t> counts_[1000] = {};
+};
+
+// What this node measures (one per process).
+struct registry {
+  fixed_counter requests_by_method{{"GET", "HEAD", "POST", "PUT", "DELETE", "COPY", "OPTIONS", "other"}};
+  fixed_counter requests_by_status{{}};  // by status code
+  histogram request_seconds{{0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10}};
+  // Shard commits (group commit: every op the writer gathered, one LMDB transaction and fsync).
+  histogram commit_seconds{{0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1}};
+  histogram commit_ops{{1, 2, 4, 8, 16, 32, 64, 128, 256, 512}};
+  histogram fsync_seconds{{0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1}};  // txn commit
+  labelled_counter rpc_calls;   // calls to peers, by peer
+  labelled_counter rpc_errors;  // of which failed (transport or timeout), by peer
+};
+registry& node();
+
+// One gauge or counter read at scrape time (open shards, live feeds, ...), with optional labels.
+struct sample {
+  std::string name, help, type;  // type: gauge or counter
+  std::vector<std::pair<std::map<std::string, std::string>, double>> values;
+};
+
+// The Prometheus text of `r` and `extra`, every name prefixed "settee_".
+std::string prometheus_text(const registry& r, const std::vector<sample>& extra);
+
+}  // namespace settee::metrics

@@ -1,0 +1,33 @@
+// node/metrics: histogram buckets and the Prometheus text format.
+#include <doctest/doctest.h>
+
+#include "node/metrics.hpp"
+
+using namespace settee;
+
+TEST_CASE("a histogram counts observations by upper bound, cumulatively") {
+  metrics::histogram h({1, 5, 10});
+  for (double v : {0.5, 1.0, 3.0, 7.0, 50.0}) h.observe(v);
+  auto r = h.read();
+  CHECK(r.cumulative == std::vector<uint64_t>{2, 3, 4});  // <=1: 0.5 and 1; <=5: +3; <=10: +7
+  CHECK(r.count == 5);
+  CHECK(r.sum == doctest::Approx(61.5));
+}
+
+TEST_CASE("the Prometheus text names, labels and escapes") {
+  metrics::registry r;
+  for (int i = 0; i < 3; ++i) r.requests_by_method.add("GET");
+  r.requests_by_method.add("BREW");  // not a method it counts by name
+  r.requests_by_status.add_status(201);
+  r.commit_ops.observe(4);
+  std::string text =
+      metrics::prometheus_text(r, {{"odd", "A label with a quote.", "gauge", {{{{"db", "a\"b\\c\nd"}}, 2}}}});
+  CHECK(text.find("# TYPE settee_http_requests_total counter\nsettee_http_requests_total{method=\"GET\"} 3\n") !=
+        std::string::npos);
+  CHECK(text.find("settee_http_requests_total{method=\"other\"} 1\n") != std::string::npos);
+  CHECK(text.find("settee_http_responses_total{status=\"201\"} 1\n") != std::string::npos);
+  CHECK(text.find("settee_commit_ops_bucket{le=\"4\"} 1\n") != std::string::npos);
+  CHECK(text.find("settee_commit_ops_bucket{le=\"+Inf\"} 1\nsettee_commit_ops_sum 4\nsettee_commit_ops_count 1\n") !=
+        std::string::npos);
+  CHECK(text.find("settee_odd{db=\"a\\\"b\\\\c\\nd\"} 2\n") != std::string::npos);
+}
