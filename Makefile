@@ -6,7 +6,7 @@ JOBS ?= $(shell nproc)
 DATA ?= ./data
 PORT ?= 5984
 
-.PHONY: all setup build run test fuzz bench clean format
+.PHONY: all setup build run test fuzz bench clean format deb
 
 all: build
 
@@ -32,6 +32,10 @@ fuzz: build
 
 bench: build
 	bash bench/run_foundation.sh
+
+# settee_<version>_<arch>.deb in $(BUILD) (scripts/make_deb.sh; issue 12).
+deb: build
+	bash scripts/make_deb.sh $(BUILD)
 
 clean:
 	rm -rf $(BUILD)

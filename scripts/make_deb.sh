@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# Packages a built tree as settee_<version>_<arch>.deb (issue 12 point 1): the stripped binary, a
+# systemd unit that runs it as the `settee` user on /var/lib/settee, /etc/settee/local.ini (a
+# conffile). Depends: the Debian packages that hold the libraries the binary links.
+#   bash scripts/make_deb.sh [BUILD_DIR] [OUT_DIR]        (make deb)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+BUILD=${1:-build}
+OUT=${2:-$BUILD}
+VERSION=$("$BUILD/settee" --version | awk '{print $2}')  # e.g. 0.3.0, 0.4.0-dev
+DEBVERSION=${VERSION//-/\~}                              # 0.4.0~dev sorts before 0.4.0
+ARCH=$(dpkg --print-architecture)
+STAGE=$(mktemp -d)
+chmod 0755 "$STAGE"
+trap 'rm -rf "$STAGE"' EXIT
+
+install -D -m 0755 "$BUILD/settee" "$STAGE/usr/bin/settee"
+strip --strip-unneeded "$STAGE/usr/bin/settee"
+install -D -m 0644 packaging/settee.service "$STAGE/lib/systemd/system/settee.service"
+install -D -m 0640 packaging/local.ini "$STAGE/etc/settee/local.ini"
+install -D -m 0644 README.md "$STAGE/usr/share/doc/settee/README.md"
+install -D -m 0644 docs/operations.md "$STAGE/usr/share/doc/settee/operations.md"
+install -d "$STAGE/DEBIAN"
+for script in postinst prerm postrm; do install -m 0755 "packaging/$script" "$STAGE/DEBIAN/$script"; done
+echo /etc/settee/local.ini > "$STAGE/DEBIAN/conffiles"
+
+# The packages that own the shared libraries the binary needs (usr-merged paths tried both ways).
+DEPENDS=$(ldd "$BUILD/settee" | awk '/=> \//{print $3}' | while read -r lib; do
+  real=$(realpath "$lib")
+  dpkg -S "$real" 2>/dev/null || dpkg -S "${real#/usr}" 2>/dev/null || true
+done | cut -d: -f1 | sort -u | paste -sd, | sed 's/,/, /g')
+SIZE=$(du -sk --exclude=DEBIAN "$STAGE" | cut -f1)
+cat > "$STAGE/DEBIAN/control" <<CONTROL
+Package: settee
+Version: $DEBVERSION
+Architecture: $ARCH
+Maintainer: settee developers <settee@localhost>
+Installed-Size: $SIZE
+Depends: adduser, $DEPENDS
+Section: database
+Priority: optional
+Homepage: https://example.invalid/settee
+Description: clustered CouchDB-compatible database node
+ settee speaks Apache CouchDB's HTTP API (curl, nano, PouchDB and the CouchDB
+ replicator work unchanged) and forms clusters that split and move shards
+ under load, with changes feeds that never rewind.
+CONTROL
+
+mkdir -p "$OUT"
+DEB="$OUT/settee_${DEBVERSION}_${ARCH}.deb"
+dpkg-deb --root-owner-group -Zxz --build "$STAGE" "$DEB" >/dev/null
+echo "$DEB"

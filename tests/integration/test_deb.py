@@ -1,0 +1,78 @@
+"""`make deb` (issue 12 point 1): settee_<version>_<arch>.deb holds the stripped binary of this
+build, a systemd unit running it as `settee`, /etc/settee/local.ini as a conffile, and maintainer
+scripts that create the user and /var/lib/settee; as root it installs and purges cleanly."""
+import os
+import shutil
+import subprocess
+import tempfile
+import unittest
+
+from harness import BIN, main
+
+ROOT = os.path.join(os.path.dirname(__file__), "..", "..")
+
+
+def run(*args, **kw):
+    return subprocess.run(list(args), capture_output=True, text=True, check=True, **kw).stdout
+
+
+class Deb(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.out = tempfile.mkdtemp(prefix="settee-deb-")
+        build = os.path.dirname(os.path.abspath(BIN))
+        cls.deb = run("bash", os.path.join(ROOT, "scripts", "make_deb.sh"), build, cls.out).strip()
+        cls.version = run(BIN, "--version").split()[1]
+
+    @classmethod
+    def tearDownClass(cls):
+        shutil.rmtree(cls.out, ignore_errors=True)
+
+    def field(self, name):
+        return run("dpkg-deb", "-f", self.deb, name).strip()
+
+    def test_name_and_control_fields(self):
+        arch = run("dpkg", "--print-architecture").strip()
+        debversion = self.version.replace("-", "~")
+        self.assertEqual(os.path.basename(self.deb), f"settee_{debversion}_{arch}.deb")
+        self.assertEqual(self.field("Package"), "settee")
+        self.assertEqual(self.field("Version"), debversion)
+        depends = self.field("Depends")
+        for pkg in ("adduser", "liblmdb0", "libcapnp-0.9.2", "libcaf-core0.17", "libssl3"):
+            self.assertIn(pkg, depends)
+
+    def test_contents_and_the_binary_is_this_build(self):
+        listing = run("dpkg-deb", "-c", self.deb)
+        for path in ("./usr/bin/settee", "./lib/systemd/system/settee.service", "./etc/settee/local.ini"):
+            self.assertIn(path, listing)
+        self.assertRegex(listing, r"drwxr-xr-x root/root +0 .* \./\n")
+        tree = os.path.join(self.out, "tree")
+        run("dpkg-deb", "-x", self.deb, tree)
+        self.assertEqual(run(os.path.join(tree, "usr", "bin", "settee"), "--version").split()[1], self.version)
+        with open(os.path.join(tree, "lib", "systemd", "system", "settee.service")) as f:
+            unit = f.read()
+        self.assertIn("User=settee", unit)
+        self.assertIn("ExecStart=/usr/bin/settee --data-dir /var/lib/settee --config /etc/settee/local.ini", unit)
+        control = os.path.join(self.out, "control")
+        run("dpkg-deb", "-e", self.deb, control)
+        with open(os.path.join(control, "conffiles")) as f:
+            self.assertEqual(f.read().strip(), "/etc/settee/local.ini")
+
+    @unittest.skipUnless(os.geteuid() == 0 and shutil.which("dpkg"), "installing needs root")
+    def test_installs_and_purges_cleanly(self):
+        subprocess.run(["dpkg", "--purge", "settee"], capture_output=True)  # a left-over from a failed run
+        try:
+            run("dpkg", "-i", self.deb)
+            self.assertEqual(run("/usr/bin/settee", "--version").split()[1], self.version)
+            self.assertIn("settee", run("getent", "passwd", "settee"))
+            st = os.stat("/var/lib/settee")
+            self.assertEqual(oct(st.st_mode & 0o777), "0o750")
+            self.assertTrue(os.path.exists("/etc/settee/local.ini"))
+        finally:
+            run("dpkg", "--purge", "settee")
+        self.assertFalse(os.path.exists("/usr/bin/settee"))
+        self.assertFalse(os.path.exists("/etc/settee/local.ini"))
+
+
+if __name__ == "__main__":
+    main()
