@@ -10,6 +10,7 @@ OUT=${2:-$BUILD}
 VERSION=$("$BUILD/settee" --version | awk '{print $2}')  # e.g. 0.3.0, 0.4.0-dev
 DEBVERSION=${VERSION//-/\~}                              # 0.4.0~dev sorts before 0.4.0
 ARCH=$(dpkg --print-architecture)
+MAINTAINER="settee developers <settee@example.org>"
 STAGE=$(mktemp -d)
 chmod 0755 "$STAGE"
 trap 'rm -rf "$STAGE"' EXIT
@@ -17,9 +18,16 @@ trap 'rm -rf "$STAGE"' EXIT
 install -D -m 0755 "$BUILD/settee" "$STAGE/usr/bin/settee"
 strip --strip-unneeded "$STAGE/usr/bin/settee"
 install -D -m 0644 packaging/settee.service "$STAGE/lib/systemd/system/settee.service"
-install -D -m 0640 packaging/local.ini "$STAGE/etc/settee/local.ini"
+install -D -m 0644 packaging/local.ini "$STAGE/etc/settee/local.ini"  # 0640, group settee: postinst
 install -D -m 0644 README.md "$STAGE/usr/share/doc/settee/README.md"
 install -D -m 0644 docs/operations.md "$STAGE/usr/share/doc/settee/operations.md"
+install -D -m 0644 docs/releases.md "$STAGE/usr/share/doc/settee/releases.md"
+install -D -m 0644 packaging/copyright "$STAGE/usr/share/doc/settee/copyright"
+# A native package's changelog: one entry pointing at releases.md.
+printf 'settee (%s) unstable; urgency=medium\n\n  * See /usr/share/doc/settee/releases.md.\n\n -- %s  %s\n' \
+  "$DEBVERSION" "$MAINTAINER" "$(date -R -u -d @"${SOURCE_DATE_EPOCH:-$(git log -1 --format=%ct 2>/dev/null || date +%s)}")" |
+  gzip -9n > "$STAGE/usr/share/doc/settee/changelog.gz"
+chmod 0644 "$STAGE/usr/share/doc/settee/changelog.gz"
 install -d "$STAGE/DEBIAN"
 for script in postinst prerm postrm; do install -m 0755 "packaging/$script" "$STAGE/DEBIAN/$script"; done
 echo /etc/settee/local.ini > "$STAGE/DEBIAN/conffiles"
@@ -34,12 +42,11 @@ cat > "$STAGE/DEBIAN/control" <<CONTROL
 Package: settee
 Version: $DEBVERSION
 Architecture: $ARCH
-Maintainer: settee developers <settee@localhost>
+Maintainer: $MAINTAINER
 Installed-Size: $SIZE
 Depends: adduser, $DEPENDS
 Section: database
 Priority: optional
-Homepage: https://example.invalid/settee
 Description: clustered CouchDB-compatible database node
  settee speaks Apache CouchDB's HTTP API (curl, nano, PouchDB and the CouchDB
  replicator work unchanged) and forms clusters that split and move shards

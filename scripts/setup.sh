@@ -6,6 +6,8 @@ packages=(g++ make cmake pkg-config ccache libcaf-dev capnproto libcapnp-dev lib
           libcpp-httplib-dev libhttp-parser-dev nlohmann-json3-dev fiu-utils doctest-dev libssl-dev zlib1g-dev python3 curl clang-format)
 # `--tests`: also what the test suite drives (real clients: PouchDB from npm, tests/clients/).
 if [ "${1:-}" = "--tests" ] && ! command -v npm >/dev/null; then packages+=(nodejs npm); fi
+# `--tests`: lintian checks the Debian package `make deb` builds (tests/integration/test_deb.py).
+if [ "${1:-}" = "--tests" ]; then packages+=(lintian); fi
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
