@@ -23,6 +23,9 @@ install -D -m 0644 README.md "$STAGE/usr/share/doc/settee/README.md"
 install -D -m 0644 docs/operations.md "$STAGE/usr/share/doc/settee/operations.md"
 install -D -m 0644 docs/releases.md "$STAGE/usr/share/doc/settee/releases.md"
 install -D -m 0644 packaging/copyright "$STAGE/usr/share/doc/settee/copyright"
+install -d "$STAGE/usr/share/man/man1"
+gzip -9n < packaging/settee.1 > "$STAGE/usr/share/man/man1/settee.1.gz"
+chmod 0644 "$STAGE/usr/share/man/man1/settee.1.gz"
 # A native package's changelog: one entry pointing at releases.md.
 printf 'settee (%s) unstable; urgency=medium\n\n  * See /usr/share/doc/settee/releases.md.\n\n -- %s  %s\n' \
   "$DEBVERSION" "$MAINTAINER" "$(date -R -u -d @"${SOURCE_DATE_EPOCH:-$(git log -1 --format=%ct 2>/dev/null || date +%s)}")" |
