@@ -197,6 +197,14 @@ bool resharder::switched(const split_job& j) const {
   return !s.open;
 }
 
+void resharder::wait_for_readers(const std::string& path, const std::string& notify_key) {
+  shards_.notify(notify_key);
+  for (int i = 0; i < 1000 && shards_.held(path); ++i) {
+    if (i % 100 == 99) shards_.notify(notify_key);  // a feed between two reads missed the first
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+}
+
 void resharder::drop_children(const split_job& j) {
   if (j.leader == node_ && !j.copies.empty()) unseal_copies(j);
   if (j.move()) {  // the copy made here goes; the source takes writes again
@@ -284,22 +292,26 @@ result<split_job> resharder::create(const db_meta& db, size_t index, int64_t suf
                                              ": create the job on a node that holds one"};
   }
   if (!db.ranges[index].halves()) return status{errc::bad_request, "Shard " + source + " cannot be split further"};
-  std::lock_guard<std::mutex> lock(mu_);
-  for (auto& [id, j] : jobs_) {
-    if (j.db == db.name && j.created == db.created && j.source == source && !terminal(j))
-      return status{errc::conflict, "A job splitting " + shard_name(db.name, source) + " exists already: " + id};
-  }
   split_job j;
   j.db = db.name;
   j.created = db.created;
   j.source = source;
-  j.start_time = clk_.now_s();
   j.child_suffix = suffix ? suffix : clk_.now_ms();
   if (nodes.size() > 1) {
     j.leader = leader.empty() ? node_ : leader;
     if (leader.empty()) j.copies = nodes;
   }
   j.id = "001-" + crypto::sha256_hex(node_ + " " + db.name + " " + source + " " + std::to_string(clk_.now_ms()));
+  return add_job(std::move(j), "A job splitting ");
+}
+
+result<split_job> resharder::add_job(split_job j, const std::string& conflict) {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (auto& [id, other] : jobs_) {
+    if (other.db == j.db && other.created == j.created && other.source == j.source && !terminal(other))
+      return status{errc::conflict, conflict + shard_name(j.db, j.source) + " exists already: " + id};
+  }
+  j.start_time = clk_.now_s();
   note(j, "new");
   j.job_state = running_ ? "running" : "stopped";
   if (!running_) j.reason = reason_;
@@ -319,28 +331,15 @@ result<split_job> resharder::create_move(const db_meta& db, size_t index, const 
   if (std::find(nodes.begin(), nodes.end(), node_) != nodes.end())
     return status{errc::bad_request,
                   "`target` " + node_ + " holds a copy of " + shard_name(db.name, source) + " already"};
-  std::lock_guard<std::mutex> lock(mu_);
-  for (auto& [id, j] : jobs_) {
-    if (j.db == db.name && j.created == db.created && j.source == source && !terminal(j))
-      return status{errc::conflict, "A job for " + shard_name(db.name, source) + " exists already: " + id};
-  }
   split_job j;
   j.type = "move";
   j.db = db.name;
   j.created = db.created;
   j.source = source;
   j.from_node = from;
-  j.start_time = clk_.now_s();
   j.id = "001-" + crypto::sha256_hex("move " + from + " " + node_ + " " + db.name + " " + source + " " +
                                      std::to_string(clk_.now_ms()));
-  note(j, "new");
-  j.job_state = running_ ? "running" : "stopped";
-  if (!running_) j.reason = reason_;
-  note(j, j.job_state);
-  if (auto st = save_locked(j); !st) return st;
-  jobs_.emplace(j.id, j);
-  wake_.notify_all();
-  return j;
+  return add_job(std::move(j), "A job for ");
 }
 
 result<std::pair<db_meta, size_t>> resharder::own_copy(const std::string& db, const std::string& range) const {
@@ -392,11 +391,7 @@ status resharder::retire_copy(const std::string& db, const std::string& shard, u
     return status{errc::conflict, "the shard map on " + node_ + " still lists its copy of " + shard};
   const std::string path = path_of(db, shard);
   if (!remove) {  // feeds reading it are woken: they go on over the new map; requests finish
-    shards_.notify(m->key());
-    for (int i = 0; i < 1000 && shards_.held(path); ++i) {
-      if (i % 100 == 99) shards_.notify(m->key());
-      std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    }
+    wait_for_readers(path, m->key());
     return {};
   }
   if (::access(path.c_str(), F_OK) != 0) return {};  // removed already
@@ -656,11 +651,7 @@ status resharder::advance(split_job& j) {
   if (next == "wait_source_close") {
     // Feeds reading the parent are woken: they find it closed and go on from the children (a
     // shard feed of the parent ends). Requests under way finish; then the parent can go.
-    shards_.notify(db->key());
-    for (int i = 0; i < 1000 && shards_.held(parent_path); ++i) {
-      if (i % 100 == 99) shards_.notify(db->key());
-      std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    }
+    wait_for_readers(parent_path, db->key());
     return {};
   }
   if (next == "topoff3") {
@@ -774,19 +765,17 @@ result<std::pair<uint64_t, std::string>> resharder::split_seal(const std::string
     }
     j = it->second;
   }
-  auto m = coord_.catalog().lookup(db);
-  if (!m) return m.error();
-  std::optional<size_t> index;
-  for (size_t i = 0; i < m->ranges.size(); ++i)
-    if (m->shard_id(i) == shard && m->hosts(i)) index = i;
-  if (!index) return status{errc::conflict, "Shard " + shard + " is no longer open on " + node_};
-  auto parent = coord_.shard(*m, *index);
+  auto at = own_copy(db, shard.substr(0, shard.find('.')));
+  if (!at || at->first.shard_id(at->second) != shard)
+    return status{errc::conflict, "Shard " + shard + " is no longer open on " + node_};
+  const auto& [m, index] = *at;
+  auto parent = coord_.shard(m, index);
   if (!parent) return parent.error();
   // Sealed (recorded: it stays sealed through a restart until the leader switches or lifts it),
   // drained, and a last pass.
-  shards_.seal(m->shard_paths[*index]);
+  shards_.seal(m.shard_paths[index]);
   if (auto st = drain(*parent, true); !st) return st;
-  if (auto st = copy_pass(j, *m, *index, true); !st) return st;
+  if (auto st = copy_pass(j, m, index, true); !st) return st;
   const shard_header h = parent->store->header();
   if (h.update_seq != j.copied_to) return status{errc::internal, "the sealed parent still moved"};
   return std::make_pair(h.update_seq, h.shard_uuid);

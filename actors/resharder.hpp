@@ -159,6 +159,9 @@ class resharder {
   // The open shard `range` of `db` this node holds, as (meta, index).
   result<std::pair<db_meta, size_t>> own_copy(const std::string& db, const std::string& range) const;
   bool runnable_locked(const split_job& j) const;
+  // Records a new job (history, state, saved) and wakes the runner; a conflict (`conflict` + the
+  // shard's name) when another job of that shard is not done.
+  result<split_job> add_job(split_job j, const std::string& conflict);
   // Writes (`body`) or deletes (null) `_local` document `id` of `_dbs`, at its current revision.
   status put_local(const std::string& id, const std::string* body);
   status save_locked(const split_job& j);
@@ -171,6 +174,8 @@ class resharder {
   std::vector<std::pair<shard_range, std::string>> children_of(const split_job& j) const;
   std::string path_of(const std::string& db, const std::string& shard_id) const;
   void drop_children(const split_job& j);
+  // Wakes the feeds of `notify_key` and waits (at most 10 s) until nobody holds the shard at `path`.
+  void wait_for_readers(const std::string& path, const std::string& notify_key);
   // Whether `_dbs` has closed `j`'s parent (the shard map switched).
   bool switched(const split_job& j) const;
 

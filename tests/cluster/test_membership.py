@@ -2,6 +2,7 @@
 import os
 import signal
 import sys
+import threading
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "integration"))
@@ -50,6 +51,36 @@ class Cluster:
         for n in self.nodes:
             assert wait_for(lambda n=n: n.get("/_membership", fresh=True).json["all_nodes"] == names, timeout)
         return self
+
+
+class Writers:
+    """One thread per node, each PUTting new documents `w<k>-<n>` into `db` (at most `limit`) until
+    stopped: `acked` maps the ids answered 201/202 to their revs, `failures` holds the rest."""
+
+    def __init__(self, nodes, db, limit=3000):
+        self.acked, self.failures, self._stop = {}, [], threading.Event()
+        self._threads = [threading.Thread(target=self._write, args=(k, n, db, limit)) for k, n in enumerate(nodes)]
+
+    def _write(self, k, node, db, limit):
+        n = 0
+        while not self._stop.is_set() and n < limit:
+            doc_id = f"w{k}-{n:05d}"
+            status, body = node.call("PUT", f"/{db}/{doc_id}", {"n": n})
+            if status in (201, 202):
+                self.acked[doc_id] = body["rev"]
+            else:
+                self.failures.append((k, status, body))
+            n += 1
+
+    def start(self):
+        for t in self._threads:
+            t.start()
+        return self
+
+    def stop(self):
+        self._stop.set()
+        for t in self._threads:
+            t.join()
 
 
 class Membership(NodeTest):

@@ -14,7 +14,7 @@ import time
 sys.path.insert(0, os.path.dirname(__file__))
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "integration"))
 from harness import NodeTest, main  # noqa: E402
-from test_membership import Cluster, wait_for  # noqa: E402
+from test_membership import Cluster, Writers, wait_for  # noqa: E402
 
 
 def wait_job(node, job, timeout=60):
@@ -70,18 +70,8 @@ class MoveCluster(NodeTest):
         token = nodes[0].get(f"/{db}/_changes").json["last_seq"]
         bins_before = nodes[0].get(f"/{db}/_time_seq").json["time_seq"]
 
-        acked, failures, stop = {}, [], threading.Event()
-
-        def writer(k):
-            n = 0
-            while not stop.is_set() and n < 3000:
-                doc_id = f"w{k}-{n:05d}"
-                status, body = nodes[k].call("PUT", f"/{db}/{doc_id}", {"n": n})
-                if status in (201, 202):
-                    acked[doc_id] = body["rev"]
-                else:
-                    failures.append((k, status, body))
-                n += 1
+        writers = Writers(nodes, db)
+        acked, failures = writers.acked, writers.failures
 
         # Continuous feeds open throughout the move: the database's on A from the token, and the
         # shard's own feed on A and on the third node from the shard's last seq.
@@ -111,9 +101,7 @@ class MoveCluster(NodeTest):
         followers = [threading.Thread(target=follow, args=(k, path, out)) for (k, path), out in feeds.items()]
         for f in followers:
             f.start()
-        threads = [threading.Thread(target=writer, args=(k,)) for k in range(3)]
-        for t in threads:
-            t.start()
+        writers.start()
         time.sleep(0.3)
         # Asked on the third node: the job is made on the target.
         r = nodes[2].post("/_reshard/jobs", {"type": "move", "shard": f"shards/{shard.split('.')[0]}/{db}.{shard.split('.')[1]}",
@@ -135,9 +123,7 @@ class MoveCluster(NodeTest):
         self.assertEqual(states[-1], "completed")
         self.assertIn("update_shardmap", states)
         time.sleep(0.3)
-        stop.set()
-        for t in threads:
-            t.join()
+        writers.stop()
         writers_done.set()
         for f in followers:
             f.join(timeout=30)

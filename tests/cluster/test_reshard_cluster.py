@@ -7,13 +7,12 @@ import http.client
 import json
 import os
 import sys
-import threading
 import time
 
 sys.path.insert(0, os.path.dirname(__file__))
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "integration"))
 from harness import NodeTest, main  # noqa: E402
-from test_membership import Cluster, wait_for  # noqa: E402
+from test_membership import Cluster, Writers, wait_for  # noqa: E402
 
 
 class ReshardCluster(NodeTest):
@@ -38,22 +37,10 @@ class ReshardCluster(NodeTest):
         self.assertEqual(nodes[1].post("/rsc/_bulk_docs", {"docs": pre}).status, 201)
         token = nodes[2].get("/rsc/_changes").json["last_seq"]
 
-        acked, failures, stop = {}, [], threading.Event()
+        writers = Writers(nodes, "rsc")
+        acked, failures = writers.acked, writers.failures
 
-        def writer(k):
-            n = 0
-            while not stop.is_set() and n < 3000:
-                doc_id = f"w{k}-{n:05d}"
-                status, body = nodes[k].call("PUT", f"/rsc/{doc_id}", {"n": n})
-                if status in (201, 202):
-                    acked[doc_id] = body["rev"]
-                else:
-                    failures.append((k, status, body))
-                n += 1
-
-        threads = [threading.Thread(target=writer, args=(k,)) for k in range(3)]
-        for t in threads:
-            t.start()
+        writers.start()
         time.sleep(0.3)
         # Every range, split on the node holding it, one node at a time (see docs/api.md).
         for rng, k in owner.items():
@@ -64,9 +51,7 @@ class ReshardCluster(NodeTest):
             # The next node splits once the new map has reached it.
             self.assertTrue(wait_for(lambda rng=rng: all(rng not in n.get("/rsc/_shards").json["shards"] for n in nodes), 10))
         time.sleep(0.3)
-        stop.set()
-        for t in threads:
-            t.join()
+        writers.stop()
         self.assertEqual(failures, [])
         want = {d["_id"] for d in pre} | set(acked)
         for n in nodes:  # every node sees the new map and every acknowledged write
@@ -92,22 +77,10 @@ class ReshardCluster(NodeTest):
         self.assertEqual(nodes[1].post(f"/{db}/_bulk_docs", {"docs": pre}).status, 201)
         self.assertTrue(wait_for(lambda: all(n.get(f"/{db}").json["doc_count"] == 500 for n in nodes), 15))
         tokens = [n.get(f"/{db}/_changes").json["last_seq"] for n in nodes]
-        acked, failures, stop = {}, [], threading.Event()
+        writers = Writers(nodes, db)
+        acked, failures = writers.acked, writers.failures
 
-        def writer(k):
-            n = 0
-            while not stop.is_set() and n < 3000:
-                doc_id = f"w{k}-{n:05d}"
-                status, body = nodes[k].call("PUT", f"/{db}/{doc_id}", {"n": n})
-                if status in (201, 202):
-                    acked[doc_id] = body["rev"]
-                else:
-                    failures.append((k, status, body))
-                n += 1
-
-        threads = [threading.Thread(target=writer, args=(k,)) for k in range(3)]
-        for t in threads:
-            t.start()
+        writers.start()
         time.sleep(0.3)
         r = nodes[0].post("/_reshard/jobs", {"type": "split", "db": db})
         self.assertEqual(r.status, 201, r.json)
@@ -116,9 +89,7 @@ class ReshardCluster(NodeTest):
             self.assertTrue(wait_for(lambda e=e: nodes[0].get(f"/_reshard/jobs/{e['id']}").json["job_state"] == "completed", 60),
                             nodes[0].get(f"/_reshard/jobs/{e['id']}").json)
         time.sleep(0.3)
-        stop.set()
-        for t in threads:
-            t.join()
+        writers.stop()
         self.assertEqual(failures, [])
         want = {d["_id"] for d in pre} | set(acked)
         for n in nodes:
