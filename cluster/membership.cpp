@@ -50,6 +50,12 @@ void membership::add_member(const std::string& name) {
   if (name != self_) members_.emplace(name, false);
 }
 
+void membership::remove_member(const std::string& name) {
+  std::lock_guard<std::mutex> lock(mu_);
+  members_.erase(name);
+  info_.erase(name);
+}
+
 void membership::connected(const std::string& name, peer_info info) {
   std::lock_guard<std::mutex> lock(mu_);
   if (name == self_) return;

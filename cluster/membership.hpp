@@ -34,6 +34,8 @@ class membership {
 
   const std::string& self() const { return self_; }
   void add_member(const std::string& name);
+  // A member removed from the cluster (DELETE /_node/_local/_nodes/<name>): no longer listed.
+  void remove_member(const std::string& name);
   void connected(const std::string& name, peer_info info);
   void disconnected(const std::string& name);
   bool is_connected(const std::string& name) const;

@@ -24,7 +24,7 @@ db_meta nodes_db::meta() const {
   return db_meta::local_system("_nodes", path_);
 }
 
-status nodes_db::add(const peer_address& node) {
+status nodes_db::add(const peer_address& node, bool seed) {
   auto h = handle();
   if (!h) return h.error();
   nlohmann::json body = {{"host", node.host}, {"rpc_port", node.port}};
@@ -34,12 +34,36 @@ status nodes_db::add(const peer_address& node) {
   if (auto snap = h->store->read()) {
     doc_info d;
     if (snap->doc(node.name, d)) {
+      if (seed && d.tree.winner_deleted()) {
+        log::warning("seed " + node.name + " was removed from the cluster: not dialling it");
+        return {};
+      }
       std::string old;
       if (snap->winner_body(d, old) && old == u.body) {
         return {};  // already there: no new revision (seeds are written at every start)
       }
       u.revs.push_back(d.tree.rev(d.tree.winner()));
     }
+  }
+  auto op = std::make_shared<write_op>();
+  op->docs.push_back(std::move(u));
+  if (auto st = write_one(h->writer, op, timeout_); !st) return st;
+  return reload();
+}
+
+status nodes_db::remove(const std::string& name) {
+  auto h = handle();
+  if (!h) return h.error();
+  doc_update u;
+  u.id = name;
+  u.deleted = true;
+  u.body = "{}";
+  {
+    auto snap = h->store->read();
+    if (!snap) return snap.error();
+    doc_info d;
+    if (!snap->doc(name, d) || d.tree.winner_deleted()) return {errc::not_found, name + " is not a member"};
+    u.revs.push_back(d.tree.rev(d.tree.winner()));
   }
   auto op = std::make_shared<write_op>();
   op->docs.push_back(std::move(u));
@@ -56,6 +80,13 @@ status nodes_db::reload() {
   auto snap = h->store->read();
   if (!snap) return snap.error();
   snap->scan_docs("", false, [&](const doc_info& d) {
+    if (d.tree.winner_deleted()) {  // removed (here or on another node)
+      if (d.id != members_.self() && (known_.erase(d.id) || loaded_seq_ == UINT64_MAX)) {
+        rpc_.remove_peer(d.id);
+        log::info("member " + d.id + " removed from the cluster");
+      }
+      return true;
+    }
     std::string body;
     if (known_.count(d.id) || !snap->winner_body(d, body)) return true;
     json j = parse_json(body).value_or(json());

@@ -1,9 +1,8 @@
 // nodes_db: the `_nodes` system database, one document per cluster member
 // ({"_id": "<name>", "host": "...", "rpc_port": N}), stored in `<data>/_nodes.lmdb` and pushed between
 // nodes like `_dbs`. Seeds from the config are written into it at start; PUT
-// /_node/_local/_nodes/<name> adds a member at runtime. Every change (local or replicated) is turned
-// into a member and a dialled peer by reload().
-// Thread-safety: all methods may be called from any plain thread.
+// /_node/_local/_nodes/<name> adds a member at runtime, DELETE removes one. Every change (local or replicated) is
+// turned into a member and a dialled peer by reload(). Thread-safety: all methods may be called from any plain thread.
 #pragma once
 #include <chrono>
 #include <mutex>
@@ -22,8 +21,12 @@ class nodes_db {
   nodes_db(shard_registry& shards, const clock& clk, std::string data_dir, membership& members, rpc_node& rpc,
            std::chrono::milliseconds timeout);
 
-  // Adds (or updates) a member; durable when it returns.
-  status add(const peer_address& node);
+  // Adds (or updates) a member; durable when it returns. A seed (from the config, written at every
+  // start) does not bring back a member that was removed.
+  status add(const peer_address& node, bool seed = false);
+  // Removes a member (a deletion in `_nodes`, pushed to every node like any change): it is no
+  // longer listed, dialled or let in. errc::not_found when it is not a member.
+  status remove(const std::string& name);
   // Makes every member in `_nodes` a member and a peer (cheap when nothing changed).
   status reload();
   db_meta meta() const;  // `_nodes` as a one-range database, for internal replication

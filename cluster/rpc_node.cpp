@@ -9,6 +9,7 @@
 #include <future>
 #include <map>
 #include <optional>
+#include <set>
 
 #include <caf/all.hpp>
 
@@ -99,6 +100,7 @@ struct rpc_node::loop : private kj::TaskSet::ErrorHandler {
     kj::Maybe<Node::Client> cap;
     int backoff_ms = 100;
     kj::Maybe<kj::Own<kj::PromiseFulfiller<void>>> wake;  // ends the backoff early (the peer dialled us)
+    kj::Maybe<kj::Own<kj::PromiseFulfiller<void>>> stop;  // ends the dialling (the member was removed)
   };
 
   // One accepted connection: its own RPC system with its own node_server (and gate).
@@ -157,6 +159,7 @@ struct rpc_node::loop : private kj::TaskSet::ErrorHandler {
     return kj::mv(paf.promise);
   }
   std::map<std::string, kj::Own<peer_conn>> peers;
+  std::set<std::string> removed;  // members removed from the cluster: not dialled, refused when they dial
   // Declared last, destroyed first: cancelling every promise chain before the connections, peers
   // and server they refer to go away.
   kj::TaskSet tasks;
@@ -220,12 +223,23 @@ struct rpc_node::loop : private kj::TaskSet::ErrorHandler {
     return info;
   }
 
-  // Dials a peer unless we already do.
-  void add_peer(const peer_address& address) {
+  // Dials a peer unless we already do. A member removed from the cluster is dialled again only when
+  // it is added again (`readd`), not when it introduces itself.
+  void add_peer(const peer_address& address, bool readd = false) {
     if (address.name == members.self()) return;
+    if (removed.count(address.name)) {
+      if (!readd) return;
+      removed.erase(address.name);
+    }
     if (auto known = peers.find(address.name); known != peers.end()) {
-      // It is up (it just dialled us): if we wait to dial it again, dial now.
       peer_conn& pc = *known->second;
+      if (pc.stop == nullptr) {  // dialling stopped at its removal: start again
+        members.add_member(address.name);
+        pc.address = address;
+        dial(pc);
+        return;
+      }
+      // It is up (it just dialled us): if we wait to dial it again, dial now.
       KJ_IF_MAYBE (w, pc.wake) {
         pc.backoff_ms = 100;
         (*w)->fulfill();
@@ -238,7 +252,33 @@ struct rpc_node::loop : private kj::TaskSet::ErrorHandler {
     conn->address = address;
     peer_conn& pc = *conn;
     peers.emplace(address.name, kj::mv(conn));
-    tasks.add(run(pc));
+    dial(pc);
+  }
+
+  // Stops dialling a removed member and closes our connection to it; it is refused if it dials.
+  void remove_peer(const std::string& name) {
+    removed.insert(name);
+    members.remove_member(name);
+    auto it = peers.find(name);
+    if (it == peers.end()) return;
+    KJ_IF_MAYBE (s, it->second->stop) {
+      (*s)->fulfill();
+    }
+    it->second->stop = nullptr;
+  }
+
+  // run() until remove_peer() stops it; then the connection is dropped.
+  void dial(peer_conn& pc) {
+    auto stopped = kj::newPromiseAndFulfiller<void>();
+    pc.stop = kj::mv(stopped.fulfiller);
+    pc.backoff_ms = 100;
+    tasks.add(run(pc).exclusiveJoin(kj::mv(stopped.promise)).then([this, &pc]() {
+      pc.wake = nullptr;
+      pc.cap = nullptr;
+      pc.client = nullptr;
+      pc.stream = nullptr;
+      members.remove_member(pc.address.name);
+    }));
   }
 
   // The dialling side of the handshake (cluster/peer_auth.hpp): the server's challenge (an older
@@ -377,6 +417,7 @@ kj::Promise<void> node_server::handshake(HandshakeContext context) {
     return refuse_and_drop("peer " + name + " (release " + theirs.getRelease().cStr() +
                            ") did not prove the cluster secret; older releases need [cluster] accept_legacy_peers");
   }
+  if (loop_.removed.count(name)) return refuse_and_drop("node " + name + " was removed from the cluster");
   gate_->authenticated = true;
   if (!name.empty() && theirs.getRpcPort() != 0) {
     // A node that introduces itself is a member; dial it back so the view is symmetric.
@@ -1212,7 +1253,11 @@ status unavailable(const std::string& peer, const std::string& why) {
 }  // namespace
 
 status rpc_node::add_peer(const peer_address& peer) {
-  return on_loop([&](loop& l) { l.add_peer(peer); });
+  return on_loop([&](loop& l) { l.add_peer(peer, true); });
+}
+
+status rpc_node::remove_peer(const std::string& name) {
+  return on_loop([&](loop& l) { l.remove_peer(name); });
 }
 
 template <class T, class Send>

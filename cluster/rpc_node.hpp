@@ -93,6 +93,9 @@ class rpc_node final : public remote_shards {
 
   // Starts dialling a peer (no-op when it is already known). Any thread but the RPC thread.
   status add_peer(const peer_address& peer);
+  // A member removed from the cluster: no longer dialled, its connection closed, its calls to this
+  // node refused. add_peer() of the same name makes it a peer again.
+  status remove_peer(const std::string& name);
 
   // Blocking calls to a connected peer, for plain threads (never from the RPC thread itself).
   // errc::unavailable when the peer is not connected or the transport failed, errc::timeout after

@@ -3,9 +3,11 @@
 #include <fstream>
 #include <mutex>
 #include <random>
+#include <set>
 
 #include "actors/change_notifier.hpp"
 #include "actors/resharder.hpp"
+#include "actors/shard_map.hpp"
 #include "actors/shard_registry.hpp"
 #include "actors/task_list.hpp"
 #include "cluster/membership.hpp"
@@ -16,6 +18,7 @@
 #include "node/crypto.hpp"
 #include "node/log.hpp"
 #include "node/metrics.hpp"
+#include "storage/time_seq.hpp"
 
 namespace settee {
 
@@ -227,6 +230,18 @@ json system_stats(ctx& c) {
 constexpr const char* prometheus_type = "text/plain; version=0.0.4; charset=utf-8";
 
 // GET /_node/_local/_prometheus: node/metrics.hpp's counters and histograms, and what is read now.
+// "shards/<range>/<db>.<suffix>" (CouchDB's shard name) of a shard file path, "" for a system
+// database's file (_dbs, _nodes).
+std::string shard_name(const std::string& path) {
+  for (size_t at = path.find("/shards/"); at != std::string::npos; at = path.find("/shards/", at + 1)) {
+    const size_t r = at + 8;  // the range: 8 hex digits, '-', 8 hex digits, then '/'
+    if (path.size() > r + 18 && path[r + 8] == '-' && path[r + 17] == '/' && shard_range::parse(path.substr(r, 17))) {
+      return path.substr(at + 1);
+    }
+  }
+  return "";
+}
+
 std::string prometheus(ctx& c) {
   using metrics::sample;
   std::vector<sample> now;
@@ -256,6 +271,39 @@ std::string prometheus(ctx& c) {
     now.push_back(std::move(jobs));
     now.push_back(std::move(progress));
   }
+  // Internal replication: changes of this node's copies that a peer's copy had not confirmed at
+  // the last push (a database deleted since is left out).
+  sample lag{"internal_replication_pending_changes",
+             "Changes of this node's copy a peer's copy had not confirmed at the last push, by db, range, peer.",
+             "gauge",
+             {}};
+  auto& catalog = c.node.coord.catalog();
+  auto names = catalog.names();
+  const std::set<std::string> live(names.begin(), names.end());
+  for (auto& [k, pending] : metrics::node().replication.read()) {
+    auto& [db, range, peer] = k;
+    if (db[0] == '_' || live.count(db)) {
+      lag.values.push_back({{{"db", db}, {"range", range}, {"peer", peer}}, double(pending)});
+    }
+  }
+  now.push_back(std::move(lag));
+  // Time-seq of every open shard: the bins in use, and the changes in the newest one (the recent
+  // write rate at the bins' 3-hour resolution). GET /db/_time_seq has every bin.
+  sample bins{"time_seq_bins", "Time-seq bins in use, by shard.", "gauge", {}};
+  sample newest{"time_seq_newest_bin_changes", "Changes counted in the newest time-seq bin, by shard.", "gauge", {}};
+  if (c.node.shards) {
+    c.node.shards->for_each_open([&](const std::string& path, const shard_store& store) {
+      std::string name = shard_name(path);
+      if (name.empty()) return;
+      shard_header h = store.header();
+      auto counts = time_seq::histogram(h.time_seq, h.update_seq);
+      std::map<std::string, std::string> labels{{"shard", name}};
+      bins.values.push_back({labels, double(h.time_seq.bins.size())});
+      newest.values.push_back({labels, counts.empty() ? 0.0 : double(counts.back().second)});
+    });
+  }
+  now.push_back(std::move(bins));
+  now.push_back(std::move(newest));
   return metrics::prometheus_text(metrics::node(), now);
 }
 
@@ -291,6 +339,47 @@ json couch_stats() {
                 {"fsync_time", hist(m.fsync_seconds, "milliseconds", 1000, "LMDB commit with fsync")}}}};
 }
 
+// PUT /_node/_local/_nodes/<name@host> {"rpc_port": N, "host": "..."?}: add a member at runtime.
+// DELETE: remove one that holds no copy of any database (move them off first).
+void handle_member(ctx& c, const std::string& name) {
+  if (c.method() != "PUT" && c.method() != "DELETE") return c.method_not_allowed("PUT,DELETE");
+  if (!c.node.nodes) return c.error(errc::bad_request, "this node is not clustered: set [cluster] rpc_port");
+  size_t at = name.find('@');
+  if (at == std::string::npos || at == 0 || at + 1 == name.size()) {
+    return c.error(errc::bad_request, "a node name is name@host");
+  }
+  if (c.method() == "DELETE") {
+    if (name == c.node.node_name) return c.error(errc::bad_request, "a node cannot remove itself: ask another member");
+    auto& catalog = c.node.coord.catalog();
+    if (auto st = catalog.refresh(); !st) return c.error(st);
+    for (const std::string& db : catalog.names()) {
+      auto m = catalog.find(db);
+      if (!m || m->everywhere()) continue;  // system databases have a copy on every member
+      for (size_t i = 0; i < m->q; ++i) {
+        if (std::find(m->nodes[i].begin(), m->nodes[i].end(), name) != m->nodes[i].end()) {
+          return c.error(errc::conflict, name + " still holds a copy of " + db + " range " + m->ranges[i].name() +
+                                             ": move its copies off first (POST /_reshard/jobs, type move)");
+        }
+      }
+    }
+    if (auto st = c.node.nodes->remove(name); !st) return c.error(st);
+    return c.reply(200, json{{"ok", true}});
+  }
+  auto body = parse_json(c.req.body.empty() ? "{}" : c.req.body);
+  if (!body || !body->is_object()) return c.error(errc::bad_request, "Request body must be a JSON object");
+  const json& port = (*body)["rpc_port"];
+  if (!port.is_number_unsigned() || port.get<uint64_t>() == 0 || port.get<uint64_t>() > 65535) {
+    return c.error(errc::bad_request, "`rpc_port` must be a port number");
+  }
+  std::string host = name.substr(at + 1);
+  if (body->contains("host")) {
+    if (!(*body)["host"].is_string()) return c.error(errc::bad_request, "`host` must be a string");
+    host = (*body)["host"].get<std::string>();
+  }
+  if (auto st = c.node.nodes->add({name, host, port.get<uint16_t>()}); !st) return c.error(st);
+  c.reply(201, json{{"ok", true}});
+}
+
 }  // namespace
 
 void handle_node(ctx& c) {
@@ -301,29 +390,7 @@ void handle_node(ctx& c) {
     if (c.method() != "GET") return c.method_not_allowed("GET,HEAD");
     return c.reply(200, json{{"name", c.node.node_name}});
   }
-  if (p[2] == "_nodes" && p.size() == 4) {
-    // PUT /_node/_local/_nodes/<name@host> {"rpc_port": N, "host": "..."?}: add a member at runtime.
-    if (c.method() != "PUT") return c.method_not_allowed("PUT");
-    if (!c.node.nodes) return c.error(errc::bad_request, "this node is not clustered: set [cluster] rpc_port");
-    const std::string& name = p[3];
-    size_t at = name.find('@');
-    if (at == std::string::npos || at == 0 || at + 1 == name.size()) {
-      return c.error(errc::bad_request, "a node name is name@host");
-    }
-    auto body = parse_json(c.req.body.empty() ? "{}" : c.req.body);
-    if (!body || !body->is_object()) return c.error(errc::bad_request, "Request body must be a JSON object");
-    const json& port = (*body)["rpc_port"];
-    if (!port.is_number_unsigned() || port.get<uint64_t>() == 0 || port.get<uint64_t>() > 65535) {
-      return c.error(errc::bad_request, "`rpc_port` must be a port number");
-    }
-    std::string host = name.substr(at + 1);
-    if (body->contains("host")) {
-      if (!(*body)["host"].is_string()) return c.error(errc::bad_request, "`host` must be a string");
-      host = (*body)["host"].get<std::string>();
-    }
-    if (auto st = c.node.nodes->add({name, host, port.get<uint16_t>()}); !st) return c.error(st);
-    return c.reply(201, json{{"ok", true}});
-  }
+  if (p[2] == "_nodes" && p.size() == 4) return handle_member(c, p[3]);
   if (p[2] == "_config" && p.size() <= 5) {
     if (c.method() != "GET") {
       return c.error(errc::not_implemented,

@@ -504,12 +504,14 @@ int main(int argc, char** argv) {
       nodes = std::make_unique<nodes_db>(shards, clk, args.data_dir, members, *rpc, timeout);
       node.nodes = nodes.get();
       for (const auto& s : ro.seeds) {
-        if (auto st = nodes->add(s); !st) die("cannot record seed " + s.name + ": " + st.reason);
+        if (auto st = nodes->add(s, true); !st) die("cannot record seed " + s.name + ": " + st.reason);
       }
       if (auto st = nodes->add({store_opts.node_name, ro.advertised_host, rpc->port()}); !st) die(st.reason);
+      if (auto st = nodes->reload(); !st) die(st.reason);  // members removed earlier stay removed
       int64_t sync_ms = cfg.get_int("cluster", "sync_interval_ms", 5000);
       if (sync_ms > 0) {
-        syncer = std::make_unique<shard_syncer>(coord, *rpc, members, std::chrono::milliseconds(sync_ms), nodes.get());
+        syncer = std::make_unique<shard_syncer>(coord, *rpc, members, std::chrono::milliseconds(sync_ms), nodes.get(),
+                                                &tasks);
       }
       log::info("cluster RPC listening on " + ro.bind + ":" + std::to_string(rpc->port()) +
                 (ro.tls ? " (TLS)" : " (plain TCP)"));
