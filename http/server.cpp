@@ -779,8 +779,18 @@ status http_server::bind() {
 void http_server::run() {
   for (size_t i = 0; i < std::min(impl::core_workers, std::max<size_t>(1, opts_.threads)); ++i) impl_->spawn_worker();
   impl_->timer_loop();  // returns on stop()
-  std::unique_lock<std::mutex> lock(impl_->workers_mu);
-  impl_->workers_cv.wait(lock, [&] { return impl_->workers == 0; });
+  {
+    std::unique_lock<std::mutex> lock(impl_->workers_mu);
+    impl_->workers_cv.wait(lock, [&] { return impl_->workers == 0; });
+  }
+  // Every connection left (live feeds above all) closes now: their feeds let go of the shards they
+  // read, so the node's shutdown that follows does not wait for them.
+  std::vector<std::shared_ptr<http_conn>> left;
+  {
+    std::lock_guard<std::mutex> lock(impl_->conns_mu);
+    for (auto& [id, c] : impl_->conns) left.push_back(c);
+  }
+  for (auto& c : left) impl_->close(*c);
 }
 
 void http_server::stop() {

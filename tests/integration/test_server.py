@@ -1,7 +1,11 @@
-"""Server endpoints, the CLI contract and configuration."""
+"""Server endpoints, the CLI contract, configuration and shutdown."""
+import http.client
 import os
+import signal
 import subprocess
 import tempfile
+import time
+import unittest
 
 from harness import BIN, Node, NodeTest, main
 
@@ -82,6 +86,31 @@ class ServerEndpoints(NodeTest):
                 except OSError:
                     pass
         self.assertEqual(self.node.get("/_up", fresh=True).status, 200)
+
+
+class Shutdown(unittest.TestCase):
+    def test_sigterm_with_live_feeds_open_exits_at_once(self):
+        # Open feeds hold the shards they read: SIGTERM must close them, not wait a minute for each
+        # shard (a rolling restart found 60 s stops, then a SIGKILL, with a `_db_updates` follower).
+        node = Node().start()
+        try:
+            node.put("/fed")
+            feeds = []
+            for path in ("/_db_updates?feed=continuous&heartbeat=1000", "/fed/_changes?feed=continuous&heartbeat=1000"):
+                conn = http.client.HTTPConnection("127.0.0.1", node.port, timeout=30)
+                conn.request("GET", path, headers=dict(node.auth_header()))
+                self.assertEqual(conn.getresponse().status, 200)
+                feeds.append(conn)
+            started = time.time()
+            node.proc.send_signal(signal.SIGTERM)
+            self.assertEqual(node.proc.wait(timeout=30), 0)
+            self.assertLess(time.time() - started, 15, "the node waited for its feeds")
+            for conn in feeds:
+                conn.close()
+            with open(node.log.name) as f:
+                self.assertNotIn("still referenced", f.read())
+        finally:
+            node.cleanup()
 
 
 class RequestLimits(NodeTest):
