@@ -180,6 +180,7 @@ result<replication_result> push_changes(const shard_handle& source, const replic
     out.to_seq = batch.last_seq;
     out.docs += batch.docs;
     out.applied += applied->applied;
+    if (target.progress) target.progress(out.to_seq);
   }
   return out;
 }

@@ -192,6 +192,12 @@ size_t shard_registry::open_count() const {
   return open_.size();
 }
 
+void shard_registry::for_each_open(
+    const std::function<void(const std::string& path, const shard_store& store)>& visit) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (const auto& [path, e] : open_) visit(path, *e.handle.store);
+}
+
 void shard_registry::unseal(const std::string& path) {
   std::lock_guard<std::mutex> lock(mu_);
   sealed_.erase(path);

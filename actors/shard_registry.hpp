@@ -14,6 +14,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -68,6 +69,8 @@ class shard_registry {
   void release_idle_maps(int64_t idle_ms);
   // Shards open now (metrics).
   size_t open_count() const;
+  // Visits every open shard, under the registry's lock (metrics: keep `visit` short).
+  void for_each_open(const std::function<void(const std::string& path, const shard_store& store)>& visit) const;
   // When a shard was last acquired (clock ms): any request, a peer's call or internal replication.
   int64_t last_acquired_ms() const { return last_acquired_ms_.load(std::memory_order_relaxed); }
 

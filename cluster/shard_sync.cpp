@@ -1,22 +1,35 @@
 #include "cluster/shard_sync.hpp"
 
 #include <algorithm>
+#include <set>
 
 #include "actors/internal_replication.hpp"
 #include "cluster/nodes_db.hpp"
 #include "node/log.hpp"
+#include "node/metrics.hpp"
 
 namespace settee {
 
 std::vector<sync_row> sync_database(coordinator& coord, rpc_node& rpc, const membership& members, const db_meta& db,
-                                    std::chrono::milliseconds timeout) {
+                                    std::chrono::milliseconds timeout, task_list* tasks) {
   std::vector<sync_row> rows;
-  for (const std::string& peer : members.all_nodes()) {
+  auto& lag = metrics::node().replication;
+  std::set<metrics::replication_lag::key> seen;
+  for (const std::string& peer : members.cluster_nodes()) {
     if (peer == members.self()) continue;
+    const bool connected = members.is_connected(peer);
     for (size_t i = 0; i < db.q; ++i) {
       // Only this node's copies, only to the nodes holding another copy of the same range.
       if (!db.hosts(i)) continue;
       if (!db.everywhere() && std::find(db.nodes[i].begin(), db.nodes[i].end(), peer) == db.nodes[i].end()) continue;
+      const metrics::replication_lag::key key{db.name, db.ranges[i].name(), peer};
+      if (!connected) {  // its copy keeps what it last confirmed; ours grows
+        if (auto source = coord.shard(db, i)) {
+          lag.update(key, source->store->header().update_seq, std::nullopt);
+          seen.insert(key);
+        }
+        continue;
+      }
       sync_row row;
       row.node = peer;
       row.range = db.ranges[i].name();
@@ -24,9 +37,14 @@ std::vector<sync_row> sync_database(coordinator& coord, rpc_node& rpc, const mem
       auto source = coord.shard(db, i);
       if (!info || !source) {
         row.st = !info ? info.error() : source.error();
+        if (source) {
+          lag.update(key, source->store->header().update_seq, std::nullopt);
+          seen.insert(key);
+        }
         rows.push_back(std::move(row));
         continue;
       }
+      seen.insert(key);
       replication_target target;
       target.uuid = info->uuid;
       std::string range = row.range;
@@ -37,23 +55,46 @@ std::vector<sync_row> sync_database(coordinator& coord, rpc_node& rpc, const mem
                                                        const std::string& piece) {
         return rpc.stage_blob(peer, db.name, range, key, offset, piece, timeout);
       };
+      // A long push (a node catching up) shows in /_active_tasks with its progress.
+      const uint64_t top = source->store->header().update_seq, from = read_checkpoint(*source, info->uuid);
+      uint64_t task = 0;
+      if (tasks && top >= from + sync_task_min_changes) {
+        task = tasks->add({{"type", "internal_replication"},
+                           {"database", db.name},
+                           {"range", row.range},
+                           {"source", members.self()},
+                           {"target", peer},
+                           {"changes_done", 0},
+                           {"total_changes", top - from},
+                           {"progress", 0}});
+        target.progress = [tasks, task, from, top](uint64_t reached) {
+          uint64_t done = std::min(reached, top) - from;
+          tasks->update(task, {{"changes_done", done}, {"progress", done * 100 / (top - from)}});
+        };
+      }
       auto r = push_changes(*source, target, timeout);
+      if (task) tasks->remove(task);
       if (r) {
         row.docs = r->docs;
         row.applied = r->applied;
         row.seq = r->to_seq;
+        lag.update(key, std::max(top, source->store->header().update_seq), r->to_seq);
       } else {
         row.st = r.error();
+        lag.update(key, source->store->header().update_seq, std::nullopt);
       }
       rows.push_back(std::move(row));
     }
   }
+  lag.retain(db.name, seen);
   return rows;
 }
 
 shard_syncer::shard_syncer(coordinator& coord, rpc_node& rpc, const membership& members,
-                           std::chrono::milliseconds interval, nodes_db* nodes)
-    : coord_(coord), rpc_(rpc), members_(members), interval_(interval), nodes_(nodes), thread_([this] { run(); }) {}
+                           std::chrono::milliseconds interval, nodes_db* nodes, task_list* tasks)
+    : coord_(coord), rpc_(rpc), members_(members), interval_(interval), nodes_(nodes), tasks_(tasks), thread_([this] {
+        run();
+      }) {}
 
 shard_syncer::~shard_syncer() {
   stop();
@@ -96,7 +137,7 @@ void shard_syncer::run() {
       }
       auto db = coord_.catalog().find(name);
       if (!db) continue;  // deleted meanwhile
-      for (auto& row : sync_database(coord_, rpc_, members_, *db, std::chrono::seconds(30))) {
+      for (auto& row : sync_database(coord_, rpc_, members_, *db, std::chrono::seconds(30), tasks_)) {
         // A node without a copy of this database is normal until shard maps are replicated.
         if (!row.st && row.st.code != errc::not_found) {
           log::warning("sync of " + name + " " + row.range + " to " + row.node + " failed: " + row.st.reason);

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "actors/coordinator.hpp"
+#include "actors/task_list.hpp"
 #include "cluster/membership.hpp"
 #include "cluster/rpc_node.hpp"
 
@@ -25,14 +26,17 @@ struct sync_row {
   status st;
 };
 
+// Records each copy's lag per peer in metrics::node().replication. A push of at least
+// sync_task_min_changes changes shows in `tasks` (GET /_active_tasks) while it runs.
 std::vector<sync_row> sync_database(coordinator& coord, rpc_node& rpc, const membership& members, const db_meta& db,
-                                    std::chrono::milliseconds timeout);
+                                    std::chrono::milliseconds timeout, task_list* tasks = nullptr);
+constexpr uint64_t sync_task_min_changes = 500;
 
 class shard_syncer {
  public:
   // `nodes` (may be null): the `_nodes` database, reloaded and pushed on every sweep like `_dbs`.
   shard_syncer(coordinator& coord, rpc_node& rpc, const membership& members, std::chrono::milliseconds interval,
-               class nodes_db* nodes = nullptr);
+               class nodes_db* nodes = nullptr, task_list* tasks = nullptr);
   ~shard_syncer();
   void stop();
 
@@ -44,6 +48,7 @@ class shard_syncer {
   const membership& members_;
   std::chrono::milliseconds interval_;
   class nodes_db* nodes_;
+  task_list* tasks_;
   std::mutex mu_;
   std::condition_variable cv_;
   bool stopping_ = false;

@@ -11,7 +11,8 @@ void handle_sync_shards(ctx& c, const db_meta& db) {
   json pushed = json::array();
   bool all_ok = true;
   if (c.node.rpc) {
-    for (auto& row : sync_database(c.node.coord, *c.node.rpc, *c.node.members, db, std::chrono::seconds(30))) {
+    for (auto& row :
+         sync_database(c.node.coord, *c.node.rpc, *c.node.members, db, std::chrono::seconds(30), c.node.tasks)) {
       json r = {{"node", row.node}, {"range", row.range}};
       if (row.st) {
         r["docs"] = row.docs;

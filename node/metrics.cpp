@@ -41,6 +41,31 @@ std::map<std::string, uint64_t> labelled_counter::read() const {
   return values_;
 }
 
+void replication_lag::update(const key& k, uint64_t source_seq, std::optional<uint64_t> pushed_seq) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto& v = values_[k];
+  v.first = source_seq;
+  if (pushed_seq) v.second = *pushed_seq;
+}
+
+void replication_lag::retain(const std::string& db, const std::set<key>& keep) {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (auto it = values_.lower_bound({db, "", ""}); it != values_.end() && std::get<0>(it->first) == db;) {
+    it = keep.count(it->first) ? std::next(it) : values_.erase(it);
+  }
+}
+
+void replication_lag::forget(const std::string& db) {
+  retain(db, {});
+}
+
+std::map<replication_lag::key, uint64_t> replication_lag::read() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::map<key, uint64_t> out;
+  for (auto& [k, v] : values_) out[k] = v.first > v.second ? v.first - v.second : 0;
+  return out;
+}
+
 void fixed_counter::add(const std::string& label) {
   size_t i = 0;
   while (i + 1 < labels_.size() && labels_[i] != label) ++i;  // the last label is `other`

@@ -7,7 +7,10 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
+#include <set>
 #include <string>
+#include <tuple>
 #include <vector>
 
 namespace settee::metrics {
@@ -57,6 +60,24 @@ class fixed_counter {
   std::atomic<uint64_t> counts_[1000] = {};
 };
 
+// Internal replication of this node's copies, per (database, range, peer): the changes the peer's
+// copy had not confirmed at the last push (this copy's update seq then, minus the seq pushed). A
+// peer that cannot be reached keeps the seq it last confirmed while this copy's grows.
+class replication_lag {
+ public:
+  using key = std::tuple<std::string, std::string, std::string>;  // db, range, peer
+  // This copy is at `source_seq`; `pushed_seq`: what the peer now holds (nullopt: not reached).
+  void update(const key& k, uint64_t source_seq, std::optional<uint64_t> pushed_seq);
+  // Forgets the entries of `db` not in `keep` (a range split or moved away, a peer removed).
+  void retain(const std::string& db, const std::set<key>& keep);
+  void forget(const std::string& db);
+  std::map<key, uint64_t> read() const;  // pending changes
+
+ private:
+  mutable std::mutex mu_;
+  std::map<key, std::pair<uint64_t, uint64_t>> values_;  // source seq, pushed seq
+};
+
 // What this node measures (one per process).
 struct registry {
   fixed_counter requests_by_method{{"GET", "HEAD", "POST", "PUT", "DELETE", "COPY", "OPTIONS", "other"}};
@@ -68,6 +89,7 @@ struct registry {
   histogram fsync_seconds{{0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1}};  // txn commit
   labelled_counter rpc_calls;   // calls to peers, by peer
   labelled_counter rpc_errors;  // of which failed (transport or timeout), by peer
+  replication_lag replication;
 };
 registry& node();
 

@@ -31,3 +31,21 @@ TEST_CASE("the Prometheus text names, labels and escapes") {
         std::string::npos);
   CHECK(text.find("settee_odd{db=\"a\\\"b\\\\c\\nd\"} 2\n") != std::string::npos);
 }
+
+TEST_CASE("replication lag: pushed, unreachable, caught up, forgotten") {
+  metrics::replication_lag lag;
+  const metrics::replication_lag::key a{"db", "00000000-7fffffff", "n2"}, b{"db", "80000000-ffffffff", "n2"};
+  lag.update(a, 10, 10);
+  lag.update(b, 7, 5);  // two changes came in during the push
+  CHECK(lag.read() == std::map<metrics::replication_lag::key, uint64_t>{{a, 0}, {b, 2}});
+  lag.update(a, 50, std::nullopt);  // n2 down: it keeps the 10 it confirmed
+  CHECK(lag.read().at(a) == 40);
+  lag.update(a, 60, 60);
+  CHECK(lag.read().at(a) == 0);
+  lag.update({"other", "00000000-ffffffff", "n3"}, 3, 0);
+  lag.retain("db", {a});  // b's range went away (a split); another database is untouched
+  CHECK(lag.read().size() == 2);
+  CHECK(lag.read().count(b) == 0);
+  lag.forget("other");
+  CHECK(lag.read().size() == 1);
+}

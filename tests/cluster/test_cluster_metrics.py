@@ -1,0 +1,86 @@
+"""Metrics of a cluster (issue 12 point 4): internal replication lag per range and peer, a long push
+listed in /_active_tasks with its progress, and time-seq bins per shard in /_node/_local/_prometheus."""
+import os
+import re
+import sys
+import threading
+import time
+
+sys.path.insert(0, os.path.dirname(__file__))
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "integration"))
+from harness import NodeTest, main  # noqa: E402
+from test_membership import Cluster, wait_for  # noqa: E402
+
+
+def scrape(node, name):
+    """{labels text: value} of metric `name` in the node's Prometheus text."""
+    text = node.get("/_node/_local/_prometheus", fresh=True).raw
+    return {m.group(1) or "": float(m.group(2))
+            for m in re.finditer(r"^settee_" + name + r"(\{[^}]*\})? (\S+)$", text, re.M)}
+
+
+class ClusterMetrics(NodeTest):
+    @classmethod
+    def setUpClass(cls):
+        # No periodic sync: the test pushes with POST /db/_sync_shards and sees each push's effect.
+        cls.cluster = Cluster(2, sync_interval_ms=0).start().wait_connected()
+        cls.node = cls.cluster.nodes[0]
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.cluster.cleanup()
+
+    def test_lag_sync_task_and_time_seq(self):
+        n1, n2 = self.cluster.nodes
+        peer = self.cluster.names[1]
+        self.assertEqual(n1.put("/m?q=1&n=2").status, 201)
+        for i in range(5):
+            self.assertEqual(n1.put(f"/m/d{i}", {"i": i}).status, 201)
+        key = f'{{db="m",peer="{peer}",range="00000000-ffffffff"}}'
+        self.assertTrue(n1.post("/m/_sync_shards").json["ok"])
+        self.assertEqual(scrape(n1, "internal_replication_pending_changes").get(key), 0.0)
+
+        # n2 down: n1's copy runs ahead and the gauge says by how much.
+        n2.stop()
+        pad = "x" * 20000
+        for b in range(3):
+            r = n1.post("/m/_bulk_docs", {"docs": [{"_id": f"b{b}-{i}", "pad": pad} for i in range(1000)]})
+            self.assertIn(r.status, (201, 202), r)
+        n1.post("/m/_sync_shards")
+        self.assertEqual(scrape(n1, "internal_replication_pending_changes").get(key), 3000.0)
+        shards = [k for k in scrape(n1, "time_seq_bins") if "/m." in k]
+        self.assertEqual(len(shards), 1, shards)
+        shard = shards[0]
+        self.assertRegex(shard, r'^\{shard="shards/00000000-ffffffff/m\.\d+"\}$')
+        self.assertGreaterEqual(scrape(n1, "time_seq_bins")[shard], 1)
+        self.assertEqual(scrape(n1, "time_seq_newest_bin_changes")[shard], 3005.0)
+
+        # Back up: the push of 3,000 changes (60 MB) shows in /_active_tasks while it runs.
+        n2.start(port=n2.port)
+        self.assertTrue(wait_for(lambda: peer in n1.get("/_membership", fresh=True).json["all_nodes"], 20))
+        done = {}
+        pusher = threading.Thread(target=lambda: done.update(r=n1.call("POST", "/m/_sync_shards")))
+        pusher.start()
+        seen = []
+        while pusher.is_alive():
+            seen += [t for t in n1.get("/_active_tasks", fresh=True).json if t.get("type") == "internal_replication"]
+            time.sleep(0.01)
+        pusher.join()
+        self.assertEqual(done["r"][0], 200)
+        self.assertTrue(done["r"][1]["ok"], done["r"])
+        self.assertTrue(seen, "the push never showed in /_active_tasks")
+        t = seen[-1]
+        self.assertEqual((t["database"], t["range"], t["source"], t["target"], t["total_changes"]),
+                         ("m", "00000000-ffffffff", self.cluster.names[0], peer, 3000))
+        self.assertTrue(0 <= t["progress"] <= 100 and 0 <= t["changes_done"] <= 3000, t)
+        self.assertFalse([t for t in n1.get("/_active_tasks", fresh=True).json if t.get("type") == "internal_replication"])
+        self.assertEqual(scrape(n1, "internal_replication_pending_changes").get(key), 0.0)
+        self.assertEqual(n2.get("/m", fresh=True).json["doc_count"], 3005)
+
+        # A deleted database leaves the gauge.
+        self.assertEqual(n1.delete("/m").status, 200)
+        self.assertNotIn(key, scrape(n1, "internal_replication_pending_changes"))
+
+
+if __name__ == "__main__":
+    main()
