@@ -19,6 +19,7 @@ void handle_session(ctx& c);
 void handle_node(ctx& c);
 void handle_membership(ctx& c);
 void handle_active_tasks(ctx& c);
+void handle_settee_page(ctx& c);
 void handle_db_updates(ctx& c);
 
 // reshard_handlers.cpp

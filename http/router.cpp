@@ -72,6 +72,7 @@ void dispatch(ctx& c) {
     if (first == "_up" && p.size() == 1) return handle_up(c);
     if (first == "_uuids" && p.size() == 1) return handle_uuids(c);
     if (first == "_session" && p.size() == 1) return handle_session(c);
+    if (first == "_settee") return handle_settee_page(c);
     if (auto st = authenticator::require_server_admin(c.user); !st) return c.error(st);
     if (first == "_all_dbs" && p.size() == 1) return handle_all_dbs(c);
     if (first == "_node") return handle_node(c);

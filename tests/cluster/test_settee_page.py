@@ -1,0 +1,151 @@
+"""The built-in page /_settee/ (issue 12 point 5) in a real headless browser (Debian's chromium via
+playwright-core, tests/clients/settee_page.js) against a running 2-node cluster: it signs in through
+its form, lists both members as connected and every range of a database with its copies, shows
+request and commit rates, and draws one time-seq chart per copy of each range with as many bins as
+GET /db/_time_seq has; the screenshot of a chart has ink on it. Nothing is fetched from elsewhere."""
+import json
+import os
+import shutil
+import struct
+import subprocess
+import sys
+import tempfile
+import zlib
+
+sys.path.insert(0, os.path.dirname(__file__))
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "integration"))
+from harness import ADMIN, NodeTest, main  # noqa: E402
+from test_membership import Cluster  # noqa: E402
+
+CLIENTS_SRC = os.path.join(os.path.dirname(__file__), "..", "clients")
+CLIENTS_DIR = os.environ.get("SETTEE_CLIENTS_DIR", "/tmp/settee-clients")
+START = 2000000000  # 2033-05-18T03:33:20Z
+
+
+def png_pixels(path):
+    """(width, height, rows of RGB(A) bytes) of an 8-bit, non-interlaced PNG (what chromium writes)."""
+    with open(path, "rb") as f:
+        data = f.read()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n", "not a PNG"
+    pos, idat, width = 8, b"", 0
+    while pos < len(data):
+        length, kind = struct.unpack(">I4s", data[pos:pos + 8])
+        body = data[pos + 8:pos + 8 + length]
+        if kind == b"IHDR":
+            width, height, depth, color, _, _, interlace = struct.unpack(">IIBBBBB", body)
+            assert depth == 8 and color in (2, 6) and interlace == 0, (depth, color, interlace)
+            bpp = 3 if color == 2 else 4
+        elif kind == b"IDAT":
+            idat += body
+        pos += 12 + length
+    raw, stride, rows, prev = zlib.decompress(idat), width * bpp, [], bytearray(width * bpp)
+    for y in range(height):
+        ftype, line = raw[y * (stride + 1)], bytearray(raw[y * (stride + 1) + 1:(y + 1) * (stride + 1)])
+        for i in range(stride):
+            a = line[i - bpp] if i >= bpp else 0
+            b, c = prev[i], prev[i - bpp] if i >= bpp else 0
+            if ftype == 1:
+                line[i] = (line[i] + a) & 0xFF
+            elif ftype == 2:
+                line[i] = (line[i] + b) & 0xFF
+            elif ftype == 3:
+                line[i] = (line[i] + (a + b) // 2) & 0xFF
+            elif ftype == 4:
+                p = a + b - c
+                pa, pb, pc = abs(p - a), abs(p - b), abs(p - c)
+                line[i] = (line[i] + (a if pa <= pb and pa <= pc else b if pb <= pc else c)) & 0xFF
+        rows.append(bytes(line))
+        prev = line
+    return width, height, bpp, rows
+
+
+class SetteePage(NodeTest):
+    @classmethod
+    def setUpClass(cls):
+        subprocess.run(["bash", os.path.join(CLIENTS_SRC, "install.sh"), CLIENTS_DIR], check=True, timeout=600)
+        cls.tmp = tempfile.mkdtemp(prefix="settee-page-")
+        cls.clock = os.path.join(cls.tmp, "now")
+        cls.set_time(START)
+        cls.cluster = Cluster(2, sync_interval_ms=200)
+        for n in cls.cluster.nodes:
+            n.env = {"SETTEE_CLOCK_FILE": cls.clock}
+        cls.cluster.start().wait_connected()
+        cls.node = cls.cluster.nodes[0]
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.cluster.cleanup()
+        shutil.rmtree(cls.tmp, ignore_errors=True)
+
+    @classmethod
+    def set_time(cls, t):
+        with open(cls.clock + ".tmp", "w") as f:
+            f.write(str(t))
+        os.replace(cls.clock + ".tmp", cls.clock)
+
+    def browse(self, db):
+        page_png, chart_png = os.path.join(self.tmp, "page.png"), os.path.join(self.tmp, "chart.png")
+        r = subprocess.run(["node", os.path.join(CLIENTS_SRC, "settee_page.js"), f"http://127.0.0.1:{self.node.port}",
+                            ADMIN[0], ADMIN[1], db, page_png, chart_png],
+                           capture_output=True, text=True, timeout=120,
+                           env=dict(os.environ, NODE_PATH=os.path.join(CLIENTS_DIR, "node_modules")))
+        self.assertEqual(r.returncode, 0, r.stderr[-3000:])
+        return json.loads(r.stdout.strip().splitlines()[-1]), page_png, chart_png
+
+    def test_page_shows_cluster_databases_and_time_seq(self):
+        n1 = self.node
+        self.assertEqual(n1.put("/pictures?q=2&n=2").status, 201)
+        # Writes in four 3-hour bins (the clock moves), more in the later ones.
+        for step, (hours, docs) in enumerate([(0, 3), (3, 10), (9, 40), (30, 200)]):
+            self.set_time(START + hours * 3600)
+            r = n1.post("/pictures/_bulk_docs", {"docs": [{"_id": f"s{step}-{i}"} for i in range(docs)]})
+            self.assertEqual(r.status, 201, r)
+        self.assertEqual(n1.put("/other?q=1&n=1").status, 201)
+        ts = n1.get("/pictures/_time_seq").json["time_seq"]
+
+        shown, page_png, chart_png = self.browse("pictures")
+        self.assertEqual(shown["errors"], [])
+        self.assertEqual(shown["outside"], [], "the page fetched something from elsewhere")
+        self.assertTrue(shown["loginShown"])
+        self.assertEqual(sorted(m[0] for m in shown["members"]), sorted(self.cluster.names))
+        self.assertEqual({m[1] for m in shown["members"]}, {"connected"})
+        ranges = [row[1] for row in shown["dbs"]]
+        self.assertEqual(sorted(ranges), ["00000000-7fffffff", "00000000-ffffffff", "80000000-ffffffff"])
+        shards = n1.get("/pictures/_shards").json["shards"]
+        for row in shown["dbs"]:
+            if row[1] in shards and row[1] != "00000000-ffffffff":
+                self.assertEqual(row[2].split(", "), shards[row[1]])
+        self.assertRegex(shown["rates"], r"^\d+\.\d requests/s, \d+\.\d shard commits/s$")
+        self.assertEqual(shown["chosen"], "pictures")
+        # One chart per copy of each range, with the bins the API gives (4 bins here, per copy).
+        want = sorted((r, node, len(bins)) for r, copies in ts.items() for node, bins in copies.items())
+        got = sorted((c["range"], c["node"], c["bins"]) for c in shown["charts"])
+        self.assertEqual(got, want)
+        self.assertEqual(len(got), 4)  # 2 ranges x 2 copies
+        self.assertTrue(all(b >= 4 for _, _, b in got), got)
+        self.assertTrue(all(c["ink"] > 500 for c in shown["charts"]), shown["charts"])
+
+        # The screenshots: the page is not blank and the chart has bars of the bar colour.
+        self.assertGreater(os.path.getsize(page_png), 20000)
+        width, height, bpp, rows = png_pixels(chart_png)
+        self.assertGreaterEqual((width, height), (700, 130))
+        bar = sum(1 for row in rows for i in range(0, len(row), bpp)
+                  if abs(row[i] - 0x3B) < 30 and abs(row[i + 1] - 0x7D) < 30 and abs(row[i + 2] - 0xDD) < 30)
+        self.assertGreater(bar, 1000, "no bars in the chart's screenshot")
+
+    def test_page_is_html_without_outside_resources(self):
+        r = self.node.get("/_settee/", auth=False)
+        self.assertEqual(r.status, 200)
+        self.assertEqual(r.headers["content-type"], "text/html; charset=utf-8")
+        self.assertIn("default-src 'self'", r.headers["content-security-policy"])
+        body = r.raw
+        self.assertNotRegex(body, r"(src|href)=\"https?://", "an outside resource")
+        self.assertEqual(self.node.get("/_settee", auth=False).status, 200)
+        self.assertError(self.node.post("/_settee/", {}), 405, "method_not_allowed", "Only GET,HEAD allowed")
+        self.assertError(self.node.get("/_settee/x"), 404, "not_found")
+        # The data behind it stays for server admins.
+        self.assertEqual(self.node.get("/_membership", auth=False).status, 401)
+
+
+if __name__ == "__main__":
+    main()
