@@ -8,6 +8,10 @@ packages=(g++ make cmake pkg-config ccache libcaf-dev capnproto libcapnp-dev lib
 if [ "${1:-}" = "--tests" ] && ! command -v npm >/dev/null; then packages+=(nodejs npm); fi
 # `--tests`: lintian checks the Debian package `make deb` builds (tests/integration/test_deb.py).
 if [ "${1:-}" = "--tests" ]; then packages+=(lintian); fi
+# `--tests`: the operator drills run the playbooks in ansible/ (tests/drills/).
+if [ "${1:-}" = "--tests" ]; then packages+=(ansible-core); fi
+# `--tests`: the built-in page is checked in a real headless browser (tests/cluster/test_settee_page.py).
+if [ "${1:-}" = "--tests" ]; then packages+=(chromium); fi
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
