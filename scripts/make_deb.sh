@@ -9,6 +9,13 @@ BUILD=${1:-build}
 OUT=${2:-$BUILD}
 VERSION=$("$BUILD/settee" --version | awk '{print $2}')  # e.g. 0.3.0, 0.4.0-dev
 DEBVERSION=${VERSION//-/\~}                              # 0.4.0~dev sorts before 0.4.0
+# Built from a release tag (vX.Y.Z on HEAD), the binary must say that version: a package named
+# for a tag never holds another build.
+TAG=$(git describe --exact-match --tags --match 'v[0-9]*' HEAD 2>/dev/null || true)
+if [ -n "$TAG" ] && [ "$TAG" != "v$VERSION" ]; then
+  echo "make deb: HEAD is tagged $TAG but $BUILD/settee says $VERSION (rebuild, or fix project(VERSION))" >&2
+  exit 1
+fi
 ARCH=$(dpkg --print-architecture)
 MAINTAINER="settee developers <settee@example.org>"
 STAGE=$(mktemp -d)

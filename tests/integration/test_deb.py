@@ -58,6 +58,21 @@ class Deb(unittest.TestCase):
         with open(os.path.join(control, "conffiles")) as f:
             self.assertEqual(f.read().strip(), "/etc/settee/local.ini")
 
+    def test_a_tagged_tree_must_hold_that_version(self):
+        # A copy of the packaging files in a git tree whose HEAD carries a tag of another version.
+        tree = os.path.join(self.out, "tree")
+        shutil.copytree(os.path.join(ROOT, "scripts"), os.path.join(tree, "scripts"))
+        shutil.copytree(os.path.join(ROOT, "packaging"), os.path.join(tree, "packaging"))
+        env = dict(os.environ, GIT_AUTHOR_NAME="t", GIT_AUTHOR_EMAIL="t@example.org", GIT_COMMITTER_NAME="t",
+                   GIT_COMMITTER_EMAIL="t@example.org")
+        for args in (["init", "-q"], ["add", "."], ["commit", "-qm", "x"], ["tag", "v9.9.9"]):
+            run("git", "-C", tree, *args, env=env)
+        r = subprocess.run(["bash", os.path.join(tree, "scripts", "make_deb.sh"), os.path.dirname(os.path.abspath(BIN)),
+                            self.out], capture_output=True, text=True)
+        self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
+        self.assertIn(f"HEAD is tagged v9.9.9 but", r.stderr)
+        self.assertIn(f"says {self.version}", r.stderr)
+
     def test_lintian_finds_no_error(self):
         # scripts/setup.sh --tests installs lintian: no error, no warning.
         self.assertIsNotNone(shutil.which("lintian"), "lintian is missing: run scripts/setup.sh --tests")
