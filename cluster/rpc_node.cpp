@@ -101,6 +101,8 @@ struct rpc_node::loop : private kj::TaskSet::ErrorHandler {
     int backoff_ms = 100;
     kj::Maybe<kj::Own<kj::PromiseFulfiller<void>>> wake;  // ends the backoff early (the peer dialled us)
     kj::Maybe<kj::Own<kj::PromiseFulfiller<void>>> stop;  // ends the dialling (the member was removed)
+    bool dialling = false;                                // a dial loop runs (until its stop has taken effect)
+    bool redial = false;                                  // added again while its stopped loop was still winding down
   };
 
   // One accepted connection: its own RPC system with its own node_server (and gate).
@@ -236,7 +238,11 @@ struct rpc_node::loop : private kj::TaskSet::ErrorHandler {
       if (pc.stop == nullptr) {  // dialling stopped at its removal: start again
         members.add_member(address.name);
         pc.address = address;
-        dial(pc);
+        if (pc.dialling) {
+          pc.redial = true;  // once the old loop has ended
+        } else {
+          dial(pc);
+        }
         return;
       }
       // It is up (it just dialled us): if we wait to dial it again, dial now.
@@ -265,6 +271,7 @@ struct rpc_node::loop : private kj::TaskSet::ErrorHandler {
       (*s)->fulfill();
     }
     it->second->stop = nullptr;
+    it->second->redial = false;
   }
 
   // run() until remove_peer() stops it; then the connection is dropped.
@@ -272,12 +279,19 @@ struct rpc_node::loop : private kj::TaskSet::ErrorHandler {
     auto stopped = kj::newPromiseAndFulfiller<void>();
     pc.stop = kj::mv(stopped.fulfiller);
     pc.backoff_ms = 100;
+    pc.dialling = true;
     tasks.add(run(pc).exclusiveJoin(kj::mv(stopped.promise)).then([this, &pc]() {
+      pc.dialling = false;
       pc.wake = nullptr;
       pc.cap = nullptr;
       pc.client = nullptr;
       pc.stream = nullptr;
-      members.remove_member(pc.address.name);
+      if (pc.redial) {  // added again meanwhile
+        pc.redial = false;
+        dial(pc);
+      } else {
+        members.remove_member(pc.address.name);
+      }
     }));
   }
 

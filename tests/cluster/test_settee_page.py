@@ -14,7 +14,7 @@ import zlib
 
 sys.path.insert(0, os.path.dirname(__file__))
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "integration"))
-from harness import ADMIN, NodeTest, main  # noqa: E402
+from harness import ADMIN, NodeTest, main, write_clock  # noqa: E402
 from test_membership import Cluster  # noqa: E402
 
 CLIENTS_SRC = os.path.join(os.path.dirname(__file__), "..", "clients")
@@ -79,9 +79,7 @@ class SetteePage(NodeTest):
 
     @classmethod
     def set_time(cls, t):
-        with open(cls.clock + ".tmp", "w") as f:
-            f.write(str(t))
-        os.replace(cls.clock + ".tmp", cls.clock)
+        write_clock(cls.clock, t)
 
     def browse(self, db):
         page_png, chart_png = os.path.join(self.tmp, "page.png"), os.path.join(self.tmp, "chart.png")

@@ -174,7 +174,8 @@ class Load:
       last internal-replication checkpoint), `resolutions` each resume's X-Settee-Since-Resolution,
       `feed_errors` answers other than a dropped connection;
     - a continuous `_db_updates` follower, on whichever node serves it (releases before 0.3 answer
-      400 illegal_database_name): `db_rows` are its rows, `db_errors` answers other than a dropped connection or a 404;
+      400 illegal_database_name): `db_rows` are its rows, `db_resolutions` each resume's
+      X-Settee-Since-Resolution, `db_errors` answers other than a dropped connection or a 404;
     - an /_up monitor: `down[host]` lists the times a node did not answer, to tell the failures of
       the node being restarted from any other."""
 
@@ -183,27 +184,35 @@ class Load:
         self.acked, self.failures = {}, []
         self.seen, self.feed_errors, self.feed_resumes = {}, [], 0
         self.replays, self.resolutions = [], []
-        self.db_rows, self.db_errors = [], []
+        self.db_rows, self.db_errors, self.db_resolutions = [], [], []
         self.down = {h: [] for h in self.hosts}
-        self.lock, self.stop_event = threading.Lock(), threading.Event()
-        self.threads = [threading.Thread(target=self._writer, args=(k, h), daemon=True)
+        self.lock, self.stop_event, self.writers_stop = threading.Lock(), threading.Event(), threading.Event()
+        self.writers = [threading.Thread(target=self._writer, args=(k, h), daemon=True)
                         for k, h in enumerate(self.hosts)]
-        self.threads += [threading.Thread(target=f, daemon=True)
-                         for f in (self._changes, self._db_updates, self._monitor)]
+        self.threads = self.writers + [threading.Thread(target=f, daemon=True)
+                                       for f in (self._changes, self._db_updates, self._monitor)]
 
     def start(self):
         for t in self.threads:
             t.start()
         return self
 
-    def stop(self):
+    def stop(self, catch_up_s=60):
+        """Stops the writers, lets the `_changes` follower read up to the last acknowledged write
+        (at most `catch_up_s`), then stops the followers and the monitor."""
+        self.writers_stop.set()
+        for t in self.writers:
+            t.join(60)
+        deadline = time.time() + catch_up_s
+        while time.time() < deadline and any(d not in self.seen for d in list(self.acked)):
+            time.sleep(0.2)
         self.stop_event.set()
         for t in self.threads:
             t.join(60)
 
     def _writer(self, k, host):
         client, i = self.inv.client(host), 0
-        while not self.stop_event.is_set():
+        while not self.writers_stop.is_set():
             doc_id = f"w{k}-{i:06d}"
             i += 1
             try:
@@ -213,26 +222,30 @@ class Load:
             if status in (201, 202):
                 with self.lock:
                     self.acked[doc_id] = body["rev"]
-                time.sleep(0.01)  # a steady load, not a flood: ~50-100 writes/s per node
+                time.sleep(0.02)  # a steady load, not a flood: ~30-40 writes/s per node
             else:
                 with self.lock:
                     self.failures.append((host, time.time(), status, body))
                 time.sleep(0.1)
 
-    def _changes(self):
-        since, k = "0", len(self.hosts) - 1
+    def _follow(self, path, first, on_open, on_refused, on_row, count_resumes=False):
+        """A continuous feed (`path` + `since=`) from the hosts in turn, starting at index `first`:
+        on a dropped connection or a refusal it goes on from the next host at the last seq read.
+        on_open(host, response) when a feed starts; on_refused(host, status, body) for an answer
+        other than 200; on_row(host, row, since) for each row."""
+        since, k = "0", first
         while not self.stop_event.is_set():
             host = self.hosts[k % len(self.hosts)]
             port = self.inv.hosts[host]["settee_http_port"]
             conn = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
             try:
-                conn.request("GET", f"/{self.db}/_changes?feed=continuous&heartbeat=1000&since={since}",
+                conn.request("GET", f"{path}?feed=continuous&heartbeat=1000&since={since}",
                              headers={"Authorization": Client(port).auth})
                 r = conn.getresponse()
                 if r.status != 200:
-                    self.feed_errors.append((host, r.status, r.read()[:300]))
+                    on_refused(host, r.status, r.read()[:300])
                     raise OSError(f"status {r.status}")
-                self.resolutions.append((host, self.feed_resumes, r.getheader("X-Settee-Since-Resolution")))
+                on_open(host, r)
                 while not self.stop_event.is_set():
                     line = r.readline()
                     if not line:
@@ -243,53 +256,39 @@ class Load:
                     if "last_seq" in row:
                         since = row["last_seq"]
                         break
-                    rev = row["changes"][0]["rev"]
                     with self.lock:
-                        if self.seen.get(row["id"]) == rev:
-                            self.replays.append((host, self.feed_resumes, since, row["id"]))
-                        self.seen[row["id"]] = rev
+                        on_row(host, row, since)
                     since = row["seq"]
             except (OSError, http.client.HTTPException, ValueError):
                 k += 1  # the node went away: go on from another
-                self.feed_resumes += 1
+                self.feed_resumes += count_resumes
                 time.sleep(0.2)
             finally:
                 conn.close()
 
+    def _changes(self):
+        def row(host, row, since):
+            rev = row["changes"][0]["rev"]
+            if self.seen.get(row["id"]) == rev:
+                self.replays.append((host, self.feed_resumes, since, row["id"]))
+            self.seen[row["id"]] = rev
+
+        self._follow(f"/{self.db}/_changes", len(self.hosts) - 1,
+                     lambda host, r: self.resolutions.append(
+                         (host, self.feed_resumes, r.getheader("X-Settee-Since-Resolution"))),
+                     lambda host, status, body: self.feed_errors.append((host, status, body)), row,
+                     count_resumes=True)
+
     def _db_updates(self):
-        since, k = "0", 0
-        while not self.stop_event.is_set():
-            host = self.hosts[k % len(self.hosts)]
-            port = self.inv.hosts[host]["settee_http_port"]
-            conn = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
-            try:
-                conn.request("GET", f"/_db_updates?feed=continuous&heartbeat=1000&since={since}",
-                             headers={"Authorization": Client(port).auth})
-                r = conn.getresponse()
-                if r.status != 200:
-                    body = r.read()[:300]
-                    # Releases before 0.3 have no _db_updates: they take it for a database name.
-                    if r.status != 503 and b"illegal_database_name" not in body:
-                        self.db_errors.append((host, r.status, body))
-                    raise OSError(f"status {r.status}")
-                while not self.stop_event.is_set():
-                    line = r.readline()
-                    if not line:
-                        raise OSError("feed closed")
-                    if not line.strip():
-                        continue
-                    row = json.loads(line)
-                    if "last_seq" in row:
-                        since = row["last_seq"]
-                        break
-                    with self.lock:
-                        self.db_rows.append(row)
-                    since = row["seq"]
-            except (OSError, http.client.HTTPException, ValueError):
-                k += 1
-                time.sleep(0.2)
-            finally:
-                conn.close()
+        def refused(host, status, body):
+            # Releases before 0.3 have no _db_updates: they take it for a database name.
+            if status != 503 and b"illegal_database_name" not in body:
+                self.db_errors.append((host, status, body))
+
+        self._follow("/_db_updates", 0,
+                     lambda host, r: self.db_resolutions.append((host, r.getheader("X-Settee-Since-Resolution"))),
+                     refused,
+                     lambda host, row, since: self.db_rows.append(row))
 
     def _monitor(self):
         while not self.stop_event.is_set():
@@ -381,9 +380,6 @@ class DrillTest(unittest.TestCase):
             self.assertEqual((status, body.get("ok")), (200, True), body)
         lost = [d for d, rev in load.acked.items() if client.get(f"/{load.db}/{d}")[1].get("_rev") != rev]
         self.assertEqual(lost, [], f"{label}: acknowledged writes lost")
-        deadline = time.time() + 30
-        while time.time() < deadline and any(load.seen.get(d) is None for d in load.acked):
-            time.sleep(0.2)
         unseen = [d for d in load.acked if d not in load.seen]
         self.assertEqual(unseen, [], f"{label}: the _changes follower never saw these acknowledged writes")
         windows = {h: [(round(a - load.t0, 1), round(b - load.t0, 1)) for a, b in w]

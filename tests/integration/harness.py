@@ -334,10 +334,14 @@ class ClockedNodeTest(NodeTest):
 
     @classmethod
     def set_time(cls, t):
-        tmp = cls.clock_file + ".tmp"
-        with open(tmp, "w") as f:
-            f.write(str(t))
-        os.replace(tmp, cls.clock_file)
+        write_clock(cls.clock_file, t)
+
+
+def write_clock(path, t):
+    """Sets the time of the nodes reading clock file `path` (SETTEE_CLOCK_FILE) to Unix seconds `t`."""
+    with open(path + ".tmp", "w") as f:
+        f.write(str(t))
+    os.replace(path + ".tmp", path)
 
 
 def main():
