@@ -1287,12 +1287,18 @@ void rpc_node::start_call(const std::string& peer, Send send, std::function<void
     if (!cap) return done(failed(unavailable(peer, "not connected")));
     auto once = std::make_shared<std::function<void(result<T>)>>(std::move(done));
     auto& timer = l->io.provider->getTimer();
+    const auto sent = std::chrono::steady_clock::now();
     l->tasks.add(timer.timeoutAfter(opts_.call_timeout_ms * kj::MILLISECONDS, send(*cap))
-                     .then([once](result<T>&& r) { (*once)(std::move(r)); },
-                           [once, peer](kj::Exception&& e) {
-                             metrics::node().rpc_errors.add(peer);
-                             (*once)(unavailable(peer, e.getDescription().cStr()));
-                           }));
+                     .then(
+                         [once, peer, sent](result<T>&& r) {
+                           metrics::node().rpc_seconds.observe(
+                               peer, std::chrono::duration<double>(std::chrono::steady_clock::now() - sent).count());
+                           (*once)(std::move(r));
+                         },
+                         [once, peer](kj::Exception&& e) {
+                           metrics::node().rpc_errors.add(peer);
+                           (*once)(unavailable(peer, e.getDescription().cStr()));
+                         }));
   });
 }
 

@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 
 namespace settee::metrics {
 
@@ -39,6 +40,20 @@ void labelled_counter::add(const std::string& label, uint64_t by) {
 std::map<std::string, uint64_t> labelled_counter::read() const {
   std::lock_guard<std::mutex> lock(mu_);
   return values_;
+}
+
+void labelled_histogram::observe(const std::string& label, double v) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto& h = values_[label];
+  if (!h) h = std::make_unique<histogram>(bounds_);
+  h->observe(v);
+}
+
+std::map<std::string, histogram::reading> labelled_histogram::read() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::map<std::string, histogram::reading> out;
+  for (auto& [label, h] : values_) out[label] = h->read();
+  return out;
 }
 
 void replication_lag::update(const key& k, uint64_t source_seq, std::optional<uint64_t> pushed_seq) {
@@ -93,10 +108,12 @@ registry& node() {
 
 namespace {
 
+// The shortest of %.15g/%.17g that reads back as `v` (0.0005, not 0.00050000000000000001).
 std::string number(double v) {
   if (std::isinf(v)) return "+Inf";
   char buf[64];
-  std::snprintf(buf, sizeof buf, "%.17g", v);
+  std::snprintf(buf, sizeof buf, "%.15g", v);
+  if (std::strtod(buf, nullptr) != v) std::snprintf(buf, sizeof buf, "%.17g", v);
   return buf;
 }
 
@@ -132,14 +149,26 @@ void counter(std::string& out, const std::string& name, const std::string& help,
   for (auto& [value, n] : c.read()) out += "settee_" + name + labels_text({{label, value}}) + " " + number(n) + "\n";
 }
 
+// One histogram's series; `labels` (e.g. `peer="n2",`) go before `le`.
+void hist_series(std::string& out, const std::string& name, const histogram::reading& r, const std::string& labels) {
+  for (size_t i = 0; i < r.bounds.size(); ++i)
+    out += "settee_" + name + "_bucket{" + labels + "le=\"" + number(r.bounds[i]) + "\"} " + number(r.cumulative[i]) +
+           "\n";
+  out += "settee_" + name + "_bucket{" + labels + "le=\"+Inf\"} " + number(r.count) + "\n";
+  std::string plain = labels.empty() ? "" : "{" + labels.substr(0, labels.size() - 1) + "}";
+  out += "settee_" + name + "_sum" + plain + " " + number(r.sum) + "\n";
+  out += "settee_" + name + "_count" + plain + " " + number(r.count) + "\n";
+}
+
 void hist(std::string& out, const std::string& name, const std::string& help, const histogram& h) {
   head(out, name, help, "histogram");
-  auto r = h.read();
-  for (size_t i = 0; i < r.bounds.size(); ++i)
-    out += "settee_" + name + "_bucket{le=\"" + number(r.bounds[i]) + "\"} " + number(r.cumulative[i]) + "\n";
-  out += "settee_" + name + "_bucket{le=\"+Inf\"} " + number(r.count) + "\n";
-  out += "settee_" + name + "_sum " + number(r.sum) + "\n";
-  out += "settee_" + name + "_count " + number(r.count) + "\n";
+  hist_series(out, name, h.read(), "");
+}
+
+void hist(std::string& out, const std::string& name, const std::string& help, const std::string& label,
+          const labelled_histogram& h) {
+  head(out, name, help, "histogram");
+  for (auto& [value, r] : h.read()) hist_series(out, name, r, label + "=\"" + escaped(value) + "\",");
 }
 
 }  // namespace
@@ -156,6 +185,7 @@ std::string prometheus_text(const registry& r, const std::vector<sample>& extra)
   counter(out, "rpc_calls_total", "Calls to other nodes, by peer.", "peer", r.rpc_calls);
   counter(out, "rpc_errors_total", "Calls to other nodes that failed (transport, timeout), by peer.", "peer",
           r.rpc_errors);
+  hist(out, "rpc_duration_seconds", "Time until a peer answered a call, by peer.", "peer", r.rpc_seconds);
   for (const sample& s : extra) {
     head(out, s.name, s.help, s.type);
     for (auto& [labels, v] : s.values) out += "settee_" + s.name + labels_text(labels) + " " + number(v) + "\n";

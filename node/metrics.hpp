@@ -46,6 +46,19 @@ class labelled_counter {
   std::map<std::string, uint64_t> values_;
 };
 
+// Histograms keyed by a label value (e.g. a peer), all with the same bounds.
+class labelled_histogram {
+ public:
+  explicit labelled_histogram(std::vector<double> bounds) : bounds_(std::move(bounds)) {}
+  void observe(const std::string& label, double v);
+  std::map<std::string, histogram::reading> read() const;
+
+ private:
+  std::vector<double> bounds_;
+  mutable std::mutex mu_;
+  std::map<std::string, std::unique_ptr<histogram>> values_;
+};
+
 // Counters for a fixed set of labels (HTTP methods, status codes): one atomic each, no lock, for
 // the per-request path. A label outside the set counts as `other` (a status: its number, < 1000).
 class fixed_counter {
@@ -89,6 +102,7 @@ struct registry {
   histogram fsync_seconds{{0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1}};  // txn commit
   labelled_counter rpc_calls;   // calls to peers, by peer
   labelled_counter rpc_errors;  // of which failed (transport or timeout), by peer
+  labelled_histogram rpc_seconds{{0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 5}};  // answered
   replication_lag replication;
 };
 registry& node();

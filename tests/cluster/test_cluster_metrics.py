@@ -39,6 +39,10 @@ class ClusterMetrics(NodeTest):
         key = f'{{db="m",peer="{peer}",range="00000000-ffffffff"}}'
         self.assertTrue(n1.post("/m/_sync_shards").json["ok"])
         self.assertEqual(scrape(n1, "internal_replication_pending_changes").get(key), 0.0)
+        # Calls to n2 (the writes' copies, the push) answered, with their latency, by peer.
+        answered = scrape(n1, "rpc_duration_seconds_count")[f'{{peer="{peer}"}}']
+        self.assertGreaterEqual(answered, 1)
+        self.assertEqual(scrape(n1, "rpc_duration_seconds_bucket")[f'{{peer="{peer}",le="+Inf"}}'], answered)
 
         # n2 down: n1's copy runs ahead and the gauge says by how much.
         n2.stop()

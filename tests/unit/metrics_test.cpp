@@ -49,3 +49,17 @@ TEST_CASE("replication lag: pushed, unreachable, caught up, forgotten") {
   lag.forget("other");
   CHECK(lag.read().size() == 1);
 }
+
+TEST_CASE("histograms by label: one series per label value, the label before le") {
+  metrics::registry r;
+  r.rpc_seconds.observe("n2@h", 0.002);
+  r.rpc_seconds.observe("n2@h", 0.2);
+  r.rpc_seconds.observe("n3@h", 7);
+  std::string text = metrics::prometheus_text(r, {});
+  CHECK(text.find("# TYPE settee_rpc_duration_seconds histogram\n") != std::string::npos);
+  CHECK(text.find("settee_rpc_duration_seconds_bucket{peer=\"n2@h\",le=\"0.0025\"} 1\n") != std::string::npos);
+  CHECK(text.find("settee_rpc_duration_seconds_bucket{peer=\"n2@h\",le=\"+Inf\"} 2\n") != std::string::npos);
+  CHECK(text.find("settee_rpc_duration_seconds_count{peer=\"n2@h\"} 2\n") != std::string::npos);
+  CHECK(text.find("settee_rpc_duration_seconds_bucket{peer=\"n3@h\",le=\"5\"} 0\n") != std::string::npos);
+  CHECK(text.find("settee_rpc_duration_seconds_sum{peer=\"n3@h\"} 7\n") != std::string::npos);
+}
