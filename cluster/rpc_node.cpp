@@ -1380,14 +1380,22 @@ void enqueue(loop_control* c, std::map<std::string, Batch> loop_control::*queue,
 template <class Batch, class Send>
 void send_batch(rpc_node::loop& l, const membership& members, int timeout_ms, Batch& queued, Send send) {
   auto batch = std::make_shared<Batch>(std::move(queued));
-  Node::Client* cap = connected_cap(l, members, batch->node);
-  if (!cap) return batch->fail(unavailable(batch->node, "not connected"));
   std::string peer = batch->node;
+  auto& m = metrics::node();
+  m.rpc_calls.add(peer);
+  Node::Client* cap = connected_cap(l, members, batch->node);
+  if (!cap) {
+    m.rpc_errors.add(peer);
+    return batch->fail(unavailable(batch->node, "not connected"));
+  }
   size_t n = batch->items();
   auto& timer = l.io.provider->getTimer();
+  const auto sent = std::chrono::steady_clock::now();
   l.tasks.add(timer.timeoutAfter(timeout_ms * kj::MILLISECONDS, send(*cap, *batch))
                   .then(
-                      [batch, n, peer](auto&& answers) {
+                      [batch, n, peer, sent](auto&& answers) {
+                        metrics::node().rpc_seconds.observe(
+                            peer, std::chrono::duration<double>(std::chrono::steady_clock::now() - sent).count());
                         if (!answers) return batch->fail(answers.error());
                         if (answers->size() != n) {
                           return batch->fail({errc::internal, "node " + peer + " answered for the wrong count"});
@@ -1399,7 +1407,10 @@ void send_batch(rpc_node::loop& l, const membership& members, int timeout_ms, Ba
                           it = end;
                         }
                       },
-                      [batch, peer](kj::Exception&& e) { batch->fail(unavailable(peer, e.getDescription().cStr())); }));
+                      [batch, peer](kj::Exception&& e) {
+                        metrics::node().rpc_errors.add(peer);
+                        batch->fail(unavailable(peer, e.getDescription().cStr()));
+                      }));
 }
 
 }  // namespace
