@@ -24,51 +24,61 @@ db_meta nodes_db::meta() const {
   return db_meta::local_system("_nodes", path_);
 }
 
-status nodes_db::add(const peer_address& node, bool seed) {
+// Writes the edit `make` builds from the current `_nodes` (nullopt: nothing to write), again when a
+// peer's push changed the document between the read and the write (a conflict: at start, the
+// seeds and this node's own entry race the other nodes' pushes of `_nodes`).
+status nodes_db::edit(const std::function<result<std::optional<doc_update>>(const shard_store::snapshot&)>& make) {
   auto h = handle();
   if (!h) return h.error();
-  nlohmann::json body = {{"host", node.host}, {"rpc_port", node.port}};
-  doc_update u;
-  u.id = node.name;
-  u.body = body.dump();
-  if (auto snap = h->store->read()) {
-    doc_info d;
-    if (snap->doc(node.name, d)) {
-      if (seed && d.tree.winner_deleted()) {
-        log::warning("seed " + node.name + " was removed from the cluster: not dialling it");
-        return {};
-      }
-      std::string old;
-      if (snap->winner_body(d, old) && old == u.body) {
-        return {};  // already there: no new revision (seeds are written at every start)
-      }
-      u.revs.push_back(d.tree.rev(d.tree.winner()));
-    }
+  status st;
+  for (int attempt = 0; attempt < 5; ++attempt) {
+    auto snap = h->store->read();
+    if (!snap) return snap.error();
+    auto u = make(*snap);
+    if (!u) return u.error();
+    if (!*u) return {};
+    auto op = std::make_shared<write_op>();
+    op->docs.push_back(std::move(**u));
+    st = write_one(h->writer, op, timeout_);
+    if (st.code != errc::conflict) break;
   }
-  auto op = std::make_shared<write_op>();
-  op->docs.push_back(std::move(u));
-  if (auto st = write_one(h->writer, op, timeout_); !st) return st;
+  if (!st) return st;
   return reload();
 }
 
-status nodes_db::remove(const std::string& name) {
-  auto h = handle();
-  if (!h) return h.error();
-  doc_update u;
-  u.id = name;
-  u.deleted = true;
-  u.body = "{}";
-  {
-    auto snap = h->store->read();
-    if (!snap) return snap.error();
+status nodes_db::add(const peer_address& node, bool seed) {
+  nlohmann::json body = {{"host", node.host}, {"rpc_port", node.port}};
+  return edit([&](const shard_store::snapshot& snap) -> result<std::optional<doc_update>> {
+    doc_update u;
+    u.id = node.name;
+    u.body = body.dump();
     doc_info d;
-    if (!snap->doc(name, d) || d.tree.winner_deleted()) return {errc::not_found, name + " is not a member"};
+    if (snap.doc(node.name, d)) {
+      if (seed && d.tree.winner_deleted()) {
+        log::warning("seed " + node.name + " was removed from the cluster: not dialling it");
+        return std::optional<doc_update>();
+      }
+      std::string old;
+      if (snap.winner_body(d, old) && old == u.body) {
+        return std::optional<doc_update>();  // already there: no new revision (seeds are written at every start)
+      }
+      u.revs.push_back(d.tree.rev(d.tree.winner()));
+    }
+    return std::optional<doc_update>(std::move(u));
+  });
+}
+
+status nodes_db::remove(const std::string& name) {
+  return edit([&](const shard_store::snapshot& snap) -> result<std::optional<doc_update>> {
+    doc_info d;
+    if (!snap.doc(name, d) || d.tree.winner_deleted()) return status{errc::not_found, name + " is not a member"};
+    doc_update u;
+    u.id = name;
+    u.deleted = true;
+    u.body = "{}";
     u.revs.push_back(d.tree.rev(d.tree.winner()));
-  }
-  auto op = std::make_shared<write_op>();
-  op->docs.push_back(std::move(u));
-  if (auto st = write_one(h->writer, op, timeout_); !st) return st;
-  return reload();
+    return std::optional<doc_update>(std::move(u));
+  });
 }
 
 status nodes_db::reload() {

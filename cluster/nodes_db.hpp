@@ -5,7 +5,9 @@
 // turned into a member and a dialled peer by reload(). Thread-safety: all methods may be called from any plain thread.
 #pragma once
 #include <chrono>
+#include <functional>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <string>
 
@@ -33,6 +35,7 @@ class nodes_db {
 
  private:
   result<shard_handle> handle();
+  status edit(const std::function<result<std::optional<doc_update>>(const shard_store::snapshot&)>& make);
 
   shard_registry& shards_;
   const clock& clk_;
