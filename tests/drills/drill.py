@@ -359,7 +359,11 @@ class DrillTest(unittest.TestCase):
         self.addCleanup(self.inv.stop_all if os.environ.get("SETTEE_KEEP_DRILL") else self.inv.cleanup)
 
     def play(self, name, **extra):
-        took, out = playbook(self.inv.write(), name, self.logs, **extra)
+        try:
+            took, out = playbook(self.inv.write(), name, self.logs, **extra)
+        except AssertionError as e:  # the nodes' own words, e.g. why one did not start
+            logs = "".join(f"\n--- {h} log (end) ---\n{self.inv.log(h)[-1500:]}" for h in self.inv.hosts)
+            raise AssertionError(f"{e}{logs}") from None
         self.times[" ".join([name] + [str(extra[k]) for k in ("reshard_type",) if k in extra])] = took
         return out
 
