@@ -146,6 +146,7 @@ result<replication_result> push_changes(const shard_handle& source, const replic
   checkpoint cp = load(source, id);
   replication_result out;
   out.from_seq = out.to_seq = cp.seq;
+  if (target.progress) target.progress(out.from_seq, out.to_seq);
   for (int round = 0; round < 1000000; ++round) {  // bounded; ends when caught up
     auto snap = source.store->read();
     if (!snap) return snap.error();
@@ -180,7 +181,7 @@ result<replication_result> push_changes(const shard_handle& source, const replic
     out.to_seq = batch.last_seq;
     out.docs += batch.docs;
     out.applied += applied->applied;
-    if (target.progress) target.progress(out.to_seq);
+    if (target.progress) target.progress(out.from_seq, out.to_seq);
   }
   return out;
 }

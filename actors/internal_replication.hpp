@@ -40,8 +40,9 @@ struct replication_target {
   std::function<result<apply_result>(std::vector<doc_update>& updates)> apply;
   // Stages a piece of a large blob (shard_copy::stage_blob): true when the target holds it whole.
   std::function<result<bool>(const std::string& key, uint64_t offset, const std::string& piece)> stage;
-  // Optional: told the source seq the target holds after each batch (progress of a long push).
-  std::function<void(uint64_t reached)> progress;
+  // Optional: told the source seq the target holds (`reached`) before the first batch (then it is
+  // the checkpoint the push starts from, `from`) and after each batch: the progress of a long push.
+  std::function<void(uint64_t from, uint64_t reached)> progress;
 };
 replication_target local_target(const shard_handle& target, std::chrono::milliseconds timeout);
 // How many merges in `results` wrote something new.

@@ -55,33 +55,38 @@ std::vector<sync_row> sync_database(coordinator& coord, rpc_node& rpc, const mem
                                                        const std::string& piece) {
         return rpc.stage_blob(peer, db.name, range, key, offset, piece, timeout);
       };
-      // A long push (a node catching up) shows in /_active_tasks with its progress.
-      const uint64_t top = source->store->header().update_seq, from = read_checkpoint(*source, info->uuid);
+      // A long push (a node catching up) shows in /_active_tasks with its progress: registered when
+      // the push starts from a checkpoint far enough behind.
       uint64_t task = 0;
-      if (tasks && top >= from + sync_task_min_changes) {
-        task = tasks->add({{"type", "internal_replication"},
-                           {"database", db.name},
-                           {"range", row.range},
-                           {"source", members.self()},
-                           {"target", peer},
-                           {"changes_done", 0},
-                           {"total_changes", top - from},
-                           {"progress", 0}});
-        target.progress = [tasks, task, from, top](uint64_t reached) {
-          uint64_t done = std::min(reached, top) - from;
-          tasks->update(task, {{"changes_done", done}, {"progress", done * 100 / (top - from)}});
+      if (tasks) {
+        const uint64_t top = source->store->header().update_seq;
+        target.progress = [&, top](uint64_t from, uint64_t reached) {
+          if (!task && reached == from && top >= from + sync_task_min_changes) {
+            task = tasks->add({{"type", "internal_replication"},
+                               {"database", db.name},
+                               {"range", row.range},
+                               {"source", members.self()},
+                               {"target", peer},
+                               {"changes_done", 0},
+                               {"total_changes", top - from},
+                               {"progress", 0}});
+          } else if (task) {
+            uint64_t done = std::min(reached, top) - from;
+            tasks->update(task, {{"changes_done", done}, {"progress", done * 100 / (top - from)}});
+          }
         };
       }
       auto r = push_changes(*source, target, timeout);
       if (task) tasks->remove(task);
+      const uint64_t source_seq = source->store->header().update_seq;
       if (r) {
         row.docs = r->docs;
         row.applied = r->applied;
         row.seq = r->to_seq;
-        lag.update(key, std::max(top, source->store->header().update_seq), r->to_seq);
+        lag.update(key, source_seq, r->to_seq);
       } else {
         row.st = r.error();
-        lag.update(key, source->store->header().update_seq, std::nullopt);
+        lag.update(key, source_seq, std::nullopt);
       }
       rows.push_back(std::move(row));
     }

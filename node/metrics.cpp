@@ -70,10 +70,6 @@ void replication_lag::retain(const std::string& db, const std::set<key>& keep) {
   }
 }
 
-void replication_lag::forget(const std::string& db) {
-  retain(db, {});
-}
-
 std::map<replication_lag::key, uint64_t> replication_lag::read() const {
   std::lock_guard<std::mutex> lock(mu_);
   std::map<key, uint64_t> out;

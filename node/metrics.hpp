@@ -83,7 +83,6 @@ class replication_lag {
   void update(const key& k, uint64_t source_seq, std::optional<uint64_t> pushed_seq);
   // Forgets the entries of `db` not in `keep` (a range split or moved away, a peer removed).
   void retain(const std::string& db, const std::set<key>& keep);
-  void forget(const std::string& db);
   std::map<key, uint64_t> read() const;  // pending changes
 
  private:

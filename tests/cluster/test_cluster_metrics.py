@@ -1,7 +1,6 @@
 """Metrics of a cluster (issue 12 point 4): internal replication lag per range and peer, a long push
 listed in /_active_tasks with its progress, and time-seq bins per shard in /_node/_local/_prometheus."""
 import os
-import re
 import sys
 import threading
 import time
@@ -10,13 +9,14 @@ sys.path.insert(0, os.path.dirname(__file__))
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "integration"))
 from harness import NodeTest, main  # noqa: E402
 from test_membership import Cluster, wait_for  # noqa: E402
+from test_metrics import scrape as scrape_all  # noqa: E402
 
 
 def scrape(node, name):
     """{labels text: value} of metric `name` in the node's Prometheus text."""
-    text = node.get("/_node/_local/_prometheus", fresh=True).raw
-    return {m.group(1) or "": float(m.group(2))
-            for m in re.finditer(r"^settee_" + name + r"(\{[^}]*\})? (\S+)$", text, re.M)}
+    _, values, _ = scrape_all(node)
+    prefix = "settee_" + name
+    return {k[len(prefix):]: v for k, v in values.items() if k == prefix or k.startswith(prefix + "{")}
 
 
 class ClusterMetrics(NodeTest):

@@ -13,7 +13,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(__file__))
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "integration"))
-from harness import NodeTest, main  # noqa: E402
+from harness import NodeTest, OwnNodesTest, main  # noqa: E402
 from test_membership import Cluster, Writers, wait_for  # noqa: E402
 
 
@@ -322,18 +322,10 @@ class FeedsThroughSplitsAndAMove(NodeTest):
             self.assertEqual(n.get(f"/{db}/_changes?feed=longpoll&timeout=300&since={last}").json["results"], [])
 
 
-class MoveSurvivesKill(NodeTest):
+class MoveSurvivesKill(OwnNodesTest):
     """The target killed at each state of a move (and once the source is sealed, before the map
     switch), or the source killed mid-copy: on restart the job goes on, nothing acknowledged is lost,
     the source stays the authority until the switch, and its copy goes once the move is done."""
-
-    @classmethod
-    def setUpClass(cls):
-        cls.node = None
-
-    @classmethod
-    def tearDownClass(cls):
-        pass
 
     def start_cluster(self):
         cluster = Cluster(2, sync_interval_ms=500).start()

@@ -11,7 +11,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(__file__))
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "integration"))
-from harness import NodeTest, main  # noqa: E402
+from harness import NodeTest, OwnNodesTest, main  # noqa: E402
 from test_membership import Cluster, Writers, wait_for  # noqa: E402
 
 
@@ -118,18 +118,10 @@ class ReshardCluster(NodeTest):
         for n in nodes:
             self.assertFalse(os.path.exists(os.path.join(n.data_dir, "shards", rng, f"{db}.{suffix}")))
 
-class SplitOfCopiesSurvivesKill(NodeTest):
+class SplitOfCopiesSurvivesKill(OwnNodesTest):
     """A split of a range with three copies, its leader killed once every copy is sealed (before the
     map switched), or a follower killed while copying: on restart the jobs go on, the seals are
     lifted or the switch happens, and nothing acknowledged is lost."""
-
-    @classmethod
-    def setUpClass(cls):
-        cls.node = None
-
-    @classmethod
-    def tearDownClass(cls):
-        pass
 
     def split_through(self, victim, failpoint):
         cluster = Cluster(3, sync_interval_ms=300).start().wait_connected()

@@ -315,6 +315,18 @@ class NodeTest(unittest.TestCase):
         return name
 
 
+class OwnNodesTest(NodeTest):
+    """A test case whose tests start their own nodes: NodeTest's assertions, no shared node."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.node = None
+
+    @classmethod
+    def tearDownClass(cls):
+        pass
+
+
 class ClockedNodeTest(NodeTest):
     """A node whose clock is a file the test writes (SETTEE_CLOCK_FILE), starting at START."""
 

@@ -8,7 +8,7 @@ import os
 import threading
 import time
 
-from harness import ClockedNodeTest, Node, NodeTest, main
+from harness import ClockedNodeTest, Node, NodeTest, OwnNodesTest, main
 
 
 def wait_for_jobs(node, ids, state="completed", timeout=60):
@@ -376,17 +376,9 @@ class SplitUnderLoad(NodeTest):
         self.assertEqual([t for t in self.node.get("/_active_tasks").json if t["type"] == "shard_split"], [])
 
 
-class SplitSurvivesKill(NodeTest):
+class SplitSurvivesKill(OwnNodesTest):
     """SETTEE_FAILPOINT=<split_state> exits as a job enters that state; on restart the job starts
     over (before the map switched) or goes forward (after)."""
-
-    @classmethod
-    def setUpClass(cls):
-        cls.node = None
-
-    @classmethod
-    def tearDownClass(cls):
-        pass
 
     def run_to(self, failpoint):
         node = Node(env={"SETTEE_FAILPOINT": failpoint}).start()

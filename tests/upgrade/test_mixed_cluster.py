@@ -6,7 +6,7 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "cluster"))
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "integration"))
-from harness import Node, NodeTest, main  # noqa: E402
+from harness import Node, NodeTest, OwnNodesTest, main  # noqa: E402
 from releases import binary  # noqa: E402
 from test_membership import Cluster, wait_for  # noqa: E402
 
@@ -235,17 +235,9 @@ class LegacyRefused(NodeTest):
         self.assertIn("did not prove the cluster secret", log)
 
 
-class MovedDataDir(NodeTest):
+class MovedDataDir(OwnNodesTest):
     """A data directory whose catalog records a moved copy (lineage 0.2 cannot read) is refused by
     v0.2.0 and v0.1.0 at start, never served wrongly; it opens here again."""
-
-    @classmethod
-    def setUpClass(cls):
-        cls.node = None
-
-    @classmethod
-    def tearDownClass(cls):
-        pass
 
     def test_older_releases_refuse_a_data_dir_that_saw_a_move(self):
         cluster = Cluster(2, sync_interval_ms=300).start().wait_connected()
