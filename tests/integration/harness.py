@@ -4,6 +4,7 @@ Every node gets its own temporary data dir and is killed at the end of the test.
 through http.client so tests see exact status codes, headers and bodies.
 """
 import base64
+import fcntl
 import http.client
 import json
 import os
@@ -37,24 +38,50 @@ def _ephemeral_range():
         return 32768, 60999
 
 
+# Ports this process has claimed: port -> the open file whose lock is the claim.
+_claimed = {}
+_CLAIM_DIR = os.path.join(tempfile.gettempdir(), "settee-test-ports")
+
+
+def _claim(port):
+    """True when no other test process (ctest runs two at once) has claimed `port`. A claim is an
+    flock on a file named for the port, held until this process exits, so a port picked here but
+    not yet bound by its node (a Cluster picks every RPC port before it starts the first node) is
+    never handed to another test meanwhile (seen in CI: 'Address already in use' on an RPC port)."""
+    if port in _claimed:
+        return False
+    os.makedirs(_CLAIM_DIR, exist_ok=True)
+    f = open(os.path.join(_CLAIM_DIR, str(port)), "a")
+    try:
+        fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        f.close()
+        return False
+    _claimed[port] = f
+    return True
+
+
 def free_port():
-    """A loopback port nobody listens on, chosen below the kernel's ephemeral range: a port the
-    kernel handed out for bind(0) is also handed to outgoing connections (the tests' own clients and
-    the nodes' peer links), which can take it before settee listens on it (seen in CI as 'Address
-    already in use' on an RPC port)."""
+    """A loopback port nobody listens on and no other test process has claimed, chosen below the
+    kernel's ephemeral range: a port the kernel handed out for bind(0) is also handed to outgoing
+    connections (the tests' own clients and the nodes' peer links), which can take it before
+    settee listens on it."""
     lo, _ = _ephemeral_range()
-    if lo > 12000:
-        for _ in range(200):
+    for _ in range(200):
+        if lo > 12000:
             port = random.randrange(10000, lo)
+        else:
             with socket.socket() as s:
-                try:
-                    s.bind(("127.0.0.1", port))
-                    return port
-                except OSError:
-                    continue
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+                s.bind(("127.0.0.1", 0))
+                port = s.getsockname()[1]
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+        if _claim(port):
+            return port
+    raise RuntimeError("no free loopback port")
 
 
 def mount_small_tmpfs(size, filler_bytes):
