@@ -21,8 +21,8 @@ cluster_updates::cluster_updates(node_updates local, remote_shards* remote, std:
   }
 }
 
-void cluster_updates::start_now() {
-  local_.start_now();
+void cluster_updates::start_now(int64_t now) {
+  local_.start_now(now);
   for (peer_part& r : remotes_) {
     if (r.serves) refill(r, UINT64_MAX, true);  // no rows: the log's uuid and top
   }

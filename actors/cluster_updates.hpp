@@ -23,7 +23,7 @@ class cluster_updates {
   cluster_updates(node_updates local, remote_shards* remote, std::vector<std::string> peers,
                   std::chrono::milliseconds timeout);
 
-  void start_now();
+  void start_now(int64_t now);  // `now`: the clock's time
   void start_at_time(int64_t time);
   // From a decoded token (cluster/db_updates_seq.hpp). errc::bad_request when it is not one of this
   // cluster's: it names no member, or it names only this node with files this node never had.

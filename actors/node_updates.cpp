@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "node/crypto.hpp"
 #include "node/json.hpp"
 
 namespace settee {
@@ -10,15 +11,22 @@ namespace {
 
 constexpr size_t page_rows = 256;
 constexpr size_t uuid_prefix_chars = 7;
-// A catalog position carried to another file resumes this much before the last event read there:
-// the new file learnt the events later (replication), never earlier by more than its lag.
-constexpr int64_t translation_slack_s = 300;
 
 std::string prefix(const shard_handle& h) {
   return h.store->header().shard_uuid.substr(0, uuid_prefix_chars);
 }
 
 }  // namespace
+
+uint64_t event_id(const std::string& db, uint64_t instance, db_event_type type) {
+  crypto::hasher h(crypto::hasher::algo::sha256);
+  h.update(db);
+  h.update(std::string(1, '\0') + std::to_string(instance) + '\0' + to_string(type));
+  std::string digest = h.final();
+  uint64_t id = 0;
+  for (int i = 0; i < 8; ++i) id = id << 8 | static_cast<uint8_t>(digest[i]);
+  return id;
+}
 
 node_updates::node_updates(shard_handle dbs, shard_handle log, std::string node)
     : dbs_(std::move(dbs)), log_(std::move(log)) {
@@ -28,17 +36,20 @@ node_updates::node_updates(shard_handle dbs, shard_handle log, std::string node)
 }
 
 void node_updates::start(const node_updates_pos& from) {
+  pos_.dbs_time = from.dbs_time;
+  pos_.seen = from.seen;
   if (from.dbs_uuid == pos_.dbs_uuid) {
     pos_.dbs_seq = from.dbs_seq;
     pos_.dbs_index = from.dbs_index;
-    pos_.dbs_time = from.dbs_time;
   } else {
-    // Another catalog file (a replaced node, or another node's events): by time, slightly early.
+    // Another catalog file (a replaced node, or another node's events): a window early, passing
+    // over what was seen there (seen_elsewhere) and what is older than the window.
     translated_ = true;
-    pos_.dbs_time = from.dbs_time;
-    int64_t t = from.dbs_time - translation_slack_s;
-    if (t > 0) {
-      if (auto snap = dbs_.store->read()) pos_.dbs_seq = snap->skip_before_time(0, t) + 1;
+    for (seen_event& e : pos_.seen) e.matched = false;
+    from_token_ = pos_.seen.size();
+    events_from_ = from.dbs_time - seen_window_s;
+    if (events_from_ > 0) {
+      if (auto snap = dbs_.store->read()) pos_.dbs_seq = snap->skip_before_time(0, events_from_) + 1;
     }
   }
   if (from.log_uuid == pos_.log_uuid) {
@@ -48,15 +59,28 @@ void node_updates::start(const node_updates_pos& from) {
   }
 }
 
-void node_updates::start_now() {
-  pos_.dbs_seq = dbs_.store->header().update_seq + 1;
+void node_updates::start_now(int64_t now) {
+  uint64_t top = dbs_.store->header().update_seq;
+  pos_.dbs_seq = top + 1;
+  pos_.dbs_time = now;
   pos_.log_seq = log_.store->header().update_seq;
+  // The events of the last window count as passed: a token resumed on another node skips them.
+  auto snap = dbs_.store->read();
+  if (!snap) return;
+  snap->scan_db_events(snap->skip_before_time(0, now - seen_window_s) + 1, 0, [&](const db_event& e) {
+    if (e.seq > top) return false;
+    if (e.time_s >= now - seen_window_s) remember(e);
+    return true;
+  });
+  forget_old();
 }
 
 void node_updates::start_at_time(int64_t time) {
-  not_before_ = time;
+  events_from_ = log_from_ = time;
   if (time <= 0) return;
-  if (auto snap = dbs_.store->read()) pos_.dbs_seq = snap->skip_before_time(0, time) + 1;
+  pos_.dbs_time = time;
+  // The catalog from a window earlier: the events passed over before `time` are remembered.
+  if (auto snap = dbs_.store->read()) pos_.dbs_seq = snap->skip_before_time(0, time - seen_window_s) + 1;
   if (auto snap = log_.store->read()) pos_.log_seq = snap->skip_before_time(0, time);
 }
 
@@ -93,24 +117,87 @@ const db_update_row* node_updates::peek() {
     if (events_.empty() && logged_.empty()) return nullptr;
     if (event_first()) {
       const db_event& e = events_.front();
-      if (e.time_s >= not_before_) {
+      if (e.time_s < events_from_) {
+        pop_event(/*remember=*/true);  // before since=<time> or the window: passed over
+      } else if (seen_elsewhere(e)) {
+        pop_event(/*remember=*/false);  // already in pos_.seen
+      } else {
         head_ = {e.db, to_string(e.type), e.instance, e.time_s};
         return &head_;
       }
-    } else if (logged_.front().row.time_s >= not_before_) {
+    } else if (logged_.front().row.time_s >= log_from_) {
       return &logged_.front().row;
+    } else {
+      pop();
     }
-    pop();  // before since=<time>: passed over
   }
+}
+
+bool node_updates::seen_elsewhere(const db_event& e) {
+  if (!translated_) return false;
+  uint64_t id = event_id(e.db, e.instance, e.type);
+  for (size_t i = 0; i < from_token_; ++i) {
+    seen_event& s = pos_.seen[i];
+    if (s.id != id || s.matched) continue;
+    s.matched = true;  // once: the same name, incarnation and type can recur (a second equal id)
+    s.time_s = std::max(s.time_s, e.time_s);
+    return true;
+  }
+  return false;
+}
+
+void node_updates::remember(const db_event& e) {
+  pos_.seen.push_back({event_id(e.db, e.instance, e.type), e.time_s, /*matched=*/true});
+}
+
+void node_updates::pop_event(bool remember_it) {
+  const db_event& e = events_.front();
+  pos_.dbs_seq = e.seq;
+  pos_.dbs_index = e.index + 1;
+  pos_.dbs_time = std::max(pos_.dbs_time, e.time_s);
+  if (remember_it) remember(e);
+  forget_old();
+  events_.pop_front();
+}
+
+void node_updates::forget_old() {
+  auto& seen = pos_.seen;
+  int64_t oldest = pos_.dbs_time - seen_window_s;
+  size_t kept = 0, kept_from_token = 0, awaiting = 0;
+  for (size_t i = 0; i < seen.size(); ++i) {
+    if (seen[i].time_s < oldest) continue;
+    if (i < from_token_) {
+      ++kept_from_token;
+      awaiting += seen[i].matched ? 0 : 1;
+    }
+    seen[kept++] = seen[i];
+  }
+  seen.resize(kept);
+  from_token_ = kept_from_token;
+  while (seen.size() > max_seen + awaiting) {
+    size_t j = seen.size();
+    for (size_t i = 0; i < seen.size(); ++i) {
+      if (i < from_token_ && !seen[i].matched) continue;
+      if (j == seen.size() || seen[i].time_s < seen[j].time_s) j = i;
+    }
+    seen.erase(seen.begin() + static_cast<std::ptrdiff_t>(j));
+    if (j < from_token_) --from_token_;
+  }
+}
+
+node_updates_pos node_updates::pos() const {
+  node_updates_pos p = pos_;
+  if (p.seen.size() > max_seen) {
+    std::stable_sort(p.seen.begin(), p.seen.end(),
+                     [](const seen_event& x, const seen_event& y) { return x.time_s < y.time_s; });
+    p.seen.erase(p.seen.begin(), p.seen.end() - max_seen);
+  }
+  return p;
 }
 
 void node_updates::pop() {
   if (event_first()) {
-    const db_event& e = events_.front();
-    pos_.dbs_seq = e.seq;
-    pos_.dbs_index = e.index + 1;
-    pos_.dbs_time = e.time_s;
-    events_.pop_front();
+    pop_event(/*remember=*/true);
   } else if (!logged_.empty()) {
     pos_.log_seq = logged_.front().seq;
     logged_.pop_front();

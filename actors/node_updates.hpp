@@ -8,10 +8,23 @@
 #include <deque>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "actors/shard_registry.hpp"
 
 namespace settee {
+
+// A catalog event the consumer has passed. Every node's catalog holds the same lifecycle events,
+// but each in its own order and at its own times, so a position in one catalog cannot be named
+// exactly in another: a feed resumed on another node starts a window early there and passes over
+// the events it finds in this list instead of sending them again (exactly once across nodes).
+struct seen_event {
+  uint64_t id = 0;       // event_id()
+  int64_t time_s = 0;    // commit time in the catalog it was passed in
+  bool matched = false;  // not in tokens: it already matched an event of the catalog being read
+};
+// A stable identity for a lifecycle event: database, incarnation and type (the same on every node).
+uint64_t event_id(const std::string& db, uint64_t instance, db_event_type type);
 
 // A position in one node's part of the feed (cluster/db_updates_seq.hpp encodes a list of them).
 struct node_updates_pos {
@@ -19,7 +32,9 @@ struct node_updates_pos {
   std::string dbs_uuid;  // uuid prefix of the node's `_dbs` file
   uint64_t dbs_seq = 0;  // catalog events at (dbs_seq, dbs_index) and after are unread
   uint32_t dbs_index = 0;
-  int64_t dbs_time = 0;  // commit time of the last catalog event read (translating to another file)
+  int64_t dbs_time = 0;  // commit time of the last catalog event passed, or when the feed started
+  // The catalog events passed within seen_window_s of dbs_time (at most max_seen, oldest first).
+  std::vector<seen_event> seen;
   std::string log_uuid;  // uuid prefix of the node's update log
   uint64_t log_seq = 0;  // update log changes after log_seq are unread
 };
@@ -42,14 +57,22 @@ result<log_page> read_update_log(const shard_handle& log, const std::string& uui
 
 class node_updates {
  public:
+  // A feed resumed on another catalog starts this long before the last event passed there: a copy
+  // learns the events at most this much earlier than another (replication lag).
+  static constexpr int64_t seen_window_s = 300;
+  // A token carries at most this many events passed (the newest): past that many in the window,
+  // the oldest may come again on another node.
+  static constexpr size_t max_seen = 64;
+
   // `dbs` is the node's catalog file, `log` its update log; `node` its name.
   node_updates(shard_handle dbs, shard_handle log, std::string node);
 
   // Where to read from. The file uuids of `from` must be these files' (else the part whose file
-  // differs starts over: from its start for the update log, from `dbs_time` for the catalog, and
-  // translated() says so).
+  // differs starts over: from its start for the update log, from seen_window_s before `dbs_time`
+  // for the catalog, passing over the events in `from.seen`; translated() says so).
   void start(const node_updates_pos& from);
-  void start_now();
+  // After every row committed so far; `now` is the clock's time (Unix seconds).
+  void start_now(int64_t now);
   // The first rows committed at or after `time` (Unix seconds), exactly.
   void start_at_time(int64_t time);
 
@@ -59,8 +82,8 @@ class node_updates {
   void pop();
   // peek() and pop().
   bool next(db_update_row& row);
-  // The position after the last row returned.
-  const node_updates_pos& pos() const { return pos_; }
+  // The position after the last row returned (with the newest max_seen of the events passed).
+  node_updates_pos pos() const;
   const status& error() const { return error_; }
   bool translated() const { return translated_; }
 
@@ -72,6 +95,14 @@ class node_updates {
   bool refill_events();
   bool refill_log();
   bool event_first() const;
+  // True when the catalog event at the head was passed on another catalog (marks its entry).
+  bool seen_elsewhere(const db_event& e);
+  // Takes the catalog event at the head; `remember`: add it to pos_.seen.
+  void pop_event(bool remember);
+  void remember(const db_event& e);
+  // Drops from pos_.seen what fell out of the window, then the oldest past max_seen of those not
+  // awaiting a match here.
+  void forget_old();
 
   shard_handle dbs_, log_;
   node_updates_pos pos_;
@@ -79,8 +110,10 @@ class node_updates {
   std::deque<logged> logged_;
   db_update_row head_;                         // what peek() shows of a catalog event
   bool events_more_ = true, log_more_ = true;  // the last page of each was full
-  int64_t not_before_ = 0;                     // since=<time>: rows committed earlier are passed over
+  int64_t events_from_ = 0;                    // catalog events committed earlier are passed over
+  int64_t log_from_ = 0;                       // since=<time>: update log rows committed earlier too
   bool translated_ = false;
+  size_t from_token_ = 0;  // pos_.seen[0, from_token_) came with a token from another catalog
   status error_;
 };
 

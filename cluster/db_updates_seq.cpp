@@ -9,9 +9,52 @@ namespace settee {
 namespace {
 constexpr uint8_t payload_tag = 'U';
 constexpr uint8_t payload_version = 1;
+// The name of the entry that carries the entry before it's `seen` list (no node name lacks an '@').
+constexpr std::string_view seen_entry = "~seen";
+constexpr uint64_t max_seen_in_token = 1024;
 
 status not_ours() {
   return {errc::bad_request, "`since` is not a _db_updates sequence issued by this cluster"};
+}
+
+void write_entry(codec::writer& w, std::string_view node, std::string_view dbs_uuid, uint64_t dbs_seq, uint64_t index,
+                 int64_t time, std::string_view log_uuid, uint64_t log_seq) {
+  w.str(node);
+  w.str(dbs_uuid);
+  w.varint(dbs_seq);
+  w.varint(index);
+  w.varint(time > 0 ? static_cast<uint64_t>(time) : 0);
+  w.str(log_uuid);
+  w.varint(log_seq);
+}
+
+// The seen list: varint count, then per event 8 bytes of id and varint age (dbs_time - time).
+std::string encode_seen(const node_updates_pos& n) {
+  codec::writer w;
+  w.varint(n.seen.size());
+  for (const seen_event& e : n.seen) {
+    for (int shift = 56; shift >= 0; shift -= 8) w.byte(static_cast<uint8_t>(e.id >> shift));
+    w.varint(n.dbs_time > e.time_s ? static_cast<uint64_t>(n.dbs_time - e.time_s) : 0);
+  }
+  return std::string(w.data());
+}
+
+bool decode_seen(const std::string& blob, node_updates_pos& n) {
+  codec::reader r(blob);
+  uint64_t count = 0;
+  if (!r.varint(count) || count > max_seen_in_token) return false;
+  n.seen.resize(count);
+  for (seen_event& e : n.seen) {
+    for (int i = 0; i < 8; ++i) {
+      uint8_t b = 0;
+      if (!r.byte(b)) return false;
+      e.id = e.id << 8 | b;
+    }
+    uint64_t age = 0;
+    if (!r.varint(age) || age > static_cast<uint64_t>(n.dbs_time)) return false;
+    e.time_s = n.dbs_time - static_cast<int64_t>(age);
+  }
+  return r.done();
 }
 }  // namespace
 
@@ -19,16 +62,14 @@ std::string encode_db_updates_seq(const std::vector<node_updates_pos>& nodes) {
   codec::writer w;
   w.byte(payload_tag);
   w.byte(payload_version);
-  w.varint(nodes.size());
+  size_t count = nodes.size();
+  for (const auto& n : nodes) count += n.seen.empty() ? 0 : 1;
+  w.varint(count);
   uint64_t sum = 0;
   for (const auto& n : nodes) {
-    w.str(n.node);
-    w.str(n.dbs_uuid);
-    w.varint(n.dbs_seq);
-    w.varint(n.dbs_index);
-    w.varint(n.dbs_time > 0 ? static_cast<uint64_t>(n.dbs_time) : 0);
-    w.str(n.log_uuid);
-    w.varint(n.log_seq);
+    write_entry(w, n.node, n.dbs_uuid, n.dbs_seq, n.dbs_index, n.dbs_time, n.log_uuid, n.log_seq);
+    // Releases before 0.4 read this entry as a member they do not know, and pass over it.
+    if (!n.seen.empty()) write_entry(w, seen_entry, "", 0, 0, 0, encode_seen(n), 0);
     sum += n.dbs_seq + n.log_seq;
   }
   return std::to_string(sum) + "-" + crypto::base64_encode(w.data(), /*url=*/true);
@@ -44,17 +85,23 @@ result<std::vector<node_updates_pos>> decode_db_updates_seq(std::string_view tok
       count == 0 || count > 4096) {
     return not_ours();
   }
-  std::vector<node_updates_pos> out(count);
-  for (auto& n : out) {
+  std::vector<node_updates_pos> out;
+  for (uint64_t k = 0; k < count; ++k) {
+    node_updates_pos n;
     uint64_t index = 0, time = 0;
     if (!r.str(n.node) || n.node.empty() || !r.str(n.dbs_uuid) || !r.varint(n.dbs_seq) || !r.varint(index) ||
         index > UINT32_MAX || !r.varint(time) || time > INT64_MAX || !r.str(n.log_uuid) || !r.varint(n.log_seq)) {
       return not_ours();
     }
+    if (n.node == seen_entry) {
+      if (out.empty() || !out.back().seen.empty() || !decode_seen(n.log_uuid, out.back())) return not_ours();
+      continue;
+    }
     n.dbs_index = static_cast<uint32_t>(index);
     n.dbs_time = static_cast<int64_t>(time);
+    out.push_back(std::move(n));
   }
-  if (!r.done()) return not_ours();
+  if (!r.done() || out.empty()) return not_ours();
   return out;
 }
 

@@ -3,9 +3,13 @@
 // database events (a `_dbs` seq and an index within it) and in its update log (a seq), each with
 // the first digits of the file's uuid, so that a token is only taken where it was issued.
 //
-// Payload: byte 'U', byte version 1, varint node count, then per node: str node, str catalog uuid
+// Payload: byte 'U', byte version 1, varint entry count, then per entry: str node, str catalog uuid
 // prefix, varint catalog seq, varint event index, varint catalog time, str log uuid prefix, varint
-// log seq.
+// log seq. A node whose position has `seen` catalog events (actors/node_updates.hpp) is followed by
+// an entry named "~seen" that carries them in its log uuid string (varint count, then per event
+// 8 bytes of id and varint seconds before the catalog time) and zeros elsewhere: releases before 0.4
+// take it for a member they do not know and pass over it, so tokens still go both ways between
+// releases in a rolling upgrade or downgrade.
 // Pure functions, no I/O.
 #pragma once
 #include <cstdint>

@@ -90,13 +90,13 @@ bool shaped_like_time(const std::string& s) {
 // The cluster's rows (actors/cluster_updates.hpp), each carrying the token of the position after it.
 class db_updates_source final : public feed_source {
  public:
-  explicit db_updates_source(cluster_updates parts) : parts_(std::move(parts)) {}
+  db_updates_source(cluster_updates parts, const clock& clk) : parts_(std::move(parts)), clk_(clk) {}
 
   // Positions the feed at `since` ("0", "now", a time or a token).
   status start(const std::string& since) {
     if (since == "0" || since == "\"0\"") return {};
     if (since == "now") {
-      parts_.start_now();
+      parts_.start_now(clk_.now_s());
       return {};
     }
     if (shaped_like_time(since)) {
@@ -160,6 +160,7 @@ class db_updates_source final : public feed_source {
   }
 
   cluster_updates parts_;
+  const clock& clk_;
   std::vector<std::pair<db_update_row, std::string>> descending_;
   size_t next_reverse_ = 0;
   bool reverse_ = false;
@@ -184,7 +185,8 @@ void handle_db_updates(ctx& c) {
       if (m != c.node.node_name) peers.push_back(m);
   }
   auto source = std::make_shared<db_updates_source>(
-      cluster_updates(node_updates(*dbs, *log, c.node.node_name), c.node.rpc, peers, std::chrono::seconds(30)));
+      cluster_updates(node_updates(*dbs, *log, c.node.node_name), c.node.rpc, peers, std::chrono::seconds(30)),
+      c.node.clk);
   if (auto st = source->start(q->since); !st) return c.error(st);
   if (q->descending) source->newest_first(q->feed.limit);
 

@@ -1,6 +1,6 @@
 """_db_updates on a 3-node cluster: any node answers for every database (rows recorded on other nodes
 come through dbUpdates), a node that is down is listed under `unavailable` and its rows come when it
-is back, and a token taken on one node continues on another without starting over."""
+is back, and a token taken on one node continues on another with each lifecycle row exactly once."""
 import os
 import sys
 
@@ -60,23 +60,44 @@ class DbUpdatesCluster(NodeTest):
         n3.start(port=n3.port)
         self.assertTrue(wait_for(lambda: "unavailable" not in self.rows(n1, since), 20))
 
-    def test_a_token_from_one_node_continues_on_another(self):
-        n1, n2, _ = self.nodes
+    def lifecycle(self, node, since):
+        r = node.get(f"/_db_updates?since={since}", fresh=True)
+        self.assertEqual(r.status, 200, r)
+        return r, [(row["db_name"], row["type"]) for row in r.json["results"] if row["type"] != "updated"]
+
+    def test_a_token_from_one_node_continues_on_another_exactly_once(self):
+        n1, n2, n3 = self.nodes
         self.assertEqual(n1.put("/handover?q=1&n=3").status, 201)
-        self.assertTrue(wait_for(lambda: "created" in self.kinds(n2, "handover"), 10))
+        self.assertEqual(n1.put("/gone?q=1&n=3").status, 201)
+        self.assertEqual(n1.delete("/gone").status, 200)
+        self.assertTrue(wait_for(lambda: ("gone", "deleted") in self.lifecycle(n2, "0")[1], 10))
         token = self.rows(n1)["last_seq"]
         self.assertEqual(n1.put("/later?q=1&n=3").status, 201)
-        self.assertTrue(wait_for(lambda: "created" in self.kinds(n2, "later", token), 10))
-        r = n2.get(f"/_db_updates?since={token}", fresh=True)
-        self.assertEqual(r.status, 200)
-        names = [row["db_name"] for row in r.json["results"]]
-        self.assertIn("later", names)
-        # The catalog events were read on n1: n2 carries the position over by time (five minutes
-        # early, so rows of the last minutes repeat) and says so.
+        self.assertTrue(wait_for(lambda: ("later", "created") in self.lifecycle(n2, "0")[1], 10))
+        r, rows = self.lifecycle(n2, token)
+        # The catalog events were read on n1: n2 carries the position over (a window early, passing
+        # over the events the token lists as seen) and says so; nothing seen on n1 comes again.
+        self.assertEqual(rows, [("later", "created")], r.json)
         self.assertIn(self.cluster.names[1], r.header("X-Settee-Since-Resolution") or "", r.json)
         # The same token on n1 continues exactly: only what came after it.
-        self.assertEqual([row["db_name"] for row in self.rows(n1, token)["results"]
-                          if row["type"] == "created"], ["later"])
+        self.assertEqual(self.lifecycle(n1, token)[1], [("later", "created")])
+        # And on to a third node, with the token n2 gave.
+        self.assertEqual(n2.put("/third?q=1&n=3").status, 201)
+        self.assertTrue(wait_for(lambda: ("third", "created") in self.lifecycle(n3, "0")[1], 10))
+        self.assertEqual(self.lifecycle(n3, r.json["last_seq"])[1], [("third", "created")])
+
+    def test_since_now_and_since_a_time_carry_over_exactly_once(self):
+        n1, n2, _ = self.nodes
+        self.assertEqual(n1.put("/before_now?q=1&n=3").status, 201)
+        self.assertTrue(wait_for(lambda: ("before_now", "created") in self.lifecycle(n2, "0")[1], 10))
+        now = self.rows(n1, "now")["last_seq"]
+        self.assertEqual(n1.put("/after_now?q=1&n=3").status, 201)
+        self.assertTrue(wait_for(lambda: ("after_now", "created") in self.lifecycle(n2, "0")[1], 10))
+        self.assertEqual(self.lifecycle(n2, now)[1], [("after_now", "created")])
+        # since=<a time in the future>: nothing yet, and its token shows nothing older on n2 either.
+        future = self.rows(n1, "2100-01-01T00:00:00Z")
+        self.assertEqual(future["results"], [])
+        self.assertEqual(self.lifecycle(n2, future["last_seq"])[1], [])
 
 if __name__ == "__main__":
     main()
