@@ -3,6 +3,7 @@
 Every node gets its own temporary data dir and is killed at the end of the test. Requests go
 through http.client so tests see exact status codes, headers and bodies.
 """
+import atexit
 import base64
 import fcntl
 import http.client
@@ -41,6 +42,7 @@ def _ephemeral_range():
 # Ports this process has claimed: port -> the open file whose lock is the claim.
 _claimed = {}
 _CLAIM_DIR = os.path.join(tempfile.gettempdir(), "settee-test-ports")
+atexit.register(lambda: [f.close() for f in _claimed.values()])
 
 
 def _claim(port):

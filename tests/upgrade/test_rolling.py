@@ -1,4 +1,4 @@
-"""Rolling upgrade of a 3-node cluster from v0.1.0 (and from v0.2.0) to this release, one node at a
+"""Rolling upgrade of a 3-node cluster from v0.1.0 (and from v0.2.0 and v0.3.0) to this release, one node at a
 time, under a steady write load, then a rolling downgrade back (issue 5 point 5d): no acknowledged write is lost, and no
 request fails except those sent to the node being restarted."""
 import os
@@ -107,6 +107,37 @@ class Rolling(NodeTest):
 
 class RollingFromV020(Rolling):
     OLD = "v0.2.0"
+
+
+class RollingFromV030(Rolling):
+    """From the last release: it has _db_updates, so a feed's token also crosses releases."""
+    OLD = "v0.3.0"
+
+    def test_db_updates_tokens_cross_releases(self):
+        self.all_connected()
+        self.restarting = [False, False, False]
+        old, _, new = self.cluster.nodes
+        self.restart(2, BIN)
+        try:
+            for i in range(3):
+                self.assertEqual(new.put(f"/cross{i}?q=1").status, 201)
+            created = lambda n: [r["db_name"] for r in n.get("/_db_updates", fresh=True).json["results"]
+                                 if r["db_name"].startswith("cross") and r["type"] == "created"]
+            self.assertTrue(wait_for(lambda: created(old) == ["cross0", "cross1", "cross2"], 10))
+            # This release's token lists the events it passed (an entry 0.3 passes over): 0.3 reads it,
+            # five minutes early as 0.3 does (the rows repeat there, none is missing).
+            token = new.get("/_db_updates").json["last_seq"]
+            r = old.get(f"/_db_updates?since={token}", fresh=True)
+            self.assertEqual(r.status, 200, r.json)
+            self.assertLessEqual({"cross0", "cross1", "cross2"}, {x["db_name"] for x in r.json["results"]})
+            # And 0.3's token here: the same (no list of what was seen).
+            self.assertEqual(old.put("/cross3?q=1").status, 201)
+            self.assertTrue(wait_for(lambda: "cross3" in created(new), 10))
+            r = new.get(f"/_db_updates?since={r.json['last_seq']}", fresh=True)
+            self.assertEqual(r.status, 200, r.json)
+            self.assertIn("cross3", [x["db_name"] for x in r.json["results"]])
+        finally:
+            self.restart(2, self.old_bin)
 
 
 if __name__ == "__main__":
