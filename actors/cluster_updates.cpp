@@ -55,7 +55,6 @@ status cluster_updates::start(const std::vector<node_updates_pos>& from) {
     // The catalog events were read on another node (or this node's files were replaced): carry the
     // position over by time; this node's own update log continues where the token says, if it can.
     node_updates_pos carried = catalog ? *catalog : from.front();
-    carried.dbs_uuid.clear();
     carried.log_uuid = mine ? mine->log_uuid : "";
     carried.log_seq = mine ? mine->log_seq : 0;
     local_.start(carried);

@@ -38,18 +38,36 @@ node_updates::node_updates(shard_handle dbs, shard_handle log, std::string node)
 void node_updates::start(const node_updates_pos& from) {
   pos_.dbs_time = from.dbs_time;
   pos_.seen = from.seen;
-  if (from.dbs_uuid == pos_.dbs_uuid) {
+  pos_.marks = from.marks;
+  auto mark_of = [&](const std::string& node) {
+    return std::find_if(pos_.marks.begin(), pos_.marks.end(), [&](const catalog_mark& m) { return m.node == node; });
+  };
+  if (from.node == pos_.node && from.dbs_uuid == pos_.dbs_uuid) {
     pos_.dbs_seq = from.dbs_seq;
     pos_.dbs_index = from.dbs_index;
   } else {
-    // Another catalog file (a replaced node, or another node's events): a window early, passing
-    // over what was seen there (seen_elsewhere) and what is older than the window.
+    // Another catalog file (another node's, or this node's before it was rebuilt): a window early,
+    // or where this feed left this catalog if that is later, passing over what was seen elsewhere
+    // (seen_elsewhere) and what is older than the window.
     translated_ = true;
     for (seen_event& e : pos_.seen) e.matched = false;
     from_token_ = pos_.seen.size();
     events_from_ = from.dbs_time - seen_window_s;
     if (events_from_ > 0) {
       if (auto snap = dbs_.store->read()) pos_.dbs_seq = snap->skip_before_time(0, events_from_) + 1;
+    }
+    if (auto m = mark_of(pos_.node); m != pos_.marks.end()) {
+      if (m->dbs_uuid == pos_.dbs_uuid &&
+          std::pair(m->dbs_seq, m->dbs_index) > std::pair(pos_.dbs_seq, pos_.dbs_index)) {
+        pos_.dbs_seq = m->dbs_seq;
+        pos_.dbs_index = m->dbs_index;
+      }
+      pos_.marks.erase(m);  // read here now: pos_ says where
+    }
+    if (!from.dbs_uuid.empty() && from.node != pos_.node) {
+      if (auto m = mark_of(from.node); m != pos_.marks.end()) pos_.marks.erase(m);
+      pos_.marks.push_back({from.node, from.dbs_uuid, from.dbs_seq, from.dbs_index});
+      if (pos_.marks.size() > max_marks) pos_.marks.erase(pos_.marks.begin());
     }
   }
   if (from.log_uuid == pos_.log_uuid) {

@@ -26,6 +26,15 @@ struct seen_event {
 // A stable identity for a lifecycle event: database, incarnation and type (the same on every node).
 uint64_t event_id(const std::string& db, uint64_t instance, db_event_type type);
 
+// Where the consumer left another node's catalog: coming back, it goes on from there (or from the
+// window, if later) instead of from the window alone.
+struct catalog_mark {
+  std::string node;
+  std::string dbs_uuid;
+  uint64_t dbs_seq = 0;
+  uint32_t dbs_index = 0;
+};
+
 // A position in one node's part of the feed (cluster/db_updates_seq.hpp encodes a list of them).
 struct node_updates_pos {
   std::string node;
@@ -35,6 +44,8 @@ struct node_updates_pos {
   int64_t dbs_time = 0;  // commit time of the last catalog event passed, or when the feed started
   // The catalog events passed within seen_window_s of dbs_time (at most max_seen, oldest first).
   std::vector<seen_event> seen;
+  // The other catalogs this feed read before, newest last (at most max_marks).
+  std::vector<catalog_mark> marks;
   std::string log_uuid;  // uuid prefix of the node's update log
   uint64_t log_seq = 0;  // update log changes after log_seq are unread
 };
@@ -63,13 +74,15 @@ class node_updates {
   // A token carries at most this many events passed (the newest): past that many in the window,
   // the oldest may come again on another node.
   static constexpr size_t max_seen = 64;
+  static constexpr size_t max_marks = 16;
 
   // `dbs` is the node's catalog file, `log` its update log; `node` its name.
   node_updates(shard_handle dbs, shard_handle log, std::string node);
 
-  // Where to read from. The file uuids of `from` must be these files' (else the part whose file
-  // differs starts over: from its start for the update log, from seen_window_s before `dbs_time`
-  // for the catalog, passing over the events in `from.seen`; translated() says so).
+  // Where to read from. `from` names this node's files to go on exactly; else the part whose file
+  // differs starts over (translated() says so): the update log from its start, the catalog from
+  // seen_window_s before `from.dbs_time` or from this catalog's mark in `from.marks` if later,
+  // passing over the events in `from.seen`.
   void start(const node_updates_pos& from);
   // After every row committed so far; `now` is the clock's time (Unix seconds).
   void start_now(int64_t now);

@@ -9,9 +9,11 @@ namespace settee {
 namespace {
 constexpr uint8_t payload_tag = 'U';
 constexpr uint8_t payload_version = 1;
-// The name of the entry that carries the entry before it's `seen` list (no node name lacks an '@').
+// The name of the entry that carries the `seen` list and `marks` of the entry before it (no node
+// name lacks an '@').
 constexpr std::string_view seen_entry = "~seen";
 constexpr uint64_t max_seen_in_token = 1024;
+constexpr uint64_t max_marks_in_token = 256;
 
 status not_ours() {
   return {errc::bad_request, "`since` is not a _db_updates sequence issued by this cluster"};
@@ -28,18 +30,26 @@ void write_entry(codec::writer& w, std::string_view node, std::string_view dbs_u
   w.varint(log_seq);
 }
 
-// The seen list: varint count, then per event 8 bytes of id and varint age (dbs_time - time).
-std::string encode_seen(const node_updates_pos& n) {
+// The blob: varint count, then per seen event 8 bytes of id and varint age (dbs_time - time); then
+// varint count, then per catalog mark str node, str uuid, varint seq, varint index.
+std::string encode_blob(const node_updates_pos& n) {
   codec::writer w;
   w.varint(n.seen.size());
   for (const seen_event& e : n.seen) {
     for (int shift = 56; shift >= 0; shift -= 8) w.byte(static_cast<uint8_t>(e.id >> shift));
     w.varint(n.dbs_time > e.time_s ? static_cast<uint64_t>(n.dbs_time - e.time_s) : 0);
   }
+  w.varint(n.marks.size());
+  for (const catalog_mark& m : n.marks) {
+    w.str(m.node);
+    w.str(m.dbs_uuid);
+    w.varint(m.dbs_seq);
+    w.varint(m.dbs_index);
+  }
   return std::string(w.data());
 }
 
-bool decode_seen(const std::string& blob, node_updates_pos& n) {
+bool decode_blob(const std::string& blob, node_updates_pos& n) {
   codec::reader r(blob);
   uint64_t count = 0;
   if (!r.varint(count) || count > max_seen_in_token) return false;
@@ -54,6 +64,16 @@ bool decode_seen(const std::string& blob, node_updates_pos& n) {
     if (!r.varint(age) || age > static_cast<uint64_t>(n.dbs_time)) return false;
     e.time_s = n.dbs_time - static_cast<int64_t>(age);
   }
+  if (!r.varint(count) || count > max_marks_in_token) return false;
+  n.marks.resize(count);
+  for (catalog_mark& m : n.marks) {
+    uint64_t index = 0;
+    if (!r.str(m.node) || m.node.empty() || !r.str(m.dbs_uuid) || !r.varint(m.dbs_seq) || !r.varint(index) ||
+        index > UINT32_MAX) {
+      return false;
+    }
+    m.dbs_index = static_cast<uint32_t>(index);
+  }
   return r.done();
 }
 }  // namespace
@@ -63,13 +83,14 @@ std::string encode_db_updates_seq(const std::vector<node_updates_pos>& nodes) {
   w.byte(payload_tag);
   w.byte(payload_version);
   size_t count = nodes.size();
-  for (const auto& n : nodes) count += n.seen.empty() ? 0 : 1;
+  auto has_blob = [](const node_updates_pos& n) { return !n.seen.empty() || !n.marks.empty(); };
+  for (const auto& n : nodes) count += has_blob(n) ? 1 : 0;
   w.varint(count);
   uint64_t sum = 0;
   for (const auto& n : nodes) {
     write_entry(w, n.node, n.dbs_uuid, n.dbs_seq, n.dbs_index, n.dbs_time, n.log_uuid, n.log_seq);
     // Releases before 0.4 read this entry as a member they do not know, and pass over it.
-    if (!n.seen.empty()) write_entry(w, seen_entry, "", 0, 0, 0, encode_seen(n), 0);
+    if (has_blob(n)) write_entry(w, seen_entry, "", 0, 0, 0, encode_blob(n), 0);
     sum += n.dbs_seq + n.log_seq;
   }
   return std::to_string(sum) + "-" + crypto::base64_encode(w.data(), /*url=*/true);
@@ -86,6 +107,7 @@ result<std::vector<node_updates_pos>> decode_db_updates_seq(std::string_view tok
     return not_ours();
   }
   std::vector<node_updates_pos> out;
+  bool blob_taken = false;  // the entry before has its blob already
   for (uint64_t k = 0; k < count; ++k) {
     node_updates_pos n;
     uint64_t index = 0, time = 0;
@@ -94,9 +116,11 @@ result<std::vector<node_updates_pos>> decode_db_updates_seq(std::string_view tok
       return not_ours();
     }
     if (n.node == seen_entry) {
-      if (out.empty() || !out.back().seen.empty() || !decode_seen(n.log_uuid, out.back())) return not_ours();
+      if (out.empty() || blob_taken || !decode_blob(n.log_uuid, out.back())) return not_ours();
+      blob_taken = true;
       continue;
     }
+    blob_taken = false;
     n.dbs_index = static_cast<uint32_t>(index);
     n.dbs_time = static_cast<int64_t>(time);
     out.push_back(std::move(n));

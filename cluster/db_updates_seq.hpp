@@ -5,9 +5,10 @@
 //
 // Payload: byte 'U', byte version 1, varint entry count, then per entry: str node, str catalog uuid
 // prefix, varint catalog seq, varint event index, varint catalog time, str log uuid prefix, varint
-// log seq. A node whose position has `seen` catalog events (actors/node_updates.hpp) is followed by
-// an entry named "~seen" that carries them in its log uuid string (varint count, then per event
-// 8 bytes of id and varint seconds before the catalog time) and zeros elsewhere: releases before 0.4
+// log seq. A node whose position has `seen` catalog events or `marks` (actors/node_updates.hpp) is
+// followed by an entry named "~seen" that carries them in its log uuid string (varint count, then
+// per event 8 bytes of id and varint seconds before the catalog time; varint count, then per mark
+// str node, str catalog uuid prefix, varint seq, varint index) and zeros elsewhere: releases before 0.4
 // take it for a member they do not know and pass over it, so tokens still go both ways between
 // releases in a rolling upgrade or downgrade.
 // Pure functions, no I/O.

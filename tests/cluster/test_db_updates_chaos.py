@@ -220,11 +220,14 @@ class DbUpdatesChaos(NodeTest):
             rows = [r for r in k.rows if r["db_name"].startswith("chaos-")]
             lifecycle = [(r["db_name"], r["instance"], r["type"]) for r in rows if r["type"] != "updated"]
             if k.kind == "hopping":
-                # Exactly once across nodes holds for up to node_updates::max_seen (64) lifecycle
-                # events in the five minutes before a hop; this churn makes hundreds, so the oldest
-                # may come again on the next node (at least once). None may be lost: checked below.
+                # Exactly once across nodes, within limits (docs/api.md, _db_updates promise 4): a
+                # row may come again when more than 64 lifecycle events passed elsewhere before the
+                # node it hops to learnt it (n3 catching up after a kill -9, at ~25 events/s here).
+                # Seen: 0 repeated in 11 runs; with the seen list alone (no marks), ~99% repeated.
+                repeated = len(lifecycle) - len(set(lifecycle))
                 print(f"\n  hopping consumer: {k.hops} pages over 3 nodes, {len(lifecycle)} lifecycle rows, "
-                      f"{len(lifecycle) - len(set(lifecycle))} repeated", file=sys.stderr)
+                      f"{repeated} repeated", file=sys.stderr)
+                self.assertLessEqual(repeated, len(set(lifecycle)) // 10, "hopping: rows came again")
                 lifecycle = list(dict.fromkeys(lifecycle))
             self.assertEqual(len(lifecycle), len(set(lifecycle)), f"{k.kind}: a lifecycle row twice")
             for name, inst, kind in lifecycle:

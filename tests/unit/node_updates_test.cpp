@@ -202,6 +202,38 @@ TEST_CASE("past max_seen events in the window, the oldest may come again, never 
   CHECK_MESSAGE(got == again, json(got).dump());
 }
 
+TEST_CASE("back on a catalog it read before, a feed goes on from where it left it") {
+  catalog_node a("a@h"), b("b@h");
+  const size_t n = node_updates::max_seen + 6;
+  for (size_t i = 0; i < n; ++i) {
+    std::string db = "db" + std::to_string(100 + i);
+    a.create(db, t0 + 1 + static_cast<int64_t>(i));
+    b.learn(db, t0 + 1 + static_cast<int64_t>(i), t0 + 100 + static_cast<int64_t>(i));
+  }
+  node_updates ra = a.reader();
+  CHECK(drain(ra).size() == n);
+  node_updates rb = b.reader();
+  rb.start(through_token(ra.pos()));
+  CHECK(drain(rb).size() == n - node_updates::max_seen);  // past max_seen: at least once
+  b.create("on_b", t0 + 200);
+  CHECK(drain(rb) == std::vector<std::string>{"created on_b"});
+  node_updates_pos from_b = through_token(rb.pos());
+  REQUIRE(from_b.marks.size() == 1);
+  CHECK(from_b.marks[0].node == "a@h");
+  CHECK(from_b.marks[0].dbs_seq == ra.pos().dbs_seq);
+
+  // Back on a: from its mark, not from the window (which holds all n events again); on_b, which a
+  // learns meanwhile, was seen on b.
+  a.learn("on_b", t0 + 200, t0 + 210);
+  a.create("on_a", t0 + 211);
+  node_updates back = a.reader();
+  back.start(from_b);
+  CHECK(back.translated());
+  CHECK(drain(back) == std::vector<std::string>{"created on_a"});
+  CHECK(back.pos().marks.size() == 1);  // b's now; a's own is pos itself
+  CHECK(back.pos().marks[0].node == "b@h");
+}
+
 TEST_CASE("a token with a seen list keeps release 0.3's layout: the list is an entry it passes over") {
   node_updates_pos p;
   p.node = "n1@h";
@@ -211,6 +243,7 @@ TEST_CASE("a token with a seen list keeps release 0.3's layout: the list is an e
   p.log_uuid = "1234567";
   p.log_seq = 3;
   p.seen = {{0x0123456789abcdefULL, t0 + 90}, {0xfedcba9876543210ULL, t0 + 100}};
+  p.marks = {{"n2@h", "0fedcba", 42, 3}};
   std::string token = encode_db_updates_seq({p});
 
   // Read as 0.3 reads it (cluster/db_updates_seq.cpp at v0.3.0): fixed fields per entry, to the end.
@@ -242,6 +275,11 @@ TEST_CASE("a token with a seen list keeps release 0.3's layout: the list is an e
   CHECK(back->front().seen[0].id == 0x0123456789abcdefULL);
   CHECK(back->front().seen[0].time_s == t0 + 90);
   CHECK(back->front().seen[1].time_s == t0 + 100);
+  REQUIRE(back->front().marks.size() == 1);
+  CHECK(back->front().marks[0].node == "n2@h");
+  CHECK(back->front().marks[0].dbs_uuid == "0fedcba");
+  CHECK(back->front().marks[0].dbs_seq == 42);
+  CHECK(back->front().marks[0].dbs_index == 3);
 
   // A seen list with nothing before it, or one that does not decode, is not a token of ours.
   node_updates_pos lone;
