@@ -61,6 +61,7 @@ void node_updates::start(const node_updates_pos& from) {
           std::pair(m->dbs_seq, m->dbs_index) > std::pair(pos_.dbs_seq, pos_.dbs_index)) {
         pos_.dbs_seq = m->dbs_seq;
         pos_.dbs_index = m->dbs_index;
+        events_from_ = 0;  // every event after the mark is unread here, whatever its time
       }
       pos_.marks.erase(m);  // read here now: pos_ says where
     }

@@ -42,7 +42,7 @@ struct node_updates_pos {
   uint64_t dbs_seq = 0;  // catalog events at (dbs_seq, dbs_index) and after are unread
   uint32_t dbs_index = 0;
   int64_t dbs_time = 0;  // commit time of the last catalog event passed, or when the feed started
-  // The catalog events passed within seen_window_s of dbs_time (at most max_seen, oldest first).
+  // The catalog events passed within seen_window_s of dbs_time (a token holds the newest max_seen).
   std::vector<seen_event> seen;
   // The other catalogs this feed read before, newest last (at most max_marks).
   std::vector<catalog_mark> marks;
