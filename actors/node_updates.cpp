@@ -83,15 +83,16 @@ void node_updates::start_now(int64_t now) {
   pos_.dbs_seq = top + 1;
   pos_.dbs_time = now;
   pos_.log_seq = log_.store->header().update_seq;
-  // The events of the last window count as passed: a token resumed on another node skips them.
+  // The newest events of the last window count as passed: a token resumed on another node skips them.
   auto snap = dbs_.store->read();
   if (!snap) return;
-  snap->scan_db_events(snap->skip_before_time(0, now - seen_window_s) + 1, 0, [&](const db_event& e) {
-    if (e.seq > top) return false;
-    if (e.time_s >= now - seen_window_s) remember(e);
-    return true;
+  std::vector<db_event> newest;
+  snap->scan_db_events_before(top + 1, [&](const db_event& e) {
+    if (e.time_s < now - seen_window_s) return false;
+    newest.push_back(e);
+    return newest.size() < max_seen;
   });
-  forget_old();
+  for (auto e = newest.rbegin(); e != newest.rend(); ++e) remember(*e);
 }
 
 void node_updates::start_at_time(int64_t time) {

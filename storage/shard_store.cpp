@@ -1089,6 +1089,16 @@ void shard_store::snapshot::scan_changes(uint64_t since, const std::function<boo
 
 void shard_store::snapshot::scan_db_events(uint64_t seq, uint32_t index,
                                            const std::function<bool(const db_event&)>& visit) const {
+  scan_events(seq, index, /*backward=*/false, visit);
+}
+
+void shard_store::snapshot::scan_db_events_before(uint64_t seq,
+                                                  const std::function<bool(const db_event&)>& visit) const {
+  scan_events(seq, 0, /*backward=*/true, visit);
+}
+
+void shard_store::snapshot::scan_events(uint64_t seq, uint32_t index, bool backward,
+                                        const std::function<bool(const db_event&)>& visit) const {
   if (!store_->db_events_) return;
   MDB_cursor* c = nullptr;
   if (int rc = mdb_cursor_open(txn_, store_->events_, &c); rc != 0) {
@@ -1098,6 +1108,10 @@ void shard_store::snapshot::scan_db_events(uint64_t seq, uint32_t index,
   std::string from = event_key(seq, index);
   MDB_val k = lmdb::val(from), v;
   int rc = mdb_cursor_get(c, &k, &v, MDB_SET_RANGE);
+  if (backward) {
+    // The key before the first one at or after `from` ("m" and "s" keys sort after every event).
+    rc = rc == 0 ? mdb_cursor_get(c, &k, &v, MDB_PREV) : rc == MDB_NOTFOUND ? mdb_cursor_get(c, &k, &v, MDB_LAST) : rc;
+  }
   db_event e;
   while (rc == 0) {
     std::string_view key = lmdb::view(k);
@@ -1107,7 +1121,7 @@ void shard_store::snapshot::scan_db_events(uint64_t seq, uint32_t index,
       break;
     }
     if (!visit(e)) break;
-    rc = mdb_cursor_get(c, &k, &v, MDB_NEXT);
+    rc = mdb_cursor_get(c, &k, &v, backward ? MDB_PREV : MDB_NEXT);
   }
   if (rc != 0 && rc != MDB_NOTFOUND) fail(lmdb::to_status(rc, "mdb_cursor_get"));
   mdb_cursor_close(c);

@@ -242,6 +242,8 @@ class shard_store : public std::enable_shared_from_this<shard_store> {
     void scan_changes_descending(uint64_t before, const std::function<bool(const change_entry&)>& visit) const;
     // The catalog file's database events from (seq, index) on, ascending; none in other files.
     void scan_db_events(uint64_t seq, uint32_t index, const std::function<bool(const db_event&)>& visit) const;
+    // The catalog file's database events of changes before `seq`, newest first.
+    void scan_db_events_before(uint64_t seq, const std::function<bool(const db_event&)>& visit) const;
     // Up to `max_docs` changed documents after `since`, as a replication batch; it also ends after
     // the document that brings it past replication_batch_bytes (bodies and attachment bytes), so
     // one message stays well inside the node protocol's 64 MiB limit.
@@ -266,6 +268,8 @@ class shard_store : public std::enable_shared_from_this<shard_store> {
     friend class shard_store;
     bool fail(const status& st) const;  // records (first only) and logs; returns false
     bool corrupt(std::string_view what, std::string_view key) const;
+    void scan_events(uint64_t seq, uint32_t index, bool backward,
+                     const std::function<bool(const db_event&)>& visit) const;
     std::shared_ptr<const shard_store> store_;
     MDB_txn* txn_ = nullptr;
     mutable status fault_;

@@ -127,6 +127,22 @@ TEST_CASE("the catalog file records created and deleted in the commit that chang
   auto later = events(*s, 2);
   REQUIRE(later.size() == 2);
   CHECK(later[0].seq == 4);
+  // Newest first, before a seq (the "m" and "s" keys after the events are not events).
+  auto before = [&](uint64_t seq) {
+    std::vector<uint64_t> out;
+    auto snap = s->read();
+    REQUIRE(snap.ok());
+    snap->scan_db_events_before(seq, [&](const db_event& e) {
+      out.push_back(e.seq);
+      return true;
+    });
+    CHECK(snap->fault());
+    return out;
+  };
+  CHECK(before(100) == std::vector<uint64_t>{5, 4, 2, 1});
+  CHECK(before(5) == std::vector<uint64_t>{4, 2, 1});
+  CHECK(before(3) == std::vector<uint64_t>{2, 1});
+  CHECK(before(1).empty());
 
   SUBCASE("a replicated history that skipped an incarnation") {
     // Another copy's tree for "c": created (instance 7) and deleted before this copy heard of it.
