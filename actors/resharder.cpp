@@ -617,6 +617,12 @@ void resharder::drive(const std::string& id) {
         if (!switched(j)) drop_children(j);
       }
     }
+    if (terminal(j) && task) {
+      // Off the running tasks before the job reads as ended: a client that saw it completed and
+      // starts the next split elsewhere must not find it still running (test_reshard_cluster, once).
+      tasks_.remove(task);
+      task = 0;
+    }
     it->second = j;
     if (auto saved = save_locked(j); !saved) log::error("reshard job " + id + " could not be saved: " + saved.reason);
     if (terminal(j)) break;
