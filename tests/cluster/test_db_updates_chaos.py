@@ -1,6 +1,6 @@
 """_db_updates under churn and kill -9 (issue 9, point 4): two consumers follow the feed of n1, one
-continuous and one longpoll, and a third asks another node for each page, while writers create, write and delete databases through n1 and n2 and
-n3 is SIGKILLed and restarted again and again. At the end each consumer's view matches the truth:
+continuous and one longpoll, and a third asks another node for each page (issue 12), while writers
+create, write and delete databases through n1 and n2 and n3 is SIGKILLed and restarted again and again. At the end each consumer's view matches the truth:
 which databases exist and which incarnation, each created/deleted seen exactly once per instance
 (created first), and every acknowledged write followed by an `updated` row for its database later
 than everything the consumer had read when the write was acknowledged."""

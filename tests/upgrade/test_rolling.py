@@ -1,6 +1,6 @@
-"""Rolling upgrade of a 3-node cluster from v0.1.0 (and from v0.2.0 and v0.3.0) to this release, one node at a
-time, under a steady write load, then a rolling downgrade back (issue 5 point 5d): no acknowledged write is lost, and no
-request fails except those sent to the node being restarted."""
+"""Rolling upgrade of a 3-node cluster from v0.1.0 (and from v0.2.0 and v0.3.0) to this release, one
+node at a time, under a steady write load, then a rolling downgrade back (issue 5 point 5d): no
+acknowledged write is lost, and no request fails except those sent to the node being restarted."""
 import os
 import sys
 import threading
@@ -121,8 +121,10 @@ class RollingFromV030(Rolling):
         try:
             for i in range(3):
                 self.assertEqual(new.put(f"/cross{i}?q=1").status, 201)
-            created = lambda n: [r["db_name"] for r in n.get("/_db_updates", fresh=True).json["results"]
-                                 if r["db_name"].startswith("cross") and r["type"] == "created"]
+            def created(n):
+                return [r["db_name"] for r in n.get("/_db_updates", fresh=True).json["results"]
+                        if r["db_name"].startswith("cross") and r["type"] == "created"]
+
             self.assertTrue(wait_for(lambda: created(old) == ["cross0", "cross1", "cross2"], 10))
             # This release's token lists the events it passed (an entry 0.3 passes over): 0.3 reads it,
             # five minutes early as 0.3 does (the rows repeat there, none is missing).
