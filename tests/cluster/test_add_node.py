@@ -7,7 +7,7 @@ import time
 sys.path.insert(0, os.path.dirname(__file__))
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "integration"))
 from harness import Node, NodeTest, free_port, main  # noqa: E402
-from test_membership import Cluster, wait_for  # noqa: E402
+from test_membership import Cluster, ClusterTest, wait_for  # noqa: E402
 
 
 class AddNode(NodeTest):
@@ -63,15 +63,8 @@ class AddNode(NodeTest):
 
 
 
-class RemoveNode(NodeTest):
-    @classmethod
-    def setUpClass(cls):
-        cls.cluster = Cluster(3, sync_interval_ms=200).start().wait_connected()
-        cls.node = cls.cluster.nodes[0]
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.cluster.cleanup()
+class RemoveNode(ClusterTest):
+    NODES, SYNC_INTERVAL_MS = 3, 200
 
     def membership(self, node):
         m = node.get("/_membership", fresh=True).json

@@ -7,8 +7,8 @@ import time
 
 sys.path.insert(0, os.path.dirname(__file__))
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "integration"))
-from harness import NodeTest, main  # noqa: E402
-from test_membership import Cluster, wait_for  # noqa: E402
+from harness import main  # noqa: E402
+from test_membership import ClusterTest, wait_for  # noqa: E402
 from test_metrics import scrape as scrape_all  # noqa: E402
 
 
@@ -19,16 +19,9 @@ def scrape(node, name):
     return {k[len(prefix):]: v for k, v in values.items() if k == prefix or k.startswith(prefix + "{")}
 
 
-class ClusterMetrics(NodeTest):
-    @classmethod
-    def setUpClass(cls):
-        # No periodic sync: the test pushes with POST /db/_sync_shards and sees each push's effect.
-        cls.cluster = Cluster(2, sync_interval_ms=0).start().wait_connected()
-        cls.node = cls.cluster.nodes[0]
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.cluster.cleanup()
+class ClusterMetrics(ClusterTest):
+    # No periodic sync: the test pushes with POST /db/_sync_shards and sees each push's effect.
+    NODES, SYNC_INTERVAL_MS = 2, 0
 
     def test_lag_sync_task_and_time_seq(self):
         n1, n2 = self.cluster.nodes

@@ -6,23 +6,12 @@ import sys
 
 sys.path.insert(0, os.path.dirname(__file__))
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "integration"))
-from harness import NodeTest, main  # noqa: E402
-from test_membership import Cluster, wait_for  # noqa: E402
+from harness import main  # noqa: E402
+from test_membership import ClusterTest, wait_for  # noqa: E402
 
 
-class DbUpdatesCluster(NodeTest):
-    @classmethod
-    def setUpClass(cls):
-        cls.cluster = Cluster(3, sync_interval_ms=300).start()
-        cls.nodes = cls.cluster.nodes
-        cls.node = cls.nodes[0]
-        names = sorted(cls.cluster.names)
-        for n in cls.nodes:
-            assert wait_for(lambda n=n: n.get("/_membership", fresh=True).json["all_nodes"] == names)
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.cluster.cleanup()
+class DbUpdatesCluster(ClusterTest):
+    NODES, SYNC_INTERVAL_MS = 3, 300
 
     def rows(self, node, since="0"):
         r = node.get(f"/_db_updates?since={since}", fresh=True)

@@ -7,23 +7,12 @@ import threading
 
 sys.path.insert(0, os.path.dirname(__file__))
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "integration"))
-from harness import Node, NodeTest, main  # noqa: E402
-from test_membership import Cluster, wait_for  # noqa: E402
+from harness import Node, main  # noqa: E402
+from test_membership import ClusterTest, wait_for  # noqa: E402
 
 
-class FiveNodes(NodeTest):
-    @classmethod
-    def setUpClass(cls):
-        cls.cluster = Cluster(5, sync_interval_ms=300).start()
-        cls.nodes = cls.cluster.nodes
-        cls.node = cls.nodes[0]
-        names = sorted(cls.cluster.names)
-        for n in cls.nodes:
-            assert wait_for(lambda n=n: n.get("/_membership", fresh=True).json["all_nodes"] == names, 20)
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.cluster.cleanup()
+class FiveNodes(ClusterTest):
+    NODES, SYNC_INTERVAL_MS = 5, 300
 
     def test_every_node_serves_every_range(self):
         self.assertEqual(self.node.put("/five?q=4").status, 201)

@@ -53,6 +53,29 @@ class Cluster:
         return self
 
 
+class ClusterTest(NodeTest):
+    """A test case over one Cluster shared by its tests: NODES members (automatic sync every
+    SYNC_INTERVAL_MS, 0 = off), all connected before the first test; `cluster`, `nodes` and `node`
+    (the first member)."""
+
+    NODES, SYNC_INTERVAL_MS = 3, 0
+
+    @classmethod
+    def setUpClass(cls):
+        cls.cluster = Cluster(cls.NODES, sync_interval_ms=cls.SYNC_INTERVAL_MS).start()
+        try:
+            cls.cluster.wait_connected()
+        except BaseException:
+            cls.cluster.cleanup()  # tearDownClass will not run
+            raise
+        cls.nodes = cls.cluster.nodes
+        cls.node = cls.nodes[0]
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.cluster.cleanup()
+
+
 class Writers:
     """One thread per node, each PUTting new documents `w<k>-<n>` into `db` (at most `limit`) until
     stopped: `acked` maps the ids answered 201/202 to their revs, `failures` holds the rest."""

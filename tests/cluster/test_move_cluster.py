@@ -13,8 +13,8 @@ import time
 
 sys.path.insert(0, os.path.dirname(__file__))
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "integration"))
-from harness import NodeTest, OwnNodesTest, main  # noqa: E402
-from test_membership import Cluster, Writers, wait_for  # noqa: E402
+from harness import OwnNodesTest, main  # noqa: E402
+from test_membership import Cluster, ClusterTest, Writers, wait_for  # noqa: E402
 
 
 def wait_job(node, job, timeout=60):
@@ -34,15 +34,8 @@ def shard_rows(node, db, shard_id):
     return {r["id"]: r["seq"] for r in node.get(f"/{db}/_changes/{shard_id}?since=0").json["results"]}
 
 
-class MoveCluster(NodeTest):
-    @classmethod
-    def setUpClass(cls):
-        cls.cluster = Cluster(3, sync_interval_ms=500).start().wait_connected()
-        cls.node = cls.cluster.nodes[0]
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.cluster.cleanup()
+class MoveCluster(ClusterTest):
+    NODES, SYNC_INTERVAL_MS = 3, 500
 
     def setup_db(self, db, docs=300):
         """A q=1 n=1 database on nodes[0] (A) with `docs` documents, one with an attachment, a
@@ -244,19 +237,12 @@ class MoveCluster(NodeTest):
         self.assertEqual(list(nodes[0].get(f"/{db}/_shards").json["shards"].values()), [[names[0]]])
 
 
-class FeedsThroughSplitsAndAMove(NodeTest):
+class FeedsThroughSplitsAndAMove(ClusterTest):
     """Issue 10 point 3 (apache/couchdb #3885): a consumer holding any token from before two rounds of
     splits and a move gets every change after it exactly once, with no writes after the last
     operation, in every feed type; the last token gives nothing."""
 
-    @classmethod
-    def setUpClass(cls):
-        cls.cluster = Cluster(2, sync_interval_ms=500).start().wait_connected()
-        cls.node = cls.cluster.nodes[0]
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.cluster.cleanup()
+    NODES, SYNC_INTERVAL_MS = 2, 500
 
     def test_tokens_from_before_every_operation_continue_exactly(self):
         nodes, names = self.cluster.nodes, self.cluster.names

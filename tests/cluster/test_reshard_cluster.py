@@ -11,22 +11,12 @@ import time
 
 sys.path.insert(0, os.path.dirname(__file__))
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "integration"))
-from harness import NodeTest, OwnNodesTest, main  # noqa: E402
-from test_membership import Cluster, Writers, wait_for  # noqa: E402
+from harness import OwnNodesTest, main  # noqa: E402
+from test_membership import Cluster, ClusterTest, Writers, wait_for  # noqa: E402
 
 
-class ReshardCluster(NodeTest):
-    @classmethod
-    def setUpClass(cls):
-        cls.cluster = Cluster(3, sync_interval_ms=500).start()
-        cls.node = cls.cluster.nodes[0]
-        names = sorted(cls.cluster.names)
-        for n in cls.cluster.nodes:
-            assert wait_for(lambda n=n: n.get("/_membership", fresh=True).json["all_nodes"] == names, 20)
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.cluster.cleanup()
+class ReshardCluster(ClusterTest):
+    NODES, SYNC_INTERVAL_MS = 3, 500
 
     def test_a_node_splits_its_own_ranges_while_every_node_writes(self):
         nodes, names = self.cluster.nodes, self.cluster.names
