@@ -1260,6 +1260,12 @@ Node::Client* connected_cap(rpc_node::loop& l, const membership& members, const 
   return nullptr;
 }
 
+// An answered call's latency, from `sent` (settee_rpc_duration_seconds{peer}).
+void observe_answer(const std::string& peer, std::chrono::steady_clock::time_point sent) {
+  metrics::node().rpc_seconds.observe(peer,
+                                      std::chrono::duration<double>(std::chrono::steady_clock::now() - sent).count());
+}
+
 status unavailable(const std::string& peer, const std::string& why) {
   return {errc::unavailable, "node " + peer + " is unavailable: " + why};
 }
@@ -1291,8 +1297,7 @@ void rpc_node::start_call(const std::string& peer, Send send, std::function<void
     l->tasks.add(timer.timeoutAfter(opts_.call_timeout_ms * kj::MILLISECONDS, send(*cap))
                      .then(
                          [once, peer, sent](result<T>&& r) {
-                           metrics::node().rpc_seconds.observe(
-                               peer, std::chrono::duration<double>(std::chrono::steady_clock::now() - sent).count());
+                           observe_answer(peer, sent);
                            (*once)(std::move(r));
                          },
                          [once, peer](kj::Exception&& e) {
@@ -1394,8 +1399,7 @@ void send_batch(rpc_node::loop& l, const membership& members, int timeout_ms, Ba
   l.tasks.add(timer.timeoutAfter(timeout_ms * kj::MILLISECONDS, send(*cap, *batch))
                   .then(
                       [batch, n, peer, sent](auto&& answers) {
-                        metrics::node().rpc_seconds.observe(
-                            peer, std::chrono::duration<double>(std::chrono::steady_clock::now() - sent).count());
+                        observe_answer(peer, sent);
                         if (!answers) return batch->fail(answers.error());
                         if (answers->size() != n) {
                           return batch->fail({errc::internal, "node " + peer + " answered for the wrong count"});
