@@ -26,8 +26,9 @@ constexpr int max_transient = 60;  // a move waits this many seconds for the oth
 // A stop asked for while a job runs: not a failure, the job resumes from where it was.
 const status halted_status{errc::unavailable, "stopped"};
 
+// "shards/<range>/<db>.<suffix>" for "<range>.<suffix>" (a peer may send an id without a dot).
 std::string shard_name(const std::string& db, const std::string& shard_id) {
-  size_t dot = shard_id.find('.');
+  size_t dot = std::min(shard_id.find('.'), shard_id.size());
   return "shards/" + shard_id.substr(0, dot) + "/" + db + shard_id.substr(dot);
 }
 

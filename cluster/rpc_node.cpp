@@ -155,8 +155,17 @@ struct rpc_node::loop : private kj::TaskSet::ErrorHandler {
     auto paf = kj::newPromiseAndCrossThreadFulfiller<void>();
     auto f = std::make_shared<kj::Own<kj::CrossThreadPromiseFulfiller<void>>>(kj::mv(paf.fulfiller));
     blocking.submit([f, job = std::move(job)] {
-      job();
-      (*f)->fulfill();
+      // A peer's malformed call that slipped past a check fails that call, never the node.
+      try {
+        job();
+        (*f)->fulfill();
+      } catch (const std::exception& e) {
+        log::error(std::string("cluster RPC: a call failed: ") + e.what());
+        (*f)->reject(KJ_EXCEPTION(FAILED, "settee: the call failed", e.what()));
+      } catch (...) {
+        log::error("cluster RPC: a call failed with an unknown exception");
+        (*f)->reject(KJ_EXCEPTION(FAILED, "settee: the call failed"));
+      }
     });
     return kj::mv(paf.promise);
   }

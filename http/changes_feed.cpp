@@ -273,7 +273,7 @@ bool changes_feed::refill(size_t i) {
   return !p.buffer.empty();
 }
 
-bool changes_feed::wanted(const change_row& r) const {
+bool changes_feed::wanted(const change_row& r) {
   switch (opts_.filter_kind) {
     case changes_options::filter::none:
       return true;
@@ -283,7 +283,10 @@ bool changes_feed::wanted(const change_row& r) const {
       return r.e.id.rfind("_design/", 0) == 0;
     case changes_options::filter::selector: {
       auto doc = parse_json(r.doc);
-      return doc && opts_.selector->matches(*doc);
+      if (!doc) return false;
+      auto matched = opts_.selector->matches(*doc);
+      if (!matched) error_ = matched.error();  // the feed stops here with the error, resumable before it
+      return matched && *matched;
     }
   }
   return true;

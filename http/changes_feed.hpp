@@ -103,7 +103,7 @@ class changes_feed {
   status start_shard_at(uint64_t seq);
   // since=<time>: each range resumes at its copy's time-seq answer for `t`.
   status start_at_time(int64_t t);
-  bool wanted(const change_row& r) const;
+  bool wanted(const change_row& r);  // false when filtered out or when the filter failed (error_)
   std::string render(const change_row& r);
 
   coordinator& coord_;

@@ -198,7 +198,20 @@ class changes_source final : public feed_source {
         opts_(opts),
         feed_(std::make_unique<changes_feed>(node.coord, db, opts, node.node_name)) {}
   changes_feed& feed() { return *feed_; }
-  bool next(std::string& row) override { return feed_->next(row) || (reshaped() && feed_->next(row)); }
+  // Reads ahead to the first row, so that an error before it (a selector past its bounds) is
+  // answered as an HTTP error rather than as a 200 cut short.
+  const status& prime() {
+    primed_ = next(primed_row_);
+    return error();
+  }
+  bool next(std::string& row) override {
+    if (primed_) {
+      primed_ = false;
+      row = std::move(primed_row_);
+      return true;
+    }
+    return feed_->next(row) || (reshaped() && feed_->next(row));
+  }
   const status& error() const override { return feed_->error(); }
   std::string token() const override { return feed_->token(); }
   std::string token_json() const override { return feed_->token_json(); }
@@ -206,7 +219,7 @@ class changes_source final : public feed_source {
     return ",\"pending\":" + std::to_string(feed_->pending()) + feed_->closed_ending();
   }
   std::string since_resolution() const override { return feed_->since_resolution(); }
-  uint64_t rows_emitted() const override { return earlier_rows_ + feed_->rows_emitted(); }
+  uint64_t rows_emitted() const override { return earlier_rows_ + feed_->rows_emitted() - (primed_ ? 1 : 0); }
   bool alive() const override { return feed_->alive(); }
   bool has_remote() const override { return feed_->has_remote(); }
 
@@ -242,6 +255,8 @@ class changes_source final : public feed_source {
   changes_options opts_;
   std::unique_ptr<changes_feed> feed_;
   uint64_t earlier_rows_ = 0;
+  bool primed_ = false;
+  std::string primed_row_;
 };
 
 // A _changes request of the whole database, (`shard`) of one open shard or (`closed`) of a split one.
@@ -266,8 +281,11 @@ void serve_changes(ctx& c, const db_meta& db, std::optional<size_t> shard, std::
   auto source = std::make_shared<changes_source>(c.node, db, q->opts);
   changes_feed& feed = source->feed();
   if (auto st = feed.start(q->since); !st) return c.error(st);
-
-  reply_feed(c, db.key(), q->feed, std::move(source), feed.state_tag());
+  std::string state = feed.state_tag();
+  if (q->opts.filter_kind == changes_options::filter::selector) {
+    if (const status& st = source->prime(); !st) return c.error(st);
+  }
+  reply_feed(c, db.key(), q->feed, std::move(source), state);
 }
 
 }  // namespace

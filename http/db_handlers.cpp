@@ -1,7 +1,7 @@
 // Database-level endpoints: /db (create, delete, info, POST a doc), _all_docs, _security, _shards,
 // _ensure_full_commit.
 #include <algorithm>
-#include <regex>
+#include <cstring>
 
 #include "actors/compactor.hpp"
 #include "actors/doc_render.hpp"
@@ -16,9 +16,13 @@
 namespace settee {
 
 status validate_db_name(const std::string& name) {
-  static const std::regex rule("^[a-z][a-z0-9_$()+\\-/]*$");
+  // Plain linear checks (a name is a path segment any anonymous client sends): never a regex.
   static const char* system[] = {"_users", "_replicator", "_global_changes"};
-  bool ok = std::find(std::begin(system), std::end(system), name) != std::end(system) || std::regex_match(name, rule);
+  auto allowed = [](char ch) {
+    return (ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9') || (ch != '\0' && std::strchr("_$()+-/", ch));
+  };
+  bool ok = std::find(std::begin(system), std::end(system), name) != std::end(system) ||
+            (!name.empty() && name[0] >= 'a' && name[0] <= 'z' && std::all_of(name.begin(), name.end(), allowed));
   if (!ok) {
     return {errc::illegal_database_name,
             "Name: '" + name +

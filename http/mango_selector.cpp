@@ -1,9 +1,14 @@
 #include "http/mango_selector.hpp"
 
 #include <cmath>
-#include <regex>
+#include <cstring>
+#include <optional>
 #include <set>
+#include <string_view>
+#include <unordered_map>
 #include <vector>
+
+#include "node/user_regex.hpp"
 
 namespace settee {
 
@@ -13,7 +18,8 @@ struct mango_selector::node {
   std::vector<std::string> path;  // kind::field
   std::string op;                 // kind::op
   json arg;
-  std::shared_ptr<const std::regex> re;
+  std::optional<user_regex> re;                    // $regex
+  std::unordered_multimap<size_t, size_t> values;  // $in, $nin: hash of each value -> its index in arg
 };
 
 namespace {
@@ -31,6 +37,27 @@ int type_rank(const json& v) {
   if (v.is_string()) return 4;
   if (v.is_array()) return 5;
   return 6;
+}
+
+// A hash under which values that collate equal (1 and 1.0 too) are equal.
+size_t hash_value(const json& v) {
+  auto mix = [](size_t h, size_t x) { return h ^ (x + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2)); };
+  size_t h = static_cast<size_t>(type_rank(v));
+  if (v.is_number()) {
+    double d = v.get<double>();
+    if (d == 0) d = 0;  // -0.0 collates equal to 0
+    uint64_t bits;
+    std::memcpy(&bits, &d, sizeof bits);
+    return mix(h, std::hash<uint64_t>{}(bits));
+  }
+  if (v.is_string()) return mix(h, std::hash<std::string_view>{}(v.get_ref<const std::string&>()));
+  if (v.is_array()) {
+    for (auto& e : v) h = mix(h, hash_value(e));
+  } else if (v.is_object()) {
+    for (auto it = v.begin(); it != v.end(); ++it)
+      h = mix(mix(h, std::hash<std::string_view>{}(it.key())), hash_value(it.value()));
+  }
+  return h;
 }
 
 std::vector<std::string> split_path(const std::string& field) {
@@ -83,6 +110,7 @@ result<node> compile_object(const json& obj) {
       if (k == "$eq" || k == "$ne" || k == "$gt" || k == "$gte" || k == "$lt" || k == "$lte") {
       } else if (k == "$in" || k == "$nin" || k == "$all") {
         if (!v.is_array()) return selector_error(k + " requires an array");
+        for (size_t i = 0; i < v.size(); ++i) op.values.emplace(hash_value(v[i]), i);
       } else if (k == "$exists") {
         if (!v.is_boolean()) return selector_error("$exists requires a boolean");
       } else if (k == "$type") {
@@ -98,11 +126,9 @@ result<node> compile_object(const json& obj) {
         }
       } else if (k == "$regex") {
         if (!v.is_string()) return selector_error("$regex requires a string");
-        try {
-          op.re = std::make_shared<const std::regex>(v.get<std::string>(), std::regex::ECMAScript);
-        } catch (const std::regex_error&) {
-          return selector_error("invalid regular expression " + v.dump());
-        }
+        auto re = user_regex::compile(v.get<std::string>());
+        if (!re) return selector_error(re.error().reason);
+        op.re = std::move(*re);
       } else if (k == "$elemMatch" || k == "$allMatch") {
         if (!v.is_object()) return selector_error(k + " requires an object");
         auto c = compile_object(v);
@@ -135,33 +161,79 @@ result<node> compile_value(const json& value) {
   return eq;
 }
 
-const json* lookup(const json& value, const std::vector<std::string>& path) {
-  const json* cur = &value;
-  for (auto& part : path) {
-    if (cur->is_object()) {
-      auto it = cur->find(part);
-      if (it == cur->end()) return nullptr;
-      cur = &*it;
-    } else if (cur->is_array() && !part.empty() && part.find_first_not_of("0123456789") == std::string::npos &&
-               part.size() < 10) {
-      size_t i = std::stoul(part);
-      if (i >= cur->size()) return nullptr;
-      cur = &(*cur)[i];
-    } else {
-      return nullptr;
-    }
+// One evaluation against one document: linear in the sizes of the selector and the document
+// (object fields and $in/$nin/$all values are found through hashes, not scans), and bounded by a
+// step budget besides, for the shapes that multiply ($elemMatch of a long $or over a long array).
+struct evaluation {
+  static constexpr uint64_t budget = 10'000'000;
+  static constexpr size_t indexed_object = 16;  // objects with more fields are looked up by a hash
+
+  uint64_t steps = 0;
+  status error;
+  std::unordered_map<const json*, std::unordered_map<std::string_view, const json*>> fields;
+
+  bool spend(uint64_t n = 1) {
+    steps += n;
+    if (steps <= budget || !error.is_ok()) return error.is_ok();
+    error = selector_error("the selector needs more than " + std::to_string(budget) +
+                           " steps for one document; simplify it");
+    return false;
   }
-  return cur;
-}
+
+  const json* field(const json& object, const std::string& name) {
+    if (object.size() <= indexed_object) {
+      spend(object.size());
+      auto it = object.find(name);
+      return it == object.end() ? nullptr : &*it;
+    }
+    auto [index, made] = fields.try_emplace(&object);
+    if (made) {
+      spend(object.size());
+      for (auto it = object.begin(); it != object.end(); ++it) index->second.emplace(it.key(), &it.value());
+    }
+    auto it = index->second.find(name);
+    return it == index->second.end() ? nullptr : it->second;
+  }
+
+  const json* lookup(const json& value, const std::vector<std::string>& path) {
+    const json* cur = &value;
+    for (auto& part : path) {
+      if (cur->is_object()) {
+        cur = field(*cur, part);
+        if (!cur) return nullptr;
+      } else if (cur->is_array() && !part.empty() && part.size() < 10 &&
+                 part.find_first_not_of("0123456789") == std::string::npos) {
+        size_t i = std::stoul(part);
+        if (i >= cur->size()) return nullptr;
+        cur = &(*cur)[i];
+      } else {
+        return nullptr;
+      }
+    }
+    return cur;
+  }
+
+  // Whether `v` collates equal to one of the op's values.
+  bool in_values(const node& n, const json& v) {
+    spend();
+    auto [lo, hi] = n.values.equal_range(hash_value(v));
+    for (auto it = lo; it != hi; ++it) {
+      if (!spend()) return false;
+      if (collate(v, n.arg[it->second]) == 0) return true;
+    }
+    return false;
+  }
+
+  bool match_op(const node& n, const json& v);
+  bool match(const node& n, const json& v);
+};
 
 bool is_exists_false(const node& n) {
   if (n.what == node::kind::op) return n.op == "$exists" && !n.arg.get<bool>();
   return n.what == node::kind::all_of && n.children.size() == 1 && is_exists_false(n.children[0]);
 }
 
-bool match(const node& n, const json& v);
-
-bool match_op(const node& n, const json& v) {
+bool evaluation::match_op(const node& n, const json& v) {
   const std::string& op = n.op;
   const json& a = n.arg;
   if (op == "$eq") return collate(v, a) == 0;
@@ -171,12 +243,12 @@ bool match_op(const node& n, const json& v) {
   if (op == "$lt") return collate(v, a) < 0;
   if (op == "$lte") return collate(v, a) <= 0;
   if (op == "$in" || op == "$nin") {
-    bool found = false;
-    for (auto& x : a) {
-      if (v.is_array()) {
-        for (auto& e : v) found = found || collate(e, x) == 0;
+    bool found = in_values(n, v);
+    if (v.is_array()) {
+      for (auto& e : v) {
+        if (found || !error.is_ok()) break;
+        found = in_values(n, e);
       }
-      found = found || collate(v, x) == 0;
     }
     return op == "$in" ? found : !found;
   }
@@ -191,12 +263,28 @@ bool match_op(const node& n, const json& v) {
     if (!v.is_number_integer()) return false;
     return v.get<int64_t>() % a[0].get<int64_t>() == a[1].get<int64_t>();
   }
-  if (op == "$regex") return v.is_string() && std::regex_search(v.get_ref<const std::string&>(), *n.re);
+  if (op == "$regex") {
+    if (!v.is_string()) return false;
+    auto found = n.re->search(v.get_ref<const std::string&>());
+    if (!found) {
+      if (error.is_ok()) error = selector_error(found.error().reason);
+      return false;
+    }
+    return *found;
+  }
   if (op == "$all") {
     if (!v.is_array()) return false;
+    // Every value of the op among the array's elements: the elements by hash, once.
+    std::unordered_multimap<size_t, const json*> elements;
+    if (!spend(v.size())) return false;
+    for (auto& e : v) elements.emplace(hash_value(e), &e);
     for (auto& x : a) {
       bool has = false;
-      for (auto& e : v) has = has || collate(e, x) == 0;
+      auto [lo, hi] = elements.equal_range(hash_value(x));
+      for (auto it = lo; it != hi && !has; ++it) {
+        if (!spend()) return false;
+        has = collate(*it->second, x) == 0;
+      }
       if (!has) return false;
     }
     return true;
@@ -216,7 +304,8 @@ bool match_op(const node& n, const json& v) {
   return false;
 }
 
-bool match(const node& n, const json& v) {
+bool evaluation::match(const node& n, const json& v) {
+  if (!spend()) return false;
   switch (n.what) {
     case node::kind::all_of:
       for (auto& c : n.children)
@@ -229,9 +318,9 @@ bool match(const node& n, const json& v) {
     case node::kind::none_of:
       for (auto& c : n.children)
         if (match(c, v)) return false;
-      return true;
+      return error.is_ok();
     case node::kind::negate:
-      return !match(n.children[0], v);
+      return !match(n.children[0], v) && error.is_ok();
     case node::kind::field: {
       const json* sub = lookup(v, n.path);
       if (!sub) return is_exists_false(n.children[0]);
@@ -289,8 +378,11 @@ result<mango_selector> mango_selector::compile(const json& selector) {
   return s;
 }
 
-bool mango_selector::matches(const json& doc) const {
-  return match(*root_, doc);
+result<bool> mango_selector::matches(const json& doc) const {
+  evaluation e;
+  bool matched = e.match(*root_, doc);
+  if (!e.error.is_ok()) return e.error;
+  return matched;
 }
 
 }  // namespace settee

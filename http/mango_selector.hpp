@@ -3,7 +3,9 @@
 // $in $nin $exists $type $size $mod $regex $all $elemMatch $allMatch; dotted paths ("a.b.0.c",
 // "\." escapes a dot). Values compare by CouchDB collation (null < false < true < numbers < strings
 // < arrays < objects); strings compare by code point, not ICU. A missing field matches nothing but
-// {"$exists": false}, as in CouchDB. $regex uses ECMAScript syntax (CouchDB: PCRE).
+// {"$exists": false}, as in CouchDB. $regex has PCRE's syntax, as CouchDB (node/user_regex.hpp).
+// Matching is linear in the sizes of the selector and the document, and bounded: a document that
+// would need more steps, or a $regex that reaches its limits, is an error, never a stall.
 // Pure: no I/O. A compiled selector is immutable and may be shared between threads.
 #pragma once
 #include <memory>
@@ -17,7 +19,9 @@ class mango_selector {
  public:
   // errc::bad_request "Selector error: ..." when `selector` is not a valid selector.
   static result<mango_selector> compile(const json& selector);
-  bool matches(const json& doc) const;
+  // Whether `doc` matches; errc::bad_request "Selector error: ..." when matching it would pass the
+  // evaluation's bounds.
+  result<bool> matches(const json& doc) const;
 
   struct node;
 

@@ -1,0 +1,88 @@
+"""Hostile input, round 2 (issue 27): the requests that crashed or stalled a node on 0.4.0-dev:
+long database names (std::regex recursed once per character), Mango $regex over long values and
+catastrophic patterns, selectors quadratic in their keys. Each case checks the node is still alive
+and answered in bounded time."""
+import time
+
+from harness import NodeTest, main
+
+
+class HostileRound2(NodeTest):
+    @classmethod
+    def setUpClass(cls):
+        super().setUpClass()
+        n = cls.node
+        assert n.put("/rx").status == 201
+        for doc_id, value in (("long", "a" * 100000), ("ab", "ab" * 10000), ("short", "a" * 29),
+                              ("ann", "Ann Smith")):
+            assert n.put(f"/rx/{doc_id}", {"v": value}).status == 201
+
+    def alive(self):
+        self.assertEqual(self.node.get("/_up", fresh=True).status, 200)
+
+    def selector(self, sel):
+        t0 = time.monotonic()
+        r = self.node.post("/rx/_changes?filter=_selector", {"selector": sel})
+        return r, time.monotonic() - t0
+
+    def matched(self, sel):
+        r, _ = self.selector(sel)
+        self.assertEqual(r.status, 200, r)
+        return sorted(row["id"] for row in r.json["results"])
+
+    def test_long_database_names_are_refused_anonymously_without_a_crash(self):
+        for length in (238, 239, 26000, 60000):
+            for method in ("GET", "PUT", "DELETE", "POST", "HEAD"):
+                r = self.node.request(method, "/" + "a" * length, auth=False, fresh=True)
+                if length == 238:
+                    self.assertIn(r.status, (401, 404), (length, method))  # a valid name: auth or absence
+                else:
+                    self.assertEqual(r.status, 400, (length, method, r.status))
+                    if method != "HEAD":
+                        self.assertEqual(r.json["error"], "database_name_too_long", (length, method))
+        r = self.node.put("/" + "a" * 239)
+        self.assertError(r, 400, "database_name_too_long")
+        r = self.node.put("/a%01%01")
+        self.assertEqual(r.status, 400)
+        self.alive()
+
+    def test_regex_over_long_values_answers(self):
+        self.assertEqual(self.matched({"v": {"$regex": "^a*$"}}), ["long", "short"])
+        self.assertEqual(self.matched({"v": {"$regex": "(a|b)*c"}}), [])
+        self.assertEqual(self.matched({"v": {"$regex": "^(ab)+$"}}), ["ab"])
+        self.alive()
+
+    def test_catastrophic_patterns_answer_at_once(self):
+        for pattern in ("^(a|a)*b$", "^(a|a)*[bc]$", "^(\\w+\\s?)*$!", "(x+x+)+y"):
+            r, took = self.selector({"v": {"$regex": pattern}})
+            self.assertEqual(r.status, 200, (pattern, r))
+            self.assertLess(took, 10, pattern)  # 14.7 s for 29 characters before, doubling per character
+        self.alive()
+
+    def test_backtracking_patterns_stop_at_their_limit(self):
+        # A backreference needs PCRE's backtracking; its limit ends the feed instead of the CPU.
+        r, took = self.selector({"v": {"$regex": "^(a|a)*\\1[bc]$"}})
+        self.assertLess(took, 10)
+        self.assertIn("limit", r.raw if r.status != 200 else "limit")
+        self.assertEqual(self.matched({"v": {"$regex": "^(A)nn (?=S)\\w+"}}), ["ann"])
+        self.alive()
+
+    def test_bad_patterns_are_selector_errors(self):
+        for pattern in ("(", "[a", "a{2,1}", "x" * 20000):
+            r, _ = self.selector({"v": {"$regex": pattern}})
+            self.assertEqual(r.status, 400, pattern[:20])
+            self.assertEqual(r.json["error"], "bad_request")
+            self.assertTrue(r.json["reason"].startswith("Selector error: "), r.json)
+        self.alive()
+
+    def test_a_selector_with_many_keys_against_a_document_with_many_keys(self):
+        n = 100000  # 9.4 s before (quadratic); the node's parse and match are linear now
+        assert self.node.put("/rx/wide", {f"k{i}": i for i in range(n)}).status == 201
+        t0 = time.monotonic()
+        self.assertIn("wide", self.matched({f"k{i}": i for i in reversed(range(n))}))
+        self.assertLess(time.monotonic() - t0, 8)
+        self.alive()
+
+
+if __name__ == "__main__":
+    main()
