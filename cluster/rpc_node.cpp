@@ -605,17 +605,23 @@ kj::Promise<void> commit_off_loop(rpc_node::loop& l, ShardRef::Reader ref, std::
   std::string db = ref.getDb(), range = ref.getRange();
   auto timeout = std::chrono::milliseconds(l.opts.call_timeout_ms);
   l.blocking.submit([find, db, range, timeout, op, fulfiller, after = std::move(after)] {
-    auto h = find ? find(db, range) : result<shard_handle>(status{errc::not_found, "no shards here"});
-    if (!h) {
-      op->st = h.error();
+    try {
+      auto h = find ? find(db, range) : result<shard_handle>(status{errc::not_found, "no shards here"});
+      if (!h) {
+        op->st = h.error();
+        (*fulfiller)->fulfill();
+        return;
+      }
+      auto copy = std::make_shared<local_copy>(*h, "", timeout);
+      copy->submit(op, [fulfiller, copy, after]() {
+        if (after) after(*copy);
+        (*fulfiller)->fulfill();
+      });
+    } catch (const std::exception& e) {  // as off_loop: the call fails, not the node
+      log::error(std::string("cluster RPC: a write failed: ") + e.what());
+      op->st = status{errc::internal, e.what()};
       (*fulfiller)->fulfill();
-      return;
     }
-    auto copy = std::make_shared<local_copy>(*h, "", timeout);
-    copy->submit(op, [fulfiller, copy, after]() {
-      if (after) after(*copy);
-      (*fulfiller)->fulfill();
-    });
   });
   return kj::mv(paf.promise);
 }

@@ -452,6 +452,11 @@ int main(int argc, char** argv) {
         // What POST /_reshard/jobs on another node resolved: {"type":"move","db","shard" (its id),
         // "source"} or {"type":"split","db","shard","suffix","leader"}.
         json b = parse_json(body).value_or(json::object());
+        bool typed = b.is_object();
+        for (const char* field : {"type", "db", "shard", "source", "leader"})
+          typed = typed && (!b.contains(field) || b[field].is_string());
+        if (!typed || (b.contains("suffix") && !b["suffix"].is_number_integer()))
+          return status{errc::bad_request, "createJob: a JSON object with string fields and an integer suffix"};
         auto db = catalog.lookup(b.value("db", ""));
         if (!db) return db.error();
         for (size_t i = 0; i < db->ranges.size(); ++i) {

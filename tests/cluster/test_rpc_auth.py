@@ -100,6 +100,26 @@ class RpcAuth(NodeTest):
         self.assertEqual(self.node.get("/_up", fresh=True).status, 200)
         self.assertEqual(self.node.get("/deep/deep").status, 404)
 
+    def test_malformed_calls_from_a_member_are_errors_never_aborts(self):
+        """Issue 27: every method, each field malformed in turn (splitSeal with a shard id without
+        a dot aborted the node). Each call is answered and the node lives on."""
+        self.assertEqual(self.node.put("/malformed?q=1").status, 201)
+        self.assertEqual(self.node.put("/malformed/d", {"v": 1}).status, 201)
+        out = subprocess.run([PROBE, "127.0.0.1", str(self.port), "malformed", CLUSTER_SECRET, "malformed"],
+                             capture_output=True, text=True, timeout=300)
+        self.assertEqual(out.returncode, 0, out.stderr[-2000:])
+        rows = [json.loads(line) for line in out.stdout.splitlines()]
+        self.assertTrue(rows[0]["ok"], rows[0])  # the handshake
+        calls = rows[1:]
+        self.assertGreater(len(calls), 300)
+        methods = {row["method"].split("#")[0] for row in calls}
+        self.assertEqual(len(methods), 26, sorted(methods))  # every method but handshake and challenge
+        # A call that threw lost its connection (or the node): none may.
+        lost = [row for row in calls if not row["ok"]]
+        self.assertEqual(lost, [])
+        self.alive_and_serving()
+        self.assertEqual(self.node.get("/malformed/d").json["v"], 1)
+
     def test_refusals_do_not_flood_the_log(self):
         def refusal_lines():
             with open(self.node.log.name) as f:

@@ -11,6 +11,11 @@
 //   right SECRET   a good handshake (the positive control: every method answers)
 //   deep SECRET DB a good handshake, then JSON nested 100,000 deep in every call that carries JSON,
 //                  against database DB (one range); prints each call's CallStatus error
+//   malformed SECRET DB
+//                  a good handshake, then every method with malformed arguments in each field
+//                  (shard refs, ids, revisions, numbers at their extremes, undecodable data and
+//                  JSON) against database DB (one range); one line per call, "ok":false when the
+//                  call threw (the node must answer every call, and live)
 // The handshake's own outcome is printed first as method "handshake".
 #include <capnp/ez-rpc.h>
 
@@ -91,6 +96,328 @@ proof handshake(Node::Client& cap, kj::WaitScope& ws, const std::string& mode, c
   return sent;
 }
 
+// Every method with malformed arguments, field by field (issue 27): the node must answer each
+// call with an error or a result, never abort. Variants of each field are tried one at a time.
+void malformed_calls(Node::Client& cap, kj::WaitScope& ws, const std::string& db) {
+  const std::string huge(1 << 20, 'x');
+  const std::vector<std::pair<std::string, std::string>> refs = {{db, "00000000-ffffffff"},
+                                                                 {"", ""},
+                                                                 {db, "zz"},
+                                                                 {db, "00000000-ffffffff-00"},
+                                                                 {db, "ffffffff-00000000"},
+                                                                 {"../../etc", "00000000-ffffffff"},
+                                                                 {huge, "00000000-ffffffff"},
+                                                                 {db, huge},
+                                                                 {std::string("a\0b", 3), "x"},
+                                                                 {"nodb", "00000000-ffffffff"}};
+  const std::vector<std::string> texts = {"",    "x", ".",   "a.b.c", "00000000-ffffffff", "00000000-ffffffff.",
+                                          ".12", "{", "[1,", "null",  "{\"type\":1}",      huge};
+  const std::vector<uint64_t> numbers = {0, 1, 0xffffffffULL, 0x7fffffffffffffffULL, 0xffffffffffffffffULL};
+  const std::string garbage = "\xff\x00\x7f\x80garbage";
+  auto set_ref = [](auto b, const std::pair<std::string, std::string>& r) {
+    b.setDb(kj::StringPtr(r.first.c_str()));
+    b.setRange(kj::StringPtr(r.second.c_str()));
+  };
+  auto data = [](const std::string& s) {
+    return capnp::Data::Reader(reinterpret_cast<const capnp::byte*>(s.data()), s.size());
+  };
+  int n = 0;
+  auto run = [&](const std::string& name, auto&& f) {
+    attempt((name + "#" + std::to_string(n++)).c_str(), [&] { f(); });
+  };
+  for (auto& r : refs) {
+    run("shardInfo", [&] {
+      auto q = cap.shardInfoRequest();
+      set_ref(q.initShard(), r);
+      q.send().wait(ws);
+    });
+    run("localDocs", [&] {
+      auto q = cap.localDocsRequest();
+      set_ref(q.initShard(), r);
+      q.send().wait(ws);
+    });
+    run("timeSeq", [&] {
+      auto q = cap.timeSeqRequest();
+      set_ref(q.initShard(), r);
+      q.send().wait(ws);
+    });
+    run("sealCopy", [&] {
+      auto q = cap.sealCopyRequest();
+      set_ref(q.initShard(), r);
+      q.setSeal(false);
+      q.send().wait(ws);
+    });
+    run("exportChanges", [&] {
+      auto q = cap.exportChangesRequest();
+      set_ref(q.initShard(), r);
+      q.setSince(~0ULL);
+      q.send().wait(ws);
+    });
+  }
+  // Document updates: ids, revisions (positions 0 and past the history, hashes not hex, long
+  // histories), bodies that are not JSON objects, blobs with keys and bytes that do not agree.
+  struct upd {
+    std::string id, body;
+    std::vector<std::pair<uint64_t, std::string>> revs;
+    bool managed;
+    std::string blob_key;
+  };
+  std::vector<upd> updates = {
+      {"", "{}", {{1, "0123456789abcdef0123456789abcdef"}}, false, ""},
+      {"d", "{}", {{0, "0123456789abcdef0123456789abcdef"}}, false, ""},
+      {"d", "{}", {{1, "a"}, {2, "b"}, {3, "c"}}, false, ""},
+      {"d", "{}", {{~0ULL, "zz"}}, false, ""},
+      {"d", "{}", {{2, ""}}, false, ""},
+      {"d", "not json", {{1, "0123456789abcdef0123456789abcdef"}}, false, ""},
+      {"d", "[1,2]", {{1, "0123456789abcdef0123456789abcdef"}}, false, ""},
+      {"d", "{\"_attachments\":{\"a\":{\"stub\":true}}}", {{1, "0123456789abcdef0123456789abcdef"}}, true, "nothex"},
+      {"d",
+       "{\"_attachments\":{\"a\":{\"digest\":\"md5-x\",\"length\":-1}}}",
+       {{1, "0123456789abcdef0123456789abcdef"}},
+       true,
+       ""},
+      {"_local/x", "{}", {{1, "0123456789abcdef0123456789abcdef"}}, false, ""},
+      {"_design/", "{\"views\":5}", {{1, "0123456789abcdef0123456789abcdef"}}, false, ""},
+      {huge, "{}", {{1, "0123456789abcdef0123456789abcdef"}}, false, ""},
+      {std::string("a\0b", 3), "{}", {{1, "0123456789abcdef0123456789abcdef"}}, false, ""}};
+  for (size_t i = 0; i < 3000; ++i) updates[2].revs.push_back({i + 4, "h" + std::to_string(i)});
+  for (auto& u : updates) {
+    for (int method = 0; method < 3; ++method) {
+      auto fill = [&](DocUpdate::Builder b) {
+        b.setId(kj::StringPtr(u.id.c_str(), u.id.size()));
+        b.setBody(u.body);
+        b.setNewEdits(method == 1);
+        b.setManagedAttachments(u.managed);
+        auto revs = b.initRevs(static_cast<unsigned>(u.revs.size()));
+        for (unsigned k = 0; k < u.revs.size(); ++k) {
+          revs[k].setPos(u.revs[k].first);
+          revs[k].setHash(u.revs[k].second);
+        }
+        if (u.managed) {
+          auto blobs = b.initBlobs(1);
+          blobs[0].setKey(u.blob_key);
+          blobs[0].setBytes(data(garbage));
+        }
+      };
+      if (method == 0) {
+        run("applyChanges", [&] {
+          auto q = cap.applyChangesRequest();
+          set_ref(q.initShard(), refs[0]);
+          fill(q.initUpdates(1)[0]);
+          q.send().wait(ws);
+        });
+      } else {
+        run("updateDocs", [&] {
+          auto q = cap.updateDocsRequest();
+          set_ref(q.initShard(), refs[0]);
+          fill(q.initUpdates(1)[0]);
+          q.send().wait(ws);
+        });
+      }
+    }
+  }
+  for (uint64_t x : numbers) {
+    run("changesPage", [&] {
+      auto q = cap.changesPageRequest();
+      set_ref(q.initShard(), refs[0]);
+      q.setSince(x);
+      q.setLimit(static_cast<uint32_t>(x));
+      q.setNotBefore(static_cast<int64_t>(x));
+      q.setDescending(x & 1);
+      q.setWithDocs(true);
+      q.setConflicts(true);
+      q.setAttachments(true);
+      q.send().wait(ws);
+    });
+    run("resolveSince", [&] {
+      auto q = cap.resolveSinceRequest();
+      set_ref(q.initShard(), refs[0]);
+      q.setSeq(x);
+      q.setUuidPrefix(x ? "zz" : "");
+      q.send().wait(ws);
+    });
+    run("allDocsPage", [&] {
+      auto q = cap.allDocsPageRequest();
+      set_ref(q.initShard(), refs[0]);
+      q.setMaxRows(x);
+      q.setStartKey("\"z\"");
+      q.setEndKey("\"a\"");
+      q.setByKeys(x & 1);
+      q.setIncludeDocs(true);
+      auto keys = q.initKeys(3);
+      keys.set(0, "not json");
+      keys.set(1, "");
+      keys.set(2, "{\"a\":");
+      q.send().wait(ws);
+    });
+    run("readBlob", [&] {
+      auto q = cap.readBlobRequest();
+      set_ref(q.initShard(), refs[0]);
+      q.setKey("k");
+      q.setOffset(x);
+      q.setLength(x);
+      q.send().wait(ws);
+    });
+    run("stageBlob", [&] {
+      auto q = cap.stageBlobRequest();
+      set_ref(q.initShard(), refs[0]);
+      q.setKey(x ? "../k" : "");
+      q.setOffset(x);
+      q.setPiece(data(garbage));
+      q.send().wait(ws);
+    });
+    run("setRevsLimit", [&] {
+      auto q = cap.setRevsLimitRequest();
+      set_ref(q.initShard(), refs[0]);
+      q.setLimit(static_cast<uint32_t>(x));
+      q.send().wait(ws);
+    });
+    run("dbUpdates", [&] {
+      auto q = cap.dbUpdatesRequest();
+      q.setUuid(x ? "zz" : "");
+      q.setSeq(x);
+      q.setLimit(static_cast<uint32_t>(x));
+      q.send().wait(ws);
+    });
+    run("writeLocal", [&] {
+      auto q = cap.writeLocalRequest();
+      set_ref(q.initShard(), refs[0]);
+      q.setId("_local/p");
+      q.setRev(x);
+      q.setDeleted(x & 1);
+      q.setBody("[1]");
+      q.send().wait(ws);
+    });
+    run("retireCopy", [&] {
+      auto q = cap.retireCopyRequest();
+      q.setDb(db);
+      q.setShardId("00000000-ffffffff");
+      q.setEndSeq(x);
+      q.setRemove(false);
+      q.send().wait(ws);
+    });
+  }
+  for (auto& t : texts) {
+    auto text = kj::StringPtr(t.c_str(), t.size());
+    run("readDoc", [&] {
+      auto q = cap.readDocRequest();
+      set_ref(q.initShard(), refs[0]);
+      q.setId(text);
+      auto params = q.initParams(3);
+      params[0].setName("rev");
+      params[0].setValue(text);
+      params[1].setName("open_revs");
+      params[1].setValue(text);
+      params[2].setName("atts_since");
+      params[2].setValue(text);
+      q.send().wait(ws);
+    });
+    for (const char* what : {"local", "bulk_get", "revs_diff", "x"}) {
+      run("readDoc", [&] {
+        auto q = cap.readDocRequest();
+        set_ref(q.initShard(), refs[0]);
+        q.setWhat(what);
+        q.setMethod("POST");
+        q.setBody(text);
+        q.setId(text);
+        q.send().wait(ws);
+      });
+    }
+    run("openDocs", [&] {
+      auto q = cap.openDocsRequest();
+      set_ref(q.initShard(), refs[0]);
+      auto ids = q.initIds(1);
+      ids.set(0, text);
+      q.setBodies(true);
+      q.setAllBodies(true);
+      q.send().wait(ws);
+    });
+    run("localDoc", [&] {
+      auto q = cap.localDocRequest();
+      set_ref(q.initShard(), refs[0]);
+      q.setId(text);
+      q.send().wait(ws);
+    });
+    run("writeLocal", [&] {
+      auto q = cap.writeLocalRequest();
+      set_ref(q.initShard(), refs[0]);
+      q.setId(text);
+      q.setBody(text);
+      q.send().wait(ws);
+    });
+    run("readBlob", [&] {
+      auto q = cap.readBlobRequest();
+      set_ref(q.initShard(), refs[0]);
+      q.setKey(text);
+      q.send().wait(ws);
+    });
+    run("dropStaged", [&] {
+      auto q = cap.dropStagedRequest();
+      set_ref(q.initShard(), refs[0]);
+      q.setKey(text);
+      q.send().wait(ws);
+    });
+    run("compactDb", [&] {
+      auto q = cap.compactDbRequest();
+      q.setDb(text);
+      q.send().wait(ws);
+    });
+    run("retireCopy", [&] {
+      auto q = cap.retireCopyRequest();
+      q.setDb(text);
+      q.setShardId(text);
+      q.setRemove(true);
+      q.setEndSeq(~0ULL);
+      q.send().wait(ws);
+    });
+    run("retireCopy", [&] {
+      auto q = cap.retireCopyRequest();
+      q.setDb(db);
+      q.setShardId(text);
+      q.setRemove(false);
+      q.send().wait(ws);
+    });
+    run("createJob", [&] {
+      auto q = cap.createJobRequest();
+      q.setBody(text);
+      q.send().wait(ws);
+    });
+    for (const char* job : {R"({"type":"move"})", R"({"type":"split","db":5})",
+                            R"({"type":"move","shard":"x","source":"a","target":"b"})",
+                            R"({"type":"split","db":"d","source":"00000000-ffffffff","leader":"n9","copies":[1]})"}) {
+      run("createJob", [&] {
+        auto q = cap.createJobRequest();
+        q.setBody(job);
+        q.send().wait(ws);
+      });
+    }
+    run("splitSeal", [&] {
+      auto q = cap.splitSealRequest();
+      q.setDb(text);
+      q.setShardId(text);
+      q.send().wait(ws);
+    });
+    run("splitSeal", [&] {
+      auto q = cap.splitSealRequest();
+      q.setDb(db);
+      q.setShardId(text);
+      q.send().wait(ws);
+    });
+    for (const char* method : {"GET", "PUT", "DELETE", "POST", ""}) {
+      run("reshardRequest", [&] {
+        auto q = cap.reshardRequestRequest();
+        q.setMethod(method);
+        q.setId(text);
+        q.setBody(text);
+        q.setState(t.size() & 1);
+        q.send().wait(ws);
+      });
+    }
+  }
+  run("activeTasks", [&] { cap.activeTasksRequest().send().wait(ws); });
+  run("ping", [&] { cap.pingRequest().send().wait(ws); });
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -111,13 +438,17 @@ int main(int argc, char** argv) {
   auto second = kj::heap<capnp::EzRpcClient>(host, port);
   Node::Client cap = second->getMain<Node>();
   if (mode != "none") {
-    std::string how = mode == "deep" ? "right" : mode;
+    std::string how = mode == "deep" || mode == "malformed" ? "right" : mode;
     attempt("handshake", [&] { handshake(cap, ws, how, secret, mode == "replay" ? &recorded : nullptr); });
   }
   auto shard = [](auto b) {
     b.setDb("_users");
     b.setRange("00000000-ffffffff");
   };
+  if (mode == "malformed") {
+    malformed_calls(cap, ws, argc > 5 ? argv[5] : "malformed");
+    return 0;
+  }
   if (mode == "deep") {
     std::string db = argc > 5 ? argv[5] : "deep";
     std::string deep = std::string(100000, '[') + std::string(100000, ']');
