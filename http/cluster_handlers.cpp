@@ -8,6 +8,7 @@ namespace settee {
 
 void handle_sync_shards(ctx& c, const db_meta& db) {
   if (c.method() != "POST") return c.method_not_allowed("POST");
+  if (auto st = c.require_json_content(); !st) return c.error(st);
   json pushed = json::array();
   bool all_ok = true;
   if (c.node.rpc) {

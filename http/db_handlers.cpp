@@ -183,6 +183,7 @@ void handle_shards(ctx& c, const db_meta& db) {
 
 void handle_ensure_full_commit(ctx& c, const db_meta& db) {
   if (c.method() != "POST") return c.method_not_allowed("POST");
+  if (auto st = c.require_json_content(); !st) return c.error(st);  // as CouchDB: no cross-site simple POST
   // Every acknowledged write is already synced: nothing to flush.
   c.reply(201, json{{"ok", true}, {"instance_start_time", std::to_string(db.created)}});
 }

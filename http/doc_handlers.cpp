@@ -497,8 +497,16 @@ status read_multipart_doc(ctx& c, json& doc, std::map<std::string, multipart::lo
   if (!doc.is_object()) return {errc::bad_request, "Document must be a JSON object"};
   std::vector<std::string> following;  // the names that follow, in the document's order
   if (const json& atts = member(doc, "_attachments"); atts.is_object()) {
-    for (auto& [name, e] : atts.items())
-      if (e.is_object() && e.value("follows", false) == true) following.push_back(name);
+    for (auto& [name, e] : atts.items()) {
+      if (!e.is_object()) continue;
+      for (const char* field : {"follows", "stub"})
+        if (e.contains(field) && !e[field].is_boolean())
+          return {errc::bad_request, "Attachment '" + name + "': `" + field + "` must be a boolean"};
+      for (const char* field : {"content_type", "encoding"})
+        if (e.contains(field) && !e[field].is_string())
+          return {errc::bad_request, "Attachment '" + name + "': `" + field + "` must be a string"};
+      if (e.value("follows", false)) following.push_back(name);
+    }
   }
   if (parts->size() - 1 != following.size()) {
     return {errc::bad_request, "Invalid multipart body: " + std::to_string(following.size()) +

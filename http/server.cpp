@@ -12,11 +12,14 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
+#include <cctype>
 #include <cerrno>
 #include <chrono>
 #include <condition_variable>
 #include <cstdio>
+#include <cstring>
 #include <deque>
 #include <mutex>
 #include <optional>
@@ -102,6 +105,7 @@ struct http_conn {
   bool send_continue = false;     // Expect: 100-continue, not answered yet
   std::optional<status> refused;  // set: answer this and close instead of reading on
   int64_t header_deadline = 0;
+  int64_t body_deadline = INT64_MAX;  // the whole body must have arrived by then
   // A streamed response in progress.
   std::shared_ptr<response_stream> stream;
   pump_result next;
@@ -125,6 +129,12 @@ int refuse_request(http_parser* p, status why) {
   conn_of(p).refused = std::move(why);
   http_parser_pause(p, 1);
   return 0;
+}
+
+// How long a whole body may take: [chttpd] body_timeout, plus a second per MiB its Content-Length
+// declares (a 1 GiB attachment sent at 1 MiB/s still arrives).
+int64_t body_allowance_ms(const http_options& opts, uint64_t declared) {
+  return int64_t{opts.body_timeout_s} * 1000 + static_cast<int64_t>(declared >> 20) * 1000;
 }
 
 status too_large() {
@@ -164,9 +174,40 @@ int on_header_value(http_parser* p, const char* at, size_t len) {
   return 0;
 }
 
+// RFC 9110/9112 framing that http_parser (built lenient) lets through, and that a proxy in front
+// could read otherwise (request smuggling): a header name must be a token (no space before the
+// colon), HTTP/1.1 needs exactly one Host (HTTP/1.0 at most one), and the only transfer coding a
+// request may have is exactly `chunked`.
+std::optional<status> framing_error(const http_parser* p, const http_request& req) {
+  static const auto is_tchar = [](unsigned char ch) {
+    return std::isalnum(ch) || std::strchr("!#$%&'*+-.^_`|~", ch) != nullptr;
+  };
+  size_t hosts = 0, codings = 0;
+  for (auto& [name, value] : req.headers) {
+    if (name.empty() || !std::all_of(name.begin(), name.end(),
+                                     [](char ch) { return ch != '\0' && is_tchar(static_cast<unsigned char>(ch)); }))
+      return status{errc::bad_request, "malformed request: invalid header name '" + name + "'"};
+    if (strcasecmp(name.c_str(), "Host") == 0) ++hosts;
+    if (strcasecmp(name.c_str(), "Transfer-Encoding") == 0) {
+      ++codings;
+      std::string_view v = value;
+      while (!v.empty() && (v.front() == ' ' || v.front() == '\t')) v.remove_prefix(1);
+      while (!v.empty() && (v.back() == ' ' || v.back() == '\t')) v.remove_suffix(1);
+      if (v.size() != 7 || strncasecmp(v.data(), "chunked", 7) != 0)
+        return status{errc::bad_request, "malformed request: Transfer-Encoding '" + value + "' (only chunked)"};
+    }
+  }
+  if (codings > 1) return status{errc::bad_request, "malformed request: more than one Transfer-Encoding"};
+  if (hosts > 1) return status{errc::bad_request, "malformed request: more than one Host header"};
+  if (hosts == 0 && p->http_major == 1 && p->http_minor >= 1)
+    return status{errc::bad_request, "malformed request: HTTP/1.1 needs a Host header"};
+  return std::nullopt;
+}
+
 int on_headers_complete(http_parser* p) {
   auto& c = conn_of(p);
   c.headers_done = true;
+  if (auto bad = framing_error(p, *c.req)) return refuse_request(p, std::move(*bad));
   c.req->method = http_method_str(static_cast<http_method>(p->method));
   if (auto q = c.req->target.find('?'); q != std::string::npos)
     parse_query(std::string_view(c.req->target).substr(q + 1), c.req->params);
@@ -185,8 +226,10 @@ int on_headers_complete(http_parser* p) {
   }
   if (has_length && p->content_length > c.max_body) return refuse_request(p, too_large());
   if (has_length && p->content_length > 0 && !c.req->spool) c.req->body.reserve(p->content_length);
-  c.send_continue = strcasecmp(c.req->get_header_value("Expect").c_str(), "100-continue") == 0 &&
-                    (!has_length || p->content_length > 0);
+  // 100 Continue only where a body is to come (a request without one is answered at once).
+  const bool body_follows = (p->flags & F_CHUNKED) != 0 || (has_length && p->content_length > 0);
+  c.send_continue = strcasecmp(c.req->get_header_value("Expect").c_str(), "100-continue") == 0 && body_follows;
+  c.body_deadline = body_follows ? now_ms() + body_allowance_ms(c.opts, has_length ? p->content_length : 0) : 0;
   return 0;
 }
 
@@ -450,7 +493,7 @@ void http_server::impl::serve(http_conn& c) {
       }
       if (c.in_message && !c.headers_done && c.header_deadline == 0)
         c.header_deadline = now_ms() + opts.header_timeout_s * 1000;
-      if (c.send_continue && c.headers_done) {
+      if (c.send_continue && c.headers_done && !c.message_done) {
         c.send_continue = false;
         c.out += "HTTP/1.1 100 Continue\r\n\r\n";
         continue;
@@ -459,6 +502,7 @@ void http_server::impl::serve(http_conn& c) {
         c.message_done = false;
         c.send_continue = false;
         c.header_deadline = 0;
+        c.body_deadline = INT64_MAX;
         c.deadline.store(0);  // no timeout while the handler runs
         if (int64_t t = now_ms(); t - last_request_ms.load(std::memory_order_relaxed) >= 100)
           last_request_ms.store(t, std::memory_order_relaxed);  // to 0.1 s: workers rarely share the line
@@ -490,7 +534,7 @@ void http_server::impl::serve(http_conn& c) {
     }
     int64_t deadline = !c.in_message     ? now_ms() + opts.keep_alive_timeout_s * 1000
                        : !c.headers_done ? c.header_deadline
-                                         : now_ms() + opts.io_timeout_s * 1000;
+                                         : std::min(now_ms() + opts.io_timeout_s * 1000, c.body_deadline);
     arm(c, EPOLLIN, deadline);
     return;
   }

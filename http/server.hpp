@@ -30,6 +30,7 @@ struct http_options {
   int keep_alive_timeout_s = 30;  // an idle connection is closed after this long
   int header_timeout_s = 15;      // a request's line and headers must arrive within this
   int io_timeout_s = 60;          // a body read or a response write that stalls this long ends
+  int body_timeout_s = 300;       // a whole request body must arrive within this (+1 s per MiB declared)
   // After this long without work, memory goes back ([node] idle_release_s): a worker beyond the
   // core leaves (a core one empties its malloc cache), a shard nobody used gives its mapped pages
   // back, and a node without requests or shard use runs node_services::on_idle, then trims the heap.

@@ -349,6 +349,7 @@ int main(int argc, char** argv) {
     http.spool_dir = node.spool_dir = args.data_dir;
     node.max_request_bytes = http.max_request_bytes;
     http.header_timeout_s = static_cast<int>(std::clamp<int64_t>(cfg.get_int("chttpd", "header_timeout", 15), 1, 3600));
+    http.body_timeout_s = static_cast<int>(std::clamp<int64_t>(cfg.get_int("chttpd", "body_timeout", 300), 1, 86400));
     http.idle_release_s = static_cast<int>(std::clamp<int64_t>(cfg.get_int("node", "idle_release_s", 30), 1, 3600));
     http.keep_alive_timeout_s =
         static_cast<int>(std::clamp<int64_t>(cfg.get_int("chttpd", "keep_alive_timeout", 30), 1, 86400));

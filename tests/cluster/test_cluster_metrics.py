@@ -30,7 +30,7 @@ class ClusterMetrics(ClusterTest):
         for i in range(5):
             self.assertEqual(n1.put(f"/m/d{i}", {"i": i}).status, 201)
         key = f'{{db="m",peer="{peer}",range="00000000-ffffffff"}}'
-        self.assertTrue(n1.post("/m/_sync_shards").json["ok"])
+        self.assertTrue(n1.post("/m/_sync_shards", {}).json["ok"])
         self.assertEqual(scrape(n1, "internal_replication_pending_changes").get(key), 0.0)
         # Calls to n2 (the writes' copies, the push) answered, with their latency, by peer.
         answered = scrape(n1, "rpc_duration_seconds_count")[f'{{peer="{peer}"}}']
@@ -43,7 +43,7 @@ class ClusterMetrics(ClusterTest):
         for b in range(3):
             r = n1.post("/m/_bulk_docs", {"docs": [{"_id": f"b{b}-{i}", "pad": pad} for i in range(1000)]})
             self.assertIn(r.status, (201, 202), r)
-        n1.post("/m/_sync_shards")
+        n1.post("/m/_sync_shards", {})
         self.assertEqual(scrape(n1, "internal_replication_pending_changes").get(key), 3000.0)
         shards = [k for k in scrape(n1, "time_seq_bins") if "/m." in k]
         self.assertEqual(len(shards), 1, shards)
@@ -56,7 +56,7 @@ class ClusterMetrics(ClusterTest):
         n2.start(port=n2.port)
         self.assertTrue(wait_for(lambda: peer in n1.get("/_membership", fresh=True).json["all_nodes"], 20))
         done = {}
-        pusher = threading.Thread(target=lambda: done.update(r=n1.call("POST", "/m/_sync_shards")))
+        pusher = threading.Thread(target=lambda: done.update(r=n1.call("POST", "/m/_sync_shards", {})))
         pusher.start()
         seen = []
         while pusher.is_alive():

@@ -380,7 +380,7 @@ class DrillTest(unittest.TestCase):
         self.assertGreater(len(load.acked), 100, label)
         client = self.inv.client(self.inv.members[0])
         for h in self.inv.members:  # every node pushes what it has, then every acked write is everywhere
-            status, body = self.inv.client(h).call("POST", f"/{load.db}/_sync_shards")
+            status, body = self.inv.client(h).call("POST", f"/{load.db}/_sync_shards", {})
             self.assertEqual((status, body.get("ok")), (200, True), body)
         lost = [d for d, rev in load.acked.items() if client.get(f"/{load.db}/{d}")[1].get("_rev") != rev]
         self.assertEqual(lost, [], f"{label}: acknowledged writes lost")

@@ -2,6 +2,7 @@
 long database names (std::regex recursed once per character), Mango $regex over long values and
 catastrophic patterns, selectors quadratic in their keys. Each case checks the node is still alive
 and answered in bounded time."""
+import json
 import time
 
 from harness import NodeTest, main
@@ -82,6 +83,29 @@ class HostileRound2(NodeTest):
         self.assertIn("wide", self.matched({f"k{i}": i for i in reversed(range(n))}))
         self.assertLess(time.monotonic() - t0, 8)
         self.alive()
+
+    def test_a_non_boolean_follows_is_a_400(self):
+        for entry in ({"follows": None}, {"follows": "yes"}, {"follows": True, "content_type": 5},
+                      {"follows": True, "encoding": []}, {"stub": 1}):
+            doc = json.dumps({"_attachments": {"a.txt": dict(entry, length=2)}}).encode()
+            body = (b"--xyz\r\nContent-Type: application/json\r\n\r\n" + doc +
+                    b"\r\n--xyz\r\nContent-Disposition: attachment; filename=a.txt\r\n\r\nhi\r\n--xyz--")
+            r = self.node.put("/rx/mp", raw_body=body, headers={"Content-Type": 'multipart/related; boundary="xyz"'})
+            self.assertEqual(r.status, 400, (entry, r))
+            self.assertEqual(r.json["error"], "bad_request", entry)
+        self.alive()
+
+    def test_every_json_post_refuses_other_content_types(self):
+        """_ensure_full_commit and _sync_shards took text/plain from another origin (a simple
+        cross-site POST, no preflight); every other JSON POST answered 415."""
+        for path in ("/rx/_ensure_full_commit", "/rx/_sync_shards", "/rx/_changes", "/rx/_bulk_docs",
+                     "/rx/_all_docs", "/rx/_compact", "/rx/_bulk_get", "/rx/_revs_diff", "/rx"):
+            for headers in ({"Content-Type": "text/plain"}, {"Content-Type": "application/x-www-form-urlencoded"}, {}):
+                r = self.node.post(path, raw_body="{}", headers=headers)
+                self.assertEqual(r.status, 415, (path, headers, r))
+                self.assertEqual(r.json["error"], "bad_content_type", path)
+        r = self.node.post("/rx/_ensure_full_commit", raw_body="", headers={"Content-Type": "application/json"})
+        self.assertEqual(r.status, 201)
 
 
 if __name__ == "__main__":

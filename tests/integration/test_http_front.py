@@ -45,7 +45,7 @@ def read_responses(s, count, timeout=5.0):
 
 
 class HttpFront(NodeTest):
-    config = "[chttpd]\nheader_timeout = 2\n"
+    config = "[chttpd]\nheader_timeout = 2\nbody_timeout = 3\n"
 
     def raw(self, payload, count=1, timeout=5.0):
         with socket.create_connection(("127.0.0.1", self.node.port), timeout=timeout) as s:
@@ -89,6 +89,26 @@ class HttpFront(NodeTest):
         self.assertEqual(closed, 300)
         for s in idle + slow:
             s.close()
+        self.up()
+
+    def test_a_trickling_body_is_cut_at_the_body_deadline(self):
+        """One byte every second keeps the 60 s stall timer happy; the whole body has 3 s here."""
+        with socket.create_connection(("127.0.0.1", self.node.port), timeout=20) as s:
+            s.sendall(b"PUT /x/y HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                      b"Content-Length: 1000\r\n\r\n")
+            t0 = time.time()
+            closed = False
+            while time.time() - t0 < 15 and not closed:
+                try:
+                    s.sendall(b" ")
+                    s.settimeout(1)
+                    closed = s.recv(4096) == b""
+                except socket.timeout:
+                    pass
+                except OSError:
+                    closed = True
+            self.assertTrue(closed)
+            self.assertLess(time.time() - t0, 10)
         self.up()
 
     def test_pipelined_requests_are_answered_in_order(self):
@@ -135,6 +155,43 @@ class HttpFront(NodeTest):
         self.assertEqual(r.status, 200)
         self.assertEqual(r.raw, "")
         self.assertEqual(int(r.header("Content-Length")), len(self.node.get("/front/big").raw))
+
+    def test_framing_by_the_rfc(self):
+        """Issue 27: what a proxy in front could read otherwise (request smuggling) is a 400."""
+        cases = {
+            "space before colon": b"PUT /x HTTP/1.1\r\nHost: x\r\nContent-Length : 7\r\n\r\n{\"a\":1}",
+            "tab in a name": b"GET /_up HTTP/1.1\r\nHost: x\r\nX\tY: 1\r\n\r\n",
+            "no Host": b"GET /_up HTTP/1.1\r\n\r\n",
+            "two Hosts": b"GET /_up HTTP/1.1\r\nHost: x\r\nHost: y\r\n\r\n",
+            "gzip, chunked": b"PUT /x HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: gzip, chunked\r\n\r\n0\r\n\r\n",
+            "identity": b"PUT /x HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: identity\r\n\r\n",
+            "two codings": b"PUT /x HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n"
+                           b"Transfer-Encoding: chunked\r\n\r\n0\r\n\r\n",
+            "chunked and a length": b"PUT /x HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n"
+                                    b"Content-Length: 5\r\n\r\n0\r\n\r\n",
+        }
+        for name, payload in cases.items():
+            got = self.raw(payload)
+            self.assertEqual([g[0] for g in got], [400], name)
+            self.assertIn('"error":"bad_request"', got[0][1], name)
+        # What stays allowed: HTTP/1.0 without Host, a chunked body, case and spaces in the coding.
+        self.assertEqual([g[0] for g in self.raw(b"GET /_up HTTP/1.0\r\n\r\n")], [200])
+        got = self.raw(b"POST /_session HTTP/1.1\r\nHost: x\r\nTransfer-Encoding:  Chunked \r\n"
+                       b"Content-Type: application/json\r\n\r\n2\r\n{}\r\n0\r\n\r\n")
+        self.assertNotEqual(got[0][0], 400, got)
+        self.up()
+
+    def test_expect_100_continue_without_a_body_is_answered_at_once(self):
+        for payload in (b"GET /_up HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\n\r\n",
+                        b"GET /_up HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\nContent-Length: 0\r\n\r\n"):
+            t0 = time.time()
+            got = self.raw(payload, timeout=5)
+            self.assertEqual([g[0] for g in got], [200], payload)  # and no 100 before it
+            self.assertLess(time.time() - t0, 3)
+        # A body sent at once with the headers (no wait for 100) is answered too.
+        got = self.raw(b"POST /_session HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\n"
+                       b"Content-Type: application/json\r\nContent-Length: 2\r\n\r\n{}", timeout=5)
+        self.assertEqual(len(got), 1, got)
 
     def test_range_is_ignored_on_json(self):
         self.new_db("ranged")
