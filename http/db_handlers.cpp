@@ -69,6 +69,12 @@ void create_db(ctx& c, const std::string& name) {
   auto q = positive_param(c, "q", c.node.default_q);
   auto n = positive_param(c, "n", static_cast<uint32_t>(std::min<size_t>(3, members.size())));
   if (auto e = first_error(q, n)) return c.error(*e);
+  if (c.has("partitioned")) {
+    std::string v = c.param("partitioned");
+    if (v != "true" && v != "false")
+      return c.error(errc::bad_request, "`partitioned` parameter can only be set to true or false.");
+    if (v == "true") return c.error(errc::not_implemented, "partitioned databases are not supported by settee yet");
+  }
   if (*n > members.size()) {
     return c.error(errc::bad_request, "The `n` value (" + std::to_string(*n) +
                                           ") exceeds the number of cluster nodes (" + std::to_string(members.size()) +
@@ -134,6 +140,8 @@ void handle_db(ctx& c, const std::string& name) {
   if (c.method() == "GET") return db_info(c, *db);
   // POST /db: create a document with a server-generated id unless it brings its own.
   if (auto st = c.require_json_content(); !st) return c.error(st);
+  if (name == "_replicator")  // it would never run (http/router.cpp refuses the other ways in)
+    return c.error(errc::not_implemented, "the replicator (documents in _replicator) is not supported by settee yet");
   c.security = &security;
   handle_doc(c, *db, "");
 }

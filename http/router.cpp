@@ -22,10 +22,69 @@ bool is_system_db(const std::string& name) {
   return name == "_users" || name == "_replicator" || name == "_global_changes";
 }
 
+// CouchDB endpoints settee does not serve yet: 501 naming the feature, so that a client can tell
+// "not built" from "you made a mistake" (docs/api.md "Not yet implemented").
+struct not_built {
+  const char* segment;
+  const char* feature;
+};
+constexpr not_built server_not_built[] = {
+    {"_replicate", "the replicator (_replicate)"},
+    {"_scheduler", "the replicator's scheduler (_scheduler)"},
+    {"_dbs_info", "_dbs_info"},
+    {"_cluster_setup", "_cluster_setup (a cluster forms from [cluster] seeds: docs/operations.md)"},
+    {"_search_analyze", "full-text search"},
+    {"_nouveau_analyze", "full-text search"},
+    {"_reload_query_servers", "query servers"},
+};
+constexpr not_built db_not_built[] = {
+    {"_find", "Mango queries (_find)"},
+    {"_index", "Mango indexes (_index)"},
+    {"_explain", "Mango queries (_explain)"},
+    {"_design_docs", "_design_docs"},
+    {"_purge", "_purge"},
+    {"_purged_infos", "_purge (_purged_infos)"},
+    {"_purged_infos_limit", "_purge (_purged_infos_limit)"},
+    {"_missing_revs", "_missing_revs (use _revs_diff)"},
+    {"_partition", "partitioned databases"},
+    {"_search_cleanup", "full-text search"},
+    {"_nouveau_cleanup", "full-text search"},
+};
+constexpr not_built design_not_built[] = {
+    {"_view", "views"},
+    {"_info", "views (_info)"},
+    {"_show", "show functions"},
+    {"_list", "list functions"},
+    {"_update", "update handlers"},
+    {"_rewrite", "rewrites"},
+    {"_search", "full-text search"},
+    {"_search_info", "full-text search"},
+    {"_nouveau", "full-text search"},
+    {"_nouveau_info", "full-text search"},
+};
+
+template <size_t N>
+const char* feature_of(const not_built (&table)[N], const std::string& segment) {
+  for (const not_built& e : table)
+    if (segment == e.segment) return e.feature;
+  return nullptr;
+}
+
+void reply_not_built(ctx& c, const char* feature) {
+  c.error(errc::not_implemented, std::string(feature) + " is not supported by settee yet");
+}
+
 // Handlers for a path below /db/..., after the database was found and access was checked.
 void dispatch_db(ctx& c, const db_meta& db, const json& security) {
   auto& p = c.path;
   const std::string& what = p[1];
+  if (const char* feature = feature_of(db_not_built, what)) return reply_not_built(c, feature);
+  if ((what == "_all_docs" || what == "_local_docs") && p.size() == 3 && p[2] == "queries")
+    return reply_not_built(c, "multiple queries (/queries)");
+  // Documents in _replicator would never run: refused, never stored as if they would.
+  if (db.name == "_replicator" && (c.method() == "PUT" || c.method() == "POST" || c.method() == "COPY") &&
+      (what == "_bulk_docs" || (what[0] != '_' && p.size() == 2)))
+    return reply_not_built(c, "the replicator (documents in _replicator)");
   if (what == "_all_docs" && p.size() == 2) return handle_all_docs(c, db);
   if (what == "_bulk_docs" && p.size() == 2) return handle_bulk_docs(c, db);
   if (what == "_bulk_get" && p.size() == 2) return handle_bulk_get(c, db);
@@ -48,10 +107,8 @@ void dispatch_db(ctx& c, const db_meta& db, const json& security) {
   }
   if (what == "_design" && p.size() == 2) return handle_doc(c, db, "_design/");  // illegal, says why
   if (what == "_design" && p.size() >= 3) {
-    if (p.size() > 3 && (p[3] == "_view" || p[3] == "_show" || p[3] == "_list" || p[3] == "_update" ||
-                         p[3] == "_rewrite" || p[3] == "_info" || p[3] == "_search")) {
-      return c.error(errc::not_implemented, "views are not supported yet");
-    }
+    if (const char* feature = p.size() > 3 ? feature_of(design_not_built, p[3]) : nullptr)
+      return reply_not_built(c, feature);
     if (p.size() > 3) return handle_attachment(c, db, "_design/" + p[2], join_from(p, 3));
     return handle_doc(c, db, "_design/" + p[2]);
   }
@@ -73,6 +130,7 @@ void dispatch(ctx& c) {
     if (first == "_uuids" && p.size() == 1) return handle_uuids(c);
     if (first == "_session" && p.size() == 1) return handle_session(c);
     if (first == "_settee") return handle_settee_page(c);
+    if (first == "_utils") return reply_not_built(c, "Fauxton (_utils; settee's own page is /_settee/)");
     if (auto st = authenticator::require_server_admin(c.user); !st) return c.error(st);
     if (first == "_all_dbs" && p.size() == 1) return handle_all_dbs(c);
     if (first == "_node") return handle_node(c);
@@ -80,6 +138,7 @@ void dispatch(ctx& c) {
     if (first == "_active_tasks" && p.size() == 1) return handle_active_tasks(c);
     if (first == "_db_updates" && p.size() == 1) return handle_db_updates(c);
     if (first == "_reshard") return handle_reshard(c);
+    if (const char* feature = feature_of(server_not_built, first)) return reply_not_built(c, feature);
     if (first == "_all_dbs" || first == "_up" || first == "_uuids") return c.error(errc::not_found, "missing");
     return c.error(validate_db_name(first));
   }

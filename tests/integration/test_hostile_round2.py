@@ -108,5 +108,59 @@ class HostileRound2(NodeTest):
         self.assertEqual(r.status, 201)
 
 
+class NotBuiltYet(NodeTest):
+    """Issue 27 point 6: a CouchDB endpoint settee does not serve yet is a 501 naming the feature
+    (they read as bad document ids or database names before)."""
+
+    @classmethod
+    def setUpClass(cls):
+        super().setUpClass()
+        assert cls.node.put("/nb").status == 201
+        assert cls.node.put("/nb/_design/d", {"views": {"v": {"map": "function(doc){emit(1)}"}}}).status == 201
+
+    def assertNotBuilt(self, r, case):
+        self.assertEqual(r.status, 501, (case, r))
+        self.assertEqual(r.json["error"], "not_implemented", case)
+        self.assertIn("not supported by settee yet", r.json["reason"], case)
+
+    def test_database_endpoints(self):
+        cases = [("POST", "/nb/_find", {"selector": {}}), ("GET", "/nb/_index", None), ("POST", "/nb/_index", {}),
+                 ("DELETE", "/nb/_index/_design/x/json/y", None), ("POST", "/nb/_index/_bulk_delete", {}),
+                 ("POST", "/nb/_explain", {}), ("GET", "/nb/_design_docs", None), ("POST", "/nb/_purge", {}),
+                 ("GET", "/nb/_purged_infos", None), ("GET", "/nb/_purged_infos_limit", None),
+                 ("POST", "/nb/_missing_revs", {}), ("GET", "/nb/_partition/p", None),
+                 ("GET", "/nb/_partition/p/_all_docs", None), ("POST", "/nb/_all_docs/queries", {"queries": []}),
+                 ("POST", "/nb/_design_docs/queries", {}), ("GET", "/nb/_design/d/_view/v", None),
+                 ("GET", "/nb/_design/d/_info", None), ("POST", "/nb/_design/d/_update/u", {}),
+                 ("GET", "/nb/_design/d/_show/s", None), ("GET", "/nb/_design/d/_list/l/v", None)]
+        for method, path, body in cases:
+            self.assertNotBuilt(self.node.request(method, path, body), (method, path))
+        # What CouchDB itself calls a bad document id stays one.
+        self.assertError(self.node.get("/nb/_nothing"), 400, "illegal_docid")
+
+    def test_server_endpoints(self):
+        for method, path in (("POST", "/_replicate"), ("GET", "/_scheduler/jobs"), ("GET", "/_scheduler/docs"),
+                             ("POST", "/_dbs_info"), ("GET", "/_dbs_info"), ("GET", "/_cluster_setup")):
+            self.assertNotBuilt(self.node.request(method, path, {} if method == "POST" else None), path)
+        self.assertNotBuilt(self.node.get("/_utils", auth=False), "/_utils")
+        self.assertNotBuilt(self.node.get("/_utils/index.html", auth=False), "/_utils/")
+        self.assertEqual(self.node.get("/_replicate", auth=False).status, 401)  # admins only, as CouchDB
+        self.assertError(self.node.get("/_nothing"), 400, "illegal_database_name")
+
+    def test_partitioned_databases_are_refused(self):
+        self.assertNotBuilt(self.node.put("/pdb?partitioned=true"), "partitioned=true")
+        self.assertEqual(self.node.get("/pdb").status, 404)  # nothing was made
+        self.assertError(self.node.put("/pdb?partitioned=maybe"), 400, "bad_request")
+        self.assertEqual(self.node.put("/pdb?partitioned=false").status, 201)
+
+    def test_replicator_documents_are_refused_not_stored(self):
+        doc = {"source": "http://127.0.0.1:1/a", "target": "b"}
+        self.assertNotBuilt(self.node.put("/_replicator/r1", doc), "PUT")
+        self.assertNotBuilt(self.node.post("/_replicator", doc), "POST")
+        self.assertNotBuilt(self.node.post("/_replicator/_bulk_docs", {"docs": [doc]}), "_bulk_docs")
+        self.assertEqual(self.node.get("/_replicator/r1").status, 404)
+        self.assertEqual(self.node.get("/_replicator").json["doc_count"], 0)
+
+
 if __name__ == "__main__":
     main()
