@@ -15,42 +15,67 @@ status malformed() {
   return {errc::bad_request, "Malformed sequence supplied in 'since' parameter."};
 }
 
-std::string header_bytes(const std::vector<seq_entry>& layout) {
-  std::vector<std::string> nodes;
-  for (auto& e : layout)
-    if (std::find(nodes.begin(), nodes.end(), e.node) == nodes.end()) nodes.push_back(e.node);
-  codec::writer body;
-  body.varint(nodes.size());
-  for (auto& n : nodes) body.str(n);
-  body.varint(layout.size());
-  for (auto& e : layout) {
-    body.varint(e.range.begin);
-    body.varint(e.range.end);
-    body.varint(std::find(nodes.begin(), nodes.end(), e.node) - nodes.begin());
-    body.str(e.uuid_prefix);
+// A check node: "~" and the CRC-32 of the rest of the payload in 8 hex digits (no member's name
+// starts with '~'). Releases before 0.4 read it as a node no entry names, and pass over it.
+constexpr size_t check_name_length = 9;
+
+std::string check_name(uint32_t crc) {
+  static const char* hex = "0123456789abcdef";
+  std::string name(check_name_length, '~');
+  for (size_t i = 0; i < 8; ++i) name[1 + i] = hex[(crc >> (28 - 4 * i)) & 0xf];
+  return name;
+}
+
+bool parse_check_name(const std::string& name, uint32_t& crc) {
+  if (name.size() != check_name_length || name[0] != '~') return false;
+  crc = 0;
+  for (size_t i = 1; i < name.size(); ++i) {
+    char ch = name[i];
+    int v = ch >= '0' && ch <= '9' ? ch - '0' : ch >= 'a' && ch <= 'f' ? ch - 'a' + 10 : -1;
+    if (v < 0) return false;
+    crc = crc << 4 | static_cast<uint32_t>(v);
   }
-  size_t pad = (3 - (2 + body.data().size()) % 3) % 3;
-  std::string out;
-  out.push_back(static_cast<char>(payload_version));
-  out.push_back(static_cast<char>(pad));
-  out += body.data();
-  out.append(pad, '\0');
-  return out;
+  return true;
 }
 
 }  // namespace
 
-seq_token_builder::seq_token_builder(const std::vector<seq_entry>& layout)
-    : header_base64_(crypto::base64_encode(header_bytes(layout), /*url=*/true)) {}
+seq_token_builder::seq_token_builder(const std::vector<seq_entry>& layout) {
+  std::vector<std::string> nodes;
+  for (auto& e : layout)
+    if (std::find(nodes.begin(), nodes.end(), e.node) == nodes.end()) nodes.push_back(e.node);
+  codec::writer names, entries;
+  names.varint(nodes.size() + 1);  // and the check node, last
+  for (auto& n : nodes) names.str(n);
+  entries.varint(layout.size());
+  for (auto& e : layout) {
+    entries.varint(e.range.begin);
+    entries.varint(e.range.end);
+    entries.varint(std::find(nodes.begin(), nodes.end(), e.node) - nodes.begin());
+    entries.str(e.uuid_prefix);
+  }
+  const size_t check_bytes = 1 + check_name_length;  // its length varint and the name
+  size_t pad = (3 - (2 + names.data().size() + check_bytes + entries.data().size()) % 3) % 3;
+  before_check_.push_back(static_cast<char>(payload_version));
+  before_check_.push_back(static_cast<char>(pad));
+  before_check_ += names.data();
+  after_check_ = entries.data();
+  after_check_.append(pad, '\0');
+  fixed_crc_ = crypto::crc32(after_check_, crypto::crc32(before_check_));
+}
 
 std::string seq_token_builder::token(const std::vector<uint64_t>& seqs) const {
-  codec::writer w;
+  codec::writer w, check;
   uint64_t sum = 0;
   for (uint64_t s : seqs) {
     w.varint(s);
     sum += s;
   }
-  return std::to_string(sum) + "-" + header_base64_ + crypto::base64_encode(w.data(), /*url=*/true);
+  check.str(check_name(crypto::crc32(w.data(), fixed_crc_)));
+  // The header is a multiple of 3 bytes, so its base64 and the seqs' join into the payload's.
+  return std::to_string(sum) + "-" +
+         crypto::base64_encode(before_check_ + std::string(check.data()) + after_check_, true) +
+         crypto::base64_encode(w.data(), /*url=*/true);
 }
 
 std::string encode_seq(const std::vector<seq_entry>& entries) {
@@ -59,19 +84,21 @@ std::string encode_seq(const std::vector<seq_entry>& entries) {
   return seq_token_builder(entries).token(seqs);
 }
 
-bool unwrap_token(std::string_view token, std::string& payload) {
+bool unwrap_token(std::string_view token, std::string& payload, std::string_view* sum) {
   if (token.size() >= 2 && token.front() == '"' && token.back() == '"') token = token.substr(1, token.size() - 2);
   size_t dash = token.find('-');
   if (dash == std::string_view::npos || dash == 0 || token.size() > 64 * 1024) return false;
   for (size_t i = 0; i < dash; ++i)
     if (token[i] < '0' || token[i] > '9') return false;
+  if (sum) *sum = token.substr(0, dash);
   return crypto::base64_decode(std::string(token.substr(dash + 1)), payload);
 }
 
 result<std::vector<seq_entry>> decode_seq(std::string_view token) {
   if (token == "0" || token == "\"0\"") return std::vector<seq_entry>{};
   std::string payload;
-  if (!unwrap_token(token, payload)) return malformed();
+  std::string_view sum_text;
+  if (!unwrap_token(token, payload, &sum_text)) return malformed();
   codec::reader r(payload);
   uint8_t version = 0, pad = 0;
   uint64_t node_count = 0, count = 0;
@@ -80,26 +107,45 @@ result<std::vector<seq_entry>> decode_seq(std::string_view token) {
     return malformed();
   }
   std::vector<std::string> nodes(node_count);
-  for (auto& n : nodes)
+  size_t check_at = 0, check_end = 0;  // where the check node is in the payload (0.4 on)
+  uint32_t check = 0;
+  for (auto& n : nodes) {
+    size_t at = r.pos();
     if (!r.str(n)) return malformed();
+    if (&n == &nodes.back() && parse_check_name(n, check)) check_at = at, check_end = r.pos();
+  }
+  if (check_end) nodes.pop_back();
   if (!r.varint(count) || count > 4096) return malformed();
   std::vector<seq_entry> out(count);
+  std::vector<bool> named(nodes.size());  // every node but the check is some entry's (a corrupted check is not)
   for (auto& e : out) {
     uint64_t begin = 0, end = 0, node = 0;
     if (!r.varint(begin) || !r.varint(end) || begin > end || end > 0xffffffffull || !r.varint(node) ||
-        node >= node_count || !r.str(e.uuid_prefix)) {
+        node >= nodes.size() || !r.str(e.uuid_prefix)) {
       return malformed();
     }
     e.range = {static_cast<uint32_t>(begin), static_cast<uint32_t>(end)};
     e.node = nodes[node];
+    named[node] = true;
   }
+  if (std::find(named.begin(), named.end(), false) != named.end()) return malformed();
   for (uint8_t i = 0; i < pad; ++i) {
     uint8_t zero = 1;
     if (!r.byte(zero) || zero != 0) return malformed();
   }
-  for (auto& e : out)
+  uint64_t sum = 0;
+  for (auto& e : out) {
     if (!r.varint(e.seq)) return malformed();
+    sum += e.seq;
+  }
   if (!r.done()) return malformed();
+  // Corruption is a 400, never another position: the sum every release writes before the dash,
+  // and (tokens of 0.4 on) the CRC of the payload.
+  if (sum_text != std::to_string(sum)) return malformed();
+  if (check_end) {
+    std::string_view p = payload;
+    if (crypto::crc32(p.substr(check_end), crypto::crc32(p.substr(0, check_at))) != check) return malformed();
+  }
   return out;
 }
 

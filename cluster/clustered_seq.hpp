@@ -1,16 +1,18 @@
 // clustered_seq: the opaque sequence tokens of _changes, "<sum>-<base64url(payload)>".
 //
 // The payload names, for each shard range, the copy a position refers to (node and the first 7 hex
-// digits of the shard file's uuid) and the seq on that copy. <sum> is the sum of the seqs: cosmetic,
-// ignored on input. Clients treat tokens as opaque; any token from an earlier response is a valid
-// `since`.
+// digits of the shard file's uuid) and the seq on that copy. <sum> is the sum of the seqs, checked
+// on input (a token that does not add up is corrupt). Clients treat tokens as opaque; any token
+// from an earlier response is a valid `since`.
 //
 // Payload, version 1 (codec.hpp encodings):
 //   byte 1, byte pad, varint node count, node names (str), varint entry count,
 //   per entry: varint begin, varint end, varint node index, str uuid prefix,
 //   `pad` zero bytes (so the header is a multiple of 3 bytes), then per entry: varint seq.
-// Because the header is a multiple of 3 bytes, its base64 never changes with the seqs: a feed
-// encodes it once and appends base64 of a few seq bytes per row (seq_token_builder).
+// From release 0.4 the last node name is a check, "~" and 8 hex digits of the CRC-32 of the payload
+// without that name: a corrupted token is a 400, never another position. Releases before 0.4 read it
+// as a node no entry names and pass over it; their tokens (without it) are still taken.
+// Because the header is a multiple of 3 bytes, a token is the header's base64 and the seqs'.
 // Pure functions, no I/O.
 #pragma once
 #include <cstdint>
@@ -39,14 +41,16 @@ class seq_token_builder {
   std::string token(const std::vector<uint64_t>& seqs) const;
 
  private:
-  std::string header_base64_;
+  std::string before_check_, after_check_;  // the header around the check node
+  uint32_t fixed_crc_ = 0;                  // CRC-32 of before_check_ and after_check_
 };
 
 std::string encode_seq(const std::vector<seq_entry>& entries);
 
-// The payload of a "<digits>-<base64url>" token (optionally wrapped in double quotes, at most 64 KB);
-// false when it is not shaped so. Shared by _changes' and _db_updates' tokens.
-bool unwrap_token(std::string_view token, std::string& payload);
+// The payload of a "<digits>-<base64url>" token (optionally wrapped in double quotes, at most 64 KB),
+// and its digits in `sum` when asked; false when it is not shaped so. Shared by _changes' and
+// _db_updates' tokens.
+bool unwrap_token(std::string_view token, std::string& payload, std::string_view* sum = nullptr);
 
 // Decodes a token (optionally wrapped in double quotes). "0" decodes to no entries (the start).
 // Anything malformed is errc::bad_request "Malformed sequence supplied in 'since' parameter.".

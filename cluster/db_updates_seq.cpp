@@ -1,5 +1,7 @@
 #include "cluster/db_updates_seq.hpp"
 
+#include <cstdio>
+
 #include "cluster/clustered_seq.hpp"
 #include "node/crypto.hpp"
 #include "storage/codec.hpp"
@@ -12,6 +14,8 @@ constexpr uint8_t payload_version = 1;
 // The name of the entry that carries the `seen` list and `marks` of the entry before it (no node
 // name lacks an '@').
 constexpr std::string_view seen_entry = "~seen";
+// The last entry (0.4 on): the CRC-32 of the payload before it, in 8 hex digits in its log uuid.
+constexpr std::string_view check_entry = "~check";
 constexpr uint64_t max_seen_in_token = 1024;
 constexpr uint64_t max_marks_in_token = 256;
 
@@ -82,7 +86,7 @@ std::string encode_db_updates_seq(const std::vector<node_updates_pos>& nodes) {
   codec::writer w;
   w.byte(payload_tag);
   w.byte(payload_version);
-  size_t count = nodes.size();
+  size_t count = nodes.size() + 1;  // and the check entry
   auto has_blob = [](const node_updates_pos& n) { return !n.seen.empty() || !n.marks.empty(); };
   for (const auto& n : nodes) count += has_blob(n) ? 1 : 0;
   w.varint(count);
@@ -93,12 +97,17 @@ std::string encode_db_updates_seq(const std::vector<node_updates_pos>& nodes) {
     if (has_blob(n)) write_entry(w, seen_entry, "", 0, 0, 0, encode_blob(n), 0);
     sum += n.dbs_seq + n.log_seq;
   }
+  // A corrupted token is a 400, never another position; releases before 0.4 pass over this entry.
+  char crc[9];
+  std::snprintf(crc, sizeof crc, "%08x", crypto::crc32(w.data()));
+  write_entry(w, check_entry, "", 0, 0, 0, crc, 0);
   return std::to_string(sum) + "-" + crypto::base64_encode(w.data(), /*url=*/true);
 }
 
 result<std::vector<node_updates_pos>> decode_db_updates_seq(std::string_view token) {
   std::string payload;
-  if (!unwrap_token(token, payload)) return not_ours();
+  std::string_view sum_text;
+  if (!unwrap_token(token, payload, &sum_text)) return not_ours();
   codec::reader r(payload);
   uint8_t tag = 0, version = 0;
   uint64_t count = 0;
@@ -108,12 +117,26 @@ result<std::vector<node_updates_pos>> decode_db_updates_seq(std::string_view tok
   }
   std::vector<node_updates_pos> out;
   bool blob_taken = false;  // the entry before has its blob already
+  uint64_t sum = 0;
   for (uint64_t k = 0; k < count; ++k) {
+    const size_t entry_at = r.pos();
     node_updates_pos n;
     uint64_t index = 0, time = 0;
     if (!r.str(n.node) || n.node.empty() || !r.str(n.dbs_uuid) || !r.varint(n.dbs_seq) || !r.varint(index) ||
         index > UINT32_MAX || !r.varint(time) || time > INT64_MAX || !r.str(n.log_uuid) || !r.varint(n.log_seq)) {
       return not_ours();
+    }
+    sum += n.dbs_seq + n.log_seq;
+    // The check entry is known by its shape as well as its name (a log uuid of 8 hex digits, where
+    // a member's is a 7-digit prefix, and zeros), so that a corrupted name is not read as a member.
+    const bool check_shaped = n.dbs_uuid.empty() && n.dbs_seq == 0 && index == 0 && time == 0 && n.log_seq == 0 &&
+                              n.log_uuid.size() == 8 &&
+                              n.log_uuid.find_first_not_of("0123456789abcdef") == std::string::npos;
+    if (n.node == check_entry || check_shaped) {  // last, over everything before it
+      char crc[9];
+      std::snprintf(crc, sizeof crc, "%08x", crypto::crc32(std::string_view(payload).substr(0, entry_at)));
+      if (n.node != check_entry || !check_shaped || k + 1 != count || n.log_uuid != crc) return not_ours();
+      continue;
     }
     if (n.node == seen_entry) {
       if (out.empty() || blob_taken || !decode_blob(n.log_uuid, out.back())) return not_ours();
@@ -125,7 +148,7 @@ result<std::vector<node_updates_pos>> decode_db_updates_seq(std::string_view tok
     n.dbs_time = static_cast<int64_t>(time);
     out.push_back(std::move(n));
   }
-  if (!r.done() || out.empty()) return not_ours();
+  if (!r.done() || out.empty() || sum_text != std::to_string(sum)) return not_ours();
   return out;
 }
 

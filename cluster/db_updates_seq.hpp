@@ -10,7 +10,10 @@
 // per event 8 bytes of id and varint seconds before the catalog time; varint count, then per mark
 // str node, str catalog uuid prefix, varint seq, varint index) and zeros elsewhere: releases before 0.4
 // take it for a member they do not know and pass over it, so tokens still go both ways between
-// releases in a rolling upgrade or downgrade.
+// releases in a rolling upgrade or downgrade. From 0.4 a last entry named "~check" carries the CRC-32
+// of the payload before it (8 hex digits in its log uuid string), and <sum> (dbs and log seqs added)
+// is checked: a corrupted token is a 400, never another position. Tokens of 0.3 (no check entry)
+// are still taken; 0.3 passes over the check entry as over "~seen".
 // Pure functions, no I/O.
 #pragma once
 #include <cstdint>

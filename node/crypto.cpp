@@ -4,6 +4,7 @@
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
 #include <openssl/rand.h>
+#include <zlib.h>
 
 #include <cstdlib>
 #include <stdexcept>
@@ -182,6 +183,11 @@ bool base64_decode(const std::string& text, std::string& out) {
     }
   }
   return pad <= 2 && bits < 6;
+}
+
+uint32_t crc32(std::string_view data, uint32_t crc) {
+  return static_cast<uint32_t>(
+      ::crc32_z(crc, reinterpret_cast<const Bytef*>(data.data()), static_cast<z_size_t>(data.size())));
 }
 
 }  // namespace settee::crypto

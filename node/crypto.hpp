@@ -49,4 +49,8 @@ namespace settee::crypto {
 std::string base64_encode(const std::string& data, bool url = false);
 bool base64_decode(const std::string& text, std::string& out);
 
+// CRC-32 (zlib's) of `data`, continuing from `crc` (0 to start): a checksum against corruption,
+// not against forgery.
+uint32_t crc32(std::string_view data, uint32_t crc = 0);
+
 }  // namespace settee::crypto

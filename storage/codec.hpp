@@ -27,6 +27,7 @@ class reader {
   bool skip_str();  // passes over a string without copying it
   bool byte(uint8_t& b);
   bool done() const { return pos_ == in_.size(); }
+  size_t pos() const { return pos_; }  // bytes read so far
 
  private:
   std::string_view in_;

@@ -255,7 +255,7 @@ TEST_CASE("a token with a seen list keeps release 0.3's layout: the list is an e
   REQUIRE((r.byte(tag) && r.byte(version) && r.varint(count)));
   CHECK(tag == 'U');
   CHECK(version == 1);
-  REQUIRE(count == 2);
+  REQUIRE(count == 3);
   std::vector<std::string> nodes;
   for (uint64_t k = 0; k < count; ++k) {
     std::string node, dbs_uuid, log_uuid;
@@ -266,7 +266,7 @@ TEST_CASE("a token with a seen list keeps release 0.3's layout: the list is an e
     if (k == 1) CHECK((dbs_uuid.empty() && seq == 0 && log_seq == 0));  // not a catalog it would read
   }
   CHECK(r.done());
-  CHECK(nodes == std::vector<std::string>{"n1@h", "~seen"});
+  CHECK(nodes == std::vector<std::string>{"n1@h", "~seen", "~check"});
 
   auto back = decode_db_updates_seq(token);
   REQUIRE(back.ok());
