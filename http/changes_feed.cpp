@@ -293,8 +293,13 @@ bool changes_feed::wanted(const change_row& r) {
 }
 
 bool changes_feed::next(std::string& row) {
-  for (;;) {
+  paused_ = false;
+  for (size_t skipped = 0;; ++skipped) {
     if (!error_) return false;
+    if (skipped == skip_budget) {
+      paused_ = true;
+      return false;
+    }
     // The shard whose next change was committed first (descending: last) goes next.
     int best = -1;
     for (size_t i = 0; i < shards_.size(); ++i) {

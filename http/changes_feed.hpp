@@ -47,8 +47,13 @@ class changes_feed {
 
   // Positions the feed at `since` ("0", "now" or a token). Errors: malformed token (400), shards.
   status start(const std::string& since);
-  // The next row as JSON text, or false when there is nothing new right now (or error() is set).
+  // The next row as JSON text, or false when there is nothing new right now (or error() is set),
+  // or when it passed over `skip_budget` changes a filter did not want (then paused() is true: call
+  // again, after letting the server see to its clients, so that a filter that matches nothing
+  // never holds a worker for a whole database, nor after its client left).
   bool next(std::string& row);
+  bool paused() const { return paused_; }
+  static constexpr size_t skip_budget = 2000;
   // What stopped the feed: a change or document that could not be read (logged with its shard and
   // key). The feed never skips past it; the response must end as failed, not as complete.
   const status& error() const { return error_; }
@@ -115,6 +120,7 @@ class changes_feed {
   std::vector<std::pair<std::string, resolved_since::how>> resolutions_;
   uint64_t emitted_ = 0;
   uint64_t closed_seq_ = 0;  // a closed shard's feed: its position (rows come in seq order)
+  bool paused_ = false;
   status error_;
 };
 

@@ -210,8 +210,10 @@ class changes_source final : public feed_source {
       row = std::move(primed_row_);
       return true;
     }
-    return feed_->next(row) || (reshaped() && feed_->next(row));
+    if (feed_->next(row)) return true;
+    return !feed_->paused() && reshaped() && feed_->next(row);
   }
+  bool paused() const override { return feed_->paused(); }
   const status& error() const override { return feed_->error(); }
   std::string token() const override { return feed_->token(); }
   std::string token_json() const override { return feed_->token_json(); }

@@ -73,6 +73,7 @@ class feed_stream final : public response_stream {
         uint64_t seen = node_.notifier->version(key_);
         if (!feed_.next(row_)) {
           if (!feed_.error()) return abort();
+          if (feed_.paused()) return more();
           if (steady::now() < longpoll_deadline_ && feed_.alive()) return wait_for(seen, longpoll_deadline_);
         } else {
           have_row_ = true;
@@ -88,6 +89,7 @@ class feed_stream final : public response_stream {
     while (out.size() < chunk_bytes) {
       if (limit_reached() || !feed_.next(row_)) {
         if (!feed_.error()) return abort();
+        if (!limit_reached() && feed_.paused()) return more();
         out += "\n],\n" + last_seq_fields();
         if (std::string res = feed_.since_resolution(); !res.empty()) out += ",\"since_resolution\":" + res;
         out += "}\n";
@@ -115,6 +117,7 @@ class feed_stream final : public response_stream {
     if (!feed_.error()) return abort();
     auto now = steady::now();
     if (!out.empty()) reset_timers(now);
+    if (feed_.paused() && !limit_reached()) return more();
     if (limit_reached() || !feed_.alive()) {  // the limit, or the database was deleted: end the feed
       if (!es) out += "{" + last_seq_fields() + "}\n";
       return done();

@@ -33,6 +33,9 @@ class feed_source {
   virtual bool next(std::string& row) = 0;
   // What stopped the feed (the response then ends as failed, never as complete); ok otherwise.
   virtual const status& error() const = 0;
+  // True when next() returned false only to give the worker back (it passed over many rows a
+  // filter did not want): there may be more right away.
+  virtual bool paused() const { return false; }
   // The token of the position after the last row, and as JSON (default: a string).
   virtual std::string token() const = 0;
   virtual std::string token_json() const;

@@ -540,6 +540,17 @@ void http_server::impl::serve(http_conn& c) {
   }
 }
 
+namespace {
+
+// True when the client closed its side or the connection broke (a pipelined byte is not leaving).
+bool client_left(const http_conn& c) {
+  char byte;
+  ssize_t n = ::recv(c.fd, &byte, 1, MSG_PEEK | MSG_DONTWAIT);
+  return n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR);
+}
+
+}  // namespace
+
 // Runs the stream until it ends (true: serve the next request), waits, or the socket is full.
 bool http_server::impl::pump(http_conn& c) {
   size_t budget = stream_write_budget;
@@ -588,7 +599,18 @@ bool http_server::impl::pump(http_conn& c) {
       log::error(std::string("a streamed response failed: ") + e.what());
       c.next = pump_result{pump_result::next::done, {}, 0, {}};
     }
-    if (text.empty()) continue;
+    if (text.empty()) {
+      // A stream that produced nothing but wants more (a filter passing over many changes) gives
+      // the worker back between turns, and ends when its client has left: it never scans on for
+      // nobody.
+      if (c.next.then != pump_result::next::more) continue;
+      if (client_left(c)) {
+        c.next.then = pump_result::next::abort;
+        continue;
+      }
+      budget = 0;
+      continue;
+    }
     budget -= std::min(budget, text.size());
     if (c.chunked)
       append_chunk(c.out, text);
