@@ -4,10 +4,12 @@ catastrophic patterns, selectors quadratic in their keys. Each case checks the n
 and answered in bounded time."""
 import json
 import random
+import signal
+import threading
 import time
 import urllib.parse
 
-from harness import NodeTest, main
+from harness import Node, NodeTest, main
 
 
 class HostileRound2(NodeTest):
@@ -108,6 +110,34 @@ class HostileRound2(NodeTest):
                 self.assertEqual(r.json["error"], "bad_content_type", path)
         r = self.node.post("/rx/_ensure_full_commit", raw_body="", headers={"Content-Type": "application/json"})
         self.assertEqual(r.status, 201)
+
+
+class StopsWhileBusy(NodeTest):
+    """A node busy matching `^(a|a)*b$` (14.7 s of CPU for 29 characters, doubling per character)
+    could not be stopped by SIGTERM within 3 s."""
+
+    def test_sigterm_is_prompt_while_clients_send_catastrophic_patterns(self):
+        node = Node().start()
+        try:
+            assert node.put("/busy").status == 201
+            assert node.put("/busy/d", {"v": "a" * 40}).status == 201
+            callers = [threading.Thread(target=lambda: self.call_quietly(node), daemon=True) for _ in range(4)]
+            for t in callers:
+                t.start()
+            time.sleep(0.5)
+            t0 = time.monotonic()
+            node.proc.send_signal(signal.SIGTERM)
+            node.proc.wait(timeout=30)
+            self.assertLess(time.monotonic() - t0, 3)
+        finally:
+            node.cleanup()
+
+    @staticmethod
+    def call_quietly(node):
+        try:
+            node.call("POST", "/busy/_changes?filter=_selector", {"selector": {"v": {"$regex": "^(a|a)*b$"}}})
+        except Exception:  # noqa: BLE001 - the node stopping under it is the point
+            pass
 
 
 class FilterYields(NodeTest):
