@@ -180,8 +180,11 @@ class BadInputFuzz(NodeTest):
         rng = random.Random(seed)
         self.new_db("fz")
         self.node.put("/fz/doc", {"v": 1})
-        self.node.put("/fz/long", {"v": "a" * 100000, "w": 1})
-        self.node.put("/fz/ab", {"v": "ab" * 10000})
+        # $regex selectors read a database of their own that the fuzz does not grow (a filtered
+        # feed reads every document: over `fz`, which the fuzz keeps adding to, the run grew quadratic).
+        self.new_db("fzr")
+        for doc_id, value in (("long", "a" * 100000), ("ab", "ab" * 10000), ("short", "Ann Smith")):
+            self.node.put(f"/fzr/{doc_id}", {"v": value, "w": 1})
         tokens = [self.node.get("/fz/_changes?limit=1").json["last_seq"],
                   self.node.get("/_db_updates").json["last_seq"]]
         statuses = {}
@@ -201,7 +204,7 @@ class BadInputFuzz(NodeTest):
                            rng.choice(BODIES), "application/json", rng.random() < 0.5)
                 continue
             if kind < 0.14:  # $regex selectors against long values
-                self.check(seed, i, statuses, "POST", "/fz/_changes?filter=_selector", regex_body(rng),
+                self.check(seed, i, statuses, "POST", "/fzr/_changes?filter=_selector", regex_body(rng),
                            "application/json", True)
                 continue
             if kind < 0.18:  # corrupted tokens
