@@ -229,7 +229,7 @@ int on_headers_complete(http_parser* p) {
   // 100 Continue only where a body is to come (a request without one is answered at once).
   const bool body_follows = (p->flags & F_CHUNKED) != 0 || (has_length && p->content_length > 0);
   c.send_continue = strcasecmp(c.req->get_header_value("Expect").c_str(), "100-continue") == 0 && body_follows;
-  c.body_deadline = body_follows ? now_ms() + body_allowance_ms(c.opts, has_length ? p->content_length : 0) : 0;
+  c.body_deadline = body_follows ? now_ms() + body_allowance_ms(c.opts, has_length ? p->content_length : 0) : INT64_MAX;
   return 0;
 }
 
