@@ -86,7 +86,7 @@ void create_db(ctx& c, const std::string& name) {
   if (!db) return c.error(db.error());
   share_catalog(c);
   c.reply(201, json{{"ok", true}});
-  c.res.set_header("Location", "/" + name);
+  c.set_location({name});
 }
 
 void delete_db(ctx& c, const std::string& name) {

@@ -463,7 +463,7 @@ void reply_written(ctx& c, const std::string& id, const doc_result& r, bool batc
     c.reply(quorum_met ? 201 : 202, json{{"ok", true}, {"id", id}, {"rev", rev}});
   }
   reply_etag(c, rev);
-  c.res.set_header("Location", "/" + c.path[0] + "/" + id);
+  if (!batch) c.set_location({c.path[0], id});  // CouchDB's batch=ok answer has none
 }
 
 // Writes one document to w copies (the `w` query parameter, default n/2+1).
@@ -946,7 +946,7 @@ void write_attachment(ctx& c, const db_meta& db, const std::string& doc_id, cons
   json out{{"ok", true}, {"id", doc_id}, {"rev", r->rev.str()}};
   if (!put) return c.reply(200, out);
   c.reply(written->quorum_met ? 201 : 202, out);
-  c.res.set_header("Location", "/" + c.path[0] + "/" + percent_encode(doc_id) + "/" + percent_encode(att));
+  c.set_location({c.path[0], doc_id, att});
 }
 
 }  // namespace

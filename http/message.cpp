@@ -27,7 +27,7 @@ std::string percent_encode(std::string_view s) {
   static const char hex[] = "0123456789ABCDEF";
   std::string out;
   for (unsigned char ch : s) {
-    if (std::isalnum(ch) || ch == '-' || ch == '.' || ch == '_' || ch == '~') {
+    if (std::isalnum(ch) || ch == '-' || ch == '.' || ch == '_' || ch == ':') {
       out += static_cast<char>(ch);
     } else {
       out += '%';

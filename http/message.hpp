@@ -66,7 +66,8 @@ struct http_response {
 // Decodes a query string (a=1&b=x%20y; '+' is a space) into `out`.
 void parse_query(std::string_view query, http_params& out);
 // Percent-decoding ('+' stays '+' unless `plus_is_space`).
-// Percent-encodes everything but RFC 3986's unreserved characters (for a Location header).
+// Percent-encodes every byte but letters, digits and `_ . - :`, as CouchDB's couch_util:url_encode
+// (for a Location header: `/` in an id or a name is %2F, a control character never goes raw).
 std::string percent_encode(std::string_view s);
 std::string percent_decode(std::string_view s, bool plus_is_space = false);
 // The reason phrase of a status code, as CouchDB sends it.

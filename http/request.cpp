@@ -1,5 +1,7 @@
 #include "http/request.hpp"
 
+#include <strings.h>
+
 #include <algorithm>
 #include <cerrno>
 #include <cstdlib>
@@ -71,10 +73,22 @@ void ctx::error(const status& st) {
   std::string reason = st.reason;
   if (st.code == errc::not_found && reason.empty()) reason = "missing";
   reply(http_status_of(st.code), json{{"error", error_name_of(st.code)}, {"reason", reason}});
-  if (st.code == errc::unauthorized && !req.has_header("X-Requested-With")) {
-    // Like CouchDB: ask browsers for Basic credentials, but not AJAX clients.
-    res.set_header("WWW-Authenticate", "Basic realm=\"server\"");
-  }
+  // No WWW-Authenticate, as CouchDB 3: a browser app with its own sign-in form gets no native dialog.
+}
+
+std::string ctx::absolute_uri(const std::string& path) const {
+  std::string host = req.get_header_value("X-Forwarded-Host");
+  if (host.empty()) host = req.get_header_value("Host");
+  if (host.empty()) return path;  // HTTP/1.0 without a Host: the path alone
+  bool https = strcasecmp(req.get_header_value("X-Forwarded-Ssl").c_str(), "on") == 0 ||
+               strcasecmp(req.get_header_value("X-Forwarded-Proto").c_str(), "https") == 0;
+  return (https ? "https://" : "http://") + host + path;
+}
+
+void ctx::set_location(const std::vector<std::string>& parts) {
+  std::string path;
+  for (const std::string& p : parts) path += "/" + percent_encode(p);
+  res.set_header("Location", absolute_uri(path));
 }
 
 void ctx::method_not_allowed(const char* methods) {

@@ -101,6 +101,12 @@ struct ctx {
   // validate_ctype; it also keeps cross-site HTML forms, which cannot send that type, out).
   status require_json_content() const;
 
+  // "<scheme>://<host><path>" as CouchDB's absolute_uri: the host from X-Forwarded-Host, else Host;
+  // https when X-Forwarded-Ssl is "on" or X-Forwarded-Proto "https". `path` is already encoded.
+  std::string absolute_uri(const std::string& path) const;
+  // Location: the absolute URI of /<db>[/<id>[/<attachment>]], each part percent-encoded.
+  void set_location(const std::vector<std::string>& parts);
+
   void reply(int status, const json& body);
   void reply_raw(int status, std::string body, const char* content_type = "application/json");
   void error(const status& st);

@@ -169,14 +169,14 @@ class AttachmentsByName(NodeTest):
         r1 = put_raw(n, "/byname/d1/hello.txt", b"hello world", "text/plain")
         self.assertEqual(r1.status, 201, r1)
         self.assertEqual(set(r1.json), {"ok", "id", "rev"})
-        self.assertEqual(r1.header("Location"), "/byname/d1/hello.txt")
+        self.assertEqual(r1.header("Location"), f"http://127.0.0.1:{n.port}/byname/d1/hello.txt")
         self.assertTrue(r1.json["rev"].startswith("1-"))
         g = n.get("/byname/d1/hello.txt")
         self.assertEqual((g.status, g.data, g.header("Content-Type")), (200, b"hello world", "text/plain"))
         # A second attachment by ?rev=, a name with '/' and no Content-Type (CouchDB's default type).
         r2 = n.request("PUT", f"/byname/d1/dir/b.bin?rev={r1.json['rev']}", raw_body=b"\x00\x01")
         self.assertEqual(r2.status, 201, r2)
-        self.assertEqual(r2.header("Location"), "/byname/d1/dir%2Fb.bin")
+        self.assertEqual(r2.header("Location"), f"http://127.0.0.1:{n.port}/byname/d1/dir%2Fb.bin")
         atts = n.get("/byname/d1").json["_attachments"]
         self.assertEqual(atts["hello.txt"]["revpos"], 1)
         self.assertEqual(atts["dir/b.bin"], {"content_type": "application/octet-stream", "revpos": 2,

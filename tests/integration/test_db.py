@@ -13,7 +13,7 @@ class Databases(NodeTest):
     def test_create_info_delete(self):
         r = self.node.put("/lifecycle")
         self.assertEqual((r.status, r.json), (201, {"ok": True}))
-        self.assertEqual(r.header("Location"), "/lifecycle")
+        self.assertEqual(r.header("Location"), f"http://127.0.0.1:{self.node.port}/lifecycle")
         self.assertError(self.node.put("/lifecycle"), 412, "file_exists",
                          "The database could not be created, the file already exists.")
         info = self.node.get("/lifecycle").json
@@ -122,7 +122,7 @@ class Databases(NodeTest):
         r = self.node.post("/posting", {"x": 1})
         self.assertEqual(r.status, 201)
         self.assertEqual(len(r.json["id"]), 32)
-        self.assertEqual(r.header("Location"), "/posting/" + r.json["id"])
+        self.assertEqual(r.header("Location"), f"http://127.0.0.1:{self.node.port}/posting/" + r.json["id"])
         r = self.node.post("/posting", {"_id": "chosen", "x": 1})
         self.assertEqual(r.json["id"], "chosen")
         r = self.node.request("POST", "/posting", raw_body='{"x":1}', headers={"Content-Type": "text/plain"})

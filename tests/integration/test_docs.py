@@ -21,7 +21,7 @@ class Documents(NodeTest):
         rev1 = r.json["rev"]
         self.assertRegex(rev1, REV)
         self.assertEqual(r.header("ETag"), f'"{rev1}"')
-        self.assertEqual(r.header("Location"), "/docs/a")
+        self.assertEqual(r.header("Location"), f"http://127.0.0.1:{self.node.port}/docs/a")
         g = self.node.get("/docs/a")
         self.assertEqual(g.json, {"_id": "a", "_rev": rev1, "name": "x", "n": [1, 2]})
         self.assertEqual(list(g.json), ["_id", "_rev", "name", "n"])  # field order kept
