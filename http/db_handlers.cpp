@@ -75,14 +75,11 @@ void create_db(ctx& c, const std::string& name) {
       return c.error(errc::bad_request, "`partitioned` parameter can only be set to true or false.");
     if (v == "true") return c.error(errc::not_implemented, "partitioned databases are not supported by settee yet");
   }
-  if (*n > members.size()) {
-    return c.error(errc::bad_request, "The `n` value (" + std::to_string(*n) +
-                                          ") exceeds the number of cluster nodes (" + std::to_string(members.size()) +
-                                          ").");
-  }
+  // More copies than nodes: one on each node, as CouchDB (mem3 places at most one per node).
+  const uint32_t copies = std::min<uint32_t>(*n, static_cast<uint32_t>(members.size()));
   // Look at `_dbs` as peers pushed it: the name may have been taken on another node a moment ago.
   if (auto st = c.node.coord.catalog().reload(); !st) return c.error(st);
-  auto db = c.node.coord.catalog().create(name, *q, *n, members, c.node.new_db_security);
+  auto db = c.node.coord.catalog().create(name, *q, copies, members, c.node.new_db_security);
   if (!db) return c.error(db.error());
   share_catalog(c);
   c.reply(201, json{{"ok", true}});

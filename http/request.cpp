@@ -106,7 +106,7 @@ std::vector<std::string> split_path(const std::string& target) {
     if (i >= path.size()) break;
     size_t j = path.find('/', i);
     if (j == std::string_view::npos) j = path.size();
-    out.push_back(percent_decode(path.substr(i, j - i)));
+    out.push_back(percent_decode(path.substr(i, j - i), /*plus_is_space=*/true));  // as mochiweb's unquote
     i = j;
   }
   return out;

@@ -79,6 +79,8 @@ void dispatch_db(ctx& c, const db_meta& db, const json& security) {
   auto& p = c.path;
   const std::string& what = p[1];
   if (const char* feature = feature_of(db_not_built, what)) return reply_not_built(c, feature);
+  if (what == "_temp_view" && p.size() == 2)  // as CouchDB 2 and later
+    return c.error(errc::gone, "Temporary views are not supported in CouchDB");
   if ((what == "_all_docs" || what == "_local_docs") && p.size() == 3 && p[2] == "queries")
     return reply_not_built(c, "multiple queries (/queries)");
   // Documents in _replicator would never run: refused, never stored as if they would.

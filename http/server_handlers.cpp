@@ -162,11 +162,18 @@ void handle_session(ctx& c) {
   json body;
   if (type.rfind("application/x-www-form-urlencoded", 0) == 0) {
     body = parse_form(c.req.body);
-  } else {
+  } else if (type.rfind("application/json", 0) == 0) {
     auto j = parse_json(c.req.body, session_json_max_depth, nullptr);
     if (!j || !j->is_object()) return c.error(errc::bad_request, "Request body must be a JSON object");
     body = std::move(*j);
+  } else {
+    return c.error(errc::bad_content_type,
+                   "Content-Type must be application/json or application/x-www-form-urlencoded");
   }
+  // As couch_httpd_auth: `name` (or `username`) is required; a missing password is an empty one.
+  if (!body.contains("name") && body.contains("username")) body["name"] = body["username"];
+  if (!body.contains("name")) return c.error(errc::bad_request, "request body must contain a username");
+  if (!body.contains("password")) body["password"] = "";
   if (!body["name"].is_string() || !body["password"].is_string()) {
     return c.error(errc::unauthorized, "Name or password is incorrect.");
   }

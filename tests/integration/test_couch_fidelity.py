@@ -64,5 +64,52 @@ class Unauthorized(NodeTest):
             self.assertIsNone(r.header("WWW-Authenticate"), r)
 
 
+class DatabaseCreation(NodeTest):
+    """Item 9: `n` above the node count is capped (201, one copy per node, as mem3 places them), and
+    `+` in a path is a space (mochiweb_util:unquote, which chttpd uses for path segments)."""
+
+    def test_n_is_capped(self):
+        r = self.node.put("/capped?n=5&q=2")
+        self.assertEqual(r.status, 201, r)
+        shards = self.node.get("/capped/_shards").json["shards"]
+        self.assertEqual([len(nodes) for nodes in shards.values()], [1, 1])
+        self.assertError(self.node.put("/zero?n=0"), 400, "bad_request")
+
+    def test_plus_in_a_path_is_a_space(self):
+        n = self.node
+        assert n.put("/plus").status == 201
+        r = n.put("/plus/a+b", {"x": 1})
+        self.assertEqual(r.json["id"], "a b")
+        self.assertEqual(n.get("/plus/a%20b").json["x"], 1)
+        r = n.put("/plus/c%2Bd", {"x": 2})
+        self.assertEqual(r.json["id"], "c+d")
+        self.assertEqual(n.get("/plus/c%2Bd").json["x"], 2)
+        self.assertEqual(n.get("/plus/c+d").status, 404)
+        # A database name with `+` must say so as %2B; a raw one names "a b", which is illegal.
+        self.assertError(n.put("/x+y"), 400, "illegal_database_name")
+        self.assertEqual(n.put("/x%2By").status, 201)
+
+
+class SmallCorners(NodeTest):
+    """Item 13 (and 7's `_temp_view`), each from CouchDB's source."""
+
+    def test_session_body(self):
+        n = self.node
+        # couch_httpd_auth: extract_username throws bad_request without `name` (or `username`).
+        self.assertError(n.post("/_session", {}, auth=False), 400, "bad_request",
+                         "request body must contain a username")
+        self.assertError(n.request("POST", "/_session", raw_body="name=x", auth=False,
+                                   headers={"Content-Type": "text/plain"}), 415, "bad_content_type")
+        self.assertError(n.post("/_session", {"name": "admin"}, auth=False), 401, "unauthorized")
+        r = n.post("/_session", {"username": n.admin[0], "password": n.admin[1]}, auth=False)
+        self.assertEqual(r.status, 200, r)
+        self.assertEqual(r.json["name"], n.admin[0])
+
+    def test_temp_view_is_gone(self):
+        assert self.node.put("/tv").status == 201
+        self.assertError(self.node.post("/tv/_temp_view", {"map": "function(doc){}"}), 410, "gone",
+                         "Temporary views are not supported in CouchDB")
+
+
 if __name__ == "__main__":
     main()
