@@ -113,9 +113,13 @@ void handle_uuids(ctx& c) {
   }
   json ids = json::array();
   for (int64_t i = 0; i < count; ++i) ids.push_back(next_uuid());
+  // As chttpd_misc's: an ETag of the uuids and cache-busting headers (a cache must never replay them).
+  std::string etag = "\"" + crypto::md5_hex(ids.dump()) + "\"";
   c.reply(200, json{{"uuids", ids}});
-  c.res.set_header("Cache-Control", "must-revalidate, no-cache");
+  c.res.set_header("Cache-Control", "no-cache");
   c.res.set_header("Pragma", "no-cache");
+  c.res.set_header("Expires", "Mon, 01 Jan 1990 00:00:00 GMT");
+  c.res.set_header("ETag", etag);
 }
 
 namespace {

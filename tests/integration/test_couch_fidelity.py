@@ -105,6 +105,15 @@ class SmallCorners(NodeTest):
         self.assertEqual(r.status, 200, r)
         self.assertEqual(r.json["name"], n.admin[0])
 
+    def test_uuids_headers(self):
+        # chttpd_misc:handle_uuids_req: an ETag and cache-busting headers.
+        r = self.node.get("/_uuids?count=3")
+        self.assertEqual(r.header("Cache-Control"), "no-cache")
+        self.assertEqual(r.header("Pragma"), "no-cache")
+        self.assertEqual(r.header("Expires"), "Mon, 01 Jan 1990 00:00:00 GMT")
+        self.assertRegex(r.header("ETag"), r'^"[0-9a-f]{32}"$')
+        self.assertNotEqual(r.header("ETag"), self.node.get("/_uuids?count=3").header("ETag"))
+
     def test_temp_view_is_gone(self):
         assert self.node.put("/tv").status == 201
         self.assertError(self.node.post("/tv/_temp_view", {"map": "function(doc){}"}), 410, "gone",
