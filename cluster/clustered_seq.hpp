@@ -9,10 +9,12 @@
 //   byte 1, byte pad, varint node count, node names (str), varint entry count,
 //   per entry: varint begin, varint end, varint node index, str uuid prefix,
 //   `pad` zero bytes (so the header is a multiple of 3 bytes), then per entry: varint seq.
-// From release 0.4 the last node name is a check, "~" and 8 hex digits of the CRC-32 of the payload
-// without that name: a corrupted token is a 400, never another position. Releases before 0.4 read it
-// as a node no entry names and pass over it; their tokens (without it) are still taken.
-// Because the header is a multiple of 3 bytes, a token is the header's base64 and the seqs'.
+// From release 0.4 the first node name is a check, "~", 8 hex digits of the CRC-32 of the payload
+// without that name, and up to two '~' that make the header up to it a multiple of 3 bytes: a
+// corrupted token is a 400, never another position. Releases before 0.4 read it as a node no entry
+// names and pass over it; their tokens (without it) are still taken.
+// The header up to the check, the rest of the header and the seqs are each a multiple of 3 bytes
+// (but the seqs), so a feed encodes the rest once and each token only the check and the seqs.
 // Pure functions, no I/O.
 #pragma once
 #include <cstdint>
@@ -41,8 +43,10 @@ class seq_token_builder {
   std::string token(const std::vector<uint64_t>& seqs) const;
 
  private:
-  std::string before_check_, after_check_;  // the header around the check node
-  uint32_t fixed_crc_ = 0;                  // CRC-32 of before_check_ and after_check_
+  std::string before_check_;  // version, pad, node count
+  size_t check_length_ = 0;   // of the check name
+  std::string after_base64_;  // the header after the check node: other nodes, entries, pad
+  uint32_t fixed_crc_ = 0;    // CRC-32 of the header without the check node
 };
 
 std::string encode_seq(const std::vector<seq_entry>& entries);
