@@ -19,6 +19,13 @@ constexpr std::string_view check_entry = "~check";
 constexpr uint64_t max_seen_in_token = 1024;
 constexpr uint64_t max_marks_in_token = 256;
 
+// The check entry's value: the CRC-32 of `bytes` in 8 lowercase hex digits.
+std::string crc_hex(std::string_view bytes) {
+  char crc[9];
+  std::snprintf(crc, sizeof crc, "%08x", crypto::crc32(bytes));
+  return crc;
+}
+
 status not_ours() {
   return {errc::bad_request, "`since` is not a _db_updates sequence issued by this cluster"};
 }
@@ -98,9 +105,7 @@ std::string encode_db_updates_seq(const std::vector<node_updates_pos>& nodes) {
     sum += n.dbs_seq + n.log_seq;
   }
   // A corrupted token is a 400, never another position; releases before 0.4 pass over this entry.
-  char crc[9];
-  std::snprintf(crc, sizeof crc, "%08x", crypto::crc32(w.data()));
-  write_entry(w, check_entry, "", 0, 0, 0, crc, 0);
+  write_entry(w, check_entry, "", 0, 0, 0, crc_hex(w.data()), 0);
   return std::to_string(sum) + "-" + crypto::base64_encode(w.data(), /*url=*/true);
 }
 
@@ -133,9 +138,9 @@ result<std::vector<node_updates_pos>> decode_db_updates_seq(std::string_view tok
                               n.log_uuid.size() == 8 &&
                               n.log_uuid.find_first_not_of("0123456789abcdef") == std::string::npos;
     if (n.node == check_entry || check_shaped) {  // last, over everything before it
-      char crc[9];
-      std::snprintf(crc, sizeof crc, "%08x", crypto::crc32(std::string_view(payload).substr(0, entry_at)));
-      if (n.node != check_entry || !check_shaped || k + 1 != count || n.log_uuid != crc) return not_ours();
+      if (n.node != check_entry || !check_shaped || k + 1 != count ||
+          n.log_uuid != crc_hex(std::string_view(payload).substr(0, entry_at)))
+        return not_ours();
       continue;
     }
     if (n.node == seen_entry) {

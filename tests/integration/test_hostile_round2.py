@@ -174,15 +174,30 @@ class CorruptedTokens(NodeTest):
 
     ALPHABET = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz-_"
 
-    def corruptions(self, token, count, seed):
+    def assertCorruptionsRefused(self, path, token, rows, error):
+        """400 random one-character corruptions of `token` as `since` on `path`: each is a 400 whose
+        body has the fields of `error`, or reads the very rows `rows(response)` the token reads."""
+        want = rows(self.node.get(f"{path}?since={token}"))
+        seed = int(time.time())
+        print(f"\n  TOKEN_SEED={seed}")
         rng = random.Random(seed)
-        out = set()
-        while len(out) < count:
+        bad = set()
+        while len(bad) < 400:
             i = rng.randrange(len(token))
             c = rng.choice(self.ALPHABET)
             if c != token[i]:
-                out.add(token[:i] + c + token[i + 1:])
-        return sorted(out)
+                bad.add(token[:i] + c + token[i + 1:])
+        refused = 0
+        for b in sorted(bad):
+            r = self.node.get(f"{path}?since={urllib.parse.quote(b)}")
+            if r.status == 400:
+                self.assertEqual({k: r.json.get(k) for k in error}, error)
+                refused += 1
+            else:
+                self.assertEqual(r.status, 200, (b, r))
+                self.assertEqual(rows(r), want, b)
+        self.assertGreater(refused, 380)
+        return want
 
     def test_changes_tokens(self):
         n = self.node
@@ -190,41 +205,19 @@ class CorruptedTokens(NodeTest):
         for i in range(40):
             assert n.put(f"/tok/d{i}", {"i": i}).status == 201
         mid = n.get("/tok/_changes?limit=20").json["last_seq"]
-        want = [row["id"] for row in n.get(f"/tok/_changes?since={mid}").json["results"]]
+        want = self.assertCorruptionsRefused(
+            "/tok/_changes", mid, lambda r: [row["id"] for row in r.json["results"]],
+            {"error": "bad_request", "reason": "Malformed sequence supplied in 'since' parameter."})
         self.assertEqual(len(want), 20)
-        seed = int(time.time())
-        print(f"\n  TOKEN_SEED={seed}")
-        refused = 0
-        for bad in self.corruptions(mid, 400, seed):
-            r = n.get(f"/tok/_changes?since={urllib.parse.quote(bad)}")
-            if r.status == 400:
-                self.assertEqual(r.json, {"error": "bad_request",
-                                          "reason": "Malformed sequence supplied in 'since' parameter."})
-                refused += 1
-            else:
-                self.assertEqual(r.status, 200, (bad, r))
-                self.assertEqual([row["id"] for row in r.json["results"]], want, bad)
-        self.assertGreater(refused, 380)
 
     def test_db_updates_tokens(self):
         n = self.node
         for i in range(5):
             assert n.put(f"/dbu{i}").status == 201
-        feed = n.get("/_db_updates").json
-        mid = feed["results"][1]["seq"]
-        want = [(row["db_name"], row["type"]) for row in n.get(f"/_db_updates?since={mid}").json["results"]]
-        seed = int(time.time())
-        print(f"\n  TOKEN_SEED={seed}")
-        refused = 0
-        for bad in self.corruptions(mid, 400, seed):
-            r = n.get(f"/_db_updates?since={urllib.parse.quote(bad)}")
-            if r.status == 400:
-                self.assertEqual(r.json["error"], "bad_request")
-                refused += 1
-            else:
-                self.assertEqual(r.status, 200, (bad, r))
-                self.assertEqual([(row["db_name"], row["type"]) for row in r.json["results"]], want, bad)
-        self.assertGreater(refused, 380)
+        mid = n.get("/_db_updates").json["results"][1]["seq"]
+        self.assertCorruptionsRefused(
+            "/_db_updates", mid, lambda r: [(row["db_name"], row["type"]) for row in r.json["results"]],
+            {"error": "bad_request"})
 
 
 class NotBuiltYet(NodeTest):
