@@ -64,6 +64,7 @@ result<uint32_t> positive_param(ctx& c, const char* name, uint32_t def) {
 
 void create_db(ctx& c, const std::string& name) {
   if (auto st = authenticator::require_server_admin(c.user); !st) return c.error(st);
+  if (auto st = validate_db_name(name); !st) return c.error(st);
   std::vector<std::string> members =
       c.node.members ? c.node.members->cluster_nodes() : std::vector<std::string>{c.node.node_name};
   auto q = positive_param(c, "q", c.node.default_q);

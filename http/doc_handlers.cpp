@@ -698,11 +698,23 @@ status authorize_doc_write(ctx& c, const db_meta& db, const std::string& id, con
   return {};
 }
 
+namespace {
+
+// As CouchDB: an id that could never be written names no document, so a read or a DELETE of it is
+// a 404 `missing`; only a write says why the id is refused (400 illegal_docid).
+status check_doc_id(ctx& c, const std::string& id, bool write) {
+  status st = validate_doc_id(id, c.node.max_document_id_length);
+  if (!st && !write) return {errc::not_found, "missing"};
+  return st;
+}
+
+}  // namespace
+
 void handle_doc(ctx& c, const db_meta& db, const std::string& id) {
-  if (!id.empty()) {
-    if (auto st = validate_doc_id(id, c.node.max_document_id_length); !st) return c.error(st);
-  }
   const std::string& m = c.method();
+  if (!id.empty()) {
+    if (auto st = check_doc_id(c, id, m == "PUT" || m == "POST"); !st) return c.error(st);
+  }
   if (m == "GET") return get_doc(c, db, id);
   if (m == "PUT" || m == "POST") return put_doc(c, db, id);
   if (m == "DELETE") return delete_doc(c, db, id);
@@ -952,8 +964,8 @@ void write_attachment(ctx& c, const db_meta& db, const std::string& doc_id, cons
 }  // namespace
 
 void handle_attachment(ctx& c, const db_meta& db, const std::string& doc_id, const std::string& att) {
-  if (auto st = validate_doc_id(doc_id, c.node.max_document_id_length); !st) return c.error(st);
   const std::string& m = c.method();
+  if (auto st = check_doc_id(c, doc_id, m != "GET"); !st) return c.error(st);
   if (m == "GET") return get_attachment(c, db, doc_id, att);
   if (m == "PUT" || m == "DELETE") return write_attachment(c, db, doc_id, att);
   c.method_not_allowed("DELETE,GET,HEAD,PUT");

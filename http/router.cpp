@@ -142,9 +142,11 @@ void dispatch(ctx& c) {
     if (first == "_reshard") return handle_reshard(c);
     if (const char* feature = feature_of(server_not_built, first)) return reply_not_built(c, feature);
     if (first == "_all_dbs" || first == "_up" || first == "_uuids") return c.error(errc::not_found, "missing");
-    return c.error(validate_db_name(first));
+    if (p.size() == 1 && c.method() == "PUT") return handle_db(c, first);  // refuses the name
+    return c.error(errc::db_not_found, "Database does not exist.");
   }
-  if (auto st = validate_db_name(first); !st) return c.error(st);
+  // A name is validated where a database is created; any other request for an invalid name is
+  // about a database that does not exist (404), as CouchDB answers.
   // System databases are never open to anonymous users, whatever their _security says (a data dir
   // from before release 0.3 has `_replicator` with an empty one).
   if (is_system_db(first) && !c.user.name)

@@ -114,6 +114,25 @@ class SmallCorners(NodeTest):
         self.assertRegex(r.header("ETag"), r'^"[0-9a-f]{32}"$')
         self.assertNotEqual(r.header("ETag"), self.node.get("/_uuids?count=3").header("ETag"))
 
+    def test_invalid_names_are_absent_unless_created(self):
+        # chttpd_db:handle_request validates a name only in create_db_req; every other request asks
+        # mem3 for the shards of a database that cannot exist: 404. A document id is validated on
+        # writes (couch_doc:validate_docid); a GET or DELETE opens it first: 404 missing.
+        n = self.node
+        for name in ("Upper", "_nothing", "1abc", "a" * 300):
+            for method in ("GET", "DELETE", "POST", "HEAD"):
+                r = n.request(method, "/" + name, {} if method == "POST" else None)
+                self.assertEqual(r.status, 404, (name, method))
+            self.assertEqual(n.get(f"/{name}/doc").status, 404, name)
+            self.assertIn(n.put("/" + name).json["error"], ("illegal_database_name", "database_name_too_long"))
+        assert n.put("/ids").status == 201
+        for doc_id in ("_nope", "%FF", "_design/"):
+            self.assertError(n.get(f"/ids/{doc_id}"), 404, "not_found", "missing")
+            self.assertError(n.delete(f"/ids/{doc_id}?rev=1-abc"), 404, "not_found", "missing")
+            self.assertError(n.put(f"/ids/{doc_id}", {}), 400, "illegal_docid")
+        self.assertError(n.get("/ids/_design"), 404, "not_found", "missing")
+        self.assertError(n.delete("/ids?rev=1-x"), 400, "bad_request")
+
     def test_temp_view_is_gone(self):
         assert self.node.put("/tv").status == 201
         self.assertError(self.node.post("/tv/_temp_view", {"map": "function(doc){}"}), 410, "gone",

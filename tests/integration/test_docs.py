@@ -162,7 +162,10 @@ class Documents(NodeTest):
         ]
         for path, reason in cases:
             self.assertError(self.node.put(f"/docs/{path}", {"v": 1}), 400, "illegal_docid", reason)
-            self.assertError(self.node.get(f"/docs/{path}"), 400, "illegal_docid", reason)
+            # As CouchDB: a read or DELETE of an id that cannot exist is a 404.
+            self.assertError(self.node.get(f"/docs/{path}"), 404, "not_found", "missing")
+            self.assertError(self.node.delete(f"/docs/{path}"), 404, "not_found", "missing")
+            self.assertError(self.node.get(f"/docs/{path}/att"), 404, "not_found", "missing")
         self.assertError(self.node.post("/docs", {"_id": 5}), 400, "illegal_docid", "Document id must be a string")
         self.assertError(self.node.post("/docs", {"_id": ""}), 400, "illegal_docid", "Document id must not be empty")
         self.assertError(self.node.request("PATCH", "/docs/x", {}), 405, "method_not_allowed")
@@ -231,7 +234,7 @@ class IdLimit(NodeTest):
         self.new_db("lim")
         self.assertEqual(self.node.put("/lim/" + "x" * 10, {}).status, 201)
         self.assertError(self.node.put("/lim/" + "x" * 11, {}), 400, "illegal_docid", "Document id is too long")
-        self.assertError(self.node.get("/lim/" + "x" * 11), 400, "illegal_docid", "Document id is too long")
+        self.assertError(self.node.get("/lim/" + "x" * 11), 404, "not_found", "missing")
 
 
 class LocalDocs(NodeTest):

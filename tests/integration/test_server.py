@@ -64,9 +64,13 @@ class ServerEndpoints(NodeTest):
     def test_unknown_endpoints(self):
         name_reason = ("Name: '_nope'. Only lowercase characters (a-z), digits (0-9), and any of the "
                        "characters _, $, (, ), +, -, and / are allowed. Must begin with a letter.")
-        self.assertError(self.node.get("/_nope"), 400, "illegal_database_name", name_reason)
+        # As CouchDB: only a creation validates the name; any other request finds no such database.
+        self.assertError(self.node.put("/_nope"), 400, "illegal_database_name", name_reason)
+        self.assertError(self.node.get("/_nope"), 404, "not_found", "Database does not exist.")
         self.assertError(self.node.get("/_nope", auth=False), 401, "unauthorized")
-        self.assertError(self.node.get("/Upper"), 400, "illegal_database_name")
+        self.assertError(self.node.put("/Upper"), 400, "illegal_database_name")
+        self.assertError(self.node.get("/Upper"), 404, "not_found", "Database does not exist.")
+        self.assertError(self.node.delete("/Upper"), 404, "not_found", "Database does not exist.")
         self.assertError(self.node.get("/nosuchdb"), 404, "not_found", "Database does not exist.")
         self.assertError(self.node.get("/nosuchdb/doc"), 404, "not_found", "Database does not exist.")
 
