@@ -33,7 +33,6 @@ std::pair<int, json> reshard_job_request(resharder& r, const std::string& node, 
 
 // db_handlers.cpp
 void handle_db(ctx& c, const std::string& name);
-void handle_all_docs(ctx& c, const db_meta& db);
 void handle_security(ctx& c, const db_meta& db, const json& security);
 void handle_shards(ctx& c, const db_meta& db);
 void handle_ensure_full_commit(ctx& c, const db_meta& db);
@@ -41,10 +40,13 @@ void handle_ensure_full_commit(ctx& c, const db_meta& db);
 void handle_compact(ctx& c, const db_meta& db);
 void handle_view_cleanup(ctx& c, const db_meta& db);
 void handle_revs_limit(ctx& c, const db_meta& db);
-void handle_local_docs(ctx& c, const db_meta& db);
 void handle_time_seq(ctx& c, const db_meta& db);
 // A _revs_limit body (a JSON integer, 1 to 1000000).
 result<uint32_t> parse_revs_limit(const std::string& body);
+
+// all_docs_handlers.cpp: `what` is _all_docs, _design_docs or _local_docs.
+void handle_all_docs(ctx& c, const db_meta& db, const std::string& what);
+void handle_all_docs_queries(ctx& c, const db_meta& db, const std::string& what);  // POST .../queries
 
 // cluster_handlers.cpp
 void handle_sync_shards(ctx& c, const db_meta& db);

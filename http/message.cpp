@@ -56,6 +56,11 @@ std::string percent_decode(std::string_view s, bool plus_is_space) {
 }
 
 void parse_query(std::string_view query, http_params& out) {
+  for (auto& [k, v] : parse_query_list(query)) out.emplace(std::move(k), std::move(v));
+}
+
+std::vector<std::pair<std::string, std::string>> parse_query_list(std::string_view query) {
+  std::vector<std::pair<std::string, std::string>> out;
   while (!query.empty()) {
     size_t amp = query.find('&');
     std::string_view pair = query.substr(0, amp);
@@ -64,8 +69,9 @@ void parse_query(std::string_view query, http_params& out) {
     size_t eq = pair.find('=');
     std::string_view key = pair.substr(0, eq);
     std::string_view value = eq == std::string_view::npos ? std::string_view() : pair.substr(eq + 1);
-    out.emplace(percent_decode(key, true), percent_decode(value, true));
+    out.emplace_back(percent_decode(key, true), percent_decode(value, true));
   }
+  return out;
 }
 
 bool http_request::has_header(const char* name) const {

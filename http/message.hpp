@@ -65,6 +65,8 @@ struct http_response {
 
 // Decodes a query string (a=1&b=x%20y; '+' is a space) into `out`.
 void parse_query(std::string_view query, http_params& out);
+// The same parameters in the order the query string gives them.
+std::vector<std::pair<std::string, std::string>> parse_query_list(std::string_view query);
 // Percent-decoding ('+' stays '+' unless `plus_is_space`).
 // Percent-encodes every byte but letters, digits and `_ . - :`, as CouchDB's couch_util:url_encode
 // (for a Location header: `/` in an id or a name is %2F, a control character never goes raw).

@@ -45,6 +45,12 @@ result<int64_t> ctx::int_param(const char* name, int64_t def) const {
   return static_cast<int64_t>(n);
 }
 
+std::vector<std::pair<std::string, std::string>> ctx::query_in_order() const {
+  size_t q = req.target.find('?');
+  if (q != std::string::npos) return parse_query_list(std::string_view(req.target).substr(q + 1));
+  return {req.params.begin(), req.params.end()};  // a request made up in-process
+}
+
 result<json> ctx::json_body() const {
   return parse_client_json(req.body, {errc::bad_request, "invalid UTF-8 JSON"});
 }

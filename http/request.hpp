@@ -93,6 +93,8 @@ struct ctx {
   result<size_t> write_quorum() const { return quorum_param("w"); }
   result<size_t> read_quorum() const { return quorum_param("r"); }
   result<size_t> quorum_param(const char* name) const;
+  // The query parameters in the order the request gave them.
+  std::vector<std::pair<std::string, std::string>> query_in_order() const;
   // An integer query parameter; 400 query_parse_error when it is not one.
   result<int64_t> int_param(const char* name, int64_t def) const;
   // The body as a JSON object (400 with CouchDB's reasons when it is not).

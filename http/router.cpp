@@ -41,7 +41,6 @@ constexpr not_built db_not_built[] = {
     {"_find", "Mango queries (_find)"},
     {"_index", "Mango indexes (_index)"},
     {"_explain", "Mango queries (_explain)"},
-    {"_design_docs", "_design_docs"},
     {"_purge", "_purge"},
     {"_purged_infos", "_purge (_purged_infos)"},
     {"_purged_infos_limit", "_purge (_purged_infos_limit)"},
@@ -81,13 +80,13 @@ void dispatch_db(ctx& c, const db_meta& db, const json& security) {
   if (const char* feature = feature_of(db_not_built, what)) return reply_not_built(c, feature);
   if (what == "_temp_view" && p.size() == 2)  // as CouchDB 2 and later
     return c.error(errc::gone, "Temporary views are not supported in CouchDB");
-  if ((what == "_all_docs" || what == "_local_docs") && p.size() == 3 && p[2] == "queries")
-    return reply_not_built(c, "multiple queries (/queries)");
+  const bool listing = what == "_all_docs" || what == "_design_docs" || what == "_local_docs";
+  if (listing && p.size() == 3 && p[2] == "queries") return handle_all_docs_queries(c, db, what);
+  if (listing && p.size() == 2) return handle_all_docs(c, db, what);
   // Documents in _replicator would never run: refused, never stored as if they would.
   if (db.name == "_replicator" && (c.method() == "PUT" || c.method() == "POST" || c.method() == "COPY") &&
       (what == "_bulk_docs" || (what[0] != '_' && p.size() == 2)))
     return reply_not_built(c, "the replicator (documents in _replicator)");
-  if (what == "_all_docs" && p.size() == 2) return handle_all_docs(c, db);
   if (what == "_bulk_docs" && p.size() == 2) return handle_bulk_docs(c, db);
   if (what == "_bulk_get" && p.size() == 2) return handle_bulk_get(c, db);
   if (what == "_revs_diff" && p.size() == 2) return handle_revs_diff(c, db);
@@ -97,7 +96,6 @@ void dispatch_db(ctx& c, const db_meta& db, const json& security) {
   if (what == "_revs_limit" && p.size() == 2) return handle_revs_limit(c, db);
   if (what == "_compact" && p.size() <= 3) return handle_compact(c, db);
   if (what == "_view_cleanup" && p.size() == 2) return handle_view_cleanup(c, db);
-  if (what == "_local_docs" && p.size() == 2) return handle_local_docs(c, db);
   if (what == "_sync_shards" && p.size() == 2) return handle_sync_shards(c, db);
   if (what == "_changes" && p.size() == 2) return handle_changes(c, db);
   if (what == "_changes" && p.size() == 3) return handle_shard_changes(c, db, p[2]);

@@ -28,7 +28,6 @@ struct status {
 
   status() = default;
   status(errc c, std::string r) : code(c), reason(std::move(r)) {}
-  static status ok() { return {}; }
   bool is_ok() const { return code == errc::ok; }
   explicit operator bool() const { return is_ok(); }
 };

@@ -139,5 +139,123 @@ class SmallCorners(NodeTest):
                          "Temporary views are not supported in CouchDB")
 
 
+class Listings(NodeTest):
+    """Items 5 and 7: _all_docs, _design_docs and _local_docs take their options as
+    couch_mrview_http:parse_body_and_query does (a POST body's, then the query string's, the last of
+    a repeated parameter winning), `keys` rows come in request order (reversed when descending)
+    with offset null, and the three answer POST .../queries (chttpd_db:multi_all_docs_view)."""
+
+    @classmethod
+    def setUpClass(cls):
+        super().setUpClass()
+        n = cls.node
+        assert n.put("/ls?q=4").status == 201
+        for doc_id in ("A1", "b", "c", "d", "_design/x", "_design/y"):
+            assert n.put(f"/ls/{doc_id}", {"v": doc_id}).status == 201
+        for doc_id in ("l1", "l2", "l3"):
+            assert n.put(f"/ls/_local/{doc_id}", {"v": doc_id}).status == 201
+
+    def ids(self, r):
+        self.assertEqual(r.status, 200, r)
+        return [row.get("id", row.get("key")) for row in r.json["rows"]]
+
+    def test_post_body_options(self):
+        n = self.node
+        r = n.post("/ls/_all_docs", {"include_docs": True, "limit": 2, "skip": 1, "startkey": "_design/x"})
+        self.assertEqual(self.ids(r), ["_design/y", "b"])
+        self.assertEqual(r.json["rows"][0]["doc"]["v"], "_design/y")
+        self.assertEqual(r.json["offset"], 2)  # A1 and _design/x before the first row
+        # The query string comes after the body: it wins.
+        self.assertEqual(len(n.post("/ls/_all_docs?limit=3", {"limit": 1}).json["rows"]), 3)
+        self.assertEqual(self.ids(n.post("/ls/_all_docs", {"descending": True, "limit": 1})), ["d"])
+        self.assertError(n.post("/ls/_all_docs", {"limit": -1}), 400, "query_parse_error",
+                         "Invalid value for positive integer: -1")
+        self.assertError(n.post("/ls/_all_docs", {"include_docs": "yes"}), 400, "query_parse_error")
+
+    def test_repeated_parameter_takes_the_last(self):
+        r = self.node.get("/ls/_all_docs?limit=1&limit=3")
+        self.assertEqual(len(r.json["rows"]), 3)
+        r = self.node.get("/ls/_all_docs?descending=false&descending=true&limit=1")
+        self.assertEqual(self.ids(r), ["d"])
+
+    def test_keys(self):
+        n = self.node
+        r = n.post("/ls/_all_docs", {"keys": ["c", "nope", "A1"]})
+        self.assertIsNone(r.json["offset"])
+        self.assertEqual(r.json["total_rows"], 6)
+        self.assertEqual(self.ids(r), ["c", "nope", "A1"])
+        self.assertEqual(r.json["rows"][1], {"key": "nope", "error": "not_found"})
+        r = n.post("/ls/_all_docs?descending=true", {"keys": ["c", "nope", "A1"]})
+        self.assertEqual(self.ids(r), ["A1", "nope", "c"])
+        r = n.get('/ls/_all_docs?keys=["b","c"]&descending=true')
+        self.assertEqual(self.ids(r), ["c", "b"])
+        self.assertIsNone(r.json["offset"])
+
+    def test_reduce_and_group_are_refused(self):
+        for query, reason in (("reduce=true", "Reduce is invalid for map-only views."),
+                              ("group=true", "Invalid use of grouping on a map view."),
+                              ("group_level=2", "Invalid use of grouping on a map view."),
+                              ("group=false&group_level=1",
+                               "Can't specify group=false and group_level>0 at the same time")):
+            for listing in ("_all_docs", "_design_docs", "_local_docs"):
+                self.assertError(self.node.get(f"/ls/{listing}?{query}"), 400, "query_parse_error", reason)
+        self.assertEqual(self.node.get("/ls/_all_docs?reduce=false&group_level=0").status, 200)
+
+    def test_design_docs(self):
+        n = self.node
+        r = n.get("/ls/_design_docs")
+        self.assertEqual(self.ids(r), ["_design/x", "_design/y"])
+        # total_rows counts design documents; offset counts every document before the first row
+        # (couch_db:fold_design_docs over the id tree), here A1.
+        self.assertEqual((r.json["total_rows"], r.json["offset"]), (2, 1))
+        self.assertEqual(self.ids(n.get("/ls/_design_docs?descending=true")), ["_design/y", "_design/x"])
+        self.assertEqual(self.ids(n.get('/ls/_design_docs?startkey="_design/y"')), ["_design/y"])
+        self.assertEqual(self.ids(n.get('/ls/_design_docs?endkey="_design/x"&inclusive_end=false')), [])
+        self.assertEqual(self.ids(n.get('/ls/_design_docs?startkey="a"')), [])
+        r = n.post("/ls/_design_docs", {"keys": ["_design/y", "_design/z"], "include_docs": True})
+        self.assertEqual(r.json["rows"][0]["doc"]["v"], "_design/y")
+        self.assertEqual(r.json["rows"][1], {"key": "_design/z", "error": "not_found"})
+        self.assertEqual(n.get("/ls/_design_docs?limit=1&skip=1").json["rows"][0]["id"], "_design/y")
+
+    def test_local_docs(self):
+        n = self.node
+        r = n.get("/ls/_local_docs")
+        self.assertEqual(self.ids(r), ["_local/l1", "_local/l2", "_local/l3"])
+        self.assertIsNone(r.json["total_rows"])
+        self.assertIsNone(r.json["offset"])
+        self.assertEqual(self.ids(n.get('/ls/_local_docs?startkey="_local/l2"')), ["_local/l2", "_local/l3"])
+        self.assertEqual(self.ids(n.get('/ls/_local_docs?endkey="_local/l2"&inclusive_end=false')), ["_local/l1"])
+        self.assertEqual(self.ids(n.get('/ls/_local_docs?key="_local/l3"')), ["_local/l3"])
+        self.assertEqual(self.ids(n.get('/ls/_local_docs?startkey="_local/l2"&descending=true')),
+                         ["_local/l2", "_local/l1"])
+        r = n.post("/ls/_local_docs", {"keys": ["_local/l3", "_local/zz"], "include_docs": True})
+        self.assertEqual(r.json["rows"][0]["doc"], {"_id": "_local/l3", "_rev": "0-1", "v": "l3"})
+        self.assertEqual(r.json["rows"][1], {"key": "_local/zz", "error": "not_found"})
+        self.assertEqual(self.ids(n.get('/ls/_local_docs?keys=["_local/l1"]')), ["_local/l1"])
+
+    def test_queries(self):
+        n = self.node
+        for listing, first in (("_all_docs", "A1"), ("_design_docs", "_design/x"), ("_local_docs", "_local/l1")):
+            r = n.post(f"/ls/{listing}/queries?limit=1",
+                       {"queries": [{}, {"descending": True}, {"limit": 5, "skip": 1}]})
+            self.assertEqual(r.status, 200, r)
+            results = r.json["results"]
+            self.assertEqual(len(results), 3)
+            self.assertEqual(results[0]["rows"][0]["id"], first)
+            self.assertEqual(len(results[0]["rows"]), 1)  # the query string's limit applies to each query
+            self.assertNotEqual(results[1]["rows"][0]["id"], first)
+            self.assertGreaterEqual(len(results[2]["rows"]), 1)
+        r = n.post("/ls/_all_docs/queries", {"queries": [{"keys": ["b"]}]})
+        self.assertEqual(r.json["results"][0]["rows"][0]["id"], "b")
+        self.assertIsNone(r.json["results"][0]["offset"])
+        self.assertEqual(n.post("/ls/_all_docs/queries", {"queries": []}).json, {"results": []})
+        self.assertError(n.post("/ls/_all_docs/queries", {}), 400, "bad_request",
+                         "POST body must include `queries` parameter.")
+        self.assertError(n.post("/ls/_all_docs/queries", {"queries": {}}), 400, "bad_request",
+                         "`queries` member must be an array.")
+        self.assertError(n.post("/ls/_all_docs/queries", {"queries": [{"reduce": True}]}), 400, "query_parse_error")
+        self.assertError(n.get("/ls/_all_docs/queries"), 405, "method_not_allowed")
+
+
 if __name__ == "__main__":
     main()

@@ -234,11 +234,10 @@ class NotBuiltYet(NodeTest):
     def test_database_endpoints(self):
         cases = [("POST", "/nb/_find", {"selector": {}}), ("GET", "/nb/_index", None), ("POST", "/nb/_index", {}),
                  ("DELETE", "/nb/_index/_design/x/json/y", None), ("POST", "/nb/_index/_bulk_delete", {}),
-                 ("POST", "/nb/_explain", {}), ("GET", "/nb/_design_docs", None), ("POST", "/nb/_purge", {}),
+                 ("POST", "/nb/_explain", {}), ("POST", "/nb/_purge", {}),
                  ("GET", "/nb/_purged_infos", None), ("GET", "/nb/_purged_infos_limit", None),
                  ("POST", "/nb/_missing_revs", {}), ("GET", "/nb/_partition/p", None),
-                 ("GET", "/nb/_partition/p/_all_docs", None), ("POST", "/nb/_all_docs/queries", {"queries": []}),
-                 ("POST", "/nb/_design_docs/queries", {}), ("GET", "/nb/_design/d/_view/v", None),
+                 ("GET", "/nb/_partition/p/_all_docs", None), ("GET", "/nb/_design/d/_view/v", None),
                  ("GET", "/nb/_design/d/_info", None), ("POST", "/nb/_design/d/_update/u", {}),
                  ("GET", "/nb/_design/d/_show/s", None), ("GET", "/nb/_design/d/_list/l/v", None)]
         for method, path, body in cases:
