@@ -30,6 +30,21 @@ bool valid_rev(std::string_view text, rev_id& out) {
   return parse_rev(text, out) && out.hash.size() <= max_rev_hash_length;
 }
 
+// CouchDB's couch_doc:transfer_fields: members starting with '_' must be ones it knows.
+status check_special_members(const json& doc) {
+  for (auto it = doc.begin(); it != doc.end(); ++it) {
+    const std::string& k = it.key();
+    if (k.empty() || k[0] != '_' || k == "_id" || k == "_rev" || k == "_deleted" || k == "_revisions" ||
+        k == "_attachments" ||
+        std::find(std::begin(ignored_specials), std::end(ignored_specials), k) != std::end(ignored_specials) ||
+        std::find(std::begin(kept_specials), std::end(kept_specials), k) != std::end(kept_specials)) {
+      continue;
+    }
+    return status{errc::doc_validation, "Bad special document member: " + k};
+  }
+  return {};
+}
+
 status bad_rev() {
   return {errc::bad_request, "Invalid rev format"};
 }
@@ -93,16 +108,7 @@ result<doc_update> to_doc_update(const db_meta& db, json doc, const std::string&
       history.push_back({start - i, h.get<std::string>()});
     }
   }
-  for (auto it = doc.begin(); it != doc.end(); ++it) {
-    const std::string& k = it.key();
-    if (k.empty() || k[0] != '_' || k == "_id" || k == "_rev" || k == "_deleted" || k == "_revisions" ||
-        k == "_attachments" ||
-        std::find(std::begin(ignored_specials), std::end(ignored_specials), k) != std::end(ignored_specials) ||
-        std::find(std::begin(kept_specials), std::end(kept_specials), k) != std::end(kept_specials)) {
-      continue;
-    }
-    return status{errc::doc_validation, "Bad special document member: " + k};
-  }
+  if (auto st = check_special_members(doc); !st) return st;
   // Until JavaScript runs, a validation function would be stored and never called: every write it
   // should forbid would pass silently. Refuse it instead.
   if (id.rfind("_design/", 0) == 0 && !u.deleted && doc.contains("validate_doc_update")) {
@@ -380,6 +386,7 @@ result<local_update> to_local_update(const std::string& id, json* doc, std::stri
   u.id = id;
   if (doc) {
     if (!doc->is_object()) return status{errc::bad_request, "Document must be a JSON object"};
+    if (auto st = check_special_members(*doc); !st) return st;
     if (rev.empty() && doc->contains("_rev") && !(*doc)["_rev"].is_null()) {
       if (!(*doc)["_rev"].is_string()) return bad_rev();
       rev = (*doc)["_rev"].get<std::string>();
@@ -388,7 +395,9 @@ result<local_update> to_local_update(const std::string& id, json* doc, std::stri
       if (!(*doc)["_deleted"].is_boolean()) return status{errc::bad_request, "`_deleted` must be a boolean"};
       u.deleted = (*doc)["_deleted"].get<bool>();  // CouchDB: removes it, answering rev 0-0
     }
-    for (const char* k : {"_id", "_rev", "_revisions", "_deleted"}) doc->erase(k);
+    // A local document has no attachments: CouchDB drops them from its body.
+    for (const char* k : {"_id", "_rev", "_revisions", "_deleted", "_attachments"}) doc->erase(k);
+    for (const char* k : ignored_specials) doc->erase(k);
     u.body = doc->dump();
   } else {
     u.deleted = true;
@@ -400,12 +409,16 @@ result<local_update> to_local_update(const std::string& id, json* doc, std::stri
 namespace {
 
 // PUT (or POST /db with a `_local/` id) and DELETE of a local document.
+// Its revision is never checked (CouchDB's increment_local_doc_revs): the stored one is the named
+// one plus one. A deletion answers 200 and revision 0-0, as send_updated_doc does for a deletion.
 void write_local_doc(ctx& c, const db_meta& db, const std::string& id, json* body) {
   auto u = to_local_update(id, body, requested_rev(c));
   if (!u) return c.error(u.error());
   auto new_rev = c.node.coord.write_local(db, *u);
   if (!new_rev) return c.error(new_rev.error());
-  c.reply(body ? 201 : 200, json{{"ok", true}, {"id", id}, {"rev", "0-" + std::to_string(*new_rev)}});
+  std::string rev = "0-" + std::to_string(*new_rev);
+  c.reply(u->deleted ? 200 : 201, json{{"ok", true}, {"id", id}, {"rev", rev}});
+  c.res.set_header("ETag", "\"" + rev + "\"");
 }
 
 // _local ids are keys of their table as they are: at most doc_key::max_plain bytes (or less, as
@@ -976,13 +989,21 @@ void handle_attachment(ctx& c, const db_meta& db, const std::string& doc_id, con
 void handle_local_doc(ctx& c, const db_meta& db, const std::string& id) {
   if (auto st = validate_local_id(id, c.node.max_document_id_length); !st) return c.error(st);
   const std::string& m = c.method();
-  if (m == "GET") {
+  if (m == "GET" || m == "DELETE") {
     auto d = c.node.coord.open_local(db, id);
     if (!d) return c.error(d.error());
     if (!*d) return c.error(errc::not_found, "missing");
-    return c.reply_raw(200, render_doc(id, "0-" + std::to_string((*d)->rev), false, (*d)->body, "") + "\n");
+    if (m == "DELETE") return write_local_doc(c, db, id, nullptr);  // whatever `rev` it names
+    // A local document has one revision and no history: a request for any other is a 404.
+    if (c.has("rev") || c.has("open_revs")) return c.error(errc::not_found, "missing");
+    auto revs = c.bool_param("revs", false);
+    if (!revs) return c.error(revs.error());
+    std::string rev = "0-" + std::to_string((*d)->rev);
+    std::string extra = *revs ? ",\"_revisions\":{\"start\":0,\"ids\":[\"" + std::to_string((*d)->rev) + "\"]}" : "";
+    doc_read r{200, render_doc(id, rev, false, (*d)->body, extra) + "\n", "\"" + rev + "\""};
+    if (c.req.get_header_value("If-None-Match") == r.etag) r.http_status = 304;
+    return reply_doc_read(c, r);
   }
-  if (m == "DELETE") return write_local_doc(c, db, id, nullptr);
   if (m != "PUT") return c.method_not_allowed("GET,PUT,DELETE");
   auto body = parse_client_json(c.req.body, {errc::bad_request, "invalid UTF-8 JSON"});
   if (!body) return c.error(body.error());

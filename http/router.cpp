@@ -100,11 +100,12 @@ void dispatch_db(ctx& c, const db_meta& db, const json& security) {
   if (what == "_changes" && p.size() == 2) return handle_changes(c, db);
   if (what == "_changes" && p.size() == 3) return handle_shard_changes(c, db, p[2]);
   if (what == "_time_seq" && p.size() == 2) return handle_time_seq(c, db);
-  if (what == "_local" && p.size() >= 3) {
-    std::string id = "_local/" + p[2];
-    for (size_t i = 3; i < p.size(); ++i) id += "/" + p[i];
-    return handle_local_doc(c, db, id);
-  }
+  // As chttpd_db: /db/_local/<id>, nothing shorter or longer.
+  if ((what == "_local" || what == "_local/") && p.size() == 2)
+    return c.error(errc::bad_request, "Invalid _local document id.");
+  if (what == "_local" && p.size() == 3) return handle_local_doc(c, db, "_local/" + p[2]);
+  if (what == "_local") return c.error(errc::bad_request, "_local documents do not accept attachments.");
+  if (what.rfind("_local/", 0) == 0 && p.size() == 2) return handle_local_doc(c, db, what);
   if (what == "_design" && p.size() == 2) return handle_doc(c, db, "_design/");  // illegal, says why
   if (what == "_design" && p.size() >= 3) {
     if (const char* feature = p.size() > 3 ? feature_of(design_not_built, p[3]) : nullptr)

@@ -809,32 +809,14 @@ status shard_store::compact_step(MDB_txn* t, shard_header& h, write_op& op) {
 }
 
 status shard_store::apply_local(MDB_txn* t, write_op& op) {
-  local_update& u = op.local;
-  std::string_view raw;
-  bool found = false;
-  if (auto st = get(t, local_, u.id, raw, found); !st) return st;
-  uint64_t current = 0;
-  if (found) {
-    codec::reader r(raw);
-    if (!r.varint(current)) return {errc::internal, "corrupt local document: " + u.id};
-  }
+  // As CouchDB's couch_db_updater:increment_local_doc_revs: a local document's revision is never
+  // checked; a write stores the revision it names plus one (0-1 without one), a deletion removes it.
+  const local_update& u = op.local;
   if (u.deleted) {
-    if (!found) {
-      op.st = {errc::not_found, "missing"};
-      return {};
-    }
-    if (u.rev != current) {
-      op.st = {errc::conflict, "Document update conflict."};
-      return {};
-    }
     op.local_rev = 0;
     return del(t, local_, u.id);
   }
-  if (u.rev != current) {
-    op.st = {errc::conflict, "Document update conflict."};
-    return {};
-  }
-  op.local_rev = current + 1;
+  op.local_rev = u.rev + 1;
   return put(t, local_, u.id, encode_local(op.local_rev, u.body));
 }
 

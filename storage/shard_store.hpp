@@ -71,7 +71,7 @@ struct local_update {
   std::string id;  // including the "_local/" prefix
   std::string body;
   bool deleted = false;
-  uint64_t rev = 0;  // the "0-N" revision the client holds (0: none)
+  uint64_t rev = 0;  // the "0-N" revision the client names (0: none); the new one is N + 1
 };
 
 struct import_request;  // below shard_store

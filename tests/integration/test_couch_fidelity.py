@@ -257,5 +257,53 @@ class Listings(NodeTest):
         self.assertError(n.get("/ls/_all_docs/queries"), 405, "method_not_allowed")
 
 
+class LocalDocuments(NodeTest):
+    """Item 3: couch_db_updater:increment_local_doc_revs never checks a local document's revision
+    (the new one is the named one plus one), chttpd_db routes /db/_local/<id> and nothing longer,
+    and a local document has one revision and no attachments."""
+
+    def test_revisions_are_never_checked(self):
+        n = self.node
+        assert n.put("/lo").status == 201
+        self.assertEqual(n.put("/lo/_local/a", {"v": 1}).json["rev"], "0-1")
+        self.assertEqual(n.put("/lo/_local/a", {"v": 2}).json["rev"], "0-1")  # no rev: 0-1 again
+        self.assertEqual(n.put("/lo/_local/a", {"v": 3, "_rev": "0-7"}).json["rev"], "0-8")  # a future one
+        self.assertEqual(n.put("/lo/_local/a?rev=0-2", {"v": 4}).json["rev"], "0-3")  # a stale one
+        r = n.post("/lo", {"_id": "_local/a", "v": 5})
+        self.assertEqual((r.status, r.json["rev"]), (201, "0-1"))
+        self.assertEqual(n.get("/lo/_local/a").json, {"_id": "_local/a", "_rev": "0-1", "v": 5})
+        r = n.delete("/lo/_local/a")  # no rev needed
+        self.assertEqual((r.status, r.json), (200, {"ok": True, "id": "_local/a", "rev": "0-0"}))
+        self.assertError(n.get("/lo/_local/a"), 404, "not_found", "missing")
+        self.assertError(n.delete("/lo/_local/a"), 404, "not_found", "missing")
+        r = n.put("/lo/_local/b", {"_deleted": True})
+        self.assertEqual((r.status, r.json["rev"]), (200, "0-0"))
+        self.assertError(n.put("/lo/_local/b", {"_rev": "0-x"}), 400, "bad_request", "Invalid rev format")
+        self.assertError(n.put("/lo/_local/b", {"_rev": "1-1"}), 400, "bad_request", "Invalid rev format")
+        self.assertError(n.put("/lo/_local/b", {"_foo": 1}), 400, "doc_validation",
+                         "Bad special document member: _foo")
+        r = n.post("/lo/_bulk_docs", {"docs": [{"_id": "_local/c", "v": 1}, {"_id": "_local/c", "_rev": "0-5"}]})
+        self.assertEqual([row["rev"] for row in r.json], ["0-1", "0-6"])
+
+    def test_one_revision_no_attachments(self):
+        n = self.node
+        assert n.put("/lo2").status == 201
+        r = n.put("/lo2/_local/d", {"v": 1, "_attachments": {"a.txt": {"content_type": "text/plain", "data": "aGk="}}})
+        self.assertEqual(r.status, 201)
+        self.assertEqual(r.header("ETag"), '"0-1"')
+        self.assertEqual(n.get("/lo2/_local/d").json, {"_id": "_local/d", "_rev": "0-1", "v": 1})
+        self.assertError(n.get("/lo2/_local/d/a.txt"), 400, "bad_request", "_local documents do not accept attachments.")
+        self.assertError(n.put("/lo2/_local/d/a.txt", {}), 400, "bad_request",
+                         "_local documents do not accept attachments.")
+        self.assertError(n.get("/lo2/_local"), 400, "bad_request", "Invalid _local document id.")
+        self.assertError(n.get("/lo2/_local/d?rev=0-1"), 404, "not_found", "missing")
+        self.assertError(n.get("/lo2/_local/d?open_revs=all"), 404, "not_found", "missing")
+        r = n.get("/lo2/_local/d?revs=true")
+        self.assertEqual(r.json["_revisions"], {"start": 0, "ids": ["1"]})
+        self.assertEqual(r.header("ETag"), '"0-1"')
+        self.assertEqual(n.get("/lo2/_local/d", headers={"If-None-Match": '"0-1"'}).status, 304)
+        self.assertEqual(n.get("/lo2/_local%2Fd").json["_id"], "_local/d")  # the id in one segment
+
+
 if __name__ == "__main__":
     main()

@@ -155,35 +155,28 @@ TEST_CASE("revs_limit stems history on write") {
   CHECK(d.tree.rev(d.tree.winner()).pos == 10);
 }
 
-TEST_CASE("local documents: revisions 0-N, conflicts, delete") {
+TEST_CASE("local documents: revisions 0-N, never checked (as CouchDB), delete") {
   temp_dir dir;
   auto s = open_store(dir.path + "/x.db");
-  write_op op;
-  op.what = write_op::kind::local;
-  op.local = {"_local/cp", "{\"seq\":1}", false, 0};
-  REQUIRE(s->commit({&op}, 0));
-  CHECK(op.st);
-  CHECK(op.local_rev == 1);
-  write_op stale;
-  stale.what = write_op::kind::local;
-  stale.local = {"_local/cp", "{\"seq\":2}", false, 0};
-  REQUIRE(s->commit({&stale}, 0));
-  CHECK(stale.st.code == errc::conflict);
-  write_op next;
-  next.what = write_op::kind::local;
-  next.local = {"_local/cp", "{\"seq\":2}", false, 1};
-  REQUIRE(s->commit({&next}, 0));
-  CHECK(next.local_rev == 2);
+  auto write_local = [&](local_update u) {
+    write_op op;
+    op.what = write_op::kind::local;
+    op.local = std::move(u);
+    REQUIRE(s->commit({&op}, 0));
+    CHECK(op.st);
+    return op.local_rev;
+  };
+  CHECK(write_local({"_local/cp", "{\"seq\":1}", false, 0}) == 1);
+  CHECK(write_local({"_local/cp", "{\"seq\":2}", false, 0}) == 1);  // no revision: 0-1 again
+  CHECK(write_local({"_local/cp", "{\"seq\":3}", false, 7}) == 8);  // a future one: one more
   local_doc ld;
   REQUIRE(s->read()->local("_local/cp", ld));
-  CHECK(ld.body == "{\"seq\":2}");
+  CHECK(ld.body == "{\"seq\":3}");
+  CHECK(ld.rev == 8);
   CHECK(changes(*s).empty());  // not in the feed
-  write_op del;
-  del.what = write_op::kind::local;
-  del.local = {"_local/cp", "", true, 2};
-  REQUIRE(s->commit({&del}, 0));
-  CHECK(del.st);
+  CHECK(write_local({"_local/cp", "", true, 2}) == 0);  // any revision deletes
   CHECK_FALSE(s->read()->local("_local/cp", ld));
+  CHECK(write_local({"_local/never", "", true, 0}) == 0);  // deleting what is not there is no error
 }
 
 TEST_CASE("everything survives reopening; a new owner starts an epoch") {
