@@ -139,8 +139,19 @@ result<render_options> bulk_get_options(const json& entry, const render_options&
 
 namespace {
 
+// The id of a _bulk_get entry that names one it can read: an object whose `id` is a valid
+// document id; nullptr for any other entry (it gets its own error row).
+const std::string* readable_id(const json& entry, size_t max_id_length) {
+  if (!entry.is_object()) return nullptr;
+  auto id = entry.find("id");
+  if (id == entry.end() || !id->is_string()) return nullptr;
+  const std::string& text = id->get_ref<const std::string&>();
+  return validate_doc_id(text, max_id_length) ? &text : nullptr;
+}
+
 // The revisions one _bulk_get entry answers with: its `rev` (with `latest`, the leaves grown from
-// it), else the winner. None, with `why` ("missing", "deleted"), when there are none.
+// it), else every leaf, deleted ones too (chttpd_db opens revs `all`). None, with `why`, when
+// there are none.
 std::vector<int> bulk_get_indices(const json& entry, const doc_copy& d, bool latest, std::string& why) {
   const rev_tree& tree = d.info.tree;
   const json& rev = member(entry, "rev");
@@ -148,13 +159,9 @@ std::vector<int> bulk_get_indices(const json& entry, const doc_copy& d, bool lat
     why = "missing";
     return {};
   }
-  if (!rev.is_string() || rev.get_ref<const std::string&>().empty()) {
-    if (!tree.winner_deleted()) return {tree.winner()};
-    why = "deleted";
-    return {};
-  }
+  if (rev.is_null()) return tree.sorted_leaves();
   rev_id r;
-  int i = parse_rev(rev.get<std::string>(), r) ? tree.find(r) : -1;
+  int i = rev.is_string() && parse_rev(rev.get<std::string>(), r) ? tree.find(r) : -1;
   if (i < 0) {
     why = "missing";
     return {};
@@ -162,41 +169,60 @@ std::vector<int> bulk_get_indices(const json& entry, const doc_copy& d, bool lat
   return latest ? tree.leaves_under(i) : std::vector<int>{i};
 }
 
+// chttpd_db:bulk_get_json_error.
+std::string bulk_get_error(const json& id, const json& rev, const char* error, const std::string& reason) {
+  return "{\"error\":{\"id\":" + id.dump() + ",\"rev\":" + rev.dump() + ",\"error\":\"" + error +
+         "\",\"reason\":" + quote(reason) + "}}";
+}
+
+// An entry's error before any document is read (bulk_get_open_doc_revs1's checks, in its order);
+// "" when it has none.
+std::string entry_error(const json& entry, size_t max_id_length, const render_options& opts) {
+  static const json null;
+  if (!entry.is_object() || !entry.contains("id") || entry["id"].is_null())
+    return bulk_get_error(null, null, "bad_request", "document id missed");
+  const json& id = entry["id"];
+  if (!id.is_string()) return bulk_get_error(id, null, "illegal_docid", "Document id must be a string");
+  if (auto st = validate_doc_id(id.get<std::string>(), max_id_length); !st)
+    return bulk_get_error(id, null, "illegal_docid", st.reason);
+  const json& rev = member(entry, "rev");
+  rev_id r;
+  if (!rev.is_null() && !(rev.is_string() && parse_rev(rev.get<std::string>(), r)))
+    return bulk_get_error(id, rev, "bad_request", "Invalid rev format");
+  if (auto o = bulk_get_options(entry, opts); !o)
+    return bulk_get_error(id, member(entry, "atts_since"), "bad_request", o.error().reason);
+  return "";
+}
+
 }  // namespace
 
 std::string render_bulk_get(const json& entries, const std::vector<doc_copy>& docs, const render_options& opts,
                             bool latest, size_t max_id_length) {
   std::string out = "{\"results\":[";
-  size_t next = 0;  // docs holds one entry per entry with a valid id, in order
+  size_t next = 0;  // docs holds one entry per entry with a readable id, in order
   for (size_t k = 0; k < entries.size(); ++k) {
     const json& req = entries[k];
-    std::string id = req["id"].get<std::string>();
-    std::string rev_text = req.contains("rev") && req["rev"].is_string() ? req["rev"].get<std::string>() : "";
-    auto error_doc = [&](const char* error, const std::string& reason) {
-      return "{\"error\":{\"id\":" + quote(id) + ",\"rev\":" + quote(rev_text.empty() ? "undefined" : rev_text) +
-             ",\"error\":\"" + error + "\",\"reason\":" + quote(reason) + "}}";
-    };
-    std::string found;
-    if (auto st = validate_doc_id(id, max_id_length); !st) {
-      found = error_doc("illegal_docid", st.reason);
-    } else {
+    static const json none;
+    const json& id = req.is_object() ? member(req, "id") : none;
+    std::string found = entry_error(req, max_id_length, opts);
+    if (readable_id(req, max_id_length)) {
       const doc_copy& d = docs[next++];
-      std::string why;
-      std::vector<int> indices = bulk_get_indices(req, d, latest, why);
-      if (!why.empty()) found = error_doc("not_found", why);
-      auto entry_opts = bulk_get_options(req, opts);
-      if (!entry_opts) {
-        found = error_doc("bad_request", entry_opts.error().reason);
-        indices.clear();
-      }
-      for (int i : indices) {
-        auto doc = render_rev(d, i, *entry_opts);
-        found += found.empty() ? "" : ",";
-        found += doc ? "{\"ok\":" + *doc + "}" : error_doc("not_found", "missing");
+      if (found.empty()) {
+        std::string why;
+        std::vector<int> indices = bulk_get_indices(req, d, latest, why);
+        const json& rev = member(req, "rev");
+        if (!why.empty()) found = bulk_get_error(id, rev.is_null() ? json("undefined") : rev, "not_found", why);
+        auto entry_opts = bulk_get_options(req, opts);
+        for (int i : indices) {
+          auto doc = render_rev(d, i, *entry_opts);
+          found += found.empty() ? "" : ",";
+          found += doc ? "{\"ok\":" + *doc + "}"
+                       : bulk_get_error(id, json(d.info.tree.rev(i).str()), "not_found", "missing");
+        }
       }
     }
     out += k ? "," : "";
-    out += "{\"id\":" + quote(id) + ",\"docs\":[" + found + "]}";
+    out += "{\"id\":" + id.dump() + ",\"docs\":[" + found + "]}";
   }
   return out + "]}\n";
 }
@@ -205,13 +231,8 @@ result<std::vector<std::string>> bulk_get_ids(const json& body, size_t max_id_le
   if (!body.contains("docs") || !body["docs"].is_array())
     return status{errc::bad_request, "Missing JSON list of 'docs'."};
   std::vector<std::string> ids;
-  for (const json& req : body["docs"]) {
-    if (!req.is_object() || !req.contains("id") || !req["id"].is_string()) {
-      return status{errc::bad_request, "Each entry of `docs` must be an object with a string `id`"};
-    }
-    const std::string& id = req["id"].get_ref<const std::string&>();
-    if (validate_doc_id(id, max_id_length)) ids.push_back(id);
-  }
+  for (const json& req : body["docs"])
+    if (const std::string* id = readable_id(req, max_id_length)) ids.push_back(*id);
   return ids;
 }
 
@@ -232,17 +253,17 @@ void handle_bulk_get(ctx& c, const db_meta& db) {
   if (!ids) return c.error(ids.error());
   // Older revisions' bodies (kept until compaction) only when an entry names a revision.
   bool named = false;
-  for (const json& entry : (*body)["docs"]) named = named || entry.contains("rev");
+  for (const json& entry : (*body)["docs"]) named = named || (entry.is_object() && entry.contains("rev"));
   auto docs = c.node.coord.open_docs(db, *ids, named ? doc_bodies::all : doc_bodies::leaves);
   if (!docs) return c.error(docs.error());
   // The bytes every entry shows inline (docs holds one entry per valid id, in order).
   attachments::blob_bytes blobs;
   size_t next = 0;
   for (const json& entry : (*body)["docs"]) {
-    if (!validate_doc_id(entry["id"].get<std::string>(), c.node.max_document_id_length)) continue;
+    if (!readable_id(entry, c.node.max_document_id_length)) continue;
     const doc_copy& d = (*docs)[next++];
-    auto entry_opts = bulk_get_options(entry, opts);  // a bad atts_since is that entry's error
-    if (!entry_opts) continue;
+    if (!entry_error(entry, c.node.max_document_id_length, opts).empty()) continue;  // that entry's error row
+    auto entry_opts = bulk_get_options(entry, opts);
     std::string why;
     auto indices = bulk_get_indices(entry, d, *latest, why);
     if (auto st = fetch_inline_blobs(c, db, d, indices, *entry_opts, blobs); !st) return c.error(st);

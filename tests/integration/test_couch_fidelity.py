@@ -305,5 +305,44 @@ class LocalDocuments(NodeTest):
         self.assertEqual(n.get("/lo2/_local%2Fd").json["_id"], "_local/d")  # the id in one segment
 
 
+class BulkGet(NodeTest):
+    """Item 4: chttpd_db's bulk_get_open_doc_revs1: without `rev`, every leaf (losing and deleted
+    ones; a deleted document as {"ok": {..., "_deleted": true}}); a bad entry is its own error row
+    in a 200, with bulk_get_json_error's shape."""
+
+    def test_leaves_and_bad_entries(self):
+        n = self.node
+        assert n.put("/bgf").status == 201
+        r1 = n.put("/bgf/c", {"v": 1}).json["rev"]
+        # A conflict: a second branch written with new_edits=false.
+        n.post("/bgf/_bulk_docs", {"new_edits": False, "docs": [{"_id": "c", "_rev": "1-b", "v": 2}]})
+        gone = n.put("/bgf/gone", {"v": 1}).json["rev"]
+        n.delete(f"/bgf/gone?rev={gone}")
+        r = n.post("/bgf/_bulk_get", {"docs": [
+            {"id": "c"}, {"id": "gone"}, {"id": "missing"}, {"id": "c", "rev": "bad"}, {"id": "_bad"},
+            {"id": 5}, {}, 7, {"id": "c", "rev": r1, "atts_since": "x"}, {"id": "c", "rev": "9-z"}]})
+        self.assertEqual(r.status, 200, r)
+        res = r.json["results"]
+        self.assertEqual(sorted(d["ok"]["_rev"] for d in res[0]["docs"]), sorted([r1, "1-b"]))
+        self.assertEqual(len(res[1]["docs"]), 1)
+        self.assertTrue(res[1]["docs"][0]["ok"]["_deleted"])
+        self.assertEqual(res[1]["docs"][0]["ok"]["_id"], "gone")
+        self.assertEqual(res[2]["docs"], [{"error": {"id": "missing", "rev": "undefined", "error": "not_found",
+                                                     "reason": "missing"}}])
+        self.assertEqual(res[3]["docs"], [{"error": {"id": "c", "rev": "bad", "error": "bad_request",
+                                                     "reason": "Invalid rev format"}}])
+        self.assertEqual(res[4]["docs"][0]["error"]["error"], "illegal_docid")
+        self.assertIsNone(res[4]["docs"][0]["error"]["rev"])
+        self.assertEqual(res[5], {"id": 5, "docs": [{"error": {"id": 5, "rev": None, "error": "illegal_docid",
+                                                                  "reason": "Document id must be a string"}}]})
+        for k in (6, 7):
+            self.assertEqual(res[k], {"id": None, "docs": [{"error": {"id": None, "rev": None, "error": "bad_request",
+                                                                      "reason": "document id missed"}}]})
+        self.assertEqual(res[8]["docs"][0]["error"]["error"], "bad_request")
+        self.assertEqual(res[8]["docs"][0]["error"]["rev"], "x")
+        self.assertEqual(res[9]["docs"], [{"error": {"id": "c", "rev": "9-z", "error": "not_found",
+                                                     "reason": "missing"}}])
+
+
 if __name__ == "__main__":
     main()
