@@ -82,8 +82,17 @@ result<doc_update> to_doc_update(const db_meta& db, json doc, const std::string&
   // sends `"_rev":"1-"` beside a full `_revisions`).
   const bool has_revisions = doc.contains("_revisions") && !doc["_revisions"].is_null();
   if (!has_revisions && doc.contains("_rev") && !doc["_rev"].is_null()) {
+    // couch_doc:parse_rev takes generation 0 (and an empty hash, "1-", as parse_rev here): no
+    // document has a revision of generation 0, so an edit based on one conflicts.
+    if (!doc["_rev"].is_string()) return bad_rev();
+    const std::string& text = doc["_rev"].get_ref<const std::string&>();
     rev_id r;
-    if (!doc["_rev"].is_string() || !valid_rev(doc["_rev"].get<std::string>(), r)) return bad_rev();
+    if (!valid_rev(text, r)) {
+      size_t dash = text.find('-');
+      bool generation_0 = dash != std::string::npos && text.compare(0, dash, "0") == 0 && dash + 1 < text.size();
+      if (!generation_0) return bad_rev();
+      return status{errc::conflict, "Document update conflict."};
+    }
     rev = r;
   }
   if (doc.contains("_deleted")) {

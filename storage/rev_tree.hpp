@@ -24,7 +24,8 @@ struct rev_id {
   bool operator!=(const rev_id& o) const { return !(*this == o); }
 };
 
-// Parses "N-hash" (N a positive integer, hash non-empty). Returns false on anything else.
+// Parses "N-hash" (N a positive integer; the hash may be empty, as CouchDB takes "1-"). Returns
+// false on anything else.
 bool parse_rev(std::string_view text, rev_id& out);
 
 // The hash of a new revision: MD5 over the deleted flag, the parent revision and the body bytes,

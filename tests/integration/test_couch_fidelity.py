@@ -344,5 +344,28 @@ class BulkGet(NodeTest):
                                                      "reason": "missing"}}])
 
 
+class EmptyRevisionHash(NodeTest):
+    """Item 10: couch_doc:parse_rev("1-") is {1, <<>>}: new_edits=false stores revision "1-" (PouchDB's
+    own suite sends it), an edit based on a revision no document has (generation 0, or "1-" on a
+    document without it) is a 409 conflict."""
+
+    def test_one_dash(self):
+        n = self.node
+        assert n.put("/eh").status == 201
+        r = n.put("/eh/a?new_edits=false", {"_rev": "1-", "v": 1})
+        self.assertEqual((r.status, r.json["rev"]), (201, "1-"))
+        self.assertEqual(n.get("/eh/a").json, {"_id": "a", "_rev": "1-", "v": 1})
+        self.assertEqual(n.get("/eh/a?revs=true").json["_revisions"], {"start": 1, "ids": [""]})
+        self.assertEqual(n.post("/eh/_revs_diff", {"a": ["1-", "2-x"]}).json, {"a": {"missing": ["2-x"], "possible_ancestors": ["1-"]}})
+        self.assertEqual(n.post("/eh/_bulk_get", {"docs": [{"id": "a", "rev": "1-"}]}).json["results"][0]["docs"][0]["ok"]["v"], 1)
+        r = n.put("/eh/a", {"_rev": "1-", "v": 2})  # it is the document's revision: an edit of it
+        self.assertEqual(r.status, 201, r)
+        self.assertTrue(r.json["rev"].startswith("2-"))
+        self.assertError(n.put("/eh/b", {"_rev": "1-", "v": 1}), 409, "conflict")
+        self.assertError(n.put("/eh/a", {"_rev": "0-abc", "v": 1}), 409, "conflict")
+        self.assertError(n.put("/eh/c", {"_rev": "0-abc"}), 409, "conflict")
+        self.assertError(n.put("/eh/a", {"_rev": "x-abc"}), 400, "bad_request", "Invalid rev format")
+
+
 if __name__ == "__main__":
     main()

@@ -15,13 +15,17 @@ rev_id R(const char* s) {
 }
 }  // namespace
 
-TEST_CASE("parse_rev accepts N-hash only") {
+TEST_CASE("parse_rev accepts N-hash only (the hash may be empty)") {
   rev_id r;
   CHECK(parse_rev("1-abc", r));
   CHECK(r.pos == 1);
   CHECK(r.hash == "abc");
   CHECK(r.str() == "1-abc");
-  for (const char* bad : {"", "1", "1-", "-abc", "0-abc", "x-abc", "1x-abc", "-1-abc"}) {
+  CHECK(parse_rev("1-", r));
+  CHECK(r.pos == 1);
+  CHECK(r.hash.empty());
+  CHECK(r.str() == "1-");
+  for (const char* bad : {"", "1", "-", "-abc", "0-abc", "x-abc", "1x-abc", "-1-abc"}) {
     CHECK_MESSAGE(!parse_rev(bad, r), bad);
   }
 }
