@@ -85,9 +85,10 @@ class Parity(NodeTest):
         r = n.put("/par/nr", {"_rev": "9-ignored", "_revisions": {"start": 2, "ids": ["bb", "aa"]}, "v": 2})
         self.assertEqual(r.status, 201, r)
         self.assertTrue(r.json["rev"].startswith("3-"))
-        # Without `_revisions`, `_rev` must be a real revision.
-        self.assertError(n.post("/par/_bulk_docs", {"new_edits": False, "docs": [{"_id": "nr3", "_rev": "1-"}]}),
-                         400, "bad_request", "Invalid rev format")
+        # Without `_revisions`, `_rev` is the revision, even "1-" (issue 28 item 10).
+        self.assertEqual(n.post("/par/_bulk_docs", {"new_edits": False, "docs": [{"_id": "nr3", "_rev": "1-"}]}).status,
+                         201)
+        self.assertEqual(n.get("/par/nr3").json["_rev"], "1-")
 
     def test_validate_doc_update_is_refused_until_javascript_runs(self):
         n = self.node
