@@ -70,13 +70,16 @@ result<changes_page> local_copy::changes(const changes_request& req) {
     page.rows.push_back(std::move(row));
     return page.rows.size() < req.limit;
   };
-  if (req.descending) {
+  if (req.limit == 0) {
+    // A count (changes_feed::pending): the changes after `since` (descending: below it). A page
+    // of rows counts nothing, which would make reading a whole feed quadratic.
+    page.pending = req.descending ? snap->count_changes_before(req.since) : snap->count_changes_after(req.since);
+  } else if (req.descending) {
     if (req.since != 1) snap->scan_changes_descending(req.since, collect);
   } else {
     uint64_t since = req.since;
     if (req.not_before > 0) page.skipped_to = since = snap->skip_before_time(since, req.not_before);
     snap->scan_changes(since, collect);
-    page.pending = snap->count_changes_after(page.rows.empty() ? since : page.rows.back().e.seq);
   }
   if (!snap->fault()) return snap->fault();  // never a page that silently skips a change
   return page;

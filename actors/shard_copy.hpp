@@ -37,12 +37,12 @@ struct change_row {
 };
 struct changes_page {
   std::vector<change_row> rows;
-  uint64_t pending = 0;     // changes after the last row (ascending)
+  uint64_t pending = 0;     // a count's answer (limit 0); release 0.3 also set it on pages of rows
   uint64_t skipped_to = 0;  // not_before: the rows start after this seq (0: nothing skipped)
 };
 struct changes_request {
   uint64_t since = 0;  // ascending: after this seq; descending: before it (0 = from the end)
-  uint32_t limit = 512;
+  uint32_t limit = 512;  // 0: no rows, only how many changes are left (changes_page::pending)
   bool descending = false;
   bool with_docs = false;
   bool conflicts = false;  // with_docs: add _conflicts

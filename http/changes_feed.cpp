@@ -261,10 +261,10 @@ bool changes_feed::refill(size_t i) {
     return false;  // another node's copy went away: the feed ends here, resumable from its last seq
   }
   p.seq = std::max(p.seq, page->skipped_to);
-  p.page_pending = page->pending;
+  p.read_to_end = page->rows.size() < req.limit;
   for (auto& row : page->rows) {
     if (p.bound && row.e.seq > *p.bound) {  // the descendant's own changes, after the split
-      p.page_pending = 0;
+      p.read_to_end = true;
       break;
     }
     p.buffer.push_back(std::move(row));
@@ -378,9 +378,22 @@ std::string changes_feed::state_tag() const {
 }
 
 uint64_t changes_feed::pending() const {
-  if (opts_.descending) return 0;
+  // As CouchDB (fabric_rpc's pending, and since 3.4 for descending feeds too): the changes each
+  // range has not passed yet. A range whose last page reached its end has only its buffer left;
+  // any other is counted by its copy (a feed with limit=0 never read a page).
   uint64_t n = 0;
-  for (const shard_pos& p : shards_) n += p.buffer.size() + p.page_pending;  // as of each range's last page
+  for (const shard_pos& p : shards_) {
+    if (p.read_to_end || p.bound || (opts_.descending && p.seq == 1)) {
+      n += p.buffer.size();
+      continue;
+    }
+    changes_request req;
+    req.since = p.seq;
+    req.limit = 0;
+    req.descending = opts_.descending;
+    auto count = p.copy->changes(req);
+    if (count) n += count->rows.size() + count->pending;  // a 0.3 copy answers one row and the rest
+  }
   return n;
 }
 

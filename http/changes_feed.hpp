@@ -88,7 +88,7 @@ class changes_feed {
     uint64_t seq = 0;                   // last change consumed; descending: 0 until the first row is read
     uint64_t top = 0;                   // update_seq when the feed started
     std::deque<change_row> buffer;      // the rest of the last page (docs rendered when asked for)
-    uint64_t page_pending = 0;          // changes after the last page
+    bool read_to_end = false;           // the last page reached the end (descending: the start)
     std::optional<int64_t> not_before;  // since=<time>, exact: skip leading changes older than this
     std::optional<uint64_t> bound;      // a closed shard's feed: nothing after its end_seq
   };

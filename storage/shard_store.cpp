@@ -1218,6 +1218,18 @@ uint64_t shard_store::snapshot::count_changes_after(uint64_t since) const {
   return n;
 }
 
+uint64_t shard_store::snapshot::count_changes_before(uint64_t before) const {
+  MDB_stat st;
+  if (int rc = mdb_stat(txn_, store_->by_seq_, &st); rc != 0) {
+    fail(lmdb::to_status(rc, "mdb_stat"));
+    return 0;
+  }
+  uint64_t all = st.ms_entries;  // one entry per document
+  if (before == 0) return all;
+  uint64_t at_or_above = count_changes_after(before - 1);
+  return all > at_or_above ? all - at_or_above : 0;
+}
+
 bool parse_local_rev(std::string_view text, uint64_t& out) {
   if (text.substr(0, 2) != "0-" || text.size() < 3 || text.size() > 22) return false;
   std::string digits(text.substr(2));

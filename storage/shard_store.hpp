@@ -250,6 +250,8 @@ class shard_store : public std::enable_shared_from_this<shard_store> {
     replication_batch read_for_replication(uint64_t since, size_t max_docs) const;
     // How many changes have seq > since (reads keys only).
     uint64_t count_changes_after(uint64_t since) const;
+    // How many changes have a seq below `before` (0: all of them). Reads the changes at or above it.
+    uint64_t count_changes_before(uint64_t before) const;
     // Live documents whose id sorts before `id`, and all of them (storage/doc_rank.hpp: a few
     // thousand reads at most, whatever the shard's size).
     uint64_t live_before(std::string_view id) const;

@@ -367,5 +367,42 @@ class EmptyRevisionHash(NodeTest):
         self.assertError(n.put("/eh/a", {"_rev": "x-abc"}), 400, "bad_request", "Invalid rev format")
 
 
+class Pending(NodeTest):
+    """Item 6: `pending` is what fabric_rpc counts, the changes no row has passed yet: with
+    limit=0 every change after `since` (fabric_view_changes stores each worker's pending + 1 at its
+    first change), and for descending feeds the changes still below (CouchDB 3.4, #4715)."""
+
+    def test_pending(self):
+        n = self.node
+        assert n.put("/pe?q=3").status == 201
+        for i in range(9):
+            assert n.put(f"/pe/d{i}", {"v": i}).status == 201
+
+        def pending(query):
+            r = n.get("/pe/_changes?" + query)
+            self.assertEqual(r.status, 200, r)
+            return len(r.json["results"]), r.json["pending"]
+
+        self.assertEqual(pending(""), (9, 0))
+        self.assertEqual(pending("limit=0"), (0, 9))
+        self.assertEqual(pending("limit=4"), (4, 5))
+        self.assertEqual(pending("descending=true"), (9, 0))
+        self.assertEqual(pending("descending=true&limit=2"), (2, 7))
+        self.assertEqual(pending("descending=true&limit=0"), (0, 9))
+        self.assertEqual(pending("since=now&limit=0"), (0, 0))
+        token = n.get("/pe/_changes?limit=3").json["last_seq"]
+        self.assertEqual(pending(f"since={token}&limit=0"), (0, 6))
+        self.assertEqual(pending(f"since={token}"), (6, 0))
+        # A filtered feed read to its end has nothing pending; one cut short by its limit has what
+        # it did not look at yet.
+        self.assertEqual(pending('filter=_doc_ids&doc_ids=["d1","d2"]'), (2, 0))
+        rows, left = pending('filter=_doc_ids&doc_ids=["d1","d2"]&limit=1')
+        self.assertEqual(rows, 1)
+        self.assertLessEqual(left, 8)
+        self.assertGreaterEqual(left, 1)
+        r = n.get("/pe/_changes?feed=continuous&limit=0")
+        self.assertEqual(r.json["pending"], 9)
+
+
 if __name__ == "__main__":
     main()
