@@ -68,8 +68,10 @@ void handle_bulk_docs(ctx& c, const db_meta& db) {
       continue;
     }
     auto u = to_doc_update(db, std::move(d), doc_id, new_edits, nullptr, c.node.attachment_policy);
-    if (!u && u.error().code == errc::not_implemented) {  // one document settee cannot honour
-      refused.emplace_back(i, u.error());                 // (a validate_doc_update), not the batch
+    // One document refused (an invalid design document, as couch_db's validate_doc_update; one
+    // settee cannot honour, with a validate_doc_update), not the batch.
+    if (!u && (u.error().code == errc::not_implemented || u.error().code == errc::invalid_design_doc)) {
+      refused.emplace_back(i, u.error());
       ids.push_back(doc_id);
       continue;
     }

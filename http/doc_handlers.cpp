@@ -8,6 +8,7 @@
 #include "cluster/rpc_node.hpp"
 #include "http/attachment_stream.hpp"
 #include "http/auth.hpp"
+#include "http/design_doc.hpp"
 #include "http/handlers.hpp"
 #include "http/multipart.hpp"
 #include "node/crypto.hpp"
@@ -118,6 +119,9 @@ result<doc_update> to_doc_update(const db_meta& db, json doc, const std::string&
     }
   }
   if (auto st = check_special_members(doc); !st) return st;
+  if (id.rfind("_design/", 0) == 0 && !u.deleted) {
+    if (auto st = validate_design_doc(doc); !st) return st;
+  }
   // Until JavaScript runs, a validation function would be stored and never called: every write it
   // should forbid would pass silently. Refuse it instead.
   if (id.rfind("_design/", 0) == 0 && !u.deleted && doc.contains("validate_doc_update")) {

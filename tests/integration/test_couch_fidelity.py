@@ -404,5 +404,40 @@ class Pending(NodeTest):
         self.assertEqual(r.json["pending"], 9)
 
 
+class DesignDocuments(NodeTest):
+    """Item 8: couch_mrview:validate on every save of a design document: the field types of
+    validate_ddoc_fields, a map function for each view, built-in reduces by name."""
+
+    def test_invalid_design_docs_are_refused(self):
+        n = self.node
+        assert n.put("/dd").status == 201
+        self.assertError(n.put("/dd/_design/a", {"views": []}), 400, "invalid_design_doc",
+                         "`views` field must have object type")
+        self.assertError(n.put("/dd/_design/a", {"views": {"v": {"map": 1}}}), 400, "invalid_design_doc",
+                         "`views.v.map` field must have string type")
+        self.assertError(n.put("/dd/_design/a", {"views": {"v": {"map": "function(d){}", "reduce": "_median"}}}),
+                         400, "invalid_design_doc", "`_median` is not a supported reduce function.")
+        self.assertError(n.put("/dd/_design/a", {"views": {"v": {"reduce": "_sum"}}}), 400, "invalid_design_doc",
+                         "View `v` must contain map function")
+        self.assertError(n.put("/dd/_design/a", {"options": {"local_seq": 1}}), 400, "invalid_design_doc",
+                         "`options.local_seq` field must have boolean type")
+        self.assertError(n.put("/dd/_design/a", {"filters": {"f": 2}}), 400, "invalid_design_doc",
+                         "`filters.f` field must have object or string type")
+        self.assertError(n.put("/dd/_design/a", {"updates": []}), 400, "invalid_design_doc")
+        self.assertError(n.put("/dd/_design/a", {"lists": {"l": None}}), 400, "invalid_design_doc")
+        self.assertError(n.post("/dd", {"_id": "_design/b", "shows": 5}), 400, "invalid_design_doc")
+        r = n.post("/dd/_bulk_docs", {"docs": [{"_id": "_design/c", "views": {"v": "x"}}, {"_id": "fine"}]})
+        self.assertEqual(r.json[0], {"id": "_design/c", "error": "invalid_design_doc",
+                                     "reason": "`views.v` field must have object type"})
+        self.assertTrue(r.json[1]["ok"])
+        self.assertEqual(n.get("/dd/_design/a").status, 404)  # nothing was stored
+        good = {"views": {"v": {"map": "function(doc){emit(doc._id, 1)}", "reduce": "_count"}},
+                "filters": {"f": "function(doc, req){return true}"}, "language": "javascript"}
+        r = n.put("/dd/_design/a", good)
+        self.assertEqual(r.status, 201, r)
+        # A deletion carries no body to validate.
+        self.assertEqual(n.delete(f"/dd/_design/a?rev={r.json['rev']}").status, 200)
+
+
 if __name__ == "__main__":
     main()
