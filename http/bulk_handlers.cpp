@@ -325,4 +325,22 @@ void handle_revs_diff(ctx& c, const db_meta& db) {
   c.reply(200, *out);
 }
 
+// POST /db/_missing_revs: _revs_diff's answer in CouchDB's older shape, only the documents
+// with missing revisions (chttpd_db: {"missing_revs": {id: [rev, ...]}}).
+void handle_missing_revs(ctx& c, const db_meta& db) {
+  if (c.method() != "POST") return c.method_not_allowed("POST");
+  auto body = json_object_body(c);
+  if (!body) return c.error(body.error());
+  for (auto it = body->begin(); it != body->end(); ++it) {
+    if (!it.value().is_array()) return c.error(errc::bad_request, "Each document must map to a list of revisions");
+  }
+  auto docs = c.node.coord.open_docs(db, revs_diff_ids(*body), doc_bodies::none);
+  if (!docs) return c.error(docs.error());
+  auto diff = answer_revs_diff(*body, *docs);
+  if (!diff) return c.error(diff.error());
+  json missing = json::object();
+  for (auto it = diff->begin(); it != diff->end(); ++it) missing[it.key()] = it.value()["missing"];
+  c.reply(200, json{{"missing_revs", missing}});
+}
+
 }  // namespace settee

@@ -99,9 +99,11 @@ void delete_db(ctx& c, const std::string& name) {
   c.reply(200, json{{"ok", true}});
 }
 
-void db_info(ctx& c, const db_meta& db) {
+}  // namespace
+
+result<json> db_info_json(ctx& c, const db_meta& db) {
   auto ranges = c.node.coord.summaries(db);
-  if (!ranges) return c.error(ranges.error());
+  if (!ranges) return ranges.error();
   uint64_t docs = 0, deleted = 0, external = 0, file = 0;
   for (auto& r : *ranges) {
     docs += r.s.doc_count;
@@ -110,7 +112,7 @@ void db_info(ctx& c, const db_meta& db) {
     file += r.s.file_size;
   }
   uint32_t quorum = db.n / 2 + 1;
-  c.reply(200, json{{"instance_start_time", std::to_string(db.created)},
+  return json{{"instance_start_time", std::to_string(db.created)},
                     {"db_name", db.name},
                     {"purge_seq", "0"},
                     {"update_seq", seq_token(db, *ranges)},
@@ -120,7 +122,15 @@ void db_info(ctx& c, const db_meta& db) {
                     {"doc_count", docs},
                     {"disk_format_version", 8},
                     {"compact_running", c.node.compaction && c.node.compaction->running(db.name)},
-                    {"cluster", {{"q", db.q}, {"n", db.n}, {"w", quorum}, {"r", quorum}}}});
+                    {"cluster", {{"q", db.q}, {"n", db.n}, {"w", quorum}, {"r", quorum}}}};
+}
+
+namespace {
+
+void db_info(ctx& c, const db_meta& db) {
+  auto info = db_info_json(c, db);
+  if (!info) return c.error(info.error());
+  c.reply(200, *info);
 }
 
 }  // namespace

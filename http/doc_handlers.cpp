@@ -480,13 +480,15 @@ void get_doc(ctx& c, const db_meta& db, const std::string& id) {
   reply_doc_read(c, answer_doc_get(*d, *g));
 }
 
-void reply_written(ctx& c, const std::string& id, const doc_result& r, bool batch, bool quorum_met) {
+// As chttpd_db:send_updated_doc: 201, 200 for a deletion, 202 when fewer than w copies answered.
+void reply_written(ctx& c, const std::string& id, const doc_result& r, bool batch, bool quorum_met,
+                   bool deleted = false) {
   if (!r.st) return c.error(r.st);
   std::string rev = r.rev.str();
   if (batch) {
     c.reply(202, json{{"ok", true}, {"id", id}});
   } else {
-    c.reply(quorum_met ? 201 : 202, json{{"ok", true}, {"id", id}, {"rev", rev}});
+    c.reply(!quorum_met ? 202 : deleted ? 200 : 201, json{{"ok", true}, {"id", id}, {"rev", rev}});
   }
   reply_etag(c, rev);
   if (!batch) c.set_location({c.path[0], id});  // CouchDB's batch=ok answer has none
@@ -665,10 +667,66 @@ void put_doc(ctx& c, const db_meta& db, std::string id) {
   if (u->managed_attachments) {
     if (auto st = attachments_here(c, db); !st) return fail(st);
   }
+  const bool deleting = u->deleted;
   auto written = write_one(c, db, std::move(*u));
   if (!written) return fail(written.error());
   if (!written->results.front().st) staged.drop(c, db, id);
-  reply_written(c, id, written->results.front(), c.param("batch") == "ok", written->quorum_met);
+  reply_written(c, id, written->results.front(), c.param("batch") == "ok", written->quorum_met, deleting);
+}
+
+// COPY /db/doc with `Destination: target[?rev=R]` (chttpd_db's COPY and
+// couch_httpd_db:parse_copy_destination_header): the source revision (?rev=, If-Match, or the
+// winner), attachments and all, written as a new revision of the target (R: the target's
+// current revision; none: the target must not exist).
+void copy_doc(ctx& c, const db_meta& db, const std::string& source) {
+  std::string destination = c.req.get_header_value("Destination");
+  if (destination.empty()) return c.error(errc::bad_request, "Destination header is mandatory for COPY.");
+  if (destination.rfind("http://", 0) == 0 || destination.rfind("https://", 0) == 0)
+    return c.error(errc::bad_request, "Destination URL must be relative.");
+  std::string target = destination, target_rev;
+  if (size_t q = destination.find('?'); q != std::string::npos) {
+    target = destination.substr(0, q);
+    std::string query = destination.substr(q + 1);
+    size_t eq = query.find('=');
+    target_rev = eq == std::string::npos ? "" : query.substr(eq + 1);
+    rev_id r;
+    if (!valid_rev(target_rev, r)) return c.error(bad_rev());
+  }
+  target = percent_decode(target);
+  if (auto st = validate_doc_id(target, c.node.max_document_id_length); !st) return c.error(st);
+  doc_get g;
+  if (std::string rev = requested_rev(c); !rev.empty()) {
+    rev_id r;
+    if (!valid_rev(rev, r)) return c.error(bad_rev());
+    g.rev = r;
+  }
+  auto r = c.read_quorum();
+  if (!r) return c.error(r.error());
+  auto d = c.node.coord.open_doc(db, source, *r, g.rev ? doc_bodies::all : doc_bodies::leaves);
+  if (!d) return c.error(d.error());
+  auto index = requested_index(*d, g);
+  if (!index) return c.error(index.error());
+  // The attachments travel as their bytes: the target is a document of its own.
+  render_options opts;
+  opts.attachments = true;
+  attachments::blob_bytes blobs;
+  if (auto st = fetch_inline_blobs(c, db, *d, {*index}, opts, blobs); !st) return c.error(st);
+  opts.blobs = &blobs;
+  auto rendered = render_rev(*d, *index, opts);
+  if (!rendered) return c.error(errc::not_found, "missing");
+  auto body = parse_json(*rendered);
+  if (!body) return c.error(errc::internal, "the source document could not be read");
+  for (const char* k : {"_id", "_rev", "_revisions", "_deleted"}) body->erase(k);
+  if (!target_rev.empty()) (*body)["_rev"] = target_rev;
+  if (auto st = authorize_doc_write(c, db, target, &*body); !st) return c.error(st);
+  auto u = to_doc_update(db, std::move(*body), target, true, nullptr, c.node.attachment_policy);
+  if (!u) return c.error(u.error());
+  if (u->managed_attachments) {
+    if (auto st = attachments_here(c, db); !st) return c.error(st);
+  }
+  auto written = write_one(c, db, std::move(*u));
+  if (!written) return c.error(written.error());
+  reply_written(c, target, written->results.front(), false, written->quorum_met);
 }
 
 void delete_doc(ctx& c, const db_meta& db, const std::string& id) {
@@ -744,7 +802,8 @@ void handle_doc(ctx& c, const db_meta& db, const std::string& id) {
   if (m == "GET") return get_doc(c, db, id);
   if (m == "PUT" || m == "POST") return put_doc(c, db, id);
   if (m == "DELETE") return delete_doc(c, db, id);
-  c.method_not_allowed("DELETE,GET,HEAD,POST,PUT");
+  if (m == "COPY" && !id.empty()) return copy_doc(c, db, id);
+  c.method_not_allowed("DELETE,GET,HEAD,POST,PUT,COPY");
 }
 
 // ---- attachments ------------------------------------------------------------------------------

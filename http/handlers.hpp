@@ -14,6 +14,7 @@ namespace settee {
 void handle_root(ctx& c);
 void handle_up(ctx& c);
 void handle_all_dbs(ctx& c);
+void handle_dbs_info(ctx& c);
 void handle_uuids(ctx& c);
 void handle_session(ctx& c);
 void handle_node(ctx& c);
@@ -33,6 +34,8 @@ std::pair<int, json> reshard_job_request(resharder& r, const std::string& node, 
 
 // db_handlers.cpp
 void handle_db(ctx& c, const std::string& name);
+// GET /db's answer for `db` (also each entry of /_dbs_info).
+result<json> db_info_json(ctx& c, const db_meta& db);
 void handle_security(ctx& c, const db_meta& db, const json& security);
 void handle_shards(ctx& c, const db_meta& db);
 void handle_ensure_full_commit(ctx& c, const db_meta& db);
@@ -91,6 +94,7 @@ result<doc_read> serve_legacy_read(local_copy& copy, const doc_request& req, siz
 void handle_bulk_docs(ctx& c, const db_meta& db);
 void handle_bulk_get(ctx& c, const db_meta& db);
 void handle_revs_diff(ctx& c, const db_meta& db);
+void handle_missing_revs(ctx& c, const db_meta& db);
 // The ids a _bulk_get body asks for (those that are valid document ids), or the body's error.
 result<std::vector<std::string>> bulk_get_ids(const json& body, size_t max_id_length);
 // _bulk_get's answer for `entries` from `docs` (one per valid id, in order).

@@ -31,7 +31,6 @@ struct not_built {
 constexpr not_built server_not_built[] = {
     {"_replicate", "the replicator (_replicate)"},
     {"_scheduler", "the replicator's scheduler (_scheduler)"},
-    {"_dbs_info", "_dbs_info"},
     {"_cluster_setup", "_cluster_setup (a cluster forms from [cluster] seeds: docs/operations.md)"},
     {"_search_analyze", "full-text search"},
     {"_nouveau_analyze", "full-text search"},
@@ -44,7 +43,6 @@ constexpr not_built db_not_built[] = {
     {"_purge", "_purge"},
     {"_purged_infos", "_purge (_purged_infos)"},
     {"_purged_infos_limit", "_purge (_purged_infos_limit)"},
-    {"_missing_revs", "_missing_revs (use _revs_diff)"},
     {"_partition", "partitioned databases"},
     {"_search_cleanup", "full-text search"},
     {"_nouveau_cleanup", "full-text search"},
@@ -90,6 +88,7 @@ void dispatch_db(ctx& c, const db_meta& db, const json& security) {
   if (what == "_bulk_docs" && p.size() == 2) return handle_bulk_docs(c, db);
   if (what == "_bulk_get" && p.size() == 2) return handle_bulk_get(c, db);
   if (what == "_revs_diff" && p.size() == 2) return handle_revs_diff(c, db);
+  if (what == "_missing_revs" && p.size() == 2) return handle_missing_revs(c, db);
   if (what == "_security" && p.size() == 2) return handle_security(c, db, security);
   if (what == "_shards" && p.size() <= 3) return handle_shards(c, db);
   if (what == "_ensure_full_commit" && p.size() == 2) return handle_ensure_full_commit(c, db);
@@ -134,6 +133,7 @@ void dispatch(ctx& c) {
     if (first == "_utils") return reply_not_built(c, "Fauxton (_utils; settee's own page is /_settee/)");
     if (auto st = authenticator::require_server_admin(c.user); !st) return c.error(st);
     if (first == "_all_dbs" && p.size() == 1) return handle_all_dbs(c);
+    if (first == "_dbs_info" && p.size() == 1) return handle_dbs_info(c);
     if (first == "_node") return handle_node(c);
     if (first == "_membership" && p.size() == 1) return handle_membership(c);
     if (first == "_active_tasks" && p.size() == 1) return handle_active_tasks(c);

@@ -52,21 +52,28 @@ result<std::optional<std::string>> string_key_param(ctx& c, const char* a, const
 
 }  // namespace
 
-void handle_all_dbs(ctx& c) {
-  if (c.method() != "GET") return c.method_not_allowed("GET,HEAD");
+namespace {
+
+// The database names an _all_dbs-style request selects (startkey/endkey/key, inclusive_end,
+// descending, skip, limit), in the order it lists them.
+result<std::vector<std::string>> selected_db_names(ctx& c) {
   auto descending = c.bool_param("descending", false);
   auto inclusive_end = c.bool_param("inclusive_end", true);
   auto limit = c.int_param("limit", -1);
   auto skip = c.int_param("skip", 0);
   auto start = string_key_param(c, "startkey", "start_key");
   auto end = string_key_param(c, "endkey", "end_key");
-  if (auto e = first_error(descending, inclusive_end, limit, skip, start, end)) return c.error(*e);
-  if (*skip < 0)
-    return c.error(errc::query_parse_error, "Invalid value for positive integer: \"" + c.param("skip") + "\"");
-  if (auto st = c.node.coord.catalog().refresh(); !st) return c.error(st);  // a peer's creations too
+  auto key = string_key_param(c, "key", nullptr);  // couch_mrview_http: both ends
+  if (auto e = first_error(descending, inclusive_end, limit, skip, start, end, key)) return *e;
+  if (*skip < 0) return status{errc::query_parse_error, "Invalid value for positive integer: \"" + c.param("skip") + "\""};
+  if (*limit < -1 || (c.has("limit") && *limit < 0))
+    return status{errc::query_parse_error, "Invalid value for positive integer: \"" + c.param("limit") + "\""};
+  if (*key) start = end = *key;
+  if (c.has("key") && !*key) return std::vector<std::string>{};  // a non-string key names no database
+  if (auto st = c.node.coord.catalog().refresh(); !st) return st;  // a peer's creations too
   auto names = c.node.coord.catalog().names();
   if (*descending) std::reverse(names.begin(), names.end());
-  json out = json::array();
+  std::vector<std::string> out;
   int64_t skipped = 0;
   for (auto& n : names) {
     if (*start && (*descending ? n > **start : n < **start)) continue;
@@ -78,7 +85,62 @@ void handle_all_dbs(ctx& c) {
     if (*limit >= 0 && static_cast<int64_t>(out.size()) >= *limit) break;
     out.push_back(n);
   }
-  c.reply(200, out);
+  return out;
+}
+
+}  // namespace
+
+void handle_all_dbs(ctx& c) {
+  if (c.method() != "GET") return c.method_not_allowed("GET,HEAD");
+  auto names = selected_db_names(c);
+  if (!names) return c.error(names.error());
+  // An ETag, as chttpd_misc's (it changes when databases come and go).
+  std::string body = json(*names).dump();
+  std::string etag = "\"" + crypto::md5_hex(body) + "\"";
+  c.res.set_header("ETag", etag);
+  if (c.req.get_header_value("If-None-Match") == etag) {
+    c.res.status = 304;
+    return;
+  }
+  c.reply_raw(200, body + "\n");
+}
+
+// GET /_dbs_info (the databases _all_dbs would list, or `keys=`) and POST {"keys": [...]}:
+// chttpd_misc:handle_dbs_info_req, at most 100 keys ([chttpd] max_db_number_for_dbs_info_req).
+void handle_dbs_info(ctx& c) {
+  if (c.method() != "GET" && c.method() != "POST") return c.method_not_allowed("GET,HEAD,POST");
+  constexpr size_t max_keys = 100;
+  json keys;
+  if (c.method() == "POST") {
+    if (auto st = c.require_json_content(); !st) return c.error(st);
+    status refusal{errc::bad_request, "Request body must be a JSON object"};
+    auto body = parse_client_json(c.req.body, refusal);
+    if (!body) return c.error(body.error());
+    if (!body->is_object()) return c.error(refusal);
+    if (!body->contains("keys")) return c.error(errc::bad_request, "`keys` member must exist.");
+    keys = (*body)["keys"];
+  } else if (c.has("keys")) {
+    auto parsed = parse_client_json(c.param("keys"), {errc::bad_request, "invalid JSON in the `keys` parameter"});
+    if (!parsed) return c.error(parsed.error());
+    keys = std::move(*parsed);
+  } else {
+    auto names = selected_db_names(c);
+    if (!names) return c.error(names.error());
+    keys = *names;
+  }
+  if (!keys.is_array()) return c.error(errc::bad_request, "`keys` member must be an array.");
+  if (keys.size() > max_keys) return c.error(errc::bad_request, "too_many_keys");
+  std::string out = "[";
+  for (size_t i = 0; i < keys.size(); ++i) {
+    const json& key = keys[i];
+    out += i ? "," : "";
+    result<json> info = status{errc::db_not_found, "Database does not exist."};
+    if (key.is_string()) {
+      if (auto db = c.node.coord.catalog().lookup(key.get<std::string>())) info = db_info_json(c, *db);
+    }
+    out += info ? json{{"key", key}, {"info", *info}}.dump() : json{{"key", key}, {"error", "not_found"}}.dump();
+  }
+  c.reply_raw(200, out + "]\n");
 }
 
 std::string next_uuid() {

@@ -439,5 +439,94 @@ class DesignDocuments(NodeTest):
         self.assertEqual(n.delete(f"/dd/_design/a?rev={r.json['rev']}").status, 200)
 
 
+class Endpoints(NodeTest):
+    """Item 7: the endpoints clients call: COPY (chttpd_db and couch_httpd_db's Destination
+    header), _missing_revs, /_dbs_info (chttpd_misc), and item 13's /_all_dbs?key= and a
+    deletion's 200."""
+
+    def test_copy(self):
+        n = self.node
+        assert n.put("/cpy").status == 201
+        r1 = n.put("/cpy/src", {"v": 1, "_attachments": {"a.txt": {"content_type": "text/plain",
+                                                                  "data": "aGVsbG8="}}}).json["rev"]
+        n.put("/cpy/src", {"_rev": r1, "v": 2, "_attachments": {"a.txt": {"stub": True}}})
+        r = n.request("COPY", "/cpy/src", headers={"Destination": "dst"})
+        self.assertEqual(r.status, 201, r)
+        self.assertEqual(r.header("Location"), f"http://127.0.0.1:{n.port}/cpy/dst")
+        self.assertEqual(r.header("ETag"), f'"{r.json["rev"]}"')
+        copy = n.get("/cpy/dst?attachments=true").json
+        self.assertEqual(copy["v"], 2)
+        self.assertEqual(copy["_attachments"]["a.txt"]["data"], "aGVsbG8=")
+        self.assertEqual(n.get("/cpy/dst/a.txt").raw, "hello")
+        # The target exists: its revision must be named in Destination.
+        self.assertError(n.request("COPY", "/cpy/src", headers={"Destination": "dst"}), 409, "conflict")
+        dst_rev = copy["_rev"]
+        r = n.request("COPY", f"/cpy/src?rev={r1}", headers={"Destination": f"dst?rev={dst_rev}"})
+        self.assertEqual(r.status, 201, r)
+        self.assertEqual(n.get("/cpy/dst").json["v"], 1)  # the source's older revision
+        r = n.request("COPY", "/cpy/src", headers={"Destination": "a%2Fb"})
+        self.assertEqual(r.json["id"], "a/b")
+        self.assertError(n.request("COPY", "/cpy/src"), 400, "bad_request", "Destination header is mandatory for COPY.")
+        self.assertError(n.request("COPY", "/cpy/src", headers={"Destination": "http://h/db/x"}), 400, "bad_request",
+                         "Destination URL must be relative.")
+        self.assertError(n.request("COPY", "/cpy/nope", headers={"Destination": "z"}), 404, "not_found")
+        self.assertError(n.request("COPY", "/cpy/src", headers={"Destination": "_bad"}), 400, "illegal_docid")
+        self.assertError(n.request("COPY", "/cpy/src", headers={"Destination": "z?rev=nope"}), 400, "bad_request")
+        r = n.request("PATCH", "/cpy/src")
+        self.assertError(r, 405, "method_not_allowed", "Only DELETE,GET,HEAD,POST,PUT,COPY allowed")
+
+    def test_deletion_by_put_is_200(self):
+        n = self.node
+        assert n.put("/del").status == 201
+        rev = n.put("/del/d", {"v": 1}).json["rev"]
+        r = n.put("/del/d", {"_rev": rev, "_deleted": True})
+        self.assertEqual(r.status, 200, r)
+        self.assertTrue(r.json["rev"].startswith("2-"))
+        self.assertEqual(n.get("/del/d").status, 404)
+
+    def test_missing_revs(self):
+        n = self.node
+        assert n.put("/mr").status == 201
+        rev = n.put("/mr/a", {"v": 1}).json["rev"]
+        r = n.post("/mr/_missing_revs", {"a": [rev, "2-x"], "b": ["1-y"], "c": []})
+        self.assertEqual(r.status, 200, r)
+        self.assertEqual(r.json, {"missing_revs": {"a": ["2-x"], "b": ["1-y"]}})
+        self.assertEqual(n.post("/mr/_missing_revs", {"a": [rev]}).json, {"missing_revs": {}})
+        self.assertError(n.get("/mr/_missing_revs"), 405, "method_not_allowed")
+        self.assertError(n.post("/mr/_missing_revs", {"a": "x"}), 400, "bad_request")
+
+    def test_dbs_info(self):
+        n = self.node
+        for name in ("di-a", "di-b"):
+            assert n.put(f"/{name}").status == 201
+        n.put("/di-a/x", {"v": 1})
+        r = n.post("/_dbs_info", {"keys": ["di-a", "nope", "di-b"]})
+        self.assertEqual(r.status, 200, r)
+        self.assertEqual([e["key"] for e in r.json], ["di-a", "nope", "di-b"])
+        self.assertEqual(r.json[0]["info"]["doc_count"], 1)
+        self.assertEqual(r.json[0]["info"]["db_name"], "di-a")
+        self.assertEqual(r.json[1], {"key": "nope", "error": "not_found"})
+        r = n.get('/_dbs_info?keys=["di-b"]')
+        self.assertEqual([e["key"] for e in r.json], ["di-b"])
+        r = n.get('/_dbs_info?startkey="di-a"&endkey="di-b"')
+        self.assertEqual([e["key"] for e in r.json], ["di-a", "di-b"])
+        self.assertError(n.post("/_dbs_info", {}), 400, "bad_request", "`keys` member must exist.")
+        self.assertError(n.post("/_dbs_info", {"keys": ["x"] * 101}), 400, "bad_request", "too_many_keys")
+        self.assertError(n.post("/_dbs_info", {"keys": ["di-a"]}, auth=False), 401, "unauthorized")
+
+    def test_all_dbs_key_and_etag(self):
+        n = self.node
+        for name in ("ak-a", "ak-b"):
+            assert n.put(f"/{name}").status == 201
+        self.assertEqual(n.get('/_all_dbs?key="ak-b"').json, ["ak-b"])
+        self.assertEqual(n.get('/_all_dbs?key="ak-zz"').json, [])
+        r = n.get("/_all_dbs")
+        etag = r.header("ETag")
+        self.assertRegex(etag, r'^"[0-9a-f]{32}"$')
+        self.assertEqual(n.get("/_all_dbs", headers={"If-None-Match": etag}).status, 304)
+        assert n.put("/ak-c").status == 201
+        self.assertNotEqual(n.get("/_all_dbs").header("ETag"), etag)
+
+
 if __name__ == "__main__":
     main()

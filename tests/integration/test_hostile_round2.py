@@ -236,7 +236,7 @@ class NotBuiltYet(NodeTest):
                  ("DELETE", "/nb/_index/_design/x/json/y", None), ("POST", "/nb/_index/_bulk_delete", {}),
                  ("POST", "/nb/_explain", {}), ("POST", "/nb/_purge", {}),
                  ("GET", "/nb/_purged_infos", None), ("GET", "/nb/_purged_infos_limit", None),
-                 ("POST", "/nb/_missing_revs", {}), ("GET", "/nb/_partition/p", None),
+                 ("GET", "/nb/_partition/p", None),
                  ("GET", "/nb/_partition/p/_all_docs", None), ("GET", "/nb/_design/d/_view/v", None),
                  ("GET", "/nb/_design/d/_info", None), ("POST", "/nb/_design/d/_update/u", {}),
                  ("GET", "/nb/_design/d/_show/s", None), ("GET", "/nb/_design/d/_list/l/v", None)]
@@ -248,7 +248,7 @@ class NotBuiltYet(NodeTest):
 
     def test_server_endpoints(self):
         for method, path in (("POST", "/_replicate"), ("GET", "/_scheduler/jobs"), ("GET", "/_scheduler/docs"),
-                             ("POST", "/_dbs_info"), ("GET", "/_dbs_info"), ("GET", "/_cluster_setup")):
+                             ("GET", "/_cluster_setup")):
             self.assertNotBuilt(self.node.request(method, path, {} if method == "POST" else None), path)
         self.assertNotBuilt(self.node.get("/_utils", auth=False), "/_utils")
         self.assertNotBuilt(self.node.get("/_utils/index.html", auth=False), "/_utils/")
