@@ -760,6 +760,7 @@ void reply_doc_read(ctx& c, const result<doc_read>& r) {
   if (!r) return c.error(r.error());
   c.res.status = r->http_status;
   if (!r->etag.empty()) c.res.set_header("ETag", r->etag);
+  c.res.set_header("Cache-Control", "must-revalidate");  // chttpd:send_json's default
   if (r->http_status != 304) c.res.set_content(r->body, "application/json");
 }
 
@@ -846,34 +847,47 @@ status validate_attachment_name(const std::string& name) {
   return {};
 }
 
-// One `Range: bytes=...` of a `length`-byte attachment as [from, to]; nullopt: serve it whole
-// (no header, a form CouchDB ignores, or several ranges). `to < from` is 416 (parse_ranges).
-result<std::optional<std::pair<uint64_t, uint64_t>>> requested_range(const std::string& header, uint64_t length) {
-  using range = std::optional<std::pair<uint64_t, uint64_t>>;
-  if (header.rfind("bytes=", 0) != 0 || header.find(',') != std::string::npos || length == 0) return range{};
-  std::string spec = header.substr(6);
-  auto dash = spec.find('-');
-  if (dash == std::string::npos) return range{};
-  std::string a = spec.substr(0, dash), b = spec.substr(dash + 1);
+// Several ranges of one attachment are answered from memory up to this many bytes in all.
+constexpr uint64_t max_multirange_bytes = 16u << 20;
+
+// The ranges of `Range: bytes=...` of a `length`-byte attachment, each [from, to]; none: serve it
+// whole (no header, a form CouchDB ignores). `to < from` is 416 (parse_ranges).
+using byte_ranges = std::vector<std::pair<uint64_t, uint64_t>>;
+result<byte_ranges> requested_ranges(const std::string& header, uint64_t length) {
+  // mochiweb's parse_range_request, then chttpd_db:parse_ranges.
+  if (header.rfind("bytes=", 0) != 0 || length == 0) return byte_ranges{};
   auto number = [](const std::string& t, uint64_t& v) {
     if (t.empty() || t.size() > 19 || t.find_first_not_of("0123456789") != std::string::npos) return false;
     v = std::stoull(t);
     return true;
   };
-  uint64_t from = 0, to = 0;
-  bool has_from = number(a, from), has_to = number(b, to);
-  if ((!a.empty() && !has_from) || (!b.empty() && !has_to) || (!has_from && !has_to)) return range{};
-  if (!has_from) {  // the last `to` bytes
-    from = to >= length ? 0 : length - to;
-    to = length - 1;
-  } else if (!has_to || to >= length) {
-    to = length - 1;
+  byte_ranges out;
+  std::string list = header.substr(6);
+  for (size_t start = 0; start <= list.size();) {
+    size_t comma = std::min(list.find(',', start), list.size());
+    std::string spec = list.substr(start, comma - start);
+    start = comma + 1;
+    spec.erase(0, spec.find_first_not_of(' '));
+    spec.erase(spec.find_last_not_of(' ') + 1);
+    auto dash = spec.find('-');
+    if (dash == std::string::npos) return byte_ranges{};  // not a byte range: the whole attachment
+    std::string a = spec.substr(0, dash), b = spec.substr(dash + 1);
+    uint64_t from = 0, to = 0;
+    bool has_from = number(a, from), has_to = number(b, to);
+    if ((!a.empty() && !has_from) || (!b.empty() && !has_to) || (!has_from && !has_to)) return byte_ranges{};
+    if (out.empty() && has_from && from == 0 && !has_to) return byte_ranges{};  // "bytes=0-": all of it
+    if (!has_from) {  // the last `to` bytes
+      from = to >= length ? 0 : length - to;
+      to = length - 1;
+    } else if (!has_to || to >= length) {
+      to = length - 1;
+    }
+    if (to < from || from >= length) {  // CouchDB answers a 206 with a wrong body
+      return status{errc::range_not_satisfiable, "Requested range not satisfiable"};
+    }
+    out.emplace_back(from, to);
   }
-  if (has_from && from == 0 && to == length - 1 && !has_to) return range{};  // "bytes=0-": all of it
-  if (to < from || from >= length) {
-    return status{errc::range_not_satisfiable, "Requested range not satisfiable"};
-  }
-  return range{std::pair{from, to}};
+  return out;
 }
 
 // Whether the request's Accept-Encoding takes gzip (a `q=0` refuses it).
@@ -912,27 +926,49 @@ void get_attachment(ctx& c, const db_meta& db, const std::string& doc_id, const 
     return;
   }
   std::string type = e->value("content_type", "application/octet-stream");
-  // A gzip-stored attachment goes as stored to a client that takes gzip (CouchDB: no ranges then),
-  // decoded to others (CouchDB sends no Content-MD5 for bytes it decoded).
+  // A gzip-stored attachment goes as stored to a client that takes gzip, decoded to others
+  // (CouchDB sends no Content-MD5 for bytes it decoded), never in ranges (chttpd_db).
   const bool encoded = attachments::gzipped(*e);
   const bool as_stored = !encoded || accepts_gzip(c);
   const uint64_t stored_length = attachments::stored_length(*e);
   const uint64_t length = as_stored ? stored_length : e->value("length", uint64_t{0});
   uint64_t from = 0, end = length;  // what is sent: [from, end) of the bytes the client reads
   c.res.status = 200;
-  if (encoded && as_stored) {
+  if (encoded) {
     c.res.set_header("Accept-Ranges", "none");
-    c.res.set_header("Content-Encoding", "gzip");
+    if (as_stored) c.res.set_header("Content-Encoding", "gzip");
   } else {
-    auto range = requested_range(c.req.get_header_value("Range"), length);
-    if (!range) return c.error(range.error());
+    auto ranges = requested_ranges(c.req.get_header_value("Range"), length);
+    if (!ranges) return c.error(ranges.error());
     c.res.set_header("Accept-Ranges", "bytes");
-    if (*range && (*range)->second < length) {
-      from = (*range)->first;
-      end = (*range)->second + 1;
-      c.res.set_header("Content-Range",
-                       "bytes " + std::to_string(from) + "-" + std::to_string(end - 1) + "/" + std::to_string(length));
+    auto content_range = [&](uint64_t a, uint64_t b) {
+      return "bytes " + std::to_string(a) + "-" + std::to_string(b) + "/" + std::to_string(length);
+    };
+    if (ranges->size() == 1) {
+      from = ranges->front().first;
+      end = ranges->front().second + 1;
+      c.res.set_header("Content-Range", content_range(from, end - 1));
       c.res.status = 206;
+    } else if (ranges->size() > 1 && ranges->size() < 10) {
+      // chttpd_db:send_ranges_multipart (the parts are read into memory: at most 9 of them, and
+      // a request for more than max_multirange_bytes in all gets the whole attachment instead).
+      uint64_t total = 0;
+      for (auto& [a, b] : *ranges) total += b - a + 1;
+      if (total <= max_multirange_bytes) {
+        std::string boundary = crypto::random_hex(16);
+        std::string out = "--" + boundary;
+        for (auto& [a, b] : *ranges) {
+          auto bytes = c.node.coord.read_blob(db, doc_id, *key, a, b - a + 1);
+          if (!bytes) return c.error(bytes.error());
+          out += "\r\nContent-Type: " + type + "\r\nContent-Range: " + content_range(a, b) + "\r\n\r\n";
+          out += *bytes;
+          out += "\r\n--" + boundary;
+        }
+        out += "--";
+        c.res.status = 206;
+        c.res.set_content(std::move(out), ("multipart/byteranges; boundary=\"" + boundary + "\"").c_str());
+        return;
+      }
     }
   }
   if (as_stored && c.res.status == 200) c.res.set_header("Content-MD5", etag.substr(1, etag.size() - 2));
@@ -976,9 +1012,12 @@ void write_attachment(ctx& c, const db_meta& db, const std::string& doc_id, cons
     if (!rev.empty() && !valid_rev(rev, r)) return c.error(bad_rev());
     auto d = c.node.coord.open_doc(db, doc_id);
     if (!d) return c.error(d.error());
-    if (rev.empty()) {  // DELETE without a rev: 404 for no document, else the conflict below
+    if (rev.empty()) {  // DELETE without a rev: 404 for no document or attachment, else the conflict below
       if (!d->found) return c.error(errc::not_found, "missing");
       if (d->info.tree.winner_deleted()) return c.error(errc::not_found, "deleted");
+      const std::string* winner = d->body(d->info.tree.rev(d->info.tree.winner()));
+      if (!winner || !attachments::entry_of(parse_json(*winner).value_or(json::object()), att))
+        return c.error(errc::not_found, "Document is missing attachment");
     } else {
       int i = d->found ? d->info.tree.find(r) : -1;
       const std::string* body = i < 0 ? nullptr : d->body(r);
@@ -990,6 +1029,9 @@ void write_attachment(ctx& c, const db_meta& db, const std::string& doc_id, cons
       if (d->info.tree.nodes()[i].deleted) doc["_deleted"] = true;
     }
   }
+  // DELETE of an attachment the revision does not have: 404 (chttpd_db:get_existing_attachment).
+  if (!put && !rev.empty() && !attachments::entry_of(doc, att))
+    return c.error(errc::not_found, "Document is missing attachment");
   // The other attachments stay, as stubs of the base revision; this one goes or is replaced.
   if (doc.contains("_attachments") && doc["_attachments"].is_object()) {
     json& atts = doc["_attachments"];

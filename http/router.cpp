@@ -192,6 +192,7 @@ std::shared_ptr<http_response> handle_request(node_services& node, const http_re
     log::error(std::string("request failed with an exception: ") + e.what());
     res->stream.reset();
     res->status = 500;
+    res->set_header("Cache-Control", "must-revalidate");
     res->set_content(json{{"error", "unknown_error"}, {"reason", e.what()}}.dump() + "\n", "application/json");
   }
   return res;

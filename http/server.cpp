@@ -432,6 +432,8 @@ struct http_server::impl {
       o += "Content-Length: " + std::to_string(res.stream_length) + "\r\n";
     } else if (!res.stream && !no_body) {
       o += "Content-Length: " + std::to_string(res.body.size()) + "\r\n";
+    } else if (res.status == 304) {
+      o += "Content-Length: 0\r\n";  // as CouchDB (mochiweb) sends it
     }
     o += "\r\n";
     if (!head && !res.stream && !no_body) {

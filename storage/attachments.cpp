@@ -67,7 +67,9 @@ json make_entry(const std::string& content_type, const std::string& identity, ui
   if (p.compression_level > 0 && !identity.empty() && p.compressible_type(content_type)) {
     packed = gzip::compress(identity, p.compression_level);
   }
-  const bool encode = !packed.empty() && packed.size() < identity.size();
+  // As CouchDB's couch_att:maybe_compress: a compressible type is stored gzip-encoded whatever it
+  // saves (even a few bytes that grow), so digest and encoded_length match CouchDB's.
+  const bool encode = !packed.empty();
   out.bytes = encode ? std::move(packed) : identity;
   out.key = crypto::sha256_hex(out.bytes);
   e["digest"] = md5_digest(out.bytes);  // CouchDB's md5 is of the stored (encoded) bytes
@@ -180,7 +182,10 @@ status merge_stubs(json& atts, const json* parent, const std::string& doc_id) {
     if (!is_true(it.value(), "stub")) continue;
     if (!parent) return {errc::missing_stub, "Previous revision missing for document " + doc_id};
     auto had = parent->is_object() ? parent->find(it.key()) : parent->end();
-    if (!parent->is_object() || had == parent->end() || !key_of(*had)) {
+    // A stub naming a revpos must name the parent's (couch_att:merge_stubs).
+    const json& revpos = member(it.value(), "revpos");
+    if (!parent->is_object() || had == parent->end() || !key_of(*had) ||
+        (!revpos.is_null() && revpos != member(*had, "revpos"))) {
       return {errc::missing_stub, "Invalid attachment stub in " + doc_id + " for " + it.key()};
     }
     it.value() = *had;

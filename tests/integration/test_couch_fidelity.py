@@ -528,5 +528,80 @@ class Endpoints(NodeTest):
         self.assertNotEqual(n.get("/_all_dbs").header("ETag"), etag)
 
 
+class AttachmentHeaders(NodeTest):
+    """Items 11 and 12: attachments stored and served as chttpd_db and couch_att do: compressible
+    types gzip-stored whatever their size (so digests match CouchDB's), never ranged then
+    (`Accept-Ranges: none`, no Content-MD5 on decoded bytes), several ranges of an identity one as
+    multipart/byteranges, a 304 with `Content-Length: 0`, `Cache-Control: must-revalidate` on
+    document reads."""
+
+    def test_small_text_is_gzip_stored(self):
+        n = self.node
+        assert n.put("/ah").status == 201
+        n.put("/ah/d", {"_attachments": {"t.txt": {"content_type": "text/plain", "data": "aGVsbG8="}}})
+        e = n.get("/ah/d?att_encoding_info=true").json["_attachments"]["t.txt"]
+        # The digest a CouchDB client's fixtures carry for this 5-byte text/plain attachment.
+        self.assertEqual((e["digest"], e["encoding"], e["encoded_length"], e["length"]),
+                         ("md5-iMaiC8wqiFlD2NjLTemvCQ==", "gzip", 25, 5))
+        g = n.get("/ah/d/t.txt")
+        self.assertEqual((g.status, g.raw, g.header("Accept-Ranges"), g.header("Content-MD5")),
+                         (200, "hello", "none", None))
+        g = n.get("/ah/d/t.txt", headers={"Range": "bytes=1-2"})
+        self.assertEqual((g.status, g.raw), (200, "hello"))
+        g = n.get("/ah/d/t.txt", headers={"Accept-Encoding": "gzip"})
+        self.assertEqual((g.header("Content-Encoding"), g.header("Content-MD5")), ("gzip", "iMaiC8wqiFlD2NjLTemvCQ=="))
+        r = n.get("/ah/d/t.txt", headers={"If-None-Match": '"iMaiC8wqiFlD2NjLTemvCQ=="'})
+        self.assertEqual((r.status, r.header("Content-Length")), (304, "0"))
+
+    def test_several_ranges(self):
+        n = self.node
+        assert n.put("/ah2").status == 201
+        data = bytes(range(100))
+        r = n.request("PUT", "/ah2/d/b.bin", raw_body=data, headers={"Content-Type": "application/octet-stream"})
+        self.assertEqual(r.status, 201, r)
+        g = n.get("/ah2/d/b.bin", headers={"Range": "bytes=0-1,5-6,-2"})
+        self.assertEqual(g.status, 206, g)
+        ctype = g.header("Content-Type")
+        self.assertTrue(ctype.startswith('multipart/byteranges; boundary="'), ctype)
+        boundary = ctype.split('"')[1].encode()
+        parts = g.data.split(b"--" + boundary)
+        self.assertEqual(parts[0], b"")
+        self.assertEqual(parts[-1], b"--")
+        got = []
+        for part in parts[1:-1]:
+            head, body = part[2:].split(b"\r\n\r\n", 1)
+            headers = dict(line.split(b": ", 1) for line in head.split(b"\r\n"))
+            self.assertEqual(headers[b"Content-Type"], b"application/octet-stream")
+            got.append((headers[b"Content-Range"], body[:-2]))  # each body ends with CRLF
+        self.assertEqual(got, [(b"bytes 0-1/100", data[0:2]), (b"bytes 5-6/100", data[5:7]),
+                               (b"bytes 98-99/100", data[98:])])
+        many = ",".join(f"{i}-{i}" for i in range(10))
+        self.assertEqual(n.get("/ah2/d/b.bin", headers={"Range": f"bytes={many}"}).status, 200)  # 10 or more: all
+        self.assertError(n.get("/ah2/d/b.bin", headers={"Range": "bytes=0-1,9-3"}), 416,
+                         "requested_range_not_satisfiable")
+
+    def test_missing_attachment_and_stub_revpos(self):
+        n = self.node
+        assert n.put("/ah4").status == 201
+        rev = n.put("/ah4/d", {"_attachments": {"t.bin": {"content_type": "application/x-data",
+                                                          "data": "aGVsbG8="}}}).json["rev"]
+        self.assertError(n.delete(f"/ah4/d/nope?rev={rev}"), 404, "not_found", "Document is missing attachment")
+        self.assertError(n.delete("/ah4/d/nope"), 404, "not_found", "Document is missing attachment")
+        self.assertError(n.delete("/ah4/d/t.bin"), 409, "conflict")  # it exists: a rev is needed
+        self.assertError(n.put("/ah4/d", {"_rev": rev, "_attachments": {"t.bin": {"stub": True, "revpos": 5}}}),
+                         412, "missing_stub", "Invalid attachment stub in d for t.bin")
+        self.assertError(n.put("/ah4/e", {"_attachments": {"t.bin": {"data": "!!!"}}}), 400, "bad_request",
+                         "Invalid attachment data for t.bin")
+        r = n.put("/ah4/d", {"_rev": rev, "_attachments": {"t.bin": {"stub": True, "revpos": 1}}})
+        self.assertEqual(r.status, 201, r)
+
+    def test_document_reads_must_revalidate(self):
+        n = self.node
+        assert n.put("/ah3").status == 201
+        n.put("/ah3/d", {"v": 1})
+        for path in ("/ah3/d", "/ah3/nope", "/ah3/_all_docs", "/ah3"):
+            self.assertEqual(n.get(path).header("Cache-Control"), "must-revalidate", path)
+
+
 if __name__ == "__main__":
     main()

@@ -83,7 +83,7 @@ std::string big(size_t n) {
 
 TEST_CASE("a blob lives while a revision names it; stubs keep it across edits") {
   shard f;
-  auto r1 = f.put("d", R"({"a.txt":{"content_type":"text/plain","data":"aGVsbG8="}})");  // "hello"
+  auto r1 = f.put("d", R"({"a.txt":{"content_type":"application/x-data","data":"aGVsbG8="}})");  // "hello"
   REQUIRE(r1.st);
   CHECK(f.has_blob("hello"));
   json stored = f.body("d", r1.rev)["_attachments"]["a.txt"];
