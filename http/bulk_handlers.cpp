@@ -161,7 +161,7 @@ std::vector<int> bulk_get_indices(const json& entry, const doc_copy& d, bool lat
     why = "missing";
     return {};
   }
-  if (rev.is_null()) return tree.sorted_leaves();
+  if (rev.is_null()) return tree.leaves_by_rev();
   rev_id r;
   int i = rev.is_string() && parse_rev(rev.get<std::string>(), r) ? tree.find(r) : -1;
   if (i < 0) {
@@ -281,18 +281,23 @@ result<json> answer_revs_diff(const json& body, const std::vector<doc_copy>& doc
     const std::string& id = it.key();
     if (!it.value().is_array()) return status{errc::bad_request, "Each document must map to a list of revisions"};
     const doc_copy& d = docs[k];
-    json missing = json::array();
+    std::vector<rev_id> lacking;
     uint64_t max_missing_pos = 0;
     for (auto& r : it.value()) {
       rev_id rid;
       if (!r.is_string() || !parse_rev(r.get<std::string>(), rid))
         return status{errc::bad_request, "Invalid rev format"};
       if (!d.found || d.info.tree.find(rid) < 0) {
-        missing.push_back(r);
+        lacking.push_back(rid);
         max_missing_pos = std::max(max_missing_pos, rid.pos);
       }
     }
-    if (missing.empty()) continue;
+    if (lacking.empty()) continue;
+    // Each once, by (pos, hash): fabric_doc_missing_revs merges the copies' answers sorted.
+    std::sort(lacking.begin(), lacking.end());
+    lacking.erase(std::unique(lacking.begin(), lacking.end()), lacking.end());
+    json missing = json::array();
+    for (const rev_id& r : lacking) missing.push_back(r.str());
     json entry = {{"missing", missing}};
     if (d.found) {
       json ancestors = json::array();

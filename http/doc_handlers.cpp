@@ -257,29 +257,38 @@ result<doc_get> parse_doc_get(const http_params& q, const std::string& if_none_m
     }
     g.by_open_revs = true;
   }
+  // A revision named (?rev= without latest, open_revs) is opened without its document's metadata,
+  // as couch_db:open_doc_revs does: no _revs_info, _conflicts, _deleted_conflicts or _local_seq.
+  if ((g.rev && !g.latest) || g.by_open_revs)
+    g.opts.revs_info = g.opts.conflicts = g.opts.deleted_conflicts = g.opts.local_seq = false;
   g.if_none_match = if_none_match;
   return g;
 }
 
 namespace {
 
-// The revisions an open_revs GET names, in answer order; `missing` gets the ones `d` lacks.
+// The revisions an open_revs GET names, in answer order; `missing` gets the ones `d` lacks. As
+// fabric_doc_open_revs: each revision once, found ones by (pos, hash), then the missing ones so.
 std::vector<int> open_revs_indices(const doc_copy& d, const doc_get& g, std::vector<std::string>& missing) {
   const rev_tree& tree = d.info.tree;
+  if (g.open_revs_all) return tree.leaves_by_rev();
   std::vector<int> indices;
-  if (g.open_revs_all) indices = tree.sorted_leaves();
+  std::vector<rev_id> lacking;
   for (const rev_id& rid : g.open_revs) {
     int i = d.found ? tree.find(rid) : -1;
     if (i < 0) {
-      missing.push_back(rid.str());
+      lacking.push_back(rid);
     } else if (g.latest) {
-      for (int leaf : tree.leaves_under(i)) {  // each leaf once, however many asked revs lead to it
-        if (std::find(indices.begin(), indices.end(), leaf) == indices.end()) indices.push_back(leaf);
-      }
+      for (int leaf : tree.leaves_under(i)) indices.push_back(leaf);
     } else {
       indices.push_back(i);
     }
   }
+  std::sort(indices.begin(), indices.end(), [&](int a, int b) { return tree.rev(a) < tree.rev(b); });
+  indices.erase(std::unique(indices.begin(), indices.end()), indices.end());
+  std::sort(lacking.begin(), lacking.end());
+  lacking.erase(std::unique(lacking.begin(), lacking.end()), lacking.end());
+  for (const rev_id& r : lacking) missing.push_back(r.str());
   return indices;
 }
 

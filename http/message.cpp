@@ -55,6 +55,15 @@ std::string percent_decode(std::string_view s, bool plus_is_space) {
   return out;
 }
 
+bool valid_percent_encoding(std::string_view s) {
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (s[i] != '%') continue;
+    if (i + 2 >= s.size() || hex_value(s[i + 1]) < 0 || hex_value(s[i + 2]) < 0) return false;
+    i += 2;
+  }
+  return true;
+}
+
 void parse_query(std::string_view query, http_params& out) {
   for (auto& [k, v] : parse_query_list(query)) out.emplace(std::move(k), std::move(v));
 }

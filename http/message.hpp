@@ -72,6 +72,8 @@ std::vector<std::pair<std::string, std::string>> parse_query_list(std::string_vi
 // (for a Location header: `/` in an id or a name is %2F, a control character never goes raw).
 std::string percent_encode(std::string_view s);
 std::string percent_decode(std::string_view s, bool plus_is_space = false);
+// Whether every '%' in `s` starts a %XX escape.
+bool valid_percent_encoding(std::string_view s);
 // The reason phrase of a status code, as CouchDB sends it.
 const char* status_text(int status);
 

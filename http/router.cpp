@@ -187,6 +187,10 @@ std::shared_ptr<http_response> handle_request(node_services& node, const http_re
   res->set_header("Server", "settee/" SETTEE_VERSION);
   try {
     ctx c{req, *res, node, split_path(req.target), {}};
+    if (!valid_percent_encoding(req.target)) {  // chttpd: a path or query mochiweb cannot unquote
+      c.error(errc::bad_request, "invalid_url_encoding");
+      return res;
+    }
     dispatch(c);
   } catch (const std::exception& e) {
     log::error(std::string("request failed with an exception: ") + e.what());

@@ -64,6 +64,12 @@ std::vector<int> rev_tree::sorted_leaves() const {
   return out;
 }
 
+std::vector<int> rev_tree::leaves_by_rev() const {
+  auto out = leaves();
+  std::sort(out.begin(), out.end(), [&](int a, int b) { return rev(a) < rev(b); });
+  return out;
+}
+
 int rev_tree::winner() const {
   if (nodes_.empty()) return -1;
   return sorted_leaves().front();

@@ -22,6 +22,8 @@ struct rev_id {
   std::string str() const { return std::to_string(pos) + "-" + hash; }
   bool operator==(const rev_id& o) const { return pos == o.pos && hash == o.hash; }
   bool operator!=(const rev_id& o) const { return !(*this == o); }
+  // By (pos, hash): the order CouchDB sorts revisions in its answers (open_revs, _revs_diff).
+  bool operator<(const rev_id& o) const { return pos != o.pos ? pos < o.pos : hash < o.hash; }
 };
 
 // Parses "N-hash" (N a positive integer; the hash may be empty, as CouchDB takes "1-"). Returns
@@ -50,6 +52,9 @@ class rev_tree {
   std::vector<int> leaves() const;
   // Leaves ordered winner first, then by the same rule descending.
   std::vector<int> sorted_leaves() const;
+  // The same leaves by (pos, hash) ascending: the order of CouchDB's open_revs answers
+  // (fabric_doc_open_revs sorts its replies).
+  std::vector<int> leaves_by_rev() const;
   int winner() const;  // -1 when empty
   bool winner_deleted() const { return nodes_[winner()].deleted; }
 

@@ -133,6 +133,30 @@ class SmallCorners(NodeTest):
         self.assertError(n.get("/ids/_design"), 404, "not_found", "missing")
         self.assertError(n.delete("/ids?rev=1-x"), 400, "bad_request")
 
+    def test_invalid_url_encoding(self):
+        for path in ("/db/%ZZ", "/%4", "/_all_dbs?x=%G1"):
+            self.assertError(self.node.get(path), 400, "bad_request", "invalid_url_encoding")
+        self.assertEqual(self.node.get("/_all_dbs?x=%41").status, 200)
+
+    def test_revisions_named_and_their_order(self):
+        n = self.node
+        assert n.put("/rn").status == 201
+        r1 = n.put("/rn/d", {"v": 1}).json["rev"]
+        r2 = n.put("/rn/d", {"_rev": r1, "v": 2}).json["rev"]
+        n.post("/rn/_bulk_docs", {"new_edits": False, "docs": [{"_id": "d", "_rev": "2-aaa", "v": 3}]})
+        # A named revision comes without its document's metadata (couch_db:open_doc_revs).
+        doc = n.get(f"/rn/d?rev=2-aaa&revs_info=true&conflicts=true&deleted_conflicts=true&local_seq=true").json
+        self.assertEqual(doc, {"_id": "d", "_rev": "2-aaa", "v": 3})
+        self.assertEqual(n.get("/rn/d?conflicts=true").json["_conflicts"], ["2-aaa"])
+        # open_revs: each once, by (pos, hash), the missing ones after (fabric_doc_open_revs).
+        revs = n.get(f'/rn/d?open_revs=["{r2}","9-x","2-aaa","{r2}","3-b","9-x"]').json
+        self.assertEqual(revs, [{"ok": {"_id": "d", "_rev": "2-aaa", "v": 3}},
+                                {"ok": {"_id": "d", "_rev": r2, "v": 2}}, {"missing": "3-b"}, {"missing": "9-x"}])
+        self.assertEqual([e["ok"]["_rev"] for e in n.get("/rn/d?open_revs=all").json], ["2-aaa", r2])
+        # _revs_diff: missing revisions each once, sorted.
+        diff = n.post("/rn/_revs_diff", {"d": ["9-z", "3-c", "9-z", r1, "3-a"]}).json
+        self.assertEqual(diff["d"]["missing"], ["3-a", "3-c", "9-z"])
+
     def test_temp_view_is_gone(self):
         assert self.node.put("/tv").status == 201
         self.assertError(self.node.post("/tv/_temp_view", {"map": "function(doc){}"}), 410, "gone",
