@@ -338,7 +338,10 @@ std::string changes_feed::render(const change_row& r) {
   const change_entry& e = r.e;
   ++emitted_;
   std::string row = "{\"seq\":";
-  bool real_seq = opts_.seq_interval <= 0 || emitted_ % static_cast<uint64_t>(opts_.seq_interval) == 0;
+  // fabric_view_changes: a row carries its seq when the limit left before it is a multiple of the
+  // interval (with CouchDB's default limit and an even interval: the first row of each interval).
+  bool real_seq = opts_.seq_interval <= 0 ||
+                  (opts_.limit_for_interval - static_cast<int64_t>(emitted_ - 1)) % opts_.seq_interval == 0;
   row += real_seq ? token_json() : "null";
   row += ",\"id\":" + quote(e.id) + ",\"changes\":[";
   if (opts_.all_docs) {

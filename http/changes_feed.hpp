@@ -25,6 +25,9 @@ struct changes_options {
   bool conflicts = false;
   bool attachments = false, att_encoding_info = false;  // include_docs: attachments' bytes / encoding
   int64_t seq_interval = 0;                             // > 0: only every Nth row carries a real seq
+  // The request's limit, as fabric_view_changes counts rows down from it for seq_interval (CouchDB's
+  // default #changes_args.limit when none is given).
+  int64_t limit_for_interval = 1000000000000000;
   enum class filter { none, doc_ids, design, selector } filter_kind = filter::none;
   std::set<std::string> doc_ids;
   std::shared_ptr<const mango_selector> selector;  // filter::selector: matched against the winning doc

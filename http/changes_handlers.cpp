@@ -67,6 +67,7 @@ result<changes_query> parse_changes(ctx& c, const json* body) {
                           "The limit value should be a non-negative integer");
     if (!l) return l.error();
     q.feed.limit = *l;
+    q.opts.limit_for_interval = *l;
   }
   if (c.has("timeout")) {
     auto t = non_negative(c, "timeout", "The timeout value should be a non-negative integer (in milliseconds).",

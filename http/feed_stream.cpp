@@ -68,19 +68,32 @@ class feed_stream final : public response_stream {
 
   // normal and longpoll: {"results":[\n row,\r\n row \n],\n"last_seq":..,"pending":..}\n
   pump_result pump_batch(std::string& out) {
-    if (!header_sent_) {
+    if (!rows_started_) {
       if (q_.feed == feed_kind::longpoll && !limit_reached() && q_.limit != 0) {
         uint64_t seen = node_.notifier->version(key_);
         if (!feed_.next(row_)) {
           if (!feed_.error()) return abort();
           if (feed_.paused()) return more();
-          if (steady::now() < longpoll_deadline_ && feed_.alive()) return wait_for(seen, longpoll_deadline_);
+          // As CouchDB: with a heartbeat, a longpoll waits for a change however long it takes (a
+          // newline at each beat); without one, until the timeout.
+          auto now = steady::now();
+          const bool beats = q_.heartbeat_ms > 0;
+          if (feed_.alive() && (beats || now < longpoll_deadline_)) {
+            if (beats && now >= next_heartbeat_) {
+              next_heartbeat_ = now + std::chrono::milliseconds(q_.heartbeat_ms);
+              out = header_sent_ ? "\n" : "{\"results\":[\n\n";
+              header_sent_ = true;
+              return more();
+            }
+            return wait_for(seen, beats ? next_heartbeat_ : longpoll_deadline_);
+          }
         } else {
           have_row_ = true;
         }
       }
+      rows_started_ = true;
+      if (!header_sent_) out = "{\"results\":[\n";
       header_sent_ = true;
-      out = "{\"results\":[\n";
       if (have_row_) {
         out += row_;
         first_row_ = false;
@@ -151,6 +164,7 @@ class feed_stream final : public response_stream {
   bool have_row_ = false;
   bool first_row_ = true;
   steady::time_point longpoll_deadline_;
+  bool rows_started_ = false;  // a longpoll stopped waiting for its first row
   steady::time_point idle_deadline_;  // timeout: no change for this long ends the feed
   steady::time_point next_heartbeat_;
 };

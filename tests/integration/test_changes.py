@@ -121,8 +121,14 @@ class ChangesNormal(NodeTest):
                          "Selector must be specified in POST payload")
 
     def test_seq_interval(self):
-        res = self.node.get("/ch/_changes?seq_interval=3").json["results"]
-        self.assertEqual([r["seq"] is not None for r in res[:6]], [False, False, True, False, False, True])
+        # fabric_view_changes: a row has its seq when the limit left (CouchDB's default
+        # 1000000000000000 counting down) is a multiple of the interval.
+        def marked(query):
+            return [r["seq"] is not None for r in self.node.get("/ch/_changes?" + query).json["results"][:6]]
+        self.assertEqual(marked("seq_interval=3"), [(10**15 - k) % 3 == 0 for k in range(6)])
+        self.assertEqual(marked("seq_interval=3"), [False, True, False, False, True, False])
+        self.assertEqual(marked("seq_interval=2"), [True, False, True, False, True, False])  # each pair's first
+        self.assertEqual(marked("seq_interval=4&limit=6"), [False, False, True, False, False, False])
 
     def test_bad_parameters(self):
         cases = [

@@ -2,6 +2,7 @@
 from CouchDB's source (chttpd, chttpd_db, couch_httpd, couch_util) and checked against what a running
 CouchDB answered."""
 import http.client
+import json
 
 from harness import NodeTest, main
 
@@ -156,6 +157,27 @@ class SmallCorners(NodeTest):
         # _revs_diff: missing revisions each once, sorted.
         diff = n.post("/rn/_revs_diff", {"d": ["9-z", "3-c", "9-z", r1, "3-a"]}).json
         self.assertEqual(diff["d"]["missing"], ["3-a", "3-c", "9-z"])
+
+    def test_longpoll_with_heartbeat_waits_for_a_change(self):
+        # fabric_view_changes: with a heartbeat the timeout never ends a wait; newlines keep it open.
+        n = self.node
+        assert n.put("/lph").status == 201
+        since = n.get("/lph/_changes?since=now").json["last_seq"]
+        conn = http.client.HTTPConnection("127.0.0.1", n.port, timeout=30)
+        conn.request("GET", f"/lph/_changes?feed=longpoll&heartbeat=50&timeout=50&since={since}",
+                     headers=n.auth_header())
+        r = conn.getresponse()
+        self.assertEqual(r.status, 200)
+        got = b""
+        while got.count(b"\n") < 6:  # the header's newline and five beats: well past the timeout
+            got += r.read(1)
+        self.assertEqual(got, b'{"results":[\n' + b"\n" * 5)
+        n.put("/lph/late", {"v": 1})
+        body = json.loads(got + r.read())
+        self.assertEqual([row["id"] for row in body["results"]], ["late"])
+        conn.close()
+        # Without a heartbeat the timeout ends it.
+        self.assertEqual(n.get("/lph/_changes?feed=longpoll&timeout=100&since=now").json["results"], [])
 
     def test_temp_view_is_gone(self):
         assert self.node.put("/tv").status == 201
