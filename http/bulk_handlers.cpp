@@ -76,6 +76,7 @@ void handle_bulk_docs(ctx& c, const db_meta& db) {
       continue;
     }
     if (!u) return c.error(u.error());
+    if (auto st = check_document_size(c, *u); !st) return c.error(st);  // the whole request, as CouchDB
     if (u->managed_attachments) {
       if (auto st = attachments_here(c, db); !st) return c.error(st);
     }

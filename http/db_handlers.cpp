@@ -138,7 +138,7 @@ void db_info(ctx& c, const db_meta& db) {
 void handle_db(ctx& c, const std::string& name) {
   if (c.method() == "PUT") return create_db(c, name);
   if (c.method() == "DELETE") return delete_db(c, name);
-  if (c.method() != "GET" && c.method() != "POST") return c.method_not_allowed("DELETE,GET,HEAD,POST,PUT");
+  if (c.method() != "GET" && c.method() != "POST") return c.method_not_allowed("DELETE,GET,HEAD,POST");
   auto db = c.node.coord.catalog().lookup(name);
   if (!db) return c.error(db.error());
   json security = read_security(c, *db);

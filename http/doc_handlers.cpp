@@ -403,6 +403,12 @@ void reply_multipart(ctx& c, const db_meta& db, const doc_copy& d, const doc_get
 
 }  // namespace
 
+status check_document_size(ctx& c, const doc_update& u) {
+  // couch_doc:from_json_obj_validate: the body without its special members and attachments.
+  if (u.body.size() > c.node.max_document_size) return {errc::document_too_large, u.id};
+  return {};
+}
+
 result<local_update> to_local_update(const std::string& id, json* doc, std::string rev) {
   local_update u;
   u.id = id;
@@ -668,6 +674,7 @@ void put_doc(ctx& c, const db_meta& db, std::string id) {
   auto u =
       to_doc_update(db, std::move(*body), id, *new_edits, is_multipart ? &follows : nullptr, c.node.attachment_policy);
   if (!u) return fail(u.error());
+  if (auto st = check_document_size(c, *u); !st) return fail(st);
   if (!follows.empty()) {
     return fail({errc::bad_request, "Invalid multipart body: a part for attachment '" + follows.begin()->first +
                                         "', which does not follow the document"});
@@ -730,6 +737,7 @@ void copy_doc(ctx& c, const db_meta& db, const std::string& source) {
   if (auto st = authorize_doc_write(c, db, target, &*body); !st) return c.error(st);
   auto u = to_doc_update(db, std::move(*body), target, true, nullptr, c.node.attachment_policy);
   if (!u) return c.error(u.error());
+  if (auto st = check_document_size(c, *u); !st) return c.error(st);
   if (u->managed_attachments) {
     if (auto st = attachments_here(c, db); !st) return c.error(st);
   }

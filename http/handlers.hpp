@@ -140,6 +140,8 @@ status fetch_inline_blobs(ctx& c, const db_meta& db, const doc_copy& d, const st
                           const render_options& opts, attachments::blob_bytes& out);
 // GET/HEAD /db/{doc}/{attachment} (`att` may hold '/').
 void handle_attachment(ctx& c, const db_meta& db, const std::string& doc_id, const std::string& att);
+// 413 document_too_large (reason: the id) for a body over [couchdb] max_document_size.
+status check_document_size(ctx& c, const doc_update& u);
 // The id a document brings in its body (errors: not a string, invalid); "" when it has none.
 result<std::string> body_doc_id(ctx& c, const json& doc);
 

@@ -37,6 +37,7 @@ struct node_services {
   std::string server_uuid;
   uint32_t default_q = 2;
   size_t max_document_id_length = SIZE_MAX;  // [couchdb] max_document_id_length ("infinity")
+  size_t max_document_size = 8000000;        // [couchdb] max_document_size: of a body, attachments apart
   // [couchdb] max_attachment_size (a larger one is 413), [attachments] compressible_types and
   // compression_level: how new attachments are stored.
   attachments::policy attachment_policy{};

@@ -192,6 +192,7 @@ config defaults() {
   c.set("chttpd", "max_http_request_size", std::to_string(64u << 20));
   c.set("couchdb", "max_document_id_length", "infinity");
   c.set("couchdb", "max_attachment_size", std::to_string(1u << 30));
+  c.set("couchdb", "max_document_size", "8000000");
   c.set("database_compaction", "docs_per_step", "1000");
   c.set("attachments", "compression_level", "8");
   c.set("attachments", "compressible_types", "text/*, application/javascript, application/json, application/xml");
@@ -312,6 +313,8 @@ int main(int argc, char** argv) {
       node.max_document_id_length =
           static_cast<size_t>(std::max<int64_t>(1, cfg.get_int("couchdb", "max_document_id_length", 1)));
     }
+    node.max_document_size =
+        static_cast<size_t>(std::max<int64_t>(1, cfg.get_int("couchdb", "max_document_size", 8000000)));
     node.attachment_policy.max_bytes =
         static_cast<size_t>(std::max<int64_t>(0, cfg.get_int("couchdb", "max_attachment_size", 1 << 30)));
     node.attachment_policy.compression_level =

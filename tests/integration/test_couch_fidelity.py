@@ -649,5 +649,25 @@ class AttachmentHeaders(NodeTest):
             self.assertEqual(n.get(path).header("Cache-Control"), "must-revalidate", path)
 
 
+class DocumentSize(NodeTest):
+    """Item 13: a body over [couchdb] max_document_size is 413 document_too_large, the reason its id
+    (couch_doc:from_json_obj_validate); a _bulk_docs holding one fails whole."""
+    config = "[couchdb]\nmax_document_size = 1000\n"
+
+    def test_document_too_large(self):
+        n = self.node
+        assert n.put("/big").status == 201
+        self.assertEqual(n.put("/big/ok", {"v": "x" * 900}).status, 201)
+        self.assertError(n.put("/big/huge", {"v": "x" * 1000}), 413, "document_too_large", "huge")
+        self.assertError(n.post("/big/_bulk_docs", {"docs": [{"_id": "a"}, {"_id": "b", "v": "x" * 1000}]}),
+                         413, "document_too_large", "b")
+        self.assertEqual(n.get("/big/a").status, 404)  # nothing of that request was written
+        # Attachments do not count.
+        r = n.put("/big/withatt", {"_attachments": {"a": {"content_type": "application/x-data",
+                                                          "data": "eHh4" * 600}}})
+        self.assertEqual(r.status, 201, r)
+        self.assertError(n.request("PATCH", "/big"), 405, "method_not_allowed", "Only DELETE,GET,HEAD,POST allowed")
+
+
 if __name__ == "__main__":
     main()
