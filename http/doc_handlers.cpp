@@ -137,7 +137,7 @@ result<doc_update> to_doc_update(const db_meta& db, json doc, const std::string&
   for (const char* k : {"_id", "_rev", "_deleted", "_revisions"}) doc.erase(k);
   for (const char* k : ignored_specials) doc.erase(k);
   if (db.name == "_users") authenticator::hash_user_password(doc);
-  u.body = doc.dump();
+  u.body = couch_dump(doc);  // numbers as CouchDB stores them
   if (new_edits) {
     if (!history.empty())
       u.revs.push_back(history.front());  // the base revision
@@ -426,7 +426,7 @@ result<local_update> to_local_update(const std::string& id, json* doc, std::stri
     // A local document has no attachments: CouchDB drops them from its body.
     for (const char* k : {"_id", "_rev", "_revisions", "_deleted", "_attachments"}) doc->erase(k);
     for (const char* k : ignored_specials) doc->erase(k);
-    u.body = doc->dump();
+    u.body = couch_dump(*doc);
   } else {
     u.deleted = true;
   }

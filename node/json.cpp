@@ -1,6 +1,9 @@
 #include "node/json.hpp"
 
 #include <atomic>
+#include <charconv>
+#include <cmath>
+#include <cstdlib>
 #include <memory>
 #include <unordered_map>
 #include <vector>
@@ -151,10 +154,9 @@ std::optional<json> parse_json(std::string_view text, size_t max_depth, std::str
   return std::nullopt;
 }
 
-std::string quote(std::string_view s) {
+void append_quoted(std::string& out, std::string_view s) {
   static const char hex[] = "0123456789abcdef";
-  std::string out;
-  out.reserve(s.size() + 2);
+  out.reserve(out.size() + s.size() + 2);
   out.push_back('"');
   for (unsigned char c : s) {
     switch (c) {
@@ -190,6 +192,119 @@ std::string quote(std::string_view s) {
     }
   }
   out.push_back('"');
+}
+
+std::string quote(std::string_view s) {
+  std::string out;
+  append_quoted(out, s);
+  return out;
+}
+
+namespace {
+
+// A float as Erlang's float_to_binary(F, [short]) writes it (erts/emulator/ryu/to_chars.h): the
+// shortest digits that read back to the same double, in fixed notation when the exponent is within
+// Erlang's bounds, else scientific; always a fraction ("100.0", "1.0e3") and a bare exponent.
+void append_float(std::string& out, double v) {
+  if (v == 0) {
+    out += std::signbit(v) ? "-0.0" : "0.0";
+    return;
+  }
+  char buf[64];
+  auto r = std::to_chars(buf, buf + sizeof buf, v, std::chars_format::scientific);  // shortest digits
+  std::string_view text(buf, static_cast<size_t>(r.ptr - buf));
+  if (text.front() == '-') {
+    out += '-';
+    text.remove_prefix(1);
+  }
+  size_t e = text.find('e');
+  std::string digits;
+  for (char ch : text.substr(0, e))
+    if (ch != '.') digits += ch;
+  const int32_t sci_exp = std::atoi(std::string(text.substr(e + 1)).c_str());
+  const int32_t olength = static_cast<int32_t>(digits.size());
+  const int32_t exp = sci_exp - (olength - 1);  // value = digits x 10^exp
+  int32_t lower = -(olength + 2), upper = sci_exp >= 10 ? 2 : 1;
+  if (olength == 1) lower = -4, upper = 2;
+  const uint64_t mantissa = std::stoull(digits);
+  bool fixed = lower <= exp && exp <= upper &&
+               !((mantissa >= (1ull << 53) && exp == 0) || (mantissa > (1ull << 52) / 5 && exp == 1) ||
+                 (mantissa > (1ull << 51) / 25 && exp == 2));
+  if (fixed) {
+    const int32_t whole = olength + exp;
+    if (exp >= 0) {
+      out += digits;
+      out.append(static_cast<size_t>(exp), '0');
+      out += ".0";
+    } else if (whole > 0) {
+      out.append(digits, 0, static_cast<size_t>(whole));
+      out += '.';
+      out.append(digits, static_cast<size_t>(whole), std::string::npos);
+    } else {
+      out += "0.";
+      out.append(static_cast<size_t>(-whole), '0');
+      out += digits;
+    }
+    return;
+  }
+  out += digits[0];
+  out += '.';
+  out += olength > 1 ? digits.substr(1) : "0";
+  out += 'e';
+  out += std::to_string(sci_exp);
+}
+
+void append_couch(std::string& out, const json& j) {
+  using t = json::value_t;
+  switch (j.type()) {
+    case t::object: {
+      out += '{';
+      bool first = true;
+      for (auto it = j.begin(); it != j.end(); ++it) {
+        if (!first) out += ',';
+        first = false;
+        append_quoted(out, it.key());
+        out += ':';
+        append_couch(out, it.value());
+      }
+      out += '}';
+      return;
+    }
+    case t::array: {
+      out += '[';
+      bool first = true;
+      for (const json& e : j) {
+        if (!first) out += ',';
+        first = false;
+        append_couch(out, e);
+      }
+      out += ']';
+      return;
+    }
+    case t::string:
+      return append_quoted(out, j.get_ref<const std::string&>());
+    case t::boolean:
+      out += j.get<bool>() ? "true" : "false";
+      return;
+    case t::number_integer:
+      out += std::to_string(j.get<int64_t>());
+      return;
+    case t::number_unsigned:
+      out += std::to_string(j.get<uint64_t>());
+      return;
+    case t::number_float:
+      return append_float(out, j.get<double>());
+    default:  // null (binary and discarded never come from parsing)
+      out += "null";
+      return;
+  }
+}
+
+}  // namespace
+
+std::string couch_dump(const json& j) {
+  std::string out;
+  append_couch(out, j);
   return out;
 }
 

@@ -39,5 +39,10 @@ bool within_json_depth(std::string_view text);
 
 // `s` as a JSON string literal, quotes included (control characters escaped).
 std::string quote(std::string_view s);
+void append_quoted(std::string& out, std::string_view s);
+
+// `j` as CouchDB writes a document: compact, keys in their order, strings as quote() writes them,
+// floats as Erlang prints them (1e10 is 1.0e10, 100000.0 is 1.0e5, 1.0 stays 1.0).
+std::string couch_dump(const json& j);
 
 }  // namespace settee

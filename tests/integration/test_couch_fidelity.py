@@ -179,6 +179,16 @@ class SmallCorners(NodeTest):
         # Without a heartbeat the timeout ends it.
         self.assertEqual(n.get("/lph/_changes?feed=longpoll&timeout=100&since=now").json["results"], [])
 
+    def test_numbers_are_stored_as_couchdb_writes_them(self):
+        # Floats as Erlang prints them (float_to_binary(F, [short])), integers as they came.
+        n = self.node
+        assert n.put("/num").status == 201
+        r = n.request("PUT", "/num/d", raw_body='{"a":1e10,"b":1000.0,"c":1.0,"d":5,"e":0.0001,"f":12.5e0}',
+                      headers={"Content-Type": "application/json"})
+        self.assertEqual(r.status, 201, r)
+        raw = n.get("/num/d").raw
+        self.assertIn('"a":1.0e10,"b":1.0e3,"c":1.0,"d":5,"e":0.0001,"f":12.5}', raw)
+
     def test_temp_view_is_gone(self):
         assert self.node.put("/tv").status == 201
         self.assertError(self.node.post("/tv/_temp_view", {"map": "function(doc){}"}), 410, "gone",

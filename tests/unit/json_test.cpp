@@ -88,3 +88,19 @@ TEST_CASE("json: within_json_depth counts nesting outside strings only") {
   CHECK(within_json_depth("{\"a\":\"\\\"" + std::string(5000, '{') + "\"}"));
   CHECK_FALSE(within_json_depth("{\"a\":\"\\\\\"," + nested(1000) + "}"));
 }
+
+TEST_CASE("couch_dump: documents as CouchDB writes them, floats as Erlang prints them") {
+  auto dumped = [](const char* text) { return couch_dump(*parse_json(text)); };
+  // Erlang's float_to_binary(F, [short]) (erts/emulator/ryu/to_chars.h and its examples).
+  CHECK(dumped("[1e10,100.0,1000.0,100000.0,123456.0,0.001,0.0001,0.00001,1.5e300,1.0,-0.0,0.0,0.1,2.5e-7]") ==
+        "[1.0e10,100.0,1.0e3,1.0e5,123456.0,0.001,0.0001,1.0e-5,1.5e300,1.0,-0.0,0.0,0.1,2.5e-7]");
+  CHECK(dumped("[1.7976931348623157e308,5e-324,12.5,-12.5,123456789012.0,12340.0,123400.0,0.001234,1234.5678]") ==
+        "[1.7976931348623157e308,5.0e-324,12.5,-12.5,123456789012.0,12340.0,1.234e5,0.001234,1234.5678]");
+  CHECK(dumped("[1234567890.0,12345678900.0,9007199254740992.0,9007199254740991.0,3.0e-4,-1e-7]") ==
+        "[1234567890.0,12345678900.0,9.007199254740992e15,9007199254740991.0,0.0003,-1.0e-7]");
+  // Integers stay integers; everything else as nlohmann writes it, key order kept.
+  CHECK(dumped(R"({"b":1,"a":[true,false,null],"n":-9223372036854775808,"u":18446744073709551615})") ==
+        R"({"b":1,"a":[true,false,null],"n":-9223372036854775808,"u":18446744073709551615})");
+  const char* text = R"({"s":"q\"\\\b\f\n\r\t\u0001\u001f\u007fé","e":{},"l":[],"o":{"x":[{}]}})";
+  CHECK(dumped(text) == parse_json(text)->dump());
+}
