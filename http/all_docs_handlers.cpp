@@ -249,16 +249,6 @@ result<std::string> listing(ctx& c, const db_meta& db, const std::string& what, 
   return list_docs(c, db, q, what == "_design_docs");
 }
 
-// A POST body: a JSON object, sent as application/json.
-result<json> object_body(ctx& c) {
-  if (auto st = c.require_json_content(); !st) return st;
-  status refusal{errc::bad_request, "Request body must be a JSON object"};
-  auto parsed = parse_client_json(c.req.body, refusal);
-  if (!parsed) return parsed.error();
-  if (!parsed->is_object()) return refusal;
-  return parsed;
-}
-
 }  // namespace
 
 void handle_all_docs(ctx& c, const db_meta& db, const std::string& what) {
@@ -266,7 +256,7 @@ void handle_all_docs(ctx& c, const db_meta& db, const std::string& what) {
   view_query q;
   // As couch_mrview_http:parse_body_and_query: a POST body's options, then the query string's.
   if (c.method() == "POST") {
-    auto body = object_body(c);
+    auto body = c.json_object_body();
     if (!body) return c.error(body.error());
     if (auto st = apply_view_options(q, *body, "`keys` body member must be an array."); !st) return c.error(st);
   }
@@ -278,7 +268,7 @@ void handle_all_docs(ctx& c, const db_meta& db, const std::string& what) {
 
 void handle_all_docs_queries(ctx& c, const db_meta& db, const std::string& what) {
   if (c.method() != "POST") return c.method_not_allowed("POST");
-  auto body = object_body(c);
+  auto body = c.json_object_body();
   if (!body) return c.error(body.error());
   if (!body->contains("queries")) return c.error(errc::bad_request, "POST body must include `queries` parameter.");
   const json& queries = (*body)["queries"];

@@ -7,21 +7,9 @@
 
 namespace settee {
 
-namespace {
-
-result<json> json_object_body(ctx& c) {
-  if (auto st = c.require_json_content(); !st) return st;
-  auto body = parse_client_json(c.req.body, {errc::bad_request, "invalid UTF-8 JSON"});
-  if (!body) return body.error();
-  if (!body->is_object()) return status{errc::bad_request, "Request body must be a JSON object"};
-  return std::move(*body);
-}
-
-}  // namespace
-
 void handle_bulk_docs(ctx& c, const db_meta& db) {
   if (c.method() != "POST") return c.method_not_allowed("POST");
-  auto body = json_object_body(c);
+  auto body = c.json_object_body();
   if (!body) return c.error(body.error());
   if (!body->contains("docs")) return c.error(errc::bad_request, "POST body must include `docs` parameter.");
   json& docs = (*body)["docs"];
@@ -241,7 +229,7 @@ result<std::vector<std::string>> bulk_get_ids(const json& body, size_t max_id_le
 
 void handle_bulk_get(ctx& c, const db_meta& db) {
   if (c.method() != "POST") return c.method_not_allowed("POST");
-  auto body = json_object_body(c);
+  auto body = c.json_object_body();
   if (!body) return c.error(body.error());
   render_options opts;
   auto revs = c.bool_param("revs", false);
@@ -319,7 +307,7 @@ std::vector<std::string> revs_diff_ids(const json& body) {
 
 void handle_revs_diff(ctx& c, const db_meta& db) {
   if (c.method() != "POST") return c.method_not_allowed("POST");
-  auto body = json_object_body(c);
+  auto body = c.json_object_body();
   if (!body) return c.error(body.error());
   for (auto it = body->begin(); it != body->end(); ++it) {  // refuse before reading anything
     if (!it.value().is_array()) return c.error(errc::bad_request, "Each document must map to a list of revisions");
@@ -335,7 +323,7 @@ void handle_revs_diff(ctx& c, const db_meta& db) {
 // with missing revisions (chttpd_db: {"missing_revs": {id: [rev, ...]}}).
 void handle_missing_revs(ctx& c, const db_meta& db) {
   if (c.method() != "POST") return c.method_not_allowed("POST");
-  auto body = json_object_body(c);
+  auto body = c.json_object_body();
   if (!body) return c.error(body.error());
   for (auto it = body->begin(); it != body->end(); ++it) {
     if (!it.value().is_array()) return c.error(errc::bad_request, "Each document must map to a list of revisions");

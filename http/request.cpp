@@ -55,6 +55,14 @@ result<json> ctx::json_body() const {
   return parse_client_json(req.body, {errc::bad_request, "invalid UTF-8 JSON"});
 }
 
+result<json> ctx::json_object_body() const {
+  if (auto st = require_json_content(); !st) return st;
+  auto body = json_body();
+  if (!body) return body.error();
+  if (!body->is_object()) return status{errc::bad_request, "Request body must be a JSON object"};
+  return body;
+}
+
 status ctx::require_json_content() const {
   std::string type = req.get_header_value("Content-Type");
   std::string base = type.substr(0, type.find(';'));

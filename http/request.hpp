@@ -100,6 +100,9 @@ struct ctx {
   result<int64_t> int_param(const char* name, int64_t def) const;
   // The body as a JSON object (400 with CouchDB's reasons when it is not).
   result<json> json_body() const;
+  // A body that must be a JSON object sent as application/json: 415 without that type, 400
+  // "invalid UTF-8 JSON" or "Request body must be a JSON object".
+  result<json> json_object_body() const;
   // 415 bad_content_type unless the request says its body is application/json (as CouchDB's
   // validate_ctype; it also keeps cross-site HTML forms, which cannot send that type, out).
   status require_json_content() const;

@@ -12,16 +12,6 @@ namespace settee {
 
 namespace {
 
-// A JSON object body, or the error to answer.
-result<json> object_body(ctx& c) {
-  if (auto st = c.require_json_content(); !st) return st;
-  status refusal{errc::bad_request, "Request body must be a JSON object"};
-  auto parsed = parse_client_json(c.req.body, refusal);
-  if (!parsed) return parsed.error();
-  if (!parsed->is_object()) return refusal;
-  return std::move(*parsed);
-}
-
 // {"state":"running"|"stopped","reason"?}: running, and the reason.
 result<std::pair<bool, std::string>> parse_state(const json& body) {
   auto it = body.find("state");
@@ -37,7 +27,7 @@ result<std::pair<bool, std::string>> parse_state(const json& body) {
 }
 
 result<std::pair<bool, std::string>> state_body(ctx& c) {
-  auto body = object_body(c);
+  auto body = c.json_object_body();
   if (!body) return body.error();
   return parse_state(*body);
 }
@@ -178,7 +168,7 @@ void handle_jobs(ctx& c) {
     return c.reply(200, json{{"total_rows", jobs.size()}, {"offset", 0}, {"jobs", std::move(jobs)}});
   }
   if (c.method() != "POST") return c.method_not_allowed("GET,HEAD,POST");
-  auto body = object_body(c);
+  auto body = c.json_object_body();
   if (!body) return c.error(body.error());
   auto shards = shards_named(c, *body);
   if (!shards) return c.error(shards.error());

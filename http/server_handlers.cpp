@@ -112,11 +112,8 @@ void handle_dbs_info(ctx& c) {
   constexpr size_t max_keys = 100;
   json keys;
   if (c.method() == "POST") {
-    if (auto st = c.require_json_content(); !st) return c.error(st);
-    status refusal{errc::bad_request, "Request body must be a JSON object"};
-    auto body = parse_client_json(c.req.body, refusal);
+    auto body = c.json_object_body();
     if (!body) return c.error(body.error());
-    if (!body->is_object()) return c.error(refusal);
     if (!body->contains("keys")) return c.error(errc::bad_request, "`keys` member must exist.");
     keys = (*body)["keys"];
   } else if (c.has("keys")) {
