@@ -41,7 +41,7 @@ struct changes_page {
   uint64_t skipped_to = 0;  // not_before: the rows start after this seq (0: nothing skipped)
 };
 struct changes_request {
-  uint64_t since = 0;  // ascending: after this seq; descending: before it (0 = from the end)
+  uint64_t since = 0;    // ascending: after this seq; descending: before it (0 = from the end)
   uint32_t limit = 512;  // 0: no rows, only how many changes are left (changes_page::pending)
   bool descending = false;
   bool with_docs = false;

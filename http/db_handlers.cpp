@@ -113,16 +113,16 @@ result<json> db_info_json(ctx& c, const db_meta& db) {
   }
   uint32_t quorum = db.n / 2 + 1;
   return json{{"instance_start_time", std::to_string(db.created)},
-                    {"db_name", db.name},
-                    {"purge_seq", "0"},
-                    {"update_seq", seq_token(db, *ranges)},
-                    {"sizes", {{"file", file}, {"external", external}, {"active", std::min(file, external)}}},
-                    {"props", json::object()},
-                    {"doc_del_count", deleted},
-                    {"doc_count", docs},
-                    {"disk_format_version", 8},
-                    {"compact_running", c.node.compaction && c.node.compaction->running(db.name)},
-                    {"cluster", {{"q", db.q}, {"n", db.n}, {"w", quorum}, {"r", quorum}}}};
+              {"db_name", db.name},
+              {"purge_seq", "0"},
+              {"update_seq", seq_token(db, *ranges)},
+              {"sizes", {{"file", file}, {"external", external}, {"active", std::min(file, external)}}},
+              {"props", json::object()},
+              {"doc_del_count", deleted},
+              {"doc_count", docs},
+              {"disk_format_version", 8},
+              {"compact_running", c.node.compaction && c.node.compaction->running(db.name)},
+              {"cluster", {{"q", db.q}, {"n", db.n}, {"w", quorum}, {"r", quorum}}}};
 }
 
 namespace {
@@ -288,6 +288,5 @@ void handle_time_seq(ctx& c, const db_meta& db) {
   if (!unavailable.empty()) out["unavailable"] = unavailable;
   c.reply(200, out);
 }
-
 
 }  // namespace settee

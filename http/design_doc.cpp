@@ -16,7 +16,8 @@ bool has_type(const json& v, int types) {
 
 std::string type_names(int types) {
   std::string out;
-  for (auto [bit, name] : {std::pair{object_t, "object"}, {string_t, "string"}, {array_t, "array"}, {boolean_t, "boolean"}}) {
+  for (auto [bit, name] :
+       {std::pair{object_t, "object"}, {string_t, "string"}, {array_t, "array"}, {boolean_t, "boolean"}}) {
     if (types & bit) out += (out.empty() ? "" : " or ") + std::string(name);
   }
   return out;

@@ -893,7 +893,7 @@ result<byte_ranges> requested_ranges(const std::string& header, uint64_t length)
     bool has_from = number(a, from), has_to = number(b, to);
     if ((!a.empty() && !has_from) || (!b.empty() && !has_to) || (!has_from && !has_to)) return byte_ranges{};
     if (out.empty() && has_from && from == 0 && !has_to) return byte_ranges{};  // "bytes=0-": all of it
-    if (!has_from) {  // the last `to` bytes
+    if (!has_from) {                                                            // the last `to` bytes
       from = to >= length ? 0 : length - to;
       to = length - 1;
     } else if (!has_to || to >= length) {

@@ -164,7 +164,7 @@ class feed_stream final : public response_stream {
   bool have_row_ = false;
   bool first_row_ = true;
   steady::time_point longpoll_deadline_;
-  bool rows_started_ = false;  // a longpoll stopped waiting for its first row
+  bool rows_started_ = false;         // a longpoll stopped waiting for its first row
   steady::time_point idle_deadline_;  // timeout: no change for this long ends the feed
   steady::time_point next_heartbeat_;
 };

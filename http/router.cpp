@@ -37,14 +37,10 @@ constexpr not_built server_not_built[] = {
     {"_reload_query_servers", "query servers"},
 };
 constexpr not_built db_not_built[] = {
-    {"_find", "Mango queries (_find)"},
-    {"_index", "Mango indexes (_index)"},
-    {"_explain", "Mango queries (_explain)"},
-    {"_purge", "_purge"},
-    {"_purged_infos", "_purge (_purged_infos)"},
-    {"_purged_infos_limit", "_purge (_purged_infos_limit)"},
-    {"_partition", "partitioned databases"},
-    {"_search_cleanup", "full-text search"},
+    {"_find", "Mango queries (_find)"},          {"_index", "Mango indexes (_index)"},
+    {"_explain", "Mango queries (_explain)"},    {"_purge", "_purge"},
+    {"_purged_infos", "_purge (_purged_infos)"}, {"_purged_infos_limit", "_purge (_purged_infos_limit)"},
+    {"_partition", "partitioned databases"},     {"_search_cleanup", "full-text search"},
     {"_nouveau_cleanup", "full-text search"},
 };
 constexpr not_built design_not_built[] = {

@@ -65,11 +65,12 @@ result<std::vector<std::string>> selected_db_names(ctx& c) {
   auto end = string_key_param(c, "endkey", "end_key");
   auto key = string_key_param(c, "key", nullptr);  // couch_mrview_http: both ends
   if (auto e = first_error(descending, inclusive_end, limit, skip, start, end, key)) return *e;
-  if (*skip < 0) return status{errc::query_parse_error, "Invalid value for positive integer: \"" + c.param("skip") + "\""};
+  if (*skip < 0)
+    return status{errc::query_parse_error, "Invalid value for positive integer: \"" + c.param("skip") + "\""};
   if (*limit < -1 || (c.has("limit") && *limit < 0))
     return status{errc::query_parse_error, "Invalid value for positive integer: \"" + c.param("limit") + "\""};
   if (*key) start = end = *key;
-  if (c.has("key") && !*key) return std::vector<std::string>{};  // a non-string key names no database
+  if (c.has("key") && !*key) return std::vector<std::string>{};    // a non-string key names no database
   if (auto st = c.node.coord.catalog().refresh(); !st) return st;  // a peer's creations too
   auto names = c.node.coord.catalog().names();
   if (*descending) std::reverse(names.begin(), names.end());

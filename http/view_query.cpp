@@ -11,10 +11,14 @@ namespace settee {
 
 namespace {
 
-status parse_error(std::string reason) { return {errc::query_parse_error, std::move(reason)}; }
+status parse_error(std::string reason) {
+  return {errc::query_parse_error, std::move(reason)};
+}
 
 // A value as CouchDB's ~p shows it in a reason: text quoted, JSON as it was sent.
-std::string shown(const json& v) { return v.is_string() ? "\"" + v.get<std::string>() + "\"" : v.dump(); }
+std::string shown(const json& v) {
+  return v.is_string() ? "\"" + v.get<std::string>() + "\"" : v.dump();
+}
 
 // parse_boolean: JSON booleans, or text "true"/"false" in any case.
 result<bool> boolean_of(const json& v) {
@@ -50,8 +54,7 @@ result<int64_t> pos_int_of(const json& v) {
 status apply_one(view_query& q, const std::string& key, const json& value, bool decoded, const char* keys_refusal) {
   auto key_value = [&]() -> result<json> {
     if (decoded) return value;
-    return parse_client_json(value.get<std::string>(),
-                             parse_error("Invalid JSON in the `" + key + "` parameter"));
+    return parse_client_json(value.get<std::string>(), parse_error("Invalid JSON in the `" + key + "` parameter"));
   };
   auto set_bool = [&](bool& slot) -> status {
     auto b = boolean_of(value);
@@ -68,8 +71,7 @@ status apply_one(view_query& q, const std::string& key, const json& value, bool 
       }
     return parse_error(std::string("Invalid value for `") + name + "`.");
   };
-  if (key == "key" || key == "startkey" || key == "start_key" || key == "endkey" || key == "end_key" ||
-      key == "keys") {
+  if (key == "key" || key == "startkey" || key == "start_key" || key == "endkey" || key == "end_key" || key == "keys") {
     auto k = key_value();
     if (!k) return k.error();
     if (key == "keys") {
@@ -94,9 +96,12 @@ status apply_one(view_query& q, const std::string& key, const json& value, bool 
   if (key == "limit" || key == "skip" || key == "group_level") {
     auto n = pos_int_of(value);
     if (!n) return n.error();
-    if (key == "limit") q.limit = *n;
-    else if (key == "skip") q.skip = *n;
-    else q.group_level = *n;
+    if (key == "limit")
+      q.limit = *n;
+    else if (key == "skip")
+      q.skip = *n;
+    else
+      q.group_level = *n;
     return {};
   }
   if (key == "reduce" || key == "group") {
@@ -107,9 +112,12 @@ status apply_one(view_query& q, const std::string& key, const json& value, bool 
   }
   if (key == "stale") {
     std::string v = value.is_string() ? value.get<std::string>() : "";
-    if (v == "ok") q.update = "false";
-    else if (v == "update_after") q.update = "lazy";
-    else return parse_error("Invalid value for `stale`.");
+    if (v == "ok")
+      q.update = "false";
+    else if (v == "update_after")
+      q.update = "lazy";
+    else
+      return parse_error("Invalid value for `stale`.");
     q.stable = true;
     return {};
   }

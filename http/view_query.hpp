@@ -9,8 +9,8 @@
 #include <utility>
 #include <vector>
 
-#include "node/json.hpp"
 #include "node/error.hpp"
+#include "node/json.hpp"
 
 namespace settee {
 

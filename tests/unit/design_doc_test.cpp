@@ -16,16 +16,16 @@ std::string refusal(const char* text) {
 }  // namespace
 
 TEST_CASE("design documents: what couch_mrview:validate accepts") {
-  for (const char* good : {
-           R"({})",
-           R"({"views":{"v":{"map":"function(doc){emit(doc._id)}","reduce":"_count"},"lib":{"x":"y"}}})",
-           R"({"views":{"v":{"map":"f","reduce":"_sum"},"w":{"map":"f","reduce":"_stats"},"z":{"map":"f","reduce":"function(){}"}}})",
-           R"({"views":{"v":{"map":"f","reduce":"_approx_count_distinct"}}})",
-           R"({"language":"query","views":{"v":{"map":{"fields":{"a":"asc"}},"reduce":"_count"}}})",
-           R"({"language":"erlang","views":{"v":{"map":"f","reduce":"_unknown"}}})",
-           R"({"filters":{"f":"function(){}"},"updates":{"u":"function(){}"},"shows":{},"lists":{"l":{}}})",
-           R"({"options":{"include_design":true,"local_seq":false},"rewrites":[],"validate_doc_update":"f"})",
-           R"({"rewrites":"function(){}","other":5})"}) {
+  for (
+      const char* good :
+      {R"({})", R"({"views":{"v":{"map":"function(doc){emit(doc._id)}","reduce":"_count"},"lib":{"x":"y"}}})",
+       R"({"views":{"v":{"map":"f","reduce":"_sum"},"w":{"map":"f","reduce":"_stats"},"z":{"map":"f","reduce":"function(){}"}}})",
+       R"({"views":{"v":{"map":"f","reduce":"_approx_count_distinct"}}})",
+       R"({"language":"query","views":{"v":{"map":{"fields":{"a":"asc"}},"reduce":"_count"}}})",
+       R"({"language":"erlang","views":{"v":{"map":"f","reduce":"_unknown"}}})",
+       R"({"filters":{"f":"function(){}"},"updates":{"u":"function(){}"},"shows":{},"lists":{"l":{}}})",
+       R"({"options":{"include_design":true,"local_seq":false},"rewrites":[],"validate_doc_update":"f"})",
+       R"({"rewrites":"function(){}","other":5})"}) {
     CHECK_MESSAGE(validate_design_doc(json::parse(good)).is_ok(), good);
   }
 }
@@ -39,7 +39,8 @@ TEST_CASE("design documents: CouchDB's reasons") {
   CHECK(refusal(R"({"views":{"v":{"map":"f","reduce":{}}}})") == "`views.v.reduce` field must have string type");
   CHECK(refusal(R"({"views":{"lib":"x"}})") == "`views.lib` field must have object type");
   CHECK(refusal(R"({"views":{"v":{"reduce":"_sum"}}})") == "View `v` must contain map function");
-  CHECK(refusal(R"({"views":{"v":{"map":"f","reduce":"_median"}}})") == "`_median` is not a supported reduce function.");
+  CHECK(refusal(R"({"views":{"v":{"map":"f","reduce":"_median"}}})") ==
+        "`_median` is not a supported reduce function.");
   CHECK(refusal(R"({"filters":[]})") == "`filters` field must have object type");
   CHECK(refusal(R"({"filters":{"f":1}})") == "`filters.f` field must have object or string type");
   CHECK(refusal(R"({"updates":{"u":true}})") == "`updates.u` field must have object or string type");

@@ -84,7 +84,8 @@ TEST_CASE("a split's children continue the parent's numbering and hold all of th
   rev_id a1 = put(*parent, "apple", R"({"v":1})", {}, false, 1800000100);
   put(*parent, "zebra", R"({"v":1})", {}, false, 1800000200);
   rev_id a2 = put(*parent, "apple", R"({"v":2})", {a1}, false, 1800000300);
-  rev_id k1 = put(*parent, "kiwi", R"({"_attachments":{"t.txt":{"content_type":"application/x-data","data":"aGVsbG8="}}})");
+  rev_id k1 =
+      put(*parent, "kiwi", R"({"_attachments":{"t.txt":{"content_type":"application/x-data","data":"aGVsbG8="}}})");
   rev_id y1 = put(*parent, "yak", R"({"v":1})");
   put(*parent, "yak", "{}", {y1}, true);  // a tombstone travels too
   {
@@ -193,7 +194,8 @@ TEST_CASE("a move's copy travels as import batches and keeps the source's identi
   o.map_size_bytes = 64ull << 20;
   auto target = *shard_store::open(dir.path + "/b", o);
   for (char c = 'a'; c <= 'z'; ++c) put(*source, std::string(1, c), R"({"v":1})");
-  rev_id k1 = put(*source, "kiwi", R"({"_attachments":{"t.txt":{"content_type":"application/x-data","data":"aGVsbG8="}}})");
+  rev_id k1 =
+      put(*source, "kiwi", R"({"_attachments":{"t.txt":{"content_type":"application/x-data","data":"aGVsbG8="}}})");
   {
     write_op op;
     op.what = write_op::kind::local;

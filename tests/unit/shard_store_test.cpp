@@ -173,7 +173,7 @@ TEST_CASE("local documents: revisions 0-N, never checked (as CouchDB), delete") 
   REQUIRE(s->read()->local("_local/cp", ld));
   CHECK(ld.body == "{\"seq\":3}");
   CHECK(ld.rev == 8);
-  CHECK(changes(*s).empty());  // not in the feed
+  CHECK(changes(*s).empty());                           // not in the feed
   CHECK(write_local({"_local/cp", "", true, 2}) == 0);  // any revision deletes
   CHECK_FALSE(s->read()->local("_local/cp", ld));
   CHECK(write_local({"_local/never", "", true, 0}) == 0);  // deleting what is not there is no error
