@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Two builds of settee side by side on one machine: single-doc PUT c=1, PUT c=32, GET c=32, a whole
-# _all_docs read and a whole _changes read of 100,000 documents (rows/s) against one node of each, the nodes taking turns run by run (so a
-# noisy moment hits both alike). Prints each workload's median req/s per build and the median of the
-# per-run ratios (B / A).
+# _all_docs read and a whole _changes read of 100,000 documents (rows/s) against one node of each,
+# the nodes taking turns run by run (so a noisy moment hits both alike). Prints each workload's
+# median req/s per build and the median of the per-run ratios (B / A).
 #   bash bench/run_side_by_side.sh OLD_BINARY [NEW_BINARY]     (RUNS=5 SECONDS_PER_RUN=4)
 # e.g. bash bench/run_side_by_side.sh build/releases/v0.2.0/build/settee   (the upgrade tests build it)
 set -euo pipefail
