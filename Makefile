@@ -19,7 +19,9 @@ $(BUILD)/CMakeCache.txt: | setup
 build: setup $(BUILD)/CMakeCache.txt
 	cd $(BUILD) && $(MAKE) --no-print-directory -j$(JOBS)
 
-run: build
+# Builds only the server (`make build` builds everything: tests, tools, benchmarks).
+run: setup $(BUILD)/CMakeCache.txt
+	cmake --build $(BUILD) --target settee -j$(JOBS)
 	$(BUILD)/settee --data-dir $(DATA) --port $(PORT)
 
 test: build

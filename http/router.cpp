@@ -126,7 +126,11 @@ void dispatch(ctx& c) {
     if (first == "_uuids" && p.size() == 1) return handle_uuids(c);
     if (first == "_session" && p.size() == 1) return handle_session(c);
     if (first == "_settee") return handle_settee_page(c);
-    if (first == "_utils") return reply_not_built(c, "Fauxton (_utils; settee's own page is /_settee/)");
+    if (first == "_utils") {  // where CouchDB users look for Fauxton: settee's own page
+      c.res.status = 302;
+      c.res.set_header("Location", c.absolute_uri("/_settee/"));
+      return;
+    }
     if (auto st = authenticator::require_server_admin(c.user); !st) return c.error(st);
     if (first == "_all_dbs" && p.size() == 1) return handle_all_dbs(c);
     if (first == "_dbs_info" && p.size() == 1) return handle_dbs_info(c);

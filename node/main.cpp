@@ -49,8 +49,8 @@ const char* usage =
     "\n"
     "Runs one settee node: CouchDB's HTTP API on ADDR:N (default 127.0.0.1:5984), data in DIR\n"
     "(default ./data). FILE is an ini file with CouchDB-style sections, e.g. [log] level = warning.\n"
-    "Server admins come from [admins] in FILE, or from SETTEE_ADMIN=name:password on first start;\n"
-    "with neither, a password is generated, printed once and stored only as a PBKDF2 hash.\n";
+    "Server admins come from [admins] in FILE, or from SETTEE_ADMIN=name:password (applied at every\n"
+    "start); with neither, a password is generated, printed once and stored only as a PBKDF2 hash.\n";
 
 struct cli {
   std::string data_dir = "./data";
@@ -131,23 +131,32 @@ void prepare_local_config(const std::string& local_path, config& local, config& 
       dirty = true;
     }
   }
-  bool has_admin = local.sections().count("admins") || operator_cfg.sections().count("admins");
-  if (!has_admin) {
-    const char* env = std::getenv("SETTEE_ADMIN");
-    std::string name = "admin", password;
-    if (env && std::strchr(env, ':')) {
-      std::string e = env;
-      name = e.substr(0, e.find(':'));
-      password = e.substr(e.find(':') + 1);
-      if (name.empty() || password.empty()) die("SETTEE_ADMIN must be name:password");
-    } else {
-      password = crypto::random_hex(12);
-      std::printf(
-          "settee: created server admin '%s' with password '%s'\n"
-          "        (shown once; only its PBKDF2 hash is stored in %s)\n",
-          name.c_str(), password.c_str(), local_path.c_str());
+  // SETTEE_ADMIN=name:password sets that admin's password at every start, an existing data dir's
+  // too (README: the first `make run` may have generated one). Without it and without any admin,
+  // a password is generated and printed once.
+  const char* env = std::getenv("SETTEE_ADMIN");
+  if (env && *env) {
+    std::string e = env;
+    size_t colon = e.find(':');
+    std::string name = colon == std::string::npos ? "" : e.substr(0, colon);
+    std::string password = colon == std::string::npos ? "" : e.substr(colon + 1);
+    if (name.empty() || password.empty()) die("SETTEE_ADMIN must be name:password");
+    if (!crypto::verify(password, local.get("admins", name))) {
+      local.set("admins", name, crypto::hash(password));
+      dirty = true;
+      std::printf("settee: server admin '%s' set from SETTEE_ADMIN (its PBKDF2 hash is in %s)\n", name.c_str(),
+                  local_path.c_str());
       std::fflush(stdout);
     }
+  }
+  bool has_admin = local.sections().count("admins") || operator_cfg.sections().count("admins");
+  if (!has_admin) {
+    std::string name = "admin", password = crypto::random_hex(12);
+    std::printf(
+        "settee: created server admin '%s' with password '%s'\n"
+        "        (shown once; only its PBKDF2 hash is stored in %s; SETTEE_ADMIN=name:password sets one)\n",
+        name.c_str(), password.c_str(), local_path.c_str());
+    std::fflush(stdout);
     local.set("admins", name, crypto::hash(password));
     dirty = true;
   }

@@ -250,8 +250,9 @@ class NotBuiltYet(NodeTest):
         for method, path in (("POST", "/_replicate"), ("GET", "/_scheduler/jobs"), ("GET", "/_scheduler/docs"),
                              ("GET", "/_cluster_setup")):
             self.assertNotBuilt(self.node.request(method, path, {} if method == "POST" else None), path)
-        self.assertNotBuilt(self.node.get("/_utils", auth=False), "/_utils")
-        self.assertNotBuilt(self.node.get("/_utils/index.html", auth=False), "/_utils/")
+        for path in ("/_utils", "/_utils/index.html"):  # where CouchDB users look: settee's page (issue 34)
+            r = self.node.get(path, auth=False)
+            self.assertEqual((r.status, r.header("Location")), (302, f"http://127.0.0.1:{self.node.port}/_settee/"))
         self.assertEqual(self.node.get("/_replicate", auth=False).status, 401)  # admins only, as CouchDB
         self.assertError(self.node.get("/_nothing"), 404, "not_found", "Database does not exist.")
 

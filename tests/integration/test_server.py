@@ -180,6 +180,27 @@ class CommandLine(NodeTest):
         self.assertEqual(r.returncode, 1)
         self.assertIn("cannot listen", r.stderr)
 
+    def test_settee_admin_applies_to_an_existing_data_dir(self):
+        # Issue 34: the README's second command (SETTEE_ADMIN=... make run after a first make run)
+        # used to be ignored silently once data/ existed.
+        env = {k: v for k, v in os.environ.items() if k != "SETTEE_ADMIN"}
+        node = Node(admin=None, env=env)
+        try:
+            node.start()
+            generated = node.banner.split("password '")[1].split("'")[0]
+            node.stop()
+            node.env = {**env, "SETTEE_ADMIN": "admin:chosen"}
+            node.start()
+            self.assertIn("server admin 'admin' set from SETTEE_ADMIN", node.banner)
+            self.assertEqual(node.get("/_all_dbs", user=("admin", "chosen")).status, 200)
+            self.assertEqual(node.get("/_all_dbs", user=("admin", generated)).status, 401)
+            node.stop()
+            node.start()  # the same password again: nothing to change, nothing printed
+            self.assertNotIn("SETTEE_ADMIN", node.banner)
+            self.assertEqual(node.get("/_all_dbs", user=("admin", "chosen")).status, 200)
+        finally:
+            node.stop()
+
     def test_generated_admin_password_is_printed_once_and_stored_hashed(self):
         env = {k: v for k, v in os.environ.items() if k != "SETTEE_ADMIN"}
         node = Node(admin=None, env=env)
