@@ -101,6 +101,13 @@ void config::set(const std::string& sec, const std::string& key, const std::stri
   sections_[sec][key] = value;
 }
 
+void config::erase(const std::string& sec, const std::string& key) {
+  auto it = sections_.find(sec);
+  if (it == sections_.end()) return;
+  it->second.erase(key);
+  if (it->second.empty()) sections_.erase(it);
+}
+
 std::string config::to_ini() const {
   std::string out;
   for (auto& [sec, kv] : sections_) {

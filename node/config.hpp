@@ -29,6 +29,7 @@ class config {
   int64_t get_int(const std::string& sec, const std::string& key, int64_t def) const;
   bool get_bool(const std::string& sec, const std::string& key, bool def) const;
   void set(const std::string& sec, const std::string& key, const std::string& value);
+  void erase(const std::string& sec, const std::string& key);  // an emptied section goes too
   const std::map<std::string, section>& sections() const { return sections_; }
   std::string to_ini() const;
 

@@ -114,10 +114,16 @@ void prepare_local_config(const std::string& local_path, config& local, config& 
     local.set("chttpd_auth", "secret", crypto::random_hex(32));
     dirty = true;
   }
-  // The cluster secret nodes prove to each other (docs/security.md): the operator's [cluster]
-  // secret, else SETTEE_CLUSTER_SECRET, else one generated on the first start (copy it to the
-  // other nodes of the cluster).
-  if (local.get("cluster", "secret").empty()) {
+  // The cluster secret nodes prove to each other (docs/security.md), from one source: the
+  // operator's [cluster] secret, else SETTEE_CLUSTER_SECRET, else one generated on the first start
+  // into local.ini (copy it to the other nodes). When one of the first two is set, local.ini holds
+  // none (a copied local.ini secret was then one the node did not use).
+  const char* env_secret = std::getenv("SETTEE_CLUSTER_SECRET");
+  const bool given = (env_secret && *env_secret) || !operator_cfg.get("cluster", "secret").empty();
+  if (given && !local.get("cluster", "secret").empty()) {
+    local.erase("cluster", "secret");
+    dirty = true;
+  } else if (!given && local.get("cluster", "secret").empty()) {
     local.set("cluster", "secret", crypto::random_hex(32));
     dirty = true;
   }

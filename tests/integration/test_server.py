@@ -201,6 +201,28 @@ class CommandLine(NodeTest):
         finally:
             node.stop()
 
+    def test_the_cluster_secret_has_one_source(self):
+        # Issue 34: with SETTEE_CLUSTER_SECRET set, local.ini held a generated secret the node did not
+        # use (the README's "copy it from local.ini" then made a node that never joined).
+        def local_ini(node):
+            with open(os.path.join(node.data_dir, "local.ini")) as f:
+                return f.read()
+
+        given = Node(env={"SETTEE_CLUSTER_SECRET": "s" * 32})
+        generated = Node(env={"SETTEE_CLUSTER_SECRET": ""})
+        try:
+            given.start()
+            generated.start()
+            self.assertNotIn("[cluster]", local_ini(given))
+            self.assertRegex(local_ini(generated), r"\[cluster\]\nsecret = [0-9a-f]{64}\n")
+            generated.stop()
+            generated.env = {"SETTEE_CLUSTER_SECRET": "t" * 32}
+            generated.start()  # given later: the generated one leaves local.ini
+            self.assertNotIn("[cluster]", local_ini(generated))
+        finally:
+            given.stop()
+            generated.stop()
+
     def test_generated_admin_password_is_printed_once_and_stored_hashed(self):
         env = {k: v for k, v in os.environ.items() if k != "SETTEE_ADMIN"}
         node = Node(admin=None, env=env)
