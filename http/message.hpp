@@ -23,6 +23,7 @@ struct http_request {
   http_params params;                                        // decoded query parameters
   std::string body;
   std::shared_ptr<body_spool> spool;  // set: the body is in this file instead (a large attachment)
+  std::string peer;                   // the client's address, for the access log
 
   bool has_header(const char* name) const;
   // The first value of a header (names compare case-insensitively); "" when absent.
@@ -55,6 +56,7 @@ struct http_response {
   std::string body;
   std::shared_ptr<response_stream> stream;  // set: the body is pumped from it, chunked
   int64_t stream_length = -1;               // >= 0: the stream's length, sent as Content-Length
+  std::string user;                         // who made the request ("" anonymous), for the access log
 
   // Replaces a header of the same name (case-insensitive).
   void set_header(const std::string& name, std::string value);

@@ -187,6 +187,10 @@ std::shared_ptr<http_response> handle_request(node_services& node, const http_re
   res->set_header("Server", "settee/" SETTEE_VERSION);
   try {
     ctx c{req, *res, node, split_path(req.target), {}};
+    struct note_user {  // whoever the request turned out to be, however it ended
+      ctx& c;
+      ~note_user() { c.res.user = c.user.name.value_or(""); }
+    } note{c};
     if (!valid_percent_encoding(req.target)) {  // chttpd: a path or query mochiweb cannot unquote
       c.error(errc::bad_request, "invalid_url_encoding");
       return res;

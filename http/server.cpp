@@ -85,6 +85,7 @@ struct http_conn {
 
   const int fd;
   const uint64_t id;
+  std::string peer;  // "ip:port" of the client
   const http_options& opts;
   size_t max_body = 0;  // of the request being read
   std::mutex mu;
@@ -141,9 +142,21 @@ status too_large() {
   return {errc::too_large, "the request entity is too large"};
 }
 
+// CouchDB's request log line: host, peer, user (undefined: anonymous), method, target, status, "ok",
+// milliseconds (a streamed answer: until its headers).
+void access_line(const http_request& req, const http_response& res, double seconds, log::level at) {
+  std::string host = req.get_header_value("Host");
+  char ms[32];
+  std::snprintf(ms, sizeof ms, "%.0f", seconds * 1000);
+  log::write(at, log::printable((host.empty() ? "-" : host) + " " + req.peer + " " +
+                                (res.user.empty() ? "undefined" : res.user) + " " + req.method + " " + req.target +
+                                " " + std::to_string(res.status) + " ok " + ms));
+}
+
 int on_message_begin(http_parser* p) {
   auto& c = conn_of(p);
   c.req = std::make_unique<http_request>();
+  c.req->peer = c.peer;
   c.header_value_last = false;
   c.in_message = true;
   c.headers_done = false;
@@ -523,7 +536,10 @@ void http_server::impl::serve(http_conn& c) {
         auto& m = metrics::node();
         m.requests_by_method.add(req->method);
         m.requests_by_status.add_status(res->status);
-        m.request_seconds.observe(std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
+        const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+        m.request_seconds.observe(seconds);
+        if (opts.access_log || log::enabled(log::level::debug))
+          access_line(*req, *res, seconds, opts.access_log ? log::level::info : log::level::debug);
         render(c, *res, req->method == "HEAD", keep_alive, http10);
         continue;
       }
@@ -654,7 +670,9 @@ void http_server::impl::on_event(http_conn& c, uint32_t events) {
 
 void http_server::impl::accept_all() {
   for (int i = 0; i < 256; ++i) {
-    int fd = ::accept4(listen_fd, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
+    sockaddr_in from{};
+    socklen_t from_len = sizeof from;
+    int fd = ::accept4(listen_fd, reinterpret_cast<sockaddr*>(&from), &from_len, SOCK_NONBLOCK | SOCK_CLOEXEC);
     if (fd < 0) {
       if (errno == EINTR || errno == ECONNABORTED) continue;
       if (errno != EAGAIN && errno != EWOULDBLOCK) {
@@ -669,6 +687,11 @@ void http_server::impl::accept_all() {
       std::lock_guard<std::mutex> lock(conns_mu);
       c = std::make_shared<http_conn>(fd, next_id++, opts);
       conns.emplace(c->id, c);
+    }
+    {
+      char ip[INET_ADDRSTRLEN] = "?";
+      ::inet_ntop(AF_INET, &from.sin_addr, ip, sizeof ip);
+      c->peer = std::string(ip) + ":" + std::to_string(ntohs(from.sin_port));
     }
     c->deadline.store(now_ms() + opts.header_timeout_s * 1000);
     epoll_event ev{};

@@ -1,15 +1,56 @@
 #include "node/log.hpp"
 
+#include <execinfo.h>
+#include <signal.h>
+#include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <atomic>
+#include <cstdio>
+#include <ctime>
+
+#include "node/clock.hpp"
 
 namespace settee::log {
 
 namespace {
 std::atomic<int> current{static_cast<int>(level::info)};
 const char* names[] = {"debug", "info", "warning", "error", "none"};
+std::atomic<const clock*> stamp_clock{nullptr};
+std::string node;  // " <name>" once known
+
+int64_t now_ms() {
+  if (const clock* c = stamp_clock.load()) return c->now_ms();
+  timespec ts{};
+  ::clock_gettime(CLOCK_REALTIME, &ts);
+  return static_cast<int64_t>(ts.tv_sec) * 1000 + ts.tv_nsec / 1000000;
+}
+
+// 2026-11-26T02:15:00.123Z
+void append_time(std::string& out, int64_t ms) {
+  time_t s = static_cast<time_t>(ms / 1000);
+  tm t{};
+  ::gmtime_r(&s, &t);
+  char buf[40];
+  size_t n = std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%S", &t);
+  std::snprintf(buf + n, sizeof buf - n, ".%03dZ", static_cast<int>(ms % 1000));
+  out += buf;
+}
 }  // namespace
+
+void set_context(const clock* c, std::string node_name) {
+  std::string tag = node_name.empty() ? "" : " " + node_name;
+  if (tag != node) node = std::move(tag);  // set at start-up, before other threads log
+  stamp_clock.store(c);
+}
+
+std::string printable(std::string_view text) {
+  std::string out(text);
+  for (char& ch : out)
+    if (static_cast<unsigned char>(ch) < 0x20 || ch == 0x7f) ch = '?';
+  return out;
+}
 
 void set_level(level l) {
   current.store(static_cast<int>(l));
@@ -38,6 +79,9 @@ void write(level l, const std::string& message) {
   std::string line = "[";
   line += names[static_cast<int>(l)];
   line += "] ";
+  append_time(line, now_ms());
+  line += node;
+  line += ' ';
   line += message;
   line += '\n';
   [[maybe_unused]] auto n = ::write(STDERR_FILENO, line.data(), line.size());
@@ -57,6 +101,42 @@ void rate_limited::warning(const std::string& line) {
     last_ = now;
   }
   log::warning(line + (left_out ? " (and " + std::to_string(left_out) + " more since the last such line)" : ""));
+}
+
+namespace {
+
+void on_fatal_signal(int sig) {
+  // Only async-signal-safe calls: write(2), backtrace_symbols_fd (backtrace was warmed up).
+  char head[96];
+  const char* name = sigabbrev_np(sig);
+  int n =
+      std::snprintf(head, sizeof head, "[error] settee: fatal signal %d (SIG%s); backtrace:\n", sig, name ? name : "?");
+  [[maybe_unused]] auto w = ::write(STDERR_FILENO, head, static_cast<size_t>(n));
+  void* frames[64];
+  int depth = ::backtrace(frames, 64);
+  ::backtrace_symbols_fd(frames, depth, STDERR_FILENO);
+  ::raise(sig);  // the handler was reset (SA_RESETHAND): the default action ends the process
+}
+
+}  // namespace
+
+void install_crash_handler() {
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+  return;
+#else
+  void* warm[1];
+  ::backtrace(warm, 1);  // loads libgcc now, so the handler never allocates
+  static char alt_stack[64 * 1024];
+  stack_t ss{};
+  ss.ss_sp = alt_stack;
+  ss.ss_size = sizeof alt_stack;
+  ::sigaltstack(&ss, nullptr);  // the main thread's stack overflow still gets its trace
+  struct sigaction sa {};
+  sa.sa_handler = on_fatal_signal;
+  sa.sa_flags = SA_RESETHAND | SA_ONSTACK;
+  sigemptyset(&sa.sa_mask);
+  for (int sig : {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT}) ::sigaction(sig, &sa, nullptr);
+#endif
 }
 
 }  // namespace settee::log

@@ -219,6 +219,7 @@ config defaults() {
   c.set("couchdb", "bulk_docs_max", "100000");
   c.set("cluster", "q", "2");
   c.set("log", "level", "info");
+  c.set("log", "access", "false");
   c.set("uuids", "max_count", "1000");
   c.set("node", "name", "settee@127.0.0.1");
   return c;
@@ -289,6 +290,8 @@ int main(int argc, char** argv) {
 
   store_options store_opts;
   store_opts.node_name = cfg.get("node", "name");
+  log::set_context(&clk, store_opts.node_name);
+  log::install_crash_handler();
   store_opts.map_size_bytes = static_cast<uint64_t>(cfg.get_int("couchdb", "map_size_mb", 65536)) << 20;
   store_opts.time_seq_min_time = cfg.get_int("time_seq", "min_time", time_seq::default_min_time);
   store_opts.time_seq_enabled = cfg.get_bool("time_seq", "enabled", true);
@@ -367,6 +370,7 @@ int main(int argc, char** argv) {
     http.spool_dir = node.spool_dir = args.data_dir;
     node.max_request_bytes = http.max_request_bytes;
     http.header_timeout_s = static_cast<int>(std::clamp<int64_t>(cfg.get_int("chttpd", "header_timeout", 15), 1, 3600));
+    http.access_log = cfg.get_bool("log", "access", false);
     http.body_timeout_s = static_cast<int>(std::clamp<int64_t>(cfg.get_int("chttpd", "body_timeout", 300), 1, 86400));
     http.idle_release_s = static_cast<int>(std::clamp<int64_t>(cfg.get_int("node", "idle_release_s", 30), 1, 3600));
     http.keep_alive_timeout_s =
@@ -571,5 +575,6 @@ int main(int argc, char** argv) {
     notifier.set_observer(nullptr);  // no commit is left to observe
     log::info("all shards closed");
   }
+  log::set_context(nullptr, store_opts.node_name);  // the clock goes with main's scope
   return 0;
 }

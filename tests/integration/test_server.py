@@ -1,6 +1,7 @@
 """Server endpoints, the CLI contract, configuration and shutdown."""
 import http.client
 import os
+import re
 import signal
 import subprocess
 import tempfile
@@ -251,6 +252,44 @@ class CommandLine(NodeTest):
             self.assertEqual(node.get("/_all_dbs", user=("ops", "hunter2")).status, 200)
             with open(os.path.join(node.data_dir, "local.ini")) as f:
                 self.assertNotIn("hunter2", f.read())
+        finally:
+            node.cleanup()
+
+
+class Logs(NodeTest):
+    """Issue 34 item 2: timestamped lines with the node's name, a request log by setting, and a
+    crash that leaves its signal and a backtrace in the log."""
+    config = "[log]\naccess = true\n"
+
+    def log_text(self, node):
+        node.log.flush()
+        with open(node.log.name) as f:
+            return f.read()
+
+    def test_lines_are_stamped_and_requests_logged(self):
+        n = self.node
+        self.assertEqual(n.get("/_up").status, 200)
+        self.assertEqual(n.get("/_all_dbs", auth=False).status, 401)
+        line = re.compile(r"^\[info\] \d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z settee@127\.0\.0\.1 ")
+        # The request log line is written before the answer goes out: it is there once we have it.
+        text = self.log_text(n)
+        mine = [l for l in text.splitlines() if " admin GET /_up " in l or " GET /_all_dbs " in l]
+        self.assertEqual(len(mine), 2, text[-2000:])
+        for l in mine:
+            self.assertRegex(l, line)
+        self.assertRegex(mine[0], r" 127\.0\.0\.1:\d+ admin GET /_up 200 ok \d+$")
+        self.assertRegex(mine[1], r" 127\.0\.0\.1:\d+ undefined GET /_all_dbs 401 ok \d+$")
+
+    def test_a_crash_leaves_its_signal_and_a_backtrace(self):
+        node = Node()
+        try:
+            node.start()
+            os.kill(node.proc.pid, signal.SIGSEGV)
+            self.assertEqual(node.proc.wait(timeout=30), -signal.SIGSEGV)
+            text = self.log_text(node)
+            self.assertIn("fatal signal 11 (SIGSEGV); backtrace:", text)
+            after = text.split("backtrace:", 1)[1].strip().splitlines()
+            self.assertGreater(len(after), 2)  # frames
         finally:
             node.cleanup()
 
