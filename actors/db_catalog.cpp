@@ -20,11 +20,20 @@ db_catalog::db_catalog(shard_registry& shards, const clock& clk, std::string dat
       timeout_(timeout),
       dbs_path_(file_in(data_dir_)) {}
 
+namespace {
+
+std::shared_ptr<const json> parse_security(const std::string& text) {
+  auto j = parse_json(text);
+  return std::make_shared<const json>(j && j->is_object() ? std::move(*j) : json::object());
+}
+
+}  // namespace
+
 db_meta db_catalog::make_meta(const std::string& name, const entry& e) const {
   db_meta m;
   m.name = name;
   m.created = e.created;
-  m.security = e.security;
+  m.security = parse_security(e.security);
   m.entry = std::make_shared<const entry>(e);
   for (size_t i : e.open_shards()) {
     const shard_info& s = e.shards[i];
@@ -283,7 +292,7 @@ status db_catalog::set_security(const std::string& name, const std::string& secu
   std::unique_lock lock(mu_);
   auto it = dbs_by_name_.find(name);
   if (it != dbs_by_name_.end() && it->second.created == m->created) {
-    it->second.security = security_json;
+    it->second.security = parse_security(security_json);
     it->second.entry = std::make_shared<const entry>(std::move(e));
   }
   return {};

@@ -22,6 +22,7 @@
 #include "actors/catalog_entry.hpp"
 #include "actors/shard_map.hpp"
 #include "actors/shard_registry.hpp"
+#include "node/json.hpp"
 
 namespace settee {
 
@@ -36,7 +37,8 @@ struct db_meta {
   std::vector<std::string> shard_paths;         // where this node keeps its copy of each range
   std::vector<std::vector<std::string>> nodes;  // the nodes holding each range's copies
   std::vector<bool> local;                      // whether this node holds a copy of each range
-  std::string security = "{}";                  // the _security object (kept in `_dbs`: every node has it)
+  // The _security object (kept in `_dbs`: every node has it), parsed once: every request reads it.
+  std::shared_ptr<const json> security = std::make_shared<const json>(json::object());
   // The `_dbs` entry it was made from: every shard there has been, with lineage (shared, immutable).
   std::shared_ptr<const catalog_entry> entry;
 

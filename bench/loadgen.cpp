@@ -47,7 +47,8 @@ struct options {
   size_t docs = 10000;
   int listeners = 200;
   int cpu_pid = 0;
-  std::string query;  // get: appended to each document's URL, e.g. "r=1"
+  bool anonymous = false;  // --public 1: the database is opened to readers; timed requests send no credentials
+  std::string query;       // get: appended to each document's URL, e.g. "r=1"
 };
 
 // User + system CPU seconds process `pid` has used so far (/proc/<pid>/stat), or -1.
@@ -93,6 +94,8 @@ bool parse(int argc, char** argv, options& o) {
       o.query = v;
     } else if (k == "--cpu-pid") {
       o.cpu_pid = std::stoi(v);
+    } else if (k == "--public") {
+      o.anonymous = v == "1";
     } else if (k == "--listeners") {
       o.listeners = std::clamp(std::stoi(v), 1, 2000);
     } else {
@@ -104,11 +107,11 @@ bool parse(int argc, char** argv, options& o) {
   return false;
 }
 
-httplib::Client client(const options& o) {
+httplib::Client client(const options& o, bool setup = false) {
   httplib::Client c(o.host, o.port);
   c.set_keep_alive(true);
   c.set_tcp_nodelay(true);
-  if (!o.user.empty()) c.set_basic_auth(o.user.c_str(), o.password.c_str());
+  if (!o.user.empty() && (setup || !o.anonymous)) c.set_basic_auth(o.user.c_str(), o.password.c_str());
   c.set_read_timeout(120, 0);
   return c;
 }
@@ -375,15 +378,16 @@ int longpoll(const options& o) {
 int main(int argc, char** argv) {
   options o;
   if (!parse(argc, argv, o)) {
-    std::fprintf(
-        stderr,
-        "usage: settee_loadgen --url URL [--auth user:pw] --db DB "
-        "--workload put|get|bulk|changes|alldocs|pages|longpoll|att_put|att_get [--concurrency N] "
-        "[--seconds S] [--doc-bytes B] [--att-bytes B] [--docs N] [--listeners N] [--query Q] [--cpu-pid P]\n");
+    std::fprintf(stderr,
+                 "usage: settee_loadgen --url URL [--auth user:pw] --db DB "
+                 "--workload put|get|bulk|changes|alldocs|pages|longpoll|att_put|att_get [--concurrency N] "
+                 "[--seconds S] [--doc-bytes B] [--att-bytes B] [--docs N] [--listeners N] [--query Q] [--cpu-pid P] "
+                 "[--public 1]\n");
     return 2;
   }
-  auto c = client(o);
+  auto c = client(o, true);
   c.Put(("/" + o.db).c_str(), "", "application/json");  // 412 when it exists: fine
+  if (o.anonymous) c.Put(("/" + o.db + "/_security").c_str(), R"({"members":{},"admins":{}})", "application/json");
   bool needs_docs = o.workload == "get" || o.workload == "changes" || o.workload == "alldocs" || o.workload == "pages";
   if (needs_docs) {
     auto info = c.Get(("/" + o.db).c_str());

@@ -43,22 +43,27 @@ authenticator::authenticator(const config& cfg, const clock& clk, coordinator& c
       clk_(clk),
       coord_(coord),
       secret_(cfg.get("chttpd_auth", "secret")),
-      cookie_timeout_s_(cfg.get_int("chttpd_auth", "timeout", 600)) {}
+      cookie_timeout_s_(cfg.get_int("chttpd_auth", "timeout", 600)),
+      cache_salt_(crypto::random_hex(16)) {}
 
 bool authenticator::verify_cached(const std::string& name, const std::string& password, const std::string& stored) {
-  std::string key = name + '\0' + stored;
-  std::string digest = crypto::sha256_hex(password);
+  std::string key = crypto::sha256(cache_salt_ + name + '\0' + password);
+  int64_t now = clk_.now_s();
   {
     std::lock_guard<std::mutex> lock(mu_);
     auto it = verified_.find(key);
     // Only a match is answered from the cache: a wrong password always pays the key derivation, so
     // a recent login does not make its name answer faster (which would tell that the name exists).
-    if (it != verified_.end() && crypto::equal_ct(it->second, digest)) return true;
+    if (it != verified_.end() && it->second.stored == stored && now < it->second.expires_s) return true;
   }
   if (!crypto::verify(password, stored)) return false;
   std::lock_guard<std::mutex> lock(mu_);
-  if (verified_.size() > 10000) verified_.clear();  // bounded
-  verified_[key] = digest;
+  if (verified_.size() >= verified_max) {  // bounded: the expired go first, then everything
+    for (auto it = verified_.begin(); it != verified_.end();)
+      it = now >= it->second.expires_s ? verified_.erase(it) : std::next(it);
+    if (verified_.size() >= verified_max) verified_.clear();
+  }
+  verified_[key] = proof{stored, now + verified_ttl_s};
   return true;
 }
 
@@ -91,6 +96,12 @@ std::optional<authenticator::stored_user> authenticator::find_user(const std::st
 }
 
 std::optional<user_ctx> authenticator::check_password(const std::string& name, const std::string& password) {
+  std::string stored;
+  return check_password(name, password, stored);
+}
+
+std::optional<user_ctx> authenticator::check_password(const std::string& name, const std::string& password,
+                                                      std::string& stored) {
   auto u = find_user(name);
   if (!u) {
     // The same key derivation as for a known user, so the answer's timing does not tell whether
@@ -100,10 +111,44 @@ std::optional<user_ctx> authenticator::check_password(const std::string& name, c
     return std::nullopt;
   }
   if (!verify_cached(name, password, u->hash)) return std::nullopt;
+  stored = std::move(u->hash);
   user_ctx ctx;
   ctx.name = name;
-  ctx.roles = u->roles;
+  ctx.roles = std::move(u->roles);
   return ctx;
+}
+
+std::optional<user_ctx> authenticator::check_basic(const std::string& authorization, auth_memo* memo) {
+  int64_t now = clk_.now_s();
+  if (memo) {  // the connection's last request proved this header: only a changed password undoes it
+    std::string name, stored;
+    {
+      std::lock_guard<std::mutex> lock(memo->mu);
+      if (memo->authorization == authorization && now < memo->expires_s) name = memo->name, stored = memo->stored;
+    }
+    if (!name.empty()) {
+      auto u = find_user(name);
+      if (u && u->hash == stored) {
+        user_ctx ctx;
+        ctx.name = std::move(name);
+        ctx.roles = std::move(u->roles);  // as they are now
+        return ctx;
+      }
+    }
+  }
+  std::string decoded, stored;
+  size_t colon;
+  if (!crypto::base64_decode(authorization.substr(6), decoded) || (colon = decoded.find(':')) == std::string::npos)
+    return std::nullopt;
+  auto u = check_password(decoded.substr(0, colon), decoded.substr(colon + 1), stored);
+  if (u && memo && !u->name->empty()) {
+    std::lock_guard<std::mutex> lock(memo->mu);
+    memo->authorization = authorization;
+    memo->name = *u->name;
+    memo->stored = std::move(stored);
+    memo->expires_s = now + verified_ttl_s;
+  }
+  return u;
 }
 
 std::string authenticator::make_cookie(const std::string& name) {
@@ -119,12 +164,7 @@ std::string authenticator::make_cookie(const std::string& name) {
 result<user_ctx> authenticator::authenticate(const http_request& req) {
   std::string authz = req.get_header_value("Authorization");
   if (authz.rfind("Basic ", 0) == 0) {
-    std::string decoded;
-    size_t colon;
-    if (!crypto::base64_decode(authz.substr(6), decoded) || (colon = decoded.find(':')) == std::string::npos) {
-      return status{errc::unauthorized, "Name or password is incorrect."};
-    }
-    auto u = check_password(decoded.substr(0, colon), decoded.substr(colon + 1));
+    auto u = check_basic(authz, req.memo.get());
     if (!u) return status{errc::unauthorized, "Name or password is incorrect."};
     u->authenticated_by = "default";
     return *u;

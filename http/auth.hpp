@@ -3,14 +3,18 @@
 // Server admins come from the [admins] config section (PBKDF2 hashes only). Other users are
 // documents "org.couchdb.user:<name>" in the `_users` database, as in CouchDB; a "password" field
 // written there is replaced by its PBKDF2 hash before it is stored.
-// Successful PBKDF2 checks are cached (keyed by the stored hash and a SHA-256 of the password),
-// so Basic auth on every request does not pay the key derivation each time.
+// Successful PBKDF2 checks are cached, so Basic auth on every request does not pay the key
+// derivation each time: keyed by a salted SHA-256 of the name and password (the password itself is
+// never kept), each entry holds the stored hash it matched (a changed password misses) and ends
+// after `verified_ttl_s`. On a keep-alive connection, the header a request proved is remembered
+// (http_request::memo) and the connection's next requests compare it and nothing more.
 // Thread-safety: all methods may be called from any thread.
 #pragma once
 #include <map>
 #include <mutex>
 #include <optional>
 #include <string>
+#include <unordered_map>
 
 #include "http/request.hpp"
 
@@ -41,6 +45,11 @@ class authenticator {
     std::vector<std::string> roles;
   };
   std::optional<stored_user> find_user(const std::string& name);
+  // check_password, also giving the stored hash the password matched.
+  std::optional<user_ctx> check_password(const std::string& name, const std::string& password, std::string& stored);
+  // An "Authorization: Basic ..." header, answered from the connection's memo when it proved the
+  // same header before (and the user's stored hash is unchanged), else checked and memoised.
+  std::optional<user_ctx> check_basic(const std::string& authorization, auth_memo* memo);
   bool verify_cached(const std::string& name, const std::string& password, const std::string& stored);
 
   const config& cfg_;
@@ -48,8 +57,15 @@ class authenticator {
   coordinator& coord_;
   std::string secret_;
   int64_t cookie_timeout_s_;
+  static constexpr int64_t verified_ttl_s = 600;
+  static constexpr size_t verified_max = 10000;
+  struct proof {
+    std::string stored;  // the hash the password matched
+    int64_t expires_s;
+  };
+  const std::string cache_salt_;  // random per process
   std::mutex mu_;
-  std::map<std::string, std::string> verified_;  // stored hash + name -> sha256(password)
+  std::unordered_map<std::string, proof> verified_;  // sha256(salt, name, password) -> proof
 };
 
 }  // namespace settee

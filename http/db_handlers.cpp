@@ -35,9 +35,8 @@ status validate_db_name(const std::string& name) {
   return {};
 }
 
-json read_security(ctx&, const db_meta& db) {
-  auto j = parse_json(db.security);
-  return j && j->is_object() ? *j : json::object();
+const json& read_security(const db_meta& db) {
+  return *db.security;
 }
 
 std::string seq_token(const db_meta& db, const std::vector<coordinator::range_summary>& ranges) {
@@ -141,7 +140,7 @@ void handle_db(ctx& c, const std::string& name) {
   if (c.method() != "GET" && c.method() != "POST") return c.method_not_allowed("DELETE,GET,HEAD,POST");
   auto db = c.node.coord.catalog().lookup(name);
   if (!db) return c.error(db.error());
-  json security = read_security(c, *db);
+  const json& security = read_security(*db);
   status allowed =
       name == "_users" ? authenticator::require_server_admin(c.user) : authenticator::require_member(c.user, security);
   if (!allowed) return c.error(allowed);

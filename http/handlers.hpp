@@ -110,7 +110,7 @@ result<json> answer_revs_diff(const json& body, const std::vector<doc_copy>& doc
 status validate_db_name(const std::string& name);
 status validate_doc_id(const std::string& id, size_t max_length);
 // The database's _security object ({} when unset).
-json read_security(ctx& c, const db_meta& db);
+const json& read_security(const db_meta& db);
 // The clustered seq token of the position the range summaries describe (one per range).
 std::string seq_token(const db_meta& db, const std::vector<coordinator::range_summary>& ranges);
 // Server-generated document ids (CouchDB's "sequential" algorithm).

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <utility>
 #include <vector>
@@ -16,6 +17,15 @@ namespace settee {
 class body_spool;
 using http_params = std::multimap<std::string, std::string>;
 
+// What the last Basic-authenticated request on a connection proved (filled by http/auth.cpp), so
+// that the connection's next requests with the same Authorization header skip the password check.
+struct auth_memo {
+  std::mutex mu;
+  std::string authorization;  // the header value it proved
+  std::string name, stored;   // the user, and the stored hash the password matched
+  int64_t expires_s = 0;
+};
+
 struct http_request {
   std::string method;                                        // "GET", "HEAD", "PUT", ... as sent
   std::string target;                                        // path and query, as sent
@@ -24,6 +34,7 @@ struct http_request {
   std::string body;
   std::shared_ptr<body_spool> spool;  // set: the body is in this file instead (a large attachment)
   std::string peer;                   // the client's address, for the access log
+  std::shared_ptr<auth_memo> memo;    // the connection's (null: a request made up in-process)
 
   bool has_header(const char* name) const;
   // The first value of a header (names compare case-insensitively); "" when absent.

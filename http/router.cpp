@@ -153,7 +153,7 @@ void dispatch(ctx& c) {
   if (p.size() == 1) return handle_db(c, first);
   auto db = c.node.coord.catalog().lookup(first);
   if (!db) return c.error(db.error());
-  json security = read_security(c, *db);
+  const json& security = read_security(*db);
   c.security = &security;
   // A user reads and updates their own `_users` document (not its roles: doc_handlers checks);
   // everything else in `_users` is for server admins.

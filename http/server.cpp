@@ -86,6 +86,7 @@ struct http_conn {
   const int fd;
   const uint64_t id;
   std::string peer;  // "ip:port" of the client
+  std::shared_ptr<auth_memo> memo = std::make_shared<auth_memo>();
   const http_options& opts;
   size_t max_body = 0;  // of the request being read
   std::mutex mu;
@@ -157,6 +158,7 @@ int on_message_begin(http_parser* p) {
   auto& c = conn_of(p);
   c.req = std::make_unique<http_request>();
   c.req->peer = c.peer;
+  c.req->memo = c.memo;
   c.header_value_last = false;
   c.in_message = true;
   c.headers_done = false;

@@ -57,10 +57,19 @@ std::string pbkdf2(const std::string& plain, const std::string& salt, int iterat
   return to_hex(key.data(), len);
 }
 
-std::string digest(const std::string& data, const EVP_MD* md) {
+// One context per thread, reused: EVP_Digest would allocate and free a context (and the
+// provider's state) on every call, which costs more than hashing a short string.
+std::string digest(std::string_view data, const EVP_MD* md) {
+  struct context {
+    EVP_MD_CTX* ctx = EVP_MD_CTX_new();
+    ~context() { EVP_MD_CTX_free(ctx); }
+  };
+  thread_local context t;
   unsigned char out[EVP_MAX_MD_SIZE];
   unsigned int n = 0;
-  EVP_Digest(data.data(), data.size(), out, &n, md, nullptr);
+  if (!t.ctx || EVP_DigestInit_ex2(t.ctx, md, nullptr) != 1 || EVP_DigestUpdate(t.ctx, data.data(), data.size()) != 1 ||
+      EVP_DigestFinal_ex(t.ctx, out, &n) != 1)
+    std::abort();  // only on allocation failure: no digest means no safe answer
   return std::string(reinterpret_cast<const char*>(out), n);
 }
 
@@ -111,6 +120,10 @@ std::string hmac_sha256_hex(const std::string& key, const std::string& message) 
   HMAC(sha256_md(), key.data(), static_cast<int>(key.size()), reinterpret_cast<const unsigned char*>(message.data()),
        message.size(), out, &n);
   return to_hex(out, n);
+}
+
+std::string sha256(std::string_view data) {
+  return digest(data, sha256_md());
 }
 
 std::string sha256_hex(const std::string& data) {

@@ -19,6 +19,7 @@ std::string random_hex(size_t n);
 std::string to_hex(const unsigned char* data, size_t n);
 std::string hmac_sha256_hex(const std::string& key, const std::string& message);
 std::string sha256_hex(const std::string& data);
+std::string sha256(std::string_view data);  // the 32 raw bytes
 std::string md5_hex(const std::string& data);
 std::string md5(const std::string& data);  // the 16 raw bytes
 // A digest of bytes that arrive in pieces (a large attachment): update() each, then final() for the

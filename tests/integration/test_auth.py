@@ -1,4 +1,8 @@
 """Authentication (Basic, cookies), server admins, _users and per-database _security."""
+import base64
+import http.client
+import json
+
 from harness import NodeTest, main
 
 
@@ -115,6 +119,36 @@ class Auth(NodeTest):
         doc = self.node.get("/_users/org.couchdb.user:eve").json
         doc["password"] = "eve-pw"
         self.node.put("/_users/org.couchdb.user:eve", doc)
+
+    def test_connection_memo_follows_password_and_roles(self):
+        # One keep-alive connection that proved its header keeps its answer only while the user's
+        # stored hash is the same: a password changed through another connection ends it at once,
+        # and roles are read as they are now.
+        self.node.put("/_users/org.couchdb.user:kim",
+                      {"name": "kim", "type": "user", "roles": ["a"], "password": "kim-pw"})
+        conn = http.client.HTTPConnection("127.0.0.1", self.node.port, timeout=60)
+        header = {"Authorization": "Basic " + base64.b64encode(b"kim:kim-pw").decode()}
+
+        def session():
+            conn.request("GET", "/_session", headers=header)
+            r = conn.getresponse()
+            return r.status, json.loads(r.read())
+
+        for _ in range(3):
+            status, body = session()
+            self.assertEqual((status, body["userCtx"]["roles"]), (200, ["a"]))
+        doc = self.node.get("/_users/org.couchdb.user:kim", fresh=True).json
+        doc["roles"] = ["b"]
+        self.assertEqual(self.node.put("/_users/org.couchdb.user:kim", doc).status, 201)
+        self.assertEqual(session()[1]["userCtx"]["roles"], ["b"])
+        doc = self.node.get("/_users/org.couchdb.user:kim").json
+        doc["password"] = "kim-new"
+        self.assertEqual(self.node.put("/_users/org.couchdb.user:kim", doc).status, 201)
+        status, body = session()
+        self.assertEqual((status, body["error"]), (401, "unauthorized"))
+        header["Authorization"] = "Basic " + base64.b64encode(b"kim:kim-new").decode()
+        self.assertEqual(session()[0], 200)
+        conn.close()
 
 
 if __name__ == "__main__":
