@@ -9,6 +9,7 @@
 #include "actors/quorum.hpp"
 #include "actors/remote_copy.hpp"
 #include "node/log.hpp"
+#include "node/metrics.hpp"
 
 namespace settee {
 
@@ -122,6 +123,7 @@ result<shard_store::snapshot> coordinator::read_for(const db_meta& db, std::stri
 }
 
 result<write_outcome> coordinator::update_docs(const db_meta& db, std::vector<doc_update> docs, size_t w) {
+  metrics::node().doc_writes.fetch_add(docs.size(), std::memory_order_relaxed);
   auto out = write_once(db, docs, w);
   // A split seals its parent shard (errc::shard_moved) from its last copy pass until the new shard
   // map is in `_dbs`, a few milliseconds: the documents it refused are written again on that map.
@@ -238,6 +240,7 @@ void coordinator::drop_staged(const db_meta& db, const std::string& id, const st
 }
 
 result<doc_copy> coordinator::open_doc(const db_meta& db, const std::string& id, size_t r, doc_bodies bodies) {
+  metrics::node().doc_reads.fetch_add(1, std::memory_order_relaxed);
   std::vector<copy_ptr> all = copies(db, shard_index(db, id));
   size_t n = db.everywhere() ? 1 : db.n;
   size_t want = std::min(r == 0 ? n / 2 + 1 : r, all.size());
@@ -290,6 +293,7 @@ result<doc_copy> coordinator::open_doc(const db_meta& db, const std::string& id,
 
 result<std::vector<doc_copy>> coordinator::open_docs(const db_meta& db, const std::vector<std::string>& ids,
                                                      doc_bodies bodies) {
+  metrics::node().doc_reads.fetch_add(ids.size(), std::memory_order_relaxed);
   std::map<size_t, std::vector<size_t>> positions;  // range -> input positions
   for (size_t i = 0; i < ids.size(); ++i) positions[shard_index(db, ids[i])].push_back(i);
   std::vector<doc_copy> out(ids.size());

@@ -4,6 +4,7 @@
 #include <cstdlib>
 
 #include "node/crypto.hpp"
+#include "node/metrics.hpp"
 
 namespace settee {
 
@@ -54,8 +55,12 @@ bool authenticator::verify_cached(const std::string& name, const std::string& pa
     auto it = verified_.find(key);
     // Only a match is answered from the cache: a wrong password always pays the key derivation, so
     // a recent login does not make its name answer faster (which would tell that the name exists).
-    if (it != verified_.end() && it->second.stored == stored && now < it->second.expires_s) return true;
+    if (it != verified_.end() && it->second.stored == stored && now < it->second.expires_s) {
+      metrics::node().auth_cache_hits.fetch_add(1, std::memory_order_relaxed);
+      return true;
+    }
   }
+  metrics::node().auth_cache_misses.fetch_add(1, std::memory_order_relaxed);
   if (!crypto::verify(password, stored)) return false;
   std::lock_guard<std::mutex> lock(mu_);
   if (verified_.size() >= verified_max) {  // bounded: the expired go first, then everything
@@ -129,6 +134,7 @@ std::optional<user_ctx> authenticator::check_basic(const std::string& authorizat
     if (!name.empty()) {
       auto u = find_user(name);
       if (u && u->hash == stored) {
+        metrics::node().auth_cache_hits.fetch_add(1, std::memory_order_relaxed);
         user_ctx ctx;
         ctx.name = std::move(name);
         ctx.roles = std::move(u->roles);  // as they are now

@@ -4,11 +4,13 @@
 
 #include "actors/doc_render.hpp"
 #include "http/handlers.hpp"
+#include "node/metrics.hpp"
 
 namespace settee {
 
 void handle_bulk_docs(ctx& c, const db_meta& db) {
   if (c.method() != "POST") return c.method_not_allowed("POST");
+  metrics::node().bulk_requests.fetch_add(1, std::memory_order_relaxed);
   auto body = c.json_object_body();
   if (!body) return c.error(body.error());
   if (!body->contains("docs")) return c.error(errc::bad_request, "POST body must include `docs` parameter.");

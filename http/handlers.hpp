@@ -23,6 +23,9 @@ void handle_active_tasks(ctx& c);
 void handle_settee_page(ctx& c);
 void handle_db_updates(ctx& c);
 
+// metrics_handlers.cpp: GET /_node/{node}/_prometheus, /_stats[/group[/metric]] and /_system.
+void handle_node_metrics(ctx& c);
+
 // reshard_handlers.cpp
 void handle_reshard(ctx& c);
 class resharder;

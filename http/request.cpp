@@ -9,7 +9,11 @@
 namespace settee {
 
 bool user_ctx::is_admin() const {
-  return std::find(roles.begin(), roles.end(), "_admin") != roles.end();
+  return has_role("_admin");
+}
+
+bool user_ctx::has_role(const char* role) const {
+  return std::find(roles.begin(), roles.end(), role) != roles.end();
 }
 
 result<bool> bool_param(const http_params& query, const char* name, bool def) {

@@ -41,7 +41,9 @@ struct node_services {
   // [couchdb] max_attachment_size (a larger one is 413), [attachments] compressible_types and
   // compression_level: how new attachments are stored.
   attachments::policy attachment_policy{};
-  std::string spool_dir = ".";           // where large uploads are decoded and encoded (the data directory)
+  std::string spool_dir = ".";  // where large uploads are decoded and encoded (the data directory)
+  std::string data_dir = ".";
+  int64_t started_s = 0;                 // clk.now_s() when the node started (uptime)
   size_t max_request_bytes = 64u << 20;  // [chttpd] max_http_request_size
   size_t uuids_max_count = 1000;
   size_t bulk_docs_max = 100000;
@@ -70,6 +72,7 @@ struct user_ctx {
   std::vector<std::string> roles;
   std::string authenticated_by;  // "cookie", "default" (basic) or "" (anonymous)
   bool is_admin() const;
+  bool has_role(const char* role) const;
 };
 
 // A boolean query parameter: "true"/"false", else 400 "Invalid boolean parameter".

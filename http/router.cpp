@@ -131,6 +131,10 @@ void dispatch(ctx& c) {
       c.res.set_header("Location", c.absolute_uri("/_settee/"));
       return;
     }
+    // CouchDB's `_metrics` role reads this node's statistics without being an admin.
+    if (first == "_node" && p.size() >= 3 && (p[2] == "_stats" || p[2] == "_system" || p[2] == "_prometheus") &&
+        c.user.has_role("_metrics"))
+      return handle_node(c);
     if (auto st = authenticator::require_server_admin(c.user); !st) return c.error(st);
     if (first == "_all_dbs" && p.size() == 1) return handle_all_dbs(c);
     if (first == "_dbs_info" && p.size() == 1) return handle_dbs_info(c);
@@ -182,7 +186,16 @@ bool streams_body(const http_request& req) {
   return p.size() > doc_segments && !p[doc_segments].empty() && p[doc_segments][0] != '_';
 }
 
-std::shared_ptr<http_response> handle_request(node_services& node, const http_request& req) {
+namespace {
+
+// The metrics listener's whole API: this node's Prometheus text, for anyone who can reach the port.
+void dispatch_metrics(ctx& c) {
+  const auto& p = c.path;
+  if (p.size() == 3 && p[0] == "_node" && p[2] == "_prometheus") return handle_node(c);
+  c.error(errc::not_found, "missing");
+}
+
+std::shared_ptr<http_response> answer(node_services& node, const http_request& req, void (*dispatch)(ctx&)) {
   auto res = std::make_shared<http_response>();
   res->set_header("Server", "settee/" SETTEE_VERSION);
   try {
@@ -204,6 +217,16 @@ std::shared_ptr<http_response> handle_request(node_services& node, const http_re
     res->set_content(json{{"error", "unknown_error"}, {"reason", e.what()}}.dump() + "\n", "application/json");
   }
   return res;
+}
+
+}  // namespace
+
+std::shared_ptr<http_response> handle_request(node_services& node, const http_request& req) {
+  return answer(node, req, dispatch);
+}
+
+std::shared_ptr<http_response> handle_metrics_request(node_services& node, const http_request& req) {
+  return answer(node, req, dispatch_metrics);
 }
 
 }  // namespace settee

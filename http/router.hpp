@@ -10,6 +10,9 @@ namespace settee {
 
 // The response to `req` (never null; an exception in a handler becomes a 500).
 std::shared_ptr<http_response> handle_request(node_services& node, const http_request& req);
+// The metrics listener's answer ([prometheus] additional_port): GET /_node/_local/_prometheus (or
+// this node's name) with no credentials asked; anything else is 404.
+std::shared_ptr<http_response> handle_metrics_request(node_services& node, const http_request& req);
 
 // Whether a PUT's body may go to a file instead of memory (http_options::spool_from_bytes): an
 // attachment's (/db/doc/att, /db/_design/ddoc/att) or a document's sent as multipart/related.

@@ -529,7 +529,7 @@ void http_server::impl::serve(http_conn& c) {
         std::shared_ptr<http_response> res;
         const auto started = std::chrono::steady_clock::now();
         try {
-          res = handle_request(node, *req);
+          res = opts.metrics_only ? handle_metrics_request(node, *req) : handle_request(node, *req);
         } catch (...) {
           res = std::make_shared<http_response>();
           res->status = 500;

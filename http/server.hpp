@@ -38,6 +38,8 @@ struct http_options {
   // [log] access: one line per request (host, peer, user, method, target, status, ms, as CouchDB's
   // request log) at info; at [log] level = debug they are written anyway.
   bool access_log = false;
+  // The metrics listener ([prometheus] additional_port): answers handle_metrics_request only.
+  bool metrics_only = false;
 };
 
 class http_server {

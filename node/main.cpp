@@ -367,7 +367,8 @@ int main(int argc, char** argv) {
     http.threads = static_cast<size_t>(std::max<int64_t>(8, cfg.get_int("chttpd", "server_threads", 128)));
     http.max_request_bytes = static_cast<size_t>(cfg.get_int("chttpd", "max_http_request_size", 64 << 20));
     http.max_attachment_bytes = node.attachment_policy.max_bytes;
-    http.spool_dir = node.spool_dir = args.data_dir;
+    http.spool_dir = node.spool_dir = node.data_dir = args.data_dir;
+    node.started_s = clk.now_s();
     node.max_request_bytes = http.max_request_bytes;
     http.header_timeout_s = static_cast<int>(std::clamp<int64_t>(cfg.get_int("chttpd", "header_timeout", 15), 1, 3600));
     http.access_log = cfg.get_bool("log", "access", false);
@@ -547,6 +548,24 @@ int main(int argc, char** argv) {
     raise_fd_limit(65536);
     http_server server(node, http);
     if (auto st = server.bind(); !st) die(st.reason);
+    // [prometheus] additional_port (CouchDB's): GET /_node/_local/_prometheus without credentials on
+    // a port of its own, for a scraper that should not hold an admin password.
+    std::unique_ptr<http_server> metrics_server;
+    std::thread metrics_thread;
+    if (cfg.get_bool("prometheus", "additional_port", false)) {
+      http_options m = http;
+      m.metrics_only = true;
+      m.threads = 2;
+      m.access_log = false;
+      m.bind = cfg.get("prometheus", "bind_address", "127.0.0.1");
+      m.port = static_cast<int>(cfg.get_int("prometheus", "port", 17986));
+      m.max_request_bytes = 64 << 10;
+      metrics_server = std::make_unique<http_server>(node, m);
+      if (auto st = metrics_server->bind(); !st) die("[prometheus] port: " + st.reason);
+      log::info("metrics listening on http://" + m.bind + ":" + std::to_string(metrics_server->port()) +
+                "/_node/_local/_prometheus (no credentials)");
+      metrics_thread = std::thread([&] { metrics_server->run(); });
+    }
     if (auto st = reshard.start(); !st) die("cannot resume reshard jobs: " + st.reason);
     if (db_updates_on) updates.start();  // after the last die(): exit() must not race its thread
 
@@ -563,6 +582,10 @@ int main(int argc, char** argv) {
     if (signal_thread.joinable()) {
       pthread_kill(signal_thread.native_handle(), SIGTERM);  // wake it if the server stopped by itself
       signal_thread.join();
+    }
+    if (metrics_server) {
+      metrics_server->stop();
+      metrics_thread.join();
     }
     log::info("http server stopped");
     reshard.stop();  // its current copy step commits whole; before the RPC it pushes _dbs with

@@ -1,5 +1,6 @@
 #include "node/metrics.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -16,7 +17,32 @@ void histogram::observe(double v) {
   while (i < bounds_.size() && v > bounds_[i]) ++i;
   counts_[i].fetch_add(1, std::memory_order_relaxed);
   count_.fetch_add(1, std::memory_order_relaxed);
-  sum_micros_.fetch_add(static_cast<uint64_t>(std::llround(std::max(0.0, v) * 1e6)), std::memory_order_relaxed);
+  const auto micros = static_cast<uint64_t>(std::llround(std::max(0.0, v) * 1e6));
+  sum_micros_.fetch_add(micros, std::memory_order_relaxed);
+  for (uint64_t m = min_micros_.load(std::memory_order_relaxed);
+       micros < m && !min_micros_.compare_exchange_weak(m, micros, std::memory_order_relaxed);) {
+  }
+  for (uint64_t m = max_micros_.load(std::memory_order_relaxed);
+       micros > m && !max_micros_.compare_exchange_weak(m, micros, std::memory_order_relaxed);) {
+  }
+}
+
+double histogram::reading::quantile(double q) const {
+  if (count == 0) return 0;
+  const double rank = q * static_cast<double>(count);
+  uint64_t below = 0;
+  double lower = 0;
+  for (size_t i = 0; i <= bounds.size(); ++i) {
+    const uint64_t upto = i < bounds.size() ? cumulative[i] : count;
+    const double upper = i < bounds.size() ? bounds[i] : max;
+    if (static_cast<double>(upto) >= rank && upto > below) {
+      double at = lower + (upper - lower) * (rank - static_cast<double>(below)) / static_cast<double>(upto - below);
+      return std::clamp(at, min, max);
+    }
+    below = upto;
+    lower = i < bounds.size() ? bounds[i] : lower;
+  }
+  return max;
 }
 
 histogram::reading histogram::read() const {
@@ -29,6 +55,10 @@ histogram::reading histogram::read() const {
   }
   r.count = count_.load(std::memory_order_relaxed);
   r.sum = static_cast<double>(sum_micros_.load(std::memory_order_relaxed)) / 1e6;
+  if (r.count) {
+    r.min = static_cast<double>(min_micros_.load(std::memory_order_relaxed)) / 1e6;
+    r.max = static_cast<double>(max_micros_.load(std::memory_order_relaxed)) / 1e6;
+  }
   return r;
 }
 
@@ -88,11 +118,18 @@ void fixed_counter::add_status(int code) {
 }
 
 std::map<std::string, uint64_t> fixed_counter::read() const {
+  // Every label is present from the start, at zero (a rate over a series that appears late loses
+  // its first increase); of the status codes, those a CouchDB client meets.
+  static const std::set<size_t> usual{200, 201, 202, 204, 206, 301, 302, 304, 400, 401, 403, 404,
+                                      405, 406, 409, 412, 413, 415, 416, 417, 500, 501, 503};
   std::map<std::string, uint64_t> out;
   const size_t n = labels_.empty() ? 1000 : labels_.size();
   for (size_t i = 0; i < n; ++i) {
     uint64_t v = counts_[i].load(std::memory_order_relaxed);
-    if (v) out[labels_.empty() ? std::to_string(i) : labels_[i]] = v;
+    if (!labels_.empty())
+      out[labels_[i]] = v;
+    else if (v || usual.count(i))
+      out[std::to_string(i)] = v;
   }
   return out;
 }
@@ -138,11 +175,14 @@ void head(std::string& out, const std::string& name, const std::string& help, co
   out += "# HELP settee_" + name + " " + help + "\n# TYPE settee_" + name + " " + type + "\n";
 }
 
+// `zeros`: label values present at 0 until they count anything.
 template <class Counter>
 void counter(std::string& out, const std::string& name, const std::string& help, const std::string& label,
-             const Counter& c) {
+             const Counter& c, const std::set<std::string>& zeros = {}) {
   head(out, name, help, "counter");
-  for (auto& [value, n] : c.read()) out += "settee_" + name + labels_text({{label, value}}) + " " + number(n) + "\n";
+  auto values = c.read();
+  for (const std::string& z : zeros) values.emplace(z, 0);
+  for (auto& [value, n] : values) out += "settee_" + name + labels_text({{label, value}}) + " " + number(n) + "\n";
 }
 
 // One histogram's series; `labels` (e.g. `peer="n2",`) go before `le`.
@@ -162,14 +202,21 @@ void hist(std::string& out, const std::string& name, const std::string& help, co
 }
 
 void hist(std::string& out, const std::string& name, const std::string& help, const std::string& label,
-          const labelled_histogram& h) {
+          const labelled_histogram& h, const std::vector<double>& bounds, const std::set<std::string>& zeros) {
   head(out, name, help, "histogram");
-  for (auto& [value, r] : h.read()) hist_series(out, name, r, label + "=\"" + escaped(value) + "\",");
+  auto values = h.read();
+  for (const std::string& z : zeros) {
+    histogram::reading empty;
+    empty.bounds = bounds;
+    empty.cumulative.assign(bounds.size(), 0);
+    values.emplace(z, std::move(empty));
+  }
+  for (auto& [value, r] : values) hist_series(out, name, r, label + "=\"" + escaped(value) + "\",");
 }
 
 }  // namespace
 
-std::string prometheus_text(const registry& r, const std::vector<sample>& extra) {
+std::string prometheus_text(const registry& r, const std::vector<sample>& extra, const std::set<std::string>& peers) {
   std::string out;
   counter(out, "http_requests_total", "HTTP requests answered, by method.", "method", r.requests_by_method);
   counter(out, "http_responses_total", "HTTP responses, by status code.", "status", r.requests_by_status);
@@ -178,13 +225,15 @@ std::string prometheus_text(const registry& r, const std::vector<sample>& extra)
   hist(out, "commit_duration_seconds", "Shard group commits: the whole transaction.", r.commit_seconds);
   hist(out, "commit_ops", "Operations gathered into one shard commit.", r.commit_ops);
   hist(out, "fsync_duration_seconds", "Shard commits: LMDB's commit, which writes and fsyncs.", r.fsync_seconds);
-  counter(out, "rpc_calls_total", "Calls to other nodes, by peer.", "peer", r.rpc_calls);
+  counter(out, "rpc_calls_total", "Calls to other nodes, by peer.", "peer", r.rpc_calls, peers);
   counter(out, "rpc_errors_total", "Calls to other nodes that failed (transport, timeout), by peer.", "peer",
-          r.rpc_errors);
-  hist(out, "rpc_duration_seconds", "Time until a peer answered a call, by peer.", "peer", r.rpc_seconds);
+          r.rpc_errors, peers);
+  hist(out, "rpc_duration_seconds", "Time until a peer answered a call, by peer.", "peer", r.rpc_seconds,
+       r.rpc_seconds.bounds(), peers);
   for (const sample& s : extra) {
-    head(out, s.name, s.help, s.type);
-    for (auto& [labels, v] : s.values) out += "settee_" + s.name + labels_text(labels) + " " + number(v) + "\n";
+    const std::string name = (s.prefixed ? "settee_" : "") + s.name;
+    out += "# HELP " + name + " " + s.help + "\n# TYPE " + name + " " + s.type + "\n";
+    for (auto& [labels, v] : s.values) out += name + labels_text(labels) + " " + number(v) + "\n";
   }
   return out;
 }

@@ -25,6 +25,10 @@ class histogram {
     std::vector<uint64_t> cumulative;  // observations <= bounds[i]
     uint64_t count = 0;
     double sum = 0;
+    double min = 0, max = 0;  // of the observations (0 without any)
+    // The value below which a fraction `q` of the observations fall, interpolated linearly within
+    // the bucket that holds it (the bucket above the last bound: up to max); 0 without any.
+    double quantile(double q) const;
   };
   reading read() const;
 
@@ -33,6 +37,8 @@ class histogram {
   std::unique_ptr<std::atomic<uint64_t>[]> counts_;  // per bucket, the last for +Inf
   std::atomic<uint64_t> count_{0};
   std::atomic<uint64_t> sum_micros_{0};
+  std::atomic<uint64_t> min_micros_{UINT64_MAX};
+  std::atomic<uint64_t> max_micros_{0};
 };
 
 // Monotonic counters keyed by a label value (e.g. a method, a status).
@@ -52,6 +58,7 @@ class labelled_histogram {
   explicit labelled_histogram(std::vector<double> bounds) : bounds_(std::move(bounds)) {}
   void observe(const std::string& label, double v);
   std::map<std::string, histogram::reading> read() const;
+  const std::vector<double>& bounds() const { return bounds_; }
 
  private:
   std::vector<double> bounds_;
@@ -103,16 +110,27 @@ struct registry {
   labelled_counter rpc_errors;  // of which failed (transport or timeout), by peer
   labelled_histogram rpc_seconds{{0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 5}};  // answered
   replication_lag replication;
+  // Documents asked of the coordinator on this node (each row of a bulk request counts), as
+  // CouchDB's database_reads and database_writes count them at its coordinator.
+  std::atomic<uint64_t> doc_reads{0};
+  std::atomic<uint64_t> doc_writes{0};
+  std::atomic<uint64_t> bulk_requests{0};  // _bulk_docs
+  // Basic credentials answered from memory (http/auth.hpp), or by a key derivation.
+  std::atomic<uint64_t> auth_cache_hits{0};
+  std::atomic<uint64_t> auth_cache_misses{0};
 };
 registry& node();
 
 // One gauge or counter read at scrape time (open shards, live feeds, ...), with optional labels.
 struct sample {
   std::string name, help, type;  // type: gauge or counter
+  bool prefixed = true;          // false: a standard name kept as is (process_cpu_seconds_total)
   std::vector<std::pair<std::map<std::string, std::string>, double>> values;
 };
 
-// The Prometheus text of `r` and `extra`, every name prefixed "settee_".
-std::string prometheus_text(const registry& r, const std::vector<sample>& extra);
+// The Prometheus text of `r` and `extra`, every name prefixed "settee_" (unless a sample says not);
+// the per-peer series of every node in `peers` are there from the start, at zero.
+std::string prometheus_text(const registry& r, const std::vector<sample>& extra,
+                            const std::set<std::string>& peers = {});
 
 }  // namespace settee::metrics

@@ -22,6 +22,7 @@ def scrape(node, name):
 class ClusterMetrics(ClusterTest):
     # No periodic sync: the test pushes with POST /db/_sync_shards and sees each push's effect.
     NODES, SYNC_INTERVAL_MS = 2, 0
+    EXTRA_CONFIG = "[prometheus]\nper_database = all\n"  # per-database series for every database
 
     def test_lag_sync_task_and_time_seq(self):
         n1, n2 = self.cluster.nodes
@@ -45,6 +46,7 @@ class ClusterMetrics(ClusterTest):
             self.assertIn(r.status, (201, 202), r)
         n1.post("/m/_sync_shards", {})
         self.assertEqual(scrape(n1, "internal_replication_pending_changes").get(key), 3000.0)
+        self.assertEqual(scrape(n1, "internal_replication_peer_pending_changes").get(f'{{peer="{peer}"}}'), 3000.0)
         shards = [k for k in scrape(n1, "time_seq_bins") if "/m." in k]
         self.assertEqual(len(shards), 1, shards)
         shard = shards[0]

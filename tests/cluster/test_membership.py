@@ -59,10 +59,11 @@ class ClusterTest(NodeTest):
     (the first member)."""
 
     NODES, SYNC_INTERVAL_MS = 3, 0
+    EXTRA_CONFIG = ""  # ini text added to every member's
 
     @classmethod
     def setUpClass(cls):
-        cls.cluster = Cluster(cls.NODES, sync_interval_ms=cls.SYNC_INTERVAL_MS).start()
+        cls.cluster = Cluster(cls.NODES, sync_interval_ms=cls.SYNC_INTERVAL_MS, extra_config=cls.EXTRA_CONFIG).start()
         try:
             cls.cluster.wait_connected()
         except BaseException:

@@ -5,9 +5,9 @@ import re
 import threading
 import time
 
-from harness import NodeTest, main
+from harness import NodeTest, free_port, main
 
-LINE = re.compile(r'^(settee_[a-z_]+)(\{[^}]*\})? (\S+)$')
+LINE = re.compile(r'^((?:settee|process)_[a-z_]+)(\{[^}]*\})? (\S+)$')
 
 
 def scrape(node):
@@ -94,6 +94,114 @@ class Metrics(NodeTest):
         self.assertEqual(self.node.get("/_node/_local/_prometheus", auth=False).status, 401)
         self.assertEqual(self.node.request("POST", "/_node/_local/_stats", {}).status, 405)
         self.assertEqual(self.node.get("/_node/nobody@h/_stats").status, 404)
+
+    def test_process_uptime_build_disk_and_zeros(self):
+        _, values, types = scrape(self.node)
+        for name, kind in (("process_cpu_seconds_total", "counter"), ("process_resident_memory_bytes", "gauge"),
+                           ("process_open_fds", "gauge"), ("process_max_fds", "gauge"),
+                           ("process_start_time_seconds", "gauge"), ("settee_uptime_seconds", "gauge"),
+                           ("settee_data_filesystem_free_bytes", "gauge"), ("settee_databases", "gauge"),
+                           ("settee_database_files_bytes", "gauge"), ("settee_document_writes_total", "counter")):
+            self.assertEqual(types.get(name), kind, name)
+        self.assertGreater(values["process_resident_memory_bytes"], 1 << 20)
+        self.assertGreater(values["process_open_fds"], 3)
+        self.assertAlmostEqual(values["process_start_time_seconds"], time.time() - values["settee_uptime_seconds"],
+                               delta=5)
+        self.assertGreater(values["settee_data_filesystem_size_bytes"], values["settee_data_filesystem_free_bytes"])
+        version = self.node.get("/").json["vendor"]["version"]
+        self.assertEqual(values[f'settee_build_info{{version="{version}"}}'], 1)
+        # Series a rate() needs exist before their first increase.
+        for series in ('settee_http_requests_total{method="COPY"}', 'settee_http_responses_total{status="409"}',
+                       'settee_reshard_jobs{state="failed"}'):
+            self.assertIn(series, values)
+
+    def test_per_database_series_are_bounded(self):
+        # Small databases (db-per-user) add no series; their total is one.
+        _, before, _ = scrape(self.node)
+        for i in range(12):
+            self.new_db(f"tiny-{i}")
+        _, after, _ = scrape(self.node)
+        self.assertEqual(after["settee_databases"], before["settee_databases"] + 12)
+        self.assertEqual(after["settee_databases_detailed"], 0)
+        self.assertFalse([k for k in after if k.startswith(("settee_database_file_bytes{", "settee_time_seq_bins{",
+                                                             "settee_database_doc_count{"))])
+        self.assertGreater(after["settee_database_files_bytes"], before["settee_database_files_bytes"])
+
+    def test_stats_main_entries_and_paths(self):
+        self.new_db("stat2")
+        self.node.post("/stat2/_bulk_docs", {"docs": [{"_id": f"d{i}"} for i in range(7)]})
+        self.node.get("/stat2/d1")
+        stats = self.node.get("/_node/_local/_stats").json["couchdb"]
+        for key in ("database_reads", "database_writes", "open_databases", "open_os_files", "auth_cache_hits",
+                    "auth_cache_misses"):
+            self.assertIn(stats[key]["type"], ("counter", "gauge"), key)
+        self.assertGreaterEqual(stats["database_writes"]["value"], 7)
+        self.assertGreaterEqual(stats["database_reads"]["value"], 1)
+        self.assertGreaterEqual(stats["httpd"]["bulk_requests"]["value"], 1)
+        self.assertGreater(stats["auth_cache_hits"]["value"], 0)
+        rt = stats["request_time"]["value"]
+        self.assertEqual([p for p, _ in rt["percentile"]], [50, 75, 90, 95, 99, 999])
+        self.assertLessEqual(rt["min"], rt["median"])
+        self.assertLessEqual(rt["median"], rt["max"])
+        # A path below _stats picks a group or a metric, as couch_stats_httpd; a missing one is null.
+        one = self.node.get("/_node/_local/_stats/couchdb/request_time")
+        self.assertEqual((one.status, one.json["type"]), (200, "histogram"))
+        self.assertEqual(self.node.get("/_node/_local/_stats/couchdb/nothing").json, None)
+
+    def test_metrics_role_reads_statistics_only(self):
+        r = self.node.put("/_users/org.couchdb.user:scraper",
+                          {"name": "scraper", "type": "user", "roles": ["_metrics"], "password": "s-pw"})
+        self.assertEqual(r.status, 201, r)
+        who = ("scraper", "s-pw")
+        for path in ("/_node/_local/_prometheus", "/_node/_local/_stats", "/_node/_local/_stats/couchdb",
+                     "/_node/_local/_system"):
+            self.assertEqual(self.node.get(path, user=who).status, 200, path)
+        for path in ("/_node/_local/_config", "/_all_dbs", "/_active_tasks", "/_users/_all_docs"):
+            self.assertIn(self.node.get(path, user=who).status, (401, 403), path)
+
+
+METRICS_PORT = free_port()
+
+
+class MetricsListener(NodeTest):
+    """[prometheus] additional_port: the Prometheus text without credentials on a port of its own,
+    nothing else there; per-database series for the largest databases when the bounds allow."""
+    config = (f"[prometheus]\nadditional_port = true\nbind_address = 127.0.0.1\nport = {METRICS_PORT}\n"
+              "per_database_min_bytes = 1\nper_database_max = 2\n")
+
+    def get(self, path, method="GET"):
+        conn = http.client.HTTPConnection("127.0.0.1", METRICS_PORT, timeout=30)
+        conn.request(method, path)
+        r = conn.getresponse()
+        body = r.read().decode()
+        conn.close()
+        return r.status, r.getheader("Content-Type"), body
+
+    def test_no_credentials_and_nothing_else(self):
+        status, ctype, body = self.get("/_node/_local/_prometheus")
+        self.assertEqual(status, 200)
+        self.assertTrue(ctype.startswith("text/plain; version=0.0.4"), ctype)
+        self.assertIn("settee_http_requests_total", body)
+        self.assertEqual(self.get(f"/_node/{self.node.get('/_node/_local').json['name']}/_prometheus")[0], 200)
+        for path in ("/", "/_all_dbs", "/_node/_local/_config", "/_node/_local/_stats", "/_users/x"):
+            self.assertEqual(self.get(path)[0], 404, path)
+        self.assertEqual(self.get("/_node/_local/_prometheus", "DELETE")[0], 405)
+        # The main port still asks.
+        self.assertEqual(self.node.get("/_node/_local/_prometheus", auth=False).status, 401)
+
+    def test_largest_databases_get_series(self):
+        pad = "x" * 4000
+        for name, docs in (("big-a", 400), ("big-b", 200), ("small-c", 0)):
+            self.new_db(name, q=1)
+            if docs:
+                r = self.node.post(f"/{name}/_bulk_docs", {"docs": [{"pad": pad} for _ in range(docs)]})
+                self.assertEqual(r.status, 201)
+        _, values, _ = scrape(self.node)
+        per_db = {k for k in values if k.startswith("settee_database_file_bytes{")}
+        self.assertEqual(per_db, {'settee_database_file_bytes{db="big-a"}', 'settee_database_file_bytes{db="big-b"}'})
+        self.assertEqual(values["settee_databases_detailed"], 2)
+        self.assertEqual(values['settee_database_doc_count{db="big-a"}'], 400)
+        self.assertTrue([k for k in values if k.startswith('settee_time_seq_bins{shard="shards/00000000-ffffffff/big-a.')])
 
 
 if __name__ == "__main__":
