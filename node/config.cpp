@@ -53,6 +53,26 @@ result<config> config::parse(const std::string& text, const std::string& origin)
   return c;
 }
 
+std::string config::with_value(const std::string& text, const std::string& sec, const std::string& key,
+                               const std::string& value) {
+  std::istringstream in(text);
+  std::string out, line, current;
+  bool done = false;
+  while (std::getline(in, line)) {
+    std::string t = trim(line);
+    if (!t.empty() && t[0] == '[' && t.back() == ']') current = trim(t.substr(1, t.size() - 2));
+    size_t eq = t.find('=');
+    if (!done && current == sec && !t.empty() && t[0] != ';' && t[0] != '#' && t[0] != '[' && eq != std::string::npos &&
+        trim(t.substr(0, eq)) == key) {
+      line = line.substr(0, line.find_first_not_of(" \t")) + key + " = " + value;
+      done = true;
+    }
+    out += line + "\n";
+  }
+  if (!text.empty() && text.back() != '\n') out.pop_back();
+  return out;
+}
+
 result<config> config::load_file(const std::string& path) {
   auto text = read_file(path);
   if (!text) return status{errc::not_found, "cannot read config file " + path + ": " + std::strerror(errno)};

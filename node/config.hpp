@@ -32,6 +32,10 @@ class config {
   void erase(const std::string& sec, const std::string& key);  // an emptied section goes too
   const std::map<std::string, section>& sections() const { return sections_; }
   std::string to_ini() const;
+  // `text` (ini) with the value of `key` in `[sec]` replaced by `value`, every other line (comments,
+  // order, other keys) as it was; `text` unchanged when it has no such key.
+  static std::string with_value(const std::string& text, const std::string& sec, const std::string& key,
+                                const std::string& value);
 
  private:
   std::map<std::string, section> sections_;

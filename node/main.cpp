@@ -10,6 +10,7 @@
 #include <caf/all.hpp>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <iostream>
 #include <thread>
 
@@ -35,6 +36,7 @@
 #include "node/clock.hpp"
 #include "node/config.hpp"
 #include "node/crypto.hpp"
+#include "node/files.hpp"
 #include "node/log.hpp"
 #include "node/time_seq_tool.hpp"
 
@@ -100,6 +102,35 @@ int parse_cli(int argc, char** argv, cli& out) {
 [[noreturn]] void die(const std::string& msg) {
   std::fprintf(stderr, "settee: %s\n", msg.c_str());
   std::exit(1);
+}
+
+// Plain-text admins in the operator's file are replaced there by their hashes (as CouchDB rewrites
+// its ini files), so no password stays readable on disk; a file settee cannot write keeps it, with
+// a warning that says what to put there instead.
+void hash_operator_admins(const std::string& path, config& operator_cfg) {
+  auto it = operator_cfg.sections().find("admins");
+  if (it == operator_cfg.sections().end()) return;
+  std::vector<std::pair<std::string, std::string>> hashed;
+  for (auto& [name, value] : it->second)
+    if (!crypto::is_hashed(value)) hashed.push_back({name, crypto::hash(value)});
+  if (hashed.empty()) return;
+  auto text = read_file(path);
+  std::string updated = text ? *text : "";
+  for (auto& [name, hash] : hashed) {
+    operator_cfg.set("admins", name, hash);
+    updated = config::with_value(updated, "admins", name, hash);
+  }
+  struct stat before {};
+  const int mode = ::stat(path.c_str(), &before) == 0 ? static_cast<int>(before.st_mode & 07777) : 0600;
+  status st = text ? replace_file(path, updated, mode) : status{errc::not_found, std::strerror(errno)};
+  for (auto& [name, hash] : hashed) {
+    if (st) {
+      log::info("server admin '" + name + "': its plain-text password in " + path + " was replaced by its hash");
+    } else {
+      log::warning("server admin '" + name + "': the plain-text password stays in " + path + " (" + st.reason +
+                   "); replace it there by " + hash);
+    }
+  }
 }
 
 // Fills in what the node generates for itself and keeps in DIR/local.ini, and makes sure every
@@ -255,6 +286,7 @@ int main(int argc, char** argv) {
   config local;
   if (auto c = config::load_file(local_path)) local = std::move(*c);
   config cfg = defaults();
+  if (!args.config_file.empty()) hash_operator_admins(args.config_file, operator_cfg);
   prepare_local_config(local_path, local, cfg, operator_cfg);
   if (!args.bind.empty()) cfg.set("chttpd", "bind_address", args.bind);
   if (args.port >= 0) cfg.set("chttpd", "port", std::to_string(args.port));

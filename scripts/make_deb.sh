@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # Packages a built tree as settee_<version>_<arch>.deb (issue 12 point 1): the stripped binary, a
-# systemd unit that runs it as the `settee` user on /var/lib/settee, /etc/settee/local.ini (a
-# conffile). Depends: the Debian packages that hold the libraries the binary links.
+# sandboxed systemd unit that runs it as the `settee` user on /var/lib/settee, /etc/settee/local.ini
+# (a conffile). It does what debhelper would, with the same Debian tools underneath (issue 34 item
+# 5): the binary carries dpkg-buildflags' hardening (CMakeLists.txt), Depends comes from
+# dpkg-shlibdeps (versioned, as dh_shlibdeps), md5sums as dh_md5sums, maintainer scripts with
+# dh_installsystemd's snippets.
 #   bash scripts/make_deb.sh [BUILD_DIR] [OUT_DIR]        (make deb)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -18,12 +21,19 @@ if [ -n "$TAG" ] && [ "$TAG" != "v$VERSION" ]; then
 fi
 ARCH=$(dpkg --print-architecture)
 MAINTAINER="settee developers <settee@example.org>"
-STAGE=$(mktemp -d)
+# A hardened build only (a tree configured before the hardening flags, or with sanitizers, is not).
+if ! readelf -d "$BUILD/settee" | grep BIND_NOW >/dev/null || ! nm -D "$BUILD/settee" | grep __stack_chk_fail >/dev/null; then
+  echo "make deb: $BUILD/settee lacks the hardening flags (full RELRO, stack protector): reconfigure and rebuild" >&2
+  exit 1
+fi
+WORK=$(mktemp -d)
+trap 'rm -rf "$WORK"' EXIT
+STAGE=$WORK/debian/settee  # where dpkg-shlibdeps expects a package's files
+mkdir -p "$STAGE"
 chmod 0755 "$STAGE"
-trap 'rm -rf "$STAGE"' EXIT
 
 install -D -m 0755 "$BUILD/settee" "$STAGE/usr/bin/settee"
-strip --strip-unneeded "$STAGE/usr/bin/settee"
+strip --strip-unneeded --remove-section=.comment --remove-section=.note "$STAGE/usr/bin/settee"
 install -D -m 0644 packaging/settee.service "$STAGE/lib/systemd/system/settee.service"
 install -D -m 0644 packaging/local.ini "$STAGE/etc/settee/local.ini"  # 0640, group settee: postinst
 install -D -m 0644 README.md "$STAGE/usr/share/doc/settee/README.md"
@@ -42,11 +52,15 @@ install -d "$STAGE/DEBIAN"
 for script in postinst prerm postrm; do install -m 0755 "packaging/$script" "$STAGE/DEBIAN/$script"; done
 echo /etc/settee/local.ini > "$STAGE/DEBIAN/conffiles"
 
-# The packages that own the shared libraries the binary needs (usr-merged paths tried both ways).
-DEPENDS=$(ldd "$BUILD/settee" | awk '/=> \//{print $3}' | while read -r lib; do
-  real=$(realpath "$lib")
-  dpkg -S "$real" 2>/dev/null || dpkg -S "${real#/usr}" 2>/dev/null || true
-done | cut -d: -f1 | sort -u | paste -sd, | sed 's/,/, /g')
+# Depends: the packages (and least versions) that provide the libraries the binary links, as
+# dh_shlibdeps finds them.
+printf 'Source: settee\n\nPackage: settee\nArchitecture: any\n' > "$WORK/debian/control"
+DEPENDS=$(cd "$WORK" && dpkg-shlibdeps -O -e debian/settee/usr/bin/settee 2>/dev/null | sed -n 's/^shlibs:Depends=//p')
+[ -n "$DEPENDS" ] || { echo "make deb: dpkg-shlibdeps found no dependencies" >&2; exit 1; }
+# md5sums of every file but the conffiles (dpkg tracks those itself), as dh_md5sums.
+(cd "$STAGE" && find . -type f ! -path './DEBIAN/*' ! -path './etc/*' -printf '%P\0' | LC_ALL=C sort -z |
+  xargs -0 md5sum) > "$STAGE/DEBIAN/md5sums"
+chmod 0644 "$STAGE/DEBIAN/md5sums"
 SIZE=$(du -sk --exclude=DEBIAN "$STAGE" | cut -f1)
 cat > "$STAGE/DEBIAN/control" <<CONTROL
 Package: settee

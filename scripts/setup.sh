@@ -6,8 +6,9 @@ packages=(g++ make cmake pkg-config ccache libcaf-dev capnproto libcapnp-dev lib
           libcpp-httplib-dev libhttp-parser-dev nlohmann-json3-dev fiu-utils doctest-dev libssl-dev zlib1g-dev libre2-dev libpcre2-dev python3 curl clang-format)
 # `--tests`: also what the test suite drives (real clients: PouchDB from npm, tests/clients/).
 if [ "${1:-}" = "--tests" ] && ! command -v npm >/dev/null; then packages+=(nodejs npm); fi
-# `--tests`: lintian checks the Debian package `make deb` builds (tests/integration/test_deb.py).
-if [ "${1:-}" = "--tests" ]; then packages+=(lintian); fi
+# `--tests`: lintian checks the Debian package `make deb` builds (tests/integration/test_deb.py);
+# dpkg-shlibdeps (dpkg-dev) computes its Depends; systemd-analyze (systemd) rates its unit's sandbox.
+if [ "${1:-}" = "--tests" ]; then packages+=(lintian dpkg-dev systemd); fi
 # `--tests`: the operator drills run the playbooks in ansible/ (tests/drills/).
 if [ "${1:-}" = "--tests" ]; then packages+=(ansible-core); fi
 # `--tests`: the built-in page is checked in a real headless browser (tests/cluster/test_settee_page.py).

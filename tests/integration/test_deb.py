@@ -1,7 +1,9 @@
 """`make deb` (issue 12 point 1): settee_<version>_<arch>.deb holds the stripped binary of this
 build, a systemd unit running it as `settee`, /etc/settee/local.ini as a conffile, and maintainer
 scripts that create the user and /var/lib/settee; as root it installs and purges cleanly."""
+import grp
 import os
+import re
 import shutil
 import subprocess
 import tempfile
@@ -40,6 +42,34 @@ class Deb(unittest.TestCase):
         depends = self.field("Depends")
         for pkg in ("adduser", "liblmdb0", "libcapnp-0.9.2", "libcaf-core0.17", "libssl3"):
             self.assertIn(pkg, depends)
+        # Versioned, as dpkg-shlibdeps finds them.
+        self.assertRegex(depends, r"libc6 \(>= 2\.\d+\)")
+        self.assertRegex(depends, r"libcaf-core0\.17 \(>= 0\.17\.\d+\)")
+
+    def test_md5sums_hardening_and_a_sandboxed_unit(self):
+        tree = os.path.join(self.out, "hardened")
+        control = os.path.join(self.out, "control-md5")
+        run("dpkg-deb", "-x", self.deb, tree)
+        run("dpkg-deb", "-e", self.deb, control)
+        with open(os.path.join(control, "md5sums")) as f:
+            listed = [line.split("  ", 1)[1] for line in f.read().splitlines()]
+        self.assertIn("usr/bin/settee", listed)
+        self.assertNotIn("etc/settee/local.ini", listed)  # a conffile: dpkg tracks it itself
+        run("md5sum", "--quiet", "-c", os.path.join(control, "md5sums"), cwd=tree)
+        binary = os.path.join(tree, "usr", "bin", "settee")
+        self.assertIn("BIND_NOW", run("readelf", "-d", binary))
+        self.assertIn("GNU_RELRO", run("readelf", "-l", binary))
+        self.assertIn("Position-Independent Executable", run("readelf", "-h", binary))
+        imports = run("nm", "-D", binary)
+        self.assertIn("__stack_chk_fail", imports)
+        self.assertRegex(imports, r"__\w+_chk\b")  # _FORTIFY_SOURCE's checked functions
+        self.assertNotIn(".comment", run("readelf", "-S", binary))
+        unit = os.path.join(tree, "lib", "systemd", "system", "settee.service")
+        self.assertIsNotNone(shutil.which("systemd-analyze"), "systemd-analyze is missing: run scripts/setup.sh --tests")
+        out = subprocess.run(["systemd-analyze", "security", "--offline=true", unit], capture_output=True,
+                             text=True).stdout
+        level = float(re.search(r"Overall exposure level for settee\.service: ([\d.]+)", out).group(1))
+        self.assertLessEqual(level, 3.0, out)
 
     def test_contents_and_the_binary_is_this_build(self):
         listing = run("dpkg-deb", "-c", self.deb)
@@ -90,6 +120,11 @@ class Deb(unittest.TestCase):
             st = os.stat("/var/lib/settee")
             self.assertEqual(oct(st.st_mode & 0o777), "0o750")
             self.assertTrue(os.path.exists("/etc/settee/local.ini"))
+            # settee may replace a plain-text admin password there by its hash; nobody else reads it.
+            st = os.stat("/etc/settee/local.ini")
+            self.assertEqual(oct(st.st_mode & 0o777), "0o660")
+            self.assertEqual(grp.getgrgid(st.st_gid).gr_name, "settee")
+            self.assertEqual(oct(os.stat("/etc/settee").st_mode & 0o777), "0o770")
         finally:
             run("dpkg", "--purge", "settee")
         self.assertFalse(os.path.exists("/usr/bin/settee"))

@@ -246,12 +246,25 @@ class CommandLine(NodeTest):
             node.cleanup()
 
     def test_plain_text_admin_in_config_is_hashed(self):
-        node = Node(admin=None, config="[admins]\nops = hunter2\n[log]\nlevel = warning\n")
+        # Neither the data directory's local.ini nor the operator's file keeps the plain text: the
+        # operator's line is replaced by the hash in place (comments, order and mode kept).
+        node = Node(admin=None, config="; ops team\n[admins]\n; on call\nops = hunter2\n[log]\nlevel = warning\n")
+        operator_ini = os.path.join(node.data_dir, "..", os.path.basename(node.data_dir) + ".ini")
         try:
             node.start()
             self.assertEqual(node.get("/_all_dbs", user=("ops", "hunter2")).status, 200)
             with open(os.path.join(node.data_dir, "local.ini")) as f:
                 self.assertNotIn("hunter2", f.read())
+            with open(operator_ini) as f:
+                lines = f.read().splitlines()
+            self.assertEqual(lines[:3], ["; ops team", "[admins]", "; on call"])
+            self.assertRegex(lines[3], r"^ops = -pbkdf2:sha256-[0-9a-f]+,[0-9a-f]+,\d+$")
+            self.assertEqual(lines[4:], ["[log]", "level = warning"])
+            node.stop()
+            node.config = "\n".join(lines) + "\n"  # the harness writes its config at each start: as rewritten
+            node.start()
+            self.assertEqual(node.get("/_all_dbs", user=("ops", "hunter2")).status, 200)
+            self.assertEqual(node.get("/_all_dbs", user=("ops", "wrong")).status, 401)
         finally:
             node.cleanup()
 

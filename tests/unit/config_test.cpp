@@ -39,3 +39,17 @@ TEST_CASE("save and load round-trip; merge lets the later layer win") {
   CHECK(b->get("s", "j") == "x");
   CHECK_FALSE(config::load_file(dir.path + "/missing.ini").ok());
 }
+
+TEST_CASE("with_value replaces one key's value in place, keeping everything else") {
+  const std::string text =
+      "; the operator's notes\n[chttpd]\nport = 5984\n\n[admins]\n; first admin\n  admin = plain ; old\nother = x\n"
+      "[other]\nadmin = untouched";
+  std::string out = config::with_value(text, "admins", "admin", "-pbkdf2:sha256-aa,bb,1");
+  CHECK(out ==
+        "; the operator's notes\n[chttpd]\nport = 5984\n\n[admins]\n; first admin\n  admin = -pbkdf2:sha256-aa,bb,1\n"
+        "other = x\n[other]\nadmin = untouched");
+  CHECK(config::parse(out)->get("admins", "admin") == "-pbkdf2:sha256-aa,bb,1");
+  CHECK(config::parse(out)->get("other", "admin") == "untouched");
+  CHECK(config::with_value(text, "admins", "nobody", "v") == text);
+  CHECK(config::with_value("[a]\nk=1\n", "a", "k", "2") == "[a]\nk = 2\n");
+}

@@ -1,6 +1,7 @@
 // A temporary directory removed (with its contents) at scope exit.
 #pragma once
 #include <cstdlib>
+#include <filesystem>
 #include <string>
 
 struct temp_dir {
@@ -9,5 +10,8 @@ struct temp_dir {
     char tmpl[] = "/tmp/settee-test-XXXXXX";
     path = mkdtemp(tmpl);
   }
-  ~temp_dir() { std::system(("rm -rf '" + path + "'").c_str()); }
+  ~temp_dir() {
+    std::error_code ec;
+    std::filesystem::remove_all(path, ec);
+  }
 };
