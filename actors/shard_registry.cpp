@@ -91,6 +91,8 @@ result<shard_handle> shard_registry::acquire(const std::string& path, int64_t cr
   last_acquired_ms_.store(e.used_at_ms, std::memory_order_relaxed);
   auto handle = e.handle;
   open_.emplace(path, std::move(e));
+  if (log::enabled(log::level::debug))
+    log::debug("shard opened: " + path + " (" + std::to_string(open_.size()) + " open)");
   evict_idle_locked();
   return handle;
 }
@@ -106,6 +108,7 @@ void shard_registry::evict_idle_locked() {
       }
     }
     if (victim == open_.end()) return;  // everything is busy; try again on the next open
+    if (log::enabled(log::level::debug)) log::debug("shard closed (least recently used): " + victim->first);
     closing_[victim->first] = victim->second.handle.store;
     close_entry(victim->second);
     open_.erase(victim);

@@ -146,6 +146,10 @@ void shard_syncer::run() {
         // A node without a copy of this database is normal until shard maps are replicated.
         if (!row.st && row.st.code != errc::not_found) {
           log::warning("sync of " + name + " " + row.range + " to " + row.node + " failed: " + row.st.reason);
+        } else if (row.docs && log::enabled(log::level::debug)) {
+          log::debug("internal replication of " + name + " " + row.range + " to " + row.node + ": " +
+                     std::to_string(row.docs) + " documents sent, " + std::to_string(row.applied) +
+                     " revisions new there, now at seq " + std::to_string(row.seq));
         }
       }
     }

@@ -7,6 +7,7 @@
 #include "actors/change_notifier.hpp"
 #include "node/crypto.hpp"
 #include "node/json.hpp"
+#include "node/log.hpp"
 
 namespace settee {
 
@@ -25,7 +26,10 @@ class feed_stream final : public response_stream {
   feed_stream(node_services& node, std::string key, feed_params params, std::shared_ptr<feed_source> source)
       : node_(node), key_(std::move(key)), q_(params), source_(std::move(source)), feed_(*source_) {}
   ~feed_stream() override {
-    if (started_ && live()) node_.live_feeds.fetch_sub(1);
+    if (started_ && live()) {
+      node_.live_feeds.fetch_sub(1);
+      if (log::enabled(log::level::debug)) log::debug("live feed ended: " + key_);
+    }
   }
   bool live() const { return q_.feed != feed_kind::normal; }
 
@@ -35,7 +39,11 @@ class feed_stream final : public response_stream {
       auto now = steady::now();
       longpoll_deadline_ = now + std::chrono::milliseconds(q_.timeout_ms);
       reset_timers(now);
-      if (live()) node_.live_feeds.fetch_add(1);
+      if (live()) {
+        node_.live_feeds.fetch_add(1);
+        if (log::enabled(log::level::debug))
+          log::debug("live feed started: " + key_ + " (" + std::to_string(node_.live_feeds.load()) + " open)");
+      }
     }
     return q_.feed == feed_kind::normal || q_.feed == feed_kind::longpoll ? pump_batch(out) : pump_live(out);
   }

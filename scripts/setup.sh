@@ -9,8 +9,8 @@ if [ "${1:-}" = "--tests" ] && ! command -v npm >/dev/null; then packages+=(node
 # `--tests`: lintian checks the Debian package `make deb` builds (tests/integration/test_deb.py);
 # dpkg-shlibdeps (dpkg-dev) computes its Depends; systemd-analyze (systemd) rates its unit's sandbox.
 if [ "${1:-}" = "--tests" ]; then packages+=(lintian dpkg-dev systemd); fi
-# `--tests`: the operator drills run the playbooks in ansible/ (tests/drills/).
-if [ "${1:-}" = "--tests" ]; then packages+=(ansible-core); fi
+# `--tests`: the operator drills run the playbooks in ansible/ (tests/drills/); ansible-lint checks them.
+if [ "${1:-}" = "--tests" ]; then packages+=(ansible-core ansible-lint); fi
 # `--tests`: the built-in page is checked in a real headless browser (tests/cluster/test_settee_page.py).
 if [ "${1:-}" = "--tests" ]; then packages+=(chromium); fi
 missing=()

@@ -6,6 +6,7 @@ import base64
 import http.client
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -139,9 +140,9 @@ class Inventory:
         shutil.rmtree(self.dir, ignore_errors=True)
 
 
-def playbook(inventory_path, name, log_dir, **extra):
-    """Runs ansible/<name> against the inventory; returns (seconds, output). Fails with the output's
-    end when the play fails."""
+def playbook(inventory_path, name, log_dir, check=False, **extra):
+    """Runs ansible/<name> against the inventory (check: with --check --diff, changing nothing);
+    returns (seconds, output). Fails with the output's end when the play fails."""
     env = dict(os.environ)
     env.update({"LC_ALL": "C.UTF-8", "LANG": "C.UTF-8",  # ansible refuses to run without a UTF-8 locale
                 "SETTEE_ADMIN_PASSWORD": PASSWORD, "SETTEE_CLUSTER_SECRET": SECRET,
@@ -152,6 +153,8 @@ def playbook(inventory_path, name, log_dir, **extra):
             "-e", f"settee_admin_password={PASSWORD}", "-e", f"settee_cluster_secret={SECRET}"]
     for k, v in extra.items():
         args += ["-e", json.dumps({k: v})]
+    if check:
+        args += ["--check", "--diff"]
     started = time.time()
     r = subprocess.run(args, cwd=ANSIBLE_DIR, env=env, capture_output=True, text=True, timeout=900)
     took = time.time() - started
@@ -358,14 +361,20 @@ class DrillTest(unittest.TestCase):
         # SETTEE_KEEP_DRILL=1 keeps the nodes' directories, logs and the playbooks' output.
         self.addCleanup(self.inv.stop_all if os.environ.get("SETTEE_KEEP_DRILL") else self.inv.cleanup)
 
-    def play(self, name, **extra):
+    def play(self, name, check=False, **extra):
         try:
-            took, out = playbook(self.inv.write(), name, self.logs, **extra)
+            took, out = playbook(self.inv.write(), name, self.logs, check=check, **extra)
         except AssertionError as e:  # the nodes' own words, e.g. why one did not start
             logs = "".join(f"\n--- {h} log (end) ---\n{self.inv.log(h)[-1500:]}" for h in self.inv.hosts)
             raise AssertionError(f"{e}{logs}") from None
-        self.times[" ".join([name] + [str(extra[k]) for k in ("reshard_type",) if k in extra])] = took
+        self.times[" ".join([name] + [str(extra[k]) for k in ("reshard_type",) if k in extra] +
+                            (["--check"] if check else []))] = took
         return out
+
+    @staticmethod
+    def changed(out):
+        """{host: changed count} from a playbook's PLAY RECAP."""
+        return {h: int(n) for h, n in re.findall(r"^(\S+)\s+: ok=\d+\s+changed=(\d+)", out, re.M)}
 
     def check_load(self, load, label):
         bad = load.unexpected_failures()

@@ -15,6 +15,12 @@ from drill import BIN, DrillTest, new_version  # noqa: E402
 class ReshardDrill(DrillTest):
     def test_move_split_add_and_retire_a_node_under_load(self):
         self.play("deploy.yml", settee_binary=BIN, settee_expect_version=new_version())
+        # Issue 34 item 6: --check --diff runs every playbook without changing anything, and a
+        # second deploy changes nothing.
+        self.play("deploy.yml", check=True, settee_binary=BIN, settee_expect_version=new_version())
+        out = self.play("deploy.yml", settee_binary=BIN, settee_expect_version=new_version())
+        self.assertEqual(self.changed(out), {h: 0 for h in self.inv.members}, out[-3000:])
+        self.play("rolling_restart.yml", check=True, settee_binary=BIN)
         first = self.inv.client("node1")
         self.assertEqual(first.call("PUT", "/drill?q=2&n=2")[0], 201)
         load = self.start_load("drill")
@@ -24,14 +30,21 @@ class ReshardDrill(DrillTest):
             low = "00000000-7fffffff"
             source = shards[low][0]
             target = next(self.inv.name(h) for h in self.inv.members if self.inv.name(h) not in shards[low])
-            self.play("reshard.yml", reshard_type="move", reshard_db="drill", reshard_range=low,
-                      reshard_source=source.split("@")[0], reshard_target=target)
+            move = dict(reshard_type="move", reshard_db="drill", reshard_range=low,
+                        reshard_source=source.split("@")[0], reshard_target=target)
+            self.play("reshard.yml", check=True, **move)
+            self.assertEqual(first.get("/drill/_shards")[1]["shards"], shards)  # --check moved nothing
+            self.assertGreaterEqual(sum(self.changed(self.play("reshard.yml", **move)).values()), 1)
             shards = first.get("/drill/_shards")[1]["shards"]
             self.assertIn(target, shards[low])
             self.assertNotIn(source, shards[low])
-            self.play("reshard.yml", reshard_type="split", reshard_db="drill", reshard_range="80000000-ffffffff")
+            split = dict(reshard_type="split", reshard_db="drill", reshard_range="80000000-ffffffff")
+            self.assertGreaterEqual(sum(self.changed(self.play("reshard.yml", **split)).values()), 1)
             self.assertEqual(sorted(first.get("/drill/_shards")[1]["shards"]),
                              [low, "80000000-bfffffff", "c0000000-ffffffff"])
+            # Done already: a second run of either is no error and changes nothing.
+            for job in (move, split):
+                self.assertEqual(sum(self.changed(self.play("reshard.yml", **job)).values()), 0, job)
 
             self.inv.add("node4")
             self.inv.set_members(["node1", "node2", "node3", "node4"])
