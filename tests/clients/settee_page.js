@@ -25,6 +25,8 @@ const [base, user, password, db, pageShot, chartShot] = process.argv.slice(2);
     await page.goto(`${base}/_settee/?db=${encodeURIComponent(db)}`);
     await page.waitForSelector("#login:not([hidden])", { timeout: 15000 });
     const loginShown = true;
+    // The empty dashboard must not show under the sign-in form (a display rule once beat `hidden`).
+    const appHiddenAtLogin = await page.evaluate(() => getComputedStyle(document.getElementById("app")).display === "none");
     await page.fill("#user", user);
     await page.fill("#password", password);
     await page.click("#login button[type=submit]");
@@ -48,7 +50,7 @@ const [base, user, password, db, pageShot, chartShot] = process.argv.slice(2);
     });
     await page.screenshot({ path: pageShot, fullPage: true });
     await page.locator("canvas[data-bins]").first().screenshot({ path: chartShot });
-    console.log(JSON.stringify(Object.assign(shown, { loginShown, outside, errors })));
+    console.log(JSON.stringify(Object.assign(shown, { loginShown, appHiddenAtLogin, outside, errors })));
   } finally {
     await browser.close();
   }

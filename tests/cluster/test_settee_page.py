@@ -105,6 +105,7 @@ class SetteePage(NodeTest):
         self.assertEqual(shown["errors"], [])
         self.assertEqual(shown["outside"], [], "the page fetched something from elsewhere")
         self.assertTrue(shown["loginShown"])
+        self.assertTrue(shown["appHiddenAtLogin"], "the empty dashboard shows under the sign-in form")
         self.assertEqual(sorted(m[0] for m in shown["members"]), sorted(self.cluster.names))
         self.assertEqual({m[1] for m in shown["members"]}, {"connected"})
         ranges = [row[1] for row in shown["dbs"]]
