@@ -856,6 +856,7 @@ status resharder::advance_move(split_job& j, const db_meta& db, std::optional<si
       if (auto st = peers_.seal(j.from_node, j.db, range, false); !st) return st.error();
       j.copied_to = 0;
       const std::string path = path_of(j.db, j.source);
+      shards_.revive(path);  // this node may have held the copy before and deleted it when it left
       if (::access(path.c_str(), F_OK) == 0) {
         auto h = shards_.acquire(path, db.created, db.key());
         if (!h) return h.error();

@@ -212,6 +212,17 @@ bool shard_registry::removed_locked(const std::string& path) const {
   return std::binary_search(removed_.begin(), removed_.end(), std::hash<std::string>{}(path));
 }
 
+void shard_registry::revive(const std::string& path) {
+  std::lock_guard<std::mutex> lock(mu_);
+  const uint64_t h = std::hash<std::string>{}(path);
+  auto it = std::lower_bound(removed_.begin(), removed_.end(), h);
+  if (it == removed_.end() || *it != h) return;
+  removed_.erase(it);
+  removed_order_.erase(std::remove_if(removed_order_.begin(), removed_order_.end(),
+                                      [h](const std::pair<int64_t, uint64_t>& e) { return e.second == h; }),
+                       removed_order_.end());
+}
+
 bool shard_registry::removed(const std::string& path) const {
   std::lock_guard<std::mutex> lock(mu_);
   return removed_locked(path);

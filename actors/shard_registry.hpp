@@ -59,6 +59,9 @@ class shard_registry {
   bool held(const std::string& path) const;
   // True once remove(path) has begun.
   bool removed(const std::string& path) const;
+  // Lets `path` be opened again after remove(): a copy moving back to a node it left (the move
+  // makes the file anew under the same shard's path).
+  void revive(const std::string& path);
   // Closes every shard (queued writes finish first).
   void close_all();
   // Wakes the live feeds of `notify_key` (e.g. their database was deleted).

@@ -210,6 +210,30 @@ class MoveCluster(ClusterTest):
         self.assertEqual(nodes[names.index(spare)].put(f"/{db}/after", {}).status, 201)
         self.assertTrue(wait_for(lambda: nodes[names.index(staying)].get(f"/{db}/after").status == 200, 10))
 
+    def test_a_copy_moves_back_to_the_node_it_left(self):
+        # The node deleted its copy when it left: the path comes back with the copy (issue 34).
+        nodes, names = self.cluster.nodes, self.cluster.names
+        db = "mvback"
+        self.assertEqual(nodes[0].put(f"/{db}?q=1&n=1").status, 201)
+        [[holder]] = nodes[0].get(f"/{db}/_shards").json["shards"].values()
+        other = [n for n in names if n != holder][0]
+        self.assertEqual(nodes[1].post(f"/{db}/_bulk_docs", {"docs": [{"_id": f"d{i}"} for i in range(50)]}).status, 201)
+        self.assertEqual(nodes[0].put(f"/{db}/_local/checkpoint", {"seq": 7}).status, 201)
+        [shard] = [s["id"] for s in nodes[0].get(f"/{db}/_changes/_meta").json["shards"]]
+        rng, suffix = shard.split(".")
+        for source, target in ((holder, other), (other, holder)):
+            r = nodes[0].post("/_reshard/jobs", {"type": "move", "shard": f"shards/{rng}/{db}.{suffix}",
+                                                 "source": source, "target": target})
+            self.assertEqual(r.status, 201, r.json)
+            job = wait_job(nodes[0], r.json[0]["id"])
+            self.assertEqual(job["job_state"], "completed", job)
+            self.assertTrue(wait_for(lambda: all(n.get(f"/{db}/_shards").json["shards"][rng] == [target]
+                                                 for n in nodes), 10))
+        for n in nodes:
+            self.assertEqual(n.get(f"/{db}").json["doc_count"], 50)
+            self.assertEqual(n.get(f"/{db}/_local/checkpoint").json["seq"], 7)
+        self.assertEqual(nodes[2].put(f"/{db}/after", {}).status, 201)
+
     def test_bad_move_requests_are_refused(self):
         nodes, names = self.cluster.nodes, self.cluster.names
         db = "mvbad"
@@ -318,7 +342,7 @@ class MoveSurvivesKill(OwnNodesTest):
         self.addCleanup(cluster.cleanup)
         return cluster.wait_connected()
 
-    def move_through(self, failpoint=None, kill_source=False):
+    def move_through(self, failpoint=None, kill_source=False, source_down_s=0.0):
         cluster = self.start_cluster()
         db = "mvkill"
         self.assertEqual(cluster.nodes[0].put(f"/{db}?q=1&n=1").status, 201)
@@ -369,6 +393,7 @@ class MoveSurvivesKill(OwnNodesTest):
         if kill_source:
             time.sleep(0.05)
             a.kill()
+            time.sleep(source_down_s)
             a.start()
         job = wait_job(b, job_id)
         stop.set()
@@ -413,6 +438,11 @@ class MoveSurvivesKill(OwnNodesTest):
 
     def test_source_killed_during_the_copy(self):
         self.move_through(kill_source=True)
+
+    def test_source_killed_and_back_seconds_later(self):
+        # The target retries the source while it is down and while it restarts (docs/api.md).
+        job = self.move_through(kill_source=True, source_down_s=3)
+        self.assertEqual(job["job_state"], "completed", job)
 
 
 if __name__ == "__main__":

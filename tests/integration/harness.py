@@ -164,7 +164,7 @@ class Node:
             env["SETTEE_ADMIN"] = f"{self.admin[0]}:{self.admin[1]}"
         env.setdefault("SETTEE_CLUSTER_SECRET", CLUSTER_SECRET)
         env.update(self.env or {})
-        self.log = open(os.path.join(self.data_dir, "..", os.path.basename(self.data_dir) + ".log"), "w")
+        self.log = open(os.path.join(self.data_dir, "..", os.path.basename(self.data_dir) + ".log"), "a")
         self.proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=self.log, env=env, text=True)
         self.banner = ""
         while "listening on" not in self.banner:
