@@ -121,6 +121,43 @@ std::optional<seq_entry> changes_feed::ancestor_position(const std::vector<seq_e
   return std::nullopt;
 }
 
+std::vector<std::string> changes_feed::ancestor_prefixes(const seq_entry& e) const {
+  std::vector<std::string> out;
+  if (!db_.entry) return out;
+  const catalog_entry& lineage = *db_.entry;
+  auto at = std::find_if(lineage.shards.begin(), lineage.shards.end(),
+                         [&](const shard_info& s) { return s.range == e.range; });
+  std::string node = e.node;
+  for (size_t depth = 0; at != lineage.shards.end() && depth < 64; ++depth) {
+    // The node this copy was made on: its moves undone (bounded, whatever the map holds).
+    for (size_t hop = 0; hop < 64; ++hop) {
+      auto from = std::find_if(at->moved.begin(), at->moved.end(), [&](const auto& m) { return m.second == node; });
+      if (from == at->moved.end()) break;
+      node = from->first;
+    }
+    if (at->parents.empty()) break;
+    auto parent = lineage.find(at->parents.front());
+    if (!parent) break;
+    at = lineage.shards.begin() + static_cast<std::ptrdiff_t>(*parent);
+    auto uuid = at->uuids.find(node);
+    if (uuid == at->uuids.end()) break;
+    out.push_back(uuid->second.substr(0, uuid_prefix_length));
+  }
+  return out;
+}
+
+void changes_feed::translate_through_ancestors(const shard_pos& p, const seq_entry& e, resolved_since& r) const {
+  if (r.resolution != resolved_since::how::rewound) return;
+  for (const std::string& prefix : ancestor_prefixes(e)) {
+    auto a = p.copy->resolve_since(prefix, e.seq);
+    if (!a || a->resolution != resolved_since::how::translated) continue;
+    if (r.resolution == resolved_since::how::rewound || a->seq > r.seq) {
+      r.seq = a->seq;
+      r.resolution = resolved_since::how::translated;
+    }
+  }
+}
+
 status changes_feed::start_closed_at(uint64_t seq) {
   const shard_info& c = *opts_.closed;
   const std::string node = c.nodes.empty() ? node_name_ : c.nodes.front();
@@ -203,9 +240,20 @@ status changes_feed::start(const std::string& since) {
       p.uuid_prefix = rr->uuid.substr(0, uuid_prefix_length);
       p.top = rr->update_seq;
       if (opts_.descending) continue;
-      const bool same_copy = p.copy->node() == ancestor->node;
-      p.seq = same_copy ? ancestor->seq : 0;
-      resolutions_.emplace_back(p.range.name(), same_copy ? resolved_since::how::exact : resolved_since::how::rewound);
+      if (p.copy->node() == ancestor->node) {
+        p.seq = ancestor->seq;
+        resolutions_.emplace_back(p.range.name(), resolved_since::how::exact);
+        continue;
+      }
+      // Another copy (the descendant's node is down): through the checkpoints it inherited.
+      seq_entry named = *ancestor;
+      for (const seq_entry& e : from)
+        if (e.uuid_prefix == ancestor->uuid_prefix && e.range == ancestor->range) named = e;
+      auto r = p.copy->resolve_since(named.uuid_prefix, named.seq);
+      if (!r) return r.error();
+      translate_through_ancestors(p, named, *r);
+      p.seq = r->resolution == resolved_since::how::rewound ? 0 : std::min(r->seq, p.top);
+      resolutions_.emplace_back(p.range.name(), r->resolution);
       continue;
     }
     std::string prefix = given && !now ? given->uuid_prefix : "";
@@ -215,6 +263,7 @@ status changes_feed::start(const std::string& since) {
         db_, i, [&](shard_copy& c) { return c.resolve_since(prefix, seq); }, &p.copy, preferred_copy(i, given));
     if (!rr) return rr.error();
     resolved_since r = std::move(*rr);
+    if (given && !now) translate_through_ancestors(p, *given, r);
     p.uuid_prefix = r.uuid.substr(0, uuid_prefix_length);
     p.top = r.update_seq;
     if (now || opts_.descending) {
@@ -227,6 +276,13 @@ status changes_feed::start(const std::string& since) {
     // the range from 0: more rows, never fewer, and the response says so (spec 11.1).
     p.seq = r.seq;
     resolutions_.emplace_back(p.range.name(), given ? r.resolution : resolved_since::how::rewound);
+    if (log::enabled(log::level::debug) && (!given || r.resolution != resolved_since::how::exact)) {
+      log::debug(
+          "changes feed of " + db_.name + " range " + p.range.name() + " resumes on " + p.copy->node() + " at seq " +
+          std::to_string(p.seq) + " of " + std::to_string(p.top) + " (" +
+          (given ? "read on " + given->node + " up to " + std::to_string(given->seq) : "a range the token lacks") +
+          ")");
+    }
   }
   std::vector<seq_entry> layout;
   for (auto& p : shards_) layout.push_back({p.range, p.copy->node(), p.uuid_prefix, 0});

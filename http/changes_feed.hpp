@@ -107,6 +107,14 @@ class changes_feed {
   // (the copy the split made on the node whose copy the token names, wherever it moved since; the
   // catalog's lineage names that copy's uuid), with `node` where that copy is now; if any.
   std::optional<seq_entry> ancestor_position(const std::vector<seq_entry>& from, size_t i) const;
+  // The uuid prefixes of the copies the copy `e` names was split from: its parent's copy on the
+  // node it was made on, that copy's parent's, ... (nearest first).
+  std::vector<std::string> ancestor_prefixes(const seq_entry& e) const;
+  // Where a range resolved to `r` on p.copy for token entry `e` continues when `r` rewound: a
+  // copy made by a split holds the checkpoints its parent copy had (copied at the split) and
+  // continues its numbering, so a position on another copy translates through those of the
+  // copies `e`'s copy descends from until the children's own first internal replication.
+  void translate_through_ancestors(const shard_pos& p, const seq_entry& e, resolved_since& r) const;
   // start() of a one-shard feed at a plain seq of its first copy ("0", "now" and times as usual).
   status start_shard_at(uint64_t seq);
   // since=<time>: each range resumes at its copy's time-seq answer for `t`.
