@@ -28,6 +28,17 @@ inline constexpr const char* tasks_feature = "tasks-v1";
 // ... and when it reads a split database's lineage in `_dbs` (catalog_entry `shards`): a member
 // without it would route a split database by `q` alone, so no split starts while one is there.
 inline constexpr const char* reshard_feature = "reshard-v1";
+// ... and when it answers nodeStatus (its /_node/_local/_system figures).
+inline constexpr const char* node_status_feature = "node-status-v1";
+
+// A node's figures for its operators (GET /_node/<name>/_system), read by it.
+struct node_status {
+  std::string release;
+  int64_t uptime_s = 0;
+  uint64_t rss_bytes = 0, threads = 0, open_files = 0, live_feeds = 0, feed_watches = 0;
+  uint64_t fs_size_bytes = 0, fs_free_bytes = 0, db_files_bytes = 0;
+  uint64_t requests = 0, server_errors = 0;
+};
 
 using query_params = std::vector<std::pair<std::string, std::string>>;
 

@@ -73,6 +73,7 @@ class node_server final : public Node::Server {
   kj::Promise<void> dropStaged(DropStagedContext context) override;
   kj::Promise<void> compactDb(CompactDbContext context) override;
   kj::Promise<void> activeTasks(ActiveTasksContext context) override;
+  kj::Promise<void> nodeStatus(NodeStatusContext context) override;
   kj::Promise<void> exportChanges(ExportChangesContext context) override;
   kj::Promise<void> sealCopy(SealCopyContext context) override;
   kj::Promise<void> retireCopy(RetireCopyContext context) override;
@@ -926,6 +927,28 @@ kj::Promise<void> node_server::activeTasks(ActiveTasksContext context) {
       });
 }
 
+kj::Promise<void> node_server::nodeStatus(NodeStatusContext context) {
+  auto read = loop_.opts.read_status;
+  auto out = std::make_shared<node_status>();
+  return loop_.off_loop([read, out] { *out = read ? read() : node_status{}; }).then([context, out]() mutable {
+    auto results = context.getResults();
+    set_status(results.initStatus(), {});
+    auto n = results.initNode();
+    n.setRelease(out->release);
+    n.setUptimeS(out->uptime_s);
+    n.setRssBytes(out->rss_bytes);
+    n.setThreads(out->threads);
+    n.setOpenFiles(out->open_files);
+    n.setLiveFeeds(out->live_feeds);
+    n.setFeedWatches(out->feed_watches);
+    n.setFsSizeBytes(out->fs_size_bytes);
+    n.setFsFreeBytes(out->fs_free_bytes);
+    n.setDbFilesBytes(out->db_files_bytes);
+    n.setRequests(out->requests);
+    n.setServerErrors(out->server_errors);
+  });
+}
+
 kj::Promise<void> node_server::exportChanges(ExportChangesContext context) {
   auto params = context.getParams();
   std::string db = params.getShard().getDb(), range = params.getShard().getRange();
@@ -1753,6 +1776,31 @@ result<std::vector<std::string>> rpc_node::active_tasks(const std::string& node,
           for (auto t : r.getTasks()) out.emplace_back(t);
           return out;
         });
+  });
+}
+
+result<node_status> rpc_node::status_of_node(const std::string& node, std::chrono::milliseconds timeout) {
+  if (!members_.has_feature(node, node_status_feature))
+    return status{errc::not_implemented, node + " does not report its figures (an older release)"};
+  return call<node_status>(node, timeout, [=](Node::Client& cap) {
+    return cap.nodeStatusRequest().send().then([](capnp::Response<Node::NodeStatusResults>&& r) -> result<node_status> {
+      if (status st = status_of(r.getStatus()); !st) return st;
+      auto n = r.getNode();
+      node_status out;
+      out.release = n.getRelease();
+      out.uptime_s = n.getUptimeS();
+      out.rss_bytes = n.getRssBytes();
+      out.threads = n.getThreads();
+      out.open_files = n.getOpenFiles();
+      out.live_feeds = n.getLiveFeeds();
+      out.feed_watches = n.getFeedWatches();
+      out.fs_size_bytes = n.getFsSizeBytes();
+      out.fs_free_bytes = n.getFsFreeBytes();
+      out.db_files_bytes = n.getDbFilesBytes();
+      out.requests = n.getRequests();
+      out.server_errors = n.getServerErrors();
+      return out;
+    });
   });
 }
 

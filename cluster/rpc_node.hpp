@@ -62,6 +62,8 @@ struct rpc_options {
   // database; this node's tasks as JSON objects.
   std::function<status(const std::string& db)> compact_db;
   std::function<std::vector<std::string>()> active_tasks;
+  // nodeStatus (run on a pool thread): this node's figures.
+  std::function<node_status()> read_status;
   // A shard move's and split's calls (resharder; run on a pool thread): exportChanges, sealCopy,
   // retireCopy, createJob, splitSeal.
   std::function<result<std::string>(const std::string& db, const std::string& range, uint64_t since, bool with_local)>
@@ -141,6 +143,8 @@ class rpc_node final : public remote_shards {
   bool runs_tasks(const std::string& node) const;
   status compact_db(const std::string& node, const std::string& db, std::chrono::milliseconds timeout);
   result<std::vector<std::string>> active_tasks(const std::string& node, std::chrono::milliseconds timeout);
+  // `node`'s figures (not_implemented when it did not announce node_status_feature).
+  result<node_status> status_of_node(const std::string& node, std::chrono::milliseconds timeout);
   // A shard move's calls to the node a copy leaves, a job's creation on another node, and a split
   // leader's seal of another node's copy.
   result<std::string> export_changes(const std::string& node, const std::string& db, const std::string& range,

@@ -25,6 +25,8 @@ void handle_db_updates(ctx& c);
 
 // metrics_handlers.cpp: GET /_node/{node}/_prometheus, /_stats[/group[/metric]] and /_system.
 void handle_node_metrics(ctx& c);
+// This node's figures for GET /_node/<name>/_system (and nodeStatus over RPC).
+node_status read_node_status(const node_services& node);
 
 // reshard_handlers.cpp
 void handle_reshard(ctx& c);

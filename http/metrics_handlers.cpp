@@ -20,6 +20,7 @@
 #include "actors/shard_map.hpp"
 #include "actors/shard_registry.hpp"
 #include "cluster/membership.hpp"
+#include "cluster/rpc_node.hpp"
 #include "http/handlers.hpp"
 #include "node/metrics.hpp"
 #include "storage/time_seq.hpp"
@@ -257,16 +258,19 @@ std::string prometheus(ctx& c) {
   return metrics::prometheus_text(m, now, peers);
 }
 
-// GET /_node/_local/_system: CouchDB's answer describes the Erlang VM; settee's the process
-// (docs/api.md): resident memory, threads, open file descriptors and live feeds.
-json system_stats(ctx& c) {
-  process_reading p = read_process();
-  return json{{"memory", {{"rss", p.rss_bytes}}},
-              {"threads", p.threads},
-              {"open_files", p.open_fds},
-              {"uptime", c.node.clk.now_s() - c.node.started_s},
-              {"live_feeds", c.node.live_feeds.load()},
-              {"feed_watches", c.node.notifier ? c.node.notifier->watchers() : 0}};
+// GET /_node/{node}/_system: CouchDB's answer describes the Erlang VM; settee's the process, its
+// disk and its HTTP totals (docs/api.md).
+json system_json(const node_status& s) {
+  return json{{"version", s.release},
+              {"memory", {{"rss", s.rss_bytes}}},
+              {"threads", s.threads},
+              {"open_files", s.open_files},
+              {"uptime", s.uptime_s},
+              {"live_feeds", s.live_feeds},
+              {"feed_watches", s.feed_watches},
+              {"disk", {{"size", s.fs_size_bytes}, {"free", s.fs_free_bytes}, {"database_files", s.db_files_bytes}}},
+              {"requests", s.requests},
+              {"server_errors", s.server_errors}};
 }
 
 // GET /_node/_local/_stats in CouchDB's shape ({"couchdb":{"httpd_request_methods":{"GET":{"value",
@@ -335,11 +339,41 @@ json couch_stats(ctx& c) {
 
 }  // namespace
 
+node_status read_node_status(const node_services& node) {
+  const process_reading p = read_process();
+  const auto& m = metrics::node();
+  node_status s;
+  s.release = SETTEE_VERSION;
+  s.uptime_s = node.clk.now_s() - node.started_s;
+  s.rss_bytes = p.rss_bytes;
+  s.threads = p.threads;
+  s.open_files = p.open_fds;
+  s.live_feeds = node.live_feeds.load();
+  s.feed_watches = node.notifier ? node.notifier->watchers() : 0;
+  struct statvfs fs {};
+  if (::statvfs(node.data_dir.c_str(), &fs) == 0) {
+    s.fs_size_bytes = uint64_t(fs.f_blocks) * fs.f_frsize;
+    s.fs_free_bytes = uint64_t(fs.f_bavail) * fs.f_frsize;
+  }
+  for (auto& [db, b] : database_file_bytes(node.data_dir)) s.db_files_bytes += b;
+  for (auto& [method, n] : m.requests_by_method.read()) s.requests += n;
+  for (auto& [code, n] : m.requests_by_status.read())
+    if (!code.empty() && code[0] == '5') s.server_errors += n;
+  return s;
+}
+
 void handle_node_metrics(ctx& c) {
   const auto& p = c.path;
   if (c.method() != "GET") return c.method_not_allowed("GET,HEAD");
+  if (p[2] == "_system" && p.size() == 3) {
+    if (p[1] == "_local" || p[1] == c.node.node_name) return c.reply(200, system_json(read_node_status(c.node)));
+    // Another member's, asked over RPC (as CouchDB's /_node/{node}/_system).
+    auto other = c.node.rpc->status_of_node(p[1], std::chrono::seconds(5));
+    if (!other) return c.error(other.error().code, other.error().reason);
+    return c.reply(200, system_json(*other));
+  }
+  if (p[1] != "_local" && p[1] != c.node.node_name) return c.error(errc::not_found, "no such node: " + p[1]);
   if (p[2] == "_prometheus" && p.size() == 3) return c.reply_raw(200, prometheus(c), prometheus_type);
-  if (p[2] == "_system" && p.size() == 3) return c.reply(200, system_stats(c));
   if (p[2] == "_stats") {  // as couch_stats_httpd: a path below picks a group or one metric (null if none)
     json out = couch_stats(c);
     for (size_t i = 3; i < p.size() && !out.is_null(); ++i)

@@ -324,7 +324,9 @@ void handle_member(ctx& c, const std::string& name) {
 void handle_node(ctx& c) {
   auto& p = c.path;
   if (p.size() < 2) return c.error(errc::not_found, "missing");
-  if (p[1] != "_local" && p[1] != c.node.node_name) return c.error(errc::not_found, "no such node: " + p[1]);
+  const bool member = c.node.members && c.node.rpc && p.size() == 3 && p[2] == "_system" &&
+                      c.node.members->is_connected(p[1]);  // another member's figures, over RPC
+  if (p[1] != "_local" && p[1] != c.node.node_name && !member) return c.error(errc::not_found, "no such node: " + p[1]);
   if (p.size() == 2) {
     if (c.method() != "GET") return c.method_not_allowed("GET,HEAD");
     return c.reply(200, json{{"name", c.node.node_name}});

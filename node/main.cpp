@@ -425,8 +425,8 @@ int main(int argc, char** argv) {
       ro.advertised_host = ro.bind == "0.0.0.0" ? "127.0.0.1" : ro.bind;
       ro.http_port = static_cast<uint16_t>(http.port);
       ro.release = SETTEE_VERSION;
-      ro.features = {"changes",          "clustered-seq-v1",  "selector",    typed_feature,
-                     db_updates_feature, attachments_feature, tasks_feature, reshard_feature};
+      ro.features = {"changes",           "clustered-seq-v1", "selector",      typed_feature,      db_updates_feature,
+                     attachments_feature, tasks_feature,      reshard_feature, node_status_feature};
       ro.seeds = std::move(*seeds);
       ro.secret = cfg.get("cluster", "secret");
       if (ro.secret.size() < peer_auth::min_secret_bytes) {
@@ -491,6 +491,7 @@ int main(int argc, char** argv) {
         for (const json& t : tasks.all()) out.push_back(t.dump());
         return out;
       };
+      ro.read_status = [&node] { return read_node_status(node); };
       ro.read_doc = [&node](local_copy& copy, const doc_request& req) {
         return serve_legacy_read(copy, req, node.max_document_id_length);
       };

@@ -114,6 +114,24 @@ interface Node {
   # the parent (recorded), run its job's last pass; its end seq and uuid. "conflict" while the job
   # here is not waiting at update_shardmap.
   splitSeal @27 (db :Text, shardId :Text) -> (status :CallStatus, endSeq :UInt64, uuid :Text);
+  # What this node's GET /_node/_local/_system says (release 0.4, "node-status-v1"): any node
+  # answers /_node/<this node>/_system, and the page shows every member's figures.
+  nodeStatus @28 () -> (status :CallStatus, node :NodeStatus);
+}
+
+struct NodeStatus {
+  release @0 :Text;
+  uptimeS @1 :Int64;
+  rssBytes @2 :UInt64;
+  threads @3 :UInt64;
+  openFiles @4 :UInt64;
+  liveFeeds @5 :UInt64;
+  feedWatches @6 :UInt64;
+  fsSizeBytes @7 :UInt64;       # the data directory's filesystem
+  fsFreeBytes @8 :UInt64;
+  dbFilesBytes @9 :UInt64;      # every shard file of this node
+  requests @10 :UInt64;         # HTTP requests answered since the start
+  serverErrors @11 :UInt64;     # of which 5xx
 }
 
 struct DbUpdateRow {

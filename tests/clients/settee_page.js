@@ -32,9 +32,11 @@ const [base, user, password, db, pageShot, chartShot] = process.argv.slice(2);
     await page.click("#login button[type=submit]");
     await page.waitForSelector("body[data-loaded=true]", { timeout: 20000 });
     await page.waitForSelector("canvas[data-bins]", { timeout: 20000 });
-    // Two polls: the rate line needs two readings.
-    await page.waitForFunction(() => !document.getElementById("rates").textContent.includes("measuring"),
-                               null, { timeout: 20000 });
+    // Three polls: the rate line needs two readings, the last one with nothing but the page's reads.
+    await page.waitForFunction(() => Number(document.body.dataset.polls) >= 3, null, { timeout: 20000 });
+    // Each copy's chart, on demand.
+    await page.click("#copies summary");
+    await page.waitForSelector("#copy-charts canvas[data-bins]", { timeout: 20000 });
     const shown = await page.evaluate(() => {
       const rows = (id) => [...document.querySelectorAll(`#${id} tr`)].slice(1)
         .map((tr) => [...tr.cells].map((td) => td.textContent.trim()));
@@ -42,14 +44,17 @@ const [base, user, password, db, pageShot, chartShot] = process.argv.slice(2);
         const px = c.getContext("2d").getImageData(0, 0, c.width, c.height).data;
         let ink = 0;
         for (let i = 0; i < px.length; i += 4) if (px[i] < 200 || px[i + 1] < 200 || px[i + 2] < 200) ink++;
-        return { range: c.dataset.range, node: c.dataset.node, bins: Number(c.dataset.bins), ink };
+        return { kind: c.dataset.kind, db: c.dataset.db, range: c.dataset.range, node: c.dataset.node,
+                 bins: Number(c.dataset.bins), changes: Number(c.dataset.changes), ink };
       });
-      return { members: rows("members"), dbs: rows("dbs"), jobs: rows("jobs"), charts,
+      const unavailable = [...document.querySelectorAll("#dbs tr.unavailable")].map((tr) => tr.dataset.db);
+      const axes = ["chart-requests", "chart-commits", "chart-latency"].map((id) => document.getElementById(id).dataset.max);
+      return { members: rows("members"), dbs: rows("dbs"), jobs: rows("jobs"), charts, unavailable, axes,
                rates: document.getElementById("rates").textContent,
                chosen: document.getElementById("db-choice").value };
     });
     await page.screenshot({ path: pageShot, fullPage: true });
-    await page.locator("canvas[data-bins]").first().screenshot({ path: chartShot });
+    await page.locator("#charts canvas[data-bins]").first().screenshot({ path: chartShot });
     console.log(JSON.stringify(Object.assign(shown, { loginShown, appHiddenAtLogin, outside, errors })));
   } finally {
     await browser.close();

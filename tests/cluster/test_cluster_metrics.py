@@ -24,6 +24,25 @@ class ClusterMetrics(ClusterTest):
     NODES, SYNC_INTERVAL_MS = 2, 0
     EXTRA_CONFIG = "[prometheus]\nper_database = all\n"  # per-database series for every database
 
+    def test_each_member_tells_its_figures_through_any_node(self):
+        n1, n2 = self.cluster.nodes
+        here = n1.get("/_node/_local/_system").json
+        there = n1.get(f"/_node/{self.cluster.names[1]}/_system")  # over RPC (nodeStatus)
+        self.assertEqual(there.status, 200, there)
+        self.assertEqual(set(there.json), set(here))
+        self.assertEqual(there.json["version"], here["version"])
+        self.assertGreater(there.json["memory"]["rss"], 1 << 20)
+        self.assertGreater(there.json["disk"]["size"], there.json["disk"]["free"])
+        self.assertGreater(there.json["disk"]["database_files"], 0)
+        # n2's own count, not n1's: n2 answered none of n1's requests.
+        before = n2.get("/_node/_local/_system").json["requests"]
+        for _ in range(5):
+            n1.get("/")
+        self.assertEqual(n1.get(f"/_node/{self.cluster.names[1]}/_system").json["requests"], before + 1)
+        self.assertEqual(n1.get(f"/_node/{self.cluster.names[0]}/_system").status, 200)
+        self.assertError(n1.get("/_node/nobody@127.0.0.1/_system"), 404, "not_found")
+        self.assertError(n1.get(f"/_node/{self.cluster.names[1]}/_prometheus"), 404, "not_found")
+
     def test_lag_sync_task_and_time_seq(self):
         n1, n2 = self.cluster.nodes
         peer = self.cluster.names[1]

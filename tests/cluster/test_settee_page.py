@@ -1,8 +1,11 @@
 """The built-in page /_settee/ (issue 12 point 5) in a real headless browser (Debian's chromium via
 playwright-core, tests/clients/settee_page.js) against a running 2-node cluster: it signs in through
 its form, lists both members as connected and every range of a database with its copies, shows
-request and commit rates, and draws one time-seq chart per copy of each range with as many bins as
-GET /db/_time_seq has; the screenshot of a chart has ink on it. Nothing is fetched from elsewhere."""
+every member's version, uptime, memory and disk, request/commit/error rates and latency on axes of
+their own (not counting its own reads), one row per reshard operation, doc counts and sizes, copies
+on a stopped node marked down, one time-seq chart per database and each copy's on demand with as
+many bins as GET /db/_time_seq has; the screenshot of a chart has ink on it. Nothing is fetched
+from elsewhere."""
 import json
 import os
 import shutil
@@ -91,14 +94,25 @@ class SetteePage(NodeTest):
         return json.loads(r.stdout.strip().splitlines()[-1]), page_png, chart_png
 
     def test_page_shows_cluster_databases_and_time_seq(self):
-        n1 = self.node
+        n1, n2 = self.cluster.nodes
         self.assertEqual(n1.put("/pictures?q=2&n=2").status, 201)
         # Writes in four 3-hour bins (the clock moves), more in the later ones.
         for step, (hours, docs) in enumerate([(0, 3), (3, 10), (9, 40), (30, 200)]):
             self.set_time(START + hours * 3600)
             r = n1.post("/pictures/_bulk_docs", {"docs": [{"_id": f"s{step}-{i}"} for i in range(docs)]})
             self.assertEqual(r.status, 201, r)
-        self.assertEqual(n1.put("/other?q=1&n=1").status, 201)
+        # Databases with one copy each; those on n2 lose every copy when it stops.
+        for k in range(8):
+            self.assertEqual(n1.put(f"/lonely{k}?q=1&n=1").status, 201)
+        on_n2 = {f"lonely{k}" for k in range(8)
+                 if n1.get(f"/lonely{k}/_shards").json["shards"]["00000000-ffffffff"] == [self.cluster.names[1]]}
+        self.assertTrue(on_n2 and len(on_n2) < 8, on_n2)
+        # A split of a range with a copy on each node: one job per copy's node, one row on the page.
+        self.assertEqual(n1.put("/splitme?q=1&n=2").status, 201)
+        self.assertEqual(n1.put("/_reshard/state", {"state": "stopped"}).status, 200)
+        r = n1.post("/_reshard/jobs", {"type": "split", "db": "splitme", "range": "00000000-ffffffff"})
+        self.assertEqual(r.status, 201, r.json)
+        self.assertEqual(len(r.json), 2)
         ts = n1.get("/pictures/_time_seq").json["time_seq"]
 
         shown, page_png, chart_png = self.browse("pictures")
@@ -106,19 +120,40 @@ class SetteePage(NodeTest):
         self.assertEqual(shown["outside"], [], "the page fetched something from elsewhere")
         self.assertTrue(shown["loginShown"])
         self.assertTrue(shown["appHiddenAtLogin"], "the empty dashboard shows under the sign-in form")
+        # Every member with its own figures (asked of n1: n2's over RPC).
         self.assertEqual(sorted(m[0] for m in shown["members"]), sorted(self.cluster.names))
-        self.assertEqual({m[1] for m in shown["members"]}, {"connected"})
-        ranges = [row[1] for row in shown["dbs"]]
-        self.assertEqual(sorted(ranges), ["00000000-7fffffff", "00000000-ffffffff", "80000000-ffffffff"])
+        for m in shown["members"]:
+            self.assertEqual(m[1], "connected")
+            self.assertRegex(m[2], r"^\d+\.\d+\.\d+")        # version
+            self.assertRegex(m[3], r"^\d+ (s|min|h|d)$")      # uptime
+            self.assertRegex(m[4], r"^[\d.]+ MiB$")           # memory
+            self.assertRegex(m[5], r"^[\d.]+ \w+ of [\d.]+ \w+$")  # disk free of size
+        # Databases: doc count and size on each one's first row, every range with its copies.
+        rows = {(row[0] or None, row[3]) for row in shown["dbs"]}
+        pictures = [row for row in shown["dbs"] if row[0] == "pictures"][0]
+        self.assertEqual(pictures[1], "253")
+        self.assertRegex(pictures[2], r"^[\d.]+ (KiB|MiB)$")
+        ranges = [row[3] for row in shown["dbs"]]
+        self.assertEqual(ranges.count("00000000-7fffffff"), 1)
+        self.assertEqual(ranges.count("00000000-ffffffff"), 9)  # lonely0-7 and splitme
         shards = n1.get("/pictures/_shards").json["shards"]
         for row in shown["dbs"]:
-            if row[1] in shards and row[1] != "00000000-ffffffff":
-                self.assertEqual(row[2].split(", "), shards[row[1]])
-        self.assertRegex(shown["rates"], r"^\d+\.\d requests/s, \d+\.\d shard commits/s$")
+            if row[3] in shards and row[3] != "00000000-ffffffff":
+                self.assertEqual(row[4].split(", "), shards[row[3]])
+        self.assertEqual(shown["unavailable"], [])
+        # The page's own reads are not load: an idle node shows none.
+        self.assertRegex(shown["rates"], r"^0\.0 requests/s, \d+\.\d shard commits/s, errors 0\.0 4xx/s and 0\.0 5xx/s$")
+        self.assertEqual(len(shown["axes"]), 3)  # requests, commits, latency: an axis each
+        # One row for the split, naming the database, the range and both nodes.
+        self.assertEqual([j[:2] for j in shown["jobs"]],
+                         [["split splitme 00000000-ffffffff into 2", ", ".join(sorted(self.cluster.names))]])
         self.assertEqual(shown["chosen"], "pictures")
-        # One chart per copy of each range, with the bins the API gives (4 bins here, per copy).
+        # One chart for the database (every range added up), each copy's on demand with the API's bins.
+        [whole] = [c for c in shown["charts"] if c["kind"] == "database"]
+        self.assertEqual((whole["db"], whole["changes"]), ("pictures", 253))
+        self.assertGreaterEqual(whole["bins"], 4)
         want = sorted((r, node, len(bins)) for r, copies in ts.items() for node, bins in copies.items())
-        got = sorted((c["range"], c["node"], c["bins"]) for c in shown["charts"])
+        got = sorted((c["range"], c["node"], c["bins"]) for c in shown["charts"] if c["kind"] == "copy")
         self.assertEqual(got, want)
         self.assertEqual(len(got), 4)  # 2 ranges x 2 copies
         self.assertTrue(all(b >= 4 for _, _, b in got), got)
@@ -131,6 +166,22 @@ class SetteePage(NodeTest):
         bar = sum(1 for row in rows for i in range(0, len(row), bpp)
                   if abs(row[i] - 0x3B) < 30 and abs(row[i + 1] - 0x7D) < 30 and abs(row[i + 2] - 0xDD) < 30)
         self.assertGreater(bar, 1000, "no bars in the chart's screenshot")
+        if os.environ.get("SETTEE_PAGE_SHOTS"):  # docs/operations.md's screenshots
+            shutil.copy(page_png, os.path.join(os.environ["SETTEE_PAGE_SHOTS"], "page.png"))
+
+        # n2 down: marked so, and the databases whose every copy was there stand out.
+        for j in r.json:
+            n1.delete(f"/_reshard/jobs/{j['id']}")
+        self.assertEqual(n1.put("/_reshard/state", {"state": "running"}).status, 200)
+        n2.stop()
+        try:
+            shown, _, _ = self.browse("pictures")
+            states = dict((m[0], m[1]) for m in shown["members"])
+            self.assertEqual(states, {self.cluster.names[0]: "connected", self.cluster.names[1]: "unreachable"})
+            self.assertEqual(sorted(shown["unavailable"]), sorted(on_n2))
+            self.assertTrue(all("(down)" in row[4] for row in shown["dbs"] if row[3] != "00000000-ffffffff"))
+        finally:
+            n2.start()
 
     def test_page_is_html_without_outside_resources(self):
         r = self.node.get("/_settee/", auth=False)
