@@ -227,6 +227,8 @@ class MoveCluster(ClusterTest):
             self.assertEqual(r.status, 201, r.json)
             job = wait_job(nodes[0], r.json[0]["id"])
             self.assertEqual(job["job_state"], "completed", job)
+            # Gone from the job list again: the other tests of the class read it.
+            self.assertEqual(nodes[0].delete(f"/_reshard/jobs/{job['id']}").status, 200)
             self.assertTrue(wait_for(lambda: all(n.get(f"/{db}/_shards").json["shards"][rng] == [target]
                                                  for n in nodes), 10))
         for n in nodes:
