@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <set>
 
+#include "node/crypto.hpp"
 #include "node/json.hpp"
 
 namespace settee {
@@ -299,6 +300,10 @@ std::string encode_catalog_entry(const catalog_entry& e) {
     body["shards"] = std::move(shards);
   }
   return body.dump();
+}
+
+std::string split_child_uuid(const std::string& parent_uuid, const shard_range& range) {
+  return crypto::sha256_hex(parent_uuid + "/" + range.name()).substr(0, 32);
 }
 
 }  // namespace settee

@@ -71,6 +71,11 @@ struct catalog_entry {
   std::optional<size_t> find(const std::string& id) const;
 };
 
+// The shard uuid a split gives the child covering `range` of the copy whose uuid is `parent_uuid`
+// (release 0.4; random before): derived, so a token naming a child copy can be checked against
+// the lineage, which records the parent copies' uuids, before the parent's checkpoints translate it.
+std::string split_child_uuid(const std::string& parent_uuid, const shard_range& range);
+
 // One database's entry written on two nodes at once (splits of different ranges): lineage only
 // grows (shards are added, open ones close, copies move), so the union of both is the map. Entries of different
 // incarnations are not merged: `a` (the winner) stands.

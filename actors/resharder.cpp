@@ -716,6 +716,7 @@ status resharder::copy_pass(split_job& j, const db_meta& db, size_t index, bool 
       // continues from there: after a restart too, and the two may differ by a step.
       op->import->since = children[c].store->header().update_seq;
       op->import->limit = changes_per_step;
+      op->import->uuid = split_child_uuid(header.shard_uuid, ranges[c].first);
       if (with_local) {
         op->import->header = header;
         op->import->local_docs = true;

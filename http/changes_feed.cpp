@@ -128,6 +128,7 @@ std::vector<std::string> changes_feed::ancestor_prefixes(const seq_entry& e) con
   auto at = std::find_if(lineage.shards.begin(), lineage.shards.end(),
                          [&](const shard_info& s) { return s.range == e.range; });
   std::string node = e.node;
+  std::string known = e.uuid_prefix;  // the copy's uuid as far as known: its parent's must derive it
   for (size_t depth = 0; at != lineage.shards.end() && depth < 64; ++depth) {
     // The node this copy was made on: its moves undone (bounded, whatever the map holds).
     for (size_t hop = 0; hop < 64; ++hop) {
@@ -138,10 +139,13 @@ std::vector<std::string> changes_feed::ancestor_prefixes(const seq_entry& e) con
     if (at->parents.empty()) break;
     auto parent = lineage.find(at->parents.front());
     if (!parent) break;
+    const shard_range child = at->range;
     at = lineage.shards.begin() + static_cast<std::ptrdiff_t>(*parent);
     auto uuid = at->uuids.find(node);
-    if (uuid == at->uuids.end()) break;
+    // Not a copy this parent's split made (another incarnation, or a split before 0.4): stop.
+    if (uuid == at->uuids.end() || split_child_uuid(uuid->second, child).compare(0, known.size(), known) != 0) break;
     out.push_back(uuid->second.substr(0, uuid_prefix_length));
+    known = uuid->second;
   }
   return out;
 }

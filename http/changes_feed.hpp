@@ -108,7 +108,9 @@ class changes_feed {
   // catalog's lineage names that copy's uuid), with `node` where that copy is now; if any.
   std::optional<seq_entry> ancestor_position(const std::vector<seq_entry>& from, size_t i) const;
   // The uuid prefixes of the copies the copy `e` names was split from: its parent's copy on the
-  // node it was made on, that copy's parent's, ... (nearest first).
+  // node it was made on, that copy's parent's, ... (nearest first), as long as each child's uuid
+  // is the one its parent's split derived (split_child_uuid): a token of another incarnation with
+  // the same ranges gets none.
   std::vector<std::string> ancestor_prefixes(const seq_entry& e) const;
   // Where a range resolved to `r` on p.copy for token entry `e` continues when `r` rewound: a
   // copy made by a split holds the checkpoints its parent copy had (copied at the split) and

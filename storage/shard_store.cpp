@@ -752,6 +752,7 @@ status shard_store::import_step(MDB_txn* t, shard_header& h, import_request& req
     req.last = std::max(req.last, at.update_seq);
   }
   h.update_seq = std::max(h.update_seq, req.last);
+  if (!req.uuid.empty()) h.shard_uuid = req.uuid;
   if (req.header) {
     h.security = req.header->security;
     h.revs_limit = req.header->revs_limit;

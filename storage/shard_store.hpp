@@ -347,6 +347,7 @@ struct import_request {
   std::optional<shard_header> header;
   bool local_docs = false;
   std::string owner;  // a move: this node's name
+  std::string uuid;   // a split: the child's shard uuid (split_child_uuid), set by every pass
   uint64_t last = 0;  // out: the last source seq visited (since when none)
   size_t copied = 0;  // out: documents copied
   bool done = false;  // out: every change of the source after `since` was visited

@@ -187,3 +187,13 @@ TEST_CASE("the shards live at a time: a split's parent until it closed, its chil
   CHECK(back->live_at(1700000099).size() == 1);
   CHECK(back->live_at(1700000100).size() == 2);
 }
+
+TEST_CASE("a split child's uuid derives from its parent copy's and its range") {
+  const shard_range left = *shard_range::parse("00000000-7fffffff"), right = *shard_range::parse("80000000-ffffffff");
+  const std::string a = split_child_uuid("0123456789abcdef0123456789abcdef", left);
+  CHECK(a.size() == 32);
+  CHECK(a.find_first_not_of("0123456789abcdef") == std::string::npos);
+  CHECK(a == split_child_uuid("0123456789abcdef0123456789abcdef", left));  // a restarted split agrees
+  CHECK(a != split_child_uuid("0123456789abcdef0123456789abcdef", right));
+  CHECK(a != split_child_uuid("fedcba9876543210fedcba9876543210", left));  // another copy's child
+}
