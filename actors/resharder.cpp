@@ -838,6 +838,11 @@ status resharder::await_switch(split_job& j) {
   // for it (a leader gone for good: the job fails after ten minutes and its children go).
   for (int i = 0; i < 6000; ++i) {
     if (switched(j)) return {};
+    // The leader's new map is written into this node's `_dbs` by its push; the catalog reads it
+    // on reload, which the periodic sync does, unless it is off (sync_interval_ms = 0).
+    if (i % 10 == 9) {
+      if (auto st = coord_.catalog().reload(); !st) log::warning("catalog reload failed: " + st.reason);
+    }
     std::unique_lock<std::mutex> lock(mu_);
     auto it = jobs_.find(j.id);
     if (it == jobs_.end() || !runnable_locked(it->second)) return halted_status;

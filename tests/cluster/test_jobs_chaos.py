@@ -169,6 +169,36 @@ class ResumeBound(OwnNodesTest):
         self.kill_and_resume(a, b, parent_token, since_split)
 
 
+    def test_a_token_of_another_incarnation_is_never_translated(self):
+        # Same name, same split ranges, checkpoints of the new parents on the new children: the
+        # old token's copies are not those children, so it starts over (more rows, never fewer).
+        cluster = Cluster(2).start()  # no periodic sync: the non-leader's job must still see the switch
+        self.addCleanup(cluster.cleanup)
+        cluster.wait_connected()
+        a, b = cluster.nodes
+
+        def incarnation(prefix, k):
+            self.assertEqual(a.put(f"/{DB}?q=1&n=2").status, 201)
+            docs = [{"_id": f"{prefix}{i:03d}"} for i in range(k)]
+            self.assertEqual(a.post(f"/{DB}/_bulk_docs", {"docs": docs}).status, 201)
+            r = b.post(f"/{DB}/_sync_shards", raw_body="", headers={"Content-Type": "application/json"})
+            self.assertTrue(r.json["ok"], r.json)
+            r = a.post("/_reshard/jobs", {"type": "split", "db": DB, "range": "00000000-ffffffff"})
+            self.assertEqual(r.status, 201, r.json)
+            for job in r.json:  # one per copy's node
+                self.assertEqual(wait_job(a, job["id"]), "completed", job)
+            return [d["_id"] for d in docs]
+
+        incarnation("old", 50)
+        old_token = self.rows(a, 0)[0].json["last_seq"]
+        self.assertEqual(a.delete(f"/{DB}").status, 200)
+        now = incarnation("new", 30)
+        a.kill()
+        r, ids = self.rows(b, old_token)
+        self.assertEqual(sorted(ids), now, r.header("X-Settee-Since-Resolution"))
+        self.assertEqual(set(json.loads(r.header("X-Settee-Since-Resolution")).values()), {"rewound"})
+
+
 class JobsChaos(OwnNodesTest):
     def test_splits_and_moves_with_kills(self):
         seed = int(os.environ.get("SETTEE_CHAOS_SEED", random.randrange(1 << 30)))
