@@ -372,7 +372,6 @@ void handle_node_metrics(ctx& c) {
     if (!other) return c.error(other.error().code, other.error().reason);
     return c.reply(200, system_json(*other));
   }
-  if (p[1] != "_local" && p[1] != c.node.node_name) return c.error(errc::not_found, "no such node: " + p[1]);
   if (p[2] == "_prometheus" && p.size() == 3) return c.reply_raw(200, prometheus(c), prometheus_type);
   if (p[2] == "_stats") {  // as couch_stats_httpd: a path below picks a group or one metric (null if none)
     json out = couch_stats(c);

@@ -16,20 +16,9 @@ sys.path.insert(0, os.path.dirname(__file__))
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "integration"))
 from harness import Node, OwnNodesTest, main  # noqa: E402
 from test_membership import Cluster, wait_for  # noqa: E402
+from test_move_cluster import wait_job  # noqa: E402
 
 DB = "chaos"
-
-
-def wait_job(node, job):
-    """The job's state once it completed or failed."""
-    seen = {}
-
-    def ended():
-        seen.update(node.get(f"/_reshard/jobs/{job}").json)
-        return seen.get("job_state") in ("completed", "failed")
-
-    wait_for(ended, 60)
-    return seen.get("job_state")
 
 
 def live(cluster):
@@ -160,7 +149,7 @@ class ResumeBound(OwnNodesTest):
         parent_token = token_on_a()
         r = a.post("/_reshard/jobs", {"type": "split", "db": DB, "range": "00000000-ffffffff"})
         self.assertEqual(r.status, 201, r.json)
-        self.assertEqual(wait_job(a, r.json[0]["id"]), "completed")
+        self.assertEqual(wait_job(a, r.json[0]["id"])["job_state"], "completed")
         since_split = write("split", 23)
         child_token = token_on_a()
         self.assertEqual(len(b.get(f"/{DB}/_changes/_meta").json["shards"]), 3)
@@ -186,7 +175,7 @@ class ResumeBound(OwnNodesTest):
             r = a.post("/_reshard/jobs", {"type": "split", "db": DB, "range": "00000000-ffffffff"})
             self.assertEqual(r.status, 201, r.json)
             for job in r.json:  # one per copy's node
-                self.assertEqual(wait_job(a, job["id"]), "completed", job)
+                self.assertEqual(wait_job(a, job["id"])["job_state"], "completed", job)
             return [d["_id"] for d in docs]
 
         incarnation("old", 50)
