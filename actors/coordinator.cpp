@@ -50,11 +50,8 @@ constexpr std::chrono::milliseconds remote_call_timeout{30000};
 // One copy's open_docs, waited for.
 result<std::vector<doc_copy>> open_on(shard_copy& copy, const std::vector<std::string>& ids, doc_bodies bodies,
                                       std::chrono::milliseconds timeout) {
-  gather<std::vector<doc_copy>> g({1});
-  copy.open_docs(ids, bodies, g.slot(0, 0));
-  auto a = g.wait(1, std::chrono::steady_clock::now() + timeout);
-  if (!a[0][0]) return status{errc::timeout, "node " + copy.node() + " did not answer in time"};
-  return std::move(*a[0][0]);
+  return wait_one<std::vector<doc_copy>>([&](auto done) { copy.open_docs(ids, bodies, std::move(done)); },
+                                         std::chrono::steady_clock::now() + timeout, "node " + copy.node());
 }
 
 }  // namespace
@@ -178,7 +175,7 @@ result<write_outcome> coordinator::write_once(const db_meta& db, const std::vect
       });
     }
   }
-  auto answers = g.wait(quorum, std::chrono::steady_clock::now() + timeout_);
+  auto answers = g.take(quorum, std::chrono::steady_clock::now() + timeout_);
 
   write_outcome out;
   out.results.assign(docs.size(), doc_result{});
@@ -324,13 +321,14 @@ result<std::vector<local_doc>> coordinator::list_local(const db_meta& db, size_t
 }
 
 result<std::vector<coordinator::range_summary>> coordinator::summaries(const db_meta& db) {
+  std::vector<size_t> all(db.q);
+  for (size_t i = 0; i < db.q; ++i) all[i] = i;
+  auto answers = each_range<shard_summary>(
+      db, all, [](shard_copy& c, size_t, shard_copy::answer<shard_summary> done) { c.start_summary(std::move(done)); });
   std::vector<range_summary> out;
-  for (size_t i = 0; i < db.q; ++i) {
-    copy_ptr answered;
-    auto s = first_answer<shard_summary>(
-        db, i, [](shard_copy& c) { return c.summary(); }, &answered);
-    if (!s) return status{errc::unavailable, s.error().reason};
-    out.push_back({answered->node(), std::move(*s)});
+  for (auto& a : answers) {
+    if (!a.value) return status{errc::unavailable, a.value.error().reason};
+    out.push_back({a.copy->node(), std::move(*a.value)});
   }
   return out;
 }

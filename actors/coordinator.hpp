@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "actors/db_catalog.hpp"
+#include "actors/gather.hpp"
 #include "actors/remote_shards.hpp"
 #include "actors/shard_copy.hpp"
 #include "actors/shard_registry.hpp"
@@ -61,6 +62,28 @@ class coordinator {
   template <class T>
   result<T> first_answer(const db_meta& db, size_t index, const std::function<result<T>(shard_copy&)>& ask,
                          copy_ptr* answered = nullptr, const std::string& prefer = "");
+
+  // The answer of one copy of each range in `ranges`, all ranges asked at once. Range ranges[k]
+  // asks first its copy on node prefer[k] (when given and held there), else this node's, then the
+  // others in the map's order; a range whose copy fails asks its next one, again all at once,
+  // until every range has an answer or no copy left (then: its last copy's error; a copy that did
+  // not answer by the request timeout: errc::timeout). Other nodes' copies are started first, so
+  // the network works while this node's copies answer on this thread. `ask(copy, k, done)` starts
+  // range k's read on `copy`.
+  template <class T>
+  struct range_answer {
+    result<T> value{errc::unavailable, "no copy of the range is reachable"};
+    copy_ptr copy;  // the copy that answered, when value is ok
+  };
+  template <class T>
+  using range_ask = std::function<void(shard_copy&, size_t, shard_copy::answer<T>)>;
+  template <class T>
+  std::vector<range_answer<T>> each_range(const db_meta& db, const std::vector<size_t>& ranges, const range_ask<T>& ask,
+                                          const std::vector<std::string>& prefer = {});
+  // Starts `ask(*copies[k], k, done)` on every copy at once (other nodes' first) and waits for all
+  // of them, up to the request timeout (errc::timeout for a copy that did not answer by then).
+  template <class T>
+  std::vector<result<T>> ask_each(const std::vector<copy_ptr>& copies, const range_ask<T>& ask) const;
 
   // Writes documents, each to every copy of its range, all in parallel; returns once w copies of
   // every range answered (or all did, or the request timeout passed). w = 0: n/2+1; w is capped at
@@ -152,6 +175,60 @@ result<T> coordinator::first_answer(const db_meta& db, size_t index, const std::
     last = r.error();
   }
   return last;
+}
+
+template <class T>
+std::vector<result<T>> coordinator::ask_each(const std::vector<copy_ptr>& copies, const range_ask<T>& ask) const {
+  std::vector<size_t> order(copies.size());
+  for (size_t k = 0; k < order.size(); ++k) order[k] = k;
+  std::stable_partition(order.begin(), order.end(), [&](size_t k) { return !copies[k]->local(); });
+  gather<T> g(std::vector<size_t>(copies.size(), 1));
+  for (size_t k : order) ask(*copies[k], k, g.slot(k, 0));
+  auto answers = g.take(1, std::chrono::steady_clock::now() + timeout_);
+  std::vector<result<T>> out;
+  out.reserve(copies.size());
+  for (size_t k = 0; k < copies.size(); ++k) {
+    if (answers[k][0]) {
+      out.push_back(std::move(*answers[k][0]));
+    } else {
+      out.push_back(status{errc::timeout, "node " + copies[k]->node() + " did not answer in time"});
+    }
+  }
+  return out;
+}
+
+template <class T>
+std::vector<coordinator::range_answer<T>> coordinator::each_range(const db_meta& db, const std::vector<size_t>& ranges,
+                                                                  const range_ask<T>& ask,
+                                                                  const std::vector<std::string>& prefer) {
+  std::vector<range_answer<T>> out(ranges.size());
+  std::vector<std::vector<copy_ptr>> candidates(ranges.size());  // the next one to ask at the back
+  for (size_t k = 0; k < ranges.size(); ++k) {
+    auto& all = candidates[k] = copies(db, ranges[k]);
+    const std::string* p = k < prefer.size() && !prefer[k].empty() ? &prefer[k] : nullptr;
+    auto it = p ? std::find_if(all.begin(), all.end(), [&](const copy_ptr& c) { return c->node() == *p; }) : all.end();
+    if (it != all.end()) std::rotate(all.begin(), it, it + 1);
+    std::reverse(all.begin(), all.end());
+    out[k].value = status{errc::unavailable, "no copy of range " + db.ranges[ranges[k]].name() + " is reachable"};
+  }
+  for (;;) {
+    std::vector<size_t> round;  // ranges without an answer yet that have a copy left to ask
+    std::vector<copy_ptr> asked;
+    for (size_t k = 0; k < ranges.size(); ++k) {
+      if (out[k].value.ok() || candidates[k].empty()) continue;
+      round.push_back(k);
+      asked.push_back(std::move(candidates[k].back()));
+      candidates[k].pop_back();
+    }
+    if (round.empty()) break;
+    auto answers = ask_each<T>(
+        asked, [&](shard_copy& c, size_t j, shard_copy::answer<T> done) { ask(c, round[j], std::move(done)); });
+    for (size_t j = 0; j < round.size(); ++j) {
+      out[round[j]].value = std::move(answers[j]);
+      if (out[round[j]].value.ok()) out[round[j]].copy = asked[j];
+    }
+  }
+  return out;
 }
 
 }  // namespace settee

@@ -11,6 +11,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "node/check.hpp"
@@ -37,6 +38,7 @@ class gather {
     return [s = s_, g, k](result<T> r) {
       {
         std::lock_guard<std::mutex> lock(s->mu);
+        if (s->taken) return;  // late: the waiter took the answers and left
         auto& a = s->answers[g][k];
         if (a) return;
         a.emplace(std::move(r));
@@ -46,12 +48,24 @@ class gather {
   }
 
   // Waits until every group has `want` successful answers (capped at its size) or no started
-  // call left to wait for, or until `deadline`. Returns the answers so far (nullopt: not answered yet).
+  // call left to wait for, or until `deadline`. Returns (a copy of) the answers so far (nullopt:
+  // not answered yet); wait again for more.
   std::vector<std::vector<std::optional<result<T>>>> wait(size_t want, std::chrono::steady_clock::time_point deadline) {
     SETTEE_DEBUG_CHECK(!on_event_loop_thread());
     std::unique_lock<std::mutex> lock(s_->mu);
     s_->cv.wait_until(lock, deadline, [&] { return enough(want); });
+    SETTEE_DEBUG_CHECK(!s_->taken);
     return s_->answers;
+  }
+  // wait(), once and for all: the answers are moved out (no copy of large pages), and answers
+  // arriving later are dropped.
+  std::vector<std::vector<std::optional<result<T>>>> take(size_t want, std::chrono::steady_clock::time_point deadline) {
+    SETTEE_DEBUG_CHECK(!on_event_loop_thread());
+    std::unique_lock<std::mutex> lock(s_->mu);
+    s_->cv.wait_until(lock, deadline, [&] { return enough(want); });
+    SETTEE_DEBUG_CHECK(!s_->taken);
+    s_->taken = true;
+    return std::move(s_->answers);
   }
 
  private:
@@ -60,6 +74,7 @@ class gather {
     std::condition_variable cv;
     std::vector<std::vector<std::optional<result<T>>>> answers;
     std::vector<size_t> started;
+    bool taken = false;
   };
   bool enough(size_t want) const {
     for (size_t g = 0; g < s_->answers.size(); ++g) {
@@ -74,5 +89,16 @@ class gather {
   }
   std::shared_ptr<state> s_;
 };
+
+// One call started with `start(done)` and waited for until `deadline`; errc::timeout, naming
+// `who`, when it did not answer by then.
+template <class T, class Start>
+result<T> wait_one(Start start, std::chrono::steady_clock::time_point deadline, const std::string& who) {
+  gather<T> g({1});
+  start(g.slot(0, 0));
+  auto a = g.take(1, deadline);
+  if (!a[0][0]) return status{errc::timeout, who + " did not answer in time"};
+  return std::move(*a[0][0]);
+}
 
 }  // namespace settee

@@ -2,6 +2,7 @@
 
 #include <cstdlib>
 
+#include "actors/gather.hpp"
 #include "node/json.hpp"
 
 namespace settee {
@@ -19,23 +20,45 @@ status remote_copy::older_release(const char* what) const {
 }
 
 result<shard_summary> remote_copy::summary() {
-  return rpc_.summary(node_, db_, range_, timeout_);
+  return wait_one<shard_summary>([&](auto done) { start_summary(std::move(done)); }, deadline(), "node " + node_);
 }
 
 result<changes_page> remote_copy::changes(const changes_request& req) {
-  return rpc_.changes(node_, db_, range_, req, timeout_);
+  return wait_one<changes_page>([&](auto done) { start_changes(req, std::move(done)); }, deadline(), "node " + node_);
 }
 
 result<resolved_since> remote_copy::resolve_since(const std::string& uuid_prefix, uint64_t seq) {
-  return rpc_.resolve_since(node_, db_, range_, uuid_prefix, seq, timeout_);
+  return wait_one<resolved_since>([&](auto done) { start_resolve_since(uuid_prefix, seq, std::move(done)); },
+                                  deadline(), "node " + node_);
 }
 
 result<all_docs_page> remote_copy::all_docs(const all_docs_request& req) {
-  return rpc_.all_docs(node_, db_, range_, req, timeout_);
+  return wait_one<all_docs_page>([&](auto done) { start_all_docs(req, std::move(done)); }, deadline(), "node " + node_);
 }
 
 result<time_seq_state> remote_copy::time_seq(bool reset) {
-  return rpc_.time_seq(node_, db_, range_, reset, timeout_);
+  return wait_one<time_seq_state>([&](auto done) { start_time_seq(reset, std::move(done)); }, deadline(),
+                                  "node " + node_);
+}
+
+void remote_copy::start_summary(answer<shard_summary> done) {
+  rpc_.summary(node_, db_, range_, std::move(done));
+}
+
+void remote_copy::start_changes(const changes_request& req, answer<changes_page> done) {
+  rpc_.changes(node_, db_, range_, req, std::move(done));
+}
+
+void remote_copy::start_resolve_since(const std::string& uuid_prefix, uint64_t seq, answer<resolved_since> done) {
+  rpc_.resolve_since(node_, db_, range_, uuid_prefix, seq, std::move(done));
+}
+
+void remote_copy::start_all_docs(const all_docs_request& req, answer<all_docs_page> done) {
+  rpc_.all_docs(node_, db_, range_, req, std::move(done));
+}
+
+void remote_copy::start_time_seq(bool reset, answer<time_seq_state> done) {
+  rpc_.time_seq(node_, db_, range_, reset, std::move(done));
 }
 
 void remote_copy::open_docs(const std::vector<std::string>& ids, doc_bodies bodies, docs_done done) {

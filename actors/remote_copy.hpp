@@ -33,8 +33,14 @@ class remote_copy final : public shard_copy {
   result<bool> stage_blob(const std::string& key, uint64_t offset, const std::string& piece) override;
   status drop_staged(const std::string& key) override;
   void update_docs(std::vector<doc_update> docs, write_done done) override;
+  void start_summary(answer<shard_summary> done) override;
+  void start_changes(const changes_request& req, answer<changes_page> done) override;
+  void start_resolve_since(const std::string& uuid_prefix, uint64_t seq, answer<resolved_since> done) override;
+  void start_all_docs(const all_docs_request& req, answer<all_docs_page> done) override;
+  void start_time_seq(bool reset, answer<time_seq_state> done) override;
 
  private:
+  std::chrono::steady_clock::time_point deadline() const { return std::chrono::steady_clock::now() + timeout_; }
   // Release 0.2 reads documents and _local documents through readDoc; what it cannot do at all:
   status older_release(const char* what) const;
   result<doc_read> legacy(const doc_request& req);

@@ -69,30 +69,31 @@ class remote_shards {
   // nodes are asked through read_doc.
   virtual bool typed(const std::string& node) const = 0;
 
-  // The header of `node`'s copy of `range` (blocks up to `timeout`).
-  virtual result<shard_summary> summary(const std::string& node, const std::string& db, const std::string& range,
-                                        std::chrono::milliseconds timeout) = 0;
-
-  // Reads a page of `node`'s copy of `range`'s changes.
-  virtual result<changes_page> changes(const std::string& node, const std::string& db, const std::string& range,
-                                       const changes_request& req, std::chrono::milliseconds timeout) = 0;
+  template <class T>
+  using answer = shard_copy::answer<T>;
+  // The reads a coordinator starts on many copies at once. Each returns at once; `done` runs
+  // exactly once, on the RPC thread (it must not block): with the answer, or with the error
+  // (errc::unavailable when the node cannot be reached or did not answer within the call timeout).
+  // The header of `node`'s copy of `range`.
+  virtual void summary(const std::string& node, const std::string& db, const std::string& range,
+                       answer<shard_summary> done) = 0;
+  // A page of `node`'s copy of `range`'s changes.
+  virtual void changes(const std::string& node, const std::string& db, const std::string& range,
+                       const changes_request& req, answer<changes_page> done) = 0;
   // Resolves a position (copy `uuid_prefix` at `seq`; empty prefix: seq 0) on `node`'s copy.
-  virtual result<resolved_since> resolve_since(const std::string& node, const std::string& db, const std::string& range,
-                                               const std::string& uuid_prefix, uint64_t seq,
-                                               std::chrono::milliseconds timeout) = 0;
+  virtual void resolve_since(const std::string& node, const std::string& db, const std::string& range,
+                             const std::string& uuid_prefix, uint64_t seq, answer<resolved_since> done) = 0;
+  // `node`'s copy's part of an _all_docs request.
+  virtual void all_docs(const std::string& node, const std::string& db, const std::string& range,
+                        const all_docs_request& req, answer<all_docs_page> done) = 0;
+  // `node`'s copy's time-seq; with `reset`, empties the bins first (committed before the answer).
+  // A node of a release without time-seq answers with an error (the method is unknown to it).
+  virtual void time_seq(const std::string& node, const std::string& db, const std::string& range, bool reset,
+                        answer<time_seq_state> done) = 0;
 
   // A document-level request answered by `node`'s copy of `range`.
   virtual result<doc_read> read_doc(const std::string& node, const std::string& db, const std::string& range,
                                     const doc_request& req, std::chrono::milliseconds timeout) = 0;
-
-  // `node`'s copy's part of an _all_docs request.
-  virtual result<all_docs_page> all_docs(const std::string& node, const std::string& db, const std::string& range,
-                                         const all_docs_request& req, std::chrono::milliseconds timeout) = 0;
-
-  // `node`'s copy's time-seq; with `reset`, empties the bins first (committed before the answer).
-  // A node of a release without time-seq answers with an error (the method is unknown to it).
-  virtual result<time_seq_state> time_seq(const std::string& node, const std::string& db, const std::string& range,
-                                          bool reset, std::chrono::milliseconds timeout) = 0;
 
   // The documents `ids` of `node`'s copy of `range` as data (release 0.3: openDocs).
   virtual void open_docs(const std::string& node, const std::string& db, const std::string& range,

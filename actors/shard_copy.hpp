@@ -122,6 +122,20 @@ class shard_copy {
   // With `reset`, empties the bins first (committed before the answer). errc::not_implemented from
   // a release without time-seq.
   virtual result<time_seq_state> time_seq(bool reset) = 0;
+
+  // The same reads, started: a coordinator starts one on a copy of every range and waits for all
+  // (coordinator::each_range). `done` runs exactly once, on any thread; another node's copy
+  // returns at once and answers from the RPC thread (`done` must not block), this node's answers
+  // on the caller's thread before returning (the defaults: the reads above).
+  template <class T>
+  using answer = std::function<void(result<T>)>;
+  virtual void start_summary(answer<shard_summary> done) { done(summary()); }
+  virtual void start_changes(const changes_request& req, answer<changes_page> done) { done(changes(req)); }
+  virtual void start_resolve_since(const std::string& uuid_prefix, uint64_t seq, answer<resolved_since> done) {
+    done(resolve_since(uuid_prefix, seq));
+  }
+  virtual void start_all_docs(const all_docs_request& req, answer<all_docs_page> done) { done(all_docs(req)); }
+  virtual void start_time_seq(bool reset, answer<time_seq_state> done) { done(time_seq(reset)); }
   // One entry per id, in order (found or not), with the stored bodies `bodies` asks for.
   using docs_done = std::function<void(result<std::vector<doc_copy>>)>;
   virtual void open_docs(const std::vector<std::string>& ids, doc_bodies bodies, docs_done done) = 0;

@@ -16,9 +16,11 @@ AUTH = {"Authorization": "Basic " + base64.b64encode(b"bench:bench").decode()}
 
 
 class BenchNode:
-    def __init__(self, prefix, config=None):
-        """`config`: ini text (a cluster member's name, RPC port and seeds); None: the defaults."""
-        binary = sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.path.dirname(__file__), "..", "build", "settee")
+    def __init__(self, prefix, config=None, binary=None):
+        """`config`: ini text (a cluster member's name, RPC port and seeds); None: the defaults.
+        `binary`: None: argv[1] or build/settee."""
+        if binary is None:
+            binary = sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.path.dirname(__file__), "..", "build", "settee")
         self.port = harness.free_port()
         self.data = tempfile.mkdtemp(prefix=prefix)
         args = [binary, "--data-dir", self.data, "--port", str(self.port)]
@@ -53,7 +55,7 @@ class BenchNode:
         subprocess.run(["rm", "-rf", self.data])
 
 
-def bench_cluster(prefix, n):
+def bench_cluster(prefix, n, binary=None):
     """n members on loopback, each seeded with the others (otherwise the default configuration);
     returns (nodes, names) once every node lists every member."""
     names = [f"b{i}@127.0.0.1" for i in range(1, n + 1)]
@@ -61,7 +63,8 @@ def bench_cluster(prefix, n):
     nodes = []
     for i in range(n):
         seeds = ", ".join(f"{names[j]}:{ports[j]}" for j in range(n) if j != i)
-        nodes.append(BenchNode(prefix, f"[node]\nname = {names[i]}\n[cluster]\nrpc_port = {ports[i]}\nseeds = {seeds}\n"))
+        config = f"[node]\nname = {names[i]}\n[cluster]\nrpc_port = {ports[i]}\nseeds = {seeds}\n"
+        nodes.append(BenchNode(prefix, config, binary))
     try:
         deadline = time.time() + 30
         while time.time() < deadline:

@@ -2,7 +2,7 @@
 
 #include <cstdio>
 
-#include "cluster/clustered_seq.hpp"
+#include "actors/clustered_seq.hpp"
 #include "node/crypto.hpp"
 #include "storage/codec.hpp"
 

@@ -1349,7 +1349,7 @@ template <class T, class Send>
 result<T> rpc_node::call(const std::string& peer, std::chrono::milliseconds timeout, Send send) {
   gather<T> g({1});
   start_call<T>(peer, send, g.slot(0, 0));
-  auto answer = g.wait(1, std::chrono::steady_clock::now() + timeout);
+  auto answer = g.take(1, std::chrono::steady_clock::now() + timeout);
   if (!answer[0][0]) return status{errc::timeout, "The request could not be processed in a reasonable amount of time."};
   return std::move(*answer[0][0]);
 }
@@ -1365,17 +1365,26 @@ status rpc_node::call_status(const std::string& peer, std::chrono::milliseconds 
   return r ? status{} : r.error();
 }
 
+void rpc_node::summary(const std::string& node, const std::string& db, const std::string& range,
+                       answer<shard_summary> done) {
+  start_call<shard_summary>(
+      node,
+      [=](Node::Client& cap) {
+        auto req = cap.shardInfoRequest();
+        set_shard(req.initShard(), db, range);
+        return req.send().then([](capnp::Response<Node::ShardInfoResults>&& r) -> result<shard_summary> {
+          if (status st = status_of(r.getStatus()); !st) return st;
+          return shard_summary{r.getUuid(),         r.getUpdateSeq(), r.getDocCount(), r.getDocDelCount(),
+                               r.getExternalSize(), r.getFileSize(),  r.getRevsLimit()};
+        });
+      },
+      std::move(done));
+}
+
 result<remote_shard_info> rpc_node::shard_info(const std::string& peer, const std::string& db, const std::string& range,
                                                std::chrono::milliseconds timeout) {
-  return call<remote_shard_info>(peer, timeout, [=](Node::Client& cap) {
-    auto req = cap.shardInfoRequest();
-    set_shard(req.initShard(), db, range);
-    return req.send().then([](capnp::Response<Node::ShardInfoResults>&& r) -> result<remote_shard_info> {
-      if (status st = status_of(r.getStatus()); !st) return st;
-      return shard_summary{r.getUuid(),         r.getUpdateSeq(), r.getDocCount(), r.getDocDelCount(),
-                           r.getExternalSize(), r.getFileSize(),  r.getRevsLimit()};
-    });
-  });
+  return wait_one<shard_summary>([&](auto done) { summary(peer, db, range, std::move(done)); },
+                                 std::chrono::steady_clock::now() + timeout, "node " + peer);
 }
 
 result<apply_result> rpc_node::apply_changes(const std::string& peer, const std::string& db, const std::string& range,
@@ -1488,58 +1497,63 @@ void rpc_node::send_writes(loop& l, pending_writes& w) {
   });
 }
 
-result<changes_page> rpc_node::changes(const std::string& node, const std::string& db, const std::string& range,
-                                       const changes_request& cr, std::chrono::milliseconds timeout) {
-  return call<changes_page>(node, timeout, [=](Node::Client& cap) {
-    auto req = cap.changesPageRequest();
-    set_shard(req.initShard(), db, range);
-    req.setSince(cr.since);
-    req.setLimit(cr.limit);
-    req.setDescending(cr.descending);
-    req.setWithDocs(cr.with_docs);
-    req.setConflicts(cr.conflicts);
-    req.setAttachments(cr.attachments);
-    req.setAttEncodingInfo(cr.att_encoding_info);
-    req.setNotBefore(cr.not_before);
-    return req.send().then([](capnp::Response<Node::ChangesPageResults>&& r) -> result<changes_page> {
-      if (status st = status_of(r.getStatus()); !st) return st;
-      changes_page page;
-      page.pending = r.getPending();
-      page.skipped_to = r.getSkippedTo();
-      for (auto row : r.getRows()) {
-        change_row c;
-        c.e.seq = row.getSeq();
-        c.e.id = row.getId();
-        c.e.rev = row.getRev();
-        c.e.deleted = row.getDeleted();
-        for (auto l : row.getLeafRevs()) c.e.leaf_revs.emplace_back(l.cStr());
-        c.e.time_s = row.getTimeS();
-        c.doc = row.getDoc();
-        page.rows.push_back(std::move(c));
-      }
-      return page;
-    });
-  });
+void rpc_node::changes(const std::string& node, const std::string& db, const std::string& range,
+                       const changes_request& cr, answer<changes_page> done) {
+  start_call<changes_page>(
+      node,
+      [=](Node::Client& cap) {
+        auto req = cap.changesPageRequest();
+        set_shard(req.initShard(), db, range);
+        req.setSince(cr.since);
+        req.setLimit(cr.limit);
+        req.setDescending(cr.descending);
+        req.setWithDocs(cr.with_docs);
+        req.setConflicts(cr.conflicts);
+        req.setAttachments(cr.attachments);
+        req.setAttEncodingInfo(cr.att_encoding_info);
+        req.setNotBefore(cr.not_before);
+        return req.send().then([](capnp::Response<Node::ChangesPageResults>&& r) -> result<changes_page> {
+          if (status st = status_of(r.getStatus()); !st) return st;
+          changes_page page;
+          page.pending = r.getPending();
+          page.skipped_to = r.getSkippedTo();
+          for (auto row : r.getRows()) {
+            change_row c;
+            c.e.seq = row.getSeq();
+            c.e.id = row.getId();
+            c.e.rev = row.getRev();
+            c.e.deleted = row.getDeleted();
+            for (auto l : row.getLeafRevs()) c.e.leaf_revs.emplace_back(l.cStr());
+            c.e.time_s = row.getTimeS();
+            c.doc = row.getDoc();
+            page.rows.push_back(std::move(c));
+          }
+          return page;
+        });
+      },
+      std::move(done));
 }
 
-result<resolved_since> rpc_node::resolve_since(const std::string& node, const std::string& db, const std::string& range,
-                                               const std::string& uuid_prefix, uint64_t seq,
-                                               std::chrono::milliseconds timeout) {
-  return call<resolved_since>(node, timeout, [=](Node::Client& cap) {
-    auto req = cap.resolveSinceRequest();
-    set_shard(req.initShard(), db, range);
-    req.setUuidPrefix(uuid_prefix);
-    req.setSeq(seq);
-    return req.send().then([](capnp::Response<Node::ResolveSinceResults>&& r) -> result<resolved_since> {
-      if (status st = status_of(r.getStatus()); !st) return st;
-      resolved_since out;
-      out.uuid = r.getUuid();
-      out.update_seq = r.getUpdateSeq();
-      out.seq = r.getSeq();
-      out.resolution = static_cast<resolved_since::how>(std::min<uint8_t>(r.getResolution(), 2));
-      return out;
-    });
-  });
+void rpc_node::resolve_since(const std::string& node, const std::string& db, const std::string& range,
+                             const std::string& uuid_prefix, uint64_t seq, answer<resolved_since> done) {
+  start_call<resolved_since>(
+      node,
+      [=](Node::Client& cap) {
+        auto req = cap.resolveSinceRequest();
+        set_shard(req.initShard(), db, range);
+        req.setUuidPrefix(uuid_prefix);
+        req.setSeq(seq);
+        return req.send().then([](capnp::Response<Node::ResolveSinceResults>&& r) -> result<resolved_since> {
+          if (status st = status_of(r.getStatus()); !st) return st;
+          resolved_since out;
+          out.uuid = r.getUuid();
+          out.update_seq = r.getUpdateSeq();
+          out.seq = r.getSeq();
+          out.resolution = static_cast<resolved_since::how>(std::min<uint8_t>(r.getResolution(), 2));
+          return out;
+        });
+      },
+      std::move(done));
 }
 
 result<doc_read> rpc_node::read_doc(const std::string& node, const std::string& db, const std::string& range,
@@ -1564,56 +1578,62 @@ result<doc_read> rpc_node::read_doc(const std::string& node, const std::string& 
   });
 }
 
-result<all_docs_page> rpc_node::all_docs(const std::string& node, const std::string& db, const std::string& range,
-                                         const all_docs_request& ar, std::chrono::milliseconds timeout) {
-  return call<all_docs_page>(node, timeout, [=](Node::Client& cap) {
-    auto req = cap.allDocsPageRequest();
-    set_shard(req.initShard(), db, range);
-    req.setStartKey(ar.start);
-    req.setEndKey(ar.end);
-    req.setDescending(ar.descending);
-    req.setInclusiveEnd(ar.inclusive_end);
-    req.setIncludeDocs(ar.include_docs);
-    req.setConflicts(ar.conflicts);
-    req.setAttachments(ar.attachments);
-    req.setAttEncodingInfo(ar.att_encoding_info);
-    req.setMaxRows(ar.max_rows);
-    req.setByKeys(ar.by_keys);
-    auto keys = req.initKeys(static_cast<unsigned>(ar.keys.size()));
-    for (unsigned i = 0; i < ar.keys.size(); ++i) keys.set(i, ar.keys[i]);
-    return req.send().then([](capnp::Response<Node::AllDocsPageResults>&& r) -> result<all_docs_page> {
-      if (status st = status_of(r.getStatus()); !st) return st;
-      all_docs_page page;
-      page.before = r.getBefore();
-      page.doc_count = r.getDocCount();
-      for (auto row : r.getRows()) {
-        page.rows.push_back({row.getId(), row.getRev(), row.getDeleted(), row.getFound(), row.getDoc()});
-      }
-      return page;
-    });
-  });
+void rpc_node::all_docs(const std::string& node, const std::string& db, const std::string& range,
+                        const all_docs_request& ar, answer<all_docs_page> done) {
+  start_call<all_docs_page>(
+      node,
+      [=](Node::Client& cap) {
+        auto req = cap.allDocsPageRequest();
+        set_shard(req.initShard(), db, range);
+        req.setStartKey(ar.start);
+        req.setEndKey(ar.end);
+        req.setDescending(ar.descending);
+        req.setInclusiveEnd(ar.inclusive_end);
+        req.setIncludeDocs(ar.include_docs);
+        req.setConflicts(ar.conflicts);
+        req.setAttachments(ar.attachments);
+        req.setAttEncodingInfo(ar.att_encoding_info);
+        req.setMaxRows(ar.max_rows);
+        req.setByKeys(ar.by_keys);
+        auto keys = req.initKeys(static_cast<unsigned>(ar.keys.size()));
+        for (unsigned i = 0; i < ar.keys.size(); ++i) keys.set(i, ar.keys[i]);
+        return req.send().then([](capnp::Response<Node::AllDocsPageResults>&& r) -> result<all_docs_page> {
+          if (status st = status_of(r.getStatus()); !st) return st;
+          all_docs_page page;
+          page.before = r.getBefore();
+          page.doc_count = r.getDocCount();
+          for (auto row : r.getRows()) {
+            page.rows.push_back({row.getId(), row.getRev(), row.getDeleted(), row.getFound(), row.getDoc()});
+          }
+          return page;
+        });
+      },
+      std::move(done));
 }
 
-result<time_seq_state> rpc_node::time_seq(const std::string& node, const std::string& db, const std::string& range,
-                                          bool reset, std::chrono::milliseconds timeout) {
-  return call<time_seq_state>(node, timeout, [=](Node::Client& cap) {
-    auto req = cap.timeSeqRequest();
-    set_shard(req.initShard(), db, range);
-    req.setReset(reset);
-    return req.send().then([](capnp::Response<Node::TimeSeqResults>&& r) -> result<time_seq_state> {
-      if (status st = status_of(r.getStatus()); !st) return st;
-      time_seq_state out;
-      out.update_seq = r.getUpdateSeq();
-      auto bins = r.getBins();
-      if (bins.getVersion() == time_seq::version && bins.getTimes().size() == bins.getSeqs().size()) {
-        for (unsigned i = 0; i < bins.getTimes().size(); ++i)
-          out.bins.bins.push_back({bins.getTimes()[i], bins.getSeqs()[i]});
-        out.bins.reset_seq = bins.getResetSeq();
-        out.bins.reset_until = bins.getResetUntil();
-      }
-      return out;
-    });
-  });
+void rpc_node::time_seq(const std::string& node, const std::string& db, const std::string& range, bool reset,
+                        answer<time_seq_state> done) {
+  start_call<time_seq_state>(
+      node,
+      [=](Node::Client& cap) {
+        auto req = cap.timeSeqRequest();
+        set_shard(req.initShard(), db, range);
+        req.setReset(reset);
+        return req.send().then([](capnp::Response<Node::TimeSeqResults>&& r) -> result<time_seq_state> {
+          if (status st = status_of(r.getStatus()); !st) return st;
+          time_seq_state out;
+          out.update_seq = r.getUpdateSeq();
+          auto bins = r.getBins();
+          if (bins.getVersion() == time_seq::version && bins.getTimes().size() == bins.getSeqs().size()) {
+            for (unsigned i = 0; i < bins.getTimes().size(); ++i)
+              out.bins.bins.push_back({bins.getTimes()[i], bins.getSeqs()[i]});
+            out.bins.reset_seq = bins.getResetSeq();
+            out.bins.reset_until = bins.getResetUntil();
+          }
+          return out;
+        });
+      },
+      std::move(done));
 }
 
 bool rpc_node::typed(const std::string& node) const {

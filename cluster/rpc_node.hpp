@@ -108,21 +108,19 @@ class rpc_node final : public remote_shards {
   result<apply_result> apply_changes(const std::string& peer, const std::string& db, const std::string& range,
                                      const std::vector<doc_update>& updates, std::chrono::milliseconds timeout);
 
-  result<shard_summary> summary(const std::string& node, const std::string& db, const std::string& range,
-                                std::chrono::milliseconds timeout) override {
-    return shard_info(node, db, range, timeout);
-  }
-  result<changes_page> changes(const std::string& node, const std::string& db, const std::string& range,
-                               const changes_request& req, std::chrono::milliseconds timeout) override;
-  result<resolved_since> resolve_since(const std::string& node, const std::string& db, const std::string& range,
-                                       const std::string& uuid_prefix, uint64_t seq,
-                                       std::chrono::milliseconds timeout) override;
+  // remote_shards' started reads (they answer on the RPC thread).
+  void summary(const std::string& node, const std::string& db, const std::string& range,
+               answer<shard_summary> done) override;
+  void changes(const std::string& node, const std::string& db, const std::string& range, const changes_request& req,
+               answer<changes_page> done) override;
+  void resolve_since(const std::string& node, const std::string& db, const std::string& range,
+                     const std::string& uuid_prefix, uint64_t seq, answer<resolved_since> done) override;
+  void all_docs(const std::string& node, const std::string& db, const std::string& range, const all_docs_request& req,
+                answer<all_docs_page> done) override;
+  void time_seq(const std::string& node, const std::string& db, const std::string& range, bool reset,
+                answer<time_seq_state> done) override;
   result<doc_read> read_doc(const std::string& node, const std::string& db, const std::string& range,
                             const doc_request& req, std::chrono::milliseconds timeout) override;
-  result<all_docs_page> all_docs(const std::string& node, const std::string& db, const std::string& range,
-                                 const all_docs_request& req, std::chrono::milliseconds timeout) override;
-  result<time_seq_state> time_seq(const std::string& node, const std::string& db, const std::string& range, bool reset,
-                                  std::chrono::milliseconds timeout) override;
   // remote_shards: a coordinator's write to a peer's copy (does not block).
   void update_docs(const std::string& node, const std::string& db, const std::string& range,
                    const std::vector<doc_update>& docs, write_done done) override;

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <map>
 
+#include "actors/all_docs_reader.hpp"
 #include "actors/doc_render.hpp"
 #include "http/handlers.hpp"
 #include "http/view_query.hpp"
@@ -38,11 +39,6 @@ void append_missing(std::string& out, bool& first, const json& key) {
   first = false;
 }
 
-// One range's part of the request, from the first of its copies that answers.
-result<all_docs_page> range_rows(ctx& c, const db_meta& db, size_t i, const all_docs_request& req) {
-  return c.node.coord.first_answer<all_docs_page>(db, i, [&](shard_copy& copy) { return copy.all_docs(req); });
-}
-
 // `keys` in the order rows are given: reversed when descending, as fabric_view_all_docs.
 std::vector<json> keys_in_order(const view_query& q) {
   std::vector<json> keys(q.keys->begin(), q.keys->end());
@@ -66,22 +62,19 @@ result<std::string> update_seq_of(ctx& c, const db_meta& db, const view_query& q
 
 // The live design documents of the database (CouchDB's `total_rows` for _design_docs).
 result<uint64_t> design_count(ctx& c, const db_meta& db) {
-  all_docs_request req;
-  req.start = json(first_design).dump();
-  req.end = json(past_design).dump();
-  req.inclusive_end = false;
-  uint64_t n = 0;
-  for (size_t i = 0; i < db.q; ++i) {
-    auto page = range_rows(c, db, i, req);
-    if (!page) return page.error();
-    n += page->rows.size();
-  }
-  return n;
+  all_docs_query q;
+  q.range.start = json(first_design).dump();
+  q.range.end = json(past_design).dump();
+  q.range.inclusive_end = false;
+  auto listed = list_all_docs(c.node.coord, db, q);
+  if (!listed) return listed.error();
+  return listed->in_bounds;
 }
 
 // _all_docs or _design_docs: the listing object for `q`.
 result<std::string> list_docs(ctx& c, const db_meta& db, const view_query& q, bool design) {
-  all_docs_request base;
+  all_docs_query read;
+  all_docs_request& base = read.range;
   base.descending = q.descending;
   base.inclusive_end = q.inclusive_end;
   base.include_docs = q.include_docs;
@@ -105,92 +98,41 @@ result<std::string> list_docs(ctx& c, const db_meta& db, const view_query& q, bo
     if (q.start_key) base.start = q.start_key->dump();
     if (q.end_key) base.end = q.end_key->dump();
   }
-  base.max_rows = q.limit < 0 ? UINT64_MAX : static_cast<uint64_t>(q.skip + q.limit);
-
-  std::vector<all_docs_page> pages(db.q);
+  read.skip = q.skip;
+  read.limit = q.limit;
   std::vector<json> keys;
-  if (by_keys) {  // each range looks up its own keys
+  if (by_keys) {
     keys = keys_in_order(q);
-    base.by_keys = true;
-    std::vector<std::vector<std::string>> wanted(db.q);
-    for (auto& key : keys)
-      if (key.is_string()) wanted[c.node.coord.shard_index(db, key.get_ref<const std::string&>())].push_back(key);
-    for (size_t i = 0; i < db.q; ++i) {
-      all_docs_request req = base;
-      req.keys = std::move(wanted[i]);
-      auto page = range_rows(c, db, i, req);
-      if (!page) return page.error();
-      pages[i] = std::move(*page);
-    }
-  } else {
-    for (size_t i = 0; i < db.q; ++i) {
-      auto page = range_rows(c, db, i, base);
-      if (!page) return page.error();
-      pages[i] = std::move(*page);
-    }
+    read.keys.emplace();
+    for (const json& key : keys)
+      read.keys->push_back(key.is_string() ? std::optional<std::string>(key.get<std::string>()) : std::nullopt);
   }
-  uint64_t total = 0;
+  auto listed = list_all_docs(c.node.coord, db, read);
+  if (!listed) return listed.error();
+  uint64_t total = listed->doc_count;
   if (design) {
     // The usual request (the whole namespace) already read every design document: count those;
     // a bounded one reads their ids once more.
     const bool whole = !by_keys && !q.start_key && !q.end_key && q.limit < 0;
-    if (whole) {
-      for (auto& p : pages) total += p.rows.size();
-    } else {
-      auto n = design_count(c, db);
-      if (!n) return n.error();
-      total = *n;
-    }
-  } else {
-    for (auto& p : pages) total += p.doc_count;
+    auto n = whole ? result<uint64_t>(listed->in_bounds) : design_count(c, db);
+    if (!n) return n.error();
+    total = *n;
   }
-
   std::string rows;
   bool first = true;
-  int64_t emitted = 0, skipped = 0, offset = q.skip;
-  auto room = [&] { return q.limit < 0 || emitted < q.limit; };
-  if (by_keys) {
-    std::vector<size_t> next(db.q, 0);
-    for (auto& key : keys) {
-      if (!room()) break;
-      const all_docs_row* r = nullptr;
-      if (key.is_string()) {
-        size_t s = c.node.coord.shard_index(db, key.get_ref<const std::string&>());
-        r = &pages[s].rows[next[s]++];  // each range answered its keys in order
-      }
-      if (skipped++ < q.skip) continue;
-      ++emitted;
-      if (!r || !r->found) {
-        append_missing(rows, first, key);
-      } else {
-        append_row(rows, first, q, *r);
-      }
-    }
-  } else {
-    // Each range yields its live documents within the key range, in order; a k-way merge
-    // interleaves them. Rows before the start key count towards `offset`, as in CouchDB.
-    std::vector<size_t> next(db.q, 0);
-    for (auto& p : pages) offset += static_cast<int64_t>(p.before);
-    while (room()) {
-      int best = -1;
-      for (size_t i = 0; i < db.q; ++i) {
-        if (next[i] >= pages[i].rows.size()) continue;
-        const std::string& id = pages[i].rows[next[i]].id;
-        if (best < 0 || (q.descending ? id > pages[best].rows[next[best]].id : id < pages[best].rows[next[best]].id)) {
-          best = static_cast<int>(i);
-        }
-      }
-      if (best < 0) break;
-      const all_docs_row& r = pages[best].rows[next[best]++];
-      if (skipped++ < q.skip) continue;
-      ++emitted;
-      append_row(rows, first, q, r);
+  for (const auto& r : listed->rows) {
+    if (by_keys && !r.doc.found) {
+      append_missing(rows, first, keys[r.key]);
+    } else {
+      append_row(rows, first, q, r.doc);
     }
   }
   auto seq = update_seq_of(c, db, q);
   if (!seq) return seq.error();
-  // A `keys` query has no offset (fabric_view_all_docs sends null).
-  return object_text(std::to_string(total), by_keys ? "null" : std::to_string(offset), rows, !first, *seq);
+  // A `keys` query has no offset (fabric_view_all_docs sends null); rows before the start key
+  // count towards it, as in CouchDB.
+  const std::string offset = by_keys ? "null" : std::to_string(listed->before + static_cast<uint64_t>(q.skip));
+  return object_text(std::to_string(total), offset, rows, !first, *seq);
 }
 
 // _local_docs: local documents are few and never in feeds; every range lists its own.

@@ -1,20 +1,15 @@
-// changes_feed: one _changes request's position over every shard of a database, and the rows it
-// produces. Each shard is read in seq order (its by_seq index); shards are interleaved by commit
-// time, so rows come out in the order they were committed, to the second. Every row carries the
-// clustered token of the position right after it, so resuming from any row's seq (or last_seq)
-// misses nothing and repeats nothing.
+// changes_feed: the rows of one _changes request as JSON text, over a changes_reader (the
+// coordinator's reader of the ranges: actors/changes_reader.hpp): the request's filter (doc_ids,
+// _design, _selector) and its row shape (style, include_docs, seq_interval).
 // Not thread-safe: one feed belongs to one request.
 #pragma once
-#include <deque>
 #include <memory>
 #include <optional>
 #include <set>
 #include <string>
-#include <vector>
 
-#include "cluster/clustered_seq.hpp"
+#include "actors/changes_reader.hpp"
 #include "http/mango_selector.hpp"
-#include "http/request.hpp"
 
 namespace settee {
 
@@ -31,110 +26,37 @@ struct changes_options {
   enum class filter { none, doc_ids, design, selector } filter_kind = filter::none;
   std::set<std::string> doc_ids;
   std::shared_ptr<const mango_selector> selector;  // filter::selector: matched against the winning doc
-  // since=<time>: skip each range's leading changes committed before the time (false: whole bins,
-  // CouchDB's time_precision=bin).
-  bool time_exact = true;
-  // Set: the feed of this one shard (its range index; spec 11.3): read from the shard's first copy
-  // in the map's order that answers (so every node reads the same numbering), positions and seqs
-  // are that copy's plain integers.
-  std::optional<size_t> shard;
-  // Set: the feed of this closed (split) shard (spec 11.3): its changes after `since` up to its
-  // end_seq, read from the open shards that descend from it on its first copy's node (they
-  // continue that copy's numbering), in seq order; it ends with shard_closed and the children.
-  std::optional<shard_info> closed;
+  uint32_t page_rows = 512;                        // changes_read_options::page_rows
+  bool time_exact = true;                          // changes_read_options::time_exact
+  std::optional<size_t> shard;                     // changes_read_options::shard
+  std::optional<shard_info> closed;                // changes_read_options::closed
 };
 
 class changes_feed {
  public:
-  changes_feed(coordinator& coord, const db_meta& db, changes_options opts, std::string node_name);
+  changes_feed(coordinator& coord, const db_meta& db, changes_options opts);
 
-  // Positions the feed at `since` ("0", "now" or a token). Errors: malformed token (400), shards.
-  status start(const std::string& since);
-  // The next row as JSON text, or false when there is nothing new right now (or error() is set),
-  // or when it passed over `skip_budget` changes a filter did not want (then paused() is true: call
-  // again, after letting the server see to its clients, so that a filter that matches nothing
-  // never holds a worker for a whole database, nor after its client left).
+  status start(const std::string& since) { return reader_.start(since); }
+  // The next row as JSON text; otherwise as changes_reader::next.
   bool next(std::string& row);
-  bool paused() const { return paused_; }
-  static constexpr size_t skip_budget = 2000;
-  // What stopped the feed: a change or document that could not be read (logged with its shard and
-  // key). The feed never skips past it; the response must end as failed, not as complete.
-  const status& error() const { return error_; }
-  // The token of the current position (last_seq), and as JSON (a string; a number for one shard).
-  std::string token() const;
-  std::string token_json() const;
-  // Changes remaining after the current position, summed over shards.
-  uint64_t pending() const;
+  bool paused() const { return reader_.paused(); }
+  const status& error() const { return reader_.error(); }
+  std::string token() const { return reader_.token(); }
+  std::string token_json() const { return reader_.token_json(); }
+  uint64_t pending() const { return reader_.pending(); }
   uint64_t rows_emitted() const { return emitted_; }
-  // Identifies the state the feed started from (each shard's uuid and update seq): two requests with
-  // the same parameters and the same tag return the same body (the normal feed's ETag).
-  std::string state_tag() const;
-  // False once the database was deleted (or re-created): the feed should end.
-  bool alive() const;
-  // {"<range>":"exact"|"translated"|"rewound",...} when `since` named copies this node could not
-  // continue exactly; "" when every range continues exactly (or since was 0/now).
-  std::string since_resolution() const;
-  // When the feed has read its shard to the end of a split: ',"shard_closed":true,"children":[..]'
-  // (spec 11.3), for the closing object; "" otherwise (or for the whole database's feed).
-  std::string closed_ending() const;
-  // True when some range is read from another node's copy (live feeds then poll it: its commits
-  // do not reach this node's notifier).
-  bool has_remote() const;
+  std::string state_tag() const { return reader_.state_tag(); }
+  bool alive() const { return reader_.alive(); }
+  std::string since_resolution() const { return reader_.since_resolution(); }
+  std::string closed_ending() const { return reader_.closed_ending(); }
+  bool has_remote() const { return reader_.has_remote(); }
 
  private:
-  // One range, read in pages from one of its copies (this node's when it holds one). A page holds
-  // no snapshot once read: a feed that waits pins nothing in the file.
-  struct shard_pos {
-    shard_range range;
-    copy_ptr copy;
-    std::string uuid_prefix;
-    uint64_t seq = 0;                   // last change consumed; descending: 0 until the first row is read
-    uint64_t top = 0;                   // update_seq when the feed started
-    std::deque<change_row> buffer;      // the rest of the last page (docs rendered when asked for)
-    bool read_to_end = false;           // the last page reached the end (descending: the start)
-    std::optional<int64_t> not_before;  // since=<time>, exact: skip leading changes older than this
-    std::optional<uint64_t> bound;      // a closed shard's feed: nothing after its end_seq
-  };
-  // A closed shard's feed has read every change up to its end_seq.
-  bool closed_finished() const;
-  // start() of a closed shard's feed at `seq` of its first copy.
-  status start_closed_at(uint64_t seq);
-  bool refill(size_t i);
-  // The ranges the feed reads (every one, or opts_.shard) with the copy to prefer for each.
-  std::vector<size_t> ranges() const;
-  std::string preferred_copy(size_t range, const seq_entry* given) const;
-  // The token entry of a closed ancestor of open range `i` whose position carries over to it
-  // (the copy the split made on the node whose copy the token names, wherever it moved since; the
-  // catalog's lineage names that copy's uuid), with `node` where that copy is now; if any.
-  std::optional<seq_entry> ancestor_position(const std::vector<seq_entry>& from, size_t i) const;
-  // The uuid prefixes of the copies the copy `e` names was split from: its parent's copy on the
-  // node it was made on, that copy's parent's, ... (nearest first), as long as each child's uuid
-  // is the one its parent's split derived (split_child_uuid): a token of another incarnation with
-  // the same ranges gets none.
-  std::vector<std::string> ancestor_prefixes(const seq_entry& e) const;
-  // Where a range resolved to `r` on p.copy for token entry `e` continues when `r` rewound: a
-  // copy made by a split holds the checkpoints its parent copy had (copied at the split) and
-  // continues its numbering, so a position on another copy translates through those of the
-  // copies `e`'s copy descends from until the children's own first internal replication.
-  void translate_through_ancestors(const shard_pos& p, const seq_entry& e, resolved_since& r) const;
-  // start() of a one-shard feed at a plain seq of its first copy ("0", "now" and times as usual).
-  status start_shard_at(uint64_t seq);
-  // since=<time>: each range resumes at its copy's time-seq answer for `t`.
-  status start_at_time(int64_t t);
-  bool wanted(const change_row& r);  // false when filtered out or when the filter failed (error_)
   std::string render(const change_row& r);
 
-  coordinator& coord_;
-  db_meta db_;
   changes_options opts_;
-  std::string node_name_;
-  std::vector<shard_pos> shards_;
-  std::unique_ptr<seq_token_builder> tokens_;
-  std::vector<std::pair<std::string, resolved_since::how>> resolutions_;
+  changes_reader reader_;
   uint64_t emitted_ = 0;
-  uint64_t closed_seq_ = 0;  // a closed shard's feed: its position (rows come in seq order)
-  bool paused_ = false;
-  status error_;
 };
 
 }  // namespace settee

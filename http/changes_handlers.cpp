@@ -9,7 +9,7 @@
 #include <map>
 
 #include "actors/change_notifier.hpp"
-#include "cluster/clustered_seq.hpp"
+#include "actors/clustered_seq.hpp"
 #include "http/changes_feed.hpp"
 #include "http/feed_stream.hpp"
 #include "http/handlers.hpp"
@@ -68,6 +68,7 @@ result<changes_query> parse_changes(ctx& c, const json* body) {
     if (!l) return l.error();
     q.feed.limit = *l;
     q.opts.limit_for_interval = *l;
+    q.opts.page_rows = static_cast<uint32_t>(std::clamp<int64_t>(*l, 1, q.opts.page_rows));  // no more per range
   }
   if (c.has("timeout")) {
     auto t = non_negative(c, "timeout", "The timeout value should be a non-negative integer (in milliseconds).",
@@ -194,10 +195,7 @@ status check_ddoc_filter(ctx& c, const db_meta& db, const changes_query& q) {
 class changes_source final : public feed_source {
  public:
   changes_source(node_services& node, const db_meta& db, const changes_options& opts)
-      : node_(node),
-        db_(db),
-        opts_(opts),
-        feed_(std::make_unique<changes_feed>(node.coord, db, opts, node.node_name)) {}
+      : node_(node), db_(db), opts_(opts), feed_(std::make_unique<changes_feed>(node.coord, db, opts)) {}
   changes_feed& feed() { return *feed_; }
   // Reads ahead to the first row, so that an error before it (a selector past its bounds) is
   // answered as an HTTP error rather than as a 200 cut short.
@@ -241,7 +239,7 @@ class changes_source final : public feed_source {
         if (now->shard_id(i) == id) opts.shard = i;
       if (!opts.shard || now->nodes[*opts.shard] == db_.nodes[*opts_.shard]) return false;
     }
-    auto next = std::make_unique<changes_feed>(node_.coord, *now, opts, node_.node_name);
+    auto next = std::make_unique<changes_feed>(node_.coord, *now, opts);
     if (status st = next->start(feed_->token()); !st) {
       log::warning("changes feed of " + db_.name + " could not follow the new shard map: " + st.reason);
       return false;
@@ -337,7 +335,7 @@ std::string numbering_node(const shard_info& s, const std::string& self) {
 result<uint64_t> shard_seq_at(ctx& c, const db_meta& db, size_t index, const std::string& since) {
   changes_options opts;
   opts.shard = index;
-  changes_feed at(c.node.coord, db, opts, c.node.node_name);
+  changes_feed at(c.node.coord, db, opts);
   if (auto st = at.start(since); !st) return st;
   uint64_t seq = 0;
   std::string token = at.token();
@@ -379,7 +377,7 @@ result<json> shards_at(ctx& c, const db_meta& db, const std::string& since, json
       for (const shard_info& s : e.shards)
         if (s.parents.empty()) at[s.id()] = {0, true};
     } else if (since == "now") {
-      changes_feed feed(c.node.coord, db, {}, c.node.node_name);
+      changes_feed feed(c.node.coord, db, {});
       if (auto st = feed.start(since); !st) return st;
       auto decoded = decode_seq(feed.token());
       if (!decoded) return decoded.error();
@@ -416,13 +414,13 @@ void handle_changes_meta(ctx& c, const db_meta& db) {
   if (c.method() != "GET") return c.method_not_allowed("GET,HEAD");
   // A `since` must be a position this database can resume from.
   if (c.has("since")) {
-    changes_feed at(c.node.coord, db, {}, c.node.node_name);
+    changes_feed at(c.node.coord, db, {});
     if (auto st = at.start(c.param("since")); !st) return c.error(st);
     json shards = json::array();
     if (auto st = shards_at(c, db, c.param("since"), shards); !st) return c.error(st.error());
     return c.reply(200, json{{"shards", std::move(shards)}, {"since", at.token()}});
   }
-  changes_feed now(c.node.coord, db, {}, c.node.node_name);
+  changes_feed now(c.node.coord, db, {});
   if (auto st = now.start("now"); !st) return c.error(st);
   // Every shard there has been, with lineage; seqs are those of the copy shard feeds read (the
   // first in the shard's node order).

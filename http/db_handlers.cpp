@@ -3,10 +3,10 @@
 #include <algorithm>
 #include <cstring>
 
+#include "actors/clustered_seq.hpp"
 #include "actors/compactor.hpp"
 #include "actors/doc_render.hpp"
 #include "actors/shard_map.hpp"
-#include "cluster/clustered_seq.hpp"
 #include "cluster/membership.hpp"
 #include "cluster/rpc_node.hpp"
 #include "http/auth.hpp"

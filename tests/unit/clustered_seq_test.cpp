@@ -1,6 +1,6 @@
 #include <doctest/doctest.h>
 
-#include "cluster/clustered_seq.hpp"
+#include "actors/clustered_seq.hpp"
 #include "cluster/db_updates_seq.hpp"
 #include "node/crypto.hpp"
 #include "storage/codec.hpp"
@@ -68,7 +68,7 @@ TEST_CASE("a token builder encodes the same tokens as encode_seq") {
 
 namespace {
 
-// A token as releases before 0.4 wrote it: no check node (cluster/clustered_seq.cpp at v0.3.0).
+// A token as releases before 0.4 wrote it: no check node (actors/clustered_seq.cpp at v0.3.0).
 std::string token_of_0_3(const std::vector<seq_entry>& entries) {
   codec::writer body;
   body.varint(1);

@@ -48,6 +48,20 @@ class fake_copy final : public shard_copy {
   }
   int reads = 0;   // open_docs calls
   int writes = 0;  // update_docs calls that were applied
+  // Set: a started summary answers, from another thread, only once `together->second` summaries
+  // were started on copies sharing it (a caller that waited for each before starting the next
+  // would wait for the first until its deadline).
+  std::shared_ptr<std::pair<std::atomic<int>, int>> together;
+  void start_summary(answer<shard_summary> done) override {
+    if (!together) return done(summary());
+    ++together->first;
+    threads_.emplace_back([this, done = std::move(done), t = together] {
+      auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+      while (t->first.load() < t->second && std::chrono::steady_clock::now() < until)
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      done(t->first.load() >= t->second ? summary() : result<shard_summary>(down()));
+    });
+  }
 
   result<shard_summary> summary() override { return fail_or(shard_summary{"uuid-" + node_, 1, 1, 0, 0, 0, 1000}); }
   result<changes_page> changes(const changes_request&) override { return fail_or(changes_page{}); }
@@ -294,4 +308,48 @@ TEST_CASE("first_answer skips copies that fail, and prefers the node it is told"
   CHECK(outcome.asked == 3);
   REQUIRE(outcome.failed.size() == 1);
   CHECK(outcome.failed[0].node == "a");
+}
+
+TEST_CASE("each_range asks one copy of every range at once, the next copy of a range whose copy failed") {
+  fixture f({m::ok, m::ok, m::ok}, std::chrono::seconds(5));
+  f.db.q = 4;
+  f.db.ranges = make_ranges(4);
+  f.db.suffixes.assign(4, 0);
+  f.db.nodes.assign(4, {"a", "b", "c"});
+  f.db.local.assign(4, false);
+  std::vector<size_t> all{0, 1, 2, 3};
+  auto ask = [](shard_copy& c, size_t, shard_copy::answer<shard_summary> done) { c.start_summary(std::move(done)); };
+  SUBCASE("all at once") {
+    // Every range's copy is "a" (the fake source gives the same copies to every range): its four
+    // summaries answer only once all four were started.
+    f.copy(0).together = std::make_shared<std::pair<std::atomic<int>, int>>(0, 4);
+    auto answers = f.coord->each_range<shard_summary>(f.db, all, ask);
+    REQUIRE(answers.size() == 4);
+    for (auto& a : answers) {
+      REQUIRE(a.value);
+      CHECK(a.copy->node() == "a");
+      CHECK(a.value->uuid == "uuid-a");
+    }
+  }
+  SUBCASE("preferred copies, and the next copy after a failure") {
+    fixture g({m::failing, m::ok, m::ok});
+    g.db = f.db;
+    auto answers = g.coord->each_range<shard_summary>(g.db, all, ask, {"", "c", "a", "zz"});
+    REQUIRE(answers.size() == 4);
+    CHECK(answers[0].copy->node() == "b");  // a failed: the next in the map's order
+    CHECK(answers[1].copy->node() == "c");  // preferred
+    CHECK(answers[2].copy->node() == "b");  // preferred a failed
+    CHECK(answers[3].copy->node() == "b");  // no such node: the map's order
+  }
+  SUBCASE("no copy answers: the last one's error") {
+    fixture g({m::failing, m::failing});
+    g.db = f.db;
+    auto answers = g.coord->each_range<shard_summary>(g.db, all, ask);
+    for (auto& a : answers) {
+      REQUIRE_FALSE(a.value);
+      CHECK(a.value.error().code == errc::unavailable);
+      CHECK(a.value.error().reason.find("node b") != std::string::npos);
+      CHECK_FALSE(a.copy);
+    }
+  }
 }

@@ -9,10 +9,10 @@
 
 #include "actors/bridge.hpp"
 #include "actors/change_notifier.hpp"
+#include "actors/clustered_seq.hpp"
 #include "actors/db_catalog.hpp"
 #include "actors/node_updates.hpp"
 #include "actors/update_log.hpp"
-#include "cluster/clustered_seq.hpp"
 #include "cluster/db_updates_seq.hpp"
 #include "node/json.hpp"
 #include "storage/codec.hpp"

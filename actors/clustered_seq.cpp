@@ -1,4 +1,4 @@
-#include "cluster/clustered_seq.hpp"
+#include "actors/clustered_seq.hpp"
 
 #include <algorithm>
 

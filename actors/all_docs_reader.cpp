@@ -1,0 +1,62 @@
+#include "actors/all_docs_reader.hpp"
+
+namespace settee {
+
+result<all_docs_listing> list_all_docs(coordinator& coord, const db_meta& db, const all_docs_query& q) {
+  std::vector<all_docs_request> asks(db.q, q.range);
+  for (auto& a : asks) a.max_rows = q.limit < 0 ? UINT64_MAX : static_cast<uint64_t>(q.skip + q.limit);
+  if (q.keys) {  // each range looks up its own keys
+    for (auto& a : asks) a.by_keys = true;
+    for (const auto& key : *q.keys)
+      if (key) asks[coord.shard_index(db, *key)].keys.push_back(*key);
+  }
+  std::vector<size_t> all(db.q);
+  for (size_t i = 0; i < db.q; ++i) all[i] = i;
+  auto answers = coord.each_range<all_docs_page>(
+      db, all, [&](shard_copy& c, size_t k, auto done) { c.start_all_docs(asks[k], std::move(done)); });
+  std::vector<all_docs_page> pages(db.q);
+  all_docs_listing out;
+  for (size_t i = 0; i < db.q; ++i) {
+    if (!answers[i].value) return answers[i].value.error();
+    pages[i] = std::move(*answers[i].value);
+    out.doc_count += pages[i].doc_count;
+    out.before += pages[i].before;
+    out.in_bounds += pages[i].rows.size();
+  }
+
+  int64_t skipped = 0;
+  auto room = [&] { return q.limit < 0 || static_cast<int64_t>(out.rows.size()) < q.limit; };
+  std::vector<size_t> next(db.q, 0);
+  if (q.keys) {
+    for (size_t k = 0; k < q.keys->size() && room(); ++k) {
+      const auto& key = (*q.keys)[k];
+      all_docs_row r{key.value_or(""), "", false, false, ""};
+      if (key) {
+        size_t s = coord.shard_index(db, *key);
+        if (next[s] >= pages[s].rows.size()) return status{errc::internal, "a copy answered fewer keys than asked"};
+        r = std::move(pages[s].rows[next[s]++]);  // each range answered its keys in order
+      }
+      if (skipped++ < q.skip) continue;
+      out.rows.push_back({k, std::move(r)});
+    }
+    return out;
+  }
+  // Each range yields its live documents within the bounds, in order; the merge interleaves them.
+  const bool desc = q.range.descending;
+  while (room()) {
+    int best = -1;
+    for (size_t i = 0; i < db.q; ++i) {
+      if (next[i] >= pages[i].rows.size()) continue;
+      const std::string& id = pages[i].rows[next[i]].id;
+      if (best < 0 || (desc ? id > pages[best].rows[next[best]].id : id < pages[best].rows[next[best]].id))
+        best = static_cast<int>(i);
+    }
+    if (best < 0) break;
+    all_docs_row& r = pages[best].rows[next[best]++];
+    if (skipped++ < q.skip) continue;
+    out.rows.push_back({0, std::move(r)});
+  }
+  return out;
+}
+
+}  // namespace settee
