@@ -31,6 +31,9 @@ inline constexpr const char* reshard_feature = "reshard-v1";
 // ... and when it answers nodeStatus (its /_node/_local/_system figures).
 inline constexpr const char* node_status_feature = "node-status-v1";
 
+// ... and when it answers the node-level calls of members.hpp (reshardState).
+inline constexpr const char* members_feature = "members-v1";
+
 // A node's figures for its operators (GET /_node/<name>/_system), read by it.
 struct node_status {
   std::string release;

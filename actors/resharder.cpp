@@ -266,6 +266,11 @@ json resharder::state() const {
   return json{{"state", running_ ? "running" : "stopped"}, {"reason", reason_.empty() ? json(nullptr) : json(reason_)}};
 }
 
+reshard_state resharder::run_state() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return {running_, reason_};
+}
+
 status resharder::set_state(bool running, const std::string& reason) {
   {
     std::lock_guard<std::mutex> lock(mu_);

@@ -36,6 +36,7 @@
 #include <vector>
 
 #include "actors/coordinator.hpp"
+#include "actors/members.hpp"
 #include "actors/task_list.hpp"
 #include "node/clock.hpp"
 #include "node/json.hpp"
@@ -118,6 +119,7 @@ class resharder {
 
   // {"state":"running"|"stopped","reason":...}
   json state() const;
+  reshard_state run_state() const;
   status set_state(bool running, const std::string& reason);
   // Creates a split job for open shard `index` of `db`; errors as values (400/404/409).
   // `leader` empty: this node leads (a range with copies elsewhere gets one job per copy, the

@@ -74,6 +74,7 @@ class node_server final : public Node::Server {
   kj::Promise<void> compactDb(CompactDbContext context) override;
   kj::Promise<void> activeTasks(ActiveTasksContext context) override;
   kj::Promise<void> nodeStatus(NodeStatusContext context) override;
+  kj::Promise<void> reshardState(ReshardStateContext context) override;
   kj::Promise<void> exportChanges(ExportChangesContext context) override;
   kj::Promise<void> sealCopy(SealCopyContext context) override;
   kj::Promise<void> retireCopy(RetireCopyContext context) override;
@@ -949,6 +950,32 @@ kj::Promise<void> node_server::nodeStatus(NodeStatusContext context) {
   });
 }
 
+kj::Promise<void> node_server::reshardState(ReshardStateContext context) {
+  cluster_member* self = loop_.opts.self;
+  auto params = context.getParams();
+  std::optional<reshard_state> set;
+  if (params.getSet()) set = reshard_state{params.getRunning(), params.getReason()};
+  auto out = std::make_shared<result<reshard_state>>(status{errc::not_implemented, "no member calls here"});
+  return loop_
+      .off_loop([self, set, out] {
+        if (!self) return;
+        if (set) {
+          if (status st = self->set_reshard_state(*set); !st) {
+            *out = st;
+            return;
+          }
+        }
+        *out = self->get_reshard_state();
+      })
+      .then([context, out]() mutable {
+        auto results = context.getResults();
+        set_status(results.initStatus(), *out ? status{} : out->error());
+        if (!*out) return;
+        results.setRunning((*out)->running);
+        results.setReason((*out)->reason);
+      });
+}
+
 kj::Promise<void> node_server::exportChanges(ExportChangesContext context) {
   auto params = context.getParams();
   std::string db = params.getShard().getDb(), range = params.getShard().getRange();
@@ -1820,6 +1847,24 @@ result<node_status> rpc_node::status_of_node(const std::string& node, std::chron
       out.requests = n.getRequests();
       out.server_errors = n.getServerErrors();
       return out;
+    });
+  });
+}
+
+result<reshard_state> rpc_node::reshard_state_of(const std::string& node, const std::optional<reshard_state>& set,
+                                                 std::chrono::milliseconds timeout) {
+  if (!members_.has_feature(node, members_feature))
+    return status{errc::not_implemented, node + " runs a release that cannot be asked for its resharding state"};
+  return call<reshard_state>(node, timeout, [=](Node::Client& cap) {
+    auto req = cap.reshardStateRequest();
+    req.setSet(set.has_value());
+    if (set) {
+      req.setRunning(set->running);
+      req.setReason(set->reason);
+    }
+    return req.send().then([](capnp::Response<Node::ReshardStateResults>&& r) -> result<reshard_state> {
+      if (status st = status_of(r.getStatus()); !st) return st;
+      return reshard_state{r.getRunning(), r.getReason()};
     });
   });
 }

@@ -23,6 +23,7 @@
 
 #include "actors/internal_replication.hpp"
 #include "actors/local_copy.hpp"
+#include "actors/members.hpp"
 #include "actors/remote_shards.hpp"
 #include "actors/shard_registry.hpp"
 #include "cluster/membership.hpp"
@@ -64,6 +65,9 @@ struct rpc_options {
   std::function<std::vector<std::string>()> active_tasks;
   // nodeStatus (run on a pool thread): this node's figures.
   std::function<node_status()> read_status;
+  // This node as a member (actors/members.hpp): the node-level calls another node makes of it
+  // (run on a pool thread). Null: they answer not_implemented.
+  cluster_member* self = nullptr;
   // A shard move's and split's calls (resharder; run on a pool thread): exportChanges, sealCopy,
   // retireCopy, createJob, splitSeal.
   std::function<result<std::string>(const std::string& db, const std::string& range, uint64_t since, bool with_local)>
@@ -143,6 +147,10 @@ class rpc_node final : public remote_shards {
   result<std::vector<std::string>> active_tasks(const std::string& node, std::chrono::milliseconds timeout);
   // `node`'s figures (not_implemented when it did not announce node_status_feature).
   result<node_status> status_of_node(const std::string& node, std::chrono::milliseconds timeout);
+  // `node`'s resharding state, set first when `set` (not_implemented when it did not announce
+  // members_feature).
+  result<reshard_state> reshard_state_of(const std::string& node, const std::optional<reshard_state>& set,
+                                         std::chrono::milliseconds timeout);
   // A shard move's calls to the node a copy leaves, a job's creation on another node, and a split
   // leader's seal of another node's copy.
   result<std::string> export_changes(const std::string& node, const std::string& db, const std::string& range,

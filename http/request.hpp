@@ -25,6 +25,7 @@ class update_log;
 class task_list;
 class compactor;
 class resharder;
+class cluster_members;
 class shard_registry;
 
 // Limits and identity the handlers need; built once at start-up, read-only afterwards.
@@ -54,8 +55,9 @@ struct node_services {
   update_log* updates = nullptr;  // this node's `updated` rows of _db_updates
   task_list* tasks = nullptr;     // GET /_active_tasks
   compactor* compaction = nullptr;
-  resharder* reshard = nullptr;      // /_reshard
-  shard_registry* shards = nullptr;  // the HTTP front's timer gives idle shards' pages back
+  resharder* reshard = nullptr;        // /_reshard
+  cluster_members* cluster = nullptr;  // every member, this node included, by name (actors/members.hpp)
+  shard_registry* shards = nullptr;    // the HTTP front's timer gives idle shards' pages back
   // Run by the HTTP front's timer thread once per idle spell (no request and no shard used, by a
   // peer's call or internal replication, for [node] idle_release_s), before it trims the heap:
   // gives back what other threads cache (the actor scheduler's malloc caches).

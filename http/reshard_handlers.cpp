@@ -1,12 +1,15 @@
 // /_reshard (spec section 8; CouchDB's mem3_reshard_httpd): the node-wide state, and split jobs.
+#include "actors/members.hpp"
 #include "actors/remote_shards.hpp"
 #include "actors/resharder.hpp"
 #include "cluster/membership.hpp"
 #include "cluster/rpc_node.hpp"
 #include "http/handlers.hpp"
 #include "http/json_util.hpp"
+#include "node/log.hpp"
 
 #include <algorithm>
+#include <set>
 
 namespace settee {
 
@@ -43,6 +46,39 @@ std::vector<std::string> job_peers(ctx& c) {
   for (const std::string& n : c.node.members->all_nodes())
     if (n != c.node.node_name && c.node.members->has_feature(n, reshard_feature)) out.push_back(n);
   return out;
+}
+
+// The cluster's resharding state, as mem3_reshard_api's state_and_reason: running when any live
+// member runs (the first of their reasons in order), else stopped. A member that cannot say (down
+// since, or an older release) is left out, as CouchDB leaves out its bad nodes.
+json cluster_state(ctx& c) {
+  std::set<std::string> running, stopped;
+  bool any_running = false;
+  for (const std::string& name : c.node.cluster->live()) {
+    auto m = c.node.cluster->get(name);
+    auto s = m ? m->get_reshard_state() : result<reshard_state>(status{errc::not_found, name});
+    if (!s) continue;
+    any_running = any_running || s->running;
+    if (!s->reason.empty()) (s->running ? running : stopped).insert(s->reason);
+  }
+  const std::set<std::string>& reasons = any_running ? running : stopped;
+  return json{{"state", any_running ? "running" : "stopped"},
+              {"reason", reasons.empty() ? json(nullptr) : json(*reasons.begin())}};
+}
+
+// PUT /_reshard/state: every live member's state (mem3_reshard_api's multicall). The first member
+// that could not take it is the answer's error, after the others took it.
+status set_cluster_state(ctx& c, const reshard_state& want) {
+  status first;
+  for (const std::string& name : c.node.cluster->live()) {
+    auto m = c.node.cluster->get(name);
+    status st = m ? m->set_reshard_state(want) : status{errc::not_found, "no member " + name};
+    if (!st) {
+      log::warning("resharding state not set on " + name + ": " + st.reason);
+      if (first) first = status{st.code, name + ": " + st.reason};
+    }
+  }
+  return first;
 }
 
 // Every member's jobs (a move's job lives on its target): this node's, then the others'.
@@ -309,8 +345,8 @@ std::pair<int, json> reshard_job_request(resharder& r, const std::string& node, 
 }
 
 void handle_reshard(ctx& c) {
-  if (!c.node.reshard) return c.error(errc::not_implemented, "resharding is not available on this node");
-  resharder& r = *c.node.reshard;
+  if (!c.node.reshard || !c.node.cluster)
+    return c.error(errc::not_implemented, "resharding is not available on this node");
   const auto& p = c.path;
   if (p.size() == 1) {
     if (c.method() != "GET") return c.method_not_allowed("GET,HEAD");
@@ -321,17 +357,17 @@ void handle_reshard(ctx& c) {
       if (summary.contains(s)) summary[s] = summary[s].get<int>() + 1;
       summary["total"] = summary["total"].get<int>() + 1;
     }
-    json st = r.state();
+    json st = cluster_state(c);
     summary["state"] = st["state"];
     summary["state_reason"] = st["reason"];
     return c.reply(200, summary);
   }
   if (p[1] == "state" && p.size() == 2) {
-    if (c.method() == "GET") return c.reply(200, r.state());
+    if (c.method() == "GET") return c.reply(200, cluster_state(c));
     if (c.method() != "PUT") return c.method_not_allowed("GET,HEAD,PUT");
     auto want = state_body(c);
     if (!want) return c.error(want.error());
-    if (auto st = r.set_state(want->first, want->second); !st) return c.error(st);
+    if (auto st = set_cluster_state(c, {want->first, want->second}); !st) return c.error(st);
     return c.reply(200, json{{"ok", true}});
   }
   if (p[1] == "jobs" && p.size() == 2) return handle_jobs(c);

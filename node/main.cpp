@@ -23,6 +23,7 @@
 #include "actors/scheduler_caches.hpp"
 #include "actors/shard_registry.hpp"
 #include "actors/update_log.hpp"
+#include "cluster/cluster_members.hpp"
 #include "cluster/cluster_tls.hpp"
 #include "cluster/membership.hpp"
 #include "cluster/nodes_db.hpp"
@@ -382,6 +383,7 @@ int main(int argc, char** argv) {
     node.compaction = &compaction;
     resharder reshard(coord, shards, tasks, clk, store_opts.node_name, args.data_dir);
     node.reshard = &reshard;
+    auto self_member = std::make_shared<local_member>(store_opts.node_name, &reshard);
     node.shards = &shards;
     node.on_idle = [&sys] { release_scheduler_caches(sys, scheduler_threads, std::chrono::milliseconds(100)); };
     std::string default_security = cfg.get("couchdb", "default_security", "admin_only");
@@ -425,8 +427,8 @@ int main(int argc, char** argv) {
       ro.advertised_host = ro.bind == "0.0.0.0" ? "127.0.0.1" : ro.bind;
       ro.http_port = static_cast<uint16_t>(http.port);
       ro.release = SETTEE_VERSION;
-      ro.features = {"changes",           "clustered-seq-v1", "selector",      typed_feature,      db_updates_feature,
-                     attachments_feature, tasks_feature,      reshard_feature, node_status_feature};
+      ro.features = {"changes",           "clustered-seq-v1", "selector",      typed_feature,       db_updates_feature,
+                     attachments_feature, tasks_feature,      reshard_feature, node_status_feature, members_feature};
       ro.seeds = std::move(*seeds);
       ro.secret = cfg.get("cluster", "secret");
       if (ro.secret.size() < peer_auth::min_secret_bytes) {
@@ -492,6 +494,7 @@ int main(int argc, char** argv) {
         return out;
       };
       ro.read_status = [&node] { return read_node_status(node); };
+      ro.self = self_member.get();
       ro.read_doc = [&node](local_copy& copy, const doc_request& req) {
         return serve_legacy_read(copy, req, node.max_document_id_length);
       };
@@ -578,6 +581,8 @@ int main(int argc, char** argv) {
       log::info("cluster RPC listening on " + ro.bind + ":" + std::to_string(rpc->port()) +
                 (ro.tls ? " (TLS)" : " (plain TCP)"));
     }
+    rpc_cluster_members cluster(self_member, members, rpc.get(), timeout);
+    node.cluster = &cluster;
     raise_fd_limit(65536);
     http_server server(node, http);
     if (auto st = server.bind(); !st) die(st.reason);

@@ -117,6 +117,9 @@ interface Node {
   # What this node's GET /_node/_local/_system says (release 0.4, "node-status-v1"): any node
   # answers /_node/<this node>/_system, and the page shows every member's figures.
   nodeStatus @28 () -> (status :CallStatus, node :NodeStatus);
+  # Release 0.4 (feature "members-v1"), the node-level calls of actors/members.hpp: this node's
+  # resharding state, set first when `set` (PUT /_reshard/state on any node sets every member's).
+  reshardState @29 (set :Bool, running :Bool, reason :Text) -> (status :CallStatus, running :Bool, reason :Text);
 }
 
 struct NodeStatus {

@@ -108,6 +108,33 @@ class ReshardCluster(ClusterTest):
         for n in nodes:
             self.assertFalse(os.path.exists(os.path.join(n.data_dir, "shards", rng, f"{db}.{suffix}")))
 
+    def test_the_resharding_state_is_the_clusters(self):
+        """PUT /_reshard/state on any node sets every member's (CouchDB's mem3_reshard_api
+        multicall): a split of copies on three nodes, created while stopped, waits on every node
+        and goes once any node says running."""
+        nodes = self.cluster.nodes
+        db = "rsstate"
+        self.assertEqual(nodes[0].put(f"/{db}?q=1&n=3").status, 201)
+        self.assertEqual(nodes[1].put("/_reshard/state", {"state": "stopped", "reason": "upgrade"}).json, {"ok": True})
+        for n in nodes:
+            self.assertEqual(n.get("/_reshard/state").json, {"state": "stopped", "reason": "upgrade"})
+            self.assertEqual(n.get("/_reshard").json["state"], "stopped")
+        r = nodes[0].post("/_reshard/jobs", {"type": "split", "db": db})
+        self.assertEqual(r.status, 201, r.json)
+        self.assertEqual(len(r.json), 3)
+        jobs = [e["id"] for e in r.json]
+        state = lambda: sorted(nodes[2].get(f"/_reshard/jobs/{j}").json["job_state"] for j in jobs)  # noqa: E731
+        self.assertEqual(state(), ["stopped"] * 3)  # made stopped, on every node
+        self.assertEqual(len(nodes[2].get(f"/{db}/_shards").json["shards"]), 1)
+        self.assertEqual(nodes[2].put("/_reshard/state", {"state": "running"}).json, {"ok": True})
+        for n in nodes:
+            self.assertEqual(n.get("/_reshard/state").json, {"state": "running", "reason": None})
+        self.assertTrue(wait_for(lambda: state() == ["completed"] * 3, 60), state())
+        self.assertTrue(wait_for(lambda: all(len(n.get(f"/{db}/_shards").json["shards"]) == 2 for n in nodes), 10))
+        for j in jobs:
+            self.assertEqual(nodes[0].delete(f"/_reshard/jobs/{j}").status, 200)
+
+
 class SplitOfCopiesSurvivesKill(OwnNodesTest):
     """A split of a range with three copies, its leader killed once every copy is sealed (before the
     map switched), or a follower killed while copying: on restart the jobs go on, the seals are

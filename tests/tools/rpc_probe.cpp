@@ -415,6 +415,18 @@ void malformed_calls(Node::Client& cap, kj::WaitScope& ws, const std::string& db
     }
   }
   run("activeTasks", [&] { cap.activeTasksRequest().send().wait(ws); });
+  run("nodeStatus", [&] { cap.nodeStatusRequest().send().wait(ws); });
+  for (const std::string& t : texts) {
+    for (bool set : {false, true}) {
+      run("reshardState", [&] {
+        auto q = cap.reshardStateRequest();
+        q.setSet(set);
+        q.setRunning(true);  // the node stays running: other probes may follow
+        q.setReason(t);
+        q.send().wait(ws);
+      });
+    }
+  }
   run("ping", [&] { cap.pingRequest().send().wait(ws); });
 }
 
