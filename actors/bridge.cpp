@@ -4,6 +4,7 @@
 
 #include "actors/gather.hpp"
 #include "actors/messages.hpp"
+#include "node/clock.hpp"
 
 namespace settee {
 
@@ -44,7 +45,7 @@ status write_all(const std::vector<write_request>& requests, std::chrono::millis
     auto slot = g.slot(0, k);
     submit_write(requests[k].first, requests[k].second, [slot] { slot(true); });
   }
-  auto answers = g.take(requests.size(), std::chrono::steady_clock::now() + timeout);
+  auto answers = g.take(requests.size(), mono::now() + timeout);
   for (auto& a : answers[0]) {
     if (!a) return {errc::timeout, "The request could not be processed in a reasonable amount of time."};
   }

@@ -8,6 +8,7 @@
 #include "actors/local_copy.hpp"
 #include "actors/quorum.hpp"
 #include "actors/remote_copy.hpp"
+#include "node/clock.hpp"
 #include "node/log.hpp"
 #include "node/metrics.hpp"
 
@@ -51,7 +52,7 @@ constexpr std::chrono::milliseconds remote_call_timeout{30000};
 result<std::vector<doc_copy>> open_on(shard_copy& copy, const std::vector<std::string>& ids, doc_bodies bodies,
                                       std::chrono::milliseconds timeout) {
   return wait_one<std::vector<doc_copy>>([&](auto done) { copy.open_docs(ids, bodies, std::move(done)); },
-                                         std::chrono::steady_clock::now() + timeout, "node " + copy.node());
+                                         mono::now() + timeout, "node " + copy.node());
 }
 
 }  // namespace
@@ -130,9 +131,9 @@ result<write_outcome> coordinator::update_docs(const db_meta& db, std::vector<do
       if (out->results[i].st.code == errc::shard_moved) at.push_back(i);
     return at;
   };
-  const auto deadline = std::chrono::steady_clock::now() + timeout_;
+  const auto deadline = mono::now() + timeout_;
   db_meta current = db;
-  for (auto again = moved(); !again.empty() && std::chrono::steady_clock::now() < deadline; again = moved()) {
+  for (auto again = moved(); !again.empty() && mono::now() < deadline; again = moved()) {
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
     catalog_.mark_stale();
     auto fresh = catalog_.lookup(db.name);
@@ -175,7 +176,7 @@ result<write_outcome> coordinator::write_once(const db_meta& db, const std::vect
       });
     }
   }
-  auto answers = g.take(quorum, std::chrono::steady_clock::now() + timeout_);
+  auto answers = g.take(quorum, mono::now() + timeout_);
 
   write_outcome out;
   out.results.assign(docs.size(), doc_result{});
@@ -245,7 +246,7 @@ result<doc_copy> coordinator::open_doc(const db_meta& db, const std::string& id,
   // Ask `want` copies (this node's first); whenever the answers are short of `want` (a copy failed,
   // or is slow), ask one more.
   gather<std::vector<doc_copy>> g({all.size()});
-  auto deadline = std::chrono::steady_clock::now() + timeout_;
+  auto deadline = mono::now() + timeout_;
   size_t started = 0;
   auto start = [&] {
     all[started]->open_docs({id}, bodies, g.slot(0, started));
@@ -258,7 +259,7 @@ result<doc_copy> coordinator::open_doc(const db_meta& db, const std::string& id,
   std::vector<doc_copy> got;
   status last{errc::unavailable, "no copy of the range of '" + id + "' answered"};
   for (;;) {
-    auto now = std::chrono::steady_clock::now();
+    auto now = mono::now();
     auto answers = g.wait(want, started < all.size() ? std::min(deadline, now + hedge_after) : deadline);
     got.clear();
     size_t done = 0;
@@ -270,7 +271,7 @@ result<doc_copy> coordinator::open_doc(const db_meta& db, const std::string& id,
       else if (!*a)
         last = a->error();
     }
-    if (got.size() >= want || std::chrono::steady_clock::now() >= deadline) break;
+    if (got.size() >= want || mono::now() >= deadline) break;
     if (started < all.size()) {
       start();
     } else if (done == started) {

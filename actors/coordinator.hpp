@@ -19,6 +19,7 @@
 #include "actors/remote_shards.hpp"
 #include "actors/shard_copy.hpp"
 #include "actors/shard_registry.hpp"
+#include "node/clock.hpp"
 
 namespace settee {
 
@@ -184,7 +185,7 @@ std::vector<result<T>> coordinator::ask_each(const std::vector<copy_ptr>& copies
   std::stable_partition(order.begin(), order.end(), [&](size_t k) { return !copies[k]->local(); });
   gather<T> g(std::vector<size_t>(copies.size(), 1));
   for (size_t k : order) ask(*copies[k], k, g.slot(k, 0));
-  auto answers = g.take(1, std::chrono::steady_clock::now() + timeout_);
+  auto answers = g.take(1, mono::now() + timeout_);
   std::vector<result<T>> out;
   out.reserve(copies.size());
   for (size_t k = 0; k < copies.size(); ++k) {

@@ -7,6 +7,7 @@
 
 #include "actors/remote_shards.hpp"
 #include "actors/shard_copy.hpp"
+#include "node/clock.hpp"
 
 namespace settee {
 
@@ -40,7 +41,7 @@ class remote_copy final : public shard_copy {
   void start_time_seq(bool reset, answer<time_seq_state> done) override;
 
  private:
-  std::chrono::steady_clock::time_point deadline() const { return std::chrono::steady_clock::now() + timeout_; }
+  std::chrono::steady_clock::time_point deadline() const { return mono::now() + timeout_; }
   // Release 0.2 reads documents and _local documents through readDoc; what it cannot do at all:
   status older_release(const char* what) const;
   result<doc_read> legacy(const doc_request& req);

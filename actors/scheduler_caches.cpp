@@ -6,6 +6,7 @@
 #include <memory>
 #include <mutex>
 
+#include "node/clock.hpp"
 #include "node/heap.hpp"
 
 namespace settee {
@@ -17,7 +18,7 @@ void release_scheduler_caches(caf::actor_system& sys, size_t threads, std::chron
     size_t started = 0, done = 0;
   };
   auto r = std::make_shared<rendezvous>();
-  const auto until = std::chrono::steady_clock::now() + wait;
+  const auto until = mono::now() + wait;
   for (size_t i = 0; i < threads; ++i) {
     sys.spawn([r, threads, until](caf::event_based_actor*) -> caf::behavior {
       {

@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include "actors/bridge.hpp"
+#include "node/clock.hpp"
 #include "node/files.hpp"
 #include "node/json.hpp"
 #include "node/log.hpp"
@@ -142,7 +143,7 @@ void update_log::flush() {
 
 void update_log::run() {
   if (!up_to_date_) recover();
-  auto last = std::chrono::steady_clock::now() - opts_.min_interval;
+  auto last = mono::now() - opts_.min_interval;
   std::unique_lock<std::mutex> lock(mu_);
   const uint64_t found = marks_;  // what recovery marked (and anything marked meanwhile)
   recovered_ = found == 0;
@@ -152,7 +153,7 @@ void update_log::run() {
     if (marked_.empty()) break;  // stopping, nothing left
     if (!stopping_ && recovered_) {
       // Let a burst gather, and keep to one record per min_interval (what recovery found goes at once).
-      auto at = std::max(std::chrono::steady_clock::now() + opts_.gather, last + opts_.min_interval);
+      auto at = std::max(mono::now() + opts_.gather, last + opts_.min_interval);
       cv_.wait_until(lock, at, [&] { return stopping_; });
     }
     std::set<std::string> batch;
@@ -160,7 +161,7 @@ void update_log::run() {
     uint64_t taken = marks_;
     lock.unlock();
     bool ok = write(batch);
-    last = std::chrono::steady_clock::now();
+    last = mono::now();
     lock.lock();
     marked_.insert(later_.begin(), later_.end());  // incarnations the catalog did not know yet
     later_.clear();

@@ -21,6 +21,7 @@
 #include "cluster/peer_auth.hpp"
 #include "cluster/schema/cluster_rpc.capnp.h"
 #include "node/check.hpp"
+#include "node/clock.hpp"
 #include "node/json.hpp"
 #include "node/log.hpp"
 #include "node/metrics.hpp"
@@ -1327,8 +1328,7 @@ Node::Client* connected_cap(rpc_node::loop& l, const membership& members, const 
 
 // An answered call's latency, from `sent` (settee_rpc_duration_seconds{peer}).
 void observe_answer(const std::string& peer, std::chrono::steady_clock::time_point sent) {
-  metrics::node().rpc_seconds.observe(peer,
-                                      std::chrono::duration<double>(std::chrono::steady_clock::now() - sent).count());
+  metrics::node().rpc_seconds.observe(peer, std::chrono::duration<double>(mono::now() - sent).count());
 }
 
 status unavailable(const std::string& peer, const std::string& why) {
@@ -1358,7 +1358,7 @@ void rpc_node::start_call(const std::string& peer, Send send, std::function<void
     if (!cap) return done(failed(unavailable(peer, "not connected")));
     auto once = std::make_shared<std::function<void(result<T>)>>(std::move(done));
     auto& timer = l->io.provider->getTimer();
-    const auto sent = std::chrono::steady_clock::now();
+    const auto sent = mono::now();
     l->tasks.add(timer.timeoutAfter(opts_.call_timeout_ms * kj::MILLISECONDS, send(*cap))
                      .then(
                          [once, peer, sent](result<T>&& r) {
@@ -1376,7 +1376,7 @@ template <class T, class Send>
 result<T> rpc_node::call(const std::string& peer, std::chrono::milliseconds timeout, Send send) {
   gather<T> g({1});
   start_call<T>(peer, send, g.slot(0, 0));
-  auto answer = g.take(1, std::chrono::steady_clock::now() + timeout);
+  auto answer = g.take(1, mono::now() + timeout);
   if (!answer[0][0]) return status{errc::timeout, "The request could not be processed in a reasonable amount of time."};
   return std::move(*answer[0][0]);
 }
@@ -1410,8 +1410,8 @@ void rpc_node::summary(const std::string& node, const std::string& db, const std
 
 result<remote_shard_info> rpc_node::shard_info(const std::string& peer, const std::string& db, const std::string& range,
                                                std::chrono::milliseconds timeout) {
-  return wait_one<shard_summary>([&](auto done) { summary(peer, db, range, std::move(done)); },
-                                 std::chrono::steady_clock::now() + timeout, "node " + peer);
+  return wait_one<shard_summary>([&](auto done) { summary(peer, db, range, std::move(done)); }, mono::now() + timeout,
+                                 "node " + peer);
 }
 
 result<apply_result> rpc_node::apply_changes(const std::string& peer, const std::string& db, const std::string& range,
@@ -1469,7 +1469,7 @@ void send_batch(rpc_node::loop& l, const membership& members, int timeout_ms, Ba
   }
   size_t n = batch->items();
   auto& timer = l.io.provider->getTimer();
-  const auto sent = std::chrono::steady_clock::now();
+  const auto sent = mono::now();
   l.tasks.add(timer.timeoutAfter(timeout_ms * kj::MILLISECONDS, send(*cap, *batch))
                   .then(
                       [batch, n, peer, sent](auto&& answers) {

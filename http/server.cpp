@@ -32,6 +32,7 @@
 #include "http/body_spool.hpp"
 #include "http/multipart.hpp"
 #include "http/router.hpp"
+#include "node/clock.hpp"
 #include "node/heap.hpp"
 #include "node/log.hpp"
 #include "node/metrics.hpp"
@@ -41,8 +42,7 @@ namespace settee {
 namespace {
 
 int64_t now_ms() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now().time_since_epoch())
-      .count();
+  return std::chrono::duration_cast<std::chrono::milliseconds>(mono::now().time_since_epoch()).count();
 }
 
 constexpr uint64_t listen_tag = 0;
@@ -527,7 +527,7 @@ void http_server::impl::serve(http_conn& c) {
         bool http10 = c.parser.http_major == 1 && c.parser.http_minor == 0;
         std::unique_ptr<http_request> req = std::move(c.req);
         std::shared_ptr<http_response> res;
-        const auto started = std::chrono::steady_clock::now();
+        const auto started = mono::now();
         try {
           res = opts.metrics_only ? handle_metrics_request(node, *req) : handle_request(node, *req);
         } catch (...) {
@@ -538,7 +538,7 @@ void http_server::impl::serve(http_conn& c) {
         auto& m = metrics::node();
         m.requests_by_method.add(req->method);
         m.requests_by_status.add_status(res->status);
-        const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+        const double seconds = std::chrono::duration<double>(mono::now() - started).count();
         m.request_seconds.observe(seconds);
         if (opts.access_log || log::enabled(log::level::debug))
           access_line(*req, *res, seconds, opts.access_log ? log::level::info : log::level::debug);

@@ -6,9 +6,18 @@
 namespace settee {
 
 int64_t system_clock::now_ms() const {
-  // The only call to the system clock in settee.
+  return wall_ms();
+}
+
+int64_t wall_ms() {
+  // The only read of the system clock in settee.
   return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
       .count();
+}
+
+mono::time_point mono::now() {
+  // The only read of the monotonic clock in settee.
+  return std::chrono::steady_clock::now();
 }
 
 int64_t file_clock::now_ms() const {

@@ -1,12 +1,53 @@
 // clock: the single seam through which settee reads the time (DESIGN.md section 7).
-// Production code uses system_clock; tests use manual_clock and set it exactly.
-// Thread-safety: both implementations may be called from any thread.
+// Wall time (what a change's commit time, a time-seq bin, a token's time are): a `clock`, given to
+// whoever needs it; production uses system_clock, tests manual_clock, set exactly.
+// Monotonic time (how long something took, when a wait must end): mono::now() and `deadline`,
+// never the wall clock, which may jump. tests/tools/tidy.py fails the build on a clock read
+// anywhere else.
+// Thread-safety: every function and implementation may be called from any thread.
 #pragma once
+#include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <string>
 
 namespace settee {
+
+namespace mono {
+using duration = std::chrono::steady_clock::duration;
+using time_point = std::chrono::steady_clock::time_point;
+// The monotonic clock.
+time_point now();
+// Seconds since `since`, as a double (durations for metrics).
+inline double seconds_since(time_point since) {
+  return std::chrono::duration<double>(now() - since).count();
+}
+}  // namespace mono
+
+// When a wait must end: a point on the monotonic clock.
+class deadline {
+ public:
+  // `d` from now.
+  static deadline in(std::chrono::milliseconds d) { return deadline(mono::now() + d); }
+  explicit deadline(mono::time_point at) : at_(at) {}
+  mono::time_point at() const { return at_; }
+  bool passed() const { return mono::now() >= at_; }
+  // What is left (zero once passed).
+  std::chrono::milliseconds left() const {
+    auto l = std::chrono::duration_cast<std::chrono::milliseconds>(at_ - mono::now());
+    return l.count() > 0 ? l : std::chrono::milliseconds(0);
+  }
+  // The earlier of the two.
+  deadline or_sooner(std::chrono::milliseconds d) const { return deadline(std::min(at_, mono::now() + d)); }
+
+ private:
+  mono::time_point at_;
+};
+
+// Milliseconds since the unix epoch on the system's clock, for what stamps real time without
+// logic depending on it (log lines).
+int64_t wall_ms();
 
 class clock {
  public:

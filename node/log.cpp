@@ -22,9 +22,7 @@ std::string node;  // " <name>" once known
 
 int64_t now_ms() {
   if (const clock* c = stamp_clock.load()) return c->now_ms();
-  timespec ts{};
-  ::clock_gettime(CLOCK_REALTIME, &ts);
-  return static_cast<int64_t>(ts.tv_sec) * 1000 + ts.tv_nsec / 1000000;
+  return wall_ms();
 }
 
 // 2026-11-26T02:15:00.123Z
@@ -88,7 +86,7 @@ void write(level l, const std::string& message) {
 }
 
 void rate_limited::warning(const std::string& line) {
-  auto now = std::chrono::steady_clock::now();
+  auto now = mono::now();
   uint64_t left_out = 0;
   {
     std::lock_guard<std::mutex> lock(mu_);

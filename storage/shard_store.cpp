@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "node/clock.hpp"
 #include "node/crypto.hpp"
 #include "node/json.hpp"
 #include "node/log.hpp"
@@ -303,7 +304,7 @@ status shard_store::commit(const std::vector<write_op*>& ops, int64_t now_s) {
     for (write_op* op : ops) op->st = latched;
     return latched;
   }
-  const auto started = std::chrono::steady_clock::now();
+  const auto started = mono::now();
   shard_header h = header();
   const uint64_t seq_before = h.update_seq;
   bool changed = false;   // something a feed or the header shows (time-seq records it)
@@ -369,10 +370,10 @@ status shard_store::commit(const std::vector<write_op*>& ops, int64_t now_s) {
   if (st) st = doc_rank::mark(t.get(), rank_, h.update_seq);
   if (st && db_events_) st = put(t.get(), events_, "m", codec::seq_key(h.update_seq));
   if (st) {
-    const auto flushing = std::chrono::steady_clock::now();
+    const auto flushing = mono::now();
     st = t.commit();  // LMDB fsyncs before returning (but for a derived_path file)
     auto& m = metrics::node();
-    const auto done = std::chrono::steady_clock::now();
+    const auto done = mono::now();
     m.fsync_seconds.observe(std::chrono::duration<double>(done - flushing).count());
     m.commit_seconds.observe(std::chrono::duration<double>(done - started).count());
     m.commit_ops.observe(static_cast<double>(ops.size()));
