@@ -25,7 +25,7 @@ class cluster_updates {
 
   void start_now(int64_t now);  // `now`: the clock's time
   void start_at_time(int64_t time);
-  // From a decoded token (cluster/db_updates_seq.hpp). errc::bad_request when it is not one of this
+  // From a decoded token (actors/db_updates_seq.hpp). errc::bad_request when it is not one of this
   // cluster's: it names no member, or it names only this node with files this node never had.
   status start(const std::vector<node_updates_pos>& from);
 

@@ -1,25 +1,48 @@
 #include "actors/members.hpp"
 
+#include "actors/compactor.hpp"
+#include "actors/coordinator.hpp"
 #include "actors/resharder.hpp"
+#include "actors/task_list.hpp"
 
 namespace settee {
 
 namespace {
 
-status no_resharding() {
-  return {errc::not_implemented, "resharding is not available on this node"};
+status not_here(const char* what) {
+  return {errc::not_implemented, std::string(what) + " is not available on this node"};
 }
 
 }  // namespace
 
 result<reshard_state> local_member::get_reshard_state() {
-  if (!reshard_) return no_resharding();
-  return reshard_->run_state();
+  if (!s_.reshard) return not_here("resharding");
+  return s_.reshard->run_state();
 }
 
 status local_member::set_reshard_state(const reshard_state& s) {
-  if (!reshard_) return no_resharding();
-  return reshard_->set_state(s.running, s.reason);
+  if (!s_.reshard) return not_here("resharding");
+  return s_.reshard->set_state(s.running, s.reason);
+}
+
+result<node_status> local_member::figures() {
+  if (!s_.figures) return not_here("figures");
+  return s_.figures();
+}
+
+result<std::vector<std::string>> local_member::active_tasks() {
+  std::vector<std::string> out;
+  if (s_.tasks)
+    for (const json& t : s_.tasks->all()) out.push_back(t.dump());
+  return out;
+}
+
+status local_member::compact(const std::string& db) {
+  if (!s_.compaction || !s_.coord) return not_here("compaction");
+  auto m = s_.coord->catalog().lookup(db);
+  if (!m) return m.error();
+  s_.compaction->enqueue_db(*s_.coord, *m);
+  return {};
 }
 
 }  // namespace settee

@@ -7,6 +7,9 @@
 // Thread-safety: a member may be called from any thread except the RPC loop's (calls block up to
 // the call timeout).
 #pragma once
+#include <chrono>
+#include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -15,12 +18,36 @@
 
 namespace settee {
 
+class compactor;
+class coordinator;
+struct db_meta;
 class resharder;
+class task_list;
 
 // The node-wide resharding state (PUT /_reshard/state).
 struct reshard_state {
   bool running = true;
   std::string reason;  // "" when none
+};
+
+// A node's figures for its operators (GET /_node/<name>/_system), read by it.
+struct node_status {
+  std::string release;
+  int64_t uptime_s = 0;
+  uint64_t rss_bytes = 0, threads = 0, open_files = 0, live_feeds = 0, feed_watches = 0;
+  uint64_t fs_size_bytes = 0, fs_free_bytes = 0, db_files_bytes = 0;
+  uint64_t requests = 0, server_errors = 0;
+};
+
+// One range of a database pushed to another node's copy (internal replication, POST
+// /db/_sync_shards).
+struct copy_sync {
+  std::string node;
+  std::string range;
+  size_t docs = 0;     // documents sent
+  size_t applied = 0;  // leaves the target did not have yet
+  uint64_t seq = 0;    // the source seq the target has now
+  status st;
 };
 
 class cluster_member {
@@ -30,29 +57,66 @@ class cluster_member {
   // This member's resharding state; setting it stops (or resumes) its jobs.
   virtual result<reshard_state> get_reshard_state() = 0;
   virtual status set_reshard_state(const reshard_state& s) = 0;
+  // This member's figures (not_implemented from a release before 0.4).
+  virtual result<node_status> figures() = 0;
+  // This member's background tasks as GET /_active_tasks lists them (JSON objects' text; an older
+  // release that cannot tell: none).
+  virtual result<std::vector<std::string>> active_tasks() = 0;
+  // Queues the compaction of this member's copies of database `db` (answered once queued).
+  virtual status compact(const std::string& db) = 0;
+  // Whether this member stores attachments as blobs and carries them (release 0.3+).
+  virtual bool stores_attachments() const = 0;
 };
 
 class cluster_members {
  public:
   virtual ~cluster_members() = default;
-  // Every member of the cluster connected now, this node first (on a single node: this node).
+  // Every member of the cluster connected now, this node included, by name (_membership's
+  // all_nodes; on a single node: this node).
   virtual std::vector<std::string> live() const = 0;
+  // Every member, connected or not (_membership's cluster_nodes).
+  virtual std::vector<std::string> all() const = 0;
+  // Whether `name` is this node or a member connected now.
+  virtual bool connected(const std::string& name) const = 0;
   // The member `name` (this node's own services, or another node's over RPC); null when it is not
   // a member.
   virtual std::shared_ptr<cluster_member> get(const std::string& name) = 0;
+  // Whether this node is a cluster member (RPC on); the rest answers bad_request when not.
+  virtual bool clustered() const = 0;
+  // Adds a member (in `_nodes`, which reaches every node) or removes one.
+  virtual status add_member(const std::string& name, const std::string& host, uint16_t rpc_port) = 0;
+  virtual status remove_member(const std::string& name) = 0;
+  // Pushes every range of `db` from this node's copies to every connected member's copy now, and
+  // says how each went (waiting up to `timeout` for each). Nothing on a single node.
+  virtual std::vector<copy_sync> sync(const db_meta& db, std::chrono::milliseconds timeout) = 0;
 };
 
-// This node as a member: the operations run here.
+// This node as a member: the operations run here, on the services given (null: not here).
+struct local_services {
+  coordinator* coord = nullptr;
+  resharder* reshard = nullptr;
+  task_list* tasks = nullptr;
+  compactor* compaction = nullptr;
+  // This node's figures; the HTTP layer, which counts requests, reads them (set once, before
+  // requests arrive).
+  std::function<node_status()> figures;
+};
+
 class local_member final : public cluster_member {
  public:
-  local_member(std::string name, resharder* reshard) : name_(std::move(name)), reshard_(reshard) {}
+  local_member(std::string name, local_services s) : name_(std::move(name)), s_(std::move(s)) {}
+  void set_figures(std::function<node_status()> f) { s_.figures = std::move(f); }
   const std::string& name() const override { return name_; }
   result<reshard_state> get_reshard_state() override;
   status set_reshard_state(const reshard_state& s) override;
+  result<node_status> figures() override;
+  result<std::vector<std::string>> active_tasks() override;
+  status compact(const std::string& db) override;
+  bool stores_attachments() const override { return true; }
 
  private:
   std::string name_;
-  resharder* reshard_;  // null: this node does not reshard
+  local_services s_;
 };
 
 }  // namespace settee

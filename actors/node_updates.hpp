@@ -35,7 +35,7 @@ struct catalog_mark {
   uint32_t dbs_index = 0;
 };
 
-// A position in one node's part of the feed (cluster/db_updates_seq.hpp encodes a list of them).
+// A position in one node's part of the feed (actors/db_updates_seq.hpp encodes a list of them).
 struct node_updates_pos {
   std::string node;
   std::string dbs_uuid;  // uuid prefix of the node's `_dbs` file

@@ -34,15 +34,6 @@ inline constexpr const char* node_status_feature = "node-status-v1";
 // ... and when it answers the node-level calls of members.hpp (reshardState).
 inline constexpr const char* members_feature = "members-v1";
 
-// A node's figures for its operators (GET /_node/<name>/_system), read by it.
-struct node_status {
-  std::string release;
-  int64_t uptime_s = 0;
-  uint64_t rss_bytes = 0, threads = 0, open_files = 0, live_feeds = 0, feed_watches = 0;
-  uint64_t fs_size_bytes = 0, fs_free_bytes = 0, db_files_bytes = 0;
-  uint64_t requests = 0, server_errors = 0;
-};
-
 using query_params = std::vector<std::pair<std::string, std::string>>;
 
 // Release 0.2's document-level request (readDoc): a coordinator handed it to a node holding the

@@ -906,75 +906,91 @@ kj::Promise<void> node_server::dropStaged(DropStagedContext context) {
   return on_copy_status(loop_, context, [key](local_copy& c) { return c.drop_staged(key); });
 }
 
+// The node-level calls (actors/members.hpp), run on the pool by this node's member.
+template <class T>
+kj::Promise<void> on_member(rpc_node::loop& l, std::function<result<T>(cluster_member&)> work,
+                            std::function<void(const T&)> answer, std::function<void(const status&)> fail) {
+  cluster_member* self = l.opts.self;
+  auto out = std::make_shared<result<T>>(status{errc::not_implemented, "no member calls on this node"});
+  return l
+      .off_loop([self, work = std::move(work), out] {
+        if (self) *out = work(*self);
+      })
+      .then([out, answer = std::move(answer), fail = std::move(fail)]() {
+        if (*out) {
+          answer(**out);
+        } else {
+          fail(out->error());
+        }
+      });
+}
+
 kj::Promise<void> node_server::compactDb(CompactDbContext context) {
   std::string db = context.getParams().getDb();
-  auto compact = loop_.opts.compact_db;
-  auto out = std::make_shared<status>();
-  return loop_
-      .off_loop([compact, db, out] {
-        *out = compact ? compact(db) : status{errc::not_implemented, "no compaction here"};
-      })
-      .then([context, out]() mutable { set_status(context.getResults().initStatus(), *out); });
+  return on_member<bool>(
+      loop_,
+      [db](cluster_member& m) -> result<bool> {
+        if (status st = m.compact(db); !st) return st;
+        return true;
+      },
+      [context](const bool&) mutable { set_status(context.getResults().initStatus(), {}); },
+      [context](const status& st) mutable { set_status(context.getResults().initStatus(), st); });
 }
 
 kj::Promise<void> node_server::activeTasks(ActiveTasksContext context) {
-  auto list = loop_.opts.active_tasks;
-  auto out = std::make_shared<std::vector<std::string>>();
-  return loop_.off_loop([list, out] { *out = list ? list() : std::vector<std::string>{}; })
-      .then([context, out]() mutable {
+  using list = std::vector<std::string>;
+  return on_member<list>(
+      loop_, [](cluster_member& m) { return m.active_tasks(); },
+      [context](const list& tasks) mutable {
         auto results = context.getResults();
         set_status(results.initStatus(), {});
-        auto tasks = results.initTasks(static_cast<unsigned>(out->size()));
-        for (unsigned i = 0; i < out->size(); ++i) tasks.set(i, (*out)[i]);
-      });
+        auto out = results.initTasks(static_cast<unsigned>(tasks.size()));
+        for (unsigned i = 0; i < tasks.size(); ++i) out.set(i, tasks[i]);
+      },
+      [context](const status& st) mutable { set_status(context.getResults().initStatus(), st); });
 }
 
 kj::Promise<void> node_server::nodeStatus(NodeStatusContext context) {
-  auto read = loop_.opts.read_status;
-  auto out = std::make_shared<node_status>();
-  return loop_.off_loop([read, out] { *out = read ? read() : node_status{}; }).then([context, out]() mutable {
-    auto results = context.getResults();
-    set_status(results.initStatus(), {});
-    auto n = results.initNode();
-    n.setRelease(out->release);
-    n.setUptimeS(out->uptime_s);
-    n.setRssBytes(out->rss_bytes);
-    n.setThreads(out->threads);
-    n.setOpenFiles(out->open_files);
-    n.setLiveFeeds(out->live_feeds);
-    n.setFeedWatches(out->feed_watches);
-    n.setFsSizeBytes(out->fs_size_bytes);
-    n.setFsFreeBytes(out->fs_free_bytes);
-    n.setDbFilesBytes(out->db_files_bytes);
-    n.setRequests(out->requests);
-    n.setServerErrors(out->server_errors);
-  });
+  return on_member<node_status>(
+      loop_, [](cluster_member& m) { return m.figures(); },
+      [context](const node_status& s) mutable {
+        auto results = context.getResults();
+        set_status(results.initStatus(), {});
+        auto n = results.initNode();
+        n.setRelease(s.release);
+        n.setUptimeS(s.uptime_s);
+        n.setRssBytes(s.rss_bytes);
+        n.setThreads(s.threads);
+        n.setOpenFiles(s.open_files);
+        n.setLiveFeeds(s.live_feeds);
+        n.setFeedWatches(s.feed_watches);
+        n.setFsSizeBytes(s.fs_size_bytes);
+        n.setFsFreeBytes(s.fs_free_bytes);
+        n.setDbFilesBytes(s.db_files_bytes);
+        n.setRequests(s.requests);
+        n.setServerErrors(s.server_errors);
+      },
+      [context](const status& st) mutable { set_status(context.getResults().initStatus(), st); });
 }
 
 kj::Promise<void> node_server::reshardState(ReshardStateContext context) {
-  cluster_member* self = loop_.opts.self;
   auto params = context.getParams();
   std::optional<reshard_state> set;
   if (params.getSet()) set = reshard_state{params.getRunning(), params.getReason()};
-  auto out = std::make_shared<result<reshard_state>>(status{errc::not_implemented, "no member calls here"});
-  return loop_
-      .off_loop([self, set, out] {
-        if (!self) return;
-        if (set) {
-          if (status st = self->set_reshard_state(*set); !st) {
-            *out = st;
-            return;
-          }
-        }
-        *out = self->get_reshard_state();
-      })
-      .then([context, out]() mutable {
+  return on_member<reshard_state>(
+      loop_,
+      [set](cluster_member& m) -> result<reshard_state> {
+        if (set)
+          if (status st = m.set_reshard_state(*set); !st) return st;
+        return m.get_reshard_state();
+      },
+      [context](const reshard_state& s) mutable {
         auto results = context.getResults();
-        set_status(results.initStatus(), *out ? status{} : out->error());
-        if (!*out) return;
-        results.setRunning((*out)->running);
-        results.setReason((*out)->reason);
-      });
+        set_status(results.initStatus(), {});
+        results.setRunning(s.running);
+        results.setReason(s.reason);
+      },
+      [context](const status& st) mutable { set_status(context.getResults().initStatus(), st); });
 }
 
 kj::Promise<void> node_server::exportChanges(ExportChangesContext context) {

@@ -59,14 +59,9 @@ struct rpc_options {
   std::function<result<doc_read>(local_copy& copy, const doc_request& req)> read_doc;
   // This node's update log after (uuid, seq), for dbUpdates (runs on a pool thread).
   std::function<result<log_page>(const std::string& uuid, uint64_t seq, size_t limit)> read_updates;
-  // compactDb and activeTasks (run on a pool thread): queue compaction of this node's copies of a
-  // database; this node's tasks as JSON objects.
-  std::function<status(const std::string& db)> compact_db;
-  std::function<std::vector<std::string>()> active_tasks;
-  // nodeStatus (run on a pool thread): this node's figures.
-  std::function<node_status()> read_status;
-  // This node as a member (actors/members.hpp): the node-level calls another node makes of it
-  // (run on a pool thread). Null: they answer not_implemented.
+  // This node as a member (actors/members.hpp): the node-level calls another node makes of it,
+  // compactDb, activeTasks, nodeStatus, reshardState (run on a pool thread). Null: they answer
+  // not_implemented.
   cluster_member* self = nullptr;
   // A shard move's and split's calls (resharder; run on a pool thread): exportChanges, sealCopy,
   // retireCopy, createJob, splitSeal.

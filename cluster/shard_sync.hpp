@@ -11,20 +11,14 @@
 #include <vector>
 
 #include "actors/coordinator.hpp"
+#include "actors/members.hpp"
 #include "actors/task_list.hpp"
 #include "cluster/membership.hpp"
 #include "cluster/rpc_node.hpp"
 
 namespace settee {
 
-struct sync_row {
-  std::string node;
-  std::string range;
-  size_t docs = 0;     // documents sent
-  size_t applied = 0;  // leaves the target did not have yet
-  uint64_t seq = 0;    // the source seq the target has now
-  status st;
-};
+using sync_row = copy_sync;
 
 // Records each copy's lag per peer in metrics::node().replication. A push of at least
 // sync_task_min_changes changes shows in `tasks` (GET /_active_tasks) while it runs.

@@ -1,6 +1,5 @@
 // Cluster endpoints: POST /db/_sync_shards (internal replication to every connected node that has a
 // copy of the database's ranges).
-#include "cluster/shard_sync.hpp"
 #include "http/handlers.hpp"
 #include "node/log.hpp"
 
@@ -11,9 +10,8 @@ void handle_sync_shards(ctx& c, const db_meta& db) {
   if (auto st = c.require_json_content(); !st) return c.error(st);
   json pushed = json::array();
   bool all_ok = true;
-  if (c.node.rpc) {
-    for (auto& row :
-         sync_database(c.node.coord, *c.node.rpc, *c.node.members, db, std::chrono::seconds(30), c.node.tasks)) {
+  {
+    for (auto& row : c.node.cluster->sync(db, std::chrono::seconds(30))) {
       json r = {{"node", row.node}, {"range", row.range}};
       if (row.st) {
         r["docs"] = row.docs;
@@ -31,9 +29,7 @@ void handle_sync_shards(ctx& c, const db_meta& db) {
 }
 
 void share_catalog(ctx& c) {
-  if (!c.node.rpc) return;
-  for (auto& row : sync_database(c.node.coord, *c.node.rpc, *c.node.members, c.node.coord.catalog().dbs_meta(),
-                                 std::chrono::seconds(5))) {
+  for (auto& row : c.node.cluster->sync(c.node.coord.catalog().dbs_meta(), std::chrono::seconds(5))) {
     // The periodic sweep retries; the database works meanwhile (a copy that has not heard of it
     // looks again when the first write for it arrives).
     if (!row.st) log::warning("pushing _dbs to " + row.node + " failed: " + row.st.reason);

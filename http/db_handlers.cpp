@@ -7,8 +7,6 @@
 #include "actors/compactor.hpp"
 #include "actors/doc_render.hpp"
 #include "actors/shard_map.hpp"
-#include "cluster/membership.hpp"
-#include "cluster/rpc_node.hpp"
 #include "http/auth.hpp"
 #include "http/handlers.hpp"
 #include "node/log.hpp"
@@ -64,8 +62,7 @@ result<uint32_t> positive_param(ctx& c, const char* name, uint32_t def) {
 void create_db(ctx& c, const std::string& name) {
   if (auto st = authenticator::require_server_admin(c.user); !st) return c.error(st);
   if (auto st = validate_db_name(name); !st) return c.error(st);
-  std::vector<std::string> members =
-      c.node.members ? c.node.members->cluster_nodes() : std::vector<std::string>{c.node.node_name};
+  std::vector<std::string> members = c.node.cluster->all();
   auto q = positive_param(c, "q", c.node.default_q);
   auto n = positive_param(c, "n", static_cast<uint32_t>(std::min<size_t>(3, members.size())));
   if (auto e = first_error(q, n)) return c.error(*e);
@@ -182,11 +179,7 @@ void handle_security(ctx& c, const db_meta& db, const json& security) {
 
 void handle_shards(ctx& c, const db_meta& db) {
   if (c.method() != "GET") return c.method_not_allowed("GET");
-  auto copies = [&](size_t i) {
-    return db.everywhere()
-               ? json(c.node.members ? c.node.members->cluster_nodes() : std::vector<std::string>{c.node.node_name})
-               : json(db.nodes[i]);
-  };
+  auto copies = [&](size_t i) { return db.everywhere() ? json(c.node.cluster->all()) : json(db.nodes[i]); };
   if (c.path.size() == 3) {
     size_t i = c.node.coord.shard_index(db, c.path[2]);
     return c.reply(200, json{{"range", db.ranges[i].name()}, {"nodes", copies(i)}});
@@ -215,16 +208,15 @@ void handle_compact(ctx& c, const db_meta& db) {
     if (!d->found || d->info.tree.winner_deleted()) return c.error(errc::not_found, "missing");
     return c.reply(202, json{{"ok", true}});
   }
-  // Every copy, as CouchDB's fabric compacts every shard file: this node's here, the others' by
-  // asking their nodes (a node that cannot be asked now is logged, the answer stays 202).
-  if (c.node.compaction) c.node.compaction->enqueue_db(c.node.coord, db);
-  std::set<std::string> others;
-  for (const auto& holders : db.nodes)
-    for (const std::string& n : holders)
-      if (n != c.node.node_name) others.insert(n);
-  for (const std::string& n : others) {
-    if (!c.node.rpc || !c.node.rpc->runs_tasks(n)) continue;
-    if (auto st = c.node.rpc->compact_db(n, db.name, std::chrono::seconds(10)); !st)
+  // Every copy, as CouchDB's fabric compacts every shard file: each node that holds one is asked
+  // (a node that cannot be asked now is logged, one of an older release skipped; the answer stays
+  // 202).
+  std::set<std::string> holders{c.node.node_name};
+  for (const auto& copies : db.nodes) holders.insert(copies.begin(), copies.end());
+  for (const std::string& n : holders) {
+    auto m = c.node.cluster->get(n);
+    status st = m ? m->compact(db.name) : status{errc::not_found, "not a member"};
+    if (!st && st.code != errc::not_implemented)
       log::warning("compaction of " + db.name + " on " + n + " was not started: " + st.reason);
   }
   c.reply(202, json{{"ok", true}});

@@ -7,11 +7,9 @@
 
 #include "actors/cluster_updates.hpp"
 #include "actors/db_catalog.hpp"
+#include "actors/db_updates_seq.hpp"
 #include "actors/node_updates.hpp"
 #include "actors/update_log.hpp"
-#include "cluster/db_updates_seq.hpp"
-#include "cluster/membership.hpp"
-#include "cluster/rpc_node.hpp"
 #include "http/feed_stream.hpp"
 #include "http/handlers.hpp"
 #include "node/crypto.hpp"
@@ -180,12 +178,10 @@ void handle_db_updates(ctx& c) {
   auto log = c.node.updates->record();
   if (!log) return c.error(log.error());
   std::vector<std::string> peers;
-  if (c.node.members) {
-    for (auto& m : c.node.members->cluster_nodes())
-      if (m != c.node.node_name) peers.push_back(m);
-  }
+  for (auto& m : c.node.cluster->all())
+    if (m != c.node.node_name) peers.push_back(m);
   auto source = std::make_shared<db_updates_source>(
-      cluster_updates(node_updates(*dbs, *log, c.node.node_name), c.node.rpc, peers, std::chrono::seconds(30)),
+      cluster_updates(node_updates(*dbs, *log, c.node.node_name), c.node.remote, peers, std::chrono::seconds(30)),
       c.node.clk);
   if (auto st = source->start(q->since); !st) return c.error(st);
   if (q->descending) source->newest_first(q->feed.limit);

@@ -5,7 +5,6 @@
 #include <set>
 
 #include "actors/doc_render.hpp"
-#include "cluster/rpc_node.hpp"
 #include "http/attachment_stream.hpp"
 #include "http/auth.hpp"
 #include "http/design_doc.hpp"
@@ -838,13 +837,14 @@ status fetch_inline_blobs(ctx& c, const db_meta& db, const doc_copy& d, const st
 }
 
 status attachments_here(ctx& c, const db_meta& db) {
-  if (c.node.rpc == nullptr) return {};
+  if (!c.node.cluster->clustered()) return {};
   if (db.everywhere()) {
     return {errc::not_implemented, "attachments are not stored in system databases of a cluster yet"};
   }
   for (const auto& copies : db.nodes) {
     for (const std::string& n : copies) {
-      if (n != c.node.node_name && !c.node.rpc->stores_attachments(n)) {
+      auto m = n == c.node.node_name ? nullptr : c.node.cluster->get(n);
+      if (m && !m->stores_attachments()) {
         return {errc::not_implemented, "node " + n +
                                            " holds a copy of this database and cannot store attachments "
                                            "(an older release): upgrade it first"};

@@ -6,6 +6,7 @@
 #include "actors/db_catalog.hpp"
 #include "actors/doc_render.hpp"
 #include "actors/local_copy.hpp"
+#include "actors/members.hpp"
 #include "http/request.hpp"
 
 namespace settee {

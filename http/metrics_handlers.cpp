@@ -19,8 +19,6 @@
 #include "actors/resharder.hpp"
 #include "actors/shard_map.hpp"
 #include "actors/shard_registry.hpp"
-#include "cluster/membership.hpp"
-#include "cluster/rpc_node.hpp"
 #include "http/handlers.hpp"
 #include "node/metrics.hpp"
 #include "storage/time_seq.hpp"
@@ -189,11 +187,9 @@ std::string prometheus(ctx& c) {
 
   sample members{"cluster_member_connected", "Cluster members, 1 when connected.", "gauge", true, {}};
   std::set<std::string> peers;
-  if (c.node.members) {
-    for (const std::string& n : c.node.members->cluster_nodes()) {
-      members.values.push_back({{{"node", n}}, c.node.members->is_connected(n) || n == c.node.node_name ? 1.0 : 0.0});
-      if (n != c.node.node_name) peers.insert(n);
-    }
+  for (const std::string& n : c.node.cluster->all()) {
+    members.values.push_back({{{"node", n}}, c.node.cluster->connected(n) ? 1.0 : 0.0});
+    if (n != c.node.node_name) peers.insert(n);
   }
   now.push_back(std::move(members));
   if (c.node.reshard) {
@@ -367,8 +363,9 @@ void handle_node_metrics(ctx& c) {
   if (c.method() != "GET") return c.method_not_allowed("GET,HEAD");
   if (p[2] == "_system" && p.size() == 3) {
     if (p[1] == "_local" || p[1] == c.node.node_name) return c.reply(200, system_json(read_node_status(c.node)));
-    // Another member's, asked over RPC (as CouchDB's /_node/{node}/_system).
-    auto other = c.node.rpc->status_of_node(p[1], std::chrono::seconds(5));
+    // Another member's, asked of it (as CouchDB's /_node/{node}/_system).
+    auto m = c.node.cluster->get(p[1]);
+    auto other = m ? m->figures() : result<node_status>(status{errc::not_found, "no such node: " + p[1]});
     if (!other) return c.error(other.error().code, other.error().reason);
     return c.reply(200, system_json(*other));
   }

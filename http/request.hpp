@@ -20,7 +20,7 @@ class authenticator;
 class change_notifier;
 class membership;
 class rpc_node;
-class nodes_db;
+class remote_shards;
 class update_log;
 class task_list;
 class compactor;
@@ -50,10 +50,10 @@ struct node_services {
   size_t bulk_docs_max = 100000;
   change_notifier* notifier = nullptr;
   membership* members = nullptr;
-  rpc_node* rpc = nullptr;        // null on a single node
-  nodes_db* nodes = nullptr;      // null on a single node
-  update_log* updates = nullptr;  // this node's `updated` rows of _db_updates
-  task_list* tasks = nullptr;     // GET /_active_tasks
+  rpc_node* rpc = nullptr;          // null on a single node
+  remote_shards* remote = nullptr;  // other nodes' copies and update logs; null on a single node
+  update_log* updates = nullptr;    // this node's `updated` rows of _db_updates
+  task_list* tasks = nullptr;       // GET /_active_tasks
   compactor* compaction = nullptr;
   resharder* reshard = nullptr;        // /_reshard
   cluster_members* cluster = nullptr;  // every member, this node included, by name (actors/members.hpp)

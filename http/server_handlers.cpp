@@ -10,9 +10,6 @@
 #include "actors/shard_map.hpp"
 #include "actors/shard_registry.hpp"
 #include "actors/task_list.hpp"
-#include "cluster/membership.hpp"
-#include "cluster/nodes_db.hpp"
-#include "cluster/rpc_node.hpp"
 #include "http/auth.hpp"
 #include "http/handlers.hpp"
 #include "node/crypto.hpp"
@@ -252,7 +249,7 @@ void handle_session(ctx& c) {
 
 void handle_membership(ctx& c) {
   if (c.method() != "GET") return c.method_not_allowed("GET");
-  c.reply(200, json{{"all_nodes", c.node.members->all_nodes()}, {"cluster_nodes", c.node.members->cluster_nodes()}});
+  c.reply(200, json{{"all_nodes", c.node.cluster->live()}, {"cluster_nodes", c.node.cluster->all()}});
 }
 
 // Every node's tasks, as CouchDB lists the whole cluster's: this node's, then each connected
@@ -260,17 +257,16 @@ void handle_membership(ctx& c) {
 void handle_active_tasks(ctx& c) {
   if (c.method() != "GET") return c.method_not_allowed("GET");
   json out = c.node.tasks ? c.node.tasks->all() : json::array();
-  if (c.node.rpc && c.node.members) {
-    for (const std::string& n : c.node.members->all_nodes()) {
-      if (n == c.node.node_name || !c.node.rpc->runs_tasks(n)) continue;
-      auto tasks = c.node.rpc->active_tasks(n, std::chrono::seconds(5));
-      if (!tasks) {
-        log::warning("the tasks of " + n + " could not be read: " + tasks.error().reason);
-        continue;
-      }
-      for (const std::string& t : *tasks) {
-        if (auto task = parse_json(t); task && task->is_object()) out.push_back(std::move(*task));
-      }
+  for (const std::string& n : c.node.cluster->live()) {
+    auto m = n == c.node.node_name ? nullptr : c.node.cluster->get(n);
+    if (!m) continue;
+    auto tasks = m->active_tasks();
+    if (!tasks) {
+      log::warning("the tasks of " + n + " could not be read: " + tasks.error().reason);
+      continue;
+    }
+    for (const std::string& t : *tasks) {
+      if (auto task = parse_json(t); task && task->is_object()) out.push_back(std::move(*task));
     }
   }
   c.reply(200, out);
@@ -282,7 +278,8 @@ namespace {
 // DELETE: remove one that holds no copy of any database (move them off first).
 void handle_member(ctx& c, const std::string& name) {
   if (c.method() != "PUT" && c.method() != "DELETE") return c.method_not_allowed("PUT,DELETE");
-  if (!c.node.nodes) return c.error(errc::bad_request, "this node is not clustered: set [cluster] rpc_port");
+  if (!c.node.cluster->clustered())
+    return c.error(errc::bad_request, "this node is not clustered: set [cluster] rpc_port");
   size_t at = name.find('@');
   if (at == std::string::npos || at == 0 || at + 1 == name.size()) {
     return c.error(errc::bad_request, "a node name is name@host");
@@ -301,7 +298,7 @@ void handle_member(ctx& c, const std::string& name) {
         }
       }
     }
-    if (auto st = c.node.nodes->remove(name); !st) return c.error(st);
+    if (auto st = c.node.cluster->remove_member(name); !st) return c.error(st);
     return c.reply(200, json{{"ok", true}});
   }
   auto body = parse_json(c.req.body.empty() ? "{}" : c.req.body);
@@ -315,7 +312,7 @@ void handle_member(ctx& c, const std::string& name) {
     if (!(*body)["host"].is_string()) return c.error(errc::bad_request, "`host` must be a string");
     host = (*body)["host"].get<std::string>();
   }
-  if (auto st = c.node.nodes->add({name, host, port.get<uint16_t>()}); !st) return c.error(st);
+  if (auto st = c.node.cluster->add_member(name, host, port.get<uint16_t>()); !st) return c.error(st);
   c.reply(201, json{{"ok", true}});
 }
 
@@ -324,8 +321,7 @@ void handle_member(ctx& c, const std::string& name) {
 void handle_node(ctx& c) {
   auto& p = c.path;
   if (p.size() < 2) return c.error(errc::not_found, "missing");
-  const bool member = c.node.members && c.node.rpc && p.size() == 3 && p[2] == "_system" &&
-                      c.node.members->is_connected(p[1]);  // another member's figures, over RPC
+  const bool member = p.size() == 3 && p[2] == "_system" && c.node.cluster->connected(p[1]);  // its figures
   if (p[1] != "_local" && p[1] != c.node.node_name && !member) return c.error(errc::not_found, "no such node: " + p[1]);
   if (p.size() == 2) {
     if (c.method() != "GET") return c.method_not_allowed("GET,HEAD");

@@ -383,7 +383,9 @@ int main(int argc, char** argv) {
     node.compaction = &compaction;
     resharder reshard(coord, shards, tasks, clk, store_opts.node_name, args.data_dir);
     node.reshard = &reshard;
-    auto self_member = std::make_shared<local_member>(store_opts.node_name, &reshard);
+    auto self_member = std::make_shared<local_member>(
+        store_opts.node_name,
+        local_services{&coord, &reshard, &tasks, &compaction, [&node] { return read_node_status(node); }});
     node.shards = &shards;
     node.on_idle = [&sys] { release_scheduler_caches(sys, scheduler_threads, std::chrono::milliseconds(100)); };
     std::string default_security = cfg.get("couchdb", "default_security", "admin_only");
@@ -482,18 +484,6 @@ int main(int argc, char** argv) {
         if (!log) return log.error();
         return read_update_log(*log, uuid, seq, limit);
       };
-      ro.compact_db = [&catalog, &coord, &compaction](const std::string& db) -> status {
-        auto m = catalog.lookup(db);
-        if (!m) return m.error();
-        compaction.enqueue_db(coord, *m);
-        return {};
-      };
-      ro.active_tasks = [&tasks] {
-        std::vector<std::string> out;
-        for (const json& t : tasks.all()) out.push_back(t.dump());
-        return out;
-      };
-      ro.read_status = [&node] { return read_node_status(node); };
       ro.self = self_member.get();
       ro.read_doc = [&node](local_copy& copy, const doc_request& req) {
         return serve_legacy_read(copy, req, node.max_document_id_length);
@@ -541,6 +531,7 @@ int main(int argc, char** argv) {
       rpc = std::make_unique<rpc_node>(members, ro);
       if (auto st = rpc->start(); !st) die(st.reason);
       node.rpc = rpc.get();
+      node.remote = rpc.get();
       coord.set_remote(rpc.get());
       // A split's new shard map reaches the other nodes at once, not at the next sweep: their
       // coordinators retry the writes a sealed parent refused until they see it.
@@ -567,7 +558,6 @@ int main(int argc, char** argv) {
           }});
       // `_nodes`: this node and the seeds are members; the database spreads them to every node.
       nodes = std::make_unique<nodes_db>(shards, clk, args.data_dir, members, *rpc, timeout);
-      node.nodes = nodes.get();
       for (const auto& s : ro.seeds) {
         if (auto st = nodes->add(s, true); !st) die("cannot record seed " + s.name + ": " + st.reason);
       }
@@ -581,7 +571,7 @@ int main(int argc, char** argv) {
       log::info("cluster RPC listening on " + ro.bind + ":" + std::to_string(rpc->port()) +
                 (ro.tls ? " (TLS)" : " (plain TCP)"));
     }
-    rpc_cluster_members cluster(self_member, members, rpc.get(), timeout);
+    rpc_cluster_members cluster(self_member, coord, members, rpc.get(), nodes.get(), &tasks, timeout);
     node.cluster = &cluster;
     raise_fd_limit(65536);
     http_server server(node, http);

@@ -28,20 +28,8 @@ CLOCK_SEAM = {"node/clock.cpp"}
 
 # (rule, file, what) -> places. Issue 29 pays these; strike each line as it is paid.
 DEBTS = {
-    ("direction", "http/cluster_handlers.cpp", "cluster/shard_sync.hpp"): 1,
-    ("direction", "http/db_handlers.cpp", "cluster/membership.hpp"): 1,
-    ("direction", "http/db_handlers.cpp", "cluster/rpc_node.hpp"): 1,
-    ("direction", "http/db_updates_handlers.cpp", "cluster/db_updates_seq.hpp"): 1,
-    ("direction", "http/db_updates_handlers.cpp", "cluster/membership.hpp"): 1,
-    ("direction", "http/db_updates_handlers.cpp", "cluster/rpc_node.hpp"): 1,
-    ("direction", "http/doc_handlers.cpp", "cluster/rpc_node.hpp"): 1,
-    ("direction", "http/metrics_handlers.cpp", "cluster/membership.hpp"): 1,
-    ("direction", "http/metrics_handlers.cpp", "cluster/rpc_node.hpp"): 1,
     ("direction", "http/reshard_handlers.cpp", "cluster/membership.hpp"): 1,
     ("direction", "http/reshard_handlers.cpp", "cluster/rpc_node.hpp"): 1,
-    ("direction", "http/server_handlers.cpp", "cluster/membership.hpp"): 1,
-    ("direction", "http/server_handlers.cpp", "cluster/nodes_db.hpp"): 1,
-    ("direction", "http/server_handlers.cpp", "cluster/rpc_node.hpp"): 1,
     ("third-party", "storage/attachments.hpp", "node/json.hpp"): 1,
     ("third-party", "storage/db_events.cpp", "node/json.hpp"): 1,
     ("third-party", "storage/import_batch.cpp", "node/json.hpp"): 1,

@@ -1,7 +1,7 @@
 #include <doctest/doctest.h>
 
 #include "actors/clustered_seq.hpp"
-#include "cluster/db_updates_seq.hpp"
+#include "actors/db_updates_seq.hpp"
 #include "node/crypto.hpp"
 #include "storage/codec.hpp"
 

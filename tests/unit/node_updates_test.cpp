@@ -1,7 +1,7 @@
 // One node's part of _db_updates (actors/node_updates.hpp) over real catalog files: a position taken
 // in one node's catalog goes on in another's, where the same lifecycle events sit in another order
 // and at other times, without sending again what was seen (exactly once), and the token that
-// carries it (cluster/db_updates_seq.hpp) still reads as the layout of release 0.3.
+// carries it (actors/db_updates_seq.hpp) still reads as the layout of release 0.3.
 #include <doctest/doctest.h>
 #include <caf/all.hpp>
 
@@ -11,9 +11,9 @@
 #include "actors/change_notifier.hpp"
 #include "actors/clustered_seq.hpp"
 #include "actors/db_catalog.hpp"
+#include "actors/db_updates_seq.hpp"
 #include "actors/node_updates.hpp"
 #include "actors/update_log.hpp"
-#include "cluster/db_updates_seq.hpp"
 #include "node/json.hpp"
 #include "storage/codec.hpp"
 #include "temp_dir.hpp"
@@ -246,7 +246,7 @@ TEST_CASE("a token with a seen list keeps release 0.3's layout: the list is an e
   p.marks = {{"n2@h", "0fedcba", 42, 3}};
   std::string token = encode_db_updates_seq({p});
 
-  // Read as 0.3 reads it (cluster/db_updates_seq.cpp at v0.3.0): fixed fields per entry, to the end.
+  // Read as 0.3 reads it (actors/db_updates_seq.cpp at v0.3.0): fixed fields per entry, to the end.
   std::string payload;
   REQUIRE(unwrap_token(token, payload));
   codec::reader r(payload);

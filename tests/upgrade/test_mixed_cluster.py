@@ -126,6 +126,21 @@ class MixedCluster(NodeTest):
         self.assertIn(old_name, r.json["reason"])
         self.assertEqual(self.n2.get("/nosplit/_shards").json["shards"][rng], [holder])
 
+    def test_the_resharding_state_reaches_every_member_that_can_take_it(self):
+        # The old node cannot be asked (a PUT on itself sets its own): the answer names it, after
+        # both nodes of this release took the state.
+        old_name = self.cluster.names[0]
+        r = self.n2.put("/_reshard/state", {"state": "stopped", "reason": "mixed"})
+        self.assertEqual(r.status, 501, r.json)
+        self.assertIn(old_name, r.json["reason"])
+        for n in (self.n2, self.n3):
+            self.assertEqual(n.get("/_reshard/state").json, {"state": "stopped", "reason": "mixed"})
+        self.assertEqual(self.n3.put("/_reshard/state", {"state": "running"}).status, 501)
+        for n in (self.n2, self.n3):
+            self.assertEqual(n.get("/_reshard/state").json["state"], "running")
+        # Its figures cannot be asked either: 501, not a hang.
+        self.assertEqual(self.n2.get(f"/_node/{old_name}/_system").status, 501)
+
     def test_documents_of_a_range_one_release_alone_holds(self):
         # n=1, q=3: each range on one node. Every node answers for every document: this release asks
         # an old node's copy through its readDoc (v0.2.0 and v0.1.0 alike) and answers an old

@@ -1,4 +1,4 @@
-#include "cluster/db_updates_seq.hpp"
+#include "actors/db_updates_seq.hpp"
 
 #include <cstdio>
 
