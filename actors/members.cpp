@@ -25,6 +25,26 @@ status local_member::set_reshard_state(const reshard_state& s) {
   return s_.reshard->set_state(s.running, s.reason);
 }
 
+result<std::vector<split_job>> local_member::reshard_jobs() {
+  if (!s_.reshard) return std::vector<split_job>{};
+  return s_.reshard->jobs();
+}
+
+status local_member::set_reshard_job_state(const std::string& id, const reshard_state& s) {
+  if (!s_.reshard) return not_here("resharding");
+  return s_.reshard->set_job_state(id, s.running, s.reason);
+}
+
+status local_member::remove_reshard_job(const std::string& id) {
+  if (!s_.reshard) return not_here("resharding");
+  return s_.reshard->remove(id);
+}
+
+result<split_job> local_member::create_reshard_job(const new_job& j) {
+  if (!s_.reshard) return not_here("resharding");
+  return s_.reshard->create_requested(j);
+}
+
 result<node_status> local_member::figures() {
   if (!s_.figures) return not_here("figures");
   return s_.figures();

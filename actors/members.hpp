@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "actors/reshard_job.hpp"
 #include "node/error.hpp"
 
 namespace settee {
@@ -23,12 +24,6 @@ class coordinator;
 struct db_meta;
 class resharder;
 class task_list;
-
-// The node-wide resharding state (PUT /_reshard/state).
-struct reshard_state {
-  bool running = true;
-  std::string reason;  // "" when none
-};
 
 // A node's figures for its operators (GET /_node/<name>/_system), read by it.
 struct node_status {
@@ -64,8 +59,19 @@ class cluster_member {
   virtual result<std::vector<std::string>> active_tasks() = 0;
   // Queues the compaction of this member's copies of database `db` (answered once queued).
   virtual status compact(const std::string& db) = 0;
-  // Whether this member stores attachments as blobs and carries them (release 0.3+).
+  // Whether this member stores attachments as blobs and carries them (release 0.3+), and whether
+  // it reads a split database's lineage (release 0.3+: it may reshard).
   virtual bool stores_attachments() const = 0;
+  virtual bool reshards() const = 0;
+  // This member's reshard jobs (a release 0.3 member's as it shows them: split_job::from_api).
+  virtual result<std::vector<split_job>> reshard_jobs() = 0;
+  // Stops or resumes its job `id`, or removes it (undone when it had not switched the map);
+  // errc::not_found when this member has no such job.
+  virtual status set_reshard_job_state(const std::string& id, const reshard_state& s) = 0;
+  virtual status remove_reshard_job(const std::string& id) = 0;
+  // Makes a job on this member for a request another node resolved (its copy's split, following
+  // a leader, or a move of a copy to it).
+  virtual result<split_job> create_reshard_job(const new_job& j) = 0;
 };
 
 class cluster_members {
@@ -113,6 +119,11 @@ class local_member final : public cluster_member {
   result<std::vector<std::string>> active_tasks() override;
   status compact(const std::string& db) override;
   bool stores_attachments() const override { return true; }
+  bool reshards() const override { return true; }
+  result<std::vector<split_job>> reshard_jobs() override;
+  status set_reshard_job_state(const std::string& id, const reshard_state& s) override;
+  status remove_reshard_job(const std::string& id) override;
+  result<split_job> create_reshard_job(const new_job& j) override;
 
  private:
   std::string name_;

@@ -26,16 +26,6 @@ constexpr int max_transient = 60;  // a move waits this many seconds for the oth
 // A stop asked for while a job runs: not a failure, the job resumes from where it was.
 const status halted_status{errc::unavailable, "stopped"};
 
-// "shards/<range>/<db>.<suffix>" for "<range>.<suffix>" (a peer may send an id without a dot).
-std::string shard_name(const std::string& db, const std::string& shard_id) {
-  size_t dot = std::min(shard_id.find('.'), shard_id.size());
-  return "shards/" + shard_id.substr(0, dot) + "/" + db + shard_id.substr(dot);
-}
-
-json time_or_null(int64_t t) {
-  return t ? json(time_seq::format_time(t)) : json(nullptr);
-}
-
 bool terminal(const split_job& j) {
   return j.job_state == "completed" || j.job_state == "failed";
 }
@@ -58,101 +48,7 @@ size_t state_index(const std::string& s) {
 }  // namespace
 
 const std::vector<std::string>& resharder::split_states() {
-  static const std::vector<std::string> all{"new",     "initial_copy",    "topoff1",         "build_indices",
-                                            "topoff2", "copy_local_docs", "update_shardmap", "wait_source_close",
-                                            "topoff3", "source_delete",   "completed"};
-  return all;
-}
-
-std::vector<std::string> split_job::targets() const {
-  if (move()) return {source};
-  auto range = shard_range::parse(source.substr(0, source.find('.')));
-  auto halves = range ? range->halves() : std::nullopt;
-  if (!halves) return {};
-  return {halves->first.name() + "." + std::to_string(child_suffix),
-          halves->second.name() + "." + std::to_string(child_suffix)};
-}
-
-json split_job::to_api(const std::string& node) const {
-  json hist = json::array();
-  for (auto& e : history) {
-    hist.push_back({{"timestamp", time_seq::format_time(e.time)},
-                    {"type", e.type},
-                    {"detail", e.detail.empty() ? json(nullptr) : json(e.detail)}});
-  }
-  json info = json::object();
-  if (!reason.empty()) info["reason"] = reason;
-  json out{{"id", id},
-           {"type", type},
-           {"job_state", job_state},
-           {"split_state", split_state},
-           {"state_info", info},
-           {"node", node},
-           {"start_time", time_or_null(start_time)},
-           {"update_time", time_or_null(update_time)},
-           {"history", hist}};
-  if (move()) {  // spec 11.6: the shard, and the nodes it moves between
-    out["shard"] = shard_name(db, source);
-    out["source"] = from_node;
-    out["target"] = node;
-    return out;
-  }
-  json target = json::array();
-  for (auto& t : targets()) target.push_back(shard_name(db, t));
-  out["source"] = shard_name(db, source);
-  out["target"] = std::move(target);
-  return out;
-}
-
-json split_job::to_doc() const {
-  json hist = json::array();
-  for (auto& e : history) hist.push_back({e.time, e.type, e.detail});
-  return json{{"id", id},
-              {"db", db},
-              {"created", created},
-              {"source", source},
-              {"child_suffix", child_suffix},
-              {"job_state", job_state},
-              {"split_state", split_state},
-              {"reason", reason},
-              {"stopped_by_user", stopped_by_user},
-              {"start_time", start_time},
-              {"update_time", update_time},
-              {"history", hist},
-              {"type", type},
-              {"from_node", from_node},
-              {"end_seq", end_seq},
-              {"leader", leader},
-              {"copies", copies}};
-}
-
-std::optional<split_job> split_job::from_doc(const json& j) {
-  try {
-    split_job s;
-    s.id = j.at("id").get<std::string>();
-    s.db = j.at("db").get<std::string>();
-    s.created = j.at("created").get<int64_t>();
-    s.source = j.at("source").get<std::string>();
-    s.child_suffix = j.at("child_suffix").get<int64_t>();
-    s.job_state = j.at("job_state").get<std::string>();
-    s.split_state = j.at("split_state").get<std::string>();
-    s.reason = j.at("reason").get<std::string>();
-    s.stopped_by_user = j.at("stopped_by_user").get<bool>();
-    s.start_time = j.at("start_time").get<int64_t>();
-    s.update_time = j.at("update_time").get<int64_t>();
-    s.type = j.value("type", "split");
-    s.from_node = j.value("from_node", "");
-    s.end_seq = j.value("end_seq", uint64_t{0});
-    s.leader = j.value("leader", "");
-    s.copies = j.value("copies", std::vector<std::string>{});
-    if (s.type != "split" && s.type != "move") return std::nullopt;
-    for (auto& e : j.at("history"))
-      s.history.push_back({e.at(0).get<int64_t>(), e.at(1).get<std::string>(), e.at(2).get<std::string>()});
-    if (state_index(s.split_state) == resharder::split_states().size()) return std::nullopt;
-    return s;
-  } catch (const std::exception&) {
-    return std::nullopt;
-  }
+  return split_state_names();
 }
 
 resharder::resharder(coordinator& coord, shard_registry& shards, task_list& tasks, const clock& clk, std::string node,
@@ -287,6 +183,17 @@ status resharder::set_state(bool running, const std::string& reason) {
   }
   wake_.notify_all();
   return {};
+}
+
+result<split_job> resharder::create_requested(const new_job& j) {
+  if (j.type != "split" && j.type != "move") return status{errc::bad_request, "a job is a split or a move"};
+  auto db = coord_.catalog().lookup(j.db);
+  if (!db) return db.error();
+  for (size_t i = 0; i < db->ranges.size(); ++i) {
+    if (db->shard_id(i) != j.shard) continue;
+    return j.type == "split" ? create(*db, i, j.suffix, j.leader) : create_move(*db, i, j.source);
+  }
+  return status{errc::not_found, "Database " + db->name + " has no open shard " + j.shard};
 }
 
 result<split_job> resharder::create(const db_meta& db, size_t index, int64_t suffix, const std::string& leader) {

@@ -37,6 +37,7 @@
 
 #include "actors/coordinator.hpp"
 #include "actors/members.hpp"
+#include "actors/reshard_job.hpp"
 #include "actors/task_list.hpp"
 #include "node/clock.hpp"
 #include "node/json.hpp"
@@ -68,42 +69,6 @@ struct reshard_peers {
       split_seal;
 };
 
-struct split_job {
-  struct event {
-    int64_t time = 0;
-    std::string type;    // a job_state or split_state, or "restart"
-    std::string detail;  // empty: null
-  };
-  std::string id;
-  std::string db;
-  int64_t created = 0;         // the database incarnation
-  std::string type = "split";  // split, or move (spec 11.6)
-  std::string source;          // the shard id "<range>.<suffix>" (a split's parent)
-  std::string from_node;       // a move: the node whose copy moves here
-  uint64_t end_seq = 0;        // a move: the source copy's seq when the map switched
-  // A split of a range with copies on several nodes: the node that switches the map for all of them
-  // (empty: a range whose copies are all on this node) and, on that node, every copy's node.
-  std::string leader;
-  std::vector<std::string> copies;
-  int64_t child_suffix = 0;         // the children's id suffix
-  std::string job_state = "new";    // new running stopped failed completed
-  std::string split_state = "new";  // see above
-  std::string reason;               // state_info.reason
-  bool stopped_by_user = false;     // PUT .../state stopped (the node-wide state is separate)
-  int64_t start_time = 0, update_time = 0;
-  std::vector<event> history;
-  uint64_t copied_to = 0;  // parent seq the children hold (progress)
-  uint64_t total = 0;      // the parent's update_seq when the copy began (progress)
-
-  // The child shard ids (a move: the shard's own).
-  std::vector<std::string> targets() const;
-  bool move() const { return type == "move"; }
-  // As `GET /_reshard/jobs/<id>` shows it (`node` names this node).
-  json to_api(const std::string& node) const;
-  json to_doc() const;
-  static std::optional<split_job> from_doc(const json& j);
-};
-
 class resharder {
  public:
   resharder(coordinator& coord, shard_registry& shards, task_list& tasks, const clock& clk, std::string node,
@@ -127,6 +92,8 @@ class resharder {
   result<split_job> create(const db_meta& db, size_t index, int64_t suffix = 0, const std::string& leader = "");
   // Creates a job moving the copy of open shard `index` on node `from` to this node.
   result<split_job> create_move(const db_meta& db, size_t index, const std::string& from);
+  // create() or create_move() of the open shard a request resolved on another node names.
+  result<split_job> create_requested(const new_job& j);
 
   // A move's source side (this node holds the copy that moves; called by the target's job).
   result<std::string> export_copy(const std::string& db, const std::string& range, uint64_t since, bool with_local);

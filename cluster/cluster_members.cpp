@@ -30,12 +30,77 @@ class remote_member final : public cluster_member {
     return rpc_.compact_db(name_, db, timeout_);
   }
   bool stores_attachments() const override { return rpc_.stores_attachments(name_); }
+  bool reshards() const override { return rpc_.has_feature(name_, reshard_feature); }
+  result<std::vector<split_job>> reshard_jobs() override;
+  status set_reshard_job_state(const std::string& id, const reshard_state& s) override;
+  status remove_reshard_job(const std::string& id) override;
+  result<split_job> create_reshard_job(const new_job& j) override;
 
  private:
+  // A release 0.3 member: its jobs through reshardRequest and createJob, JSON as its
+  // /_reshard/jobs shows them.
+  bool typed() const { return rpc_.has_feature(name_, members_feature); }
+  result<json> legacy(const std::string& method, const std::string& id, bool state, const json& body);
+
   std::string name_;
   rpc_node& rpc_;
   std::chrono::milliseconds timeout_;
 };
+
+result<json> remote_member::legacy(const std::string& method, const std::string& id, bool state, const json& body) {
+  if (!rpc_.has_feature(name_, reshard_feature))
+    return status{errc::not_implemented, name_ + " runs a release without resharding"};
+  auto r = rpc_.reshard_request(name_, method, id, state, body.dump(), timeout_);
+  if (!r) return r.error();
+  auto parsed = parse_json(r->second);
+  if (!parsed) return status{errc::unavailable, name_ + " answered a reshard request with something unreadable"};
+  if (r->first >= 300) {
+    const json& reason = member(*parsed, "reason");
+    return status{r->first == 404 ? errc::not_found : errc::unavailable,
+                  reason.is_string() ? reason.get<std::string>() : r->second};
+  }
+  return std::move(*parsed);
+}
+
+result<std::vector<split_job>> remote_member::reshard_jobs() {
+  if (typed()) return rpc_.reshard_jobs(name_, timeout_);
+  auto list = legacy("GET", "", false, json::object());
+  if (!list) return list.error();
+  std::vector<split_job> out;
+  if (list->is_array())
+    for (const json& j : *list)
+      if (auto job = split_job::from_api(j)) out.push_back(std::move(*job));
+  return out;
+}
+
+status remote_member::set_reshard_job_state(const std::string& id, const reshard_state& s) {
+  if (typed()) return rpc_.edit_reshard_job(name_, id, false, s, timeout_);
+  auto r = legacy("PUT", id, true, json{{"state", s.running ? "running" : "stopped"}, {"reason", s.reason}});
+  return r ? status{} : r.error();
+}
+
+status remote_member::remove_reshard_job(const std::string& id) {
+  if (typed()) return rpc_.edit_reshard_job(name_, id, true, {}, timeout_);
+  auto r = legacy("DELETE", id, false, json::object());
+  return r ? status{} : r.error();
+}
+
+result<split_job> remote_member::create_reshard_job(const new_job& j) {
+  if (typed()) return rpc_.new_reshard_job(name_, j, timeout_);
+  json body{{"type", j.type}, {"db", j.db}, {"shard", j.shard}};
+  if (j.type == "split") {
+    body["suffix"] = j.suffix;
+    body["leader"] = j.leader;
+  } else {
+    body["source"] = j.source;
+  }
+  auto made = rpc_.create_job(name_, body.dump(), timeout_);
+  if (!made) return made.error();
+  auto parsed = parse_json(*made);
+  auto job = parsed ? split_job::from_api(*parsed) : std::nullopt;
+  if (!job) return status{errc::unavailable, name_ + " answered a job's creation with something unreadable"};
+  return std::move(*job);
+}
 
 }  // namespace
 

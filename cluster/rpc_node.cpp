@@ -18,6 +18,7 @@
 #include "actors/local_copy.hpp"
 #include "actors/messages.hpp"
 #include "cluster/cluster_tls.hpp"
+#include "cluster/legacy_calls.hpp"
 #include "cluster/peer_auth.hpp"
 #include "cluster/schema/cluster_rpc.capnp.h"
 #include "node/check.hpp"
@@ -76,6 +77,9 @@ class node_server final : public Node::Server {
   kj::Promise<void> activeTasks(ActiveTasksContext context) override;
   kj::Promise<void> nodeStatus(NodeStatusContext context) override;
   kj::Promise<void> reshardState(ReshardStateContext context) override;
+  kj::Promise<void> reshardJobs(ReshardJobsContext context) override;
+  kj::Promise<void> editReshardJob(EditReshardJobContext context) override;
+  kj::Promise<void> newReshardJob(NewReshardJobContext context) override;
   kj::Promise<void> exportChanges(ExportChangesContext context) override;
   kj::Promise<void> sealCopy(SealCopyContext context) override;
   kj::Promise<void> retireCopy(RetireCopyContext context) override;
@@ -993,6 +997,100 @@ kj::Promise<void> node_server::reshardState(ReshardStateContext context) {
       [context](const status& st) mutable { set_status(context.getResults().initStatus(), st); });
 }
 
+void write_job(ReshardJob::Builder b, const split_job& j) {
+  b.setId(j.id);
+  b.setDb(j.db);
+  b.setCreated(j.created);
+  b.setType(j.type);
+  b.setSource(j.source);
+  b.setFromNode(j.from_node);
+  b.setEndSeq(j.end_seq);
+  b.setLeader(j.leader);
+  auto copies = b.initCopies(static_cast<unsigned>(j.copies.size()));
+  for (unsigned i = 0; i < j.copies.size(); ++i) copies.set(i, j.copies[i]);
+  b.setChildSuffix(j.child_suffix);
+  b.setJobState(j.job_state);
+  b.setSplitState(j.split_state);
+  b.setReason(j.reason);
+  b.setStoppedByUser(j.stopped_by_user);
+  b.setStartTime(j.start_time);
+  b.setUpdateTime(j.update_time);
+  auto history = b.initHistory(static_cast<unsigned>(j.history.size()));
+  for (unsigned i = 0; i < j.history.size(); ++i) {
+    history[i].setTime(j.history[i].time);
+    history[i].setType(j.history[i].type);
+    history[i].setDetail(j.history[i].detail);
+  }
+  b.setCopiedTo(j.copied_to);
+  b.setTotal(j.total);
+}
+
+split_job read_job(ReshardJob::Reader r) {
+  split_job j;
+  j.id = r.getId();
+  j.db = r.getDb();
+  j.created = r.getCreated();
+  j.type = r.getType();
+  j.source = r.getSource();
+  j.from_node = r.getFromNode();
+  j.end_seq = r.getEndSeq();
+  j.leader = r.getLeader();
+  for (auto c : r.getCopies()) j.copies.emplace_back(c);
+  j.child_suffix = r.getChildSuffix();
+  j.job_state = r.getJobState();
+  j.split_state = r.getSplitState();
+  j.reason = r.getReason();
+  j.stopped_by_user = r.getStoppedByUser();
+  j.start_time = r.getStartTime();
+  j.update_time = r.getUpdateTime();
+  for (auto e : r.getHistory()) j.history.push_back({e.getTime(), e.getType(), e.getDetail()});
+  j.copied_to = r.getCopiedTo();
+  j.total = r.getTotal();
+  return j;
+}
+
+kj::Promise<void> node_server::reshardJobs(ReshardJobsContext context) {
+  using list = std::vector<split_job>;
+  return on_member<list>(
+      loop_, [](cluster_member& m) { return m.reshard_jobs(); },
+      [context](const list& jobs) mutable {
+        auto results = context.getResults();
+        set_status(results.initStatus(), {});
+        auto out = results.initJobs(static_cast<unsigned>(jobs.size()));
+        for (unsigned i = 0; i < jobs.size(); ++i) write_job(out[i], jobs[i]);
+      },
+      [context](const status& st) mutable { set_status(context.getResults().initStatus(), st); });
+}
+
+kj::Promise<void> node_server::editReshardJob(EditReshardJobContext context) {
+  auto p = context.getParams();
+  std::string id = p.getId();
+  bool remove = p.getRemove();
+  reshard_state want{p.getRunning(), p.getReason()};
+  return on_member<bool>(
+      loop_,
+      [id, remove, want](cluster_member& m) -> result<bool> {
+        status st = remove ? m.remove_reshard_job(id) : m.set_reshard_job_state(id, want);
+        if (!st) return st;
+        return true;
+      },
+      [context](const bool&) mutable { set_status(context.getResults().initStatus(), {}); },
+      [context](const status& st) mutable { set_status(context.getResults().initStatus(), st); });
+}
+
+kj::Promise<void> node_server::newReshardJob(NewReshardJobContext context) {
+  auto p = context.getParams().getJob();
+  new_job want{p.getType(), p.getDb(), p.getShard(), p.getSuffix(), p.getLeader(), p.getSource()};
+  return on_member<split_job>(
+      loop_, [want](cluster_member& m) { return m.create_reshard_job(want); },
+      [context](const split_job& j) mutable {
+        auto results = context.getResults();
+        set_status(results.initStatus(), {});
+        write_job(results.initMade(), j);
+      },
+      [context](const status& st) mutable { set_status(context.getResults().initStatus(), st); });
+}
+
 kj::Promise<void> node_server::exportChanges(ExportChangesContext context) {
   auto params = context.getParams();
   std::string db = params.getShard().getDb(), range = params.getShard().getRange();
@@ -1047,17 +1145,14 @@ kj::Promise<void> node_server::retireCopy(RetireCopyContext context) {
 
 kj::Promise<void> node_server::createJob(CreateJobContext context) {
   std::string body = context.getParams().getBody();
-  auto fn = loop_.opts.create_job;
-  auto out = std::make_shared<result<std::string>>(status{errc::not_implemented, "no moves here"});
-  return loop_
-      .off_loop([=] {
-        if (fn) *out = fn(body);
-      })
-      .then([context, out]() mutable {
+  return on_member<std::string>(
+      loop_, [body](cluster_member& m) { return answer_create_job(m, body); },
+      [context](const std::string& job) mutable {
         auto results = context.getResults();
-        set_status(results.initStatus(), out->ok() ? status{} : out->error());
-        if (*out) results.setJob(**out);
-      });
+        set_status(results.initStatus(), {});
+        results.setJob(job);
+      },
+      [context](const status& st) mutable { set_status(context.getResults().initStatus(), st); });
 }
 
 kj::Promise<void> node_server::splitSeal(SplitSealContext context) {
@@ -1083,17 +1178,17 @@ kj::Promise<void> node_server::reshardRequest(ReshardRequestContext context) {
   auto params = context.getParams();
   std::string method = params.getMethod(), id = params.getId(), body = params.getBody();
   bool state = params.getState();
-  auto fn = loop_.opts.reshard_request;
-  auto out = std::make_shared<std::pair<int, std::string>>(
-      501, R"({"error":"not_implemented","reason":"resharding is not available on this node"})");
-  return loop_
-      .off_loop([=] {
-        if (fn) *out = fn(method, id, state, body);
-      })
-      .then([context, out]() mutable {
-        auto results = context.getResults();
-        results.setCode(static_cast<uint16_t>(out->first));
-        results.setBody(out->second);
+  using answer = std::pair<int, std::string>;
+  auto reply = [context](const answer& a) mutable {
+    auto results = context.getResults();
+    results.setCode(static_cast<uint16_t>(a.first));
+    results.setBody(a.second);
+  };
+  return on_member<answer>(
+      loop_, [=](cluster_member& m) -> result<answer> { return answer_reshard_request(m, method, id, state, body); },
+      reply,
+      [reply](const status&) mutable {
+        reply({501, R"({"error":"not_implemented","reason":"resharding is not available on this node"})"});
       });
 }
 
@@ -1881,6 +1976,48 @@ result<reshard_state> rpc_node::reshard_state_of(const std::string& node, const 
     return req.send().then([](capnp::Response<Node::ReshardStateResults>&& r) -> result<reshard_state> {
       if (status st = status_of(r.getStatus()); !st) return st;
       return reshard_state{r.getRunning(), r.getReason()};
+    });
+  });
+}
+
+result<std::vector<split_job>> rpc_node::reshard_jobs(const std::string& node, std::chrono::milliseconds timeout) {
+  using list = std::vector<split_job>;
+  return call<list>(node, timeout, [=](Node::Client& cap) {
+    return cap.reshardJobsRequest().send().then([](capnp::Response<Node::ReshardJobsResults>&& r) -> result<list> {
+      if (status st = status_of(r.getStatus()); !st) return st;
+      list out;
+      for (auto j : r.getJobs()) out.push_back(read_job(j));
+      return out;
+    });
+  });
+}
+
+status rpc_node::edit_reshard_job(const std::string& node, const std::string& id, bool remove, const reshard_state& s,
+                                  std::chrono::milliseconds timeout) {
+  return call_status(node, timeout, [=](Node::Client& cap) {
+    auto req = cap.editReshardJobRequest();
+    req.setId(id);
+    req.setRemove(remove);
+    req.setRunning(s.running);
+    req.setReason(s.reason);
+    return req;
+  });
+}
+
+result<split_job> rpc_node::new_reshard_job(const std::string& node, const new_job& j,
+                                            std::chrono::milliseconds timeout) {
+  return call<split_job>(node, timeout, [=](Node::Client& cap) {
+    auto req = cap.newReshardJobRequest();
+    auto b = req.initJob();
+    b.setType(j.type);
+    b.setDb(j.db);
+    b.setShard(j.shard);
+    b.setSuffix(j.suffix);
+    b.setLeader(j.leader);
+    b.setSource(j.source);
+    return req.send().then([](capnp::Response<Node::NewReshardJobResults>&& r) -> result<split_job> {
+      if (status st = status_of(r.getStatus()); !st) return st;
+      return read_job(r.getMade());
     });
   });
 }

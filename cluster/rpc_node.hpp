@@ -69,12 +69,7 @@ struct rpc_options {
       export_changes;
   std::function<result<uint64_t>(const std::string& db, const std::string& range, bool seal)> seal_copy;
   std::function<status(const std::string& db, const std::string& shard, uint64_t end_seq, bool remove)> retire_copy;
-  std::function<result<std::string>(const std::string& body)> create_job;
   std::function<result<std::pair<uint64_t, std::string>>(const std::string& db, const std::string& shard)> split_seal;
-  // reshardRequest (run on a pool thread): (HTTP status, JSON body).
-  std::function<std::pair<int, std::string>(const std::string& method, const std::string& id, bool state,
-                                            const std::string& body)>
-      reshard_request;
 };
 
 using remote_shard_info = shard_summary;
@@ -136,6 +131,10 @@ class rpc_node final : public remote_shards {
   status set_revs_limit(const std::string& node, const std::string& db, const std::string& range, uint32_t limit,
                         std::chrono::milliseconds timeout) override;
   bool serves_db_updates(const std::string& node) const override;
+  // Whether `node` announced `feature` in its handshake.
+  bool has_feature(const std::string& node, const std::string& feature) const {
+    return members_.has_feature(node, feature);
+  }
   // Whether `node` announced tasks_feature; then compactDb and activeTasks on it.
   bool runs_tasks(const std::string& node) const;
   status compact_db(const std::string& node, const std::string& db, std::chrono::milliseconds timeout);
@@ -146,6 +145,11 @@ class rpc_node final : public remote_shards {
   // members_feature).
   result<reshard_state> reshard_state_of(const std::string& node, const std::optional<reshard_state>& set,
                                          std::chrono::milliseconds timeout);
+  // `node`'s reshard jobs (members_feature): the list, one stopped/resumed or removed, one made.
+  result<std::vector<split_job>> reshard_jobs(const std::string& node, std::chrono::milliseconds timeout);
+  status edit_reshard_job(const std::string& node, const std::string& id, bool remove, const reshard_state& s,
+                          std::chrono::milliseconds timeout);
+  result<split_job> new_reshard_job(const std::string& node, const new_job& j, std::chrono::milliseconds timeout);
   // A shard move's calls to the node a copy leaves, a job's creation on another node, and a split
   // leader's seal of another node's copy.
   result<std::string> export_changes(const std::string& node, const std::string& db, const std::string& range,

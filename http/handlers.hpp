@@ -31,12 +31,6 @@ node_status read_node_status(const node_services& node);
 
 // reshard_handlers.cpp
 void handle_reshard(ctx& c);
-class resharder;
-// A /_reshard/jobs request answered from this node's jobs only (a peer's reshardRequest): an empty
-// `id` lists them; else GET|DELETE one job or, with `state`, GET|PUT its state (`body`: the
-// validated {"state","reason"}). (HTTP status, JSON body).
-std::pair<int, json> reshard_job_request(resharder& r, const std::string& node, const std::string& method,
-                                         const std::string& id, bool state, const json& body);
 
 // db_handlers.cpp
 void handle_db(ctx& c, const std::string& name);

@@ -18,8 +18,6 @@ namespace settee {
 
 class authenticator;
 class change_notifier;
-class membership;
-class rpc_node;
 class remote_shards;
 class update_log;
 class task_list;
@@ -49,8 +47,6 @@ struct node_services {
   size_t uuids_max_count = 1000;
   size_t bulk_docs_max = 100000;
   change_notifier* notifier = nullptr;
-  membership* members = nullptr;
-  rpc_node* rpc = nullptr;          // null on a single node
   remote_shards* remote = nullptr;  // other nodes' copies and update logs; null on a single node
   update_log* updates = nullptr;    // this node's `updated` rows of _db_updates
   task_list* tasks = nullptr;       // GET /_active_tasks

@@ -1,9 +1,6 @@
 // /_reshard (spec section 8; CouchDB's mem3_reshard_httpd): the node-wide state, and split jobs.
 #include "actors/members.hpp"
-#include "actors/remote_shards.hpp"
 #include "actors/resharder.hpp"
-#include "cluster/membership.hpp"
-#include "cluster/rpc_node.hpp"
 #include "http/handlers.hpp"
 #include "http/json_util.hpp"
 #include "node/log.hpp"
@@ -33,19 +30,6 @@ result<std::pair<bool, std::string>> state_body(ctx& c) {
   auto body = c.json_object_body();
   if (!body) return body.error();
   return parse_state(*body);
-}
-
-std::pair<int, json> error_reply(const status& st) {
-  return {http_status_of(st.code), json{{"error", error_name_of(st.code)}, {"reason", st.reason}}};
-}
-
-// The members that could hold reshard jobs, this node excepted.
-std::vector<std::string> job_peers(ctx& c) {
-  std::vector<std::string> out;
-  if (!c.node.rpc || !c.node.members) return out;
-  for (const std::string& n : c.node.members->all_nodes())
-    if (n != c.node.node_name && c.node.members->has_feature(n, reshard_feature)) out.push_back(n);
-  return out;
 }
 
 // The cluster's resharding state, as mem3_reshard_api's state_and_reason: running when any live
@@ -81,15 +65,15 @@ status set_cluster_state(ctx& c, const reshard_state& want) {
   return first;
 }
 
-// Every member's jobs (a move's job lives on its target): this node's, then the others'.
+// Every live member's jobs (a move's job lives on its target), rendered as its node shows them; a
+// member that cannot say now is left out (as CouchDB's multicall leaves out its bad nodes).
 json cluster_jobs(ctx& c) {
   json jobs = json::array();
-  for (auto& j : c.node.reshard->jobs()) jobs.push_back(j.to_api(c.node.node_name));
-  for (const std::string& n : job_peers(c)) {
-    auto r = c.node.rpc->reshard_request(n, "GET", "", false, "", std::chrono::seconds(5));
-    auto list = r && r->first == 200 ? parse_json(r->second) : std::nullopt;
-    if (list && list->is_array())
-      for (auto& j : *list) jobs.push_back(std::move(j));
+  for (const std::string& n : c.node.cluster->live()) {
+    auto m = c.node.cluster->get(n);
+    auto list = m ? m->reshard_jobs() : result<std::vector<split_job>>(std::vector<split_job>{});
+    if (!list) continue;
+    for (const split_job& j : *list) jobs.push_back(j.to_api(n));
   }
   return jobs;
 }
@@ -102,10 +86,10 @@ result<std::vector<std::pair<db_meta, size_t>>> shards_named(ctx& c, const json&
     if (!n->is_string()) return status{errc::bad_request, "Invalid `node`"};
     if (*n != c.node.node_name) {
       const std::string& name = n->get_ref<const std::string&>();
-      auto all = c.node.members ? c.node.members->cluster_nodes() : std::vector<std::string>{};
+      auto all = c.node.cluster->all();
       if (std::find(all.begin(), all.end(), name) == all.end())
         return status{errc::bad_request, "`node` is not a valid node name"};
-      if (!c.node.members->is_connected(name)) return status{errc::bad_request, "Not connected to `node`"};
+      if (!c.node.cluster->connected(name)) return status{errc::bad_request, "Not connected to `node`"};
       return status{errc::not_implemented, "Jobs for " + name + "'s copies are created on " + name +
                                                " itself in this release: POST /_reshard/jobs there"};
     }
@@ -149,10 +133,10 @@ result<std::string> member_named(ctx& c, const json& body, const char* key) {
   if (n == body.end() || !n->is_string())
     return status{errc::bad_request, std::string("`") + key + "` (a node) is required"};
   const std::string& name = n->get_ref<const std::string&>();
-  auto all = c.node.members ? c.node.members->cluster_nodes() : std::vector<std::string>{c.node.node_name};
+  auto all = c.node.cluster->all();
   if (std::find(all.begin(), all.end(), name) == all.end())
     return status{errc::bad_request, std::string("`") + key + "` is not a valid node name"};
-  if (name != c.node.node_name && !c.node.members->is_connected(name))  // e.g. restarting: try again later
+  if (!c.node.cluster->connected(name))  // e.g. restarting: try again later
     return status{errc::unavailable, std::string("Not connected to `") + key + "`"};
   return name;
 }
@@ -170,31 +154,16 @@ void create_move(ctx& c, const json& body, const std::vector<std::pair<db_meta, 
   if (shards.size() != 1) return c.error(errc::bad_request, "A move names one `shard` (or `db` and `range`)");
   const auto& [db, i] = shards.front();
   const std::string shard = "shards/" + db.ranges[i].name() + "/" + db.name + "." + std::to_string(db.suffixes[i]);
-  std::optional<json> made;
-  status st;
-  if (*to == c.node.node_name) {
-    auto job = c.node.reshard->create_move(db, i, *from);
-    if (job)
-      made = job->to_api(c.node.node_name);
-    else
-      st = job.error();
-  } else if (!c.node.rpc) {
-    st = status{errc::bad_request, "`target` is not a valid node name"};
-  } else {
-    auto job = c.node.rpc->create_job(
-        *to, json{{"type", "move"}, {"db", db.name}, {"shard", db.shard_id(i)}, {"source", *from}}.dump(),
-        std::chrono::seconds(30));
-    if (job)
-      made = parse_json(*job);
-    else
-      st = job.error();
-  }
-  if (!made || !made->is_object()) {
+  auto target = c.node.cluster->get(*to);
+  auto made = target ? target->create_reshard_job({"move", db.name, db.shard_id(i), 0, "", *from})
+                     : result<split_job>(status{errc::bad_request, "`target` is not a valid node name"});
+  if (!made) {
+    const status& st = made.error();
     return c.reply(
         http_status_of(st.code),
         json::array({{{"error", error_name_of(st.code)}, {"reason", st.reason}, {"node", *to}, {"shard", shard}}}));
   }
-  c.reply(201, json::array({{{"ok", true}, {"id", (*made)["id"]}, {"node", *to}, {"shard", shard}}}));
+  c.reply(201, json::array({{{"ok", true}, {"id", made->id}, {"node", *to}, {"shard", shard}}}));
 }
 
 void handle_jobs(ctx& c) {
@@ -209,24 +178,23 @@ void handle_jobs(ctx& c) {
   auto shards = shards_named(c, *body);
   if (!shards) return c.error(shards.error());
   // Every member must read a split database's lineage (a release before 0.3 would route by q).
-  if (c.node.members) {
-    std::string old;
-    for (const std::string& n : c.node.members->cluster_nodes()) {
-      if (n != c.node.node_name && !c.node.members->has_feature(n, reshard_feature))
-        old += (old.empty() ? "" : ", ") + n;
-    }
-    if (!old.empty()) {
-      return c.error(errc::conflict, "Shard splitting needs every cluster member to run release 0.3 or later; " + old +
-                                         " does not (or is not connected)");
-    }
+  std::string old;
+  for (const std::string& n : c.node.cluster->all()) {
+    auto m = c.node.cluster->get(n);
+    if (!m || !m->reshards()) old += (old.empty() ? "" : ", ") + n;
+  }
+  if (!old.empty()) {
+    return c.error(errc::conflict, "Shard splitting needs every cluster member to run release 0.3 or later; " + old +
+                                       " does not (or is not connected)");
   }
   // One node at a time per database: two nodes switching one database's map at once can each
   // write it from a view without the other's split (docs/api.md).
-  if (c.node.rpc && c.node.members && !shards->empty()) {
+  if (!shards->empty()) {
     const std::string prefix = "/" + shards->front().first.name + ".";
-    for (const std::string& n : c.node.members->all_nodes()) {
-      if (n == c.node.node_name || !c.node.rpc->runs_tasks(n)) continue;
-      auto tasks = c.node.rpc->active_tasks(n, std::chrono::seconds(5));
+    for (const std::string& n : c.node.cluster->live()) {
+      auto m = n == c.node.node_name ? nullptr : c.node.cluster->get(n);
+      if (!m) continue;
+      auto tasks = m->active_tasks();
       if (!tasks)
         return c.error(errc::unavailable, "cannot ask " + n + " for its running splits: " + tasks.error().reason);
       for (const std::string& t : *tasks) {
@@ -259,30 +227,20 @@ void handle_jobs(ctx& c) {
     status st;
     for (const std::string& n : job->copies) {
       if (n == c.node.node_name) continue;
-      auto follower = c.node.rpc ? c.node.rpc->create_job(n,
-                                                          json{{"type", "split"},
-                                                               {"db", db.name},
-                                                               {"shard", db.shard_id(i)},
-                                                               {"suffix", job->child_suffix},
-                                                               {"leader", c.node.node_name}}
-                                                              .dump(),
-                                                          std::chrono::seconds(30))
-                                 : result<std::string>(status{errc::not_implemented, "no node protocol"});
-      auto parsed = follower ? parse_json(*follower) : std::nullopt;
-      if (!parsed || !parsed->is_object()) {
-        st = follower ? status{errc::internal, "an unreadable job from " + n} : follower.error();
+      auto m = c.node.cluster->get(n);
+      auto follower =
+          m ? m->create_reshard_job({"split", db.name, db.shard_id(i), job->child_suffix, c.node.node_name, ""})
+            : result<split_job>(status{errc::unavailable, "not a member"});
+      if (!follower) {
+        st = follower.error();
         st.reason = n + ": " + st.reason;
         break;
       }
-      made.emplace_back(n, (*parsed)["id"].get<std::string>());
+      made.emplace_back(n, follower->id);
     }
     if (!st) {
-      for (auto& [n, id] : made) {
-        if (n == c.node.node_name)
-          (void)r.remove(id);
-        else
-          (void)c.node.rpc->reshard_request(n, "DELETE", id, false, "", std::chrono::seconds(30));
-      }
+      for (auto& [n, id] : made)
+        if (auto m = c.node.cluster->get(n)) (void)m->remove_reshard_job(id);
       failed(c.node.node_name, shard, st);
       continue;
     }
@@ -301,48 +259,33 @@ void handle_job(ctx& c, const std::string& id) {
   if (!state && c.path.size() != 3) return c.error(errc::not_found, "missing");
   if (state && c.method() != "GET" && c.method() != "PUT") return c.method_not_allowed("GET,HEAD,PUT");
   if (!state && c.method() != "GET" && c.method() != "DELETE") return c.method_not_allowed("GET,HEAD,DELETE");
-  json body = json::object();
+  std::optional<reshard_state> want;
   if (c.method() == "PUT") {
-    auto want = state_body(c);
-    if (!want) return c.error(want.error());
-    body = {{"state", want->first ? "running" : "stopped"}, {"reason", want->second}};
+    auto body = state_body(c);
+    if (!body) return c.error(body.error());
+    want = reshard_state{body->first, body->second};
   }
-  auto here = reshard_job_request(*c.node.reshard, c.node.node_name, c.method(), id, state, body);
-  if (here.first == 404) {
-    for (const std::string& n : job_peers(c)) {
-      auto there = c.node.rpc->reshard_request(n, c.method(), id, state, body.dump(), std::chrono::seconds(30));
-      auto parsed = there && there->first != 404 ? parse_json(there->second) : std::nullopt;
-      if (parsed) return c.reply(there->first, *parsed);
+  // The member that has the job (this node's first).
+  for (const std::string& n : c.node.cluster->live()) {
+    auto m = c.node.cluster->get(n);
+    auto jobs = m ? m->reshard_jobs() : result<std::vector<split_job>>(std::vector<split_job>{});
+    if (!jobs) continue;
+    auto j = std::find_if(jobs->begin(), jobs->end(), [&](const split_job& x) { return x.id == id; });
+    if (j == jobs->end()) continue;
+    if (want || c.method() == "DELETE") {
+      status st = want ? m->set_reshard_job_state(id, *want) : m->remove_reshard_job(id);
+      if (!st) return c.error(st);
+      return c.reply(200, json{{"ok", true}});
     }
+    if (state)
+      return c.reply(200,
+                     json{{"state", j->job_state}, {"reason", j->reason.empty() ? json(nullptr) : json(j->reason)}});
+    return c.reply(200, j->to_api(n));
   }
-  c.reply(here.first, here.second);
+  c.error(errc::not_found, "Job not found");
 }
 
 }  // namespace
-
-std::pair<int, json> reshard_job_request(resharder& r, const std::string& node, const std::string& method,
-                                         const std::string& id, bool state, const json& body) {
-  if (id.empty()) {  // this node's jobs
-    json jobs = json::array();
-    for (auto& j : r.jobs()) jobs.push_back(j.to_api(node));
-    return {200, jobs};
-  }
-  if (state && method == "PUT") {
-    auto want = parse_state(body);
-    if (!want) return error_reply(want.error());
-    if (auto st = r.set_job_state(id, want->first, want->second); !st) return error_reply(st);
-    return {200, json{{"ok", true}}};
-  }
-  if (method == "DELETE") {
-    if (auto st = r.remove(id); !st) return error_reply(st);
-    return {200, json{{"ok", true}}};
-  }
-  auto j = r.job(id);
-  if (!j) return error_reply(j.error());
-  if (state)
-    return {200, json{{"state", j->job_state}, {"reason", j->reason.empty() ? json(nullptr) : json(j->reason)}}};
-  return {200, j->to_api(node)};
-}
 
 void handle_reshard(ctx& c) {
   if (!c.node.reshard || !c.node.cluster)

@@ -414,7 +414,6 @@ int main(int argc, char** argv) {
         static_cast<int>(std::clamp<int64_t>(cfg.get_int("chttpd", "keep_alive_timeout", 30), 1, 86400));
     // Cluster RPC: on when [cluster] rpc_port is set (0 = any free port).
     membership members(store_opts.node_name);
-    node.members = &members;
     std::unique_ptr<rpc_node> rpc;
     std::unique_ptr<shard_syncer> syncer;
     std::unique_ptr<nodes_db> nodes;
@@ -497,40 +496,11 @@ int main(int argc, char** argv) {
       ro.retire_copy = [&reshard](const std::string& db, const std::string& shard, uint64_t end_seq, bool remove) {
         return reshard.retire_copy(db, shard, end_seq, remove);
       };
-      ro.create_job = [&reshard, &catalog,
-                       name = store_opts.node_name](const std::string& body) -> result<std::string> {
-        // What POST /_reshard/jobs on another node resolved: {"type":"move","db","shard" (its id),
-        // "source"} or {"type":"split","db","shard","suffix","leader"}.
-        json b = parse_json(body).value_or(json::object());
-        bool typed = b.is_object();
-        for (const char* field : {"type", "db", "shard", "source", "leader"})
-          typed = typed && (!b.contains(field) || b[field].is_string());
-        if (!typed || (b.contains("suffix") && !b["suffix"].is_number_integer()))
-          return status{errc::bad_request, "createJob: a JSON object with string fields and an integer suffix"};
-        auto db = catalog.lookup(b.value("db", ""));
-        if (!db) return db.error();
-        for (size_t i = 0; i < db->ranges.size(); ++i) {
-          if (db->shard_id(i) != b.value("shard", "")) continue;
-          auto job = b.value("type", "") == "split"
-                         ? reshard.create(*db, i, b.value("suffix", int64_t{0}), b.value("leader", ""))
-                         : reshard.create_move(*db, i, b.value("source", ""));
-          if (!job) return job.error();
-          return job->to_api(name).dump();
-        }
-        return status{errc::not_found, "Database " + db->name + " has no open shard " + b.value("shard", "")};
-      };
       ro.split_seal = [&reshard](const std::string& db, const std::string& shard) {
         return reshard.split_seal(db, shard);
       };
-      ro.reshard_request = [&reshard, name = store_opts.node_name](const std::string& method, const std::string& id,
-                                                                   bool state, const std::string& body) {
-        auto [code, out] =
-            reshard_job_request(reshard, name, method, id, state, parse_json(body).value_or(json::object()));
-        return std::make_pair(code, out.dump());
-      };
       rpc = std::make_unique<rpc_node>(members, ro);
       if (auto st = rpc->start(); !st) die(st.reason);
-      node.rpc = rpc.get();
       node.remote = rpc.get();
       coord.set_remote(rpc.get());
       // A split's new shard map reaches the other nodes at once, not at the next sweep: their

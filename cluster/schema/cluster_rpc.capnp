@@ -120,6 +120,49 @@ interface Node {
   # Release 0.4 (feature "members-v1"), the node-level calls of actors/members.hpp: this node's
   # resharding state, set first when `set` (PUT /_reshard/state on any node sets every member's).
   reshardState @29 (set :Bool, running :Bool, reason :Text) -> (status :CallStatus, running :Bool, reason :Text);
+  # This node's reshard jobs, typed (release 0.3's reshardRequest and createJob stay for 0.3
+  # callers): the list; a job stopped, resumed (`remove` false) or removed; a job made here.
+  reshardJobs @30 () -> (status :CallStatus, jobs :List(ReshardJob));
+  editReshardJob @31 (id :Text, remove :Bool, running :Bool, reason :Text) -> (status :CallStatus);
+  newReshardJob @32 (job :NewJob) -> (status :CallStatus, made :ReshardJob);
+}
+
+# A reshard job as actors/reshard_job.hpp keeps it.
+struct ReshardJob {
+  id @0 :Text;
+  db @1 :Text;
+  created @2 :Int64;
+  type @3 :Text;
+  source @4 :Text;
+  fromNode @5 :Text;
+  endSeq @6 :UInt64;
+  leader @7 :Text;
+  copies @8 :List(Text);
+  childSuffix @9 :Int64;
+  jobState @10 :Text;
+  splitState @11 :Text;
+  reason @12 :Text;
+  stoppedByUser @13 :Bool;
+  startTime @14 :Int64;
+  updateTime @15 :Int64;
+  history @16 :List(ReshardEvent);
+  copiedTo @17 :UInt64;
+  total @18 :UInt64;
+}
+
+struct ReshardEvent {
+  time @0 :Int64;
+  type @1 :Text;
+  detail @2 :Text;
+}
+
+struct NewJob {
+  type @0 :Text;
+  db @1 :Text;
+  shard @2 :Text;
+  suffix @3 :Int64;
+  leader @4 :Text;
+  source @5 :Text;
 }
 
 struct NodeStatus {

@@ -427,6 +427,32 @@ void malformed_calls(Node::Client& cap, kj::WaitScope& ws, const std::string& db
       });
     }
   }
+  run("reshardJobs", [&] { cap.reshardJobsRequest().send().wait(ws); });
+  for (const std::string& t : texts) {
+    for (bool remove : {false, true}) {
+      run("editReshardJob", [&] {
+        auto q = cap.editReshardJobRequest();
+        q.setId(t);
+        q.setRemove(remove);
+        q.setRunning(true);
+        q.setReason(t);
+        q.send().wait(ws);
+      });
+    }
+    for (const char* type : {"split", "move", ""}) {
+      run("newReshardJob", [&] {
+        auto q = cap.newReshardJobRequest();
+        auto j = q.initJob();
+        j.setType(type);
+        j.setDb(t.size() & 1 ? db : t);
+        j.setShard(t);
+        j.setSuffix(static_cast<int64_t>(t.size()) - 3);
+        j.setLeader(t);
+        j.setSource(t);
+        q.send().wait(ws);
+      });
+    }
+  }
   run("ping", [&] { cap.pingRequest().send().wait(ws); });
 }
 

@@ -28,8 +28,6 @@ CLOCK_SEAM = {"node/clock.cpp"}
 
 # (rule, file, what) -> places. Issue 29 pays these; strike each line as it is paid.
 DEBTS = {
-    ("direction", "http/reshard_handlers.cpp", "cluster/membership.hpp"): 1,
-    ("direction", "http/reshard_handlers.cpp", "cluster/rpc_node.hpp"): 1,
     ("third-party", "storage/attachments.hpp", "node/json.hpp"): 1,
     ("third-party", "storage/db_events.cpp", "node/json.hpp"): 1,
     ("third-party", "storage/import_batch.cpp", "node/json.hpp"): 1,

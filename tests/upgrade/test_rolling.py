@@ -141,6 +141,54 @@ class RollingFromV030(Rolling):
         finally:
             self.restart(2, self.old_bin)
 
+    def test_reshard_jobs_across_releases(self):
+        """0.4 asks a 0.3 member about jobs with 0.3's calls (reshardRequest, createJob) and reads
+        its answers back; 0.3 asks a 0.4 member the same way and gets what 0.3 answered. Every
+        node is stopped first, so the moves only exist: they are listed, found and removed."""
+        self.all_connected()
+        self.restarting = [False, False, False]
+        old, _, new = self.cluster.nodes
+        names = self.cluster.names
+        self.restart(2, BIN)
+        try:
+            for n in self.cluster.nodes:  # a 0.3 node takes the state only from a PUT on itself
+                n.put("/_reshard/state", {"state": "stopped", "reason": "cross"})
+            for n in self.cluster.nodes:
+                self.assertEqual(n.get("/_reshard/state").json["state"], "stopped")
+            self.assertEqual(new.put("/xjobs?q=2&n=1").status, 201)
+            shards = new.get("/xjobs/_shards").json["shards"]
+            meta = {s["range"]: s["id"] for s in new.get("/xjobs/_changes/_meta").json["shards"]}
+
+            def move(via, to):
+                """A move of a copy that is not on `to`, asked of `via`."""
+                rng, [holder] = next((r, c) for r, c in shards.items() if c != [to])
+                shard = f"shards/{rng}/xjobs.{meta[rng].split('.')[1]}"
+                r = via.post("/_reshard/jobs", {"type": "move", "shard": shard, "source": holder, "target": to})
+                self.assertEqual(r.status, 201, r.json)
+                return r.json[0]["id"]
+
+            to_old = move(new, names[0])  # made on the 0.3 node through createJob
+            to_new = move(old, names[2])  # 0.3 asks 0.4 through createJob
+            for via in (old, new):
+                listed = {j["id"]: j for j in via.get("/_reshard/jobs").json["jobs"]}
+                self.assertLessEqual({to_old, to_new}, set(listed), via.port)
+                self.assertEqual(listed[to_old]["node"], names[0])
+                self.assertEqual(listed[to_new]["node"], names[2])
+                self.assertEqual(listed[to_old]["type"], "move")
+                self.assertEqual(listed[to_old]["job_state"], "stopped")
+            self.assertEqual(new.get(f"/_reshard/jobs/{to_old}").json["target"], names[0])
+            self.assertEqual(new.get(f"/_reshard/jobs/{to_old}/state").json["state"], "stopped")
+            self.assertEqual(old.get(f"/_reshard/jobs/{to_new}").json["target"], names[2])
+            self.assertEqual(new.delete(f"/_reshard/jobs/{to_old}").status, 200)  # removed on the 0.3 node
+            self.assertEqual(old.delete(f"/_reshard/jobs/{to_new}").status, 200)  # removed on this release's
+            for via in (old, new):
+                ids = {j["id"] for j in via.get("/_reshard/jobs").json["jobs"]}
+                self.assertFalse({to_old, to_new} & ids)
+        finally:
+            for n in self.cluster.nodes:
+                n.put("/_reshard/state", {"state": "running"})
+            self.restart(2, self.old_bin)
+
 
 if __name__ == "__main__":
     main()
