@@ -1,0 +1,417 @@
+// What this node asks of other nodes' shard copies (rpc_node's typed calls; concurrent reads and
+// writes of one copy travel batched).
+#include "cluster/rpc_internal.hpp"
+
+namespace settee {
+
+void rpc_node::summary(const std::string& node, const std::string& db, const std::string& range,
+                       answer<shard_summary> done) {
+  start_call<shard_summary>(
+      node,
+      [=](Node::Client& cap) {
+        auto req = cap.shardInfoRequest();
+        set_shard(req.initShard(), db, range);
+        return req.send().then([](capnp::Response<Node::ShardInfoResults>&& r) -> result<shard_summary> {
+          if (status st = status_of(r.getStatus()); !st) return st;
+          return shard_summary{r.getUuid(),         r.getUpdateSeq(), r.getDocCount(), r.getDocDelCount(),
+                               r.getExternalSize(), r.getFileSize(),  r.getRevsLimit()};
+        });
+      },
+      std::move(done));
+}
+
+result<remote_shard_info> rpc_node::shard_info(const std::string& peer, const std::string& db, const std::string& range,
+                                               std::chrono::milliseconds timeout) {
+  return wait_one<shard_summary>([&](auto done) { summary(peer, db, range, std::move(done)); }, mono::now() + timeout,
+                                 "node " + peer);
+}
+
+result<apply_result> rpc_node::apply_changes(const std::string& peer, const std::string& db, const std::string& range,
+                                             const std::vector<doc_update>& updates,
+                                             std::chrono::milliseconds timeout) {
+  return call<apply_result>(peer, timeout, [=](Node::Client& cap) {
+    auto req = cap.applyChangesRequest();
+    set_shard(req.initShard(), db, range);
+    write_updates(req.initUpdates(static_cast<unsigned>(updates.size())), updates);
+    return req.send().then([](capnp::Response<Node::ApplyChangesResults>&& r) -> result<apply_result> {
+      if (status st = status_of(r.getStatus()); !st) return st;
+      return apply_result{r.getApplied(), r.getUpdateSeq()};
+    });
+  });
+}
+
+namespace {
+
+// Queues `items` for `node`'s copy of `range`; the loop sends the queue as one call when it next
+// runs (loop_control::drain).
+template <class Batch, class Item, class Done>
+void enqueue(loop_control* c, std::map<std::string, Batch> loop_control::*queue, const std::string& node,
+             const std::string& db, const std::string& range, doc_bodies bodies, const std::vector<Item>& items,
+             Done done) {
+  if (c) {
+    std::unique_lock<std::mutex> lock(c->mu);
+    if (c->running) {
+      Batch& b = (c->*queue)[node + '\n' + db + '\n' + range + '\n' + std::to_string(static_cast<int>(bodies))];
+      if (b.waiters.empty()) {
+        b.node = node;
+        b.db = db;
+        b.range = range;
+        b.bodies = bodies;
+      }
+      b.waiters.emplace_back(items, std::move(done));
+      c->wake_locked();
+      return;
+    }
+  }
+  done(status{errc::unavailable, "cluster RPC is not running"});
+}
+
+// Sends a queued batch as one call: `send(cap, batch)` starts it and returns a promise of every
+// item's answer, in order; each waiter gets its part. On the loop.
+template <class Batch, class Send>
+void send_batch(rpc_node::loop& l, const membership& members, int timeout_ms, Batch& queued, Send send) {
+  auto batch = std::make_shared<Batch>(std::move(queued));
+  std::string peer = batch->node;
+  auto& m = metrics::node();
+  m.rpc_calls.add(peer);
+  Node::Client* cap = connected_cap(l, members, batch->node);
+  if (!cap) {
+    m.rpc_errors.add(peer);
+    return batch->fail(unavailable(batch->node, "not connected"));
+  }
+  size_t n = batch->items();
+  auto& timer = l.io.provider->getTimer();
+  const auto sent = mono::now();
+  l.tasks.add(timer.timeoutAfter(timeout_ms * kj::MILLISECONDS, send(*cap, *batch))
+                  .then(
+                      [batch, n, peer, sent](auto&& answers) {
+                        observe_answer(peer, sent);
+                        if (!answers) return batch->fail(answers.error());
+                        if (answers->size() != n) {
+                          return batch->fail({errc::internal, "node " + peer + " answered for the wrong count"});
+                        }
+                        auto it = answers->begin();
+                        for (auto& w : batch->waiters) {
+                          auto end = it + static_cast<std::ptrdiff_t>(w.first.size());
+                          w.second(std::vector(std::make_move_iterator(it), std::make_move_iterator(end)));
+                          it = end;
+                        }
+                      },
+                      [batch, peer](kj::Exception&& e) {
+                        metrics::node().rpc_errors.add(peer);
+                        batch->fail(unavailable(peer, e.getDescription().cStr()));
+                      }));
+}
+
+}  // namespace
+
+// Concurrent writes to one peer's copy of one range travel as one updateDocs call, as reads do
+// (open_docs): the peer commits them in one transaction anyway (group commit), and each request
+// gets its own documents' results back. Documents are applied in order, so two requests editing one
+// document in a batch get what they would get from two calls in one group commit.
+void rpc_node::update_docs(const std::string& node, const std::string& db, const std::string& range,
+                           const std::vector<doc_update>& docs, write_done done) {
+  enqueue(control_.get(), &loop_control::writes, node, db, range, doc_bodies::none, docs, std::move(done));
+}
+
+void rpc_node::send_writes(loop& l, pending_writes& w) {
+  send_batch(l, members_, opts_.call_timeout_ms, w, [](Node::Client& cap, const pending_writes& b) {
+    auto req = cap.updateDocsRequest();
+    set_shard(req.initShard(), b.db, b.range);
+    auto list = req.initUpdates(static_cast<unsigned>(b.items()));
+    unsigned k = 0;
+    for (auto& x : b.waiters)
+      for (auto& u : x.first) write_update(list[k++], u);
+    return req.send().then([](capnp::Response<Node::UpdateDocsResults>&& r) -> result<std::vector<doc_result>> {
+      if (status st = status_of(r.getStatus()); !st) return st;
+      std::vector<doc_result> out;
+      for (auto d : r.getResults()) {
+        doc_result res{status_of(d.getStatus()), {d.getRev().getPos(), d.getRev().getHash()}};
+        res.added = d.getAdded();
+        res.known = d.getKnown();
+        out.push_back(std::move(res));
+      }
+      return out;
+    });
+  });
+}
+
+void rpc_node::changes(const std::string& node, const std::string& db, const std::string& range,
+                       const changes_request& cr, answer<changes_page> done) {
+  start_call<changes_page>(
+      node,
+      [=](Node::Client& cap) {
+        auto req = cap.changesPageRequest();
+        set_shard(req.initShard(), db, range);
+        req.setSince(cr.since);
+        req.setLimit(cr.limit);
+        req.setDescending(cr.descending);
+        req.setWithDocs(cr.with_docs);
+        req.setConflicts(cr.conflicts);
+        req.setAttachments(cr.attachments);
+        req.setAttEncodingInfo(cr.att_encoding_info);
+        req.setNotBefore(cr.not_before);
+        return req.send().then([](capnp::Response<Node::ChangesPageResults>&& r) -> result<changes_page> {
+          if (status st = status_of(r.getStatus()); !st) return st;
+          changes_page page;
+          page.pending = r.getPending();
+          page.skipped_to = r.getSkippedTo();
+          for (auto row : r.getRows()) {
+            change_row c;
+            c.e.seq = row.getSeq();
+            c.e.id = row.getId();
+            c.e.rev = row.getRev();
+            c.e.deleted = row.getDeleted();
+            for (auto l : row.getLeafRevs()) c.e.leaf_revs.emplace_back(l.cStr());
+            c.e.time_s = row.getTimeS();
+            c.doc = row.getDoc();
+            page.rows.push_back(std::move(c));
+          }
+          return page;
+        });
+      },
+      std::move(done));
+}
+
+void rpc_node::resolve_since(const std::string& node, const std::string& db, const std::string& range,
+                             const std::string& uuid_prefix, uint64_t seq, answer<resolved_since> done) {
+  start_call<resolved_since>(
+      node,
+      [=](Node::Client& cap) {
+        auto req = cap.resolveSinceRequest();
+        set_shard(req.initShard(), db, range);
+        req.setUuidPrefix(uuid_prefix);
+        req.setSeq(seq);
+        return req.send().then([](capnp::Response<Node::ResolveSinceResults>&& r) -> result<resolved_since> {
+          if (status st = status_of(r.getStatus()); !st) return st;
+          resolved_since out;
+          out.uuid = r.getUuid();
+          out.update_seq = r.getUpdateSeq();
+          out.seq = r.getSeq();
+          out.resolution = static_cast<resolved_since::how>(std::min<uint8_t>(r.getResolution(), 2));
+          return out;
+        });
+      },
+      std::move(done));
+}
+
+result<doc_read> rpc_node::read_doc(const std::string& node, const std::string& db, const std::string& range,
+                                    const doc_request& dr, std::chrono::milliseconds timeout) {
+  return call<doc_read>(node, timeout, [=](Node::Client& cap) {
+    auto req = cap.readDocRequest();
+    set_shard(req.initShard(), db, range);
+    req.setId(dr.id);
+    auto list = req.initParams(static_cast<unsigned>(dr.params.size()));
+    for (unsigned i = 0; i < dr.params.size(); ++i) {
+      list[i].setName(dr.params[i].first);
+      list[i].setValue(dr.params[i].second);
+    }
+    req.setIfNoneMatch(dr.if_none_match);
+    req.setWhat(dr.what);
+    req.setMethod(dr.method);
+    req.setBody(dr.body);
+    return req.send().then([](capnp::Response<Node::ReadDocResults>&& r) -> result<doc_read> {
+      if (status st = status_of(r.getStatus()); !st) return st;
+      return doc_read{r.getHttpStatus(), r.getBody(), r.getEtag()};
+    });
+  });
+}
+
+void rpc_node::all_docs(const std::string& node, const std::string& db, const std::string& range,
+                        const all_docs_request& ar, answer<all_docs_page> done) {
+  start_call<all_docs_page>(
+      node,
+      [=](Node::Client& cap) {
+        auto req = cap.allDocsPageRequest();
+        set_shard(req.initShard(), db, range);
+        req.setStartKey(ar.start);
+        req.setEndKey(ar.end);
+        req.setDescending(ar.descending);
+        req.setInclusiveEnd(ar.inclusive_end);
+        req.setIncludeDocs(ar.include_docs);
+        req.setConflicts(ar.conflicts);
+        req.setAttachments(ar.attachments);
+        req.setAttEncodingInfo(ar.att_encoding_info);
+        req.setMaxRows(ar.max_rows);
+        req.setByKeys(ar.by_keys);
+        auto keys = req.initKeys(static_cast<unsigned>(ar.keys.size()));
+        for (unsigned i = 0; i < ar.keys.size(); ++i) keys.set(i, ar.keys[i]);
+        return req.send().then([](capnp::Response<Node::AllDocsPageResults>&& r) -> result<all_docs_page> {
+          if (status st = status_of(r.getStatus()); !st) return st;
+          all_docs_page page;
+          page.before = r.getBefore();
+          page.doc_count = r.getDocCount();
+          for (auto row : r.getRows()) {
+            page.rows.push_back({row.getId(), row.getRev(), row.getDeleted(), row.getFound(), row.getDoc()});
+          }
+          return page;
+        });
+      },
+      std::move(done));
+}
+
+void rpc_node::time_seq(const std::string& node, const std::string& db, const std::string& range, bool reset,
+                        answer<time_seq_state> done) {
+  start_call<time_seq_state>(
+      node,
+      [=](Node::Client& cap) {
+        auto req = cap.timeSeqRequest();
+        set_shard(req.initShard(), db, range);
+        req.setReset(reset);
+        return req.send().then([](capnp::Response<Node::TimeSeqResults>&& r) -> result<time_seq_state> {
+          if (status st = status_of(r.getStatus()); !st) return st;
+          time_seq_state out;
+          out.update_seq = r.getUpdateSeq();
+          auto bins = r.getBins();
+          if (bins.getVersion() == time_seq::version && bins.getTimes().size() == bins.getSeqs().size()) {
+            for (unsigned i = 0; i < bins.getTimes().size(); ++i)
+              out.bins.bins.push_back({bins.getTimes()[i], bins.getSeqs()[i]});
+            out.bins.reset_seq = bins.getResetSeq();
+            out.bins.reset_until = bins.getResetUntil();
+          }
+          return out;
+        });
+      },
+      std::move(done));
+}
+
+bool rpc_node::typed(const std::string& node) const {
+  return members_.has_feature(node, typed_feature);
+}
+
+// Concurrent reads of one peer's copy of one range travel as one openDocs call: they queue until
+// the loop next runs, which sends each queue as one message and splits the answer (one encode, one
+// write and one wake-up per batch instead of per request; the peer reads the batch in one snapshot).
+void rpc_node::open_docs(const std::string& node, const std::string& db, const std::string& range,
+                         const std::vector<std::string>& ids, doc_bodies bodies, shard_copy::docs_done done) {
+  enqueue(control_.get(), &loop_control::reads, node, db, range, bodies, ids, std::move(done));
+}
+
+void rpc_node::send_reads(loop& l, pending_reads& r) {
+  send_batch(l, members_, opts_.call_timeout_ms, r, [](Node::Client& cap, const pending_reads& b) {
+    auto req = cap.openDocsRequest();
+    set_shard(req.initShard(), b.db, b.range);
+    auto list = req.initIds(static_cast<unsigned>(b.items()));
+    unsigned k = 0;
+    for (auto& w : b.waiters)
+      for (auto& id : w.first) list.set(k++, id);
+    req.setBodies(b.bodies != doc_bodies::none);
+    req.setAllBodies(b.bodies == doc_bodies::all);
+    return req.send().then([](capnp::Response<Node::OpenDocsResults>&& r) -> result<std::vector<doc_copy>> {
+      if (status st = status_of(r.getStatus()); !st) return st;
+      std::vector<doc_copy> out;
+      for (auto d : r.getDocs()) {
+        auto doc = read_doc_copy(d);
+        if (!doc) return doc.error();  // a tree that does not decode fails the batch, not one reader
+        out.push_back(std::move(*doc));
+      }
+      return out;
+    });
+  });
+}
+
+result<std::optional<local_doc>> rpc_node::open_local(const std::string& node, const std::string& db,
+                                                      const std::string& range, const std::string& id,
+                                                      std::chrono::milliseconds timeout) {
+  using answer = std::optional<settee::local_doc>;
+  return call<answer>(node, timeout, [=](Node::Client& cap) {
+    auto req = cap.localDocRequest();
+    set_shard(req.initShard(), db, range);
+    req.setId(id);
+    return req.send().then([id](capnp::Response<Node::LocalDocResults>&& r) -> result<answer> {
+      if (status st = status_of(r.getStatus()); !st) return st;
+      if (!r.getFound()) return answer();
+      return answer(settee::local_doc{id, r.getRev(), r.getBody()});
+    });
+  });
+}
+
+result<uint64_t> rpc_node::write_local(const std::string& node, const std::string& db, const std::string& range,
+                                       const local_update& u, std::chrono::milliseconds timeout) {
+  return call<uint64_t>(node, timeout, [=](Node::Client& cap) {
+    auto req = cap.writeLocalRequest();
+    set_shard(req.initShard(), db, range);
+    req.setId(u.id);
+    req.setRev(u.rev);
+    req.setDeleted(u.deleted);
+    req.setBody(u.body);
+    return req.send().then([](capnp::Response<Node::WriteLocalResults>&& r) -> result<uint64_t> {
+      if (status st = status_of(r.getStatus()); !st) return st;
+      return r.getRev();
+    });
+  });
+}
+
+result<std::vector<local_doc>> rpc_node::list_local(const std::string& node, const std::string& db,
+                                                    const std::string& range, std::chrono::milliseconds timeout) {
+  using answer = std::vector<settee::local_doc>;
+  return call<answer>(node, timeout, [=](Node::Client& cap) {
+    auto req = cap.localDocsRequest();
+    set_shard(req.initShard(), db, range);
+    return req.send().then([](capnp::Response<Node::LocalDocsResults>&& r) -> result<answer> {
+      if (status st = status_of(r.getStatus()); !st) return st;
+      answer out;
+      for (auto d : r.getDocs()) out.push_back({d.getId(), d.getRev(), d.getBody()});
+      return out;
+    });
+  });
+}
+
+status rpc_node::set_revs_limit(const std::string& node, const std::string& db, const std::string& range,
+                                uint32_t limit, std::chrono::milliseconds timeout) {
+  return call_status(node, timeout, [=](Node::Client& cap) {
+    auto req = cap.setRevsLimitRequest();
+    set_shard(req.initShard(), db, range);
+    req.setLimit(limit);
+    return req;
+  });
+}
+
+bool rpc_node::stores_attachments(const std::string& node) const {
+  return members_.has_feature(node, attachments_feature);
+}
+
+result<std::string> rpc_node::read_blob(const std::string& node, const std::string& db, const std::string& range,
+                                        const std::string& key, uint64_t offset, uint64_t length,
+                                        std::chrono::milliseconds timeout) {
+  return call<std::string>(node, timeout, [=](Node::Client& cap) {
+    auto req = cap.readBlobRequest();
+    set_shard(req.initShard(), db, range);
+    req.setKey(key);
+    req.setOffset(offset);
+    req.setLength(length);
+    return req.send().then([](capnp::Response<Node::ReadBlobResults>&& r) -> result<std::string> {
+      if (status st = status_of(r.getStatus()); !st) return st;
+      auto bytes = r.getBytes();
+      return std::string(reinterpret_cast<const char*>(bytes.begin()), bytes.size());
+    });
+  });
+}
+
+result<bool> rpc_node::stage_blob(const std::string& node, const std::string& db, const std::string& range,
+                                  const std::string& key, uint64_t offset, const std::string& piece,
+                                  std::chrono::milliseconds timeout) {
+  return call<bool>(node, timeout, [=](Node::Client& cap) {
+    auto req = cap.stageBlobRequest();
+    set_shard(req.initShard(), db, range);
+    req.setKey(key);
+    req.setOffset(offset);
+    req.setPiece(capnp::Data::Reader(reinterpret_cast<const capnp::byte*>(piece.data()), piece.size()));
+    return req.send().then([](capnp::Response<Node::StageBlobResults>&& r) -> result<bool> {
+      if (status st = status_of(r.getStatus()); !st) return st;
+      return r.getWhole();
+    });
+  });
+}
+
+status rpc_node::drop_staged(const std::string& node, const std::string& db, const std::string& range,
+                             const std::string& key, std::chrono::milliseconds timeout) {
+  return call_status(node, timeout, [=](Node::Client& cap) {
+    auto req = cap.dropStagedRequest();
+    set_shard(req.initShard(), db, range);
+    req.setKey(key);
+    return req;
+  });
+}
+
+}  // namespace settee

@@ -1,0 +1,267 @@
+// What this node answers as a whole: the node-level calls of its member (actors/members.hpp),
+// reshard jobs (typed, and release 0.3's string calls), a move's and a split's calls, its update
+// log (node_server's methods; rpc_internal.hpp).
+#include "cluster/legacy_calls.hpp"
+#include "cluster/rpc_internal.hpp"
+
+namespace settee {
+
+// The node-level calls (actors/members.hpp), run on the pool by this node's member.
+template <class T>
+kj::Promise<void> on_member(rpc_node::loop& l, std::function<result<T>(cluster_member&)> work,
+                            std::function<void(const T&)> answer, std::function<void(const status&)> fail) {
+  cluster_member* self = l.opts.self;
+  auto out = std::make_shared<result<T>>(status{errc::not_implemented, "no member calls on this node"});
+  return l
+      .off_loop([self, work = std::move(work), out] {
+        if (self) *out = work(*self);
+      })
+      .then([out, answer = std::move(answer), fail = std::move(fail)]() {
+        if (*out) {
+          answer(**out);
+        } else {
+          fail(out->error());
+        }
+      });
+}
+
+kj::Promise<void> node_server::compactDb(CompactDbContext context) {
+  std::string db = context.getParams().getDb();
+  return on_member<bool>(
+      loop_,
+      [db](cluster_member& m) -> result<bool> {
+        if (status st = m.compact(db); !st) return st;
+        return true;
+      },
+      [context](const bool&) mutable { set_status(context.getResults().initStatus(), {}); },
+      [context](const status& st) mutable { set_status(context.getResults().initStatus(), st); });
+}
+
+kj::Promise<void> node_server::activeTasks(ActiveTasksContext context) {
+  using list = std::vector<std::string>;
+  return on_member<list>(
+      loop_, [](cluster_member& m) { return m.active_tasks(); },
+      [context](const list& tasks) mutable {
+        auto results = context.getResults();
+        set_status(results.initStatus(), {});
+        auto out = results.initTasks(static_cast<unsigned>(tasks.size()));
+        for (unsigned i = 0; i < tasks.size(); ++i) out.set(i, tasks[i]);
+      },
+      [context](const status& st) mutable { set_status(context.getResults().initStatus(), st); });
+}
+
+kj::Promise<void> node_server::nodeStatus(NodeStatusContext context) {
+  return on_member<node_status>(
+      loop_, [](cluster_member& m) { return m.figures(); },
+      [context](const node_status& s) mutable {
+        auto results = context.getResults();
+        set_status(results.initStatus(), {});
+        auto n = results.initNode();
+        n.setRelease(s.release);
+        n.setUptimeS(s.uptime_s);
+        n.setRssBytes(s.rss_bytes);
+        n.setThreads(s.threads);
+        n.setOpenFiles(s.open_files);
+        n.setLiveFeeds(s.live_feeds);
+        n.setFeedWatches(s.feed_watches);
+        n.setFsSizeBytes(s.fs_size_bytes);
+        n.setFsFreeBytes(s.fs_free_bytes);
+        n.setDbFilesBytes(s.db_files_bytes);
+        n.setRequests(s.requests);
+        n.setServerErrors(s.server_errors);
+      },
+      [context](const status& st) mutable { set_status(context.getResults().initStatus(), st); });
+}
+
+kj::Promise<void> node_server::reshardState(ReshardStateContext context) {
+  auto params = context.getParams();
+  std::optional<reshard_state> set;
+  if (params.getSet()) set = reshard_state{params.getRunning(), params.getReason()};
+  return on_member<reshard_state>(
+      loop_,
+      [set](cluster_member& m) -> result<reshard_state> {
+        if (set)
+          if (status st = m.set_reshard_state(*set); !st) return st;
+        return m.get_reshard_state();
+      },
+      [context](const reshard_state& s) mutable {
+        auto results = context.getResults();
+        set_status(results.initStatus(), {});
+        results.setRunning(s.running);
+        results.setReason(s.reason);
+      },
+      [context](const status& st) mutable { set_status(context.getResults().initStatus(), st); });
+}
+
+kj::Promise<void> node_server::reshardJobs(ReshardJobsContext context) {
+  using list = std::vector<split_job>;
+  return on_member<list>(
+      loop_, [](cluster_member& m) { return m.reshard_jobs(); },
+      [context](const list& jobs) mutable {
+        auto results = context.getResults();
+        set_status(results.initStatus(), {});
+        auto out = results.initJobs(static_cast<unsigned>(jobs.size()));
+        for (unsigned i = 0; i < jobs.size(); ++i) write_job(out[i], jobs[i]);
+      },
+      [context](const status& st) mutable { set_status(context.getResults().initStatus(), st); });
+}
+
+kj::Promise<void> node_server::editReshardJob(EditReshardJobContext context) {
+  auto p = context.getParams();
+  std::string id = p.getId();
+  bool remove = p.getRemove();
+  reshard_state want{p.getRunning(), p.getReason()};
+  return on_member<bool>(
+      loop_,
+      [id, remove, want](cluster_member& m) -> result<bool> {
+        status st = remove ? m.remove_reshard_job(id) : m.set_reshard_job_state(id, want);
+        if (!st) return st;
+        return true;
+      },
+      [context](const bool&) mutable { set_status(context.getResults().initStatus(), {}); },
+      [context](const status& st) mutable { set_status(context.getResults().initStatus(), st); });
+}
+
+kj::Promise<void> node_server::newReshardJob(NewReshardJobContext context) {
+  auto p = context.getParams().getJob();
+  new_job want{p.getType(), p.getDb(), p.getShard(), p.getSuffix(), p.getLeader(), p.getSource()};
+  return on_member<split_job>(
+      loop_, [want](cluster_member& m) { return m.create_reshard_job(want); },
+      [context](const split_job& j) mutable {
+        auto results = context.getResults();
+        set_status(results.initStatus(), {});
+        write_job(results.initMade(), j);
+      },
+      [context](const status& st) mutable { set_status(context.getResults().initStatus(), st); });
+}
+
+kj::Promise<void> node_server::exportChanges(ExportChangesContext context) {
+  auto params = context.getParams();
+  std::string db = params.getShard().getDb(), range = params.getShard().getRange();
+  uint64_t since = params.getSince();
+  bool with_local = params.getWithLocal();
+  auto fn = loop_.opts.export_changes;
+  auto out = std::make_shared<result<std::string>>(status{errc::not_implemented, "no moves here"});
+  return loop_
+      .off_loop([=] {
+        if (fn) *out = fn(db, range, since, with_local);
+      })
+      .then([context, out]() mutable {
+        auto results = context.getResults();
+        set_status(results.initStatus(), out->ok() ? status{} : out->error());
+        if (*out) {
+          const std::string& bytes = **out;
+          results.setBatch(capnp::Data::Reader(reinterpret_cast<const capnp::byte*>(bytes.data()), bytes.size()));
+        }
+      });
+}
+
+kj::Promise<void> node_server::sealCopy(SealCopyContext context) {
+  auto params = context.getParams();
+  std::string db = params.getShard().getDb(), range = params.getShard().getRange();
+  bool seal = params.getSeal();
+  auto fn = loop_.opts.seal_copy;
+  auto out = std::make_shared<result<uint64_t>>(status{errc::not_implemented, "no moves here"});
+  return loop_
+      .off_loop([=] {
+        if (fn) *out = fn(db, range, seal);
+      })
+      .then([context, out]() mutable {
+        auto results = context.getResults();
+        set_status(results.initStatus(), out->ok() ? status{} : out->error());
+        if (*out) results.setUpdateSeq(**out);
+      });
+}
+
+kj::Promise<void> node_server::retireCopy(RetireCopyContext context) {
+  auto params = context.getParams();
+  std::string db = params.getDb(), shard = params.getShardId();
+  uint64_t end_seq = params.getEndSeq();
+  bool remove = params.getRemove();
+  auto fn = loop_.opts.retire_copy;
+  auto out = std::make_shared<status>(errc::not_implemented, "no moves here");
+  return loop_
+      .off_loop([=] {
+        if (fn) *out = fn(db, shard, end_seq, remove);
+      })
+      .then([context, out]() mutable { set_status(context.getResults().initStatus(), *out); });
+}
+
+kj::Promise<void> node_server::createJob(CreateJobContext context) {
+  std::string body = context.getParams().getBody();
+  return on_member<std::string>(
+      loop_, [body](cluster_member& m) { return answer_create_job(m, body); },
+      [context](const std::string& job) mutable {
+        auto results = context.getResults();
+        set_status(results.initStatus(), {});
+        results.setJob(job);
+      },
+      [context](const status& st) mutable { set_status(context.getResults().initStatus(), st); });
+}
+
+kj::Promise<void> node_server::splitSeal(SplitSealContext context) {
+  std::string db = context.getParams().getDb(), shard = context.getParams().getShardId();
+  auto fn = loop_.opts.split_seal;
+  auto out = std::make_shared<result<std::pair<uint64_t, std::string>>>(
+      status{errc::not_implemented, "no splits of several copies here"});
+  return loop_
+      .off_loop([=] {
+        if (fn) *out = fn(db, shard);
+      })
+      .then([context, out]() mutable {
+        auto results = context.getResults();
+        set_status(results.initStatus(), out->ok() ? status{} : out->error());
+        if (*out) {
+          results.setEndSeq((*out)->first);
+          results.setUuid((*out)->second);
+        }
+      });
+}
+
+kj::Promise<void> node_server::reshardRequest(ReshardRequestContext context) {
+  auto params = context.getParams();
+  std::string method = params.getMethod(), id = params.getId(), body = params.getBody();
+  bool state = params.getState();
+  using answer = std::pair<int, std::string>;
+  auto reply = [context](const answer& a) mutable {
+    auto results = context.getResults();
+    results.setCode(static_cast<uint16_t>(a.first));
+    results.setBody(a.second);
+  };
+  return on_member<answer>(
+      loop_, [=](cluster_member& m) -> result<answer> { return answer_reshard_request(m, method, id, state, body); },
+      reply,
+      [reply](const status&) mutable {
+        reply({501, R"({"error":"not_implemented","reason":"resharding is not available on this node"})"});
+      });
+}
+
+// This node's update log: no shard, but read on the pool all the same (it may open the file).
+kj::Promise<void> node_server::dbUpdates(DbUpdatesContext context) {
+  auto params = context.getParams();
+  std::string uuid = params.getUuid();
+  uint64_t seq = params.getSeq();
+  size_t limit = std::clamp<size_t>(params.getLimit(), 1, 10000);
+  auto read = loop_.opts.read_updates;
+  auto out = std::make_shared<std::optional<result<log_page>>>();
+  return loop_
+      .off_loop([read, uuid, seq, limit, out] {
+        out->emplace(read ? read(uuid, seq, limit) : result<log_page>(status{errc::not_implemented, "no update log"}));
+      })
+      .then([context, out]() mutable {
+        auto results = context.getResults();
+        result<log_page>& r = **out;
+        if (!r) return set_status(results.initStatus(), r.error());
+        results.setUuid(r->uuid);
+        results.setTop(r->top);
+        auto rows = results.initRows(static_cast<unsigned>(r->rows.size()));
+        for (unsigned i = 0; i < r->rows.size(); ++i) {
+          rows[i].setSeq(r->rows[i].first);
+          rows[i].setDb(r->rows[i].second.db);
+          rows[i].setInstance(r->rows[i].second.instance);
+          rows[i].setTime(r->rows[i].second.time_s);
+        }
+      });
+}
+
+}  // namespace settee
