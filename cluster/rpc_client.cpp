@@ -262,13 +262,7 @@ void rpc_node::time_seq(const std::string& node, const std::string& db, const st
           if (status st = status_of(r.getStatus()); !st) return st;
           time_seq_state out;
           out.update_seq = r.getUpdateSeq();
-          auto bins = r.getBins();
-          if (bins.getVersion() == time_seq::version && bins.getTimes().size() == bins.getSeqs().size()) {
-            for (unsigned i = 0; i < bins.getTimes().size(); ++i)
-              out.bins.bins.push_back({bins.getTimes()[i], bins.getSeqs()[i]});
-            out.bins.reset_seq = bins.getResetSeq();
-            out.bins.reset_until = bins.getResetUntil();
-          }
+          out.bins = read_time_seq(r.getBins());
           return out;
         });
       },

@@ -36,6 +36,7 @@
 #include "node/log.hpp"
 #include "node/metrics.hpp"
 #include "node/work_pool.hpp"
+#include "storage/time_seq_codec.hpp"
 
 namespace settee {
 

@@ -293,16 +293,7 @@ kj::Promise<void> node_server::timeSeq(TimeSeqContext context) {
       loop_, context, [reset](local_copy& c) { return c.time_seq(reset); },
       [](Node::TimeSeqResults::Builder results, const time_seq_state& ts) {
         results.setUpdateSeq(ts.update_seq);
-        auto bins = results.initBins();
-        bins.setVersion(ts.bins.v);
-        bins.setResetSeq(ts.bins.reset_seq);
-        bins.setResetUntil(ts.bins.reset_until);
-        auto times = bins.initTimes(static_cast<unsigned>(ts.bins.bins.size()));
-        auto seqs = bins.initSeqs(static_cast<unsigned>(ts.bins.bins.size()));
-        for (unsigned i = 0; i < ts.bins.bins.size(); ++i) {
-          times.set(i, ts.bins.bins[i].time);
-          seqs.set(i, ts.bins.bins[i].seq);
-        }
+        write_time_seq(results.initBins(), ts.bins);
       });
 }
 

@@ -1,4 +1,5 @@
 #include "storage/shard_header.hpp"
+#include "storage/time_seq_codec.hpp"
 
 #include <capnp/message.h>
 #include <capnp/serialize.h>
@@ -54,17 +55,7 @@ bool shard_header::decode(const std::string& stored, shard_header& out) {
     out.created_at = h.getCreatedAt();
     out.external_size = h.getExternalSize();
     out.sealed = h.getSealed();
-    out.time_seq = time_seq::tseq{};
-    if (h.hasTimeSeq()) {
-      auto ts = h.getTimeSeq();
-      auto times = ts.getTimes();
-      auto seqs = ts.getSeqs();
-      if (ts.getVersion() == time_seq::version && times.size() == seqs.size()) {
-        for (unsigned i = 0; i < times.size(); ++i) out.time_seq.bins.push_back({times[i], seqs[i]});
-        out.time_seq.reset_seq = ts.getResetSeq();
-        out.time_seq.reset_until = ts.getResetUntil();
-      }
-    }
+    out.time_seq = h.hasTimeSeq() ? read_time_seq(h.getTimeSeq()) : time_seq::tseq{};
     return true;
   } catch (const kj::Exception&) {
     return false;
@@ -100,16 +91,7 @@ std::string shard_header::encode(const std::string& stored) const {
   h.setCreatedAt(created_at);
   h.setExternalSize(external_size);
   h.setSealed(sealed);
-  auto ts = h.initTimeSeq();
-  ts.setVersion(time_seq.v);
-  ts.setResetSeq(time_seq.reset_seq);
-  ts.setResetUntil(time_seq.reset_until);
-  auto times = ts.initTimes(static_cast<unsigned>(time_seq.bins.size()));
-  auto seqs = ts.initSeqs(static_cast<unsigned>(time_seq.bins.size()));
-  for (unsigned i = 0; i < time_seq.bins.size(); ++i) {
-    times.set(i, time_seq.bins[i].time);
-    seqs.set(i, time_seq.bins[i].seq);
-  }
+  write_time_seq(h.initTimeSeq(), time_seq);
   // The init* calls above orphan the copied lists, which stay in the message as zeroed words; a
   // second deep copy keeps only what is reachable. Without it a header with 60 time-seq bins
   // doubles to ~2.2 KB, past what LMDB keeps in a 4 KB page, and every commit writes an overflow
@@ -120,6 +102,29 @@ std::string shard_header::encode(const std::string& stored) const {
   auto bytes = flat.asBytes();
   std::string out(reinterpret_cast<const char*>(bytes.begin()), bytes.size());
   if (format_version >= split_catalog_format) out += format2_trailer;
+  return out;
+}
+
+void write_time_seq(TimeSeq::Builder b, const time_seq::tseq& t) {
+  b.setVersion(t.v);
+  b.setResetSeq(t.reset_seq);
+  b.setResetUntil(t.reset_until);
+  auto times = b.initTimes(static_cast<unsigned>(t.bins.size()));
+  auto seqs = b.initSeqs(static_cast<unsigned>(t.bins.size()));
+  for (unsigned i = 0; i < t.bins.size(); ++i) {
+    times.set(i, t.bins[i].time);
+    seqs.set(i, t.bins[i].seq);
+  }
+}
+
+time_seq::tseq read_time_seq(TimeSeq::Reader r) {
+  time_seq::tseq out;
+  auto times = r.getTimes();
+  auto seqs = r.getSeqs();
+  if (r.getVersion() != time_seq::version || times.size() != seqs.size()) return out;
+  for (unsigned i = 0; i < times.size(); ++i) out.bins.push_back({times[i], seqs[i]});
+  out.reset_seq = r.getResetSeq();
+  out.reset_until = r.getResetUntil();
   return out;
 }
 

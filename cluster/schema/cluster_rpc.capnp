@@ -55,7 +55,7 @@ interface Node {
                   attachments :Bool, attEncodingInfo :Bool)
       -> (status :CallStatus, rows :List(AllDocsRow), before :UInt64, docCount :UInt64);
   # Release 0.2: this copy's time-seq bins (reset: emptied first, committed before the answer).
-  timeSeq @9 (shard :ShardRef, reset :Bool) -> (status :CallStatus, bins :TimeSeqBins, updateSeq :UInt64);
+  timeSeq @9 (shard :ShardRef, reset :Bool) -> (status :CallStatus, bins :TimeSeq, updateSeq :UInt64);
   # Release 0.3: the first call on every connection. The server's fresh nonce, good for one
   # handshake on this connection; every other method is refused until that handshake proved the
   # cluster secret. An older node answers "unimplemented".
@@ -206,13 +206,9 @@ struct LocalDoc {
   body @2 :Text;
 }
 
-struct TimeSeqBins {
-  version @0 :UInt32;
-  times @1 :List(Int64);  # youngest first
-  seqs @2 :List(UInt64);
-  resetSeq @3 :UInt64;    # release 0.3: what a reset forgot (0 from older nodes)
-  resetUntil @4 :Int64;
-}
+# A copy's time-seq: the struct its shard header keeps (one schema, one codec: storage's). Until
+# release 0.4 this was a struct of its own with the same fields, so the wire form is the same.
+using TimeSeq = import "/storage/schema/shard_header.capnp".TimeSeq;
 
 struct AllDocsRow {
   id @0 :Text;
