@@ -45,6 +45,27 @@ result<split_job> local_member::create_reshard_job(const new_job& j) {
   return s_.reshard->create_requested(j);
 }
 
+result<std::string> local_member::export_copy(const std::string& db, const std::string& range, uint64_t since,
+                                              bool with_local) {
+  if (!s_.reshard) return not_here("resharding");
+  return s_.reshard->export_copy(db, range, since, with_local);
+}
+
+result<uint64_t> local_member::seal_copy(const std::string& db, const std::string& range, bool seal) {
+  if (!s_.reshard) return not_here("resharding");
+  return s_.reshard->seal_copy(db, range, seal);
+}
+
+status local_member::retire_copy(const std::string& db, const std::string& shard, uint64_t end_seq, bool remove) {
+  if (!s_.reshard) return not_here("resharding");
+  return s_.reshard->retire_copy(db, shard, end_seq, remove);
+}
+
+result<std::pair<uint64_t, std::string>> local_member::split_seal(const std::string& db, const std::string& shard) {
+  if (!s_.reshard) return not_here("resharding");
+  return s_.reshard->split_seal(db, shard);
+}
+
 result<node_status> local_member::figures() {
   if (!s_.figures) return not_here("figures");
   return s_.figures();

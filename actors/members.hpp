@@ -72,6 +72,13 @@ class cluster_member {
   // Makes a job on this member for a request another node resolved (its copy's split, following
   // a leader, or a move of a copy to it).
   virtual result<split_job> create_reshard_job(const new_job& j) = 0;
+  // What a move's job asks of the member its copy leaves, and a split's leader of each copy's
+  // member (resharder.hpp says what each does).
+  virtual result<std::string> export_copy(const std::string& db, const std::string& range, uint64_t since,
+                                          bool with_local) = 0;
+  virtual result<uint64_t> seal_copy(const std::string& db, const std::string& range, bool seal) = 0;
+  virtual status retire_copy(const std::string& db, const std::string& shard, uint64_t end_seq, bool remove) = 0;
+  virtual result<std::pair<uint64_t, std::string>> split_seal(const std::string& db, const std::string& shard) = 0;
 };
 
 class cluster_members {
@@ -124,6 +131,11 @@ class local_member final : public cluster_member {
   status set_reshard_job_state(const std::string& id, const reshard_state& s) override;
   status remove_reshard_job(const std::string& id) override;
   result<split_job> create_reshard_job(const new_job& j) override;
+  result<std::string> export_copy(const std::string& db, const std::string& range, uint64_t since,
+                                  bool with_local) override;
+  result<uint64_t> seal_copy(const std::string& db, const std::string& range, bool seal) override;
+  status retire_copy(const std::string& db, const std::string& shard, uint64_t end_seq, bool remove) override;
+  result<std::pair<uint64_t, std::string>> split_seal(const std::string& db, const std::string& shard) override;
 
  private:
   std::string name_;

@@ -23,6 +23,11 @@ constexpr const char* state_doc = "_local/reshard-state";
 constexpr size_t changes_per_step = 500;
 constexpr int max_transient = 60;  // a move waits this many seconds for the other node to answer
 
+// A job step that needs member `node`, which is not one (or this node runs alone).
+status no_member(const std::string& node) {
+  return {errc::unavailable, node + " is not a member this node can reach"};
+}
+
 // A stop asked for while a job runs: not a failure, the job resumes from where it was.
 const status halted_status{errc::unavailable, "stopped"};
 
@@ -102,11 +107,15 @@ void resharder::wait_for_readers(const std::string& path, const std::string& not
   }
 }
 
+std::shared_ptr<cluster_member> resharder::peer(const std::string& node) const {
+  return members_ ? members_->get(node) : nullptr;
+}
+
 void resharder::drop_children(const split_job& j) {
   if (j.leader == node_ && !j.copies.empty()) unseal_copies(j);
   if (j.move()) {  // the copy made here goes; the source takes writes again
     shards_.remove(path_of(j.db, j.source));
-    if (peers_.seal) (void)peers_.seal(j.from_node, j.db, j.source.substr(0, j.source.find('.')), false);
+    if (auto from = peer(j.from_node)) (void)from->seal_copy(j.db, j.source.substr(0, j.source.find('.')), false);
     return;
   }
   for (auto& [range, path] : children_of(j)) shards_.remove(path);
@@ -369,8 +378,8 @@ status resharder::remove(const std::string& id) {
   if (!terminal(j) && state_index(j.split_state) < state_index("source_delete")) {
     if (!switched(j))
       drop_children(j);
-    else if (j.move() && peers_.retire)
-      (void)peers_.retire(j.from_node, j.db, j.source, j.end_seq, true);
+    else if (auto from = j.move() ? peer(j.from_node) : nullptr)
+      (void)from->retire_copy(j.db, j.source, j.end_seq, true);
     else if (!j.move())
       shards_.remove(path_of(j.db, j.source));
   }
@@ -704,9 +713,8 @@ result<std::pair<uint64_t, std::string>> resharder::split_seal(const std::string
 void resharder::unseal_copies(const split_job& j) {
   const std::string range = j.source.substr(0, j.source.find('.'));
   for (const std::string& node : j.copies) {
-    auto st = node == node_ ? seal_copy(j.db, range, false)
-              : peers_.seal ? peers_.seal(node, j.db, range, false)
-                            : result<uint64_t>(status{errc::not_implemented, "no node protocol"});
+    auto copy = peer(node);
+    auto st = copy ? copy->seal_copy(j.db, range, false) : result<uint64_t>(no_member(node));
     if (!st) log::warning("split " + j.id + ": could not lift the seal on " + node + ": " + st.error().reason);
   }
 }
@@ -715,10 +723,8 @@ status resharder::switch_copies(split_job& j) {
   std::map<std::string, uint64_t> ends;
   std::map<std::string, std::string> uuids;
   for (const std::string& node : j.copies) {
-    auto r = node == node_ ? split_seal(j.db, j.source)
-             : peers_.split_seal
-                 ? peers_.split_seal(node, j.db, j.source)
-                 : result<std::pair<uint64_t, std::string>>(status{errc::not_implemented, "no node protocol"});
+    auto copy = peer(node);
+    auto r = copy ? copy->split_seal(j.db, j.source) : result<std::pair<uint64_t, std::string>>(no_member(node));
     if (!r) {
       unseal_copies(j);
       // Not there yet (its job still copying, or restarting): tried again.
@@ -764,14 +770,15 @@ status resharder::await_switch(split_job& j) {
 }
 
 status resharder::advance_move(split_job& j, const db_meta& db, std::optional<size_t> index, const std::string& state) {
-  if (!peers_.export_changes) return status{errc::not_implemented, "moves need the node protocol"};
+  auto from = peer(j.from_node);
+  if (!from) return no_member(j.from_node);
   const std::string range = j.source.substr(0, j.source.find('.'));
   if (state == "initial_copy" || state == "topoff1" || state == "topoff2" || state == "copy_local_docs") {
     if (!index) return status{errc::conflict, "Shard " + j.source + " is no longer open"};
     if (state == "initial_copy") {
       // A job that resumes after a restart may have left the source sealed; the copy made here
       // continues from the last seq it holds (the source's numbering).
-      if (auto st = peers_.seal(j.from_node, j.db, range, false); !st) return st.error();
+      if (auto st = from->seal_copy(j.db, range, false); !st) return st.error();
       j.copied_to = 0;
       const std::string path = path_of(j.db, j.source);
       shards_.revive(path);  // this node may have held the copy before and deleted it when it left
@@ -791,7 +798,7 @@ status resharder::advance_move(split_job& j, const db_meta& db, std::optional<si
     // The source node learns the new map from the push after the switch; until then it refuses.
     status st;
     for (int i = 0; i < 100; ++i) {
-      st = peers_.retire(j.from_node, j.db, j.source, j.end_seq, state == "source_delete");
+      st = from->retire_copy(j.db, j.source, j.end_seq, state == "source_delete");
       if (st || st.code != errc::conflict) break;
       if (after_switch_ && i % 10 == 9) after_switch_();
       std::this_thread::sleep_for(std::chrono::milliseconds(100));
@@ -806,13 +813,15 @@ status resharder::move_pass(split_job& j, const db_meta& db, size_t index, bool 
   auto target = shards_.acquire(path_of(j.db, j.source), db.created, db.key());
   if (!target) return target.error();
   const std::string range = db.ranges[index].name();
+  auto from = peer(j.from_node);
+  if (!from) return no_member(j.from_node);
   for (bool done = false; !done;) {
     {
       std::lock_guard<std::mutex> lock(mu_);
       auto it = jobs_.find(j.id);
       if (it == jobs_.end() || !runnable_locked(it->second)) return halted_status;
     }
-    auto bytes = peers_.export_changes(j.from_node, j.db, range, j.copied_to, with_local);
+    auto bytes = from->export_copy(j.db, range, j.copied_to, with_local);
     if (!bytes) return bytes.error();
     auto batch = import_batch::decode(*bytes);
     shard_header header;
@@ -836,11 +845,13 @@ status resharder::move_pass(split_job& j, const db_meta& db, size_t index, bool 
 
 status resharder::switch_move(split_job& j, const db_meta& db, size_t index) {
   const std::string range = db.ranges[index].name();
-  auto end = peers_.seal(j.from_node, j.db, range, true);
+  auto from = peer(j.from_node);
+  if (!from) return no_member(j.from_node);
+  auto end = from->seal_copy(j.db, range, true);
   if (!end) return end.error();
   // Until the map names this node, the source is the authority: any failure lets it take writes again.
   auto undo = [&](status st) {
-    (void)peers_.seal(j.from_node, j.db, range, false);
+    (void)from->seal_copy(j.db, range, false);
     return st;
   };
   if (auto st = move_pass(j, db, index, true); !st) return undo(st);

@@ -44,31 +44,6 @@
 
 namespace settee {
 
-// Calls to another node's resharder (cluster/rpc_node answers them there; node/main.cpp wires
-// them). Each returns errc::unavailable when the node cannot be reached.
-struct reshard_peers {
-  // import_batch::encode() of the node's copy of `range` after seq `since` (a move's copy).
-  std::function<result<std::string>(const std::string& node, const std::string& db, const std::string& range,
-                                    uint64_t since, bool with_local)>
-      export_changes;
-  // Seals (or unseals) the node's copy of `range`; its update_seq once every write queued before
-  // the seal committed.
-  std::function<result<uint64_t>(const std::string& node, const std::string& db, const std::string& range, bool seal)>
-      seal;
-  // The node's copy of `shard` moved away at `end_seq`: wait for its readers (remove = false), or
-  // delete it (remove = true).
-  std::function<status(const std::string& node, const std::string& db, const std::string& shard, uint64_t end_seq,
-                       bool remove)>
-      retire;
-  // Creates a move job on `node` (the target) from the POST body given here.
-  std::function<result<std::string>(const std::string& node, const std::string& body)> create;
-  // A split of several copies: the node's copy of `shard` sealed (recorded), its last pass done;
-  // its end_seq and uuid (errc::conflict while its job is not waiting at update_shardmap).
-  std::function<result<std::pair<uint64_t, std::string>>(const std::string& node, const std::string& db,
-                                                         const std::string& shard)>
-      split_seal;
-};
-
 class resharder {
  public:
   resharder(coordinator& coord, shard_registry& shards, task_list& tasks, const clock& clk, std::string node,
@@ -77,7 +52,9 @@ class resharder {
 
   // Run after a split switched the shard map in `_dbs` (pushes it to the other nodes). Set before start().
   void set_after_switch(std::function<void()> f) { after_switch_ = std::move(f); }
-  void set_peers(reshard_peers peers) { peers_ = std::move(peers); }
+  // The cluster's members, whose copies moves and splits of several copies ask (null: a single
+  // node: moves and such splits are not possible). Set before start().
+  void set_members(cluster_members* members) { members_ = members; }
   // Reads the saved jobs and state, resumes what was running. Call once after the catalog loaded.
   status start();
   void stop();
@@ -162,7 +139,9 @@ class resharder {
   bool stopping_ = false;
   std::thread thread_;
   std::function<void()> after_switch_;
-  reshard_peers peers_;
+  cluster_members* members_ = nullptr;
+  // The member `node` (null when it is not one, or on a single node).
+  std::shared_ptr<cluster_member> peer(const std::string& node) const;
 };
 
 }  // namespace settee

@@ -35,6 +35,20 @@ class remote_member final : public cluster_member {
   status set_reshard_job_state(const std::string& id, const reshard_state& s) override;
   status remove_reshard_job(const std::string& id) override;
   result<split_job> create_reshard_job(const new_job& j) override;
+  result<std::string> export_copy(const std::string& db, const std::string& range, uint64_t since,
+                                  bool with_local) override {
+    return rpc_.export_changes(name_, db, range, since, with_local, timeout_);
+  }
+  result<uint64_t> seal_copy(const std::string& db, const std::string& range, bool seal) override {
+    return rpc_.seal_copy(name_, db, range, seal, timeout_);
+  }
+  status retire_copy(const std::string& db, const std::string& shard, uint64_t end_seq, bool remove) override {
+    // Waiting for a copy's readers takes up to 10 s there: a minute, whatever the call timeout.
+    return rpc_.retire_copy(name_, db, shard, end_seq, remove, std::max(timeout_, std::chrono::milliseconds(60000)));
+  }
+  result<std::pair<uint64_t, std::string>> split_seal(const std::string& db, const std::string& shard) override {
+    return rpc_.split_seal(name_, db, shard, timeout_);
+  }
 
  private:
   // A release 0.3 member: its jobs through reshardRequest and createJob, JSON as its

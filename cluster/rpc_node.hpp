@@ -59,17 +59,10 @@ struct rpc_options {
   std::function<result<doc_read>(local_copy& copy, const doc_request& req)> read_doc;
   // This node's update log after (uuid, seq), for dbUpdates (runs on a pool thread).
   std::function<result<log_page>(const std::string& uuid, uint64_t seq, size_t limit)> read_updates;
-  // This node as a member (actors/members.hpp): the node-level calls another node makes of it,
-  // compactDb, activeTasks, nodeStatus, reshardState (run on a pool thread). Null: they answer
-  // not_implemented.
+  // This node as a member (actors/members.hpp): the node-level calls another node makes of it
+  // (compactDb, activeTasks, nodeStatus, reshardState, the reshard jobs' calls, a move's and a
+  // split's calls; run on a pool thread). Null: they answer not_implemented.
   cluster_member* self = nullptr;
-  // A shard move's and split's calls (resharder; run on a pool thread): exportChanges, sealCopy,
-  // retireCopy, createJob, splitSeal.
-  std::function<result<std::string>(const std::string& db, const std::string& range, uint64_t since, bool with_local)>
-      export_changes;
-  std::function<result<uint64_t>(const std::string& db, const std::string& range, bool seal)> seal_copy;
-  std::function<status(const std::string& db, const std::string& shard, uint64_t end_seq, bool remove)> retire_copy;
-  std::function<result<std::pair<uint64_t, std::string>>(const std::string& db, const std::string& shard)> split_seal;
 };
 
 using remote_shard_info = shard_summary;

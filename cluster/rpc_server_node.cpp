@@ -140,37 +140,28 @@ kj::Promise<void> node_server::exportChanges(ExportChangesContext context) {
   std::string db = params.getShard().getDb(), range = params.getShard().getRange();
   uint64_t since = params.getSince();
   bool with_local = params.getWithLocal();
-  auto fn = loop_.opts.export_changes;
-  auto out = std::make_shared<result<std::string>>(status{errc::not_implemented, "no moves here"});
-  return loop_
-      .off_loop([=] {
-        if (fn) *out = fn(db, range, since, with_local);
-      })
-      .then([context, out]() mutable {
+  return on_member<std::string>(
+      loop_, [=](cluster_member& m) { return m.export_copy(db, range, since, with_local); },
+      [context](const std::string& bytes) mutable {
         auto results = context.getResults();
-        set_status(results.initStatus(), out->ok() ? status{} : out->error());
-        if (*out) {
-          const std::string& bytes = **out;
-          results.setBatch(capnp::Data::Reader(reinterpret_cast<const capnp::byte*>(bytes.data()), bytes.size()));
-        }
-      });
+        set_status(results.initStatus(), {});
+        results.setBatch(capnp::Data::Reader(reinterpret_cast<const capnp::byte*>(bytes.data()), bytes.size()));
+      },
+      [context](const status& st) mutable { set_status(context.getResults().initStatus(), st); });
 }
 
 kj::Promise<void> node_server::sealCopy(SealCopyContext context) {
   auto params = context.getParams();
   std::string db = params.getShard().getDb(), range = params.getShard().getRange();
   bool seal = params.getSeal();
-  auto fn = loop_.opts.seal_copy;
-  auto out = std::make_shared<result<uint64_t>>(status{errc::not_implemented, "no moves here"});
-  return loop_
-      .off_loop([=] {
-        if (fn) *out = fn(db, range, seal);
-      })
-      .then([context, out]() mutable {
+  return on_member<uint64_t>(
+      loop_, [=](cluster_member& m) { return m.seal_copy(db, range, seal); },
+      [context](const uint64_t& seq) mutable {
         auto results = context.getResults();
-        set_status(results.initStatus(), out->ok() ? status{} : out->error());
-        if (*out) results.setUpdateSeq(**out);
-      });
+        set_status(results.initStatus(), {});
+        results.setUpdateSeq(seq);
+      },
+      [context](const status& st) mutable { set_status(context.getResults().initStatus(), st); });
 }
 
 kj::Promise<void> node_server::retireCopy(RetireCopyContext context) {
@@ -178,13 +169,14 @@ kj::Promise<void> node_server::retireCopy(RetireCopyContext context) {
   std::string db = params.getDb(), shard = params.getShardId();
   uint64_t end_seq = params.getEndSeq();
   bool remove = params.getRemove();
-  auto fn = loop_.opts.retire_copy;
-  auto out = std::make_shared<status>(errc::not_implemented, "no moves here");
-  return loop_
-      .off_loop([=] {
-        if (fn) *out = fn(db, shard, end_seq, remove);
-      })
-      .then([context, out]() mutable { set_status(context.getResults().initStatus(), *out); });
+  return on_member<bool>(
+      loop_,
+      [=](cluster_member& m) -> result<bool> {
+        if (status st = m.retire_copy(db, shard, end_seq, remove); !st) return st;
+        return true;
+      },
+      [context](const bool&) mutable { set_status(context.getResults().initStatus(), {}); },
+      [context](const status& st) mutable { set_status(context.getResults().initStatus(), st); });
 }
 
 kj::Promise<void> node_server::createJob(CreateJobContext context) {
@@ -201,21 +193,16 @@ kj::Promise<void> node_server::createJob(CreateJobContext context) {
 
 kj::Promise<void> node_server::splitSeal(SplitSealContext context) {
   std::string db = context.getParams().getDb(), shard = context.getParams().getShardId();
-  auto fn = loop_.opts.split_seal;
-  auto out = std::make_shared<result<std::pair<uint64_t, std::string>>>(
-      status{errc::not_implemented, "no splits of several copies here"});
-  return loop_
-      .off_loop([=] {
-        if (fn) *out = fn(db, shard);
-      })
-      .then([context, out]() mutable {
+  using sealed = std::pair<uint64_t, std::string>;
+  return on_member<sealed>(
+      loop_, [=](cluster_member& m) { return m.split_seal(db, shard); },
+      [context](const sealed& s) mutable {
         auto results = context.getResults();
-        set_status(results.initStatus(), out->ok() ? status{} : out->error());
-        if (*out) {
-          results.setEndSeq((*out)->first);
-          results.setUuid((*out)->second);
-        }
-      });
+        set_status(results.initStatus(), {});
+        results.setEndSeq(s.first);
+        results.setUuid(s.second);
+      },
+      [context](const status& st) mutable { set_status(context.getResults().initStatus(), st); });
 }
 
 kj::Promise<void> node_server::reshardRequest(ReshardRequestContext context) {

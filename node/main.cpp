@@ -487,18 +487,6 @@ int main(int argc, char** argv) {
       ro.read_doc = [&node](local_copy& copy, const doc_request& req) {
         return serve_legacy_read(copy, req, node.max_document_id_length);
       };
-      ro.export_changes = [&reshard](const std::string& db, const std::string& range, uint64_t since, bool with_local) {
-        return reshard.export_copy(db, range, since, with_local);
-      };
-      ro.seal_copy = [&reshard](const std::string& db, const std::string& range, bool seal) {
-        return reshard.seal_copy(db, range, seal);
-      };
-      ro.retire_copy = [&reshard](const std::string& db, const std::string& shard, uint64_t end_seq, bool remove) {
-        return reshard.retire_copy(db, shard, end_seq, remove);
-      };
-      ro.split_seal = [&reshard](const std::string& db, const std::string& shard) {
-        return reshard.split_seal(db, shard);
-      };
       rpc = std::make_unique<rpc_node>(members, ro);
       if (auto st = rpc->start(); !st) die(st.reason);
       node.remote = rpc.get();
@@ -509,23 +497,6 @@ int main(int argc, char** argv) {
         for (auto& row : sync_database(coord, rpc_ref, members, coord.catalog().dbs_meta(), std::chrono::seconds(5)))
           if (!row.st) log::warning("pushing _dbs to " + row.node + " after a split failed: " + row.st.reason);
       });
-      reshard.set_peers(reshard_peers{
-          [&rpc_ref = *rpc, timeout](const std::string& node, const std::string& db, const std::string& range,
-                                     uint64_t since, bool with_local) {
-            return rpc_ref.export_changes(node, db, range, since, with_local, timeout);
-          },
-          [&rpc_ref = *rpc, timeout](const std::string& node, const std::string& db, const std::string& range,
-                                     bool seal) { return rpc_ref.seal_copy(node, db, range, seal, timeout); },
-          [&rpc_ref = *rpc](const std::string& node, const std::string& db, const std::string& shard, uint64_t end_seq,
-                            bool remove) {
-            return rpc_ref.retire_copy(node, db, shard, end_seq, remove, std::chrono::seconds(60));
-          },
-          [&rpc_ref = *rpc, timeout](const std::string& node, const std::string& body) {
-            return rpc_ref.create_job(node, body, timeout);
-          },
-          [&rpc_ref = *rpc, timeout](const std::string& node, const std::string& db, const std::string& shard) {
-            return rpc_ref.split_seal(node, db, shard, timeout);
-          }});
       // `_nodes`: this node and the seeds are members; the database spreads them to every node.
       nodes = std::make_unique<nodes_db>(shards, clk, args.data_dir, members, *rpc, timeout);
       for (const auto& s : ro.seeds) {
@@ -543,6 +514,7 @@ int main(int argc, char** argv) {
     }
     rpc_cluster_members cluster(self_member, coord, members, rpc.get(), nodes.get(), &tasks, timeout);
     node.cluster = &cluster;
+    reshard.set_members(&cluster);
     raise_fd_limit(65536);
     http_server server(node, http);
     if (auto st = server.bind(); !st) die(st.reason);
