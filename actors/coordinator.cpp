@@ -307,6 +307,23 @@ result<std::vector<doc_copy>> coordinator::open_docs(const db_meta& db, const st
   return out;
 }
 
+result<shard_handle> coordinator::own_copy(const db_meta& m, const std::string& range) {
+  auto none = [&] { return status{errc::not_found, "no copy of " + m.name + " range " + range + " on this node"}; };
+  if (auto i = m.range_named(range)) {
+    if (m.hosts(*i)) return shard(m, *i);
+    auto at = m.entry ? m.entry->find(m.shard_id(*i)) : std::nullopt;
+    if (at && !m.entry->shards[*at].moved.empty())
+      return status{errc::shard_moved, "range " + range + " of " + m.name + " moved; retry on the new shard map"};
+    return none();
+  }
+  if (m.entry) {  // a split's parent
+    for (const shard_info& s : m.entry->shards)
+      if (!s.open && s.range.name() == range)
+        return status{errc::shard_moved, "range " + range + " of " + m.name + " was split; retry on the new shard map"};
+  }
+  return none();
+}
+
 result<std::optional<local_doc>> coordinator::open_local(const db_meta& db, const std::string& id) {
   return first_answer<std::optional<local_doc>>(db, shard_index(db, id),
                                                 [&](shard_copy& c) { return c.open_local(id); });

@@ -52,6 +52,10 @@ class coordinator {
   // This node's copy of range `index` (errc::not_found when it holds none): for what only runs
   // here (internal replication, system databases).
   result<shard_handle> shard(const db_meta& db, size_t index);
+  // This node's copy of range `range` (its name) of `db`, for another node's call: errc::shard_moved
+  // when it moved away or was split (the caller's shard map is older than this node's: it retries
+  // on the new one), errc::not_found when this node never held it.
+  result<shard_handle> own_copy(const db_meta& db, const std::string& range);
   // A read snapshot of this node's copy of the range that holds `doc_id`.
   result<shard_store::snapshot> read_for(const db_meta& db, std::string_view doc_id);
 

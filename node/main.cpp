@@ -459,21 +459,7 @@ int main(int argc, char** argv) {
                  : db == "_nodes" && nodes ? result<db_meta>(nodes->meta())
                                            : catalog.lookup(db);
         if (!m) return m.error();
-        if (auto i = m->range_named(range)) {
-          if (m->hosts(*i)) return coord.shard(*m, *i);
-          // A copy moved away: the caller's shard map is older than this node's.
-          auto at = m->entry ? m->entry->find(m->shard_id(*i)) : std::nullopt;
-          if (at && !m->entry->shards[*at].moved.empty())
-            return status{errc::shard_moved, "range " + range + " of " + db + " moved; retry on the new shard map"};
-          return status{errc::not_found, "no copy of " + db + " range " + range + " on this node"};
-        }
-        if (m->entry) {  // a split's parent: the caller's shard map is older than this node's
-          for (const shard_info& s : m->entry->shards)
-            if (!s.open && s.range.name() == range)
-              return status{errc::shard_moved,
-                            "range " + range + " of " + db + " was split; retry on the new shard map"};
-        }
-        return status{errc::not_found, "no copy of " + db + " range " + range + " on this node"};
+        return coord.own_copy(*m, range);
       };
       ro.on_applied = [&catalog](const std::string& db) {
         if (db == "_dbs") catalog.mark_stale();
