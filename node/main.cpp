@@ -39,6 +39,7 @@
 #include "node/crypto.hpp"
 #include "node/files.hpp"
 #include "node/log.hpp"
+#include "node/settings.hpp"
 #include "node/time_seq_tool.hpp"
 
 using namespace settee;
@@ -321,23 +322,25 @@ int main(int argc, char** argv) {
   caf_cfg.set("logger.verbosity", caf::atom("quiet"));
   caf::actor_system sys{caf_cfg};
 
+  auto read = read_settings(cfg);
+  if (!read) die(read.error().reason);
+  const settings& set = *read;
   store_options store_opts;
-  store_opts.node_name = cfg.get("node", "name");
+  store_opts.node_name = set.node_name;
   log::set_context(&clk, store_opts.node_name);
   log::install_crash_handler();
-  store_opts.map_size_bytes = static_cast<uint64_t>(cfg.get_int("couchdb", "map_size_mb", 65536)) << 20;
-  store_opts.time_seq_min_time = cfg.get_int("time_seq", "min_time", time_seq::default_min_time);
-  store_opts.time_seq_enabled = cfg.get_bool("time_seq", "enabled", true);
+  store_opts.map_size_bytes = set.map_size_bytes;
+  store_opts.time_seq_min_time = set.time_seq_min_time_s.value_or(time_seq::default_min_time);
+  store_opts.time_seq_enabled = set.time_seq_enabled;
   store_opts.catalog_path = db_catalog::file_in(args.data_dir);
   store_opts.derived_path = update_log::file_in(args.data_dir);
   replica_limits limits;
-  limits.batch_max_docs = static_cast<size_t>(cfg.get_int("couchdb", "batch_max_docs", 5000));
-  limits.batch_max_bytes = static_cast<size_t>(cfg.get_int("couchdb", "batch_max_bytes", 32 << 20));
-  auto timeout = std::chrono::milliseconds(cfg.get_int("couchdb", "request_timeout_ms", 60000));
+  limits.batch_max_docs = set.batch_max_docs;
+  limits.batch_max_bytes = set.batch_max_bytes;
+  const auto timeout = set.request_timeout;
   {
     change_notifier notifier;
-    shard_registry shards(sys, clk, store_opts, limits,
-                          static_cast<size_t>(cfg.get_int("couchdb", "max_dbs_open", 500)), &notifier);
+    shard_registry shards(sys, clk, store_opts, limits, set.max_dbs_open, &notifier);
     db_catalog catalog(shards, clk, args.data_dir, store_opts.node_name, timeout);
     if (auto st = catalog.load(); !st) die(st.reason);
     for (const char* system_db : {"_users", "_replicator"}) {
@@ -345,40 +348,27 @@ int main(int argc, char** argv) {
     }
     // `updated` rows of _db_updates: every commit to a database's copy marks it (architecture 28).
     update_log_options update_opts;
-    update_opts.gather =
-        std::chrono::milliseconds(std::clamp<int64_t>(cfg.get_int("db_updates", "gather_ms", 5), 0, 3600000));
-    update_opts.min_interval =
-        std::chrono::milliseconds(std::clamp<int64_t>(cfg.get_int("db_updates", "min_interval_ms", 40), 0, 3600000));
+    update_opts.gather = set.db_updates_gather;
+    update_opts.min_interval = set.db_updates_min_interval;
     update_log updates(shards, catalog, clk, args.data_dir, update_opts);
     if (auto st = updates.open(); !st) die(st.reason);
     // [db_updates] enabled = false: no bookkeeping at all (only to measure what it costs).
-    const bool db_updates_on = cfg.get_bool("db_updates", "enabled", true);
-    if (db_updates_on) notifier.set_observer([&updates](const std::string& key) { updates.mark(key); });
+    if (set.db_updates_enabled) notifier.set_observer([&updates](const std::string& key) { updates.mark(key); });
     coordinator coord(catalog, shards, timeout, store_opts.node_name);
     authenticator auth(cfg, clk, coord);
-    node_services node{cfg, clk, coord, auth, store_opts.node_name, cfg.get("couchdb", "uuid")};
-    node.default_q = static_cast<uint32_t>(std::max<int64_t>(1, cfg.get_int("cluster", "q", 2)));
-    // CouchDB's default: no limit ("infinity"); a request still bounds an id (64 KB in a URL,
-    // max_http_request_size in a body).
-    if (cfg.get("couchdb", "max_document_id_length") != "infinity") {
-      node.max_document_id_length =
-          static_cast<size_t>(std::max<int64_t>(1, cfg.get_int("couchdb", "max_document_id_length", 1)));
-    }
-    node.max_document_size =
-        static_cast<size_t>(std::max<int64_t>(1, cfg.get_int("couchdb", "max_document_size", 8000000)));
-    node.attachment_policy.max_bytes =
-        static_cast<size_t>(std::max<int64_t>(0, cfg.get_int("couchdb", "max_attachment_size", 1 << 30)));
-    node.attachment_policy.compression_level =
-        static_cast<int>(std::clamp<int64_t>(cfg.get_int("attachments", "compression_level", 8), 0, 9));
-    node.attachment_policy.compressible = attachments::policy::parse_types(cfg.get(
-        "attachments", "compressible_types", "text/*, application/javascript, application/json, application/xml"));
-    node.uuids_max_count = static_cast<size_t>(cfg.get_int("uuids", "max_count", 1000));
-    node.bulk_docs_max = static_cast<size_t>(cfg.get_int("couchdb", "bulk_docs_max", 100000));
+    node_services node{cfg, clk, coord, auth, store_opts.node_name, set.server_uuid};
+    node.default_q = set.default_q;
+    node.max_document_id_length = set.max_document_id_length;
+    node.max_document_size = set.max_document_size_bytes;
+    node.attachment_policy.max_bytes = set.max_attachment_bytes;
+    node.attachment_policy.compression_level = set.attachment_compression_level;
+    node.attachment_policy.compressible = attachments::policy::parse_types(set.compressible_types);
+    node.uuids_max_count = set.uuids_max_count;
+    node.bulk_docs_max = set.bulk_docs_max;
     node.notifier = &notifier;
     node.updates = &updates;
     task_list tasks;
-    compactor compaction(tasks, clk, store_opts.node_name,
-                         static_cast<size_t>(cfg.get_int("database_compaction", "docs_per_step", 1000)));
+    compactor compaction(tasks, clk, store_opts.node_name, set.compaction_docs_per_step);
     node.tasks = &tasks;
     node.compaction = &compaction;
     resharder reshard(coord, shards, tasks, clk, store_opts.node_name, args.data_dir);
@@ -388,58 +378,48 @@ int main(int argc, char** argv) {
         local_services{&coord, &reshard, &tasks, &compaction, [&node] { return read_node_status(node); }});
     node.shards = &shards;
     node.on_idle = [&sys] { release_scheduler_caches(sys, scheduler_threads, std::chrono::milliseconds(100)); };
-    std::string default_security = cfg.get("couchdb", "default_security", "admin_only");
-    if (default_security == "everyone") {
-      node.new_db_security = "{}";
-    } else if (default_security != "admin_only") {
-      die("[couchdb] default_security must be admin_only or everyone, not '" + default_security + "'");
-    }
-    set_max_json_depth(static_cast<size_t>(
-        std::clamp<int64_t>(cfg.get_int("couchdb", "max_json_depth", default_max_json_depth), 1, 10000)));
+    if (set.everyone_may_read_new_dbs) node.new_db_security = "{}";
+    set_max_json_depth(set.max_json_depth);
 
     http_options http;
-    http.bind = cfg.get("chttpd", "bind_address");
-    http.port = static_cast<int>(cfg.get_int("chttpd", "port", 5984));
-    http.threads = static_cast<size_t>(std::max<int64_t>(8, cfg.get_int("chttpd", "server_threads", 128)));
-    http.max_request_bytes = static_cast<size_t>(cfg.get_int("chttpd", "max_http_request_size", 64 << 20));
+    http.bind = set.bind_address;
+    http.port = set.port;
+    http.threads = set.server_threads;
+    http.max_request_bytes = set.max_request_bytes;
     http.max_attachment_bytes = node.attachment_policy.max_bytes;
     http.spool_dir = node.spool_dir = node.data_dir = args.data_dir;
     node.started_s = clk.now_s();
     node.max_request_bytes = http.max_request_bytes;
-    http.header_timeout_s = static_cast<int>(std::clamp<int64_t>(cfg.get_int("chttpd", "header_timeout", 15), 1, 3600));
-    http.access_log = cfg.get_bool("log", "access", false);
-    http.body_timeout_s = static_cast<int>(std::clamp<int64_t>(cfg.get_int("chttpd", "body_timeout", 300), 1, 86400));
-    http.idle_release_s = static_cast<int>(std::clamp<int64_t>(cfg.get_int("node", "idle_release_s", 30), 1, 3600));
-    http.keep_alive_timeout_s =
-        static_cast<int>(std::clamp<int64_t>(cfg.get_int("chttpd", "keep_alive_timeout", 30), 1, 86400));
+    http.header_timeout_s = set.header_timeout_s;
+    http.access_log = set.access_log;
+    http.body_timeout_s = set.body_timeout_s;
+    http.idle_release_s = static_cast<int>(set.idle_release_s);
+    http.keep_alive_timeout_s = set.keep_alive_timeout_s;
     // Cluster RPC: on when [cluster] rpc_port is set (0 = any free port).
     membership members(store_opts.node_name);
     std::unique_ptr<rpc_node> rpc;
     std::unique_ptr<shard_syncer> syncer;
     std::unique_ptr<nodes_db> nodes;
-    if (!cfg.get("cluster", "rpc_port").empty()) {
-      auto seeds = parse_seeds(cfg.get("cluster", "seeds"));
+    if (set.rpc_port) {
+      auto seeds = parse_seeds(set.seeds);
       if (!seeds) die(seeds.error().reason);
-      int64_t rpc_port = cfg.get_int("cluster", "rpc_port", -1);
-      if (rpc_port < 0 || rpc_port > 65535) die("[cluster] rpc_port must be a port number");
       rpc_options ro;
-      ro.bind = cfg.get("cluster", "rpc_bind", http.bind);
-      ro.port = static_cast<uint16_t>(rpc_port);
+      ro.bind = set.rpc_bind;
+      ro.port = *set.rpc_port;
       ro.advertised_host = ro.bind == "0.0.0.0" ? "127.0.0.1" : ro.bind;
       ro.http_port = static_cast<uint16_t>(http.port);
       ro.release = SETTEE_VERSION;
       ro.features = {"changes",           "clustered-seq-v1", "selector",      typed_feature,       db_updates_feature,
                      attachments_feature, tasks_feature,      reshard_feature, node_status_feature, members_feature};
       ro.seeds = std::move(*seeds);
-      ro.secret = cfg.get("cluster", "secret");
+      ro.secret = set.cluster_secret;
       if (ro.secret.size() < peer_auth::min_secret_bytes) {
         die("[cluster] secret must be at least " + std::to_string(peer_auth::min_secret_bytes) + " bytes");
       }
-      ro.accept_legacy_peers = cfg.get_bool("cluster", "accept_legacy_peers", false);
+      ro.accept_legacy_peers = set.accept_legacy_peers;
       // TLS between hosts: on by default unless RPC listens on loopback only (docs/security.md).
-      std::string tls = cfg.get("cluster", "tls", "auto");
-      if (tls != "auto" && tls != "on" && tls != "off") die("[cluster] tls must be auto, on or off, not '" + tls + "'");
-      ro.tls = tls == "on" || (tls == "auto" && !is_loopback_host(ro.bind));
+      ro.tls =
+          set.tls == settings::tls_mode::on || (set.tls == settings::tls_mode::automatic && !is_loopback_host(ro.bind));
       if (ro.tls) {
         auto material = make_tls_material(ro.secret, clk.now_s());
         if (!material) die(material.error().reason);
@@ -490,10 +470,8 @@ int main(int argc, char** argv) {
       }
       if (auto st = nodes->add({store_opts.node_name, ro.advertised_host, rpc->port()}); !st) die(st.reason);
       if (auto st = nodes->reload(); !st) die(st.reason);  // members removed earlier stay removed
-      int64_t sync_ms = cfg.get_int("cluster", "sync_interval_ms", 5000);
-      if (sync_ms > 0) {
-        syncer = std::make_unique<shard_syncer>(coord, *rpc, members, std::chrono::milliseconds(sync_ms), nodes.get(),
-                                                &tasks);
+      if (set.sync_interval.count() > 0) {
+        syncer = std::make_unique<shard_syncer>(coord, *rpc, members, set.sync_interval, nodes.get(), &tasks);
       }
       log::info("cluster RPC listening on " + ro.bind + ":" + std::to_string(rpc->port()) +
                 (ro.tls ? " (TLS)" : " (plain TCP)"));
@@ -508,13 +486,13 @@ int main(int argc, char** argv) {
     // a port of its own, for a scraper that should not hold an admin password.
     std::unique_ptr<http_server> metrics_server;
     std::thread metrics_thread;
-    if (cfg.get_bool("prometheus", "additional_port", false)) {
+    if (set.metrics_port) {
       http_options m = http;
       m.metrics_only = true;
       m.threads = 2;
       m.access_log = false;
-      m.bind = cfg.get("prometheus", "bind_address", "127.0.0.1");
-      m.port = static_cast<int>(cfg.get_int("prometheus", "port", 17986));
+      m.bind = set.metrics_bind;
+      m.port = set.metrics_port_number;
       m.max_request_bytes = 64 << 10;
       metrics_server = std::make_unique<http_server>(node, m);
       if (auto st = metrics_server->bind(); !st) die("[prometheus] port: " + st.reason);
@@ -523,7 +501,7 @@ int main(int argc, char** argv) {
       metrics_thread = std::thread([&] { metrics_server->run(); });
     }
     if (auto st = reshard.start(); !st) die("cannot resume reshard jobs: " + st.reason);
-    if (db_updates_on) updates.start();  // after the last die(): exit() must not race its thread
+    if (set.db_updates_enabled) updates.start();  // after the last die(): exit() must not race its thread
 
     std::thread signal_thread([&] {
       int sig = 0;

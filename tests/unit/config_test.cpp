@@ -1,6 +1,7 @@
 #include <doctest/doctest.h>
 
 #include "node/config.hpp"
+#include "node/settings.hpp"
 #include "temp_dir.hpp"
 
 using namespace settee;
@@ -52,4 +53,46 @@ TEST_CASE("with_value replaces one key's value in place, keeping everything else
   CHECK(config::parse(out)->get("other", "admin") == "untouched");
   CHECK(config::with_value(text, "admins", "nobody", "v") == text);
   CHECK(config::with_value("[a]\nk=1\n", "a", "k", "2") == "[a]\nk = 2\n");
+}
+
+TEST_CASE("settings: CouchDB's defaults from an empty configuration, every limit in its unit") {
+  auto s = read_settings(config{});
+  REQUIRE(s);
+  CHECK(s->request_timeout == std::chrono::milliseconds(60000));
+  CHECK(s->map_size_bytes == (65536ull << 20));
+  CHECK(s->max_document_id_length == SIZE_MAX);  // "infinity"
+  CHECK(s->max_document_size_bytes == 8000000);
+  CHECK(s->port == 5984);
+  CHECK(s->server_threads == 128);
+  CHECK_FALSE(s->rpc_port);  // no cluster RPC unless asked
+  CHECK_FALSE(s->time_seq_min_time_s);
+  CHECK(s->tls == settings::tls_mode::automatic);
+  CHECK(s->sync_interval == std::chrono::milliseconds(5000));
+  CHECK_FALSE(s->everyone_may_read_new_dbs);
+}
+
+TEST_CASE("settings: values are clamped to what works, and what cannot be taken names its key") {
+  auto c = config::parse(
+      "[chttpd]\nserver_threads = 2\nheader_timeout = 0\n[couchdb]\nmax_json_depth = 999999\n"
+      "max_document_id_length = 64\n[cluster]\nrpc_port = 0\nq = 0\n[time_seq]\nmin_time = 0\n");
+  REQUIRE(c);
+  auto s = read_settings(*c);
+  REQUIRE(s);
+  CHECK(s->server_threads == 8);
+  CHECK(s->header_timeout_s == 1);
+  CHECK(s->max_json_depth == 10000);
+  CHECK(s->max_document_id_length == 64);
+  REQUIRE(s->rpc_port);
+  CHECK(*s->rpc_port == 0);  // any free port
+  CHECK(s->default_q == 1);
+  REQUIRE(s->time_seq_min_time_s);
+  CHECK(*s->time_seq_min_time_s == 0);
+  for (const char* bad : {"[couchdb]\ndefault_security = open\n", "[cluster]\ntls = maybe\n",
+                          "[cluster]\nrpc_port = 70000\n", "[chttpd]\nport = -2\n"}) {
+    auto b = config::parse(bad);
+    REQUIRE(b);
+    auto r = read_settings(*b);
+    REQUIRE_FALSE(r);
+    CHECK(r.error().reason.rfind("[", 0) == 0);
+  }
 }

@@ -1,0 +1,82 @@
+// settings: every setting a node runs with, read once from its configuration (the defaults,
+// local.ini, the operator's file and the command line, merged into one `config` by main), checked,
+// with the unit last in each name (_ms, _s, _bytes). main builds its services from it; a limit is
+// read here and nowhere else. CouchDB's section and key are named next to each field.
+// Pure: no I/O, so tests read it from a config they build.
+#pragma once
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "node/config.hpp"
+#include "node/error.hpp"
+#include "node/json.hpp"
+
+namespace settee {
+
+struct settings {
+  // [node]
+  std::string node_name;        // name
+  int64_t idle_release_s = 30;  // idle_release_s: an idle spell after which caches are given back
+
+  // [couchdb]
+  std::string server_uuid;                           // uuid
+  std::chrono::milliseconds request_timeout{60000};  // request_timeout_ms: what a request waits for copies
+  uint64_t map_size_bytes = 64ull << 30;             // map_size_mb: each shard file's LMDB map
+  size_t batch_max_docs = 5000;                      // batch_max_docs: one group commit
+  size_t batch_max_bytes = 32u << 20;                // batch_max_bytes
+  size_t max_dbs_open = 500;                         // max_dbs_open
+  size_t max_document_id_length = SIZE_MAX;          // max_document_id_length ("infinity")
+  size_t max_document_size_bytes = 8000000;          // max_document_size
+  size_t max_attachment_bytes = 1u << 30;            // max_attachment_size
+  size_t max_json_depth = default_max_json_depth;    // max_json_depth, 1-10000
+  size_t bulk_docs_max = 100000;                     // bulk_docs_max
+  bool everyone_may_read_new_dbs = false;            // default_security: admin_only | everyone
+
+  // [time_seq]
+  std::optional<int64_t> time_seq_min_time_s;  // min_time (unset: time-seq's own)
+  bool time_seq_enabled = true;                // enabled
+
+  // [db_updates]
+  bool db_updates_enabled = true;                         // enabled
+  std::chrono::milliseconds db_updates_gather{5};         // gather_ms
+  std::chrono::milliseconds db_updates_min_interval{40};  // min_interval_ms
+
+  // [attachments], [uuids], [database_compaction]
+  int attachment_compression_level = 8;  // compression_level, 0-9
+  std::string compressible_types = "text/*, application/javascript, application/json, application/xml";
+  size_t uuids_max_count = 1000;           // [uuids] max_count
+  size_t compaction_docs_per_step = 1000;  // [database_compaction] docs_per_step
+
+  // [chttpd], [log]
+  std::string bind_address;              // bind_address
+  int port = 5984;                       // port
+  size_t server_threads = 128;           // server_threads (at least 8)
+  size_t max_request_bytes = 64u << 20;  // max_http_request_size
+  int header_timeout_s = 15;             // header_timeout
+  int body_timeout_s = 300;              // body_timeout
+  int keep_alive_timeout_s = 30;         // keep_alive_timeout
+  bool access_log = false;               // [log] access
+
+  // [cluster]
+  uint32_t default_q = 2;            // q
+  std::optional<uint16_t> rpc_port;  // rpc_port (unset: no cluster RPC; 0: any free port)
+  std::string rpc_bind;              // rpc_bind (default: bind_address)
+  std::string seeds;                 // seeds, "name@host:port, ..."
+  std::string cluster_secret;        // secret
+  enum class tls_mode { automatic, on, off } tls = tls_mode::automatic;  // tls: auto | on | off
+  bool accept_legacy_peers = false;                                      // accept_legacy_peers
+  std::chrono::milliseconds sync_interval{5000};                         // sync_interval_ms (0: no periodic sync)
+
+  // [prometheus]
+  bool metrics_port = false;               // additional_port
+  std::string metrics_bind = "127.0.0.1";  // bind_address
+  int metrics_port_number = 17986;         // port
+};
+
+// The settings of `cfg`; a value that cannot be taken is an error naming its section and key.
+result<settings> read_settings(const config& cfg);
+
+}  // namespace settee
