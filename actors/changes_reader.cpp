@@ -359,6 +359,19 @@ bool changes_reader::take_page(size_t i, const changes_request& req, result<chan
   }
   p.seq = std::max(p.seq, page->skipped_to);
   p.read_to_end = page->rows.size() < req.limit;
+  // Each row after the last: a page out of seq order (another node's answer is data, checked
+  // here) would repeat or skip changes, so the feed stops at it instead.
+  uint64_t last = p.seq;
+  for (const auto& row : page->rows) {
+    const bool after = opts_.descending ? (last == 0 || row.e.seq < last) : row.e.seq > last;
+    if (!after) {
+      error_ = status{errc::internal, "range " + p.range.name() + " on " + p.copy->node() +
+                                          " answered its changes out of seq order at seq " + std::to_string(row.e.seq)};
+      log::error("changes feed of " + db_.name + ": " + error_.reason);
+      return false;
+    }
+    last = row.e.seq;
+  }
   for (auto& row : page->rows) {
     if (p.bound && row.e.seq > *p.bound) {  // the descendant's own changes, after the split
       p.read_to_end = true;

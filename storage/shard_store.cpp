@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "node/check.hpp"
 #include "node/clock.hpp"
 #include "node/crypto.hpp"
 #include "node/json.hpp"
@@ -362,6 +363,8 @@ status shard_store::commit(const std::vector<write_op*>& ops, int64_t now_s) {
   if (st && time_seq_enabled_ && !imported && (changed || h.update_seq != seq_before)) {
     time_seq::update(h.time_seq, now_s, seq_before, min_time_);
   }
+  // A commit never takes the file's seq back (by_seq keys, tokens and checkpoints rely on it).
+  SETTEE_CHECK(h.update_seq >= seq_before);
   std::string bytes;
   if (st) {
     bytes = h.encode(header_raw_);

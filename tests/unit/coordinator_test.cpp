@@ -8,6 +8,7 @@
 #include <mutex>
 #include <thread>
 
+#include "actors/changes_reader.hpp"
 #include "actors/coordinator.hpp"
 #include "registry_fixture.hpp"
 
@@ -64,7 +65,20 @@ class fake_copy final : public shard_copy {
   }
 
   result<shard_summary> summary() override { return fail_or(shard_summary{"uuid-" + node_, 1, 1, 0, 0, 0, 1000}); }
-  result<changes_page> changes(const changes_request&) override { return fail_or(changes_page{}); }
+  // The rows a changes page gives (once: the next page is empty).
+  std::vector<uint64_t> change_seqs;
+  result<changes_page> changes(const changes_request&) override {
+    changes_page page;
+    for (uint64_t seq : change_seqs) {
+      change_row r;
+      r.e.seq = seq;
+      r.e.id = "d" + std::to_string(seq);
+      r.e.rev = "1-a";
+      page.rows.push_back(r);
+    }
+    change_seqs.clear();
+    return fail_or(page);
+  }
   result<resolved_since> resolve_since(const std::string&, uint64_t) override { return fail_or(resolved_since{}); }
   result<all_docs_page> all_docs(const all_docs_request&) override { return fail_or(all_docs_page{}); }
   result<time_seq_state> time_seq(bool) override { return fail_or(time_seq_state{}); }
@@ -352,4 +366,25 @@ TEST_CASE("each_range asks one copy of every range at once, the next copy of a r
       CHECK_FALSE(a.copy);
     }
   }
+}
+
+TEST_CASE("a changes reader stops at a page out of seq order instead of repeating or skipping changes") {
+  fixture f({m::ok});
+  {
+    changes_reader in_order(*f.coord, f.db, {});
+    REQUIRE(in_order.start("0"));
+    f.copy(0).change_seqs = {1, 2, 5};
+    change_row row;
+    std::vector<uint64_t> got;
+    while (in_order.next(row)) got.push_back(row.e.seq);
+    CHECK(got == std::vector<uint64_t>{1, 2, 5});
+    CHECK(in_order.error());
+  }
+  changes_reader reader(*f.coord, f.db, {});
+  REQUIRE(reader.start("0"));
+  f.copy(0).change_seqs = {4, 3};
+  change_row row;
+  CHECK_FALSE(reader.next(row));
+  REQUIRE_FALSE(reader.error());
+  CHECK(reader.error().reason.find("out of seq order at seq 3") != std::string::npos);
 }
