@@ -4,6 +4,8 @@
 #include <doctest/doctest.h>
 
 #include <atomic>
+#include <condition_variable>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <thread>
@@ -20,7 +22,7 @@ namespace {
 // another thread, or never (the callback is dropped, as a node that vanished mid-call).
 class fake_copy final : public shard_copy {
  public:
-  enum class mode { ok, failing, slow, vanishing };
+  enum class mode { ok, failing, held, vanishing };
   fake_copy(std::string node, mode m = mode::ok) : node_(std::move(node)), mode_(m) {}
   ~fake_copy() override {
     for (auto& t : threads_) t.join();
@@ -49,19 +51,39 @@ class fake_copy final : public shard_copy {
   }
   int reads = 0;   // open_docs calls
   int writes = 0;  // update_docs calls that were applied
-  // Set: a started summary answers, from another thread, only once `together->second` summaries
-  // were started on copies sharing it (a caller that waited for each before starting the next
-  // would wait for the first until its deadline).
-  std::shared_ptr<std::pair<std::atomic<int>, int>> together;
+  // Set: a started summary answers, from another thread, only once `want` summaries were started
+  // on copies sharing it (a caller that waited for each before starting the next would wait for
+  // the first until its deadline, and get this copy's error).
+  struct rendezvous {
+    std::mutex mu;
+    std::condition_variable cv;
+    int started = 0;
+    int want = 0;
+  };
+  std::shared_ptr<rendezvous> together;
   void start_summary(answer<shard_summary> done) override {
     if (!together) return done(summary());
-    ++together->first;
+    {
+      std::lock_guard<std::mutex> lock(together->mu);
+      ++together->started;
+    }
+    together->cv.notify_all();
     threads_.emplace_back([this, done = std::move(done), t = together] {
-      auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-      while (t->first.load() < t->second && std::chrono::steady_clock::now() < until)
-        std::this_thread::sleep_for(std::chrono::milliseconds(1));
-      done(t->first.load() >= t->second ? summary() : result<shard_summary>(down()));
+      std::unique_lock<std::mutex> lock(t->mu);
+      // Bounded only so that a broken coordinator fails the test instead of hanging it.
+      bool all = t->cv.wait_for(lock, std::chrono::seconds(30), [&] { return t->started >= t->want; });
+      lock.unlock();
+      done(all ? summary() : result<shard_summary>(down()));
     });
+  }
+  // mode::held: the answers kept back until release() gives them (after the caller returned).
+  void release() {
+    std::vector<std::function<void()>> held;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      held.swap(held_);
+    }
+    for (auto& answer : held) answer();
   }
 
   result<shard_summary> summary() override { return fail_or(shard_summary{"uuid-" + node_, 1, 1, 0, 0, 0, 1000}); }
@@ -138,11 +160,10 @@ class fake_copy final : public shard_copy {
         return done(down());
       case mode::vanishing:
         return;  // never answers
-      case mode::slow:
-        threads_.emplace_back([done = std::move(done), make]() {
-          std::this_thread::sleep_for(std::chrono::milliseconds(400));
-          done(make());
-        });
+      case mode::held: {
+        std::lock_guard<std::mutex> lock(mu_);
+        held_.push_back([done = std::move(done), make]() { done(make()); });
+      }
     }
   }
 
@@ -151,6 +172,7 @@ class fake_copy final : public shard_copy {
   std::mutex mu_;
   std::map<std::string, doc_copy> docs_;
   std::vector<std::thread> threads_;
+  std::vector<std::function<void()>> held_;
 };
 
 struct fake_source : copy_source {
@@ -283,13 +305,18 @@ TEST_CASE("a slow copy makes a quorum read ask the next one instead of waiting f
 }
 
 TEST_CASE("a slow copy's late answer is dropped safely after the read returned") {
-  fixture f({m::ok, m::slow, m::ok});
+  fixture f({m::ok, m::held, m::ok});
   f.copy(0).put("d", {{1, "a"}});
   f.copy(2).put("d", {{1, "a"}});
   auto d = f.coord->open_doc(f.db, "d", 2);
   REQUIRE(d);
   CHECK(d->found);
-  // ~fake_copy joins the slow thread, whose answer lands in a gather nobody waits for.
+  CHECK(f.copy(1).reads == 1);  // asked, not answered: the read went on with the third copy
+  f.copy(1).release();          // its answer lands in a gather nobody waits for
+  auto again = f.coord->open_doc(f.db, "d", 2);
+  REQUIRE(again);
+  CHECK(again->found);
+  f.copy(1).release();
 }
 
 TEST_CASE("a document no copy has is not found; every copy down is the copies' error") {
@@ -336,7 +363,8 @@ TEST_CASE("each_range asks one copy of every range at once, the next copy of a r
   SUBCASE("all at once") {
     // Every range's copy is "a" (the fake source gives the same copies to every range): its four
     // summaries answer only once all four were started.
-    f.copy(0).together = std::make_shared<std::pair<std::atomic<int>, int>>(0, 4);
+    f.copy(0).together = std::make_shared<fake_copy::rendezvous>();
+    f.copy(0).together->want = 4;
     auto answers = f.coord->each_range<shard_summary>(f.db, all, ask);
     REQUIRE(answers.size() == 4);
     for (auto& a : answers) {
