@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "node/check.hpp"
+#include "node/clock.hpp"
 #include "node/error.hpp"
 
 namespace settee {
@@ -53,7 +54,7 @@ class gather {
   std::vector<std::vector<std::optional<result<T>>>> wait(size_t want, std::chrono::steady_clock::time_point deadline) {
     SETTEE_DEBUG_CHECK(!on_event_loop_thread());
     std::unique_lock<std::mutex> lock(s_->mu);
-    s_->cv.wait_until(lock, deadline, [&] { return enough(want); });
+    mono::wait_until(s_->cv, lock, deadline, [&] { return enough(want); });
     SETTEE_DEBUG_CHECK(!s_->taken);
     return s_->answers;
   }
@@ -62,7 +63,7 @@ class gather {
   std::vector<std::vector<std::optional<result<T>>>> take(size_t want, std::chrono::steady_clock::time_point deadline) {
     SETTEE_DEBUG_CHECK(!on_event_loop_thread());
     std::unique_lock<std::mutex> lock(s_->mu);
-    s_->cv.wait_until(lock, deadline, [&] { return enough(want); });
+    mono::wait_until(s_->cv, lock, deadline, [&] { return enough(want); });
     SETTEE_DEBUG_CHECK(!s_->taken);
     s_->taken = true;
     return std::move(s_->answers);

@@ -1,5 +1,6 @@
 #include "node/clock.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 
@@ -15,9 +16,75 @@ int64_t wall_ms() {
       .count();
 }
 
+namespace {
+
+std::atomic<mono::manual*> installed_manual{nullptr};
+
+}  // namespace
+
+mono::manual* mono::installed() {
+  return installed_manual.load();
+}
+
 mono::time_point mono::now() {
+  if (manual* m = installed()) return m->now();
   // The only read of the monotonic clock in settee.
   return std::chrono::steady_clock::now();
+}
+
+mono::manual::manual() : now_(std::chrono::steady_clock::time_point{} + std::chrono::hours(1)) {}
+
+mono::manual::~manual() {
+  manual* self = this;
+  installed_manual.compare_exchange_strong(self, nullptr);
+}
+
+void mono::manual::install() {
+  installed_manual.store(this);
+}
+
+mono::time_point mono::manual::now() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return now_;
+}
+
+size_t mono::manual::waiters() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return waiting_.size();
+}
+
+void mono::manual::advance(duration d) {
+  std::lock_guard<std::mutex> lock(mu_);
+  now_ += d;
+  // A waiter is registered from before it checks its deadline until after it stopped waiting (it
+  // leaves only while not holding its own mutex), so each one here is alive and either waiting
+  // or about to look at the time again.
+  for (const waiter& w : waiting_) {
+    std::lock_guard<std::mutex> their(*w.mu);
+    w.cv->notify_all();
+  }
+}
+
+bool mono::manual::wait_until(std::condition_variable& cv, std::unique_lock<std::mutex>& lock, time_point at,
+                              const std::function<bool()>& pred) {
+  {
+    std::lock_guard<std::mutex> own(mu_);
+    waiting_.push_back({&cv, lock.mutex()});
+  }
+  bool ok = pred();
+  while (!ok && now() < at) {
+    cv.wait(lock);
+    ok = pred();
+  }
+  // Leaving takes this clock's mutex, which advance() holds while it takes ours: let ours go first.
+  lock.unlock();
+  {
+    std::lock_guard<std::mutex> own(mu_);
+    auto it = std::find_if(waiting_.begin(), waiting_.end(), [&](const waiter& w) { return w.cv == &cv; });
+    if (it != waiting_.end()) waiting_.erase(it);
+  }
+  lock.lock();
+  return ok;
 }
 
 int64_t file_clock::now_ms() const {

@@ -8,20 +8,62 @@
 #pragma once
 #include <algorithm>
 #include <atomic>
+#include <condition_variable>
+#include <functional>
+#include <mutex>
 #include <chrono>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace settee {
 
 namespace mono {
 using duration = std::chrono::steady_clock::duration;
 using time_point = std::chrono::steady_clock::time_point;
-// The monotonic clock.
+// The monotonic clock (a manual one while a test installed it).
 time_point now();
 // Seconds since `since`, as a double (durations for metrics).
 inline double seconds_since(time_point since) {
   return std::chrono::duration<double>(now() - since).count();
+}
+
+// For tests: a monotonic clock that moves only when told, and wakes the threads waiting for it
+// (wait_until below). install() makes it the clock of the whole process until uninstalled.
+class manual {
+ public:
+  manual();
+  ~manual();  // uninstalls
+  void install();
+  time_point now() const;
+  // Moves the clock on and wakes every waiter, which looks again at its deadline.
+  void advance(duration d);
+  // How many threads wait on this clock now.
+  size_t waiters() const;
+
+  // wait_until's manual form.
+  bool wait_until(std::condition_variable& cv, std::unique_lock<std::mutex>& lock, time_point at,
+                  const std::function<bool()>& pred);
+
+ private:
+  struct waiter {
+    std::condition_variable* cv;
+    std::mutex* mu;
+  };
+  mutable std::mutex mu_;
+  time_point now_;
+  std::vector<waiter> waiting_;
+};
+// The manual clock installed, if any.
+manual* installed();
+
+// Waits on `cv` (its `lock` held) until `pred` holds or the monotonic clock reaches `at`; returns
+// pred(). The one way a thread waits for a monotonic time point, so that a test's manual clock can
+// end the wait.
+template <class Pred>
+bool wait_until(std::condition_variable& cv, std::unique_lock<std::mutex>& lock, time_point at, Pred pred) {
+  if (manual* m = installed()) return m->wait_until(cv, lock, at, std::function<bool()>(pred));
+  return cv.wait_until(lock, at, pred);
 }
 }  // namespace mono
 

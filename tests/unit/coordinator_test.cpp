@@ -12,6 +12,7 @@
 
 #include "actors/changes_reader.hpp"
 #include "actors/coordinator.hpp"
+#include "node/clock.hpp"
 #include "registry_fixture.hpp"
 
 using namespace settee;
@@ -205,6 +206,47 @@ struct fixture : registry_fixture {
 
 using m = fake_copy::mode;
 
+// The monotonic clock of a test: it moves only when the test says (mono::manual). If the code
+// under test waits for a time the test never gives, the watchdog moves the clock past every
+// deadline after 30 real seconds and says so: rescued() fails the test instead of hanging it.
+struct test_clock {
+  mono::manual clock;
+  std::mutex mu;
+  std::condition_variable cv;
+  bool done = false, rescue = false;
+  std::thread watchdog;
+  test_clock() {
+    clock.install();
+    watchdog = std::thread([this] {
+      std::unique_lock<std::mutex> lock(mu);
+      if (!cv.wait_for(lock, std::chrono::seconds(30), [this] { return done; })) {
+        rescue = true;
+        lock.unlock();
+        clock.advance(std::chrono::hours(24));
+      }
+    });
+  }
+  ~test_clock() {
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      done = true;
+    }
+    cv.notify_all();
+    watchdog.join();
+  }
+  bool rescued() {
+    std::lock_guard<std::mutex> lock(mu);
+    return rescue;
+  }
+  // Once a thread waits on the clock (the caller blocked in the coordinator), moves it by `d`.
+  std::thread advance_when_waited(mono::duration d) {
+    return std::thread([this, d] {
+      while (clock.waiters() == 0) std::this_thread::yield();
+      clock.advance(d);
+    });
+  }
+};
+
 doc_update edit(const std::string& id, std::vector<rev_id> revs) {
   doc_update u;
   u.id = id;
@@ -241,13 +283,18 @@ TEST_CASE("a write meets w when w copies commit; fewer is accepted (202); none i
 }
 
 TEST_CASE("a copy that never answers costs a write w=n the request timeout, and w=2 nothing") {
+  test_clock t;
   fixture f({m::ok, m::vanishing, m::ok}, std::chrono::milliseconds(300));
-  auto t0 = std::chrono::steady_clock::now();
+  // The clock does not move: a write that waited for b would wait for ever.
   auto out = f.coord->update_docs(f.db, {edit("x", {{1, "a"}})}, 2);
   REQUIRE(out);
   CHECK(out->quorum_met);
-  CHECK(std::chrono::steady_clock::now() - t0 < std::chrono::milliseconds(300));  // did not wait for b
+  CHECK_FALSE(t.rescued());
+  // w=3 waits for b until the request timeout: the clock gets there once the write waits.
+  std::thread mover = t.advance_when_waited(std::chrono::milliseconds(300));
   out = f.coord->update_docs(f.db, {edit("y", {{1, "a"}})}, 3);
+  mover.join();
+  CHECK_FALSE(t.rescued());
   REQUIRE(out);
   CHECK_FALSE(out->quorum_met);  // b never said: 202, the write stands on a and c
   CHECK(out->results[0].st);
@@ -292,16 +339,19 @@ TEST_CASE("a failing copy makes a quorum read ask the next one") {
 }
 
 TEST_CASE("a slow copy makes a quorum read ask the next one instead of waiting for it") {
+  test_clock t;
   fixture f({m::ok, m::vanishing, m::ok}, std::chrono::seconds(10));
   f.copy(0).put("d", {{1, "a"}});
   f.copy(2).put("d", {{1, "a"}});
-  auto t0 = std::chrono::steady_clock::now();
+  // r=2 asks a and b; b stays silent; the read waits, and 100 ms on (not the 10 s deadline) asks c.
+  std::thread mover = t.advance_when_waited(std::chrono::milliseconds(100));
   auto d = f.coord->open_doc(f.db, "d", 2);
+  mover.join();
   REQUIRE(d);
   CHECK(d->found);
   CHECK(f.copy(1).reads == 1);
   CHECK(f.copy(2).reads == 1);
-  CHECK(std::chrono::steady_clock::now() - t0 < std::chrono::seconds(5));  // not the 10 s deadline
+  CHECK_FALSE(t.rescued());
 }
 
 TEST_CASE("a slow copy's late answer is dropped safely after the read returned") {
