@@ -15,6 +15,42 @@ status bad(const char* sec, const char* key, const std::string& why) {
   return {errc::bad_request, std::string("[") + sec + "] " + key + " " + why};
 }
 
+// [chttpd], [log] access, [cluster], [prometheus].
+status read_front_and_cluster(const config& cfg, settings& s) {
+  constexpr int64_t big = INT64_MAX / 2;
+  s.bind_address = cfg.get("chttpd", "bind_address");
+  int64_t port = cfg.get_int("chttpd", "port", 5984);
+  if (port < 0 || port > 65535) return bad("chttpd", "port", "must be a port number");
+  s.port = static_cast<int>(port);
+  s.server_threads = clamped<size_t>(cfg, "chttpd", "server_threads", 128, 8, 100000);
+  s.max_request_bytes = clamped<size_t>(cfg, "chttpd", "max_http_request_size", 64 << 20, 1, big);
+  s.header_timeout_s = clamped<int>(cfg, "chttpd", "header_timeout", 15, 1, 3600);
+  s.body_timeout_s = clamped<int>(cfg, "chttpd", "body_timeout", 300, 1, 86400);
+  s.keep_alive_timeout_s = clamped<int>(cfg, "chttpd", "keep_alive_timeout", 30, 1, 86400);
+  s.access_log = cfg.get_bool("log", "access", false);
+
+  s.default_q = clamped<uint32_t>(cfg, "cluster", "q", 2, 1, 1 << 20);
+  if (!cfg.get("cluster", "rpc_port").empty()) {
+    int64_t rpc_port = cfg.get_int("cluster", "rpc_port", -1);
+    if (rpc_port < 0 || rpc_port > 65535) return bad("cluster", "rpc_port", "must be a port number");
+    s.rpc_port = static_cast<uint16_t>(rpc_port);
+  }
+  s.rpc_bind = cfg.get("cluster", "rpc_bind", s.bind_address);
+  s.seeds = cfg.get("cluster", "seeds");
+  s.cluster_secret = cfg.get("cluster", "secret");
+  const std::string tls = cfg.get("cluster", "tls", "auto");
+  if (tls != "auto" && tls != "on" && tls != "off")
+    return bad("cluster", "tls", "must be auto, on or off, not '" + tls + "'");
+  s.tls = tls == "on" ? settings::tls_mode::on : tls == "off" ? settings::tls_mode::off : settings::tls_mode::automatic;
+  s.accept_legacy_peers = cfg.get_bool("cluster", "accept_legacy_peers", false);
+  s.sync_interval = std::chrono::milliseconds(clamped<int64_t>(cfg, "cluster", "sync_interval_ms", 5000, 0, big));
+
+  s.metrics_port = cfg.get_bool("prometheus", "additional_port", false);
+  s.metrics_bind = cfg.get("prometheus", "bind_address", "127.0.0.1");
+  s.metrics_port_number = clamped<int>(cfg, "prometheus", "port", 17986, 0, 65535);
+  return {};
+}
+
 }  // namespace
 
 result<settings> read_settings(const config& cfg) {
@@ -56,36 +92,7 @@ result<settings> read_settings(const config& cfg) {
   s.uuids_max_count = clamped<size_t>(cfg, "uuids", "max_count", 1000, 1, big);
   s.compaction_docs_per_step = clamped<size_t>(cfg, "database_compaction", "docs_per_step", 1000, 1, big);
 
-  s.bind_address = cfg.get("chttpd", "bind_address");
-  int64_t port = cfg.get_int("chttpd", "port", 5984);
-  if (port < 0 || port > 65535) return bad("chttpd", "port", "must be a port number");
-  s.port = static_cast<int>(port);
-  s.server_threads = clamped<size_t>(cfg, "chttpd", "server_threads", 128, 8, 100000);
-  s.max_request_bytes = clamped<size_t>(cfg, "chttpd", "max_http_request_size", 64 << 20, 1, big);
-  s.header_timeout_s = clamped<int>(cfg, "chttpd", "header_timeout", 15, 1, 3600);
-  s.body_timeout_s = clamped<int>(cfg, "chttpd", "body_timeout", 300, 1, 86400);
-  s.keep_alive_timeout_s = clamped<int>(cfg, "chttpd", "keep_alive_timeout", 30, 1, 86400);
-  s.access_log = cfg.get_bool("log", "access", false);
-
-  s.default_q = clamped<uint32_t>(cfg, "cluster", "q", 2, 1, 1 << 20);
-  if (!cfg.get("cluster", "rpc_port").empty()) {
-    int64_t rpc_port = cfg.get_int("cluster", "rpc_port", -1);
-    if (rpc_port < 0 || rpc_port > 65535) return bad("cluster", "rpc_port", "must be a port number");
-    s.rpc_port = static_cast<uint16_t>(rpc_port);
-  }
-  s.rpc_bind = cfg.get("cluster", "rpc_bind", s.bind_address);
-  s.seeds = cfg.get("cluster", "seeds");
-  s.cluster_secret = cfg.get("cluster", "secret");
-  const std::string tls = cfg.get("cluster", "tls", "auto");
-  if (tls != "auto" && tls != "on" && tls != "off")
-    return bad("cluster", "tls", "must be auto, on or off, not '" + tls + "'");
-  s.tls = tls == "on" ? settings::tls_mode::on : tls == "off" ? settings::tls_mode::off : settings::tls_mode::automatic;
-  s.accept_legacy_peers = cfg.get_bool("cluster", "accept_legacy_peers", false);
-  s.sync_interval = std::chrono::milliseconds(clamped<int64_t>(cfg, "cluster", "sync_interval_ms", 5000, 0, big));
-
-  s.metrics_port = cfg.get_bool("prometheus", "additional_port", false);
-  s.metrics_bind = cfg.get("prometheus", "bind_address", "127.0.0.1");
-  s.metrics_port_number = clamped<int>(cfg, "prometheus", "port", 17986, 0, 65535);
+  if (status st = read_front_and_cluster(cfg, s); !st) return st;
   return s;
 }
 
