@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include "actors/bridge.hpp"
+#include "node/clock.hpp"
 #include "node/crypto.hpp"
 #include "node/log.hpp"
 #include "storage/import_batch.hpp"
@@ -523,7 +524,7 @@ void resharder::drive(const std::string& id) {
       it->second.history = before.history;
       it->second.copied_to = j.copied_to;
       log::warning("reshard job " + id + " in " + j.split_state + ": " + st.reason + "; trying again");
-      wake_.wait_for(lock, std::chrono::seconds(1), [&] { return stopping_; });
+      mono::wait_until(wake_, lock, mono::now() + std::chrono::seconds(1), [&] { return stopping_; });
       continue;
     }
     transient = st ? 0 : transient;
@@ -764,7 +765,7 @@ status resharder::await_switch(split_job& j) {
     std::unique_lock<std::mutex> lock(mu_);
     auto it = jobs_.find(j.id);
     if (it == jobs_.end() || !runnable_locked(it->second)) return halted_status;
-    wake_.wait_for(lock, std::chrono::milliseconds(100), [&] { return stopping_; });
+    mono::wait_until(wake_, lock, mono::now() + std::chrono::milliseconds(100), [&] { return stopping_; });
   }
   return status{errc::internal, "the leader " + j.leader + " did not switch the shard map"};
 }

@@ -154,7 +154,7 @@ void update_log::run() {
     if (!stopping_ && recovered_) {
       // Let a burst gather, and keep to one record per min_interval (what recovery found goes at once).
       auto at = std::max(mono::now() + opts_.gather, last + opts_.min_interval);
-      cv_.wait_until(lock, at, [&] { return stopping_; });
+      mono::wait_until(cv_, lock, at, [&] { return stopping_; });
     }
     std::set<std::string> batch;
     batch.swap(marked_);

@@ -5,6 +5,7 @@
 
 #include "actors/internal_replication.hpp"
 #include "cluster/nodes_db.hpp"
+#include "node/clock.hpp"
 #include "node/log.hpp"
 #include "node/metrics.hpp"
 
@@ -118,7 +119,7 @@ void shard_syncer::run() {
   for (;;) {
     {
       std::unique_lock<std::mutex> lock(mu_);
-      if (cv_.wait_for(lock, interval_, [this] { return stopping_; })) return;
+      if (mono::wait_until(cv_, lock, mono::now() + interval_, [this] { return stopping_; })) return;
     }
     // `_dbs` may have been changed by a peer's push: create and remove databases to match.
     if (auto st = coord_.catalog().reload(); !st) log::warning("catalog reload failed: " + st.reason);

@@ -8,11 +8,11 @@
 #pragma once
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
+#include <cstdint>
 #include <functional>
 #include <mutex>
-#include <chrono>
-#include <cstdint>
 #include <string>
 #include <vector>
 
