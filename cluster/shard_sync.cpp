@@ -97,10 +97,16 @@ std::vector<sync_row> sync_database(coordinator& coord, rpc_node& rpc, const mem
 }
 
 shard_syncer::shard_syncer(coordinator& coord, rpc_node& rpc, const membership& members,
-                           std::chrono::milliseconds interval, nodes_db* nodes, task_list* tasks)
-    : coord_(coord), rpc_(rpc), members_(members), interval_(interval), nodes_(nodes), tasks_(tasks), thread_([this] {
-        run();
-      }) {}
+                           std::chrono::milliseconds interval, std::chrono::milliseconds push_timeout, nodes_db* nodes,
+                           task_list* tasks)
+    : coord_(coord),
+      rpc_(rpc),
+      members_(members),
+      interval_(interval),
+      push_timeout_(push_timeout),
+      nodes_(nodes),
+      tasks_(tasks),
+      thread_([this] { run(); }) {}
 
 shard_syncer::~shard_syncer() {
   stop();
@@ -128,12 +134,12 @@ void shard_syncer::run() {
     }
     if (members_.all_nodes().size() < 2) continue;  // nobody to push to
     if (nodes_) {
-      for (auto& row : sync_database(coord_, rpc_, members_, nodes_->meta(), std::chrono::seconds(30))) {
+      for (auto& row : sync_database(coord_, rpc_, members_, nodes_->meta(), push_timeout_)) {
         if (!row.st) log::warning("sync of _nodes to " + row.node + " failed: " + row.st.reason);
       }
     }
     // The catalog first, so peers learn about databases before their documents arrive.
-    for (auto& row : sync_database(coord_, rpc_, members_, coord_.catalog().dbs_meta(), std::chrono::seconds(30))) {
+    for (auto& row : sync_database(coord_, rpc_, members_, coord_.catalog().dbs_meta(), push_timeout_)) {
       if (!row.st) log::warning("sync of _dbs to " + row.node + " failed: " + row.st.reason);
     }
     for (const std::string& name : coord_.catalog().names()) {
@@ -143,7 +149,7 @@ void shard_syncer::run() {
       }
       auto db = coord_.catalog().find(name);
       if (!db) continue;  // deleted meanwhile
-      for (auto& row : sync_database(coord_, rpc_, members_, *db, std::chrono::seconds(30), tasks_)) {
+      for (auto& row : sync_database(coord_, rpc_, members_, *db, push_timeout_, tasks_)) {
         // A node without a copy of this database is normal until shard maps are replicated.
         if (!row.st && row.st.code != errc::not_found) {
           log::warning("sync of " + name + " " + row.range + " to " + row.node + " failed: " + row.st.reason);

@@ -29,8 +29,9 @@ constexpr uint64_t sync_task_min_changes = 500;
 class shard_syncer {
  public:
   // `nodes` (may be null): the `_nodes` database, reloaded and pushed on every sweep like `_dbs`.
+  // Each push waits up to `push_timeout` for a copy.
   shard_syncer(coordinator& coord, rpc_node& rpc, const membership& members, std::chrono::milliseconds interval,
-               class nodes_db* nodes = nullptr, task_list* tasks = nullptr);
+               std::chrono::milliseconds push_timeout, class nodes_db* nodes = nullptr, task_list* tasks = nullptr);
   ~shard_syncer();
   void stop();
 
@@ -41,6 +42,7 @@ class shard_syncer {
   rpc_node& rpc_;
   const membership& members_;
   std::chrono::milliseconds interval_;
+  std::chrono::milliseconds push_timeout_;
   class nodes_db* nodes_;
   task_list* tasks_;
   std::mutex mu_;

@@ -11,7 +11,7 @@ void handle_sync_shards(ctx& c, const db_meta& db) {
   json pushed = json::array();
   bool all_ok = true;
   {
-    for (auto& row : c.node.cluster->sync(db, std::chrono::seconds(30))) {
+    for (auto& row : c.node.cluster->sync(db, c.node.push_timeout)) {
       json r = {{"node", row.node}, {"range", row.range}};
       if (row.st) {
         r["docs"] = row.docs;
@@ -29,7 +29,7 @@ void handle_sync_shards(ctx& c, const db_meta& db) {
 }
 
 void share_catalog(ctx& c) {
-  for (auto& row : c.node.cluster->sync(c.node.coord.catalog().dbs_meta(), std::chrono::seconds(5))) {
+  for (auto& row : c.node.cluster->sync(c.node.coord.catalog().dbs_meta(), c.node.catalog_push_timeout)) {
     // The periodic sweep retries; the database works meanwhile (a copy that has not heard of it
     // looks again when the first write for it arrives).
     if (!row.st) log::warning("pushing _dbs to " + row.node + " failed: " + row.st.reason);

@@ -181,7 +181,7 @@ void handle_db_updates(ctx& c) {
   for (auto& m : c.node.cluster->all())
     if (m != c.node.node_name) peers.push_back(m);
   auto source = std::make_shared<db_updates_source>(
-      cluster_updates(node_updates(*dbs, *log, c.node.node_name), c.node.remote, peers, std::chrono::seconds(30)),
+      cluster_updates(node_updates(*dbs, *log, c.node.node_name), c.node.remote, peers, c.node.push_timeout),
       c.node.clk);
   if (auto st = source->start(q->since); !st) return c.error(st);
   if (q->descending) source->newest_first(q->feed.limit);

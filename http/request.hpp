@@ -48,8 +48,10 @@ struct node_services {
   size_t bulk_docs_max = 100000;
   change_notifier* notifier = nullptr;
   remote_shards* remote = nullptr;  // other nodes' copies and update logs; null on a single node
-  update_log* updates = nullptr;    // this node's `updated` rows of _db_updates
-  task_list* tasks = nullptr;       // GET /_active_tasks
+  // [cluster] push_timeout_ms and catalog_push_timeout_ms (node/settings.hpp).
+  std::chrono::milliseconds push_timeout{30000}, catalog_push_timeout{5000};
+  update_log* updates = nullptr;  // this node's `updated` rows of _db_updates
+  task_list* tasks = nullptr;     // GET /_active_tasks
   compactor* compaction = nullptr;
   resharder* reshard = nullptr;        // /_reshard
   cluster_members* cluster = nullptr;  // every member, this node included, by name (actors/members.hpp)

@@ -365,6 +365,8 @@ int main(int argc, char** argv) {
     node.attachment_policy.compressible = attachments::policy::parse_types(set.compressible_types);
     node.uuids_max_count = set.uuids_max_count;
     node.bulk_docs_max = set.bulk_docs_max;
+    node.push_timeout = set.push_timeout;
+    node.catalog_push_timeout = set.catalog_push_timeout;
     node.notifier = &notifier;
     node.updates = &updates;
     task_list tasks;
@@ -459,8 +461,8 @@ int main(int argc, char** argv) {
       coord.set_remote(rpc.get());
       // A split's new shard map reaches the other nodes at once, not at the next sweep: their
       // coordinators retry the writes a sealed parent refused until they see it.
-      reshard.set_after_switch([&coord, &rpc_ref = *rpc, &members] {
-        for (auto& row : sync_database(coord, rpc_ref, members, coord.catalog().dbs_meta(), std::chrono::seconds(5)))
+      reshard.set_after_switch([&coord, &rpc_ref = *rpc, &members, &set] {
+        for (auto& row : sync_database(coord, rpc_ref, members, coord.catalog().dbs_meta(), set.catalog_push_timeout))
           if (!row.st) log::warning("pushing _dbs to " + row.node + " after a split failed: " + row.st.reason);
       });
       // `_nodes`: this node and the seeds are members; the database spreads them to every node.
@@ -471,7 +473,8 @@ int main(int argc, char** argv) {
       if (auto st = nodes->add({store_opts.node_name, ro.advertised_host, rpc->port()}); !st) die(st.reason);
       if (auto st = nodes->reload(); !st) die(st.reason);  // members removed earlier stay removed
       if (set.sync_interval.count() > 0) {
-        syncer = std::make_unique<shard_syncer>(coord, *rpc, members, set.sync_interval, nodes.get(), &tasks);
+        syncer = std::make_unique<shard_syncer>(coord, *rpc, members, set.sync_interval, set.push_timeout, nodes.get(),
+                                                &tasks);
       }
       log::info("cluster RPC listening on " + ro.bind + ":" + std::to_string(rpc->port()) +
                 (ro.tls ? " (TLS)" : " (plain TCP)"));

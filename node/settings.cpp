@@ -44,6 +44,9 @@ status read_front_and_cluster(const config& cfg, settings& s) {
   s.tls = tls == "on" ? settings::tls_mode::on : tls == "off" ? settings::tls_mode::off : settings::tls_mode::automatic;
   s.accept_legacy_peers = cfg.get_bool("cluster", "accept_legacy_peers", false);
   s.sync_interval = std::chrono::milliseconds(clamped<int64_t>(cfg, "cluster", "sync_interval_ms", 5000, 0, big));
+  s.push_timeout = std::chrono::milliseconds(clamped<int64_t>(cfg, "cluster", "push_timeout_ms", 30000, 1, big));
+  s.catalog_push_timeout =
+      std::chrono::milliseconds(clamped<int64_t>(cfg, "cluster", "catalog_push_timeout_ms", 5000, 1, big));
 
   s.metrics_port = cfg.get_bool("prometheus", "additional_port", false);
   s.metrics_bind = cfg.get("prometheus", "bind_address", "127.0.0.1");

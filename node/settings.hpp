@@ -69,6 +69,12 @@ struct settings {
   enum class tls_mode { automatic, on, off } tls = tls_mode::automatic;  // tls: auto | on | off
   bool accept_legacy_peers = false;                                      // accept_legacy_peers
   std::chrono::milliseconds sync_interval{5000};                         // sync_interval_ms (0: no periodic sync)
+  // push_timeout_ms: what a push of a database to another node's copies (internal replication,
+  // POST /db/_sync_shards) and a page of its update log (_db_updates) may wait for it.
+  std::chrono::milliseconds push_timeout{30000};
+  // catalog_push_timeout_ms: pushing `_dbs` right after a database was created, deleted or split
+  // (the periodic sync retries what did not arrive).
+  std::chrono::milliseconds catalog_push_timeout{5000};
 
   // [prometheus]
   bool metrics_port = false;               // additional_port

@@ -68,6 +68,8 @@ TEST_CASE("settings: CouchDB's defaults from an empty configuration, every limit
   CHECK_FALSE(s->time_seq_min_time_s);
   CHECK(s->tls == settings::tls_mode::automatic);
   CHECK(s->sync_interval == std::chrono::milliseconds(5000));
+  CHECK(s->push_timeout == std::chrono::milliseconds(30000));
+  CHECK(s->catalog_push_timeout == std::chrono::milliseconds(5000));
   CHECK_FALSE(s->everyone_may_read_new_dbs);
 }
 
