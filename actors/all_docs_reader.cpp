@@ -10,10 +10,9 @@ result<all_docs_listing> list_all_docs(coordinator& coord, const db_meta& db, co
     for (const auto& key : *q.keys)
       if (key) asks[coord.shard_index(db, *key)].keys.push_back(*key);
   }
-  std::vector<size_t> all(db.q);
-  for (size_t i = 0; i < db.q; ++i) all[i] = i;
   auto answers = coord.each_range<all_docs_page>(
-      db, all, [&](shard_copy& c, size_t k, auto done) { c.start_all_docs(asks[k], std::move(done)); });
+      db, coordinator::all_ranges(db),
+      [&](shard_copy& c, size_t k, auto done) { c.start_all_docs(asks[k], std::move(done)); });
   std::vector<all_docs_page> pages(db.q);
   all_docs_listing out;
   for (size_t i = 0; i < db.q; ++i) {

@@ -26,10 +26,7 @@ bool shaped_like_time(const std::string& s) {
 }  // namespace
 
 std::vector<size_t> changes_reader::ranges() const {
-  if (opts_.shard) return {*opts_.shard};
-  std::vector<size_t> all(db_.q);
-  for (size_t i = 0; i < all.size(); ++i) all[i] = i;
-  return all;
+  return opts_.shard ? std::vector<size_t>{*opts_.shard} : coordinator::all_ranges(db_);
 }
 
 std::string changes_reader::preferred_copy(size_t range, const seq_entry* given) const {

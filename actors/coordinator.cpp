@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <numeric>
 #include <thread>
 
 #include "actors/gather.hpp"
@@ -307,6 +308,14 @@ result<std::vector<doc_copy>> coordinator::open_docs(const db_meta& db, const st
   return out;
 }
 
+std::vector<copy_ptr> coordinator::copies_preferring(const db_meta& db, size_t index, const std::string& prefer) {
+  std::vector<copy_ptr> all = copies(db, index);
+  if (prefer.empty()) return all;
+  auto it = std::find_if(all.begin(), all.end(), [&](const copy_ptr& c) { return c->node() == prefer; });
+  if (it != all.end()) std::rotate(all.begin(), it, it + 1);
+  return all;
+}
+
 result<shard_handle> coordinator::own_copy(const db_meta& m, const std::string& range) {
   auto none = [&] { return status{errc::not_found, "no copy of " + m.name + " range " + range + " on this node"}; };
   if (auto i = m.range_named(range)) {
@@ -338,11 +347,16 @@ result<std::vector<local_doc>> coordinator::list_local(const db_meta& db, size_t
   return first_answer<std::vector<local_doc>>(db, index, [](shard_copy& c) { return c.list_local(); });
 }
 
-result<std::vector<coordinator::range_summary>> coordinator::summaries(const db_meta& db) {
+std::vector<size_t> coordinator::all_ranges(const db_meta& db) {
   std::vector<size_t> all(db.q);
-  for (size_t i = 0; i < db.q; ++i) all[i] = i;
+  std::iota(all.begin(), all.end(), size_t{0});
+  return all;
+}
+
+result<std::vector<coordinator::range_summary>> coordinator::summaries(const db_meta& db) {
   auto answers = each_range<shard_summary>(
-      db, all, [](shard_copy& c, size_t, shard_copy::answer<shard_summary> done) { c.start_summary(std::move(done)); });
+      db, all_ranges(db),
+      [](shard_copy& c, size_t, shard_copy::answer<shard_summary> done) { c.start_summary(std::move(done)); });
   std::vector<range_summary> out;
   for (auto& a : answers) {
     if (!a.value) return status{errc::unavailable, a.value.error().reason};

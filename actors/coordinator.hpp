@@ -61,6 +61,8 @@ class coordinator {
 
   // Every copy of range `index`, this node's first.
   std::vector<copy_ptr> copies(const db_meta& db, size_t index);
+  // The same, the copy on node `prefer` first when it holds one ("": this node's first).
+  std::vector<copy_ptr> copies_preferring(const db_meta& db, size_t index, const std::string& prefer);
   // Asks the copies of range `index` in turn (`prefer` first, when it holds one) until one answers;
   // `*answered` is that copy. When none does: the last copy's error (errc::unavailable when there
   // is no copy at all).
@@ -82,6 +84,8 @@ class coordinator {
   };
   template <class T>
   using range_ask = std::function<void(shard_copy&, size_t, shard_copy::answer<T>)>;
+  // Every range of `db`, for each_range.
+  static std::vector<size_t> all_ranges(const db_meta& db);
   template <class T>
   std::vector<range_answer<T>> each_range(const db_meta& db, const std::vector<size_t>& ranges, const range_ask<T>& ask,
                                           const std::vector<std::string>& prefer = {});
@@ -167,9 +171,7 @@ class coordinator {
 template <class T>
 result<T> coordinator::first_answer(const db_meta& db, size_t index, const std::function<result<T>(shard_copy&)>& ask,
                                     copy_ptr* answered, const std::string& prefer) {
-  std::vector<copy_ptr> all = copies(db, index);
-  auto it = std::find_if(all.begin(), all.end(), [&](const copy_ptr& c) { return c->node() == prefer; });
-  if (it != all.end()) std::rotate(all.begin(), it, it + 1);
+  std::vector<copy_ptr> all = copies_preferring(db, index, prefer);
   status last{errc::unavailable, "no copy of range " + db.ranges[index].name() + " is reachable"};
   for (const copy_ptr& c : all) {
     result<T> r = ask(*c);
@@ -209,10 +211,7 @@ std::vector<coordinator::range_answer<T>> coordinator::each_range(const db_meta&
   std::vector<range_answer<T>> out(ranges.size());
   std::vector<std::vector<copy_ptr>> candidates(ranges.size());  // the next one to ask at the back
   for (size_t k = 0; k < ranges.size(); ++k) {
-    auto& all = candidates[k] = copies(db, ranges[k]);
-    const std::string* p = k < prefer.size() && !prefer[k].empty() ? &prefer[k] : nullptr;
-    auto it = p ? std::find_if(all.begin(), all.end(), [&](const copy_ptr& c) { return c->node() == *p; }) : all.end();
-    if (it != all.end()) std::rotate(all.begin(), it, it + 1);
+    auto& all = candidates[k] = copies_preferring(db, ranges[k], k < prefer.size() ? prefer[k] : "");
     std::reverse(all.begin(), all.end());
     out[k].value = status{errc::unavailable, "no copy of range " + db.ranges[ranges[k]].name() + " is reachable"};
   }

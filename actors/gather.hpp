@@ -52,19 +52,13 @@ class gather {
   // call left to wait for, or until `deadline`. Returns (a copy of) the answers so far (nullopt:
   // not answered yet); wait again for more.
   std::vector<std::vector<std::optional<result<T>>>> wait(size_t want, std::chrono::steady_clock::time_point deadline) {
-    SETTEE_DEBUG_CHECK(!on_event_loop_thread());
-    std::unique_lock<std::mutex> lock(s_->mu);
-    mono::wait_until(s_->cv, lock, deadline, [&] { return enough(want); });
-    SETTEE_DEBUG_CHECK(!s_->taken);
+    auto lock = wait_locked(want, deadline);
     return s_->answers;
   }
   // wait(), once and for all: the answers are moved out (no copy of large pages), and answers
   // arriving later are dropped.
   std::vector<std::vector<std::optional<result<T>>>> take(size_t want, std::chrono::steady_clock::time_point deadline) {
-    SETTEE_DEBUG_CHECK(!on_event_loop_thread());
-    std::unique_lock<std::mutex> lock(s_->mu);
-    mono::wait_until(s_->cv, lock, deadline, [&] { return enough(want); });
-    SETTEE_DEBUG_CHECK(!s_->taken);
+    auto lock = wait_locked(want, deadline);
     s_->taken = true;
     return std::move(s_->answers);
   }
@@ -77,6 +71,13 @@ class gather {
     std::vector<size_t> started;
     bool taken = false;
   };
+  std::unique_lock<std::mutex> wait_locked(size_t want, std::chrono::steady_clock::time_point deadline) {
+    SETTEE_DEBUG_CHECK(!on_event_loop_thread());
+    std::unique_lock<std::mutex> lock(s_->mu);
+    mono::wait_until(s_->cv, lock, deadline, [&] { return enough(want); });
+    SETTEE_DEBUG_CHECK(!s_->taken);
+    return lock;
+  }
   bool enough(size_t want) const {
     for (size_t g = 0; g < s_->answers.size(); ++g) {
       size_t ok = 0, done = 0;

@@ -121,8 +121,7 @@ result<split_job> remote_member::create_reshard_job(const new_job& j) {
 std::shared_ptr<cluster_member> rpc_cluster_members::get(const std::string& name) {
   if (name == self_->name()) return self_;
   if (!rpc_) return nullptr;
-  auto all = members_.cluster_nodes();
-  if (std::find(all.begin(), all.end(), name) == all.end()) return nullptr;
+  if (!members_.is_member(name)) return nullptr;
   return std::make_shared<remote_member>(name, *rpc_, timeout_);
 }
 

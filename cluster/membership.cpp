@@ -75,6 +75,11 @@ bool membership::is_connected(const std::string& name) const {
   return name == self_ || (it != members_.end() && it->second);
 }
 
+bool membership::is_member(const std::string& name) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return name == self_ || members_.count(name) > 0;
+}
+
 bool membership::has_feature(const std::string& name, const std::string& feature) const {
   std::lock_guard<std::mutex> lock(mu_);
   auto it = info_.find(name);

@@ -39,6 +39,8 @@ class membership {
   void connected(const std::string& name, peer_info info);
   void disconnected(const std::string& name);
   bool is_connected(const std::string& name) const;
+  // Whether `name` is this node or a member, connected or not.
+  bool is_member(const std::string& name) const;
   // Whether `name` announced `feature` in its last handshake.
   bool has_feature(const std::string& name, const std::string& feature) const;
 

@@ -25,37 +25,52 @@ kj::Promise<void> on_member(rpc_node::loop& l, std::function<result<T>(cluster_m
       });
 }
 
-kj::Promise<void> node_server::compactDb(CompactDbContext context) {
-  std::string db = context.getParams().getDb();
-  return on_member<bool>(
-      loop_,
-      [db](cluster_member& m) -> result<bool> {
-        if (status st = m.compact(db); !st) return st;
+// on_member for a call whose results carry a status: `fill(results, value)` once the member
+// answered, its error otherwise.
+template <class T, class Context, class Fill>
+kj::Promise<void> member_call(rpc_node::loop& l, Context context, std::function<result<T>(cluster_member&)> work,
+                              Fill fill) {
+  return on_member<T>(
+      l, std::move(work),
+      [context, fill](const T& value) mutable {
+        auto results = context.getResults();
+        set_status(results.initStatus(), {});
+        fill(results, value);
+      },
+      [context](const status& st) mutable { set_status(context.getResults().initStatus(), st); });
+}
+
+// member_call for a call that answers only its status.
+template <class Context>
+kj::Promise<void> member_status_call(rpc_node::loop& l, Context context, std::function<status(cluster_member&)> work) {
+  return member_call<bool>(
+      l, context,
+      [work](cluster_member& m) -> result<bool> {
+        if (status st = work(m); !st) return st;
         return true;
       },
-      [context](const bool&) mutable { set_status(context.getResults().initStatus(), {}); },
-      [context](const status& st) mutable { set_status(context.getResults().initStatus(), st); });
+      [](auto, const bool&) {});
+}
+
+kj::Promise<void> node_server::compactDb(CompactDbContext context) {
+  std::string db = context.getParams().getDb();
+  return member_status_call(loop_, context, [db](cluster_member& m) { return m.compact(db); });
 }
 
 kj::Promise<void> node_server::activeTasks(ActiveTasksContext context) {
   using list = std::vector<std::string>;
-  return on_member<list>(
-      loop_, [](cluster_member& m) { return m.active_tasks(); },
-      [context](const list& tasks) mutable {
-        auto results = context.getResults();
-        set_status(results.initStatus(), {});
+  return member_call<list>(
+      loop_, context, [](cluster_member& m) { return m.active_tasks(); },
+      [](auto results, const list& tasks) {
         auto out = results.initTasks(static_cast<unsigned>(tasks.size()));
         for (unsigned i = 0; i < tasks.size(); ++i) out.set(i, tasks[i]);
-      },
-      [context](const status& st) mutable { set_status(context.getResults().initStatus(), st); });
+      });
 }
 
 kj::Promise<void> node_server::nodeStatus(NodeStatusContext context) {
-  return on_member<node_status>(
-      loop_, [](cluster_member& m) { return m.figures(); },
-      [context](const node_status& s) mutable {
-        auto results = context.getResults();
-        set_status(results.initStatus(), {});
+  return member_call<node_status>(
+      loop_, context, [](cluster_member& m) { return m.figures(); },
+      [](auto results, const node_status& s) {
         auto n = results.initNode();
         n.setRelease(s.release);
         n.setUptimeS(s.uptime_s);
@@ -69,41 +84,34 @@ kj::Promise<void> node_server::nodeStatus(NodeStatusContext context) {
         n.setDbFilesBytes(s.db_files_bytes);
         n.setRequests(s.requests);
         n.setServerErrors(s.server_errors);
-      },
-      [context](const status& st) mutable { set_status(context.getResults().initStatus(), st); });
+      });
 }
 
 kj::Promise<void> node_server::reshardState(ReshardStateContext context) {
   auto params = context.getParams();
   std::optional<reshard_state> set;
   if (params.getSet()) set = reshard_state{params.getRunning(), params.getReason()};
-  return on_member<reshard_state>(
-      loop_,
+  return member_call<reshard_state>(
+      loop_, context,
       [set](cluster_member& m) -> result<reshard_state> {
         if (set)
           if (status st = m.set_reshard_state(*set); !st) return st;
         return m.get_reshard_state();
       },
-      [context](const reshard_state& s) mutable {
-        auto results = context.getResults();
-        set_status(results.initStatus(), {});
+      [](auto results, const reshard_state& s) {
         results.setRunning(s.running);
         results.setReason(s.reason);
-      },
-      [context](const status& st) mutable { set_status(context.getResults().initStatus(), st); });
+      });
 }
 
 kj::Promise<void> node_server::reshardJobs(ReshardJobsContext context) {
   using list = std::vector<split_job>;
-  return on_member<list>(
-      loop_, [](cluster_member& m) { return m.reshard_jobs(); },
-      [context](const list& jobs) mutable {
-        auto results = context.getResults();
-        set_status(results.initStatus(), {});
+  return member_call<list>(
+      loop_, context, [](cluster_member& m) { return m.reshard_jobs(); },
+      [](auto results, const list& jobs) {
         auto out = results.initJobs(static_cast<unsigned>(jobs.size()));
         for (unsigned i = 0; i < jobs.size(); ++i) write_job(out[i], jobs[i]);
-      },
-      [context](const status& st) mutable { set_status(context.getResults().initStatus(), st); });
+      });
 }
 
 kj::Promise<void> node_server::editReshardJob(EditReshardJobContext context) {
@@ -111,28 +119,17 @@ kj::Promise<void> node_server::editReshardJob(EditReshardJobContext context) {
   std::string id = p.getId();
   bool remove = p.getRemove();
   reshard_state want{p.getRunning(), p.getReason()};
-  return on_member<bool>(
-      loop_,
-      [id, remove, want](cluster_member& m) -> result<bool> {
-        status st = remove ? m.remove_reshard_job(id) : m.set_reshard_job_state(id, want);
-        if (!st) return st;
-        return true;
-      },
-      [context](const bool&) mutable { set_status(context.getResults().initStatus(), {}); },
-      [context](const status& st) mutable { set_status(context.getResults().initStatus(), st); });
+  return member_status_call(loop_, context, [id, remove, want](cluster_member& m) {
+    return remove ? m.remove_reshard_job(id) : m.set_reshard_job_state(id, want);
+  });
 }
 
 kj::Promise<void> node_server::newReshardJob(NewReshardJobContext context) {
   auto p = context.getParams().getJob();
   new_job want{p.getType(), p.getDb(), p.getShard(), p.getSuffix(), p.getLeader(), p.getSource()};
-  return on_member<split_job>(
-      loop_, [want](cluster_member& m) { return m.create_reshard_job(want); },
-      [context](const split_job& j) mutable {
-        auto results = context.getResults();
-        set_status(results.initStatus(), {});
-        write_job(results.initMade(), j);
-      },
-      [context](const status& st) mutable { set_status(context.getResults().initStatus(), st); });
+  return member_call<split_job>(
+      loop_, context, [want](cluster_member& m) { return m.create_reshard_job(want); },
+      [](auto results, const split_job& j) { write_job(results.initMade(), j); });
 }
 
 kj::Promise<void> node_server::exportChanges(ExportChangesContext context) {
@@ -140,28 +137,20 @@ kj::Promise<void> node_server::exportChanges(ExportChangesContext context) {
   std::string db = params.getShard().getDb(), range = params.getShard().getRange();
   uint64_t since = params.getSince();
   bool with_local = params.getWithLocal();
-  return on_member<std::string>(
-      loop_, [=](cluster_member& m) { return m.export_copy(db, range, since, with_local); },
-      [context](const std::string& bytes) mutable {
-        auto results = context.getResults();
-        set_status(results.initStatus(), {});
+  return member_call<std::string>(
+      loop_, context, [=](cluster_member& m) { return m.export_copy(db, range, since, with_local); },
+      [](auto results, const std::string& bytes) {
         results.setBatch(capnp::Data::Reader(reinterpret_cast<const capnp::byte*>(bytes.data()), bytes.size()));
-      },
-      [context](const status& st) mutable { set_status(context.getResults().initStatus(), st); });
+      });
 }
 
 kj::Promise<void> node_server::sealCopy(SealCopyContext context) {
   auto params = context.getParams();
   std::string db = params.getShard().getDb(), range = params.getShard().getRange();
   bool seal = params.getSeal();
-  return on_member<uint64_t>(
-      loop_, [=](cluster_member& m) { return m.seal_copy(db, range, seal); },
-      [context](const uint64_t& seq) mutable {
-        auto results = context.getResults();
-        set_status(results.initStatus(), {});
-        results.setUpdateSeq(seq);
-      },
-      [context](const status& st) mutable { set_status(context.getResults().initStatus(), st); });
+  return member_call<uint64_t>(
+      loop_, context, [=](cluster_member& m) { return m.seal_copy(db, range, seal); },
+      [](auto results, const uint64_t& seq) { results.setUpdateSeq(seq); });
 }
 
 kj::Promise<void> node_server::retireCopy(RetireCopyContext context) {
@@ -169,40 +158,26 @@ kj::Promise<void> node_server::retireCopy(RetireCopyContext context) {
   std::string db = params.getDb(), shard = params.getShardId();
   uint64_t end_seq = params.getEndSeq();
   bool remove = params.getRemove();
-  return on_member<bool>(
-      loop_,
-      [=](cluster_member& m) -> result<bool> {
-        if (status st = m.retire_copy(db, shard, end_seq, remove); !st) return st;
-        return true;
-      },
-      [context](const bool&) mutable { set_status(context.getResults().initStatus(), {}); },
-      [context](const status& st) mutable { set_status(context.getResults().initStatus(), st); });
+  return member_status_call(loop_, context,
+                            [=](cluster_member& m) { return m.retire_copy(db, shard, end_seq, remove); });
 }
 
 kj::Promise<void> node_server::createJob(CreateJobContext context) {
   std::string body = context.getParams().getBody();
-  return on_member<std::string>(
-      loop_, [body](cluster_member& m) { return answer_create_job(m, body); },
-      [context](const std::string& job) mutable {
-        auto results = context.getResults();
-        set_status(results.initStatus(), {});
-        results.setJob(job);
-      },
-      [context](const status& st) mutable { set_status(context.getResults().initStatus(), st); });
+  return member_call<std::string>(
+      loop_, context, [body](cluster_member& m) { return answer_create_job(m, body); },
+      [](auto results, const std::string& job) { results.setJob(job); });
 }
 
 kj::Promise<void> node_server::splitSeal(SplitSealContext context) {
   std::string db = context.getParams().getDb(), shard = context.getParams().getShardId();
   using sealed = std::pair<uint64_t, std::string>;
-  return on_member<sealed>(
-      loop_, [=](cluster_member& m) { return m.split_seal(db, shard); },
-      [context](const sealed& s) mutable {
-        auto results = context.getResults();
-        set_status(results.initStatus(), {});
+  return member_call<sealed>(
+      loop_, context, [=](cluster_member& m) { return m.split_seal(db, shard); },
+      [](auto results, const sealed& s) {
         results.setEndSeq(s.first);
         results.setUuid(s.second);
-      },
-      [context](const status& st) mutable { set_status(context.getResults().initStatus(), st); });
+      });
 }
 
 kj::Promise<void> node_server::reshardRequest(ReshardRequestContext context) {
