@@ -6,21 +6,92 @@
 
 namespace settee {
 
-compactor::compactor(task_list& tasks, const clock& clk, std::string node_name, size_t docs_per_step)
-    : tasks_(tasks), clk_(clk), node_(std::move(node_name)), docs_per_step_(std::max<size_t>(1, docs_per_step)) {
-  thread_ = std::thread([this] { run(); });
+namespace {
+
+constexpr const char* saved_prefix = "_local/compaction/";
+constexpr std::chrono::seconds save_every{1};
+
+// The runner's id of a copy's compaction: by database first, so running(db) is a prefix lookup
+// (database names have no space).
+std::string job_id(const std::string& db, const std::string& shard) {
+  return std::string(compactor::lane) + " " + db + " " + shard;
 }
 
-compactor::~compactor() {
-  stop();
-}
+// One copy's compaction: a step compacts `docs_per_step` documents from `from_` on.
+class compaction_job final : public job {
+ public:
+  compaction_job(std::string db, std::string shard, std::shared_ptr<local_copy> copy, size_t docs_per_step,
+                 std::string from, job_store* store)
+      : db_(std::move(db)),
+        shard_(std::move(shard)),
+        copy_(std::move(copy)),
+        docs_per_step_(docs_per_step),
+        from_(std::move(from)),
+        store_(store) {
+    const shard_header h = copy_->handle().store->header();
+    total_ = h.doc_count + h.doc_del_count;
+  }
 
-void compactor::enqueue(const std::string& db, const std::string& shard, std::shared_ptr<local_copy> copy) {
-  std::lock_guard<std::mutex> lock(mu_);
-  if (stopping_ || !shards_.insert(shard).second) return;
-  dbs_.insert(db);
-  queue_.push_back({db, shard, std::move(copy)});
-  cv_.notify_one();
+  json task() const override {
+    return json{{"type", "database_compaction"}, {"database", shard_}, {"phase", "document copy"}, {"changes_done", 0},
+                {"total_changes", total_},       {"progress", 0}};
+  }
+
+  job_next step(job_context& ctx) override {
+    auto op = std::make_shared<write_op>();
+    op->what = write_op::kind::compact;
+    op->compact_from = from_;
+    op->compact_limit = docs_per_step_;
+    std::promise<void> committed;
+    copy_->submit(op, [&committed] { committed.set_value(); });
+    committed.get_future().wait();
+    if (!op->st) return job_next::fail(op->st.reason);
+    done_ += op->compact_visited;
+    ctx.progress(
+        json{{"changes_done", done_}, {"progress", total_ ? std::min<uint64_t>(100, done_ * 100 / total_) : 100}});
+    if (op->compact_next.empty()) return job_next::done();
+    from_ = std::move(op->compact_next);
+    if (store_ && mono::now() - saved_ >= save_every) save();
+    if (store_) ctx.failpoint("compaction:step", [this] { save(); });
+    return job_next::more();
+  }
+
+  void ended(job_next::kind how, const std::string& reason) override {
+    if (how == job_next::kind::failed) log::warning("compaction of " + shard_ + " stopped: " + reason);
+    if (!store_) return;
+    if (how == job_next::kind::cancelled) {
+      save();  // the node stops: it goes on from here at the next start
+    } else if (auto st = store_->remove(saved_prefix + shard_); !st) {
+      log::warning("compaction of " + shard_ + ": " + st.reason);
+    }
+  }
+
+ private:
+  void save() {
+    saved_ = mono::now();
+    if (auto st = store_->put(saved_prefix + shard_, json{{"db", db_}, {"shard", shard_}, {"from", from_}}); !st)
+      log::warning("compaction of " + shard_ + ": its position was not saved: " + st.reason);
+  }
+
+  std::string db_, shard_;
+  std::shared_ptr<local_copy> copy_;
+  size_t docs_per_step_;
+  std::string from_;
+  job_store* store_;
+  uint64_t total_ = 0, done_ = 0;
+  mono::time_point saved_ = mono::now();
+};
+
+}  // namespace
+
+compactor::compactor(job_runner& runner, job_store* store, size_t docs_per_step)
+    : runner_(runner), store_(store), docs_per_step_(std::max<size_t>(1, docs_per_step)) {}
+
+void compactor::enqueue(const std::string& db, const std::string& shard, std::shared_ptr<local_copy> copy,
+                        const std::string& from) {
+  const std::string id = job_id(db, shard);
+  if (runner_.has(id)) return;
+  runner_.submit(id, lane, std::make_shared<compaction_job>(db, shard, std::move(copy), docs_per_step_, from, store_));
 }
 
 void compactor::enqueue_db(coordinator& coord, const db_meta& db) {
@@ -29,83 +100,37 @@ void compactor::enqueue_db(coordinator& coord, const db_meta& db) {
     for (const copy_ptr& copy : coord.copies(db, r)) {
       auto local = std::dynamic_pointer_cast<local_copy>(copy);
       if (!local) continue;
-      enqueue(db.name, "shards/" + db.ranges[r].name() + "/" + db.name + "." + std::to_string(db.suffixes[r]),
-              std::move(local));
+      enqueue(db.name, shard_name(db.name, db.shard_id(r)), std::move(local));
     }
   }
 }
 
 bool compactor::running(const std::string& db) const {
-  std::lock_guard<std::mutex> lock(mu_);
-  return dbs_.count(db) > 0;
+  return !runner_.ids(job_id(db, "")).empty();
 }
 
-void compactor::stop() {
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    stopping_ = true;
-    queue_.clear();
-  }
-  cv_.notify_all();
-  if (thread_.joinable()) thread_.join();
-}
-
-void compactor::run() {
-  for (;;) {
-    job j;
-    {
-      std::unique_lock<std::mutex> lock(mu_);
-      cv_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
-      if (stopping_) return;
-      j = std::move(queue_.front());
-      queue_.pop_front();
+status compactor::resume(coordinator& coord) {
+  if (!store_) return {};
+  auto saved = store_->load(saved_prefix);
+  if (!saved) return saved.error();
+  for (auto& [id, body] : *saved) {
+    const std::string db = body.value("db", ""), shard = body.value("shard", "");
+    std::shared_ptr<local_copy> copy;
+    if (auto m = coord.catalog().find(db)) {
+      for (size_t r = 0; r < m->ranges.size() && !copy; ++r) {
+        if (!m->hosts(r) || shard_name(db, m->shard_id(r)) != shard) continue;
+        for (const copy_ptr& c : coord.copies(*m, r))
+          if (auto local = std::dynamic_pointer_cast<local_copy>(c)) copy = std::move(local);
+      }
     }
-    compact(j);
-    std::lock_guard<std::mutex> lock(mu_);
-    shards_.erase(j.shard);
-    dbs_.erase(dbs_.find(j.db));
-  }
-}
-
-void compactor::compact(const job& j) {
-  const shard_header h = j.copy->handle().store->header();
-  const uint64_t total = h.doc_count + h.doc_del_count;
-  const int64_t started = clk_.now_s();
-  uint64_t task = tasks_.add(json{{"type", "database_compaction"},
-                                  {"node", node_},
-                                  {"database", j.shard},
-                                  {"phase", "document copy"},
-                                  {"changes_done", 0},
-                                  {"total_changes", total},
-                                  {"progress", 0},
-                                  {"started_on", started},
-                                  {"updated_on", started}});
-  uint64_t done = 0;
-  std::string from;
-  for (;;) {
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      if (stopping_) break;
+    if (!copy) {  // the database or the copy went meanwhile
+      (void)store_->remove(id);
+      continue;
     }
-    auto op = std::make_shared<write_op>();
-    op->what = write_op::kind::compact;
-    op->compact_from = from;
-    op->compact_limit = docs_per_step_;
-    std::promise<void> committed;
-    j.copy->submit(op, [&committed] { committed.set_value(); });
-    committed.get_future().wait();
-    if (!op->st) {
-      log::warning("compaction of " + j.shard + " stopped: " + op->st.reason);
-      break;
-    }
-    done += op->compact_visited;
-    tasks_.update(task, json{{"changes_done", done},
-                             {"progress", total ? std::min<uint64_t>(100, done * 100 / total) : 100},
-                             {"updated_on", clk_.now_s()}});
-    if (op->compact_next.empty()) break;
-    from = std::move(op->compact_next);
+    log::info("compaction of " + shard + " goes on from where a restart cut it");
+    enqueue(db, shard, std::move(copy), body.value("from", ""));
   }
-  tasks_.remove(task);
+  return {};
 }
 
 }  // namespace settee

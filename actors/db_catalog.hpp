@@ -9,6 +9,7 @@
 #pragma once
 #include <caf/fwd.hpp>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <functional>
@@ -25,6 +26,12 @@
 #include "node/json.hpp"
 
 namespace settee {
+
+// "shards/<range>/<db>.<suffix>" for "<range>.<suffix>" (a peer may send an id without a dot).
+inline std::string shard_name(const std::string& db, const std::string& shard_id) {
+  size_t dot = std::min(shard_id.find('.'), shard_id.size());
+  return "shards/" + shard_id.substr(0, dot) + "/" + db + shard_id.substr(dot);
+}
 
 struct db_meta {
   std::string name;

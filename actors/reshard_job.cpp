@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "actors/db_catalog.hpp"
 #include "actors/shard_map.hpp"
 #include "storage/time_seq.hpp"
 
@@ -34,11 +35,6 @@ bool parse_shard_name(const std::string& name, std::string& db, std::string& id)
 }
 
 }  // namespace
-
-std::string shard_name(const std::string& db, const std::string& shard_id) {
-  size_t dot = std::min(shard_id.find('.'), shard_id.size());
-  return "shards/" + shard_id.substr(0, dot) + "/" + db + shard_id.substr(dot);
-}
 
 const std::vector<std::string>& split_state_names() {
   static const std::vector<std::string> all{"new",     "initial_copy",    "topoff1",         "build_indices",

@@ -28,9 +28,6 @@ struct new_job {
   std::string source;
 };
 
-// "shards/<range>/<db>.<suffix>" for "<range>.<suffix>" (a peer may send an id without a dot).
-std::string shard_name(const std::string& db, const std::string& shard_id);
-
 // The split_states in order (CouchDB's).
 const std::vector<std::string>& split_state_names();
 

@@ -54,15 +54,22 @@ size_t mono::manual::waiters() const {
 }
 
 void mono::manual::advance(duration d) {
-  std::lock_guard<std::mutex> lock(mu_);
-  now_ += d;
-  // A waiter is registered from before it checks its deadline until after it stopped waiting (it
-  // leaves only while not holding its own mutex), so each one here is alive and either waiting
-  // or about to look at the time again.
-  for (const waiter& w : waiting_) {
+  std::vector<waiter> wake;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    now_ += d;
+    wake = waiting_;
+    ++notifying_;
+  }
+  // Each waiter's own mutex is taken without this clock's (a waiter holds its own while it asks
+  // the time or registers: the other order would deadlock). A waiter leaves only once no advance
+  // is notifying, so each one here is alive: waiting, or about to look at the time again.
+  for (const waiter& w : wake) {
     std::lock_guard<std::mutex> their(*w.mu);
     w.cv->notify_all();
   }
+  std::lock_guard<std::mutex> lock(mu_);
+  if (--notifying_ == 0) quiet_.notify_all();
 }
 
 bool mono::manual::wait_until(std::condition_variable& cv, std::unique_lock<std::mutex>& lock, time_point at,
@@ -76,10 +83,12 @@ bool mono::manual::wait_until(std::condition_variable& cv, std::unique_lock<std:
     cv.wait(lock);
     ok = pred();
   }
-  // Leaving takes this clock's mutex, which advance() holds while it takes ours: let ours go first.
+  // Leaving waits for any advance() to finish notifying (it may be about to take our mutex: let
+  // ours go first).
   lock.unlock();
   {
-    std::lock_guard<std::mutex> own(mu_);
+    std::unique_lock<std::mutex> own(mu_);
+    quiet_.wait(own, [this] { return notifying_ == 0; });
     auto it = std::find_if(waiting_.begin(), waiting_.end(), [&](const waiter& w) { return w.cv == &cv; });
     if (it != waiting_.end()) waiting_.erase(it);
   }

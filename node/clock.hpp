@@ -51,8 +51,10 @@ class manual {
     std::mutex* mu;
   };
   mutable std::mutex mu_;
+  std::condition_variable quiet_;  // notifying_ went to 0
   time_point now_;
   std::vector<waiter> waiting_;
+  int notifying_ = 0;  // advance() calls notifying waiters now
 };
 // The manual clock installed, if any.
 manual* installed();

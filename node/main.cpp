@@ -18,6 +18,8 @@
 #include "actors/compactor.hpp"
 #include "actors/coordinator.hpp"
 #include "actors/db_catalog.hpp"
+#include "actors/job_store.hpp"
+#include "actors/jobs.hpp"
 #include "actors/messages.hpp"
 #include "actors/resharder.hpp"
 #include "actors/scheduler_caches.hpp"
@@ -370,7 +372,14 @@ int main(int argc, char** argv) {
     node.notifier = &notifier;
     node.updates = &updates;
     task_list tasks;
-    compactor compaction(tasks, clk, store_opts.node_name, set.compaction_docs_per_step);
+    // Long-running work, one runner (actors/jobs.hpp): a worker per lane slot.
+    job_options job_opts;
+    job_opts.lanes = {{compactor::lane, 1}};
+    job_opts.backoff_base = set.jobs_retry_base;
+    job_opts.backoff_cap = set.jobs_retry_cap;
+    job_runner jobs(tasks, clk, store_opts.node_name, job_opts);
+    job_store job_states([&catalog] { return catalog.catalog_file(); });
+    compactor compaction(jobs, &job_states, set.compaction_docs_per_step);
     node.tasks = &tasks;
     node.compaction = &compaction;
     resharder reshard(coord, shards, tasks, clk, store_opts.node_name, args.data_dir);
@@ -504,6 +513,7 @@ int main(int argc, char** argv) {
       metrics_thread = std::thread([&] { metrics_server->run(); });
     }
     if (auto st = reshard.start(); !st) die("cannot resume reshard jobs: " + st.reason);
+    if (auto st = compaction.resume(coord); !st) die("cannot resume compactions: " + st.reason);
     if (set.db_updates_enabled) updates.start();  // after the last die(): exit() must not race its thread
 
     std::thread signal_thread([&] {
@@ -526,9 +536,9 @@ int main(int argc, char** argv) {
     }
     log::info("http server stopped");
     reshard.stop();  // its current copy step commits whole; before the RPC it pushes _dbs with
+    jobs.stop();     // every job's current step commits whole (compactions save where they were)
     if (syncer) syncer->stop();
     if (rpc) rpc->stop();
-    compaction.stop();               // its current step commits whole
     shards.close_all();              // queued writes finish, and mark their databases
     updates.stop();                  // records them, syncs the record and notes the clean stop
     shards.close_all();              // the record itself

@@ -93,6 +93,8 @@ result<settings> read_settings(const config& cfg) {
   s.attachment_compression_level = clamped<int>(cfg, "attachments", "compression_level", 8, 0, 9);
   s.compressible_types = cfg.get("attachments", "compressible_types", s.compressible_types);
   s.uuids_max_count = clamped<size_t>(cfg, "uuids", "max_count", 1000, 1, big);
+  s.jobs_retry_base = std::chrono::milliseconds(clamped<int64_t>(cfg, "jobs", "retry_base_ms", 1000, 1, 3600000));
+  s.jobs_retry_cap = std::chrono::milliseconds(clamped<int64_t>(cfg, "jobs", "retry_cap_ms", 30000, 1, 86400000));
   s.compaction_docs_per_step = clamped<size_t>(cfg, "database_compaction", "docs_per_step", 1000, 1, big);
 
   if (status st = read_front_and_cluster(cfg, s); !st) return st;

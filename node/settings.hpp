@@ -50,6 +50,10 @@ struct settings {
   size_t uuids_max_count = 1000;           // [uuids] max_count
   size_t compaction_docs_per_step = 1000;  // [database_compaction] docs_per_step
 
+  // [jobs]: a job that asks to be retried waits retry_base_ms, doubling at each attempt up to retry_cap_ms.
+  std::chrono::milliseconds jobs_retry_base{1000};  // retry_base_ms
+  std::chrono::milliseconds jobs_retry_cap{30000};  // retry_cap_ms
+
   // [chttpd], [log]
   std::string bind_address;              // bind_address
   int port = 5984;                       // port

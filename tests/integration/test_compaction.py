@@ -4,7 +4,7 @@ drops them in the background, with CouchDB's database_compaction task in GET /_a
 import base64
 import time
 
-from harness import NodeTest, main
+from harness import Node, NodeTest, OwnNodesTest, main
 
 
 def b64(data):
@@ -91,6 +91,58 @@ class OldRevisions(NodeTest):
         self.assertEqual(n.get("/big").json["doc_count"], 5000)  # leaves untouched
         self.assertError(n.get("/_active_tasks", auth=False), 401, "unauthorized")
         self.assertError(n.request("POST", "/_active_tasks", {}), 405, "method_not_allowed")
+
+
+class CompactionResumes(OwnNodesTest):
+    """A compaction is a job that saves its position (a `_local` document of `_dbs`): cut by a
+    kill -9 (SETTEE_FAILPOINT=compaction:step exits after a step saved it) or by a clean stop, it
+    goes on from there when the node starts again, with nobody asking for it again."""
+
+    def start_with_old_revisions(self, env, count=1500):
+        node = Node(config="[database_compaction]\ndocs_per_step = 1\n", env=env).start()
+        self.addCleanup(node.cleanup)
+        node.put("/cut?q=1")
+        docs = [{"_id": f"d{i:04}", "v": 1} for i in range(count)]
+        first = node.post("/cut/_bulk_docs", {"docs": docs}).json
+        again = [{"_id": r["id"], "_rev": r["rev"], "v": 2} for r in first]
+        self.assertEqual(node.post("/cut/_bulk_docs", {"docs": again}).status, 201)
+        return node, {r["id"]: r["rev"] for r in first}
+
+    def assert_compacted_after_restart(self, node, old, count=1500):
+        log_before = open(node.log.name).read()
+        node.env = {}
+        node.start()
+        # Nobody asks for it again: the saved job goes on by itself, to the last document.
+        last = f"d{count - 1:04}"
+        wait_until(lambda: node.get(f"/cut/{last}?rev={old[last]}").status == 404, 120)
+        wait_until(lambda: not node.get("/cut").json["compact_running"], 60)
+        for doc_id in ("d0000", f"d{count // 2:04}", last):
+            self.assertError(node.get(f"/cut/{doc_id}?rev={old[doc_id]}"), 404, "not_found", "missing")
+            self.assertEqual(node.get(f"/cut/{doc_id}").json["v"], 2)
+        self.assertEqual(node.get("/cut").json["doc_count"], count)
+        resumed = open(node.log.name).read()[len(log_before):]
+        self.assertIn("goes on from where a restart cut it", resumed)
+        # Once done, its saved position is gone: the next start does not compact again.
+        node.stop()
+        node.start()
+        self.assertEqual(node.get("/_active_tasks").json, [])
+        self.assertNotIn("goes on from where", open(node.log.name).read()[len(log_before) + len(resumed):])
+
+    def test_killed_mid_compaction(self):
+        node, old = self.start_with_old_revisions({"SETTEE_FAILPOINT": "compaction:step"})
+        self.assertEqual(node.post("/cut/_compact", {}).status, 202)
+        node.proc.wait(timeout=60)
+        self.assertEqual(node.proc.returncode, 70)
+        node.stop()
+        self.assert_compacted_after_restart(node, old)
+
+    def test_stopped_mid_compaction(self):
+        # 6,000 one-document steps take ~1.6 s here: the stop comes long before the end.
+        node, old = self.start_with_old_revisions({}, 6000)
+        self.assertEqual(node.post("/cut/_compact", {}).status, 202)
+        wait_until(lambda: node.get("/_active_tasks").json)
+        node.stop()
+        self.assert_compacted_after_restart(node, old, 6000)
 
 
 if __name__ == "__main__":
