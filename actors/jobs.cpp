@@ -157,91 +157,100 @@ void job_runner::finish(entry e, job_next::kind how, const std::string& reason) 
 void job_runner::work() {
   std::unique_lock<std::mutex> lock(mu_);
   while (!stopping_) {
-    const mono::time_point now = mono::now();
-    auto it = pick_locked(now);
+    auto it = pick_locked(mono::now());
     if (it == jobs_.end()) {
-      mono::time_point next = now + idle_recheck;
-      for (auto& [id, e] : jobs_)
-        if (e.st == state::waiting && running_[e.lane] < opts_.lanes.at(e.lane)) next = std::min(next, e.at);
-      // Anything that changes what can run notifies; the timed part wakes the first waiting job.
-      size_t seen = jobs_.size();
-      mono::wait_until(cv_, lock, next, [&] {
-        if (stopping_ || jobs_.size() != seen) return true;
-        for (auto& [id, e] : jobs_)
-          if (e.st == state::ready && running_[e.lane] < opts_.lanes.at(e.lane)) return true;
-        return false;
-      });
+      wait_locked(lock);
       continue;
     }
-    const std::string id = it->first;
-    entry& e = it->second;
-    e.st = state::running;
-    ++running_[e.lane];
-    if (!e.task) {
-      json row = e.j->task();
-      if (!row.is_null()) {
-        row["node"] = node_;
-        row["started_on"] = clk_.now_s();
-        row["updated_on"] = clk_.now_s();
-        e.task = tasks_.add(std::move(row));
-      }
+    run_step(lock, it);
+  }
+}
+
+void job_runner::wait_locked(std::unique_lock<std::mutex>& lock) {
+  mono::time_point next = mono::now() + idle_recheck;
+  for (auto& [id, e] : jobs_)
+    if (e.st == state::waiting && running_[e.lane] < opts_.lanes.at(e.lane)) next = std::min(next, e.at);
+  // Anything that changes what can run notifies; the timed part wakes the first waiting job.
+  const size_t seen = jobs_.size();
+  mono::wait_until(cv_, lock, next, [&] {
+    if (stopping_ || jobs_.size() != seen) return true;
+    for (auto& [id, e] : jobs_)
+      if (e.st == state::ready && running_[e.lane] < opts_.lanes.at(e.lane)) return true;
+    return false;
+  });
+}
+
+void job_runner::run_step(std::unique_lock<std::mutex>& lock, std::map<std::string, entry>::iterator it) {
+  const std::string id = it->first;
+  entry& e = it->second;
+  e.st = state::running;
+  ++running_[e.lane];
+  if (!e.task) {
+    json row = e.j->task();
+    if (!row.is_null()) {
+      row["node"] = node_;
+      row["started_on"] = clk_.now_s();
+      row["updated_on"] = clk_.now_s();
+      e.task = tasks_.add(std::move(row));
     }
-    job_context ctx;
-    ctx.runner_ = this;
-    ctx.task_ = e.task;
-    ctx.attempts_ = e.attempts;
-    ctx.cancel_ = e.cancel.get();
-    std::shared_ptr<job> j = e.j;
-    auto cancel = e.cancel;  // kept alive while the step runs
-    const std::string lane = e.lane;
-    if (e.attempts) set_task_state(e.task, "running");
+  }
+  job_context ctx;
+  ctx.runner_ = this;
+  ctx.task_ = e.task;
+  ctx.attempts_ = e.attempts;
+  ctx.cancel_ = e.cancel.get();
+  std::shared_ptr<job> j = e.j;
+  auto cancel = e.cancel;  // kept alive while the step runs
+  const std::string lane = e.lane;
+  if (e.attempts) set_task_state(e.task, "running");
+  lock.unlock();
+  job_next next;
+  try {
+    next = j->step(ctx);
+  } catch (const std::exception& ex) {
+    log::error("job " + id + " threw: " + ex.what());
+    next = job_next::fail(ex.what());
+  }
+  lock.lock();
+  --running_[lane];
+  auto at = jobs_.find(id);  // a running entry stays until its worker takes it out
+  const bool ends = next.what == job_next::kind::done || next.what == job_next::kind::failed;
+  if (ends || cancel->load()) {
+    entry gone = std::move(at->second);
+    jobs_.erase(at);
     lock.unlock();
-    job_next next;
-    try {
-      next = j->step(ctx);
-    } catch (const std::exception& ex) {
-      log::error("job " + id + " threw: " + ex.what());
-      next = job_next::fail(ex.what());
-    }
+    finish(std::move(gone), ends ? next.what : job_next::kind::cancelled, ends ? next.reason : "");
     lock.lock();
-    --running_[lane];
-    auto at = jobs_.find(id);  // a running entry stays until its worker takes it out
-    entry& done = at->second;
-    const bool ends = next.what == job_next::kind::done || next.what == job_next::kind::failed;
-    if (ends || cancel->load()) {
-      entry gone = std::move(done);
-      jobs_.erase(at);
-      lock.unlock();
-      finish(std::move(gone), ends ? next.what : job_next::kind::cancelled, ends ? next.reason : "");
-      lock.lock();
-      cv_.notify_all();
-      continue;
+  } else {
+    schedule_locked(id, at->second, next);
+  }
+  cv_.notify_all();
+}
+
+void job_runner::schedule_locked(const std::string& id, entry& e, job_next next) {
+  e.st = state::waiting;
+  if (std::exchange(e.woken, false) && next.what != job_next::kind::retry) next = job_next::more();
+  switch (next.what) {
+    case job_next::kind::step:
+      e.st = state::ready;
+      e.attempts = 0;
+      break;
+    case job_next::kind::pause:
+      e.at = mono::now() + next.delay;
+      e.attempts = 0;
+      break;
+    case job_next::kind::idle:
+      e.at = mono::time_point::max();
+      e.attempts = 0;
+      break;
+    default: {  // retry
+      const int n = std::min(++e.attempts, 30);
+      auto wait = opts_.backoff_base * (int64_t{1} << std::min(n - 1, 20));
+      e.at = mono::now() + std::min<std::chrono::milliseconds>(wait, opts_.backoff_cap);
+      log::warning("job " + id + " retries (attempt " + std::to_string(n) + "): " + next.reason);
+      set_task_state(e.task, "retrying", next.reason);
+      break;
     }
-    done.st = state::waiting;
-    if (std::exchange(done.woken, false) && next.what != job_next::kind::retry) next = job_next::more();
-    switch (next.what) {
-      case job_next::kind::step:
-        done.st = state::ready;
-        done.attempts = 0;
-        break;
-      case job_next::kind::pause:
-        done.at = mono::now() + next.delay;
-        done.attempts = 0;
-        break;
-      case job_next::kind::idle:
-        done.at = mono::time_point::max();
-        done.attempts = 0;
-        break;
-      default: {  // retry
-        const int n = std::min(++done.attempts, 30);
-        auto wait = opts_.backoff_base * (int64_t{1} << std::min(n - 1, 20));
-        done.at = mono::now() + std::min<std::chrono::milliseconds>(wait, opts_.backoff_cap);
-        log::warning("job " + id + " retries (attempt " + std::to_string(n) + "): " + next.reason);
-        set_task_state(done.task, "retrying", next.reason);
-        break;
-      }
-    }
-    cv_.notify_all();
   }
 }
 

@@ -130,6 +130,11 @@ class job_runner {
     std::shared_ptr<std::atomic<bool>> cancel = std::make_shared<std::atomic<bool>>(false);
   };
   void work();
+  // Waits until a job may be ready (a change, or the first waiting job's time).
+  void wait_locked(std::unique_lock<std::mutex>& lock);
+  // Runs one step of `it` (the lock is let go meanwhile), then ends or schedules it.
+  void run_step(std::unique_lock<std::mutex>& lock, std::map<std::string, entry>::iterator it);
+  void schedule_locked(const std::string& id, entry& e, job_next next);
   // The ready entry to run next (its lane under its limit), or end().
   std::map<std::string, entry>::iterator pick_locked(mono::time_point now);
   void finish(entry e, job_next::kind how, const std::string& reason);
