@@ -105,59 +105,41 @@ shard_syncer::shard_syncer(coordinator& coord, rpc_node& rpc, const membership& 
       interval_(interval),
       push_timeout_(push_timeout),
       nodes_(nodes),
-      tasks_(tasks),
-      thread_([this] { run(); }) {}
+      tasks_(tasks) {}
 
-shard_syncer::~shard_syncer() {
-  stop();
+job_next shard_syncer::step(job_context& ctx) {
+  if (!std::exchange(first_, false)) sweep(ctx);
+  return job_next::pause(interval_);
 }
 
-void shard_syncer::stop() {
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    stopping_ = true;
+void shard_syncer::sweep(job_context& ctx) {
+  // `_dbs` may have been changed by a peer's push: create and remove databases to match.
+  if (auto st = coord_.catalog().reload(); !st) log::warning("catalog reload failed: " + st.reason);
+  if (nodes_) {
+    if (auto st = nodes_->reload(); !st) log::warning("_nodes reload failed: " + st.reason);
   }
-  cv_.notify_all();
-  if (thread_.joinable()) thread_.join();
-}
-
-void shard_syncer::run() {
-  for (;;) {
-    {
-      std::unique_lock<std::mutex> lock(mu_);
-      if (mono::wait_until(cv_, lock, mono::now() + interval_, [this] { return stopping_; })) return;
+  if (members_.all_nodes().size() < 2) return;  // nobody to push to
+  if (nodes_) {
+    for (auto& row : sync_database(coord_, rpc_, members_, nodes_->meta(), push_timeout_)) {
+      if (!row.st) log::warning("sync of _nodes to " + row.node + " failed: " + row.st.reason);
     }
-    // `_dbs` may have been changed by a peer's push: create and remove databases to match.
-    if (auto st = coord_.catalog().reload(); !st) log::warning("catalog reload failed: " + st.reason);
-    if (nodes_) {
-      if (auto st = nodes_->reload(); !st) log::warning("_nodes reload failed: " + st.reason);
-    }
-    if (members_.all_nodes().size() < 2) continue;  // nobody to push to
-    if (nodes_) {
-      for (auto& row : sync_database(coord_, rpc_, members_, nodes_->meta(), push_timeout_)) {
-        if (!row.st) log::warning("sync of _nodes to " + row.node + " failed: " + row.st.reason);
-      }
-    }
-    // The catalog first, so peers learn about databases before their documents arrive.
-    for (auto& row : sync_database(coord_, rpc_, members_, coord_.catalog().dbs_meta(), push_timeout_)) {
-      if (!row.st) log::warning("sync of _dbs to " + row.node + " failed: " + row.st.reason);
-    }
-    for (const std::string& name : coord_.catalog().names()) {
-      {
-        std::lock_guard<std::mutex> lock(mu_);
-        if (stopping_) return;
-      }
-      auto db = coord_.catalog().find(name);
-      if (!db) continue;  // deleted meanwhile
-      for (auto& row : sync_database(coord_, rpc_, members_, *db, push_timeout_, tasks_)) {
-        // A node without a copy of this database is normal until shard maps are replicated.
-        if (!row.st && row.st.code != errc::not_found) {
-          log::warning("sync of " + name + " " + row.range + " to " + row.node + " failed: " + row.st.reason);
-        } else if (row.docs && log::enabled(log::level::debug)) {
-          log::debug("internal replication of " + name + " " + row.range + " to " + row.node + ": " +
-                     std::to_string(row.docs) + " documents sent, " + std::to_string(row.applied) +
-                     " revisions new there, now at seq " + std::to_string(row.seq));
-        }
+  }
+  // The catalog first, so peers learn about databases before their documents arrive.
+  for (auto& row : sync_database(coord_, rpc_, members_, coord_.catalog().dbs_meta(), push_timeout_)) {
+    if (!row.st) log::warning("sync of _dbs to " + row.node + " failed: " + row.st.reason);
+  }
+  for (const std::string& name : coord_.catalog().names()) {
+    if (ctx.cancelled()) return;
+    auto db = coord_.catalog().find(name);
+    if (!db) continue;  // deleted meanwhile
+    for (auto& row : sync_database(coord_, rpc_, members_, *db, push_timeout_, tasks_)) {
+      // A node without a copy of this database is normal until shard maps are replicated.
+      if (!row.st && row.st.code != errc::not_found) {
+        log::warning("sync of " + name + " " + row.range + " to " + row.node + " failed: " + row.st.reason);
+      } else if (row.docs && log::enabled(log::level::debug)) {
+        log::debug("internal replication of " + name + " " + row.range + " to " + row.node + ": " +
+                   std::to_string(row.docs) + " documents sent, " + std::to_string(row.applied) +
+                   " revisions new there, now at seq " + std::to_string(row.seq));
       }
     }
   }

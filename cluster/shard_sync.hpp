@@ -1,16 +1,14 @@
 // shard_sync: internal replication of databases to the other nodes' copies (CouchDB's mem3_sync).
 // sync_database pushes every range of one database to every connected node that has a copy;
-// shard_syncer does that for every database on a timer, on its own thread.
-// Thread-safety: sync_database blocks (call it from a plain thread); shard_syncer owns its thread.
+// shard_syncer does that for every database on a timer, as a job of the node's runner.
+// Thread-safety: sync_database blocks (call it from a plain thread or a job's step).
 #pragma once
 #include <chrono>
-#include <condition_variable>
-#include <mutex>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "actors/coordinator.hpp"
+#include "actors/jobs.hpp"
 #include "actors/members.hpp"
 #include "actors/task_list.hpp"
 #include "cluster/membership.hpp"
@@ -26,17 +24,20 @@ std::vector<sync_row> sync_database(coordinator& coord, rpc_node& rpc, const mem
                                     std::chrono::milliseconds timeout, task_list* tasks = nullptr);
 constexpr uint64_t sync_task_min_changes = 500;
 
-class shard_syncer {
+// The periodic sweep: a job of the node's runner (lane "sync"): each step reloads `_dbs` (and
+// `_nodes`) and pushes every database, then pauses `interval`; a stop ends it between databases.
+class shard_syncer final : public job {
  public:
   // `nodes` (may be null): the `_nodes` database, reloaded and pushed on every sweep like `_dbs`.
   // Each push waits up to `push_timeout` for a copy.
   shard_syncer(coordinator& coord, rpc_node& rpc, const membership& members, std::chrono::milliseconds interval,
                std::chrono::milliseconds push_timeout, class nodes_db* nodes = nullptr, task_list* tasks = nullptr);
-  ~shard_syncer();
-  void stop();
+  job_next step(job_context& ctx) override;
+
+  static constexpr const char* lane = "sync";
 
  private:
-  void run();
+  void sweep(job_context& ctx);
 
   coordinator& coord_;
   rpc_node& rpc_;
@@ -45,10 +46,7 @@ class shard_syncer {
   std::chrono::milliseconds push_timeout_;
   class nodes_db* nodes_;
   task_list* tasks_;
-  std::mutex mu_;
-  std::condition_variable cv_;
-  bool stopping_ = false;
-  std::thread thread_;
+  bool first_ = true;  // the first sweep comes one interval after the start
 };
 
 }  // namespace settee

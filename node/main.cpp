@@ -374,7 +374,7 @@ int main(int argc, char** argv) {
     task_list tasks;
     // Long-running work, one runner (actors/jobs.hpp): a worker per lane slot.
     job_options job_opts;
-    job_opts.lanes = {{compactor::lane, 1}};
+    job_opts.lanes = {{compactor::lane, 1}, {shard_syncer::lane, 1}};
     job_opts.backoff_base = set.jobs_retry_base;
     job_opts.backoff_cap = set.jobs_retry_cap;
     job_runner jobs(tasks, clk, store_opts.node_name, job_opts);
@@ -409,7 +409,6 @@ int main(int argc, char** argv) {
     // Cluster RPC: on when [cluster] rpc_port is set (0 = any free port).
     membership members(store_opts.node_name);
     std::unique_ptr<rpc_node> rpc;
-    std::unique_ptr<shard_syncer> syncer;
     std::unique_ptr<nodes_db> nodes;
     if (set.rpc_port) {
       auto seeds = parse_seeds(set.seeds);
@@ -482,8 +481,9 @@ int main(int argc, char** argv) {
       if (auto st = nodes->add({store_opts.node_name, ro.advertised_host, rpc->port()}); !st) die(st.reason);
       if (auto st = nodes->reload(); !st) die(st.reason);  // members removed earlier stay removed
       if (set.sync_interval.count() > 0) {
-        syncer = std::make_unique<shard_syncer>(coord, *rpc, members, set.sync_interval, set.push_timeout, nodes.get(),
-                                                &tasks);
+        jobs.submit("sync", shard_syncer::lane,
+                    std::make_shared<shard_syncer>(coord, *rpc, members, set.sync_interval, set.push_timeout,
+                                                   nodes.get(), &tasks));
       }
       log::info("cluster RPC listening on " + ro.bind + ":" + std::to_string(rpc->port()) +
                 (ro.tls ? " (TLS)" : " (plain TCP)"));
@@ -537,7 +537,6 @@ int main(int argc, char** argv) {
     log::info("http server stopped");
     reshard.stop();  // its current copy step commits whole; before the RPC it pushes _dbs with
     jobs.stop();     // every job's current step commits whole (compactions save where they were)
-    if (syncer) syncer->stop();
     if (rpc) rpc->stop();
     shards.close_all();              // queued writes finish, and mark their databases
     updates.stop();                  // records them, syncs the record and notes the clean stop
