@@ -23,6 +23,10 @@ void job_context::progress(const json& fields) {
   runner_->tasks_.update(task_, f);
 }
 
+void job_context::drop_task() {
+  if (runner_ && task_) runner_->tasks_.remove(std::exchange(task_, 0));
+}
+
 void job_context::failpoint(const std::string& name, const std::function<void()>& save) {
   const char* fail = std::getenv("SETTEE_FAILPOINT");
   if (!fail || name != fail) return;

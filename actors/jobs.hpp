@@ -61,6 +61,8 @@ class job_context {
   int attempts() const { return attempts_; }
   // Merges `fields` into the job's task row (and stamps `updated_on`).
   void progress(const json& fields);
+  // Takes the task row off GET /_active_tasks now (before the job's end is visible elsewhere).
+  void drop_task();
   // SETTEE_FAILPOINT=<name>: runs `save` (the job's state to disk), then exits the process (70).
   static void failpoint(const std::string& name, const std::function<void()>& save = {});
 

@@ -23,7 +23,12 @@
 // never takes writes the switch would leave behind; the job lifts it when it resumes.
 // SETTEE_FAILPOINT=<state> makes the process exit as a job enters that state (kill tests), and
 // "update_shardmap:sealed" once a move sealed its source, before the map switch.
-// Thread-safety: all methods may be called from any thread; jobs run on the resharder's own thread.
+// The jobs run in the node's job runner (actors/jobs.hpp), lane "reshard", one at a time: a step is
+// one split_state; a transient failure of the other node (a move's source, a split's leader or
+// follower) is retried with the runner's backoff for up to a minute. The job records and the
+// node-wide state are kept by reshard_store; this class is the API (CouchDB's mem3_reshard) and its
+// states (reshard_steps.cpp, CouchDB's mem3_reshard_job).
+// Thread-safety: all methods may be called from any thread.
 #pragma once
 #include <condition_variable>
 #include <cstdint>
@@ -32,13 +37,13 @@
 #include <mutex>
 #include <optional>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "actors/coordinator.hpp"
+#include "actors/jobs.hpp"
 #include "actors/members.hpp"
 #include "actors/reshard_job.hpp"
-#include "actors/task_list.hpp"
+#include "actors/reshard_store.hpp"
 #include "node/clock.hpp"
 #include "node/json.hpp"
 
@@ -46,8 +51,8 @@ namespace settee {
 
 class resharder {
  public:
-  resharder(coordinator& coord, shard_registry& shards, task_list& tasks, const clock& clk, std::string node,
-            std::string data_dir);
+  resharder(coordinator& coord, shard_registry& shards, job_runner& runner, job_store& store, const clock& clk,
+            std::string node, std::string data_dir);
   ~resharder();
 
   // Run after a split switched the shard map in `_dbs` (pushes it to the other nodes). Set before start().
@@ -86,10 +91,16 @@ class resharder {
   // One of the split_state names, in order.
   static const std::vector<std::string>& split_states();
 
+  static constexpr const char* lane = "reshard";
+
  private:
-  void run();
-  // Runs job `id` until it ends, stops, or fails.
-  void drive(const std::string& id);
+  class reshard_task;
+  // Job `id`'s next state, as a step of its task in the runner.
+  job_next step(const std::string& id, job_context& ctx, std::optional<mono::time_point>& transient_since);
+  // Submits every runnable job that is not in the runner; a job that may not run any more leaves it.
+  void submit_runnable();
+  void settle();
+  json task_row(const split_job& j) const;
   status advance(split_job& j);  // one state
   status copy_pass(split_job& j, const db_meta& db, size_t index, bool with_local);
   status switch_map(split_job& j);
@@ -105,13 +116,10 @@ class resharder {
   // The open shard `range` of `db` this node holds, as (meta, index).
   result<std::pair<db_meta, size_t>> own_copy(const std::string& db, const std::string& range) const;
   bool runnable_locked(const split_job& j) const;
-  // Records a new job (history, state, saved) and wakes the runner; a conflict (`conflict` + the
+  // Records a new job (history, state, saved) and submits it; a conflict (`conflict` + the
   // shard's name) when another job of that shard is not done.
   result<split_job> add_job(split_job j, const std::string& conflict);
-  // Writes (`body`) or deletes (null) `_local` document `id` of `_dbs`, at its current revision.
-  status put_local(const std::string& id, const std::string* body);
   status save_locked(const split_job& j);
-  status save_state_locked();
   void enter(split_job& j, const std::string& split_state);
   // SETTEE_FAILPOINT=<name>: saves the job and exits (70) here (kill tests).
   void failpoint(split_job& j, const std::string& name);
@@ -127,17 +135,17 @@ class resharder {
 
   coordinator& coord_;
   shard_registry& shards_;
-  task_list& tasks_;
+  job_runner& runner_;
+  reshard_store store_;
   const clock& clk_;
   std::string node_;
   std::string data_dir_;
   mutable std::mutex mu_;
-  std::condition_variable wake_;
+  std::condition_variable wake_;  // a follower's wait for its leader's switch
   std::map<std::string, split_job> jobs_;
   bool running_ = true;
   std::string reason_;
   bool stopping_ = false;
-  std::thread thread_;
   std::function<void()> after_switch_;
   cluster_members* members_ = nullptr;
   // The member `node` (null when it is not one, or on a single node).

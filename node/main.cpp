@@ -374,7 +374,7 @@ int main(int argc, char** argv) {
     task_list tasks;
     // Long-running work, one runner (actors/jobs.hpp): a worker per lane slot.
     job_options job_opts;
-    job_opts.lanes = {{compactor::lane, 1}, {shard_syncer::lane, 1}};
+    job_opts.lanes = {{compactor::lane, 1}, {resharder::lane, 1}, {shard_syncer::lane, 1}};
     job_opts.backoff_base = set.jobs_retry_base;
     job_opts.backoff_cap = set.jobs_retry_cap;
     job_runner jobs(tasks, clk, store_opts.node_name, job_opts);
@@ -382,7 +382,7 @@ int main(int argc, char** argv) {
     compactor compaction(jobs, &job_states, set.compaction_docs_per_step);
     node.tasks = &tasks;
     node.compaction = &compaction;
-    resharder reshard(coord, shards, tasks, clk, store_opts.node_name, args.data_dir);
+    resharder reshard(coord, shards, jobs, job_states, clk, store_opts.node_name, args.data_dir);
     node.reshard = &reshard;
     auto self_member = std::make_shared<local_member>(
         store_opts.node_name,

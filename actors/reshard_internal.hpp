@@ -1,0 +1,52 @@
+// What the resharder's API (resharder.cpp) and its job states (reshard_steps.cpp) share.
+#pragma once
+#include <algorithm>
+#include <chrono>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "actors/bridge.hpp"
+#include "actors/resharder.hpp"
+
+namespace settee {
+
+namespace reshard_internal {
+
+// Changes per copy step (one commit on the target, one batch of a move). 2,000 made the writer's
+// p99 2.3-2.9x its value before the job; 500 keeps it under 2x for a job ~1.5x longer
+// (docs/BENCHMARKS.md "Shard split under writes").
+constexpr size_t changes_per_step = 500;
+// A move or a split of several copies waits this long for the other node to answer.
+constexpr std::chrono::seconds max_transient{60};
+
+// A job step that needs member `node`, which is not one (or this node runs alone).
+inline status no_member(const std::string& node) {
+  return {errc::unavailable, node + " is not a member this node can reach"};
+}
+
+// A stop asked for while a job runs: not a failure, the job resumes from where it was.
+inline const status halted_status{errc::unavailable, "stopped"};
+
+inline bool terminal(const split_job& j) {
+  return j.job_state == "completed" || j.job_state == "failed";
+}
+
+// Lets every write queued on `h` before a seal commit: one op through its writer. `record_seal`
+// also records the seal in the header (a move's source), or its end.
+inline status drain(const shard_handle& h, std::optional<bool> record_seal = std::nullopt) {
+  auto op = std::make_shared<write_op>();
+  op->what = write_op::kind::format;
+  op->format_version = 0;
+  op->seal = record_seal;
+  return write_one(h.writer, op, std::chrono::seconds(60));
+}
+
+inline size_t state_index(const std::string& s) {
+  auto& all = resharder::split_states();
+  return static_cast<size_t>(std::find(all.begin(), all.end(), s) - all.begin());
+}
+
+}  // namespace reshard_internal
+
+}  // namespace settee
