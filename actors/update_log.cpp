@@ -100,18 +100,39 @@ status update_log::open() {
   return {};
 }
 
-void update_log::start() {
+// The flusher: a job of the node's runner, woken by the first mark after a record.
+class update_log::flusher final : public job {
+ public:
+  explicit flusher(update_log& log) : log_(log) {}
+  job_next step(job_context&) override { return log_.flush_step(); }
+
+ private:
+  update_log& log_;
+};
+
+void update_log::start(job_runner& runner) {
   started_ = true;
-  thread_ = std::thread([this] { run(); });
+  runner_ = &runner;
+  runner.submit(job_id, lane, std::make_shared<flusher>(*this));
 }
 
 void update_log::stop() {
+  if (runner_) runner_->cancel(job_id, true);
+  runner_ = nullptr;
+  std::set<std::string> left;
   {
     std::lock_guard<std::mutex> lock(mu_);
     stopping_ = true;
+    if (started_) left.swap(marked_);
+  }
+  // What was marked since the flusher's last record (the last commits before the shards closed).
+  if (!left.empty() && !write(left)) log::error("the last updated databases were not recorded");
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    recovered_ = true;
+    recorded_ = marks_;
   }
   cv_.notify_all();
-  if (thread_.joinable()) thread_.join();
   if (!opened_) return;
   opened_ = false;
   auto h = record();
@@ -131,8 +152,9 @@ void update_log::mark(const std::string& key) {
     if (!marked_.insert(key).second) return;
     ++marks_;
     first = marked_.size() == 1;
+    if (first) first_mark_ = mono::now();
   }
-  if (first) cv_.notify_all();
+  if (first && runner_) runner_->wake(job_id);
 }
 
 void update_log::flush() {
@@ -141,41 +163,42 @@ void update_log::flush() {
   cv_.wait(lock, [&] { return stopping_ || (recovered_ && recorded_ >= target); });
 }
 
-void update_log::run() {
-  if (!up_to_date_) recover();
-  auto last = mono::now() - opts_.min_interval;
-  std::unique_lock<std::mutex> lock(mu_);
-  const uint64_t found = marks_;  // what recovery marked (and anything marked meanwhile)
-  recovered_ = found == 0;
-  cv_.notify_all();
-  for (;;) {
-    cv_.wait(lock, [&] { return stopping_ || !marked_.empty(); });
-    if (marked_.empty()) break;  // stopping, nothing left
-    if (!stopping_ && recovered_) {
-      // Let a burst gather, and keep to one record per min_interval (what recovery found goes at once).
-      auto at = std::max(mono::now() + opts_.gather, last + opts_.min_interval);
-      mono::wait_until(cv_, lock, at, [&] { return stopping_; });
-    }
-    std::set<std::string> batch;
-    batch.swap(marked_);
-    uint64_t taken = marks_;
-    lock.unlock();
-    bool ok = write(batch);
-    last = mono::now();
-    lock.lock();
-    marked_.insert(later_.begin(), later_.end());  // incarnations the catalog did not know yet
-    later_.clear();
-    if (ok) {
-      recorded_ = taken;
-      recovered_ = recovered_ || recorded_ >= found;
-      cv_.notify_all();
-    } else {
-      marked_.insert(batch.begin(), batch.end());  // again after min_interval
-      if (stopping_) break;
-    }
+job_next update_log::flush_step() {
+  if (!recovery_ran_) {
+    recovery_ran_ = true;
+    if (!up_to_date_) recover();
+    std::lock_guard<std::mutex> lock(mu_);
+    found_ = marks_;  // what recovery marked (and anything marked meanwhile)
+    recovered_ = found_ == 0;
+    last_ = mono::now() - opts_.min_interval;
+    cv_.notify_all();
   }
-  recovered_ = true;
-  cv_.notify_all();
+  std::unique_lock<std::mutex> lock(mu_);
+  if (marked_.empty()) return job_next::idle();
+  if (recovered_) {
+    // Let a burst gather, and keep to one record per min_interval (what recovery found goes at once).
+    const auto at = std::max(first_mark_ + opts_.gather, last_ + opts_.min_interval);
+    const auto now = mono::now();
+    if (now < at) return job_next::pause(std::chrono::ceil<std::chrono::milliseconds>(at - now));
+  }
+  std::set<std::string> batch;
+  batch.swap(marked_);
+  const uint64_t taken = marks_;
+  lock.unlock();
+  const bool ok = write(batch);
+  lock.lock();
+  last_ = mono::now();
+  marked_.insert(later_.begin(), later_.end());  // incarnations the catalog did not know yet
+  later_.clear();
+  if (ok) {
+    recorded_ = taken;
+    recovered_ = recovered_ || recorded_ >= found_;
+    cv_.notify_all();
+  } else {
+    marked_.insert(batch.begin(), batch.end());  // again after min_interval
+  }
+  if (!marked_.empty()) first_mark_ = last_;
+  return job_next::more();
 }
 
 bool update_log::write(const std::set<std::string>& keys) {

@@ -7,8 +7,9 @@
 // the end (coalesced, as `_changes` shows a document once), and its seq is the feed position.
 //
 // Every commit to a database's shard marks the database (change_notifier's observer: one lock and
-// one set insert per commit). A flusher thread records the marked databases a few milliseconds
-// later, in one commit (fsync) for all of them, and at most every `min_interval`. After a crash the
+// one set insert per commit). A flusher (a job of the node's runner, lane "update_log", woken by
+// the first mark) records the marked databases a few milliseconds later, in one commit (fsync)
+// for all of them, and at most every `min_interval`. After a crash the
 // marks are gone, but at start the flusher compares every local copy's update seq with the one
 // recorded and records the databases that are ahead: a write acknowledged just before a kill -9
 // still gets its row.
@@ -26,9 +27,9 @@
 #include <mutex>
 #include <set>
 #include <string>
-#include <thread>
 
 #include "actors/db_catalog.hpp"
+#include "actors/jobs.hpp"
 #include "actors/shard_registry.hpp"
 
 namespace settee {
@@ -58,12 +59,14 @@ class update_log {
   // anything reads the record; an error means the boot file cannot be written. After a clean stop
   // the record is known complete and start() skips comparing every local copy with it.
   status open();
-  // Starts the flusher; it first looks for copies written after their last record (a crash).
-  void start();
-  // Records what is marked, then stops the flusher; after open() and start(), syncs the record and
+  // Starts the flusher in `runner`; it first looks for copies written after their last record (a crash).
+  void start(job_runner& runner);
+  // Stops the flusher and records what is marked; after open() and start(), syncs the record and
   // notes the clean stop. Call it once no commit can come any more (after the shards closed).
   // Idempotent.
   void stop();
+
+  static constexpr const char* lane = "update_log";
   // A commit to a copy of the database incarnation `key` ("<name>.<suffix>", change_notifier's
   // key). Other keys (the catalog's, the record's own) are ignored.
   void mark(const std::string& key);
@@ -73,7 +76,9 @@ class update_log {
   result<shard_handle> record() { return shards_.acquire(path_, clk_.now_s(), db_catalog::notify_key()); }
 
  private:
-  void run();
+  class flusher;
+  // The flusher's step: records the marked databases when their time came (see above).
+  job_next flush_step();
   void recover();
   // Records `keys`; false when the commit failed (they are marked again).
   bool write(const std::set<std::string>& keys);
@@ -97,7 +102,13 @@ class update_log {
   uint64_t recorded_ = 0;        // marks_ when the last batch was taken and written
   bool stopping_ = false;
   bool recovered_ = false;
-  std::thread thread_;
+  // The flusher's own (its steps run one at a time).
+  bool recovery_ran_ = false;
+  uint64_t found_ = 0;           // marks_ after recovery: recovered_ once they are recorded
+  mono::time_point last_;        // the last record
+  mono::time_point first_mark_;  // the first mark after the last record (under mu_)
+  job_runner* runner_ = nullptr;
+  static constexpr const char* job_id = "update_log";
 };
 
 }  // namespace settee

@@ -374,7 +374,7 @@ int main(int argc, char** argv) {
     task_list tasks;
     // Long-running work, one runner (actors/jobs.hpp): a worker per lane slot.
     job_options job_opts;
-    job_opts.lanes = {{compactor::lane, 1}, {resharder::lane, 1}, {shard_syncer::lane, 1}};
+    job_opts.lanes = {{compactor::lane, 1}, {resharder::lane, 1}, {shard_syncer::lane, 1}, {update_log::lane, 1}};
     job_opts.backoff_base = set.jobs_retry_base;
     job_opts.backoff_cap = set.jobs_retry_cap;
     job_runner jobs(tasks, clk, store_opts.node_name, job_opts);
@@ -514,7 +514,7 @@ int main(int argc, char** argv) {
     }
     if (auto st = reshard.start(); !st) die("cannot resume reshard jobs: " + st.reason);
     if (auto st = compaction.resume(coord); !st) die("cannot resume compactions: " + st.reason);
-    if (set.db_updates_enabled) updates.start();  // after the last die(): exit() must not race its thread
+    if (set.db_updates_enabled) updates.start(jobs);  // after the last die(): exit() must not race its steps
 
     std::thread signal_thread([&] {
       int sig = 0;

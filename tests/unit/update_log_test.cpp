@@ -25,6 +25,14 @@ struct node_fixture {
   change_notifier notifier;
   shard_registry shards{sys, clk, small_files(dir.path), replica_limits{}, 50, &notifier};
   db_catalog catalog{shards, clk, dir.path, "n1@h", timeout};
+  task_list tasks;
+  job_runner runner{tasks, clk, "n1@h", lanes()};
+
+  static job_options lanes() {
+    job_options o;
+    o.lanes = {{update_log::lane, 1}};
+    return o;
+  }
 
   static store_options small_files(const std::string& data_dir) {
     store_options o;
@@ -63,7 +71,7 @@ struct node_fixture {
     observe(log);
     db_meta a = create("a");
     write(a, 0, "x");
-    log.start();
+    log.start(runner);
     log.flush();
     notifier.set_observer(nullptr);
     return a;
@@ -98,7 +106,7 @@ TEST_CASE("commits mark their database; one record covers every commit before it
   // 100 commits before the flusher runs: one record commit, one document per database.
   for (int i = 0; i < 100; ++i) f.write(a, i % 2, "doc" + std::to_string(i));
   f.write(b, 1, "x");
-  log.start();
+  log.start(f.runner);
   log.flush();
   uint64_t commits = 0;
   json ra = recorded(log, "a", &commits);
@@ -128,7 +136,7 @@ TEST_CASE("a database deleted before its record is not recorded; a new incarnati
   REQUIRE(f.catalog.remove("gone"));
   auto a = f.create("a", 1);
   f.write(a, 0, "x");
-  log.start();
+  log.start(f.runner);
   log.flush();
   CHECK(recorded(log, "gone").is_null());
   REQUIRE(f.catalog.remove("a"));
@@ -150,7 +158,7 @@ TEST_CASE("writes a crash kept from the record are found at start by their copie
     b = f.create("b");
     f.write(a, 0, "x");
     f.write(b, 0, "x");
-    log.start();
+    log.start(f.runner);
     log.flush();
     f.notifier.set_observer(nullptr);  // the marks of later commits are lost, as in a kill -9
     log.stop();
@@ -163,7 +171,7 @@ TEST_CASE("writes a crash kept from the record are found at start by their copie
     recorded(log, "a", &before);
   }
   update_log log(f.shards, f.catalog, f.clk, f.dir.path);
-  log.start();  // looks at every local copy first
+  log.start(f.runner);  // looks at every local copy first
   log.flush();
   uint64_t after = 0;
   CHECK(recorded(log, "a", &after)["seqs"][a.ranges[1].name()] == 1);
@@ -206,7 +214,7 @@ TEST_CASE("a record a machine crash may have torn is rebuilt; a cleanly stopped 
     update_log log(f.shards, f.catalog, f.clk, f.dir.path, boot("boot-2"));
     REQUIRE(log.open());
     CHECK(recorded(log, "a").is_null());
-    log.start();
+    log.start(f.runner);
     log.flush();
     second = uuid(log);
     CHECK(second != first);
@@ -239,7 +247,7 @@ TEST_CASE("after a clean stop the record is complete, and start does not compare
   auto after_restart = [&] {
     update_log log(f.shards, f.catalog, f.clk, f.dir.path, o);
     REQUIRE(log.open());
-    log.start();
+    log.start(f.runner);
     log.flush();
     return recorded(log, "a")["seqs"][a.ranges[1].name()];
   };  // the destructor's stop is clean too, but nothing marks "a" meanwhile
