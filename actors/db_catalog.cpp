@@ -18,7 +18,9 @@ db_catalog::db_catalog(shard_registry& shards, const clock& clk, std::string dat
       data_dir_(std::move(data_dir)),
       node_name_(std::move(node_name)),
       timeout_(timeout),
-      dbs_path_(file_in(data_dir_)) {}
+      dbs_path_(file_in(data_dir_)) {
+  shards_.set_role(dbs_path_, file_role::catalog);
+}
 
 namespace {
 

@@ -93,7 +93,7 @@ class db_catalog {
     size_t dot = shard_id.find('.');
     return data_dir + "/shards/" + shard_id.substr(0, dot) + "/" + db + shard_id.substr(dot);
   }
-  // Where `_dbs` lives under a data directory (store_options::catalog_path).
+  // Where `_dbs` lives under a data directory (file_role::catalog).
   static std::string file_in(const std::string& data_dir) { return data_dir + "/_dbs.lmdb"; }
 
   // Opens `_dbs` and loads every database. Call once before anything else.

@@ -39,6 +39,11 @@ void shard_registry::close_entry(entry& e) {
   e.handle.writer = nullptr;
 }
 
+void shard_registry::set_role(const std::string& path, file_role role) {
+  std::lock_guard<std::mutex> lock(mu_);
+  roles_[path] = role;
+}
+
 result<shard_handle> shard_registry::acquire(const std::string& path, int64_t created_at,
                                              const std::string& notify_key) {
   // Opening a file may wait (I/O, a commit): never on a thread that must not wait.
@@ -70,6 +75,11 @@ result<shard_handle> shard_registry::acquire(const std::string& path, int64_t cr
   wait_released(closing);  // never two environments on one file
   store_options opts = store_opts_;
   opts.created_at = created_at;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto r = roles_.find(path);
+    opts.role = r == roles_.end() ? file_role::shard : r->second;
+  }
   auto store = shard_store::open(path, opts);
   entry e;
   if (store) {

@@ -41,6 +41,9 @@ class shard_registry {
   // Opens (or finds) the shard at `path`. `created_at` is used when the file is new; commits are
   // announced to the notifier under `notify_key`.
   result<shard_handle> acquire(const std::string& path, int64_t created_at, const std::string& notify_key = "");
+  // The file at `path` is of kind `role` whenever it is opened (its owner says so before it opens
+  // it: the catalog, the update log); other files are database shards.
+  void set_role(const std::string& path, file_role role);
   // Closes the shard (after its queued writes) and deletes its files. The path is not opened again
   // (paths name one database incarnation), so a request that still holds the old shard map cannot
   // re-create the file: acquire() answers db_not_found. Removed paths are remembered for
@@ -88,6 +91,7 @@ class shard_registry {
   static void wait_released(std::weak_ptr<shard_store> w);
   void evict_idle_locked();
   void mark_removed_locked(const std::string& path);
+  std::map<std::string, file_role> roles_;  // set_role
   bool removed_locked(const std::string& path) const;
   static constexpr int64_t remembered_removal_s = 600;
 

@@ -75,6 +75,7 @@ update_log::update_log(shard_registry& shards, db_catalog& catalog, const clock&
       boot_path_(boot_file_in(data_dir)),
       opts_(std::move(opts)) {
   if (opts_.boot_id.empty()) opts_.boot_id = kernel_boot_id();
+  shards_.set_role(path_, file_role::derived);
 }
 
 update_log::~update_log() {

@@ -15,7 +15,7 @@
 // still gets its row.
 //
 // Since every row can be found again that way, the record's commits are not fsynced (store_options::
-// derived_path): a kill -9 loses nothing (the page cache has it), and the writers' own fsyncs do not
+// file_role::derived): a kill -9 loses nothing (the page cache has it), and the writers' own fsyncs do not
 // wait behind the record's. A machine crash may lose or tear the record, so `<data>/_db_updates.boot`
 // says which boot last opened it and whether it was stopped cleanly (synced); a record left
 // unclean by another boot is dropped at open and rebuilt under a new uuid, which the feed reads

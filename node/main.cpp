@@ -334,8 +334,6 @@ int main(int argc, char** argv) {
   store_opts.map_size_bytes = set.map_size_bytes;
   store_opts.time_seq_min_time = set.time_seq_min_time_s.value_or(time_seq::default_min_time);
   store_opts.time_seq_enabled = set.time_seq_enabled;
-  store_opts.catalog_path = db_catalog::file_in(args.data_dir);
-  store_opts.derived_path = update_log::file_in(args.data_dir);
   replica_limits limits;
   limits.batch_max_docs = set.batch_max_docs;
   limits.batch_max_bytes = set.batch_max_bytes;

@@ -196,7 +196,7 @@ result<std::shared_ptr<shard_store>> shard_store::open_env(const std::string& pa
   mdb_env_set_mapsize(s->env_, opts.map_size_bytes);
   mdb_env_set_maxreaders(s->env_, max_readers);
   // MDB_NOTLS: read transactions are not bound to threads (CAF workers, HTTP threads).
-  const unsigned sync_flag = !opts.derived_path.empty() && opts.derived_path == path ? MDB_NOSYNC : 0;
+  const unsigned sync_flag = opts.role == file_role::derived ? MDB_NOSYNC : 0;
   if (int rc = mdb_env_open(s->env_, path.c_str(), MDB_NOSUBDIR | MDB_NOTLS | sync_flag, 0644); rc != 0) {
     return lmdb::to_status(rc, ("cannot open " + path).c_str());
   }
@@ -240,7 +240,7 @@ result<std::shared_ptr<shard_store>> shard_store::open_env(const std::string& pa
     if (auto st = doc_rank::rebuild(t.get(), s->rank_, s->docs_, live_record); !st) return st;
     if (auto st = doc_rank::mark(t.get(), s->rank_, h.update_seq); !st) return st;
   }
-  if (!opts.catalog_path.empty() && opts.catalog_path == path) {
+  if (opts.role == file_role::catalog) {
     s->db_events_ = true;
     if (int rc = mdb_dbi_open(t.get(), "db_events", MDB_CREATE, &s->events_); rc != 0) {
       return lmdb::to_status(rc, "mdb_dbi_open");
@@ -374,7 +374,7 @@ status shard_store::commit(const std::vector<write_op*>& ops, int64_t now_s) {
   if (st && db_events_) st = put(t.get(), events_, "m", codec::seq_key(h.update_seq));
   if (st) {
     const auto flushing = mono::now();
-    st = t.commit();  // LMDB fsyncs before returning (but for a derived_path file)
+    st = t.commit();  // LMDB fsyncs before returning (but for a derived file)
     auto& m = metrics::node();
     const auto done = mono::now();
     m.fsync_seconds.observe(std::chrono::duration<double>(done - flushing).count());

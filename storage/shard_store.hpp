@@ -28,20 +28,24 @@ struct MDB_txn;
 
 namespace settee {
 
+// What kind of file a store is, as its owner says (the store never guesses from its path).
+enum class file_role {
+  shard,    // a database's shard copy: every commit fsynced
+  catalog,  // the catalog's own file (`<data>/_dbs.lmdb`): its commits also record databases'
+            // lifecycle events (storage/db_events.hpp)
+  derived,  // derived data (`<data>/_db_updates.lmdb`): commits not fsynced (MDB_NOSYNC), so a
+            // kill -9 loses nothing (the page cache keeps it) but a machine crash may; its owner
+            // rebuilds it then (actors/update_log.hpp)
+};
+
 struct store_options {
   std::string node_name = "settee@127.0.0.1";
   uint64_t map_size_bytes = 64ull << 30;                   // virtual; the file is sparse
   int64_t created_at = 0;                                  // header.created_at for a new file
   uint32_t revs_limit = 1000;                              // for a new file
   int64_t time_seq_min_time = time_seq::default_min_time;  // [time_seq] min_time
-  bool time_seq_enabled = true;  // [time_seq] enabled; off only to measure what time-seq costs
-  // The catalog's own file (`<data>/_dbs.lmdb`): its commits also record databases' lifecycle
-  // events (storage/db_events.hpp). Empty: no file does.
-  std::string catalog_path;
-  // A file of derived data (`<data>/_db_updates.lmdb`): its commits are not fsynced (MDB_NOSYNC), so
-  // a kill -9 loses nothing (the page cache keeps it) but a machine crash may; its owner rebuilds it
-  // then (actors/update_log.hpp). Empty: every file is synced at every commit.
-  std::string derived_path;
+  bool time_seq_enabled = true;       // [time_seq] enabled; off only to measure what time-seq costs
+  file_role role = file_role::shard;  // what the file is (given by its owner)
 };
 
 // One document write. new_edits=true: `revs` is empty (create) or holds the base revision.
@@ -278,7 +282,7 @@ class shard_store : public std::enable_shared_from_this<shard_store> {
   };
   result<snapshot> read() const;
 
-  // Forces what was committed to disk (for a derived_path file, at a clean stop).
+  // Forces what was committed to disk (for a derived file, at a clean stop).
   status sync();
 
   // Removes a closed store's files.

@@ -24,7 +24,7 @@ std::shared_ptr<shard_store> open_catalog(const std::string& path, bool record =
   store_options o;
   o.node_name = "n1@h";
   o.map_size_bytes = 64ull << 20;
-  if (record) o.catalog_path = path;
+  if (record) o.role = file_role::catalog;
   auto s = shard_store::open(path, o);
   REQUIRE_MESSAGE(s.ok(), (s.ok() ? "" : s.error().reason));
   return *s;

@@ -39,18 +39,16 @@ struct catalog_node {
 
   explicit catalog_node(std::string n)
       : name(std::move(n)),
-        shards(sys, clk, files(dir.path), replica_limits{}, 50, &notifier),
+        shards(sys, clk, files(), replica_limits{}, 50, &notifier),
         catalog(shards, clk, dir.path, name, timeout),
         log(shards, catalog, clk, dir.path) {
     REQUIRE(catalog.load());
     REQUIRE(log.open());
   }
 
-  static store_options files(const std::string& data_dir) {
+  static store_options files() {
     store_options o;
     o.map_size_bytes = 64ull << 20;
-    o.catalog_path = db_catalog::file_in(data_dir);
-    o.derived_path = update_log::file_in(data_dir);
     return o;
   }
 

@@ -23,7 +23,7 @@ struct node_fixture {
   caf::actor_system sys{cfg};
   manual_clock clk{1700000000000};
   change_notifier notifier;
-  shard_registry shards{sys, clk, small_files(dir.path), replica_limits{}, 50, &notifier};
+  shard_registry shards{sys, clk, small_files(), replica_limits{}, 50, &notifier};
   db_catalog catalog{shards, clk, dir.path, "n1@h", timeout};
   task_list tasks;
   job_runner runner{tasks, clk, "n1@h", lanes()};
@@ -34,11 +34,10 @@ struct node_fixture {
     return o;
   }
 
-  static store_options small_files(const std::string& data_dir) {
+  static store_options small_files() {
     store_options o;
     o.node_name = "n1@h";
     o.map_size_bytes = 64ull << 20;
-    o.derived_path = update_log::file_in(data_dir);  // as the node opens it
     return o;
   }
   node_fixture() { REQUIRE(catalog.load()); }
