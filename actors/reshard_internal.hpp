@@ -25,6 +25,11 @@ inline status no_member(const std::string& node) {
   return {errc::unavailable, node + " is not a member this node can reach"};
 }
 
+// A follower whose leader has not switched the map yet: its job pauses and looks again.
+inline const status not_yet_status{errc::unavailable, "waiting for the leader to switch the shard map"};
+// How long a follower waits for its leader's switch before its job fails (a leader gone for good).
+constexpr std::chrono::minutes max_leader_wait{10};
+
 // A stop asked for while a job runs: not a failure, the job resumes from where it was.
 inline const status halted_status{errc::unavailable, "stopped"};
 

@@ -80,7 +80,7 @@ void resharder::failpoint(split_job& j, const std::string& name) {
   });
 }
 
-job_next resharder::step(const std::string& id, job_context& ctx, std::optional<mono::time_point>& transient_since) {
+job_next resharder::step(const std::string& id, job_context& ctx, step_memory& mem) {
   split_job j;
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -89,7 +89,11 @@ job_next resharder::step(const std::string& id, job_context& ctx, std::optional<
     j = it->second;
   }
   const split_job before = j;  // a state that does not finish runs again from here
-  status st = advance(j);
+  // A follower in update_shardmap waits for its leader's switch, a look per step; once it
+  // switched, the job goes on to the next state.
+  const bool awaits =
+      !j.move() && !j.leader.empty() && j.leader != node_ && j.split_state == "update_shardmap" && !switched(j);
+  status st = awaits ? await_switch(j, mem) : advance(j, mem);
   ctx.progress(json{{"phase", j.split_state},
                     {"changes_done", j.copied_to},
                     {"total_changes", std::max(j.total, j.copied_to)},
@@ -106,16 +110,25 @@ job_next resharder::step(const std::string& id, job_context& ctx, std::optional<
     again();  // stopped: resumes from here when started again
     return job_next::done();
   }
+  if (!st && st.reason == not_yet_status.reason) {
+    if (!mem.waiting_since) {  // in update_shardmap now (a restart before the switch copies on)
+      mem.waiting_since = mono::now();
+      it->second = j;
+      if (auto saved = save_locked(j); !saved) log::error("reshard job " + id + " could not be saved: " + saved.reason);
+    }
+    if (mono::now() - *mem.waiting_since < max_leader_wait) return job_next::pause(std::chrono::milliseconds(100));
+    st = status{errc::internal, "the leader " + j.leader + " did not switch the shard map"};
+  }
   // The other node of a move or of a split of several copies restarting, out of reach or not
   // ready yet: the state is tried again (the runner backs off), for a while.
   if (!st && (j.move() || !j.leader.empty()) && (st.code == errc::unavailable || st.code == errc::timeout)) {
-    if (!transient_since) transient_since = mono::now();
-    if (mono::now() - *transient_since < max_transient) {
+    if (!mem.transient_since) mem.transient_since = mono::now();
+    if (mono::now() - *mem.transient_since < max_transient) {
       again();
       return job_next::retry("in " + j.split_state + ": " + st.reason);
     }
   }
-  if (st) transient_since.reset();
+  if (st) mem.transient_since.reset(), mem.waiting_since.reset();
   // What the user changed meanwhile (a stop) wins over the runner's copy of those fields.
   j.stopped_by_user = it->second.stopped_by_user;
   if (it->second.job_state == "stopped" && !terminal(j)) j.job_state = "stopped", j.reason = it->second.reason;
@@ -136,7 +149,7 @@ job_next resharder::step(const std::string& id, job_context& ctx, std::optional<
   return terminal(j) || j.job_state == "stopped" ? job_next::done() : job_next::more();
 }
 
-status resharder::advance(split_job& j) {
+status resharder::advance(split_job& j, step_memory& mem) {
   const auto& all = split_states();
   size_t at = state_index(j.split_state);
   if (at + 1 >= all.size()) return {};
@@ -149,7 +162,7 @@ status resharder::advance(split_job& j) {
     if (db->shard_id(i) == j.source) source = i;
   if (j.move()) return advance_move(j, *db, source, next);
   const bool leads = j.leader == node_ && !j.copies.empty(), follows = !j.leader.empty() && j.leader != node_;
-  if (next == "update_shardmap" && follows) return await_switch(j);  // the leader switches for every copy
+  if (next == "update_shardmap" && follows) return await_switch(j, mem);  // the leader switches for every copy
   if (next == "initial_copy" || next == "topoff1" || next == "topoff2" || next == "copy_local_docs") {
     if (!source) return status{errc::conflict, "Shard " + j.source + " is no longer open"};
     if (next == "initial_copy" && leads) unseal_copies(j);  // a restart may have left some sealed
@@ -335,22 +348,17 @@ status resharder::switch_copies(split_job& j) {
   return {};
 }
 
-status resharder::await_switch(split_job& j) {
-  // The leader seals this copy and runs its last pass (split_seal), then switches the map; wait
-  // for it (a leader gone for good: the job fails after ten minutes and its children go).
-  for (int i = 0; i < 6000; ++i) {
+status resharder::await_switch(split_job& j, step_memory& mem) {
+  // The leader seals this copy and runs its last pass (split_seal), then switches the map.
+  if (switched(j)) return {};
+  // The leader's new map is written into this node's `_dbs` by its push; the catalog reads it
+  // on reload, which the periodic sync does, unless it is off (sync_interval_ms = 0).
+  if (mono::now() - mem.reloaded >= std::chrono::seconds(1)) {
+    mem.reloaded = mono::now();
+    if (auto st = coord_.catalog().reload(); !st) log::warning("catalog reload failed: " + st.reason);
     if (switched(j)) return {};
-    // The leader's new map is written into this node's `_dbs` by its push; the catalog reads it
-    // on reload, which the periodic sync does, unless it is off (sync_interval_ms = 0).
-    if (i % 10 == 9) {
-      if (auto st = coord_.catalog().reload(); !st) log::warning("catalog reload failed: " + st.reason);
-    }
-    std::unique_lock<std::mutex> lock(mu_);
-    auto it = jobs_.find(j.id);
-    if (it == jobs_.end() || !runnable_locked(it->second)) return halted_status;
-    mono::wait_until(wake_, lock, mono::now() + std::chrono::milliseconds(100), [&] { return stopping_; });
   }
-  return status{errc::internal, "the leader " + j.leader + " did not switch the shard map"};
+  return not_yet_status;
 }
 
 status resharder::advance_move(split_job& j, const db_meta& db, std::optional<size_t> index, const std::string& state) {

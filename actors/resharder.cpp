@@ -311,7 +311,7 @@ status resharder::save_locked(const split_job& j) {
 class resharder::reshard_task final : public job {
  public:
   reshard_task(resharder& owner, std::string id, json row) : owner_(owner), id_(std::move(id)), row_(std::move(row)) {}
-  job_next step(job_context& ctx) override { return owner_.step(id_, ctx, transient_since_); }
+  job_next step(job_context& ctx) override { return owner_.step(id_, ctx, mem_); }
   json task() const override { return row_; }
   // A job stopped and started again while its last step ran is submitted again here.
   void ended(job_next::kind, const std::string&) override { owner_.submit_runnable(); }
@@ -320,7 +320,7 @@ class resharder::reshard_task final : public job {
   resharder& owner_;
   std::string id_;
   json row_;
-  std::optional<mono::time_point> transient_since_;  // the first of the transient failures in a row
+  step_memory mem_;
 };
 
 json resharder::task_row(const split_job& j) const {

@@ -96,17 +96,24 @@ class resharder {
  private:
   class reshard_task;
   // Job `id`'s next state, as a step of its task in the runner.
-  job_next step(const std::string& id, job_context& ctx, std::optional<mono::time_point>& transient_since);
+  // What a job's steps remember between them (not saved: a restart starts it afresh).
+  struct step_memory {
+    std::optional<mono::time_point> transient_since;  // the first of the transient failures in a row
+    std::optional<mono::time_point> waiting_since;    // a follower began to wait for its leader's switch
+    mono::time_point reloaded{};                      // a follower last reloaded the catalog
+  };
+  job_next step(const std::string& id, job_context& ctx, step_memory& mem);
   // Submits every runnable job that is not in the runner; a job that may not run any more leaves it.
   void submit_runnable();
   void settle();
   json task_row(const split_job& j) const;
-  status advance(split_job& j);  // one state
+  status advance(split_job& j, step_memory& mem);  // one state
   status copy_pass(split_job& j, const db_meta& db, size_t index, bool with_local);
   status switch_map(split_job& j);
   // The leader's switch of a split of several copies; a follower's wait for it.
   status switch_copies(split_job& j);
-  status await_switch(split_job& j);
+  // A follower's look at whether its leader switched: not_yet (the job pauses and looks again).
+  status await_switch(split_job& j, step_memory& mem);
   // Lifts the seal of every copy of a split of several copies (the leader, when it did not switch).
   void unseal_copies(const split_job& j);
   // A move's passes and switch: the source copy is on another node.
