@@ -17,6 +17,16 @@ std::string job_id(const std::string& db, const std::string& shard) {
   return std::string(compactor::lane) + " " + db + " " + shard;
 }
 
+// Calls visit(shard name, copy) for every copy of `db` this node holds.
+template <class Visit>
+void each_local_copy(coordinator& coord, const db_meta& db, Visit visit) {
+  for (size_t r = 0; r < db.ranges.size(); ++r) {
+    if (!db.hosts(r)) continue;
+    for (const copy_ptr& copy : coord.copies(db, r))
+      if (auto local = std::dynamic_pointer_cast<local_copy>(copy)) visit(shard_name(db.name, db.shard_id(r)), local);
+  }
+}
+
 // One copy's compaction: a step compacts `docs_per_step` documents from `from_` on.
 class compaction_job final : public job {
  public:
@@ -95,14 +105,9 @@ void compactor::enqueue(const std::string& db, const std::string& shard, std::sh
 }
 
 void compactor::enqueue_db(coordinator& coord, const db_meta& db) {
-  for (size_t r = 0; r < db.ranges.size(); ++r) {
-    if (!db.hosts(r)) continue;
-    for (const copy_ptr& copy : coord.copies(db, r)) {
-      auto local = std::dynamic_pointer_cast<local_copy>(copy);
-      if (!local) continue;
-      enqueue(db.name, shard_name(db.name, db.shard_id(r)), std::move(local));
-    }
-  }
+  each_local_copy(coord, db, [&](const std::string& shard, std::shared_ptr<local_copy> copy) {
+    enqueue(db.name, shard, std::move(copy));
+  });
 }
 
 bool compactor::running(const std::string& db) const {
@@ -117,11 +122,9 @@ status compactor::resume(coordinator& coord) {
     const std::string db = body.value("db", ""), shard = body.value("shard", "");
     std::shared_ptr<local_copy> copy;
     if (auto m = coord.catalog().find(db)) {
-      for (size_t r = 0; r < m->ranges.size() && !copy; ++r) {
-        if (!m->hosts(r) || shard_name(db, m->shard_id(r)) != shard) continue;
-        for (const copy_ptr& c : coord.copies(*m, r))
-          if (auto local = std::dynamic_pointer_cast<local_copy>(c)) copy = std::move(local);
-      }
+      each_local_copy(coord, *m, [&](const std::string& name, std::shared_ptr<local_copy> c) {
+        if (name == shard) copy = std::move(c);
+      });
     }
     if (!copy) {  // the database or the copy went meanwhile
       (void)store_->remove(id);

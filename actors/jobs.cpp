@@ -66,8 +66,7 @@ bool job_runner::cancel(const std::string& id, bool wait) {
     entry e = std::move(it->second);
     jobs_.erase(it);
     lock.unlock();
-    if (e.task) tasks_.remove(e.task);
-    e.j->ended(job_next::kind::cancelled, "");
+    finish(std::move(e), job_next::kind::cancelled, "");
     lock.lock();
     cv_.notify_all();
     return true;
@@ -125,10 +124,7 @@ void job_runner::stop() {
     }
     cv_.notify_all();
   }
-  for (auto& [id, e] : left) {
-    if (e.task) tasks_.remove(e.task);
-    e.j->ended(job_next::kind::cancelled, "");
-  }
+  for (auto& [id, e] : left) finish(std::move(e), job_next::kind::cancelled, "");
   for (auto& w : workers_)
     if (w.joinable()) w.join();
 }
@@ -145,12 +141,9 @@ std::map<std::string, job_runner::entry>::iterator job_runner::pick_locked(mono:
 
 void job_runner::set_task_state(uint64_t task, const char* st, const std::string& reason) {
   if (!task) return;
-  json f{{"updated_on", clk_.now_s()}};
-  if (st) {
-    f["state"] = st;
-    f["reason"] = reason.empty() ? json(nullptr) : json(reason);
-  }
-  tasks_.update(task, f);
+  tasks_.update(
+      task,
+      json{{"updated_on", clk_.now_s()}, {"state", st}, {"reason", reason.empty() ? json(nullptr) : json(reason)}});
 }
 
 void job_runner::finish(entry e, job_next::kind how, const std::string& reason) {

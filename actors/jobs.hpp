@@ -139,6 +139,7 @@ class job_runner {
   void schedule_locked(const std::string& id, entry& e, job_next next);
   // The ready entry to run next (its lane under its limit), or end().
   std::map<std::string, entry>::iterator pick_locked(mono::time_point now);
+  // Takes a job that left the runner off the task list and tells it how it ended (without the lock).
   void finish(entry e, job_next::kind how, const std::string& reason);
   void set_task_state(uint64_t task, const char* st, const std::string& reason = "");
 

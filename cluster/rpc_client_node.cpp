@@ -34,21 +34,7 @@ result<node_status> rpc_node::status_of_node(const std::string& node, std::chron
   return call<node_status>(node, timeout, [=](Node::Client& cap) {
     return cap.nodeStatusRequest().send().then([](capnp::Response<Node::NodeStatusResults>&& r) -> result<node_status> {
       if (status st = status_of(r.getStatus()); !st) return st;
-      auto n = r.getNode();
-      node_status out;
-      out.release = n.getRelease();
-      out.uptime_s = n.getUptimeS();
-      out.rss_bytes = n.getRssBytes();
-      out.threads = n.getThreads();
-      out.open_files = n.getOpenFiles();
-      out.live_feeds = n.getLiveFeeds();
-      out.feed_watches = n.getFeedWatches();
-      out.fs_size_bytes = n.getFsSizeBytes();
-      out.fs_free_bytes = n.getFsFreeBytes();
-      out.db_files_bytes = n.getDbFilesBytes();
-      out.requests = n.getRequests();
-      out.server_errors = n.getServerErrors();
-      return out;
+      return read_node_status(r.getNode());
     });
   });
 }
@@ -99,13 +85,7 @@ result<split_job> rpc_node::new_reshard_job(const std::string& node, const new_j
                                             std::chrono::milliseconds timeout) {
   return call<split_job>(node, timeout, [=](Node::Client& cap) {
     auto req = cap.newReshardJobRequest();
-    auto b = req.initJob();
-    b.setType(j.type);
-    b.setDb(j.db);
-    b.setShard(j.shard);
-    b.setSuffix(j.suffix);
-    b.setLeader(j.leader);
-    b.setSource(j.source);
+    write_new_job(req.initJob(), j);
     return req.send().then([](capnp::Response<Node::NewReshardJobResults>&& r) -> result<split_job> {
       if (status st = status_of(r.getStatus()); !st) return st;
       return read_job(r.getMade());

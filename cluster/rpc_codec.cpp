@@ -155,4 +155,49 @@ split_job read_job(ReshardJob::Reader r) {
   return j;
 }
 
+void write_new_job(NewJob::Builder b, const new_job& j) {
+  b.setType(j.type);
+  b.setDb(j.db);
+  b.setShard(j.shard);
+  b.setSuffix(j.suffix);
+  b.setLeader(j.leader);
+  b.setSource(j.source);
+}
+
+new_job read_new_job(NewJob::Reader r) {
+  return new_job{r.getType(), r.getDb(), r.getShard(), r.getSuffix(), r.getLeader(), r.getSource()};
+}
+
+void write_node_status(NodeStatus::Builder n, const node_status& s) {
+  n.setRelease(s.release);
+  n.setUptimeS(s.uptime_s);
+  n.setRssBytes(s.rss_bytes);
+  n.setThreads(s.threads);
+  n.setOpenFiles(s.open_files);
+  n.setLiveFeeds(s.live_feeds);
+  n.setFeedWatches(s.feed_watches);
+  n.setFsSizeBytes(s.fs_size_bytes);
+  n.setFsFreeBytes(s.fs_free_bytes);
+  n.setDbFilesBytes(s.db_files_bytes);
+  n.setRequests(s.requests);
+  n.setServerErrors(s.server_errors);
+}
+
+node_status read_node_status(NodeStatus::Reader n) {
+  node_status out;
+  out.release = n.getRelease();
+  out.uptime_s = n.getUptimeS();
+  out.rss_bytes = n.getRssBytes();
+  out.threads = n.getThreads();
+  out.open_files = n.getOpenFiles();
+  out.live_feeds = n.getLiveFeeds();
+  out.feed_watches = n.getFeedWatches();
+  out.fs_size_bytes = n.getFsSizeBytes();
+  out.fs_free_bytes = n.getFsFreeBytes();
+  out.db_files_bytes = n.getDbFilesBytes();
+  out.requests = n.getRequests();
+  out.server_errors = n.getServerErrors();
+  return out;
+}
+
 }  // namespace settee

@@ -431,6 +431,10 @@ result<doc_copy> read_doc_copy(DocCopy::Reader b);
 status check_depth(capnp::List<DocUpdate>::Reader updates);
 void write_job(ReshardJob::Builder b, const split_job& j);
 split_job read_job(ReshardJob::Reader r);
+void write_new_job(NewJob::Builder b, const new_job& j);
+new_job read_new_job(NewJob::Reader r);
+void write_node_status(NodeStatus::Builder b, const node_status& s);
+node_status read_node_status(NodeStatus::Reader n);
 
 // Calls to one peer's copy of one range that queue up while the loop is busy and then travel as one
 // message: the waiters' items (document ids, or documents to write) are concatenated, and the

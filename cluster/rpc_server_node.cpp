@@ -70,21 +70,7 @@ kj::Promise<void> node_server::activeTasks(ActiveTasksContext context) {
 kj::Promise<void> node_server::nodeStatus(NodeStatusContext context) {
   return member_call<node_status>(
       loop_, context, [](cluster_member& m) { return m.figures(); },
-      [](auto results, const node_status& s) {
-        auto n = results.initNode();
-        n.setRelease(s.release);
-        n.setUptimeS(s.uptime_s);
-        n.setRssBytes(s.rss_bytes);
-        n.setThreads(s.threads);
-        n.setOpenFiles(s.open_files);
-        n.setLiveFeeds(s.live_feeds);
-        n.setFeedWatches(s.feed_watches);
-        n.setFsSizeBytes(s.fs_size_bytes);
-        n.setFsFreeBytes(s.fs_free_bytes);
-        n.setDbFilesBytes(s.db_files_bytes);
-        n.setRequests(s.requests);
-        n.setServerErrors(s.server_errors);
-      });
+      [](auto results, const node_status& s) { write_node_status(results.initNode(), s); });
 }
 
 kj::Promise<void> node_server::reshardState(ReshardStateContext context) {
@@ -125,8 +111,7 @@ kj::Promise<void> node_server::editReshardJob(EditReshardJobContext context) {
 }
 
 kj::Promise<void> node_server::newReshardJob(NewReshardJobContext context) {
-  auto p = context.getParams().getJob();
-  new_job want{p.getType(), p.getDb(), p.getShard(), p.getSuffix(), p.getLeader(), p.getSource()};
+  new_job want = read_new_job(context.getParams().getJob());
   return member_call<split_job>(
       loop_, context, [want](cluster_member& m) { return m.create_reshard_job(want); },
       [](auto results, const split_job& j) { write_job(results.initMade(), j); });
