@@ -216,6 +216,21 @@ bool db_catalog::alive(const db_meta& m) const {
   return true;
 }
 
+result<db_meta> db_catalog::lookup_internal(const std::string& name) {
+  if (name == "_dbs") return dbs_meta();
+  {
+    std::shared_lock<std::shared_mutex> lock(mu_);
+    auto it = internal_.find(name);
+    if (it != internal_.end()) return it->second();
+  }
+  return lookup(name);
+}
+
+void db_catalog::add_internal(const std::string& name, std::function<db_meta()> meta) {
+  std::unique_lock<std::shared_mutex> lock(mu_);
+  internal_[name] = std::move(meta);
+}
+
 result<db_meta> db_catalog::lookup(const std::string& name) {
   if (stale_gen_.load() != loaded_gen_.load()) {
     if (auto st = reload(); !st) return st;

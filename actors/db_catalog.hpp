@@ -111,6 +111,11 @@ class db_catalog {
   // find(), but a name not known yet makes the catalog look at `_dbs` again first: a database
   // created on another node a moment ago is usable here as soon as its entry has arrived.
   result<db_meta> lookup(const std::string& name);
+  // What a call from another node names (a push or a read of a copy): `_dbs` itself, a node-wide
+  // database registered by its owner (`_nodes`), or any database (lookup()).
+  result<db_meta> lookup_internal(const std::string& name);
+  // Registers `name` as a node-wide database whose meta `meta` gives (before calls can name it).
+  void add_internal(const std::string& name, std::function<db_meta()> meta);
   // `_dbs` changed underneath (a peer pushed to it): the next lookup() reloads first.
   void mark_stale() { stale_gen_.fetch_add(1); }
   // Reloads when `_dbs` changed underneath, so a listing (names()) sees it as lookup() would.
@@ -178,6 +183,7 @@ class db_catalog {
   // reloads (or waits for the reload in progress): a flag consumed by another thread's reload let
   // a lookup read the old _security before that reload finished.
   std::atomic<uint64_t> stale_gen_{0};
+  std::map<std::string, std::function<db_meta()>> internal_;  // add_internal (under mu_)
   std::atomic<uint64_t> loaded_gen_{0};
 };
 

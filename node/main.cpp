@@ -260,23 +260,9 @@ config defaults() {
   return c;
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
-  // Large blocks (LMDB allocates 2.5 MB of page lists per open shard) come from mmap and go back to
-  // the system when freed. glibc's default raises this threshold after the first such free, and
-  // then serves them from the heap, zeroed page by page: 500 open shards held 1.6 GB resident that
-  // stayed after they closed (docs/architecture.md section 24). Freed heap tops are given back by
-  // explicit trims (database deleted, idle workers gone, a crowd of clients gone, once a minute)
-  // rather than on every free: with the 128 KB default a busy node shrank and regrew its arenas
-  // constantly, each shrink a madvise and a TLB shootdown on every core (~5% of a clustered GET).
-  ::mallopt(M_MMAP_THRESHOLD, 128 * 1024);
-  ::mallopt(M_TRIM_THRESHOLD, 8 * 1024 * 1024);
-  ::mallopt(M_ARENA_MAX, 4);
-  if (argc >= 2 && std::string(argv[1]) == "time-seq") return run_time_seq_tool(argc - 2, argv + 2);
-  cli args;
-  if (int rc = parse_cli(argc, argv, args); rc >= 0) return rc;
-
+// The configuration: defaults, the data directory's local.ini, the operator's file (admins hashed
+// in it), then the command line. Creates the data directory.
+config load_config(const cli& args) {
   config operator_cfg;
   if (!args.config_file.empty()) {
     auto c = config::load_file(args.config_file);
@@ -299,21 +285,133 @@ int main(int argc, char** argv) {
     log::set_level(lvl);
   else
     log::warning("unknown [log] level '" + cfg.get("log", "level") + "', using info");
+  return cfg;
+}
 
-  // Signals are taken by one thread with sigwait, so no handler runs inside library code.
+// Signals are taken by one thread with sigwait, so no handler runs inside library code.
+sigset_t block_signals() {
   sigset_t sigs;
   sigemptyset(&sigs);
   sigaddset(&sigs, SIGINT);
   sigaddset(&sigs, SIGTERM);
   pthread_sigmask(SIG_BLOCK, &sigs, nullptr);
   ::signal(SIGPIPE, SIG_IGN);
+  return sigs;
+}
 
-  // Tests of whole processes set the time through a file (node/clock.hpp); everything else: the system.
-  std::unique_ptr<settee::clock> clock_impl;
-  if (const char* f = std::getenv("SETTEE_CLOCK_FILE"); f && *f)
-    clock_impl = std::make_unique<file_clock>(f);
-  else
-    clock_impl = std::make_unique<system_clock>();
+// Tests of whole processes set the time through a file (node/clock.hpp); everything else: the system.
+std::unique_ptr<settee::clock> make_clock() {
+  if (const char* f = std::getenv("SETTEE_CLOCK_FILE"); f && *f) return std::make_unique<file_clock>(f);
+  return std::make_unique<system_clock>();
+}
+
+// The limits a node's handlers enforce, from the settings.
+void apply_limits(node_services& node, const settings& set) {
+  node.default_q = set.default_q;
+  node.max_document_id_length = set.max_document_id_length;
+  node.max_document_size = set.max_document_size_bytes;
+  node.attachment_policy.max_bytes = set.max_attachment_bytes;
+  node.attachment_policy.compression_level = set.attachment_compression_level;
+  node.attachment_policy.compressible = attachments::policy::parse_types(set.compressible_types);
+  node.uuids_max_count = set.uuids_max_count;
+  node.bulk_docs_max = set.bulk_docs_max;
+  node.push_timeout = set.push_timeout;
+  node.catalog_push_timeout = set.catalog_push_timeout;
+  if (set.everyone_may_read_new_dbs) node.new_db_security = "{}";
+}
+
+// The HTTP front's options, from the settings.
+http_options front_options(const settings& set, const std::string& data_dir) {
+  http_options http;
+  http.bind = set.bind_address;
+  http.port = set.port;
+  http.threads = set.server_threads;
+  http.max_request_bytes = set.max_request_bytes;
+  http.spool_dir = data_dir;
+  http.header_timeout_s = set.header_timeout_s;
+  http.access_log = set.access_log;
+  http.body_timeout_s = set.body_timeout_s;
+  http.idle_release_s = static_cast<int>(set.idle_release_s);
+  http.keep_alive_timeout_s = set.keep_alive_timeout_s;
+  return http;
+}
+
+// Cluster RPC's options from the settings (dies on bad seeds or a short secret).
+rpc_options cluster_options(const settings& set, const settee::clock& clk, int http_port) {
+  auto seeds = parse_seeds(set.seeds);
+  if (!seeds) die(seeds.error().reason);
+  rpc_options ro;
+  ro.bind = set.rpc_bind;
+  ro.port = *set.rpc_port;
+  ro.advertised_host = ro.bind == "0.0.0.0" ? "127.0.0.1" : ro.bind;
+  ro.http_port = static_cast<uint16_t>(http_port);
+  ro.release = SETTEE_VERSION;
+  ro.features = {"changes",           "clustered-seq-v1", "selector",      typed_feature,       db_updates_feature,
+                 attachments_feature, tasks_feature,      reshard_feature, node_status_feature, members_feature};
+  ro.seeds = std::move(*seeds);
+  ro.secret = set.cluster_secret;
+  if (ro.secret.size() < peer_auth::min_secret_bytes) {
+    die("[cluster] secret must be at least " + std::to_string(peer_auth::min_secret_bytes) + " bytes");
+  }
+  ro.accept_legacy_peers = set.accept_legacy_peers;
+  // TLS between hosts: on by default unless RPC listens on loopback only (docs/security.md).
+  ro.tls =
+      set.tls == settings::tls_mode::on || (set.tls == settings::tls_mode::automatic && !is_loopback_host(ro.bind));
+  if (ro.tls) {
+    auto material = make_tls_material(ro.secret, clk.now_s());
+    if (!material) die(material.error().reason);
+    ro.tls_ca_pem = material->ca_cert_pem;
+    ro.tls_cert_pem = material->node_cert_pem;
+    ro.tls_key_pem = material->node_key_pem;
+  }
+  if (ro.accept_legacy_peers) {
+    log::warning(
+        "[cluster] accept_legacy_peers = true: nodes that cannot prove the cluster secret may call "
+        "this node (only for an upgrade from or downgrade to release 0.2 or older)");
+  }
+  ro.call_timeout_ms = static_cast<int>(set.request_timeout.count());
+  return ro;
+}
+
+// [prometheus] additional_port (CouchDB's): GET /_node/_local/_prometheus without credentials on
+// a port of its own, for a scraper that should not hold an admin password. Null when off.
+std::unique_ptr<http_server> metrics_front(node_services& node, const http_options& http, const settings& set) {
+  if (!set.metrics_port) return nullptr;
+  http_options m = http;
+  m.metrics_only = true;
+  m.threads = 2;
+  m.access_log = false;
+  m.bind = set.metrics_bind;
+  m.port = set.metrics_port_number;
+  m.max_request_bytes = 64 << 10;
+  auto server = std::make_unique<http_server>(node, m);
+  if (auto st = server->bind(); !st) die("[prometheus] port: " + st.reason);
+  log::info("metrics listening on http://" + m.bind + ":" + std::to_string(server->port()) +
+            "/_node/_local/_prometheus (no credentials)");
+  return server;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  // Large blocks (LMDB allocates 2.5 MB of page lists per open shard) come from mmap and go back to
+  // the system when freed. glibc's default raises this threshold after the first such free, and
+  // then serves them from the heap, zeroed page by page: 500 open shards held 1.6 GB resident that
+  // stayed after they closed (docs/architecture.md section 24). Freed heap tops are given back by
+  // explicit trims (database deleted, idle workers gone, a crowd of clients gone, once a minute)
+  // rather than on every free: with the 128 KB default a busy node shrank and regrew its arenas
+  // constantly, each shrink a madvise and a TLB shootdown on every core (~5% of a clustered GET).
+  ::mallopt(M_MMAP_THRESHOLD, 128 * 1024);
+  ::mallopt(M_TRIM_THRESHOLD, 8 * 1024 * 1024);
+  ::mallopt(M_ARENA_MAX, 4);
+  if (argc >= 2 && std::string(argv[1]) == "time-seq") return run_time_seq_tool(argc - 2, argv + 2);
+  cli args;
+  if (int rc = parse_cli(argc, argv, args); rc >= 0) return rc;
+
+  config cfg = load_config(args);
+
+  sigset_t sigs = block_signals();
+  std::unique_ptr<settee::clock> clock_impl = make_clock();
   const settee::clock& clk = *clock_impl;
   caf::actor_system_config caf_cfg;
   caf_cfg.set("scheduler.policy", caf::atom("sharing"));  // 2-4x lower latency on 2 cores (stack.md)
@@ -357,16 +455,7 @@ int main(int argc, char** argv) {
     coordinator coord(catalog, shards, timeout, store_opts.node_name);
     authenticator auth(cfg, clk, coord);
     node_services node{cfg, clk, coord, auth, store_opts.node_name, set.server_uuid};
-    node.default_q = set.default_q;
-    node.max_document_id_length = set.max_document_id_length;
-    node.max_document_size = set.max_document_size_bytes;
-    node.attachment_policy.max_bytes = set.max_attachment_bytes;
-    node.attachment_policy.compression_level = set.attachment_compression_level;
-    node.attachment_policy.compressible = attachments::policy::parse_types(set.compressible_types);
-    node.uuids_max_count = set.uuids_max_count;
-    node.bulk_docs_max = set.bulk_docs_max;
-    node.push_timeout = set.push_timeout;
-    node.catalog_push_timeout = set.catalog_push_timeout;
+    apply_limits(node, set);
     node.notifier = &notifier;
     node.updates = &updates;
     task_list tasks;
@@ -387,65 +476,21 @@ int main(int argc, char** argv) {
         local_services{&coord, &reshard, &tasks, &compaction, [&node] { return read_node_status(node); }});
     node.shards = &shards;
     node.on_idle = [&sys] { release_scheduler_caches(sys, scheduler_threads, std::chrono::milliseconds(100)); };
-    if (set.everyone_may_read_new_dbs) node.new_db_security = "{}";
     set_max_json_depth(set.max_json_depth);
 
-    http_options http;
-    http.bind = set.bind_address;
-    http.port = set.port;
-    http.threads = set.server_threads;
-    http.max_request_bytes = set.max_request_bytes;
+    http_options http = front_options(set, args.data_dir);
     http.max_attachment_bytes = node.attachment_policy.max_bytes;
-    http.spool_dir = node.spool_dir = node.data_dir = args.data_dir;
+    node.spool_dir = node.data_dir = args.data_dir;
     node.started_s = clk.now_s();
     node.max_request_bytes = http.max_request_bytes;
-    http.header_timeout_s = set.header_timeout_s;
-    http.access_log = set.access_log;
-    http.body_timeout_s = set.body_timeout_s;
-    http.idle_release_s = static_cast<int>(set.idle_release_s);
-    http.keep_alive_timeout_s = set.keep_alive_timeout_s;
     // Cluster RPC: on when [cluster] rpc_port is set (0 = any free port).
     membership members(store_opts.node_name);
     std::unique_ptr<rpc_node> rpc;
     std::unique_ptr<nodes_db> nodes;
     if (set.rpc_port) {
-      auto seeds = parse_seeds(set.seeds);
-      if (!seeds) die(seeds.error().reason);
-      rpc_options ro;
-      ro.bind = set.rpc_bind;
-      ro.port = *set.rpc_port;
-      ro.advertised_host = ro.bind == "0.0.0.0" ? "127.0.0.1" : ro.bind;
-      ro.http_port = static_cast<uint16_t>(http.port);
-      ro.release = SETTEE_VERSION;
-      ro.features = {"changes",           "clustered-seq-v1", "selector",      typed_feature,       db_updates_feature,
-                     attachments_feature, tasks_feature,      reshard_feature, node_status_feature, members_feature};
-      ro.seeds = std::move(*seeds);
-      ro.secret = set.cluster_secret;
-      if (ro.secret.size() < peer_auth::min_secret_bytes) {
-        die("[cluster] secret must be at least " + std::to_string(peer_auth::min_secret_bytes) + " bytes");
-      }
-      ro.accept_legacy_peers = set.accept_legacy_peers;
-      // TLS between hosts: on by default unless RPC listens on loopback only (docs/security.md).
-      ro.tls =
-          set.tls == settings::tls_mode::on || (set.tls == settings::tls_mode::automatic && !is_loopback_host(ro.bind));
-      if (ro.tls) {
-        auto material = make_tls_material(ro.secret, clk.now_s());
-        if (!material) die(material.error().reason);
-        ro.tls_ca_pem = material->ca_cert_pem;
-        ro.tls_cert_pem = material->node_cert_pem;
-        ro.tls_key_pem = material->node_key_pem;
-      }
-      if (ro.accept_legacy_peers) {
-        log::warning(
-            "[cluster] accept_legacy_peers = true: nodes that cannot prove the cluster secret may call "
-            "this node (only for an upgrade from or downgrade to release 0.2 or older)");
-      }
-      ro.call_timeout_ms = static_cast<int>(timeout.count());
-      ro.find_shard = [&catalog, &coord, &nodes](const std::string& db,
-                                                 const std::string& range) -> result<shard_handle> {
-        auto m = db == "_dbs"              ? result<db_meta>(catalog.dbs_meta())
-                 : db == "_nodes" && nodes ? result<db_meta>(nodes->meta())
-                                           : catalog.lookup(db);
+      rpc_options ro = cluster_options(set, clk, http.port);
+      ro.find_shard = [&catalog, &coord](const std::string& db, const std::string& range) -> result<shard_handle> {
+        auto m = catalog.lookup_internal(db);
         if (!m) return m.error();
         return coord.own_copy(*m, range);
       };
@@ -473,6 +518,7 @@ int main(int argc, char** argv) {
       });
       // `_nodes`: this node and the seeds are members; the database spreads them to every node.
       nodes = std::make_unique<nodes_db>(shards, clk, args.data_dir, members, *rpc, timeout);
+      catalog.add_internal("_nodes", [&nodes] { return nodes->meta(); });
       for (const auto& s : ro.seeds) {
         if (auto st = nodes->add(s, true); !st) die("cannot record seed " + s.name + ": " + st.reason);
       }
@@ -494,22 +540,9 @@ int main(int argc, char** argv) {
     if (auto st = server.bind(); !st) die(st.reason);
     // [prometheus] additional_port (CouchDB's): GET /_node/_local/_prometheus without credentials on
     // a port of its own, for a scraper that should not hold an admin password.
-    std::unique_ptr<http_server> metrics_server;
+    std::unique_ptr<http_server> metrics_server = metrics_front(node, http, set);
     std::thread metrics_thread;
-    if (set.metrics_port) {
-      http_options m = http;
-      m.metrics_only = true;
-      m.threads = 2;
-      m.access_log = false;
-      m.bind = set.metrics_bind;
-      m.port = set.metrics_port_number;
-      m.max_request_bytes = 64 << 10;
-      metrics_server = std::make_unique<http_server>(node, m);
-      if (auto st = metrics_server->bind(); !st) die("[prometheus] port: " + st.reason);
-      log::info("metrics listening on http://" + m.bind + ":" + std::to_string(metrics_server->port()) +
-                "/_node/_local/_prometheus (no credentials)");
-      metrics_thread = std::thread([&] { metrics_server->run(); });
-    }
+    if (metrics_server) metrics_thread = std::thread([&] { metrics_server->run(); });
     if (auto st = reshard.start(); !st) die("cannot resume reshard jobs: " + st.reason);
     if (auto st = compaction.resume(coord); !st) die("cannot resume compactions: " + st.reason);
     if (set.db_updates_enabled) updates.start(jobs);  // after the last die(): exit() must not race its steps
