@@ -25,6 +25,21 @@ inline status no_member(const std::string& node) {
   return {errc::unavailable, node + " is not a member this node can reach"};
 }
 
+// The job's waits, named once. A local write (a seal's drain) and one copy step's commit on a
+// child or target (up to changes_per_step changes, or a whole move batch).
+constexpr std::chrono::seconds local_write_timeout{60};
+constexpr std::chrono::seconds copy_step_timeout{600};
+// A follower looks for its leader's switch this often, and reloads the catalog at most this often.
+constexpr std::chrono::milliseconds follower_look{100};
+constexpr std::chrono::seconds catalog_reload_every{1};
+// Readers of a closed parent get this long to let go (polled; woken again every tenth of it).
+constexpr std::chrono::milliseconds readers_poll{10};
+constexpr int readers_polls = 1000;
+// A move's source refuses to retire its copy until it has the new map: asked this often, this
+// many times (the map pushed again every tenth).
+constexpr std::chrono::milliseconds retire_poll{100};
+constexpr int retire_polls = 100;
+
 // A follower whose leader has not switched the map yet: its job pauses and looks again.
 inline const status not_yet_status{errc::unavailable, "waiting for the leader to switch the shard map"};
 // How long a follower waits for its leader's switch before its job fails (a leader gone for good).
@@ -44,7 +59,7 @@ inline status drain(const shard_handle& h, std::optional<bool> record_seal = std
   op->what = write_op::kind::format;
   op->format_version = 0;
   op->seal = record_seal;
-  return write_one(h.writer, op, std::chrono::seconds(60));
+  return write_one(h.writer, op, local_write_timeout);
 }
 
 inline size_t state_index(const std::string& s) {

@@ -38,9 +38,10 @@ bool resharder::switched(const split_job& j) const {
 
 void resharder::wait_for_readers(const std::string& path, const std::string& notify_key) {
   shards_.notify(notify_key);
-  for (int i = 0; i < 1000 && shards_.held(path); ++i) {
-    if (i % 100 == 99) shards_.notify(notify_key);  // a feed between two reads missed the first
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  for (int i = 0; i < readers_polls && shards_.held(path); ++i) {
+    if (i % (readers_polls / 10) == readers_polls / 10 - 1)
+      shards_.notify(notify_key);  // a feed between two reads missed the first
+    std::this_thread::sleep_for(readers_poll);
   }
 }
 
@@ -116,7 +117,7 @@ job_next resharder::step(const std::string& id, job_context& ctx, step_memory& m
       it->second = j;
       if (auto saved = save_locked(j); !saved) log::error("reshard job " + id + " could not be saved: " + saved.reason);
     }
-    if (mono::now() - *mem.waiting_since < max_leader_wait) return job_next::pause(std::chrono::milliseconds(100));
+    if (mono::now() - *mem.waiting_since < max_leader_wait) return job_next::pause(follower_look);
     st = status{errc::internal, "the leader " + j.leader + " did not switch the shard map"};
   }
   // The other node of a move or of a split of several copies restarting, out of reach or not
@@ -239,7 +240,7 @@ status resharder::copy_pass(split_job& j, const db_meta& db, size_t index, bool 
         op->import->header = header;
         op->import->local_docs = true;
       }
-      if (auto st = write_one(children[c].writer, op, std::chrono::seconds(600)); !st) return st;
+      if (auto st = write_one(children[c].writer, op, copy_step_timeout); !st) return st;
       reached = std::min(reached, op->import->last);
       done = done && op->import->done;
     }
@@ -353,7 +354,7 @@ status resharder::await_switch(split_job& j, step_memory& mem) {
   if (switched(j)) return {};
   // The leader's new map is written into this node's `_dbs` by its push; the catalog reads it
   // on reload, which the periodic sync does, unless it is off (sync_interval_ms = 0).
-  if (mono::now() - mem.reloaded >= std::chrono::seconds(1)) {
+  if (mono::now() - mem.reloaded >= catalog_reload_every) {
     mem.reloaded = mono::now();
     if (auto st = coord_.catalog().reload(); !st) log::warning("catalog reload failed: " + st.reason);
     if (switched(j)) return {};
@@ -389,11 +390,11 @@ status resharder::advance_move(split_job& j, const db_meta& db, std::optional<si
   if (state == "wait_source_close" || state == "source_delete") {
     // The source node learns the new map from the push after the switch; until then it refuses.
     status st;
-    for (int i = 0; i < 100; ++i) {
+    for (int i = 0; i < retire_polls; ++i) {
       st = from->retire_copy(j.db, j.source, j.end_seq, state == "source_delete");
       if (st || st.code != errc::conflict) break;
-      if (after_switch_ && i % 10 == 9) after_switch_();
-      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      if (after_switch_ && i % (retire_polls / 10) == retire_polls / 10 - 1) after_switch_();
+      std::this_thread::sleep_for(retire_poll);
     }
     return st;
   }
@@ -427,7 +428,7 @@ status resharder::move_pass(split_job& j, const db_meta& db, size_t index, bool 
     op->import->header = header;
     op->import->local_docs = with_local;
     op->import->owner = node_;
-    if (auto st = write_one(target->writer, op, std::chrono::seconds(600)); !st) return st;
+    if (auto st = write_one(target->writer, op, copy_step_timeout); !st) return st;
     j.copied_to = op->import->last;
     done = op->import->done;
     j.total = std::max(j.total, header.update_seq);
