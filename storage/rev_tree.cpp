@@ -31,6 +31,13 @@ std::string make_rev_hash(bool deleted, const rev_id* parent, std::string_view b
   return crypto::md5_hex(input);
 }
 
+bool is_rev_path(const std::vector<rev_id>& path) {
+  if (path.empty() || path.back().pos < 1) return false;
+  for (size_t i = 1; i < path.size(); ++i)
+    if (path[i].pos + 1 != path[i - 1].pos) return false;
+  return true;
+}
+
 int rev_tree::find(const rev_id& r) const {
   for (size_t i = 0; i < nodes_.size(); ++i)
     if (nodes_[i].pos == r.pos && nodes_[i].hash == r.hash) return static_cast<int>(i);
@@ -86,6 +93,7 @@ int rev_tree::add_child(int parent, const std::string& hash, bool deleted) {
 }
 
 int rev_tree::merge_path(const std::vector<rev_id>& path, bool deleted, bool& added) {
+  SETTEE_CHECK(is_rev_path(path));  // callers validate what they were sent (shard_store::apply_doc)
   added = false;
   // Find the newest revision of the path the tree already has.
   size_t known = path.size();
@@ -188,6 +196,8 @@ std::vector<int> rev_tree::path_to(int i) const {
 void rev_tree::encode(codec::writer& w) const {
   w.varint(nodes_.size());
   for (auto& n : nodes_) {
+    // decode() refuses a tree whose edges skip a generation: never write one.
+    SETTEE_CHECK(n.parent < 0 || nodes_[static_cast<size_t>(n.parent)].pos + 1 == n.pos);
     w.varint(n.pos);
     w.str(n.hash);
     w.varint(static_cast<uint64_t>(n.parent + 1));

@@ -30,6 +30,10 @@ struct rev_id {
 // false on anything else.
 bool parse_rev(std::string_view text, rev_id& out);
 
+// Whether `path` is a revision path as merge_path takes it: not empty, newest first, each
+// revision one generation before the one above it, the oldest at pos 1 or later.
+bool is_rev_path(const std::vector<rev_id>& path);
+
 // The hash of a new revision: MD5 over the deleted flag, the parent revision and the body bytes,
 // as 32 lowercase hex digits. Same inputs, same rev: retried writes are idempotent.
 std::string make_rev_hash(bool deleted, const rev_id* parent, std::string_view body);

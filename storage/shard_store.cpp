@@ -454,6 +454,10 @@ status shard_store::apply_doc(MDB_txn* t, shard_header& h, doc_update& u, doc_re
     rev_id parent_rev = parent >= 0 ? d.tree.rev(parent) : rev_id{};
     leaf = d.tree.add_child(parent, make_rev_hash(u.deleted, parent >= 0 ? &parent_rev : nullptr, u.body), u.deleted);
   } else {
+    if (!is_rev_path(u.revs)) {  // another node's push may carry anything
+      r.st = {errc::bad_request, "Invalid rev format"};
+      return {};
+    }
     if (!found || d.tree.find(u.revs.front()) < 0) {  // a revision this copy has is not read again
       int base = -1;  // the newest ancestor this copy has: stubs refer to its attachments
       for (size_t i = 1; found && i < u.revs.size() && base < 0; ++i) base = d.tree.find(u.revs[i]);

@@ -134,6 +134,26 @@ TEST_CASE("new_edits=false merges histories, creates conflicts, is idempotent") 
   CHECK(ch[0].leaf_revs == std::vector<std::string>{"2-b2", "2-b1"});
 }
 
+TEST_CASE("new_edits=false refuses a history that skips a generation (another node's push may carry one)") {
+  temp_dir dir;
+  auto s = open_store(dir.path + "/x.db");
+  for (std::vector<rev_id> bad : {std::vector<rev_id>{rev_id{5, "e"}, rev_id{2, "b"}},  // a gap
+                                  std::vector<rev_id>{rev_id{1, "a"}, rev_id{2, "b"}},  // oldest first
+                                  std::vector<rev_id>{rev_id{1, "a"}, rev_id{0, "z"}}}) {
+    doc_update u = upd("d", "{}", bad);
+    u.new_edits = false;
+    auto r = write(*s, {u});
+    CHECK(r[0].st.code == errc::bad_request);
+  }
+  CHECK(s->header().update_seq == 0);  // nothing written: no tree a later read would refuse
+  auto snap = s->read();
+  doc_info d;
+  CHECK_FALSE(snap->doc("d", d));
+  CHECK(is_rev_path({rev_id{3, "c"}, rev_id{2, "b"}, rev_id{1, "a"}}));
+  CHECK(is_rev_path({rev_id{7, "g"}}));
+  CHECK_FALSE(is_rev_path({}));
+}
+
 TEST_CASE("revs_limit stems history on write") {
   temp_dir dir;
   auto s = open_store(dir.path + "/x.db");
