@@ -4,6 +4,7 @@
 
 #include "actors/doc_render.hpp"
 #include "http/handlers.hpp"
+#include "http/json_util.hpp"
 #include "node/metrics.hpp"
 
 namespace settee {
@@ -92,15 +93,19 @@ void handle_bulk_docs(ctx& c, const db_meta& db) {
     json row;
     if (next_refused < refused.size() && refused[next_refused].first == i) {
       const status& st = refused[next_refused++].second;
-      out.push_back({{"id", ids[i]}, {"error", error_name_of(st.code)}, {"reason", st.reason}});
+      row = {{"id", ids[i]}};
+      add_error(row, st);
+      out.push_back(row);
       continue;
     }
     if (next_local < local_results.size() && local_results[next_local].first == i) {
       auto& r = local_results[next_local++].second;
-      if (r)
+      if (r) {
         row = {{"ok", true}, {"id", ids[i]}, {"rev", "0-" + std::to_string(*r)}};
-      else
-        row = {{"id", ids[i]}, {"error", error_name_of(r.error().code)}, {"reason", r.error().reason}};
+      } else {
+        row = {{"id", ids[i]}};
+        add_error(row, r.error());
+      }
       out.push_back(row);
       continue;
     }
@@ -110,8 +115,7 @@ void handle_bulk_docs(ctx& c, const db_meta& db) {
     } else {
       row = {{"id", ids[i]}};
       if (!new_edits) row["rev"] = r.rev.str();
-      row["error"] = error_name_of(r.st.code);
-      row["reason"] = r.st.reason;
+      add_error(row, r.st);
       out.push_back(row);
       if (http_status_of(r.st.code) >= 500 && !server_failure) server_failure = http_status_of(r.st.code);
     }

@@ -1,6 +1,7 @@
 // Cluster endpoints: POST /db/_sync_shards (internal replication to every connected node that has a
 // copy of the database's ranges).
 #include "http/handlers.hpp"
+#include "http/json_util.hpp"
 #include "node/log.hpp"
 
 namespace settee {
@@ -18,8 +19,7 @@ void handle_sync_shards(ctx& c, const db_meta& db) {
         r["applied"] = row.applied;
         r["seq"] = row.seq;
       } else {
-        r["error"] = error_name_of(row.st.code);
-        r["reason"] = row.st.reason;
+        add_error(r, row.st);
         all_ok = false;
       }
       pushed.push_back(r);

@@ -9,6 +9,7 @@
 #include "http/auth.hpp"
 #include "http/design_doc.hpp"
 #include "http/handlers.hpp"
+#include "http/json_util.hpp"
 #include "http/multipart.hpp"
 #include "node/crypto.hpp"
 #include "storage/attachments.hpp"
@@ -1205,8 +1206,7 @@ result<doc_read> legacy_answer(local_copy& copy, const doc_request& r, size_t ma
 result<doc_read> serve_legacy_read(local_copy& copy, const doc_request& req, size_t max_id_length) {
   auto a = legacy_answer(copy, req, max_id_length);
   if (a) return a;
-  json body = {{"error", error_name_of(a.error().code)}, {"reason", a.error().reason}};
-  return doc_read{http_status_of(a.error().code), body.dump() + "\n", ""};
+  return doc_read{http_status_of(a.error().code), error_json(a.error()).dump() + "\n", ""};
 }
 
 }  // namespace settee

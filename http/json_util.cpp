@@ -32,4 +32,15 @@ bool valid_utf8(std::string_view s) {
   return true;
 }
 
+void add_error(json& obj, const status& st) {
+  obj["error"] = error_name_of(st.code);
+  obj["reason"] = st.reason;
+}
+
+json error_json(const status& st) {
+  json out = json::object();
+  add_error(out, st);
+  return out;
+}
+
 }  // namespace settee

@@ -14,4 +14,9 @@ namespace settee {
 result<json> parse_client_json(std::string_view text, status refusal);
 bool valid_utf8(std::string_view s);
 
+// Appends CouchDB's "error" (the table's name for st.code, node/errc.def) and "reason" to `obj`:
+// the one way an error is rendered, in a response body or in a row of one.
+void add_error(json& obj, const status& st);
+json error_json(const status& st);
+
 }  // namespace settee

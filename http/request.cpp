@@ -1,4 +1,5 @@
 #include "http/request.hpp"
+#include "http/json_util.hpp"
 
 #include <strings.h>
 
@@ -88,9 +89,9 @@ void ctx::reply_raw(int status, std::string body, const char* content_type) {
 }
 
 void ctx::error(const status& st) {
-  std::string reason = st.reason;
-  if (st.code == errc::not_found && reason.empty()) reason = "missing";
-  reply(http_status_of(st.code), json{{"error", error_name_of(st.code)}, {"reason", reason}});
+  status shown = st;
+  if (st.code == errc::not_found && shown.reason.empty()) shown.reason = "missing";
+  reply(http_status_of(st.code), error_json(shown));
   // No WWW-Authenticate, as CouchDB 3: a browser app with its own sign-in form gets no native dialog.
 }
 

@@ -35,6 +35,14 @@ result<std::pair<bool, std::string>> state_body(ctx& c) {
 // The cluster's resharding state, as mem3_reshard_api's state_and_reason: running when any live
 // member runs (the first of their reasons in order), else stopped. A member that cannot say (down
 // since, or an older release) is left out, as CouchDB leaves out its bad nodes.
+// A row of POST /_reshard/jobs that did not make its job.
+json failed_row(const status& st, const std::string& node, const std::string& shard) {
+  json row = error_json(st);
+  row["node"] = node;
+  row["shard"] = shard;
+  return row;
+}
+
 json cluster_state(ctx& c) {
   std::set<std::string> running, stopped;
   bool any_running = false;
@@ -159,9 +167,7 @@ void create_move(ctx& c, const json& body, const std::vector<std::pair<db_meta, 
                      : result<split_job>(status{errc::bad_request, "`target` is not a valid node name"});
   if (!made) {
     const status& st = made.error();
-    return c.reply(
-        http_status_of(st.code),
-        json::array({{{"error", error_name_of(st.code)}, {"reason", st.reason}, {"node", *to}, {"shard", shard}}}));
+    return c.reply(http_status_of(st.code), json::array({failed_row(st, *to, shard)}));
   }
   c.reply(201, json::array({{{"ok", true}, {"id", made->id}, {"node", *to}, {"shard", shard}}}));
 }
@@ -212,7 +218,7 @@ void handle_jobs(ctx& c) {
   json out = json::array();
   size_t ok = 0;
   auto failed = [&](const std::string& node, const std::string& shard, const status& st) {
-    out.push_back({{"error", error_name_of(st.code)}, {"reason", st.reason}, {"node", node}, {"shard", shard}});
+    out.push_back(failed_row(st, node, shard));
   };
   for (auto& [db, i] : *shards) {
     const std::string shard = "shards/" + db.ranges[i].name() + "/" + db.name + "." + std::to_string(db.suffixes[i]);

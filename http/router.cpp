@@ -4,6 +4,7 @@
 
 #include "http/auth.hpp"
 #include "http/handlers.hpp"
+#include "http/json_util.hpp"
 #include "http/multipart.hpp"
 #include "node/log.hpp"
 
@@ -214,7 +215,7 @@ std::shared_ptr<http_response> answer(node_services& node, const http_request& r
     res->stream.reset();
     res->status = 500;
     res->set_header("Cache-Control", "must-revalidate");
-    res->set_content(json{{"error", "unknown_error"}, {"reason", e.what()}}.dump() + "\n", "application/json");
+    res->set_content(error_json(status{errc::unknown_error, e.what()}).dump() + "\n", "application/json");
   }
   return res;
 }

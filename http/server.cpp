@@ -30,6 +30,7 @@
 #include "actors/change_notifier.hpp"
 #include "actors/shard_registry.hpp"
 #include "http/body_spool.hpp"
+#include "http/json_util.hpp"
 #include "http/multipart.hpp"
 #include "http/router.hpp"
 #include "node/clock.hpp"
@@ -52,8 +53,8 @@ constexpr size_t max_unparsed_input = 1 << 20;   // pipelined bytes held while a
 constexpr size_t stream_write_budget = 1 << 20;  // bytes one turn pumps before letting others run
 constexpr size_t large_body_bytes = 64 << 10;    // a body this large is sent without copying it
 
-std::string error_body(const char* error, const std::string& reason) {
-  return json{{"error", error}, {"reason", reason}}.dump(-1, ' ', false, json::error_handler_t::replace) + "\n";
+std::string error_body(const status& st) {
+  return error_json(st).dump(-1, ' ', false, json::error_handler_t::replace) + "\n";
 }
 
 // A header as it may go on the wire (no line breaks: a document id can hold any character).
@@ -473,7 +474,7 @@ struct http_server::impl {
     res.status = http_status_of(st.code);
     res.set_header("Server", "settee/" SETTEE_VERSION);
     res.set_header("Cache-Control", "must-revalidate");
-    res.set_content(error_body(error_name_of(st.code), st.reason), "application/json");
+    res.set_content(error_body(st), "application/json");
     render(c, res, false, false, false);
   }
 
@@ -533,7 +534,7 @@ void http_server::impl::serve(http_conn& c) {
         } catch (...) {
           res = std::make_shared<http_response>();
           res->status = 500;
-          res->set_content(error_body("unknown_error", "the request failed"), "application/json");
+          res->set_content(error_body(status{errc::unknown_error, "the request failed"}), "application/json");
         }
         auto& m = metrics::node();
         m.requests_by_method.add(req->method);

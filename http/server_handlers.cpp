@@ -133,7 +133,8 @@ void handle_dbs_info(ctx& c) {
     if (key.is_string()) {
       if (auto db = c.node.coord.catalog().lookup(key.get<std::string>())) info = db_info_json(c, *db);
     }
-    out += info ? json{{"key", key}, {"info", *info}}.dump() : json{{"key", key}, {"error", "not_found"}}.dump();
+    out += info ? json{{"key", key}, {"info", *info}}.dump()
+                : json{{"key", key}, {"error", error_name_of(errc::db_not_found)}}.dump();
   }
   c.reply_raw(200, out + "]\n");
 }

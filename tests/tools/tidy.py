@@ -5,6 +5,8 @@
   - a third-party header where DESIGN.md forbids it: CAF, JSON or httplib in storage/, LMDB or
     Cap'n Proto in http/;
   - a read of the system or monotonic clock outside the clock seam (node/clock.cpp);
+  - an error name written as a literal (`{"error", "..."}` or `["error"] = "..."`) instead of taken
+    from the table (node/errc.def) through add_error/error_json/error_name_of;
 and lists the functions longer than 70 lines (not a failure: the list to shrink).
 
 Known debts are listed below with the count of places: a new place fails, and so does a debt that
@@ -25,6 +27,7 @@ THIRD_PARTY = {
 }
 CLOCK = re.compile(r"\b(steady_clock|system_clock|high_resolution_clock)::now\b|\b(time|clock_gettime|gettimeofday)\(")
 CLOCK_SEAM = {"node/clock.cpp"}
+ERROR_LITERAL = re.compile(r'\{\s*"error"\s*,\s*"|\["error"\]\s*=\s*"')
 
 # (rule, file, what) -> places. Issue 29 pays these; strike each line as it is paid.
 DEBTS = {
@@ -112,6 +115,10 @@ def main():
                 if CLOCK.search(code):
                     key = ("clock", rel, "reads the clock outside node/clock")
                     found[key] = found.get(key, 0) + 1
+        for line in text.split("\n"):
+            if ERROR_LITERAL.search(line.split("//")[0]):
+                key = ("error-name", rel, "an error name not from node/errc.def")
+                found[key] = found.get(key, 0) + 1
         long.extend(long_functions(rel, text))
     failures = check(found)
     long.sort(reverse=True)
