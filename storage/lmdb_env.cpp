@@ -1,6 +1,8 @@
 #include "storage/lmdb_env.hpp"
 
+#include <fcntl.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/statvfs.h>
 
 #include <algorithm>
@@ -9,6 +11,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+
+#include <unistd.h>
 
 namespace settee::lmdb {
 
@@ -115,6 +119,74 @@ void release_maps(const std::vector<std::string>& paths) {
     ::madvise(reinterpret_cast<void*>(from), to - from, MADV_DONTNEED);
   }
   std::fclose(maps);
+}
+
+namespace {
+
+// 64 bytes per reader slot (LMDB pads each to a cache line) for max_readers slots, plus room for
+// its header; a larger file only means more slots.
+constexpr int max_readers = 1024;
+constexpr off_t lock_file_bytes = 64 * (max_readers + 64);
+
+status allocate_lock_file(const std::string& path) {
+  std::string lock = path + "-lock";
+  int fd = ::open(lock.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (fd < 0) return {errc::internal, "cannot open " + lock + ": " + std::strerror(errno)};
+  int rc = ::posix_fallocate(fd, 0, lock_file_bytes);
+  ::close(fd);
+  if (rc == ENOSPC || rc == EDQUOT) {
+    return {errc::storage_full, "cannot create " + lock + ": no space left on the device"};
+  }
+  if (rc != 0 && rc != EOPNOTSUPP && rc != EINVAL) {
+    return {errc::internal, "cannot allocate " + lock + ": " + std::strerror(rc)};
+  }
+  return {};
+}
+
+}  // namespace
+
+status open_file(const std::string& path, const file_options& opts,
+                 std::initializer_list<std::pair<const char*, MDB_dbi*>> tables, MDB_env*& env, txn& t) {
+  if (auto st = allocate_lock_file(path); !st) return st;
+  if (int rc = mdb_env_create(&env); rc != 0) return to_status(rc, "mdb_env_create");
+  mdb_env_set_maxdbs(env, 16);
+  mdb_env_set_mapsize(env, opts.map_size_bytes);
+  mdb_env_set_maxreaders(env, max_readers);
+  const unsigned sync_flag = opts.sync ? 0 : MDB_NOSYNC;
+  if (int rc = mdb_env_open(env, path.c_str(), MDB_NOSUBDIR | MDB_NOTLS | sync_flag, 0644); rc != 0) {
+    return to_status(rc, ("cannot open " + path).c_str());
+  }
+  if (auto st = t.begin(env, false); !st) return st;
+  for (auto& [name, dbi] : tables) {
+    if (int rc = mdb_dbi_open(t.get(), name, MDB_CREATE, dbi); rc != 0) return to_status(rc, "mdb_dbi_open");
+  }
+  return {};
+}
+
+void remove_file(const std::string& path) {
+  ::unlink(path.c_str());
+  ::unlink((path + "-lock").c_str());
+}
+
+status make_parent_dirs(const std::string& path) {
+  const size_t slash = path.rfind('/');
+  if (slash == std::string::npos) return {};
+  const std::string dir = path.substr(0, slash);
+  std::string cur;
+  for (size_t i = 0; i <= dir.size(); ++i) {
+    if (i == dir.size() || dir[i] == '/') {
+      if (!cur.empty() && ::mkdir(cur.c_str(), 0755) != 0 && errno != EEXIST) {
+        return {errc::internal, "cannot create directory " + cur + ": " + std::strerror(errno)};
+      }
+    }
+    if (i < dir.size()) cur.push_back(dir[i]);
+  }
+  return {};
+}
+
+bool file_exists(const std::string& path) {
+  struct stat st {};
+  return ::stat(path.c_str(), &st) == 0;
 }
 
 }  // namespace settee::lmdb

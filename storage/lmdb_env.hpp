@@ -1,11 +1,14 @@
-// lmdb_env: RAII for LMDB environments and transactions, and LMDB error codes as settee statuses.
+// lmdb_env: RAII for LMDB environments and transactions, LMDB error codes as settee statuses, and
+// the skeleton every settee LMDB file shares (open_file: the shard store's files; view indexes next).
 // LMDB's contract (DESIGN.md section 4): one env per file per process, MDB_NOTLS so read txns can
 // move between threads, a write txn begins and ends on one thread, short read txns.
 #pragma once
 #include <lmdb.h>
 
+#include <initializer_list>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "node/error.hpp"
@@ -53,5 +56,36 @@ class txn {
  private:
   MDB_txn* t_ = nullptr;
 };
+
+struct file_options {
+  uint64_t map_size_bytes = 64ull << 30;  // virtual; the file is sparse
+  // false: commits are not fsynced (MDB_NOSYNC), for derived data its owner can rebuild.
+  bool sync = true;
+};
+
+// Opens the LMDB file at `path` (a data file and `<path>-lock`), creating it when missing: the lock
+// file's blocks allocated first (LMDB writes it through a mapping: a full disk later would be a
+// SIGBUS, here it is storage_full), MDB_NOSUBDIR | MDB_NOTLS (read transactions move between
+// threads), 1024 reader slots, 16 tables at most. Then begins the write transaction `t` and opens
+// (creates) `tables` in it, left open for the caller to read or write its own records and commit.
+// `env` is set as soon as it exists: the caller closes it (mdb_env_close), on failure too.
+status open_file(const std::string& path, const file_options& opts,
+                 std::initializer_list<std::pair<const char*, MDB_dbi*>> tables, MDB_env*& env, txn& t);
+// Deletes a file open_file made (data and lock file).
+void remove_file(const std::string& path);
+
+status make_parent_dirs(const std::string& path);
+bool file_exists(const std::string& path);
+// Runs `open` (which opens the file at `path` and reads or writes it), after creating the
+// directories above it. When the file did not exist and `open` fails, the half-made file is removed
+// again: to the next attempt it would be "not an LMDB file", and pages past its end a SIGBUS.
+template <class Open>
+auto open_or_remove(const std::string& path, Open open) -> decltype(open()) {
+  if (auto st = make_parent_dirs(path); !st) return st;
+  const bool fresh = !file_exists(path);
+  auto opened = open();
+  if (!opened && fresh) remove_file(path);
+  return opened;
+}
 
 }  // namespace settee::lmdb

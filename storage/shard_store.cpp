@@ -28,19 +28,6 @@ namespace {
 
 constexpr const char* header_key = "header";
 
-status mkdirs(const std::string& dir) {
-  std::string cur;
-  for (size_t i = 0; i <= dir.size(); ++i) {
-    if (i == dir.size() || dir[i] == '/') {
-      if (!cur.empty() && ::mkdir(cur.c_str(), 0755) != 0 && errno != EEXIST) {
-        return {errc::internal, "cannot create directory " + cur + ": " + std::strerror(errno)};
-      }
-    }
-    if (i < dir.size()) cur.push_back(dir[i]);
-  }
-  return {};
-}
-
 // bodies key (storage/doc_key.hpp).
 std::string body_key(std::string_view id, const rev_id& rev) {
   return doc_key::body(id, rev);
@@ -138,75 +125,28 @@ void count(shard_header& h, doc_state s, int delta) {
 
 }  // namespace
 
-namespace {
-
-// LMDB maps its lock file and writes to it through the mapping: on a full file system a page it
-// touches first would be a SIGBUS, not an error. So the lock file's blocks are allocated here, where
-// running out of space is an answer (storage_full). 64 bytes per reader slot (LMDB pads each to a
-// cache line) for max_readers slots, plus room for its header; a larger file only means more slots.
-constexpr int max_readers = 1024;
-constexpr off_t lock_file_bytes = 64 * (max_readers + 64);
-
-status allocate_lock_file(const std::string& path) {
-  std::string lock = path + "-lock";
-  int fd = ::open(lock.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-  if (fd < 0) return {errc::internal, "cannot open " + lock + ": " + std::strerror(errno)};
-  int rc = ::posix_fallocate(fd, 0, lock_file_bytes);
-  ::close(fd);
-  if (rc == ENOSPC || rc == EDQUOT) {
-    return {errc::storage_full, "cannot create " + lock + ": no space left on the device"};
-  }
-  if (rc != 0 && rc != EOPNOTSUPP && rc != EINVAL) {
-    return {errc::internal, "cannot allocate " + lock + ": " + std::strerror(rc)};
-  }
-  return {};
-}
-
-bool exists(const std::string& path) {
-  struct stat st {};
-  return ::stat(path.c_str(), &st) == 0;
-}
-
-}  // namespace
-
 result<std::shared_ptr<shard_store>> shard_store::open(const std::string& path, const store_options& opts) {
-  size_t slash = path.rfind('/');
-  if (slash != std::string::npos) {
-    if (auto st = mkdirs(path.substr(0, slash)); !st) return st;
-  }
-  // A file this call creates and cannot finish (a full disk) is removed again: half of a new file
-  // would be "not an LMDB file" to the next attempt, and pages past its end a SIGBUS to read.
-  bool fresh = !exists(path);
-  auto opened = open_env(path, opts);
-  if (!opened && fresh) {
-    ::unlink(path.c_str());
-    ::unlink((path + "-lock").c_str());
-  }
-  return opened;
+  return lmdb::open_or_remove(path, [&] { return open_env(path, opts); });
 }
 
 result<std::shared_ptr<shard_store>> shard_store::open_env(const std::string& path, const store_options& opts) {
-  if (auto st = allocate_lock_file(path); !st) return st;
   std::shared_ptr<shard_store> s(new shard_store());
   s->path_ = path;
   s->min_time_ = opts.time_seq_min_time;
   s->time_seq_enabled_ = opts.time_seq_enabled;
-  if (int rc = mdb_env_create(&s->env_); rc != 0) return lmdb::to_status(rc, "mdb_env_create");
-  mdb_env_set_maxdbs(s->env_, 16);
-  mdb_env_set_mapsize(s->env_, opts.map_size_bytes);
-  mdb_env_set_maxreaders(s->env_, max_readers);
-  // MDB_NOTLS: read transactions are not bound to threads (CAF workers, HTTP threads).
-  const unsigned sync_flag = opts.role == file_role::derived ? MDB_NOSYNC : 0;
-  if (int rc = mdb_env_open(s->env_, path.c_str(), MDB_NOSUBDIR | MDB_NOTLS | sync_flag, 0644); rc != 0) {
-    return lmdb::to_status(rc, ("cannot open " + path).c_str());
-  }
   lmdb::txn t;
-  if (auto st = t.begin(s->env_, false); !st) return st;
-  const std::pair<const char*, MDB_dbi*> dbis[] = {
-      {"meta", &s->meta_},   {"docs", &s->docs_}, {"bodies", &s->bodies_},     {"by_seq", &s->by_seq_},
-      {"local", &s->local_}, {"rank", &s->rank_}, {"atts", &s->blobs_.chunks}, {"att_refs", &s->blobs_.refs}};
-  for (auto& [name, dbi] : dbis) {
-    if (int rc = mdb_dbi_open(t.get(), name, MDB_CREATE, dbi); rc != 0) return lmdb::to_status(rc, "mdb_dbi_open");
+  if (auto st = lmdb::open_file(path, {opts.map_size_bytes, opts.role != file_role::derived},
+                                {{"meta", &s->meta_},
+                                 {"docs", &s->docs_},
+                                 {"bodies", &s->bodies_},
+                                 {"by_seq", &s->by_seq_},
+                                 {"local", &s->local_},
+                                 {"rank", &s->rank_},
+                                 {"atts", &s->blobs_.chunks},
+                                 {"att_refs", &s->blobs_.refs}},
+                                s->env_, t);
+      !st) {
+    return st;
   }
   std::string_view raw;
   bool found = false;
@@ -291,8 +231,7 @@ status shard_store::sync() {
 }
 
 void shard_store::remove_files(const std::string& path) {
-  ::unlink(path.c_str());
-  ::unlink((path + "-lock").c_str());
+  lmdb::remove_file(path);
 }
 
 status shard_store::failed() const {
