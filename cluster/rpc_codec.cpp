@@ -78,8 +78,13 @@ result<doc_copy> read_doc_copy(DocCopy::Reader b) {
   return d;
 }
 
-status check_depth(capnp::List<DocUpdate>::Reader updates) {
+status check_updates(capnp::List<DocUpdate>::Reader updates) {
   for (auto u : updates) {
+    // Shaped like a JSON object (not parsed again here: the coordinator parsed it).
+    std::string_view body(u.getBody().cStr(), u.getBody().size());
+    const size_t first = body.find_first_not_of(" \t\r\n"), last = body.find_last_not_of(" \t\r\n");
+    if (first == std::string_view::npos || body[first] != '{' || body[last] != '}')
+      return status{errc::bad_request, "document " + std::string(u.getId().cStr()) + ": the body is not a JSON object"};
     if (!within_json_depth(u.getBody().cStr())) {
       return status{errc::bad_request, "document " + std::string(u.getId().cStr()) + " nests deeper than " +
                                            std::to_string(max_json_depth()) + " levels ([couchdb] max_json_depth)"};

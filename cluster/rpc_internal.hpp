@@ -428,7 +428,7 @@ doc_update read_update(DocUpdate::Reader u, bool new_edits);
 void write_doc_copy(DocCopy::Builder b, const doc_copy& d);
 result<doc_copy> read_doc_copy(DocCopy::Reader b);
 // Peers' document bodies are parsed later as any client's: the same depth limit, checked here once.
-status check_depth(capnp::List<DocUpdate>::Reader updates);
+status check_updates(capnp::List<DocUpdate>::Reader updates);
 void write_job(ReshardJob::Builder b, const split_job& j);
 split_job read_job(ReshardJob::Reader r);
 void write_new_job(NewJob::Builder b, const new_job& j);

@@ -137,7 +137,7 @@ kj::Promise<void> node_server::shardInfo(ShardInfoContext context) {
 
 kj::Promise<void> node_server::applyChanges(ApplyChangesContext context) {
   auto params = context.getParams();
-  if (auto st = check_depth(params.getUpdates()); !st) {
+  if (auto st = check_updates(params.getUpdates()); !st) {
     set_status(context.getResults().initStatus(), st);
     return kj::READY_NOW;
   }
@@ -163,7 +163,7 @@ kj::Promise<void> node_server::applyChanges(ApplyChangesContext context) {
 
 kj::Promise<void> node_server::updateDocs(UpdateDocsContext context) {
   auto params = context.getParams();
-  if (auto st = check_depth(params.getUpdates()); !st) {
+  if (auto st = check_updates(params.getUpdates()); !st) {
     set_status(context.getResults().initStatus(), st);
     return kj::READY_NOW;
   }

@@ -32,7 +32,8 @@ std::string make_rev_hash(bool deleted, const rev_id* parent, std::string_view b
 }
 
 bool is_rev_path(const std::vector<rev_id>& path) {
-  if (path.empty() || path.back().pos < 1) return false;
+  // The oldest at pos 1 or later; the newest leaves room for a child (an edit of it).
+  if (path.empty() || path.back().pos < 1 || path.front().pos == UINT64_MAX) return false;
   for (size_t i = 1; i < path.size(); ++i)
     if (path[i].pos + 1 != path[i - 1].pos) return false;
   return true;

@@ -31,7 +31,8 @@ struct rev_id {
 bool parse_rev(std::string_view text, rev_id& out);
 
 // Whether `path` is a revision path as merge_path takes it: not empty, newest first, each
-// revision one generation before the one above it, the oldest at pos 1 or later.
+// revision one generation before the one above it, the oldest at pos 1 or later, the newest below
+// the largest position (an edit of it needs the next one).
 bool is_rev_path(const std::vector<rev_id>& path);
 
 // The hash of a new revision: MD5 over the deleted flag, the parent revision and the body bytes,

@@ -139,7 +139,8 @@ TEST_CASE("new_edits=false refuses a history that skips a generation (another no
   auto s = open_store(dir.path + "/x.db");
   for (std::vector<rev_id> bad : {std::vector<rev_id>{rev_id{5, "e"}, rev_id{2, "b"}},  // a gap
                                   std::vector<rev_id>{rev_id{1, "a"}, rev_id{2, "b"}},  // oldest first
-                                  std::vector<rev_id>{rev_id{1, "a"}, rev_id{0, "z"}}}) {
+                                  std::vector<rev_id>{rev_id{1, "a"}, rev_id{0, "z"}},
+                                  std::vector<rev_id>{rev_id{UINT64_MAX, "z"}}}) {  // no room for an edit
     doc_update u = upd("d", "{}", bad);
     u.new_edits = false;
     auto r = write(*s, {u});
