@@ -51,7 +51,7 @@ class Consumer:
         self.cluster, self.rng = cluster, rng
         self.sessions, self.stop = [], threading.Event()
         self.last = "0"
-        self.thread = threading.Thread(target=self.run)
+        self.thread = threading.Thread(target=self.run, daemon=True)
 
     def seen(self):
         return {i for s in self.sessions for i in s["ids"]}
@@ -202,6 +202,7 @@ class JobsChaos(OwnNodesTest):
         self.assertEqual(cluster.nodes[0].put(f"/{DB}?q=2&n=2").status, 201)
 
         acked, stop = set(), threading.Event()
+        self.addCleanup(stop.set)  # a failed assertion must not leave the writers looping forever
 
         def writer(k):
             n = 0
@@ -217,10 +218,11 @@ class JobsChaos(OwnNodesTest):
                 n += 1
                 time.sleep(0.01)
 
-        writers = [threading.Thread(target=writer, args=(k,)) for k in range(2)]
+        writers = [threading.Thread(target=writer, args=(k,), daemon=True) for k in range(2)]
         for t in writers:
             t.start()
         consumer = Consumer(cluster, rng)
+        self.addCleanup(consumer.stop.set)
         consumer.thread.start()
 
         def kill_one():
@@ -275,12 +277,18 @@ class JobsChaos(OwnNodesTest):
             rng_name = rng.choice(sorted(m))
             source = rng.choice(m[rng_name])
             target = rng.choice([n for n in names if n not in m[rng_name]])
-            meta = {}
+            # The node asked may not have learned the last switch yet (a push it missed while it was
+            # down arrives with the next sync): ask until one answers with the map read above.
+            open_ids = []
             for _ in range(100):
                 status, meta = call(rng.choice(live(cluster)), "GET", f"/{DB}/_changes/_meta")
                 if status == 200:
-                    break
-            [shard] = [s["id"] for s in meta["shards"] if s["state"] == "open" and s["id"].startswith(rng_name)]
+                    open_ids = [s["id"] for s in meta["shards"] if s["state"] == "open" and s["id"].startswith(rng_name)]
+                    if len(open_ids) == 1:
+                        break
+                time.sleep(0.2)
+            self.assertEqual(len(open_ids), 1, (rng_name, m, meta))
+            [shard] = open_ids
             post_job({"type": "move", "shard": f"shards/{rng_name}/{DB}.{shard.split('.')[1]}",
                       "source": source, "target": target})
             kill_one()

@@ -419,7 +419,9 @@ class SplitSurvivesKill(OwnNodesTest):
                 self.assertEqual(len(self.shard_files(node)), 2)
 
     def test_killed_after_the_switch_goes_forward(self):
-        for state in ("wait_source_close", "topoff3", "source_delete"):
+        # source_delete:removed: killed once the parent file is gone, before the job saved that
+        # state: topoff3 runs again with no parent to check (it once opened an empty one and failed).
+        for state in ("wait_source_close", "topoff3", "source_delete", "source_delete:removed"):
             with self.subTest(state=state):
                 node, job = self.run_to(state)
                 restarts = [h for h in job["history"] if h["type"] == "restart"]
