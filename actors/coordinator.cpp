@@ -48,6 +48,8 @@ class failed_copy final : public shard_copy {
 constexpr std::chrono::milliseconds hedge_after{100};
 // Calls to other nodes' copies that a client waits for.
 constexpr std::chrono::milliseconds remote_call_timeout{30000};
+// A write refused by a sealed split parent looks at `_dbs` again at least this often.
+constexpr std::chrono::milliseconds map_recheck{100};
 
 // One copy's open_docs, waited for.
 result<std::vector<doc_copy>> open_on(shard_copy& copy, const std::vector<std::string>& ids, doc_bodies bodies,
@@ -134,9 +136,13 @@ result<write_outcome> coordinator::update_docs(const db_meta& db, std::vector<do
   };
   const auto deadline = mono::now() + timeout_;
   db_meta current = db;
+  uint64_t seen = catalog_.map_changes();
   for (auto again = moved(); !again.empty() && mono::now() < deadline; again = moved()) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    // Until the map changes here (the switch on this node, a peer's push of `_dbs`); `_dbs` is
+    // read again at least every map_recheck in case a change came unannounced.
+    catalog_.wait_map_change(seen, std::min(deadline, mono::now() + map_recheck));
     catalog_.mark_stale();
+    seen = catalog_.map_changes();
     auto fresh = catalog_.lookup(db.name);
     if (!fresh || fresh->created != db.created) break;
     if (fresh->shard_paths == current.shard_paths && fresh->nodes == current.nodes) continue;

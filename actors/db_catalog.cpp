@@ -392,8 +392,11 @@ result<db_meta> db_catalog::update_entry(const std::string& name, int64_t create
     status st = write_entry(name, encode_catalog_entry(e), false, seen);
     if (!st && st.code == errc::conflict && attempt < 10) continue;
     if (!st) return st;
-    std::unique_lock lock(mu_);
-    dbs_by_name_[name] = now;
+    {
+      std::unique_lock lock(mu_);
+      dbs_by_name_[name] = now;
+    }
+    note_map_change();
     return now;
   }
 }
@@ -411,6 +414,22 @@ status db_catalog::remove(const std::string& name) {
   std::unique_lock lock(mu_);
   dbs_by_name_.erase(name);  // after the files: a 200 means they are gone
   return {};
+}
+
+void db_catalog::mark_stale() {
+  stale_gen_.fetch_add(1);
+  note_map_change();
+}
+
+void db_catalog::note_map_change() {
+  std::lock_guard<std::mutex> lock(change_mu_);
+  map_changes_.fetch_add(1);
+  changed_.notify_all();
+}
+
+void db_catalog::wait_map_change(uint64_t seen, mono::time_point until) {
+  std::unique_lock<std::mutex> lock(change_mu_);
+  mono::wait_until(changed_, lock, until, [&] { return map_changes_.load() != seen; });
 }
 
 }  // namespace settee

@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <functional>
 #include <map>
 #include <memory>
@@ -23,6 +24,7 @@
 #include "actors/catalog_entry.hpp"
 #include "actors/shard_map.hpp"
 #include "actors/shard_registry.hpp"
+#include "node/clock.hpp"
 #include "node/json.hpp"
 
 namespace settee {
@@ -117,7 +119,12 @@ class db_catalog {
   // Registers `name` as a node-wide database whose meta `meta` gives (before calls can name it).
   void add_internal(const std::string& name, std::function<db_meta()> meta);
   // `_dbs` changed underneath (a peer pushed to it): the next lookup() reloads first.
-  void mark_stale() { stale_gen_.fetch_add(1); }
+  void mark_stale();
+  // Shard maps this node has seen change (an update_entry() here, a mark_stale()): a count, and a
+  // wait until it passes `seen` or `until` comes. A writer refused by a sealed split parent waits
+  // here for the new map (coordinator::update_docs).
+  uint64_t map_changes() const { return map_changes_.load(); }
+  void wait_map_change(uint64_t seen, mono::time_point until);
   // Reloads when `_dbs` changed underneath, so a listing (names()) sees it as lookup() would.
   status refresh() { return stale_gen_.load() != loaded_gen_.load() ? reload() : status{}; }
   std::vector<std::string> names() const;
@@ -185,6 +192,10 @@ class db_catalog {
   std::atomic<uint64_t> stale_gen_{0};
   std::map<std::string, std::function<db_meta()>> internal_;  // add_internal (under mu_)
   std::atomic<uint64_t> loaded_gen_{0};
+  std::atomic<uint64_t> map_changes_{0};
+  std::mutex change_mu_;
+  std::condition_variable changed_;  // map_changes_ moved
+  void note_map_change();
 };
 
 }  // namespace settee

@@ -32,13 +32,15 @@ constexpr std::chrono::seconds copy_step_timeout{600};
 // A follower looks for its leader's switch this often, and reloads the catalog at most this often.
 constexpr std::chrono::milliseconds follower_look{100};
 constexpr std::chrono::seconds catalog_reload_every{1};
-// Readers of a closed parent get this long to let go (polled; woken again every tenth of it).
-constexpr std::chrono::milliseconds readers_poll{10};
-constexpr int readers_polls = 1000;
-// A move's source refuses to retire its copy until it has the new map: asked this often, this
-// many times (the map pushed again every tenth).
-constexpr std::chrono::milliseconds retire_poll{100};
-constexpr int retire_polls = 100;
+// A state that waits for others (readers of a closed parent to let go, a move's source to learn
+// the new map) returns later_status: its job pauses for later_look and runs the state again.
+inline const status later_status{errc::unavailable, "waiting for others to let go of the shard"};
+constexpr std::chrono::milliseconds later_look{20};
+// Readers of a closed parent get this long to let go (woken again every second).
+constexpr std::chrono::seconds readers_wait{10};
+// A move's source refuses to retire its copy until it has the new map: asked for this long,
+// the map pushed to it again every second.
+constexpr std::chrono::seconds retire_wait{10};
 
 // A follower whose leader has not switched the map yet: its job pauses and looks again.
 inline const status not_yet_status{errc::unavailable, "waiting for the leader to switch the shard map"};

@@ -37,12 +37,31 @@ bool resharder::switched(const split_job& j) const {
   return !s.open;
 }
 
+bool resharder::waited_enough(step_memory& mem, std::chrono::milliseconds limit, const std::function<void()>& nudge) {
+  const auto now = mono::now();
+  if (!mem.later_since) {
+    mem.later_since = now;
+    mem.nudged = now;
+    nudge();
+  } else if (now - mem.nudged >= std::chrono::seconds(1)) {
+    mem.nudged = now;
+    nudge();
+  }
+  return now - *mem.later_since >= limit;
+}
+
 void resharder::wait_for_readers(const std::string& path, const std::string& notify_key) {
+  // Readers hold the shard by reference count, which has no release event: looked at every 10 ms
+  // (only a move's source, answering its target's retire_copy, waits here; a job pauses instead).
+  const auto until = mono::now() + readers_wait;
+  auto nudged = mono::now();
   shards_.notify(notify_key);
-  for (int i = 0; i < readers_polls && shards_.held(path); ++i) {
-    if (i % (readers_polls / 10) == readers_polls / 10 - 1)
+  while (shards_.held(path) && mono::now() < until) {
+    if (mono::now() - nudged >= std::chrono::seconds(1)) {
+      nudged = mono::now();
       shards_.notify(notify_key);  // a feed between two reads missed the first
-    std::this_thread::sleep_for(readers_poll);
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
 }
 
@@ -112,6 +131,11 @@ job_next resharder::step(const std::string& id, job_context& ctx, step_memory& m
     again();  // stopped: resumes from here when started again
     return job_next::done();
   }
+  if (!st && st.reason == later_status.reason && st.code == later_status.code) {
+    again();
+    return job_next::pause(later_look);
+  }
+  mem.later_since.reset();
   if (!st && st.reason == not_yet_status.reason) {
     if (!mem.waiting_since) {  // in update_shardmap now (a restart before the switch copies on)
       mem.waiting_since = mono::now();
@@ -162,7 +186,7 @@ status resharder::advance(split_job& j, step_memory& mem) {
   std::optional<size_t> source;
   for (size_t i = 0; i < db->ranges.size(); ++i)
     if (db->shard_id(i) == j.source) source = i;
-  if (j.move()) return advance_move(j, *db, source, next);
+  if (j.move()) return advance_move(j, *db, source, next, mem);
   const bool leads = j.leader == node_ && !j.copies.empty(), follows = !j.leader.empty() && j.leader != node_;
   if (next == "update_shardmap" && follows) return await_switch(j, mem);  // the leader switches for every copy
   if (next == "initial_copy" || next == "topoff1" || next == "topoff2" || next == "copy_local_docs") {
@@ -178,7 +202,8 @@ status resharder::advance(split_job& j, step_memory& mem) {
   if (next == "wait_source_close") {
     // Feeds reading the parent are woken: they find it closed and go on from the children (a
     // shard feed of the parent ends). Requests under way finish; then the parent can go.
-    wait_for_readers(parent_path, db->key());
+    if (!waited_enough(mem, readers_wait, [&] { shards_.notify(db->key()); }) && shards_.held(parent_path))
+      return later_status;
     return {};
   }
   if (next == "topoff3") {
@@ -371,7 +396,8 @@ status resharder::await_switch(split_job& j, step_memory& mem) {
   return not_yet_status;
 }
 
-status resharder::advance_move(split_job& j, const db_meta& db, std::optional<size_t> index, const std::string& state) {
+status resharder::advance_move(split_job& j, const db_meta& db, std::optional<size_t> index, const std::string& state,
+                               step_memory& mem) {
   auto from = peer(j.from_node);
   if (!from) return no_member(j.from_node);
   const std::string range = j.source.substr(0, j.source.find('.'));
@@ -398,13 +424,11 @@ status resharder::advance_move(split_job& j, const db_meta& db, std::optional<si
   }
   if (state == "wait_source_close" || state == "source_delete") {
     // The source node learns the new map from the push after the switch; until then it refuses.
-    status st;
-    for (int i = 0; i < retire_polls; ++i) {
-      st = from->retire_copy(j.db, j.source, j.end_seq, state == "source_delete");
-      if (st || st.code != errc::conflict) break;
-      if (after_switch_ && i % (retire_polls / 10) == retire_polls / 10 - 1) after_switch_();
-      std::this_thread::sleep_for(retire_poll);
-    }
+    status st = from->retire_copy(j.db, j.source, j.end_seq, state == "source_delete");
+    if (!st && st.code == errc::conflict && !waited_enough(mem, retire_wait, [&] {
+          if (after_switch_) after_switch_();
+        }))
+      return later_status;
     return st;
   }
   if (state == "completed") j.job_state = "completed";

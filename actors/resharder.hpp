@@ -101,6 +101,8 @@ class resharder {
     std::optional<mono::time_point> transient_since;  // the first of the transient failures in a row
     std::optional<mono::time_point> waiting_since;    // a follower began to wait for its leader's switch
     mono::time_point reloaded{};                      // a follower last reloaded the catalog
+    std::optional<mono::time_point> later_since;      // a state began to wait for others (later_status)
+    mono::time_point nudged{};                        // those others were last woken or told again
   };
   job_next step(const std::string& id, job_context& ctx, step_memory& mem);
   // Submits every runnable job that is not in the runner; a job that may not run any more leaves it.
@@ -119,7 +121,8 @@ class resharder {
   // A move's passes and switch: the source copy is on another node.
   status move_pass(split_job& j, const db_meta& db, size_t index, bool with_local);
   status switch_move(split_job& j, const db_meta& db, size_t index);
-  status advance_move(split_job& j, const db_meta& db, std::optional<size_t> index, const std::string& state);
+  status advance_move(split_job& j, const db_meta& db, std::optional<size_t> index, const std::string& state,
+                      step_memory& mem);
   // The open shard `range` of `db` this node holds, as (meta, index).
   result<std::pair<db_meta, size_t>> own_copy(const std::string& db, const std::string& range) const;
   bool runnable_locked(const split_job& j) const;
@@ -137,6 +140,9 @@ class resharder {
   void drop_children(const split_job& j);
   // Wakes the feeds of `notify_key` and waits (at most 10 s) until nobody holds the shard at `path`.
   void wait_for_readers(const std::string& path, const std::string& notify_key);
+  // A waiting state's clock (later_status): true once it has waited `limit`; `nudge` runs at the
+  // first look and every second (wake the readers, push the map again).
+  static bool waited_enough(step_memory& mem, std::chrono::milliseconds limit, const std::function<void()>& nudge);
   // Whether `_dbs` has closed `j`'s parent (the shard map switched).
   bool switched(const split_job& j) const;
 

@@ -10,6 +10,7 @@
 #include "actors/change_notifier.hpp"
 #include "actors/messages.hpp"
 #include "node/check.hpp"
+#include "node/clock.hpp"
 #include "node/log.hpp"
 #include "storage/lmdb_env.hpp"
 
@@ -28,10 +29,12 @@ shard_registry::~shard_registry() {
   close_all();
 }
 
-void shard_registry::wait_released(std::weak_ptr<shard_store> w) {
+void shard_registry::wait_closed(const std::shared_ptr<close_signal>& c) {
   // The actor drops its reference when it quits; readers hold theirs for one request only.
-  for (int i = 0; !w.expired() && i < 60000; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  if (!w.expired()) log::error("a shard store is still referenced after 60 s; continuing");
+  if (!c) return;
+  std::unique_lock<std::mutex> lock(c->mu);
+  if (!mono::wait_until(c->cv, lock, mono::now() + std::chrono::seconds(60), [&] { return c->closed; }))
+    log::error("a shard store is still referenced after 60 s; continuing");
 }
 
 void shard_registry::close_entry(entry& e) {
@@ -48,7 +51,7 @@ result<shard_handle> shard_registry::acquire(const std::string& path, int64_t cr
                                              const std::string& notify_key) {
   // Opening a file may wait (I/O, a commit): never on a thread that must not wait.
   SETTEE_DEBUG_CHECK(!on_event_loop_thread());
-  std::weak_ptr<shard_store> closing;
+  std::shared_ptr<close_signal> closing;
   {
     std::unique_lock<std::mutex> lock(mu_);
     for (;;) {
@@ -72,7 +75,7 @@ result<shard_handle> shard_registry::acquire(const std::string& path, int64_t cr
     }
   }
   // The file is opened without the registry's lock: other shards are found and opened meanwhile.
-  wait_released(closing);  // never two environments on one file
+  wait_closed(closing);  // never two environments on one file
   store_options opts = store_opts_;
   opts.created_at = created_at;
   {
@@ -83,6 +86,12 @@ result<shard_handle> shard_registry::acquire(const std::string& path, int64_t cr
   auto store = shard_store::open(path, opts);
   entry e;
   if (store) {
+    e.closed = std::make_shared<close_signal>();
+    (*store)->set_on_closed([closed = e.closed] {
+      std::lock_guard<std::mutex> lock(closed->mu);
+      closed->closed = true;
+      closed->cv.notify_all();
+    });
     e.handle.store = *store;
     e.handle.writer = spawn_shard_replica(sys_, *store, clk_, limits_, notifier_, notify_key);
   }
@@ -91,7 +100,7 @@ result<shard_handle> shard_registry::acquire(const std::string& path, int64_t cr
   opened_.notify_all();
   if (!store) return store.error();
   if (removed_locked(path)) {  // deleted while it was being opened: remove() takes it from closing_
-    closing_[path] = e.handle.store;
+    closing_[path] = e.closed;
     close_entry(e);
     return status{errc::db_not_found, "Database does not exist."};
   }
@@ -119,7 +128,7 @@ void shard_registry::evict_idle_locked() {
     }
     if (victim == open_.end()) return;  // everything is busy; try again on the next open
     if (log::enabled(log::level::debug)) log::debug("shard closed (least recently used): " + victim->first);
-    closing_[victim->first] = victim->second.handle.store;
+    closing_[victim->first] = victim->second.closed;
     close_entry(victim->second);
     open_.erase(victim);
   }
@@ -142,7 +151,7 @@ void shard_registry::release_idle_maps(int64_t idle_ms) {
 }
 
 void shard_registry::remove(const std::string& path) {
-  std::weak_ptr<shard_store> w;
+  std::shared_ptr<close_signal> w;
   {
     std::unique_lock<std::mutex> lock(mu_);
     mark_removed_locked(path);
@@ -150,17 +159,17 @@ void shard_registry::remove(const std::string& path) {
     opened_.wait(lock, [&] { return !opening_.count(path); });  // its file must not appear after the delete
     auto it = open_.find(path);
     if (it != open_.end()) {
-      w = it->second.handle.store;
+      w = it->second.closed;
       close_entry(it->second);
       open_.erase(it);
     }
     auto c = closing_.find(path);
     if (c != closing_.end()) {
-      if (w.expired()) w = c->second;
+      if (!w) w = c->second;
       closing_.erase(c);
     }
   }
-  wait_released(w);
+  wait_closed(w);
   shard_store::remove_files(path);
 }
 
@@ -239,18 +248,18 @@ bool shard_registry::removed(const std::string& path) const {
 }
 
 void shard_registry::close_all() {
-  std::vector<std::weak_ptr<shard_store>> ws;
+  std::vector<std::shared_ptr<close_signal>> ws;
   {
     std::lock_guard<std::mutex> lock(mu_);
     for (auto& [path, e] : open_) {
-      ws.push_back(e.handle.store);
+      ws.push_back(e.closed);
       close_entry(e);
     }
     open_.clear();
     for (auto& [path, w] : closing_) ws.push_back(w);
     closing_.clear();
   }
-  for (auto& w : ws) wait_released(w);
+  for (auto& w : ws) wait_closed(w);
 }
 
 void shard_registry::notify(const std::string& notify_key) {

@@ -81,14 +81,23 @@ class shard_registry {
   int64_t last_acquired_ms() const { return last_acquired_ms_.load(std::memory_order_relaxed); }
 
  private:
+  // Set when a store's environment has closed (shard_store::set_on_closed): its file may be
+  // opened again. Shared with the store's callback, so it outlives the registry if it must.
+  struct close_signal {
+    std::mutex mu;
+    std::condition_variable cv;
+    bool closed = false;
+  };
   struct entry {
     shard_handle handle;
+    std::shared_ptr<close_signal> closed;
     uint64_t last_used = 0;  // tick_ when last acquired (least recently used first)
     int64_t used_at_ms = 0;  // clock time when last acquired
     bool mapped = true;      // its pages may be resident (not released since it was last acquired)
   };
   void close_entry(entry& e);
-  static void wait_released(std::weak_ptr<shard_store> w);
+  // Waits until the store behind `c` has closed (null: nothing to wait for).
+  static void wait_closed(const std::shared_ptr<close_signal>& c);
   void evict_idle_locked();
   void mark_removed_locked(const std::string& path);
   std::map<std::string, file_role> roles_;  // set_role
@@ -105,7 +114,7 @@ class shard_registry {
   std::condition_variable opened_;  // an open finished (opening_ shrank)
   std::set<std::string> opening_;   // paths being opened right now, without mu_ held
   std::map<std::string, entry> open_;
-  std::map<std::string, std::weak_ptr<shard_store>> closing_;
+  std::map<std::string, std::shared_ptr<close_signal>> closing_;  // closed, not yet released
   // Removed paths by hash (sorted; a collision could only refuse a new path for 10 minutes, with
   // odds of 1 in 2^64 per path): flat arrays, not a node per path, so that deleting databases does
   // not leave small allocations scattered over the heap (they keep freed pages from going back).

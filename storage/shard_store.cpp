@@ -208,6 +208,7 @@ result<std::shared_ptr<shard_store>> shard_store::open_env(const std::string& pa
 
 shard_store::~shard_store() {
   if (env_) mdb_env_close(env_);
+  if (on_closed_) on_closed_();
 }
 
 shard_header shard_store::header() const {

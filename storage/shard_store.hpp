@@ -207,6 +207,9 @@ class shard_store : public std::enable_shared_from_this<shard_store> {
   void seal() { sealed_.store(true); }
   void unseal() { sealed_.store(false); }
   bool sealed() const { return sealed_.load(); }
+  // Runs once the last holder let go and the environment is closed (the file may be opened again).
+  // Set once, before the store is shared.
+  void set_on_closed(std::function<void()> fn) { on_closed_ = std::move(fn); }
 
   // A consistent read-only view (one LMDB read transaction). Keep it short-lived. It keeps the
   // store open while it lives.
@@ -329,6 +332,7 @@ class shard_store : public std::enable_shared_from_this<shard_store> {
   bool db_events_ = false;  // this is the catalog file
   status failed_;           // set by a failed commit (under header_mu_)
   std::atomic<bool> sealed_{false};
+  std::function<void()> on_closed_;
   mutable std::mutex header_mu_;
   shard_header header_;
   std::string header_raw_;
