@@ -3,7 +3,8 @@
     include node, storage and actors but not cluster (it asks actors/ interfaces: coordinator,
     members); only the composition root (node/main.cpp, node/node_process.*, node/time_seq_tool.*) includes anything;
   - a third-party header where DESIGN.md forbids it: CAF, JSON or httplib in storage/, LMDB or
-    Cap'n Proto in http/;
+    Cap'n Proto in http/, SpiderMonkey or seccomp outside js/ (the sandboxed worker, which may
+    include node/ only, and which nothing includes);
   - a read of the system or monotonic clock outside the clock seam (node/clock.cpp);
   - an error name written as a literal (`{"error", "..."}` or `["error"] = "..."`) instead of taken
     from the table (node/errc.def) through add_error/error_json/error_name_of;
@@ -18,13 +19,14 @@ import re
 import sys
 
 ROOT = sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.path.dirname(__file__), "..", "..")
-MODULES = ["node", "storage", "actors", "cluster", "http"]
+MODULES = ["node", "storage", "actors", "cluster", "http", "js"]
 RANK = {"node": 0, "storage": 1, "actors": 2, "cluster": 3}
 COMPOSITION_ROOT = re.compile(r"^node/(main\.cpp|node_process\.(cpp|hpp)|time_seq_tool\.(cpp|hpp))$")
 THIRD_PARTY = {
     "storage": re.compile(r"#include [<\"](caf/|httplib|nlohmann/|node/json\.hpp)"),
     "http": re.compile(r"#include [<\"](lmdb\.h|capnp/|kj/)"),
 }
+SANDBOX_ONLY = re.compile(r"#include <(jsapi\.h|js/[^>]+|mozilla/[^>]+|seccomp\.h)>")
 CLOCK = re.compile(r"\b(steady_clock|system_clock|high_resolution_clock)::now\b|\b(time|clock_gettime|gettimeofday)\(")
 CLOCK_SEAM = {"node/clock.cpp"}
 ERROR_LITERAL = re.compile(r'\{\s*"error"\s*,\s*"|\["error"\]\s*=\s*"')
@@ -99,10 +101,16 @@ def main():
             dst = m.group(1)
             if COMPOSITION_ROOT.match(rel) or dst not in MODULES or dst == module:
                 continue
+            # js/ is the sandboxed worker's (SpiderMonkey): it may use node/, and nothing uses it.
             bad = dst == "http" or (module == "http" and dst == "cluster") or (
-                module in RANK and dst in RANK and RANK[dst] > RANK[module])
+                module in RANK and dst in RANK and RANK[dst] > RANK[module]) or dst == "js" or (
+                module == "js" and dst != "node")
             if bad:
                 key = ("direction", rel, f"{dst}/{m.group(2)}")
+                found[key] = found.get(key, 0) + 1
+        if module != "js":  # SpiderMonkey and seccomp stay in the worker
+            for m in SANDBOX_ONLY.finditer(text):
+                key = ("third-party", rel, m.group(1))
                 found[key] = found.get(key, 0) + 1
         if module in THIRD_PARTY and not COMPOSITION_ROOT.match(rel):
             for m in THIRD_PARTY[module].finditer(text):

@@ -1,0 +1,214 @@
+#include "js/query_server.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include "js/json_text.hpp"
+
+namespace settee::js {
+namespace {
+
+using nlohmann::json;
+
+const char* fault_name(fault f) {
+  switch (f) {
+    case fault::compilation:
+      return "compilation_error";
+    case fault::timeout:
+      return "timeout";
+    case fault::memory:
+      return "memory";
+    default:
+      return "internal";
+  }
+}
+
+std::string logs_field(std::vector<std::string> logs) {
+  if (logs.empty()) return "";
+  std::string out = ",\"log\":[";
+  for (size_t i = 0; i < logs.size(); ++i) out += (i ? "," : "") + json_quote(logs[i]);
+  return out + "]";
+}
+
+// The functions of a design document that run (views' map and reduce but the built-in reduces,
+// validate_doc_update, filters, updates), with CouchDB's words for where they are.
+struct named_source {
+  std::vector<std::string> path;
+  std::string source, what;
+};
+
+std::vector<named_source> functions_of(const json& ddoc) {
+  std::vector<named_source> out;
+  auto each = [&](const char* field, const char* kind) {
+    auto it = ddoc.find(field);
+    if (it == ddoc.end() || !it->is_object()) return;
+    for (auto& [name, src] : it->items())
+      if (src.is_string())
+        out.push_back({{field, name}, src.get<std::string>(), std::string(kind) + " '" + name + "'"});
+  };
+  if (auto views = ddoc.find("views"); views != ddoc.end() && views->is_object()) {
+    for (auto& [name, view] : views->items()) {
+      if (!view.is_object() || name == "lib") continue;
+      if (auto m = view.find("map"); m != view.end() && m->is_string())
+        out.push_back({{"views", name, "map"}, m->get<std::string>(), "map:" + name});
+      if (auto r = view.find("reduce"); r != view.end() && r->is_string() && r->get<std::string>().rfind('_', 0) != 0)
+        out.push_back({{"views", name, "reduce"}, r->get<std::string>(), "reduce:" + name});
+    }
+  }
+  if (auto v = ddoc.find("validate_doc_update"); v != ddoc.end() && v->is_string())
+    out.push_back({{"validate_doc_update"}, v->get<std::string>(), "validate_doc_update"});
+  each("filters", "filter");
+  each("updates", "update");
+  return out;
+}
+
+std::string joined(const std::vector<std::string>& path) {
+  std::string out;
+  for (auto& p : path) out += (out.empty() ? "" : ".") + p;
+  return out;
+}
+
+// CouchDB's reason for a function that does not compile (couch_query_servers:try_compile for views).
+std::string compile_reason(const named_source& f, const std::string& error) {
+  if (f.path[0] == "views")
+    return "Compilation of the " + f.path[2] + " function in the '" + f.path[1] + "' view failed: " + error;
+  return "Compilation of the " + f.what + " function failed: " + error;
+}
+
+}  // namespace
+
+std::string query_server::answer(const outcome& r, const std::string& extra) {
+  std::string logs = logs_field(e_.take_logs());
+  switch (r.what) {
+    case fault::none:
+      return "{\"ok\":" + r.value + extra + logs + "}";
+    case fault::thrown:
+      if (!r.name.empty())
+        return "{\"error\":" + json_quote(r.name) + ",\"reason\":" + json_quote(r.message) + extra + logs + "}";
+      return "{\"thrown\":" + r.value + extra + logs + "}";
+    default:
+      return std::string("{\"fault\":\"") + fault_name(r.what) + "\",\"reason\":" + json_quote(r.message) + logs + "}";
+  }
+}
+
+std::string query_server::handle(const std::string& header, const std::string& body) {
+  json h = json::parse(header, nullptr, false);
+  if (!h.is_array() || h.empty() || !h[0].is_string())
+    return "{\"fault\":\"internal\",\"reason\":\"a request header is a JSON array naming a command\"}";
+  const std::string cmd = h[0].get<std::string>();
+  if (cmd == "reset") {
+    for (auto& [key, d] : ddocs_) e_.close_scope(d.scope);
+    ddocs_.clear();
+    lru_.clear();
+    return "{\"ok\":true}";
+  }
+  if (cmd == "compile") return compile_all(body);
+  if (cmd == "ddoc" && h.size() == 3 && h[1] == "new" && h[2].is_string()) return add(h[2].get<std::string>(), body);
+  if (cmd == "ddoc" && h.size() == 3 && h[1].is_string() && h[2].is_array()) {
+    std::vector<std::string> path;
+    for (auto& p : h[2])
+      if (p.is_string()) path.push_back(p.get<std::string>());
+    if (!path.empty() && path.size() == h[2].size()) return run(h[1].get<std::string>(), path, body);
+  }
+  return "{\"fault\":\"internal\",\"reason\":" + json_quote("unknown command " + header) + "}";
+}
+
+std::string query_server::add(const std::string& key, const std::string& body) {
+  forget(key);
+  ddoc d;
+  outcome r = e_.open_scope(body, d.scope);
+  if (!r.ok()) return answer(r);
+  d.source = body;
+  ddocs_.emplace(key, std::move(d));
+  lru_.push_back(key);
+  while (ddocs_.size() > max_ddocs_ && !lru_.empty()) forget(lru_.front());
+  return "{\"ok\":true}";
+}
+
+void query_server::forget(const std::string& key) {
+  auto it = ddocs_.find(key);
+  if (it == ddocs_.end()) return;
+  e_.close_scope(it->second.scope);
+  ddocs_.erase(it);
+  lru_.remove(key);
+}
+
+std::string query_server::compile_all(const std::string& body) {
+  json ddoc = json::parse(body, nullptr, false);
+  if (!ddoc.is_object()) return "{\"fault\":\"internal\",\"reason\":\"a design document is a JSON object\"}";
+  engine::scope_id scope = 0;
+  outcome r = e_.open_scope(body, scope);
+  if (!r.ok()) return answer(r);
+  std::string result = "{\"ok\":true}";
+  for (const auto& f : functions_of(ddoc)) {
+    engine::fn_id id = 0;
+    outcome c = e_.compile(scope, f.source, joined(f.path), id);
+    if (c.what == fault::compilation) {
+      result = "{\"fault\":\"compilation_error\",\"reason\":" + json_quote(compile_reason(f, c.message)) + "}";
+      break;
+    }
+    if (!c.ok()) {
+      result = answer(c);
+      break;
+    }
+  }
+  e_.close_scope(scope);
+  (void)e_.take_logs();
+  return result;
+}
+
+outcome query_server::function_at(ddoc& d, const std::vector<std::string>& path, engine::fn_id& out) {
+  const std::string where = joined(path);
+  if (auto it = d.compiled.find(where); it != d.compiled.end()) {
+    out = it->second;
+    return {};
+  }
+  json doc = json::parse(d.source, nullptr, false);
+  const json* at = &doc;
+  for (const auto& p : path) {
+    if (!at->is_object() || !at->contains(p)) {
+      at = nullptr;
+      break;
+    }
+    at = &(*at)[p];
+  }
+  outcome r;
+  if (!at || !at->is_string()) {
+    r.what = fault::thrown;
+    r.value = "[\"error\",\"not_found\"," + json_quote("missing " + path[0] + " function " + path.back()) + "]";
+    return r;
+  }
+  r = e_.compile(d.scope, at->get<std::string>(), where, out);
+  if (r.ok()) d.compiled.emplace(where, out);
+  return r;
+}
+
+std::string query_server::run(const std::string& key, const std::vector<std::string>& path, const std::string& body) {
+  auto it = ddocs_.find(key);
+  if (it == ddocs_.end()) return "{\"fault\":\"internal\",\"reason\":\"unknown design document\"}";
+  lru_.remove(key);
+  lru_.push_back(key);
+  engine::fn_id fn = 0;
+  outcome c = function_at(it->second, path, fn);
+  if (!c.ok()) return answer(c);
+  const std::string& kind = path[0];
+  if (kind == "filters" || (kind == "views" && path.size() == 3 && path[2] == "map")) {
+    // body: [docs, req] for filters, [docs] for a view's map; parsed once, by the engine.
+    std::vector<bool> passed;
+    std::vector<std::string> errors;
+    outcome r = e_.each_doc(fn, body, kind == "views", passed, errors);
+    if (!r.ok()) return answer(r);
+    r.value = "[";
+    for (size_t i = 0; i < passed.size(); ++i) r.value += std::string(i ? "," : "") + (passed[i] ? "true" : "false");
+    r.value += "]";
+    std::string errs;
+    if (!errors.empty()) {
+      errs = ",\"errors\":[";
+      for (size_t i = 0; i < errors.size(); ++i) errs += (i ? "," : "") + json_quote(errors[i]);
+      errs += "]";
+    }
+    return answer(r, errs);
+  }
+  return answer(e_.call(fn, body));
+}
+
+}  // namespace settee::js
