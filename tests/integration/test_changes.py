@@ -350,17 +350,22 @@ class ChangesResume(NodeTest):
 
         t = threading.Thread(target=writer)
         t.start()
-        seen, since = [], "0"
+        seen, since, pages = [], "0", []
         deadline = time.time() + 60
         while time.time() < deadline:
             writes_done = stop.is_set()  # read before the request: the last write may land during it
             res = self.node.get(f"/resume/_changes?limit=7&since={since}").json
+            pages.append((since, [(r["id"], r["seq"]) for r in res["results"]], res["last_seq"]))
             seen += [r["id"] for r in res["results"]]
             since = res["last_seq"]
             if writes_done and not res["results"] and res["pending"] == 0:
                 break
         t.join()
-        self.assertEqual(len(seen), len(set(seen)), "a change was delivered twice")
+        twice = {i for i in seen if seen.count(i) > 1}
+        # Seen once in a fresh clone's run under load (303 rows for 300): the pages that carried a
+        # repeated change, to find where the position went back.
+        self.assertEqual(twice, set(), "delivered twice; the pages with them (since, rows, last_seq): " +
+                         json.dumps([p for p in pages if any(i in twice for i, _ in p[1])]))
         self.assertEqual(sorted(seen), [f"r{i:04d}" for i in range(total)])
 
 
