@@ -472,7 +472,8 @@ outcome engine::call(fn_id f, const std::string& args_json) {
     }
     ok = ok && JS::Call(cx, self, fn, JS::HandleValueArray(argv), &rval) && d_->stringify(&rval, r.value);
   }
-  if (!ok) r = d_->failure();
+  // Out of memory fails the call even when the function caught the exception and returned.
+  if (!ok || d_->stop_memory || d_->stop_timeout) r = d_->failure();
   d_->end();
   return r;
 }
@@ -526,7 +527,7 @@ outcome engine::each_doc(fn_id f, const std::string& body_json, bool emitted, st
     passed.push_back(false);
     errors.push_back(one.name.empty() ? one.value : one.name + ": " + one.message);
   }
-  if (!ok) {
+  if (!ok || d_->stop_memory || d_->stop_timeout) {
     r = d_->failure();
     if (r.what == fault::internal) r.message = "the body is not [docs, ...]";
   }

@@ -212,6 +212,7 @@ TEST_CASE("memory bombs are stopped by the heap cap or the resident-set watchdog
   on_engine_thread([] {
     limits roomy = quick();
     roomy.timeout = std::chrono::seconds(20);  // the caps stop these, not the deadline
+    roomy.extra_rss_bytes = 16u << 20;
     harness h(roomy);
     auto s = h.scope();
     CHECK(h.run(s, "function(){ var a = []; for(;;) a.push([1,2,3,{x:'y'}]); }").what == fault::memory);
