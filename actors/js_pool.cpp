@@ -1,0 +1,276 @@
+#include "actors/js_pool.hpp"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <set>
+
+#include "node/clock.hpp"
+#include "node/log.hpp"
+
+namespace settee {
+
+// The worker stops a function at its deadline itself; this is how much longer the node waits
+// before it kills the worker (a native call that overran, a worker that hangs).
+constexpr std::chrono::milliseconds kill_grace{1000};
+// How many design documents a worker holds (js/query_server.hpp keeps as many).
+constexpr size_t worker_ddocs = 64;
+
+struct js_pool::worker {
+  pid_t pid = -1;
+  int to = -1;                    // its stdin
+  int from = -1;                  // its stdout
+  std::string pending;            // bytes read after the last answer line
+  std::set<std::string> holds;    // design documents sent to it
+  std::vector<std::string> sent;  // in the order sent (the worker forgets the oldest first)
+
+  ~worker() {
+    if (to >= 0) ::close(to);
+    if (from >= 0) ::close(from);
+  }
+};
+
+bool parse_js_reply(const std::string& line, js_reply& r) {
+  r = js_reply{};
+  json a = json::parse(line, nullptr, false);
+  if (!a.is_object()) {
+    r.name = "internal";
+    r.reason = "the JavaScript worker answered something that is not a JSON object";
+    return false;
+  }
+  auto text = [&](const char* k) {
+    auto it = a.find(k);
+    return it != a.end() && it->is_string() ? it->get<std::string>() : std::string();
+  };
+  auto lines = [&](const char* k, std::vector<std::string>& out) {
+    auto it = a.find(k);
+    if (it == a.end() || !it->is_array()) return;
+    for (auto& l : *it)
+      if (l.is_string()) out.push_back(l.get<std::string>());
+  };
+  lines("log", r.log);
+  lines("errors", r.errors);
+  if (a.contains("ok")) {
+    r.what = js_reply::kind::ok;
+    r.value = std::move(a["ok"]);
+  } else if (a.contains("thrown")) {
+    r.what = js_reply::kind::thrown;
+    r.value = std::move(a["thrown"]);
+  } else if (a.contains("error")) {
+    r.what = js_reply::kind::error;
+    r.name = text("error");
+    r.reason = text("reason");
+  } else {
+    r.name = a.contains("fault") ? text("fault") : "internal";
+    r.reason = text("reason");
+  }
+  return true;
+}
+
+js_pool::js_pool(js_options opts) : opts_(std::move(opts)) {
+  if (opts_.max_workers == 0) opts_.max_workers = 1;
+}
+
+js_pool::~js_pool() {
+  std::vector<std::unique_ptr<worker>> all;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    all.swap(idle_);
+  }
+  for (auto& w : all) retire(std::move(w));
+}
+
+size_t js_pool::workers() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return running_;
+}
+
+std::string js_pool::worker_beside(const std::string& self_exe) {
+  const size_t slash = self_exe.rfind('/');
+  const std::string path = (slash == std::string::npos ? std::string(".") : self_exe.substr(0, slash)) + "/settee-js";
+  return ::access(path.c_str(), X_OK) == 0 ? path : std::string();
+}
+
+result<std::unique_ptr<js_pool::worker>> js_pool::spawn() {
+  if (opts_.worker.empty()) return status{errc::internal, "JavaScript is not available: settee-js was not found"};
+  int in[2], out[2];
+  if (::pipe2(in, O_CLOEXEC) != 0) return status{errc::internal, std::string("pipe: ") + std::strerror(errno)};
+  if (::pipe2(out, O_CLOEXEC) != 0) {
+    ::close(in[0]);
+    ::close(in[1]);
+    return status{errc::internal, std::string("pipe: ") + std::strerror(errno)};
+  }
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_adddup2(&fa, in[0], 0);
+  posix_spawn_file_actions_adddup2(&fa, out[1], 1);
+  posix_spawn_file_actions_addclosefrom_np(&fa, 3);  // nothing of the node's (files, sockets) leaks
+  const std::string timeout = std::to_string(opts_.timeout.count()), heap = std::to_string(opts_.heap_mb);
+  std::vector<char*> argv = {const_cast<char*>(opts_.worker.c_str()), const_cast<char*>("--timeout-ms"),
+                             const_cast<char*>(timeout.c_str()),      const_cast<char*>("--heap-mb"),
+                             const_cast<char*>(heap.c_str()),         nullptr};
+  char* envp[] = {nullptr};  // the worker needs no environment
+  auto w = std::make_unique<worker>();
+  int rc = ::posix_spawn(&w->pid, opts_.worker.c_str(), &fa, nullptr, argv.data(), envp);
+  posix_spawn_file_actions_destroy(&fa);
+  ::close(in[0]);
+  ::close(out[1]);
+  w->to = in[1];
+  w->from = out[0];
+  if (rc != 0) {
+    w->pid = -1;
+    return status{errc::internal, "cannot start " + opts_.worker + ": " + std::strerror(rc)};
+  }
+  return w;
+}
+
+result<std::unique_ptr<js_pool::worker>> js_pool::borrow() {
+  std::unique_lock<std::mutex> lock(mu_);
+  const auto until = mono::now() + opts_.timeout;
+  for (;;) {
+    if (!idle_.empty()) {
+      auto w = std::move(idle_.back());
+      idle_.pop_back();
+      return w;
+    }
+    if (running_ < opts_.max_workers) {
+      ++running_;
+      lock.unlock();
+      auto w = spawn();
+      if (!w) {
+        lock.lock();
+        --running_;
+        freed_.notify_one();
+      }
+      return w;
+    }
+    if (!mono::wait_until(freed_, lock, until, [&] { return !idle_.empty() || running_ < opts_.max_workers; }))
+      return status{errc::timeout, "no JavaScript worker was free within " + std::to_string(opts_.timeout.count()) +
+                                       " ms ([query_server] max_workers = " + std::to_string(opts_.max_workers) + ")"};
+  }
+}
+
+void js_pool::give_back(std::unique_ptr<worker> w) {
+  std::lock_guard<std::mutex> lock(mu_);
+  idle_.push_back(std::move(w));
+  freed_.notify_one();
+}
+
+void js_pool::retire(std::unique_ptr<worker> w) {
+  if (w->pid > 0) {
+    ::close(w->to);  // a worker that is alive reads EOF and exits; one that is stuck is killed
+    w->to = -1;
+    ::kill(w->pid, SIGKILL);
+    ::waitpid(w->pid, nullptr, 0);
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  if (running_) --running_;
+  freed_.notify_one();
+}
+
+bool js_pool::exchange(worker& w, const std::string& header, const std::string& body, js_reply& out) {
+  // One line each: a raw newline in JSON text can only be whitespace (in strings it is escaped).
+  std::string request = header + "\n" + body;
+  for (size_t i = header.size() + 1; i < request.size(); ++i)
+    if (request[i] == '\n' || request[i] == '\r') request[i] = ' ';
+  request += "\n";
+  for (size_t off = 0; off < request.size();) {
+    ssize_t n = ::write(w.to, request.data() + off, request.size() - off);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      out = js_reply{};
+      out.name = "internal";
+      out.reason = "the JavaScript worker went away";
+      return false;
+    }
+    off += static_cast<size_t>(n);
+  }
+  const auto until = mono::now() + opts_.timeout + kill_grace;
+  for (;;) {
+    if (size_t nl = w.pending.find('\n'); nl != std::string::npos) {
+      const bool understood = parse_js_reply(w.pending.substr(0, nl), out);
+      w.pending.erase(0, nl + 1);
+      return understood;
+    }
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(until - mono::now()).count();
+    pollfd p{w.from, POLLIN, 0};
+    int rc = left > 0 ? ::poll(&p, 1, static_cast<int>(left)) : 0;
+    if (rc < 0 && errno == EINTR) continue;
+    if (rc == 0) {
+      out = js_reply{};
+      out.name = "timeout";
+      out.reason = "the function ran longer than " + std::to_string(opts_.timeout.count()) + " ms";
+      return false;
+    }
+    char chunk[1 << 16];
+    ssize_t n = ::read(w.from, chunk, sizeof chunk);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      out = js_reply{};
+      out.name = "internal";
+      out.reason = "the JavaScript worker died";
+      return false;
+    }
+    w.pending.append(chunk, static_cast<size_t>(n));
+  }
+}
+
+result<js_reply> js_pool::run(const std::string& ddoc_key, const std::string& ddoc_json, const json& path,
+                              const std::string& body) {
+  const std::string header = json::array({"ddoc", ddoc_key, path}).dump();
+  for (int attempt = 0;; ++attempt) {
+    auto w = borrow();
+    if (!w) return w.error();
+    worker& wk = **w;
+    js_reply r;
+    bool keep = true;
+    if (!wk.holds.count(ddoc_key)) {
+      keep = exchange(wk, json::array({"ddoc", "new", ddoc_key}).dump(), ddoc_json, r);
+      if (keep && r.ok()) {
+        wk.holds.insert(ddoc_key);
+        wk.sent.push_back(ddoc_key);
+        if (wk.sent.size() > worker_ddocs) {  // the worker forgot its oldest: so does the pool
+          wk.holds.erase(wk.sent.front());
+          wk.sent.erase(wk.sent.begin());
+        }
+      }
+    }
+    if (keep && wk.holds.count(ddoc_key)) keep = exchange(wk, header, body, r);
+    if (!keep) {
+      log::warning("JavaScript worker " + std::to_string(wk.pid) + " stopped (" + r.name + ": " + r.reason +
+                   ") running " + ddoc_key + " " + path.dump());
+      retire(std::move(*w));
+      if (r.name == "internal" && attempt == 0) continue;  // a worker that died before the call: once more
+      return r;
+    }
+    // A worker that forgot the design document (it holds 64): sent again, once.
+    if (r.what == js_reply::kind::fault && r.reason == "unknown design document" && attempt == 0) {
+      wk.holds.clear();
+      wk.sent.clear();
+      give_back(std::move(*w));
+      continue;
+    }
+    give_back(std::move(*w));
+    return r;
+  }
+}
+
+result<js_reply> js_pool::compile(const std::string& ddoc_json) {
+  auto w = borrow();
+  if (!w) return w.error();
+  js_reply r;
+  if (!exchange(**w, "[\"compile\"]", ddoc_json, r)) {
+    retire(std::move(*w));
+    return r;
+  }
+  give_back(std::move(*w));
+  return r;
+}
+
+}  // namespace settee

@@ -1,0 +1,83 @@
+// js_pool: JavaScript for the node, run by a pool of sandboxed settee-js worker processes
+// (js/worker_main.cpp; the protocol is js/query_server.hpp). The node itself never runs
+// JavaScript: a function that loops, bombs memory or exploits the engine hurts one worker, which
+// is killed and replaced (docs/architecture.md section 43, docs/security.md).
+//
+// A call borrows an idle worker (starting one when fewer than max_workers run), sends the design
+// document when that worker does not hold it yet, sends the request and waits for the answer until
+// the function's deadline plus a grace. A worker that misses it, dies or answers garbage is killed
+// and the call answers a fault. Thread-safe.
+#pragma once
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "node/error.hpp"
+#include "node/json.hpp"
+
+namespace settee {
+
+struct js_options {
+  std::string worker;                       // the settee-js executable
+  size_t max_workers = 8;                   // [query_server] max_workers
+  std::chrono::milliseconds timeout{5000};  // [couchdb] os_process_timeout: one call's deadline
+  size_t heap_mb = 64;                      // [query_server] js_heap_mb: each worker's JS heap
+};
+
+// A worker's answer (js/query_server.hpp).
+struct js_reply {
+  enum class kind { ok, thrown, error, fault };
+  kind what = kind::fault;
+  json value;                       // ok: the result; thrown: what the function threw
+  std::string name, reason;         // error: the Error's name and message; fault: its kind and reason
+  std::vector<std::string> log;     // what the function logged
+  std::vector<std::string> errors;  // filters: one per document whose call threw
+  bool ok() const { return what == kind::ok; }
+};
+
+class js_pool {
+ public:
+  explicit js_pool(js_options opts);
+  ~js_pool();  // every worker told to stop, killed if it does not
+  js_pool(const js_pool&) = delete;
+  js_pool& operator=(const js_pool&) = delete;
+
+  // Runs the function at `path` (["validate_doc_update"], ["filters", name], ...) of the design
+  // document `ddoc_json` known as `ddoc_key` (its id and revision: a new revision is a new key) on
+  // `body` (JSON text). Errors: the pool cannot run a worker (no executable, fork failed) or none
+  // was free in time.
+  result<js_reply> run(const std::string& ddoc_key, const std::string& ddoc_json, const json& path,
+                       const std::string& body);
+  // Compiles every function of a design document about to be saved.
+  result<js_reply> compile(const std::string& ddoc_json);
+  // Workers running now.
+  size_t workers() const;
+  // The settee-js beside `self_exe` (the node's own path), or "" when there is none.
+  static std::string worker_beside(const std::string& self_exe);
+
+ private:
+  struct worker;
+  result<std::unique_ptr<worker>> borrow();
+  void give_back(std::unique_ptr<worker> w);
+  result<std::unique_ptr<worker>> spawn();
+  // One request on `w`; false when the worker must go (it was killed or died).
+  bool exchange(worker& w, const std::string& header, const std::string& body, js_reply& out);
+  void retire(std::unique_ptr<worker> w);
+
+  js_options opts_;
+  mutable std::mutex mu_;
+  std::condition_variable freed_;
+  std::vector<std::unique_ptr<worker>> idle_;
+  size_t running_ = 0;  // idle and borrowed
+};
+
+// The reply of a worker's answer line; false (a fault in `out`) when it is not a JSON object.
+bool parse_js_reply(const std::string& line, js_reply& out);
+
+}  // namespace settee
