@@ -4,6 +4,7 @@
 // the scan and the watch. Keys are "<db>.<suffix>" (one per database incarnation).
 // Thread-safety: all methods may be called from any thread.
 #pragma once
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <mutex>
@@ -29,6 +30,10 @@ class change_notifier {
   // Also calls `observe(key)` on every notify, before the watches (set once, before any commit;
   // it must be quick: the update log marks the database dirty).
   void set_observer(std::function<void(const std::string&)> observe) { observe_ = std::move(observe); }
+  // A commit on this node wrote a design document (of any database): caches of design documents
+  // (actors/doc_validator) compare design_version() with what they loaded at.
+  void design_changed() { design_.fetch_add(1, std::memory_order_release); }
+  uint64_t design_version() const { return design_.load(std::memory_order_acquire); }
 
  private:
   struct slot {
@@ -37,6 +42,7 @@ class change_notifier {
   };
 
   std::function<void(const std::string&)> observe_;
+  std::atomic<uint64_t> design_{0};
   mutable std::mutex mu_;
   std::unordered_map<std::string, slot> slots_;
   uint64_t next_id_ = 1;

@@ -7,6 +7,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <set>
@@ -36,13 +37,12 @@ struct js_pool::worker {
   }
 };
 
-bool parse_js_reply(const std::string& line, js_reply& r) {
-  r = js_reply{};
-  json a = json::parse(line, nullptr, false);
+js_reply js_reply_of(json a) {
+  js_reply r;
   if (!a.is_object()) {
     r.name = "internal";
     r.reason = "the JavaScript worker answered something that is not a JSON object";
-    return false;
+    return r;
   }
   auto text = [&](const char* k) {
     auto it = a.find(k);
@@ -59,6 +59,9 @@ bool parse_js_reply(const std::string& line, js_reply& r) {
   if (a.contains("ok")) {
     r.what = js_reply::kind::ok;
     r.value = std::move(a["ok"]);
+  } else if (a.contains("each")) {  // run_each: the answers, one per call
+    r.what = js_reply::kind::ok;
+    r.value = std::move(a["each"]);
   } else if (a.contains("thrown")) {
     r.what = js_reply::kind::thrown;
     r.value = std::move(a["thrown"]);
@@ -70,7 +73,14 @@ bool parse_js_reply(const std::string& line, js_reply& r) {
     r.name = a.contains("fault") ? text("fault") : "internal";
     r.reason = text("reason");
   }
-  return true;
+  return r;
+}
+
+bool parse_js_reply(const std::string& line, js_reply& r) {
+  json a = json::parse(line, nullptr, false);
+  r = js_reply_of(std::move(a));
+  return !(r.what == js_reply::kind::fault && r.name == "internal" &&
+           r.reason.find("not a JSON object") != std::string::npos);
 }
 
 js_pool::js_pool(js_options opts) : opts_(std::move(opts)) {
@@ -93,8 +103,11 @@ size_t js_pool::workers() const {
 
 std::string js_pool::worker_beside(const std::string& self_exe) {
   const size_t slash = self_exe.rfind('/');
-  const std::string path = (slash == std::string::npos ? std::string(".") : self_exe.substr(0, slash)) + "/settee-js";
-  return ::access(path.c_str(), X_OK) == 0 ? path : std::string();
+  const std::string dir = slash == std::string::npos ? std::string(".") : self_exe.substr(0, slash);
+  // A build tree has it beside settee; the Debian package in /usr/lib/settee (settee in /usr/bin).
+  for (const std::string& path : {dir + "/settee-js", dir + "/../lib/settee/settee-js"})
+    if (::access(path.c_str(), X_OK) == 0) return path;
+  return {};
 }
 
 result<std::unique_ptr<js_pool::worker>> js_pool::spawn() {
@@ -174,7 +187,7 @@ void js_pool::retire(std::unique_ptr<worker> w) {
   freed_.notify_one();
 }
 
-bool js_pool::exchange(worker& w, const std::string& header, const std::string& body, js_reply& out) {
+bool js_pool::exchange(worker& w, const std::string& header, const std::string& body, js_reply& out, size_t calls) {
   // One line each: a raw newline in JSON text can only be whitespace (in strings it is escaped).
   std::string request = header + "\n" + body;
   for (size_t i = header.size() + 1; i < request.size(); ++i)
@@ -191,7 +204,7 @@ bool js_pool::exchange(worker& w, const std::string& header, const std::string& 
     }
     off += static_cast<size_t>(n);
   }
-  const auto until = mono::now() + opts_.timeout + kill_grace;
+  const auto until = mono::now() + opts_.timeout * static_cast<int64_t>(std::max<size_t>(calls, 1)) + kill_grace;
   for (;;) {
     if (size_t nl = w.pending.find('\n'); nl != std::string::npos) {
       const bool understood = parse_js_reply(w.pending.substr(0, nl), out);
@@ -221,30 +234,18 @@ bool js_pool::exchange(worker& w, const std::string& header, const std::string& 
   }
 }
 
-result<js_reply> js_pool::run(const std::string& ddoc_key, const std::string& ddoc_json, const json& path,
-                              const std::string& body) {
-  const std::string header = json::array({"ddoc", ddoc_key, path}).dump();
+result<js_reply> js_pool::ask(const std::string& ddoc_key, const std::string& ddoc_json, const std::string& header,
+                              const std::string& body, size_t calls) {
   for (int attempt = 0;; ++attempt) {
     auto w = borrow();
     if (!w) return w.error();
     worker& wk = **w;
     js_reply r;
-    bool keep = true;
-    if (!wk.holds.count(ddoc_key)) {
-      keep = exchange(wk, json::array({"ddoc", "new", ddoc_key}).dump(), ddoc_json, r);
-      if (keep && r.ok()) {
-        wk.holds.insert(ddoc_key);
-        wk.sent.push_back(ddoc_key);
-        if (wk.sent.size() > worker_ddocs) {  // the worker forgot its oldest: so does the pool
-          wk.holds.erase(wk.sent.front());
-          wk.sent.erase(wk.sent.begin());
-        }
-      }
-    }
-    if (keep && wk.holds.count(ddoc_key)) keep = exchange(wk, header, body, r);
+    bool keep = hold(wk, ddoc_key, ddoc_json, r);
+    if (keep && wk.holds.count(ddoc_key)) keep = exchange(wk, header, body, r, calls);
     if (!keep) {
       log::warning("JavaScript worker " + std::to_string(wk.pid) + " stopped (" + r.name + ": " + r.reason +
-                   ") running " + ddoc_key + " " + path.dump());
+                   ") running " + header);
       retire(std::move(*w));
       if (r.name == "internal" && attempt == 0) continue;  // a worker that died before the call: once more
       return r;
@@ -259,6 +260,42 @@ result<js_reply> js_pool::run(const std::string& ddoc_key, const std::string& dd
     give_back(std::move(*w));
     return r;
   }
+}
+
+result<js_reply> js_pool::run(const std::string& ddoc_key, const std::string& ddoc_json, const json& path,
+                              const std::string& body) {
+  return ask(ddoc_key, ddoc_json, json::array({"ddoc", ddoc_key, path}).dump(), body, 1);
+}
+
+bool js_pool::hold(worker& w, const std::string& ddoc_key, const std::string& ddoc_json, js_reply& r) {
+  if (w.holds.count(ddoc_key)) return true;
+  if (!exchange(w, json::array({"ddoc", "new", ddoc_key}).dump(), ddoc_json, r)) return false;
+  if (r.ok()) {
+    w.holds.insert(ddoc_key);
+    w.sent.push_back(ddoc_key);
+    if (w.sent.size() > worker_ddocs) {  // the worker forgot its oldest: so does the pool
+      w.holds.erase(w.sent.front());
+      w.sent.erase(w.sent.begin());
+    }
+  }
+  return true;
+}
+
+result<std::vector<js_reply>> js_pool::run_each(const std::string& ddoc_key, const std::string& ddoc_json,
+                                                const json& path, const std::vector<std::string>& calls) {
+  std::string body = "[";
+  for (size_t i = 0; i < calls.size(); ++i) body += (i ? "," : "") + calls[i];
+  body += "]";
+  auto r = ask(ddoc_key, ddoc_json, json::array({"each", ddoc_key, path}).dump(), body, calls.size());
+  if (!r) return r.error();
+  if (!r->ok() || !r->value.is_array() || r->value.size() != calls.size()) {
+    if (r->ok()) *r = js_reply{}, r->name = "internal", r->reason = "the JavaScript worker answered the wrong count";
+    return std::vector<js_reply>(calls.size(), *r);
+  }
+  std::vector<js_reply> out;
+  out.reserve(calls.size());
+  for (auto& a : r->value) out.push_back(js_reply_of(std::move(a)));
+  return out;
 }
 
 result<js_reply> js_pool::compile(const std::string& ddoc_json) {

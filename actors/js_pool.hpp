@@ -54,20 +54,34 @@ class js_pool {
   // was free in time.
   result<js_reply> run(const std::string& ddoc_key, const std::string& ddoc_json, const json& path,
                        const std::string& body);
+  // run() once per argument array of `calls` (JSON texts of arrays), in one exchange with one
+  // worker, each call with its own deadline: one reply per call.
+  result<std::vector<js_reply>> run_each(const std::string& ddoc_key, const std::string& ddoc_json, const json& path,
+                                         const std::vector<std::string>& calls);
   // Compiles every function of a design document about to be saved.
   result<js_reply> compile(const std::string& ddoc_json);
   // Workers running now.
   size_t workers() const;
-  // The settee-js beside `self_exe` (the node's own path), or "" when there is none.
+  size_t max_workers() const { return opts_.max_workers; }
+  // The worker executable ("" when none was found).
+  const std::string& worker_path() const { return opts_.worker; }
+  // The settee-js beside `self_exe` (the node's own path) or in ../lib/settee/ (the Debian
+  // package), or "" when there is none.
   static std::string worker_beside(const std::string& self_exe);
 
  private:
   struct worker;
   result<std::unique_ptr<worker>> borrow();
+  // One request (`calls` calls) on a worker holding the design document; retried once on a fresh
+  // worker when the first had died, or had forgotten the design document.
+  result<js_reply> ask(const std::string& ddoc_key, const std::string& ddoc_json, const std::string& header,
+                       const std::string& body, size_t calls);
   void give_back(std::unique_ptr<worker> w);
   result<std::unique_ptr<worker>> spawn();
   // One request on `w`; false when the worker must go (it was killed or died).
-  bool exchange(worker& w, const std::string& header, const std::string& body, js_reply& out);
+  bool exchange(worker& w, const std::string& header, const std::string& body, js_reply& out, size_t calls = 1);
+  // Sends the design document to `w` unless it holds it; false when the worker must go.
+  bool hold(worker& w, const std::string& ddoc_key, const std::string& ddoc_json, js_reply& out);
   void retire(std::unique_ptr<worker> w);
 
   js_options opts_;
@@ -79,5 +93,7 @@ class js_pool {
 
 // The reply of a worker's answer line; false (a fault in `out`) when it is not a JSON object.
 bool parse_js_reply(const std::string& line, js_reply& out);
+// The reply of one answer object (already parsed).
+js_reply js_reply_of(json answer);
 
 }  // namespace settee

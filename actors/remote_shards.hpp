@@ -33,6 +33,8 @@ inline constexpr const char* node_status_feature = "node-status-v1";
 
 // ... and when it answers the node-level calls of members.hpp (reshardState).
 inline constexpr const char* members_feature = "members-v1";
+// Release 0.4: the node runs validate_doc_update on the writes it coordinates (JavaScript).
+inline constexpr const char* javascript_feature = "javascript-v1";
 
 using query_params = std::vector<std::pair<std::string, std::string>>;
 

@@ -12,6 +12,13 @@ namespace settee {
 
 namespace {
 
+bool writes_design_doc(const std::vector<write_op*>& ops) {
+  for (const write_op* op : ops)
+    for (const auto& d : op->docs)
+      if (d.id.compare(0, 8, "_design/") == 0) return true;
+  return false;
+}
+
 struct replica_state {
   std::shared_ptr<shard_store> store;
   const clock* clk = nullptr;
@@ -32,7 +39,10 @@ struct replica_state {
     if (!st) log::error("commit failed on " + store->path() + ": " + st.reason);
     // Feeds and the update log learn of the commit before any writer is answered: once a write is
     // acknowledged, its database is marked for _db_updates.
-    if (notifier && st) notifier->notify(notify_key);
+    if (notifier && st) {
+      notifier->notify(notify_key);
+      if (writes_design_doc(ops)) notifier->design_changed();
+    }
     for (auto& p : pending) {  // outcomes travel inside each op
       if (p.on_done) p.on_done();
     }

@@ -37,6 +37,7 @@ void handle_bulk_docs(ctx& c, const db_meta& db) {
   };
   std::vector<local_write> locals;
   std::vector<std::pair<size_t, status>> refused;  // documents this user may not write, by position
+  std::vector<size_t> update_at;                   // the position of each of `updates`
   updates.reserve(docs.size());
   for (size_t i = 0; i < docs.size(); ++i) {
     json& d = docs[i];
@@ -58,10 +59,12 @@ void handle_bulk_docs(ctx& c, const db_meta& db) {
       ids.push_back(doc_id);
       continue;
     }
-    auto u = to_doc_update(db, std::move(d), doc_id, new_edits, nullptr, c.node.attachment_policy);
-    // One document refused (an invalid design document, as couch_db's validate_doc_update; one
-    // settee cannot honour, with a validate_doc_update), not the batch.
-    if (!u && (u.error().code == errc::not_implemented || u.error().code == errc::invalid_design_doc)) {
+    auto u = to_doc_update(db, std::move(d), doc_id, new_edits, nullptr, c.node.attachment_policy, c.node.js,
+                           c.node.cluster);
+    // One document refused (an invalid design document or one whose JavaScript does not compile, as
+    // couch_db's validate_doc_update; one settee cannot honour, with a validate_doc_update), not the batch.
+    if (!u && (u.error().code == errc::not_implemented || u.error().code == errc::invalid_design_doc ||
+               u.error().code == errc::compilation_error)) {
       refused.emplace_back(i, u.error());
       ids.push_back(doc_id);
       continue;
@@ -72,7 +75,24 @@ void handle_bulk_docs(ctx& c, const db_meta& db) {
       if (auto st = attachments_here(c, db); !st) return c.error(st);
     }
     updates.push_back(std::move(*u));
+    update_at.push_back(ids.size());
     ids.push_back(doc_id);
+  }
+  // validate_doc_update: a document a function refuses gets its own error row, the others go on.
+  auto verdicts = validate_writes(c, db, updates);
+  if (!verdicts) return c.error(verdicts.error());
+  if (std::any_of(verdicts->begin(), verdicts->end(), [](const status& st) { return !st; })) {
+    std::vector<doc_update> allowed;
+    for (size_t k = 0; k < updates.size(); ++k) {
+      if ((*verdicts)[k]) {
+        allowed.push_back(std::move(updates[k]));
+      } else {
+        refused.emplace_back(update_at[k], (*verdicts)[k]);
+      }
+    }
+    updates = std::move(allowed);
+    std::sort(refused.begin(), refused.end(),
+              [](const std::pair<size_t, status>& a, const std::pair<size_t, status>& b) { return a.first < b.first; });
   }
 
   auto w = c.write_quorum();

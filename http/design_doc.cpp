@@ -1,5 +1,8 @@
 #include "http/design_doc.hpp"
 
+#include "actors/js_pool.hpp"
+#include "actors/members.hpp"
+
 #include <string>
 #include <vector>
 
@@ -100,6 +103,33 @@ status validate_design_doc(const json& doc) {
         known = known || r.rfind(builtin, 0) == 0;
       if (!known) return {errc::invalid_design_doc, "`" + r + "` is not a supported reduce function."};
     }
+  }
+  return {};
+}
+
+status compile_design_doc(const json& doc, js_pool* js) {
+  auto lang = doc.find("language");
+  if (lang != doc.end() && !(lang->is_string() && lang->get<std::string>() == "javascript")) return {};
+  bool has_functions = false;
+  for (const char* field : {"views", "validate_doc_update", "filters", "updates"}) has_functions |= doc.contains(field);
+  if (!has_functions) return {};
+  if (!js) return status{errc::internal, "JavaScript is not available on this node"};
+  auto r = js->compile(doc.dump());
+  if (!r) return r.error();
+  if (r->ok()) return {};
+  if (r->what == js_reply::kind::fault && (r->name == "compilation_error" || r->name == "timeout"))
+    return status{errc::compilation_error, r->reason};
+  return status{errc::internal, "compiling the design document failed: " + r->name + ": " + r->reason};
+}
+
+status validation_runs_everywhere(const json& doc, cluster_members* cluster) {
+  if (!cluster || !cluster->clustered() || !doc.contains("validate_doc_update")) return {};
+  for (const std::string& name : cluster->all()) {
+    auto m = cluster->get(name);
+    if (!m || !m->runs_javascript())
+      return status{errc::not_implemented, "node " + name +
+                                               " does not run validate_doc_update functions (an older release, or "
+                                               "not connected now): writes it coordinates would pass unvalidated"};
   }
   return {};
 }

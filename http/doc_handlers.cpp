@@ -5,6 +5,7 @@
 #include <set>
 
 #include "actors/doc_render.hpp"
+#include "actors/doc_validator.hpp"
 #include "http/attachment_stream.hpp"
 #include "http/auth.hpp"
 #include "http/design_doc.hpp"
@@ -73,7 +74,8 @@ result<std::string> body_doc_id(ctx& c, const json& doc) {
 }
 
 result<doc_update> to_doc_update(const db_meta& db, json doc, const std::string& id, bool new_edits,
-                                 std::map<std::string, std::string>* follows, const attachments::policy& policy) {
+                                 std::map<std::string, std::string>* follows, const attachments::policy& policy,
+                                 js_pool* js, cluster_members* cluster) {
   if (!doc.is_object()) return status{errc::bad_request, "Document must be a JSON object"};
   doc_update u;
   u.id = id;
@@ -121,13 +123,8 @@ result<doc_update> to_doc_update(const db_meta& db, json doc, const std::string&
   if (auto st = check_special_members(doc); !st) return st;
   if (id.rfind("_design/", 0) == 0 && !u.deleted) {
     if (auto st = validate_design_doc(doc); !st) return st;
-  }
-  // Until JavaScript runs, a validation function would be stored and never called: every write it
-  // should forbid would pass silently. Refuse it instead.
-  if (id.rfind("_design/", 0) == 0 && !u.deleted && doc.contains("validate_doc_update")) {
-    return status{errc::not_implemented,
-                  "validate_doc_update functions are not supported yet (settee runs no JavaScript); "
-                  "this design document would validate nothing"};
+    if (auto st = compile_design_doc(doc, js); !st) return st;
+    if (auto st = validation_runs_everywhere(doc, cluster); !st) return st;
   }
   if (doc.contains("_attachments") && !doc["_attachments"].is_null()) {
     // Inline bytes leave the body as blobs; stubs are merged by the store (storage/attachments.hpp).
@@ -509,12 +506,16 @@ void reply_written(ctx& c, const std::string& id, const doc_result& r, bool batc
   if (!batch) c.set_location({c.path[0], id});  // CouchDB's batch=ok answer has none
 }
 
-// Writes one document to w copies (the `w` query parameter, default n/2+1).
+// Writes one document to w copies (the `w` query parameter, default n/2+1), once the database's
+// validate_doc_update functions let it.
 result<write_outcome> write_one(ctx& c, const db_meta& db, doc_update u) {
   auto w = c.write_quorum();
   if (!w) return w.error();
   std::vector<doc_update> docs;
   docs.push_back(std::move(u));
+  auto verdicts = validate_writes(c, db, docs);
+  if (!verdicts) return verdicts.error();
+  if (!verdicts->front()) return verdicts->front();
   return c.node.coord.update_docs(db, std::move(docs), *w);
 }
 
@@ -671,8 +672,8 @@ void put_doc(ctx& c, const db_meta& db, std::string id) {
     if (auto st = attachments_here(c, db); !st) return c.error(st);
     if (auto st = staged.stage(c, db, id, *body, parts, !*new_edits); !st) return fail(st);
   }
-  auto u =
-      to_doc_update(db, std::move(*body), id, *new_edits, is_multipart ? &follows : nullptr, c.node.attachment_policy);
+  auto u = to_doc_update(db, std::move(*body), id, *new_edits, is_multipart ? &follows : nullptr,
+                         c.node.attachment_policy, c.node.js, c.node.cluster);
   if (!u) return fail(u.error());
   if (auto st = check_document_size(c, *u); !st) return fail(st);
   if (!follows.empty()) {
@@ -735,7 +736,8 @@ void copy_doc(ctx& c, const db_meta& db, const std::string& source) {
   for (const char* k : {"_id", "_rev", "_revisions", "_deleted"}) body->erase(k);
   if (!target_rev.empty()) (*body)["_rev"] = target_rev;
   if (auto st = authorize_doc_write(c, db, target, &*body); !st) return c.error(st);
-  auto u = to_doc_update(db, std::move(*body), target, true, nullptr, c.node.attachment_policy);
+  auto u =
+      to_doc_update(db, std::move(*body), target, true, nullptr, c.node.attachment_policy, c.node.js, c.node.cluster);
   if (!u) return c.error(u.error());
   if (auto st = check_document_size(c, *u); !st) return c.error(st);
   if (u->managed_attachments) {
@@ -1087,7 +1089,8 @@ void write_attachment(ctx& c, const db_meta& db, const std::string& doc_id, cons
       follows.emplace(att, c.req.body);
     }
   }
-  auto u = to_doc_update(db, std::move(doc), doc_id, true, &follows, c.node.attachment_policy);
+  auto u =
+      to_doc_update(db, std::move(doc), doc_id, true, &follows, c.node.attachment_policy, c.node.js, c.node.cluster);
   if (!u) {
     staged.drop(c, db, doc_id);
     return c.error(u.error());
@@ -1207,6 +1210,15 @@ result<doc_read> serve_legacy_read(local_copy& copy, const doc_request& req, siz
   auto a = legacy_answer(copy, req, max_id_length);
   if (a) return a;
   return doc_read{http_status_of(a.error().code), error_json(a.error()).dump() + "\n", ""};
+}
+
+result<std::vector<status>> validate_writes(ctx& c, const db_meta& db, const std::vector<doc_update>& docs) {
+  if (!c.node.validator) return std::vector<status>(docs.size());
+  write_caller caller;
+  json user = {{"db", db.name}, {"name", c.user.name ? json(*c.user.name) : json(nullptr)}, {"roles", c.user.roles}};
+  caller.user_ctx = user.dump();
+  caller.sec_obj = c.security ? c.security->dump() : "{}";
+  return c.node.validator->validate(db, docs, caller);
 }
 
 }  // namespace settee

@@ -124,9 +124,14 @@ namespace settee {
 // (already validated); the body keeps every field except the special ones.
 // `follows`: the attachment parts of a multipart/related body by name (attachments::take_inline);
 // new attachments are stored as `policy` says.
+// validate_doc_update of the database's design documents on `docs` (actors/doc_validator), with
+// this request's user and the database's _security: one status per document (ok or its refusal).
+result<std::vector<status>> validate_writes(ctx& c, const db_meta& db, const std::vector<doc_update>& docs);
+// A design document's JavaScript is compiled in a worker of `js` (null: one with functions is refused).
 result<doc_update> to_doc_update(const db_meta& db, json doc, const std::string& id, bool new_edits,
                                  std::map<std::string, std::string>* follows = nullptr,
-                                 const attachments::policy& policy = attachments::policy{});
+                                 const attachments::policy& policy = attachments::policy{}, js_pool* js = nullptr,
+                                 cluster_members* cluster = nullptr);
 // A local document write: `doc` is the body (nullptr: a DELETE), `rev` the one the request names
 // ("" : the body's `_rev`, if any). `"_deleted":true` in the body deletes it.
 result<local_update> to_local_update(const std::string& id, json* doc, std::string rev);

@@ -25,6 +25,8 @@ class compactor;
 class resharder;
 class cluster_members;
 class shard_registry;
+class js_pool;
+class doc_validator;
 
 // Limits and identity the handlers need; built once at start-up, read-only afterwards.
 struct node_services {
@@ -56,6 +58,8 @@ struct node_services {
   resharder* reshard = nullptr;        // /_reshard
   cluster_members* cluster = nullptr;  // every member, this node included, by name (actors/members.hpp)
   shard_registry* shards = nullptr;    // the HTTP front's timer gives idle shards' pages back
+  js_pool* js = nullptr;               // JavaScript: design documents' functions (actors/js_pool.hpp)
+  doc_validator* validator = nullptr;  // validate_doc_update on every write coordinated here
   // Run by the HTTP front's timer thread once per idle spell (no request and no shard used, by a
   // peer's call or internal replication, for [node] idle_release_s), before it trims the heap:
   // gives back what other threads cache (the actor scheduler's malloc caches).

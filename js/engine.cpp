@@ -423,12 +423,21 @@ outcome engine::compile(scope_id s, const std::string& source, const std::string
       src.init(cx, wrapped.data(), wrapped.size(), JS::SourceOwnership::Borrowed) && JS::Evaluate(cx, opts, src, &fn);
   if (!ok) {
     r = d_->failure();
-    d_->end();
     if (r.what == fault::thrown) {
+      // A source that is a program but no expression (only a comment, statements) is CouchDB's
+      // "does not eval to a function"; anything else, the syntax error.
+      JS::SourceText<mozilla::Utf8Unit> alone;
+      JS::CompileOptions plain(cx);
+      plain.setFileAndLine(where.c_str(), 1);
+      const bool program = alone.init(cx, source.data(), source.size(), JS::SourceOwnership::Borrowed) &&
+                           JS::Compile(cx, plain, alone) != nullptr;
+      JS_ClearPendingException(cx);
       r.what = fault::compilation;
-      r.message = (r.name.empty() ? std::string() : r.name + ": ") + r.message + " (" + source + ")";
+      r.message = program ? "Expression does not eval to a function. (" + source + ")"
+                          : (r.name.empty() ? std::string() : r.name + ": ") + r.message + " (" + source + ")";
       r.name.clear();
     }
+    d_->end();
     return r;
   }
   d_->end();
@@ -476,6 +485,56 @@ outcome engine::call(fn_id f, const std::string& args_json) {
   if (!ok || d_->stop_memory || d_->stop_timeout) r = d_->failure();
   d_->end();
   return r;
+}
+
+std::vector<outcome> engine::call_each(fn_id f, const std::string& calls_json) {
+  JSContext* cx = d_->cx;
+  std::vector<outcome> out;
+  auto fi = d_->functions.find(f);
+  if (fi == d_->functions.end()) {
+    out.push_back(outcome{fault::internal, "", "", "no such function", {}});
+    return out;
+  }
+  const auto& sc = d_->scopes.at(fi->second.scope);
+  JSAutoRealm realm(cx, *sc.global);
+  JS::RootedValue calls(cx), fn(cx, JS::ObjectValue(**fi->second.fn)), one(cx), rval(cx);
+  JS::RootedObject self(cx, *sc.ddoc), list(cx), args(cx);
+  bool is_array = false;
+  uint32_t n = 0;
+  d_->begin();
+  bool ok = d_->parse(calls_json, &calls) && calls.isObject() && JS::IsArrayObject(cx, calls, &is_array) && is_array;
+  if (ok) {
+    list = &calls.toObject();
+    ok = JS::GetArrayLength(cx, list, &n);
+  }
+  if (!ok) {
+    out.push_back(d_->failure());
+    if (out.back().what == fault::internal) out.back().message = "the body is not an array of argument arrays";
+    d_->end();
+    return out;
+  }
+  d_->end();
+  for (uint32_t i = 0; i < n; ++i) {
+    d_->begin();  // each call its own deadline
+    outcome r;
+    uint32_t count = 0;
+    JS::RootedValueVector argv(cx);
+    bool good = JS_GetElement(cx, list, i, &one) && one.isObject() && JS::IsArrayObject(cx, one, &is_array) && is_array;
+    if (good) {
+      args = &one.toObject();
+      good = JS::GetArrayLength(cx, args, &count);
+      for (uint32_t k = 0; good && k < count; ++k) {
+        JS::RootedValue a(cx);
+        good = JS_GetElement(cx, args, k, &a) && argv.append(a);
+      }
+      good = good && JS::Call(cx, self, fn, JS::HandleValueArray(argv), &rval) && d_->stringify(&rval, r.value);
+    }
+    if (!good || d_->stop_memory || d_->stop_timeout) r = d_->failure();
+    d_->end();
+    r.logs = take_logs();
+    out.push_back(std::move(r));
+  }
+  return out;
 }
 
 outcome engine::each_doc(fn_id f, const std::string& body_json, bool emitted, std::vector<bool>& passed,

@@ -45,9 +45,10 @@ enum class fault {
 
 struct outcome {
   fault what = fault::none;
-  std::string value;    // JSON text (fault::none: the result; fault::thrown: a thrown non-Error)
-  std::string name;     // an Error's name ("TypeError"), else empty
-  std::string message;  // an Error's message, or the reason of compilation/timeout/memory/internal
+  std::string value;              // JSON text (fault::none: the result; fault::thrown: a thrown non-Error)
+  std::string name;               // an Error's name ("TypeError"), else empty
+  std::string message;            // an Error's message, or the reason of compilation/timeout/memory/internal
+  std::vector<std::string> logs;  // call_each: what this call logged (other calls: take_logs())
   bool ok() const { return what == fault::none; }
 };
 
@@ -81,6 +82,9 @@ class engine {
   // Calls f with the arguments in `args_json` (a JSON array), `this` the scope's design document;
   // value: the returned value as JSON ("null" for undefined).
   outcome call(fn_id f, const std::string& args_json);
+  // Calls f once per argument array of `calls_json` (a JSON array of arrays), each with its own
+  // deadline: one outcome per call (a timeout or memory fault ends the rest with the same fault).
+  std::vector<outcome> call_each(fn_id f, const std::string& calls_json);
   // Calls f(doc, extra...) for every document of `body_json` = [docs, extra...] and keeps whether
   // the answer was truthy; a document whose call threw counts as false and its error is in
   // `errors` (CouchDB's filters skip such a document). `emitted`: instead of the answer, whether f

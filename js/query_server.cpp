@@ -77,7 +77,7 @@ std::string compile_reason(const named_source& f, const std::string& error) {
 }  // namespace
 
 std::string query_server::answer(const outcome& r, const std::string& extra) {
-  std::string logs = logs_field(e_.take_logs());
+  std::string logs = logs_field(r.logs.empty() ? e_.take_logs() : r.logs);
   switch (r.what) {
     case fault::none:
       return "{\"ok\":" + r.value + extra + logs + "}";
@@ -102,6 +102,12 @@ std::string query_server::handle(const std::string& header, const std::string& b
     return "{\"ok\":true}";
   }
   if (cmd == "compile") return compile_all(body);
+  if (cmd == "each" && h.size() == 3 && h[1].is_string() && h[2].is_array()) {
+    std::vector<std::string> path;
+    for (auto& p : h[2])
+      if (p.is_string()) path.push_back(p.get<std::string>());
+    if (!path.empty() && path.size() == h[2].size()) return run_each(h[1].get<std::string>(), path, body);
+  }
   if (cmd == "ddoc" && h.size() == 3 && h[1] == "new" && h[2].is_string()) return add(h[2].get<std::string>(), body);
   if (cmd == "ddoc" && h.size() == 3 && h[1].is_string() && h[2].is_array()) {
     std::vector<std::string> path;
@@ -182,14 +188,32 @@ outcome query_server::function_at(ddoc& d, const std::vector<std::string>& path,
   return r;
 }
 
-std::string query_server::run(const std::string& key, const std::vector<std::string>& path, const std::string& body) {
+std::string query_server::find_function(const std::string& key, const std::vector<std::string>& path,
+                                        engine::fn_id& fn) {
   auto it = ddocs_.find(key);
   if (it == ddocs_.end()) return "{\"fault\":\"internal\",\"reason\":\"unknown design document\"}";
   lru_.remove(key);
   lru_.push_back(key);
-  engine::fn_id fn = 0;
   outcome c = function_at(it->second, path, fn);
-  if (!c.ok()) return answer(c);
+  return c.ok() ? std::string() : answer(c);
+}
+
+std::string query_server::run_each(const std::string& key, const std::vector<std::string>& path,
+                                   const std::string& body) {
+  engine::fn_id fn = 0;
+  if (std::string failed = find_function(key, path, fn); !failed.empty()) return failed;
+  std::string out = "{\"each\":[";
+  bool first = true;
+  for (const outcome& r : e_.call_each(fn, body)) {
+    out += (first ? "" : ",") + answer(r);
+    first = false;
+  }
+  return out + "]}";
+}
+
+std::string query_server::run(const std::string& key, const std::vector<std::string>& path, const std::string& body) {
+  engine::fn_id fn = 0;
+  if (std::string failed = find_function(key, path, fn); !failed.empty()) return failed;
   const std::string& kind = path[0];
   if (kind == "filters" || (kind == "views" && path.size() == 3 && path[2] == "map")) {
     // body: [docs, req] for filters, [docs] for a view's map; parsed once, by the engine.

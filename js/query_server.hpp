@@ -17,6 +17,9 @@
 //   ["ddoc", key, ["filters", name]]       [docs, req] -> {"ok": [bool per doc]}
 //   ["ddoc", key, ["views", name, "map"]]  [docs] -> whether each doc emitted (filter=_view)
 //   ["ddoc", key, ["updates", name]]       [doc or null, req] -> the handler's [doc, response]
+//   ["each", key, path]                    [[args...], ...]: the function once per argument array,
+//                                          each with its own deadline -> {"each": [answer, ...]}
+//                                          (validate_doc_update for many writes in one exchange)
 //   ["reset"]                              (body ignored) every design document forgotten
 // A key the worker does not hold answers {"fault":"internal","reason":"unknown design document"}:
 // the node sends it and asks again.
@@ -46,6 +49,10 @@ class query_server {
   std::string add(const std::string& key, const std::string& body);
   std::string compile_all(const std::string& body);
   std::string run(const std::string& key, const std::vector<std::string>& path, const std::string& body);
+  std::string run_each(const std::string& key, const std::vector<std::string>& path, const std::string& body);
+  // The function at `path` of the design document held as `key`: "" and `fn`, or the answer
+  // that says why not (unknown design document, no such function, compilation error).
+  std::string find_function(const std::string& key, const std::vector<std::string>& path, engine::fn_id& fn);
   // The function at `path` of design document `d` (compiled on first use).
   outcome function_at(ddoc& d, const std::vector<std::string>& path, engine::fn_id& out);
   void forget(const std::string& key);

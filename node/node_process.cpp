@@ -2,6 +2,7 @@
 
 #include <pthread.h>
 #include <sys/resource.h>
+#include <unistd.h>
 
 #include <cstdio>
 
@@ -50,6 +51,21 @@ job_options runner_options(const settings& set) {
   return o;
 }
 
+// The JavaScript workers: settee-js from [query_server] worker, else beside this executable.
+js_options javascript_options(const settings& set) {
+  js_options o;
+  o.worker = set.js_worker;
+  if (o.worker.empty()) {
+    char self[4096];
+    ssize_t n = ::readlink("/proc/self/exe", self, sizeof self - 1);
+    if (n > 0) o.worker = js_pool::worker_beside(std::string(self, static_cast<size_t>(n)));
+  }
+  o.max_workers = set.js_max_workers;
+  o.timeout = set.js_timeout;
+  o.heap_mb = set.js_heap_mb;
+  return o;
+}
+
 // The limits a node's handlers enforce, from the settings.
 void apply_limits(node_services& node, const settings& set) {
   node.default_q = set.default_q;
@@ -92,8 +108,9 @@ result<rpc_options> cluster_options(const settings& set, const clock& clk, int h
   ro.advertised_host = ro.bind == "0.0.0.0" ? "127.0.0.1" : ro.bind;
   ro.http_port = static_cast<uint16_t>(http_port);
   ro.release = SETTEE_VERSION;
-  ro.features = {"changes",           "clustered-seq-v1", "selector",      typed_feature,       db_updates_feature,
-                 attachments_feature, tasks_feature,      reshard_feature, node_status_feature, members_feature};
+  ro.features = {"changes",           "clustered-seq-v1",  "selector",        typed_feature,
+                 db_updates_feature,  attachments_feature, tasks_feature,     reshard_feature,
+                 node_status_feature, members_feature,     javascript_feature};
   ro.seeds = std::move(*seeds);
   ro.secret = set.cluster_secret;
   if (ro.secret.size() < peer_auth::min_secret_bytes) {
@@ -187,6 +204,8 @@ node_process::node_process(const config& cfg, settings set, const clock& clk, st
       self_member_(std::make_shared<local_member>(
           set_.node_name,
           local_services{&coord_, &reshard_, &tasks_, &compaction_, [this] { return read_node_status(node_); }})),
+      js_(javascript_options(set_)),
+      validator_(coord_, js_, &notifier_),
       http_(front_options(set_, data_dir_)),
       members_(set_.node_name) {
   // `updated` rows of _db_updates: every commit to a database's copy marks it (architecture 28);
@@ -199,6 +218,12 @@ node_process::node_process(const config& cfg, settings set, const clock& clk, st
   node_.compaction = &compaction_;
   node_.reshard = &reshard_;
   node_.shards = &shards_;
+  node_.js = &js_;
+  node_.validator = &validator_;
+  if (js_.worker_path().empty())
+    log::warning(
+        "settee-js was not found beside settee ([query_server] worker): design documents with "
+        "JavaScript cannot be saved");
   node_.on_idle = [this] { release_scheduler_caches(sys_, scheduler_threads, std::chrono::milliseconds(100)); };
   node_.spool_dir = node_.data_dir = data_dir_;
   node_.started_s = clk_.now_s();

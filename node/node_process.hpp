@@ -18,8 +18,10 @@
 #include "actors/compactor.hpp"
 #include "actors/coordinator.hpp"
 #include "actors/db_catalog.hpp"
+#include "actors/doc_validator.hpp"
 #include "actors/job_store.hpp"
 #include "actors/jobs.hpp"
+#include "actors/js_pool.hpp"
 #include "actors/members.hpp"
 #include "actors/resharder.hpp"
 #include "actors/shard_registry.hpp"
@@ -83,6 +85,8 @@ class node_process {
   compactor compaction_;
   resharder reshard_;
   std::shared_ptr<local_member> self_member_;
+  js_pool js_;  // design documents' JavaScript, in sandboxed worker processes
+  doc_validator validator_;
   http_options http_;
   membership members_;
   std::unique_ptr<rpc_node> rpc_;    // null on a single node

@@ -97,6 +97,11 @@ result<settings> read_settings(const config& cfg) {
   s.jobs_retry_cap = std::chrono::milliseconds(clamped<int64_t>(cfg, "jobs", "retry_cap_ms", 30000, 1, 86400000));
   s.compaction_docs_per_step = clamped<size_t>(cfg, "database_compaction", "docs_per_step", 1000, 1, big);
 
+  s.js_timeout = std::chrono::milliseconds(clamped<int64_t>(cfg, "couchdb", "os_process_timeout", 5000, 1, 3600000));
+  s.js_max_workers = clamped<size_t>(cfg, "query_server", "max_workers", 8, 1, 1024);
+  s.js_heap_mb = clamped<size_t>(cfg, "query_server", "js_heap_mb", 64, 8, 4096);
+  s.js_worker = cfg.get("query_server", "worker");
+
   if (status st = read_front_and_cluster(cfg, s); !st) return st;
   return s;
 }

@@ -54,6 +54,12 @@ struct settings {
   std::chrono::milliseconds jobs_retry_base{1000};  // retry_base_ms
   std::chrono::milliseconds jobs_retry_cap{30000};  // retry_cap_ms
 
+  // JavaScript (a pool of sandboxed settee-js workers; docs/security.md "JavaScript").
+  std::chrono::milliseconds js_timeout{5000};  // [couchdb] os_process_timeout: one function call
+  size_t js_max_workers = 8;                   // [query_server] max_workers
+  size_t js_heap_mb = 64;                      // [query_server] js_heap_mb: each worker's JS heap
+  std::string js_worker;                       // [query_server] worker (default: settee-js beside settee)
+
   // [chttpd], [log]
   std::string bind_address;              // bind_address
   int port = 5984;                       // port

@@ -34,6 +34,9 @@ chmod 0755 "$STAGE"
 
 install -D -m 0755 "$BUILD/settee" "$STAGE/usr/bin/settee"
 strip --strip-unneeded --remove-section=.comment --remove-section=.note "$STAGE/usr/bin/settee"
+# The sandboxed JavaScript worker the node starts (a program of the package, not a command).
+install -D -m 0755 "$BUILD/settee-js" "$STAGE/usr/lib/settee/settee-js"
+strip --strip-unneeded --remove-section=.comment --remove-section=.note "$STAGE/usr/lib/settee/settee-js"
 install -D -m 0644 packaging/settee.service "$STAGE/lib/systemd/system/settee.service"
 install -D -m 0644 packaging/local.ini "$STAGE/etc/settee/local.ini"  # 0640, group settee: postinst
 install -D -m 0644 README.md "$STAGE/usr/share/doc/settee/README.md"
@@ -55,7 +58,7 @@ echo /etc/settee/local.ini > "$STAGE/DEBIAN/conffiles"
 # Depends: the packages (and least versions) that provide the libraries the binary links, as
 # dh_shlibdeps finds them.
 printf 'Source: settee\n\nPackage: settee\nArchitecture: any\n' > "$WORK/debian/control"
-DEPENDS=$(cd "$WORK" && dpkg-shlibdeps -O -e debian/settee/usr/bin/settee 2>/dev/null | sed -n 's/^shlibs:Depends=//p')
+DEPENDS=$(cd "$WORK" && dpkg-shlibdeps -O -e debian/settee/usr/bin/settee -e debian/settee/usr/lib/settee/settee-js 2>/dev/null | sed -n 's/^shlibs:Depends=//p')
 [ -n "$DEPENDS" ] || { echo "make deb: dpkg-shlibdeps found no dependencies" >&2; exit 1; }
 # md5sums of every file but the conffiles (dpkg tracks those itself), as dh_md5sums.
 (cd "$STAGE" && find . -type f ! -path './DEBIAN/*' ! -path './etc/*' -printf '%P\0' | LC_ALL=C sort -z |

@@ -90,20 +90,23 @@ class Parity(NodeTest):
                          201)
         self.assertEqual(n.get("/par/nr3").json["_rev"], "1-")
 
-    def test_validate_doc_update_is_refused_until_javascript_runs(self):
+    def test_validate_doc_update_is_saved_and_runs(self):
         n = self.node
-        reason = ("validate_doc_update functions are not supported yet (settee runs no JavaScript); "
-                  "this design document would validate nothing")
-        self.assertError(n.put("/par/_design/v", {"validate_doc_update": "function(){}"}), 501,
-                         "not_implemented", reason)
-        # In a batch it is that document's answer; the others are written (a replication goes on).
-        b = n.post("/par/_bulk_docs", {"docs": [{"_id": "_design/v", "validate_doc_update": "f"}, {"_id": "vok"}]})
+        vdu = "function(newDoc) { if (newDoc.bad) throw({forbidden: 'no bad docs'}); }"
+        self.assertEqual(n.put("/par/_design/v", {"validate_doc_update": vdu}).status, 201)
+        self.assertError(n.put("/par/vbad", {"bad": True}), 403, "forbidden", "no bad docs")
+        # In a batch a refusal is that document's answer; the others are written (a replication goes on).
+        b = n.post("/par/_bulk_docs", {"docs": [{"_id": "vbad2", "bad": 1}, {"_id": "vok"}]})
         self.assertEqual(b.status, 201)
-        self.assertEqual(b.json[0], {"id": "_design/v", "error": "not_implemented", "reason": reason})
+        self.assertEqual(b.json[0], {"id": "vbad2", "error": "forbidden", "reason": "no bad docs"})
         self.assertTrue(b.json[1]["ok"])
-        self.assertEqual(n.get("/par/_design/v").status, 404)
-        self.assertEqual(n.put("/par/_design/v", {"language": "javascript"}).status, 201)  # without it: fine
+        # Not a function: refused when saved (CouchDB stores it and fails every later write).
+        r = n.put("/par/_design/v2", {"validate_doc_update": "f"})
+        self.assertEqual(r.status, 400)
+        self.assertEqual(r.json["error"], "compilation_error")
         self.assertEqual(n.put("/par/validate_doc_update", {"validate_doc_update": 1}).status, 201)  # not a ddoc
+        self.assertEqual(n.delete(f"/par/_design/v?rev={n.get('/par/_design/v').json['_rev']}").status, 200)
+        self.assertEqual(n.put("/par/vbad", {"bad": True}).status, 201)  # its design document is gone
 
     def test_filter_errors_come_in_couchdbs_order(self):
         n = self.node

@@ -133,6 +133,8 @@ TEST_CASE("compilation errors: CouchDB's texts; eval and new Function are refuse
     CHECK(r.what == fault::compilation);
     CHECK(r.message.find("SyntaxError") == 0);
     CHECK(r.message.find("(function(doc) { emit(doc._id )") != std::string::npos);
+    r = h.e.compile(s, "// Invalid function", "x", f);  // CouchDB's text for a program that is no expression
+    CHECK(r.message == "Expression does not eval to a function. (// Invalid function)");
     r = h.e.compile(s, "42", "x", f);
     CHECK(r.what == fault::compilation);
     CHECK(r.message == "Expression does not eval to a function. (42)");

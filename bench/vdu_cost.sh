@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# What validate_doc_update costs a write (issue 30): single-document PUTs at c=1 and c=32 into a
+# database whose design document has a typical 10-line validate_doc_update, against one without,
+# on one node with the default configuration, taking turns run by run. Prints each side's median
+# req/s and the median of the per-run ratios (with / without).
+#   bash bench/vdu_cost.sh     (RUNS=5 SECONDS_PER_RUN=4)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+source bench/lib.sh
+RUNS=${RUNS:-5}
+SECS=${SECONDS_PER_RUN:-4}
+BASE=$(mktemp -d /tmp/settee-vdu-XXXXXX)
+trap 'kill "${PIDS[@]}" 2>/dev/null; wait 2>/dev/null; rm -rf "$BASE"' EXIT
+P=$(free_port)
+start_node a "$P" "${NODE_CONFIG:-}"
+VDU='function(newDoc, oldDoc, userCtx, secObj) {
+  if (newDoc._deleted) return;
+  if (typeof newDoc.pad !== "string") throw({forbidden: "pad must be a string"});
+  if (newDoc.pad.length > 100000) throw({forbidden: "pad too long"});
+  if (oldDoc && oldDoc.owner && oldDoc.owner !== newDoc.owner) throw({unauthorized: "only the owner may edit"});
+  var admin = userCtx.roles.indexOf("_admin") !== -1;
+  if (!admin && secObj.members && secObj.members.names && secObj.members.names.indexOf(userCtx.name) === -1)
+    throw({unauthorized: "members only"});
+  if (newDoc.type && ["post", "comment"].indexOf(newDoc.type) === -1) throw({forbidden: "unknown type"});
+}'
+DDOC=$(python3 -c 'import json,sys; print(json.dumps({"validate_doc_update": sys.argv[1]}))' "$VDU")
+echo "validate_doc_update cost: one node, $(nproc) cores, $RUNS runs x ${SECS}s, fsync on"
+for c in 1 32; do
+  ra=() rb=() rr=()
+  for i in $(seq "$RUNS"); do
+    curl -sf -u bench:bench -X PUT "http://127.0.0.1:$P/v-$c-$i" >/dev/null
+    curl -sf -u bench:bench -X PUT "http://127.0.0.1:$P/v-$c-$i/_design/guard" -d "$DDOC" >/dev/null
+    a=$("$LOADGEN" --url "http://127.0.0.1:$P" --auth bench:bench --seconds "$SECS" --workload put --concurrency "$c" --db "p-$c-$i" | field rate)
+    b=$("$LOADGEN" --url "http://127.0.0.1:$P" --auth bench:bench --seconds "$SECS" --workload put --concurrency "$c" --db "v-$c-$i" | field rate)
+    ra+=("$a"); rb+=("$b"); rr+=("$(ratio "$b" "$a")")
+  done
+  printf 'put_c%-3s without %7s  with %7s req/s   with/without %s   (ratios: %s)\n' "$c" \
+    "$(printf '%s\n' "${ra[@]}" | median)" "$(printf '%s\n' "${rb[@]}" | median)" \
+    "$(printf '%s\n' "${rr[@]}" | median)" "${rr[*]}"
+done

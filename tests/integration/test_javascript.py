@@ -1,0 +1,217 @@
+"""JavaScript in design documents (issue 30): functions compiled when a design document is saved,
+in the sandboxed settee-js workers the node starts beside itself."""
+import json
+import os
+import subprocess
+import time
+
+from harness import NodeTest, main
+
+
+def worker_pids():
+    out = subprocess.run(["pgrep", "-f", "settee-js --timeout-ms"], capture_output=True, text=True).stdout
+    return {int(p) for p in out.split()}
+
+
+class CompileOnSave(NodeTest):
+    @classmethod
+    def setUpClass(cls):
+        super().setUpClass()
+        assert cls.node.put("/js").status == 201
+
+    def test_a_syntax_error_is_400_compilation_error_with_couchdbs_prefix(self):
+        r = self.node.put("/js/_design/bad", {"views": {"v": {"map": "function(doc) { emit(doc._id "}}})
+        self.assertEqual(r.status, 400)
+        self.assertEqual(r.json["error"], "compilation_error")
+        self.assertTrue(r.json["reason"].startswith("Compilation of the map function in the 'v' view failed: SyntaxError"),
+                        r.json["reason"])
+        self.assertTrue(r.json["reason"].endswith("(function(doc) { emit(doc._id )"), r.json["reason"])
+        self.assertEqual(self.node.get("/js/_design/bad").status, 404)  # nothing was stored
+
+    def test_a_source_that_is_no_function_is_couchdbs_text(self):
+        r = self.node.put("/js/_design/nofun", {"views": {"view": {"map": "// Invalid function"}}})
+        self.assertError(r, 400, "compilation_error",
+                         "Compilation of the map function in the 'view' view failed: "
+                         "Expression does not eval to a function. (// Invalid function)")
+
+    def test_reduce_filters_and_updates_are_compiled_too_builtins_are_not(self):
+        bad = {"views": {"v": {"map": "function(doc){ emit(1, 1) }", "reduce": "function(k, v) { return sum(v) "}}}
+        r = self.node.put("/js/_design/r", bad)
+        self.assertEqual(r.status, 400)
+        self.assertIn("Compilation of the reduce function in the 'v' view failed", r.json["reason"])
+        r = self.node.put("/js/_design/f", {"filters": {"f": "function(doc, req) { return doc.x "}})
+        self.assertEqual(r.status, 400)
+        self.assertIn("Compilation of the filter 'f' function failed", r.json["reason"])
+        r = self.node.put("/js/_design/u", {"updates": {"u": "function(doc, req) { return [doc, 'x' "}})
+        self.assertEqual(r.status, 400)
+        self.assertIn("Compilation of the update 'u' function failed", r.json["reason"])
+        good = {"views": {"v": {"map": "function(doc){ emit(doc._id, 1) }", "reduce": "_sum"},
+                          "w": {"map": "(doc) => { if (doc.t) emit(doc.t, null); } // arrow, trailing comment"}},
+                "filters": {"f": "function(doc, req) { return doc.type === req.query.type; }"},
+                "updates": {"u": "function(doc, req) { return [doc, 'ok']; }"}}
+        self.assertEqual(self.node.put("/js/_design/good", good).status, 201)
+
+    def test_a_function_that_runs_at_compile_time_cannot_hang_the_save(self):
+        t0 = time.time()
+        r = self.node.put("/js/_design/hang", {"filters": {"f": "(function(){ while(true){} })(), function(doc){}"}})
+        self.assertEqual(r.status, 400)
+        self.assertEqual(r.json["error"], "compilation_error")
+        self.assertLess(time.time() - t0, 30)
+        self.assertEqual(self.node.put("/js/_design/after", {"filters": {"f": "function(doc){ return 1 }"}}).status, 201)
+
+    def test_bulk_docs_refuses_the_one_design_document_that_does_not_compile(self):
+        r = self.node.post("/js/_bulk_docs", {"docs": [
+            {"_id": "plain"},
+            {"_id": "_design/broken", "filters": {"f": "function( {"}},
+            {"_id": "_design/fine", "filters": {"f": "function(doc) { return true }"}},
+        ]})
+        self.assertEqual(r.status, 201)
+        rows = r.json
+        self.assertIn("rev", rows[0])
+        self.assertEqual(rows[1]["error"], "compilation_error")
+        self.assertIn("rev", rows[2])
+
+    def test_other_languages_and_documents_without_functions_are_not_sent(self):
+        mango = {"language": "query", "views": {"i": {"map": {"fields": {"a": "asc"}}, "reduce": "_count",
+                                                      "options": {"def": {"fields": ["a"]}}}}}
+        self.assertEqual(self.node.put("/js/_design/mango", mango).status, 201)
+        self.assertEqual(self.node.put("/js/_design/plain", {"note": "no functions"}).status, 201)
+
+    def test_workers_are_children_of_the_node_and_go_with_it(self):
+        self.assertEqual(self.node.put("/js/_design/w", {"filters": {"f": "function(doc){ return 1 }"}}).status, 201)
+        mine = {p for p in worker_pids() if os.path.exists(f"/proc/{p}/stat") and
+                open(f"/proc/{p}/stat").read().split(")")[1].split()[1] == str(self.node.proc.pid)}
+        self.assertGreaterEqual(len(mine), 1)
+        for p in mine:
+            env = open(f"/proc/{p}/environ", "rb").read()
+            self.assertEqual(env, b"", "a worker gets no environment")
+            fds = os.listdir(f"/proc/{p}/fd")
+            self.assertLessEqual(len(fds), 4, f"a worker holds nothing of the node's but its pipes: {fds}")
+
+
+VDU = """function(newDoc, oldDoc, userCtx, secObj) {
+  if (newDoc._deleted) {
+    if (oldDoc && oldDoc.locked) throw({forbidden: 'locked documents stay'});
+    return;
+  }
+  if (newDoc.forbid) throw({forbidden: 'forbidden: ' + newDoc._id});
+  if (newDoc.needs_role && userCtx.roles.indexOf(newDoc.needs_role) < 0) throw({unauthorized: 'needs ' + newDoc.needs_role});
+  if (newDoc.type_error) return newDoc.nothing.here;
+  if (newDoc.other) throw({other: 'something else'});
+  if (newDoc.str) throw('a string');
+  if (newDoc.check_old && (!oldDoc || oldDoc.v !== newDoc.v - 1)) throw({forbidden: 'v must grow by one'});
+  if (newDoc.echo) throw({forbidden: JSON.stringify({n: newDoc, o: oldDoc, u: userCtx, s: secObj})});
+}"""
+
+
+class ValidateDocUpdate(NodeTest):
+    @classmethod
+    def setUpClass(cls):
+        super().setUpClass()
+        assert cls.node.put("/vdu").status == 201
+        assert cls.node.put("/vdu/_design/guard", {"validate_doc_update": VDU}).status == 201
+
+    def test_put_post_delete_and_their_answers(self):
+        n = self.node
+        self.assertError(n.put("/vdu/a", {"forbid": True}), 403, "forbidden", "forbidden: a")
+        self.assertEqual(n.get("/vdu/a").status, 404)
+        self.assertError(n.put("/vdu/b", {"needs_role": "editor"}), 401, "unauthorized", "needs editor")
+        self.assertError(n.post("/vdu", {"_id": "c", "forbid": 1}), 403, "forbidden", "forbidden: c")
+        self.assertError(n.put("/vdu/o", {"other": 1}), 500, "unknown_error", "something else")
+        self.assertError(n.put("/vdu/s", {"str": 1}), 500, "unknown_error", "a string")
+        r = n.put("/vdu/t", {"type_error": 1})
+        self.assertEqual(r.status, 500)
+        self.assertIn("TypeError", r.json["reason"])
+        r = n.put("/vdu/locked", {"locked": True})
+        self.assertEqual(r.status, 201)
+        self.assertError(n.delete(f"/vdu/locked?rev={r.json['rev']}"), 403, "forbidden", "locked documents stay")
+        self.assertEqual(n.get("/vdu/locked").status, 200)
+        fine = n.put("/vdu/fine", {"x": 1})
+        self.assertEqual(fine.status, 201)
+        self.assertEqual(n.delete(f"/vdu/fine?rev={fine.json['rev']}").status, 200)
+
+    def test_arguments_are_couchdbs(self):
+        n = self.node
+        self.assertEqual(n.put("/vdu/_security", {"members": {"roles": ["readers"]}, "admins": {"names": ["boss"]}}).status, 200)
+        first = n.put("/vdu/args", {"v": 1})
+        r = n.put("/vdu/args", {"_rev": first.json["rev"], "v": 2, "echo": True})
+        self.assertEqual(r.status, 403)
+        seen = json.loads(r.json["reason"])
+        self.assertEqual(seen["n"]["_id"], "args")
+        self.assertEqual(seen["n"]["_rev"], first.json["rev"])  # the revision edited, as CouchDB before new_revs
+        self.assertEqual(seen["n"]["_revisions"], {"start": 1, "ids": [first.json["rev"].split("-")[1]]})
+        self.assertEqual(seen["n"]["v"], 2)
+        self.assertEqual(seen["o"]["_id"], "args")
+        self.assertEqual(seen["o"]["_rev"], first.json["rev"])
+        self.assertEqual(seen["o"]["v"], 1)
+        self.assertEqual(seen["u"]["db"], "vdu")
+        self.assertEqual(seen["u"]["name"], self.node.admin_name if hasattr(self.node, "admin_name") else seen["u"]["name"])
+        self.assertIn("_admin", seen["u"]["roles"])
+        self.assertEqual(seen["s"], {"members": {"roles": ["readers"]}, "admins": {"names": ["boss"]}})
+        # oldDoc is null for a new document
+        r = n.put("/vdu/newone", {"echo": True})
+        self.assertIsNone(json.loads(r.json["reason"])["o"])
+        self.assertNotIn("_rev", json.loads(r.json["reason"])["n"])
+
+    def test_old_doc_is_the_revision_the_edit_names(self):
+        n = self.node
+        r1 = n.put("/vdu/grow", {"v": 1})
+        self.assertEqual(n.put("/vdu/grow", {"_rev": r1.json["rev"], "v": 2, "check_old": True}).status, 201)
+        self.assertError(n.put("/vdu/grow", {"_rev": n.get("/vdu/grow").json["_rev"], "v": 5, "check_old": True}),
+                         403, "forbidden", "v must grow by one")
+
+    def test_bulk_docs_each_refusal_is_its_own_row_the_others_commit(self):
+        r = self.node.post("/vdu/_bulk_docs", {"docs": [
+            {"_id": "b1"}, {"_id": "b2", "forbid": 1}, {"_id": "b3"}, {"_id": "b4", "needs_role": "x"}]})
+        self.assertEqual(r.status, 201)
+        self.assertTrue(r.json[0]["ok"])
+        self.assertEqual(r.json[1], {"id": "b2", "error": "forbidden", "reason": "forbidden: b2"})
+        self.assertTrue(r.json[2]["ok"])
+        self.assertEqual(r.json[3], {"id": "b4", "error": "unauthorized", "reason": "needs x"})
+        self.assertEqual(self.node.get("/vdu/b2").status, 404)
+        self.assertEqual(self.node.get("/vdu/b3").status, 200)
+
+    def test_replicated_writes_are_validated_too(self):
+        r = self.node.post("/vdu/_bulk_docs", {"new_edits": False, "docs": [
+            {"_id": "rep1", "_rev": "1-aaa", "forbid": 1}, {"_id": "rep2", "_rev": "1-bbb"}]})
+        self.assertEqual(r.status, 201)
+        self.assertEqual(r.json, [{"id": "rep1", "error": "forbidden", "reason": "forbidden: rep1"}])
+        self.assertEqual(self.node.get("/vdu/rep1").status, 404)
+        self.assertEqual(self.node.get("/vdu/rep2").status, 200)
+
+    def test_attachments_and_local_documents(self):
+        n = self.node
+        r = n.request("PUT", "/vdu/att/file.txt", raw_body="hi", headers={"Content-Type": "text/plain"})
+        self.assertEqual(r.status, 201)  # a new document with an attachment passes this function
+        self.assertEqual(n.put("/vdu/_local/x", {"forbid": True}).status, 201)  # never validated
+
+    def test_a_new_function_takes_effect_at_once_and_a_removed_one_stops(self):
+        n = self.node
+        self.assertEqual(n.put("/vdu2").status, 201)
+        self.assertEqual(n.put("/vdu2/d1", {"n": 1}).status, 201)
+        r = n.put("/vdu2/_design/x", {"validate_doc_update": "function(d){ if (d.n) throw({forbidden:'no n'}); }"})
+        self.assertEqual(r.status, 201)
+        self.assertError(n.put("/vdu2/d2", {"n": 1}), 403, "forbidden", "no n")
+        r2 = n.put("/vdu2/_design/x", {"_rev": r.json["rev"],
+                                       "validate_doc_update": "function(d){ if (d.m) throw({forbidden:'no m'}); }"})
+        self.assertEqual(r2.status, 201)
+        self.assertEqual(n.put("/vdu2/d2", {"n": 1}).status, 201)
+        self.assertError(n.put("/vdu2/d3", {"m": 1}), 403, "forbidden", "no m")
+        self.assertEqual(n.delete(f"/vdu2/_design/x?rev={r2.json['rev']}").status, 200)
+        self.assertEqual(n.put("/vdu2/d3", {"m": 1}).status, 201)
+
+    def test_a_hostile_validation_function_fails_writes_but_never_the_node(self):
+        n = self.node
+        self.assertEqual(n.put("/vdu3").status, 201)
+        self.assertEqual(n.put("/vdu3/_design/h", {"validate_doc_update": "function(d){ if (d.spin) while(true){} }"}).status, 201)
+        t0 = time.time()
+        r = n.put("/vdu3/x", {"spin": 1})
+        self.assertEqual(r.status, 500)
+        self.assertEqual(r.json["error"], "timeout")
+        self.assertLess(time.time() - t0, 20)
+        self.assertEqual(n.put("/vdu3/y", {"ok": 1}).status, 201)
+        self.assertEqual(n.get("/").status, 200)
+
+
+if __name__ == "__main__":
+    main()
