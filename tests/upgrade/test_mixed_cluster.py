@@ -103,6 +103,20 @@ class MixedCluster(NodeTest):
                          "(an older release): upgrade it first")
         self.assertIn(self.n2.put("/mixed-att/plain", {"v": 1}).status, (201, 202))
 
+    def test_validate_doc_update_waits_for_the_old_node(self):
+        """An older member coordinates writes without running validate_doc_update: a design
+        document with one is refused (501, naming the node) while one is a member; one without is
+        stored (issue 30)."""
+        old_name = self.cluster.names[0]
+        self.assertEqual(self.n2.put("/mixed-vdu?q=1&n=3").status, 201)
+        r = self.n2.put("/mixed-vdu/_design/v", {"validate_doc_update": "function(d) { throw({forbidden: 'no'}); }"})
+        self.assertEqual(r.status, 501)
+        self.assertEqual(r.json["error"], "not_implemented")
+        self.assertIn(f"node {old_name} does not run validate_doc_update functions", r.json["reason"])
+        self.assertIn(self.n2.put("/mixed-vdu/_design/f", {"filters": {"f": "function(d) { return true; }"}}).status,
+                      (201, 202))
+        self.assertIn(self.n2.put("/mixed-vdu/plain", {"v": 1}).status, (201, 202))
+
     def test_no_split_starts_while_an_old_release_is_a_member(self):
         # n=1: the range on this node is its own, which it could split, but the old node would
         # route the split database by q alone: the job is refused and nothing changes.
