@@ -47,14 +47,18 @@ constexpr not_built db_not_built[] = {
 constexpr not_built design_not_built[] = {
     {"_view", "views"},
     {"_info", "views (_info)"},
-    {"_show", "show functions"},
-    {"_list", "list functions"},
     {"_update", "update handlers"},
-    {"_rewrite", "rewrites"},
     {"_search", "full-text search"},
     {"_search_info", "full-text search"},
     {"_nouveau", "full-text search"},
     {"_nouveau_info", "full-text search"},
+};
+
+// Deprecated in CouchDB 3.0 and not to come: 501 saying so, and what to do instead.
+constexpr not_built design_deprecated[] = {
+    {"_show", "show functions"},
+    {"_list", "list functions"},
+    {"_rewrite", "rewrite functions"},
 };
 
 template <size_t N>
@@ -106,6 +110,10 @@ void dispatch_db(ctx& c, const db_meta& db, const json& security) {
   if (what == "_design" && p.size() >= 3) {
     if (const char* feature = p.size() > 3 ? feature_of(design_not_built, p[3]) : nullptr)
       return reply_not_built(c, feature);
+    if (const char* feature = p.size() > 3 ? feature_of(design_deprecated, p[3]) : nullptr)
+      return c.error(errc::not_implemented, std::string(feature) +
+                                                " are deprecated since CouchDB 3.0 and settee does not run them: "
+                                                "render documents in the client, or route with a proxy");
     if (p.size() > 3) return handle_attachment(c, db, "_design/" + p[2], join_from(p, 3));
     return handle_doc(c, db, "_design/" + p[2]);
   }

@@ -77,6 +77,13 @@ class CompileOnSave(NodeTest):
         self.assertEqual(self.node.put("/js/_design/mango", mango).status, 201)
         self.assertEqual(self.node.put("/js/_design/plain", {"note": "no functions"}).status, 201)
 
+    def test_show_list_and_rewrite_functions_are_501_naming_the_deprecation(self):
+        for what, name in (("_show", "show"), ("_list", "list"), ("_rewrite", "rewrite")):
+            r = self.node.get(f"/js/_design/good/{what}/x")
+            self.assertEqual(r.status, 501)
+            self.assertEqual(r.json["error"], "not_implemented")
+            self.assertTrue(r.json["reason"].startswith(f"{name} functions are deprecated since CouchDB 3.0"), r.json)
+
     def test_workers_are_children_of_the_node_and_go_with_it(self):
         self.assertEqual(self.node.put("/js/_design/w", {"filters": {"f": "function(doc){ return 1 }"}}).status, 201)
         mine = {p for p in worker_pids() if os.path.exists(f"/proc/{p}/stat") and
