@@ -369,6 +369,14 @@ bool changes_reader::take_page(size_t i, const changes_request& req, result<chan
     }
     last = row.e.seq;
   }
+  if (opts_.page_filter && !page->rows.empty()) {
+    auto wanted = opts_.page_filter(page->rows);
+    if (!wanted) {
+      error_ = wanted.error();  // the feed stops before this page, resumable there
+      return false;
+    }
+    for (size_t i = 0; i < page->rows.size() && i < wanted->size(); ++i) page->rows[i].hidden = !(*wanted)[i];
+  }
   for (auto& row : page->rows) {
     if (p.bound && row.e.seq > *p.bound) {  // the descendant's own changes, after the split
       p.read_to_end = true;
@@ -450,6 +458,7 @@ bool changes_reader::next(change_row& row) {
       if (row.e.time_s < *p.not_before) continue;
       p.not_before.reset();
     }
+    if (row.hidden) continue;
     if (opts_.filter) {
       auto wanted = opts_.filter(row);
       if (!wanted) {

@@ -34,6 +34,7 @@ struct shard_summary {
 struct change_row {
   change_entry e;
   std::string doc;
+  bool hidden = false;  // changes_read_options::page_filter did not want it (the position passes it)
 };
 struct changes_page {
   std::vector<change_row> rows;

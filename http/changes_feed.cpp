@@ -9,7 +9,8 @@ namespace {
 changes_read_options read_options(const changes_options& o) {
   changes_read_options r;
   r.descending = o.descending;
-  r.with_docs = o.include_docs || o.filter_kind == changes_options::filter::selector;
+  r.with_docs = o.include_docs || o.filter_kind == changes_options::filter::selector ||
+                o.filter_kind == changes_options::filter::javascript;
   r.conflicts = o.conflicts;
   r.attachments = o.attachments;
   r.att_encoding_info = o.att_encoding_info;
@@ -20,6 +21,9 @@ changes_read_options read_options(const changes_options& o) {
   r.closed = o.closed;
   switch (o.filter_kind) {
     case changes_options::filter::none:
+      break;
+    case changes_options::filter::javascript:
+      r.page_filter = o.page_filter;
       break;
     case changes_options::filter::doc_ids:
       r.filter = [ids = o.doc_ids](const change_row& row) -> result<bool> { return ids.count(row.e.id) > 0; };

@@ -3,6 +3,7 @@
 // _design, _selector) and its row shape (style, include_docs, seq_interval).
 // Not thread-safe: one feed belongs to one request.
 #pragma once
+#include <functional>
 #include <memory>
 #include <optional>
 #include <set>
@@ -23,7 +24,9 @@ struct changes_options {
   // The request's limit, as fabric_view_changes counts rows down from it for seq_interval (CouchDB's
   // default #changes_args.limit when none is given).
   int64_t limit_for_interval = 1000000000000000;
-  enum class filter { none, doc_ids, design, selector } filter_kind = filter::none;
+  enum class filter { none, doc_ids, design, selector, javascript } filter_kind = filter::none;
+  // filter::javascript: a design document's filter (or view's map) over a page of changes at once.
+  std::function<result<std::vector<bool>>(const std::vector<change_row>&)> page_filter;
   std::set<std::string> doc_ids;
   std::shared_ptr<const mango_selector> selector;  // filter::selector: matched against the winning doc
   uint32_t page_rows = 512;                        // changes_read_options::page_rows

@@ -10,9 +10,12 @@
 
 #include "actors/change_notifier.hpp"
 #include "actors/clustered_seq.hpp"
+#include "actors/doc_render.hpp"
+#include "actors/js_pool.hpp"
 #include "http/changes_feed.hpp"
 #include "http/feed_stream.hpp"
 #include "http/handlers.hpp"
+#include "node/crypto.hpp"
 #include "node/log.hpp"
 #include "storage/time_seq.hpp"
 
@@ -25,10 +28,9 @@ struct changes_query {
   std::string since = "0";
   changes_options opts;
   // A filter in a design document (`ddoc/name`, or `_view` with `view=ddoc/name`): CouchDB answers
-  // 404 when the document or the member is missing, before anything else; settee then 501 (no JS).
+  // 404 when the document or the member is missing, before anything else.
   std::string ddoc_id;
   std::vector<std::string> member_path;
-  std::string unsupported;
 };
 
 result<int64_t> non_negative(ctx& c, const char* name, const char* not_int, const char* negative) {
@@ -159,7 +161,7 @@ result<changes_query> parse_changes(ctx& c, const json* body) {
       }
       q.ddoc_id = "_design/" + v.substr(0, slash);
       q.member_path = {"views", v.substr(slash + 1)};
-      q.unsupported = "views are not supported yet, so neither is filter=_view";
+
     } else if (!f.empty() && f[0] == '_') {
       return status{errc::bad_request, "unknown builtin filter name"};
     } else if (auto slash = f.find('/'); slash == std::string::npos || slash == 0 || slash + 1 == f.size()) {
@@ -167,26 +169,100 @@ result<changes_query> parse_changes(ctx& c, const json* body) {
     } else {
       q.ddoc_id = "_design/" + f.substr(0, slash);
       q.member_path = {"filters", f.substr(slash + 1)};
-      q.unsupported = "JavaScript filters are not supported";
     }
   }
   return q;
 }
 
-// The design document filter `q` names: 404 as CouchDB (couch_changes: `missing`, then
-// `missing json key: <key>`), else settee's 501.
-status check_ddoc_filter(ctx& c, const db_meta& db, const changes_query& q) {
+// CouchDB's request object for a filter (chttpd_external:json_req_obj).
+json request_object(ctx& c, const db_meta& db) {
+  json query = json::object(), headers = json::object();
+  for (const auto& [k, v] : c.req.params) query[k] = v;
+  for (const auto& [k, v] : c.req.headers) headers[k] = v;
+  json path = json::array();
+  for (const auto& segment : c.path) path.push_back(segment);
+  json user = {{"db", db.name}, {"name", c.user.name ? json(*c.user.name) : json(nullptr)}, {"roles", c.user.roles}};
+  return json{{"info", {{"db_name", db.name}}},
+              {"id", nullptr},
+              {"uuid", crypto::random_hex(16)},
+              {"method", c.req.method},
+              {"requested_path", path},
+              {"path", path},
+              {"raw_path", c.req.target},
+              {"query", query},
+              {"headers", headers},
+              {"body", c.req.body.empty() ? std::string("undefined") : c.req.body},
+              {"peer", c.req.peer},
+              {"form", json::object()},
+              {"cookie", json::object()},
+              {"userCtx", user},
+              {"secObj", c.security ? *c.security : json::object()}};
+}
+
+// The design document filter `q` names (404 as CouchDB: couch_changes' `missing`, then `missing
+// json key: <key>`), run over pages of changes in a JavaScript worker: a document whose call
+// throws counts as not wanted and is logged (couch_query_servers:filter_docs skips it); a page the
+// worker could not finish (its deadline, its memory) is asked again one document at a time.
+status javascript_filter(ctx& c, const db_meta& db, changes_query& q) {
   auto d = c.node.coord.open_doc(db, q.ddoc_id);
   if (!d) return d.error();
   const std::string* body = nullptr;
-  if (d->found && !d->info.tree.winner_deleted()) body = d->body(d->info.tree.rev(d->info.tree.winner()));
+  std::string rev;
+  if (d->found && !d->info.tree.winner_deleted()) {
+    rev = d->info.tree.rev(d->info.tree.winner()).str();
+    body = d->body(d->info.tree.rev(d->info.tree.winner()));
+  }
   if (!body) return {errc::not_found, "missing"};
   json at = parse_json(*body).value_or(json());
   for (const std::string& key : q.member_path) {
     if (!at.is_object() || !at.contains(key)) return {errc::not_found, "missing json key: " + key};
     at = at[key];
   }
-  return {errc::not_implemented, q.unsupported};
+  if (!c.node.js) return {errc::not_implemented, "JavaScript is not available on this node"};
+  js_pool* js = c.node.js;
+  const std::string key = q.ddoc_id + "@" + rev, ddoc = render_doc(q.ddoc_id, rev, false, *body, "");
+  const bool view = q.member_path.front() == "views";
+  json path = view ? json::array({"views", q.member_path[1], "map"}) : json::array({"filters", q.member_path[1]});
+  const std::string tail = view ? "]" : "," + request_object(c, db).dump() + "]";
+  const std::string where = db.name + "/" + q.ddoc_id + " " + path.dump();
+  auto ask = [js, key, ddoc, path, tail, where](const std::vector<const change_row*>& rows) -> result<js_reply> {
+    std::string docs = "[[";
+    for (size_t i = 0; i < rows.size(); ++i) {
+      const change_entry& e = rows[i]->e;
+      docs += i ? "," : "";
+      docs += rows[i]->doc.empty() ? render_doc(e.id, e.rev, true, "{}", "") : rows[i]->doc;
+    }
+    auto r = js->run(key, ddoc, path, docs + "]" + tail);
+    if (r && !r->errors.empty())
+      log::warning("filter " + where + " failed on " + std::to_string(r->errors.size()) +
+                   " document(s): " + r->errors[0]);
+    return r;
+  };
+  q.opts.filter_kind = changes_options::filter::javascript;
+  q.opts.page_filter = [ask, where](const std::vector<change_row>& rows) -> result<std::vector<bool>> {
+    std::vector<const change_row*> all;
+    for (const auto& row : rows) all.push_back(&row);
+    auto r = ask(all);
+    if (!r) return r.error();
+    auto flags = [](const js_reply& reply, size_t n) -> std::optional<std::vector<bool>> {
+      if (!reply.ok() || !reply.value.is_array() || reply.value.size() != n) return std::nullopt;
+      std::vector<bool> out;
+      for (const auto& v : reply.value) out.push_back(v.is_boolean() && v.get<bool>());
+      return out;
+    };
+    if (auto page = flags(*r, rows.size())) return *page;
+    log::warning("filter " + where + " failed on a page of " + std::to_string(rows.size()) + " changes (" + r->name +
+                 ": " + r->reason + "); asking one document at a time");
+    std::vector<bool> out;
+    for (const auto* row : all) {
+      auto one = ask({row});
+      if (!one) return one.error();
+      auto f = flags(*one, 1);
+      out.push_back(f && f->front());
+    }
+    return out;
+  };
+  return {};
 }
 
 // A database's _changes as a feed_source. A split or move under a live feed: once the feed has read
@@ -276,7 +352,9 @@ void serve_changes(ctx& c, const db_meta& db, std::optional<size_t> shard, std::
   }
   auto q = parse_changes(c, body ? &*body : nullptr);
   if (!q) return c.error(q.error());
-  if (!q->ddoc_id.empty()) return c.error(check_ddoc_filter(c, db, *q));
+  if (!q->ddoc_id.empty()) {
+    if (auto st = javascript_filter(c, db, *q); !st) return c.error(st);
+  }
   q->opts.shard = shard;
   q->opts.closed = std::move(closed);
   auto source = std::make_shared<changes_source>(c.node, db, q->opts);

@@ -117,19 +117,19 @@ class Parity(NodeTest):
             ("filter=nodoc/x", 404, "not_found", "missing"),
             ("filter=bare/x", 404, "not_found", "missing json key: filters"),
             ("filter=f/x", 404, "not_found", "missing json key: x"),
-            ("filter=f/ok", 501, "not_implemented", "JavaScript filters are not supported"),
             ("filter=_view", 400, "bad_request", "`view` filter parameter is not provided."),
             ("filter=_view&view=novslash", 400, "bad_request", "`view` filter parameter is not provided."),
             ("filter=_view&view=nodoc/v", 404, "not_found", "missing"),
             ("filter=_view&view=bare/v", 404, "not_found", "missing json key: views"),
             ("filter=_view&view=f/w", 404, "not_found", "missing json key: w"),
-            ("filter=_view&view=f/v", 501, "not_implemented", "views are not supported yet, so neither is filter=_view"),
             ("filter=noslash", 400, "bad_request", "`filter` must be of the form `designname/filtername`"),
         ]
         for query, status, error, reason in cases:
             for feed in ("normal", "longpoll", "continuous"):
                 with self.subTest(query=query, feed=feed):
                     self.assertError(n.get(f"/par/_changes?feed={feed}&timeout=100&{query}"), status, error, reason)
+        for query in ("filter=f/ok", "filter=_view&view=f/v"):  # they run (issue 30)
+            self.assertEqual(n.get(f"/par/_changes?{query}").status, 200)
         rev = n.get("/par/_design/f").json["_rev"]
         n.delete(f"/par/_design/f?rev={rev}")
         self.assertError(n.get("/par/_changes?filter=f/ok"), 404, "not_found", "missing")  # deleted: missing

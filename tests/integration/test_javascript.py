@@ -220,5 +220,85 @@ class ValidateDocUpdate(NodeTest):
         self.assertEqual(n.get("/").status, 200)
 
 
+
+class Filters(NodeTest):
+    @classmethod
+    def setUpClass(cls):
+        super().setUpClass()
+        n = cls.node
+        assert n.put("/flt?q=4").status == 201
+        ddoc = {"filters": {"byType": "function(doc, req) { return doc.type === req.query.type; }",
+                            "mine": "function(doc, req) { return doc.owner === req.userCtx.name && req.method === 'GET' "
+                                    "&& req.info.db_name === 'flt'; }",
+                            "boom": "function(doc) { return doc.a.b === 1; }",
+                            "deleted": "function(doc) { return doc._deleted === true; }"},
+                "views": {"big": {"map": "function(doc) { if (doc.n > 50) emit(doc.n, null); }"}}}
+        assert n.put("/flt/_design/app", ddoc).status == 201
+        docs = [{"_id": f"d{i:03d}", "type": "x" if i % 3 == 0 else "y", "n": i, "owner": n.admin_name if hasattr(n, "admin_name") else "admin"}
+                for i in range(100)]
+        docs[7]["a"] = {"b": 1}
+        assert n.post("/flt/_bulk_docs", {"docs": docs}).status == 201
+
+    def ids(self, query, feed="normal"):
+        r = self.node.get(f"/flt/_changes?feed={feed}&timeout=200&{query}")
+        self.assertEqual(r.status, 200, r.raw[:300] if hasattr(r, "raw") else r.status)
+        if feed == "continuous":
+            rows = [json.loads(line) for line in r.raw.splitlines() if line.strip()]
+            return sorted(row["id"] for row in rows if "id" in row)
+        return sorted(row["id"] for row in r.json["results"])
+
+    def test_a_design_documents_filter_on_every_feed_type(self):
+        want = sorted(f"d{i:03d}" for i in range(100) if i % 3 == 0)
+        for feed in ("normal", "longpoll", "continuous"):
+            self.assertEqual(self.ids("filter=app/byType&type=x", feed), want, feed)
+        self.assertEqual(self.ids("filter=app/byType&type=nothing"), [])
+
+    def test_paging_with_a_filter_misses_nothing(self):
+        got, since = [], "0"
+        for _ in range(100):
+            r = self.node.get(f"/flt/_changes?filter=app/byType&type=x&limit=5&since={since}").json
+            got += [row["id"] for row in r["results"]]
+            since = r["last_seq"]
+            if not r["results"]:
+                break
+        self.assertEqual(sorted(got), sorted(f"d{i:03d}" for i in range(100) if i % 3 == 0))
+        self.assertEqual(len(got), len(set(got)))
+
+    def test_the_request_object_is_couchdbs(self):
+        live = sorted(r["id"] for r in self.node.get("/flt/_all_docs").json["rows"] if not r["id"].startswith("_design/"))
+        self.assertEqual(self.ids("filter=app/mine"), live)
+
+    def test_a_document_the_filter_throws_on_is_skipped_and_the_feed_goes_on(self):
+        self.assertEqual(self.ids("filter=app/boom"), ["d007"])
+
+    def test_view_as_a_filter(self):
+        self.assertEqual(self.ids("filter=_view&view=app/big"), sorted(f"d{i:03d}" for i in range(51, 100)))
+
+    def test_deletions_reach_the_filter_as_deleted_documents(self):
+        n = self.node
+        rev = n.get("/flt/d001").json["_rev"]
+        self.assertEqual(n.delete(f"/flt/d001?rev={rev}").status, 200)
+        self.assertEqual(self.ids("filter=app/deleted"), ["d001"])
+
+    def test_per_shard_feeds_take_the_filter_too(self):
+        meta = self.node.get("/flt/_changes/_meta").json
+        got = []
+        for shard in meta["shards"]:
+            sid = shard["id"] if isinstance(shard, dict) else shard
+            r = self.node.get(f"/flt/_changes/{sid}?filter=app/byType&type=x")
+            self.assertEqual(r.status, 200)
+            got += [row["id"] for row in r.json["results"]]
+        self.assertEqual(sorted(got), sorted(f"d{i:03d}" for i in range(100) if i % 3 == 0))
+
+    def test_a_filter_that_loops_ends_its_page_not_the_node(self):
+        n = self.node
+        self.assertEqual(n.put("/flt2").status, 201)
+        self.assertEqual(n.put("/flt2/_design/s", {"filters": {"spin": "function(doc) { if (doc.spin) while (true) {} return true; }"}}).status, 201)
+        self.assertEqual(n.post("/flt2/_bulk_docs", {"docs": [{"_id": "a"}, {"_id": "b", "spin": True}, {"_id": "c"}]}).status, 201)
+        r = n.get("/flt2/_changes?filter=s/spin")
+        self.assertEqual(r.status, 200)
+        self.assertEqual(sorted(row["id"] for row in r.json["results"]), ["_design/s", "a", "c"])
+
+
 if __name__ == "__main__":
     main()
