@@ -186,11 +186,26 @@ class ValidateDocUpdate(NodeTest):
         self.assertEqual(self.node.get("/vdu/rep1").status, 404)
         self.assertEqual(self.node.get("/vdu/rep2").status, 200)
 
-    def test_attachments_and_local_documents(self):
+    def test_attachments_multipart_and_local_documents(self):
         n = self.node
         r = n.request("PUT", "/vdu/att/file.txt", raw_body="hi", headers={"Content-Type": "text/plain"})
         self.assertEqual(r.status, 201)  # a new document with an attachment passes this function
         self.assertEqual(n.put("/vdu/_local/x", {"forbid": True}).status, 201)  # never validated
+        # An attachment written to a document the function guards: it sees the document as it
+        # would become (locked: its deletion, and only that, is refused).
+        locked = n.put("/vdu/latt", {"locked": True})
+        r = n.request("PUT", f"/vdu/latt/a.txt?rev={locked.json['rev']}", raw_body="x", headers={"Content-Type": "text/plain"})
+        self.assertEqual(r.status, 201)
+        r = n.request("DELETE", f"/vdu/latt/a.txt?rev={r.json['rev']}")
+        self.assertEqual(r.status, 200)  # removing an attachment is an edit, not a deletion
+        forbidden = {"_id": "mp", "forbid": True, "_attachments": {"f.txt": {"follows": True, "content_type": "text/plain",
+                                                                             "length": 2}}}
+        body = (b"--xyz\r\nContent-Type: application/json\r\n\r\n" + json.dumps(forbidden).encode() +
+                b"\r\n--xyz\r\nContent-Disposition: attachment; filename=\"f.txt\"\r\nContent-Length: 2\r\n\r\nhi"
+                b"\r\n--xyz--")
+        r = n.request("PUT", "/vdu/mp", raw_body=body, headers={"Content-Type": 'multipart/related; boundary="xyz"'})
+        self.assertError(r, 403, "forbidden", "forbidden: mp")
+        self.assertEqual(n.get("/vdu/mp").status, 404)
 
     def test_a_new_function_takes_effect_at_once_and_a_removed_one_stops(self):
         n = self.node
