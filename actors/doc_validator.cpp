@@ -12,10 +12,6 @@
 namespace settee {
 namespace {
 
-std::string quote(const std::string& s) {
-  return json(s).dump();
-}
-
 // `body` (a JSON object's text) with `head` fields first and `tail` fields last.
 std::string with_fields(const std::string& head, const std::string& body, const std::string& tail) {
   size_t open = body.find('{');

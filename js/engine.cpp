@@ -28,6 +28,7 @@
 
 #include "js/json_text.hpp"
 #include "node/clock.hpp"
+#include "node/json.hpp"
 
 namespace settee::js {
 namespace {
@@ -162,6 +163,17 @@ struct engine::impl {
 
   static impl* of(JSContext* cx) { return static_cast<impl*>(JS_GetContextPrivate(cx)); }
 
+  const function* function_of(fn_id f) const {
+    auto it = functions.find(f);
+    return it == functions.end() ? nullptr : &it->second;
+  }
+  static outcome no_such_function() {
+    outcome r;
+    r.what = fault::internal;
+    r.message = "no such function";
+    return r;
+  }
+
   // A command: armed for the watchdog from begin() to end().
   void begin() {
     std::lock_guard<std::mutex> lock(run_mu);
@@ -248,7 +260,7 @@ struct engine::impl {
     if (!stringify(&exc, r.value)) {
       JS_ClearPendingException(cx);
       JS::RootedString s(cx, JS::ToString(cx, exc));
-      r.value = s ? json_quote(utf8_of(s)) : "null";
+      r.value = s ? quote(utf8_of(s)) : "null";
       JS_ClearPendingException(cx);
     }
     return r;
@@ -457,16 +469,12 @@ outcome engine::compile(scope_id s, const std::string& source, const std::string
 outcome engine::call(fn_id f, const std::string& args_json) {
   JSContext* cx = d_->cx;
   outcome r;
-  auto fi = d_->functions.find(f);
-  if (fi == d_->functions.end()) {
-    r.what = fault::internal;
-    r.message = "no such function";
-    return r;
-  }
-  const auto& sc = d_->scopes.at(fi->second.scope);
+  const impl::function* fi = d_->function_of(f);
+  if (!fi) return impl::no_such_function();
+  const auto& sc = d_->scopes.at(fi->scope);
   JSAutoRealm realm(cx, *sc.global);
   d_->begin();
-  JS::RootedValue args(cx), fn(cx, JS::ObjectValue(**fi->second.fn)), rval(cx);
+  JS::RootedValue args(cx), fn(cx, JS::ObjectValue(**fi->fn)), rval(cx);
   JS::RootedObject self(cx, *sc.ddoc);
   bool is_array = false;
   bool ok = d_->parse(args_json, &args) && args.isObject() && JS::IsArrayObject(cx, args, &is_array) && is_array;
@@ -490,14 +498,11 @@ outcome engine::call(fn_id f, const std::string& args_json) {
 std::vector<outcome> engine::call_each(fn_id f, const std::string& calls_json) {
   JSContext* cx = d_->cx;
   std::vector<outcome> out;
-  auto fi = d_->functions.find(f);
-  if (fi == d_->functions.end()) {
-    out.push_back(outcome{fault::internal, "", "", "no such function", {}});
-    return out;
-  }
-  const auto& sc = d_->scopes.at(fi->second.scope);
+  const impl::function* fi = d_->function_of(f);
+  if (!fi) return {impl::no_such_function()};
+  const auto& sc = d_->scopes.at(fi->scope);
   JSAutoRealm realm(cx, *sc.global);
-  JS::RootedValue calls(cx), fn(cx, JS::ObjectValue(**fi->second.fn)), one(cx), rval(cx);
+  JS::RootedValue calls(cx), fn(cx, JS::ObjectValue(**fi->fn)), one(cx), rval(cx);
   JS::RootedObject self(cx, *sc.ddoc), list(cx), args(cx);
   bool is_array = false;
   uint32_t n = 0;
@@ -543,16 +548,12 @@ outcome engine::each_doc(fn_id f, const std::string& body_json, bool emitted, st
   outcome r;
   passed.clear();
   errors.clear();
-  auto fi = d_->functions.find(f);
-  if (fi == d_->functions.end()) {
-    r.what = fault::internal;
-    r.message = "no such function";
-    return r;
-  }
-  const auto& sc = d_->scopes.at(fi->second.scope);
+  const impl::function* fi = d_->function_of(f);
+  if (!fi) return impl::no_such_function();
+  const auto& sc = d_->scopes.at(fi->scope);
   JSAutoRealm realm(cx, *sc.global);
   d_->begin();
-  JS::RootedValue body(cx), docs(cx), fn(cx, JS::ObjectValue(**fi->second.fn)), rval(cx);
+  JS::RootedValue body(cx), docs(cx), fn(cx, JS::ObjectValue(**fi->fn)), rval(cx);
   JS::RootedObject self(cx, *sc.ddoc), parts(cx), arr(cx);
   JS::RootedValueVector argv(cx);
   bool is_array = false;

@@ -11,7 +11,4 @@ namespace settee::js {
 // surrogates), becomes U+FFFD.
 std::string utf16_to_utf8_json(const std::u16string& text);
 
-// `s` (UTF-8) as a JSON string literal.
-std::string json_quote(const std::string& s);
-
 }  // namespace settee::js

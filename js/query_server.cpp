@@ -3,6 +3,7 @@
 #include <nlohmann/json.hpp>
 
 #include "js/json_text.hpp"
+#include "node/json.hpp"
 
 namespace settee::js {
 namespace {
@@ -25,7 +26,7 @@ const char* fault_name(fault f) {
 std::string logs_field(std::vector<std::string> logs) {
   if (logs.empty()) return "";
   std::string out = ",\"log\":[";
-  for (size_t i = 0; i < logs.size(); ++i) out += (i ? "," : "") + json_quote(logs[i]);
+  for (size_t i = 0; i < logs.size(); ++i) out += (i ? "," : "") + quote(logs[i]);
   return out + "]";
 }
 
@@ -83,10 +84,10 @@ std::string query_server::answer(const outcome& r, const std::string& extra) {
       return "{\"ok\":" + r.value + extra + logs + "}";
     case fault::thrown:
       if (!r.name.empty())
-        return "{\"error\":" + json_quote(r.name) + ",\"reason\":" + json_quote(r.message) + extra + logs + "}";
+        return "{\"error\":" + quote(r.name) + ",\"reason\":" + quote(r.message) + extra + logs + "}";
       return "{\"thrown\":" + r.value + extra + logs + "}";
     default:
-      return std::string("{\"fault\":\"") + fault_name(r.what) + "\",\"reason\":" + json_quote(r.message) + logs + "}";
+      return std::string("{\"fault\":\"") + fault_name(r.what) + "\",\"reason\":" + quote(r.message) + logs + "}";
   }
 }
 
@@ -115,7 +116,7 @@ std::string query_server::handle(const std::string& header, const std::string& b
       if (p.is_string()) path.push_back(p.get<std::string>());
     if (!path.empty() && path.size() == h[2].size()) return run(h[1].get<std::string>(), path, body);
   }
-  return "{\"fault\":\"internal\",\"reason\":" + json_quote("unknown command " + header) + "}";
+  return "{\"fault\":\"internal\",\"reason\":" + quote("unknown command " + header) + "}";
 }
 
 std::string query_server::add(const std::string& key, const std::string& body) {
@@ -149,7 +150,7 @@ std::string query_server::compile_all(const std::string& body) {
     engine::fn_id id = 0;
     outcome c = e_.compile(scope, f.source, joined(f.path), id);
     if (c.what == fault::compilation) {
-      result = "{\"fault\":\"compilation_error\",\"reason\":" + json_quote(compile_reason(f, c.message)) + "}";
+      result = "{\"fault\":\"compilation_error\",\"reason\":" + quote(compile_reason(f, c.message)) + "}";
       break;
     }
     if (!c.ok()) {
@@ -180,7 +181,7 @@ outcome query_server::function_at(ddoc& d, const std::vector<std::string>& path,
   outcome r;
   if (!at || !at->is_string()) {
     r.what = fault::thrown;
-    r.value = "[\"error\",\"not_found\"," + json_quote("missing " + path[0] + " function " + path.back()) + "]";
+    r.value = "[\"error\",\"not_found\"," + quote("missing " + path[0] + " function " + path.back()) + "]";
     return r;
   }
   r = e_.compile(d.scope, at->get<std::string>(), where, out);
@@ -227,7 +228,7 @@ std::string query_server::run(const std::string& key, const std::vector<std::str
     std::string errs;
     if (!errors.empty()) {
       errs = ",\"errors\":[";
-      for (size_t i = 0; i < errors.size(); ++i) errs += (i ? "," : "") + json_quote(errors[i]);
+      for (size_t i = 0; i < errors.size(); ++i) errs += (i ? "," : "") + quote(errors[i]);
       errs += "]";
     }
     return answer(r, errs);

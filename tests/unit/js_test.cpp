@@ -20,6 +20,7 @@
 #include "js/json_text.hpp"
 #include "js/query_server.hpp"
 #include "js/sandbox.hpp"
+#include "node/json.hpp"
 
 using namespace settee::js;
 using nlohmann::json;
@@ -102,7 +103,7 @@ TEST_CASE("UTF-16 JSON text becomes strict UTF-8: lone surrogates, raw or escape
   CHECK(utf16_to_utf8_json(u"\"\\\\ud800\"") == "\"\\\\ud800\"");            // an escaped backslash
   CHECK(json::parse(utf16_to_utf8_json(u"[\"\\ud800\",\"\\\\\\udfff\"]")) ==
         json::array({"\xef\xbf\xbd", "\\\xef\xbf\xbd"}));
-  CHECK(json_quote("a\"b\\\n\x01") == "\"a\\\"b\\\\\\n\\u0001\"");
+  CHECK(settee::quote("a\"b\\\n\x01") == "\"a\\\"b\\\\\\n\\u0001\"");
 }
 
 TEST_CASE("CouchDB's environment: bare functions, this is the design document, emit/log/sum/toJSON/isArray") {
