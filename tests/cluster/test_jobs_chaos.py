@@ -273,7 +273,25 @@ class JobsChaos(OwnNodesTest):
             post_job({"type": "split", "db": DB, "range": rng_name})
             kill_one()
             wait_jobs()
-            m = shards()
+            # A node that was down during the switch learns it at the next sync (1 s): take the map
+            # once every live node has it (a map read from a node that had not yet learned it named
+            # a range already split; seed 850437808).
+            settled = {}
+
+            def same_map_everywhere():
+                maps = []
+                for n in live(cluster):
+                    status, r = call(n, "GET", f"/{DB}/_shards")
+                    if status != 200:
+                        return False
+                    maps.append(r["shards"])
+                if maps and all(x == maps[0] for x in maps):
+                    settled["map"] = maps[0]
+                    return True
+                return False
+
+            self.assertTrue(wait_for(same_map_everywhere, 60), "the nodes' shard maps did not agree")
+            m = settled["map"]
             rng_name = rng.choice(sorted(m))
             source = rng.choice(m[rng_name])
             target = rng.choice([n for n in names if n not in m[rng_name]])
