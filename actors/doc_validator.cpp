@@ -96,23 +96,56 @@ doc_validator::doc_validator(coordinator& coord, js_pool& js, change_notifier* n
       max_runners_(std::max<size_t>(1, std::min<size_t>(js.max_workers(), std::thread::hardware_concurrency()))) {}
 
 result<std::shared_ptr<const std::vector<doc_validator::function>>> doc_validator::functions_of(const db_meta& db) {
-  const uint64_t version = notifier_ ? notifier_->design_version() : 0;
   const std::string key = db.key();
   const uint64_t hash = std::hash<std::string>{}(key);
   auto by_hash = [](const none_entry& e, uint64_t h) { return e.key_hash < h; };
+  uint64_t version = 0;
   {
-    std::lock_guard<std::mutex> lock(mu_);
-    auto none = std::lower_bound(none_.begin(), none_.end(), hash, by_hash);
-    if (none != none_.end() && none->key_hash == hash && none->design_version == version &&
-        mono::now() - none->loaded < recheck_)
-      return no_functions();
-    auto it = cache_.find(key);
-    if (it != cache_.end() && it->second.design_version == version && mono::now() - it->second.loaded < recheck_)
-      return it->second.functions;
+    // One load per database at a time: the writers that miss together wait for it and take its
+    // answer (a listing each would be a stampede at every `recheck`).
+    std::unique_lock<std::mutex> lock(mu_);
+    for (;;) {
+      version = notifier_ ? notifier_->design_version() : 0;
+      auto none = std::lower_bound(none_.begin(), none_.end(), hash, by_hash);
+      if (none != none_.end() && none->key_hash == hash && none->design_version == version &&
+          mono::now() - none->loaded < recheck_)
+        return no_functions();
+      auto it = cache_.find(key);
+      if (it != cache_.end() && it->second.design_version == version && mono::now() - it->second.loaded < recheck_)
+        return it->second.functions;
+      if (std::find(loading_.begin(), loading_.end(), hash) == loading_.end()) break;
+      loaded_.wait(lock);
+    }
+    loading_.push_back(hash);
   }
+  auto fns = load_functions(db);
+  std::lock_guard<std::mutex> lock(mu_);
+  loading_.erase(std::find(loading_.begin(), loading_.end(), hash));
+  loaded_.notify_all();
+  if (!fns) return fns.error();
+  auto none = std::lower_bound(none_.begin(), none_.end(), hash, by_hash);
+  const bool listed = none != none_.end() && none->key_hash == hash;
+  if ((*fns)->empty()) {
+    cache_.erase(key);
+    if (listed) {
+      *none = none_entry{hash, version, mono::now()};
+    } else {
+      if (none_.size() >= max_none) none_.clear();  // databases come and go: never unbounded
+      none_.insert(std::lower_bound(none_.begin(), none_.end(), hash, by_hash), none_entry{hash, version, mono::now()});
+    }
+    return no_functions();
+  }
+  if (listed) none_.erase(none);
+  if (cache_.size() > 10000) cache_.clear();
+  cache_[key] = entry{*fns, version, mono::now()};
+  return *fns;
+}
+
+// The database's design documents with a validate_doc_update, in the order of their ids.
+result<std::shared_ptr<const std::vector<doc_validator::function>>> doc_validator::load_functions(const db_meta& db) {
   all_docs_query q;
-  q.range.start = "_design/";
-  q.range.end = "_design0";
+  q.range.start = quote("_design/");  // JSON texts, as a client's startkey/endkey
+  q.range.end = quote("_design0");
   q.range.inclusive_end = false;
   q.range.include_docs = true;
   auto listing = list_all_docs(coord_, db, q);
@@ -127,22 +160,7 @@ result<std::shared_ptr<const std::vector<doc_validator::function>>> doc_validato
     if (lang != d.end() && !(lang->is_string() && lang->get<std::string>() == "javascript")) continue;
     fns->push_back({row.doc.id, row.doc.id + "@" + row.doc.rev, row.doc.doc});
   }
-  std::lock_guard<std::mutex> lock(mu_);
-  auto none = std::lower_bound(none_.begin(), none_.end(), hash, by_hash);
-  const bool listed = none != none_.end() && none->key_hash == hash;
-  if (fns->empty()) {
-    cache_.erase(key);
-    if (listed) {
-      *none = none_entry{hash, version, mono::now()};
-    } else {
-      if (none_.size() >= max_none) none_.clear();  // databases come and go: never unbounded
-      none_.insert(std::lower_bound(none_.begin(), none_.end(), hash, by_hash), none_entry{hash, version, mono::now()});
-    }
-    return no_functions();
-  }
-  if (listed) none_.erase(none);
-  if (cache_.size() > 10000) cache_.clear();
-  cache_[key] = entry{fns, version, mono::now()};
+  if (fns->empty()) return no_functions();
   return std::shared_ptr<const std::vector<function>>(fns);
 }
 

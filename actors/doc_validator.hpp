@@ -57,6 +57,7 @@ class doc_validator {
     mono::time_point loaded{};
   };
   result<std::shared_ptr<const std::vector<function>>> functions_of(const db_meta& db);
+  result<std::shared_ptr<const std::vector<function>>> load_functions(const db_meta& db);
   static std::shared_ptr<const std::vector<function>> no_functions();
   // Validations waiting for a worker are gathered, so that one exchange with a worker carries many
   // (a write's own documents, and concurrent writes'): a caller that finds fewer batches under way
@@ -88,6 +89,8 @@ class doc_validator {
     mono::time_point loaded;
   };
   std::vector<none_entry> none_;
+  std::vector<uint64_t> loading_;  // databases being loaded now, by key hash
+  std::condition_variable loaded_;
 
   std::mutex queue_mu_;
   std::vector<queued*> queue_;

@@ -115,6 +115,9 @@ result<all_docs_page> local_copy::all_docs(const all_docs_request& req) {
   }
   std::optional<json> start = req.start.empty() ? std::nullopt : parse_json(req.start);
   std::optional<json> end = req.end.empty() ? std::nullopt : parse_json(req.end);
+  // Keys are JSON texts: one that is not would silently widen the range to every document.
+  if ((!req.start.empty() && !start) || (!req.end.empty() && !end))
+    return status{errc::bad_request, "a key range bound is not JSON"};
   // The scan starts at the start key; the live documents before it (CouchDB's `offset`) come from
   // the rank table, not from a scan of them (storage/doc_rank.hpp).
   std::string from;

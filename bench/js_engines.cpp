@@ -74,13 +74,7 @@ figures in_process() {
     js::limits lim;
     js::engine e(lim);
     js::query_server qs(e);
-    std::atomic<bool> done{false};
-    std::thread watchdog([&] {
-      while (!done) {
-        std::this_thread::sleep_for(std::chrono::milliseconds(2));
-        e.watchdog_tick();
-      }
-    });
+    js::watchdog guard(e);
     qs.handle(R"(["ddoc","new","b"])", ddoc_json());
     auto t0 = steady::now();
     for (int i = 0; i < vdu_calls; ++i) qs.handle(R"(["ddoc","b",["validate_doc_update"]])", vdu_args(i));
@@ -90,8 +84,6 @@ figures in_process() {
     t0 = steady::now();
     for (auto& p : pages) qs.handle(R"(["ddoc","b",["filters","f"]])", p);
     f.filter_rows_s = filter_docs / seconds_since(t0);
-    done = true;
-    watchdog.join();
   });
   t.join();
   return f;

@@ -120,14 +120,14 @@ std::string next_uuid();
 
 namespace settee {
 
-// A JSON document (from PUT, POST or _bulk_docs) as a storage update. `id` is the document id
-// (already validated); the body keeps every field except the special ones.
-// `follows`: the attachment parts of a multipart/related body by name (attachments::take_inline);
-// new attachments are stored as `policy` says.
 // validate_doc_update of the database's design documents on `docs` (actors/doc_validator), with
 // this request's user and the database's _security: one status per document (ok or its refusal).
 result<std::vector<status>> validate_writes(ctx& c, const db_meta& db, const std::vector<doc_update>& docs);
-// A design document's JavaScript is compiled in a worker of `js` (null: one with functions is refused).
+// A JSON document (from PUT, POST or _bulk_docs) as a storage update. `id` is the document id
+// (already validated); the body keeps every field except the special ones.
+// `follows`: the attachment parts of a multipart/related body by name (attachments::take_inline);
+// new attachments are stored as `policy` says. A design document's JavaScript is compiled in a
+// worker of `js` (null: one with functions is refused).
 result<doc_update> to_doc_update(const db_meta& db, json doc, const std::string& id, bool new_edits,
                                  std::map<std::string, std::string>* follows = nullptr,
                                  const attachments::policy& policy = attachments::policy{}, js_pool* js = nullptr,

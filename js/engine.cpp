@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <condition_variable>
 #include <cstring>
 #include <map>
 #include <mutex>
@@ -144,7 +145,9 @@ struct engine::impl {
 
   // The command under way, as the watchdog sees it.
   std::mutex run_mu;
+  std::condition_variable work;  // a command began (wakes a parked watchdog)
   bool running = false;
+  bool watchdog_stop = false;
   mono::time_point deadline{};
   size_t rss_limit = 0;
   std::atomic<bool> stop_timeout{false}, stop_memory{false};
@@ -174,17 +177,24 @@ struct engine::impl {
     return r;
   }
 
-  // A command: armed for the watchdog from begin() to end().
-  void begin() {
-    std::lock_guard<std::mutex> lock(run_mu);
-    stop_timeout = false;
-    stop_memory = false;
-    logs.clear();
-    logs_dropped = 0;
-    const size_t extra = lim.extra_rss_bytes ? lim.extra_rss_bytes : 4 * lim.heap_bytes;
-    rss_limit = resident_bytes(statm_fd) + lim.heap_bytes + extra;
-    deadline = mono::now() + lim.timeout;
-    running = true;
+  // A command: armed for the watchdog from begin() to end(). The memory cap counts from the
+  // resident size measured at the command's start; the calls of one command (call_each) keep it
+  // (`remeasure` false) unless the call before them hit it.
+  void begin(bool remeasure = true) {
+    {
+      std::lock_guard<std::mutex> lock(run_mu);
+      if (remeasure || stop_memory || !rss_limit) {
+        const size_t extra = lim.extra_rss_bytes ? lim.extra_rss_bytes : 4 * lim.heap_bytes;
+        rss_limit = resident_bytes(statm_fd) + lim.heap_bytes + extra;
+      }
+      stop_timeout = false;
+      stop_memory = false;
+      logs.clear();
+      logs_dropped = 0;
+      deadline = mono::now() + lim.timeout;
+      running = true;
+    }
+    work.notify_one();
   }
   void end() {
     {
@@ -520,7 +530,7 @@ std::vector<outcome> engine::call_each(fn_id f, const std::string& calls_json) {
   }
   d_->end();
   for (uint32_t i = 0; i < n; ++i) {
-    d_->begin();  // each call its own deadline
+    d_->begin(false);  // each call its own deadline
     outcome r;
     uint32_t count = 0;
     JS::RootedValueVector argv(cx);
@@ -603,17 +613,46 @@ void engine::shrink() {
   JS::NonIncrementalGC(d_->cx, JS::GCOptions::Shrink, JS::GCReason::API);
 }
 
-void engine::watchdog_tick() {
+bool engine::watchdog_tick() {
   std::lock_guard<std::mutex> lock(d_->run_mu);
-  if (!d_->running || !d_->cx) return;
+  if (!d_->running || !d_->cx) return false;
   if (mono::now() >= d_->deadline) {
     d_->stop_timeout = true;
   } else if (d_->rss_limit && resident_bytes(d_->statm_fd) > d_->rss_limit) {
     d_->stop_memory = true;
   } else {
-    return;
+    return true;
   }
   JS_RequestInterruptCallback(d_->cx);
+  return true;
+}
+
+watchdog::watchdog(engine& e) : e_(e) {
+  thread_ = std::thread([this] {
+    constexpr auto tick = std::chrono::milliseconds(2);
+    constexpr auto park_after = std::chrono::milliseconds(200);  // of idleness
+    engine::impl& d = *e_.d_;
+    auto busy = mono::now();
+    for (;;) {
+      {
+        std::unique_lock<std::mutex> lock(d.run_mu);
+        if (!d.running && mono::now() - busy > park_after)
+          d.work.wait(lock, [&] { return d.running || d.watchdog_stop; });
+        if (d.watchdog_stop) return;
+      }
+      std::this_thread::sleep_for(tick);
+      if (e_.watchdog_tick()) busy = mono::now();
+    }
+  });
+}
+
+watchdog::~watchdog() {
+  {
+    std::lock_guard<std::mutex> lock(e_.d_->run_mu);
+    e_.d_->watchdog_stop = true;
+  }
+  e_.d_->work.notify_all();
+  thread_.join();
 }
 
 }  // namespace settee::js

@@ -20,6 +20,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace settee::js {
@@ -98,12 +99,27 @@ class engine {
   // Frees what the last commands left (a shrinking GC): after a fault of memory.
   void shrink();
   // The watchdog's tick: stops the current command once it passed its deadline or the memory cap.
-  // Called from another thread (the only call that may be).
-  void watchdog_tick();
+  // Called from another thread (the only call that may be). Whether a command is under way.
+  bool watchdog_tick();
 
  private:
+  friend class watchdog;
   struct impl;
   std::unique_ptr<impl> d_;
+};
+
+// The thread that watches an engine for as long as it lives: a tick every 2 ms while a command
+// runs; parked, with no wake-ups at all, once the engine has been idle for a while.
+class watchdog {
+ public:
+  explicit watchdog(engine& e);
+  ~watchdog();
+  watchdog(const watchdog&) = delete;
+  watchdog& operator=(const watchdog&) = delete;
+
+ private:
+  engine& e_;
+  std::thread thread_;
 };
 
 }  // namespace settee::js

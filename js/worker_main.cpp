@@ -82,21 +82,13 @@ void* serve(void* p) {
     args->rc = 1;
     return nullptr;
   }
-  std::atomic<bool> done{false};
-  std::thread watchdog([&] {
-    while (!done) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(2));
-      e.watchdog_tick();
-    }
-  });
+  watchdog guard(e);
   // The engine is made and every thread started: from here on the worker can compute and talk
   // to the node, nothing else.
   if (args->opts.sandbox) {
     std::string err = confine(0);
     if (!err.empty()) {
       std::fprintf(stderr, "settee-js: cannot confine the worker: %s\n", err.c_str());
-      done = true;
-      watchdog.join();
       args->rc = 1;
       return nullptr;
     }
@@ -107,8 +99,6 @@ void* serve(void* p) {
   while (in.next(header) && in.next(body)) {
     if (!write_all(qs.handle(header, body) + "\n")) break;
   }
-  done = true;
-  watchdog.join();
   return nullptr;
 }
 

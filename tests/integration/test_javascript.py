@@ -222,6 +222,21 @@ class ValidateDocUpdate(NodeTest):
         self.assertEqual(n.delete(f"/vdu2/_design/x?rev={r2.json['rev']}").status, 200)
         self.assertEqual(n.put("/vdu2/d3", {"m": 1}).status, 201)
 
+    def test_only_design_documents_guard_writes(self):
+        # A normal document with a validate_doc_update member is data: the functions are read from
+        # the _design/ range only (once, a bad key range read every document, with its body, on
+        # every cache refresh of every writer).
+        n = self.node
+        self.assertEqual(n.put("/vdu5").status, 201)
+        refuse = "function(d){ throw({forbidden:'data is not code'}); }"
+        for doc_id in ("A", "a", "zz"):  # before and after _design/ in id order
+            self.assertEqual(n.put(f"/vdu5/{doc_id}", {"validate_doc_update": refuse}).status, 201)
+        self.assertEqual(n.put("/vdu5/after", {"n": 1}).status, 201)
+        guard = "function(d){ if (d.bad) throw({forbidden:'bad'}); }"
+        self.assertEqual(n.put("/vdu5/_design/g", {"validate_doc_update": guard}).status, 201)
+        self.assertEqual(n.put("/vdu5/after2", {"n": 1}).status, 201)
+        self.assertError(n.put("/vdu5/after3", {"bad": 1}), 403, "forbidden", "bad")
+
     def test_a_hostile_validation_function_fails_writes_but_never_the_node(self):
         n = self.node
         self.assertEqual(n.put("/vdu3").status, 201)

@@ -12,8 +12,11 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
+#include <fstream>
 #include <functional>
 #include <nlohmann/json.hpp>
+#include <string>
 #include <thread>
 
 #include "js/engine.hpp"
@@ -52,20 +55,8 @@ void on_engine_thread(const std::function<void()>& body) {
 // An engine with its watchdog, as the worker runs it.
 struct harness {
   engine e;
-  std::atomic<bool> done{false};
-  std::thread watchdog;
-  explicit harness(limits lim = {}) : e(lim) {
-    watchdog = std::thread([this] {
-      while (!done) {
-        std::this_thread::sleep_for(std::chrono::milliseconds(2));
-        e.watchdog_tick();
-      }
-    });
-  }
-  ~harness() {
-    done = true;
-    watchdog.join();
-  }
+  watchdog guard{e};
+  explicit harness(limits lim = {}) : e(lim) {}
   engine::scope_id scope(const std::string& ddoc = "{}") {
     engine::scope_id s = 0;
     auto r = e.open_scope(ddoc, s);
@@ -208,6 +199,34 @@ TEST_CASE("hostile functions are stopped and the engine goes on") {
     CHECK((!logs.empty() && logs.back() == "19900 more log lines dropped"));
     h.e.shrink();
     CHECK(h.run(s, "function(){ return 'still here'; }").value == "\"still here\"");
+  });
+}
+
+// Context switches of this process's threads other than the caller (/proc/self/task).
+long other_threads_switches() {
+  long total = 0;
+  const std::string self = std::to_string(gettid());
+  for (const auto& t : std::filesystem::directory_iterator("/proc/self/task")) {
+    if (t.path().filename() == self) continue;
+    std::ifstream status(t.path() / "status");
+    for (std::string line; std::getline(status, line);)
+      if (line.rfind("voluntary_ctxt_switches:", 0) == 0) total += std::stol(line.substr(24));
+  }
+  return total;
+}
+
+TEST_CASE("the watchdog parks while the engine is idle, and wakes for the next command") {
+  on_engine_thread([] {
+    harness h(quick());
+    auto s = h.scope();
+    CHECK(h.run(s, "function(){ return 1; }").value == "1");
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));  // idle longer than it waits to park
+    const long before = other_threads_switches();
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    // A watchdog ticking every 2 ms would have switched ~150 times.
+    CHECK(other_threads_switches() - before < 20);
+    CHECK(h.run(s, "function(){ while(true){} }").what == fault::timeout);
+    CHECK(h.run(s, "function(){ return 2; }").value == "2");
   });
 }
 
