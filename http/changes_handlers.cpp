@@ -13,9 +13,9 @@
 #include "actors/doc_render.hpp"
 #include "actors/js_pool.hpp"
 #include "http/changes_feed.hpp"
+#include "http/design_function.hpp"
 #include "http/feed_stream.hpp"
 #include "http/handlers.hpp"
-#include "node/crypto.hpp"
 #include "node/log.hpp"
 #include "storage/time_seq.hpp"
 
@@ -174,58 +174,20 @@ result<changes_query> parse_changes(ctx& c, const json* body) {
   return q;
 }
 
-// CouchDB's request object for a filter (chttpd_external:json_req_obj).
-json request_object(ctx& c, const db_meta& db) {
-  json query = json::object(), headers = json::object();
-  for (const auto& [k, v] : c.req.params) query[k] = v;
-  for (const auto& [k, v] : c.req.headers) headers[k] = v;
-  json path = json::array();
-  for (const auto& segment : c.path) path.push_back(segment);
-  json user = {{"db", db.name}, {"name", c.user.name ? json(*c.user.name) : json(nullptr)}, {"roles", c.user.roles}};
-  return json{{"info", {{"db_name", db.name}}},
-              {"id", nullptr},
-              {"uuid", crypto::random_hex(16)},
-              {"method", c.req.method},
-              {"requested_path", path},
-              {"path", path},
-              {"raw_path", c.req.target},
-              {"query", query},
-              {"headers", headers},
-              {"body", c.req.body.empty() ? std::string("undefined") : c.req.body},
-              {"peer", c.req.peer},
-              {"form", json::object()},
-              {"cookie", json::object()},
-              {"userCtx", user},
-              {"secObj", c.security ? *c.security : json::object()}};
-}
-
 // The design document filter `q` names (404 as CouchDB: couch_changes' `missing`, then `missing
 // json key: <key>`), run over pages of changes in a JavaScript worker: a document whose call
 // throws counts as not wanted and is logged (couch_query_servers:filter_docs skips it); a page the
 // worker could not finish (its deadline, its memory) is asked again one document at a time.
 status javascript_filter(ctx& c, const db_meta& db, changes_query& q) {
-  auto d = c.node.coord.open_doc(db, q.ddoc_id);
-  if (!d) return d.error();
-  const std::string* body = nullptr;
-  std::string rev;
-  if (d->found && !d->info.tree.winner_deleted()) {
-    rev = d->info.tree.rev(d->info.tree.winner()).str();
-    body = d->body(d->info.tree.rev(d->info.tree.winner()));
-  }
-  if (!body) return {errc::not_found, "missing"};
-  json at = parse_json(*body).value_or(json());
-  for (const std::string& key : q.member_path) {
-    if (!at.is_object() || !at.contains(key)) return {errc::not_found, "missing json key: " + key};
-    at = at[key];
-  }
-  if (!c.node.js) return {errc::not_implemented, "JavaScript is not available on this node"};
+  auto fn = open_design_function(c, db, q.ddoc_id, q.member_path);
+  if (!fn) return fn.error();
   js_pool* js = c.node.js;
-  const std::string key = q.ddoc_id + "@" + rev, ddoc = render_doc(q.ddoc_id, rev, false, *body, "");
   const bool view = q.member_path.front() == "views";
   json path = view ? json::array({"views", q.member_path[1], "map"}) : json::array({"filters", q.member_path[1]});
-  const std::string tail = view ? "]" : "," + request_object(c, db).dump() + "]";
+  const std::string tail = view ? "]" : "," + js_request_object(c, db).dump() + "]";
   const std::string where = db.name + "/" + q.ddoc_id + " " + path.dump();
-  auto ask = [js, key, ddoc, path, tail, where](const std::vector<const change_row*>& rows) -> result<js_reply> {
+  auto ask = [js, key = fn->key, ddoc = fn->ddoc, path, tail,
+              where](const std::vector<const change_row*>& rows) -> result<js_reply> {
     std::string docs = "[[";
     for (size_t i = 0; i < rows.size(); ++i) {
       const change_entry& e = rows[i]->e;

@@ -506,6 +506,8 @@ void reply_written(ctx& c, const std::string& id, const doc_result& r, bool batc
   if (!batch) c.set_location({c.path[0], id});  // CouchDB's batch=ok answer has none
 }
 
+}  // namespace
+
 // Writes one document to w copies (the `w` query parameter, default n/2+1), once the database's
 // validate_doc_update functions let it.
 result<write_outcome> write_one(ctx& c, const db_meta& db, doc_update u) {
@@ -518,6 +520,8 @@ result<write_outcome> write_one(ctx& c, const db_meta& db, doc_update u) {
   if (!verdicts->front()) return verdicts->front();
   return c.node.coord.update_docs(db, std::move(docs), *w);
 }
+
+namespace {
 
 // A multipart/related body (what CouchDB's replicator PUTs): the document's JSON first, then
 // one part per attachment that `follows`, matched by Content-Disposition's filename or else in

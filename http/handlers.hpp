@@ -1,6 +1,7 @@
 // handlers: the CouchDB HTTP endpoints, grouped by area (one .cpp per area). Each takes the
 // request context, does its own parameter validation and replies through ctx (never throws).
 #pragma once
+#include <optional>
 #include <string>
 
 #include "actors/db_catalog.hpp"
@@ -120,6 +121,13 @@ std::string next_uuid();
 
 namespace settee {
 
+// Writes one document to w copies (the `w` query parameter, default n/2+1), once the database's
+// validate_doc_update functions let it (their refusal is the error).
+result<write_outcome> write_one(ctx& c, const db_meta& db, doc_update u);
+// POST|PUT /db/_design/{ddoc}/_update/{name}[/{docid}]: the update handler's document written (its
+// validate_doc_update functions run), its response sent (http/update_handlers.cpp).
+void handle_update(ctx& c, const db_meta& db, const std::string& ddoc_id, const std::string& name,
+                   const std::optional<std::string>& doc_id);
 // validate_doc_update of the database's design documents on `docs` (actors/doc_validator), with
 // this request's user and the database's _security: one status per document (ok or its refusal).
 result<std::vector<status>> validate_writes(ctx& c, const db_meta& db, const std::vector<doc_update>& docs);

@@ -80,10 +80,10 @@ struct http_response {
 void parse_query(std::string_view query, http_params& out);
 // The same parameters in the order the query string gives them.
 std::vector<std::pair<std::string, std::string>> parse_query_list(std::string_view query);
-// Percent-decoding ('+' stays '+' unless `plus_is_space`).
 // Percent-encodes every byte but letters, digits and `_ . - :`, as CouchDB's couch_util:url_encode
 // (for a Location header: `/` in an id or a name is %2F, a control character never goes raw).
 std::string percent_encode(std::string_view s);
+// Percent-decoding ('+' stays '+' unless `plus_is_space`).
 std::string percent_decode(std::string_view s, bool plus_is_space = false);
 // Whether every '%' in `s` starts a %XX escape.
 bool valid_percent_encoding(std::string_view s);

@@ -47,7 +47,6 @@ constexpr not_built db_not_built[] = {
 constexpr not_built design_not_built[] = {
     {"_view", "views"},
     {"_info", "views (_info)"},
-    {"_update", "update handlers"},
     {"_search", "full-text search"},
     {"_search_info", "full-text search"},
     {"_nouveau", "full-text search"},
@@ -114,6 +113,11 @@ void dispatch_db(ctx& c, const db_meta& db, const json& security) {
       return c.error(errc::not_implemented, std::string(feature) +
                                                 " are deprecated since CouchDB 3.0 and settee does not run them: "
                                                 "render documents in the client, or route with a proxy");
+    if (p.size() > 3 && p[3] == "_update") {  // chttpd_show:handle_doc_update_req
+      if (p.size() == 4) return c.error(errc::update_error, "Invalid path.");
+      return handle_update(c, db, "_design/" + p[2], p[4],
+                           p.size() > 5 ? std::optional(join_from(p, 5)) : std::nullopt);
+    }
     if (p.size() > 3) return handle_attachment(c, db, "_design/" + p[2], join_from(p, 3));
     return handle_doc(c, db, "_design/" + p[2]);
   }

@@ -251,6 +251,128 @@ class ValidateDocUpdate(NodeTest):
 
 
 
+class UpdateHandlers(NodeTest):
+    """POST|PUT /db/_design/d/_update/name[/docid], as chttpd_show and render.js runUpdate."""
+
+    @classmethod
+    def setUpClass(cls):
+        super().setUpClass()
+        n = cls.node
+        assert n.put("/upd").status == 201
+        updates = {
+            "bump": "function(doc, req) {"
+                    "  if (!doc) { if (req.id) return [{_id: req.id, n: 1}, 'created ' + req.id];"
+                    "              return [null, {code: 400, json: {error: 'need an id'}}]; }"
+                    "  doc.n += 1; doc.by = req.form.by || req.query.by || null;"
+                    "  return [doc, {headers: {'X-Mine': 'yes', 'Content-Type': 'text/plain', 'X-Couch-Id': 'spoof'},"
+                    "                body: 'n=' + doc.n}]; }",
+            "echo": "function(doc, req) { return [null, {json: {doc: doc, id: req.id, uuid: req.uuid.length,"
+                    " form: req.form, cookie: req.cookie, method: req.method, body: req.body, query: req.query,"
+                    " path: req.path, user: req.userCtx.roles, sec: req.secObj, db: req.info.db_name}}]; }",
+            "named": "function(doc, req) { throw(['error', 'not_found', 'nope']); }",
+            "obj": "function(doc, req) { throw({error: 'teapot_error', reason: 'short and stout'}); }",
+            "type": "function(doc, req) { return null.x; }",
+            "noresp": "function(doc, req) { return [null, 42]; }",
+            "split": "function(doc, req) { return [null, {headers: {'X-A': 'b\\r\\nX-Evil: 1'}, body: 'x'}]; }",
+            "framing": "function(doc, req) { return [null, {headers: {'Content-Length': '1', 'Connection': 'close'},"
+                       " body: 'four'}]; }",
+            "b64": "function(doc, req) { return [null, {base64: 'aGVsbG8=', code: 202}]; }",
+            "noid": "function(doc, req) { return [{n: 1}, 'x']; }",
+            "design": "function(doc, req) { return [{_id: '_design/other'}, 'x']; }",
+            "spin": "function(doc, req) { while (true) {} }",
+        }
+        vdu = "function(d) { if (d.n > 3) throw({forbidden: 'too big'}); }"
+        assert n.put("/upd/_design/app", {"updates": updates, "validate_doc_update": vdu}).status == 201
+
+    def test_create_update_and_the_headers_couchdb_adds(self):
+        n = self.node
+        r = n.post("/upd/_design/app/_update/bump")
+        self.assertEqual((r.status, r.json), (400, {"error": "need an id"}))
+        r = n.put("/upd/_design/app/_update/bump/d1")
+        self.assertEqual(r.status, 201)
+        self.assertEqual(r.raw, "created d1")
+        self.assertEqual(r.headers["content-type"], "text/html; charset=utf-8")
+        self.assertEqual(r.headers["x-couch-id"], "d1")
+        rev1 = r.headers["x-couch-update-newrev"]
+        self.assertEqual(n.get("/upd/d1").json, {"_id": "d1", "_rev": rev1, "n": 1})
+        r = n.request("PUT", "/upd/_design/app/_update/bump/d1?by=q", raw_body=b"by=form%20x",
+                      headers={"Content-Type": "application/x-www-form-urlencoded"})
+        self.assertEqual((r.status, r.raw), (201, "n=2"))
+        self.assertEqual(r.headers["content-type"], "text/plain")
+        self.assertEqual(r.headers["x-mine"], "yes")
+        self.assertEqual(r.headers["x-couch-id"], "d1")  # CouchDB's replaces the function's
+        doc = n.get("/upd/d1").json
+        self.assertEqual((doc["n"], doc["by"], doc["_rev"]), (2, "form x", r.headers["x-couch-update-newrev"]))
+        self.assertEqual(n.post("/upd/_design/app/_update/bump/d1?by=q").status, 201)
+        self.assertEqual(n.get("/upd/d1").json["by"], "q")
+
+    def test_the_written_document_passes_validate_doc_update_and_conflicts_as_a_put(self):
+        n = self.node
+        self.assertEqual(n.put("/upd/v1", {"n": 3}).status, 201)
+        self.assertError(n.post("/upd/_design/app/_update/bump/v1"), 403, "forbidden", "too big")
+        self.assertEqual(n.get("/upd/v1").json["n"], 3)
+        r = n.post("/upd/_design/app/_update/noid")
+        self.assertEqual(r.status, 400)
+        self.assertEqual(r.json["error"], "illegal_docid")
+
+    def test_the_arguments_are_couchdbs(self):
+        n = self.node
+        self.assertEqual(n.put("/upd/e1", {"a": 1}).status, 201)
+        self.assertEqual(n.put("/upd/_security", {"members": {"roles": ["_admin"]}, "admins": {"names": ["x"]}}).status, 200)
+        r = n.request("POST", "/upd/_design/app/_update/echo/e1?k=v", raw_body=b"plain",
+                      headers={"Content-Type": "text/plain", "Cookie": "a=1; b=two"})
+        self.assertEqual(r.status, 200)
+        self.assertEqual(r.headers["content-type"], "application/json")
+        j = r.json
+        self.assertEqual(j["doc"]["_id"], "e1")
+        self.assertEqual(j["doc"]["_revisions"]["start"], 1)  # with its history, as couch_query_servers:json_doc
+        self.assertEqual((j["id"], j["uuid"], j["method"], j["body"], j["query"]), ("e1", 32, "POST", "plain", {"k": "v"}))
+        self.assertEqual((j["form"], j["cookie"]), ({}, {"a": "1", "b": "two"}))
+        self.assertEqual(j["path"], ["upd", "_design", "app", "_update", "echo", "e1"])
+        self.assertIn("_admin", j["user"])
+        self.assertEqual(j["sec"]["admins"], {"names": ["x"]})
+        self.assertEqual(j["db"], "upd")
+        # A document that does not exist (or is deleted) is null, and req.id still names it.
+        j = n.post("/upd/_design/app/_update/echo/missing/with/slash").json
+        self.assertEqual((j["doc"], j["id"]), (None, "missing/with/slash"))
+        j = n.post("/upd/_design/app/_update/echo").json
+        self.assertEqual((j["doc"], j["id"]), (None, None))
+
+    def test_errors_as_couchdb_gives_them(self):
+        n = self.node
+        self.assertError(n.post("/upd/_design/app/_update/named"), 404, "not_found", "nope")
+        r = n.post("/upd/_design/app/_update/obj")
+        self.assertEqual((r.status, r.json), (500, {"error": "teapot_error", "reason": "short and stout"}))
+        r = n.post("/upd/_design/app/_update/type")
+        self.assertEqual((r.status, r.json["error"]), (500, "render_error"))
+        self.assertIn("TypeError", r.json["reason"])
+        self.assertError(n.post("/upd/_design/app/_update/noresp"), 500, "render_error",
+                         "undefined response from update function")
+        self.assertError(n.post("/upd/_design/app/_update/nothere"), 404, "not_found", "missing json key: nothere")
+        self.assertError(n.post("/upd/_design/none/_update/x"), 404, "not_found", "missing")
+        self.assertError(n.post("/upd/_design/app/_update"), 404, "update_error", "Invalid path.")
+        r = n.get("/upd/_design/app/_update/bump/d9")
+        self.assertEqual((r.status, r.headers.get("allow")), (405, "POST,PUT"))
+        self.assertEqual(n.get("/upd/d9").status, 404)  # a GET never runs the function
+        r = n.post("/upd/_design/app/_update/design")
+        self.assertEqual(r.status, 201)  # the server admin may; a member could not (authorize_doc_write)
+
+    def test_the_response_object_cannot_break_the_http_response(self):
+        n = self.node
+        r = n.post("/upd/_design/app/_update/split")
+        self.assertEqual((r.status, r.json["error"]), (500, "external_response_error"))
+        self.assertNotIn("x-evil", r.headers)
+        r = n.post("/upd/_design/app/_update/framing")
+        self.assertEqual((r.status, r.raw), (200, "four"))
+        r = n.post("/upd/_design/app/_update/b64")
+        self.assertEqual((r.status, r.raw, r.headers["content-type"]), (202, "hello", "application/binary"))
+        t0 = time.time()
+        r = n.post("/upd/_design/app/_update/spin")
+        self.assertEqual((r.status, r.json["error"]), (500, "timeout"))
+        self.assertLess(time.time() - t0, 20)
+        self.assertEqual(n.post("/upd/_design/app/_update/b64").status, 202)
+
+
 class Filters(NodeTest):
     @classmethod
     def setUpClass(cls):
