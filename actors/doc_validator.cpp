@@ -158,7 +158,7 @@ result<std::shared_ptr<const std::vector<doc_validator::function>>> doc_validato
     if (!d.is_object() || v == d.end() || !v->is_string()) continue;
     auto lang = d.find("language");
     if (lang != d.end() && !(lang->is_string() && lang->get<std::string>() == "javascript")) continue;
-    fns->push_back({row.doc.id, row.doc.id + "@" + row.doc.rev, row.doc.doc});
+    fns->push_back({row.doc.id, worker_key(db.key(), row.doc.id, row.doc.rev), row.doc.doc});
   }
   if (fns->empty()) return no_functions();
   return std::shared_ptr<const std::vector<function>>(fns);

@@ -48,7 +48,7 @@ class doc_validator {
 
  private:
   struct function {
-    std::string ddoc_id, key;  // key: id@rev (a new revision is a new document for the workers)
+    std::string ddoc_id, key;  // key: worker_key (a new revision is a new document for the workers)
     std::string ddoc_json;
   };
   struct entry {

@@ -83,6 +83,10 @@ bool parse_js_reply(const std::string& line, js_reply& r) {
   return understood;
 }
 
+std::string worker_key(const std::string& db_key, const std::string& ddoc_id, const std::string& rev) {
+  return db_key + "/" + ddoc_id + "@" + rev;
+}
+
 js_pool::js_pool(js_options opts) : opts_(std::move(opts)) {
   if (opts_.max_workers == 0) opts_.max_workers = 1;
 }
@@ -231,6 +235,15 @@ bool js_pool::exchange(worker& w, const std::string& header, const std::string& 
       return false;
     }
     w.pending.append(chunk, static_cast<size_t>(n));
+    // An answer larger than a worker's heap could hold as a value is a function's memory bomb
+    // aimed at the node: the worker goes, and the node never holds more of it.
+    if (w.pending.size() > opts_.heap_mb << 20) {
+      out = js_reply{};
+      out.name = "memory";
+      out.reason =
+          "the function's answer is larger than " + std::to_string(opts_.heap_mb) + " MiB ([query_server] js_heap_mb)";
+      return false;
+    }
   }
 }
 

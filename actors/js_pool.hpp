@@ -41,6 +41,12 @@ struct js_reply {
   bool ok() const { return what == kind::ok; }
 };
 
+// The name workers know a design document by: its database (`db_key`, db_meta::key: a database
+// made again under the same name is another one), id and revision. The same design document in two
+// databases is two documents to a worker, in two realms: what a function keeps in its globals
+// never reaches another database's calls.
+std::string worker_key(const std::string& db_key, const std::string& ddoc_id, const std::string& rev);
+
 class js_pool {
  public:
   explicit js_pool(js_options opts);

@@ -3,6 +3,7 @@
 #include <strings.h>
 
 #include "actors/doc_render.hpp"
+#include "actors/js_pool.hpp"
 #include "node/crypto.hpp"
 
 namespace settee {
@@ -21,7 +22,7 @@ result<design_function> open_design_function(ctx& c, const db_meta& db, const st
     at = at[key];
   }
   if (!c.node.js) return status{errc::not_implemented, "JavaScript is not available on this node"};
-  return design_function{ddoc_id + "@" + rev.str(), render_doc(ddoc_id, rev.str(), false, *body, "")};
+  return design_function{worker_key(db.key(), ddoc_id, rev.str()), render_doc(ddoc_id, rev.str(), false, *body, "")};
 }
 
 namespace {

@@ -10,7 +10,7 @@
 namespace settee {
 
 struct design_function {
-  std::string key;   // id@rev: the workers' name for this revision of the design document
+  std::string key;   // js_pool::worker_key: the workers' name for this revision of the design document
   std::string ddoc;  // the design document's JSON, as the workers are given it
 };
 
