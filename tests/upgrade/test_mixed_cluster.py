@@ -237,6 +237,44 @@ class MixedClusterV020(MixedCluster):
     OLD_HAS_TIME_SEQ = True
 
 
+class MixedClusterV030(NodeTest):
+    """A v0.3.0 member (issue 30): it proves the cluster secret and stores attachments, but runs no
+    JavaScript. Writes it coordinates would pass any validate_doc_update unvalidated, so a design
+    document with one is refused while it is a member, as with 0.1 and 0.2 (the feature
+    javascript-v1 it lacks); filters and update handlers run on the members that have them."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.cluster = Cluster(3, sync_interval_ms=300)
+        cls.cluster.nodes[0].bin = binary("v0.3.0")
+        cls.cluster.start()
+        cls.old, cls.n2, cls.n3 = cls.cluster.nodes
+        cls.node = cls.n2
+        names = sorted(cls.cluster.names)
+        for n in cls.cluster.nodes:
+            assert wait_for(lambda n=n: n.get("/_membership", fresh=True).json["all_nodes"] == names, 20)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.cluster.cleanup()
+
+    test_validate_doc_update_waits_for_the_old_node = MixedCluster.test_validate_doc_update_waits_for_the_old_node
+
+    def test_filters_and_update_handlers_run_beside_it(self):
+        self.assertEqual(self.old.get("/").json["vendor"]["version"], "0.3.0")
+        self.assertEqual(self.n2.put("/mixed-js?q=1&n=3").status, 201)
+        ddoc = {"filters": {"odd": "function(doc) { return doc.n % 2 === 1; }"},
+                "updates": {"make": "function(doc, req) { return [{_id: req.id, n: Number(req.query.n)}, 'made']; }"}}
+        self.assertIn(self.n2.put("/mixed-js/_design/app", ddoc).status, (201, 202))
+        for i in range(4):
+            r = self.n3.post(f"/mixed-js/_design/app/_update/make/d{i}?n={i}")
+            self.assertIn(r.status, (201, 202), r.raw)
+        # The old member holds a copy of everything written through the update handler.
+        self.assertTrue(wait_for(lambda: self.old.get("/mixed-js/d3").status == 200, 10))
+        ids = [row["id"] for row in self.n2.get("/mixed-js/_changes?filter=app/odd").json["results"]]
+        self.assertEqual(sorted(ids), ["d1", "d3"])
+
+
 class LegacyRefused(NodeTest):
     """Without accept_legacy_peers, a v0.2.0 node (which cannot prove the cluster secret) is refused
     both ways: it cannot call this release's node, and this release's node does not call it."""
