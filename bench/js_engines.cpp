@@ -2,7 +2,9 @@
 // (js/engine) called directly, and through js_pool's pipes, side by side in one run.
 //   settee_js_bench <path of settee-js> [rounds]
 // Prints, for each: a typical 10-line validate_doc_update (one call per document, as a write
-// makes it) and a filter over 200,000 documents in pages of 512 (as _changes makes it).
+// makes it), the first call after a design-document change (a new revision: its functions
+// compiled in a new realm, then called), and a filter over 200,000 documents in pages of 512 (as
+// _changes makes it); for the worker also the compile-on-save check (js_pool::compile).
 #include <pthread.h>
 
 #include <algorithm>
@@ -64,8 +66,10 @@ double seconds_since(steady::time_point t) {
 constexpr int vdu_calls = 20000;
 constexpr int filter_docs = 200000, page = 512;
 
+constexpr int changes = 300;  // design-document revisions, each called once
+
 struct figures {
-  double vdu_us, filter_rows_s;
+  double vdu_us, first_us, filter_rows_s, compile_us;
 };
 
 figures in_process() {
@@ -84,6 +88,13 @@ figures in_process() {
     t0 = steady::now();
     for (auto& p : pages) qs.handle(R"(["ddoc","b",["filters","f"]])", p);
     f.filter_rows_s = filter_docs / seconds_since(t0);
+    t0 = steady::now();
+    for (int i = 0; i < changes; ++i) {
+      const std::string key = "\"b" + std::to_string(i) + "\"";
+      qs.handle(R"(["ddoc","new",)" + key + "]", ddoc_json());
+      qs.handle(R"(["ddoc",)" + key + R"(,["validate_doc_update"]])", vdu_args(i));
+    }
+    f.first_us = seconds_since(t0) * 1e6 / changes;
   });
   t.join();
   return f;
@@ -105,6 +116,13 @@ figures pooled(const std::string& worker) {
   t0 = steady::now();
   for (auto& p : pages) pool.run("b", d, json::array({"filters", "f"}), p);
   f.filter_rows_s = filter_docs / seconds_since(t0);
+  t0 = steady::now();
+  for (int i = 0; i < changes; ++i)
+    pool.run("b" + std::to_string(i), d, json::array({"validate_doc_update"}), vdu_args(i));
+  f.first_us = seconds_since(t0) * 1e6 / changes;
+  t0 = steady::now();
+  for (int i = 0; i < changes; ++i) pool.compile(d);
+  f.compile_us = seconds_since(t0) * 1e6 / changes;
   return f;
 }
 
@@ -117,22 +135,28 @@ int main(int argc, char** argv) {
   }
   const int rounds = argc > 2 ? std::max(1, std::atoi(argv[2])) : 3;
   if (!js::process_init(false)) return 1;
-  std::vector<double> a_vdu, a_filter, b_vdu, b_filter;
+  std::vector<figures> a, b;
   for (int r = 0; r < rounds; ++r) {
-    figures a = in_process(), b = pooled(argv[1]);
-    a_vdu.push_back(a.vdu_us);
-    a_filter.push_back(a.filter_rows_s);
-    b_vdu.push_back(b.vdu_us);
-    b_filter.push_back(b.filter_rows_s);
-    std::printf("round %d: in-process vdu %.1f us, filter %.0f rows/s | worker vdu %.1f us, filter %.0f rows/s\n",
-                r + 1, a.vdu_us, a.filter_rows_s, b.vdu_us, b.filter_rows_s);
+    a.push_back(in_process());
+    b.push_back(pooled(argv[1]));
+    std::printf(
+        "round %d: in-process vdu %.1f us, first call %.0f us, filter %.0f rows/s | worker vdu %.1f us, "
+        "first call %.0f us, compile %.0f us, filter %.0f rows/s\n",
+        r + 1, a.back().vdu_us, a.back().first_us, a.back().filter_rows_s, b.back().vdu_us, b.back().first_us,
+        b.back().compile_us, b.back().filter_rows_s);
   }
-  auto median = [](std::vector<double> v) {
-    std::sort(v.begin(), v.end());
-    return v[v.size() / 2];
+  auto median = [](const std::vector<figures>& v, double figures::*field) {
+    std::vector<double> x;
+    for (const auto& f : v) x.push_back(f.*field);
+    std::sort(x.begin(), x.end());
+    return x[x.size() / 2];
   };
-  std::printf("median: in-process vdu %.1f us, filter %.0f rows/s | worker vdu %.1f us, filter %.0f rows/s\n",
-              median(a_vdu), median(a_filter), median(b_vdu), median(b_filter));
+  std::printf(
+      "median: in-process vdu %.1f us, first call %.0f us, filter %.0f rows/s | worker vdu %.1f us, "
+      "first call %.0f us, compile %.0f us, filter %.0f rows/s\n",
+      median(a, &figures::vdu_us), median(a, &figures::first_us), median(a, &figures::filter_rows_s),
+      median(b, &figures::vdu_us), median(b, &figures::first_us), median(b, &figures::compile_us),
+      median(b, &figures::filter_rows_s));
   std::fflush(stdout);
   std::_Exit(0);
 }
