@@ -119,5 +119,40 @@ class PouchDBReplication(NodeTest):
         self.assertEqual(b.get("/direct/_local/not-replicated").status, 404)
 
 
+    def test_filters_and_validate_doc_update_as_pouchdb_sees_them(self):
+        """Issue 30: PouchDB's own checks of filters and validate_doc_update against a remote
+        database (tests/clients/pouchdb_design.js)."""
+        n = self.node
+        self.assertEqual(n.put("/jsf").status, 201)
+        ddoc = {"filters": {"even": "function(doc) { return doc.n % 2 === 0; }",
+                            "byq": "function(doc, req) { return doc.n === Number(req.query.n); }"},
+                "validate_doc_update": "function(d) { if (d.bad) throw({forbidden: 'bad documents are refused'});"
+                                       " if (d.secret) throw({unauthorized: 'no secrets'}); }"}
+        self.assertEqual(n.put("/jsf/_design/app", ddoc).status, 201)
+        self.assertEqual(n.post("/jsf/_bulk_docs", {"docs": [{"_id": f"d{i}", "n": i} for i in range(10)]}).status, 201)
+        user, password = n.admin
+        env = dict(os.environ, NODE_PATH=os.path.join(CLIENTS_DIR, "node_modules"))
+        run = subprocess.run(["node", os.path.join(CLIENTS_SRC, "pouchdb_design.js"), f"http://127.0.0.1:{n.port}/jsf",
+                              user, password], capture_output=True, text=True, env=env, timeout=120)
+        self.assertEqual(run.returncode, 0, run.stderr[-3000:])
+        out = json.loads(run.stdout)
+        self.assertEqual(out["changes_even"], ["d0", "d2", "d4", "d6", "d8"])
+        self.assertEqual(out["changes_query"], ["d3"])
+        self.assertEqual(out["changes_missing"]["status"], 404, out["changes_missing"])
+        self.assertEqual(out["live"], ["e-20", "e-last"])
+        self.assertEqual(out["filtered_pull"]["ok"], True, out["filtered_pull"])
+        self.assertEqual(out["pulled"], ["d0", "d2", "d4", "d6", "d8", "e-20", "e-last"])
+        self.assertEqual(out["put_forbidden"], {"status": 403, "name": "forbidden", "message": "bad documents are refused"})
+        self.assertEqual(out["put_unauthorized"], {"status": 401, "name": "unauthorized", "message": "no secrets"})
+        self.assertEqual(out["bulk"][0], {"ok": True, "id": "bulk-ok"})
+        # A _bulk_docs row carries no status: PouchDB's generateErrorFromResponse makes it 500, as
+        # against CouchDB (only `conflict` rows become 409).
+        self.assertEqual(out["bulk"][1], {"id": "bulk-bad", "status": 500, "name": "forbidden",
+                                          "message": "bad documents are refused"})
+        self.assertEqual(out["push"], {"ok": True, "docs_read": 2, "docs_written": 1, "doc_write_failures": 1})
+        self.assertEqual(out["denied"], 1)
+        self.assertEqual(out["push_ok"], 1)
+        self.assertEqual(out["push_bad"]["status"], 404)
+
 if __name__ == "__main__":
     main()
