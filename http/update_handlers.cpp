@@ -44,8 +44,10 @@ void reply_failure(ctx& c, const js_reply& r, const std::string& where) {
     if (v.is_object() && v.contains("error") && v.contains("reason") && v["error"].is_string())
       return reply_named_error(c, v["error"].get<std::string>(),
                                v["reason"].is_string() ? v["reason"].get<std::string>() : v["reason"].dump());
+    log::warning("update function " + where + " raised " + v.dump());
     return c.error(errc::render_error, "function raised error: " + v.dump());
   }
+  log::warning("update function " + where + " raised " + r.name + ": " + r.reason);
   c.error(errc::render_error, "function raised error: " + r.name + ": " + r.reason);
 }
 
