@@ -156,6 +156,8 @@ struct engine::impl {
   std::vector<std::string> logs;
   size_t logs_dropped = 0;
   bool emitted = false;
+  std::string* emit_rows = nullptr;  // map_docs: where emit() writes "[k,v]" pairs, comma-separated
+  bool emit_failed = false;          // a pair that could not be written (stringify failed)
 
   ~impl() {
     functions.clear();
@@ -288,8 +290,21 @@ struct engine::impl {
 
   static bool native_emit(JSContext* cx, unsigned argc, JS::Value* vp) {
     JS::CallArgs args = JS::CallArgsFromVp(argc, vp);
-    of(cx)->emitted = true;
+    impl* d = of(cx);
+    d->emitted = true;
     args.rval().setUndefined();
+    if (!d->emit_rows) return true;
+    // [key, value] as JSON (undefined in an array is null, as CouchDB's JSON.stringify of it).
+    JS::RootedValueArray<2> pair(cx);
+    pair[0].set(args.get(0));
+    pair[1].set(args.get(1));
+    JS::RootedObject arr(cx, JS::NewArrayObject(cx, pair));
+    if (!arr) return false;
+    JS::RootedValue v(cx, JS::ObjectValue(*arr));
+    std::string text;
+    if (!d->stringify(&v, text)) return false;  // a cycle, a throwing toJSON: the call throws
+    if (!d->emit_rows->empty()) d->emit_rows->push_back(',');
+    d->emit_rows->append(text);
     return true;
   }
   static bool native_log(JSContext* cx, unsigned argc, JS::Value* vp) {
@@ -602,6 +617,76 @@ outcome engine::each_doc(fn_id f, const std::string& body_json, bool emitted, st
     if (r.what == fault::internal) r.message = "the body is not [docs, ...]";
   }
   d_->end();
+  return r;
+}
+
+outcome engine::map_docs(const std::vector<fn_id>& fns, const std::string& docs_json, std::string& rows,
+                         std::vector<std::string>& errors) {
+  JSContext* cx = d_->cx;
+  outcome r;
+  rows = "[";
+  errors.clear();
+  std::vector<const impl::function*> fs;
+  for (fn_id f : fns) {
+    fs.push_back(d_->function_of(f));
+    if (!fs.back()) return impl::no_such_function();
+  }
+  if (fs.empty()) return impl::no_such_function();
+  const auto& sc = d_->scopes.at(fs.front()->scope);
+  JSAutoRealm realm(cx, *sc.global);
+  d_->begin();
+  JS::RootedValue body(cx), doc(cx), rval(cx), fn(cx), id(cx);
+  JS::RootedObject self(cx, *sc.ddoc), arr(cx), doc_obj(cx);
+  bool is_array = false;
+  uint32_t n = 0;
+  bool ok = d_->parse(docs_json, &body) && body.isObject() && JS::IsArrayObject(cx, body, &is_array) && is_array;
+  if (ok) {
+    arr = &body.toObject();
+    ok = JS::GetArrayLength(cx, arr, &n);
+  }
+  d_->end();
+  std::string emitted;
+  for (uint32_t i = 0; ok && i < n; ++i) {
+    d_->begin(false);  // each document its own deadline
+    ok = JS_GetElement(cx, arr, i, &doc) && doc.isObject();
+    if (ok) {
+      doc_obj = &doc.toObject();
+      ok = JS_DeepFreezeObject(cx, doc_obj);
+    }
+    std::string doc_id = "?";
+    if (ok && JS_GetProperty(cx, doc_obj, "_id", &id) && id.isString()) {
+      JS::RootedString ids(cx, id.toString());
+      doc_id = d_->utf8_of(ids);
+    }
+    rows += i ? ",[" : "[";
+    for (size_t k = 0; ok && k < fs.size(); ++k) {
+      fn.setObject(**fs[k]->fn);
+      emitted.clear();
+      d_->emit_rows = &emitted;
+      const bool called = JS::Call(cx, self, fn, JS::HandleValueArray(doc), &rval);
+      d_->emit_rows = nullptr;
+      if (!called) {
+        outcome one = d_->failure();
+        if (one.what == fault::timeout || one.what == fault::memory || one.what == fault::internal) {
+          r = one;
+          ok = false;
+          break;
+        }
+        errors.push_back(doc_id + ": " + (one.name.empty() ? one.value : one.name + ": " + one.message));
+        emitted.clear();  // as couchjs: a document a function threw on emitted nothing
+      }
+      rows += (k ? ",[" : "[") + emitted + "]";
+    }
+    rows += "]";
+    if (d_->stop_memory || d_->stop_timeout) ok = false;
+    d_->end();
+  }
+  rows += "]";
+  if (!ok) {
+    if (r.ok()) r = d_->failure();
+    if (r.what == fault::internal) r.message = "the body is not an array of documents";
+    rows.clear();
+  }
   return r;
 }
 

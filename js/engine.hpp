@@ -93,6 +93,15 @@ class engine {
   outcome each_doc(fn_id f, const std::string& body_json, bool emitted, std::vector<bool>& passed,
                    std::vector<std::string>& errors);
 
+  // A view's map functions `fns` (of one scope) over every document of `docs_json` (a JSON array),
+  // each document deep-frozen first as CouchDB's couchjs seals it (one function cannot change
+  // what the next sees), each document its own deadline. `rows`: JSON text, per document, per
+  // function, of the [key, value] pairs it emitted: [[[[k,v],...],...],...]. A function that
+  // throws on a document emitted nothing for it: "<id>: <error>" in `errors` (CouchDB logs it and
+  // goes on). A timeout or memory fault ends the command.
+  outcome map_docs(const std::vector<fn_id>& fns, const std::string& docs_json, std::string& rows,
+                   std::vector<std::string>& errors);
+
   // log() lines of the last command (at most max_log_lines, then a line saying how many were
   // dropped); taken by the caller.
   std::vector<std::string> take_logs();

@@ -109,6 +109,12 @@ std::string query_server::handle(const std::string& header, const std::string& b
       if (p.is_string()) path.push_back(p.get<std::string>());
     if (!path.empty() && path.size() == h[2].size()) return run_each(h[1].get<std::string>(), path, body);
   }
+  if (cmd == "map" && h.size() == 3 && h[1].is_string() && h[2].is_array()) {
+    std::vector<std::string> views;
+    for (auto& v : h[2])
+      if (v.is_string()) views.push_back(v.get<std::string>());
+    if (!views.empty() && views.size() == h[2].size()) return map(h[1].get<std::string>(), views, body);
+  }
   if (cmd == "ddoc" && h.size() == 3 && h[1] == "new" && h[2].is_string()) return add(h[2].get<std::string>(), body);
   if (cmd == "ddoc" && h.size() == 3 && h[1].is_string() && h[2].is_array()) {
     std::vector<std::string> path;
@@ -212,6 +218,33 @@ std::string query_server::run_each(const std::string& key, const std::vector<std
   return out + "]}";
 }
 
+namespace {
+
+// ,"errors":[...] for an answer, when there are errors.
+std::string errors_field(const std::vector<std::string>& errors) {
+  if (errors.empty()) return "";
+  std::string out = ",\"errors\":[";
+  for (size_t i = 0; i < errors.size(); ++i) out += (i ? "," : "") + quote(errors[i]);
+  return out + "]";
+}
+
+}  // namespace
+
+std::string query_server::map(const std::string& key, const std::vector<std::string>& views, const std::string& body) {
+  std::vector<engine::fn_id> fns;
+  for (const std::string& view : views) {
+    engine::fn_id fn = 0;
+    if (std::string failed = find_function(key, {"views", view, "map"}, fn); !failed.empty()) return failed;
+    fns.push_back(fn);
+  }
+  std::vector<std::string> errors;
+  std::string rows;
+  outcome r = e_.map_docs(fns, body, rows, errors);
+  if (!r.ok()) return answer(r);
+  r.value = std::move(rows);
+  return answer(r, errors_field(errors));
+}
+
 std::string query_server::run(const std::string& key, const std::vector<std::string>& path, const std::string& body) {
   engine::fn_id fn = 0;
   if (std::string failed = find_function(key, path, fn); !failed.empty()) return failed;
@@ -225,13 +258,7 @@ std::string query_server::run(const std::string& key, const std::vector<std::str
     r.value = "[";
     for (size_t i = 0; i < passed.size(); ++i) r.value += std::string(i ? "," : "") + (passed[i] ? "true" : "false");
     r.value += "]";
-    std::string errs;
-    if (!errors.empty()) {
-      errs = ",\"errors\":[";
-      for (size_t i = 0; i < errors.size(); ++i) errs += (i ? "," : "") + quote(errors[i]);
-      errs += "]";
-    }
-    return answer(r, errs);
+    return answer(r, errors_field(errors));
   }
   return answer(e_.call(fn, body));
 }

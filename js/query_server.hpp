@@ -17,6 +17,8 @@
 //   ["ddoc", key, ["filters", name]]       [docs, req] -> {"ok": [bool per doc]}
 //   ["ddoc", key, ["views", name, "map"]]  [docs] -> whether each doc emitted (filter=_view)
 //   ["ddoc", key, ["updates", name]]       [doc or null, req] -> the handler's [doc, response]
+//   ["map", key, [view names]]             [docs] -> {"ok": per doc, per view, its [[key, value],
+//                                          ...]} ("errors": "<doc id>: <error>" per throw)
 //   ["each", key, path]                    [[args...], ...]: the function once per argument array,
 //                                          each with its own deadline -> {"each": [answer, ...]}
 //                                          (validate_doc_update for many writes in one exchange)
@@ -50,6 +52,7 @@ class query_server {
   std::string compile_all(const std::string& body);
   std::string run(const std::string& key, const std::vector<std::string>& path, const std::string& body);
   std::string run_each(const std::string& key, const std::vector<std::string>& path, const std::string& body);
+  std::string map(const std::string& key, const std::vector<std::string>& views, const std::string& body);
   // The function at `path` of the design document held as `key`: "" and `fn`, or the answer
   // that says why not (unknown design document, no such function, compilation error).
   std::string find_function(const std::string& key, const std::vector<std::string>& path, engine::fn_id& fn);

@@ -281,6 +281,51 @@ TEST_CASE("filters over documents: truthiness, a throwing document counts as fal
   });
 }
 
+TEST_CASE("map: every view's emits per document, frozen documents, errors skip only that document") {
+  on_engine_thread([] {
+    harness h(quick());
+    query_server qs(h.e, 4);
+    const std::string ddoc = R"({"_id":"_design/v","views":{
+        "by_type":{"map":"function(doc){ if (doc.type) emit(doc.type, 1); }"},
+        "pairs":{"map":"function(doc){ emit([doc._id, 0], null); emit([doc._id, 1], {n: doc.n}); }"},
+        "mutate":{"map":"function(doc){ doc.type = 'changed'; emit(doc.type, null); }"},
+        "throws":{"map":"function(doc){ if (doc.n === 2) throw({error: 'bad'}); emit(doc.n, undefined); }"},
+        "odd":{"map":"function(doc){ emit(undefined, function(){}); emit(doc.n / 0, -0); }"}}})";
+    CHECK(qs.handle(R"(["ddoc","new","v@1"])", ddoc) == R"({"ok":true})");
+    const std::string docs = R"([{"_id":"a","type":"x","n":1},{"_id":"b","n":2}])";
+    CHECK(qs.handle(R"(["map","v@1",["by_type","pairs"]])", docs) ==
+          R"({"ok":[[[["x",1]],[[["a",0],null],[["a",1],{"n":1}]]],[[],[[["b",0],null],[["b",1],{"n":2}]]]]})");
+    // A document is sealed: the assignment is ignored (sloppy code; a TypeError in strict code),
+    // and the next function sees the original.
+    std::string r = qs.handle(R"(["map","v@1",["mutate","by_type"]])", R"([{"_id":"a","type":"x"}])");
+    CHECK(r == R"({"ok":[[[["x",null]],[["x",1]]]]})");
+    // A throw skips that function for that document only, and is reported with the doc's id.
+    r = qs.handle(R"(["map","v@1",["throws","by_type"]])", docs);
+    CHECK(r == R"({"ok":[[[[1,null]],[["x",1]]],[[],[]]],"errors":["b: {\"error\":\"bad\"}"]})");
+    // undefined and functions are null, as JSON.stringify makes them in an array; Infinity too.
+    CHECK(qs.handle(R"(["map","v@1",["odd"]])", R"([{"_id":"c","n":1}])") == R"({"ok":[[[[null,null],[null,0]]]]})");
+    CHECK(qs.handle(R"(["map","v@1",["nope"]])", docs) ==
+          R"({"thrown":["error","not_found","missing views function map"]})");
+    CHECK(qs.handle(R"(["map","v@1",["by_type"]])", "{}").find("fault") != std::string::npos);
+  });
+}
+
+TEST_CASE("map: a function that loops or emits without end is stopped, and the engine goes on") {
+  on_engine_thread([] {
+    harness h(quick());
+    query_server qs(h.e, 4);
+    const std::string ddoc = R"({"views":{"loop":{"map":"function(doc){ while (true) {} }"},
+        "flood":{"map":"function(doc){ for (;;) emit(doc._id, 'xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx'); }"},
+        "ok":{"map":"function(doc){ emit(doc._id, null); }"}}})";
+    CHECK(qs.handle(R"(["ddoc","new","w@1"])", ddoc) == R"({"ok":true})");
+    CHECK(qs.handle(R"(["map","w@1",["loop"]])", R"([{"_id":"a"}])").find(R"({"fault":"timeout")") == 0);
+    std::string r = qs.handle(R"(["map","w@1",["flood"]])", R"([{"_id":"a"}])");
+    CHECK((r.find(R"({"fault":"memory")") == 0 || r.find(R"({"fault":"timeout")") == 0));
+    h.e.shrink();
+    CHECK(qs.handle(R"(["map","w@1",["ok"]])", R"([{"_id":"a"}])") == R"({"ok":[[[["a",null]]]]})");
+  });
+}
+
 TEST_CASE("the protocol: design documents by key, compile on save, unknown keys, updates") {
   on_engine_thread([] {
     harness h(quick());
