@@ -1,0 +1,338 @@
+#include "storage/view_store.hpp"
+
+#include <algorithm>
+#include <string_view>
+
+#include "storage/codec.hpp"
+#include "storage/doc_key.hpp"
+#include "storage/lmdb_env.hpp"
+
+namespace settee {
+namespace {
+
+// Meta keys.
+constexpr std::string_view k_signature = "signature", k_shard = "shard_uuid", k_collator = "collator",
+                           k_views = "views", k_seq = "seq";
+std::string count_key(uint32_t view) {
+  return "count/" + std::to_string(view);
+}
+
+// A row value: kind 0 = one row, kind 1 = a bucket of (position, row) sorted by position.
+constexpr uint8_t single = 0, bucket = 1;
+
+std::string view_prefix(uint32_t view) {
+  return {static_cast<char>((view >> 8) & 0xff), static_cast<char>(view & 0xff)};
+}
+
+// The id with 0x00 -> 01 01 and 0x01 -> 01 02: the same order, and no 0x00 inside.
+void put_escaped(std::string& out, std::string_view id) {
+  for (char c : id) {
+    if (c == 0x00 || c == 0x01) {
+      out.push_back(0x01);
+      out.push_back(static_cast<char>(c + 1));
+    } else {
+      out.push_back(c);
+    }
+  }
+}
+
+std::string position(uint32_t view, const std::string& sort_key, std::string_view id, uint32_t order) {
+  std::string p = view_prefix(view) + sort_key;
+  put_escaped(p, id);
+  p.push_back(0x00);
+  for (int shift = 24; shift >= 0; shift -= 8) p.push_back(static_cast<char>((order >> shift) & 0xff));
+  return p;
+}
+
+std::string lmdb_key(const std::string& pos) {
+  return pos.size() <= view_store::max_key ? pos : pos.substr(0, view_store::max_key);
+}
+
+// After every position of `key_part` (a view prefix and sort key, perhaps an escaped id and its
+// 0x00): no position continues with 0xff bytes this long (UTF-8 and the escape have none, the
+// emit order is never 2^32 - 1).
+std::string past(std::string p) {
+  return p + std::string(5, '\xff');
+}
+
+// The positions a bound stands for: lower bounds are "at or after L", upper "before U".
+std::string lower_of(uint32_t view, const view_bound& b) {
+  if (!b.set) return view_prefix(view);
+  std::string p = view_prefix(view) + b.sort_key;
+  if (b.doc_id) {
+    put_escaped(p, *b.doc_id);
+    p.push_back(0x00);
+  }
+  return b.inclusive ? p : past(p);
+}
+
+std::string upper_of(uint32_t view, const view_bound& b) {
+  if (!b.set) return view_prefix(view + 1);
+  std::string p = view_prefix(view) + b.sort_key;
+  if (b.doc_id) {
+    put_escaped(p, *b.doc_id);
+    p.push_back(0x00);
+  }
+  return b.inclusive ? past(p) : p;
+}
+
+struct stored_row {
+  std::string pos, id, key_json, value_json;
+};
+
+void encode_row(codec::writer& w, const stored_row& r, bool with_pos) {
+  if (with_pos) w.str(r.pos);
+  w.str(r.id);
+  w.str(r.key_json);
+  w.str(r.value_json);
+}
+
+bool decode_rows(std::string_view value, std::string_view lkey, std::vector<stored_row>& out) {
+  codec::reader rd(value);
+  uint8_t kind = 0;
+  if (!rd.byte(kind)) return false;
+  if (kind == single) {
+    stored_row r;
+    r.pos = std::string(lkey);
+    if (!rd.str(r.id) || !rd.str(r.key_json) || !rd.str(r.value_json)) return false;
+    out.push_back(std::move(r));
+    return rd.done();
+  }
+  while (!rd.done()) {
+    stored_row r;
+    if (!rd.str(r.pos) || !rd.str(r.id) || !rd.str(r.key_json) || !rd.str(r.value_json)) return false;
+    out.push_back(std::move(r));
+  }
+  return kind == bucket;
+}
+
+std::string encode_bucket(const std::vector<stored_row>& rows) {
+  codec::writer w;
+  w.byte(bucket);
+  for (const auto& r : rows) encode_row(w, r, true);
+  return std::move(w.data());
+}
+
+status corrupt(const char* what) {
+  return {errc::internal, std::string("view index: a malformed ") + what};
+}
+
+status read_u64(MDB_txn* t, MDB_dbi dbi, std::string_view key, uint64_t& out) {
+  std::string_view v;
+  bool found = false;
+  if (auto st = lmdb::get(t, dbi, key, v, found); !st) return st;
+  out = found ? std::stoull(std::string(v)) : 0;
+  return {};
+}
+
+status read_str(MDB_txn* t, MDB_dbi dbi, std::string_view key, std::string& out) {
+  std::string_view v;
+  bool found = false;
+  if (auto st = lmdb::get(t, dbi, key, v, found); !st) return st;
+  out = found ? std::string(v) : "";
+  return {};
+}
+
+// Removes the row at `pos` (absent: nothing).
+status remove_row(MDB_txn* t, MDB_dbi rows, const std::string& pos) {
+  const std::string lk = lmdb_key(pos);
+  if (lk.size() == pos.size()) return lmdb::del(t, rows, lk);
+  std::string_view v;
+  bool found = false;
+  if (auto st = lmdb::get(t, rows, lk, v, found); !st || !found) return st;
+  std::vector<stored_row> all;
+  if (!decode_rows(v, lk, all)) return corrupt("bucket");
+  all.erase(std::remove_if(all.begin(), all.end(), [&](const stored_row& r) { return r.pos == pos; }), all.end());
+  return all.empty() ? lmdb::del(t, rows, lk) : lmdb::put(t, rows, lk, encode_bucket(all));
+}
+
+status insert_row(MDB_txn* t, MDB_dbi rows, const stored_row& r) {
+  const std::string lk = lmdb_key(r.pos);
+  if (lk.size() == r.pos.size()) {
+    codec::writer w;
+    w.byte(single);
+    encode_row(w, r, false);
+    return lmdb::put(t, rows, lk, w.data());
+  }
+  std::string_view v;
+  bool found = false;
+  if (auto st = lmdb::get(t, rows, lk, v, found); !st) return st;
+  std::vector<stored_row> all;
+  if (found && !decode_rows(v, lk, all)) return corrupt("bucket");
+  auto at = std::lower_bound(all.begin(), all.end(), r.pos,
+                             [](const stored_row& a, const std::string& p) { return a.pos < p; });
+  if (at != all.end() && at->pos == r.pos)
+    *at = r;
+  else
+    all.insert(at, r);
+  return lmdb::put(t, rows, lk, encode_bucket(all));
+}
+
+}  // namespace
+
+result<std::unique_ptr<view_store>> view_store::open(const std::string& path, const view_meta& expected) {
+  return lmdb::open_or_remove(path, [&]() -> result<std::unique_ptr<view_store>> {
+    std::unique_ptr<view_store> s(new view_store());
+    lmdb::txn t;
+    status st = lmdb::open_file(path, {}, {{"meta", &s->meta_}, {"rows", &s->rows_}, {"ids", &s->ids_}}, s->env_, t);
+    if (!st) return st;
+    view_meta found;
+    uint64_t views = 0;
+    if (!(st = read_str(t.get(), s->meta_, k_signature, found.signature)) ||
+        !(st = read_str(t.get(), s->meta_, k_shard, found.shard_uuid)) ||
+        !(st = read_str(t.get(), s->meta_, k_collator, found.collator)) ||
+        !(st = read_u64(t.get(), s->meta_, k_views, views)) || !(st = read_u64(t.get(), s->meta_, k_seq, found.seq)))
+      return st;
+    found.views = static_cast<uint32_t>(views);
+    const bool same = found.signature == expected.signature && found.shard_uuid == expected.shard_uuid &&
+                      found.collator == expected.collator && found.views == expected.views;
+    if (!same) {
+      if (!(st = s->reset(t.get(), expected))) return st;
+      found = expected;
+      found.seq = 0;
+    }
+    if (!(st = t.commit())) return st;
+    s->meta_cache_ = found;
+    return s;
+  });
+}
+
+view_store::~view_store() {
+  if (env_) mdb_env_close(env_);
+}
+
+status view_store::reset(MDB_txn* t, const view_meta& m) {
+  for (MDB_dbi dbi : {meta_, rows_, ids_})
+    if (int rc = mdb_drop(t, dbi, 0); rc != 0) return lmdb::to_status(rc, "view index reset");
+  status st;
+  if (!(st = lmdb::put(t, meta_, k_signature, m.signature)) || !(st = lmdb::put(t, meta_, k_shard, m.shard_uuid)) ||
+      !(st = lmdb::put(t, meta_, k_collator, m.collator)) ||
+      !(st = lmdb::put(t, meta_, k_views, std::to_string(m.views))) || !(st = lmdb::put(t, meta_, k_seq, "0")))
+    return st;
+  return {};
+}
+
+view_meta view_store::meta() const {
+  return meta_cache_;
+}
+
+status view_store::apply(const std::vector<view_doc>& docs, uint64_t seq) {
+  lmdb::txn t;
+  if (auto st = t.begin(env_, false); !st) return st;
+  std::vector<int64_t> delta(meta_cache_.views, 0);
+  for (const view_doc& d : docs) {
+    const std::string idk = doc_key::of(d.id);
+    // What the document emitted before goes.
+    std::string_view old;
+    bool found = false;
+    if (auto st = lmdb::get(t.get(), ids_, idk, old, found); !st) return st;
+    if (found) {
+      codec::reader rd(old);
+      std::string id, pos;
+      if (!rd.str(id)) return corrupt("document entry");
+      while (!rd.done()) {
+        if (!rd.str(pos) || pos.size() < 2) return corrupt("document entry");
+        const uint32_t view = (static_cast<uint8_t>(pos[0]) << 8) | static_cast<uint8_t>(pos[1]);
+        if (view < delta.size()) --delta[view];
+        if (auto st = remove_row(t.get(), rows_, pos); !st) return st;
+      }
+    }
+    // What it emits now comes in.
+    codec::writer entry;
+    entry.str(d.id);
+    bool any = false;
+    for (uint32_t v = 0; v < d.views.size() && v < meta_cache_.views; ++v) {
+      for (uint32_t i = 0; i < d.views[v].size(); ++i) {
+        const view_row_in& in = d.views[v][i];
+        stored_row r{position(v, in.sort_key, d.id, i), d.id, in.key_json, in.value_json};
+        if (auto st = insert_row(t.get(), rows_, r); !st) return st;
+        entry.str(r.pos);
+        ++delta[v];
+        any = true;
+      }
+    }
+    status st = any ? lmdb::put(t.get(), ids_, idk, entry.data()) : lmdb::del(t.get(), ids_, idk);
+    if (!st) return st;
+  }
+  for (uint32_t v = 0; v < delta.size(); ++v) {
+    if (!delta[v]) continue;
+    uint64_t n = 0;
+    if (auto st = read_u64(t.get(), meta_, count_key(v), n); !st) return st;
+    n = static_cast<uint64_t>(static_cast<int64_t>(n) + delta[v]);
+    if (auto st = lmdb::put(t.get(), meta_, count_key(v), std::to_string(n)); !st) return st;
+  }
+  if (auto st = lmdb::put(t.get(), meta_, k_seq, std::to_string(seq)); !st) return st;
+  if (auto st = t.commit(); !st) return st;
+  meta_cache_.seq = seq;
+  return {};
+}
+
+result<std::vector<view_row>> view_store::scan(const view_scan& s, uint64_t* total) const {
+  lmdb::txn t;
+  if (auto st = t.begin(env_, true); !st) return st;
+  if (total)
+    if (auto st = read_u64(t.get(), meta_, count_key(s.view), *total); !st) return st;
+  const std::string low = lower_of(s.view, s.low), high = upper_of(s.view, s.high);
+  std::vector<view_row> out;
+  if (low >= high) return out;
+  MDB_cursor* c = nullptr;
+  if (int rc = mdb_cursor_open(t.get(), rows_, &c); rc != 0) return lmdb::to_status(rc, "view scan");
+  struct closer {
+    MDB_cursor* c;
+    ~closer() { mdb_cursor_close(c); }
+  } close{c};
+  uint64_t skipped = 0;
+  bool more = true;
+  // Takes the rows of one LMDB entry that fall in [low, high), in the scan's direction.
+  auto take = [&](const MDB_val& k, const MDB_val& v) -> status {
+    std::vector<stored_row> rows;
+    if (!decode_rows(lmdb::view(v), lmdb::view(k), rows)) return corrupt("row");
+    if (s.descending) std::reverse(rows.begin(), rows.end());
+    for (auto& r : rows) {
+      if (r.pos < low || r.pos >= high) continue;
+      if (skipped < s.skip) {
+        ++skipped;
+        continue;
+      }
+      if (out.size() >= s.limit) {
+        more = false;
+        break;
+      }
+      out.push_back({std::move(r.id), std::move(r.key_json), std::move(r.value_json)});
+    }
+    return {};
+  };
+  MDB_val k, v;
+  if (!s.descending) {
+    // From the first entry at or after low's first max_key bytes (a bucket there may hold rows
+    // before low: take() leaves them), until an entry at or after high.
+    std::string from = lmdb_key(low);
+    k = lmdb::val(from);
+    for (int rc = mdb_cursor_get(c, &k, &v, MDB_SET_RANGE); more; rc = mdb_cursor_get(c, &k, &v, MDB_NEXT)) {
+      if (rc == MDB_NOTFOUND) break;
+      if (rc != 0) return lmdb::to_status(rc, "view scan");
+      if (lmdb::view(k) >= high) break;
+      if (auto st = take(k, v); !st) return st;
+    }
+  } else {
+    // From the last entry before high (or the bucket high starts with), back until an entry
+    // wholly before low.
+    std::string from = lmdb_key(high);
+    k = lmdb::val(from);
+    int rc = mdb_cursor_get(c, &k, &v, MDB_SET_RANGE);
+    if (rc == MDB_NOTFOUND)
+      rc = mdb_cursor_get(c, &k, &v, MDB_LAST);
+    else if (rc == 0 && lmdb::view(k) >= high)
+      rc = mdb_cursor_get(c, &k, &v, MDB_PREV);
+    for (; more; rc = mdb_cursor_get(c, &k, &v, MDB_PREV)) {
+      if (rc == MDB_NOTFOUND) break;
+      if (rc != 0) return lmdb::to_status(rc, "view scan");
+      const std::string_view key = lmdb::view(k);
+      if (key < low && std::string_view(low).substr(0, key.size()) != key) break;
+      if (auto st = take(k, v); !st) return st;
+    }
+  }
+  return out;
+}
+
+}  // namespace settee

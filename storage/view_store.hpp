@@ -1,0 +1,97 @@
+// view_store: one view index file (issue 31): for one shard copy and one design-document
+// signature, the rows its views emitted, in CouchDB's collation order, and what each document
+// emitted (a new revision replaces its rows). Storage takes no JSON (DESIGN.md): a row's key
+// arrives as its collation sort key (node/collation) beside the key's and the value's JSON text,
+// which are kept as given.
+//
+// Tables (storage/FORMAT.md "View index"): `meta` (signature, shard uuid, collator version, views,
+// indexed seq, rows per view); `rows`, by a row's position: view (2 bytes), sort key, doc id
+// (escaped: no 0x00), 0x00, emit order (4 bytes), which sorts as CouchDB orders a view (key, then
+// doc id in bytes) and is free of prefixes. A position longer than an LMDB key (max_key) is kept
+// in the bucket of the positions sharing its first max_key bytes, sorted within: scans stay in
+// order whatever the keys' length. `ids`: a document's row positions (by storage/doc_key).
+// Every apply() is one fsynced transaction: an index is never ahead of what it says it indexed.
+// Not thread-safe for writers (one indexer per file); scans may run beside a writer.
+#pragma once
+
+#include <lmdb.h>
+
+#include <cstdint>
+#include <limits>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "node/error.hpp"
+
+namespace settee {
+
+struct view_row_in {
+  std::string sort_key;  // collation::sort_key(key)
+  std::string key_json, value_json;
+};
+
+// What one document emitted now, per view (in the design document's order); no rows at all: the
+// document is gone from the index (deleted, or it emits nothing).
+struct view_doc {
+  std::string id;
+  std::vector<std::vector<view_row_in>> views;
+};
+
+struct view_row {
+  std::string id, key_json, value_json;
+};
+
+struct view_meta {
+  std::string signature;   // the design document's views, hashed (the file's name too)
+  std::string shard_uuid;  // the shard copy indexed
+  std::string collator;    // collation::collator_version() the sort keys were made with
+  uint32_t views = 0;
+  uint64_t seq = 0;  // every change of the copy up to this seq is indexed
+};
+
+// One end of a range in a view: the rows at the position of `sort_key` (with `doc_id`: from that
+// document on, or up to it), included or not. Unset: the view's first or last row.
+struct view_bound {
+  bool set = false;
+  std::string sort_key;
+  std::optional<std::string> doc_id;
+  bool inclusive = true;
+};
+
+struct view_scan {
+  uint32_t view = 0;
+  view_bound low, high;  // low <= rows <= high in collation order, whatever the direction
+  bool descending = false;
+  uint64_t skip = 0, limit = std::numeric_limits<uint64_t>::max();
+};
+
+class view_store {
+ public:
+  // Opens (creates) the index at `path`. A file made for another signature, shard copy, collator or
+  // number of views is emptied first (its seq back to 0): the caller indexes from the start.
+  static result<std::unique_ptr<view_store>> open(const std::string& path, const view_meta& expected);
+  ~view_store();
+  view_store(const view_store&) = delete;
+  view_store& operator=(const view_store&) = delete;
+
+  view_meta meta() const;
+  // Replaces the rows of each document of `docs` with what it emits now, and records `seq` as
+  // indexed: one transaction, fsynced.
+  status apply(const std::vector<view_doc>& docs, uint64_t seq);
+  // The rows of `s`, after `skip`, at most `limit`; `total`: the view's rows (CouchDB's total_rows).
+  result<std::vector<view_row>> scan(const view_scan& s, uint64_t* total = nullptr) const;
+
+  static constexpr size_t max_key = 480;  // an LMDB key holds at most 511 bytes
+
+ private:
+  view_store() = default;
+  status reset(MDB_txn* t, const view_meta& m);
+
+  MDB_env* env_ = nullptr;
+  MDB_dbi meta_ = 0, rows_ = 0, ids_ = 0;
+  view_meta meta_cache_;
+};
+
+}  // namespace settee

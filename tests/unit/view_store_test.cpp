@@ -1,0 +1,198 @@
+// The view index file (storage/view_store): rows in CouchDB's collation order then by document id,
+// a document's rows replaced by its next revision, ranges with keys and document ids in both
+// directions, keys longer than an LMDB key, and a file of another signature emptied. Checked
+// against a model: the same rows kept in a vector and sorted by collation::compare.
+#include "storage/view_store.hpp"
+
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <map>
+#include <random>
+
+#include "node/collation.hpp"
+#include "temp_dir.hpp"
+
+using namespace settee;
+
+namespace {
+
+view_meta meta_of(const std::string& sig, uint32_t views = 2) {
+  return view_meta{sig, "uuid-1", collation::collator_version(), views, 0};
+}
+
+view_row_in row(const json& key, const json& value = nullptr) {
+  return {collation::sort_key(key), key.dump(), value.dump()};
+}
+
+std::vector<std::string> ids(const std::vector<view_row>& rows) {
+  std::vector<std::string> out;
+  for (const auto& r : rows) out.push_back(r.id + "=" + r.key_json);
+  return out;
+}
+
+view_bound at(const json& key, std::optional<std::string> id = std::nullopt, bool inclusive = true) {
+  return view_bound{true, collation::sort_key(key), std::move(id), inclusive};
+}
+
+}  // namespace
+
+TEST_CASE("view_store: rows in collation order, then by id; replaced, removed, counted, durable") {
+  temp_dir dir;
+  const std::string path = dir.path + "/shard/idx.view";
+  {
+    auto s = view_store::open(path, meta_of("sig1"));
+    REQUIRE(s);
+    CHECK((*s)->meta().seq == 0);
+    std::vector<view_doc> docs = {
+        {"b", {{row("B"), row(2)}, {}}},
+        {"a", {{row("a"), row("b", 1)}, {row(json::array({1, 2}))}}},
+        {"c", {{row(nullptr), row("a")}, {}}},
+        {"d", {{row(json::object({{"k", 1}})), row(1.0)}, {}}},
+    };
+    REQUIRE((*s)->apply(docs, 7));
+    uint64_t total = 0;
+    auto all = (*s)->scan(view_scan{0, {}, {}, false}, &total);
+    REQUIRE(all);
+    CHECK(total == 8);
+    CHECK(ids(*all) == std::vector<std::string>{"c=null", "d=1.0", "b=2", "a=\"a\"", "c=\"a\"", "a=\"b\"", "b=\"B\"",
+                                                "d={\"k\":1}"});
+    CHECK((*all)[5].value_json == "1");
+    auto back = (*s)->scan(view_scan{0, {}, {}, true});
+    REQUIRE(back);
+    auto reversed = ids(*all);
+    std::reverse(reversed.begin(), reversed.end());
+    CHECK(ids(*back) == reversed);
+    // A new revision of "a" emits other rows; "c" emits nothing any more.
+    REQUIRE((*s)->apply({{"a", {{row("z")}, {}}}, {"c", {{}, {}}}}, 9));
+    all = (*s)->scan(view_scan{0, {}, {}, false}, &total);
+    REQUIRE(all);
+    CHECK(ids(*all) == std::vector<std::string>{"d=1.0", "b=2", "b=\"B\"", "a=\"z\"", "d={\"k\":1}"});
+    CHECK(total == 5);
+    auto other = (*s)->scan(view_scan{1, {}, {}, false}, &total);
+    REQUIRE(other);
+    CHECK(other->empty());
+    CHECK(total == 0);
+  }
+  auto again = view_store::open(path, meta_of("sig1"));
+  REQUIRE(again);
+  CHECK((*again)->meta().seq == 9);  // reopened: what was committed
+  uint64_t total = 0;
+  REQUIRE((*again)->scan(view_scan{0, {}, {}, false}, &total));
+  CHECK(total == 5);
+  // Another signature (the views changed): the file is emptied, to be indexed from the start.
+  auto changed = view_store::open(path, meta_of("sig2"));
+  REQUIRE(changed);
+  CHECK((*changed)->meta().seq == 0);
+  auto none = (*changed)->scan(view_scan{0, {}, {}, false}, &total);
+  REQUIRE(none);
+  CHECK(none->empty());
+  CHECK(total == 0);
+}
+
+TEST_CASE("view_store: key ranges with document ids, inclusive or not, both directions, skip and limit") {
+  temp_dir dir;
+  auto s = view_store::open(dir.path + "/idx.view", meta_of("s", 1));
+  REQUIRE(s);
+  std::vector<view_doc> docs;
+  for (int k = 1; k <= 3; ++k)
+    for (const char* id : {"x", "y", "z"}) docs.push_back({std::string(id) + std::to_string(k), {{row(k)}}});
+  REQUIRE((*s)->apply(docs, 1));
+  auto q = [&](view_bound low, view_bound high, bool desc = false, uint64_t skip = 0, uint64_t limit = 100) {
+    auto r = (*s)->scan(view_scan{0, std::move(low), std::move(high), desc, skip, limit});
+    REQUIRE(r);
+    std::vector<std::string> out;
+    for (const auto& row : *r) out.push_back(row.id);
+    return out;
+  };
+  using v = std::vector<std::string>;
+  CHECK(q(at(2), at(2)) == v{"x2", "y2", "z2"});                          // key=2
+  CHECK(q(at(2), at(3, std::nullopt, false)) == v{"x2", "y2", "z2"});     // inclusive_end=false
+  CHECK(q(at(2, "y2"), at(3, "x3")) == v{"y2", "z2", "x3"});              // startkey_docid, endkey_docid
+  CHECK(q(at(2, "y2"), at(3, "x3", false)) == v{"y2", "z2"});             // ... exclusive
+  CHECK(q(at(2, "y2"), at(3, "y3"), true) == v{"y3", "x3", "z2", "y2"});  // descending
+  CHECK(q(at(1), at(3, std::nullopt, false), true) == v{"z2", "y2", "x2", "z1", "y1", "x1"});
+  CHECK(q(at(2), {}, false, 2, 3) == v{"z2", "x3", "y3"});  // skip, limit
+  CHECK(q({}, at(1), true, 1) == v{"y1", "x1"});
+  CHECK(q(at(3), at(1)).empty());  // low after high
+  CHECK(q(at(1.5), at(2.5)) == v{"x2", "y2", "z2"});
+}
+
+TEST_CASE("view_store: keys longer than an LMDB key keep their exact order (buckets), against a model") {
+  temp_dir dir;
+  auto s = view_store::open(dir.path + "/idx.view", meta_of("long", 1));
+  REQUIRE(s);
+  std::mt19937 rng(7);
+  const std::string shared(700, 'q');  // sort keys far past max_key that share their start
+  REQUIRE(collation::sort_key(shared).size() > view_store::max_key);
+  auto random_key = [&]() -> json {
+    switch (rng() % 4) {
+      case 0:
+        return static_cast<int>(rng() % 5);
+      case 1:
+        return std::string(1, static_cast<char>('a' + rng() % 3));
+      case 2:
+        return shared + std::string(1, static_cast<char>('a' + rng() % 3));
+      default:
+        return json::array({shared, static_cast<int>(rng() % 3)});
+    }
+  };
+  struct model_row {
+    json key;
+    std::string id;
+    uint32_t order;
+  };
+  std::map<std::string, std::vector<json>> model;  // id -> keys emitted
+  for (int round = 0; round < 30; ++round) {
+    std::vector<view_doc> batch;
+    for (int i = 0; i < 8; ++i) {
+      std::string id = "doc" + std::to_string(rng() % 40);
+      if (std::any_of(batch.begin(), batch.end(), [&](const view_doc& d) { return d.id == id; })) continue;
+      std::vector<json> keys;
+      for (int e = 0, n = static_cast<int>(rng() % 3); e < n; ++e) keys.push_back(random_key());
+      view_doc d{id, {{}}};
+      for (const auto& k : keys) d.views[0].push_back(row(k, id));
+      batch.push_back(d);
+      if (keys.empty())
+        model.erase(id);
+      else
+        model[id] = keys;
+    }
+    REQUIRE((*s)->apply(batch, static_cast<uint64_t>(round + 1)));
+  }
+  std::vector<model_row> all;
+  for (const auto& [id, keys] : model)
+    for (uint32_t i = 0; i < keys.size(); ++i) all.push_back({keys[i], id, i});
+  std::sort(all.begin(), all.end(), [](const model_row& a, const model_row& b) {
+    int c = collation::compare(a.key, b.key);
+    if (c) return c < 0;
+    if (a.id != b.id) return a.id < b.id;
+    return a.order < b.order;
+  });
+  uint64_t total = 0;
+  auto scanned = (*s)->scan(view_scan{0, {}, {}, false}, &total);
+  REQUIRE(scanned);
+  REQUIRE(scanned->size() == all.size());
+  CHECK(total == all.size());
+  for (size_t i = 0; i < all.size(); ++i) {
+    CHECK_MESSAGE((*scanned)[i].id == all[i].id, i);
+    CHECK((*scanned)[i].key_json == all[i].key.dump());
+  }
+  // Random ranges, both directions, against the model.
+  for (int trial = 0; trial < 200; ++trial) {
+    json lo = random_key(), hi = random_key();
+    if (collation::compare(lo, hi) > 0) std::swap(lo, hi);
+    const bool desc = rng() % 2, lo_incl = true, hi_incl = rng() % 2;
+    std::vector<std::string> want;
+    for (const auto& r : all)
+      if (collation::compare(r.key, lo) >= 0 &&
+          (hi_incl ? collation::compare(r.key, hi) <= 0 : collation::compare(r.key, hi) < 0))
+        want.push_back(r.id + " " + r.key.dump());
+    if (desc) std::reverse(want.begin(), want.end());
+    auto got = (*s)->scan(view_scan{0, at(lo, std::nullopt, lo_incl), at(hi, std::nullopt, hi_incl), desc});
+    REQUIRE(got);
+    std::vector<std::string> have;
+    for (const auto& r : *got) have.push_back(r.id + " " + r.key_json);
+    CHECK_MESSAGE(have == want, lo.dump().substr(0, 40), " .. ", hi.dump().substr(0, 40), desc ? " desc" : "");
+  }
+}
