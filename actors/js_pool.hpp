@@ -60,6 +60,11 @@ class js_pool {
   // was free in time.
   result<js_reply> run(const std::string& ddoc_key, const std::string& ddoc_json, const json& path,
                        const std::string& body);
+  // A view's map functions `views` (their names, in the design document's order) over `docs_json`
+  // (a JSON array of documents), in one exchange: value per document, per view, the [key, value]
+  // pairs emitted; `errors` the documents a function threw on (query_server's "map").
+  result<js_reply> map(const std::string& ddoc_key, const std::string& ddoc_json, const std::vector<std::string>& views,
+                       const std::string& docs_json, size_t docs);
   // run() once per argument array of `calls` (JSON texts of arrays), in one exchange with one
   // worker, each call with its own deadline: one reply per call.
   result<std::vector<js_reply>> run_each(const std::string& ddoc_key, const std::string& ddoc_json, const json& path,

@@ -1,0 +1,127 @@
+#include "actors/view_index.hpp"
+
+#include "actors/doc_render.hpp"
+#include "node/collation.hpp"
+#include "node/crypto.hpp"
+#include "node/log.hpp"
+
+namespace settee {
+
+std::string view_signature(const json& ddoc) {
+  json what = json::object();
+  what["language"] = ddoc.value("language", json("javascript"));
+  what["options"] = ddoc.value("options", json::object());
+  json views = json::object();
+  if (const json& v = member(ddoc, "views"); v.is_object()) {
+    for (const auto& [name, view] : v.items()) {
+      if (name == "lib") {
+        views["lib"] = view;  // modules a map may require()
+        continue;
+      }
+      if (!view.is_object()) continue;
+      views[name] = json{{"map", view.value("map", json())},
+                         {"reduce", view.value("reduce", json())},
+                         {"options", view.value("options", json::object())}};
+    }
+  }
+  what["views"] = views;
+  return crypto::sha256_hex(what.dump());
+}
+
+design_views views_of(const std::string& db_key, const std::string& ddoc_id, const std::string& rev, const json& ddoc) {
+  design_views out;
+  out.ddoc_id = ddoc_id;
+  out.worker_key = worker_key(db_key, ddoc_id, rev);
+  out.ddoc_json = ddoc.dump();
+  out.signature = view_signature(ddoc);
+  if (const json& v = member(ddoc, "views"); v.is_object())
+    for (const auto& [name, view] : v.items())
+      if (name != "lib" && view.is_object() && view.contains("map") && view["map"].is_string())
+        out.names.push_back(name);
+  return out;
+}
+
+namespace {
+
+// The rows one document emitted, per view, from the worker's answer for it.
+status rows_of(const json& per_view, size_t views, view_doc& out) {
+  if (!per_view.is_array() || per_view.size() != views) return {errc::internal, "the map answered the wrong shape"};
+  out.views.assign(views, {});
+  for (size_t v = 0; v < views; ++v) {
+    if (!per_view[v].is_array()) return {errc::internal, "the map answered the wrong shape"};
+    for (const json& pair : per_view[v]) {
+      if (!pair.is_array() || pair.size() != 2) return {errc::internal, "the map answered the wrong shape"};
+      out.views[v].push_back({collation::sort_key(pair[0]), pair[0].dump(), pair[1].dump()});
+    }
+  }
+  return {};
+}
+
+// Maps `docs` (rendered winners; their ids in `out`, already set) in one exchange; a batch the
+// worker could not finish (a deadline, the memory cap) is asked again one document at a time, and
+// a document that fails alone emits nothing (logged: an index that could never build helps no one).
+status map_batch(js_pool& js, const design_views& dv, const std::vector<std::string>& docs, std::vector<view_doc*>& out,
+                 bool alone = false) {
+  std::string body = "[";
+  for (size_t i = 0; i < docs.size(); ++i) body += (i ? "," : "") + docs[i];
+  body += "]";
+  auto r = js.map(dv.worker_key, dv.ddoc_json, dv.names, body, docs.size());
+  if (!r) return r.error();
+  for (const auto& line : r->log) log::info("map of " + dv.ddoc_id + " logged: " + line);
+  for (const auto& e : r->errors) log::warning("map of " + dv.ddoc_id + " failed on document " + e);
+  if (r->ok() && r->value.is_array() && r->value.size() == docs.size()) {
+    for (size_t i = 0; i < docs.size(); ++i)
+      if (auto st = rows_of(r->value[i], dv.names.size(), *out[i]); !st) return st;
+    return {};
+  }
+  if (alone) {
+    log::warning("map of " + dv.ddoc_id + " failed on document " + out.front()->id + " (" + r->name + ": " + r->reason +
+                 "): it emits nothing");
+    out.front()->views.assign(dv.names.size(), {});
+    return {};
+  }
+  for (size_t i = 0; i < docs.size(); ++i) {
+    std::vector<view_doc*> one{out[i]};
+    if (auto st = map_batch(js, dv, {docs[i]}, one, true); !st) return st;
+  }
+  return {};
+}
+
+}  // namespace
+
+status update_view_index(const shard_store& store, view_store& index, js_pool& js, const design_views& dv,
+                         uint64_t target, size_t batch) {
+  if (dv.names.empty()) return {};
+  for (;;) {
+    auto snap = store.read();
+    if (!snap) return snap.error();
+    uint64_t since = index.meta().seq, last = since;
+    if (target && since >= target) return {};
+    // The next batch: the changed documents after `since`, each once (its latest change).
+    std::vector<view_doc> docs;
+    std::vector<std::string> bodies;
+    std::vector<view_doc*> mapped;
+    docs.reserve(batch);
+    snap->scan_changes(since, [&](const change_entry& e) {
+      last = e.seq;
+      docs.push_back(view_doc{e.id, {}});
+      return docs.size() < batch;
+    });
+    if (!snap->fault()) return snap->fault();
+    if (docs.empty()) return {};  // nothing after `since`: up to date
+    for (auto& d : docs) {
+      doc_info info;
+      if (d.id.compare(0, 8, "_design/") == 0 || !snap->doc(d.id, info) || info.tree.winner_deleted()) continue;
+      bodies.push_back(render_winner(*snap, info, render_options{}));
+      mapped.push_back(&d);
+    }
+    if (!snap->fault()) return snap->fault();
+    if (!bodies.empty())
+      if (auto st = map_batch(js, dv, bodies, mapped); !st) return st;
+    for (auto& d : docs)
+      if (d.views.empty()) d.views.assign(dv.names.size(), {});  // deleted, or a design document
+    if (auto st = index.apply(docs, last); !st) return st;
+  }
+}
+
+}  // namespace settee

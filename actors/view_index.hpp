@@ -1,0 +1,44 @@
+// view_index: a design document's views over one shard copy (issue 31): its view_store brought up
+// to date from the copy's changes by the JavaScript workers' map (js_pool, ["map", ...]), a batch
+// of documents per exchange. What CouchDB's couch_mrview_updater does for one shard: the winning
+// revision of each changed document is mapped (design documents are not, as CouchDB's default),
+// a deleted one's rows go; a map function that throws on a document is logged with the document's
+// id and that document emits nothing in that view.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "actors/js_pool.hpp"
+#include "node/error.hpp"
+#include "node/json.hpp"
+#include "storage/shard_store.hpp"
+#include "storage/view_store.hpp"
+
+namespace settee {
+
+// A design document's views, as the indexer and the workers need them.
+struct design_views {
+  std::string ddoc_id;
+  std::string worker_key;  // js_pool::worker_key of this revision
+  std::string ddoc_json;
+  std::vector<std::string> names;  // the views with a map function, in the design document's order
+  std::string signature;           // view_signature(): the index file's identity
+};
+
+// CouchDB's idea of a view signature: a hash of what decides the rows (the language, each view's
+// map, reduce and options, the design document's options and views.lib), so that an edit of
+// anything else (a filter, a validate_doc_update) keeps the index. Hex SHA-256 (CouchDB's is an
+// MD5 of Erlang terms: not comparable across the two, nor meant to be).
+std::string view_signature(const json& ddoc);
+
+// The views of design document `ddoc` (revision `rev`) of the database `db_key`.
+design_views views_of(const std::string& db_key, const std::string& ddoc_id, const std::string& rev, const json& ddoc);
+
+// Indexes the changes of `store` after index.meta().seq, up to `target` (at least; 0: whatever is
+// committed when it starts), in batches of up to `batch` documents, each one fsynced apply().
+// Errors: the shard or the index failed, or no worker could run the map.
+status update_view_index(const shard_store& store, view_store& index, js_pool& js, const design_views& views,
+                         uint64_t target = 0, size_t batch = 500);
+
+}  // namespace settee
