@@ -9,38 +9,13 @@
 #include <cstdlib>
 
 #include "node/collation.hpp"
+#include "shard_fixture.hpp"
 #include "temp_dir.hpp"
 
 using namespace settee;
+using namespace settee::testing;
 
 namespace {
-
-std::shared_ptr<shard_store> open_shard(const std::string& path) {
-  store_options o;
-  o.node_name = "n1@h";
-  o.map_size_bytes = 64ull << 20;
-  o.created_at = 1700000000;
-  auto s = shard_store::open(path, o);
-  REQUIRE_MESSAGE(s.ok(), (s.ok() ? "" : s.error().reason));
-  return *s;
-}
-
-std::vector<doc_result> put(shard_store& s, std::vector<doc_update> docs) {
-  write_op op;
-  op.docs = std::move(docs);
-  REQUIRE(s.commit({&op}, 1700000100));
-  REQUIRE(op.st);
-  return op.results;
-}
-
-doc_update upd(std::string id, std::string body, std::vector<rev_id> revs = {}, bool deleted = false) {
-  doc_update u;
-  u.id = std::move(id);
-  u.body = std::move(body);
-  u.revs = std::move(revs);
-  u.deleted = deleted;
-  return u;
-}
 
 js_options worker() {
   js_options o;
@@ -70,10 +45,10 @@ const json ddoc = json::parse(R"({"_id":"_design/app","views":{
 
 TEST_CASE("view_index: rows follow the winners through edits, deletions and batches") {
   temp_dir dir;
-  auto shard = open_shard(dir.path + "/shards/00000000-ffffffff/db.1");
+  auto shard = open_store(dir.path + "/shards/00000000-ffffffff/db.1");
   js_pool js(worker());
-  auto r = put(*shard, {upd("a", R"({"type":"x","n":1})"), upd("b", R"({"type":"y","n":2})"),
-                        upd("c", R"({"type":"x","n":3})"), upd("_design/app", ddoc.dump())});
+  auto r = write(*shard, {upd("a", R"({"type":"x","n":1})"), upd("b", R"({"type":"y","n":2})"),
+                          upd("c", R"({"type":"x","n":3})"), upd("_design/app", ddoc.dump())});
   const design_views dv = views_of("db.1", "_design/app", r[3].rev.str(), ddoc);
   REQUIRE(dv.names == std::vector<std::string>{"by_type", "all", "picky"});
   auto idx = view_store::open(dir.path + "/views/" + dv.signature + ".view",
@@ -86,8 +61,8 @@ TEST_CASE("view_index: rows follow the winners through edits, deletions and batc
   CHECK((*idx)->meta().seq == 4);
 
   // a changes type, c is deleted, d and e arrive; indexed two documents at a time.
-  put(*shard, {upd("a", R"({"type":"y","n":5})", {r[0].rev}), upd("c", "{}", {r[2].rev}, true),
-               upd("d", R"({"type":"x","n":4})"), upd("e", R"({"n":6})")});
+  write(*shard, {upd("a", R"({"type":"y","n":5})", {r[0].rev}), upd("c", "{}", {r[2].rev}, true),
+                 upd("d", R"({"type":"x","n":4})"), upd("e", R"({"n":6})")});
   REQUIRE(update_view_index(*shard, **idx, js, dv, 0, 2));
   CHECK(rows(**idx, 0) == std::vector<std::string>{"\"x\" d 4", "\"y\" a 5", "\"y\" b 2"});
   CHECK(rows(**idx, 2) == std::vector<std::string>{"4 d null", "5 a null", "6 e null"});
