@@ -200,17 +200,23 @@ result<std::string> listing(ctx& c, const db_meta& db, const std::string& what, 
 
 }  // namespace
 
-void handle_all_docs(ctx& c, const db_meta& db, const std::string& what) {
-  if (c.method() != "GET" && c.method() != "POST") return c.method_not_allowed("GET,HEAD,POST");
+result<view_query> parse_view_request(ctx& c) {
   view_query q;
   // As couch_mrview_http:parse_body_and_query: a POST body's options, then the query string's.
   if (c.method() == "POST") {
     auto body = c.json_object_body();
-    if (!body) return c.error(body.error());
-    if (auto st = apply_view_options(q, *body, "`keys` body member must be an array."); !st) return c.error(st);
+    if (!body) return body.error();
+    if (auto st = apply_view_options(q, *body, "`keys` body member must be an array."); !st) return st;
   }
-  if (auto st = apply_view_params(q, c.query_in_order()); !st) return c.error(st);
-  auto out = listing(c, db, what, q);
+  if (auto st = apply_view_params(q, c.query_in_order()); !st) return st;
+  return q;
+}
+
+void handle_all_docs(ctx& c, const db_meta& db, const std::string& what) {
+  if (c.method() != "GET" && c.method() != "POST") return c.method_not_allowed("GET,HEAD,POST");
+  auto q = parse_view_request(c);
+  if (!q) return c.error(q.error());
+  auto out = listing(c, db, what, *q);
   if (!out) return c.error(out.error());
   c.reply_raw(200, std::move(*out) + "\n");
 }

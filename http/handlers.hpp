@@ -9,6 +9,7 @@
 #include "actors/local_copy.hpp"
 #include "actors/members.hpp"
 #include "http/request.hpp"
+#include "http/view_query.hpp"
 
 namespace settee {
 
@@ -124,6 +125,11 @@ namespace settee {
 // Writes one document to w copies (the `w` query parameter, default n/2+1), once the database's
 // validate_doc_update functions let it (their refusal is the error).
 result<write_outcome> write_one(ctx& c, const db_meta& db, doc_update u);
+// The options of a view-shaped read (_all_docs and its kin, views) as couch_mrview_http's
+// parse_body_and_query takes them: a POST body's members, then the query string's.
+result<view_query> parse_view_request(ctx& c);
+// GET|POST /db/_design/{ddoc}/_view/{view} (http/view_handlers.cpp).
+void handle_view(ctx& c, const db_meta& db, const std::string& ddoc_name, const std::string& view_name);
 // POST|PUT /db/_design/{ddoc}/_update/{name}[/{docid}]: the update handler's document written (its
 // validate_doc_update functions run), its response sent (http/update_handlers.cpp).
 void handle_update(ctx& c, const db_meta& db, const std::string& ddoc_id, const std::string& name,

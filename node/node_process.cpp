@@ -206,6 +206,7 @@ node_process::node_process(const config& cfg, settings set, const clock& clk, st
           local_services{&coord_, &reshard_, &tasks_, &compaction_, [this] { return read_node_status(node_); }})),
       js_(javascript_options(set_)),
       validator_(coord_, js_, &notifier_),
+      views_(coord_, js_, data_dir_ + "/.shard_views"),
       http_(front_options(set_, data_dir_)),
       members_(set_.node_name) {
   // `updated` rows of _db_updates: every commit to a database's copy marks it (architecture 28);
@@ -220,6 +221,7 @@ node_process::node_process(const config& cfg, settings set, const clock& clk, st
   node_.shards = &shards_;
   node_.js = &js_;
   node_.validator = &validator_;
+  node_.views = &views_;
   if (js_.worker_path().empty())
     log::warning(
         "settee-js was not found beside settee ([query_server] worker): design documents with "

@@ -26,6 +26,7 @@
 #include "actors/resharder.hpp"
 #include "actors/shard_registry.hpp"
 #include "actors/update_log.hpp"
+#include "actors/view_reader.hpp"
 #include "cluster/cluster_members.hpp"
 #include "cluster/membership.hpp"
 #include "cluster/nodes_db.hpp"
@@ -87,6 +88,7 @@ class node_process {
   std::shared_ptr<local_member> self_member_;
   js_pool js_;  // design documents' JavaScript, in sandboxed worker processes
   doc_validator validator_;
+  view_reader views_;
   http_options http_;
   membership members_;
   std::unique_ptr<rpc_node> rpc_;    // null on a single node

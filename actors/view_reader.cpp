@@ -1,0 +1,98 @@
+#include "actors/view_reader.hpp"
+
+#include <algorithm>
+
+#include "actors/db_catalog.hpp"
+#include "node/collation.hpp"
+
+namespace settee {
+
+view_reader::view_reader(coordinator& coord, js_pool& js, std::string dir)
+    : coord_(coord), js_(js), dir_(std::move(dir)) {}
+
+result<std::shared_ptr<view_reader::open_index>> view_reader::index_of(const db_meta& db, size_t range,
+                                                                       const design_views& dv,
+                                                                       const shard_store& shard) {
+  const std::string path = dir_ + "/" + shard_name(db.name, db.shard_id(range)) + "/" + dv.signature + ".view";
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = open_.find(path);
+  if (it != open_.end()) return it->second;
+  const view_meta want{dv.signature, shard.header().shard_uuid, collation::collator_version(),
+                       static_cast<uint32_t>(dv.names.size()), 0};
+  auto store = view_store::open(path, want);
+  if (!store) return store.error();
+  auto idx = std::make_shared<open_index>();
+  idx->store = std::move(*store);
+  open_.emplace(path, idx);
+  return idx;
+}
+
+result<view_answer> view_reader::query(const db_meta& db, const design_views& dv, const view_request& q) {
+  view_answer out;
+  // Each range's rows up to skip + limit, in the query's direction.
+  struct ranged {
+    std::vector<view_row> rows;
+    std::vector<std::string> keys;  // each row's position: sort key, then id
+    size_t next = 0;
+  };
+  std::vector<ranged> parts(db.ranges.size());
+  view_scan scan{q.view,       q.low, q.high,
+                 q.descending, 0,     q.limit == std::numeric_limits<uint64_t>::max() ? q.limit : q.skip + q.limit};
+  for (size_t r = 0; r < db.ranges.size(); ++r) {
+    auto shard = coord_.shard(db, r);
+    if (!shard) {
+      return status{errc::not_implemented, "views are read from this node's copy of every range, and range " +
+                                               db.ranges[r].name() + " of " + db.name +
+                                               " has none here (views on other nodes' copies come next)"};
+    }
+    auto idx = index_of(db, r, dv, *shard->store);
+    if (!idx) return idx.error();
+    if (q.update) {
+      std::lock_guard<std::mutex> lock((*idx)->mu);
+      if (auto st = update_view_index(*shard->store, *(*idx)->store, js_, dv); !st) return st;
+    }
+    uint64_t total = 0;
+    auto rows = (*idx)->store->scan(scan, &total);
+    if (!rows) return rows.error();
+    out.total_rows += total;
+    // CouchDB's offset: the rows before the range's start, in the query's direction.
+    view_scan before{q.view, {}, {}, q.descending};
+    (q.descending ? before.low : before.high) = q.descending ? q.high : q.low;
+    auto& edge = q.descending ? before.low : before.high;
+    if (edge.set) {
+      edge.inclusive = !edge.inclusive;
+      auto skipped = (*idx)->store->scan(before);
+      if (!skipped) return skipped.error();
+      out.offset += skipped->size();
+    }
+    parts[r].rows = std::move(*rows);
+    for (const auto& row : parts[r].rows)
+      parts[r].keys.push_back(collation::sort_key(json::parse(row.key_json, nullptr, false)) + '\0' + row.id);
+  }
+  // Merge: the smallest (largest, descending) position first; skip, then limit.
+  uint64_t skipped = 0;
+  for (;;) {
+    int best = -1;
+    for (size_t r = 0; r < parts.size(); ++r) {
+      if (parts[r].next >= parts[r].rows.size()) continue;
+      if (best < 0) {
+        best = static_cast<int>(r);
+        continue;
+      }
+      const std::string& a = parts[r].keys[parts[r].next];
+      const std::string& b = parts[best].keys[parts[best].next];
+      if (q.descending ? a > b : a < b) best = static_cast<int>(r);
+    }
+    if (best < 0 || out.rows.size() >= q.limit) break;
+    view_row& row = parts[best].rows[parts[best].next++];
+    if (skipped < q.skip) {
+      ++skipped;
+      continue;
+    }
+    out.rows.push_back(std::move(row));
+  }
+  out.offset += skipped;
+  return out;
+}
+
+}  // namespace settee

@@ -1,0 +1,56 @@
+// view_reader: a view query of a database on this node (issue 31, map-only slice). Each range is
+// answered from this node's copy: its index (one file per copy and signature, under
+// <data>/.shard_views/) brought up to date first unless the query says update=false, then read
+// from the range's position; the ranges' rows are merged in collation order (then by document id)
+// and skip/limit applied to the whole. A range this node holds no copy of is not served yet (the
+// node protocol's view call is the next slice): 501, naming the range.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "actors/coordinator.hpp"
+#include "actors/js_pool.hpp"
+#include "actors/view_index.hpp"
+#include "storage/view_store.hpp"
+
+namespace settee {
+
+struct view_request {
+  uint32_t view = 0;  // its place among design_views::names
+  view_bound low, high;
+  bool descending = false;
+  uint64_t skip = 0, limit = std::numeric_limits<uint64_t>::max();
+  bool update = true;  // false: answer from the index as it is (update=false, stale=ok)
+};
+
+struct view_answer {
+  uint64_t total_rows = 0;
+  uint64_t offset = 0;  // rows before the first one answered, in the query's direction
+  std::vector<view_row> rows;
+};
+
+class view_reader {
+ public:
+  view_reader(coordinator& coord, js_pool& js, std::string dir);
+
+  result<view_answer> query(const db_meta& db, const design_views& dv, const view_request& q);
+
+ private:
+  struct open_index {
+    std::mutex mu;  // one updater at a time; scans run beside it
+    std::unique_ptr<view_store> store;
+  };
+  result<std::shared_ptr<open_index>> index_of(const db_meta& db, size_t range, const design_views& dv,
+                                               const shard_store& shard);
+
+  coordinator& coord_;
+  js_pool& js_;
+  std::string dir_;
+  std::mutex mu_;
+  std::map<std::string, std::shared_ptr<open_index>> open_;  // by index path
+};
+
+}  // namespace settee

@@ -1,0 +1,110 @@
+// GET|POST /db/_design/{ddoc}/_view/{view} (issue 31, map-only slice): the parameters parsed as
+// couch_mrview_http does (http/view_query), the rows read through actors/view_reader and written
+// as couch_mrview_http's view response. Reduce functions, `keys` and `/queries` answer 501 until
+// their slices land (docs/api.md).
+#include "actors/doc_render.hpp"
+#include "actors/view_reader.hpp"
+#include "http/handlers.hpp"
+#include "http/view_query.hpp"
+#include "node/collation.hpp"
+
+namespace settee {
+namespace {
+
+view_bound bound_of(const std::optional<json>& key, const std::optional<std::string>& doc_id, bool inclusive) {
+  view_bound b;
+  if (!key) return b;
+  b.set = true;
+  b.sort_key = collation::sort_key(*key);
+  b.doc_id = doc_id;
+  b.inclusive = inclusive;
+  return b;
+}
+
+// The rows' documents (include_docs): the row's own, or the one its value links by `_id`, as
+// couch_mrview's include_docs; null when missing or deleted.
+result<std::vector<std::string>> docs_of(ctx& c, const db_meta& db, const std::vector<view_row>& rows,
+                                         const view_query& q) {
+  std::vector<std::string> ids;
+  for (const auto& row : rows) {
+    std::string id = row.id;
+    if (row.value_json.size() && row.value_json[0] == '{') {
+      json v = json::parse(row.value_json, nullptr, false);
+      if (v.is_object() && v.contains("_id") && v["_id"].is_string()) id = v["_id"].get<std::string>();
+    }
+    ids.push_back(std::move(id));
+  }
+  std::vector<std::string> out(rows.size(), "null");
+  if (ids.empty()) return out;
+  auto docs = c.node.coord.open_docs(db, ids, doc_bodies::leaves);
+  if (!docs) return docs.error();
+  render_options opts;
+  opts.conflicts = q.conflicts;
+  for (size_t i = 0; i < docs->size(); ++i) {
+    const doc_copy& d = (*docs)[i];
+    if (!d.found || d.info.tree.winner_deleted()) continue;
+    out[i] = render_rev(d, d.info.tree.winner(), opts).value_or("null");
+  }
+  return out;
+}
+
+}  // namespace
+
+void handle_view(ctx& c, const db_meta& db, const std::string& ddoc_name, const std::string& view_name) {
+  if (c.method() != "GET" && c.method() != "POST") return c.method_not_allowed("GET,HEAD,POST");
+  auto parsed = parse_view_request(c);
+  if (!parsed) return c.error(parsed.error());
+  view_query& q = *parsed;
+  const std::string ddoc_id = "_design/" + ddoc_name;
+  auto d = c.node.coord.open_doc(db, ddoc_id);
+  if (!d) return c.error(d.error());
+  if (!d->found || d->info.tree.winner_deleted()) return c.error(errc::not_found, "missing");
+  const rev_id rev = d->info.tree.rev(d->info.tree.winner());
+  const std::string* text = d->body(rev);
+  json ddoc = text ? parse_json(*text).value_or(json::object()) : json::object();
+  const json& views = member(ddoc, "views");
+  if (!views.is_object() || !views.contains(view_name) || !views[view_name].is_object() ||
+      !views[view_name].contains("map"))
+    return c.error(errc::not_found, "missing_named_view");
+  if (ddoc.value("language", std::string("javascript")) != "javascript")
+    return c.error(errc::not_implemented, "views of language " + ddoc["language"].dump() + " are not run yet");
+  if (!c.node.js || !c.node.views) return c.error(errc::not_implemented, "JavaScript is not available on this node");
+  const bool has_reduce = views[view_name].contains("reduce");
+  if (has_reduce && q.reduce.value_or(true))
+    return c.error(errc::not_implemented,
+                   "reduce functions are not run by settee yet: query this view with reduce=false");
+  if (q.keys) return c.error(errc::not_implemented, "`keys` on a view is not supported by settee yet");
+  if (auto st = validate_map_query(q); !st) return c.error(st);
+
+  const design_views dv = views_of(db.key(), ddoc_id, rev.str(), ddoc);
+  view_request r;
+  r.view = static_cast<uint32_t>(std::find(dv.names.begin(), dv.names.end(), view_name) - dv.names.begin());
+  r.descending = q.descending;
+  // startkey is where the scan starts: the low end ascending, the high end descending.
+  view_bound start = bound_of(q.start_key, q.start_key_docid, true);
+  view_bound end = bound_of(q.end_key, q.end_key_docid, q.inclusive_end);
+  r.low = q.descending ? end : start;
+  r.high = q.descending ? start : end;
+  r.skip = static_cast<uint64_t>(q.skip);
+  if (q.limit >= 0) r.limit = static_cast<uint64_t>(q.limit);
+  r.update = q.update != "false" && q.update != "lazy";
+  auto answer = c.node.views->query(db, dv, r);
+  if (!answer) return c.error(answer.error());
+  std::vector<std::string> docs;
+  if (q.include_docs) {
+    auto got = docs_of(c, db, answer->rows, q);
+    if (!got) return c.error(got.error());
+    docs = std::move(*got);
+  }
+  std::string out = "{\"total_rows\":" + std::to_string(answer->total_rows) +
+                    ",\"offset\":" + std::to_string(answer->offset) + ",\"rows\":[";
+  for (size_t i = 0; i < answer->rows.size(); ++i) {
+    const view_row& row = answer->rows[i];
+    out += (i ? ",\n" : "\n") + std::string("{\"id\":") + quote(row.id) + ",\"key\":" + row.key_json +
+           ",\"value\":" + row.value_json + (q.include_docs ? ",\"doc\":" + docs[i] : "") + "}";
+  }
+  out += "\n]}\n";
+  c.reply_raw(200, std::move(out));
+}
+
+}  // namespace settee

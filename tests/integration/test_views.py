@@ -1,0 +1,126 @@
+"""Map views (issue 31, the map-only slice): GET|POST /db/_design/d/_view/v over a node's copies,
+rows in CouchDB's collation order across ranges, the range and paging parameters, include_docs,
+update=false, documents edited and deleted, the index surviving kill -9, and the errors of what is
+not built yet (reduce, keys)."""
+import json
+import urllib.parse
+
+from harness import NodeTest, main
+
+# CouchDB's collation specification (docs "Views Collation", view_collation.js), in order.
+COLLATION = [None, False, True, 1, 2, 3.0, 4, "a", "A", "aa", "b", "B", "ba", "bb",
+             ["a"], ["b"], ["b", "c"], ["b", "c", "a"], ["b", "d"], ["b", "d", "e"],
+             {"a": 1}, {"a": 2}, {"b": 1}, {"b": 2}, {"b": 2, "a": 1}, {"b": 2, "c": 2}]
+
+
+def qs(**params):
+    return "?" + urllib.parse.urlencode({k: json.dumps(v) if k.endswith("key") or k == "key" else v
+                                         for k, v in params.items()})
+
+
+class MapViews(NodeTest):
+    @classmethod
+    def setUpClass(cls):
+        super().setUpClass()
+        n = cls.node
+        for db, q in (("views4", 4), ("views1", 1)):
+            assert n.put(f"/{db}?q={q}").status == 201
+            docs = [{"_id": f"c{i:02d}", "key": k} for i, k in enumerate(COLLATION)]
+            docs += [{"_id": f"n{i:02d}", "type": "xyz"[i % 3], "n": i} for i in range(30)]
+            assert n.post(f"/{db}/_bulk_docs", {"docs": docs}).status == 201
+            ddoc = {"views": {"collate": {"map": "function(doc) { if ('key' in doc) emit(doc.key, doc._id); }"},
+                              "by_type": {"map": "function(doc) { if (doc.type) emit(doc.type, doc.n); }"},
+                              "linked": {"map": "function(doc) { if (doc.n === 4) emit('link', {_id: 'n05'}); }"},
+                              "counted": {"map": "function(doc) { if (doc.n) emit(doc.n, 1); }", "reduce": "_count"}}}
+            assert n.put(f"/{db}/_design/app", ddoc).status == 201
+
+    def view(self, db, name, query="", **kw):
+        r = self.node.get(f"/{db}/_design/app/_view/{name}{query}", **kw)
+        self.assertEqual(r.status, 200, r.raw)
+        return r.json
+
+    def test_rows_in_couchdbs_collation_order_across_ranges(self):
+        for db in ("views4", "views1"):
+            with self.subTest(db=db):
+                got = self.view(db, "collate")
+                self.assertEqual([row["key"] for row in got["rows"]], COLLATION)
+                self.assertEqual(got["total_rows"], len(COLLATION))
+                self.assertEqual(got["offset"], 0)
+                back = self.view(db, "collate", "?descending=true")
+                self.assertEqual([row["key"] for row in back["rows"]], COLLATION[::-1])
+
+    def test_key_ranges_docids_skip_limit_descending(self):
+        ids = lambda j: [row["id"] for row in j["rows"]]  # noqa: E731
+        for db in ("views4", "views1"):
+            with self.subTest(db=db):
+                y = self.view(db, "by_type", qs(key="y"))
+                self.assertEqual(ids(y), [f"n{i:02d}" for i in range(1, 30, 3)])
+                self.assertEqual(y["offset"], 10)
+                r = self.view(db, "by_type", qs(startkey="y", startkey_docid="n10", endkey="z", endkey_docid="n05"))
+                self.assertEqual(ids(r), ["n10", "n13", "n16", "n19", "n22", "n25", "n28", "n02", "n05"])
+                r = self.view(db, "by_type", qs(startkey="x", endkey="y", inclusive_end="false", skip=2, limit=3))
+                self.assertEqual(ids(r), ["n06", "n09", "n12"])
+                self.assertEqual(r["offset"], 2)
+                r = self.view(db, "by_type", qs(startkey="y", endkey="x", descending="true", limit=4))
+                self.assertEqual(ids(r), ["n28", "n25", "n22", "n19"])
+                self.assertEqual(r["offset"], 10)
+                # POST with the options in the body, as CouchDB's.
+                r = self.node.post(f"/{db}/_design/app/_view/by_type", {"key": "z", "limit": 2})
+                self.assertEqual(ids(r.json), ["n02", "n05"])
+
+    def test_include_docs_follows_an_id_in_the_value(self):
+        r = self.view("views4", "linked", "?include_docs=true")
+        self.assertEqual(len(r["rows"]), 1)
+        self.assertEqual(r["rows"][0]["id"], "n04")
+        self.assertEqual(r["rows"][0]["doc"]["_id"], "n05")  # the linked document, as CouchDB's
+        r = self.view("views4", "by_type", qs(key="x", limit=1, include_docs="true"))
+        self.assertEqual(r["rows"][0]["doc"]["n"], 0)
+
+    def test_edits_and_deletions_reach_the_rows_and_update_false_waits(self):
+        n = self.node
+        self.assertEqual(n.put("/views-edit").status, 201)
+        self.assertEqual(n.put("/views-edit/_design/app", {"views": {"v": {"map": "function(d) { emit(d.k, null); }"}}}).status, 201)
+        revs = {}
+        for k in ("a", "b", "c"):
+            revs[k] = n.put(f"/views-edit/{k}", {"k": k}).json["rev"]
+        self.assertEqual([r["key"] for r in self.view("views-edit", "v")["rows"]], ["a", "b", "c"])
+        n.put("/views-edit/a", {"_rev": revs["a"], "k": "z"})
+        n.delete(f"/views-edit/b?rev={revs['b']}")
+        # update=false answers from the index as it is, and the next query brings it up to date.
+        stale = self.view("views-edit", "v", "?update=false")
+        self.assertEqual([r["id"] for r in stale["rows"]], ["a", "b", "c"])
+        fresh = self.view("views-edit", "v")
+        self.assertEqual([(r["id"], r["key"]) for r in fresh["rows"]], [("c", "c"), ("a", "z")])
+        self.assertEqual(fresh["total_rows"], 2)
+
+    def test_errors(self):
+        n = self.node
+        self.assertError(n.get("/views4/_design/app/_view/nope"), 404, "not_found", "missing_named_view")
+        self.assertError(n.get("/views4/_design/none/_view/v"), 404, "not_found", "missing")
+        self.assertError(n.get("/views4/_design/app/_view/by_type?group=true"), 400, "query_parse_error",
+                         "Invalid use of grouping on a map view.")
+        self.assertError(n.get("/views4/_design/app/_view/by_type?limit=-1"), 400, "query_parse_error")
+        r = n.get("/views4/_design/app/_view/counted")
+        self.assertEqual((r.status, r.json["error"]), (501, "not_implemented"))
+        r = n.get("/views4/_design/app/_view/counted?reduce=false&limit=2")
+        self.assertEqual([row["key"] for row in r.json["rows"]], [1, 2])
+        r = n.post("/views4/_design/app/_view/by_type", {"keys": ["x"]})
+        self.assertEqual(r.status, 501)
+
+
+class ViewsAfterKill(NodeTest):
+    def test_the_index_is_right_after_kill_9(self):
+        n = self.node
+        self.assertEqual(n.put("/vk?q=2").status, 201)
+        self.assertEqual(n.put("/vk/_design/app", {"views": {"v": {"map": "function(d) { emit(d.i, null); }"}}}).status, 201)
+        self.assertEqual(n.post("/vk/_bulk_docs", {"docs": [{"_id": f"d{i}", "i": i} for i in range(50)]}).status, 201)
+        self.assertEqual(len(n.get("/vk/_design/app/_view/v").json["rows"]), 50)
+        self.assertEqual(n.post("/vk/_bulk_docs", {"docs": [{"_id": f"e{i}", "i": 100 + i} for i in range(10)]}).status, 201)
+        n.kill()
+        n.start(port=n.port)
+        rows = n.get("/vk/_design/app/_view/v").json["rows"]
+        self.assertEqual([r["key"] for r in rows], list(range(50)) + list(range(100, 110)))
+
+
+if __name__ == "__main__":
+    main()
