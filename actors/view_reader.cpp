@@ -28,6 +28,44 @@ result<std::shared_ptr<view_reader::open_index>> view_reader::index_of(const db_
 }
 
 result<view_answer> view_reader::query(const db_meta& db, const design_views& dv, const view_request& q) {
+  if (q.reduce == builtin_reduce::none) return merged(db, dv, q, q.skip, q.limit);
+  auto all = merged(db, dv, q, 0, std::numeric_limits<uint64_t>::max());
+  if (!all) return all;
+  // Consecutive rows whose group keys collate equal are one group.
+  view_answer out;
+  std::vector<json> keys, values;
+  for (const auto& row : all->rows) {
+    keys.push_back(json::parse(row.key_json, nullptr, false));
+    values.push_back(json::parse(row.value_json, nullptr, false));
+  }
+  auto group_key = [&](const json& key) -> json {
+    if (q.group_level == view_request::exact) return key;
+    if (q.group_level == 0) return nullptr;
+    if (!key.is_array() || key.size() <= static_cast<size_t>(q.group_level)) return key;
+    return json(key.begin(), key.begin() + q.group_level);
+  };
+  uint64_t skipped = 0;
+  for (size_t i = 0; i < keys.size() && out.rows.size() < q.limit;) {
+    const json group = group_key(keys[i]);
+    const std::string sk = collation::sort_key(group);
+    std::vector<std::pair<const json*, const json*>> rows;
+    size_t j = i;
+    for (; j < keys.size() && collation::sort_key(group_key(keys[j])) == sk; ++j)
+      rows.emplace_back(&keys[j], &values[j]);
+    i = j;
+    if (skipped < q.skip) {
+      ++skipped;
+      continue;
+    }
+    auto reduced = reduce_rows(q.reduce, rows);
+    if (!reduced) return reduced.error();
+    out.rows.push_back({"", group.dump(), reduced->dump()});
+  }
+  return out;
+}
+
+result<view_answer> view_reader::merged(const db_meta& db, const design_views& dv, const view_request& q, uint64_t skip,
+                                        uint64_t limit) {
   view_answer out;
   // Each range's rows up to skip + limit, in the query's direction.
   struct ranged {
@@ -37,7 +75,7 @@ result<view_answer> view_reader::query(const db_meta& db, const design_views& dv
   };
   std::vector<ranged> parts(db.ranges.size());
   view_scan scan{q.view,       q.low, q.high,
-                 q.descending, 0,     q.limit == std::numeric_limits<uint64_t>::max() ? q.limit : q.skip + q.limit};
+                 q.descending, 0,     limit == std::numeric_limits<uint64_t>::max() ? limit : skip + limit};
   for (size_t r = 0; r < db.ranges.size(); ++r) {
     auto shard = coord_.shard(db, r);
     if (!shard) {
@@ -83,9 +121,9 @@ result<view_answer> view_reader::query(const db_meta& db, const design_views& dv
       const std::string& b = parts[best].keys[parts[best].next];
       if (q.descending ? a > b : a < b) best = static_cast<int>(r);
     }
-    if (best < 0 || out.rows.size() >= q.limit) break;
+    if (best < 0 || out.rows.size() >= limit) break;
     view_row& row = parts[best].rows[parts[best].next++];
-    if (skipped < q.skip) {
+    if (skipped < skip) {
       ++skipped;
       continue;
     }

@@ -14,6 +14,7 @@
 #include "actors/coordinator.hpp"
 #include "actors/js_pool.hpp"
 #include "actors/view_index.hpp"
+#include "actors/view_reduce.hpp"
 #include "storage/view_store.hpp"
 
 namespace settee {
@@ -24,6 +25,12 @@ struct view_request {
   bool descending = false;
   uint64_t skip = 0, limit = std::numeric_limits<uint64_t>::max();
   bool update = true;  // false: answer from the index as it is (update=false, stale=ok)
+  // Reduced (a built-in): the rows of the range grouped, one reduced row per group; skip and
+  // limit count groups. group_level: exact = every distinct key (group=true), 0 = one group with
+  // the key null, N = array keys cut to their first N elements.
+  builtin_reduce reduce = builtin_reduce::none;
+  static constexpr int64_t exact = -1;
+  int64_t group_level = 0;
 };
 
 struct view_answer {
@@ -39,6 +46,9 @@ class view_reader {
   result<view_answer> query(const db_meta& db, const design_views& dv, const view_request& q);
 
  private:
+  // The ranges' rows of `q` merged in its order, `skip` and `limit` applied as given.
+  result<view_answer> merged(const db_meta& db, const design_views& dv, const view_request& q, uint64_t skip,
+                             uint64_t limit);
   struct open_index {
     std::mutex mu;  // one updater at a time; scans run beside it
     std::unique_ptr<view_store> store;

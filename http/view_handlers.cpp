@@ -1,7 +1,7 @@
-// GET|POST /db/_design/{ddoc}/_view/{view} (issue 31, map-only slice): the parameters parsed as
+// GET|POST /db/_design/{ddoc}/_view/{view} (issue 31): the parameters parsed as
 // couch_mrview_http does (http/view_query), the rows read through actors/view_reader and written
-// as couch_mrview_http's view response. Reduce functions, `keys` and `/queries` answer 501 until
-// their slices land (docs/api.md).
+// as couch_mrview_http's view response, reduced by the built-ins (actors/view_reduce) when the view
+// has one. JavaScript reduces, `keys` and `/queries` answer 501 until their slices land (docs/api.md).
 #include "actors/doc_render.hpp"
 #include "actors/view_reader.hpp"
 #include "http/handlers.hpp"
@@ -48,6 +48,32 @@ result<std::vector<std::string>> docs_of(ctx& c, const db_meta& db, const std::v
   return out;
 }
 
+// couch_mrview_http's reduce response: rows of key and value only.
+void reply_reduced(ctx& c, const view_answer& answer) {
+  std::string out = "{\"rows\":[";
+  for (size_t i = 0; i < answer.rows.size(); ++i)
+    out += (i ? ",\n" : "\n") + std::string("{\"key\":") + answer.rows[i].key_json +
+           ",\"value\":" + answer.rows[i].value_json + "}";
+  c.reply_raw(200, out + "\n]}\n");
+}
+
+void reply_rows(ctx& c, const db_meta& db, const view_answer& answer, const view_query& q) {
+  std::vector<std::string> docs;
+  if (q.include_docs) {
+    auto got = docs_of(c, db, answer.rows, q);
+    if (!got) return c.error(got.error());
+    docs = std::move(*got);
+  }
+  std::string out = "{\"total_rows\":" + std::to_string(answer.total_rows) +
+                    ",\"offset\":" + std::to_string(answer.offset) + ",\"rows\":[";
+  for (size_t i = 0; i < answer.rows.size(); ++i) {
+    const view_row& row = answer.rows[i];
+    out += (i ? ",\n" : "\n") + std::string("{\"id\":") + quote(row.id) + ",\"key\":" + row.key_json +
+           ",\"value\":" + row.value_json + (q.include_docs ? ",\"doc\":" + docs[i] : "") + "}";
+  }
+  c.reply_raw(200, out + "\n]}\n");
+}
+
 }  // namespace
 
 void handle_view(ctx& c, const db_meta& db, const std::string& ddoc_name, const std::string& view_name) {
@@ -69,12 +95,24 @@ void handle_view(ctx& c, const db_meta& db, const std::string& ddoc_name, const 
   if (ddoc.value("language", std::string("javascript")) != "javascript")
     return c.error(errc::not_implemented, "views of language " + ddoc["language"].dump() + " are not run yet");
   if (!c.node.js || !c.node.views) return c.error(errc::not_implemented, "JavaScript is not available on this node");
-  const bool has_reduce = views[view_name].contains("reduce");
-  if (has_reduce && q.reduce.value_or(true))
-    return c.error(errc::not_implemented,
-                   "reduce functions are not run by settee yet: query this view with reduce=false");
+  const json& reduce_source = member(views[view_name], "reduce");
+  const bool reducing = reduce_source.is_string() && q.reduce.value_or(true);
+  builtin_reduce how = builtin_reduce::none;
+  if (reducing) {
+    auto b = builtin_of(reduce_source.get<std::string>());
+    if (!b) return c.error(b.error());
+    if (*b == builtin_reduce::none)
+      return c.error(errc::not_implemented,
+                     "JavaScript reduce functions are not run by settee yet: use a built-in (_count, _sum, _stats, "
+                     "_approx_count_distinct) or query this view with reduce=false");
+    how = *b;
+    if (auto st = validate_reduce_query(q); !st) return c.error(st);
+  } else {
+    view_query as_map = q;
+    if (reduce_source.is_string()) as_map.reduce.reset();  // reduce=false on a view that has one
+    if (auto st = validate_map_query(as_map); !st) return c.error(st);
+  }
   if (q.keys) return c.error(errc::not_implemented, "`keys` on a view is not supported by settee yet");
-  if (auto st = validate_map_query(q); !st) return c.error(st);
 
   const design_views dv = views_of(db.key(), ddoc_id, rev.str(), ddoc);
   view_request r;
@@ -88,23 +126,12 @@ void handle_view(ctx& c, const db_meta& db, const std::string& ddoc_name, const 
   r.skip = static_cast<uint64_t>(q.skip);
   if (q.limit >= 0) r.limit = static_cast<uint64_t>(q.limit);
   r.update = q.update != "false" && q.update != "lazy";
+  r.reduce = how;
+  r.group_level = q.group == true && !q.group_level ? view_request::exact : q.group_level.value_or(0);
   auto answer = c.node.views->query(db, dv, r);
   if (!answer) return c.error(answer.error());
-  std::vector<std::string> docs;
-  if (q.include_docs) {
-    auto got = docs_of(c, db, answer->rows, q);
-    if (!got) return c.error(got.error());
-    docs = std::move(*got);
-  }
-  std::string out = "{\"total_rows\":" + std::to_string(answer->total_rows) +
-                    ",\"offset\":" + std::to_string(answer->offset) + ",\"rows\":[";
-  for (size_t i = 0; i < answer->rows.size(); ++i) {
-    const view_row& row = answer->rows[i];
-    out += (i ? ",\n" : "\n") + std::string("{\"id\":") + quote(row.id) + ",\"key\":" + row.key_json +
-           ",\"value\":" + row.value_json + (q.include_docs ? ",\"doc\":" + docs[i] : "") + "}";
-  }
-  out += "\n]}\n";
-  c.reply_raw(200, std::move(out));
+  if (reducing) return reply_reduced(c, *answer);
+  reply_rows(c, db, *answer, q);
 }
 
 }  // namespace settee

@@ -170,4 +170,17 @@ status validate_map_query(const view_query& q) {
   return {};
 }
 
+status validate_reduce_query(const view_query& q) {
+  // determine_group_level, then validate_args for a reduce view queried with its reduce.
+  if (q.group == false && q.group_level && *q.group_level > 0)
+    return parse_error("Can't specify group=false and group_level>0 at the same time");
+  const bool exact = q.group == true && !q.group_level;
+  if (q.keys && !exact) return parse_error("Multi-key fetchs for reduce views must use `group=true`");
+  if (q.include_docs) return parse_error("`include_docs` is invalid for reduce");
+  if (q.conflicts) return parse_error("`conflicts` is invalid for reduce");
+  if (q.keys && !q.keys->empty() && (q.start_key || q.end_key))
+    return parse_error("`keys` is incompatible with `key`, `start_key` and `end_key`");
+  return {};
+}
+
 }  // namespace settee

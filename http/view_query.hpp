@@ -44,5 +44,7 @@ status apply_view_options(view_query& q, const json& options, const char* keys_r
 status apply_view_params(view_query& q, const query_list& params);
 // validate_args for a view with no reduce function (_all_docs and its kin, map-only views).
 status validate_map_query(const view_query& q);
+// validate_args for a view queried with its reduce (CouchDB's texts, its "fetchs" included).
+status validate_reduce_query(const view_query& q);
 
 }  // namespace settee

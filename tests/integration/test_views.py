@@ -1,7 +1,7 @@
 """Map views (issue 31, the map-only slice): GET|POST /db/_design/d/_view/v over a node's copies,
 rows in CouchDB's collation order across ranges, the range and paging parameters, include_docs,
-update=false, documents edited and deleted, the index surviving kill -9, and the errors of what is
-not built yet (reduce, keys)."""
+update=false, documents edited and deleted, the built-in reduces with group and group_level, the
+index surviving kill -9, and the errors of what is not built yet (JavaScript reduces, keys)."""
 import json
 import urllib.parse
 
@@ -31,7 +31,13 @@ class MapViews(NodeTest):
             ddoc = {"views": {"collate": {"map": "function(doc) { if ('key' in doc) emit(doc.key, doc._id); }"},
                               "by_type": {"map": "function(doc) { if (doc.type) emit(doc.type, doc.n); }"},
                               "linked": {"map": "function(doc) { if (doc.n === 4) emit('link', {_id: 'n05'}); }"},
-                              "counted": {"map": "function(doc) { if (doc.n) emit(doc.n, 1); }", "reduce": "_count"}}}
+                              "counted": {"map": "function(doc) { if (doc.n) emit(doc.n, 1); }", "reduce": "_count"},
+                              "sums": {"map": "function(doc) { if (doc.type) emit([doc.type, doc.n % 2], doc.n); }",
+                                       "reduce": "_sum"},
+                              "stats": {"map": "function(doc) { if (doc.type) emit(doc.type, doc.n); }",
+                                        "reduce": "_stats"},
+                              "js": {"map": "function(doc) { emit(1, 1); }",
+                                     "reduce": "function(k, v) { return sum(v); }"}}}
             assert n.put(f"/{db}/_design/app", ddoc).status == 201
 
     def view(self, db, name, query="", **kw):
@@ -93,6 +99,23 @@ class MapViews(NodeTest):
         self.assertEqual([(r["id"], r["key"]) for r in fresh["rows"]], [("c", "c"), ("a", "z")])
         self.assertEqual(fresh["total_rows"], 2)
 
+    def test_builtin_reduces_group_and_group_level(self):
+        for db in ("views4", "views1"):
+            with self.subTest(db=db):
+                self.assertEqual(self.view(db, "counted"), {"rows": [{"key": None, "value": 29}]})
+                self.assertEqual(self.view(db, "counted", qs(startkey=10, endkey=19)), {"rows": [{"key": None, "value": 10}]})
+                rows = self.view(db, "sums", "?group_level=1")["rows"]
+                self.assertEqual(rows, [{"key": ["x"], "value": sum(range(0, 30, 3))},
+                                        {"key": ["y"], "value": sum(range(1, 30, 3))},
+                                        {"key": ["z"], "value": sum(range(2, 30, 3))}])
+                rows = self.view(db, "sums", "?group=true&skip=1&limit=2&descending=true")["rows"]
+                self.assertEqual(rows, [{"key": ["z", 0], "value": sum(i for i in range(2, 30, 3) if i % 2 == 0)},
+                                        {"key": ["y", 1], "value": sum(i for i in range(1, 30, 3) if i % 2 == 1)}])
+                x = [i for i in range(0, 30, 3)]
+                self.assertEqual(self.view(db, "stats", qs(key="x", group="true"))["rows"],
+                                 [{"key": "x", "value": {"sum": sum(x), "count": len(x), "min": 0, "max": 27,
+                                                         "sumsqr": sum(i * i for i in x)}}])
+
     def test_errors(self):
         n = self.node
         self.assertError(n.get("/views4/_design/app/_view/nope"), 404, "not_found", "missing_named_view")
@@ -100,8 +123,12 @@ class MapViews(NodeTest):
         self.assertError(n.get("/views4/_design/app/_view/by_type?group=true"), 400, "query_parse_error",
                          "Invalid use of grouping on a map view.")
         self.assertError(n.get("/views4/_design/app/_view/by_type?limit=-1"), 400, "query_parse_error")
-        r = n.get("/views4/_design/app/_view/counted")
+        r = n.get("/views4/_design/app/_view/js")
         self.assertEqual((r.status, r.json["error"]), (501, "not_implemented"))
+        self.assertError(n.get("/views4/_design/app/_view/counted?include_docs=true"), 400, "query_parse_error",
+                         "`include_docs` is invalid for reduce")
+        self.assertError(n.get("/views4/_design/app/_view/counted?group=false&group_level=1"), 400,
+                         "query_parse_error", "Can't specify group=false and group_level>0 at the same time")
         r = n.get("/views4/_design/app/_view/counted?reduce=false&limit=2")
         self.assertEqual([row["key"] for row in r.json["rows"]], [1, 2])
         r = n.post("/views4/_design/app/_view/by_type", {"keys": ["x"]})

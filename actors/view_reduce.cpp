@@ -1,0 +1,168 @@
+#include "actors/view_reduce.hpp"
+
+#include <algorithm>
+#include <map>
+#include <set>
+
+#include "node/collation.hpp"
+
+namespace settee {
+namespace {
+
+const char* sum_error =
+    "The _sum function requires that map values be numbers, arrays of numbers, or objects. Objects cannot be mixed "
+    "with other data structures. Objects can be arbitrarily nested, provided that the values for all fields are "
+    "themselves numbers, arrays of numbers, or objects.";
+
+struct cannot_add {
+  json cause;
+};
+
+json sum_values(const json& value, const json& acc);
+
+json add_numbers(const json& a, const json& b) {
+  // Integers stay integers (CouchDB's Erlang arithmetic); a float anywhere makes a float.
+  if (a.is_number_float() || b.is_number_float()) return a.get<double>() + b.get<double>();
+  return a.get<int64_t>() + b.get<int64_t>();
+}
+
+// sum_arrays(Xs, Ys): element by element; the longer one's rest as it is.
+json sum_arrays(const json& xs, const json& ys) {
+  json out = json::array();
+  const size_t n = std::max(xs.size(), ys.size());
+  for (size_t i = 0; i < n; ++i) {
+    if (i >= xs.size()) {
+      out.push_back(ys[i]);
+    } else if (i >= ys.size()) {
+      out.push_back(xs[i]);
+    } else if (xs[i].is_number() && ys[i].is_number()) {
+      out.push_back(add_numbers(xs[i], ys[i]));
+    } else {
+      throw cannot_add{json(xs.begin() + static_cast<std::ptrdiff_t>(i), xs.end())};
+    }
+  }
+  return out;
+}
+
+// sum_objects: member by member, in member-name order; members of one side only kept.
+json sum_objects(const json& value, const json& acc) {
+  std::map<std::string, json> out;
+  for (const auto& [k, v] : acc.items()) out[k] = v;
+  for (const auto& [k, v] : value.items()) out[k] = out.count(k) ? sum_values(v, out[k]) : v;
+  json sorted = json::object();
+  for (auto& [k, v] : out) sorted[k] = std::move(v);
+  return sorted;
+}
+
+// couch_query_servers:sum_values(Value, Acc).
+json sum_values(const json& value, const json& acc) {
+  if (value.is_number() && acc.is_number()) return add_numbers(value, acc);
+  if (value.is_array() && acc.is_array()) return sum_arrays(acc, value);
+  if (value.is_number() && acc.is_array()) return sum_arrays(acc, json::array({value}));
+  if (value.is_array() && acc.is_number()) return sum_arrays(json::array({acc}), value);
+  if (value.is_object()) {
+    if (acc.is_number_integer() && acc.get<int64_t>() == 0) return value;  // the start (Erlang's 0)
+    if (acc.is_object()) return sum_objects(value, acc);
+  }
+  throw cannot_add{value};
+}
+
+// {sum, count, min, max, sumsqr}: integers while every value is one (CouchDB's Erlang arithmetic).
+struct stats {
+  double sum = 0, min = 0, max = 0, sumsqr = 0;
+  int64_t isum = 0, imin = 0, imax = 0, isumsqr = 0;
+  uint64_t count = 0;
+  bool integers = true;
+  void add(const json& v) {
+    const double d = v.get<double>();
+    if (v.is_number_float()) integers = false;
+    if (integers) {
+      const int64_t i = v.get<int64_t>();
+      imin = count ? std::min(imin, i) : i;
+      imax = count ? std::max(imax, i) : i;
+      isum += i;
+      isumsqr += i * i;
+    }
+    min = count ? std::min(min, d) : d;
+    max = count ? std::max(max, d) : d;
+    sum += d;
+    sumsqr += d * d;
+    ++count;
+  }
+  json packed() const {
+    if (integers) return json{{"sum", isum}, {"count", count}, {"min", imin}, {"max", imax}, {"sumsqr", isumsqr}};
+    return json{{"sum", sum}, {"count", count}, {"min", min}, {"max", max}, {"sumsqr", sumsqr}};
+  }
+};
+
+}  // namespace
+
+result<builtin_reduce> builtin_of(const std::string& source) {
+  if (source.empty() || source[0] != '_') return builtin_reduce::none;
+  for (const auto& [name, b] : std::initializer_list<std::pair<const char*, builtin_reduce>>{
+           {"_approx_count_distinct", builtin_reduce::approx_count_distinct},
+           {"_count", builtin_reduce::count},
+           {"_stats", builtin_reduce::stats},
+           {"_sum", builtin_reduce::sum}})
+    if (source.compare(0, std::char_traits<char>::length(name), name) == 0) return b;
+  return status{errc::invalid_design_doc, "Reduce function `" + source +
+                                              "` is not a built-in (_count, _sum, _stats, "
+                                              "_approx_count_distinct)"};
+}
+
+result<json> reduce_rows(builtin_reduce how, const std::vector<std::pair<const json*, const json*>>& rows) {
+  switch (how) {
+    case builtin_reduce::count:
+      return json(static_cast<uint64_t>(rows.size()));
+    case builtin_reduce::sum: {
+      json acc = 0;
+      try {
+        for (const auto& [key, value] : rows) acc = sum_values(*value, acc);
+      } catch (const cannot_add& e) {
+        return json{
+            {"error", error_name_of(errc::builtin_reduce_error)}, {"reason", sum_error}, {"caused_by", e.cause}};
+      }
+      return acc;
+    }
+    case builtin_reduce::stats: {
+      std::vector<stats> per;  // one for a number, one per element for arrays
+      bool arrays = false;
+      for (const auto& [key, value] : rows) {
+        const bool is_array = value->is_array();
+        if (!value->is_number() && !is_array)
+          return status{errc::builtin_reduce_error,
+                        "The _stats function requires that map values be numbers or arrays of numbers, not '" +
+                            value->dump() + "'"};
+        if (per.empty()) arrays = is_array;
+        if (arrays != is_array)
+          return status{errc::builtin_reduce_error,
+                        "The _stats function requires that map values be numbers or arrays of numbers, not '" +
+                            value->dump() + "'"};
+        const size_t n = is_array ? value->size() : 1;
+        if (per.size() < n) per.resize(n);
+        for (size_t i = 0; i < n; ++i) {
+          const json& v = is_array ? (*value)[i] : *value;
+          if (!v.is_number())
+            return status{errc::builtin_reduce_error,
+                          "The _stats function requires that map values be numbers or arrays of numbers, not '" +
+                              value->dump() + "'"};
+          per[i].add(v);
+        }
+      }
+      if (!arrays) return per.empty() ? json(0) : per.front().packed();
+      json out = json::array();
+      for (const auto& s : per) out.push_back(s.packed());
+      return out;
+    }
+    case builtin_reduce::approx_count_distinct: {
+      std::set<std::string> keys;
+      for (const auto& [key, value] : rows) keys.insert(collation::sort_key(*key));
+      return json(static_cast<uint64_t>(keys.size()));
+    }
+    case builtin_reduce::none:
+      break;
+  }
+  return status{errc::internal, "not a built-in reduce"};
+}
+
+}  // namespace settee
