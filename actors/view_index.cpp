@@ -90,32 +90,41 @@ status map_batch(js_pool& js, const design_views& dv, const std::vector<std::str
 }  // namespace
 
 status update_view_index(const shard_store& store, view_store& index, js_pool& js, const design_views& dv,
-                         uint64_t target, size_t batch) {
+                         uint64_t target, size_t batch, size_t batch_bytes) {
   if (dv.names.empty()) return {};
   for (;;) {
     auto snap = store.read();
     if (!snap) return snap.error();
     uint64_t since = index.meta().seq, last = since;
     if (target && since >= target) return {};
-    // The next batch: the changed documents after `since`, each once (its latest change).
+    // The next batch: the changed documents after `since`, each once (its latest change), up to
+    // `batch` of them or batch_bytes of bodies (one exchange stays far below a worker's answer cap).
     std::vector<view_doc> docs;
+    std::vector<uint64_t> seqs;
     std::vector<std::string> bodies;
-    std::vector<view_doc*> mapped;
     docs.reserve(batch);
     snap->scan_changes(since, [&](const change_entry& e) {
-      last = e.seq;
+      seqs.push_back(e.seq);
       docs.push_back(view_doc{e.id, {}});
       return docs.size() < batch;
     });
     if (!snap->fault()) return snap->fault();
     if (docs.empty()) return {};  // nothing after `since`: up to date
-    for (auto& d : docs) {
+    size_t bytes = 0, taken = 0;
+    std::vector<size_t> mapped_at;
+    for (; taken < docs.size() && (taken == 0 || bytes < batch_bytes); ++taken) {
       doc_info info;
+      const view_doc& d = docs[taken];
       if (d.id.compare(0, 8, "_design/") == 0 || !snap->doc(d.id, info) || info.tree.winner_deleted()) continue;
       bodies.push_back(render_winner(*snap, info, render_options{}));
-      mapped.push_back(&d);
+      bytes += bodies.back().size();
+      mapped_at.push_back(taken);
     }
     if (!snap->fault()) return snap->fault();
+    docs.resize(taken);
+    last = seqs[taken - 1];
+    std::vector<view_doc*> mapped;
+    for (size_t i : mapped_at) mapped.push_back(&docs[i]);
     if (!bodies.empty())
       if (auto st = map_batch(js, dv, bodies, mapped); !st) return st;
     for (auto& d : docs)

@@ -36,9 +36,10 @@ std::string view_signature(const json& ddoc);
 design_views views_of(const std::string& db_key, const std::string& ddoc_id, const std::string& rev, const json& ddoc);
 
 // Indexes the changes of `store` after index.meta().seq, up to `target` (at least; 0: whatever is
-// committed when it starts), in batches of up to `batch` documents, each one fsynced apply().
+// committed when it starts), in batches of up to `batch` documents or `batch_bytes` of their
+// bodies (at least one document), each one exchange with a worker and one fsynced apply().
 // Errors: the shard or the index failed, or no worker could run the map.
 status update_view_index(const shard_store& store, view_store& index, js_pool& js, const design_views& views,
-                         uint64_t target = 0, size_t batch = 500);
+                         uint64_t target = 0, size_t batch = 500, size_t batch_bytes = 16u << 20);
 
 }  // namespace settee

@@ -63,7 +63,7 @@ TEST_CASE("view_index: rows follow the winners through edits, deletions and batc
   // a changes type, c is deleted, d and e arrive; indexed two documents at a time.
   write(*shard, {upd("a", R"({"type":"y","n":5})", {r[0].rev}), upd("c", "{}", {r[2].rev}, true),
                  upd("d", R"({"type":"x","n":4})"), upd("e", R"({"n":6})")});
-  REQUIRE(update_view_index(*shard, **idx, js, dv, 0, 2));
+  REQUIRE(update_view_index(*shard, **idx, js, dv, 0, 2, 40));  // 2 documents or 40 bytes a batch
   CHECK(rows(**idx, 0) == std::vector<std::string>{"\"x\" d 4", "\"y\" a 5", "\"y\" b 2"});
   CHECK(rows(**idx, 2) == std::vector<std::string>{"4 d null", "5 a null", "6 e null"});
   CHECK((*idx)->meta().seq == 8);
