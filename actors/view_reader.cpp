@@ -16,13 +16,26 @@ result<std::shared_ptr<view_reader::open_index>> view_reader::index_of(const db_
   const std::string path = dir_ + "/" + shard_name(db.name, db.shard_id(range)) + "/" + dv.signature + ".view";
   std::lock_guard<std::mutex> lock(mu_);
   auto it = open_.find(path);
-  if (it != open_.end()) return it->second;
+  if (it != open_.end()) {
+    it->second->used = ++uses_;
+    return it->second;
+  }
+  // Past max_open, the least recently used index nobody holds now is closed (one LMDB
+  // environment per file per process: never one a query still reads).
+  while (open_.size() >= max_open) {
+    auto oldest = open_.end();
+    for (auto o = open_.begin(); o != open_.end(); ++o)
+      if (o->second.use_count() == 1 && (oldest == open_.end() || o->second->used < oldest->second->used)) oldest = o;
+    if (oldest == open_.end()) break;
+    open_.erase(oldest);
+  }
   const view_meta want{dv.signature, shard.header().shard_uuid, collation::collator_version(),
                        static_cast<uint32_t>(dv.names.size()), 0};
   auto store = view_store::open(path, want);
   if (!store) return store.error();
   auto idx = std::make_shared<open_index>();
   idx->store = std::move(*store);
+  idx->used = ++uses_;
   open_.emplace(path, idx);
   return idx;
 }

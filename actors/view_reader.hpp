@@ -52,7 +52,9 @@ class view_reader {
   struct open_index {
     std::mutex mu;  // one updater at a time; scans run beside it
     std::unique_ptr<view_store> store;
+    uint64_t used = 0;  // when last handed out (a counter), for closing the least recently used
   };
+  static constexpr size_t max_open = 64;  // index files kept open; more are closed when idle
   result<std::shared_ptr<open_index>> index_of(const db_meta& db, size_t range, const design_views& dv,
                                                const shard_store& shard);
 
@@ -61,6 +63,7 @@ class view_reader {
   std::string dir_;
   std::mutex mu_;
   std::map<std::string, std::shared_ptr<open_index>> open_;  // by index path
+  uint64_t uses_ = 0;
 };
 
 }  // namespace settee

@@ -40,8 +40,8 @@ class MapViews(NodeTest):
                                      "reduce": "function(k, v) { return sum(v); }"}}}
             assert n.put(f"/{db}/_design/app", ddoc).status == 201
 
-    def view(self, db, name, query="", **kw):
-        r = self.node.get(f"/{db}/_design/app/_view/{name}{query}", **kw)
+    def view(self, db, name, query="", ddoc="app", **kw):
+        r = self.node.get(f"/{db}/_design/{ddoc}/_view/{name}{query}", **kw)
         self.assertEqual(r.status, 200, r.raw)
         return r.json
 
@@ -115,6 +115,19 @@ class MapViews(NodeTest):
                 self.assertEqual(self.view(db, "stats", qs(key="x", group="true"))["rows"],
                                  [{"key": "x", "value": {"sum": sum(x), "count": len(x), "min": 0, "max": 27,
                                                          "sumsqr": sum(i * i for i in x)}}])
+
+    def test_more_indexes_than_stay_open(self):
+        # view_reader keeps 64 index files open: the 70 design documents' indexes are opened,
+        # the least recently used closed, and reopened where they were.
+        n = self.node
+        self.assertEqual(n.put("/views-many").status, 201)
+        self.assertEqual(n.post("/views-many/_bulk_docs", {"docs": [{"_id": f"d{i}", "i": i} for i in range(5)]}).status, 201)
+        docs = [{"_id": f"_design/d{k}", "views": {"v": {"map": f"function(doc) {{ emit(doc.i * {k + 1}, null); }}"}}}
+                for k in range(70)]
+        self.assertEqual(n.post("/views-many/_bulk_docs", {"docs": docs}).status, 201)
+        for k in list(range(70)) + [0, 1, 69]:
+            rows = self.view("views-many", "v", ddoc=f"d{k}")["rows"]
+            self.assertEqual([r["key"] for r in rows], [i * (k + 1) for i in range(5)], k)
 
     def test_errors(self):
         n = self.node
