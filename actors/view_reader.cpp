@@ -1,6 +1,8 @@
 #include "actors/view_reader.hpp"
 
 #include <algorithm>
+#include <condition_variable>
+#include <thread>
 
 #include "actors/db_catalog.hpp"
 #include "node/collation.hpp"
@@ -8,7 +10,10 @@
 namespace settee {
 
 view_reader::view_reader(coordinator& coord, js_pool& js, std::string dir)
-    : coord_(coord), js_(js), dir_(std::move(dir)) {}
+    : coord_(coord),
+      js_(js),
+      dir_(std::move(dir)),
+      pool_(std::max<size_t>(1, std::min<size_t>(js.max_workers(), std::thread::hardware_concurrency()))) {}
 
 result<std::shared_ptr<view_reader::open_index>> view_reader::index_of(const db_meta& db, size_t range,
                                                                        const design_views& dv,
@@ -77,6 +82,31 @@ result<view_answer> view_reader::query(const db_meta& db, const design_views& dv
   return out;
 }
 
+status view_reader::update_all(const std::vector<shard_handle>& shards,
+                               const std::vector<std::shared_ptr<open_index>>& indexes, const design_views& dv) {
+  // The ranges' indexes are brought up to date at once, on the reader's threads (a build of a
+  // database with q ranges uses up to as many cores); each index has one updater at a time.
+  std::mutex mu;
+  std::condition_variable done;
+  size_t left = indexes.size();
+  status first;
+  for (size_t r = 0; r < indexes.size(); ++r) {
+    pool_.submit([&, r] {
+      status st;
+      {
+        std::lock_guard<std::mutex> lock(indexes[r]->mu);
+        st = update_view_index(*shards[r].store, *indexes[r]->store, js_, dv);
+      }
+      std::lock_guard<std::mutex> lock(mu);
+      if (!st && first) first = st;
+      if (--left == 0) done.notify_all();
+    });
+  }
+  std::unique_lock<std::mutex> lock(mu);
+  done.wait(lock, [&] { return left == 0; });
+  return first;
+}
+
 result<view_answer> view_reader::merged(const db_meta& db, const design_views& dv, const view_request& q, uint64_t skip,
                                         uint64_t limit) {
   view_answer out;
@@ -89,6 +119,8 @@ result<view_answer> view_reader::merged(const db_meta& db, const design_views& d
   std::vector<ranged> parts(db.ranges.size());
   view_scan scan{q.view,       q.low, q.high,
                  q.descending, 0,     limit == std::numeric_limits<uint64_t>::max() ? limit : skip + limit};
+  std::vector<shard_handle> shards;
+  std::vector<std::shared_ptr<open_index>> indexes;
   for (size_t r = 0; r < db.ranges.size(); ++r) {
     auto shard = coord_.shard(db, r);
     if (!shard) {
@@ -98,12 +130,15 @@ result<view_answer> view_reader::merged(const db_meta& db, const design_views& d
     }
     auto idx = index_of(db, r, dv, *shard->store);
     if (!idx) return idx.error();
-    if (q.update) {
-      std::lock_guard<std::mutex> lock((*idx)->mu);
-      if (auto st = update_view_index(*shard->store, *(*idx)->store, js_, dv); !st) return st;
-    }
+    shards.push_back(std::move(*shard));
+    indexes.push_back(std::move(*idx));
+  }
+  if (q.update)
+    if (auto st = update_all(shards, indexes, dv); !st) return st;
+  for (size_t r = 0; r < db.ranges.size(); ++r) {
+    const auto& idx = indexes[r];
     uint64_t total = 0;
-    auto rows = (*idx)->store->scan(scan, &total);
+    auto rows = idx->store->scan(scan, &total);
     if (!rows) return rows.error();
     out.total_rows += total;
     // CouchDB's offset: the rows before the range's start, in the query's direction.
@@ -112,7 +147,7 @@ result<view_answer> view_reader::merged(const db_meta& db, const design_views& d
     auto& edge = q.descending ? before.low : before.high;
     if (edge.set) {
       edge.inclusive = !edge.inclusive;
-      auto skipped = (*idx)->store->scan(before);
+      auto skipped = idx->store->scan(before);
       if (!skipped) return skipped.error();
       out.offset += skipped->size();
     }

@@ -15,6 +15,7 @@
 #include "actors/js_pool.hpp"
 #include "actors/view_index.hpp"
 #include "actors/view_reduce.hpp"
+#include "node/work_pool.hpp"
 #include "storage/view_store.hpp"
 
 namespace settee {
@@ -57,10 +58,13 @@ class view_reader {
   static constexpr size_t max_open = 64;  // index files kept open; more are closed when idle
   result<std::shared_ptr<open_index>> index_of(const db_meta& db, size_t range, const design_views& dv,
                                                const shard_store& shard);
+  status update_all(const std::vector<shard_handle>& shards, const std::vector<std::shared_ptr<open_index>>& indexes,
+                    const design_views& dv);
 
   coordinator& coord_;
   js_pool& js_;
   std::string dir_;
+  work_pool pool_;  // index updates, as many at once as cores (and workers)
   std::mutex mu_;
   std::map<std::string, std::shared_ptr<open_index>> open_;  // by index path
   uint64_t uses_ = 0;
