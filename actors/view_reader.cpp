@@ -9,6 +9,44 @@
 
 namespace settee {
 
+namespace {
+
+// One range's rows, in the query's direction, each with its position (sort key, then id).
+struct ranged {
+  std::vector<view_row> rows;
+  std::vector<std::string> keys;
+  size_t next = 0;
+};
+
+// The ranges' rows merged: the smallest (largest, descending) position first; `skip` rows passed
+// over (their number is returned), then at most `limit` taken into `out`.
+uint64_t merge(std::vector<ranged>& parts, bool descending, uint64_t skip, uint64_t limit, std::vector<view_row>& out) {
+  uint64_t skipped = 0;
+  for (;;) {
+    int best = -1;
+    for (size_t r = 0; r < parts.size(); ++r) {
+      if (parts[r].next >= parts[r].rows.size()) continue;
+      if (best < 0) {
+        best = static_cast<int>(r);
+        continue;
+      }
+      const std::string& a = parts[r].keys[parts[r].next];
+      const std::string& b = parts[best].keys[parts[best].next];
+      if (descending ? a > b : a < b) best = static_cast<int>(r);
+    }
+    if (best < 0 || out.size() >= limit) break;
+    view_row& row = parts[best].rows[parts[best].next++];
+    if (skipped < skip) {
+      ++skipped;
+      continue;
+    }
+    out.push_back(std::move(row));
+  }
+  return skipped;
+}
+
+}  // namespace
+
 view_reader::view_reader(coordinator& coord, js_pool& js, std::string dir)
     : coord_(coord),
       js_(js),
@@ -111,11 +149,6 @@ result<view_answer> view_reader::merged(const db_meta& db, const design_views& d
                                         uint64_t limit) {
   view_answer out;
   // Each range's rows up to skip + limit, in the query's direction.
-  struct ranged {
-    std::vector<view_row> rows;
-    std::vector<std::string> keys;  // each row's position: sort key, then id
-    size_t next = 0;
-  };
   std::vector<ranged> parts(db.ranges.size());
   view_scan scan{q.view,       q.low, q.high,
                  q.descending, 0,     limit == std::numeric_limits<uint64_t>::max() ? limit : skip + limit};
@@ -155,29 +188,7 @@ result<view_answer> view_reader::merged(const db_meta& db, const design_views& d
     for (const auto& row : parts[r].rows)
       parts[r].keys.push_back(collation::sort_key(json::parse(row.key_json, nullptr, false)) + '\0' + row.id);
   }
-  // Merge: the smallest (largest, descending) position first; skip, then limit.
-  uint64_t skipped = 0;
-  for (;;) {
-    int best = -1;
-    for (size_t r = 0; r < parts.size(); ++r) {
-      if (parts[r].next >= parts[r].rows.size()) continue;
-      if (best < 0) {
-        best = static_cast<int>(r);
-        continue;
-      }
-      const std::string& a = parts[r].keys[parts[r].next];
-      const std::string& b = parts[best].keys[parts[best].next];
-      if (q.descending ? a > b : a < b) best = static_cast<int>(r);
-    }
-    if (best < 0 || out.rows.size() >= limit) break;
-    view_row& row = parts[best].rows[parts[best].next++];
-    if (skipped < skip) {
-      ++skipped;
-      continue;
-    }
-    out.rows.push_back(std::move(row));
-  }
-  out.offset += skipped;
+  out.offset += merge(parts, q.descending, skip, limit, out.rows);
   return out;
 }
 
