@@ -84,13 +84,50 @@ result<std::shared_ptr<view_reader::open_index>> view_reader::index_of(const db_
 }
 
 result<view_answer> view_reader::query(const db_meta& db, const design_views& dv, const view_request& q) {
+  if (q.keys) return by_keys(db, dv, q);
   if (q.reduce == builtin_reduce::none) return merged(db, dv, q, q.skip, q.limit);
   auto all = merged(db, dv, q, 0, std::numeric_limits<uint64_t>::max());
   if (!all) return all;
-  // Consecutive rows whose group keys collate equal are one group.
+  auto rows = reduced(all->rows, q);
+  if (!rows) return rows.error();
   view_answer out;
+  out.rows = std::move(*rows);
+  return out;
+}
+
+result<view_answer> view_reader::by_keys(const db_meta& db, const design_views& dv, const view_request& q) {
+  view_answer out;
+  out.no_offset = true;
+  std::vector<json> keys = *q.keys;
+  if (q.descending) std::reverse(keys.begin(), keys.end());
+  std::vector<view_row> rows;
+  for (const json& key : keys) {
+    view_request one = q;
+    one.keys.reset();
+    one.low = one.high = view_bound{true, collation::sort_key(key), std::nullopt, true};
+    auto part = merged(db, dv, one, 0, std::numeric_limits<uint64_t>::max());
+    if (!part) return part;
+    out.total_rows = part->total_rows;
+    if (q.reduce == builtin_reduce::none) {
+      for (auto& row : part->rows) rows.push_back(std::move(row));
+      continue;
+    }
+    view_request whole = one;  // this key's rows are one group (group=true is required)
+    whole.skip = 0;
+    whole.limit = std::numeric_limits<uint64_t>::max();
+    auto group = reduced(part->rows, whole);
+    if (!group) return group.error();
+    for (auto& row : *group) rows.push_back(std::move(row));
+  }
+  for (size_t i = q.skip; i < rows.size() && out.rows.size() < q.limit; ++i) out.rows.push_back(std::move(rows[i]));
+  return out;
+}
+
+result<std::vector<view_row>> view_reader::reduced(const std::vector<view_row>& all, const view_request& q) {
+  // Consecutive rows whose group keys collate equal are one group.
+  std::vector<view_row> out;
   std::vector<json> keys, values;
-  for (const auto& row : all->rows) {
+  for (const auto& row : all) {
     keys.push_back(json::parse(row.key_json, nullptr, false));
     values.push_back(json::parse(row.value_json, nullptr, false));
   }
@@ -101,7 +138,7 @@ result<view_answer> view_reader::query(const db_meta& db, const design_views& dv
     return json(key.begin(), key.begin() + q.group_level);
   };
   uint64_t skipped = 0;
-  for (size_t i = 0; i < keys.size() && out.rows.size() < q.limit;) {
+  for (size_t i = 0; i < keys.size() && out.size() < q.limit;) {
     const json group = group_key(keys[i]);
     const std::string sk = collation::sort_key(group);
     std::vector<std::pair<const json*, const json*>> rows;
@@ -113,9 +150,9 @@ result<view_answer> view_reader::query(const db_meta& db, const design_views& dv
       ++skipped;
       continue;
     }
-    auto reduced = reduce_rows(q.reduce, rows);
-    if (!reduced) return reduced.error();
-    out.rows.push_back({"", group.dump(), reduced->dump()});
+    auto reduction = reduce_rows(q.reduce, rows);
+    if (!reduction) return reduction.error();
+    out.push_back({"", group.dump(), reduction->dump()});
   }
   return out;
 }

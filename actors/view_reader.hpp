@@ -9,6 +9,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 
 #include "actors/coordinator.hpp"
@@ -29,6 +30,9 @@ struct view_request {
   // Reduced (a built-in): the rows of the range grouped, one reduced row per group; skip and
   // limit count groups. group_level: exact = every distinct key (group=true), 0 = one group with
   // the key null, N = array keys cut to their first N elements.
+  // `keys`: the rows of each key, in this order (reversed when descending); low and high are then
+  // unused and `offset` is null, as CouchDB's multi-key answers.
+  std::optional<std::vector<json>> keys;
   builtin_reduce reduce = builtin_reduce::none;
   static constexpr int64_t exact = -1;
   int64_t group_level = 0;
@@ -36,7 +40,8 @@ struct view_request {
 
 struct view_answer {
   uint64_t total_rows = 0;
-  uint64_t offset = 0;  // rows before the first one answered, in the query's direction
+  uint64_t offset = 0;     // rows before the first one answered, in the query's direction
+  bool no_offset = false;  // a multi-key answer: CouchDB's offset is null
   std::vector<view_row> rows;
 };
 
@@ -50,6 +55,9 @@ class view_reader {
   // The ranges' rows of `q` merged in its order, `skip` and `limit` applied as given.
   result<view_answer> merged(const db_meta& db, const design_views& dv, const view_request& q, uint64_t skip,
                              uint64_t limit);
+  // The groups of `rows` (in order) reduced; skip and limit count groups.
+  result<std::vector<view_row>> reduced(const std::vector<view_row>& rows, const view_request& q);
+  result<view_answer> by_keys(const db_meta& db, const design_views& dv, const view_request& q);
   struct open_index {
     std::mutex mu;  // one updater at a time; scans run beside it
     std::unique_ptr<view_store> store;

@@ -1,7 +1,7 @@
 // GET|POST /db/_design/{ddoc}/_view/{view} (issue 31): the parameters parsed as
 // couch_mrview_http does (http/view_query), the rows read through actors/view_reader and written
 // as couch_mrview_http's view response, reduced by the built-ins (actors/view_reduce) when the view
-// has one. JavaScript reduces, `keys` and `/queries` answer 501 until their slices land (docs/api.md).
+// has one. JavaScript reduces and `/queries` answer 501 until their slices land (docs/api.md).
 #include "actors/doc_render.hpp"
 #include "actors/view_reader.hpp"
 #include "http/handlers.hpp"
@@ -65,7 +65,7 @@ void reply_rows(ctx& c, const db_meta& db, const view_answer& answer, const view
     docs = std::move(*got);
   }
   std::string out = "{\"total_rows\":" + std::to_string(answer.total_rows) +
-                    ",\"offset\":" + std::to_string(answer.offset) + ",\"rows\":[";
+                    ",\"offset\":" + (answer.no_offset ? "null" : std::to_string(answer.offset)) + ",\"rows\":[";
   for (size_t i = 0; i < answer.rows.size(); ++i) {
     const view_row& row = answer.rows[i];
     out += (i ? ",\n" : "\n") + std::string("{\"id\":") + quote(row.id) + ",\"key\":" + row.key_json +
@@ -112,7 +112,6 @@ void handle_view(ctx& c, const db_meta& db, const std::string& ddoc_name, const 
     if (reduce_source.is_string()) as_map.reduce.reset();  // reduce=false on a view that has one
     if (auto st = validate_map_query(as_map); !st) return c.error(st);
   }
-  if (q.keys) return c.error(errc::not_implemented, "`keys` on a view is not supported by settee yet");
 
   const design_views dv = views_of(db.key(), ddoc_id, rev.str(), ddoc);
   view_request r;
@@ -127,6 +126,7 @@ void handle_view(ctx& c, const db_meta& db, const std::string& ddoc_name, const 
   if (q.limit >= 0) r.limit = static_cast<uint64_t>(q.limit);
   r.update = q.update != "false" && q.update != "lazy";
   r.reduce = how;
+  if (q.keys) r.keys = q.keys->get<std::vector<json>>();
   r.group_level = q.group == true && !q.group_level ? view_request::exact : q.group_level.value_or(0);
   auto answer = c.node.views->query(db, dv, r);
   if (!answer) return c.error(answer.error());

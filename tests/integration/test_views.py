@@ -144,8 +144,26 @@ class MapViews(NodeTest):
                          "query_parse_error", "Can't specify group=false and group_level>0 at the same time")
         r = n.get("/views4/_design/app/_view/counted?reduce=false&limit=2")
         self.assertEqual([row["key"] for row in r.json["rows"]], [1, 2])
-        r = n.post("/views4/_design/app/_view/by_type", {"keys": ["x"]})
-        self.assertEqual(r.status, 501)
+        self.assertError(n.post("/views4/_design/app/_view/counted", {"keys": [1]}), 400, "query_parse_error",
+                         "Multi-key fetchs for reduce views must use `group=true`")
+        self.assertError(n.post("/views4/_design/app/_view/by_type", {"keys": ["x"], "startkey": "a"}), 400,
+                         "query_parse_error", "`keys` is incompatible with `key`, `start_key` and `end_key`")
+
+    def test_keys_in_request_order(self):
+        ids = lambda j: [row["id"] for row in j["rows"]]  # noqa: E731
+        x = [f"n{i:02d}" for i in range(0, 30, 3)]
+        z = [f"n{i:02d}" for i in range(2, 30, 3)]
+        for db in ("views4", "views1"):
+            with self.subTest(db=db):
+                r = self.node.post(f"/{db}/_design/app/_view/by_type", {"keys": ["z", "x", "nope", "x"]}).json
+                self.assertEqual(ids(r), z + x + x)
+                self.assertIsNone(r["offset"])  # as CouchDB's multi-key answers
+                self.assertEqual(r["total_rows"], 30)
+                r = self.view(db, "by_type", "?keys=" + urllib.parse.quote('["z","x"]') + "&descending=true&skip=8&limit=4")
+                # Descending: the keys reversed, each key's rows by id from the last.
+                self.assertEqual(ids(r), (x[::-1] + z[::-1])[8:12])
+                r = self.node.post(f"/{db}/_design/app/_view/counted?group=true", {"keys": [3, 100, 1]}).json
+                self.assertEqual(r, {"rows": [{"key": 3, "value": 1}, {"key": 1, "value": 1}]})
 
 
 class ViewsAfterKill(NodeTest):
