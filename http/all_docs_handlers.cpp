@@ -1,6 +1,7 @@
 // _all_docs, _design_docs and _local_docs (GET, POST, and POST .../queries): one listing over the
 // ranges, merged here, with CouchDB's options (http/view_query.hpp) and its row shapes.
 #include <algorithm>
+#include <functional>
 #include <map>
 
 #include "actors/all_docs_reader.hpp"
@@ -221,7 +222,7 @@ void handle_all_docs(ctx& c, const db_meta& db, const std::string& what) {
   c.reply_raw(200, std::move(*out) + "\n");
 }
 
-void handle_all_docs_queries(ctx& c, const db_meta& db, const std::string& what) {
+void answer_queries(ctx& c, const std::function<result<std::string>(const view_query&)>& one) {
   if (c.method() != "POST") return c.method_not_allowed("POST");
   auto body = c.json_object_body();
   if (!body) return c.error(body.error());
@@ -236,12 +237,16 @@ void handle_all_docs_queries(ctx& c, const db_meta& db, const std::string& what)
     if (!queries[i].is_object()) return c.error(errc::bad_request, "Each query must be a JSON object");
     view_query q = common;
     if (auto st = apply_view_options(q, queries[i], "`keys` member must be an array."); !st) return c.error(st);
-    auto one = listing(c, db, what, q);
-    if (!one) return c.error(one.error());
-    out += (i ? ",\r\n" : "\r\n") + *one;
+    auto result = one(q);
+    if (!result) return c.error(result.error());
+    out += (i ? ",\r\n" : "\r\n") + *result;
   }
   out += queries.empty() ? "]}\n" : "\r\n]}\n";
   c.reply_raw(200, std::move(out));
+}
+
+void handle_all_docs_queries(ctx& c, const db_meta& db, const std::string& what) {
+  answer_queries(c, [&](const view_query& q) { return listing(c, db, what, q); });
 }
 
 }  // namespace settee

@@ -1,6 +1,7 @@
 // handlers: the CouchDB HTTP endpoints, grouped by area (one .cpp per area). Each takes the
 // request context, does its own parameter validation and replies through ctx (never throws).
 #pragma once
+#include <functional>
 #include <optional>
 #include <string>
 
@@ -128,8 +129,12 @@ result<write_outcome> write_one(ctx& c, const db_meta& db, doc_update u);
 // The options of a view-shaped read (_all_docs and its kin, views) as couch_mrview_http's
 // parse_body_and_query takes them: a POST body's members, then the query string's.
 result<view_query> parse_view_request(ctx& c);
-// GET|POST /db/_design/{ddoc}/_view/{view} (http/view_handlers.cpp).
+// POST .../queries: `one` answers each query of the body's `queries` (the query string's options,
+// then the query's own), as {"results": [...]} (chttpd_db:multi_all_docs_view and its kin).
+void answer_queries(ctx& c, const std::function<result<std::string>(const view_query&)>& one);
+// GET|POST /db/_design/{ddoc}/_view/{view}, and POST .../queries (http/view_handlers.cpp).
 void handle_view(ctx& c, const db_meta& db, const std::string& ddoc_name, const std::string& view_name);
+void handle_view_queries(ctx& c, const db_meta& db, const std::string& ddoc_name, const std::string& view_name);
 // POST|PUT /db/_design/{ddoc}/_update/{name}[/{docid}]: the update handler's document written (its
 // validate_doc_update functions run), its response sent (http/update_handlers.cpp).
 void handle_update(ctx& c, const db_meta& db, const std::string& ddoc_id, const std::string& name,

@@ -110,7 +110,7 @@ void dispatch_db(ctx& c, const db_meta& db, const json& security) {
                                                 " are deprecated since CouchDB 3.0 and settee does not run them: "
                                                 "render documents in the client, or route with a proxy");
     if (p.size() == 5 && p[3] == "_view") return handle_view(c, db, p[2], p[4]);
-    if (p.size() > 3 && p[3] == "_view") return reply_not_built(c, "views (_view/.../queries)");
+    if (p.size() == 6 && p[3] == "_view" && p[5] == "queries") return handle_view_queries(c, db, p[2], p[4]);
     if (p.size() > 3 && p[3] == "_update") {  // chttpd_show:handle_doc_update_req
       if (p.size() == 4) return c.error(errc::update_error, "Invalid path.");
       return handle_update(c, db, "_design/" + p[2], p[4],

@@ -1,7 +1,7 @@
 // GET|POST /db/_design/{ddoc}/_view/{view} (issue 31): the parameters parsed as
 // couch_mrview_http does (http/view_query), the rows read through actors/view_reader and written
 // as couch_mrview_http's view response, reduced by the built-ins (actors/view_reduce) when the view
-// has one. JavaScript reduces and `/queries` answer 501 until their slices land (docs/api.md).
+// has one; POST .../queries runs several. JavaScript reduces answer 501 until their slice lands.
 #include "actors/doc_render.hpp"
 #include "actors/view_reader.hpp"
 #include "http/handlers.hpp"
@@ -49,19 +49,19 @@ result<std::vector<std::string>> docs_of(ctx& c, const db_meta& db, const std::v
 }
 
 // couch_mrview_http's reduce response: rows of key and value only.
-void reply_reduced(ctx& c, const view_answer& answer) {
+std::string render_reduced(const view_answer& answer) {
   std::string out = "{\"rows\":[";
   for (size_t i = 0; i < answer.rows.size(); ++i)
     out += (i ? ",\n" : "\n") + std::string("{\"key\":") + answer.rows[i].key_json +
            ",\"value\":" + answer.rows[i].value_json + "}";
-  c.reply_raw(200, out + "\n]}\n");
+  return out + "\n]}\n";
 }
 
-void reply_rows(ctx& c, const db_meta& db, const view_answer& answer, const view_query& q) {
+result<std::string> render_rows(ctx& c, const db_meta& db, const view_answer& answer, const view_query& q) {
   std::vector<std::string> docs;
   if (q.include_docs) {
     auto got = docs_of(c, db, answer.rows, q);
-    if (!got) return c.error(got.error());
+    if (!got) return got.error();
     docs = std::move(*got);
   }
   std::string out = "{\"total_rows\":" + std::to_string(answer.total_rows) +
@@ -71,47 +71,47 @@ void reply_rows(ctx& c, const db_meta& db, const view_answer& answer, const view
     out += (i ? ",\n" : "\n") + std::string("{\"id\":") + quote(row.id) + ",\"key\":" + row.key_json +
            ",\"value\":" + row.value_json + (q.include_docs ? ",\"doc\":" + docs[i] : "") + "}";
   }
-  c.reply_raw(200, out + "\n]}\n");
+  return out + "\n]}\n";
 }
 
-}  // namespace
+// The reduce a query runs: none (a map query, checked as one), or the view's built-in.
+result<builtin_reduce> reduce_of(const json& view, const view_query& q) {
+  const json& source = member(view, "reduce");
+  if (!source.is_string() || !q.reduce.value_or(true)) {
+    view_query as_map = q;
+    if (source.is_string()) as_map.reduce.reset();  // reduce=false on a view that has one
+    if (auto st = validate_map_query(as_map); !st) return st;
+    return builtin_reduce::none;
+  }
+  auto b = builtin_of(source.get<std::string>());
+  if (!b) return b.error();
+  if (*b == builtin_reduce::none)
+    return status{errc::not_implemented,
+                  "JavaScript reduce functions are not run by settee yet: use a built-in (_count, _sum, _stats, "
+                  "_approx_count_distinct) or query this view with reduce=false"};
+  if (auto st = validate_reduce_query(q); !st) return st;
+  return *b;
+}
 
-void handle_view(ctx& c, const db_meta& db, const std::string& ddoc_name, const std::string& view_name) {
-  if (c.method() != "GET" && c.method() != "POST") return c.method_not_allowed("GET,HEAD,POST");
-  auto parsed = parse_view_request(c);
-  if (!parsed) return c.error(parsed.error());
-  view_query& q = *parsed;
+// One view query's answer, as couch_mrview_http renders it.
+result<std::string> view_result(ctx& c, const db_meta& db, const std::string& ddoc_name, const std::string& view_name,
+                                const view_query& q) {
   const std::string ddoc_id = "_design/" + ddoc_name;
   auto d = c.node.coord.open_doc(db, ddoc_id);
-  if (!d) return c.error(d.error());
-  if (!d->found || d->info.tree.winner_deleted()) return c.error(errc::not_found, "missing");
+  if (!d) return d.error();
+  if (!d->found || d->info.tree.winner_deleted()) return status{errc::not_found, "missing"};
   const rev_id rev = d->info.tree.rev(d->info.tree.winner());
   const std::string* text = d->body(rev);
   json ddoc = text ? parse_json(*text).value_or(json::object()) : json::object();
   const json& views = member(ddoc, "views");
   if (!views.is_object() || !views.contains(view_name) || !views[view_name].is_object() ||
       !views[view_name].contains("map"))
-    return c.error(errc::not_found, "missing_named_view");
+    return status{errc::not_found, "missing_named_view"};
   if (ddoc.value("language", std::string("javascript")) != "javascript")
-    return c.error(errc::not_implemented, "views of language " + ddoc["language"].dump() + " are not run yet");
-  if (!c.node.js || !c.node.views) return c.error(errc::not_implemented, "JavaScript is not available on this node");
-  const json& reduce_source = member(views[view_name], "reduce");
-  const bool reducing = reduce_source.is_string() && q.reduce.value_or(true);
-  builtin_reduce how = builtin_reduce::none;
-  if (reducing) {
-    auto b = builtin_of(reduce_source.get<std::string>());
-    if (!b) return c.error(b.error());
-    if (*b == builtin_reduce::none)
-      return c.error(errc::not_implemented,
-                     "JavaScript reduce functions are not run by settee yet: use a built-in (_count, _sum, _stats, "
-                     "_approx_count_distinct) or query this view with reduce=false");
-    how = *b;
-    if (auto st = validate_reduce_query(q); !st) return c.error(st);
-  } else {
-    view_query as_map = q;
-    if (reduce_source.is_string()) as_map.reduce.reset();  // reduce=false on a view that has one
-    if (auto st = validate_map_query(as_map); !st) return c.error(st);
-  }
+    return status{errc::not_implemented, "views of language " + ddoc["language"].dump() + " are not run yet"};
+  if (!c.node.js || !c.node.views) return status{errc::not_implemented, "JavaScript is not available on this node"};
+  auto how = reduce_of(views[view_name], q);
+  if (!how) return how.error();
 
   const design_views dv = views_of(db.key(), ddoc_id, rev.str(), ddoc);
   view_request r;
@@ -125,13 +125,32 @@ void handle_view(ctx& c, const db_meta& db, const std::string& ddoc_name, const 
   r.skip = static_cast<uint64_t>(q.skip);
   if (q.limit >= 0) r.limit = static_cast<uint64_t>(q.limit);
   r.update = q.update != "false" && q.update != "lazy";
-  r.reduce = how;
+  r.reduce = *how;
   if (q.keys) r.keys = q.keys->get<std::vector<json>>();
   r.group_level = q.group == true && !q.group_level ? view_request::exact : q.group_level.value_or(0);
   auto answer = c.node.views->query(db, dv, r);
-  if (!answer) return c.error(answer.error());
-  if (reducing) return reply_reduced(c, *answer);
-  reply_rows(c, db, *answer, q);
+  if (!answer) return answer.error();
+  if (*how != builtin_reduce::none) return render_reduced(*answer);
+  return render_rows(c, db, *answer, q);
+}
+
+}  // namespace
+
+void handle_view(ctx& c, const db_meta& db, const std::string& ddoc_name, const std::string& view_name) {
+  if (c.method() != "GET" && c.method() != "POST") return c.method_not_allowed("GET,HEAD,POST");
+  auto q = parse_view_request(c);
+  if (!q) return c.error(q.error());
+  auto out = view_result(c, db, ddoc_name, view_name, *q);
+  if (!out) return c.error(out.error());
+  c.reply_raw(200, std::move(*out));
+}
+
+void handle_view_queries(ctx& c, const db_meta& db, const std::string& ddoc_name, const std::string& view_name) {
+  answer_queries(c, [&](const view_query& q) -> result<std::string> {
+    auto out = view_result(c, db, ddoc_name, view_name, q);
+    if (out && !out->empty() && out->back() == '\n') out->pop_back();  // one result of several
+    return out;
+  });
 }
 
 }  // namespace settee

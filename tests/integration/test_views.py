@@ -116,6 +116,22 @@ class MapViews(NodeTest):
                                  [{"key": "x", "value": {"sum": sum(x), "count": len(x), "min": 0, "max": 27,
                                                          "sumsqr": sum(i * i for i in x)}}])
 
+    def test_queries_run_several(self):
+        n = self.node
+        r = n.post("/views4/_design/app/_view/by_type/queries?limit=2",
+                   {"queries": [{"key": "x"}, {"keys": ["z"], "limit": 1}, {"reduce": False, "descending": True}]})
+        self.assertEqual(r.status, 200, r.raw)
+        results = r.json["results"]
+        self.assertEqual([row["id"] for row in results[0]["rows"]], ["n00", "n03"])  # the query string's limit
+        self.assertEqual([row["id"] for row in results[1]["rows"]], ["n02"])
+        self.assertEqual(len(results[2]["rows"]), 2)
+        r = n.post("/views4/_design/app/_view/counted/queries", {"queries": [{}, {"group": True, "limit": 2}]})
+        self.assertEqual(r.json["results"], [{"rows": [{"key": None, "value": 29}]},
+                                             {"rows": [{"key": 1, "value": 1}, {"key": 2, "value": 1}]}])
+        self.assertError(n.post("/views4/_design/app/_view/by_type/queries", {"q": []}), 400, "bad_request",
+                         "POST body must include `queries` parameter.")
+        self.assertEqual(n.get("/views4/_design/app/_view/by_type/queries").status, 405)
+
     def test_more_indexes_than_stay_open(self):
         # view_reader keeps 64 index files open: the 70 design documents' indexes are opened,
         # the least recently used closed, and reopened where they were.
