@@ -2,10 +2,12 @@
 
 #include <algorithm>
 #include <condition_variable>
+#include <filesystem>
 #include <thread>
 
 #include "actors/db_catalog.hpp"
 #include "node/collation.hpp"
+#include "storage/lmdb_env.hpp"
 
 namespace settee {
 
@@ -81,6 +83,32 @@ result<std::shared_ptr<view_reader::open_index>> view_reader::index_of(const db_
   idx->used = ++uses_;
   open_.emplace(path, idx);
   return idx;
+}
+
+size_t view_reader::cleanup(const db_meta& db, const std::vector<std::string>& keep) {
+  size_t removed = 0;
+  for (size_t r = 0; r < db.ranges.size(); ++r) {
+    if (!db.hosts(r)) continue;
+    const std::string dir = dir_ + "/" + shard_name(db.name, db.shard_id(r));
+    std::error_code ec;
+    std::vector<std::string> stale;
+    for (const auto& f : std::filesystem::directory_iterator(dir, ec)) {
+      const std::string name = f.path().filename().string();
+      const size_t dot = name.size() > 5 ? name.size() - 5 : 0;
+      if (dot == 0 || name.compare(dot, 5, ".view") != 0) continue;  // the data files (not -lock)
+      if (std::find(keep.begin(), keep.end(), name.substr(0, dot)) == keep.end()) stale.push_back(f.path().string());
+    }
+    for (const std::string& path : stale) {
+      {
+        // Closed here; a query that still reads it keeps its mapping until it ends.
+        std::lock_guard<std::mutex> lock(mu_);
+        open_.erase(path);
+      }
+      lmdb::remove_file(path);
+      ++removed;
+    }
+  }
+  return removed;
 }
 
 result<view_answer> view_reader::query(const db_meta& db, const design_views& dv, const view_request& q) {

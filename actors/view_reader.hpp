@@ -50,6 +50,9 @@ class view_reader {
   view_reader(coordinator& coord, js_pool& js, std::string dir);
 
   result<view_answer> query(const db_meta& db, const design_views& dv, const view_request& q);
+  // _view_cleanup on this node's copies of `db`: removes the index files of every signature not
+  // in `keep` (the design documents' current ones); how many were removed.
+  size_t cleanup(const db_meta& db, const std::vector<std::string>& keep);
 
  private:
   // The ranges' rows of `q` merged in its order, `skip` and `limit` applied as given.

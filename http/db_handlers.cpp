@@ -3,10 +3,12 @@
 #include <algorithm>
 #include <cstring>
 
+#include "actors/all_docs_reader.hpp"
 #include "actors/clustered_seq.hpp"
 #include "actors/compactor.hpp"
 #include "actors/doc_render.hpp"
 #include "actors/shard_map.hpp"
+#include "actors/view_reader.hpp"
 #include "http/auth.hpp"
 #include "http/handlers.hpp"
 #include "node/log.hpp"
@@ -222,9 +224,28 @@ void handle_compact(ctx& c, const db_meta& db) {
   c.reply(202, json{{"ok", true}});
 }
 
-void handle_view_cleanup(ctx& c, const db_meta&) {
+// POST /db/_view_cleanup: this node's copies lose the index files no design document's views
+// name any more (other nodes clean theirs when asked there; docs/api.md).
+void handle_view_cleanup(ctx& c, const db_meta& db) {
   if (c.method() != "POST") return c.method_not_allowed("POST");
   if (auto st = c.require_json_content(); !st) return c.error(st);
+  if (c.node.views) {
+    all_docs_query q;
+    q.range.start = quote("_design/");
+    q.range.end = quote("_design0");
+    q.range.inclusive_end = false;
+    q.range.include_docs = true;
+    auto listing = list_all_docs(c.node.coord, db, q);
+    if (!listing) return c.error(listing.error());
+    std::vector<std::string> keep;
+    for (const auto& row : listing->rows) {
+      if (row.doc.deleted || row.doc.doc.empty()) continue;
+      json d = parse_json(row.doc.doc).value_or(json());
+      if (d.is_object() && member(d, "views").is_object()) keep.push_back(view_signature(d));
+    }
+    const size_t removed = c.node.views->cleanup(db, keep);
+    if (removed) log::info("_view_cleanup of " + db.name + " removed " + std::to_string(removed) + " index file(s)");
+  }
   c.reply(202, json{{"ok", true}});
 }
 

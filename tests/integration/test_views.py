@@ -3,6 +3,7 @@ rows in CouchDB's collation order across ranges, the range and paging parameters
 update=false, documents edited and deleted, the built-in reduces with group and group_level, the
 index surviving kill -9, and the errors of what is not built yet (JavaScript reduces, keys)."""
 import json
+import os
 import urllib.parse
 
 from harness import NodeTest, main
@@ -131,6 +132,27 @@ class MapViews(NodeTest):
         self.assertError(n.post("/views4/_design/app/_view/by_type/queries", {"q": []}), 400, "bad_request",
                          "POST body must include `queries` parameter.")
         self.assertEqual(n.get("/views4/_design/app/_view/by_type/queries").status, 405)
+
+    def test_view_cleanup_removes_the_indexes_no_view_names(self):
+        n = self.node
+        self.assertEqual(n.put("/views-clean?q=2").status, 201)
+        self.assertEqual(n.put("/views-clean/d", {"k": 1}).status, 201)
+        rev = n.put("/views-clean/_design/c", {"views": {"v": {"map": "function(d) { emit(d.k, 1); }"}}}).json["rev"]
+        self.assertEqual(len(self.view("views-clean", "v", ddoc="c")["rows"]), 1)
+        n.put("/views-clean/_design/c", {"_rev": rev, "views": {"v": {"map": "function(d) { emit(d.k, 2); }"}}})
+        self.assertEqual(self.view("views-clean", "v", ddoc="c")["rows"][0]["value"], 2)
+
+        def index_files():
+            out = []
+            for root, _, files in os.walk(os.path.join(n.data_dir, ".shard_views")):
+                out += [f for f in files if f.endswith(".view") and "views-clean" in root]
+            return out
+
+        self.assertEqual(len(index_files()), 4)  # two signatures, two ranges
+        r = n.request("POST", "/views-clean/_view_cleanup", {})
+        self.assertEqual(r.status, 202)
+        self.assertEqual(len(index_files()), 2)  # the current signature's, on each range
+        self.assertEqual(self.view("views-clean", "v", ddoc="c")["rows"][0]["value"], 2)
 
     def test_more_indexes_than_stay_open(self):
         # view_reader keeps 64 index files open: the 70 design documents' indexes are opened,
