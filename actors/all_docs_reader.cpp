@@ -58,4 +58,13 @@ result<all_docs_listing> list_all_docs(coordinator& coord, const db_meta& db, co
   return out;
 }
 
+result<all_docs_listing> list_design_docs(coordinator& coord, const db_meta& db, bool include_docs) {
+  all_docs_query q;
+  q.range.start = quote("_design/");  // JSON texts, as a client's startkey/endkey
+  q.range.end = quote("_design0");
+  q.range.inclusive_end = false;
+  q.range.include_docs = include_docs;
+  return list_all_docs(coord, db, q);
+}
+
 }  // namespace settee

@@ -33,4 +33,8 @@ struct all_docs_listing {
 
 result<all_docs_listing> list_all_docs(coordinator& coord, const db_meta& db, const all_docs_query& q);
 
+// The design documents of `db` (the ids from "_design/" up to "_design0"), with their bodies when
+// `include_docs`: what the validator, _view_cleanup and _design_docs' total_rows read.
+result<all_docs_listing> list_design_docs(coordinator& coord, const db_meta& db, bool include_docs);
+
 }  // namespace settee

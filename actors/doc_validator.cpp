@@ -143,12 +143,7 @@ result<std::shared_ptr<const std::vector<doc_validator::function>>> doc_validato
 
 // The database's design documents with a validate_doc_update, in the order of their ids.
 result<std::shared_ptr<const std::vector<doc_validator::function>>> doc_validator::load_functions(const db_meta& db) {
-  all_docs_query q;
-  q.range.start = quote("_design/");  // JSON texts, as a client's startkey/endkey
-  q.range.end = quote("_design0");
-  q.range.inclusive_end = false;
-  q.range.include_docs = true;
-  auto listing = list_all_docs(coord_, db, q);
+  auto listing = list_design_docs(coord_, db, true);
   if (!listing) return listing.error();
   auto fns = std::make_shared<std::vector<function>>();
   for (const auto& row : listing->rows) {

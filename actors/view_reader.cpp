@@ -245,9 +245,9 @@ result<view_answer> view_reader::merged(const db_meta& db, const design_views& d
     auto& edge = q.descending ? before.low : before.high;
     if (edge.set) {
       edge.inclusive = !edge.inclusive;
-      auto skipped = idx->store->scan(before);
+      auto skipped = idx->store->count(before);
       if (!skipped) return skipped.error();
-      out.offset += skipped->size();
+      out.offset += *skipped;
     }
     parts[r].rows = std::move(*rows);
     for (const auto& row : parts[r].rows)

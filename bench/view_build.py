@@ -2,32 +2,25 @@
 (issue 31): `function(doc){ emit(doc.type, 1) }` with _count, built by its first query (docs/s),
 at q=1 and q=8 side by side in one run; then key= queries and a group=true reduce (ms, medians).
     python3 bench/view_build.py [build/settee] [docs=200000]"""
-import base64
 import json
 import os
 import statistics
-import subprocess
 import sys
-import tempfile
 import time
-import urllib.request
 
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tests", "integration"))
-import harness  # noqa: E402
+sys.path.insert(0, os.path.dirname(__file__))
+from bench_node import BenchNode  # noqa: E402
 
-BIN = sys.argv[1] if len(sys.argv) > 1 else "build/settee"
 DOCS = int(sys.argv[2]) if len(sys.argv) > 2 else 200000
-PORT = harness.free_port()
-AUTH = "Basic " + base64.b64encode(b"bench:bench").decode()
 PAD = "x" * 900
+node = BenchNode("settee-viewbench-")
 
 
 def req(method, path, body=None):
-    r = urllib.request.Request(f"http://127.0.0.1:{PORT}{path}", method=method,
-                               data=None if body is None else json.dumps(body).encode(),
-                               headers={"Authorization": AUTH, "Content-Type": "application/json"})
-    with urllib.request.urlopen(r, timeout=3600) as f:
-        return f.read()
+    status, out = node.request(method, path, body)
+    if status >= 400:
+        raise RuntimeError(f"{method} {path}: {status} {out[:200]!r}")
+    return out
 
 
 def timed(path):
@@ -36,34 +29,24 @@ def timed(path):
     return time.time() - t, json.loads(body)
 
 
-with tempfile.TemporaryDirectory() as data:
-    node = subprocess.Popen([BIN, "--data-dir", data, "--port", str(PORT)], env=dict(os.environ, SETTEE_ADMIN="bench:bench"),
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        for _ in range(200):
-            try:
-                req("GET", "/_up")
-                break
-            except OSError:
-                time.sleep(0.05)
-        ddoc = {"views": {"by_type": {"map": "function(doc) { emit(doc.type, 1); }", "reduce": "_count"}}}
-        for q in (1, 8):
-            db = f"vb{q}"
-            req("PUT", f"/{db}?q={q}")
-            for b in range(0, DOCS, 1000):
-                req("POST", f"/{db}/_bulk_docs", {"docs": [{"_id": f"d{b + i:07d}", "type": f"t{(b + i) % 10}", "n": b + i,
-                                                            "pad": PAD} for i in range(min(1000, DOCS - b))]})
-            req("PUT", f"/{db}/_design/app", ddoc)
-            took, first = timed(f"/{db}/_design/app/_view/by_type?limit=1&reduce=false")
-            print(f"q={q}: built over {DOCS:,} docs in {took:.1f} s: {DOCS / took:,.0f} docs/s "
-                  f"(total_rows {first['total_rows']:,})")
-            # The first key (offset 0) and the last (offset 90%): `offset` is counted by a scan today.
-            first_key = [timed(f"/{db}/_design/app/_view/by_type?key=%22t0%22&limit=10&reduce=false")[0] for _ in range(20)]
-            last_key = [timed(f"/{db}/_design/app/_view/by_type?key=%22t9%22&limit=10&reduce=false")[0] for _ in range(20)]
-            grouped = [timed(f"/{db}/_design/app/_view/by_type?group=true")[0] for _ in range(3)]
-            print(f"q={q}: key= limit=10 median {statistics.median(first_key) * 1000:.1f} ms (first key), "
-                  f"{statistics.median(last_key) * 1000:.1f} ms (last key); "
-                  f"group=true over {DOCS:,} rows median {statistics.median(grouped) * 1000:.0f} ms")
-    finally:
-        node.terminate()
-        node.wait()
+try:
+    ddoc = {"views": {"by_type": {"map": "function(doc) { emit(doc.type, 1); }", "reduce": "_count"}}}
+    for q in (1, 8):
+        db = f"vb{q}"
+        req("PUT", f"/{db}?q={q}")
+        for b in range(0, DOCS, 1000):
+            req("POST", f"/{db}/_bulk_docs", {"docs": [{"_id": f"d{b + i:07d}", "type": f"t{(b + i) % 10}", "n": b + i,
+                                                        "pad": PAD} for i in range(min(1000, DOCS - b))]})
+        req("PUT", f"/{db}/_design/app", ddoc)
+        took, first = timed(f"/{db}/_design/app/_view/by_type?limit=1&reduce=false")
+        print(f"q={q}: built over {DOCS:,} docs in {took:.1f} s: {DOCS / took:,.0f} docs/s "
+              f"(total_rows {first['total_rows']:,})")
+        # The first key (offset 0) and the last (offset 90%): `offset` is counted by a scan today.
+        first_key = [timed(f"/{db}/_design/app/_view/by_type?key=%22t0%22&limit=10&reduce=false")[0] for _ in range(20)]
+        last_key = [timed(f"/{db}/_design/app/_view/by_type?key=%22t9%22&limit=10&reduce=false")[0] for _ in range(20)]
+        grouped = [timed(f"/{db}/_design/app/_view/by_type?group=true")[0] for _ in range(3)]
+        print(f"q={q}: key= limit=10 median {statistics.median(first_key) * 1000:.1f} ms (first key), "
+              f"{statistics.median(last_key) * 1000:.1f} ms (last key); "
+              f"group=true over {DOCS:,} rows median {statistics.median(grouped) * 1000:.0f} ms")
+finally:
+    node.stop()

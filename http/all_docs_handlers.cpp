@@ -63,11 +63,7 @@ result<std::string> update_seq_of(ctx& c, const db_meta& db, const view_query& q
 
 // The live design documents of the database (CouchDB's `total_rows` for _design_docs).
 result<uint64_t> design_count(ctx& c, const db_meta& db) {
-  all_docs_query q;
-  q.range.start = json(first_design).dump();
-  q.range.end = json(past_design).dump();
-  q.range.inclusive_end = false;
-  auto listed = list_all_docs(c.node.coord, db, q);
+  auto listed = list_design_docs(c.node.coord, db, false);
   if (!listed) return listed.error();
   return listed->in_bounds;
 }

@@ -230,12 +230,7 @@ void handle_view_cleanup(ctx& c, const db_meta& db) {
   if (c.method() != "POST") return c.method_not_allowed("POST");
   if (auto st = c.require_json_content(); !st) return c.error(st);
   if (c.node.views) {
-    all_docs_query q;
-    q.range.start = quote("_design/");
-    q.range.end = quote("_design0");
-    q.range.inclusive_end = false;
-    q.range.include_docs = true;
-    auto listing = list_all_docs(c.node.coord, db, q);
+    auto listing = list_design_docs(c.node.coord, db, true);
     if (!listing) return c.error(listing.error());
     std::vector<std::string> keep;
     for (const auto& row : listing->rows) {

@@ -8,21 +8,28 @@
 
 namespace settee {
 
-result<design_function> open_design_function(ctx& c, const db_meta& db, const std::string& ddoc_id,
-                                             const std::vector<std::string>& path) {
+result<design_doc> open_design_doc(ctx& c, const db_meta& db, const std::string& ddoc_id) {
   auto d = c.node.coord.open_doc(db, ddoc_id);
   if (!d) return d.error();
   if (!d->found || d->info.tree.winner_deleted()) return status{errc::not_found, "missing"};
   const rev_id rev = d->info.tree.rev(d->info.tree.winner());
   const std::string* body = d->body(rev);
   if (!body) return status{errc::not_found, "missing"};
-  json at = parse_json(*body).value_or(json());
+  return design_doc{rev, *body, parse_json(*body).value_or(json())};
+}
+
+result<design_function> open_design_function(ctx& c, const db_meta& db, const std::string& ddoc_id,
+                                             const std::vector<std::string>& path) {
+  auto d = open_design_doc(c, db, ddoc_id);
+  if (!d) return d.error();
+  const json* at = &d->doc;
   for (const std::string& key : path) {
-    if (!at.is_object() || !at.contains(key)) return status{errc::not_found, "missing json key: " + key};
-    at = at[key];
+    if (!at->is_object() || !at->contains(key)) return status{errc::not_found, "missing json key: " + key};
+    at = &(*at)[key];
   }
   if (!c.node.js) return status{errc::not_implemented, "JavaScript is not available on this node"};
-  return design_function{worker_key(db.key(), ddoc_id, rev.str()), render_doc(ddoc_id, rev.str(), false, *body, "")};
+  const std::string rev = d->rev.str();
+  return design_function{worker_key(db.key(), ddoc_id, rev), render_doc(ddoc_id, rev, false, d->text, "")};
 }
 
 namespace {

@@ -9,6 +9,16 @@
 
 namespace settee {
 
+// A design document's winning revision, parsed.
+struct design_doc {
+  rev_id rev;
+  std::string text;  // as stored
+  json doc;
+};
+
+// Design document `ddoc_id` of `db`: 404 "missing" when there is none (or it is deleted).
+result<design_doc> open_design_doc(ctx& c, const db_meta& db, const std::string& ddoc_id);
+
 struct design_function {
   std::string key;   // js_pool::worker_key: the workers' name for this revision of the design document
   std::string ddoc;  // the design document's JSON, as the workers are given it

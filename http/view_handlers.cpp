@@ -4,6 +4,7 @@
 // has one; POST .../queries runs several. JavaScript reduces answer 501 until their slice lands.
 #include "actors/doc_render.hpp"
 #include "actors/view_reader.hpp"
+#include "http/design_function.hpp"
 #include "http/handlers.hpp"
 #include "http/view_query.hpp"
 #include "node/collation.hpp"
@@ -97,12 +98,9 @@ result<builtin_reduce> reduce_of(const json& view, const view_query& q) {
 result<std::string> view_result(ctx& c, const db_meta& db, const std::string& ddoc_name, const std::string& view_name,
                                 const view_query& q) {
   const std::string ddoc_id = "_design/" + ddoc_name;
-  auto d = c.node.coord.open_doc(db, ddoc_id);
+  auto d = open_design_doc(c, db, ddoc_id);
   if (!d) return d.error();
-  if (!d->found || d->info.tree.winner_deleted()) return status{errc::not_found, "missing"};
-  const rev_id rev = d->info.tree.rev(d->info.tree.winner());
-  const std::string* text = d->body(rev);
-  json ddoc = text ? parse_json(*text).value_or(json::object()) : json::object();
+  const json& ddoc = d->doc;
   const json& views = member(ddoc, "views");
   if (!views.is_object() || !views.contains(view_name) || !views[view_name].is_object() ||
       !views[view_name].contains("map"))
@@ -113,7 +111,7 @@ result<std::string> view_result(ctx& c, const db_meta& db, const std::string& dd
   auto how = reduce_of(views[view_name], q);
   if (!how) return how.error();
 
-  const design_views dv = views_of(db.key(), ddoc_id, rev.str(), ddoc);
+  const design_views dv = views_of(db.key(), ddoc_id, d->rev.str(), ddoc);
   view_request r;
   r.view = static_cast<uint32_t>(std::find(dv.names.begin(), dv.names.end(), view_name) - dv.names.begin());
   r.descending = q.descending;

@@ -268,6 +268,17 @@ status view_store::apply(const std::vector<view_doc>& docs, uint64_t seq) {
 }
 
 result<std::vector<view_row>> view_store::scan(const view_scan& s, uint64_t* total) const {
+  return walk(s, total, nullptr);
+}
+
+result<uint64_t> view_store::count(const view_scan& s) const {
+  uint64_t n = 0;
+  auto r = walk(s, nullptr, &n);
+  if (!r) return r.error();
+  return n;
+}
+
+result<std::vector<view_row>> view_store::walk(const view_scan& s, uint64_t* total, uint64_t* counted) const {
   lmdb::txn t;
   if (auto st = t.begin(env_, true); !st) return st;
   if (total)
@@ -285,6 +296,12 @@ result<std::vector<view_row>> view_store::scan(const view_scan& s, uint64_t* tot
   bool more = true;
   // Takes the rows of one LMDB entry that fall in [low, high), in the scan's direction.
   auto take = [&](const MDB_val& k, const MDB_val& v) -> status {
+    // Counting a single row: its position is its key, nothing to decode.
+    const std::string_view key = lmdb::view(k);
+    if (counted && v.mv_size && static_cast<const uint8_t*>(v.mv_data)[0] == single) {
+      if (key >= low && key < high) ++*counted;
+      return {};
+    }
     std::vector<stored_row> rows;
     if (!decode_rows(lmdb::view(v), lmdb::view(k), rows)) return corrupt("row");
     if (s.descending) std::reverse(rows.begin(), rows.end());
@@ -292,6 +309,10 @@ result<std::vector<view_row>> view_store::scan(const view_scan& s, uint64_t* tot
       if (r.pos < low || r.pos >= high) continue;
       if (skipped < s.skip) {
         ++skipped;
+        continue;
+      }
+      if (counted) {
+        ++*counted;
         continue;
       }
       if (out.size() >= s.limit) {

@@ -82,12 +82,16 @@ class view_store {
   status apply(const std::vector<view_doc>& docs, uint64_t seq);
   // The rows of `s`, after `skip`, at most `limit`; `total`: the view's rows (CouchDB's total_rows).
   result<std::vector<view_row>> scan(const view_scan& s, uint64_t* total = nullptr) const;
+  // How many rows `s` holds (skip and limit aside), without reading them out.
+  result<uint64_t> count(const view_scan& s) const;
 
   static constexpr size_t max_key = 480;  // an LMDB key holds at most 511 bytes
 
  private:
   view_store() = default;
   status reset(MDB_txn* t, const view_meta& m);
+  // scan(), or with `counted` set only counting the rows in range.
+  result<std::vector<view_row>> walk(const view_scan& s, uint64_t* total, uint64_t* counted) const;
 
   MDB_env* env_ = nullptr;
   MDB_dbi meta_ = 0, rows_ = 0, ids_ = 0;

@@ -194,5 +194,8 @@ TEST_CASE("view_store: keys longer than an LMDB key keep their exact order (buck
     std::vector<std::string> have;
     for (const auto& r : *got) have.push_back(r.id + " " + r.key_json);
     CHECK_MESSAGE(have == want, lo.dump().substr(0, 40), " .. ", hi.dump().substr(0, 40), desc ? " desc" : "");
+    auto counted = (*s)->count(view_scan{0, at(lo, std::nullopt, lo_incl), at(hi, std::nullopt, hi_incl), desc});
+    REQUIRE(counted);
+    CHECK(*counted == want.size());
   }
 }

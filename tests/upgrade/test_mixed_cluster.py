@@ -15,13 +15,14 @@ from test_membership import Cluster, wait_for  # noqa: E402
 LEGACY = "accept_legacy_peers = true\n"
 
 
-class MixedCluster(NodeTest):
+class OldMemberTest(NodeTest):
+    """Three nodes, the first of release OLD, every one a connected member."""
     OLD = "v0.1.0"
-    OLD_HAS_TIME_SEQ = False  # v0.1.0 keeps no bins
+    EXTRA_CONFIG = LEGACY
 
     @classmethod
     def setUpClass(cls):
-        cls.cluster = Cluster(3, sync_interval_ms=300, extra_config=LEGACY)
+        cls.cluster = Cluster(3, sync_interval_ms=300, extra_config=cls.EXTRA_CONFIG)
         cls.cluster.nodes[0].bin = binary(cls.OLD)
         cls.cluster.start()
         cls.old, cls.n2, cls.n3 = cls.cluster.nodes
@@ -33,6 +34,11 @@ class MixedCluster(NodeTest):
     @classmethod
     def tearDownClass(cls):
         cls.cluster.cleanup()
+
+
+class MixedCluster(OldMemberTest):
+    OLD = "v0.1.0"
+    OLD_HAS_TIME_SEQ = False  # v0.1.0 keeps no bins
 
     def test_reads_writes_feeds_and_time_seq_across_releases(self):
         self.assertEqual(self.old.get("/").json["vendor"]["version"], self.OLD[1:])
@@ -237,26 +243,13 @@ class MixedClusterV020(MixedCluster):
     OLD_HAS_TIME_SEQ = True
 
 
-class MixedClusterV030(NodeTest):
+class MixedClusterV030(OldMemberTest):
     """A v0.3.0 member (issue 30): it proves the cluster secret and stores attachments, but runs no
     JavaScript. Writes it coordinates would pass any validate_doc_update unvalidated, so a design
     document with one is refused while it is a member, as with 0.1 and 0.2 (the feature
     javascript-v1 it lacks); filters and update handlers run on the members that have them."""
-
-    @classmethod
-    def setUpClass(cls):
-        cls.cluster = Cluster(3, sync_interval_ms=300)
-        cls.cluster.nodes[0].bin = binary("v0.3.0")
-        cls.cluster.start()
-        cls.old, cls.n2, cls.n3 = cls.cluster.nodes
-        cls.node = cls.n2
-        names = sorted(cls.cluster.names)
-        for n in cls.cluster.nodes:
-            assert wait_for(lambda n=n: n.get("/_membership", fresh=True).json["all_nodes"] == names, 20)
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.cluster.cleanup()
+    OLD = "v0.3.0"
+    EXTRA_CONFIG = ""  # 0.3 proves the cluster secret
 
     test_validate_doc_update_waits_for_the_old_node = MixedCluster.test_validate_doc_update_waits_for_the_old_node
 
