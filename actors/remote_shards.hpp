@@ -35,6 +35,8 @@ inline constexpr const char* node_status_feature = "node-status-v1";
 inline constexpr const char* members_feature = "members-v1";
 // Release 0.4: the node runs validate_doc_update on the writes it coordinates (JavaScript).
 inline constexpr const char* javascript_feature = "javascript-v1";
+// ... and when its copies answer their part of a view query (viewRows).
+inline constexpr const char* views_feature = "views-v1";
 
 using query_params = std::vector<std::pair<std::string, std::string>>;
 
@@ -86,6 +88,10 @@ class remote_shards {
   // A node of a release without time-seq answers with an error (the method is unknown to it).
   virtual void time_seq(const std::string& node, const std::string& db, const std::string& range, bool reset,
                         answer<time_seq_state> done) = 0;
+
+  // `node`'s copy's part of a view query (release 0.4; an older node: errc::not_implemented).
+  virtual void view_rows(const std::string& node, const std::string& db, const std::string& range,
+                         const view_copy_request& req, answer<view_page> done) = 0;
 
   // A document-level request answered by `node`'s copy of `range`.
   virtual result<doc_read> read_doc(const std::string& node, const std::string& db, const std::string& range,

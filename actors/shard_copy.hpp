@@ -16,6 +16,7 @@
 #include "node/error.hpp"
 #include "storage/shard_store.hpp"
 #include "storage/time_seq.hpp"
+#include "storage/view_store.hpp"
 
 namespace settee {
 
@@ -84,6 +85,22 @@ struct all_docs_page {
   uint64_t doc_count = 0;
 };
 
+// One copy's part of a view query (issue 31): the rows of `scan` (skip ignored) from the copy's
+// index of design document `ddoc_id` at `rev` (its JSON in `ddoc`; `signature` names the index
+// the coordinator expects: a copy that computes another refuses), brought up to date first unless
+// `update` is false.
+struct view_copy_request {
+  std::string ddoc_id, rev, ddoc, signature;
+  view_scan scan;
+  bool update = true;
+  bool count_before = true;  // count the rows before the scan's start in its direction
+};
+struct view_page {
+  std::vector<view_row> rows;
+  uint64_t total = 0;   // the view's rows in this copy (CouchDB's total_rows, summed)
+  uint64_t before = 0;  // count_before: rows before the start (CouchDB's offset, summed)
+};
+
 // A copy's time-seq and its update seq (for the histogram).
 struct time_seq_state {
   time_seq::tseq bins;
@@ -137,6 +154,11 @@ class shard_copy {
   }
   virtual void start_all_docs(const all_docs_request& req, answer<all_docs_page> done) { done(all_docs(req)); }
   virtual void start_time_seq(bool reset, answer<time_seq_state> done) { done(time_seq(reset)); }
+  // Another node's part of a view query (a view index lives beside its copy; this node's copies
+  // are read by actors/view_reader directly, so the default refuses).
+  virtual void start_view(const view_copy_request&, answer<view_page> done) {
+    done(status{errc::not_implemented, "view rows are asked of another node's copy"});
+  }
   // One entry per id, in order (found or not), with the stored bodies `bodies` asks for.
   using docs_done = std::function<void(result<std::vector<doc_copy>>)>;
   virtual void open_docs(const std::vector<std::string>& ids, doc_bodies bodies, docs_done done) = 0;

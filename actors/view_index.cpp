@@ -31,6 +31,7 @@ std::string view_signature(const json& ddoc) {
 design_views views_of(const std::string& db_key, const std::string& ddoc_id, const std::string& rev, const json& ddoc) {
   design_views out;
   out.ddoc_id = ddoc_id;
+  out.rev = rev;
   out.worker_key = worker_key(db_key, ddoc_id, rev);
   out.ddoc_json = ddoc.dump();
   out.signature = view_signature(ddoc);

@@ -20,6 +20,7 @@ namespace settee {
 // A design document's views, as the indexer and the workers need them.
 struct design_views {
   std::string ddoc_id;
+  std::string rev;
   std::string worker_key;  // js_pool::worker_key of this revision
   std::string ddoc_json;
   std::vector<std::string> names;  // the views with a map function, in the design document's order

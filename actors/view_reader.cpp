@@ -1,7 +1,6 @@
 #include "actors/view_reader.hpp"
 
 #include <algorithm>
-#include <condition_variable>
 #include <filesystem>
 #include <thread>
 
@@ -185,71 +184,96 @@ result<std::vector<view_row>> view_reader::reduced(const std::vector<view_row>& 
   return out;
 }
 
-status view_reader::update_all(const std::vector<shard_handle>& shards,
-                               const std::vector<std::shared_ptr<open_index>>& indexes, const design_views& dv) {
-  // The ranges' indexes are brought up to date at once, on the reader's threads (a build of a
-  // database with q ranges uses up to as many cores); each index has one updater at a time.
-  std::mutex mu;
-  std::condition_variable done;
-  size_t left = indexes.size();
-  status first;
-  for (size_t r = 0; r < indexes.size(); ++r) {
-    pool_.submit([&, r] {
-      status st;
-      {
-        std::lock_guard<std::mutex> lock(indexes[r]->mu);
-        st = update_view_index(*shards[r].store, *indexes[r]->store, js_, dv);
-      }
-      std::lock_guard<std::mutex> lock(mu);
-      if (!st && first) first = st;
-      if (--left == 0) done.notify_all();
-    });
+namespace {
+
+// `req` read from an index that is as up to date as it is going to be.
+result<view_page> read_index(const view_store& index, const view_copy_request& req) {
+  view_page page;
+  const view_scan& s = req.scan;
+  auto rows = index.scan(s, &page.total);
+  if (!rows) return rows.error();
+  page.rows = std::move(*rows);
+  // CouchDB's offset: the rows before the range's start, in the query's direction.
+  const view_bound& start = s.descending ? s.high : s.low;
+  if (req.count_before && start.set) {
+    view_scan before{s.view, {}, {}, s.descending};
+    view_bound& edge = s.descending ? before.low : before.high;
+    edge = start;
+    edge.inclusive = !start.inclusive;
+    auto n = index.count(before);
+    if (!n) return n.error();
+    page.before = *n;
   }
-  std::unique_lock<std::mutex> lock(mu);
-  done.wait(lock, [&] { return left == 0; });
-  return first;
+  return page;
+}
+
+}  // namespace
+
+void view_reader::start_local(const db_meta& db, size_t range, const shard_handle& shard, const design_views& dv,
+                              const view_copy_request& req, shard_copy::answer<view_page> done) {
+  auto idx = index_of(db, range, dv, *shard.store);
+  if (!idx) return done(idx.error());
+  std::shared_ptr<open_index> index = std::move(*idx);
+  if (!req.update || index->store->meta().seq >= shard.store->header().update_seq)
+    return done(read_index(*index->store, req));
+  // Behind: updated on the reader's threads (a database's ranges at once, each index by one
+  // updater at a time), then read there. The job owns what it uses: its asker may have given up.
+  pool_.submit([this, index, store = shard.store, dv, req, done = std::move(done)] {
+    status st;
+    {
+      std::lock_guard<std::mutex> lock(index->mu);
+      st = update_view_index(*store, *index->store, js_, dv);
+    }
+    if (!st) return done(st);
+    done(read_index(*index->store, req));
+  });
+}
+
+void view_reader::copy_rows(const std::string& db_name, const std::string& range, const view_copy_request& req,
+                            shard_copy::answer<view_page> done) {
+  auto db = coord_.catalog().lookup_internal(db_name);
+  if (!db) return done(db.error());
+  auto shard = coord_.own_copy(*db, range);
+  if (!shard) return done(shard.error());
+  size_t r = 0;
+  while (r < db->ranges.size() && db->ranges[r].name() != range) ++r;
+  if (r == db->ranges.size()) return done(status{errc::shard_moved, "range " + range + " of " + db_name + " moved"});
+  auto ddoc = parse_json(req.ddoc);
+  if (!ddoc || !ddoc->is_object()) return done(status{errc::bad_request, "the design document is not a JSON object"});
+  const design_views dv = views_of(db->key(), req.ddoc_id, req.rev, *ddoc);
+  if (dv.signature != req.signature)
+    return done(status{errc::not_implemented, "this node indexes design document " + req.ddoc_id +
+                                                  " under another signature (a different release)"});
+  start_local(*db, r, *shard, dv, req, std::move(done));
 }
 
 result<view_answer> view_reader::merged(const db_meta& db, const design_views& dv, const view_request& q, uint64_t skip,
                                         uint64_t limit) {
+  // Each range's rows up to skip + limit, in the query's direction, from one copy of each range:
+  // this node's when it holds one (read here), else another node's (its viewRows).
+  view_copy_request req;
+  req.ddoc_id = dv.ddoc_id;
+  req.rev = dv.rev;
+  req.ddoc = dv.ddoc_json;
+  req.signature = dv.signature;
+  req.scan = view_scan{q.view,       q.low, q.high,
+                       q.descending, 0,     limit == std::numeric_limits<uint64_t>::max() ? limit : skip + limit};
+  req.update = q.update;
+  auto pages = coord_.each_range<view_page>(db, coordinator::all_ranges(db),
+                                            [&](shard_copy& copy, size_t r, shard_copy::answer<view_page> done) {
+                                              if (!copy.local()) return copy.start_view(req, std::move(done));
+                                              auto shard = coord_.shard(db, r);
+                                              if (!shard) return done(shard.error());
+                                              start_local(db, r, *shard, dv, req, std::move(done));
+                                            });
   view_answer out;
-  // Each range's rows up to skip + limit, in the query's direction.
   std::vector<ranged> parts(db.ranges.size());
-  view_scan scan{q.view,       q.low, q.high,
-                 q.descending, 0,     limit == std::numeric_limits<uint64_t>::max() ? limit : skip + limit};
-  std::vector<shard_handle> shards;
-  std::vector<std::shared_ptr<open_index>> indexes;
-  for (size_t r = 0; r < db.ranges.size(); ++r) {
-    auto shard = coord_.shard(db, r);
-    if (!shard) {
-      return status{errc::not_implemented, "views are read from this node's copy of every range, and range " +
-                                               db.ranges[r].name() + " of " + db.name +
-                                               " has none here (views on other nodes' copies come next)"};
-    }
-    auto idx = index_of(db, r, dv, *shard->store);
-    if (!idx) return idx.error();
-    shards.push_back(std::move(*shard));
-    indexes.push_back(std::move(*idx));
-  }
-  if (q.update)
-    if (auto st = update_all(shards, indexes, dv); !st) return st;
-  for (size_t r = 0; r < db.ranges.size(); ++r) {
-    const auto& idx = indexes[r];
-    uint64_t total = 0;
-    auto rows = idx->store->scan(scan, &total);
-    if (!rows) return rows.error();
-    out.total_rows += total;
-    // CouchDB's offset: the rows before the range's start, in the query's direction.
-    view_scan before{q.view, {}, {}, q.descending};
-    (q.descending ? before.low : before.high) = q.descending ? q.high : q.low;
-    auto& edge = q.descending ? before.low : before.high;
-    if (edge.set) {
-      edge.inclusive = !edge.inclusive;
-      auto skipped = idx->store->count(before);
-      if (!skipped) return skipped.error();
-      out.offset += *skipped;
-    }
-    parts[r].rows = std::move(*rows);
+  for (size_t r = 0; r < pages.size(); ++r) {
+    if (!pages[r].value) return pages[r].value.error();
+    view_page& page = *pages[r].value;
+    out.total_rows += page.total;
+    out.offset += page.before;
+    parts[r].rows = std::move(page.rows);
     for (const auto& row : parts[r].rows)
       parts[r].keys.push_back(collation::sort_key(json::parse(row.key_json, nullptr, false)) + '\0' + row.id);
   }

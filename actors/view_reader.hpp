@@ -2,8 +2,9 @@
 // answered from this node's copy: its index (one file per copy and signature, under
 // <data>/.shard_views/) brought up to date first unless the query says update=false, then read
 // from the range's position; the ranges' rows are merged in collation order (then by document id)
-// and skip/limit applied to the whole. A range this node holds no copy of is not served yet (the
-// node protocol's view call is the next slice): 501, naming the range.
+// and skip/limit applied to the whole. A range this node holds no copy of is asked of another
+// node's copy (shard_copy::start_view, the node protocol's viewRows), which answers through
+// copy_rows on that node.
 #pragma once
 
 #include <map>
@@ -53,6 +54,10 @@ class view_reader {
   // _view_cleanup on this node's copies of `db`: removes the index files of every signature not
   // in `keep` (the design documents' current ones); how many were removed.
   size_t cleanup(const db_meta& db, const std::vector<std::string>& keep);
+  // This node's copy of range `range` (its name) of database `db` answering its part of a view
+  // query for another node (the RPC server's view_rows); `done` runs once, on any thread.
+  void copy_rows(const std::string& db, const std::string& range, const view_copy_request& req,
+                 shard_copy::answer<view_page> done);
 
  private:
   // The ranges' rows of `q` merged in its order, `skip` and `limit` applied as given.
@@ -69,8 +74,10 @@ class view_reader {
   static constexpr size_t max_open = 64;  // index files kept open; more are closed when idle
   result<std::shared_ptr<open_index>> index_of(const db_meta& db, size_t range, const design_views& dv,
                                                const shard_store& shard);
-  status update_all(const std::vector<shard_handle>& shards, const std::vector<std::shared_ptr<open_index>>& indexes,
-                    const design_views& dv);
+  // This node's copy `shard` of range `range` answering `req`: on this thread when its index is
+  // up to date (or update=false), else on the reader's threads once updated.
+  void start_local(const db_meta& db, size_t range, const shard_handle& shard, const design_views& dv,
+                   const view_copy_request& req, shard_copy::answer<view_page> done);
 
   coordinator& coord_;
   js_pool& js_;

@@ -250,6 +250,51 @@ void rpc_node::all_docs(const std::string& node, const std::string& db, const st
       std::move(done));
 }
 
+namespace {
+
+void set_bound(ViewBound::Builder b, const view_bound& v) {
+  b.setSet(v.set);
+  b.setSortKey(capnp::Data::Reader(reinterpret_cast<const kj::byte*>(v.sort_key.data()), v.sort_key.size()));
+  b.setHasDocId(v.doc_id.has_value());
+  if (v.doc_id) b.setDocId(*v.doc_id);
+  b.setInclusive(v.inclusive);
+}
+
+}  // namespace
+
+void rpc_node::view_rows(const std::string& node, const std::string& db, const std::string& range,
+                         const view_copy_request& vr, answer<view_page> done) {
+  if (!members_.has_feature(node, views_feature))
+    return done(status{errc::not_implemented, "node " + node + " runs a release without views"});
+  start_call<view_page>(
+      node,
+      [=](Node::Client& cap) {
+        auto req = cap.viewRowsRequest();
+        set_shard(req.initShard(), db, range);
+        req.setDdocId(vr.ddoc_id);
+        req.setRev(vr.rev);
+        req.setDdoc(vr.ddoc);
+        req.setSignature(vr.signature);
+        req.setView(vr.scan.view);
+        set_bound(req.initLow(), vr.scan.low);
+        set_bound(req.initHigh(), vr.scan.high);
+        req.setDescending(vr.scan.descending);
+        req.setLimit(vr.scan.limit);
+        req.setUpdate(vr.update);
+        req.setCountBefore(vr.count_before);
+        return req.send().then([](capnp::Response<Node::ViewRowsResults>&& r) -> result<view_page> {
+          if (status st = status_of(r.getStatus()); !st) return st;
+          view_page page;
+          page.total = r.getTotal();
+          page.before = r.getBefore();
+          page.rows.reserve(r.getRows().size());
+          for (auto row : r.getRows()) page.rows.push_back({row.getId(), row.getKey(), row.getValue()});
+          return page;
+        });
+      },
+      std::move(done));
+}
+
 void rpc_node::time_seq(const std::string& node, const std::string& db, const std::string& range, bool reset,
                         answer<time_seq_state> done) {
   start_call<time_seq_state>(

@@ -63,6 +63,11 @@ struct rpc_options {
   // (compactDb, activeTasks, nodeStatus, reshardState, the reshard jobs' calls, a move's and a
   // split's calls; run on a pool thread). Null: they answer not_implemented.
   cluster_member* self = nullptr;
+  // This node's copy of `range` of `db` answering its part of a view query (actors/view_reader);
+  // may answer on any thread, exactly once. Null: viewRows answers not_implemented.
+  std::function<void(const std::string& db, const std::string& range, const view_copy_request& req,
+                     std::function<void(result<view_page>)> done)>
+      view_rows;
 };
 
 using remote_shard_info = shard_summary;
@@ -106,6 +111,8 @@ class rpc_node final : public remote_shards {
                 answer<all_docs_page> done) override;
   void time_seq(const std::string& node, const std::string& db, const std::string& range, bool reset,
                 answer<time_seq_state> done) override;
+  void view_rows(const std::string& node, const std::string& db, const std::string& range, const view_copy_request& req,
+                 answer<view_page> done) override;
   result<doc_read> read_doc(const std::string& node, const std::string& db, const std::string& range,
                             const doc_request& req, std::chrono::milliseconds timeout) override;
   // remote_shards: a coordinator's write to a peer's copy (does not block).

@@ -287,6 +287,71 @@ kj::Promise<void> node_server::allDocsPage(AllDocsPageContext context) {
       });
 }
 
+namespace {
+
+view_bound bound_of(ViewBound::Reader b) {
+  view_bound v;
+  v.set = b.getSet();
+  auto key = b.getSortKey();
+  v.sort_key.assign(reinterpret_cast<const char*>(key.begin()), key.size());
+  if (b.getHasDocId()) v.doc_id = b.getDocId();
+  v.inclusive = b.getInclusive();
+  return v;
+}
+
+}  // namespace
+
+kj::Promise<void> node_server::viewRows(ViewRowsContext context) {
+  auto p = context.getParams();
+  view_copy_request req;
+  req.ddoc_id = p.getDdocId();
+  req.rev = p.getRev();
+  req.ddoc = p.getDdoc();
+  req.signature = p.getSignature();
+  req.scan.view = p.getView();
+  req.scan.low = bound_of(p.getLow());
+  req.scan.high = bound_of(p.getHigh());
+  req.scan.descending = p.getDescending();
+  req.scan.limit = p.getLimit();
+  req.update = p.getUpdate();
+  req.count_before = p.getCountBefore();
+  const std::string db = p.getShard().getDb(), range = p.getShard().getRange();
+  // The view reader answers on its own threads (an index update may take long): the loop's
+  // blocking pool is not held while it runs.
+  auto out = std::make_shared<std::optional<result<view_page>>>();
+  auto paf = kj::newPromiseAndCrossThreadFulfiller<void>();
+  auto f = std::make_shared<kj::Own<kj::CrossThreadPromiseFulfiller<void>>>(kj::mv(paf.fulfiller));
+  auto hook = loop_.opts.view_rows;
+  auto once = std::make_shared<std::atomic<bool>>(false);
+  loop_.blocking.submit([=] {
+    auto finish = [out, f, once](result<view_page> r) {
+      if (once->exchange(true)) return;
+      out->emplace(std::move(r));
+      (*f)->fulfill();
+    };
+    if (!hook) return finish(status{errc::not_implemented, "no view reader on this node"});
+    try {
+      hook(db, range, req, finish);
+    } catch (const std::exception& e) {
+      log::error(std::string("cluster RPC: a view call failed: ") + e.what());
+      finish(status{errc::internal, e.what()});
+    }
+  });
+  return paf.promise.then([context, out]() mutable {
+    auto results = context.getResults();
+    result<view_page>& r = **out;
+    if (!r) return set_status(results.initStatus(), r.error());
+    results.setTotal(r->total);
+    results.setBefore(r->before);
+    auto rows = results.initRows(static_cast<unsigned>(r->rows.size()));
+    for (unsigned i = 0; i < r->rows.size(); ++i) {
+      rows[i].setId(r->rows[i].id);
+      rows[i].setKey(r->rows[i].key_json);
+      rows[i].setValue(r->rows[i].value_json);
+    }
+  });
+}
+
 kj::Promise<void> node_server::timeSeq(TimeSeqContext context) {
   bool reset = context.getParams().getReset();
   return on_copy<time_seq_state>(

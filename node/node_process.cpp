@@ -108,9 +108,9 @@ result<rpc_options> cluster_options(const settings& set, const clock& clk, int h
   ro.advertised_host = ro.bind == "0.0.0.0" ? "127.0.0.1" : ro.bind;
   ro.http_port = static_cast<uint16_t>(http_port);
   ro.release = SETTEE_VERSION;
-  ro.features = {"changes",           "clustered-seq-v1",  "selector",        typed_feature,
-                 db_updates_feature,  attachments_feature, tasks_feature,     reshard_feature,
-                 node_status_feature, members_feature,     javascript_feature};
+  ro.features = {"changes",           "clustered-seq-v1",  "selector",         typed_feature,
+                 db_updates_feature,  attachments_feature, tasks_feature,      reshard_feature,
+                 node_status_feature, members_feature,     javascript_feature, views_feature};
   ro.seeds = std::move(*seeds);
   ro.secret = set.cluster_secret;
   if (ro.secret.size() < peer_auth::min_secret_bytes) {
@@ -263,6 +263,10 @@ void node_process::answer_from_here(rpc_options& ro) {
   ro.self = self_member_.get();
   ro.read_doc = [this](local_copy& copy, const doc_request& req) {
     return serve_legacy_read(copy, req, node_.max_document_id_length);
+  };
+  ro.view_rows = [this](const std::string& db, const std::string& range, const view_copy_request& req,
+                        std::function<void(result<view_page>)> done) {
+    views_.copy_rows(db, range, req, std::move(done));
   };
 }
 

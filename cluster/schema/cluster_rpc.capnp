@@ -125,6 +125,30 @@ interface Node {
   reshardJobs @30 () -> (status :CallStatus, jobs :List(ReshardJob));
   editReshardJob @31 (id :Text, remove :Bool, running :Bool, reason :Text) -> (status :CallStatus);
   newReshardJob @32 (job :NewJob) -> (status :CallStatus, made :ReshardJob);
+  # Release 0.4 (issue 31): this copy's part of a view query. Its index of design document
+  # `ddocId` at `rev` (the document's JSON in `ddoc`; `signature` the index the coordinator
+  # expects) brought up to date first when `update`, then the rows between `low` and `high` in
+  # the query's direction, at most `limit`; `total` the view's rows, `before` (with countBefore)
+  # the rows before the range's start in its direction. An older node answers "unimplemented".
+  viewRows @33 (shard :ShardRef, ddocId :Text, rev :Text, ddoc :Text, signature :Text, view :UInt32,
+                low :ViewBound, high :ViewBound, descending :Bool, limit :UInt64, update :Bool,
+                countBefore :Bool)
+      -> (status :CallStatus, rows :List(ViewRow), total :UInt64, before :UInt64);
+}
+
+# One end of a view range (storage/view_store.hpp view_bound): the key's collation sort key.
+struct ViewBound {
+  set @0 :Bool;
+  sortKey @1 :Data;
+  hasDocId @2 :Bool;
+  docId @3 :Text;
+  inclusive @4 :Bool;
+}
+
+struct ViewRow {
+  id @0 :Text;
+  key @1 :Text;           # JSON
+  value @2 :Text;         # JSON
 }
 
 # A reshard job as actors/reshard_job.hpp keeps it.

@@ -1,0 +1,114 @@
+"""Views in a 3-node cluster (issue 31): a range this node holds no copy of is read from another
+node's copy (the node protocol's viewRows), so every node answers a view query with the same rows,
+offsets and reductions; a write acknowledged on one node is in the next query on any other; a node
+killed with -9 leaves its ranges to the other copies, and comes back answering the same."""
+import json
+import os
+import sys
+import urllib.parse
+
+sys.path.insert(0, os.path.dirname(__file__))
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "integration"))
+from harness import main  # noqa: E402
+from test_membership import ClusterTest, wait_for  # noqa: E402
+
+DDOC = {"views": {"by_type": {"map": "function(doc) { if (doc.type) emit(doc.type, doc.n); }"},
+                  "counts": {"map": "function(doc) { if (doc.type) emit([doc.type, doc.n % 2], doc.n); }",
+                             "reduce": "_sum"}}}
+
+
+def q(**params):
+    return "?" + urllib.parse.urlencode({k: json.dumps(v) if k in ("key", "keys", "startkey", "endkey") else v
+                                         for k, v in params.items()})
+
+
+class ClusteredViews(ClusterTest):
+    NODES, SYNC_INTERVAL_MS = 3, 300
+
+    def make_db(self, name, q_, n_, docs=60):
+        n1 = self.nodes[0]
+        self.assertEqual(n1.put(f"/{name}?q={q_}&n={n_}").status, 201)
+        self.assertTrue(wait_for(lambda: all(n.get(f"/{name}").status == 200 for n in self.nodes), 15))
+        body = {"docs": [{"_id": f"d{i:03d}", "type": "xyz"[i % 3], "n": i} for i in range(docs)]}
+        self.assertEqual(n1.post(f"/{name}/_bulk_docs", body).status, 201)
+        self.assertIn(n1.put(f"/{name}/_design/app", DDOC).status, (201, 202))
+        # Every node reads the design document (its range may be on another node).
+        self.assertTrue(wait_for(lambda: all(n.get(f"/{name}/_design/app").status == 200 for n in self.nodes), 15))
+
+    def view(self, node, db, name, query=""):
+        r = node.get(f"/{db}/_design/app/_view/{name}{query}")
+        self.assertEqual(r.status, 200, r.raw)
+        return r.json
+
+    def test_every_node_answers_with_the_same_rows(self):
+        self.make_db("cviews", 4, 1)
+        # n=1: each range lives on one node; more than one node holds some, so every node's
+        # answer needs another node's copies.
+        shards = self.node.get("/cviews/_shards").json["shards"]
+        self.assertGreater(len({nodes[0] for nodes in shards.values()}), 1, shards)
+        expected = sorted(((("xyz"[i % 3]), f"d{i:03d}", i) for i in range(60)))
+        for k, n in enumerate(self.nodes):
+            with self.subTest(node=k):
+                got = self.view(n, "cviews", "by_type")
+                self.assertEqual([(r["key"], r["id"], r["value"]) for r in got["rows"]], expected)
+                self.assertEqual((got["total_rows"], got["offset"]), (60, 0))
+                page = self.view(n, "cviews", "by_type", q(startkey="y", limit=5, skip=2))
+                self.assertEqual([(r["key"], r["id"], r["value"]) for r in page["rows"]], expected[22:27])
+                self.assertEqual(page["offset"], 22)
+                back = self.view(n, "cviews", "by_type", q(startkey="y", descending="true", limit=3))
+                self.assertEqual([r["id"] for r in back["rows"]], [e[1] for e in expected[39:36:-1]])
+                self.assertEqual(back["offset"], 20)
+                keyed = self.view(n, "cviews", "by_type", q(keys=["z", "x"], limit=25))
+                self.assertEqual([r["id"] for r in keyed["rows"]], [e[1] for e in expected[40:60] + expected[0:5]])
+                docs = self.view(n, "cviews", "by_type", q(key="x", limit=2, include_docs="true"))
+                self.assertEqual([r["doc"]["n"] for r in docs["rows"]], [0, 3])
+                grouped = self.view(n, "cviews", "counts", q(group_level=1))
+                sums = {t: sum(i for i in range(60) if "xyz"[i % 3] == t) for t in "xyz"}
+                self.assertEqual(grouped["rows"], [{"key": [t], "value": sums[t]} for t in "xyz"])
+                whole = self.view(n, "cviews", "counts")
+                self.assertEqual(whole["rows"], [{"key": None, "value": sum(range(60))}])
+
+    def test_a_write_on_one_node_is_in_the_next_query_on_any_other(self):
+        self.make_db("cfresh", 4, 1, docs=10)
+        for k, n in enumerate(self.nodes):
+            for j, writer in enumerate(self.nodes):
+                doc = f"w{k}{j}"
+                self.assertIn(writer.put(f"/cfresh/{doc}", {"type": "fresh", "n": 10 * k + j}).status, (201, 202))
+                got = self.view(n, "cfresh", "by_type", q(key="fresh"))
+                self.assertIn(doc, [r["id"] for r in got["rows"]], (k, j))
+
+    def test_a_node_killed_leaves_its_ranges_to_the_other_copies(self):
+        self.make_db("ckill", 2, 2)
+        n1, n2, n3 = self.nodes
+        before = self.view(n1, "ckill", "by_type")
+        self.assertEqual(len(before["rows"]), 60)
+        # Each node has built its copies' indexes; then one dies without a word.
+        for n in self.nodes:
+            self.assertEqual(self.view(n, "ckill", "by_type")["rows"], before["rows"])
+        n3.kill()
+        try:
+            for n in (n1, n2):
+                self.assertTrue(wait_for(lambda n=n: n.get("/ckill/_design/app/_view/by_type").status == 200, 15))
+                self.assertEqual(self.view(n, "ckill", "by_type")["rows"], before["rows"])
+                self.assertEqual(self.view(n, "ckill", "counts", q(reduce="false"))["total_rows"], 60)
+        finally:
+            n3.start()
+        self.cluster.wait_connected()
+        self.assertTrue(wait_for(lambda: n3.get("/ckill/_design/app/_view/by_type").status == 200, 15))
+        self.assertEqual(self.view(n3, "ckill", "by_type")["rows"], before["rows"])
+
+    def test_bad_queries_fail_the_same_on_a_node_without_copies(self):
+        self.make_db("cbad", 1, 1, docs=3)
+        shards = self.node.get("/cbad/_shards").json["shards"]
+        holder = next(iter(shards.values()))[0]
+        other = next(n for n, name in zip(self.nodes, self.cluster.names) if name != holder)
+        r = other.get("/cbad/_design/app/_view/by_type?group=true")
+        self.assertEqual(r.status, 400, r.raw)
+        self.assertEqual(r.json["error"], "query_parse_error")
+        r = other.get("/cbad/_design/app/_view/nope")
+        self.assertEqual((r.status, r.json["error"]), (404, "not_found"))
+        self.assertEqual(len(self.view(other, "cbad", "by_type")["rows"]), 3)
+
+
+if __name__ == "__main__":
+    main()
