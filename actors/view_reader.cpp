@@ -48,10 +48,11 @@ uint64_t merge(std::vector<ranged>& parts, bool descending, uint64_t skip, uint6
 
 }  // namespace
 
-view_reader::view_reader(coordinator& coord, js_pool& js, std::string dir)
+view_reader::view_reader(coordinator& coord, js_pool& js, std::string dir, js_reduce_options reduce)
     : coord_(coord),
       js_(js),
       dir_(std::move(dir)),
+      reduce_(reduce),
       pool_(std::max<size_t>(1, std::min<size_t>(js.max_workers(), std::thread::hardware_concurrency()))) {}
 
 result<std::shared_ptr<view_reader::open_index>> view_reader::index_of(const db_meta& db, size_t range,
@@ -112,10 +113,10 @@ size_t view_reader::cleanup(const db_meta& db, const std::vector<std::string>& k
 
 result<view_answer> view_reader::query(const db_meta& db, const design_views& dv, const view_request& q) {
   if (q.keys) return by_keys(db, dv, q);
-  if (q.reduce == builtin_reduce::none) return merged(db, dv, q, q.skip, q.limit);
+  if (!q.reduce) return merged(db, dv, q, q.skip, q.limit);
   auto all = merged(db, dv, q, 0, std::numeric_limits<uint64_t>::max());
   if (!all) return all;
-  auto rows = reduced(all->rows, q);
+  auto rows = reduced(dv, all->rows, q);
   if (!rows) return rows.error();
   view_answer out;
   out.rows = std::move(*rows);
@@ -135,14 +136,14 @@ result<view_answer> view_reader::by_keys(const db_meta& db, const design_views& 
     auto part = merged(db, dv, one, 0, std::numeric_limits<uint64_t>::max());
     if (!part) return part;
     out.total_rows = part->total_rows;
-    if (q.reduce == builtin_reduce::none) {
+    if (!q.reduce) {
       for (auto& row : part->rows) rows.push_back(std::move(row));
       continue;
     }
     view_request whole = one;  // this key's rows are one group (group=true is required)
     whole.skip = 0;
     whole.limit = std::numeric_limits<uint64_t>::max();
-    auto group = reduced(part->rows, whole);
+    auto group = reduced(dv, part->rows, whole);
     if (!group) return group.error();
     for (auto& row : *group) rows.push_back(std::move(row));
   }
@@ -150,9 +151,9 @@ result<view_answer> view_reader::by_keys(const db_meta& db, const design_views& 
   return out;
 }
 
-result<std::vector<view_row>> view_reader::reduced(const std::vector<view_row>& all, const view_request& q) {
-  // Consecutive rows whose group keys collate equal are one group.
-  std::vector<view_row> out;
+result<std::vector<view_row>> view_reader::reduced(const design_views& dv, const std::vector<view_row>& all,
+                                                   const view_request& q) {
+  // Consecutive rows whose group keys collate equal are one group; skip and limit count groups.
   std::vector<json> keys, values;
   for (const auto& row : all) {
     keys.push_back(json::parse(row.key_json, nullptr, false));
@@ -164,22 +165,40 @@ result<std::vector<view_row>> view_reader::reduced(const std::vector<view_row>& 
     if (!key.is_array() || key.size() <= static_cast<size_t>(q.group_level)) return key;
     return json(key.begin(), key.begin() + q.group_level);
   };
+  struct group {
+    json key;
+    size_t from, to;  // its rows
+  };
+  std::vector<group> groups;
   uint64_t skipped = 0;
-  for (size_t i = 0; i < keys.size() && out.size() < q.limit;) {
-    const json group = group_key(keys[i]);
-    const std::string sk = collation::sort_key(group);
-    std::vector<std::pair<const json*, const json*>> rows;
-    size_t j = i;
-    for (; j < keys.size() && collation::sort_key(group_key(keys[j])) == sk; ++j)
-      rows.emplace_back(&keys[j], &values[j]);
-    i = j;
+  for (size_t i = 0; i < keys.size() && groups.size() < q.limit;) {
+    json key = group_key(keys[i]);
+    const std::string sk = collation::sort_key(key);
+    size_t j = i + 1;
+    while (j < keys.size() && collation::sort_key(group_key(keys[j])) == sk) ++j;
     if (skipped < q.skip) {
       ++skipped;
-      continue;
+    } else {
+      groups.push_back({std::move(key), i, j});
     }
-    auto reduction = reduce_rows(q.reduce, rows);
+    i = j;
+  }
+  std::vector<view_row> out;
+  if (q.builtin == builtin_reduce::none) {  // the view's JavaScript function, on the workers
+    std::vector<std::vector<const view_row*>> in(groups.size());
+    for (size_t g = 0; g < groups.size(); ++g)
+      for (size_t i = groups[g].from; i < groups[g].to; ++i) in[g].push_back(&all[i]);
+    auto reductions = js_reduce_groups(js_, dv, dv.names[q.view], in, reduce_);
+    if (!reductions) return reductions.error();
+    for (size_t g = 0; g < groups.size(); ++g) out.push_back({"", groups[g].key.dump(), (*reductions)[g].dump()});
+    return out;
+  }
+  for (const group& g : groups) {
+    std::vector<std::pair<const json*, const json*>> rows;
+    for (size_t i = g.from; i < g.to; ++i) rows.emplace_back(&keys[i], &values[i]);
+    auto reduction = reduce_rows(q.builtin, rows);
     if (!reduction) return reduction.error();
-    out.push_back({"", group.dump(), reduction->dump()});
+    out.push_back({"", g.key.dump(), reduction->dump()});
   }
   return out;
 }

@@ -15,6 +15,7 @@
 
 #include "actors/coordinator.hpp"
 #include "actors/js_pool.hpp"
+#include "actors/js_reduce.hpp"
 #include "actors/view_index.hpp"
 #include "actors/view_reduce.hpp"
 #include "node/work_pool.hpp"
@@ -28,13 +29,14 @@ struct view_request {
   bool descending = false;
   uint64_t skip = 0, limit = std::numeric_limits<uint64_t>::max();
   bool update = true;  // false: answer from the index as it is (update=false, stale=ok)
-  // Reduced (a built-in): the rows of the range grouped, one reduced row per group; skip and
-  // limit count groups. group_level: exact = every distinct key (group=true), 0 = one group with
-  // the key null, N = array keys cut to their first N elements.
-  // `keys`: the rows of each key, in this order (reversed when descending); low and high are then
-  // unused and `offset` is null, as CouchDB's multi-key answers.
+  // Reduced (`reduce`: by `builtin`, or with none by the view's JavaScript function): the rows of
+  // the range grouped, one reduced row per group; skip and limit count groups. group_level: exact = every distinct key
+  // (group=true), 0 = one group with the key null, N = array keys cut to their first N elements. `keys`: the rows of
+  // each key, in this order (reversed when descending); low and high are then unused and `offset` is null, as CouchDB's
+  // multi-key answers.
   std::optional<std::vector<json>> keys;
-  builtin_reduce reduce = builtin_reduce::none;
+  bool reduce = false;
+  builtin_reduce builtin = builtin_reduce::none;
   static constexpr int64_t exact = -1;
   int64_t group_level = 0;
 };
@@ -48,7 +50,7 @@ struct view_answer {
 
 class view_reader {
  public:
-  view_reader(coordinator& coord, js_pool& js, std::string dir);
+  view_reader(coordinator& coord, js_pool& js, std::string dir, js_reduce_options reduce = {});
 
   result<view_answer> query(const db_meta& db, const design_views& dv, const view_request& q);
   // _view_cleanup on this node's copies of `db`: removes the index files of every signature not
@@ -64,7 +66,8 @@ class view_reader {
   result<view_answer> merged(const db_meta& db, const design_views& dv, const view_request& q, uint64_t skip,
                              uint64_t limit);
   // The groups of `rows` (in order) reduced; skip and limit count groups.
-  result<std::vector<view_row>> reduced(const std::vector<view_row>& rows, const view_request& q);
+  result<std::vector<view_row>> reduced(const design_views& dv, const std::vector<view_row>& rows,
+                                        const view_request& q);
   result<view_answer> by_keys(const db_meta& db, const design_views& dv, const view_request& q);
   struct open_index {
     std::mutex mu;  // one updater at a time; scans run beside it
@@ -82,6 +85,7 @@ class view_reader {
   coordinator& coord_;
   js_pool& js_;
   std::string dir_;
+  js_reduce_options reduce_;
   work_pool pool_;  // index updates, as many at once as cores (and workers)
   std::mutex mu_;
   std::map<std::string, std::shared_ptr<open_index>> open_;  // by index path

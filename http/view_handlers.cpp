@@ -1,7 +1,7 @@
 // GET|POST /db/_design/{ddoc}/_view/{view} (issue 31): the parameters parsed as
 // couch_mrview_http does (http/view_query), the rows read through actors/view_reader and written
-// as couch_mrview_http's view response, reduced by the built-ins (actors/view_reduce) when the view
-// has one; POST .../queries runs several. JavaScript reduces answer 501 until their slice lands.
+// as couch_mrview_http's view response, reduced when the view has a reduce (a built-in natively,
+// actors/view_reduce; JavaScript on the workers, actors/js_reduce); POST .../queries runs several.
 #include "actors/doc_render.hpp"
 #include "actors/view_reader.hpp"
 #include "http/design_function.hpp"
@@ -75,23 +75,20 @@ result<std::string> render_rows(ctx& c, const db_meta& db, const view_answer& an
   return out + "\n]}\n";
 }
 
-// The reduce a query runs: none (a map query, checked as one), or the view's built-in.
-result<builtin_reduce> reduce_of(const json& view, const view_query& q) {
+// The reduce a query runs: none (nullopt: a map query, checked as one), the view's built-in, or
+// (builtin_reduce::none) its JavaScript function.
+result<std::optional<builtin_reduce>> reduce_of(const json& view, const view_query& q) {
   const json& source = member(view, "reduce");
   if (!source.is_string() || !q.reduce.value_or(true)) {
     view_query as_map = q;
     if (source.is_string()) as_map.reduce.reset();  // reduce=false on a view that has one
     if (auto st = validate_map_query(as_map); !st) return st;
-    return builtin_reduce::none;
+    return std::optional<builtin_reduce>();
   }
   auto b = builtin_of(source.get<std::string>());
   if (!b) return b.error();
-  if (*b == builtin_reduce::none)
-    return status{errc::not_implemented,
-                  "JavaScript reduce functions are not run by settee yet: use a built-in (_count, _sum, _stats, "
-                  "_approx_count_distinct) or query this view with reduce=false"};
   if (auto st = validate_reduce_query(q); !st) return st;
-  return *b;
+  return std::optional<builtin_reduce>(*b);
 }
 
 // One view query's answer, as couch_mrview_http renders it.
@@ -123,12 +120,13 @@ result<std::string> view_result(ctx& c, const db_meta& db, const std::string& dd
   r.skip = static_cast<uint64_t>(q.skip);
   if (q.limit >= 0) r.limit = static_cast<uint64_t>(q.limit);
   r.update = q.update != "false" && q.update != "lazy";
-  r.reduce = *how;
+  r.reduce = how->has_value();
+  r.builtin = how->value_or(builtin_reduce::none);
   if (q.keys) r.keys = q.keys->get<std::vector<json>>();
   r.group_level = q.group == true && !q.group_level ? view_request::exact : q.group_level.value_or(0);
   auto answer = c.node.views->query(db, dv, r);
   if (!answer) return answer.error();
-  if (*how != builtin_reduce::none) return render_reduced(*answer);
+  if (r.reduce) return render_reduced(*answer);
   return render_rows(c, db, *answer, q);
 }
 

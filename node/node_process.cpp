@@ -206,7 +206,7 @@ node_process::node_process(const config& cfg, settings set, const clock& clk, st
           local_services{&coord_, &reshard_, &tasks_, &compaction_, [this] { return read_node_status(node_); }})),
       js_(javascript_options(set_)),
       validator_(coord_, js_, &notifier_),
-      views_(coord_, js_, data_dir_ + "/.shard_views"),
+      views_(coord_, js_, data_dir_ + "/.shard_views", js_reduce_options{reduce_limit_of(set_.reduce_limit)}),
       http_(front_options(set_, data_dir_)),
       members_(set_.node_name) {
   // `updated` rows of _db_updates: every commit to a database's copy marks it (architecture 28);

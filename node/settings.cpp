@@ -101,6 +101,9 @@ result<settings> read_settings(const config& cfg) {
   s.js_max_workers = clamped<size_t>(cfg, "query_server", "max_workers", 8, 1, 1024);
   s.js_heap_mb = clamped<size_t>(cfg, "query_server", "js_heap_mb", 64, 8, 4096);
   s.js_worker = cfg.get("query_server", "worker");
+  s.reduce_limit = cfg.get("query_server_config", "reduce_limit", "true");
+  if (s.reduce_limit != "true" && s.reduce_limit != "false" && s.reduce_limit != "log")
+    return status{errc::bad_request, "[query_server_config] reduce_limit must be true, false or log"};
 
   if (status st = read_front_and_cluster(cfg, s); !st) return st;
   return s;

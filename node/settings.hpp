@@ -59,6 +59,7 @@ struct settings {
   size_t js_max_workers = 8;                   // [query_server] max_workers
   size_t js_heap_mb = 64;                      // [query_server] js_heap_mb: each worker's JS heap
   std::string js_worker;                       // [query_server] worker (default: settee-js beside settee)
+  std::string reduce_limit = "true";           // [query_server_config] reduce_limit: true, false or log
 
   // [chttpd], [log]
   std::string bind_address;              // bind_address
