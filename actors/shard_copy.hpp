@@ -93,6 +93,7 @@ struct view_copy_request {
   std::string ddoc_id, rev, ddoc, signature;
   view_scan scan;
   bool update = true;
+  bool lazy = false;         // not updated first, but after the answer (update=lazy)
   bool count_before = true;  // count the rows before the scan's start in its direction
 };
 struct view_page {

@@ -171,6 +171,7 @@ void shard_registry::remove(const std::string& path) {
   }
   wait_closed(w);
   shard_store::remove_files(path);
+  if (on_removed_) on_removed_(path);
 }
 
 void shard_registry::remove_all(const std::vector<std::string>& paths, const std::string& notify_key) {

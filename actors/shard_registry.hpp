@@ -67,6 +67,9 @@ class shard_registry {
   void revive(const std::string& path);
   // Closes every shard (queued writes finish first).
   void close_all();
+  // Called with a shard's path once remove() deleted its files (what lives beside a copy, its view
+  // indexes, goes with it). Set once, before the registry is used.
+  void set_on_removed(std::function<void(const std::string& path)> removed) { on_removed_ = std::move(removed); }
   // Wakes the live feeds of `notify_key` (e.g. their database was deleted).
   void notify(const std::string& notify_key);
   // Lets the kernel take back the mapped pages of every open shard nobody has acquired for
@@ -110,6 +113,7 @@ class shard_registry {
   replica_limits limits_;
   size_t max_open_;
   change_notifier* notifier_;
+  std::function<void(const std::string& path)> on_removed_;
   mutable std::mutex mu_;
   std::condition_variable opened_;  // an open finished (opening_ shrank)
   std::set<std::string> opening_;   // paths being opened right now, without mu_ held

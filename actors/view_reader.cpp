@@ -6,6 +6,7 @@
 
 #include "actors/db_catalog.hpp"
 #include "node/collation.hpp"
+#include "node/log.hpp"
 #include "storage/lmdb_env.hpp"
 
 namespace settee {
@@ -109,6 +110,20 @@ size_t view_reader::cleanup(const db_meta& db, const std::vector<std::string>& k
     }
   }
   return removed;
+}
+
+void view_reader::forget_copy(const std::string& copy) {
+  const std::string dir = dir_ + "/" + copy;
+  {
+    // Closed here; a query that still reads one keeps its mapping until it ends.
+    std::lock_guard<std::mutex> lock(mu_);
+    for (auto it = open_.lower_bound(dir + "/");
+         it != open_.end() && it->first.compare(0, dir.size() + 1, dir + "/") == 0;)
+      it = open_.erase(it);
+  }
+  std::error_code ec;
+  std::filesystem::remove_all(dir, ec);
+  if (ec) log::warning("could not remove the view indexes of " + copy + ": " + ec.message());
 }
 
 result<view_answer> view_reader::query(const db_meta& db, const design_views& dv, const view_request& q) {
@@ -233,8 +248,23 @@ void view_reader::start_local(const db_meta& db, size_t range, const shard_handl
   auto idx = index_of(db, range, dv, *shard.store);
   if (!idx) return done(idx.error());
   std::shared_ptr<open_index> index = std::move(*idx);
-  if (!req.update || index->store->meta().seq >= shard.store->header().update_seq)
-    return done(read_index(*index->store, req));
+  const bool behind = index->store->meta().seq < shard.store->header().update_seq;
+  if (!req.update || !behind) {
+    done(read_index(*index->store, req));
+    if (!req.lazy || !behind) return;
+    // update=lazy: brought up to date after the answer (one lazy update per index at a time).
+    if (index->lazy.exchange(true)) return;
+    pool_.submit([this, index, store = shard.store, dv] {
+      status st;
+      {
+        std::lock_guard<std::mutex> lock(index->mu);
+        st = update_view_index(*store, *index->store, js_, dv);
+      }
+      index->lazy = false;
+      if (!st) log::warning("a lazy update of the index of " + dv.ddoc_id + " failed: " + st.reason);
+    });
+    return;
+  }
   // Behind: updated on the reader's threads (a database's ranges at once, each index by one
   // updater at a time), then read there. The job owns what it uses: its asker may have given up.
   pool_.submit([this, index, store = shard.store, dv, req, done = std::move(done)] {
@@ -278,6 +308,7 @@ result<view_answer> view_reader::merged(const db_meta& db, const design_views& d
   req.scan = view_scan{q.view,       q.low, q.high,
                        q.descending, 0,     limit == std::numeric_limits<uint64_t>::max() ? limit : skip + limit};
   req.update = q.update;
+  req.lazy = q.lazy;
   auto pages = coord_.each_range<view_page>(db, coordinator::all_ranges(db),
                                             [&](shard_copy& copy, size_t r, shard_copy::answer<view_page> done) {
                                               if (!copy.local()) return copy.start_view(req, std::move(done));

@@ -7,6 +7,7 @@
 // copy_rows on that node.
 #pragma once
 
+#include <atomic>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -29,6 +30,7 @@ struct view_request {
   bool descending = false;
   uint64_t skip = 0, limit = std::numeric_limits<uint64_t>::max();
   bool update = true;  // false: answer from the index as it is (update=false, stale=ok)
+  bool lazy = false;   // with update false: bring the index up to date after the answer
   // Reduced (`reduce`: by `builtin`, or with none by the view's JavaScript function): the rows of
   // the range grouped, one reduced row per group; skip and limit count groups. group_level: exact = every distinct key
   // (group=true), 0 = one group with the key null, N = array keys cut to their first N elements. `keys`: the rows of
@@ -56,6 +58,9 @@ class view_reader {
   // _view_cleanup on this node's copies of `db`: removes the index files of every signature not
   // in `keep` (the design documents' current ones); how many were removed.
   size_t cleanup(const db_meta& db, const std::vector<std::string>& keep);
+  // A shard copy of this node is gone (its database deleted, the copy moved away, a split's parent
+  // retired): its index files go too. `copy` is its name under the data directory (shard_name).
+  void forget_copy(const std::string& copy);
   // This node's copy of range `range` (its name) of database `db` answering its part of a view
   // query for another node (the RPC server's view_rows); `done` runs once, on any thread.
   void copy_rows(const std::string& db, const std::string& range, const view_copy_request& req,
@@ -70,7 +75,8 @@ class view_reader {
                                         const view_request& q);
   result<view_answer> by_keys(const db_meta& db, const design_views& dv, const view_request& q);
   struct open_index {
-    std::mutex mu;  // one updater at a time; scans run beside it
+    std::mutex mu;                  // one updater at a time; scans run beside it
+    std::atomic<bool> lazy{false};  // an update=lazy update is queued or running
     std::unique_ptr<view_store> store;
     uint64_t used = 0;  // when last handed out (a counter), for closing the least recently used
   };

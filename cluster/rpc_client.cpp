@@ -282,6 +282,7 @@ void rpc_node::view_rows(const std::string& node, const std::string& db, const s
         req.setLimit(vr.scan.limit);
         req.setUpdate(vr.update);
         req.setCountBefore(vr.count_before);
+        req.setLazy(vr.lazy);
         return req.send().then([](capnp::Response<Node::ViewRowsResults>&& r) -> result<view_page> {
           if (status st = status_of(r.getStatus()); !st) return st;
           view_page page;

@@ -315,6 +315,7 @@ kj::Promise<void> node_server::viewRows(ViewRowsContext context) {
   req.scan.limit = p.getLimit();
   req.update = p.getUpdate();
   req.count_before = p.getCountBefore();
+  req.lazy = p.getLazy();
   const std::string db = p.getShard().getDb(), range = p.getShard().getRange();
   // The view reader answers on its own threads (an index update may take long): the loop's
   // blocking pool is not held while it runs.

@@ -120,6 +120,7 @@ result<std::string> view_result(ctx& c, const db_meta& db, const std::string& dd
   r.skip = static_cast<uint64_t>(q.skip);
   if (q.limit >= 0) r.limit = static_cast<uint64_t>(q.limit);
   r.update = q.update != "false" && q.update != "lazy";
+  r.lazy = q.update == "lazy";
   r.reduce = how->has_value();
   r.builtin = how->value_or(builtin_reduce::none);
   if (q.keys) r.keys = q.keys->get<std::vector<json>>();

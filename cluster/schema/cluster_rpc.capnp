@@ -129,10 +129,11 @@ interface Node {
   # `ddocId` at `rev` (the document's JSON in `ddoc`; `signature` the index the coordinator
   # expects) brought up to date first when `update`, then the rows between `low` and `high` in
   # the query's direction, at most `limit`; `total` the view's rows, `before` (with countBefore)
-  # the rows before the range's start in its direction. An older node answers "unimplemented".
+  # the rows before the range's start in its direction; `lazy` (with update false): updated after
+  # the answer. An older node answers "unimplemented".
   viewRows @33 (shard :ShardRef, ddocId :Text, rev :Text, ddoc :Text, signature :Text, view :UInt32,
                 low :ViewBound, high :ViewBound, descending :Bool, limit :UInt64, update :Bool,
-                countBefore :Bool)
+                countBefore :Bool, lazy :Bool)
       -> (status :CallStatus, rows :List(ViewRow), total :UInt64, before :UInt64);
 }
 

@@ -4,6 +4,7 @@ update=false, documents edited and deleted, the built-in reduces with group and 
 index surviving kill -9, and the errors of what is not built yet (JavaScript reduces, keys)."""
 import json
 import os
+import time
 import urllib.parse
 
 from harness import NodeTest, main
@@ -12,6 +13,15 @@ from harness import NodeTest, main
 COLLATION = [None, False, True, 1, 2, 3.0, 4, "a", "A", "aa", "b", "B", "ba", "bb",
              ["a"], ["b"], ["b", "c"], ["b", "c", "a"], ["b", "d"], ["b", "d", "e"],
              {"a": 1}, {"a": 2}, {"b": 1}, {"b": 2}, {"b": 2, "a": 1}, {"b": 2, "c": 2}]
+
+
+def wait_until(predicate, seconds=15):
+    deadline = time.time() + seconds
+    while not predicate():
+        if time.time() > deadline:
+            return False
+        time.sleep(0.02)
+    return True
 
 
 def qs(**params):
@@ -103,6 +113,16 @@ class MapViews(NodeTest):
         fresh = self.view("views-edit", "v")
         self.assertEqual([(r["id"], r["key"]) for r in fresh["rows"]], [("c", "c"), ("a", "z")])
         self.assertEqual(fresh["total_rows"], 2)
+        # update=lazy (and stale=update_after) answers as it is, then updates after the answer.
+        # Each on its own index: a lazy update still running could take the next write in too.
+        self.assertEqual(n.put("/views-edit/_design/two", {"views": {"v": {"map": "function(d) { emit(d.k, 1); }"}}}).status,
+                         201)
+        self.assertEqual(len(self.view("views-edit", "v", ddoc="two")["rows"]), 2)
+        for query, k, ddoc in (("?update=lazy", "d", "app"), ("?stale=update_after", "e", "two")):
+            n.put(f"/views-edit/{k}", {"k": k})
+            self.assertNotIn(k, [r["id"] for r in self.view("views-edit", "v", query, ddoc=ddoc)["rows"]])
+            self.assertTrue(wait_until(lambda k=k, ddoc=ddoc: k in [r["id"] for r in self.view(
+                "views-edit", "v", "?update=false", ddoc=ddoc)["rows"]]), query)
 
     def test_builtin_reduces_group_and_group_level(self):
         for db in ("views4", "views1"):
@@ -224,6 +244,34 @@ class MapViews(NodeTest):
                 self.assertEqual(ids(r), (x[::-1] + z[::-1])[8:12])
                 r = self.node.post(f"/{db}/_design/app/_view/counted?group=true", {"keys": [3, 100, 1]}).json
                 self.assertEqual(r, {"rows": [{"key": 3, "value": 1}, {"key": 1, "value": 1}]})
+
+
+class IndexFilesFollowTheirCopies(NodeTest):
+    def index_dirs(self, db):
+        root = os.path.join(self.node.data_dir, ".shard_views", "shards")
+        if not os.path.isdir(root):
+            return []
+        return [os.path.join(root, r, d) for r in os.listdir(root) for d in os.listdir(os.path.join(root, r))
+                if d.startswith(db + ".")]
+
+    def test_deleting_a_database_deletes_its_indexes(self):
+        n = self.node
+        for db in ("vgone", "vstays"):
+            self.assertEqual(n.put(f"/{db}?q=2").status, 201)
+            self.assertEqual(n.put(f"/{db}/_design/app", {"views": {"v": {"map": "function(d) { emit(d.i, 1); }"}}}).status,
+                             201)
+            self.assertEqual(n.post(f"/{db}/_bulk_docs", {"docs": [{"i": i} for i in range(20)]}).status, 201)
+            self.assertEqual(len(n.get(f"/{db}/_design/app/_view/v").json["rows"]), 20)
+            self.assertEqual(len(self.index_dirs(db)), 2)
+        self.assertEqual(n.delete("/vgone").status, 200)
+        self.assertEqual(self.index_dirs("vgone"), [])
+        self.assertEqual(len(self.index_dirs("vstays")), 2)
+        # Made again under the same name: a new database, with nothing of the old one's rows.
+        self.assertEqual(n.put("/vgone").status, 201)
+        self.assertEqual(n.put("/vgone/_design/app", {"views": {"v": {"map": "function(d) { emit(d.i, 1); }"}}}).status,
+                         201)
+        self.assertEqual(n.get("/vgone/_design/app/_view/v").json["rows"], [])
+        self.assertEqual(len(n.get("/vstays/_design/app/_view/v").json["rows"]), 20)
 
 
 class ViewsAfterKill(NodeTest):
