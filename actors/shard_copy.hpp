@@ -100,6 +100,10 @@ struct view_page {
   std::vector<view_row> rows;
   uint64_t total = 0;   // the view's rows in this copy (CouchDB's total_rows, summed)
   uint64_t before = 0;  // count_before: rows before the start (CouchDB's offset, summed)
+  // The index as the answer found it (for _design/d/_info): the copy's seq it has indexed, the
+  // copy's update seq, its file's size and the bytes in use, whether an update is running.
+  uint64_t indexed_seq = 0, copy_seq = 0, disk_size = 0, active_size = 0;
+  bool updating = false;
 };
 
 // A copy's time-seq and its update seq (for the histogram).

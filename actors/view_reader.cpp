@@ -220,9 +220,14 @@ result<std::vector<view_row>> view_reader::reduced(const design_views& dv, const
 
 namespace {
 
-// `req` read from an index that is as up to date as it is going to be.
-result<view_page> read_index(const view_store& index, const view_copy_request& req) {
+// `req` read from an index that is as up to date as it is going to be (of a copy at `copy_seq`).
+result<view_page> read_index(const view_store& index, const view_copy_request& req, uint64_t copy_seq, bool updating) {
   view_page page;
+  page.indexed_seq = index.meta().seq;
+  page.copy_seq = copy_seq;
+  page.disk_size = index.disk_size();
+  page.active_size = index.active_size();
+  page.updating = updating;
   const view_scan& s = req.scan;
   auto rows = index.scan(s, &page.total);
   if (!rows) return rows.error();
@@ -243,23 +248,46 @@ result<view_page> read_index(const view_store& index, const view_copy_request& r
 
 }  // namespace
 
+status view_reader::update(open_index& index, const shard_store& store, const design_views& dv) {
+  std::lock_guard<std::mutex> lock(index.mu);
+  index.updating = true;
+  status st = update_view_index(store, *index.store, js_, dv);
+  index.updating = false;
+  return st;
+}
+
+result<view_info> view_reader::info(const db_meta& db, const design_views& dv) {
+  view_request q;
+  q.view = 0;
+  q.limit = 0;
+  q.update = false;
+  auto pages = pages_of(db, dv, q, 0);
+  if (!pages) return pages.error();
+  view_info out;
+  for (const view_page& p : *pages) {
+    out.indexed_seq += p.indexed_seq;
+    out.pending += p.copy_seq > p.indexed_seq ? p.copy_seq - p.indexed_seq : 0;
+    out.disk_size += p.disk_size;
+    out.active_size += p.active_size;
+    out.updating = out.updating || p.updating;
+  }
+  return out;
+}
+
 void view_reader::start_local(const db_meta& db, size_t range, const shard_handle& shard, const design_views& dv,
                               const view_copy_request& req, shard_copy::answer<view_page> done) {
   auto idx = index_of(db, range, dv, *shard.store);
   if (!idx) return done(idx.error());
   std::shared_ptr<open_index> index = std::move(*idx);
-  const bool behind = index->store->meta().seq < shard.store->header().update_seq;
+  const uint64_t copy_seq = shard.store->header().update_seq;
+  const bool behind = index->store->meta().seq < copy_seq;
   if (!req.update || !behind) {
-    done(read_index(*index->store, req));
+    done(read_index(*index->store, req, copy_seq, index->updating));
     if (!req.lazy || !behind) return;
     // update=lazy: brought up to date after the answer (one lazy update per index at a time).
     if (index->lazy.exchange(true)) return;
     pool_.submit([this, index, store = shard.store, dv] {
-      status st;
-      {
-        std::lock_guard<std::mutex> lock(index->mu);
-        st = update_view_index(*store, *index->store, js_, dv);
-      }
+      status st = update(*index, *store, dv);
       index->lazy = false;
       if (!st) log::warning("a lazy update of the index of " + dv.ddoc_id + " failed: " + st.reason);
     });
@@ -268,13 +296,8 @@ void view_reader::start_local(const db_meta& db, size_t range, const shard_handl
   // Behind: updated on the reader's threads (a database's ranges at once, each index by one
   // updater at a time), then read there. The job owns what it uses: its asker may have given up.
   pool_.submit([this, index, store = shard.store, dv, req, done = std::move(done)] {
-    status st;
-    {
-      std::lock_guard<std::mutex> lock(index->mu);
-      st = update_view_index(*store, *index->store, js_, dv);
-    }
-    if (!st) return done(st);
-    done(read_index(*index->store, req));
+    if (status st = update(*index, *store, dv); !st) return done(st);
+    done(read_index(*index->store, req, store->header().update_seq, index->updating));
   });
 }
 
@@ -296,19 +319,17 @@ void view_reader::copy_rows(const std::string& db_name, const std::string& range
   start_local(*db, r, *shard, dv, req, std::move(done));
 }
 
-result<view_answer> view_reader::merged(const db_meta& db, const design_views& dv, const view_request& q, uint64_t skip,
-                                        uint64_t limit) {
-  // Each range's rows up to skip + limit, in the query's direction, from one copy of each range:
-  // this node's when it holds one (read here), else another node's (its viewRows).
+result<std::vector<view_page>> view_reader::pages_of(const db_meta& db, const design_views& dv, const view_request& q,
+                                                     uint64_t rows) {
   view_copy_request req;
   req.ddoc_id = dv.ddoc_id;
   req.rev = dv.rev;
   req.ddoc = dv.ddoc_json;
   req.signature = dv.signature;
-  req.scan = view_scan{q.view,       q.low, q.high,
-                       q.descending, 0,     limit == std::numeric_limits<uint64_t>::max() ? limit : skip + limit};
+  req.scan = view_scan{q.view, q.low, q.high, q.descending, 0, rows};
   req.update = q.update;
   req.lazy = q.lazy;
+  req.count_before = rows > 0;
   auto pages = coord_.each_range<view_page>(db, coordinator::all_ranges(db),
                                             [&](shard_copy& copy, size_t r, shard_copy::answer<view_page> done) {
                                               if (!copy.local()) return copy.start_view(req, std::move(done));
@@ -316,11 +337,24 @@ result<view_answer> view_reader::merged(const db_meta& db, const design_views& d
                                               if (!shard) return done(shard.error());
                                               start_local(db, r, *shard, dv, req, std::move(done));
                                             });
+  std::vector<view_page> out;
+  for (auto& p : pages) {
+    if (!p.value) return p.value.error();
+    out.push_back(std::move(*p.value));
+  }
+  return out;
+}
+
+result<view_answer> view_reader::merged(const db_meta& db, const design_views& dv, const view_request& q, uint64_t skip,
+                                        uint64_t limit) {
+  // Each range's rows up to skip + limit, in the query's direction, from one copy of each range:
+  // this node's when it holds one (read here), else another node's (its viewRows).
+  auto pages = pages_of(db, dv, q, limit == std::numeric_limits<uint64_t>::max() ? limit : skip + limit);
+  if (!pages) return pages.error();
   view_answer out;
   std::vector<ranged> parts(db.ranges.size());
-  for (size_t r = 0; r < pages.size(); ++r) {
-    if (!pages[r].value) return pages[r].value.error();
-    view_page& page = *pages[r].value;
+  for (size_t r = 0; r < pages->size(); ++r) {
+    view_page& page = (*pages)[r];
     out.total_rows += page.total;
     out.offset += page.before;
     parts[r].rows = std::move(page.rows);

@@ -50,11 +50,21 @@ struct view_answer {
   std::vector<view_row> rows;
 };
 
+// A design document's index over the database's copies (_design/d/_info), one copy per range.
+struct view_info {
+  uint64_t indexed_seq = 0;  // the copies' seqs indexed, summed
+  uint64_t pending = 0;      // changes of the copies not indexed yet, summed
+  uint64_t disk_size = 0, active_size = 0;
+  bool updating = false;  // an update runs on some copy
+};
+
 class view_reader {
  public:
   view_reader(coordinator& coord, js_pool& js, std::string dir, js_reduce_options reduce = {});
 
   result<view_answer> query(const db_meta& db, const design_views& dv, const view_request& q);
+  // The index of `dv` as it is now (not updated).
+  result<view_info> info(const db_meta& db, const design_views& dv);
   // _view_cleanup on this node's copies of `db`: removes the index files of every signature not
   // in `keep` (the design documents' current ones); how many were removed.
   size_t cleanup(const db_meta& db, const std::vector<std::string>& keep);
@@ -70,6 +80,9 @@ class view_reader {
   // The ranges' rows of `q` merged in its order, `skip` and `limit` applied as given.
   result<view_answer> merged(const db_meta& db, const design_views& dv, const view_request& q, uint64_t skip,
                              uint64_t limit);
+  // One copy of each range answering `q` (skip aside): at most `rows` rows each, in its direction.
+  result<std::vector<view_page>> pages_of(const db_meta& db, const design_views& dv, const view_request& q,
+                                          uint64_t rows);
   // The groups of `rows` (in order) reduced; skip and limit count groups.
   result<std::vector<view_row>> reduced(const design_views& dv, const std::vector<view_row>& rows,
                                         const view_request& q);
@@ -77,12 +90,15 @@ class view_reader {
   struct open_index {
     std::mutex mu;                  // one updater at a time; scans run beside it
     std::atomic<bool> lazy{false};  // an update=lazy update is queued or running
+    std::atomic<bool> updating{false};
     std::unique_ptr<view_store> store;
     uint64_t used = 0;  // when last handed out (a counter), for closing the least recently used
   };
   static constexpr size_t max_open = 64;  // index files kept open; more are closed when idle
   result<std::shared_ptr<open_index>> index_of(const db_meta& db, size_t range, const design_views& dv,
                                                const shard_store& shard);
+  // Brings `index` up to date with `store` (one updater at a time).
+  status update(open_index& index, const shard_store& store, const design_views& dv);
   // This node's copy `shard` of range `range` answering `req`: on this thread when its index is
   // up to date (or update=false), else on the reader's threads once updated.
   void start_local(const db_meta& db, size_t range, const shard_handle& shard, const design_views& dv,

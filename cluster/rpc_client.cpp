@@ -288,6 +288,11 @@ void rpc_node::view_rows(const std::string& node, const std::string& db, const s
           view_page page;
           page.total = r.getTotal();
           page.before = r.getBefore();
+          page.indexed_seq = r.getIndexedSeq();
+          page.copy_seq = r.getCopySeq();
+          page.disk_size = r.getDiskSize();
+          page.active_size = r.getActiveSize();
+          page.updating = r.getUpdating();
           page.rows.reserve(r.getRows().size());
           for (auto row : r.getRows()) page.rows.push_back({row.getId(), row.getKey(), row.getValue()});
           return page;

@@ -344,6 +344,11 @@ kj::Promise<void> node_server::viewRows(ViewRowsContext context) {
     if (!r) return set_status(results.initStatus(), r.error());
     results.setTotal(r->total);
     results.setBefore(r->before);
+    results.setIndexedSeq(r->indexed_seq);
+    results.setCopySeq(r->copy_seq);
+    results.setDiskSize(r->disk_size);
+    results.setActiveSize(r->active_size);
+    results.setUpdating(r->updating);
     auto rows = results.initRows(static_cast<unsigned>(r->rows.size()));
     for (unsigned i = 0; i < r->rows.size(); ++i) {
       rows[i].setId(r->rows[i].id);

@@ -134,6 +134,7 @@ result<view_query> parse_view_request(ctx& c);
 void answer_queries(ctx& c, const std::function<result<std::string>(const view_query&)>& one);
 // GET|POST /db/_design/{ddoc}/_view/{view}, and POST .../queries (http/view_handlers.cpp).
 void handle_view(ctx& c, const db_meta& db, const std::string& ddoc_name, const std::string& view_name);
+void handle_design_info(ctx& c, const db_meta& db, const std::string& ddoc_name);
 void handle_view_queries(ctx& c, const db_meta& db, const std::string& ddoc_name, const std::string& view_name);
 // POST|PUT /db/_design/{ddoc}/_update/{name}[/{docid}]: the update handler's document written (its
 // validate_doc_update functions run), its response sent (http/update_handlers.cpp).

@@ -45,8 +45,10 @@ constexpr not_built db_not_built[] = {
     {"_nouveau_cleanup", "full-text search"},
 };
 constexpr not_built design_not_built[] = {
-    {"_info", "views (_info)"},       {"_search", "full-text search"},       {"_search_info", "full-text search"},
-    {"_nouveau", "full-text search"}, {"_nouveau_info", "full-text search"},
+    {"_search", "full-text search"},
+    {"_search_info", "full-text search"},
+    {"_nouveau", "full-text search"},
+    {"_nouveau_info", "full-text search"},
 };
 
 // Deprecated in CouchDB 3.0 and not to come: 501 saying so, and what to do instead.
@@ -109,6 +111,7 @@ void dispatch_db(ctx& c, const db_meta& db, const json& security) {
       return c.error(errc::not_implemented, std::string(feature) +
                                                 " are deprecated since CouchDB 3.0 and settee does not run them: "
                                                 "render documents in the client, or route with a proxy");
+    if (p.size() == 4 && p[3] == "_info") return handle_design_info(c, db, p[2]);
     if (p.size() == 5 && p[3] == "_view") return handle_view(c, db, p[2], p[4]);
     if (p.size() == 6 && p[3] == "_view" && p[5] == "queries") return handle_view_queries(c, db, p[2], p[4]);
     if (p.size() > 3 && p[3] == "_update") {  // chttpd_show:handle_doc_update_req

@@ -142,6 +142,35 @@ void handle_view(ctx& c, const db_meta& db, const std::string& ddoc_name, const 
   c.reply_raw(200, std::move(*out));
 }
 
+// GET /db/_design/d/_info: couch_mrview's index information, summed over one copy of each range
+// as fabric_group_info does.
+void handle_design_info(ctx& c, const db_meta& db, const std::string& ddoc_name) {
+  if (c.method() != "GET") return c.method_not_allowed("GET,HEAD");
+  const std::string ddoc_id = "_design/" + ddoc_name;
+  auto d = open_design_doc(c, db, ddoc_id);
+  if (!d) return c.error(d.error());
+  const design_views dv = views_of(db.key(), ddoc_id, d->rev.str(), d->doc);
+  view_info info;
+  if (!dv.names.empty()) {
+    if (!c.node.views) return c.error(errc::not_implemented, "JavaScript is not available on this node");
+    auto got = c.node.views->info(db, dv);
+    if (!got) return c.error(got.error());
+    info = *got;
+  }
+  json index = {{"compact_running", false},
+                {"language", d->doc.value("language", json("javascript"))},
+                {"purge_seq", 0},
+                {"signature", dv.signature},
+                {"sizes", {{"file", info.disk_size}, {"active", info.active_size}, {"external", info.active_size}}},
+                {"update_seq", info.indexed_seq},
+                {"updater_running", info.updating},
+                {"updates_pending", {{"minimum", info.pending}, {"preferred", info.pending}, {"total", info.pending}}},
+                {"waiting_clients", 0},
+                {"waiting_commit", false},
+                {"collator_versions", json::array({collation::collator_version()})}};
+  c.reply(200, json{{"name", ddoc_name}, {"view_index", index}});
+}
+
 void handle_view_queries(ctx& c, const db_meta& db, const std::string& ddoc_name, const std::string& view_name) {
   answer_queries(c, [&](const view_query& q) -> result<std::string> {
     auto out = view_result(c, db, ddoc_name, view_name, q);

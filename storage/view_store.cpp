@@ -1,5 +1,7 @@
 #include "storage/view_store.hpp"
 
+#include <sys/stat.h>
+
 #include <algorithm>
 #include <string_view>
 
@@ -193,6 +195,8 @@ result<std::unique_ptr<view_store>> view_store::open(const std::string& path, co
     }
     if (!(st = t.commit())) return st;
     s->meta_cache_ = found;
+    s->seq_ = found.seq;
+    s->path_ = path;
     return s;
   });
 }
@@ -213,7 +217,21 @@ status view_store::reset(MDB_txn* t, const view_meta& m) {
 }
 
 view_meta view_store::meta() const {
-  return meta_cache_;
+  view_meta m = meta_cache_;  // only its seq changes after open
+  m.seq = seq_.load(std::memory_order_acquire);
+  return m;
+}
+
+uint64_t view_store::disk_size() const {
+  struct stat st {};
+  return ::stat(path_.c_str(), &st) == 0 ? static_cast<uint64_t>(st.st_size) : 0;
+}
+
+uint64_t view_store::active_size() const {
+  MDB_envinfo info{};
+  MDB_stat st{};
+  if (mdb_env_info(env_, &info) != 0 || mdb_env_stat(env_, &st) != 0) return 0;
+  return (static_cast<uint64_t>(info.me_last_pgno) + 1) * st.ms_psize;
 }
 
 status view_store::apply(const std::vector<view_doc>& docs, uint64_t seq) {
@@ -263,7 +281,7 @@ status view_store::apply(const std::vector<view_doc>& docs, uint64_t seq) {
   }
   if (auto st = lmdb::put(t.get(), meta_, k_seq, std::to_string(seq)); !st) return st;
   if (auto st = t.commit(); !st) return st;
-  meta_cache_.seq = seq;
+  seq_.store(seq, std::memory_order_release);
   return {};
 }
 

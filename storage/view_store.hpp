@@ -16,6 +16,7 @@
 
 #include <lmdb.h>
 
+#include <atomic>
 #include <cstdint>
 #include <limits>
 #include <memory>
@@ -76,7 +77,7 @@ class view_store {
   view_store(const view_store&) = delete;
   view_store& operator=(const view_store&) = delete;
 
-  view_meta meta() const;
+  view_meta meta() const;  // may be read beside the writer
   // Replaces the rows of each document of `docs` with what it emits now, and records `seq` as
   // indexed: one transaction, fsynced.
   status apply(const std::vector<view_doc>& docs, uint64_t seq);
@@ -84,6 +85,10 @@ class view_store {
   result<std::vector<view_row>> scan(const view_scan& s, uint64_t* total = nullptr) const;
   // How many rows `s` holds (skip and limit aside), without reading them out.
   result<uint64_t> count(const view_scan& s) const;
+
+  // The file's size, and the bytes of its pages in use (CouchDB's sizes.disk and sizes.active).
+  uint64_t disk_size() const;
+  uint64_t active_size() const;
 
   static constexpr size_t max_key = 480;  // an LMDB key holds at most 511 bytes
 
@@ -93,9 +98,11 @@ class view_store {
   // scan(), or with `counted` set only counting the rows in range.
   result<std::vector<view_row>> walk(const view_scan& s, uint64_t* total, uint64_t* counted) const;
 
+  std::string path_;
   MDB_env* env_ = nullptr;
   MDB_dbi meta_ = 0, rows_ = 0, ids_ = 0;
-  view_meta meta_cache_;
+  view_meta meta_cache_;          // as opened (its seq is seq_)
+  std::atomic<uint64_t> seq_{0};  // scans and meta() read it beside the writer
 };
 
 }  // namespace settee

@@ -134,7 +134,8 @@ interface Node {
   viewRows @33 (shard :ShardRef, ddocId :Text, rev :Text, ddoc :Text, signature :Text, view :UInt32,
                 low :ViewBound, high :ViewBound, descending :Bool, limit :UInt64, update :Bool,
                 countBefore :Bool, lazy :Bool)
-      -> (status :CallStatus, rows :List(ViewRow), total :UInt64, before :UInt64);
+      -> (status :CallStatus, rows :List(ViewRow), total :UInt64, before :UInt64, indexedSeq :UInt64,
+          copySeq :UInt64, diskSize :UInt64, activeSize :UInt64, updating :Bool);
 }
 
 # One end of a view range (storage/view_store.hpp view_bound): the key's collation sort key.

@@ -67,6 +67,11 @@ class ClusteredViews(ClusterTest):
                 self.assertEqual(grouped["rows"], [{"key": [t], "value": sums[t]} for t in "xyz"])
                 whole = self.view(n, "cviews", "counts")
                 self.assertEqual(whole["rows"], [{"key": None, "value": sum(range(60))}])
+                # One copy of each range indexed all its range holds: 61 changes in all (60
+                # documents and the design document), whichever node's copies answered.
+                info = n.get("/cviews/_design/app/_info").json["view_index"]
+                self.assertEqual(info["updates_pending"]["total"], 0)
+                self.assertEqual(info["update_seq"], 61)
 
     def test_a_write_on_one_node_is_in_the_next_query_on_any_other(self):
         self.make_db("cfresh", 4, 1, docs=10)

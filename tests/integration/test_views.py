@@ -229,6 +229,31 @@ class MapViews(NodeTest):
                                 grows)
                 self.assertEqual(len(self.view(db, "grows", "?group=true&limit=2")["rows"][1]["value"]), 1)
 
+    def test_design_info(self):
+        n = self.node
+        self.assertEqual(n.put("/views-info?q=2").status, 201)
+        self.assertEqual(n.put("/views-info/_design/app", {"views": {"v": {"map": "function(d) { emit(d.i, 1); }"}}}).status,
+                         201)
+        self.assertEqual(n.post("/views-info/_bulk_docs", {"docs": [{"i": i} for i in range(10)]}).status, 201)
+        before = n.get("/views-info/_design/app/_info").json
+        self.assertEqual(before["name"], "app")
+        index = before["view_index"]
+        self.assertEqual((index["language"], index["update_seq"], index["updater_running"]), ("javascript", 0, False))
+        self.assertEqual(index["updates_pending"]["total"], 11)  # ten documents and the design document
+        self.assertEqual(len(index["signature"]), 64)
+        self.assertEqual(len(self.view("views-info", "v")["rows"]), 10)
+        index = n.get("/views-info/_design/app/_info").json["view_index"]
+        self.assertEqual((index["update_seq"], index["updates_pending"]["total"]), (11, 0))
+        self.assertGreater(index["sizes"]["file"], 0)
+        self.assertGreater(index["sizes"]["active"], 0)
+        # An edit that keeps the views keeps the signature (and the index).
+        rev = n.get("/views-info/_design/app").json["_rev"]
+        self.assertEqual(n.put("/views-info/_design/app", {"_rev": rev, "views": {"v": {"map": "function(d) { emit(d.i, 1); }"}},
+                                                           "filters": {"f": "function() { return true; }"}}).status, 201)
+        self.assertEqual(n.get("/views-info/_design/app/_info").json["view_index"]["signature"], index["signature"])
+        self.assertError(n.get("/views-info/_design/none/_info"), 404, "not_found", "missing")
+        self.assertEqual(n.post("/views-info/_design/app/_info", {}).status, 405)
+
     def test_keys_in_request_order(self):
         ids = lambda j: [row["id"] for row in j["rows"]]  # noqa: E731
         x = [f"n{i:02d}" for i in range(0, 30, 3)]
