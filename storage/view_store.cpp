@@ -14,7 +14,15 @@ namespace {
 
 // Meta keys.
 constexpr std::string_view k_signature = "signature", k_shard = "shard_uuid", k_collator = "collator",
-                           k_views = "views", k_seq = "seq";
+                           k_views = "views", k_seq = "seq", k_format = "format";
+// The file's layout: a file of another (an older build's) is emptied and indexed again.
+constexpr std::string_view format_version = "2";
+
+// Counting blocks (FORMAT.md "View index"): a view's rows table cut into runs of consecutive
+// entries, each with its number of rows, so that counting the rows before a position reads the
+// blocks before it and at most one block's rows. A block splits past max_block rows and merges
+// into the one before it under min_block.
+constexpr uint64_t max_block = 512, min_block = 64;
 std::string count_key(uint32_t view) {
   return "count/" + std::to_string(view);
 }
@@ -135,39 +143,141 @@ status read_str(MDB_txn* t, MDB_dbi dbi, std::string_view key, std::string& out)
   return {};
 }
 
-// Removes the row at `pos` (absent: nothing).
-status remove_row(MDB_txn* t, MDB_dbi rows, const std::string& pos) {
+// Rows in one rows-table entry: 1, or a bucket's.
+result<uint64_t> rows_in(std::string_view lkey, std::string_view value) {
+  if (!value.empty() && static_cast<uint8_t>(value[0]) == single) return 1;
+  std::vector<stored_row> all;
+  if (!decode_rows(value, lkey, all)) return corrupt("bucket");
+  return all.size();
+}
+
+std::string u64_text(uint64_t n) {
+  return std::to_string(n);
+}
+
+struct cursor {
+  MDB_cursor* c = nullptr;
+  ~cursor() {
+    if (c) mdb_cursor_close(c);
+  }
+};
+
+// The block holding rows-table key `lk` of view `view`: its start key and count. `found` false
+// when the view has no block yet.
+status block_of(MDB_txn* t, MDB_dbi blocks, uint32_t view, const std::string& lk, std::string& start, uint64_t& n,
+                bool& found) {
+  cursor c;
+  if (int rc = mdb_cursor_open(t, blocks, &c.c); rc != 0) return lmdb::to_status(rc, "view blocks");
+  MDB_val k = lmdb::val(lk), v;
+  int rc = mdb_cursor_get(c.c, &k, &v, MDB_SET_RANGE);
+  if (rc == MDB_NOTFOUND || (rc == 0 && lmdb::view(k) != lk))
+    rc = rc == MDB_NOTFOUND ? mdb_cursor_get(c.c, &k, &v, MDB_LAST) : mdb_cursor_get(c.c, &k, &v, MDB_PREV);
+  found = false;
+  if (rc == MDB_NOTFOUND) return {};
+  if (rc != 0) return lmdb::to_status(rc, "view blocks");
+  const std::string_view key = lmdb::view(k);
+  if (key.substr(0, 2) != view_prefix(view)) return {};  // another view's: this one has none
+  start = std::string(key);
+  n = std::stoull(std::string(lmdb::view(v)));
+  found = true;
+  return {};
+}
+
+// Splits the block at `start` (of `n` rows, view `view`) in two near its middle entry.
+status split_block(MDB_txn* t, MDB_dbi rows, MDB_dbi blocks, const std::string& start, uint64_t n) {
+  cursor c;
+  if (int rc = mdb_cursor_open(t, rows, &c.c); rc != 0) return lmdb::to_status(rc, "view blocks");
+  MDB_val k = lmdb::val(start), v;
+  uint64_t before = 0;
+  for (int rc = mdb_cursor_get(c.c, &k, &v, MDB_SET_RANGE); rc == 0; rc = mdb_cursor_get(c.c, &k, &v, MDB_NEXT)) {
+    const std::string_view key = lmdb::view(k);
+    if (before >= n / 2 && key != start) {
+      if (auto st = lmdb::put(t, blocks, key, u64_text(n - before)); !st) return st;
+      return lmdb::put(t, blocks, start, u64_text(before));
+    }
+    auto in = rows_in(key, lmdb::view(v));
+    if (!in) return in.error();
+    before += *in;
+  }
+  return {};  // one entry (a bucket) holds them all: nothing to cut
+}
+
+// Counts `delta` rows in or out of the block holding key `lk` of view `view`, splitting a block
+// grown past max_block and merging one shrunk under min_block into the one before it.
+status count_rows(MDB_txn* t, MDB_dbi rows, MDB_dbi blocks, uint32_t view, const std::string& lk, int64_t delta) {
+  std::string start;
+  uint64_t n = 0;
+  bool found = false;
+  if (auto st = block_of(t, blocks, view, lk, start, n, found); !st) return st;
+  if (!found) {  // the view's first block starts at its prefix: every key of the view is in one
+    start = view_prefix(view);
+    n = 0;
+  }
+  n = static_cast<uint64_t>(static_cast<int64_t>(n) + delta);
+  if (auto st = lmdb::put(t, blocks, start, u64_text(n)); !st) return st;
+  if (n > max_block) return split_block(t, rows, blocks, start, n);
+  if (n < min_block && start != view_prefix(view)) {
+    // The block before (the view's first block is before any other of the view).
+    cursor c;
+    if (int rc = mdb_cursor_open(t, blocks, &c.c); rc != 0) return lmdb::to_status(rc, "view blocks");
+    MDB_val k = lmdb::val(start), v;
+    int rc = mdb_cursor_get(c.c, &k, &v, MDB_SET_KEY);
+    if (rc == 0) rc = mdb_cursor_get(c.c, &k, &v, MDB_PREV);
+    if (rc != 0) return lmdb::to_status(rc, "view blocks");
+    const std::string prev(lmdb::view(k));
+    const uint64_t m = std::stoull(std::string(lmdb::view(v)));
+    if (m + n <= max_block) {
+      if (auto st = lmdb::del(t, blocks, start); !st) return st;
+      return lmdb::put(t, blocks, prev, u64_text(m + n));
+    }
+  }
+  return {};
+}
+
+// Removes the row at `pos` (absent: nothing); counted out of its block.
+status remove_row(MDB_txn* t, MDB_dbi rows, MDB_dbi blocks, uint32_t view, const std::string& pos) {
   const std::string lk = lmdb_key(pos);
-  if (lk.size() == pos.size()) return lmdb::del(t, rows, lk);
   std::string_view v;
   bool found = false;
   if (auto st = lmdb::get(t, rows, lk, v, found); !st || !found) return st;
+  if (lk.size() == pos.size()) {
+    if (auto st = lmdb::del(t, rows, lk); !st) return st;
+    return count_rows(t, rows, blocks, view, lk, -1);
+  }
   std::vector<stored_row> all;
   if (!decode_rows(v, lk, all)) return corrupt("bucket");
+  const size_t was = all.size();
   all.erase(std::remove_if(all.begin(), all.end(), [&](const stored_row& r) { return r.pos == pos; }), all.end());
-  return all.empty() ? lmdb::del(t, rows, lk) : lmdb::put(t, rows, lk, encode_bucket(all));
+  if (all.size() == was) return {};
+  status st = all.empty() ? lmdb::del(t, rows, lk) : lmdb::put(t, rows, lk, encode_bucket(all));
+  if (!st) return st;
+  return count_rows(t, rows, blocks, view, lk, -1);
 }
 
-status insert_row(MDB_txn* t, MDB_dbi rows, const stored_row& r) {
+// Inserts (replaces) row `r` of view `view`; a new row is counted into its block.
+status insert_row(MDB_txn* t, MDB_dbi rows, MDB_dbi blocks, uint32_t view, const stored_row& r) {
   const std::string lk = lmdb_key(r.pos);
+  std::string_view v;
+  bool found = false;
+  if (auto st = lmdb::get(t, rows, lk, v, found); !st) return st;
   if (lk.size() == r.pos.size()) {
     codec::writer w;
     w.byte(single);
     encode_row(w, r, false);
-    return lmdb::put(t, rows, lk, w.data());
+    if (auto st = lmdb::put(t, rows, lk, w.data()); !st) return st;
+    return found ? status{} : count_rows(t, rows, blocks, view, lk, +1);
   }
-  std::string_view v;
-  bool found = false;
-  if (auto st = lmdb::get(t, rows, lk, v, found); !st) return st;
   std::vector<stored_row> all;
   if (found && !decode_rows(v, lk, all)) return corrupt("bucket");
   auto at = std::lower_bound(all.begin(), all.end(), r.pos,
                              [](const stored_row& a, const std::string& p) { return a.pos < p; });
-  if (at != all.end() && at->pos == r.pos)
-    *at = r;
-  else
+  const bool added = at == all.end() || at->pos != r.pos;
+  if (added)
     all.insert(at, r);
-  return lmdb::put(t, rows, lk, encode_bucket(all));
+  else
+    *at = r;
+  if (auto st = lmdb::put(t, rows, lk, encode_bucket(all)); !st) return st;
+  return added ? count_rows(t, rows, blocks, view, lk, +1) : status{};
 }
 
 }  // namespace
@@ -176,18 +286,22 @@ result<std::unique_ptr<view_store>> view_store::open(const std::string& path, co
   return lmdb::open_or_remove(path, [&]() -> result<std::unique_ptr<view_store>> {
     std::unique_ptr<view_store> s(new view_store());
     lmdb::txn t;
-    status st = lmdb::open_file(path, {}, {{"meta", &s->meta_}, {"rows", &s->rows_}, {"ids", &s->ids_}}, s->env_, t);
+    status st = lmdb::open_file(
+        path, {}, {{"meta", &s->meta_}, {"rows", &s->rows_}, {"ids", &s->ids_}, {"blocks", &s->blocks_}}, s->env_, t);
     if (!st) return st;
     view_meta found;
     uint64_t views = 0;
-    if (!(st = read_str(t.get(), s->meta_, k_signature, found.signature)) ||
+    std::string format;
+    if (!(st = read_str(t.get(), s->meta_, k_format, format)) ||
+        !(st = read_str(t.get(), s->meta_, k_signature, found.signature)) ||
         !(st = read_str(t.get(), s->meta_, k_shard, found.shard_uuid)) ||
         !(st = read_str(t.get(), s->meta_, k_collator, found.collator)) ||
         !(st = read_u64(t.get(), s->meta_, k_views, views)) || !(st = read_u64(t.get(), s->meta_, k_seq, found.seq)))
       return st;
     found.views = static_cast<uint32_t>(views);
-    const bool same = found.signature == expected.signature && found.shard_uuid == expected.shard_uuid &&
-                      found.collator == expected.collator && found.views == expected.views;
+    const bool same = format == format_version && found.signature == expected.signature &&
+                      found.shard_uuid == expected.shard_uuid && found.collator == expected.collator &&
+                      found.views == expected.views;
     if (!same) {
       if (!(st = s->reset(t.get(), expected))) return st;
       found = expected;
@@ -206,11 +320,11 @@ view_store::~view_store() {
 }
 
 status view_store::reset(MDB_txn* t, const view_meta& m) {
-  for (MDB_dbi dbi : {meta_, rows_, ids_})
+  for (MDB_dbi dbi : {meta_, rows_, ids_, blocks_})
     if (int rc = mdb_drop(t, dbi, 0); rc != 0) return lmdb::to_status(rc, "view index reset");
   status st;
-  if (!(st = lmdb::put(t, meta_, k_signature, m.signature)) || !(st = lmdb::put(t, meta_, k_shard, m.shard_uuid)) ||
-      !(st = lmdb::put(t, meta_, k_collator, m.collator)) ||
+  if (!(st = lmdb::put(t, meta_, k_format, format_version)) || !(st = lmdb::put(t, meta_, k_signature, m.signature)) ||
+      !(st = lmdb::put(t, meta_, k_shard, m.shard_uuid)) || !(st = lmdb::put(t, meta_, k_collator, m.collator)) ||
       !(st = lmdb::put(t, meta_, k_views, std::to_string(m.views))) || !(st = lmdb::put(t, meta_, k_seq, "0")))
     return st;
   return {};
@@ -252,7 +366,7 @@ status view_store::apply(const std::vector<view_doc>& docs, uint64_t seq) {
         if (!rd.str(pos) || pos.size() < 2) return corrupt("document entry");
         const uint32_t view = (static_cast<uint8_t>(pos[0]) << 8) | static_cast<uint8_t>(pos[1]);
         if (view < delta.size()) --delta[view];
-        if (auto st = remove_row(t.get(), rows_, pos); !st) return st;
+        if (auto st = remove_row(t.get(), rows_, blocks_, view, pos); !st) return st;
       }
     }
     // What it emits now comes in.
@@ -263,7 +377,7 @@ status view_store::apply(const std::vector<view_doc>& docs, uint64_t seq) {
       for (uint32_t i = 0; i < d.views[v].size(); ++i) {
         const view_row_in& in = d.views[v][i];
         stored_row r{position(v, in.sort_key, d.id, i), d.id, in.key_json, in.value_json};
-        if (auto st = insert_row(t.get(), rows_, r); !st) return st;
+        if (auto st = insert_row(t.get(), rows_, blocks_, v, r); !st) return st;
         entry.str(r.pos);
         ++delta[v];
         any = true;
@@ -286,30 +400,67 @@ status view_store::apply(const std::vector<view_doc>& docs, uint64_t seq) {
 }
 
 result<std::vector<view_row>> view_store::scan(const view_scan& s, uint64_t* total) const {
-  return walk(s, total, nullptr);
-}
-
-result<uint64_t> view_store::count(const view_scan& s) const {
-  uint64_t n = 0;
-  auto r = walk(s, nullptr, &n);
-  if (!r) return r.error();
-  return n;
-}
-
-result<std::vector<view_row>> view_store::walk(const view_scan& s, uint64_t* total, uint64_t* counted) const {
   lmdb::txn t;
   if (auto st = t.begin(env_, true); !st) return st;
   if (total)
     if (auto st = read_u64(t.get(), meta_, count_key(s.view), *total); !st) return st;
-  const std::string low = lower_of(s.view, s.low), high = upper_of(s.view, s.high);
   std::vector<view_row> out;
-  if (low >= high) return out;
-  MDB_cursor* c = nullptr;
-  if (int rc = mdb_cursor_open(t.get(), rows_, &c); rc != 0) return lmdb::to_status(rc, "view scan");
-  struct closer {
-    MDB_cursor* c;
-    ~closer() { mdb_cursor_close(c); }
-  } close{c};
+  if (auto st = walk(t.get(), lower_of(s.view, s.low), upper_of(s.view, s.high), s, nullptr, out); !st) return st;
+  return out;
+}
+
+result<uint64_t> view_store::count(const view_scan& s) const {
+  lmdb::txn t;
+  if (auto st = t.begin(env_, true); !st) return st;
+  const std::string low = lower_of(s.view, s.low), high = upper_of(s.view, s.high);
+  if (low >= high) return uint64_t{0};
+  auto below_high = rank(t.get(), s.view, high);
+  if (!below_high) return below_high;
+  auto below_low = rank(t.get(), s.view, low);
+  if (!below_low) return below_low;
+  return *below_high > *below_low ? *below_high - *below_low : 0;
+}
+
+result<uint64_t> view_store::rank(MDB_txn* t, uint32_t view, const std::string& pos) const {
+  const std::string first = view_prefix(view), end = view_prefix(view + 1);
+  if (pos <= first) return uint64_t{0};
+  if (pos >= end) {
+    uint64_t n = 0;
+    if (auto st = read_u64(t, meta_, count_key(view), n); !st) return st;
+    return n;
+  }
+  cursor c;
+  if (int rc = mdb_cursor_open(t, blocks_, &c.c); rc != 0) return lmdb::to_status(rc, "view blocks");
+  MDB_val k = lmdb::val(first), v;
+  int rc = mdb_cursor_get(c.c, &k, &v, MDB_SET_RANGE);
+  uint64_t below = 0;
+  // Whole blocks before `pos` (every row of a block is before the next block's start), then the
+  // rows of the block `pos` falls in, counted from its start.
+  while (rc == 0 && lmdb::view(k) < end) {
+    const std::string start(lmdb::view(k));
+    const uint64_t n = std::stoull(std::string(lmdb::view(v)));
+    rc = mdb_cursor_get(c.c, &k, &v, MDB_NEXT);
+    if (rc != 0 && rc != MDB_NOTFOUND) return lmdb::to_status(rc, "view blocks");
+    const std::string_view next = rc == 0 && lmdb::view(k) < end ? lmdb::view(k) : std::string_view(end);
+    if (next <= pos) {
+      below += n;
+      continue;
+    }
+    uint64_t inside = 0;
+    std::vector<view_row> none;
+    view_scan counting;
+    if (auto st = walk(t, start, pos, counting, &inside, none); !st) return st;
+    return below + inside;
+  }
+  if (rc != 0 && rc != MDB_NOTFOUND) return lmdb::to_status(rc, "view blocks");
+  return below;
+}
+
+status view_store::walk(MDB_txn* t, const std::string& low, const std::string& high, const view_scan& s,
+                        uint64_t* counted, std::vector<view_row>& out) const {
+  if (low >= high) return {};
+  cursor c;
+  if (int rc = mdb_cursor_open(t, rows_, &c.c); rc != 0) return lmdb::to_status(rc, "view scan");
   uint64_t skipped = 0;
   bool more = true;
   // Takes the rows of one LMDB entry that fall in [low, high), in the scan's direction.
@@ -325,12 +476,12 @@ result<std::vector<view_row>> view_store::walk(const view_scan& s, uint64_t* tot
     if (s.descending) std::reverse(rows.begin(), rows.end());
     for (auto& r : rows) {
       if (r.pos < low || r.pos >= high) continue;
-      if (skipped < s.skip) {
-        ++skipped;
-        continue;
-      }
       if (counted) {
         ++*counted;
+        continue;
+      }
+      if (skipped < s.skip) {
+        ++skipped;
         continue;
       }
       if (out.size() >= s.limit) {
@@ -347,7 +498,7 @@ result<std::vector<view_row>> view_store::walk(const view_scan& s, uint64_t* tot
     // before low: take() leaves them), until an entry at or after high.
     std::string from = lmdb_key(low);
     k = lmdb::val(from);
-    for (int rc = mdb_cursor_get(c, &k, &v, MDB_SET_RANGE); more; rc = mdb_cursor_get(c, &k, &v, MDB_NEXT)) {
+    for (int rc = mdb_cursor_get(c.c, &k, &v, MDB_SET_RANGE); more; rc = mdb_cursor_get(c.c, &k, &v, MDB_NEXT)) {
       if (rc == MDB_NOTFOUND) break;
       if (rc != 0) return lmdb::to_status(rc, "view scan");
       if (lmdb::view(k) >= high) break;
@@ -358,12 +509,12 @@ result<std::vector<view_row>> view_store::walk(const view_scan& s, uint64_t* tot
     // wholly before low.
     std::string from = lmdb_key(high);
     k = lmdb::val(from);
-    int rc = mdb_cursor_get(c, &k, &v, MDB_SET_RANGE);
+    int rc = mdb_cursor_get(c.c, &k, &v, MDB_SET_RANGE);
     if (rc == MDB_NOTFOUND)
-      rc = mdb_cursor_get(c, &k, &v, MDB_LAST);
+      rc = mdb_cursor_get(c.c, &k, &v, MDB_LAST);
     else if (rc == 0 && lmdb::view(k) >= high)
-      rc = mdb_cursor_get(c, &k, &v, MDB_PREV);
-    for (; more; rc = mdb_cursor_get(c, &k, &v, MDB_PREV)) {
+      rc = mdb_cursor_get(c.c, &k, &v, MDB_PREV);
+    for (; more; rc = mdb_cursor_get(c.c, &k, &v, MDB_PREV)) {
       if (rc == MDB_NOTFOUND) break;
       if (rc != 0) return lmdb::to_status(rc, "view scan");
       const std::string_view key = lmdb::view(k);
@@ -371,7 +522,7 @@ result<std::vector<view_row>> view_store::walk(const view_scan& s, uint64_t* tot
       if (auto st = take(k, v); !st) return st;
     }
   }
-  return out;
+  return {};
 }
 
 }  // namespace settee

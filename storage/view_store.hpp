@@ -95,12 +95,17 @@ class view_store {
  private:
   view_store() = default;
   status reset(MDB_txn* t, const view_meta& m);
-  // scan(), or with `counted` set only counting the rows in range.
-  result<std::vector<view_row>> walk(const view_scan& s, uint64_t* total, uint64_t* counted) const;
+  // The rows in positions [low, high) in `s`'s direction, after its skip, up to its limit, into
+  // `out`; with `counted` set, only counted (skip and limit aside).
+  status walk(MDB_txn* t, const std::string& low, const std::string& high, const view_scan& s, uint64_t* counted,
+              std::vector<view_row>& out) const;
+  // Rows of `view` at positions before `pos`: the counting blocks before it, then at most one
+  // block's rows.
+  result<uint64_t> rank(MDB_txn* t, uint32_t view, const std::string& pos) const;
 
   std::string path_;
   MDB_env* env_ = nullptr;
-  MDB_dbi meta_ = 0, rows_ = 0, ids_ = 0;
+  MDB_dbi meta_ = 0, rows_ = 0, ids_ = 0, blocks_ = 0;
   view_meta meta_cache_;          // as opened (its seq is seq_)
   std::atomic<uint64_t> seq_{0};  // scans and meta() read it beside the writer
 };

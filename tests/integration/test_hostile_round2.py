@@ -237,7 +237,7 @@ class NotBuiltYet(NodeTest):
                  ("POST", "/nb/_explain", {}), ("POST", "/nb/_purge", {}),
                  ("GET", "/nb/_purged_infos", None), ("GET", "/nb/_purged_infos_limit", None),
                  ("GET", "/nb/_partition/p", None),
-                 ("GET", "/nb/_partition/p/_all_docs", None), ("GET", "/nb/_design/d/_info", None)]
+                 ("GET", "/nb/_partition/p/_all_docs", None)]
         for method, path, body in cases:
             self.assertNotBuilt(self.node.request(method, path, body), (method, path))
         # Deprecated in CouchDB 3.0: 501 saying so (issue 30), not "yet".
