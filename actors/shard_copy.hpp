@@ -95,6 +95,7 @@ struct view_copy_request {
   bool update = true;
   bool lazy = false;         // not updated first, but after the answer (update=lazy)
   bool count_before = true;  // count the rows before the scan's start in its direction
+  bool count_range = false;  // count the rows in the scan's range (view_page::counted)
 };
 struct view_page {
   std::vector<view_row> rows;
@@ -104,6 +105,7 @@ struct view_page {
   // copy's update seq, its file's size and the bytes in use, whether an update is running.
   uint64_t indexed_seq = 0, copy_seq = 0, disk_size = 0, active_size = 0;
   bool updating = false;
+  uint64_t counted = 0;  // count_range: the rows in the range
 };
 
 // A copy's time-seq and its update seq (for the histogram).

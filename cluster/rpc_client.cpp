@@ -283,6 +283,7 @@ void rpc_node::view_rows(const std::string& node, const std::string& db, const s
         req.setUpdate(vr.update);
         req.setCountBefore(vr.count_before);
         req.setLazy(vr.lazy);
+        req.setCountRange(vr.count_range);
         return req.send().then([](capnp::Response<Node::ViewRowsResults>&& r) -> result<view_page> {
           if (status st = status_of(r.getStatus()); !st) return st;
           view_page page;
@@ -293,6 +294,7 @@ void rpc_node::view_rows(const std::string& node, const std::string& db, const s
           page.disk_size = r.getDiskSize();
           page.active_size = r.getActiveSize();
           page.updating = r.getUpdating();
+          page.counted = r.getCounted();
           page.rows.reserve(r.getRows().size());
           for (auto row : r.getRows()) page.rows.push_back({row.getId(), row.getKey(), row.getValue()});
           return page;

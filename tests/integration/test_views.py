@@ -129,6 +129,16 @@ class MapViews(NodeTest):
             with self.subTest(db=db):
                 self.assertEqual(self.view(db, "counted"), {"rows": [{"key": None, "value": 29}]})
                 self.assertEqual(self.view(db, "counted", qs(startkey=10, endkey=19)), {"rows": [{"key": None, "value": 10}]})
+                # _count without grouping counts by the index's blocks: the same edges as rows.
+                self.assertEqual(self.view(db, "counted", qs(startkey=10, endkey=19, inclusive_end="false")),
+                                 {"rows": [{"key": None, "value": 9}]})
+                self.assertEqual(self.view(db, "counted", qs(startkey=19, endkey=10, descending="true")),
+                                 {"rows": [{"key": None, "value": 10}]})
+                self.assertEqual(self.view(db, "counted", qs(startkey=10, startkey_docid="n11", endkey=12)),
+                                 {"rows": [{"key": None, "value": 2}]})
+                self.assertEqual(self.view(db, "counted", qs(startkey=1000)), {"rows": []})
+                self.assertEqual(self.view(db, "counted", "?skip=1"), {"rows": []})
+                self.assertEqual(self.view(db, "counted", "?limit=0"), {"rows": []})
                 rows = self.view(db, "sums", "?group_level=1")["rows"]
                 self.assertEqual(rows, [{"key": ["x"], "value": sum(range(0, 30, 3))},
                                         {"key": ["y"], "value": sum(range(1, 30, 3))},
