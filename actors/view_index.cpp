@@ -91,7 +91,8 @@ status map_batch(js_pool& js, const design_views& dv, const std::vector<std::str
 }  // namespace
 
 status update_view_index(const shard_store& store, view_store& index, js_pool& js, const design_views& dv,
-                         uint64_t target, size_t batch, size_t batch_bytes) {
+                         uint64_t target, size_t batch, size_t batch_bytes,
+                         const std::function<void(uint64_t indexed_seq)>& progress) {
   if (dv.names.empty()) return {};
   for (;;) {
     auto snap = store.read();
@@ -131,6 +132,7 @@ status update_view_index(const shard_store& store, view_store& index, js_pool& j
     for (auto& d : docs)
       if (d.views.empty()) d.views.assign(dv.names.size(), {});  // deleted, or a design document
     if (auto st = index.apply(docs, last); !st) return st;
+    if (progress) progress(last);
   }
 }
 

@@ -263,11 +263,37 @@ result<view_page> read_index(const view_store& index, const view_copy_request& r
 
 }  // namespace
 
-status view_reader::update(open_index& index, const shard_store& store, const design_views& dv) {
+status view_reader::update(open_index& index, const shard_store& store, const design_views& dv,
+                           const std::string& copy) {
   std::lock_guard<std::mutex> lock(index.mu);
+  const uint64_t from = index.store->meta().seq, to = store.header().update_seq;
+  if (from >= to) return {};
+  // CouchDB's indexer row in _active_tasks while it runs, with an estimate of the time left.
+  uint64_t task = 0;
+  const int64_t started_ms = tasks_.clk ? tasks_.clk->now_ms() : 0;
+  if (tasks_.list && tasks_.clk) {
+    task = tasks_.list->add(json{{"type", "indexer"},
+                                 {"node", tasks_.node},
+                                 {"database", copy},
+                                 {"design_document", dv.ddoc_id},
+                                 {"changes_done", 0},
+                                 {"total_changes", to - from},
+                                 {"progress", 0},
+                                 {"started_on", started_ms / 1000},
+                                 {"updated_on", started_ms / 1000}});
+  }
+  auto progress = [&](uint64_t seq) {
+    if (!task) return;
+    const uint64_t done = std::min(seq, to) - from, total = std::max<uint64_t>(to - from, 1);
+    const int64_t now = tasks_.clk->now_ms(), spent = now - started_ms;
+    json fields{{"changes_done", done}, {"progress", done * 100 / total}, {"updated_on", now / 1000}};
+    if (done > 0) fields["eta_s"] = static_cast<double>(spent) * static_cast<double>(total - done) / done / 1000.0;
+    tasks_.list->update(task, fields);
+  };
   index.updating = true;
-  status st = update_view_index(store, *index.store, js_, dv);
+  status st = update_view_index(store, *index.store, js_, dv, 0, 500, 16u << 20, progress);
   index.updating = false;
+  if (task) tasks_.list->remove(task);
   return st;
 }
 
@@ -301,8 +327,8 @@ void view_reader::start_local(const db_meta& db, size_t range, const shard_handl
     if (!req.lazy || !behind) return;
     // update=lazy: brought up to date after the answer (one lazy update per index at a time).
     if (index->lazy.exchange(true)) return;
-    pool_.submit([this, index, store = shard.store, dv] {
-      status st = update(*index, *store, dv);
+    pool_.submit([this, index, store = shard.store, dv, copy = shard_name(db.name, db.shard_id(range))] {
+      status st = update(*index, *store, dv, copy);
       index->lazy = false;
       if (!st) log::warning("a lazy update of the index of " + dv.ddoc_id + " failed: " + st.reason);
     });
@@ -310,8 +336,9 @@ void view_reader::start_local(const db_meta& db, size_t range, const shard_handl
   }
   // Behind: updated on the reader's threads (a database's ranges at once, each index by one
   // updater at a time), then read there. The job owns what it uses: its asker may have given up.
-  pool_.submit([this, index, store = shard.store, dv, req, done = std::move(done)] {
-    if (status st = update(*index, *store, dv); !st) return done(st);
+  pool_.submit([this, index, store = shard.store, dv, req, copy = shard_name(db.name, db.shard_id(range)),
+                done = std::move(done)] {
+    if (status st = update(*index, *store, dv, copy); !st) return done(st);
     done(read_index(*index->store, req, store->header().update_seq, index->updating));
   });
 }

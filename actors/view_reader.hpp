@@ -17,6 +17,7 @@
 #include "actors/coordinator.hpp"
 #include "actors/js_pool.hpp"
 #include "actors/js_reduce.hpp"
+#include "actors/task_list.hpp"
 #include "actors/view_index.hpp"
 #include "actors/view_reduce.hpp"
 #include "node/work_pool.hpp"
@@ -63,6 +64,9 @@ class view_reader {
   view_reader(coordinator& coord, js_pool& js, std::string dir, js_reduce_options reduce = {});
 
   result<view_answer> query(const db_meta& db, const design_views& dv, const view_request& q);
+  // Where index updates show as CouchDB's `indexer` rows of _active_tasks (this node's name on
+  // them). Set once, before queries arrive; unset: updates are not listed.
+  void set_tasks(task_list& tasks, const clock& clk, std::string node) { tasks_ = {&tasks, &clk, std::move(node)}; }
   // The index of `dv` as it is now (not updated).
   result<view_info> info(const db_meta& db, const design_views& dv);
   // _view_cleanup on this node's copies of `db`: removes the index files of every signature not
@@ -98,7 +102,7 @@ class view_reader {
   result<std::shared_ptr<open_index>> index_of(const db_meta& db, size_t range, const design_views& dv,
                                                const shard_store& shard);
   // Brings `index` up to date with `store` (one updater at a time).
-  status update(open_index& index, const shard_store& store, const design_views& dv);
+  status update(open_index& index, const shard_store& store, const design_views& dv, const std::string& copy);
   // This node's copy `shard` of range `range` answering `req`: on this thread when its index is
   // up to date (or update=false), else on the reader's threads once updated.
   void start_local(const db_meta& db, size_t range, const shard_handle& shard, const design_views& dv,
@@ -108,6 +112,11 @@ class view_reader {
   js_pool& js_;
   std::string dir_;
   js_reduce_options reduce_;
+  struct {
+    task_list* list = nullptr;
+    const clock* clk = nullptr;
+    std::string node;
+  } tasks_;
   work_pool pool_;  // index updates, as many at once as cores (and workers)
   std::mutex mu_;
   std::map<std::string, std::shared_ptr<open_index>> open_;  // by index path

@@ -222,6 +222,7 @@ node_process::node_process(const config& cfg, settings set, const clock& clk, st
   node_.js = &js_;
   node_.validator = &validator_;
   node_.views = &views_;
+  views_.set_tasks(tasks_, clk_, set_.node_name);
   shards_.set_on_removed([this](const std::string& path) {
     if (path.compare(0, data_dir_.size() + 1, data_dir_ + "/") == 0)
       views_.forget_copy(path.substr(data_dir_.size() + 1));

@@ -4,8 +4,10 @@ update=false, documents edited and deleted, the built-in reduces with group and 
 index surviving kill -9, and the errors of what is not built yet (JavaScript reduces, keys)."""
 import json
 import os
+import threading
 import time
 import urllib.parse
+import urllib.request
 
 from harness import NodeTest, main
 
@@ -279,6 +281,42 @@ class MapViews(NodeTest):
                 self.assertEqual(ids(r), (x[::-1] + z[::-1])[8:12])
                 r = self.node.post(f"/{db}/_design/app/_view/counted?group=true", {"keys": [3, 100, 1]}).json
                 self.assertEqual(r, {"rows": [{"key": 3, "value": 1}, {"key": 1, "value": 1}]})
+
+
+class BuildsInActiveTasks(NodeTest):
+    def test_an_update_shows_as_an_indexer_task(self):
+        n = self.node
+        self.assertEqual(n.put("/vtasks?q=2").status, 201)
+        self.assertEqual(n.post("/vtasks/_bulk_docs", {"docs": [{"i": i} for i in range(1200)]}).status, 201)
+        # About a millisecond of work per document: the build lasts long enough to be seen.
+        slow = "function(d) { var t = Date.now(); while (Date.now() - t < 1) {} emit(d.i, 1); }"
+        self.assertEqual(n.put("/vtasks/_design/slow", {"views": {"v": {"map": slow}}}).status, 201)
+        answer = {}
+
+        def query():
+            req = urllib.request.Request(f"http://127.0.0.1:{n.port}/vtasks/_design/slow/_view/v?limit=1",
+                                         headers=n.auth_header())
+            with urllib.request.urlopen(req, timeout=120) as r:
+                answer["body"] = json.loads(r.read())
+
+        t = threading.Thread(target=query)
+        t.start()
+        try:
+            rows = []
+            self.assertTrue(wait_until(lambda: rows.extend(
+                r for r in n.get("/_active_tasks").json if r["type"] == "indexer") or rows, 60))
+            row = rows[0]
+            self.assertEqual(row["design_document"], "_design/slow")
+            self.assertRegex(row["database"], r"^shards/[0-9a-f]{8}-[0-9a-f]{8}/vtasks\.")  # as CouchDB's
+            self.assertGreater(row["total_changes"], 0)
+            self.assertLessEqual(row["changes_done"], row["total_changes"])
+            self.assertTrue(0 <= row["progress"] <= 100)
+            for field in ("node", "pid", "started_on", "updated_on"):
+                self.assertIn(field, row)
+        finally:
+            t.join(120)
+        self.assertEqual(answer["body"]["total_rows"], 1200)
+        self.assertEqual([r for r in n.get("/_active_tasks").json if r["type"] == "indexer"], [])
 
 
 class IndexFilesFollowTheirCopies(NodeTest):
