@@ -347,6 +347,44 @@ class IndexFilesFollowTheirCopies(NodeTest):
         self.assertEqual(len(n.get("/vstays/_design/app/_view/v").json["rows"]), 20)
 
 
+class ViewsThroughASplit(NodeTest):
+    def test_rows_stay_the_same_through_a_split_and_a_kill(self):
+        n = self.node
+        self.assertEqual(n.put("/vsplit?q=1").status, 201)
+        self.assertEqual(n.post("/vsplit/_bulk_docs", {"docs": [{"_id": f"d{i:03d}", "k": i % 7} for i in range(300)]}).status,
+                         201)
+        ddoc = {"views": {"v": {"map": "function(d) { emit(d.k, d._id); }"},
+                          "c": {"map": "function(d) { emit(d.k, 1); }", "reduce": "_count"}}}
+        self.assertEqual(n.put("/vsplit/_design/app", ddoc).status, 201)
+        before = self.view_rows()
+        self.assertEqual(len(before), 300)
+        r = n.post("/_reshard/jobs", {"type": "split", "db": "vsplit"})
+        self.assertEqual(r.status, 201, r.raw)
+        job = r.json[0]["id"]
+        # Queries while the job runs answer the same rows, from the parent or from the children.
+        while n.get(f"/_reshard/jobs/{job}").json["job_state"] not in ("completed", "failed"):
+            self.assertEqual(self.view_rows(), before)
+        self.assertEqual(n.get(f"/_reshard/jobs/{job}").json["job_state"], "completed")
+        self.assertEqual(self.view_rows(), before)
+        self.assertEqual(n.get("/vsplit/_design/app/_view/c?group=true").json["rows"],
+                         [{"key": k, "value": len(range(k, 300, 7))} for k in range(7)])
+        # The children's indexes answer; the parent's files went with the parent.
+        root = os.path.join(n.data_dir, ".shard_views", "shards")
+        self.assertTrue(wait_until(lambda: sorted(r for r in os.listdir(root) if any(
+            d.startswith("vsplit.") for d in os.listdir(os.path.join(root, r)))) == ["00000000-7fffffff", "80000000-ffffffff"]))
+        self.assertEqual(n.put("/vsplit/late", {"k": 0}).status, 201)
+        n.kill()
+        n.start(port=n.port)
+        after = self.view_rows()
+        self.assertEqual(len(after), 301)
+        self.assertEqual([r for r in after if r["id"] != "late"], before)
+
+    def view_rows(self):
+        r = self.node.get("/vsplit/_design/app/_view/v")
+        self.assertEqual(r.status, 200, r.raw)
+        return r.json["rows"]
+
+
 class ViewsAfterKill(NodeTest):
     def test_the_index_is_right_after_kill_9(self):
         n = self.node
