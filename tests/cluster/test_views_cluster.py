@@ -11,6 +11,7 @@ sys.path.insert(0, os.path.dirname(__file__))
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "integration"))
 from harness import main  # noqa: E402
 from test_membership import ClusterTest, wait_for  # noqa: E402
+from test_move_cluster import wait_job  # noqa: E402
 
 DDOC = {"views": {"by_type": {"map": "function(doc) { if (doc.type) emit(doc.type, doc.n); }"},
                   "counts": {"map": "function(doc) { if (doc.type) emit([doc.type, doc.n % 2], doc.n); }",
@@ -101,6 +102,29 @@ class ClusteredViews(ClusterTest):
         self.cluster.wait_connected()
         self.assertTrue(wait_for(lambda: n3.get("/ckill/_design/app/_view/by_type").status == 200, 15))
         self.assertEqual(self.view(n3, "ckill", "by_type")["rows"], before["rows"])
+
+    def test_a_moved_copy_answers_from_its_new_node(self):
+        self.make_db("cmove", 1, 1)
+        shards = self.node.get("/cmove/_shards").json["shards"]
+        [(rng, [source])] = shards.items()
+        target = next(name for name in self.cluster.names if name != source)
+        src = self.nodes[self.cluster.names.index(source)]
+        before = self.view(self.node, "cmove", "by_type")
+        self.assertEqual(len(before["rows"]), 60)
+        index_dir = os.path.join(src.data_dir, ".shard_views", "shards", rng)
+        self.assertTrue(any(d.startswith("cmove.") for d in os.listdir(index_dir)))
+        [shard] = [s["id"] for s in self.node.get("/cmove/_changes/_meta").json["shards"]]
+        r = self.node.post("/_reshard/jobs", {"type": "move", "shard": f"shards/{rng}/cmove.{shard.split('.')[1]}",
+                                              "source": source, "target": target})
+        self.assertEqual(r.status, 201, r.json)
+        job = wait_job(self.node, r.json[0]["id"])
+        self.assertEqual(job["job_state"], "completed", job)
+        self.assertTrue(wait_for(lambda: all(n.get("/cmove/_shards").json["shards"][rng] == [target]
+                                             for n in self.nodes), 15))
+        for n in self.nodes:
+            self.assertEqual(self.view(n, "cmove", "by_type")["rows"], before["rows"])
+        # The source's index went with its copy.
+        self.assertTrue(wait_for(lambda: not any(d.startswith("cmove.") for d in os.listdir(index_dir)), 15))
 
     def test_bad_queries_fail_the_same_on_a_node_without_copies(self):
         self.make_db("cbad", 1, 1, docs=3)
