@@ -154,5 +154,28 @@ class PouchDBReplication(NodeTest):
         self.assertEqual(out["push_ok"], 1)
         self.assertEqual(out["push_bad"]["status"], 404)
 
+    def test_views_as_pouchdbs_query_sees_them(self):
+        """Issue 31: PouchDB's query() (pouchdb-mapreduce) against settee answers the rows its own
+        memory database answers for the same documents and design document
+        (tests/clients/pouchdb_views.js): collation, ranges, keys, skip/limit, include_docs, the
+        built-in reduces and a JavaScript one, grouped every way."""
+        n = self.node
+        self.assertEqual(n.put("/pviews?q=4").status, 201)
+        user, password = n.admin
+        env = dict(os.environ, NODE_PATH=os.path.join(CLIENTS_DIR, "node_modules"))
+        run = subprocess.run(["node", os.path.join(CLIENTS_SRC, "pouchdb_views.js"), f"http://127.0.0.1:{n.port}/pviews",
+                              user, password], capture_output=True, text=True, env=env, timeout=120)
+        self.assertEqual(run.returncode, 0, run.stderr[-3000:])
+        out = json.loads(run.stdout)
+        self.assertEqual(len(out["results"]), 20)
+        for entry in out["results"]:
+            with self.subTest(view=entry["view"], opts=entry["opts"]):
+                self.assertIsInstance(entry["settee"], list, entry["settee"])
+                self.assertTrue(entry["settee"], entry)  # every query answers rows
+                self.assertEqual(entry["settee"], entry["pouchdb"])
+        self.assertEqual(out["results"][0]["settee_total_rows"], 22)
+        self.assertEqual(out["missing"], {"status": 404, "name": "not_found"})
+
+
 if __name__ == "__main__":
     main()
