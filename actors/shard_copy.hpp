@@ -96,6 +96,9 @@ struct view_copy_request {
   bool lazy = false;         // not updated first, but after the answer (update=lazy)
   bool count_before = true;  // count the rows before the scan's start in its direction
   bool count_range = false;  // count the rows in the scan's range (view_page::counted)
+  // A built-in (view_reduce.hpp's builtin_reduce: sum or stats) reducing the range to one value
+  // here (view_page::reduction; counted is set too).
+  uint8_t reduce = 0;
 };
 struct view_page {
   std::vector<view_row> rows;
@@ -105,7 +108,8 @@ struct view_page {
   // copy's update seq, its file's size and the bytes in use, whether an update is running.
   uint64_t indexed_seq = 0, copy_seq = 0, disk_size = 0, active_size = 0;
   bool updating = false;
-  uint64_t counted = 0;  // count_range: the rows in the range
+  uint64_t counted = 0;   // count_range or reduce: the rows in the range
+  std::string reduction;  // reduce: the range's reduction (JSON), when it has rows
 };
 
 // A copy's time-seq and its update seq (for the histogram).

@@ -37,9 +37,33 @@ design_views views_of(const std::string& db_key, const std::string& ddoc_id, con
   out.signature = view_signature(ddoc);
   if (const json& v = member(ddoc, "views"); v.is_object())
     for (const auto& [name, view] : v.items())
-      if (name != "lib" && view.is_object() && view.contains("map") && view["map"].is_string())
+      if (name != "lib" && view.is_object() && view.contains("map") && view["map"].is_string()) {
         out.names.push_back(name);
+        const json& reduce = member(view, "reduce");
+        auto b =
+            reduce.is_string() ? builtin_of(reduce.get<std::string>()) : result<builtin_reduce>(builtin_reduce::none);
+        out.builtins.push_back(b ? *b : builtin_reduce::none);
+      }
   return out;
+}
+
+bool builtin_partials::keeps(uint32_t view) const {
+  return view < per_view_.size() &&
+         (per_view_[view] == builtin_reduce::sum || per_view_[view] == builtin_reduce::stats);
+}
+
+std::string builtin_partials::reduce(uint32_t view, const std::vector<view_row>& rows) const {
+  std::vector<json> keys, values;
+  keys.reserve(rows.size());
+  values.reserve(rows.size());
+  std::vector<std::pair<const json*, const json*>> pairs;
+  for (const auto& row : rows) {
+    keys.push_back(json::parse(row.key_json, nullptr, false));
+    values.push_back(json::parse(row.value_json, nullptr, false));
+  }
+  for (size_t i = 0; i < rows.size(); ++i) pairs.emplace_back(&keys[i], &values[i]);
+  auto r = reduce_rows(per_view_[view], pairs);
+  return r ? r->dump() : "";  // a _stats of something it cannot take: the rows answer the error
 }
 
 namespace {
@@ -94,11 +118,12 @@ status update_view_index(const shard_store& store, view_store& index, js_pool& j
                          uint64_t target, size_t batch, size_t batch_bytes,
                          const std::function<void(uint64_t indexed_seq)>& progress) {
   if (dv.names.empty()) return {};
+  const builtin_partials partials(dv.builtins);
   for (;;) {
     auto snap = store.read();
     if (!snap) return snap.error();
     uint64_t since = index.meta().seq, last = since;
-    if (target && since >= target) return {};
+    if (target && since >= target) return index.settle(partials);
     // The next batch: the changed documents after `since`, each once (its latest change), up to
     // `batch` of them or batch_bytes of bodies (one exchange stays far below a worker's answer cap).
     std::vector<view_doc> docs;
@@ -111,7 +136,7 @@ status update_view_index(const shard_store& store, view_store& index, js_pool& j
       return docs.size() < batch;
     });
     if (!snap->fault()) return snap->fault();
-    if (docs.empty()) return {};  // nothing after `since`: up to date
+    if (docs.empty()) return index.settle(partials);  // nothing after `since`: up to date
     size_t bytes = 0, taken = 0;
     std::vector<size_t> mapped_at;
     for (; taken < docs.size() && (taken == 0 || bytes < batch_bytes); ++taken) {
@@ -131,7 +156,9 @@ status update_view_index(const shard_store& store, view_store& index, js_pool& j
       if (auto st = map_batch(js, dv, bodies, mapped); !st) return st;
     for (auto& d : docs)
       if (d.views.empty()) d.views.assign(dv.names.size(), {});  // deleted, or a design document
-    if (auto st = index.apply(docs, last); !st) return st;
+    // The last batch (fewer than asked for) makes the changed blocks' partials in its transaction.
+    if (auto st = index.apply(docs, last, seqs.size() < batch && taken == seqs.size() ? &partials : nullptr); !st)
+      return st;
     if (progress) progress(last);
   }
 }

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "actors/js_pool.hpp"
+#include "actors/view_reduce.hpp"
 #include "node/error.hpp"
 #include "node/json.hpp"
 #include "storage/shard_store.hpp"
@@ -24,8 +25,21 @@ struct design_views {
   std::string rev;
   std::string worker_key;  // js_pool::worker_key of this revision
   std::string ddoc_json;
-  std::vector<std::string> names;  // the views with a map function, in the design document's order
-  std::string signature;           // view_signature(): the index file's identity
+  std::vector<std::string> names;        // the views with a map function, in the design document's order
+  std::vector<builtin_reduce> builtins;  // each view's built-in reduce (none: none, or JavaScript)
+  std::string signature;                 // view_signature(): the index file's identity
+};
+
+// The partial reductions an index keeps per counting block (storage/view_store.hpp): those of the
+// views reduced by _sum or _stats (a _count's is the block's count, the others read their rows).
+class builtin_partials final : public block_reducer {
+ public:
+  explicit builtin_partials(std::vector<builtin_reduce> per_view) : per_view_(std::move(per_view)) {}
+  bool keeps(uint32_t view) const override;
+  std::string reduce(uint32_t view, const std::vector<view_row>& rows) const override;
+
+ private:
+  std::vector<builtin_reduce> per_view_;
 };
 
 // CouchDB's idea of a view signature: a hash of what decides the rows (the language, each view's

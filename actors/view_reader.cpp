@@ -129,14 +129,28 @@ void view_reader::forget_copy(const std::string& copy) {
 result<view_answer> view_reader::query(const db_meta& db, const design_views& dv, const view_request& q) {
   if (q.keys) return by_keys(db, dv, q);
   if (!q.reduce) return merged(db, dv, q, q.skip, q.limit);
-  if (q.builtin == builtin_reduce::count && q.group_level == 0) {
-    // One group, counted by the indexes' blocks: no row is read.
-    auto pages = pages_of(db, dv, q, 0, true);
+  if (q.group_level == 0 &&
+      (q.builtin == builtin_reduce::count || q.builtin == builtin_reduce::sum || q.builtin == builtin_reduce::stats)) {
+    // One group: each copy reduces its range (a _count by its blocks' counts, _sum and _stats by
+    // its blocks' partials and the rows at the range's ends), this node combines the copies'.
+    auto pages = pages_of(db, dv, q, 0, q.builtin == builtin_reduce::count,
+                          q.builtin == builtin_reduce::count ? 0 : static_cast<uint8_t>(q.builtin));
     if (!pages) return pages.error();
     uint64_t n = 0;
-    for (const view_page& p : *pages) n += p.counted;
+    std::vector<json> partials;
+    for (const view_page& p : *pages) {
+      n += p.counted;
+      if (p.counted > 0 && !p.reduction.empty()) partials.push_back(json::parse(p.reduction, nullptr, false));
+    }
     view_answer out;
-    if (n > 0 && q.skip == 0 && q.limit > 0) out.rows.push_back({"", "null", std::to_string(n)});
+    if (n == 0 || q.skip > 0 || q.limit == 0) return out;
+    if (q.builtin == builtin_reduce::count) {
+      out.rows.push_back({"", "null", std::to_string(n)});
+      return out;
+    }
+    auto whole = rereduce(q.builtin, partials);
+    if (!whole) return whole.error();
+    out.rows.push_back({"", "null", whole->dump()});
     return out;
   }
   auto all = merged(db, dv, q, 0, std::numeric_limits<uint64_t>::max());
@@ -239,10 +253,36 @@ result<view_page> read_index(const view_store& index, const view_copy_request& r
   page.active_size = index.active_size();
   page.updating = updating;
   const view_scan& s = req.scan;
-  if (req.count_range) {
+  if (req.count_range || req.reduce) {
     auto n = index.count(s);
     if (!n) return n.error();
     page.counted = *n;
+  }
+  if (req.reduce && page.counted > 0) {
+    // The blocks wholly in range by their partials, the rest by their rows, combined.
+    const auto how = static_cast<builtin_reduce>(req.reduce);
+    std::vector<std::string> partial_texts;
+    std::vector<view_row> rows;
+    if (auto st = index.reduce_range(s, partial_texts, rows); !st) return st;
+    std::vector<json> partials;
+    for (const auto& p : partial_texts) partials.push_back(json::parse(p, nullptr, false));
+    if (!rows.empty()) {
+      std::vector<json> keys, values;
+      std::vector<std::pair<const json*, const json*>> pairs;
+      for (const auto& row : rows) {
+        keys.push_back(json::parse(row.key_json, nullptr, false));
+        values.push_back(json::parse(row.value_json, nullptr, false));
+      }
+      for (size_t i = 0; i < rows.size(); ++i) pairs.emplace_back(&keys[i], &values[i]);
+      auto reduced = reduce_rows(how, pairs);
+      if (!reduced) return reduced.error();
+      partials.push_back(std::move(*reduced));
+    }
+    auto whole = rereduce(how, partials);
+    if (!whole) return whole.error();
+    page.reduction = whole->dump();
+    page.total = 0;
+    return page;  // no rows travel
   }
   auto rows = index.scan(s, &page.total);
   if (!rows) return rows.error();
@@ -362,7 +402,7 @@ void view_reader::copy_rows(const std::string& db_name, const std::string& range
 }
 
 result<std::vector<view_page>> view_reader::pages_of(const db_meta& db, const design_views& dv, const view_request& q,
-                                                     uint64_t rows, bool count_range) {
+                                                     uint64_t rows, bool count_range, uint8_t reduce) {
   view_copy_request req;
   req.ddoc_id = dv.ddoc_id;
   req.rev = dv.rev;
@@ -373,6 +413,7 @@ result<std::vector<view_page>> view_reader::pages_of(const db_meta& db, const de
   req.lazy = q.lazy;
   req.count_before = rows > 0;
   req.count_range = count_range;
+  req.reduce = reduce;
   auto pages = coord_.each_range<view_page>(db, coordinator::all_ranges(db),
                                             [&](shard_copy& copy, size_t r, shard_copy::answer<view_page> done) {
                                               if (!copy.local()) return copy.start_view(req, std::move(done));

@@ -86,7 +86,7 @@ class view_reader {
                              uint64_t limit);
   // One copy of each range answering `q` (skip aside): at most `rows` rows each, in its direction.
   result<std::vector<view_page>> pages_of(const db_meta& db, const design_views& dv, const view_request& q,
-                                          uint64_t rows, bool count_range = false);
+                                          uint64_t rows, bool count_range = false, uint8_t reduce = 0);
   // The groups of `rows` (in order) reduced; skip and limit count groups.
   result<std::vector<view_row>> reduced(const design_views& dv, const std::vector<view_row>& rows,
                                         const view_request& q);

@@ -89,6 +89,29 @@ struct stats {
     sumsqr += d * d;
     ++count;
   }
+  // Another partial's {sum, count, min, max, sumsqr} (CouchDB's stat_values on a pre-reduced value).
+  bool merge(const json& o) {
+    if (!o.is_object()) return false;
+    for (const char* f : {"sum", "count", "min", "max", "sumsqr"})
+      if (!o.contains(f) || !o[f].is_number()) return false;
+    const uint64_t n = o["count"].get<uint64_t>();
+    if (n == 0) return true;
+    const bool ints = o["sum"].is_number_integer() && o["min"].is_number_integer() && o["max"].is_number_integer() &&
+                      o["sumsqr"].is_number_integer();
+    if (!ints) integers = false;
+    if (integers) {
+      imin = count ? std::min(imin, o["min"].get<int64_t>()) : o["min"].get<int64_t>();
+      imax = count ? std::max(imax, o["max"].get<int64_t>()) : o["max"].get<int64_t>();
+      isum += o["sum"].get<int64_t>();
+      isumsqr += o["sumsqr"].get<int64_t>();
+    }
+    min = count ? std::min(min, o["min"].get<double>()) : o["min"].get<double>();
+    max = count ? std::max(max, o["max"].get<double>()) : o["max"].get<double>();
+    sum += o["sum"].get<double>();
+    sumsqr += o["sumsqr"].get<double>();
+    count += n;
+    return true;
+  }
   json packed() const {
     if (integers) return json{{"sum", isum}, {"count", count}, {"min", imin}, {"max", imax}, {"sumsqr", isumsqr}};
     return json{{"sum", sum}, {"count", count}, {"min", min}, {"max", max}, {"sumsqr", sumsqr}};
@@ -163,6 +186,53 @@ result<json> reduce_rows(builtin_reduce how, const std::vector<std::pair<const j
       break;
   }
   return status{errc::internal, "not a built-in reduce"};
+}
+
+result<json> rereduce(builtin_reduce how, const std::vector<json>& partials) {
+  switch (how) {
+    case builtin_reduce::count: {
+      uint64_t n = 0;
+      for (const json& p : partials) n += p.is_number_unsigned() || p.is_number_integer() ? p.get<uint64_t>() : 0;
+      return json(n);
+    }
+    case builtin_reduce::sum: {
+      json acc = 0;
+      try {
+        for (const json& p : partials) {
+          // A partial that is CouchDB's error object is the answer (couch_query_servers:sum_values).
+          if (p.is_object() && p.value("error", json()) == error_name_of(errc::builtin_reduce_error)) return p;
+          acc = sum_values(p, acc);
+        }
+      } catch (const cannot_add& e) {
+        return json{
+            {"error", error_name_of(errc::builtin_reduce_error)}, {"reason", sum_error}, {"caused_by", e.cause}};
+      }
+      return acc;
+    }
+    case builtin_reduce::stats: {
+      std::vector<stats> per;
+      bool arrays = false, first = true;
+      for (const json& p : partials) {
+        if (p.is_number() && p == 0) continue;  // an empty partial
+        const bool is_array = p.is_array();
+        if (first) arrays = is_array;
+        first = false;
+        if (arrays != is_array) return status{errc::builtin_reduce_error, "_stats partials of different shapes"};
+        const size_t n = is_array ? p.size() : 1;
+        if (per.size() < n) per.resize(n);
+        for (size_t i = 0; i < n; ++i)
+          if (!per[i].merge(is_array ? p[i] : p))
+            return status{errc::builtin_reduce_error, "a _stats partial is malformed: " + p.dump()};
+      }
+      if (!arrays) return per.empty() ? json(0) : per.front().packed();
+      json out = json::array();
+      for (const auto& st : per) out.push_back(st.packed());
+      return out;
+    }
+    default:
+      break;
+  }
+  return status{errc::internal, "this reduce has no partials"};
 }
 
 }  // namespace settee

@@ -24,4 +24,8 @@ result<builtin_reduce> builtin_of(const std::string& source);
 // Reduces the rows (key, value) of one group.
 result<json> reduce_rows(builtin_reduce how, const std::vector<std::pair<const json*, const json*>>& rows);
 
+// Combines partial reductions of `count`, `sum` or `stats` (of consecutive runs of one group's
+// rows) into the group's (CouchDB's rereduce of the built-ins).
+result<json> rereduce(builtin_reduce how, const std::vector<json>& partials);
+
 }  // namespace settee

@@ -284,6 +284,7 @@ void rpc_node::view_rows(const std::string& node, const std::string& db, const s
         req.setCountBefore(vr.count_before);
         req.setLazy(vr.lazy);
         req.setCountRange(vr.count_range);
+        req.setReduce(vr.reduce);
         return req.send().then([](capnp::Response<Node::ViewRowsResults>&& r) -> result<view_page> {
           if (status st = status_of(r.getStatus()); !st) return st;
           view_page page;
@@ -295,6 +296,7 @@ void rpc_node::view_rows(const std::string& node, const std::string& db, const s
           page.active_size = r.getActiveSize();
           page.updating = r.getUpdating();
           page.counted = r.getCounted();
+          page.reduction = r.getReduction();
           page.rows.reserve(r.getRows().size());
           for (auto row : r.getRows()) page.rows.push_back({row.getId(), row.getKey(), row.getValue()});
           return page;

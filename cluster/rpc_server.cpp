@@ -317,6 +317,7 @@ kj::Promise<void> node_server::viewRows(ViewRowsContext context) {
   req.count_before = p.getCountBefore();
   req.lazy = p.getLazy();
   req.count_range = p.getCountRange();
+  req.reduce = p.getReduce();
   const std::string db = p.getShard().getDb(), range = p.getShard().getRange();
   // The view reader answers on its own threads (an index update may take long): the loop's
   // blocking pool is not held while it runs.
@@ -351,6 +352,7 @@ kj::Promise<void> node_server::viewRows(ViewRowsContext context) {
     results.setActiveSize(r->active_size);
     results.setUpdating(r->updating);
     results.setCounted(r->counted);
+    results.setReduction(r->reduction);
     auto rows = results.initRows(static_cast<unsigned>(r->rows.size()));
     for (unsigned i = 0; i < r->rows.size(); ++i) {
       rows[i].setId(r->rows[i].id);

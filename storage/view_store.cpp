@@ -16,7 +16,7 @@ namespace {
 constexpr std::string_view k_signature = "signature", k_shard = "shard_uuid", k_collator = "collator",
                            k_views = "views", k_seq = "seq", k_format = "format";
 // The file's layout: a file of another (an older build's) is emptied and indexed again.
-constexpr std::string_view format_version = "2";
+constexpr std::string_view format_version = "3";
 
 // Counting blocks (FORMAT.md "View index"): a view's rows table cut into runs of consecutive
 // entries, each with its number of rows, so that counting the rows before a position reads the
@@ -162,6 +162,17 @@ struct cursor {
   }
 };
 
+// The tables a row's change touches.
+struct tables {
+  MDB_dbi rows, blocks, partials, dirty;
+};
+
+// Block `start` changed: its partial reduction goes, and it waits in `dirty` to be reduced again.
+status mark_dirty(MDB_txn* t, const tables& tb, const std::string& start) {
+  if (auto st = lmdb::del(t, tb.partials, start); !st) return st;
+  return lmdb::put(t, tb.dirty, start, "");
+}
+
 // The block holding rows-table key `lk` of view `view`: its start key and count. `found` false
 // when the view has no block yet.
 status block_of(MDB_txn* t, MDB_dbi blocks, uint32_t view, const std::string& lk, std::string& start, uint64_t& n,
@@ -184,16 +195,18 @@ status block_of(MDB_txn* t, MDB_dbi blocks, uint32_t view, const std::string& lk
 }
 
 // Splits the block at `start` (of `n` rows, view `view`) in two near its middle entry.
-status split_block(MDB_txn* t, MDB_dbi rows, MDB_dbi blocks, const std::string& start, uint64_t n) {
+status split_block(MDB_txn* t, const tables& tb, const std::string& start, uint64_t n) {
   cursor c;
-  if (int rc = mdb_cursor_open(t, rows, &c.c); rc != 0) return lmdb::to_status(rc, "view blocks");
+  if (int rc = mdb_cursor_open(t, tb.rows, &c.c); rc != 0) return lmdb::to_status(rc, "view blocks");
   MDB_val k = lmdb::val(start), v;
   uint64_t before = 0;
   for (int rc = mdb_cursor_get(c.c, &k, &v, MDB_SET_RANGE); rc == 0; rc = mdb_cursor_get(c.c, &k, &v, MDB_NEXT)) {
     const std::string_view key = lmdb::view(k);
     if (before >= n / 2 && key != start) {
-      if (auto st = lmdb::put(t, blocks, key, u64_text(n - before)); !st) return st;
-      return lmdb::put(t, blocks, start, u64_text(before));
+      const std::string at(key);
+      if (auto st = lmdb::put(t, tb.blocks, at, u64_text(n - before)); !st) return st;
+      if (auto st = mark_dirty(t, tb, at); !st) return st;
+      return lmdb::put(t, tb.blocks, start, u64_text(before));
     }
     auto in = rows_in(key, lmdb::view(v));
     if (!in) return in.error();
@@ -204,22 +217,23 @@ status split_block(MDB_txn* t, MDB_dbi rows, MDB_dbi blocks, const std::string& 
 
 // Counts `delta` rows in or out of the block holding key `lk` of view `view`, splitting a block
 // grown past max_block and merging one shrunk under min_block into the one before it.
-status count_rows(MDB_txn* t, MDB_dbi rows, MDB_dbi blocks, uint32_t view, const std::string& lk, int64_t delta) {
+status count_rows(MDB_txn* t, const tables& tb, uint32_t view, const std::string& lk, int64_t delta) {
   std::string start;
   uint64_t n = 0;
   bool found = false;
-  if (auto st = block_of(t, blocks, view, lk, start, n, found); !st) return st;
+  if (auto st = block_of(t, tb.blocks, view, lk, start, n, found); !st) return st;
   if (!found) {  // the view's first block starts at its prefix: every key of the view is in one
     start = view_prefix(view);
     n = 0;
   }
   n = static_cast<uint64_t>(static_cast<int64_t>(n) + delta);
-  if (auto st = lmdb::put(t, blocks, start, u64_text(n)); !st) return st;
-  if (n > max_block) return split_block(t, rows, blocks, start, n);
+  if (auto st = lmdb::put(t, tb.blocks, start, u64_text(n)); !st) return st;
+  if (auto st = mark_dirty(t, tb, start); !st) return st;
+  if (n > max_block) return split_block(t, tb, start, n);
   if (n < min_block && start != view_prefix(view)) {
     // The block before (the view's first block is before any other of the view).
     cursor c;
-    if (int rc = mdb_cursor_open(t, blocks, &c.c); rc != 0) return lmdb::to_status(rc, "view blocks");
+    if (int rc = mdb_cursor_open(t, tb.blocks, &c.c); rc != 0) return lmdb::to_status(rc, "view blocks");
     MDB_val k = lmdb::val(start), v;
     int rc = mdb_cursor_get(c.c, &k, &v, MDB_SET_KEY);
     if (rc == 0) rc = mdb_cursor_get(c.c, &k, &v, MDB_PREV);
@@ -227,45 +241,48 @@ status count_rows(MDB_txn* t, MDB_dbi rows, MDB_dbi blocks, uint32_t view, const
     const std::string prev(lmdb::view(k));
     const uint64_t m = std::stoull(std::string(lmdb::view(v)));
     if (m + n <= max_block) {
-      if (auto st = lmdb::del(t, blocks, start); !st) return st;
-      return lmdb::put(t, blocks, prev, u64_text(m + n));
+      if (auto st = lmdb::del(t, tb.blocks, start); !st) return st;
+      if (auto st = lmdb::del(t, tb.partials, start); !st) return st;
+      if (auto st = lmdb::del(t, tb.dirty, start); !st) return st;
+      if (auto st = mark_dirty(t, tb, prev); !st) return st;
+      return lmdb::put(t, tb.blocks, prev, u64_text(m + n));
     }
   }
   return {};
 }
 
 // Removes the row at `pos` (absent: nothing); counted out of its block.
-status remove_row(MDB_txn* t, MDB_dbi rows, MDB_dbi blocks, uint32_t view, const std::string& pos) {
+status remove_row(MDB_txn* t, const tables& tb, uint32_t view, const std::string& pos) {
   const std::string lk = lmdb_key(pos);
   std::string_view v;
   bool found = false;
-  if (auto st = lmdb::get(t, rows, lk, v, found); !st || !found) return st;
+  if (auto st = lmdb::get(t, tb.rows, lk, v, found); !st || !found) return st;
   if (lk.size() == pos.size()) {
-    if (auto st = lmdb::del(t, rows, lk); !st) return st;
-    return count_rows(t, rows, blocks, view, lk, -1);
+    if (auto st = lmdb::del(t, tb.rows, lk); !st) return st;
+    return count_rows(t, tb, view, lk, -1);
   }
   std::vector<stored_row> all;
   if (!decode_rows(v, lk, all)) return corrupt("bucket");
   const size_t was = all.size();
   all.erase(std::remove_if(all.begin(), all.end(), [&](const stored_row& r) { return r.pos == pos; }), all.end());
   if (all.size() == was) return {};
-  status st = all.empty() ? lmdb::del(t, rows, lk) : lmdb::put(t, rows, lk, encode_bucket(all));
+  status st = all.empty() ? lmdb::del(t, tb.rows, lk) : lmdb::put(t, tb.rows, lk, encode_bucket(all));
   if (!st) return st;
-  return count_rows(t, rows, blocks, view, lk, -1);
+  return count_rows(t, tb, view, lk, -1);
 }
 
 // Inserts (replaces) row `r` of view `view`; a new row is counted into its block.
-status insert_row(MDB_txn* t, MDB_dbi rows, MDB_dbi blocks, uint32_t view, const stored_row& r) {
+status insert_row(MDB_txn* t, const tables& tb, uint32_t view, const stored_row& r) {
   const std::string lk = lmdb_key(r.pos);
   std::string_view v;
   bool found = false;
-  if (auto st = lmdb::get(t, rows, lk, v, found); !st) return st;
+  if (auto st = lmdb::get(t, tb.rows, lk, v, found); !st) return st;
   if (lk.size() == r.pos.size()) {
     codec::writer w;
     w.byte(single);
     encode_row(w, r, false);
-    if (auto st = lmdb::put(t, rows, lk, w.data()); !st) return st;
-    return found ? status{} : count_rows(t, rows, blocks, view, lk, +1);
+    if (auto st = lmdb::put(t, tb.rows, lk, w.data()); !st) return st;
+    return found ? status{} : count_rows(t, tb, view, lk, +1);
   }
   std::vector<stored_row> all;
   if (found && !decode_rows(v, lk, all)) return corrupt("bucket");
@@ -276,8 +293,8 @@ status insert_row(MDB_txn* t, MDB_dbi rows, MDB_dbi blocks, uint32_t view, const
     all.insert(at, r);
   else
     *at = r;
-  if (auto st = lmdb::put(t, rows, lk, encode_bucket(all)); !st) return st;
-  return added ? count_rows(t, rows, blocks, view, lk, +1) : status{};
+  if (auto st = lmdb::put(t, tb.rows, lk, encode_bucket(all)); !st) return st;
+  return added ? count_rows(t, tb, view, lk, +1) : status{};
 }
 
 }  // namespace
@@ -286,8 +303,14 @@ result<std::unique_ptr<view_store>> view_store::open(const std::string& path, co
   return lmdb::open_or_remove(path, [&]() -> result<std::unique_ptr<view_store>> {
     std::unique_ptr<view_store> s(new view_store());
     lmdb::txn t;
-    status st = lmdb::open_file(
-        path, {}, {{"meta", &s->meta_}, {"rows", &s->rows_}, {"ids", &s->ids_}, {"blocks", &s->blocks_}}, s->env_, t);
+    status st = lmdb::open_file(path, {},
+                                {{"meta", &s->meta_},
+                                 {"rows", &s->rows_},
+                                 {"ids", &s->ids_},
+                                 {"blocks", &s->blocks_},
+                                 {"partials", &s->partials_},
+                                 {"dirty", &s->dirty_}},
+                                s->env_, t);
     if (!st) return st;
     view_meta found;
     uint64_t views = 0;
@@ -320,7 +343,7 @@ view_store::~view_store() {
 }
 
 status view_store::reset(MDB_txn* t, const view_meta& m) {
-  for (MDB_dbi dbi : {meta_, rows_, ids_, blocks_})
+  for (MDB_dbi dbi : {meta_, rows_, ids_, blocks_, partials_, dirty_})
     if (int rc = mdb_drop(t, dbi, 0); rc != 0) return lmdb::to_status(rc, "view index reset");
   status st;
   if (!(st = lmdb::put(t, meta_, k_format, format_version)) || !(st = lmdb::put(t, meta_, k_signature, m.signature)) ||
@@ -348,9 +371,10 @@ uint64_t view_store::active_size() const {
   return (static_cast<uint64_t>(info.me_last_pgno) + 1) * st.ms_psize;
 }
 
-status view_store::apply(const std::vector<view_doc>& docs, uint64_t seq) {
+status view_store::apply(const std::vector<view_doc>& docs, uint64_t seq, const block_reducer* reducer) {
   lmdb::txn t;
   if (auto st = t.begin(env_, false); !st) return st;
+  const tables tb{rows_, blocks_, partials_, dirty_};
   std::vector<int64_t> delta(meta_cache_.views, 0);
   for (const view_doc& d : docs) {
     const std::string idk = doc_key::of(d.id);
@@ -366,7 +390,7 @@ status view_store::apply(const std::vector<view_doc>& docs, uint64_t seq) {
         if (!rd.str(pos) || pos.size() < 2) return corrupt("document entry");
         const uint32_t view = (static_cast<uint8_t>(pos[0]) << 8) | static_cast<uint8_t>(pos[1]);
         if (view < delta.size()) --delta[view];
-        if (auto st = remove_row(t.get(), rows_, blocks_, view, pos); !st) return st;
+        if (auto st = remove_row(t.get(), tb, view, pos); !st) return st;
       }
     }
     // What it emits now comes in.
@@ -377,7 +401,7 @@ status view_store::apply(const std::vector<view_doc>& docs, uint64_t seq) {
       for (uint32_t i = 0; i < d.views[v].size(); ++i) {
         const view_row_in& in = d.views[v][i];
         stored_row r{position(v, in.sort_key, d.id, i), d.id, in.key_json, in.value_json};
-        if (auto st = insert_row(t.get(), rows_, blocks_, v, r); !st) return st;
+        if (auto st = insert_row(t.get(), tb, v, r); !st) return st;
         entry.str(r.pos);
         ++delta[v];
         any = true;
@@ -394,8 +418,96 @@ status view_store::apply(const std::vector<view_doc>& docs, uint64_t seq) {
     if (auto st = lmdb::put(t.get(), meta_, count_key(v), std::to_string(n)); !st) return st;
   }
   if (auto st = lmdb::put(t.get(), meta_, k_seq, std::to_string(seq)); !st) return st;
+  if (reducer)
+    if (auto st = settle_in(t.get(), *reducer); !st) return st;
   if (auto st = t.commit(); !st) return st;
   seq_.store(seq, std::memory_order_release);
+  return {};
+}
+
+status view_store::settle(const block_reducer& reducer) {
+  {
+    lmdb::txn r;
+    if (auto st = r.begin(env_, true); !st) return st;
+    MDB_stat st{};
+    if (int rc = mdb_stat(r.get(), dirty_, &st); rc != 0) return lmdb::to_status(rc, "view blocks");
+    if (st.ms_entries == 0) return {};  // nothing changed since: no write, no fsync
+  }
+  lmdb::txn t;
+  if (auto st = t.begin(env_, false); !st) return st;
+  if (auto st = settle_in(t.get(), reducer); !st) return st;
+  return t.commit();
+}
+
+status view_store::settle_in(MDB_txn* t, const block_reducer& reducer) {
+  std::vector<std::string> dirty;
+  {
+    cursor c;
+    if (int rc = mdb_cursor_open(t, dirty_, &c.c); rc != 0) return lmdb::to_status(rc, "view blocks");
+    MDB_val k, v;
+    for (int rc = mdb_cursor_get(c.c, &k, &v, MDB_FIRST); rc == 0; rc = mdb_cursor_get(c.c, &k, &v, MDB_NEXT))
+      dirty.emplace_back(lmdb::view(k));
+  }
+  for (const std::string& start : dirty) {
+    if (auto st = lmdb::del(t, dirty_, start); !st) return st;
+    if (start.size() < 2) continue;
+    const uint32_t view = (static_cast<uint8_t>(start[0]) << 8) | static_cast<uint8_t>(start[1]);
+    if (!reducer.keeps(view)) continue;
+    // The block's rows: from its start to the next block's (or the view's end).
+    std::string next = view_prefix(view + 1);
+    {
+      cursor c;
+      if (int rc = mdb_cursor_open(t, blocks_, &c.c); rc != 0) return lmdb::to_status(rc, "view blocks");
+      MDB_val k = lmdb::val(start), v;
+      int rc = mdb_cursor_get(c.c, &k, &v, MDB_SET_KEY);
+      if (rc == MDB_NOTFOUND) continue;  // merged away
+      if (rc == 0) rc = mdb_cursor_get(c.c, &k, &v, MDB_NEXT);
+      if (rc == 0 && lmdb::view(k) < next) next = std::string(lmdb::view(k));
+      if (rc != 0 && rc != MDB_NOTFOUND) return lmdb::to_status(rc, "view blocks");
+    }
+    std::vector<view_row> rows;
+    if (auto st = walk(t, start, next, view_scan{}, nullptr, rows); !st) return st;
+    const std::string partial = reducer.reduce(view, rows);
+    if (!partial.empty())
+      if (auto st = lmdb::put(t, partials_, start, partial); !st) return st;
+  }
+  return {};
+}
+
+status view_store::reduce_range(const view_scan& s, std::vector<std::string>& partials,
+                                std::vector<view_row>& rows) const {
+  lmdb::txn t;
+  if (auto st = t.begin(env_, true); !st) return st;
+  const std::string low = lower_of(s.view, s.low), high = upper_of(s.view, s.high), end = view_prefix(s.view + 1);
+  if (low >= high) return {};
+  // From the block holding low: a block wholly in [low, high) gives its partial (its rows when it
+  // has none yet), the blocks at the range's ends their rows in range.
+  std::string start;
+  uint64_t n = 0;
+  bool found = false;
+  if (auto st = block_of(t.get(), blocks_, s.view, lmdb_key(low), start, n, found); !st) return st;
+  if (!found) return {};  // the view has no rows
+  cursor c;
+  if (int rc = mdb_cursor_open(t.get(), blocks_, &c.c); rc != 0) return lmdb::to_status(rc, "view blocks");
+  MDB_val k = lmdb::val(start), v;
+  int rc = mdb_cursor_get(c.c, &k, &v, MDB_SET_KEY);
+  while (rc == 0 && lmdb::view(k) < high) {
+    const std::string from(lmdb::view(k));
+    rc = mdb_cursor_get(c.c, &k, &v, MDB_NEXT);
+    if (rc != 0 && rc != MDB_NOTFOUND) return lmdb::to_status(rc, "view blocks");
+    const std::string next = rc == 0 && lmdb::view(k) < end ? std::string(lmdb::view(k)) : end;
+    std::string_view partial;
+    bool has = false;
+    if (from >= low && next <= high)
+      if (auto st = lmdb::get(t.get(), partials_, from, partial, has); !st) return st;
+    if (has) {
+      partials.emplace_back(partial);
+    } else if (auto st = walk(t.get(), std::max(from, low), std::min(next, high), view_scan{}, nullptr, rows); !st) {
+      return st;
+    }
+    if (next == end) break;
+  }
+  if (rc != 0 && rc != MDB_NOTFOUND) return lmdb::to_status(rc, "view blocks");
   return {};
 }
 

@@ -68,6 +68,18 @@ struct view_scan {
   uint64_t skip = 0, limit = std::numeric_limits<uint64_t>::max();
 };
 
+// A view's reduce kept per counting block (a built-in's partial reduction, as JSON text the
+// caller makes: storage reads none): kept beside the block's count, dropped when the block's rows
+// change, made again by settle().
+class block_reducer {
+ public:
+  virtual ~block_reducer() = default;
+  // Whether view `view` keeps partials.
+  virtual bool keeps(uint32_t view) const = 0;
+  // The partial of one block's rows, in order; "" keeps none (its rows are read instead).
+  virtual std::string reduce(uint32_t view, const std::vector<view_row>& rows) const = 0;
+};
+
 class view_store {
  public:
   // Opens (creates) the index at `path`. A file made for another signature, shard copy, collator or
@@ -79,8 +91,14 @@ class view_store {
 
   view_meta meta() const;  // may be read beside the writer
   // Replaces the rows of each document of `docs` with what it emits now, and records `seq` as
-  // indexed: one transaction, fsynced.
-  status apply(const std::vector<view_doc>& docs, uint64_t seq);
+  // indexed: one transaction, fsynced. With `reducer`, the blocks changed since the last settle
+  // get their partials in the same transaction (pass it on the last batch of an update).
+  status apply(const std::vector<view_doc>& docs, uint64_t seq, const block_reducer* reducer = nullptr);
+  // The partials of the blocks changed since the last settle, made (nothing to do: no write).
+  status settle(const block_reducer& reducer);
+  // The range of `s` (direction, skip and limit aside) as the partials of the blocks wholly
+  // inside it and the rows of the others (in order): what reduces it without reading every row.
+  status reduce_range(const view_scan& s, std::vector<std::string>& partials, std::vector<view_row>& rows) const;
   // The rows of `s`, after `skip`, at most `limit`; `total`: the view's rows (CouchDB's total_rows).
   result<std::vector<view_row>> scan(const view_scan& s, uint64_t* total = nullptr) const;
   // How many rows `s` holds (skip and limit aside), without reading them out.
@@ -102,10 +120,11 @@ class view_store {
   // Rows of `view` at positions before `pos`: the counting blocks before it, then at most one
   // block's rows.
   result<uint64_t> rank(MDB_txn* t, uint32_t view, const std::string& pos) const;
+  status settle_in(MDB_txn* t, const block_reducer& reducer);
 
   std::string path_;
   MDB_env* env_ = nullptr;
-  MDB_dbi meta_ = 0, rows_ = 0, ids_ = 0, blocks_ = 0;
+  MDB_dbi meta_ = 0, rows_ = 0, ids_ = 0, blocks_ = 0, partials_ = 0, dirty_ = 0;
   view_meta meta_cache_;          // as opened (its seq is seq_)
   std::atomic<uint64_t> seq_{0};  // scans and meta() read it beside the writer
 };

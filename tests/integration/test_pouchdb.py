@@ -167,7 +167,7 @@ class PouchDBReplication(NodeTest):
                               user, password], capture_output=True, text=True, env=env, timeout=120)
         self.assertEqual(run.returncode, 0, run.stderr[-3000:])
         out = json.loads(run.stdout)
-        self.assertEqual(len(out["results"]), 20)
+        self.assertEqual(len(out["results"]), 24)
         for entry in out["results"]:
             with self.subTest(view=entry["view"], opts=entry["opts"]):
                 self.assertIsInstance(entry["settee"], list, entry["settee"])

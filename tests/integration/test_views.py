@@ -283,6 +283,55 @@ class MapViews(NodeTest):
                 self.assertEqual(r, {"rows": [{"key": 3, "value": 1}, {"key": 1, "value": 1}]})
 
 
+class RangeReducesByBlocks(NodeTest):
+    def test_sum_stats_and_count_over_ranges_of_many_blocks(self):
+        """Enough rows for many counting blocks per copy: a group=false reduce combines the blocks'
+        stored partials with the rows at the range's ends, and must equal the rows' reduction."""
+        n = self.node
+        self.assertEqual(n.put("/vblocks?q=2").status, 201)
+        values = {f"d{i:05d}": (i * 7919) % 3001 - 1500 for i in range(4000)}
+        docs = [{"_id": k, "v": v} for k, v in values.items()]
+        for b in range(0, len(docs), 1000):
+            self.assertEqual(n.post("/vblocks/_bulk_docs", {"docs": docs[b:b + 1000]}).status, 201)
+        ddoc = {"views": {"s": {"map": "function(d) { emit(d.v, d.v); }", "reduce": "_sum"},
+                          "t": {"map": "function(d) { emit(d.v, d.v); }", "reduce": "_stats"},
+                          "c": {"map": "function(d) { emit(d.v, null); }", "reduce": "_count"}}}
+        self.assertEqual(n.put("/vblocks/_design/app", ddoc).status, 201)
+
+        def expect(lo, hi):
+            got = [v for v in values.values() if lo <= v <= hi]
+            return got
+
+        def check(lo, hi):
+            got = expect(lo, hi)
+            q = qs(startkey=lo, endkey=hi)
+            want_rows = lambda value: [{"key": None, "value": value}] if got else []  # noqa: E731
+            self.assertEqual(n.get(f"/vblocks/_design/app/_view/s{q}").json["rows"], want_rows(sum(got)), (lo, hi))
+            self.assertEqual(n.get(f"/vblocks/_design/app/_view/c{q}").json["rows"], want_rows(len(got)), (lo, hi))
+            stats = n.get(f"/vblocks/_design/app/_view/t{q}").json["rows"]
+            if got:
+                self.assertEqual(stats[0]["value"], {"sum": sum(got), "count": len(got), "min": min(got), "max": max(got),
+                                                     "sumsqr": sum(v * v for v in got)}, (lo, hi))
+            else:
+                self.assertEqual(stats, [])
+
+        for lo, hi in ((-1500, 1500), (-1000, 1000), (-3, 3), (7, 7), (1400, 1600), (-2000, -1499), (2000, 3000),
+                       (-77, 1234)):
+            check(lo, hi)
+        # Edits and deletions change the blocks; the next query's reduce sees them.
+        for i in range(0, 4000, 13):
+            doc_id = f"d{i:05d}"
+            rev = n.get(f"/vblocks/{doc_id}").json["_rev"]
+            if i % 2:
+                self.assertEqual(n.request("DELETE", f"/vblocks/{doc_id}?rev={rev}").status, 200)
+                del values[doc_id]
+            else:
+                values[doc_id] = 5
+                self.assertEqual(n.put(f"/vblocks/{doc_id}", {"_rev": rev, "v": 5}).status, 201)
+        for lo, hi in ((-1500, 1500), (-300, 700), (5, 5), (4, 6)):
+            check(lo, hi)
+
+
 class BuildsInActiveTasks(NodeTest):
     def test_an_update_shows_as_an_indexer_task(self):
         n = self.node
