@@ -12,6 +12,8 @@
 //   alldocs   loads --docs documents, then times a full _all_docs read: seconds, rows/s
 //   att_put   c threads PUT an --att-bytes attachment by name to new documents: rate, mb_s, p50, p99
 //   att_get   puts --docs attachments of --att-bytes, then c threads GET random ones: rate, mb_s, ...
+//   path      c threads GET --path for --seconds, "%K" in it replaced by a random number below
+//             --docs each time (e.g. a view's key=): rate, p50, p99
 //   longpoll  --listeners feeds wait with feed=longpoll&since=now; one write; ms from the write's
 //             acknowledgement until the last listener has its response
 // Options: --concurrency 32 --seconds 10 --doc-bytes 1000 --docs 10000 --listeners 200
@@ -49,6 +51,7 @@ struct options {
   int cpu_pid = 0;
   bool anonymous = false;  // --public 1: the database is opened to readers; timed requests send no credentials
   std::string query;       // get: appended to each document's URL, e.g. "r=1"
+  std::string path;        // path: the URL path and query to GET, "%K" a random number below docs
 };
 
 // User + system CPU seconds process `pid` has used so far (/proc/<pid>/stat), or -1.
@@ -92,6 +95,8 @@ bool parse(int argc, char** argv, options& o) {
       o.docs = std::min<size_t>(std::stoul(v), 5'000'000);
     } else if (k == "--query") {
       o.query = v;
+    } else if (k == "--path") {
+      o.path = v;
     } else if (k == "--cpu-pid") {
       o.cpu_pid = std::stoi(v);
     } else if (k == "--public") {
@@ -102,7 +107,7 @@ bool parse(int argc, char** argv, options& o) {
       return false;
     }
   }
-  for (const char* w : {"put", "get", "bulk", "changes", "alldocs", "pages", "longpoll", "att_put", "att_get"})
+  for (const char* w : {"put", "get", "bulk", "changes", "alldocs", "pages", "longpoll", "att_put", "att_get", "path"})
     if (o.workload == w) return true;
   return false;
 }
@@ -212,6 +217,16 @@ int timed_requests(const options& o) {
           if (!r || r->status != 201) {
             if (errors++ < 3)
               std::fprintf(stderr, "PUT %s/a.bin: %d %s\n", id.c_str(), r ? r->status : -1,
+                           r ? r->body.substr(0, 200).c_str() : httplib::to_string(r.error()).c_str());
+          }
+        } else if (o.workload == "path") {
+          std::string url = o.path;
+          if (size_t at = url.find("%K"); at != std::string::npos)
+            url.replace(at, 2, std::to_string(rng() % std::max<size_t>(o.docs, 1)));
+          auto r = c.Get(url.c_str());
+          if (!r || r->status != 200) {
+            if (errors++ < 3)
+              std::fprintf(stderr, "GET %s: %d %s\n", url.c_str(), r ? r->status : -1,
                            r ? r->body.substr(0, 200).c_str() : httplib::to_string(r.error()).c_str());
           }
         } else if (o.workload == "att_get") {
@@ -380,8 +395,9 @@ int main(int argc, char** argv) {
   if (!parse(argc, argv, o)) {
     std::fprintf(stderr,
                  "usage: settee_loadgen --url URL [--auth user:pw] --db DB "
-                 "--workload put|get|bulk|changes|alldocs|pages|longpoll|att_put|att_get [--concurrency N] "
-                 "[--seconds S] [--doc-bytes B] [--att-bytes B] [--docs N] [--listeners N] [--query Q] [--cpu-pid P] "
+                 "--workload put|get|bulk|changes|alldocs|pages|longpoll|att_put|att_get|path [--concurrency N] "
+                 "[--seconds S] [--doc-bytes B] [--att-bytes B] [--docs N] [--listeners N] [--query Q] [--path P] "
+                 "[--cpu-pid P] "
                  "[--public 1]\n");
     return 2;
   }
@@ -404,7 +420,8 @@ int main(int argc, char** argv) {
       }
     }
   }
-  if (o.workload == "put" || o.workload == "get" || o.workload == "att_put" || o.workload == "att_get")
+  if (o.workload == "put" || o.workload == "get" || o.workload == "att_put" || o.workload == "att_get" ||
+      o.workload == "path")
     return timed_requests(o);
   if (o.workload == "bulk") return bulk(o);
   if (o.workload == "changes") return changes(o, c);

@@ -1,10 +1,14 @@
 """A map view built over N documents of ~1 KB through one node with the default configuration
 (issue 31): `function(doc){ emit(doc.type, 1) }` with _count, built by its first query (docs/s),
-at q=1 and q=8 side by side in one run; then key= queries and a group=true reduce (ms, medians).
-    python3 bench/view_build.py [build/settee] [docs=200000]"""
+at q=1 and q=8 side by side in one run; then key= queries (one client, and 32 at once through
+settee_loadgen: p50/p99), a group=true reduce, and ungrouped _sum reduces of the whole view and
+of a key range (ms, medians).
+    python3 bench/view_build.py [build/settee] [docs=200000]
+The loadgen is build/settee_loadgen (LOADGEN= another), the same client for any server binary."""
 import json
 import os
 import statistics
+import subprocess
 import sys
 import time
 
@@ -30,7 +34,9 @@ def timed(path):
 
 
 try:
-    ddoc = {"views": {"by_type": {"map": "function(doc) { emit(doc.type, 1); }", "reduce": "_count"}}}
+    ddoc = {"views": {"by_type": {"map": "function(doc) { emit(doc.type, 1); }", "reduce": "_count"},
+                      "sums": {"map": "function(doc) { emit(doc.type, doc.n); }", "reduce": "_sum"}}}
+    loadgen = os.environ.get("LOADGEN", os.path.join(os.path.dirname(__file__), "..", "build", "settee_loadgen"))
     for q in (1, 8):
         db = f"vb{q}"
         req("PUT", f"/{db}?q={q}")
@@ -48,5 +54,15 @@ try:
         print(f"q={q}: key= limit=10 median {statistics.median(first_key) * 1000:.1f} ms (first key), "
               f"{statistics.median(last_key) * 1000:.1f} ms (last key); "
               f"group=true over {DOCS:,} rows median {statistics.median(grouped) * 1000:.0f} ms")
+        timed(f"/{db}/_design/app/_view/sums?limit=1&reduce=false")  # built before it is timed
+        whole = [timed(f"/{db}/_design/app/_view/sums")[0] for _ in range(10)]
+        part = [timed(f"/{db}/_design/app/_view/sums?startkey=%22t3%22&endkey=%22t6%22")[0] for _ in range(10)]
+        print(f"q={q}: _sum group=false median {statistics.median(whole) * 1000:.1f} ms (whole view), "
+              f"{statistics.median(part) * 1000:.1f} ms (keys t3..t6, 40% of the rows)")
+        run = subprocess.run([loadgen, "--url", f"http://127.0.0.1:{node.port}", "--auth", "bench:bench", "--db", db,
+                              "--workload", "path", "--docs", "10", "--concurrency", "32", "--seconds", "5",
+                              "--path", f"/{db}/_design/app/_view/by_type?key=%22t%K%22&limit=10&reduce=false"],
+                             capture_output=True, text=True, timeout=120)
+        print(f"q={q}: key= limit=10 at c=32 for 5 s: {run.stdout.strip()} {run.stderr.strip()[:200]}")
 finally:
     node.stop()

@@ -3,6 +3,7 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <set>
 #include <string_view>
 
 #include "storage/codec.hpp"
@@ -162,13 +163,16 @@ struct cursor {
   }
 };
 
-// The tables a row's change touches.
+// The tables a row's change touches, and the blocks marked dirty in this transaction.
 struct tables {
   MDB_dbi rows, blocks, partials, dirty;
+  std::set<std::string>* marked;
 };
 
-// Block `start` changed: its partial reduction goes, and it waits in `dirty` to be reduced again.
+// Block `start` changed: its partial reduction goes, and it waits in `dirty` to be reduced again
+// (once per transaction: a batch touches a block many times).
 status mark_dirty(MDB_txn* t, const tables& tb, const std::string& start) {
+  if (!tb.marked->insert(start).second) return {};
   if (auto st = lmdb::del(t, tb.partials, start); !st) return st;
   return lmdb::put(t, tb.dirty, start, "");
 }
@@ -244,6 +248,7 @@ status count_rows(MDB_txn* t, const tables& tb, uint32_t view, const std::string
       if (auto st = lmdb::del(t, tb.blocks, start); !st) return st;
       if (auto st = lmdb::del(t, tb.partials, start); !st) return st;
       if (auto st = lmdb::del(t, tb.dirty, start); !st) return st;
+      tb.marked->erase(start);
       if (auto st = mark_dirty(t, tb, prev); !st) return st;
       return lmdb::put(t, tb.blocks, prev, u64_text(m + n));
     }
@@ -374,7 +379,8 @@ uint64_t view_store::active_size() const {
 status view_store::apply(const std::vector<view_doc>& docs, uint64_t seq, const block_reducer* reducer) {
   lmdb::txn t;
   if (auto st = t.begin(env_, false); !st) return st;
-  const tables tb{rows_, blocks_, partials_, dirty_};
+  std::set<std::string> marked;
+  const tables tb{rows_, blocks_, partials_, dirty_, &marked};
   std::vector<int64_t> delta(meta_cache_.views, 0);
   for (const view_doc& d : docs) {
     const std::string idk = doc_key::of(d.id);
