@@ -4,6 +4,7 @@
 #include <filesystem>
 #include <thread>
 
+#include "actors/clustered_seq.hpp"
 #include "actors/db_catalog.hpp"
 #include "node/collation.hpp"
 #include "node/log.hpp"
@@ -248,6 +249,7 @@ namespace {
 result<view_page> read_index(const view_store& index, const view_copy_request& req, uint64_t copy_seq, bool updating) {
   view_page page;
   page.indexed_seq = index.meta().seq;
+  page.uuid = index.meta().shard_uuid;
   page.copy_seq = copy_seq;
   page.disk_size = index.disk_size();
   page.active_size = index.active_size();
@@ -425,8 +427,23 @@ result<std::vector<view_page>> view_reader::pages_of(const db_meta& db, const de
   for (auto& p : pages) {
     if (!p.value) return p.value.error();
     out.push_back(std::move(*p.value));
+    out.back().node = p.copy->node();
   }
   return out;
+}
+
+result<std::string> view_reader::update_seq(const db_meta& db, const design_views& dv) {
+  view_request q;
+  q.limit = 0;
+  q.update = false;
+  auto pages = pages_of(db, dv, q, 0);
+  if (!pages) return pages.error();
+  std::vector<seq_entry> entries;
+  for (size_t r = 0; r < pages->size(); ++r) {
+    const view_page& p = (*pages)[r];
+    entries.push_back({db.ranges[r], p.node, p.uuid.substr(0, uuid_prefix_length), p.indexed_seq});
+  }
+  return encode_seq(entries);
 }
 
 result<view_answer> view_reader::merged(const db_meta& db, const design_views& dv, const view_request& q, uint64_t skip,

@@ -67,6 +67,9 @@ class view_reader {
   // Where index updates show as CouchDB's `indexer` rows of _active_tasks (this node's name on
   // them). Set once, before queries arrive; unset: updates are not listed.
   void set_tasks(task_list& tasks, const clock& clk, std::string node) { tasks_ = {&tasks, &clk, std::move(node)}; }
+  // The indexes' seqs now, as a _changes token (CouchDB's update_seq=true): the seq each range's
+  // answering copy has indexed.
+  result<std::string> update_seq(const db_meta& db, const design_views& dv);
   // The index of `dv` as it is now (not updated).
   result<view_info> info(const db_meta& db, const design_views& dv);
   // _view_cleanup on this node's copies of `db`: removes the index files of every signature not

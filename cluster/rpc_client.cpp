@@ -297,6 +297,7 @@ void rpc_node::view_rows(const std::string& node, const std::string& db, const s
           page.updating = r.getUpdating();
           page.counted = r.getCounted();
           page.reduction = r.getReduction();
+          page.uuid = r.getUuid();
           page.rows.reserve(r.getRows().size());
           for (auto row : r.getRows()) page.rows.push_back({row.getId(), row.getKey(), row.getValue()});
           return page;

@@ -353,6 +353,7 @@ kj::Promise<void> node_server::viewRows(ViewRowsContext context) {
     results.setUpdating(r->updating);
     results.setCounted(r->counted);
     results.setReduction(r->reduction);
+    results.setUuid(r->uuid);
     auto rows = results.initRows(static_cast<unsigned>(r->rows.size()));
     for (unsigned i = 0; i < r->rows.size(); ++i) {
       rows[i].setId(r->rows[i].id);

@@ -50,15 +50,16 @@ result<std::vector<std::string>> docs_of(ctx& c, const db_meta& db, const std::v
 }
 
 // couch_mrview_http's reduce response: rows of key and value only.
-std::string render_reduced(const view_answer& answer) {
-  std::string out = "{\"rows\":[";
+std::string render_reduced(const view_answer& answer, const std::optional<std::string>& update_seq) {
+  std::string out = "{" + (update_seq ? "\"update_seq\":" + quote(*update_seq) + "," : std::string()) + "\"rows\":[";
   for (size_t i = 0; i < answer.rows.size(); ++i)
     out += (i ? ",\n" : "\n") + std::string("{\"key\":") + answer.rows[i].key_json +
            ",\"value\":" + answer.rows[i].value_json + "}";
   return out + "\n]}\n";
 }
 
-result<std::string> render_rows(ctx& c, const db_meta& db, const view_answer& answer, const view_query& q) {
+result<std::string> render_rows(ctx& c, const db_meta& db, const view_answer& answer, const view_query& q,
+                                const std::optional<std::string>& update_seq) {
   std::vector<std::string> docs;
   if (q.include_docs) {
     auto got = docs_of(c, db, answer.rows, q);
@@ -66,7 +67,8 @@ result<std::string> render_rows(ctx& c, const db_meta& db, const view_answer& an
     docs = std::move(*got);
   }
   std::string out = "{\"total_rows\":" + std::to_string(answer.total_rows) +
-                    ",\"offset\":" + (answer.no_offset ? "null" : std::to_string(answer.offset)) + ",\"rows\":[";
+                    ",\"offset\":" + (answer.no_offset ? "null" : std::to_string(answer.offset)) +
+                    (update_seq ? ",\"update_seq\":" + quote(*update_seq) : std::string()) + ",\"rows\":[";
   for (size_t i = 0; i < answer.rows.size(); ++i) {
     const view_row& row = answer.rows[i];
     out += (i ? ",\n" : "\n") + std::string("{\"id\":") + quote(row.id) + ",\"key\":" + row.key_json +
@@ -127,8 +129,14 @@ result<std::string> view_result(ctx& c, const db_meta& db, const std::string& dd
   r.group_level = q.group == true && !q.group_level ? view_request::exact : q.group_level.value_or(0);
   auto answer = c.node.views->query(db, dv, r);
   if (!answer) return answer.error();
-  if (r.reduce) return render_reduced(*answer);
-  return render_rows(c, db, *answer, q);
+  std::optional<std::string> update_seq;
+  if (q.update_seq) {  // the seqs the indexes answered from (none updated since: update=false)
+    auto token = c.node.views->update_seq(db, dv);
+    if (!token) return token.error();
+    update_seq = std::move(*token);
+  }
+  if (r.reduce) return render_reduced(*answer, update_seq);
+  return render_rows(c, db, *answer, q, update_seq);
 }
 
 }  // namespace

@@ -137,7 +137,7 @@ interface Node {
                 countBefore :Bool, lazy :Bool, countRange :Bool, reduce :UInt8)
       -> (status :CallStatus, rows :List(ViewRow), total :UInt64, before :UInt64, indexedSeq :UInt64,
           copySeq :UInt64, diskSize :UInt64, activeSize :UInt64, updating :Bool, counted :UInt64,
-          reduction :Text);
+          reduction :Text, uuid :Text);
 }
 
 # One end of a view range (storage/view_store.hpp view_bound): the key's collation sort key.

@@ -266,6 +266,26 @@ class MapViews(NodeTest):
         self.assertError(n.get("/views-info/_design/none/_info"), 404, "not_found", "missing")
         self.assertEqual(n.post("/views-info/_design/app/_info", {}).status, 405)
 
+    def test_update_seq_is_a_changes_token_of_the_indexes(self):
+        n = self.node
+        self.assertEqual(n.put("/views-seq?q=2").status, 201)
+        self.assertEqual(n.put("/views-seq/_design/app", {"views": {"v": {"map": "function(d) { emit(d.i, 1); }",
+                                                                          "reduce": "_count"}}}).status, 201)
+        self.assertEqual(n.post("/views-seq/_bulk_docs", {"docs": [{"_id": f"d{i}", "i": i} for i in range(6)]}).status, 201)
+        r = self.view("views-seq", "v", "?update_seq=true&reduce=false")
+        self.assertEqual(list(r), ["total_rows", "offset", "update_seq", "rows"])  # couch_mrview_http's order
+        # The token names what the indexes hold: _changes since it has nothing more.
+        self.assertEqual(n.get("/views-seq/_changes?since=" + urllib.parse.quote(r["update_seq"])).json["results"], [])
+        self.assertEqual(r["update_seq"].split("-")[0], "7")
+        reduced = self.view("views-seq", "v", "?update_seq=true")
+        self.assertEqual(reduced, {"update_seq": r["update_seq"], "rows": [{"key": None, "value": 6}]})
+        n.put("/views-seq/late", {"i": 9})
+        stale = self.view("views-seq", "v", "?update_seq=true&update=false&reduce=false")
+        self.assertEqual(stale["update_seq"], r["update_seq"])
+        self.assertEqual([c["id"] for c in n.get("/views-seq/_changes?since=" + urllib.parse.quote(stale["update_seq"])).json["results"]],
+                         ["late"])
+        self.assertNotIn("update_seq", self.view("views-seq", "v", "?reduce=false"))
+
     def test_keys_in_request_order(self):
         ids = lambda j: [row["id"] for row in j["rows"]]  # noqa: E731
         x = [f"n{i:02d}" for i in range(0, 30, 3)]
