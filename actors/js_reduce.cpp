@@ -61,28 +61,18 @@ result<std::vector<js_reply>> run_calls(js_pool& js, const design_views& dv, con
   return out;
 }
 
-}  // namespace
-
-result<std::vector<json>> js_reduce_groups(js_pool& js, const design_views& dv, const std::string& view,
-                                           const std::vector<std::vector<const view_row*>>& groups,
-                                           const js_reduce_options& opts) {
+// Runs the first round's `calls` for `groups` groups, then rereduce rounds until each group has
+// one value.
+result<std::vector<json>> rounds(js_pool& js, const design_views& dv, const std::string& view, std::vector<call> calls,
+                                 size_t groups, const js_reduce_options& opts) {
   const json path = json::array({"views", view, "reduce"});
   const std::string where = dv.ddoc_id + " view " + view;
-  std::vector<json> out(groups.size());
-  std::vector<call> calls;
-  for (size_t g = 0; g < groups.size(); ++g) {
-    std::vector<std::string> keys, values;
-    for (const view_row* row : groups[g]) {
-      keys.push_back("[" + row->key_json + "," + quote(row->id) + "]");
-      values.push_back(row->value_json);
-    }
-    chunk_calls(g, keys, values, opts, calls);
-  }
-  std::vector<bool> overflowed(groups.size(), false);
+  std::vector<json> out(groups);
+  std::vector<bool> overflowed(groups, false);
   while (!calls.empty()) {
     auto replies = run_calls(js, dv, path, calls, opts);
     if (!replies) return replies.error();
-    std::vector<std::vector<std::string>> partial(groups.size());
+    std::vector<std::vector<std::string>> partial(groups);
     for (size_t i = 0; i < calls.size(); ++i) {
       const call& c = calls[i];
       js_reply& r = (*replies)[i];
@@ -115,7 +105,7 @@ result<std::vector<json>> js_reduce_groups(js_pool& js, const design_views& dv, 
     }
     // Groups left with one value are reduced; the others' values are re-reduced in the next round.
     calls.clear();
-    for (size_t g = 0; g < groups.size(); ++g) {
+    for (size_t g = 0; g < groups; ++g) {
       if (overflowed[g] || partial[g].empty()) continue;
       if (partial[g].size() == 1) {
         out[g] = json::parse(partial[g][0], nullptr, false);
@@ -124,6 +114,43 @@ result<std::vector<json>> js_reduce_groups(js_pool& js, const design_views& dv, 
       chunk_calls(g, {}, partial[g], opts, calls);
     }
   }
+  return out;
+}
+
+}  // namespace
+
+result<std::vector<json>> js_reduce_groups(js_pool& js, const design_views& dv, const std::string& view,
+                                           const std::vector<std::vector<const view_row*>>& groups,
+                                           const js_reduce_options& opts) {
+  std::vector<call> calls;
+  for (size_t g = 0; g < groups.size(); ++g) {
+    std::vector<std::string> keys, values;
+    for (const view_row* row : groups[g]) {
+      keys.push_back("[" + row->key_json + "," + quote(row->id) + "]");
+      values.push_back(row->value_json);
+    }
+    chunk_calls(g, keys, values, opts, calls);
+  }
+  return rounds(js, dv, view, std::move(calls), groups.size(), opts);
+}
+
+result<std::vector<json>> js_rereduce_groups(js_pool& js, const design_views& dv, const std::string& view,
+                                             const std::vector<std::vector<std::string>>& values,
+                                             const js_reduce_options& opts) {
+  std::vector<call> calls;
+  std::vector<json> out(values.size());
+  std::vector<size_t> asked;  // the groups with more than one value, in order
+  for (size_t g = 0; g < values.size(); ++g) {
+    if (values[g].size() == 1) {
+      out[g] = json::parse(values[g][0], nullptr, false);
+      continue;
+    }
+    chunk_calls(asked.size(), {}, values[g], opts, calls);
+    asked.push_back(g);
+  }
+  auto reduced = rounds(js, dv, view, std::move(calls), asked.size(), opts);
+  if (!reduced) return reduced.error();
+  for (size_t i = 0; i < asked.size(); ++i) out[asked[i]] = std::move((*reduced)[i]);
   return out;
 }
 

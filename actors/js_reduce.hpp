@@ -39,4 +39,10 @@ result<std::vector<json>> js_reduce_groups(js_pool& js, const design_views& dv, 
                                            const std::vector<std::vector<const view_row*>>& groups,
                                            const js_reduce_options& opts = {});
 
+// The value of each group from its partial values (JSON texts: reductions of runs of its rows,
+// e.g. on several shard copies): rereduce calls until one is left (a group of one value is it).
+result<std::vector<json>> js_rereduce_groups(js_pool& js, const design_views& dv, const std::string& view,
+                                             const std::vector<std::vector<std::string>>& values,
+                                             const js_reduce_options& opts = {});
+
 }  // namespace settee

@@ -99,6 +99,12 @@ struct view_copy_request {
   // A built-in (view_reduce.hpp's builtin_reduce: sum or stats) reducing the range to one value
   // here (view_page::reduction; counted is set too).
   uint8_t reduce = 0;
+  // Grouped: the range's rows grouped (group_level as view_request's: -1 exact) and each group
+  // reduced here by `reduce` (a built-in, or js_reduce_code: the view's JavaScript function);
+  // the page's rows are the groups (key the group's, value its reduction), at most scan.limit.
+  bool grouped = false;
+  int64_t group_level = 0;
+  static constexpr uint8_t js_reduce_code = 255;
 };
 struct view_page {
   std::vector<view_row> rows;

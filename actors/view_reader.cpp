@@ -154,12 +154,67 @@ result<view_answer> view_reader::query(const db_meta& db, const design_views& dv
     out.rows.push_back({"", "null", whole->dump()});
     return out;
   }
+  if (q.builtin != builtin_reduce::approx_count_distinct) return grouped(db, dv, q);
+  // _approx_count_distinct counts distinct keys: a key in two ranges is one, so the rows meet here.
   auto all = merged(db, dv, q, 0, std::numeric_limits<uint64_t>::max());
   if (!all) return all;
   auto rows = reduced(dv, all->rows, q);
   if (!rows) return rows.error();
   view_answer out;
   out.rows = std::move(*rows);
+  return out;
+}
+
+result<view_answer> view_reader::grouped(const db_meta& db, const design_views& dv, const view_request& q) {
+  // Each copy groups its range and reduces each group (its first skip + limit groups: the merged
+  // first ones are among them); groups of the same key from several copies are re-reduced here.
+  const uint64_t want = q.limit == std::numeric_limits<uint64_t>::max() ? q.limit : q.skip + q.limit;
+  const uint8_t code =
+      q.builtin == builtin_reduce::none ? view_copy_request::js_reduce_code : static_cast<uint8_t>(q.builtin);
+  auto pages = pages_of(db, dv, q, want, false, code, true);
+  if (!pages) return pages.error();
+  std::vector<ranged> parts(pages->size());
+  for (size_t r = 0; r < pages->size(); ++r) {
+    parts[r].rows = std::move((*pages)[r].rows);
+    for (const auto& row : parts[r].rows)
+      parts[r].keys.push_back(collation::sort_key(json::parse(row.key_json, nullptr, false)));
+  }
+  // The groups in order; a group's values (one per copy that has it) side by side.
+  std::vector<view_row> merged_rows;
+  merge(parts, q.descending, 0, std::numeric_limits<uint64_t>::max(), merged_rows);
+  std::vector<std::string> keys;
+  std::vector<std::vector<std::string>> values;
+  std::string last;
+  for (auto& row : merged_rows) {
+    std::string sk = collation::sort_key(json::parse(row.key_json, nullptr, false));
+    if (keys.empty() || sk != last) {
+      if (values.size() >= want) break;
+      keys.push_back(std::move(row.key_json));
+      values.emplace_back();
+      last = std::move(sk);
+    }
+    values.back().push_back(std::move(row.value_json));
+  }
+  std::vector<json> combined(values.size());
+  if (q.builtin == builtin_reduce::none) {
+    auto js = js_rereduce_groups(js_, dv, dv.names[q.view], values, reduce_);
+    if (!js) return js.error();
+    combined = std::move(*js);
+    // A copy's reduce_overflow_error is the group's answer (couch_query_servers:os_rereduce).
+    for (size_t g = 0; g < values.size(); ++g)
+      for (const auto& v : values[g])
+        if (v.rfind("{\"reduce_overflow_error\":", 0) == 0) combined[g] = json::parse(v, nullptr, false);
+  } else {
+    for (size_t g = 0; g < values.size(); ++g) {
+      std::vector<json> partials;
+      for (const auto& v : values[g]) partials.push_back(json::parse(v, nullptr, false));
+      auto r = partials.size() == 1 ? result<json>(std::move(partials[0])) : rereduce(q.builtin, partials);
+      if (!r) return r.error();
+      combined[g] = std::move(*r);
+    }
+  }
+  view_answer out;
+  for (size_t g = q.skip; g < values.size(); ++g) out.rows.push_back({"", std::move(keys[g]), combined[g].dump()});
   return out;
 }
 
@@ -254,13 +309,15 @@ result<view_page> read_index(const view_store& index, const view_copy_request& r
   page.disk_size = index.disk_size();
   page.active_size = index.active_size();
   page.updating = updating;
-  const view_scan& s = req.scan;
-  if (req.count_range || req.reduce) {
+  view_scan whole = req.scan;
+  if (req.grouped) whole.limit = std::numeric_limits<uint64_t>::max();  // the limit counts groups
+  const view_scan& s = whole;
+  if (req.count_range || (req.reduce && !req.grouped)) {
     auto n = index.count(s);
     if (!n) return n.error();
     page.counted = *n;
   }
-  if (req.reduce && page.counted > 0) {
+  if (req.reduce && !req.grouped && page.counted > 0) {
     // The blocks wholly in range by their partials, the rest by their rows, combined.
     const auto how = static_cast<builtin_reduce>(req.reduce);
     std::vector<std::string> partial_texts;
@@ -357,6 +414,24 @@ result<view_info> view_reader::info(const db_meta& db, const design_views& dv) {
   return out;
 }
 
+result<view_page> view_reader::answer_copy(open_index& index, const view_copy_request& req, uint64_t copy_seq,
+                                           const design_views& dv) {
+  auto page = read_index(*index.store, req, copy_seq, index.updating);
+  if (!page || !req.grouped) return page;
+  // This copy's groups of the range, each reduced here; the asker combines the copies' groups.
+  view_request q;
+  q.view = req.scan.view;
+  q.reduce = true;
+  q.builtin =
+      req.reduce == view_copy_request::js_reduce_code ? builtin_reduce::none : static_cast<builtin_reduce>(req.reduce);
+  q.group_level = req.group_level;
+  q.limit = req.scan.limit;
+  auto groups = reduced(dv, page->rows, q);
+  if (!groups) return groups.error();
+  page->rows = std::move(*groups);
+  return page;
+}
+
 void view_reader::start_local(const db_meta& db, size_t range, const shard_handle& shard, const design_views& dv,
                               const view_copy_request& req, shard_copy::answer<view_page> done) {
   auto idx = index_of(db, range, dv, *shard.store);
@@ -365,7 +440,7 @@ void view_reader::start_local(const db_meta& db, size_t range, const shard_handl
   const uint64_t copy_seq = shard.store->header().update_seq;
   const bool behind = index->store->meta().seq < copy_seq;
   if (!req.update || !behind) {
-    done(read_index(*index->store, req, copy_seq, index->updating));
+    done(answer_copy(*index, req, copy_seq, dv));
     if (!req.lazy || !behind) return;
     // update=lazy: brought up to date after the answer (one lazy update per index at a time).
     if (index->lazy.exchange(true)) return;
@@ -381,7 +456,7 @@ void view_reader::start_local(const db_meta& db, size_t range, const shard_handl
   pool_.submit([this, index, store = shard.store, dv, req, copy = shard_name(db.name, db.shard_id(range)),
                 done = std::move(done)] {
     if (status st = update(*index, *store, dv, copy); !st) return done(st);
-    done(read_index(*index->store, req, store->header().update_seq, index->updating));
+    done(answer_copy(*index, req, store->header().update_seq, dv));
   });
 }
 
@@ -404,7 +479,7 @@ void view_reader::copy_rows(const std::string& db_name, const std::string& range
 }
 
 result<std::vector<view_page>> view_reader::pages_of(const db_meta& db, const design_views& dv, const view_request& q,
-                                                     uint64_t rows, bool count_range, uint8_t reduce) {
+                                                     uint64_t rows, bool count_range, uint8_t reduce, bool grouped) {
   view_copy_request req;
   req.ddoc_id = dv.ddoc_id;
   req.rev = dv.rev;
@@ -416,6 +491,9 @@ result<std::vector<view_page>> view_reader::pages_of(const db_meta& db, const de
   req.count_before = rows > 0;
   req.count_range = count_range;
   req.reduce = reduce;
+  req.grouped = grouped;
+  req.group_level = q.group_level;
+  if (grouped) req.count_before = false;
   auto pages = coord_.each_range<view_page>(db, coordinator::all_ranges(db),
                                             [&](shard_copy& copy, size_t r, shard_copy::answer<view_page> done) {
                                               if (!copy.local()) return copy.start_view(req, std::move(done));

@@ -89,7 +89,10 @@ class view_reader {
                              uint64_t limit);
   // One copy of each range answering `q` (skip aside): at most `rows` rows each, in its direction.
   result<std::vector<view_page>> pages_of(const db_meta& db, const design_views& dv, const view_request& q,
-                                          uint64_t rows, bool count_range = false, uint8_t reduce = 0);
+                                          uint64_t rows, bool count_range = false, uint8_t reduce = 0,
+                                          bool grouped = false);
+  // A grouped reduce (not _approx_count_distinct): each copy's groups reduced there, combined here.
+  result<view_answer> grouped(const db_meta& db, const design_views& dv, const view_request& q);
   // The groups of `rows` (in order) reduced; skip and limit count groups.
   result<std::vector<view_row>> reduced(const design_views& dv, const std::vector<view_row>& rows,
                                         const view_request& q);
@@ -106,6 +109,9 @@ class view_reader {
                                                const shard_store& shard);
   // Brings `index` up to date with `store` (one updater at a time).
   status update(open_index& index, const shard_store& store, const design_views& dv, const std::string& copy);
+  // `req` answered from `index` (a copy at `copy_seq`): its rows, or its groups reduced.
+  result<view_page> answer_copy(open_index& index, const view_copy_request& req, uint64_t copy_seq,
+                                const design_views& dv);
   // This node's copy `shard` of range `range` answering `req`: on this thread when its index is
   // up to date (or update=false), else on the reader's threads once updated.
   void start_local(const db_meta& db, size_t range, const shard_handle& shard, const design_views& dv,

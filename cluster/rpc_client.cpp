@@ -285,6 +285,8 @@ void rpc_node::view_rows(const std::string& node, const std::string& db, const s
         req.setLazy(vr.lazy);
         req.setCountRange(vr.count_range);
         req.setReduce(vr.reduce);
+        req.setGrouped(vr.grouped);
+        req.setGroupLevel(vr.group_level);
         return req.send().then([](capnp::Response<Node::ViewRowsResults>&& r) -> result<view_page> {
           if (status st = status_of(r.getStatus()); !st) return st;
           view_page page;

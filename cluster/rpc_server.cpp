@@ -318,6 +318,8 @@ kj::Promise<void> node_server::viewRows(ViewRowsContext context) {
   req.lazy = p.getLazy();
   req.count_range = p.getCountRange();
   req.reduce = p.getReduce();
+  req.grouped = p.getGrouped();
+  req.group_level = p.getGroupLevel();
   const std::string db = p.getShard().getDb(), range = p.getShard().getRange();
   // The view reader answers on its own threads (an index update may take long): the loop's
   // blocking pool is not held while it runs.

@@ -131,10 +131,13 @@ interface Node {
   # the query's direction, at most `limit`; `total` the view's rows, `before` (with countBefore)
   # the rows before the range's start in its direction; `lazy` (with update false): updated after
   # the answer; `countRange`: `counted` the rows in the range (a _count reduce, no rows read);
-  # `reduce` (a built-in, actors/view_reduce.hpp): the range reduced here, in `reduction`. An older node answers "unimplemented".
+  # `reduce` (a built-in, actors/view_reduce.hpp): the range reduced here, in `reduction`;
+  # `grouped`: the rows are the range's groups (`groupLevel`, -1 exact) reduced here by `reduce`
+  # (255: the view's JavaScript function). An older node answers "unimplemented".
   viewRows @33 (shard :ShardRef, ddocId :Text, rev :Text, ddoc :Text, signature :Text, view :UInt32,
                 low :ViewBound, high :ViewBound, descending :Bool, limit :UInt64, update :Bool,
-                countBefore :Bool, lazy :Bool, countRange :Bool, reduce :UInt8)
+                countBefore :Bool, lazy :Bool, countRange :Bool, reduce :UInt8, grouped :Bool,
+                groupLevel :Int64)
       -> (status :CallStatus, rows :List(ViewRow), total :UInt64, before :UInt64, indexedSeq :UInt64,
           copySeq :UInt64, diskSize :UInt64, activeSize :UInt64, updating :Bool, counted :UInt64,
           reduction :Text, uuid :Text);

@@ -15,7 +15,10 @@ from test_move_cluster import wait_job  # noqa: E402
 
 DDOC = {"views": {"by_type": {"map": "function(doc) { if (doc.type) emit(doc.type, doc.n); }"},
                   "counts": {"map": "function(doc) { if (doc.type) emit([doc.type, doc.n % 2], doc.n); }",
-                             "reduce": "_sum"}}}
+                             "reduce": "_sum"},
+                  "js": {"map": "function(doc) { if (doc.type) emit([doc.type, doc.n % 2], doc.n); }",
+                         "reduce": "function(k, v, rereduce) { return sum(v); }"},
+                  "stats": {"map": "function(doc) { if (doc.type) emit(doc.type, doc.n); }", "reduce": "_stats"}}}
 
 
 def q(**params):
@@ -68,6 +71,16 @@ class ClusteredViews(ClusterTest):
                 self.assertEqual(grouped["rows"], [{"key": [t], "value": sums[t]} for t in "xyz"])
                 whole = self.view(n, "cviews", "counts")
                 self.assertEqual(whole["rows"], [{"key": None, "value": sum(range(60))}])
+                # Each copy groups and reduces its range; the same key from several copies is
+                # re-reduced by the coordinator (a JavaScript function's rereduce, too).
+                self.assertEqual(self.view(n, "cviews", "js", q(group_level=1))["rows"], grouped["rows"])
+                self.assertEqual(self.view(n, "cviews", "js")["rows"], whole["rows"])
+                exact = self.view(n, "cviews", "js", q(group="true", descending="true", skip=1, limit=2))["rows"]
+                self.assertEqual(exact, [{"key": ["z", 0], "value": sum(i for i in range(60) if i % 3 == 2 and i % 2 == 0)},
+                                         {"key": ["y", 1], "value": sum(i for i in range(60) if i % 3 == 1 and i % 2)}])
+                stats = self.view(n, "cviews", "stats", q(group="true"))["rows"]
+                self.assertEqual([(r["key"], r["value"]["count"], r["value"]["sum"], r["value"]["min"]) for r in stats],
+                                 [(t, 20, sums[t], "xyz".index(t)) for t in "xyz"])
                 # One copy of each range indexed all its range holds: 61 changes in all (60
                 # documents and the design document), whichever node's copies answered.
                 info = n.get("/cviews/_design/app/_info").json["view_index"]
