@@ -4,6 +4,8 @@
 #include "actors/coordinator.hpp"
 #include "actors/resharder.hpp"
 #include "actors/task_list.hpp"
+#include "actors/view_reader.hpp"
+#include "node/log.hpp"
 
 namespace settee {
 
@@ -83,6 +85,15 @@ status local_member::compact(const std::string& db) {
   auto m = s_.coord->catalog().lookup(db);
   if (!m) return m.error();
   s_.compaction->enqueue_db(*s_.coord, *m);
+  return {};
+}
+
+status local_member::view_cleanup(const std::string& db, const std::vector<std::string>& keep) {
+  if (!s_.views || !s_.coord) return not_here("views");
+  auto m = s_.coord->catalog().lookup(db);
+  if (!m) return m.error();
+  const size_t removed = s_.views->cleanup(*m, keep);
+  if (removed) log::info("_view_cleanup of " + db + " removed " + std::to_string(removed) + " index file(s)");
   return {};
 }
 

@@ -24,6 +24,7 @@ class coordinator;
 struct db_meta;
 class resharder;
 class task_list;
+class view_reader;
 
 // A node's figures for its operators (GET /_node/<name>/_system), read by it.
 struct node_status {
@@ -59,6 +60,9 @@ class cluster_member {
   virtual result<std::vector<std::string>> active_tasks() = 0;
   // Queues the compaction of this member's copies of database `db` (answered once queued).
   virtual status compact(const std::string& db) = 0;
+  // Removes the view index files of this member's copies of `db` whose signature is not in `keep`
+  // (POST /db/_view_cleanup; not_implemented from a release without views).
+  virtual status view_cleanup(const std::string& db, const std::vector<std::string>& keep) = 0;
   // Whether this member stores attachments as blobs and carries them (release 0.3+), and whether
   // it reads a split database's lineage (release 0.3+: it may reshard).
   virtual bool stores_attachments() const = 0;
@@ -113,6 +117,7 @@ struct local_services {
   resharder* reshard = nullptr;
   task_list* tasks = nullptr;
   compactor* compaction = nullptr;
+  view_reader* views = nullptr;
   // This node's figures; the HTTP layer, which counts requests, reads them (set once, before
   // requests arrive).
   std::function<node_status()> figures;
@@ -128,6 +133,7 @@ class local_member final : public cluster_member {
   result<node_status> figures() override;
   result<std::vector<std::string>> active_tasks() override;
   status compact(const std::string& db) override;
+  status view_cleanup(const std::string& db, const std::vector<std::string>& keep) override;
   bool stores_attachments() const override { return true; }
   bool runs_javascript() const override { return true; }
   bool reshards() const override { return true; }

@@ -29,6 +29,11 @@ class remote_member final : public cluster_member {
       return {errc::not_implemented, name_ + " runs a release that cannot compact on request"};
     return rpc_.compact_db(name_, db, timeout_);
   }
+  status view_cleanup(const std::string& db, const std::vector<std::string>& keep) override {
+    if (!rpc_.has_feature(name_, views_feature))
+      return {errc::not_implemented, name_ + " runs a release without views"};
+    return rpc_.view_cleanup(name_, db, keep, timeout_);
+  }
   bool stores_attachments() const override { return rpc_.stores_attachments(name_); }
   bool runs_javascript() const override { return rpc_.has_feature(name_, javascript_feature); }
   bool reshards() const override { return rpc_.has_feature(name_, reshard_feature); }

@@ -16,6 +16,17 @@ status rpc_node::compact_db(const std::string& node, const std::string& db, std:
   });
 }
 
+status rpc_node::view_cleanup(const std::string& node, const std::string& db, const std::vector<std::string>& keep,
+                              std::chrono::milliseconds timeout) {
+  return call_status(node, timeout, [=](Node::Client& cap) {
+    auto req = cap.viewCleanupRequest();
+    req.setDb(db);
+    auto list = req.initKeep(static_cast<unsigned>(keep.size()));
+    for (unsigned i = 0; i < keep.size(); ++i) list.set(i, keep[i]);
+    return req;
+  });
+}
+
 result<std::vector<std::string>> rpc_node::active_tasks(const std::string& node, std::chrono::milliseconds timeout) {
   return call<std::vector<std::string>>(node, timeout, [=](Node::Client& cap) {
     return cap.activeTasksRequest().send().then(

@@ -95,6 +95,7 @@ class node_server final : public Node::Server {
   kj::Promise<void> reshardRequest(ReshardRequestContext context) override;
   kj::Promise<void> splitSeal(SplitSealContext context) override;
   kj::Promise<void> viewRows(ViewRowsContext context) override;
+  kj::Promise<void> viewCleanup(ViewCleanupContext context) override;
 
  private:
   static kj::Promise<void> refused() {

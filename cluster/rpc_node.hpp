@@ -138,6 +138,9 @@ class rpc_node final : public remote_shards {
   // Whether `node` announced tasks_feature; then compactDb and activeTasks on it.
   bool runs_tasks(const std::string& node) const;
   status compact_db(const std::string& node, const std::string& db, std::chrono::milliseconds timeout);
+  // `node`'s _view_cleanup of its copies of `db` (views_feature).
+  status view_cleanup(const std::string& node, const std::string& db, const std::vector<std::string>& keep,
+                      std::chrono::milliseconds timeout);
   result<std::vector<std::string>> active_tasks(const std::string& node, std::chrono::milliseconds timeout);
   // `node`'s figures (not_implemented when it did not announce node_status_feature).
   result<node_status> status_of_node(const std::string& node, std::chrono::milliseconds timeout);

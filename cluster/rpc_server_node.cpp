@@ -57,6 +57,13 @@ kj::Promise<void> node_server::compactDb(CompactDbContext context) {
   return member_status_call(loop_, context, [db](cluster_member& m) { return m.compact(db); });
 }
 
+kj::Promise<void> node_server::viewCleanup(ViewCleanupContext context) {
+  std::string db = context.getParams().getDb();
+  std::vector<std::string> keep;
+  for (auto k : context.getParams().getKeep()) keep.emplace_back(k.cStr());
+  return member_status_call(loop_, context, [db, keep](cluster_member& m) { return m.view_cleanup(db, keep); });
+}
+
 kj::Promise<void> node_server::activeTasks(ActiveTasksContext context) {
   using list = std::vector<std::string>;
   return member_call<list>(

@@ -224,22 +224,27 @@ void handle_compact(ctx& c, const db_meta& db) {
   c.reply(202, json{{"ok", true}});
 }
 
-// POST /db/_view_cleanup: this node's copies lose the index files no design document's views
-// name any more (other nodes clean theirs when asked there; docs/api.md).
+// POST /db/_view_cleanup: every node holding a copy of the database removes the index files no
+// design document's views name any more (as CouchDB's fabric cleans every node's; a node that
+// cannot be asked now is logged and keeps its files until the next cleanup).
 void handle_view_cleanup(ctx& c, const db_meta& db) {
   if (c.method() != "POST") return c.method_not_allowed("POST");
   if (auto st = c.require_json_content(); !st) return c.error(st);
-  if (c.node.views) {
-    auto listing = list_design_docs(c.node.coord, db, true);
-    if (!listing) return c.error(listing.error());
-    std::vector<std::string> keep;
-    for (const auto& row : listing->rows) {
-      if (row.doc.deleted || row.doc.doc.empty()) continue;
-      json d = parse_json(row.doc.doc).value_or(json());
-      if (d.is_object() && member(d, "views").is_object()) keep.push_back(view_signature(d));
-    }
-    const size_t removed = c.node.views->cleanup(db, keep);
-    if (removed) log::info("_view_cleanup of " + db.name + " removed " + std::to_string(removed) + " index file(s)");
+  auto listing = list_design_docs(c.node.coord, db, true);
+  if (!listing) return c.error(listing.error());
+  std::vector<std::string> keep;
+  for (const auto& row : listing->rows) {
+    if (row.doc.deleted || row.doc.doc.empty()) continue;
+    json d = parse_json(row.doc.doc).value_or(json());
+    if (d.is_object() && member(d, "views").is_object()) keep.push_back(view_signature(d));
+  }
+  std::set<std::string> holders{c.node.node_name};
+  for (const auto& copies : db.nodes) holders.insert(copies.begin(), copies.end());
+  for (const std::string& n : holders) {
+    auto m = c.node.cluster->get(n);
+    status st = m ? m->view_cleanup(db.name, keep) : status{errc::not_found, "not a member"};
+    if (!st && st.code != errc::not_implemented)
+      log::warning("_view_cleanup of " + db.name + " on " + n + " did not run: " + st.reason);
   }
   c.reply(202, json{{"ok", true}});
 }

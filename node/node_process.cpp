@@ -201,9 +201,9 @@ node_process::node_process(const config& cfg, settings set, const clock& clk, st
       job_states_([this] { return catalog_.catalog_file(); }),
       compaction_(jobs_, &job_states_, set_.compaction_docs_per_step),
       reshard_(coord_, shards_, jobs_, job_states_, clk_, set_.node_name, data_dir_),
-      self_member_(std::make_shared<local_member>(
-          set_.node_name,
-          local_services{&coord_, &reshard_, &tasks_, &compaction_, [this] { return read_node_status(node_); }})),
+      self_member_(std::make_shared<local_member>(set_.node_name,
+                                                  local_services{&coord_, &reshard_, &tasks_, &compaction_, &views_,
+                                                                 [this] { return read_node_status(node_); }})),
       js_(javascript_options(set_)),
       validator_(coord_, js_, &notifier_),
       views_(coord_, js_, data_dir_ + "/.shard_views", js_reduce_options{reduce_limit_of(set_.reduce_limit)}),

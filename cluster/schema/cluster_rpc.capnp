@@ -141,6 +141,9 @@ interface Node {
       -> (status :CallStatus, rows :List(ViewRow), total :UInt64, before :UInt64, indexedSeq :UInt64,
           copySeq :UInt64, diskSize :UInt64, activeSize :UInt64, updating :Bool, counted :UInt64,
           reduction :Text, uuid :Text);
+  # Release 0.4 (views-v1): POST /db/_view_cleanup on this node's copies of `db`: the index files
+  # whose signature is not in `keep` go.
+  viewCleanup @34 (db :Text, keep :List(Text)) -> (status :CallStatus);
 }
 
 # One end of a view range (storage/view_store.hpp view_bound): the key's collation sort key.

@@ -139,6 +139,35 @@ class ClusteredViews(ClusterTest):
         # The source's index went with its copy.
         self.assertTrue(wait_for(lambda: not any(d.startswith("cmove.") for d in os.listdir(index_dir)), 15))
 
+    def test_view_cleanup_reaches_every_node_holding_copies(self):
+        self.make_db("cclean", 4, 1, docs=20)
+        self.assertEqual(len(self.view(self.node, "cclean", "by_type")["rows"]), 20)
+
+        def signatures():
+            found = set()
+            for n in self.nodes:
+                root = os.path.join(n.data_dir, ".shard_views", "shards")
+                for rng in (os.listdir(root) if os.path.isdir(root) else []):
+                    for d in os.listdir(os.path.join(root, rng)):
+                        if d.startswith("cclean."):
+                            found.update(f[:-5] for f in os.listdir(os.path.join(root, rng, d)) if f.endswith(".view"))
+            return found
+
+        old = signatures()
+        self.assertEqual(len(old), 1)
+        rev = self.node.get("/cclean/_design/app").json["_rev"]
+        changed = {"_rev": rev, "views": {"by_type": {"map": "function(doc) { if (doc.type) emit(doc.n, 1); }"}}}
+        self.assertIn(self.node.put("/cclean/_design/app", changed).status, (201, 202))
+        self.assertTrue(wait_for(lambda: self.view(self.node, "cclean", "by_type")["rows"][0]["key"] == 0, 10))
+        self.assertEqual(len(signatures()), 2)
+        # Asked on one node, every node holding a copy cleans its own.
+        r = self.nodes[2].post("/cclean/_view_cleanup", {})
+        self.assertEqual((r.status, r.json), (202, {"ok": True}))
+        now = signatures()
+        self.assertEqual(len(now), 1)
+        self.assertNotEqual(now, old)
+        self.assertEqual(len(self.view(self.nodes[1], "cclean", "by_type")["rows"]), 20)
+
     def test_bad_queries_fail_the_same_on_a_node_without_copies(self):
         self.make_db("cbad", 1, 1, docs=3)
         shards = self.node.get("/cbad/_shards").json["shards"]
