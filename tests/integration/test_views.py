@@ -454,6 +454,39 @@ class ViewsThroughASplit(NodeTest):
         return r.json["rows"]
 
 
+class ViewsKilledMidBuild(NodeTest):
+    def test_a_build_cut_by_kill_9_resumes_and_answers_right(self):
+        n = self.node
+        self.assertEqual(n.put("/vmid?q=2").status, 201)
+        self.assertEqual(n.post("/vmid/_bulk_docs", {"docs": [{"_id": f"d{i:04d}", "i": i} for i in range(1500)]}).status, 201)
+        slow = "function(d) { var t = Date.now(); while (Date.now() - t < 2) {} emit(d.i % 10, d.i); }"
+        self.assertEqual(n.put("/vmid/_design/app", {"views": {"v": {"map": slow, "reduce": "_sum"}}}).status, 201)
+
+        def query():
+            try:
+                req = urllib.request.Request(f"http://127.0.0.1:{n.port}/vmid/_design/app/_view/v?limit=1",
+                                             headers=n.auth_header())
+                urllib.request.urlopen(req, timeout=60).read()
+            except OSError:
+                pass  # the node is killed under it
+
+        t = threading.Thread(target=query)
+        t.start()
+        # Killed once some batches are on disk and the build is not done.
+        self.assertTrue(wait_until(lambda: any(r["type"] == "indexer" and r["changes_done"] > 0
+                                               for r in n.get("/_active_tasks").json), 60))
+        n.kill()
+        t.join(60)
+        n.start(port=n.port)
+        info = n.get("/vmid/_design/app/_info").json["view_index"]
+        self.assertGreater(info["update_seq"], 0)  # resumed from the batches it had fsynced
+        rows = n.get("/vmid/_design/app/_view/v?reduce=false").json["rows"]
+        self.assertEqual(len(rows), 1500)
+        self.assertEqual(sorted(r["value"] for r in rows), list(range(1500)))
+        self.assertEqual(n.get("/vmid/_design/app/_view/v?group=true").json["rows"],
+                         [{"key": k, "value": sum(range(k, 1500, 10))} for k in range(10)])
+
+
 class ViewsAfterKill(NodeTest):
     def test_the_index_is_right_after_kill_9(self):
         n = self.node
