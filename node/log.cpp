@@ -103,7 +103,7 @@ void rate_limited::warning(const std::string& line) {
 
 namespace {
 
-void on_fatal_signal(int sig) {
+[[maybe_unused]] void on_fatal_signal(int sig) {
   // Only async-signal-safe calls: write(2), backtrace_symbols_fd (backtrace was warmed up).
   char head[96];
   const char* name = sigabbrev_np(sig);
