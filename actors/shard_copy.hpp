@@ -104,6 +104,7 @@ struct view_copy_request {
   // the page's rows are the groups (key the group's, value its reduction), at most scan.limit.
   bool grouped = false;
   int64_t group_level = 0;
+  bool describe = false;  // the page's uuid and sizes too (_info, update_seq)
   static constexpr uint8_t js_reduce_code = 255;
 };
 struct view_page {
@@ -111,7 +112,8 @@ struct view_page {
   uint64_t total = 0;   // the view's rows in this copy (CouchDB's total_rows, summed)
   uint64_t before = 0;  // count_before: rows before the start (CouchDB's offset, summed)
   // The index as the answer found it (for _design/d/_info): the copy's seq it has indexed, the
-  // copy's update seq, its file's size and the bytes in use, whether an update is running.
+  // copy's update seq, whether an update is running; with describe, its file's size and the
+  // bytes in use.
   uint64_t indexed_seq = 0, copy_seq = 0, disk_size = 0, active_size = 0;
   bool updating = false;
   std::string uuid;       // the copy's shard uuid

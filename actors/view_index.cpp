@@ -122,7 +122,7 @@ status update_view_index(const shard_store& store, view_store& index, js_pool& j
   for (;;) {
     auto snap = store.read();
     if (!snap) return snap.error();
-    uint64_t since = index.meta().seq, last = since;
+    uint64_t since = index.seq(), last = since;
     if (target && since >= target) return index.settle(partials);
     // The next batch: the changed documents after `since`, each once (its latest change), up to
     // `batch` of them or batch_bytes of bodies (one exchange stays far below a worker's answer cap).

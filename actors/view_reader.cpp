@@ -303,12 +303,14 @@ namespace {
 // `req` read from an index that is as up to date as it is going to be (of a copy at `copy_seq`).
 result<view_page> read_index(const view_store& index, const view_copy_request& req, uint64_t copy_seq, bool updating) {
   view_page page;
-  page.indexed_seq = index.meta().seq;
-  page.uuid = index.meta().shard_uuid;
+  page.indexed_seq = index.seq();
   page.copy_seq = copy_seq;
-  page.disk_size = index.disk_size();
-  page.active_size = index.active_size();
   page.updating = updating;
+  if (req.describe) {
+    page.uuid = index.meta().shard_uuid;
+    page.disk_size = index.disk_size();
+    page.active_size = index.active_size();
+  }
   view_scan whole = req.scan;
   if (req.grouped) whole.limit = std::numeric_limits<uint64_t>::max();  // the limit counts groups
   const view_scan& s = whole;
@@ -365,7 +367,7 @@ result<view_page> read_index(const view_store& index, const view_copy_request& r
 status view_reader::update(open_index& index, const shard_store& store, const design_views& dv,
                            const std::string& copy) {
   std::lock_guard<std::mutex> lock(index.mu);
-  const uint64_t from = index.store->meta().seq, to = store.header().update_seq;
+  const uint64_t from = index.store->seq(), to = store.update_seq();
   if (from >= to) return {};
   // CouchDB's indexer row in _active_tasks while it runs, with an estimate of the time left.
   uint64_t task = 0;
@@ -401,7 +403,7 @@ result<view_info> view_reader::info(const db_meta& db, const design_views& dv) {
   q.view = 0;
   q.limit = 0;
   q.update = false;
-  auto pages = pages_of(db, dv, q, 0);
+  auto pages = pages_of(db, dv, q, 0, false, 0, false, true);
   if (!pages) return pages.error();
   view_info out;
   for (const view_page& p : *pages) {
@@ -437,8 +439,8 @@ void view_reader::start_local(const db_meta& db, size_t range, const shard_handl
   auto idx = index_of(db, range, dv, *shard.store);
   if (!idx) return done(idx.error());
   std::shared_ptr<open_index> index = std::move(*idx);
-  const uint64_t copy_seq = shard.store->header().update_seq;
-  const bool behind = index->store->meta().seq < copy_seq;
+  const uint64_t copy_seq = shard.store->update_seq();
+  const bool behind = index->store->seq() < copy_seq;
   if (!req.update || !behind) {
     done(answer_copy(*index, req, copy_seq, dv));
     if (!req.lazy || !behind) return;
@@ -456,7 +458,7 @@ void view_reader::start_local(const db_meta& db, size_t range, const shard_handl
   pool_.submit([this, index, store = shard.store, dv, req, copy = shard_name(db.name, db.shard_id(range)),
                 done = std::move(done)] {
     if (status st = update(*index, *store, dv, copy); !st) return done(st);
-    done(answer_copy(*index, req, store->header().update_seq, dv));
+    done(answer_copy(*index, req, store->update_seq(), dv));
   });
 }
 
@@ -479,7 +481,8 @@ void view_reader::copy_rows(const std::string& db_name, const std::string& range
 }
 
 result<std::vector<view_page>> view_reader::pages_of(const db_meta& db, const design_views& dv, const view_request& q,
-                                                     uint64_t rows, bool count_range, uint8_t reduce, bool grouped) {
+                                                     uint64_t rows, bool count_range, uint8_t reduce, bool grouped,
+                                                     bool describe) {
   view_copy_request req;
   req.ddoc_id = dv.ddoc_id;
   req.rev = dv.rev;
@@ -492,6 +495,7 @@ result<std::vector<view_page>> view_reader::pages_of(const db_meta& db, const de
   req.count_range = count_range;
   req.reduce = reduce;
   req.grouped = grouped;
+  req.describe = describe;
   req.group_level = q.group_level;
   if (grouped) req.count_before = false;
   auto pages = coord_.each_range<view_page>(db, coordinator::all_ranges(db),
@@ -514,7 +518,7 @@ result<std::string> view_reader::update_seq(const db_meta& db, const design_view
   view_request q;
   q.limit = 0;
   q.update = false;
-  auto pages = pages_of(db, dv, q, 0);
+  auto pages = pages_of(db, dv, q, 0, false, 0, false, true);
   if (!pages) return pages.error();
   std::vector<seq_entry> entries;
   for (size_t r = 0; r < pages->size(); ++r) {

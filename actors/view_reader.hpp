@@ -90,7 +90,7 @@ class view_reader {
   // One copy of each range answering `q` (skip aside): at most `rows` rows each, in its direction.
   result<std::vector<view_page>> pages_of(const db_meta& db, const design_views& dv, const view_request& q,
                                           uint64_t rows, bool count_range = false, uint8_t reduce = 0,
-                                          bool grouped = false);
+                                          bool grouped = false, bool describe = false);
   // A grouped reduce (not _approx_count_distinct): each copy's groups reduced there, combined here.
   result<view_answer> grouped(const db_meta& db, const design_views& dv, const view_request& q);
   // The groups of `rows` (in order) reduced; skip and limit count groups.

@@ -320,6 +320,7 @@ kj::Promise<void> node_server::viewRows(ViewRowsContext context) {
   req.reduce = p.getReduce();
   req.grouped = p.getGrouped();
   req.group_level = p.getGroupLevel();
+  req.describe = p.getDescribe();
   const std::string db = p.getShard().getDb(), range = p.getShard().getRange();
   // The view reader answers on its own threads (an index update may take long): the loop's
   // blocking pool is not held while it runs.

@@ -216,6 +216,11 @@ shard_header shard_store::header() const {
   return header_;
 }
 
+uint64_t shard_store::update_seq() const {
+  std::lock_guard<std::mutex> lock(header_mu_);
+  return header_.update_seq;
+}
+
 std::string shard_store::security() const {
   std::lock_guard<std::mutex> lock(header_mu_);
   return header_.security;

@@ -188,6 +188,7 @@ class shard_store : public std::enable_shared_from_this<shard_store> {
 
   const std::string& path() const { return path_; }
   shard_header header() const;
+  uint64_t update_seq() const;   // header().update_seq without copying the rest
   std::string security() const;  // header().security without copying the rest
   uint64_t file_size() const;
 

@@ -89,7 +89,8 @@ class view_store {
   view_store(const view_store&) = delete;
   view_store& operator=(const view_store&) = delete;
 
-  view_meta meta() const;  // may be read beside the writer
+  view_meta meta() const;                                                // may be read beside the writer
+  uint64_t seq() const { return seq_.load(std::memory_order_acquire); }  // meta().seq, without copies
   // Replaces the rows of each document of `docs` with what it emits now, and records `seq` as
   // indexed: one transaction, fsynced. With `reducer`, the blocks changed since the last settle
   // get their partials in the same transaction (pass it on the last batch of an update).

@@ -133,11 +133,11 @@ interface Node {
   # the answer; `countRange`: `counted` the rows in the range (a _count reduce, no rows read);
   # `reduce` (a built-in, actors/view_reduce.hpp): the range reduced here, in `reduction`;
   # `grouped`: the rows are the range's groups (`groupLevel`, -1 exact) reduced here by `reduce`
-  # (255: the view's JavaScript function). An older node answers "unimplemented".
+  # (255: the view's JavaScript function); `describe`: `uuid` and the sizes are filled. An older node answers "unimplemented".
   viewRows @33 (shard :ShardRef, ddocId :Text, rev :Text, ddoc :Text, signature :Text, view :UInt32,
                 low :ViewBound, high :ViewBound, descending :Bool, limit :UInt64, update :Bool,
                 countBefore :Bool, lazy :Bool, countRange :Bool, reduce :UInt8, grouped :Bool,
-                groupLevel :Int64)
+                groupLevel :Int64, describe :Bool)
       -> (status :CallStatus, rows :List(ViewRow), total :UInt64, before :UInt64, indexedSeq :UInt64,
           copySeq :UInt64, diskSize :UInt64, activeSize :UInt64, updating :Bool, counted :UInt64,
           reduction :Text, uuid :Text);
