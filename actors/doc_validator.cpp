@@ -30,7 +30,10 @@ std::string with_fields(const std::string& head, const std::string& body, const 
 status refusal(const js_reply& r, const std::string& ddoc_id) {
   if (r.what == js_reply::kind::thrown) {
     if (r.value.is_object() && r.value.size() == 1) {
-      const auto& [key, message] = *r.value.items().begin();
+      // (Not `*items().begin()`: that dereferences a temporary iterator, which dies at once.)
+      const auto first = r.value.begin();
+      const std::string key = first.key();
+      const json& message = first.value();
       std::string text = message.is_string() ? message.get<std::string>() : message.dump();
       if (key == "forbidden") return {errc::forbidden, text};
       if (key == "unauthorized") return {errc::unauthorized, text};
