@@ -2,6 +2,7 @@
 rows in CouchDB's collation order across ranges, the range and paging parameters, include_docs,
 update=false, documents edited and deleted, the built-in reduces with group and group_level, the
 index surviving kill -9, and the errors of what is not built yet (JavaScript reduces, keys)."""
+import http.client
 import json
 import os
 import threading
@@ -447,6 +448,49 @@ class ViewsThroughASplit(NodeTest):
         after = self.view_rows()
         self.assertEqual(len(after), 301)
         self.assertEqual([r for r in after if r["id"] != "late"], before)
+
+    def test_queries_during_a_split_under_writes_see_every_acknowledged_write_once(self):
+        n = self.node
+        self.assertEqual(n.put("/vsw?q=1").status, 201)
+        self.assertEqual(n.post("/vsw/_bulk_docs", {"docs": [{"_id": f"p{i:04d}", "k": i % 5} for i in range(2000)]}).status,
+                         201)
+        self.assertEqual(n.put("/vsw/_design/app", {"views": {"v": {"map": "function(d) { emit(d.k, null); }"}}}).status, 201)
+        acked, stop = [], threading.Event()
+
+        def writer():
+            c = http.client.HTTPConnection("127.0.0.1", n.port, timeout=60)
+            for i in range(3000):
+                if stop.is_set():
+                    break
+                c.request("PUT", f"/vsw/w{i:05d}", body=json.dumps({"k": i % 5}),
+                          headers={**n.auth_header(), "Content-Type": "application/json"})
+                r = c.getresponse()
+                r.read()
+                if r.status in (201, 202):
+                    acked.append(f"w{i:05d}")
+            c.close()
+
+        t = threading.Thread(target=writer)
+        t.start()
+        try:
+            r = n.post("/_reshard/jobs", {"type": "split", "db": "vsw"})
+            self.assertEqual(r.status, 201, r.raw)
+            job = r.json[0]["id"]
+            while True:
+                done = n.get(f"/_reshard/jobs/{job}").json["job_state"] in ("completed", "failed")
+                before = set(acked)  # acknowledged before the query started
+                rows = n.get("/vsw/_design/app/_view/v").json["rows"]
+                ids = [row["id"] for row in rows]
+                self.assertEqual(len(ids), len(set(ids)), "a row twice")
+                self.assertFalse(before - set(ids), "an acknowledged write is missing")
+                if done:
+                    break
+        finally:
+            stop.set()
+            t.join(60)
+        self.assertEqual(n.get(f"/_reshard/jobs/{job}").json["job_state"], "completed")
+        ids = [row["id"] for row in n.get("/vsw/_design/app/_view/v").json["rows"]]
+        self.assertEqual(sorted(ids), sorted([f"p{i:04d}" for i in range(2000)] + acked))
 
     def view_rows(self):
         r = self.node.get("/vsplit/_design/app/_view/v")
