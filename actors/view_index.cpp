@@ -53,16 +53,7 @@ bool builtin_partials::keeps(uint32_t view) const {
 }
 
 std::string builtin_partials::reduce(uint32_t view, const std::vector<view_row>& rows) const {
-  std::vector<json> keys, values;
-  keys.reserve(rows.size());
-  values.reserve(rows.size());
-  std::vector<std::pair<const json*, const json*>> pairs;
-  for (const auto& row : rows) {
-    keys.push_back(json::parse(row.key_json, nullptr, false));
-    values.push_back(json::parse(row.value_json, nullptr, false));
-  }
-  for (size_t i = 0; i < rows.size(); ++i) pairs.emplace_back(&keys[i], &values[i]);
-  auto r = reduce_rows(per_view_[view], pairs);
+  auto r = reduce_view_rows(per_view_[view], rows);
   return r ? r->dump() : "";  // a _stats of something it cannot take: the rows answer the error
 }
 

@@ -134,8 +134,12 @@ result<view_answer> view_reader::query(const db_meta& db, const design_views& dv
       (q.builtin == builtin_reduce::count || q.builtin == builtin_reduce::sum || q.builtin == builtin_reduce::stats)) {
     // One group: each copy reduces its range (a _count by its blocks' counts, _sum and _stats by
     // its blocks' partials and the rows at the range's ends), this node combines the copies'.
-    auto pages = pages_of(db, dv, q, 0, q.builtin == builtin_reduce::count,
-                          q.builtin == builtin_reduce::count ? 0 : static_cast<uint8_t>(q.builtin));
+    view_copy_request ask;
+    ask.scan.limit = 0;
+    ask.count_before = false;
+    ask.count_range = q.builtin == builtin_reduce::count;
+    ask.reduce = q.builtin == builtin_reduce::count ? 0 : static_cast<uint8_t>(q.builtin);
+    auto pages = pages_of(db, dv, q, ask);
     if (!pages) return pages.error();
     uint64_t n = 0;
     std::vector<json> partials;
@@ -171,7 +175,12 @@ result<view_answer> view_reader::grouped(const db_meta& db, const design_views& 
   const uint64_t want = q.limit == std::numeric_limits<uint64_t>::max() ? q.limit : q.skip + q.limit;
   const uint8_t code =
       q.builtin == builtin_reduce::none ? view_copy_request::js_reduce_code : static_cast<uint8_t>(q.builtin);
-  auto pages = pages_of(db, dv, q, want, false, code, true);
+  view_copy_request ask;
+  ask.scan.limit = want;
+  ask.count_before = false;
+  ask.reduce = code;
+  ask.grouped = true;
+  auto pages = pages_of(db, dv, q, ask);
   if (!pages) return pages.error();
   std::vector<ranged> parts(pages->size());
   for (size_t r = 0; r < pages->size(); ++r) {
@@ -328,14 +337,7 @@ result<view_page> read_index(const view_store& index, const view_copy_request& r
     std::vector<json> partials;
     for (const auto& p : partial_texts) partials.push_back(json::parse(p, nullptr, false));
     if (!rows.empty()) {
-      std::vector<json> keys, values;
-      std::vector<std::pair<const json*, const json*>> pairs;
-      for (const auto& row : rows) {
-        keys.push_back(json::parse(row.key_json, nullptr, false));
-        values.push_back(json::parse(row.value_json, nullptr, false));
-      }
-      for (size_t i = 0; i < rows.size(); ++i) pairs.emplace_back(&keys[i], &values[i]);
-      auto reduced = reduce_rows(how, pairs);
+      auto reduced = reduce_view_rows(how, rows);
       if (!reduced) return reduced.error();
       partials.push_back(std::move(*reduced));
     }
@@ -398,12 +400,18 @@ status view_reader::update(open_index& index, const shard_store& store, const de
   return st;
 }
 
-result<view_info> view_reader::info(const db_meta& db, const design_views& dv) {
+result<std::vector<view_page>> view_reader::described(const db_meta& db, const design_views& dv) {
   view_request q;
-  q.view = 0;
-  q.limit = 0;
   q.update = false;
-  auto pages = pages_of(db, dv, q, 0, false, 0, false, true);
+  view_copy_request ask;
+  ask.scan.limit = 0;
+  ask.count_before = false;
+  ask.describe = true;
+  return pages_of(db, dv, q, ask);
+}
+
+result<view_info> view_reader::info(const db_meta& db, const design_views& dv) {
+  auto pages = described(db, dv);
   if (!pages) return pages.error();
   view_info out;
   for (const view_page& p : *pages) {
@@ -481,23 +489,15 @@ void view_reader::copy_rows(const std::string& db_name, const std::string& range
 }
 
 result<std::vector<view_page>> view_reader::pages_of(const db_meta& db, const design_views& dv, const view_request& q,
-                                                     uint64_t rows, bool count_range, uint8_t reduce, bool grouped,
-                                                     bool describe) {
-  view_copy_request req;
+                                                     view_copy_request req) {
   req.ddoc_id = dv.ddoc_id;
   req.rev = dv.rev;
   req.ddoc = dv.ddoc_json;
   req.signature = dv.signature;
-  req.scan = view_scan{q.view, q.low, q.high, q.descending, 0, rows};
+  req.scan = view_scan{q.view, q.low, q.high, q.descending, 0, req.scan.limit};
   req.update = q.update;
   req.lazy = q.lazy;
-  req.count_before = rows > 0;
-  req.count_range = count_range;
-  req.reduce = reduce;
-  req.grouped = grouped;
-  req.describe = describe;
   req.group_level = q.group_level;
-  if (grouped) req.count_before = false;
   auto pages = coord_.each_range<view_page>(db, coordinator::all_ranges(db),
                                             [&](shard_copy& copy, size_t r, shard_copy::answer<view_page> done) {
                                               if (!copy.local()) return copy.start_view(req, std::move(done));
@@ -515,10 +515,7 @@ result<std::vector<view_page>> view_reader::pages_of(const db_meta& db, const de
 }
 
 result<std::string> view_reader::update_seq(const db_meta& db, const design_views& dv) {
-  view_request q;
-  q.limit = 0;
-  q.update = false;
-  auto pages = pages_of(db, dv, q, 0, false, 0, false, true);
+  auto pages = described(db, dv);
   if (!pages) return pages.error();
   std::vector<seq_entry> entries;
   for (size_t r = 0; r < pages->size(); ++r) {
@@ -532,7 +529,10 @@ result<view_answer> view_reader::merged(const db_meta& db, const design_views& d
                                         uint64_t limit) {
   // Each range's rows up to skip + limit, in the query's direction, from one copy of each range:
   // this node's when it holds one (read here), else another node's (its viewRows).
-  auto pages = pages_of(db, dv, q, limit == std::numeric_limits<uint64_t>::max() ? limit : skip + limit);
+  view_copy_request ask;
+  ask.scan.limit = limit == std::numeric_limits<uint64_t>::max() ? limit : skip + limit;
+  ask.count_before = ask.scan.limit > 0;
+  auto pages = pages_of(db, dv, q, ask);
   if (!pages) return pages.error();
   view_answer out;
   std::vector<ranged> parts(db.ranges.size());

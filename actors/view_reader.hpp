@@ -87,10 +87,12 @@ class view_reader {
   // The ranges' rows of `q` merged in its order, `skip` and `limit` applied as given.
   result<view_answer> merged(const db_meta& db, const design_views& dv, const view_request& q, uint64_t skip,
                              uint64_t limit);
-  // One copy of each range answering `q` (skip aside): at most `rows` rows each, in its direction.
+  // One copy of each range answering `q`'s range (skip aside) as `ask` says (its scan.limit, what
+  // to count, reduce or describe); the design document, range, direction and update come from `q`.
   result<std::vector<view_page>> pages_of(const db_meta& db, const design_views& dv, const view_request& q,
-                                          uint64_t rows, bool count_range = false, uint8_t reduce = 0,
-                                          bool grouped = false, bool describe = false);
+                                          view_copy_request ask);
+  // Every range's index as it is, described (for _info and update_seq).
+  result<std::vector<view_page>> described(const db_meta& db, const design_views& dv);
   // A grouped reduce (not _approx_count_distinct): each copy's groups reduced there, combined here.
   result<view_answer> grouped(const db_meta& db, const design_views& dv, const view_request& q);
   // The groups of `rows` (in order) reduced; skip and limit count groups.

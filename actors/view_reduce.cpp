@@ -188,6 +188,20 @@ result<json> reduce_rows(builtin_reduce how, const std::vector<std::pair<const j
   return status{errc::internal, "not a built-in reduce"};
 }
 
+result<json> reduce_view_rows(builtin_reduce how, const std::vector<view_row>& rows) {
+  std::vector<json> keys, values;
+  keys.reserve(rows.size());
+  values.reserve(rows.size());
+  for (const auto& row : rows) {
+    keys.push_back(json::parse(row.key_json, nullptr, false));
+    values.push_back(json::parse(row.value_json, nullptr, false));
+  }
+  std::vector<std::pair<const json*, const json*>> pairs;
+  pairs.reserve(rows.size());
+  for (size_t i = 0; i < rows.size(); ++i) pairs.emplace_back(&keys[i], &values[i]);
+  return reduce_rows(how, pairs);
+}
+
 result<json> rereduce(builtin_reduce how, const std::vector<json>& partials) {
   switch (how) {
     case builtin_reduce::count: {

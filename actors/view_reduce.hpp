@@ -12,6 +12,7 @@
 
 #include "node/error.hpp"
 #include "node/json.hpp"
+#include "storage/view_store.hpp"
 
 namespace settee {
 
@@ -23,6 +24,9 @@ result<builtin_reduce> builtin_of(const std::string& source);
 
 // Reduces the rows (key, value) of one group.
 result<json> reduce_rows(builtin_reduce how, const std::vector<std::pair<const json*, const json*>>& rows);
+
+// reduce_rows over rows as an index holds them (their key and value JSON texts).
+result<json> reduce_view_rows(builtin_reduce how, const std::vector<view_row>& rows);
 
 // Combines partial reductions of `count`, `sum` or `stats` (of consecutive runs of one group's
 // rows) into the group's (CouchDB's rereduce of the built-ins).

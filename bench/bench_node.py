@@ -49,6 +49,13 @@ class BenchNode:
                 time.sleep(0.1)
         raise RuntimeError("the node did not start")
 
+    def ok(self, method, path, body=None):
+        """The body bytes of a request that must succeed (RuntimeError on a 4xx or 5xx)."""
+        status, out = self.request(method, path, body)
+        if status >= 400:
+            raise RuntimeError(f"{method} {path}: {status} {out[:200]!r}")
+        return out
+
     def stop(self):
         self.proc.terminate()
         self.proc.wait()

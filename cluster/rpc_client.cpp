@@ -250,18 +250,6 @@ void rpc_node::all_docs(const std::string& node, const std::string& db, const st
       std::move(done));
 }
 
-namespace {
-
-void set_bound(ViewBound::Builder b, const view_bound& v) {
-  b.setSet(v.set);
-  b.setSortKey(capnp::Data::Reader(reinterpret_cast<const kj::byte*>(v.sort_key.data()), v.sort_key.size()));
-  b.setHasDocId(v.doc_id.has_value());
-  if (v.doc_id) b.setDocId(*v.doc_id);
-  b.setInclusive(v.inclusive);
-}
-
-}  // namespace
-
 void rpc_node::view_rows(const std::string& node, const std::string& db, const std::string& range,
                          const view_copy_request& vr, answer<view_page> done) {
   if (!members_.has_feature(node, views_feature))
@@ -276,8 +264,8 @@ void rpc_node::view_rows(const std::string& node, const std::string& db, const s
         req.setDdoc(vr.ddoc);
         req.setSignature(vr.signature);
         req.setView(vr.scan.view);
-        set_bound(req.initLow(), vr.scan.low);
-        set_bound(req.initHigh(), vr.scan.high);
+        write_view_bound(req.initLow(), vr.scan.low);
+        write_view_bound(req.initHigh(), vr.scan.high);
         req.setDescending(vr.scan.descending);
         req.setLimit(vr.scan.limit);
         req.setUpdate(vr.update);

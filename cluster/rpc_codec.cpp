@@ -205,4 +205,22 @@ node_status read_node_status(NodeStatus::Reader n) {
   return out;
 }
 
+void write_view_bound(ViewBound::Builder b, const view_bound& v) {
+  b.setSet(v.set);
+  b.setSortKey(capnp::Data::Reader(reinterpret_cast<const kj::byte*>(v.sort_key.data()), v.sort_key.size()));
+  b.setHasDocId(v.doc_id.has_value());
+  if (v.doc_id) b.setDocId(*v.doc_id);
+  b.setInclusive(v.inclusive);
+}
+
+view_bound read_view_bound(ViewBound::Reader b) {
+  view_bound v;
+  v.set = b.getSet();
+  auto key = b.getSortKey();
+  v.sort_key.assign(reinterpret_cast<const char*>(key.begin()), key.size());
+  if (b.getHasDocId()) v.doc_id = b.getDocId();
+  v.inclusive = b.getInclusive();
+  return v;
+}
+
 }  // namespace settee

@@ -437,6 +437,9 @@ void write_new_job(NewJob::Builder b, const new_job& j);
 new_job read_new_job(NewJob::Reader r);
 void write_node_status(NodeStatus::Builder b, const node_status& s);
 node_status read_node_status(NodeStatus::Reader n);
+// One end of a view range (its sort key as bytes).
+void write_view_bound(ViewBound::Builder b, const view_bound& v);
+view_bound read_view_bound(ViewBound::Reader b);
 
 // Calls to one peer's copy of one range that queue up while the loop is busy and then travel as one
 // message: the waiters' items (document ids, or documents to write) are concatenated, and the

@@ -287,20 +287,6 @@ kj::Promise<void> node_server::allDocsPage(AllDocsPageContext context) {
       });
 }
 
-namespace {
-
-view_bound bound_of(ViewBound::Reader b) {
-  view_bound v;
-  v.set = b.getSet();
-  auto key = b.getSortKey();
-  v.sort_key.assign(reinterpret_cast<const char*>(key.begin()), key.size());
-  if (b.getHasDocId()) v.doc_id = b.getDocId();
-  v.inclusive = b.getInclusive();
-  return v;
-}
-
-}  // namespace
-
 kj::Promise<void> node_server::viewRows(ViewRowsContext context) {
   auto p = context.getParams();
   view_copy_request req;
@@ -309,8 +295,8 @@ kj::Promise<void> node_server::viewRows(ViewRowsContext context) {
   req.ddoc = p.getDdoc();
   req.signature = p.getSignature();
   req.scan.view = p.getView();
-  req.scan.low = bound_of(p.getLow());
-  req.scan.high = bound_of(p.getHigh());
+  req.scan.low = read_view_bound(p.getLow());
+  req.scan.high = read_view_bound(p.getHigh());
   req.scan.descending = p.getDescending();
   req.scan.limit = p.getLimit();
   req.update = p.getUpdate();

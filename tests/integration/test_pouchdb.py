@@ -119,6 +119,15 @@ class PouchDBReplication(NodeTest):
         self.assertEqual(b.get("/direct/_local/not-replicated").status, 404)
 
 
+    def client(self, script, db):
+        """What tests/clients/<script> printed (JSON) against database `db` of this node."""
+        user, password = self.node.admin
+        env = dict(os.environ, NODE_PATH=os.path.join(CLIENTS_DIR, "node_modules"))
+        run = subprocess.run(["node", os.path.join(CLIENTS_SRC, script), f"http://127.0.0.1:{self.node.port}/{db}",
+                              user, password], capture_output=True, text=True, env=env, timeout=120)
+        self.assertEqual(run.returncode, 0, run.stderr[-3000:])
+        return json.loads(run.stdout)
+
     def test_filters_and_validate_doc_update_as_pouchdb_sees_them(self):
         """Issue 30: PouchDB's own checks of filters and validate_doc_update against a remote
         database (tests/clients/pouchdb_design.js)."""
@@ -130,12 +139,7 @@ class PouchDBReplication(NodeTest):
                                        " if (d.secret) throw({unauthorized: 'no secrets'}); }"}
         self.assertEqual(n.put("/jsf/_design/app", ddoc).status, 201)
         self.assertEqual(n.post("/jsf/_bulk_docs", {"docs": [{"_id": f"d{i}", "n": i} for i in range(10)]}).status, 201)
-        user, password = n.admin
-        env = dict(os.environ, NODE_PATH=os.path.join(CLIENTS_DIR, "node_modules"))
-        run = subprocess.run(["node", os.path.join(CLIENTS_SRC, "pouchdb_design.js"), f"http://127.0.0.1:{n.port}/jsf",
-                              user, password], capture_output=True, text=True, env=env, timeout=120)
-        self.assertEqual(run.returncode, 0, run.stderr[-3000:])
-        out = json.loads(run.stdout)
+        out = self.client("pouchdb_design.js", "jsf")
         self.assertEqual(out["changes_even"], ["d0", "d2", "d4", "d6", "d8"])
         self.assertEqual(out["changes_query"], ["d3"])
         self.assertEqual(out["changes_missing"]["status"], 404, out["changes_missing"])
@@ -161,12 +165,7 @@ class PouchDBReplication(NodeTest):
         built-in reduces and a JavaScript one, grouped every way."""
         n = self.node
         self.assertEqual(n.put("/pviews?q=4").status, 201)
-        user, password = n.admin
-        env = dict(os.environ, NODE_PATH=os.path.join(CLIENTS_DIR, "node_modules"))
-        run = subprocess.run(["node", os.path.join(CLIENTS_SRC, "pouchdb_views.js"), f"http://127.0.0.1:{n.port}/pviews",
-                              user, password], capture_output=True, text=True, env=env, timeout=120)
-        self.assertEqual(run.returncode, 0, run.stderr[-3000:])
-        out = json.loads(run.stdout)
+        out = self.client("pouchdb_views.js", "pviews")
         self.assertEqual(len(out["results"]), 24)
         for entry in out["results"]:
             with self.subTest(view=entry["view"], opts=entry["opts"]):

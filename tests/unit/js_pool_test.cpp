@@ -7,21 +7,12 @@
 #include <vector>
 
 #include "actors/js_pool.hpp"
+#include "js_worker.hpp"
 
 using namespace settee;
+using settee::testing::worker_options;
 
 namespace {
-
-js_options worker_options(size_t workers = 2, int timeout_ms = 500) {
-  js_options o;
-  const char* path = std::getenv("SETTEE_JS");
-  REQUIRE_MESSAGE(path != nullptr, "SETTEE_JS must name the settee-js worker (CTest sets it)");
-  o.worker = path;
-  o.max_workers = workers;
-  o.timeout = std::chrono::milliseconds(timeout_ms);
-  o.heap_mb = 32;
-  return o;
-}
 
 const std::string ddoc = R"({"_id":"_design/app",
   "validate_doc_update":"function(newDoc, oldDoc, userCtx, secObj){ if (!newDoc.owner) throw({forbidden: 'owner required'}); }",

@@ -2,23 +2,15 @@
 // in its three modes, a function that throws, a function that never returns.
 #include <doctest/doctest.h>
 
-#include <cstdlib>
-
 #include "actors/js_reduce.hpp"
+#include "js_worker.hpp"
 
 using namespace settee;
 
 namespace {
 
 js_pool make_pool() {
-  js_options o;
-  const char* path = std::getenv("SETTEE_JS");
-  REQUIRE_MESSAGE(path != nullptr, "SETTEE_JS must name the settee-js worker (CTest sets it)");
-  o.worker = path;
-  o.max_workers = 1;
-  o.timeout = std::chrono::milliseconds(500);
-  o.heap_mb = 32;
-  return js_pool(o);
+  return js_pool(settee::testing::worker_options(1, 500, 32));
 }
 
 design_views views_for(const json& views) {

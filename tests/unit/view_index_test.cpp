@@ -8,6 +8,7 @@
 
 #include <cstdlib>
 
+#include "js_worker.hpp"
 #include "node/collation.hpp"
 #include "shard_fixture.hpp"
 #include "temp_dir.hpp"
@@ -16,16 +17,6 @@ using namespace settee;
 using namespace settee::testing;
 
 namespace {
-
-js_options worker() {
-  js_options o;
-  const char* path = std::getenv("SETTEE_JS");
-  REQUIRE_MESSAGE(path != nullptr, "SETTEE_JS must name the settee-js worker (CTest sets it)");
-  o.worker = path;
-  o.max_workers = 1;
-  o.timeout = std::chrono::milliseconds(2000);
-  return o;
-}
 
 std::vector<std::string> rows(view_store& idx, uint32_t view) {
   auto r = idx.scan(view_scan{view, {}, {}, false});
@@ -46,7 +37,7 @@ const json ddoc = json::parse(R"({"_id":"_design/app","views":{
 TEST_CASE("view_index: rows follow the winners through edits, deletions and batches") {
   temp_dir dir;
   auto shard = open_store(dir.path + "/shards/00000000-ffffffff/db.1");
-  js_pool js(worker());
+  js_pool js(worker_options(1, 2000, 64));
   auto r = write(*shard, {upd("a", R"({"type":"x","n":1})"), upd("b", R"({"type":"y","n":2})"),
                           upd("c", R"({"type":"x","n":3})"), upd("_design/app", ddoc.dump())});
   const design_views dv = views_of("db.1", "_design/app", r[3].rev.str(), ddoc);
