@@ -97,4 +97,15 @@ status local_member::view_cleanup(const std::string& db, const std::vector<std::
   return {};
 }
 
+status local_member::view_compact(const std::string& db, const std::string& ddoc_id, const std::string& rev,
+                                  const std::string& ddoc) {
+  if (!s_.views || !s_.coord) return not_here("views");
+  auto m = s_.coord->catalog().lookup(db);
+  if (!m) return m.error();
+  auto d = parse_json(ddoc);
+  if (!d || !d->is_object()) return status{errc::bad_request, "the design document is not a JSON object"};
+  s_.views->compact(*m, views_of(m->key(), ddoc_id, rev, *d));
+  return {};
+}
+
 }  // namespace settee

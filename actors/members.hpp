@@ -63,6 +63,11 @@ class cluster_member {
   // Removes the view index files of this member's copies of `db` whose signature is not in `keep`
   // (POST /db/_view_cleanup; not_implemented from a release without views).
   virtual status view_cleanup(const std::string& db, const std::vector<std::string>& keep) = 0;
+  // Queues the compaction of the index files of design document `ddoc_id` (revision `rev`, its
+  // JSON `ddoc`) on this member's copies of `db` (POST /db/_compact/ddoc; not_implemented from a
+  // release without views).
+  virtual status view_compact(const std::string& db, const std::string& ddoc_id, const std::string& rev,
+                              const std::string& ddoc) = 0;
   // Whether this member stores attachments as blobs and carries them (release 0.3+), and whether
   // it reads a split database's lineage (release 0.3+: it may reshard).
   virtual bool stores_attachments() const = 0;
@@ -134,6 +139,8 @@ class local_member final : public cluster_member {
   result<std::vector<std::string>> active_tasks() override;
   status compact(const std::string& db) override;
   status view_cleanup(const std::string& db, const std::vector<std::string>& keep) override;
+  status view_compact(const std::string& db, const std::string& ddoc_id, const std::string& rev,
+                      const std::string& ddoc) override;
   bool stores_attachments() const override { return true; }
   bool runs_javascript() const override { return true; }
   bool reshards() const override { return true; }

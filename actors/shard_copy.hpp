@@ -116,10 +116,11 @@ struct view_page {
   // bytes in use.
   uint64_t indexed_seq = 0, copy_seq = 0, disk_size = 0, active_size = 0;
   bool updating = false;
-  std::string uuid;       // the copy's shard uuid
-  std::string node;       // the node whose copy answered (set by the asker, not sent)
-  uint64_t counted = 0;   // count_range or reduce: the rows in the range
-  std::string reduction;  // reduce: the range's reduction (JSON), when it has rows
+  bool compacting = false;  // a compaction of the index is queued or running
+  std::string uuid;         // the copy's shard uuid
+  std::string node;         // the node whose copy answered (set by the asker, not sent)
+  uint64_t counted = 0;     // count_range or reduce: the rows in the range
+  std::string reduction;    // reduce: the range's reduction (JSON), when it has rows
 };
 
 // A copy's time-seq and its update seq (for the histogram).

@@ -107,7 +107,7 @@ status map_batch(js_pool& js, const design_views& dv, const std::vector<std::str
 
 status update_view_index(const shard_store& store, view_store& index, js_pool& js, const design_views& dv,
                          uint64_t target, size_t batch, size_t batch_bytes,
-                         const std::function<void(uint64_t indexed_seq)>& progress) {
+                         const std::function<bool(uint64_t indexed_seq)>& progress) {
   if (dv.names.empty()) return {};
   const builtin_partials partials(dv.builtins);
   for (;;) {
@@ -150,7 +150,7 @@ status update_view_index(const shard_store& store, view_store& index, js_pool& j
     // The last batch (fewer than asked for) makes the changed blocks' partials in its transaction.
     if (auto st = index.apply(docs, last, seqs.size() < batch && taken == seqs.size() ? &partials : nullptr); !st)
       return st;
-    if (progress) progress(last);
+    if (progress && !progress(last)) return status{errc::unavailable, "the index update was stopped"};
   }
 }
 

@@ -55,9 +55,10 @@ design_views views_of(const std::string& db_key, const std::string& ddoc_id, con
 // committed when it starts), in batches of up to `batch` documents or `batch_bytes` of their
 // bodies (at least one document), each one exchange with a worker and one fsynced apply().
 // Errors: the shard or the index failed, or no worker could run the map.
-// `progress`, when set, is told after each batch the copy's seq indexed so far.
+// `progress`, when set, is told after each batch the copy's seq indexed so far; when it answers
+// false the update stops there (unavailable: what is indexed so far stands).
 status update_view_index(const shard_store& store, view_store& index, js_pool& js, const design_views& views,
                          uint64_t target = 0, size_t batch = 500, size_t batch_bytes = 16u << 20,
-                         const std::function<void(uint64_t indexed_seq)>& progress = {});
+                         const std::function<bool(uint64_t indexed_seq)>& progress = {});
 
 }  // namespace settee

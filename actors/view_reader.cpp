@@ -1,12 +1,16 @@
 #include "actors/view_reader.hpp"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <filesystem>
 #include <thread>
 
 #include "actors/clustered_seq.hpp"
+#include "actors/compactor.hpp"
 #include "actors/db_catalog.hpp"
 #include "node/collation.hpp"
+#include "node/files.hpp"
 #include "node/log.hpp"
 #include "storage/lmdb_env.hpp"
 
@@ -50,9 +54,10 @@ uint64_t merge(std::vector<ranged>& parts, bool descending, uint64_t skip, uint6
 
 }  // namespace
 
-view_reader::view_reader(coordinator& coord, js_pool& js, std::string dir, js_reduce_options reduce)
+view_reader::view_reader(coordinator& coord, js_pool& js, job_runner& jobs, std::string dir, js_reduce_options reduce)
     : coord_(coord),
       js_(js),
+      jobs_(jobs),
       dir_(std::move(dir)),
       reduce_(reduce),
       pool_(std::max<size_t>(1, std::min<size_t>(js.max_workers(), std::thread::hardware_concurrency()))) {}
@@ -78,9 +83,11 @@ result<std::shared_ptr<view_reader::open_index>> view_reader::index_of(const db_
   }
   const view_meta want{dv.signature, shard.header().shard_uuid, collation::collator_version(),
                        static_cast<uint32_t>(dv.names.size()), 0};
+  ::unlink((path + ".compact").c_str());  // a compaction's copy a crash left behind
   auto store = view_store::open(path, want);
   if (!store) return store.error();
   auto idx = std::make_shared<open_index>();
+  idx->path = path;
   idx->store = std::move(*store);
   idx->used = ++uses_;
   open_.emplace(path, idx);
@@ -111,6 +118,55 @@ size_t view_reader::cleanup(const db_meta& db, const std::vector<std::string>& k
     }
   }
   return removed;
+}
+
+void view_reader::compact(const db_meta& db, const design_views& dv) {
+  for (size_t r = 0; r < db.ranges.size(); ++r) {
+    if (!db.hosts(r)) continue;
+    const std::string copy = shard_name(db.name, db.shard_id(r));
+    if (!lmdb::file_exists(dir_ + "/" + copy + "/" + dv.signature + ".view")) continue;  // never built here
+    auto shard = coord_.shard(db, r);
+    if (!shard) continue;
+    auto idx = index_of(db, r, dv, *shard->store);
+    if (!idx) {
+      log::warning("the index of " + dv.ddoc_id + " on " + copy + " cannot be compacted: " + idx.error().reason);
+      continue;
+    }
+    std::shared_ptr<open_index> index = *idx;
+    if (index->compacting.exchange(true)) continue;  // queued or running already
+    const view_meta want{dv.signature, shard->store->header().shard_uuid, collation::collator_version(),
+                         static_cast<uint32_t>(dv.names.size()), 0};
+    auto job = std::make_shared<view_compaction>(
+        copy, dv.ddoc_id, [this, index, want] { return compact_index(*index, want); },
+        [index] { index->compacting = false; });
+    if (!jobs_.submit("view_compaction/" + copy + "/" + dv.signature, compactor::lane, job)) index->compacting = false;
+  }
+}
+
+status view_reader::compact_index(open_index& index, const view_meta& want) {
+  // Updates wait meanwhile (mu); queries read on from the file until the swap, then from the copy.
+  std::lock_guard<std::mutex> updater(index.mu);
+  if (!index.store) return status{errc::internal, "the index could not be reopened"};
+  const std::string tmp = index.path + ".compact";
+  if (status st = index.store->compact_to(tmp); !st) return st;
+  job_context::failpoint("view_compaction:copied");
+  std::unique_lock<std::shared_mutex> swapping(index.swap);
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = open_.find(index.path);
+  if (it == open_.end() || it->second.get() != &index) {  // removed meanwhile (cleanup, copy gone)
+    ::unlink(tmp.c_str());
+    return {};
+  }
+  index.store.reset();  // one environment per file per process: closed before the copy opens
+  status renamed = rename_durably(tmp, index.path);
+  if (!renamed) ::unlink(tmp.c_str());
+  auto reopened = view_store::open(index.path, want);
+  if (!reopened) {
+    open_.erase(it);  // the next query opens it again
+    return reopened.error();
+  }
+  index.store = std::move(*reopened);
+  return renamed;
 }
 
 void view_reader::forget_copy(const std::string& copy) {
@@ -366,11 +422,12 @@ result<view_page> read_index(const view_store& index, const view_copy_request& r
 
 }  // namespace
 
-status view_reader::update(open_index& index, const shard_store& store, const design_views& dv,
-                           const std::string& copy) {
+status view_reader::update(open_index& index, const shard_store& store, const design_views& dv, const std::string& copy,
+                           uint64_t target, const std::function<bool()>& stop) {
   std::lock_guard<std::mutex> lock(index.mu);
-  const uint64_t from = index.store->seq(), to = store.update_seq();
-  if (from >= to) return {};
+  if (!index.store) return status{errc::internal, "the index of " + dv.ddoc_id + " could not be reopened"};
+  const uint64_t from = index.store->seq(), to = std::max(target, store.update_seq());
+  if (from >= target) return {};
   // CouchDB's indexer row in _active_tasks while it runs, with an estimate of the time left.
   uint64_t task = 0;
   const int64_t started_ms = tasks_.clk ? tasks_.clk->now_ms() : 0;
@@ -386,18 +443,48 @@ status view_reader::update(open_index& index, const shard_store& store, const de
                                  {"updated_on", started_ms / 1000}});
   }
   auto progress = [&](uint64_t seq) {
-    if (!task) return;
-    const uint64_t done = std::min(seq, to) - from, total = std::max<uint64_t>(to - from, 1);
-    const int64_t now = tasks_.clk->now_ms(), spent = now - started_ms;
-    json fields{{"changes_done", done}, {"progress", done * 100 / total}, {"updated_on", now / 1000}};
-    if (done > 0) fields["eta_s"] = static_cast<double>(spent) * static_cast<double>(total - done) / done / 1000.0;
-    tasks_.list->update(task, fields);
+    if (task) {
+      const uint64_t done = std::min(seq, to) - from, total = std::max<uint64_t>(to - from, 1);
+      const int64_t now = tasks_.clk->now_ms(), spent = now - started_ms;
+      json fields{{"changes_done", done}, {"progress", done * 100 / total}, {"updated_on", now / 1000}};
+      if (done > 0) fields["eta_s"] = static_cast<double>(spent) * static_cast<double>(total - done) / done / 1000.0;
+      tasks_.list->update(task, fields);
+    }
+    return !stop || !stop();
   };
   index.updating = true;
-  status st = update_view_index(store, *index.store, js_, dv, 0, 500, 16u << 20, progress);
+  status st = update_view_index(store, *index.store, js_, dv, target, 500, 16u << 20, progress);
   index.updating = false;
   if (task) tasks_.list->remove(task);
   return st;
+}
+
+void view_reader::build(const db_meta& db, const design_views& dv, const std::shared_ptr<open_index>& index,
+                        const shard_handle& shard, const std::string& copy, std::function<void(status)> done) {
+  view_build_part part;
+  part.index = index->path;
+  part.seq = [store = shard.store] { return store->update_seq(); };
+  part.update = [this, index, store = shard.store, dv, copy](uint64_t target, const std::function<bool()>& stop) {
+    return update(*index, *store, dv, copy, target, stop);
+  };
+  part.done = std::move(done);
+  // One build job per database and signature at a time: joined while it runs, else a new one.
+  const std::string key = db.key() + "/" + dv.signature;
+  std::shared_ptr<view_build> job;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = builds_.find(key);
+    if (it != builds_.end() && it->second->add(part)) return;
+    const std::string id = "view_build/" + key + "/" + std::to_string(++build_ids_);
+    job = std::make_shared<view_build>(id, pool_, [this, key, id] {
+      std::lock_guard<std::mutex> l(mu_);
+      auto b = builds_.find(key);
+      if (b != builds_.end() && b->second->id() == id) builds_.erase(b);
+    });
+    job->add(std::move(part));
+    builds_[key] = job;
+  }
+  if (!jobs_.submit(job->id(), view_build::lane, job)) job->ended(job_next::kind::cancelled, "");
 }
 
 result<std::vector<view_page>> view_reader::described(const db_meta& db, const design_views& dv) {
@@ -420,14 +507,21 @@ result<view_info> view_reader::info(const db_meta& db, const design_views& dv) {
     out.disk_size += p.disk_size;
     out.active_size += p.active_size;
     out.updating = out.updating || p.updating;
+    out.compacting = out.compacting || p.compacting;
   }
   return out;
 }
 
 result<view_page> view_reader::answer_copy(open_index& index, const view_copy_request& req, uint64_t copy_seq,
                                            const design_views& dv) {
-  auto page = read_index(*index.store, req, copy_seq, index.updating);
-  if (!page || !req.grouped) return page;
+  result<view_page> page = status{errc::internal, "the index of " + dv.ddoc_id + " could not be reopened"};
+  {
+    std::shared_lock<std::shared_mutex> reading(index.swap);
+    if (index.store) page = read_index(*index.store, req, copy_seq, index.updating);
+  }
+  if (!page) return page;
+  page->compacting = index.compacting;
+  if (!req.grouped) return page;
   // This copy's groups of the range, each reduced here; the asker combines the copies' groups.
   view_request q;
   q.view = req.scan.view;
@@ -448,24 +542,27 @@ void view_reader::start_local(const db_meta& db, size_t range, const shard_handl
   if (!idx) return done(idx.error());
   std::shared_ptr<open_index> index = std::move(*idx);
   const uint64_t copy_seq = shard.store->update_seq();
-  const bool behind = index->store->seq() < copy_seq;
+  bool behind = false;
+  {
+    std::shared_lock<std::shared_mutex> reading(index->swap);
+    behind = index->store && index->store->seq() < copy_seq;
+  }
+  const std::string copy = shard_name(db.name, db.shard_id(range));
   if (!req.update || !behind) {
     done(answer_copy(*index, req, copy_seq, dv));
     if (!req.lazy || !behind) return;
     // update=lazy: brought up to date after the answer (one lazy update per index at a time).
     if (index->lazy.exchange(true)) return;
-    pool_.submit([this, index, store = shard.store, dv, copy = shard_name(db.name, db.shard_id(range))] {
-      status st = update(*index, *store, dv, copy);
+    build(db, dv, index, shard, copy, [index, ddoc = dv.ddoc_id](const status& st) {
       index->lazy = false;
-      if (!st) log::warning("a lazy update of the index of " + dv.ddoc_id + " failed: " + st.reason);
+      if (!st) log::warning("a lazy update of the index of " + ddoc + " failed: " + st.reason);
     });
     return;
   }
-  // Behind: updated on the reader's threads (a database's ranges at once, each index by one
-  // updater at a time), then read there. The job owns what it uses: its asker may have given up.
-  pool_.submit([this, index, store = shard.store, dv, req, copy = shard_name(db.name, db.shard_id(range)),
-                done = std::move(done)] {
-    if (status st = update(*index, *store, dv, copy); !st) return done(st);
+  // Behind: the database's build job brings it up to date (its ranges at once), then it is read on
+  // the build's thread. The callback owns what it uses: its asker may have given up.
+  build(db, dv, index, shard, copy, [this, index, store = shard.store, dv, req, done = std::move(done)](status st) {
+    if (!st) return done(st);
     done(answer_copy(*index, req, store->update_seq(), dv));
   });
 }

@@ -4,7 +4,8 @@
 // from the range's position; the ranges' rows are merged in collation order (then by document id)
 // and skip/limit applied to the whole. A range this node holds no copy of is asked of another
 // node's copy (shard_copy::start_view, the node protocol's viewRows), which answers through
-// copy_rows on that node.
+// copy_rows on that node. Index updates run as view_build jobs (actors/view_jobs.hpp): a query whose
+// copies' indexes are behind joins its database's build and is answered as each index gets there.
 #pragma once
 
 #include <atomic>
@@ -12,13 +13,16 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <shared_mutex>
 #include <string>
 
 #include "actors/coordinator.hpp"
+#include "actors/jobs.hpp"
 #include "actors/js_pool.hpp"
 #include "actors/js_reduce.hpp"
 #include "actors/task_list.hpp"
 #include "actors/view_index.hpp"
+#include "actors/view_jobs.hpp"
 #include "actors/view_reduce.hpp"
 #include "node/work_pool.hpp"
 #include "storage/view_store.hpp"
@@ -56,12 +60,14 @@ struct view_info {
   uint64_t indexed_seq = 0;  // the copies' seqs indexed, summed
   uint64_t pending = 0;      // changes of the copies not indexed yet, summed
   uint64_t disk_size = 0, active_size = 0;
-  bool updating = false;  // an update runs on some copy
+  bool updating = false;    // an update runs on some copy
+  bool compacting = false;  // a compaction of some copy's index is queued or running
 };
 
 class view_reader {
  public:
-  view_reader(coordinator& coord, js_pool& js, std::string dir, js_reduce_options reduce = {});
+  // Builds and compactions run as jobs of `jobs` (lanes view_build::lane and compactor::lane).
+  view_reader(coordinator& coord, js_pool& js, job_runner& jobs, std::string dir, js_reduce_options reduce = {});
 
   result<view_answer> query(const db_meta& db, const design_views& dv, const view_request& q);
   // Where index updates show as CouchDB's `indexer` rows of _active_tasks (this node's name on
@@ -75,6 +81,9 @@ class view_reader {
   // _view_cleanup on this node's copies of `db`: removes the index files of every signature not
   // in `keep` (the design documents' current ones); how many were removed.
   size_t cleanup(const db_meta& db, const std::vector<std::string>& keep);
+  // POST /db/_compact/ddoc on this node's copies of `db`: a view_compaction job queued for each
+  // index file of `dv` that exists (a copy whose index is compacting already is not queued twice).
+  void compact(const db_meta& db, const design_views& dv);
   // A shard copy of this node is gone (its database deleted, the copy moved away, a split's parent
   // retired): its index files go too. `copy` is its name under the data directory (shard_name).
   void forget_copy(const std::string& copy);
@@ -100,17 +109,29 @@ class view_reader {
                                         const view_request& q);
   result<view_answer> by_keys(const db_meta& db, const design_views& dv, const view_request& q);
   struct open_index {
-    std::mutex mu;                  // one updater at a time; scans run beside it
+    std::string path;
+    std::mutex mu;  // one updater (or compaction) at a time; scans run beside it
+    // Shared by whoever reads `store`, exclusive to replace it (a compaction's swap, under mu).
+    std::shared_mutex swap;
     std::atomic<bool> lazy{false};  // an update=lazy update is queued or running
     std::atomic<bool> updating{false};
-    std::unique_ptr<view_store> store;
-    uint64_t used = 0;  // when last handed out (a counter), for closing the least recently used
+    std::atomic<bool> compacting{false};  // a compaction is queued or running
+    std::unique_ptr<view_store> store;    // null after a compaction that could not reopen it
+    uint64_t used = 0;                    // when last handed out (a counter), for closing the least recently used
   };
   static constexpr size_t max_open = 64;  // index files kept open; more are closed when idle
   result<std::shared_ptr<open_index>> index_of(const db_meta& db, size_t range, const design_views& dv,
                                                const shard_store& shard);
-  // Brings `index` up to date with `store` (one updater at a time).
-  status update(open_index& index, const shard_store& store, const design_views& dv, const std::string& copy);
+  // Brings `index` up to `target` of `store` at least (one updater at a time), stopping early
+  // when `stop()` says so.
+  status update(open_index& index, const shard_store& store, const design_views& dv, const std::string& copy,
+                uint64_t target, const std::function<bool()>& stop);
+  // Hands `index` (of copy `copy` of db's range) to its database's build job, joined or started;
+  // `done` (null: nobody waits) runs once it is up to date or failed.
+  void build(const db_meta& db, const design_views& dv, const std::shared_ptr<open_index>& index,
+             const shard_handle& shard, const std::string& copy, std::function<void(status)> done);
+  // Replaces `index`'s file with a compacted copy (the view_compaction job's work).
+  status compact_index(open_index& index, const view_meta& want);
   // `req` answered from `index` (a copy at `copy_seq`): its rows, or its groups reduced.
   result<view_page> answer_copy(open_index& index, const view_copy_request& req, uint64_t copy_seq,
                                 const design_views& dv);
@@ -121,6 +142,7 @@ class view_reader {
 
   coordinator& coord_;
   js_pool& js_;
+  job_runner& jobs_;
   std::string dir_;
   js_reduce_options reduce_;
   struct {
@@ -132,6 +154,8 @@ class view_reader {
   std::mutex mu_;
   std::map<std::string, std::shared_ptr<open_index>> open_;  // by index path
   uint64_t uses_ = 0;
+  std::map<std::string, std::shared_ptr<view_build>> builds_;  // by database and signature
+  uint64_t build_ids_ = 0;
 };
 
 }  // namespace settee

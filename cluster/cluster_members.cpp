@@ -34,6 +34,12 @@ class remote_member final : public cluster_member {
       return {errc::not_implemented, name_ + " runs a release without views"};
     return rpc_.view_cleanup(name_, db, keep, timeout_);
   }
+  status view_compact(const std::string& db, const std::string& ddoc_id, const std::string& rev,
+                      const std::string& ddoc) override {
+    if (!rpc_.has_feature(name_, views_feature))
+      return {errc::not_implemented, name_ + " runs a release without views"};
+    return rpc_.view_compact(name_, db, ddoc_id, rev, ddoc, timeout_);
+  }
   bool stores_attachments() const override { return rpc_.stores_attachments(name_); }
   bool runs_javascript() const override { return rpc_.has_feature(name_, javascript_feature); }
   bool reshards() const override { return rpc_.has_feature(name_, reshard_feature); }

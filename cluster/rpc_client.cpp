@@ -286,6 +286,7 @@ void rpc_node::view_rows(const std::string& node, const std::string& db, const s
           page.disk_size = r.getDiskSize();
           page.active_size = r.getActiveSize();
           page.updating = r.getUpdating();
+          page.compacting = r.getCompacting();
           page.counted = r.getCounted();
           page.reduction = r.getReduction();
           page.uuid = r.getUuid();

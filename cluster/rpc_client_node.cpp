@@ -27,6 +27,18 @@ status rpc_node::view_cleanup(const std::string& node, const std::string& db, co
   });
 }
 
+status rpc_node::view_compact(const std::string& node, const std::string& db, const std::string& ddoc_id,
+                              const std::string& rev, const std::string& ddoc, std::chrono::milliseconds timeout) {
+  return call_status(node, timeout, [=](Node::Client& cap) {
+    auto req = cap.compactViewsRequest();
+    req.setDb(db);
+    req.setDdocId(ddoc_id);
+    req.setRev(rev);
+    req.setDdoc(ddoc);
+    return req;
+  });
+}
+
 result<std::vector<std::string>> rpc_node::active_tasks(const std::string& node, std::chrono::milliseconds timeout) {
   return call<std::vector<std::string>>(node, timeout, [=](Node::Client& cap) {
     return cap.activeTasksRequest().send().then(

@@ -96,6 +96,7 @@ class node_server final : public Node::Server {
   kj::Promise<void> splitSeal(SplitSealContext context) override;
   kj::Promise<void> viewRows(ViewRowsContext context) override;
   kj::Promise<void> viewCleanup(ViewCleanupContext context) override;
+  kj::Promise<void> compactViews(CompactViewsContext context) override;
 
  private:
   static kj::Promise<void> refused() {

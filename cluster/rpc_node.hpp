@@ -141,6 +141,9 @@ class rpc_node final : public remote_shards {
   // `node`'s _view_cleanup of its copies of `db` (views_feature).
   status view_cleanup(const std::string& node, const std::string& db, const std::vector<std::string>& keep,
                       std::chrono::milliseconds timeout);
+  // `node`'s compaction of its index files of a design document on its copies of `db` (views_feature).
+  status view_compact(const std::string& node, const std::string& db, const std::string& ddoc_id,
+                      const std::string& rev, const std::string& ddoc, std::chrono::milliseconds timeout);
   result<std::vector<std::string>> active_tasks(const std::string& node, std::chrono::milliseconds timeout);
   // `node`'s figures (not_implemented when it did not announce node_status_feature).
   result<node_status> status_of_node(const std::string& node, std::chrono::milliseconds timeout);

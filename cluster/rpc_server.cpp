@@ -340,6 +340,7 @@ kj::Promise<void> node_server::viewRows(ViewRowsContext context) {
     results.setDiskSize(r->disk_size);
     results.setActiveSize(r->active_size);
     results.setUpdating(r->updating);
+    results.setCompacting(r->compacting);
     results.setCounted(r->counted);
     results.setReduction(r->reduction);
     results.setUuid(r->uuid);

@@ -64,6 +64,12 @@ kj::Promise<void> node_server::viewCleanup(ViewCleanupContext context) {
   return member_status_call(loop_, context, [db, keep](cluster_member& m) { return m.view_cleanup(db, keep); });
 }
 
+kj::Promise<void> node_server::compactViews(CompactViewsContext context) {
+  auto p = context.getParams();
+  std::string db = p.getDb(), ddoc_id = p.getDdocId(), rev = p.getRev(), ddoc = p.getDdoc();
+  return member_status_call(loop_, context, [=](cluster_member& m) { return m.view_compact(db, ddoc_id, rev, ddoc); });
+}
+
 kj::Promise<void> node_server::activeTasks(ActiveTasksContext context) {
   using list = std::vector<std::string>;
   return member_call<list>(

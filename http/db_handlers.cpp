@@ -10,6 +10,7 @@
 #include "actors/shard_map.hpp"
 #include "actors/view_reader.hpp"
 #include "http/auth.hpp"
+#include "http/design_function.hpp"
 #include "http/handlers.hpp"
 #include "node/log.hpp"
 
@@ -198,29 +199,37 @@ void handle_ensure_full_commit(ctx& c, const db_meta& db) {
   c.reply(201, json{{"ok", true}, {"instance_start_time", std::to_string(db.created)}});
 }
 
-// POST /db/_compact: this node's copies of the database drop their older revisions' bodies in the
-// background (actors/compactor.hpp). There are no view indexes: /_compact/ddoc and _view_cleanup
-// answer as CouchDB does, so clients and tools that call them keep working (docs/api.md).
-void handle_compact(ctx& c, const db_meta& db) {
-  if (c.method() != "POST") return c.method_not_allowed("POST");
-  if (auto st = c.require_json_content(); !st) return c.error(st);
-  if (c.path.size() >= 3) {  // a design document's views: it must exist (CouchDB opens it)
-    auto d = c.node.coord.open_doc(db, "_design/" + c.path[2]);
-    if (!d) return c.error(d.error());
-    if (!d->found || d->info.tree.winner_deleted()) return c.error(errc::not_found, "missing");
-    return c.reply(202, json{{"ok", true}});
-  }
-  // Every copy, as CouchDB's fabric compacts every shard file: each node that holds one is asked
-  // (a node that cannot be asked now is logged, one of an older release skipped; the answer stays
-  // 202).
+// Runs `ask` on every node holding a copy of `db` (this one first), as CouchDB's fabric reaches
+// every shard file: a node that cannot be asked now is logged as `what` was not started there,
+// one of an older release skipped.
+void on_every_holder(ctx& c, const db_meta& db, const std::string& what,
+                     const std::function<status(cluster_member&)>& ask) {
   std::set<std::string> holders{c.node.node_name};
   for (const auto& copies : db.nodes) holders.insert(copies.begin(), copies.end());
   for (const std::string& n : holders) {
     auto m = c.node.cluster->get(n);
-    status st = m ? m->compact(db.name) : status{errc::not_found, "not a member"};
+    status st = m ? ask(*m) : status{errc::not_found, "not a member"};
     if (!st && st.code != errc::not_implemented)
-      log::warning("compaction of " + db.name + " on " + n + " was not started: " + st.reason);
+      log::warning(what + " of " + db.name + " on " + n + " was not started: " + st.reason);
   }
+}
+
+// POST /db/_compact: this node's copies of the database drop their older revisions' bodies in the
+// background (actors/compactor.hpp). POST /db/_compact/ddoc: the index files of the design
+// document's views are replaced by compacted copies (view_reader::compact). Both on every node
+// holding a copy; 202 once asked.
+void handle_compact(ctx& c, const db_meta& db) {
+  if (c.method() != "POST") return c.method_not_allowed("POST");
+  if (auto st = c.require_json_content(); !st) return c.error(st);
+  if (c.path.size() >= 3) {  // a design document's views: it must exist (CouchDB opens it)
+    const std::string ddoc_id = "_design/" + c.path[2];
+    auto d = open_design_doc(c, db, ddoc_id);
+    if (!d) return c.error(d.error());
+    on_every_holder(c, db, "view compaction",
+                    [&](cluster_member& m) { return m.view_compact(db.name, ddoc_id, d->rev.str(), d->text); });
+    return c.reply(202, json{{"ok", true}});
+  }
+  on_every_holder(c, db, "compaction", [&](cluster_member& m) { return m.compact(db.name); });
   c.reply(202, json{{"ok", true}});
 }
 
@@ -238,14 +247,7 @@ void handle_view_cleanup(ctx& c, const db_meta& db) {
     json d = parse_json(row.doc.doc).value_or(json());
     if (d.is_object() && member(d, "views").is_object()) keep.push_back(view_signature(d));
   }
-  std::set<std::string> holders{c.node.node_name};
-  for (const auto& copies : db.nodes) holders.insert(copies.begin(), copies.end());
-  for (const std::string& n : holders) {
-    auto m = c.node.cluster->get(n);
-    status st = m ? m->view_cleanup(db.name, keep) : status{errc::not_found, "not a member"};
-    if (!st && st.code != errc::not_implemented)
-      log::warning("_view_cleanup of " + db.name + " on " + n + " did not run: " + st.reason);
-  }
+  on_every_holder(c, db, "_view_cleanup", [&](cluster_member& m) { return m.view_cleanup(db.name, keep); });
   c.reply(202, json{{"ok", true}});
 }
 

@@ -42,7 +42,7 @@ result<json> db_info_json(ctx& c, const db_meta& db);
 void handle_security(ctx& c, const db_meta& db, const json& security);
 void handle_shards(ctx& c, const db_meta& db);
 void handle_ensure_full_commit(ctx& c, const db_meta& db);
-// POST /db/_compact[/ddoc] and /db/_view_cleanup: 202, with nothing to do (see db_handlers.cpp).
+// POST /db/_compact[/ddoc] and /db/_view_cleanup: 202 once every node holding a copy was asked.
 void handle_compact(ctx& c, const db_meta& db);
 void handle_view_cleanup(ctx& c, const db_meta& db);
 void handle_revs_limit(ctx& c, const db_meta& db);

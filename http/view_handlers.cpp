@@ -165,7 +165,7 @@ void handle_design_info(ctx& c, const db_meta& db, const std::string& ddoc_name)
     if (!got) return c.error(got.error());
     info = *got;
   }
-  json index = {{"compact_running", false},
+  json index = {{"compact_running", info.compacting},
                 {"language", d->doc.value("language", json("javascript"))},
                 {"purge_seq", 0},
                 {"signature", dv.signature},

@@ -16,16 +16,25 @@ status replace_file(const std::string& path, std::string_view text, int mode) {
   if (fd < 0) return {errc::internal, "cannot write " + tmp + ": " + std::strerror(errno)};
   bool ok = ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size()) && ::fsync(fd) == 0;
   ::close(fd);
-  if (!ok || ::rename(tmp.c_str(), path.c_str()) != 0) {
-    return {errc::internal, "cannot write " + path + ": " + std::strerror(errno)};
-  }
-  auto slash = path.rfind('/');
-  std::string dir = slash == std::string::npos ? "." : slash == 0 ? "/" : path.substr(0, slash);
-  int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (dfd < 0) return {errc::internal, "cannot open " + dir + ": " + std::strerror(errno)};
-  ok = ::fsync(dfd) == 0;
-  ::close(dfd);
-  if (!ok) return {errc::internal, "cannot sync " + dir + ": " + std::strerror(errno)};
+  if (!ok) return {errc::internal, "cannot write " + path + ": " + std::strerror(errno)};
+  return rename_durably(tmp, path);
+}
+
+status rename_durably(const std::string& from, const std::string& to) {
+  if (::rename(from.c_str(), to.c_str()) != 0)
+    return {errc::internal, "cannot rename " + from + " to " + to + ": " + std::strerror(errno)};
+  auto slash = to.rfind('/');
+  std::string dir = slash == std::string::npos ? "." : slash == 0 ? "/" : to.substr(0, slash);
+  return sync_file(dir);
+}
+
+status sync_file(const std::string& path) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return {errc::internal, "cannot open " + path + ": " + std::strerror(errno)};
+  const bool ok = ::fsync(fd) == 0;
+  const int err = errno;
+  ::close(fd);
+  if (!ok) return {errc::internal, "cannot sync " + path + ": " + std::strerror(err)};
   return {};
 }
 

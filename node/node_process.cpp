@@ -45,7 +45,13 @@ update_log_options db_updates_options(const settings& set) {
 
 job_options runner_options(const settings& set) {
   job_options o;
-  o.lanes = {{compactor::lane, 1}, {resharder::lane, 1}, {shard_syncer::lane, 1}, {update_log::lane, 1}};
+  // Index builds: a database's ranges update at once on the view reader's pool; up to 4 databases'
+  // builds at a time.
+  o.lanes = {{compactor::lane, 1},
+             {resharder::lane, 1},
+             {shard_syncer::lane, 1},
+             {update_log::lane, 1},
+             {view_build::lane, 4}};
   o.backoff_base = set.jobs_retry_base;
   o.backoff_cap = set.jobs_retry_cap;
   return o;
@@ -206,7 +212,7 @@ node_process::node_process(const config& cfg, settings set, const clock& clk, st
                                                                  [this] { return read_node_status(node_); }})),
       js_(javascript_options(set_)),
       validator_(coord_, js_, &notifier_),
-      views_(coord_, js_, data_dir_ + "/.shard_views", js_reduce_options{reduce_limit_of(set_.reduce_limit)}),
+      views_(coord_, js_, jobs_, data_dir_ + "/.shard_views", js_reduce_options{reduce_limit_of(set_.reduce_limit)}),
       http_(front_options(set_, data_dir_)),
       members_(set_.node_name) {
   // `updated` rows of _db_updates: every commit to a database's copy marks it (architecture 28);

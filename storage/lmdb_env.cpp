@@ -14,6 +14,8 @@
 
 #include <unistd.h>
 
+#include "node/files.hpp"
+
 namespace settee::lmdb {
 
 status to_status(int rc, const char* what) {
@@ -161,6 +163,15 @@ status open_file(const std::string& path, const file_options& opts,
     if (int rc = mdb_dbi_open(t.get(), name, MDB_CREATE, dbi); rc != 0) return to_status(rc, "mdb_dbi_open");
   }
   return {};
+}
+
+status compact_copy(MDB_env* env, const std::string& to) {
+  ::unlink(to.c_str());
+  if (int rc = mdb_env_copy2(env, to.c_str(), MDB_CP_COMPACT); rc != 0) {
+    ::unlink(to.c_str());
+    return to_status(rc, "compacted copy");
+  }
+  return sync_file(to);
 }
 
 void remove_file(const std::string& path) {

@@ -71,6 +71,11 @@ struct file_options {
 // `env` is set as soon as it exists: the caller closes it (mdb_env_close), on failure too.
 status open_file(const std::string& path, const file_options& opts,
                  std::initializer_list<std::pair<const char*, MDB_dbi*>> tables, MDB_env*& env, txn& t);
+// A compacted copy of `env` (its pages in use only, free ones left out: mdb_env_copy2 with
+// MDB_CP_COMPACT, from one read transaction) written to the new file `to`, fsynced. A file left at
+// `to` by an earlier attempt is replaced. Writers may go on meanwhile; the copy holds what was
+// committed when it began.
+status compact_copy(MDB_env* env, const std::string& to);
 // Deletes a file open_file made (data and lock file).
 void remove_file(const std::string& path);
 

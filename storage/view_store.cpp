@@ -370,10 +370,21 @@ uint64_t view_store::disk_size() const {
 }
 
 uint64_t view_store::active_size() const {
+  // The pages up to the last one used, less those on LMDB's free list (as mdb_stat -f counts them:
+  // each free-list record is a page list whose first word is its length).
   MDB_envinfo info{};
   MDB_stat st{};
   if (mdb_env_info(env_, &info) != 0 || mdb_env_stat(env_, &st) != 0) return 0;
-  return (static_cast<uint64_t>(info.me_last_pgno) + 1) * st.ms_psize;
+  uint64_t free_pages = 0;
+  lmdb::txn t;
+  if (!t.begin(env_, true)) return 0;
+  MDB_cursor* c = nullptr;
+  if (mdb_cursor_open(t.get(), 0, &c) != 0) return 0;
+  MDB_val k, v;
+  while (mdb_cursor_get(c, &k, &v, MDB_NEXT) == 0) free_pages += *static_cast<const size_t*>(v.mv_data);
+  mdb_cursor_close(c);
+  const uint64_t pages = static_cast<uint64_t>(info.me_last_pgno) + 1;
+  return (pages > free_pages ? pages - free_pages : 0) * st.ms_psize;
 }
 
 status view_store::apply(const std::vector<view_doc>& docs, uint64_t seq, const block_reducer* reducer) {

@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "node/error.hpp"
+#include "storage/lmdb_env.hpp"
 
 namespace settee {
 
@@ -108,6 +109,10 @@ class view_store {
   // The file's size, and the bytes of its pages in use (CouchDB's sizes.disk and sizes.active).
   uint64_t disk_size() const;
   uint64_t active_size() const;
+
+  // A compacted copy of the index, as committed now, written to the new file `to` (fsynced): what
+  // replaces this file once the owner closed it (POST /db/_compact/ddoc).
+  status compact_to(const std::string& to) const { return lmdb::compact_copy(env_, to); }
 
   static constexpr size_t max_key = 480;  // an LMDB key holds at most 511 bytes
 

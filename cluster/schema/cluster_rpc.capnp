@@ -133,17 +133,21 @@ interface Node {
   # the answer; `countRange`: `counted` the rows in the range (a _count reduce, no rows read);
   # `reduce` (a built-in, actors/view_reduce.hpp): the range reduced here, in `reduction`;
   # `grouped`: the rows are the range's groups (`groupLevel`, -1 exact) reduced here by `reduce`
-  # (255: the view's JavaScript function); `describe`: `uuid` and the sizes are filled. An older node answers "unimplemented".
+  # (255: the view's JavaScript function); `describe`: `uuid` and the sizes are filled;
+  # `compacting`: a compaction of the index is queued or running. An older node answers "unimplemented".
   viewRows @33 (shard :ShardRef, ddocId :Text, rev :Text, ddoc :Text, signature :Text, view :UInt32,
                 low :ViewBound, high :ViewBound, descending :Bool, limit :UInt64, update :Bool,
                 countBefore :Bool, lazy :Bool, countRange :Bool, reduce :UInt8, grouped :Bool,
                 groupLevel :Int64, describe :Bool)
       -> (status :CallStatus, rows :List(ViewRow), total :UInt64, before :UInt64, indexedSeq :UInt64,
           copySeq :UInt64, diskSize :UInt64, activeSize :UInt64, updating :Bool, counted :UInt64,
-          reduction :Text, uuid :Text);
+          reduction :Text, uuid :Text, compacting :Bool);
   # Release 0.4 (views-v1): POST /db/_view_cleanup on this node's copies of `db`: the index files
   # whose signature is not in `keep` go.
   viewCleanup @34 (db :Text, keep :List(Text)) -> (status :CallStatus);
+  # Release 0.4 (views-v1): POST /db/_compact/ddoc on this node's copies of `db`: their index files
+  # of design document `ddocId` (revision `rev`, its JSON `ddoc`) compacted in the background.
+  compactViews @35 (db :Text, ddocId :Text, rev :Text, ddoc :Text) -> (status :CallStatus);
 }
 
 # One end of a view range (storage/view_store.hpp view_bound): the key's collation sort key.

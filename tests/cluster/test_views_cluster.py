@@ -168,6 +168,40 @@ class ClusteredViews(ClusterTest):
         self.assertNotEqual(now, old)
         self.assertEqual(len(self.view(self.nodes[1], "cclean", "by_type")["rows"]), 20)
 
+    def test_compaction_reaches_every_node_holding_copies(self):
+        self.make_db("ccompact", 4, 1, docs=3000)
+        n1 = self.nodes[0]
+        self.assertEqual(len(self.view(n1, "ccompact", "by_type")["rows"]), 3000)
+        ids = n1.get("/ccompact/_all_docs").json["rows"]
+        gone = [{"_id": r["id"], "_rev": r["value"]["rev"], "_deleted": True} for r in ids if r["id"].startswith("d")]
+        self.assertEqual(n1.post("/ccompact/_bulk_docs", {"docs": gone[300:]}).status, 201)
+        rows = self.view(n1, "ccompact", "by_type")["rows"]
+        self.assertEqual(len(rows), 300)
+
+        def sizes():
+            """Each node's index files of the database, by path: their sizes."""
+            out = {}
+            for n in self.nodes:
+                root = os.path.join(n.data_dir, ".shard_views", "shards")
+                for rng in (os.listdir(root) if os.path.isdir(root) else []):
+                    for d in os.listdir(os.path.join(root, rng)):
+                        if d.startswith("ccompact."):
+                            for f in os.listdir(os.path.join(root, rng, d)):
+                                if f.endswith(".view"):
+                                    path = os.path.join(root, rng, d, f)
+                                    out[path] = os.path.getsize(path)
+            return out
+
+        before = sizes()
+        self.assertEqual(len(before), 4)  # one per range, on the nodes that hold them
+        # Asked on one node, every node holding a copy compacts its own.
+        r = self.nodes[2].post("/ccompact/_compact/app", {})
+        self.assertEqual((r.status, r.json), (202, {"ok": True}))
+        self.assertTrue(wait_for(lambda: all(size < before[p] for p, size in sizes().items()), 30), (before, sizes()))
+        for n in self.nodes:
+            self.assertEqual(self.view(n, "ccompact", "by_type")["rows"], rows)
+        self.assertFalse(n1.get("/ccompact/_design/app/_info").json["view_index"]["compact_running"])
+
     def test_bad_queries_fail_the_same_on_a_node_without_copies(self):
         self.make_db("cbad", 1, 1, docs=3)
         shards = self.node.get("/cbad/_shards").json["shards"]

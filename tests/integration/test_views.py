@@ -10,7 +10,7 @@ import time
 import urllib.parse
 import urllib.request
 
-from harness import NodeTest, main
+from harness import Node, NodeTest, main
 
 # CouchDB's collation specification (docs "Views Collation", view_collation.js), in order.
 COLLATION = [None, False, True, 1, 2, 3.0, 4, "a", "A", "aa", "b", "B", "ba", "bb",
@@ -389,6 +389,36 @@ class BuildsInActiveTasks(NodeTest):
         self.assertEqual([r for r in n.get("/_active_tasks").json if r["type"] == "indexer"], [])
 
 
+    def test_a_databases_ranges_build_at_once(self):
+        # One build job for the database: its ranges' indexes update side by side (as many at once
+        # as the node has cores), each its own indexer row, and a second query joins the build.
+        n = self.node
+        self.assertEqual(n.put("/vpar?q=4").status, 201)
+        self.assertEqual(n.post("/vpar/_bulk_docs", {"docs": [{"i": i} for i in range(1600)]}).status, 201)
+        slow = "function(d) { var t = Date.now(); while (Date.now() - t < 1) {} emit(d.i, 1); }"
+        self.assertEqual(n.put("/vpar/_design/slow", {"views": {"v": {"map": slow, "reduce": "_count"}}}).status, 201)
+        answers = []
+
+        def query():
+            req = urllib.request.Request(f"http://127.0.0.1:{n.port}/vpar/_design/slow/_view/v",
+                                         headers=n.auth_header())
+            with urllib.request.urlopen(req, timeout=120) as r:
+                answers.append(json.loads(r.read()))
+
+        threads = [threading.Thread(target=query) for _ in range(2)]
+        for t in threads:
+            t.start()
+        try:
+            at_once = set()
+            self.assertTrue(wait_until(lambda: at_once.update(
+                [frozenset(r["database"] for r in n.get("/_active_tasks").json if r["type"] == "indexer")]) or
+                max(map(len, at_once)) >= min(2, os.cpu_count()), 60), at_once)
+        finally:
+            for t in threads:
+                t.join(120)
+        self.assertEqual(answers, [{"rows": [{"key": None, "value": 1600}]}] * 2)
+
+
 class IndexFilesFollowTheirCopies(NodeTest):
     def index_dirs(self, db):
         root = os.path.join(self.node.data_dir, ".shard_views", "shards")
@@ -529,6 +559,106 @@ class ViewsKilledMidBuild(NodeTest):
         self.assertEqual(sorted(r["value"] for r in rows), list(range(1500)))
         self.assertEqual(n.get("/vmid/_design/app/_view/v?group=true").json["rows"],
                          [{"key": k, "value": sum(range(k, 1500, 10))} for k in range(10)])
+
+
+class ViewCompaction(NodeTest):
+    """POST /db/_compact/ddoc replaces each copy's index file with a compacted copy: the rows stay
+    the same, the file shrinks to what is in use, queries and writes go on around it, and a kill -9
+    between the copy and the swap leaves the index whole."""
+
+    def churned(self, n, db):
+        """A view whose file is mostly free pages: 3000 rows written, then 2700 of them deleted."""
+        self.assertEqual(n.put(f"/{db}?q=2").status, 201)
+        self.assertEqual(n.put(f"/{db}/_design/app", {"views": {"v": {"map": "function(d) { emit(d.i, d.pad); }"}}}).status,
+                         201)
+        docs = [{"_id": f"d{i:04d}", "i": i, "pad": "x" * 300} for i in range(3000)]
+        r = n.post(f"/{db}/_bulk_docs", {"docs": docs})
+        self.assertEqual(r.status, 201)
+        self.assertEqual(n.get(f"/{db}/_design/app/_view/v?limit=0").json["total_rows"], 3000)
+        gone = [{"_id": row["id"], "_rev": row["rev"], "_deleted": True} for row in r.json if int(row["id"][1:]) % 10]
+        self.assertEqual(n.post(f"/{db}/_bulk_docs", {"docs": gone}).status, 201)
+        rows = n.get(f"/{db}/_design/app/_view/v").json["rows"]
+        self.assertEqual([row["key"] for row in rows], list(range(0, 3000, 10)))
+        return rows
+
+    def info(self, n, db):
+        return n.get(f"/{db}/_design/app/_info").json["view_index"]
+
+    def test_compaction_shrinks_the_file_and_keeps_the_rows(self):
+        n = self.node
+        rows = self.churned(n, "vcompact")
+        before = self.info(n, "vcompact")
+        self.assertFalse(before["compact_running"])
+        self.assertLess(before["sizes"]["active"] * 2, before["sizes"]["file"])
+        # Writes and queries beside the compaction: each write acknowledged is in the next query.
+        done, seen, errors = threading.Event(), [], []
+
+        def beside():
+            i = 0
+            while not done.is_set() and i < 200:
+                doc = f"w{i:03d}"
+                if n.call("PUT", f"/vcompact/{doc}", {"i": 5000 + i, "pad": "y"})[0] != 201:
+                    errors.append(doc)
+                status, body = n.call("GET", "/vcompact/_design/app/_view/v?startkey=5000")
+                if status != 200 or [r["id"] for r in body["rows"]][-1:] != [doc]:
+                    errors.append((doc, status))
+                seen.append(doc)
+                i += 1
+
+        t = threading.Thread(target=beside)
+        t.start()
+        try:
+            r = n.post("/vcompact/_compact/app", {})
+            self.assertEqual((r.status, r.json), (202, {"ok": True}))
+            self.assertTrue(wait_until(lambda: not self.info(n, "vcompact")["compact_running"] and
+                                       self.info(n, "vcompact")["sizes"]["file"] < before["sizes"]["file"] / 2, 60),
+                            self.info(n, "vcompact"))
+        finally:
+            done.set()
+            t.join(60)
+        self.assertEqual(errors, [])
+        after = self.info(n, "vcompact")
+        self.assertLessEqual(after["sizes"]["active"], after["sizes"]["file"])
+        self.assertEqual(after["signature"], before["signature"])
+        got = n.get("/vcompact/_design/app/_view/v").json["rows"]
+        self.assertEqual(got[:len(rows)], rows)
+        self.assertEqual([r["id"] for r in got[len(rows):]], seen)
+
+    def test_bad_compaction_requests(self):
+        n = self.node
+        self.assertEqual(n.put("/vcompact-bad").status, 201)
+        self.assertError(n.post("/vcompact-bad/_compact/none", {}), 404, "not_found", "missing")
+        self.assertEqual(n.get("/vcompact-bad/_compact/none").status, 405)
+        r = n.request("POST", "/vcompact-bad/_compact/app", raw_body="{}")
+        self.assertError(r, 415, "bad_content_type")
+        # A design document without views, or views never queried: nothing to compact, still 202.
+        self.assertEqual(n.put("/vcompact-bad/_design/noviews", {"filters": {}}).status, 201)
+        self.assertEqual(n.post("/vcompact-bad/_compact/noviews", {}).status, 202)
+        self.assertEqual(n.put("/vcompact-bad/_design/app", {"views": {"v": {"map": "function(d) { emit(1, 1); }"}}}).status,
+                         201)
+        self.assertEqual(n.post("/vcompact-bad/_compact/app", {}).status, 202)
+        self.assertFalse(self.info(n, "vcompact-bad")["compact_running"])
+
+    def test_kill_between_the_copy_and_the_swap_leaves_the_index_whole(self):
+        n = Node(env={"SETTEE_FAILPOINT": "view_compaction:copied"}).start()
+        self.addCleanup(n.cleanup)
+        rows = self.churned(n, "vcut")
+        before = self.info(n, "vcut")
+        self.assertEqual(n.post("/vcut/_compact/app", {}).status, 202)
+        n.proc.wait(timeout=60)
+        self.assertEqual(n.proc.returncode, 70)
+        n.stop()
+        n.env = {}
+        n.start(port=n.port)
+        after = self.info(n, "vcut")  # answered from the file as it is: no rebuild
+        self.assertEqual((after["update_seq"], after["updates_pending"]["total"]), (before["update_seq"], 0))
+        self.assertEqual(n.get("/vcut/_design/app/_view/v?update=false").json["rows"], rows)
+        leftovers = [f for _, _, files in os.walk(os.path.join(n.data_dir, ".shard_views")) for f in files
+                     if f.endswith(".compact")]
+        self.assertEqual(leftovers, [])
+        self.assertEqual(n.post("/vcut/_compact/app", {}).status, 202)
+        self.assertTrue(wait_until(lambda: self.info(n, "vcut")["sizes"]["file"] < before["sizes"]["file"] / 2, 60))
+        self.assertEqual(n.get("/vcut/_design/app/_view/v").json["rows"], rows)
 
 
 class ViewsAfterKill(NodeTest):
