@@ -638,8 +638,8 @@ result<view_answer> view_reader::merged(const db_meta& db, const design_views& d
     out.total_rows += page.total;
     out.offset += page.before;
     parts[r].rows = std::move(page.rows);
-    for (const auto& row : parts[r].rows)
-      parts[r].keys.push_back(collation::sort_key(json::parse(row.key_json, nullptr, false)) + '\0' + row.id);
+    // Merged by their positions in the copies' indexes: the view's order as bytes.
+    for (auto& row : parts[r].rows) parts[r].keys.push_back(std::move(row.pos));
   }
   out.offset += merge(parts, q.descending, skip, limit, out.rows);
   return out;

@@ -291,7 +291,11 @@ void rpc_node::view_rows(const std::string& node, const std::string& db, const s
           page.reduction = r.getReduction();
           page.uuid = r.getUuid();
           page.rows.reserve(r.getRows().size());
-          for (auto row : r.getRows()) page.rows.push_back({row.getId(), row.getKey(), row.getValue()});
+          for (auto row : r.getRows()) {
+            auto pos = row.getPos();
+            page.rows.push_back({row.getId(), row.getKey(), row.getValue(),
+                                 std::string(reinterpret_cast<const char*>(pos.begin()), pos.size())});
+          }
           return page;
         });
       },

@@ -348,6 +348,8 @@ kj::Promise<void> node_server::viewRows(ViewRowsContext context) {
     for (unsigned i = 0; i < r->rows.size(); ++i) {
       rows[i].setId(r->rows[i].id);
       rows[i].setKey(r->rows[i].key_json);
+      const std::string& pos = r->rows[i].pos;
+      rows[i].setPos(kj::arrayPtr(reinterpret_cast<const kj::byte*>(pos.data()), pos.size()));
       rows[i].setValue(r->rows[i].value_json);
     }
   });

@@ -617,7 +617,7 @@ status view_store::walk(MDB_txn* t, const std::string& low, const std::string& h
         more = false;
         break;
       }
-      out.push_back({std::move(r.id), std::move(r.key_json), std::move(r.value_json)});
+      out.push_back({std::move(r.id), std::move(r.key_json), std::move(r.value_json), std::move(r.pos)});
     }
     return {};
   };

@@ -43,6 +43,9 @@ struct view_doc {
 
 struct view_row {
   std::string id, key_json, value_json;
+  // Its position in the index (view, key's sort key, id, emit order: FORMAT.md), whose byte order
+  // is the view's order; empty on a row made by a reduce.
+  std::string pos = {};
 };
 
 struct view_meta {

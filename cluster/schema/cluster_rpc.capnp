@@ -163,6 +163,7 @@ struct ViewRow {
   id @0 :Text;
   key @1 :Text;           # JSON
   value @2 :Text;         # JSON
+  pos @3 :Data;           # its position in the index (storage/view_store.hpp view_row::pos)
 }
 
 # A reshard job as actors/reshard_job.hpp keeps it.
