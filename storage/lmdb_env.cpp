@@ -154,7 +154,7 @@ status open_file(const std::string& path, const file_options& opts,
   mdb_env_set_maxdbs(env, 16);
   mdb_env_set_mapsize(env, opts.map_size_bytes);
   mdb_env_set_maxreaders(env, max_readers);
-  const unsigned sync_flag = opts.sync ? 0 : MDB_NOSYNC;
+  const unsigned sync_flag = (opts.sync ? 0 : MDB_NOSYNC) | (opts.meta_sync ? 0 : MDB_NOMETASYNC);
   if (int rc = mdb_env_open(env, path.c_str(), MDB_NOSUBDIR | MDB_NOTLS | sync_flag, 0644); rc != 0) {
     return to_status(rc, ("cannot open " + path).c_str());
   }

@@ -61,6 +61,10 @@ struct file_options {
   uint64_t map_size_bytes = 64ull << 30;  // virtual; the file is sparse
   // false: commits are not fsynced (MDB_NOSYNC), for derived data its owner can rebuild.
   bool sync = true;
+  // false: a commit fsyncs its data but not the meta page, which the next commit's fsync carries
+  // (MDB_NOMETASYNC): one fsync a commit instead of two; a machine crash may undo the last
+  // commit, never break the file. For derived data that records what it covers in each commit.
+  bool meta_sync = true;
 };
 
 // Opens the LMDB file at `path` (a data file and `<path>-lock`), creating it when missing: the lock

@@ -308,7 +308,11 @@ result<std::unique_ptr<view_store>> view_store::open(const std::string& path, co
   return lmdb::open_or_remove(path, [&]() -> result<std::unique_ptr<view_store>> {
     std::unique_ptr<view_store> s(new view_store());
     lmdb::txn t;
-    status st = lmdb::open_file(path, {},
+    // The index records the seq it covers in each commit: a commit undone by a machine crash is
+    // indexed again, so one fsync a commit is enough.
+    lmdb::file_options opts;
+    opts.meta_sync = false;
+    status st = lmdb::open_file(path, opts,
                                 {{"meta", &s->meta_},
                                  {"rows", &s->rows_},
                                  {"ids", &s->ids_},
