@@ -45,6 +45,10 @@ void handle_ensure_full_commit(ctx& c, const db_meta& db);
 // POST /db/_compact[/ddoc] and /db/_view_cleanup: 202 once every node holding a copy was asked.
 void handle_compact(ctx& c, const db_meta& db);
 void handle_view_cleanup(ctx& c, const db_meta& db);
+// POST /db/_find and /db/_explain, GET /db/_index (Mango, on the `_all_docs` index: find_handlers.cpp).
+void handle_find(ctx& c, const db_meta& db);
+void handle_explain(ctx& c, const db_meta& db);
+void handle_index(ctx& c, const db_meta& db);
 void handle_revs_limit(ctx& c, const db_meta& db);
 void handle_time_seq(ctx& c, const db_meta& db);
 // A _revs_limit body (a JSON integer, 1 to 1000000).

@@ -8,6 +8,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "node/collation.hpp"
 #include "node/user_regex.hpp"
 
 namespace settee {
@@ -50,7 +51,7 @@ size_t hash_value(const json& v) {
     std::memcpy(&bits, &d, sizeof bits);
     return mix(h, std::hash<uint64_t>{}(bits));
   }
-  if (v.is_string()) return mix(h, std::hash<std::string_view>{}(v.get_ref<const std::string&>()));
+  if (v.is_string()) return mix(h, std::hash<std::string>{}(collation::sort_key(v)));  // ICU-equal, equal
   if (v.is_array()) {
     for (auto& e : v) h = mix(h, hash_value(e));
   } else if (v.is_object()) {
@@ -60,7 +61,9 @@ size_t hash_value(const json& v) {
   return h;
 }
 
-std::vector<std::string> split_path(const std::string& field) {
+}  // namespace
+
+std::vector<std::string> split_field(const std::string& field) {
   std::vector<std::string> out(1);
   for (size_t i = 0; i < field.size(); ++i) {
     if (field[i] == '\\' && i + 1 < field.size() && field[i + 1] == '.') {
@@ -74,6 +77,8 @@ std::vector<std::string> split_path(const std::string& field) {
   }
   return out;
 }
+
+namespace {
 
 result<node> compile_value(const json& value);
 
@@ -129,6 +134,13 @@ result<node> compile_object(const json& obj) {
         auto re = user_regex::compile(v.get<std::string>());
         if (!re) return selector_error(re.error().reason);
         op.re = std::move(*re);
+      } else if (k == "$beginsWith") {
+        if (!v.is_string()) return selector_error("$beginsWith requires a string");
+      } else if (k == "$keyMapMatch") {
+        if (!v.is_object()) return selector_error(k + " requires an object");
+        auto c = compile_object(v);
+        if (!c) return c.error();
+        op.children.push_back(std::move(*c));
       } else if (k == "$elemMatch" || k == "$allMatch") {
         if (!v.is_object()) return selector_error(k + " requires an object");
         auto c = compile_object(v);
@@ -143,7 +155,7 @@ result<node> compile_object(const json& obj) {
       if (!c) return c.error();
       node f;
       f.what = node::kind::field;
-      f.path = split_path(k);
+      f.path = split_field(k);
       f.children.push_back(std::move(*c));
       all.children.push_back(std::move(f));
     }
@@ -289,6 +301,18 @@ bool evaluation::match_op(const node& n, const json& v) {
     }
     return true;
   }
+  if (op == "$beginsWith") {
+    if (!v.is_string()) return false;
+    const std::string& s = v.get_ref<const std::string&>();
+    const std::string& prefix = a.get_ref<const std::string&>();
+    return s.compare(0, prefix.size(), prefix) == 0;
+  }
+  if (op == "$keyMapMatch") {  // some key of the object matches
+    if (!v.is_object()) return false;
+    for (auto it = v.begin(); it != v.end(); ++it)
+      if (match(n.children[0], json(it.key()))) return true;
+    return false;
+  }
   if (op == "$elemMatch") {
     if (!v.is_array()) return false;
     for (auto& e : v)
@@ -346,10 +370,8 @@ int collate(const json& a, const json& b) {
       }
       return x < y ? -1 : x > y ? 1 : 0;
     }
-    case 4: {
-      int c = a.get_ref<const std::string&>().compare(b.get_ref<const std::string&>());
-      return c < 0 ? -1 : c > 0 ? 1 : 0;
-    }
+    case 4:
+      return collation::compare(a, b);  // ICU's root collator, as views
     case 5: {
       for (size_t i = 0; i < a.size() && i < b.size(); ++i)
         if (int c = collate(a[i], b[i])) return c;
@@ -358,8 +380,7 @@ int collate(const json& a, const json& b) {
     case 6: {
       auto ia = a.begin(), ib = b.begin();
       for (; ia != a.end() && ib != b.end(); ++ia, ++ib) {
-        int k = ia.key().compare(ib.key());
-        if (k) return k < 0 ? -1 : 1;
+        if (int k = collation::compare(json(ia.key()), json(ib.key()))) return k;
         if (int c = collate(ia.value(), ib.value())) return c;
       }
       return ia == a.end() ? (ib == b.end() ? 0 : -1) : 1;

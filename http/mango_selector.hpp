@@ -1,14 +1,17 @@
 // mango_selector: CouchDB Mango selectors ({"age": {"$gt": 21}, "tags": {"$all": ["a"]}}) compiled
 // once, then matched against documents. Operators: $and $or $nor $not, $eq $ne $gt $gte $lt $lte
-// $in $nin $exists $type $size $mod $regex $all $elemMatch $allMatch; dotted paths ("a.b.0.c",
-// "\." escapes a dot). Values compare by CouchDB collation (null < false < true < numbers < strings
-// < arrays < objects); strings compare by code point, not ICU. A missing field matches nothing but
+// $in $nin $exists $type $size $mod $regex $all $elemMatch $allMatch $keyMapMatch $beginsWith;
+// dotted paths ("a.b.0.c", "\." escapes a dot). Values compare by CouchDB's view collation (null <
+// false < true < numbers < strings < arrays < objects; strings by ICU, node/collation.hpp). A missing field matches
+// nothing but
 // {"$exists": false}, as in CouchDB. $regex has PCRE's syntax, as CouchDB (node/user_regex.hpp).
 // Matching is linear in the sizes of the selector and the document, and bounded: a document that
 // would need more steps, or a $regex that reaches its limits, is an error, never a stall.
 // Pure: no I/O. A compiled selector is immutable and may be shared between threads.
 #pragma once
 #include <memory>
+#include <string>
+#include <vector>
 
 #include "http/json_util.hpp"
 #include "node/error.hpp"
@@ -31,5 +34,8 @@ class mango_selector {
 
 // -1, 0, 1 under CouchDB's JSON collation.
 int collate(const json& a, const json& b);
+
+// A field name's path: "a.b" -> ["a", "b"]; "\." is a dot inside a name.
+std::vector<std::string> split_field(const std::string& field);
 
 }  // namespace settee

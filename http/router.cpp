@@ -38,10 +38,11 @@ constexpr not_built server_not_built[] = {
     {"_reload_query_servers", "query servers"},
 };
 constexpr not_built db_not_built[] = {
-    {"_find", "Mango queries (_find)"},          {"_index", "Mango indexes (_index)"},
-    {"_explain", "Mango queries (_explain)"},    {"_purge", "_purge"},
-    {"_purged_infos", "_purge (_purged_infos)"}, {"_purged_infos_limit", "_purge (_purged_infos_limit)"},
-    {"_partition", "partitioned databases"},     {"_search_cleanup", "full-text search"},
+    {"_purge", "_purge"},
+    {"_purged_infos", "_purge (_purged_infos)"},
+    {"_purged_infos_limit", "_purge (_purged_infos_limit)"},
+    {"_partition", "partitioned databases"},
+    {"_search_cleanup", "full-text search"},
     {"_nouveau_cleanup", "full-text search"},
 };
 constexpr not_built design_not_built[] = {
@@ -93,6 +94,9 @@ void dispatch_db(ctx& c, const db_meta& db, const json& security) {
   if (what == "_revs_limit" && p.size() == 2) return handle_revs_limit(c, db);
   if (what == "_compact" && p.size() <= 3) return handle_compact(c, db);
   if (what == "_view_cleanup" && p.size() == 2) return handle_view_cleanup(c, db);
+  if (what == "_find" && p.size() == 2) return handle_find(c, db);
+  if (what == "_explain" && p.size() == 2) return handle_explain(c, db);
+  if (what == "_index") return handle_index(c, db);
   if (what == "_sync_shards" && p.size() == 2) return handle_sync_shards(c, db);
   if (what == "_changes" && p.size() == 2) return handle_changes(c, db);
   if (what == "_changes" && p.size() == 3) return handle_shard_changes(c, db, p[2]);

@@ -22,7 +22,7 @@ PATHS = {"/": "GET", "/_all_dbs": "GET", "/_uuids": "GET", "/_session": "GET POS
          "/fz/_all_docs": "GET POST", "/fz/_bulk_docs": "POST", "/fz/_bulk_get": "POST", "/fz/_revs_diff": "POST",
          "/fz/_changes": "GET POST", "/fz/_security": "GET PUT", "/fz/_shards": "GET", "/fz/_shards/x": "GET",
          "/fz/_local/x": "GET PUT DELETE", "/fz/_design/d": "GET PUT DELETE", "/fz/_ensure_full_commit": "POST",
-         "/fz2": "PUT DELETE"}
+         "/fz/_find": "POST", "/fz/_explain": "POST", "/fz/_index": "GET POST", "/fz2": "PUT DELETE"}
 PARAMS = ["rev", "revs", "revs_info", "open_revs", "latest", "conflicts", "limit", "skip", "descending", "startkey",
           "endkey", "key", "keys", "include_docs", "since", "feed", "heartbeat", "timeout", "style", "filter",
           "doc_ids", "seq_interval", "new_edits", "count", "q", "n", "batch", "inclusive_end", "update_seq"]
@@ -203,9 +203,9 @@ class BadInputFuzz(NodeTest):
                 self.check(seed, i, statuses, rng.choice(["GET", "PUT", "POST", "DELETE", "HEAD"]), odd_url(rng),
                            rng.choice(BODIES), "application/json", rng.random() < 0.5)
                 continue
-            if kind < 0.14:  # $regex selectors against long values
-                self.check(seed, i, statuses, "POST", "/fzr/_changes?filter=_selector", regex_body(rng),
-                           "application/json", True)
+            if kind < 0.14:  # $regex selectors against long values, as a filter or a _find
+                path = rng.choice(["/fzr/_changes?filter=_selector", "/fzr/_find"])
+                self.check(seed, i, statuses, "POST", path, regex_body(rng), "application/json", True)
                 continue
             if kind < 0.18:  # corrupted tokens
                 path = rng.choice(["/fz/_changes?since=", "/_db_updates?since="])

@@ -232,9 +232,10 @@ class NotBuiltYet(NodeTest):
         self.assertIn("not supported by settee yet", r.json["reason"], case)
 
     def test_database_endpoints(self):
-        cases = [("POST", "/nb/_find", {"selector": {}}), ("GET", "/nb/_index", None), ("POST", "/nb/_index", {}),
+        # _find, _explain and GET _index answer (issue 32's first slice); JSON indexes do not yet.
+        cases = [("POST", "/nb/_index", {}),
                  ("DELETE", "/nb/_index/_design/x/json/y", None), ("POST", "/nb/_index/_bulk_delete", {}),
-                 ("POST", "/nb/_explain", {}), ("POST", "/nb/_purge", {}),
+                 ("POST", "/nb/_purge", {}),
                  ("GET", "/nb/_purged_infos", None), ("GET", "/nb/_purged_infos_limit", None),
                  ("GET", "/nb/_partition/p", None),
                  ("GET", "/nb/_partition/p/_all_docs", None)]

@@ -175,6 +175,27 @@ class PouchDBReplication(NodeTest):
         self.assertEqual(out["results"][0]["settee_total_rows"], 22)
         self.assertEqual(out["missing"], {"status": 404, "name": "not_found"})
 
+    def test_find_as_pouchdb_find_sees_it(self):
+        """Issue 32 (first slice): PouchDB's find() (pouchdb-find) against settee answers the
+        documents its own memory database answers for the same selectors (tests/clients/
+        pouchdb_find.js): operators, fields, skip/limit, a sort on _id; getIndexes() lists the
+        _all_docs index, explain() shows it, and a sort no index serves is mango's 400."""
+        n = self.node
+        self.assertEqual(n.put("/pfind?q=4").status, 201)
+        out = self.client("pouchdb_find.js", "pfind")
+        self.assertEqual(len(out["results"]), 16)
+        for entry in out["results"]:
+            with self.subTest(query=entry["query"]):
+                self.assertIsInstance(entry["settee"], list, entry["settee"])
+                self.assertTrue(entry["settee"], entry)  # every query finds documents
+                self.assertEqual(entry["settee"], entry["pouchdb"])
+                self.assertEqual(entry["warning"], "No matching index found, create an index to optimize query time.")
+        self.assertEqual(out["indexes"]["indexes"], [{"ddoc": None, "name": "_all_docs", "type": "special",
+                                                      "def": {"fields": [{"_id": "asc"}]}}])
+        self.assertEqual(out["explain"]["index"]["name"], "_all_docs")
+        self.assertEqual(out["sort_error"], {"status": 400, "error": "no_usable_index",
+                                             "reason": "No index exists for this sort, try indexing by the sort fields."})
+
 
 if __name__ == "__main__":
     main()

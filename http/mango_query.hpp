@@ -1,0 +1,47 @@
+// mango_query: a `_find` (or `_explain`) request body checked as CouchDB's mango_opts,
+// mango_sort and mango_fields check it, with their error names and texts (their ~w terms printed
+// as Erlang prints them: <<"text">>, [1,2], {[{<<"k">>,1}]}), and what the cursor needs of it:
+// the compiled selector, the projection of `fields`, the sort, the paging and the bookmark.
+// Pure: no I/O.
+#pragma once
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "http/mango_selector.hpp"
+#include "node/error.hpp"
+#include "node/json.hpp"
+
+namespace settee {
+
+struct find_query {
+  json selector;  // as given
+  mango_selector matcher;
+  std::vector<std::string> fields;                 // empty: all fields
+  std::vector<std::pair<std::string, bool>> sort;  // field, descending
+  std::vector<std::string> use_index;              // [] or [ddoc] or [ddoc, name] (ddoc without _design/)
+  std::optional<std::string> bookmark;             // as given (nullopt: none, CouchDB's "nil")
+  uint64_t limit = 25, skip = 0;
+  uint64_t r = 1;
+  bool conflicts = false, update = true, stable = false, execution_stats = false, allow_fallback = true;
+  std::string stale = "false";  // "ok" or "false"
+};
+
+// The body of a _find or _explain, checked; errors as CouchDB's (400 with mango's error names).
+result<find_query> parse_find(const json& body);
+
+// `doc` with only the `fields` (dotted paths) it has, nested as in the document; all of it when
+// `fields` is empty (mango_doc's projection).
+json project(const json& doc, const std::vector<std::string>& fields);
+
+// A term as Erlang's ~w prints the JSON CouchDB decoded it into (binaries <<"...">>, objects
+// {[{K,V}]}), for error texts that quote a bad value as CouchDB's do.
+std::string erlang_term(const json& v);
+
+// The opaque bookmark of a position in `_all_docs` order (after document `last_id`), and back
+// (nullopt: not a bookmark this node made).
+std::string all_docs_bookmark(const std::string& last_id);
+std::optional<std::string> all_docs_position(const std::string& bookmark);
+
+}  // namespace settee
