@@ -43,4 +43,41 @@ json error_json(const status& st) {
   return out;
 }
 
+namespace {
+
+void erlang_string(std::string& out, const std::string& s) {
+  out += "<<\"";
+  for (char c : s) {
+    if (c == '"' || c == '\\') out += '\\';
+    out += c;
+  }
+  out += "\">>";
+}
+
+}  // namespace
+
+std::string erlang_term(const json& v) {
+  std::string out;
+  if (v.is_string()) {
+    erlang_string(out, v.get_ref<const std::string&>());
+  } else if (v.is_array()) {
+    out += '[';
+    for (size_t i = 0; i < v.size(); ++i) out += (i ? "," : "") + erlang_term(v[i]);
+    out += ']';
+  } else if (v.is_object()) {
+    out += "{[";
+    bool first = true;
+    for (auto it = v.begin(); it != v.end(); ++it) {
+      out += first ? "{" : ",{";
+      first = false;
+      erlang_string(out, it.key());
+      out += "," + erlang_term(it.value()) + "}";
+    }
+    out += "]}";
+  } else {
+    out += v.dump();  // null, true, false and numbers print alike
+  }
+  return out;
+}
+
 }  // namespace settee

@@ -19,4 +19,8 @@ bool valid_utf8(std::string_view s);
 void add_error(json& obj, const status& st);
 json error_json(const status& st);
 
+// A term as Erlang's ~w prints the JSON CouchDB decoded it into (binaries <<"...">>, objects
+// {[{K,V}]}), for error texts that quote a bad value as CouchDB's do (mango's).
+std::string erlang_term(const json& v);
+
 }  // namespace settee

@@ -1,6 +1,6 @@
 // mango_query: a `_find` (or `_explain`) request body checked as CouchDB's mango_opts,
 // mango_sort and mango_fields check it, with their error names and texts (their ~w terms printed
-// as Erlang prints them: <<"text">>, [1,2], {[{<<"k">>,1}]}), and what the cursor needs of it:
+// as Erlang prints them: json_util's erlang_term), and what the cursor needs of it:
 // the compiled selector, the projection of `fields`, the sort, the paging and the bookmark.
 // Pure: no I/O.
 #pragma once
@@ -34,10 +34,6 @@ result<find_query> parse_find(const json& body);
 // `doc` with only the `fields` (dotted paths) it has, nested as in the document; all of it when
 // `fields` is empty (mango_doc's projection).
 json project(const json& doc, const std::vector<std::string>& fields);
-
-// A term as Erlang's ~w prints the JSON CouchDB decoded it into (binaries <<"...">>, objects
-// {[{K,V}]}), for error texts that quote a bad value as CouchDB's do.
-std::string erlang_term(const json& v);
 
 // The opaque bookmark of a position in `_all_docs` order (after document `last_id`), and back
 // (nullopt: not a bookmark this node made).

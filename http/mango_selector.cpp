@@ -27,6 +27,11 @@ namespace {
 
 using node = mango_selector::node;
 
+// mango_selector's errors for a selector it cannot normalize (mango_error's texts).
+status bad_arg(const std::string& op, const json& arg) {
+  return {errc::mango_bad_arg, "Bad argument for operator " + op + ": " + erlang_term(arg)};
+}
+
 status selector_error(const std::string& what) {
   return {errc::bad_request, "Selector error: " + what};
 }
@@ -90,17 +95,18 @@ result<node> compile_object(const json& obj) {
     const std::string& k = it.key();
     const json& v = it.value();
     if (k == "$and" || k == "$or" || k == "$nor") {
-      if (!v.is_array()) return selector_error(k + " requires an array");
+      if (!v.is_array()) return bad_arg(k, v);
       node combo;
       combo.what = k == "$and" ? node::kind::all_of : k == "$or" ? node::kind::any_of : node::kind::none_of;
       for (auto& sub : v) {
-        if (!sub.is_object()) return selector_error(k + " requires an array of objects");
+        if (!sub.is_object()) return bad_arg(k, v);
         auto c = compile_object(sub);
         if (!c) return c.error();
         combo.children.push_back(std::move(*c));
       }
       all.children.push_back(std::move(combo));
     } else if (k == "$not") {
+      if (!v.is_object()) return bad_arg(k, v);
       auto c = compile_value(v);
       if (!c) return c.error();
       node neg;
@@ -114,40 +120,38 @@ result<node> compile_object(const json& obj) {
       op.arg = v;
       if (k == "$eq" || k == "$ne" || k == "$gt" || k == "$gte" || k == "$lt" || k == "$lte") {
       } else if (k == "$in" || k == "$nin" || k == "$all") {
-        if (!v.is_array()) return selector_error(k + " requires an array");
+        if (!v.is_array()) return bad_arg(k, v);
         for (size_t i = 0; i < v.size(); ++i) op.values.emplace(hash_value(v[i]), i);
       } else if (k == "$exists") {
-        if (!v.is_boolean()) return selector_error("$exists requires a boolean");
+        if (!v.is_boolean()) return bad_arg(k, v);
       } else if (k == "$type") {
-        static const std::set<std::string> types = {"null", "boolean", "number", "string", "array", "object"};
-        if (!v.is_string() || !types.count(v.get<std::string>())) return selector_error("invalid $type");
+        if (!v.is_string()) return bad_arg(k, v);  // a name of no JSON type matches nothing
       } else if (k == "$size") {
-        if (!v.is_number_integer() || v.get<int64_t>() < 0)
-          return selector_error("$size requires a non-negative integer");
+        if (!v.is_number_integer()) return bad_arg(k, v);  // a negative size matches nothing
       } else if (k == "$mod") {
         if (!v.is_array() || v.size() != 2 || !v[0].is_number_integer() || !v[1].is_number_integer() ||
-            v[0].get<int64_t>() == 0) {
-          return selector_error("$mod requires [divisor, remainder] with a non-zero integer divisor");
+            v[0].get<int64_t>() <= 0) {
+          return bad_arg(k, v);
         }
       } else if (k == "$regex") {
-        if (!v.is_string()) return selector_error("$regex requires a string");
+        if (!v.is_string()) return bad_arg(k, v);
         auto re = user_regex::compile(v.get<std::string>());
-        if (!re) return selector_error(re.error().reason);
+        if (!re) return bad_arg(k, v);
         op.re = std::move(*re);
       } else if (k == "$beginsWith") {
-        if (!v.is_string()) return selector_error("$beginsWith requires a string");
+        if (!v.is_string()) return bad_arg(k, v);
       } else if (k == "$keyMapMatch") {
-        if (!v.is_object()) return selector_error(k + " requires an object");
+        if (!v.is_object()) return bad_arg(k, v);
         auto c = compile_object(v);
         if (!c) return c.error();
         op.children.push_back(std::move(*c));
       } else if (k == "$elemMatch" || k == "$allMatch") {
-        if (!v.is_object()) return selector_error(k + " requires an object");
+        if (!v.is_object()) return bad_arg(k, v);
         auto c = compile_object(v);
         if (!c) return c.error();
         op.children.push_back(std::move(*c));
       } else {
-        return selector_error("invalid operator " + k);
+        return status{errc::mango_invalid_operator, "Invalid operator: " + k};
       }
       all.children.push_back(std::move(op));
     } else {
@@ -270,7 +274,7 @@ bool evaluation::match_op(const node& n, const json& v) {
     return (t == "null" && v.is_null()) || (t == "boolean" && v.is_boolean()) || (t == "number" && v.is_number()) ||
            (t == "string" && v.is_string()) || (t == "array" && v.is_array()) || (t == "object" && v.is_object());
   }
-  if (op == "$size") return v.is_array() && v.size() == a.get<uint64_t>();
+  if (op == "$size") return v.is_array() && a.get<int64_t>() >= 0 && v.size() == a.get<uint64_t>();
   if (op == "$mod") {
     if (!v.is_number_integer()) return false;
     return v.get<int64_t>() % a[0].get<int64_t>() == a[1].get<int64_t>();

@@ -20,7 +20,8 @@ namespace settee {
 
 class mango_selector {
  public:
-  // errc::bad_request "Selector error: ..." when `selector` is not a valid selector.
+  // Not a valid selector: CouchDB's errors (mango_error): 400 invalid_operator "Invalid operator:
+  // $x", 400 bad_arg "Bad argument for operator $in: 5"; not an object: "Selector error: ...".
   static result<mango_selector> compile(const json& selector);
   // Whether `doc` matches; errc::bad_request "Selector error: ..." when matching it would pass the
   // evaluation's bounds.

@@ -116,7 +116,7 @@ class ChangesNormal(NodeTest):
         self.assertError(self.node.post("/ch/_changes?filter=_selector", {"selector": [1]}), 400, "bad_request",
                          "Selector error: expected a JSON object")
         self.assertError(self.node.post("/ch/_changes?filter=_selector", {"selector": {"a": {"$nope": 1}}}),
-                         400, "bad_request")
+                         400, "invalid_operator", "Invalid operator: $nope")
         self.assertError(self.node.post("/ch/_changes?filter=_selector", {}), 400, "bad_request",
                          "Selector must be specified in POST payload")
 

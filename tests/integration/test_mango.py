@@ -146,8 +146,10 @@ class Find(NodeTest):
         for body, error, reason in cases:
             with self.subTest(body=body):
                 self.assertError(n.post("/mango/_find", body), 400, error, reason)
-        r = n.post("/mango/_find", {"selector": {"n": {"$bogus": 1}}})
-        self.assertEqual((r.status, r.json["error"]), (400, "bad_request"))
+        self.assertError(n.post("/mango/_find", {"selector": {"n": {"$bogus": 1}}}), 400, "invalid_operator",
+                         "Invalid operator: $bogus")
+        self.assertError(n.post("/mango/_find", {"selector": {"n": {"$in": 5}}}), 400, "bad_arg",
+                         "Bad argument for operator $in: 5")
         self.assertEqual(n.get("/mango/_find").status, 405)
         self.assertError(n.request("POST", "/mango/_find", raw_body='{"selector":{}}'), 415, "bad_content_type")
         self.assertError(n.post("/nodb/_find", {"selector": {}}), 404, "not_found")

@@ -98,15 +98,32 @@ TEST_CASE("combination operators") {
   CHECK_FALSE(m(R"({"$not":{"name":"Ann"}})", doc));
 }
 
-TEST_CASE("invalid selectors are errors, not crashes") {
-  for (const char* bad :
-       {R"([1])", R"("x")", R"({"a":{"$bogus":1}})", R"({"$and":{}})", R"({"$or":[1]})", R"({"a":{"$in":5}})",
-        R"({"a":{"$exists":"yes"}})", R"({"a":{"$type":"thing"}})", R"({"a":{"$size":-1}})", R"({"a":{"$mod":[0,1]}})",
-        R"({"a":{"$mod":[2]}})", R"({"a":{"$regex":"("}})", R"({"a":{"$elemMatch":5}})"}) {
+TEST_CASE("invalid selectors are CouchDB's errors, not crashes") {
+  for (const char* bad : {R"([1])", R"("x")"}) {
     auto s = mango_selector::compile(json::parse(bad));
-    CHECK_MESSAGE(!s.ok(), bad);
-    if (!s.ok()) CHECK(s.error().reason.rfind("Selector error: ", 0) == 0);
+    REQUIRE_FALSE(s.ok());
+    CHECK(s.error().reason.rfind("Selector error: ", 0) == 0);
   }
+  auto bogus = mango_selector::compile(json::parse(R"({"a":{"$bogus":1}})"));
+  REQUIRE_FALSE(bogus.ok());
+  CHECK(bogus.error().code == errc::mango_invalid_operator);
+  CHECK(bogus.error().reason == "Invalid operator: $bogus");
+  for (const char* bad :
+       {R"({"$and":{}})", R"({"$or":[1]})", R"({"a":{"$in":5}})", R"({"a":{"$exists":"yes"}})", R"({"a":{"$type":1}})",
+        R"({"a":{"$size":"1"}})", R"({"a":{"$mod":[0,1]}})", R"({"a":{"$mod":[-2,1]}})", R"({"a":{"$mod":[2]}})",
+        R"({"a":{"$regex":"("}})", R"({"a":{"$elemMatch":5}})", R"({"a":{"$not":5}})", R"({"a":{"$beginsWith":1}})",
+        R"({"a":{"$keyMapMatch":[]}})"}) {
+    auto s = mango_selector::compile(json::parse(bad));
+    REQUIRE_MESSAGE(!s.ok(), bad);
+    CHECK_MESSAGE(s.error().code == errc::mango_bad_arg, bad);
+    CHECK_MESSAGE(s.error().reason.rfind("Bad argument for operator $", 0) == 0, bad);
+  }
+  auto in = mango_selector::compile(json::parse(R"({"a":{"$in":{"b":"c"}}})"));
+  REQUIRE_FALSE(in.ok());
+  CHECK(in.error().reason == R"(Bad argument for operator $in: {[{<<"b">>,<<"c">>}]})");
+  // What CouchDB accepts and matches nothing with.
+  CHECK_FALSE(m(R"({"tags":{"$type":"thing"}})", doc));
+  CHECK_FALSE(m(R"({"tags":{"$size":-1}})", doc));
 }
 
 TEST_CASE("$in, $nin and $all find values by hash, equal as CouchDB collates them") {
