@@ -62,6 +62,16 @@ view_reader::view_reader(coordinator& coord, js_pool& js, job_runner& jobs, std:
       reduce_(reduce),
       pool_(std::max<size_t>(1, std::min<size_t>(js.max_workers(), std::thread::hardware_concurrency()))) {}
 
+namespace {
+
+// What an index of `dv` over the copy `shard` must be (view_store::open empties a file that is not).
+view_meta meta_for(const design_views& dv, const shard_store& shard) {
+  return view_meta{dv.signature, shard.header().shard_uuid, collation::collator_version(),
+                   static_cast<uint32_t>(dv.names.size()), 0};
+}
+
+}  // namespace
+
 result<std::shared_ptr<view_reader::open_index>> view_reader::index_of(const db_meta& db, size_t range,
                                                                        const design_views& dv,
                                                                        const shard_store& shard) {
@@ -81,8 +91,7 @@ result<std::shared_ptr<view_reader::open_index>> view_reader::index_of(const db_
     if (oldest == open_.end()) break;
     open_.erase(oldest);
   }
-  const view_meta want{dv.signature, shard.header().shard_uuid, collation::collator_version(),
-                       static_cast<uint32_t>(dv.names.size()), 0};
+  const view_meta want = meta_for(dv, shard);
   ::unlink((path + ".compact").c_str());  // a compaction's copy a crash left behind
   auto store = view_store::open(path, want);
   if (!store) return store.error();
@@ -134,8 +143,7 @@ void view_reader::compact(const db_meta& db, const design_views& dv) {
     }
     std::shared_ptr<open_index> index = *idx;
     if (index->compacting.exchange(true)) continue;  // queued or running already
-    const view_meta want{dv.signature, shard->store->header().shard_uuid, collation::collator_version(),
-                         static_cast<uint32_t>(dv.names.size()), 0};
+    const view_meta want = meta_for(dv, *shard->store);
     auto job = std::make_shared<view_compaction>(
         copy, dv.ddoc_id, [this, index, want] { return compact_index(*index, want); },
         [index] { index->compacting = false; });

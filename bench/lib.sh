@@ -22,6 +22,15 @@ median() { sort -n | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a
 field() { sed -E "s/.*$1=([0-9.]+).*/\1/"; }
 ratio() { python3 -c "print(f'{$1/$2:.3f}')"; }
 
+# start_one PREFIX: one node of $BIN (config $NODE_CONFIG) under a fresh $BASE (removed at exit),
+# its port in P.
+start_one() {
+  BASE=$(mktemp -d "/tmp/$1-XXXXXX")
+  trap 'kill "${PIDS[@]}" 2>/dev/null; wait 2>/dev/null; rm -rf "$BASE"' EXIT
+  P=$(free_port)
+  start_node a "$P" "${NODE_CONFIG:-}"
+}
+
 # start_pair A_BINARY B_BINARY: one node of each build under a fresh $BASE (removed at exit), their
 # ports in PA and PB.
 start_pair() {

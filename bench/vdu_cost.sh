@@ -9,10 +9,7 @@ cd "$(dirname "$0")/.."
 source bench/lib.sh
 RUNS=${RUNS:-5}
 SECS=${SECONDS_PER_RUN:-4}
-BASE=$(mktemp -d /tmp/settee-vdu-XXXXXX)
-trap 'kill "${PIDS[@]}" 2>/dev/null; wait 2>/dev/null; rm -rf "$BASE"' EXIT
-P=$(free_port)
-start_node a "$P" "${NODE_CONFIG:-}"
+start_one settee-vdu
 VDU='function(newDoc, oldDoc, userCtx, secObj) {
   if (newDoc._deleted) return;
   if (typeof newDoc.pad !== "string") throw({forbidden: "pad must be a string"});

@@ -11,10 +11,7 @@ cd "$(dirname "$0")/.."
 source bench/lib.sh
 RUNS=${RUNS:-5}
 SECS=${SECONDS_PER_RUN:-4}
-BASE=$(mktemp -d /tmp/settee-vwc-XXXXXX)
-trap 'kill "${PIDS[@]}" 2>/dev/null; wait 2>/dev/null; rm -rf "$BASE"' EXIT
-P=$(free_port)
-start_node a "$P" "${NODE_CONFIG:-}"
+start_one settee-vwc
 URL="http://127.0.0.1:$P"
 DDOC='{"views":{"by_type":{"map":"function(doc) { emit(doc.type, 1); }","reduce":"_count"}}}'
 echo "view write cost: one node, $(nproc) cores, $RUNS runs x ${SECS}s, fsync on"

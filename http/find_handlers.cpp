@@ -186,8 +186,8 @@ void handle_explain(ctx& c, const db_meta& db) {
 
 void handle_index(ctx& c, const db_meta& db) {
   (void)db;
-  if (c.path.size() > 2) return c.error(errc::not_implemented, "JSON indexes are not supported by settee yet");
-  if (c.method() == "POST") return c.error(errc::not_implemented, "JSON indexes are not supported by settee yet");
+  if (c.path.size() > 2 || c.method() == "POST")  // creating, deleting
+    return c.error(errc::not_implemented, "JSON indexes are not supported by settee yet");
   if (c.method() != "GET") return c.method_not_allowed("GET,POST");
   // As mango_httpd: limit (>= 1) and skip (>= 0) page the list; anything else is its error, a 400
   // here (CouchDB answers 500 for what is bad input).

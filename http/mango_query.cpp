@@ -32,7 +32,6 @@ result<std::vector<std::string>> use_index_of(const json& v) {
   if (v.is_null()) return std::vector<std::string>{};
   if (v.is_string()) {
     std::string s = v.get<std::string>();
-    std::vector<std::string> parts;
     size_t slash = s.find('/');
     if (slash == std::string::npos) return std::vector<std::string>{s};
     std::string first = s.substr(0, slash), rest = s.substr(slash + 1);

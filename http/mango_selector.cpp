@@ -19,6 +19,7 @@ struct mango_selector::node {
   std::vector<std::string> path;  // kind::field
   std::string op;                 // kind::op
   json arg;
+  std::string arg_key;                             // comparisons with a string: its ICU sort key, made once
   std::optional<user_regex> re;                    // $regex
   std::unordered_multimap<size_t, size_t> values;  // $in, $nin: hash of each value -> its index in arg
 };
@@ -119,6 +120,7 @@ result<node> compile_object(const json& obj) {
       op.op = k;
       op.arg = v;
       if (k == "$eq" || k == "$ne" || k == "$gt" || k == "$gte" || k == "$lt" || k == "$lte") {
+        if (v.is_string()) op.arg_key = collation::sort_key(v);
       } else if (k == "$in" || k == "$nin" || k == "$all") {
         if (!v.is_array()) return bad_arg(k, v);
         for (size_t i = 0; i < v.size(); ++i) op.values.emplace(hash_value(v[i]), i);
@@ -174,6 +176,7 @@ result<node> compile_value(const json& value) {
   eq.what = node::kind::op;
   eq.op = "$eq";
   eq.arg = value;
+  if (value.is_string()) eq.arg_key = collation::sort_key(value);
   return eq;
 }
 
@@ -252,12 +255,16 @@ bool is_exists_false(const node& n) {
 bool evaluation::match_op(const node& n, const json& v) {
   const std::string& op = n.op;
   const json& a = n.arg;
-  if (op == "$eq") return collate(v, a) == 0;
-  if (op == "$ne") return collate(v, a) != 0;
-  if (op == "$gt") return collate(v, a) > 0;
-  if (op == "$gte") return collate(v, a) >= 0;
-  if (op == "$lt") return collate(v, a) < 0;
-  if (op == "$lte") return collate(v, a) <= 0;
+  // A string against a string argument: one sort key to make, the argument's is kept.
+  auto cmp = [&] {
+    return v.is_string() && !n.arg_key.empty() ? collation::sort_key(v).compare(n.arg_key) : collate(v, a);
+  };
+  if (op == "$eq") return cmp() == 0;
+  if (op == "$ne") return cmp() != 0;
+  if (op == "$gt") return cmp() > 0;
+  if (op == "$gte") return cmp() >= 0;
+  if (op == "$lt") return cmp() < 0;
+  if (op == "$lte") return cmp() <= 0;
   if (op == "$in" || op == "$nin") {
     bool found = in_values(n, v);
     if (v.is_array()) {
