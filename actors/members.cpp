@@ -94,6 +94,10 @@ status local_member::view_cleanup(const std::string& db, const std::vector<std::
   if (!m) return m.error();
   const size_t removed = s_.views->cleanup(*m, keep);
   if (removed) log::info("_view_cleanup of " + db + " removed " + std::to_string(removed) + " index file(s)");
+  if (s_.drop_json_indexes) {
+    const size_t dropped = s_.drop_json_indexes(*m, std::set<std::string>(keep.begin(), keep.end()));
+    if (dropped) log::info("_view_cleanup of " + db + " dropped " + std::to_string(dropped) + " JSON index(es)");
+  }
   return {};
 }
 

@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -126,6 +127,9 @@ struct local_services {
   // This node's figures; the HTTP layer, which counts requests, reads them (set once, before
   // requests arrive).
   std::function<node_status()> figures;
+  // Drops the JSON indexes of this node's copies of a database whose signatures are not kept
+  // (http/mango_reader's cleanup, which _view_cleanup runs too); how many went.
+  std::function<size_t(const db_meta&, const std::set<std::string>&)> drop_json_indexes;
 };
 
 class local_member final : public cluster_member {

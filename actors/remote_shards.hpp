@@ -92,6 +92,9 @@ class remote_shards {
   // `node`'s copy's part of a view query (release 0.4; an older node: errc::not_implemented).
   virtual void view_rows(const std::string& node, const std::string& db, const std::string& range,
                          const view_copy_request& req, answer<view_page> done) = 0;
+  // `node`'s copy's part of a _find on a JSON index (release 0.4, feature views-v1).
+  virtual void mango_rows(const std::string& node, const std::string& db, const std::string& range,
+                          const mango_copy_request& req, answer<mango_page> done) = 0;
 
   // A document-level request answered by `node`'s copy of `range`.
   virtual result<doc_read> read_doc(const std::string& node, const std::string& db, const std::string& range,

@@ -123,6 +123,28 @@ struct view_page {
   std::string reduction;    // reduce: the range's reduction (JSON), when it has rows
 };
 
+// One copy's part of a _find on a JSON index (issue 32): the index (its signature and definition:
+// a copy that does not keep it yet starts to, and builds it in the background), the rows of its
+// key ranges (positions, storage/json_index.hpp) after `after` in the query's direction, whose
+// documents match `selector` (JSON), at most `limit` (0: none read, the index only made known).
+// An index not built yet is answered from a scan of the copy's documents, in the same order.
+struct mango_copy_request {
+  std::string signature, definition, selector;
+  std::vector<std::pair<std::string, std::string>> ranges;  // [low, high) positions, in order
+  bool descending = false;
+  std::string after;  // a position already answered ("" = none)
+  uint64_t limit = 25;
+  bool conflicts = false;
+};
+struct mango_row {
+  std::string pos, doc;  // the row's position in the index, the document rendered
+};
+struct mango_page {
+  std::vector<mango_row> rows;
+  uint64_t keys_examined = 0, docs_examined = 0;
+  bool built = false;  // answered from the index (else from a scan)
+};
+
 // A copy's time-seq and its update seq (for the histogram).
 struct time_seq_state {
   time_seq::tseq bins;
@@ -180,6 +202,10 @@ class shard_copy {
   // are read by actors/view_reader directly, so the default refuses).
   virtual void start_view(const view_copy_request&, answer<view_page> done) {
     done(status{errc::not_implemented, "view rows are asked of another node's copy"});
+  }
+  // Another node's part of a _find (http/mango_reader reads this node's copies itself).
+  virtual void start_mango(const mango_copy_request&, answer<mango_page> done) {
+    done(status{errc::not_implemented, "Mango rows are asked of another node's copy"});
   }
   // One entry per id, in order (found or not), with the stored bodies `bodies` asks for.
   using docs_done = std::function<void(result<std::vector<doc_copy>>)>;

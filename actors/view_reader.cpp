@@ -581,9 +581,7 @@ void view_reader::copy_rows(const std::string& db_name, const std::string& range
   if (!db) return done(db.error());
   auto shard = coord_.own_copy(*db, range);
   if (!shard) return done(shard.error());
-  size_t r = 0;
-  while (r < db->ranges.size() && db->ranges[r].name() != range) ++r;
-  if (r == db->ranges.size()) return done(status{errc::shard_moved, "range " + range + " of " + db_name + " moved"});
+  const size_t r = *db->range_named(range);  // own_copy found it there
   auto ddoc = parse_json(req.ddoc);
   if (!ddoc || !ddoc->is_object()) return done(status{errc::bad_request, "the design document is not a JSON object"});
   const design_views dv = views_of(db->key(), req.ddoc_id, req.rev, *ddoc);

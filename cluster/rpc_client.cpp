@@ -302,6 +302,41 @@ void rpc_node::view_rows(const std::string& node, const std::string& db, const s
       std::move(done));
 }
 
+void rpc_node::mango_rows(const std::string& node, const std::string& db, const std::string& range,
+                          const mango_copy_request& mr, answer<mango_page> done) {
+  if (!members_.has_feature(node, views_feature))
+    return done(status{errc::not_implemented, "node " + node + " runs a release without Mango indexes"});
+  start_call<mango_page>(
+      node,
+      [=](Node::Client& cap) {
+        auto req = cap.mangoRowsRequest();
+        set_shard(req.initShard(), db, range);
+        req.setSignature(mr.signature);
+        req.setDefinition(mr.definition);
+        req.setSelector(mr.selector);
+        auto ranges = req.initRanges(static_cast<unsigned>(mr.ranges.size()));
+        for (unsigned i = 0; i < mr.ranges.size(); ++i) {
+          ranges[i].setLow(data_of(mr.ranges[i].first));
+          ranges[i].setHigh(data_of(mr.ranges[i].second));
+        }
+        req.setDescending(mr.descending);
+        req.setAfter(data_of(mr.after));
+        req.setLimit(mr.limit);
+        req.setConflicts(mr.conflicts);
+        return req.send().then([](capnp::Response<Node::MangoRowsResults>&& r) -> result<mango_page> {
+          if (status st = status_of(r.getStatus()); !st) return st;
+          mango_page page;
+          page.keys_examined = r.getKeysExamined();
+          page.docs_examined = r.getDocsExamined();
+          page.built = r.getBuilt();
+          page.rows.reserve(r.getRows().size());
+          for (auto row : r.getRows()) page.rows.push_back({bytes_of(row.getPos()), row.getDoc()});
+          return page;
+        });
+      },
+      std::move(done));
+}
+
 void rpc_node::time_seq(const std::string& node, const std::string& db, const std::string& range, bool reset,
                         answer<time_seq_state> done) {
   start_call<time_seq_state>(

@@ -95,6 +95,7 @@ class node_server final : public Node::Server {
   kj::Promise<void> reshardRequest(ReshardRequestContext context) override;
   kj::Promise<void> splitSeal(SplitSealContext context) override;
   kj::Promise<void> viewRows(ViewRowsContext context) override;
+  kj::Promise<void> mangoRows(MangoRowsContext context) override;
   kj::Promise<void> viewCleanup(ViewCleanupContext context) override;
   kj::Promise<void> compactViews(CompactViewsContext context) override;
 
@@ -439,6 +440,13 @@ new_job read_new_job(NewJob::Reader r);
 void write_node_status(NodeStatus::Builder b, const node_status& s);
 node_status read_node_status(NodeStatus::Reader n);
 // One end of a view range (its sort key as bytes).
+// Bytes as a Data field, and back.
+inline capnp::Data::Reader data_of(const std::string& bytes) {
+  return capnp::Data::Reader(reinterpret_cast<const kj::byte*>(bytes.data()), bytes.size());
+}
+inline std::string bytes_of(capnp::Data::Reader d) {
+  return std::string(reinterpret_cast<const char*>(d.begin()), d.size());
+}
 void write_view_bound(ViewBound::Builder b, const view_bound& v);
 view_bound read_view_bound(ViewBound::Reader b);
 

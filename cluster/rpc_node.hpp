@@ -68,6 +68,10 @@ struct rpc_options {
   std::function<void(const std::string& db, const std::string& range, const view_copy_request& req,
                      std::function<void(result<view_page>)> done)>
       view_rows;
+  // The same for a _find on a JSON index (http/mango_reader). Null: mangoRows answers not_implemented.
+  std::function<void(const std::string& db, const std::string& range, const mango_copy_request& req,
+                     std::function<void(result<mango_page>)> done)>
+      mango_rows;
 };
 
 using remote_shard_info = shard_summary;
@@ -113,6 +117,8 @@ class rpc_node final : public remote_shards {
                 answer<time_seq_state> done) override;
   void view_rows(const std::string& node, const std::string& db, const std::string& range, const view_copy_request& req,
                  answer<view_page> done) override;
+  void mango_rows(const std::string& node, const std::string& db, const std::string& range,
+                  const mango_copy_request& req, answer<mango_page> done) override;
   result<doc_read> read_doc(const std::string& node, const std::string& db, const std::string& range,
                             const doc_request& req, std::chrono::milliseconds timeout) override;
   // remote_shards: a coordinator's write to a peer's copy (does not block).

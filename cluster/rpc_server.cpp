@@ -287,6 +287,32 @@ kj::Promise<void> node_server::allDocsPage(AllDocsPageContext context) {
       });
 }
 
+// A call answered by a reader of this node through `start(done)` on its own threads (an index
+// update may take long): the loop's blocking pool is not held while it runs. `done` is called
+// once, on any thread; an exception from `start` is the call's internal error.
+template <class T>
+kj::Promise<result<T>> answered_by(rpc_node::loop& loop, const char* what,
+                                   std::function<void(std::function<void(result<T>)>)> start) {
+  auto out = std::make_shared<std::optional<result<T>>>();
+  auto paf = kj::newPromiseAndCrossThreadFulfiller<void>();
+  auto f = std::make_shared<kj::Own<kj::CrossThreadPromiseFulfiller<void>>>(kj::mv(paf.fulfiller));
+  auto once = std::make_shared<std::atomic<bool>>(false);
+  loop.blocking.submit([=] {
+    auto finish = [out, f, once](result<T> r) {
+      if (once->exchange(true)) return;
+      out->emplace(std::move(r));
+      (*f)->fulfill();
+    };
+    try {
+      start(finish);
+    } catch (const std::exception& e) {
+      log::error(std::string("cluster RPC: a ") + what + " call failed: " + e.what());
+      finish(status{errc::internal, e.what()});
+    }
+  });
+  return paf.promise.then([out]() mutable { return std::move(**out); });
+}
+
 kj::Promise<void> node_server::viewRows(ViewRowsContext context) {
   auto p = context.getParams();
   view_copy_request req;
@@ -308,51 +334,68 @@ kj::Promise<void> node_server::viewRows(ViewRowsContext context) {
   req.group_level = p.getGroupLevel();
   req.describe = p.getDescribe();
   const std::string db = p.getShard().getDb(), range = p.getShard().getRange();
-  // The view reader answers on its own threads (an index update may take long): the loop's
-  // blocking pool is not held while it runs.
-  auto out = std::make_shared<std::optional<result<view_page>>>();
-  auto paf = kj::newPromiseAndCrossThreadFulfiller<void>();
-  auto f = std::make_shared<kj::Own<kj::CrossThreadPromiseFulfiller<void>>>(kj::mv(paf.fulfiller));
   auto hook = loop_.opts.view_rows;
-  auto once = std::make_shared<std::atomic<bool>>(false);
-  loop_.blocking.submit([=] {
-    auto finish = [out, f, once](result<view_page> r) {
-      if (once->exchange(true)) return;
-      out->emplace(std::move(r));
-      (*f)->fulfill();
-    };
-    if (!hook) return finish(status{errc::not_implemented, "no view reader on this node"});
-    try {
-      hook(db, range, req, finish);
-    } catch (const std::exception& e) {
-      log::error(std::string("cluster RPC: a view call failed: ") + e.what());
-      finish(status{errc::internal, e.what()});
-    }
-  });
-  return paf.promise.then([context, out]() mutable {
-    auto results = context.getResults();
-    result<view_page>& r = **out;
-    if (!r) return set_status(results.initStatus(), r.error());
-    results.setTotal(r->total);
-    results.setBefore(r->before);
-    results.setIndexedSeq(r->indexed_seq);
-    results.setCopySeq(r->copy_seq);
-    results.setDiskSize(r->disk_size);
-    results.setActiveSize(r->active_size);
-    results.setUpdating(r->updating);
-    results.setCompacting(r->compacting);
-    results.setCounted(r->counted);
-    results.setReduction(r->reduction);
-    results.setUuid(r->uuid);
-    auto rows = results.initRows(static_cast<unsigned>(r->rows.size()));
-    for (unsigned i = 0; i < r->rows.size(); ++i) {
-      rows[i].setId(r->rows[i].id);
-      rows[i].setKey(r->rows[i].key_json);
-      const std::string& pos = r->rows[i].pos;
-      rows[i].setPos(kj::arrayPtr(reinterpret_cast<const kj::byte*>(pos.data()), pos.size()));
-      rows[i].setValue(r->rows[i].value_json);
-    }
-  });
+  return answered_by<view_page>(loop_, "view",
+                                [=](std::function<void(result<view_page>)> done) {
+                                  if (!hook) return done(status{errc::not_implemented, "no view reader on this node"});
+                                  hook(db, range, req, std::move(done));
+                                })
+      .then([context](result<view_page>&& r) mutable {
+        auto results = context.getResults();
+        if (!r) return set_status(results.initStatus(), r.error());
+        results.setTotal(r->total);
+        results.setBefore(r->before);
+        results.setIndexedSeq(r->indexed_seq);
+        results.setCopySeq(r->copy_seq);
+        results.setDiskSize(r->disk_size);
+        results.setActiveSize(r->active_size);
+        results.setUpdating(r->updating);
+        results.setCompacting(r->compacting);
+        results.setCounted(r->counted);
+        results.setReduction(r->reduction);
+        results.setUuid(r->uuid);
+        auto rows = results.initRows(static_cast<unsigned>(r->rows.size()));
+        for (unsigned i = 0; i < r->rows.size(); ++i) {
+          rows[i].setId(r->rows[i].id);
+          rows[i].setKey(r->rows[i].key_json);
+          const std::string& pos = r->rows[i].pos;
+          rows[i].setPos(kj::arrayPtr(reinterpret_cast<const kj::byte*>(pos.data()), pos.size()));
+          rows[i].setValue(r->rows[i].value_json);
+        }
+      });
+}
+
+kj::Promise<void> node_server::mangoRows(MangoRowsContext context) {
+  auto p = context.getParams();
+  mango_copy_request req;
+  req.signature = p.getSignature();
+  req.definition = p.getDefinition();
+  req.selector = p.getSelector();
+  for (auto r : p.getRanges()) req.ranges.emplace_back(bytes_of(r.getLow()), bytes_of(r.getHigh()));
+  req.descending = p.getDescending();
+  req.after = bytes_of(p.getAfter());
+  req.limit = p.getLimit();
+  req.conflicts = p.getConflicts();
+  const std::string db = p.getShard().getDb(), range = p.getShard().getRange();
+  auto hook = loop_.opts.mango_rows;
+  return answered_by<mango_page>(loop_, "Mango",
+                                 [=](std::function<void(result<mango_page>)> done) {
+                                   if (!hook)
+                                     return done(status{errc::not_implemented, "no Mango reader on this node"});
+                                   hook(db, range, req, std::move(done));
+                                 })
+      .then([context](result<mango_page>&& r) mutable {
+        auto results = context.getResults();
+        if (!r) return set_status(results.initStatus(), r.error());
+        results.setKeysExamined(r->keys_examined);
+        results.setDocsExamined(r->docs_examined);
+        results.setBuilt(r->built);
+        auto rows = results.initRows(static_cast<unsigned>(r->rows.size()));
+        for (unsigned i = 0; i < r->rows.size(); ++i) {
+          rows[i].setPos(data_of(r->rows[i].pos));
+          rows[i].setDoc(r->rows[i].doc);
+        }
+      });
 }
 
 kj::Promise<void> node_server::timeSeq(TimeSeqContext context) {

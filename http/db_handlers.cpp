@@ -199,9 +199,8 @@ void handle_ensure_full_commit(ctx& c, const db_meta& db) {
   c.reply(201, json{{"ok", true}, {"instance_start_time", std::to_string(db.created)}});
 }
 
-// Runs `ask` on every node holding a copy of `db` (this one first), as CouchDB's fabric reaches
-// every shard file: a node that cannot be asked now is logged as `what` was not started there,
-// one of an older release skipped.
+// As CouchDB's fabric reaches every shard file: a node that cannot be asked now is logged as
+// `what` was not started there, one of an older release skipped.
 void on_every_holder(ctx& c, const db_meta& db, const std::string& what,
                      const std::function<status(cluster_member&)>& ask) {
   std::set<std::string> holders{c.node.node_name};
@@ -241,12 +240,7 @@ void handle_view_cleanup(ctx& c, const db_meta& db) {
   if (auto st = c.require_json_content(); !st) return c.error(st);
   auto listing = list_design_docs(c.node.coord, db, true);
   if (!listing) return c.error(listing.error());
-  std::vector<std::string> keep;
-  for (const auto& row : listing->rows) {
-    if (row.doc.deleted || row.doc.doc.empty()) continue;
-    json d = parse_json(row.doc.doc).value_or(json());
-    if (d.is_object() && member(d, "views").is_object()) keep.push_back(view_signature(d));
-  }
+  std::vector<std::string> keep = kept_signatures(*listing);
   on_every_holder(c, db, "_view_cleanup", [&](cluster_member& m) { return m.view_cleanup(db.name, keep); });
   c.reply(202, json{{"ok", true}});
 }

@@ -1,15 +1,23 @@
-// Mango (issue 32, first slice): POST /db/_find, POST /db/_explain and GET /db/_index, answered as
-// CouchDB's mango_httpd answers them when the database has no index of its own: every query runs
-// on the special `_all_docs` index (documents in id order, each matched against the selector),
-// with CouchDB's warning, its bookmark (opaque, here base64url of the last id answered) and its
-// execution_stats. JSON indexes (POST /db/_index) and the planner come with the next slices.
+// Mango (issue 32): POST /db/_find and /db/_explain, GET|POST /db/_index, DELETE
+// /db/_index/ddoc/json/name and POST /db/_index/_bulk_delete, as CouchDB's mango_httpd answers
+// them. A query runs on the JSON index the planner chose (http/mango_plan): one copy of each range
+// answers its rows (http/mango_reader), merged here by index position; or, with no usable index,
+// on the special `_all_docs` index (documents in id order, each matched), with CouchDB's warning.
+// Bookmarks are opaque: the last id answered (`_all_docs`), or each range's last position.
 #include <chrono>
 #include <cstdlib>
 #include <tuple>
 
 #include "actors/all_docs_reader.hpp"
+#include "actors/view_index.hpp"
+#include "http/design_function.hpp"
 #include "http/handlers.hpp"
+#include "http/mango_index.hpp"
+#include "http/mango_plan.hpp"
 #include "http/mango_query.hpp"
+#include "http/mango_reader.hpp"
+#include "node/crypto.hpp"
+#include "node/log.hpp"
 
 namespace settee {
 
@@ -23,30 +31,10 @@ const json& all_docs_index() {
   return index;
 }
 
-// The one index there is: `_all_docs` gives documents in id order, so a sort on `_id` (either
-// direction) is its order and any other is CouchDB's no_usable_index. True: descending.
-result<bool> all_docs_order(const find_query& q) {
-  for (const auto& [field, descending] : q.sort)
-    if (field != "_id")
-      return status{errc::mango_no_usable_index, "No index exists for this sort, try indexing by the sort fields."};
-  return !q.sort.empty() && q.sort.front().second;
-}
-
-// CouchDB's warnings, one per line: a use_index that names no usable index, and the fallback.
-std::string warning_of(const find_query& q) {
-  std::string w;
-  if (!q.use_index.empty()) {
-    std::string name = "_design/" + q.use_index[0];
-    if (q.use_index.size() > 1) name += ", " + q.use_index[1];
-    w = name + " was not used because it does not contain a valid index for this query.\n";
-  }
-  return w + "No matching index found, create an index to optimize query time.";
-}
-
 struct find_answer {
   std::vector<std::string> docs;  // each rendered
-  std::string last_id;            // of the last document answered
-  uint64_t examined = 0;          // documents read and matched
+  std::string bookmark;           // where the next page starts ("": as given)
+  uint64_t keys_examined = 0, docs_examined = 0;
 };
 
 // The `_all_docs` cursor: documents in id order (reversed when `descending`) after the bookmark's,
@@ -75,7 +63,8 @@ result<find_answer> run_all_docs(ctx& c, const db_meta& db, const find_query& q,
     for (const auto& row : listing->rows) {
       if (descending && row.doc.id == passed) continue;
       if (out.docs.size() >= q.limit) return out;
-      ++out.examined;
+      ++out.keys_examined;
+      ++out.docs_examined;
       json doc = json::parse(row.doc.doc, nullptr, false);
       if (doc.is_discarded()) continue;
       auto matched = q.matcher.matches(doc);
@@ -86,7 +75,7 @@ result<find_answer> run_all_docs(ctx& c, const db_meta& db, const find_query& q,
         continue;
       }
       out.docs.push_back(project(doc, q.fields).dump());
-      out.last_id = row.doc.id;
+      out.bookmark = all_docs_bookmark(row.doc.id);
     }
     if (listing->rows.size() < static_cast<size_t>(batch) || out.docs.size() >= q.limit) return out;
     const std::string& last = listing->rows.back().doc.id;
@@ -95,42 +84,142 @@ result<find_answer> run_all_docs(ctx& c, const db_meta& db, const find_query& q,
   }
 }
 
-// A _find or _explain body, checked, and its plan (so far: the order of `_all_docs`, true when
-// descending).
+// The JSON indexes of the database's design documents.
+result<std::vector<query_index>> json_indexes_of(ctx& c, const db_meta& db) {
+  auto listing = list_design_docs(c.node.coord, db, true);
+  if (!listing) return listing.error();
+  std::vector<query_index> out;
+  for (const auto& row : listing->rows) {
+    if (row.doc.deleted || row.doc.doc.empty()) continue;
+    auto d = parse_json(row.doc.doc);
+    if (!d) continue;
+    for (query_index& ix : indexes_of(row.doc.id, *d)) out.push_back(std::move(ix));
+  }
+  return out;
+}
+
+// The request for one copy of each range: index `ix`'s rows in the plan's ranges.
+mango_copy_request copy_request(const query_plan& plan, const find_query& q, uint64_t limit) {
+  mango_copy_request req;
+  req.signature = plan.index->def.signature();
+  req.definition = plan.index->def.definition();
+  req.selector = q.selector.dump();
+  req.ranges = plan.ranges;
+  req.descending = plan.descending;
+  req.limit = limit;
+  req.conflicts = q.conflicts;
+  return req;
+}
+
+// A JSON index's cursor: each range's next skip + limit matching rows (after the bookmark's
+// position for it), merged by position; the bookmark keeps every range's last position used.
+result<find_answer> run_index(ctx& c, const db_meta& db, const find_query& q, const query_plan& plan) {
+  find_answer out;
+  const std::string signature = plan.index->def.signature();
+  std::vector<std::string> after(db.ranges.size());
+  if (q.bookmark) {
+    auto at = index_positions(*q.bookmark);
+    if (!at || signature.compare(0, at->signature.size(), at->signature) != 0 || at->signature.size() != 16)
+      return status{errc::mango_invalid_bookmark, "Invalid bookmark value: " + json(*q.bookmark).dump()};
+    // Each range goes on from the position of the range it was, or was part of (a split's parent).
+    for (size_t r = 0; r < db.ranges.size(); ++r) {
+      for (const auto& [name, pos] : at->ranges) {
+        auto was = shard_range::parse(name);
+        if (was && was->begin <= db.ranges[r].begin && db.ranges[r].end <= was->end) after[r] = pos;
+      }
+    }
+  }
+  if (plan.ranges.empty() || q.limit == 0) {
+    out.bookmark = q.bookmark.value_or("");
+    return out;
+  }
+  const uint64_t wanted = q.skip + q.limit < q.limit ? UINT64_MAX : q.skip + q.limit;
+  auto pages = c.node.mango->pages(db, copy_request(plan, q, wanted), after);
+  if (!pages) return pages.error();
+  // Merged by position, in the query's direction.
+  std::vector<size_t> next(pages->size(), 0);
+  uint64_t taken = 0;
+  for (;;) {
+    int best = -1;
+    for (size_t r = 0; r < pages->size(); ++r) {
+      if (next[r] >= (*pages)[r].rows.size()) continue;
+      const std::string& pos = (*pages)[r].rows[next[r]].pos;
+      if (best < 0) {
+        best = static_cast<int>(r);
+        continue;
+      }
+      const std::string& other = (*pages)[best].rows[next[best]].pos;
+      if (plan.descending ? pos > other : pos < other) best = static_cast<int>(r);
+    }
+    if (best < 0 || taken >= wanted) break;
+    const mango_row& row = (*pages)[best].rows[next[best]++];
+    after[best] = row.pos;
+    if (taken++ < q.skip) continue;
+    auto doc = parse_json(row.doc);
+    if (!doc) return status{errc::internal, "a copy answered a document that is not JSON"};
+    out.docs.push_back(project(*doc, q.fields).dump());
+  }
+  for (const mango_page& p : *pages) {
+    out.keys_examined += p.keys_examined;
+    out.docs_examined += p.docs_examined;
+  }
+  std::vector<std::pair<std::string, std::string>> positions;
+  for (size_t r = 0; r < db.ranges.size(); ++r)
+    if (!after[r].empty()) positions.emplace_back(db.ranges[r].name(), after[r]);
+  out.bookmark = taken > 0 ? index_bookmark(signature, positions) : q.bookmark.value_or("");
+  return out;
+}
+
+// A _find or _explain body, checked, and its plan.
 struct planned_query {
   find_query q;
-  bool descending = false;
+  query_plan plan;
 };
 
-result<planned_query> plan_of(ctx& c) {
+result<planned_query> plan_of(ctx& c, const db_meta& db) {
   if (auto st = c.require_json_content(); !st) return st;
   auto body = c.json_body();
   if (!body) return body.error();
   auto q = parse_find(*body);
   if (!q) return q.error();
-  auto descending = all_docs_order(*q);
-  if (!descending) return descending.error();
-  return planned_query{std::move(*q), *descending};
+  auto indexes = json_indexes_of(c, db);
+  if (!indexes) return indexes.error();
+  auto plan = plan_find(*q, *indexes);
+  if (!plan) return plan.error();
+  return planned_query{std::move(*q), std::move(*plan)};
+}
+
+json index_json(const query_index& ix) {
+  return json{{"ddoc", ix.ddoc},
+              {"name", ix.name},
+              {"type", "json"},
+              {"partitioned", ix.partitioned},
+              {"def", ix.def.to_json()}};
 }
 
 }  // namespace
 
 void handle_find(ctx& c, const db_meta& db) {
   if (c.method() != "POST") return c.method_not_allowed("POST");
-  auto plan = plan_of(c);
+  auto plan = plan_of(c, db);
   if (!plan) return c.error(plan.error());
   const find_query* q = &plan->q;
   const auto started = mono::now();
-  auto found = run_all_docs(c, db, *q, plan->descending);
+  auto found = plan->plan.index ? run_index(c, db, *q, plan->plan) : run_all_docs(c, db, *q, plan->plan.descending);
   if (!found) return c.error(found.error());
   std::string body = "{\"docs\":[";
   for (size_t i = 0; i < found->docs.size(); ++i) body += (i ? ",\n" : "\n") + found->docs[i];
-  const std::string bookmark = !found->docs.empty() ? all_docs_bookmark(found->last_id) : q->bookmark.value_or("nil");
-  body += "\n],\n\"bookmark\":" + json(bookmark).dump() + ",\n\"warning\":" + json(warning_of(*q)).dump();
+  const std::string bookmark = !found->bookmark.empty() ? found->bookmark : q->bookmark.value_or("nil");
+  body += "\n],\n\"bookmark\":" + json(bookmark).dump();
+  if (!plan->plan.warnings.empty()) {
+    std::string warning;
+    for (const std::string& w : plan->plan.warnings) warning += (warning.empty() ? "" : "\n") + w;
+    body += ",\n\"warning\":" + json(warning).dump();
+  }
   if (q->execution_stats) {
     const double ms = std::chrono::duration<double, std::milli>(mono::now() - started).count();
-    json stats = {{"total_keys_examined", found->examined},
-                  {"total_docs_examined", found->examined},
+    json stats = {{"total_keys_examined", found->keys_examined},
+                  {"total_docs_examined", found->docs_examined},
                   {"total_quorum_docs_examined", 0},
                   {"results_returned", found->docs.size()},
                   {"execution_time_ms", ms}};
@@ -141,9 +230,10 @@ void handle_find(ctx& c, const db_meta& db) {
 
 void handle_explain(ctx& c, const db_meta& db) {
   if (c.method() != "POST") return c.method_not_allowed("POST");
-  auto plan = plan_of(c);
-  if (!plan) return c.error(plan.error());
-  const find_query* q = &plan->q;
+  auto planned = plan_of(c, db);
+  if (!planned) return c.error(planned.error());
+  const find_query* q = &planned->q;
+  const query_plan& plan = planned->plan;
   json sort = json::object();
   for (const auto& [field, desc] : q->sort) sort[field] = desc ? "desc" : "asc";
   json fields = q->fields.empty() ? json("all_fields") : json(q->fields);
@@ -162,36 +252,125 @@ void handle_explain(ctx& c, const db_meta& db) {
                {"stable", q->stable},
                {"execution_stats", q->execution_stats},
                {"allow_fallback", q->allow_fallback}};
+  json start_key = nullptr, end_key = "<MAX>";
+  if (plan.index) {
+    start_key = plan.start_key;
+    end_key = plan.end_key;
+    if (plan.descending) std::swap(start_key, end_key);
+  }
   json mrargs = {{"include_docs", true},
                  {"view_type", "map"},
                  {"reduce", false},
                  {"partition", nullptr},
-                 {"start_key", nullptr},
-                 {"end_key", "<MAX>"},
-                 {"direction", plan->descending ? "rev" : "fwd"},
+                 {"start_key", start_key},
+                 {"end_key", end_key},
+                 {"direction", plan.descending ? "rev" : "fwd"},
                  {"stable", q->stable},
                  {"update", q->update},
                  {"conflicts", "undefined"}};
-  c.reply(200, json{{"dbname", db.name},
-                    {"index", all_docs_index()},
-                    {"partitioned", false},
-                    {"selector", q->selector},
-                    {"opts", opts},
-                    {"limit", q->limit},
-                    {"skip", q->skip},
-                    {"fields", fields},
-                    {"mrargs", mrargs},
-                    {"covering", false}});
+  json out = {{"dbname", db.name},    {"index", plan.index ? index_json(*plan.index) : all_docs_index()},
+              {"partitioned", false}, {"selector", q->selector},
+              {"opts", opts},         {"limit", q->limit},
+              {"skip", q->skip},      {"fields", fields},
+              {"mrargs", mrargs},     {"covering", false}};
+  // settee's own: the index's key ranges read (none: the selector matches nothing), in hex.
+  if (plan.index) {
+    json ranges = json::array();
+    for (const auto& [low, high] : plan.ranges)
+      ranges.push_back(
+          json{{"low", crypto::to_hex(reinterpret_cast<const unsigned char*>(low.data()), low.size())},
+               {"high", crypto::to_hex(reinterpret_cast<const unsigned char*>(high.data()), high.size())}});
+    out["settee"] = {{"ranges", ranges}};
+  }
+  c.reply(200, out);
 }
 
-void handle_index(ctx& c, const db_meta& db) {
-  (void)db;
-  if (c.path.size() > 2 || c.method() == "POST")  // creating, deleting
-    return c.error(errc::not_implemented, "JSON indexes are not supported by settee yet");
-  if (c.method() != "GET") return c.method_not_allowed("GET,POST");
+namespace {
+
+// The design document `id` as it is now (null when missing or deleted), and its revision.
+struct ddoc_state {
+  json doc;
+  std::string rev;
+};
+result<ddoc_state> ddoc_now(ctx& c, const db_meta& db, const std::string& id) {
+  auto d = open_design_doc(c, db, id);
+  if (!d) {
+    if (d.error().code == errc::not_found) return ddoc_state{json(), ""};
+    return d.error();
+  }
+  json doc = d->doc;
+  doc["_id"] = id;
+  return ddoc_state{std::move(doc), d->rev.str()};
+}
+
+// Writes design document `doc` (over revision `rev`, "" for a new one; `deleted` removes it).
+status save_ddoc(ctx& c, const db_meta& db, json doc, const std::string& id, const std::string& rev, bool deleted) {
+  if (!rev.empty()) doc["_rev"] = rev;
+  if (deleted) doc["_deleted"] = true;
+  if (auto st = authorize_doc_write(c, db, id, &doc); !st) return st;
+  auto u = to_doc_update(db, std::move(doc), id, true, nullptr, c.node.attachment_policy, c.node.js, c.node.cluster);
+  if (!u) return u.error();
+  auto written = write_one(c, db, std::move(*u));
+  if (!written) return written.error();
+  const doc_result& w = written->results.front();
+  if (w.st.code == errc::conflict)
+    return {errc::mango_error_saving_ddoc, "Encountered a conflict while saving the design document."};
+  return w.st;
+}
+
+// The copies drop the indexes no design document defines any more (as _view_cleanup does).
+void drop_unused(ctx& c, const db_meta& db) {
+  auto listing = list_design_docs(c.node.coord, db, true);
+  if (!listing) return;
+  std::vector<std::string> keep = kept_signatures(*listing);
+  on_every_holder(c, db, "_index cleanup", [&](cluster_member& m) { return m.view_cleanup(db.name, keep); });
+}
+
+void create_index(ctx& c, const db_meta& db) {
+  if (auto st = c.require_json_content(); !st) return c.error(st);
+  auto body = c.json_body();
+  if (!body) return c.error(body.error());
+  auto req = parse_index_request(*body);
+  if (!req) return c.error(req.error());
+  const query_index& ix = req->index;
+  auto now = ddoc_now(c, db, ix.ddoc);
+  if (!now) return c.error(now.error());
+  if (now->doc.is_object()) {
+    const json& lang = member(now->doc, "language");
+    if (lang != "query")
+      return c.error(errc::mango_invalid_ddoc_lang, "Existing design doc has an invalid language: " +
+                                                        erlang_term(lang.is_null() ? json("javascript") : lang));
+  }
+  bool changed = false;
+  json doc = with_index(now->doc, ix, changed);
+  if (changed) {
+    if (auto st = save_ddoc(c, db, doc, ix.ddoc, now->rev, false); !st) return c.error(st);
+  }
+  // Every copy starts to keep the index now (built in the background), not at the first query.
+  mango_copy_request touch;
+  touch.signature = ix.def.signature();
+  touch.definition = ix.def.definition();
+  touch.limit = 0;
+  if (auto pages = c.node.mango->pages(db, touch, {}); !pages)
+    log::warning("a new JSON index of " + db.name + " waits for its first query: " + pages.error().reason);
+  c.reply(200, json{{"result", changed ? "created" : "exists"}, {"id", ix.ddoc}, {"name", ix.name}});
+}
+
+// Removes index `name` of design document `ddoc_id`; the design document goes with its last one.
+status remove_index(ctx& c, const db_meta& db, const std::string& ddoc_id, const std::string& name) {
+  auto now = ddoc_now(c, db, ddoc_id);
+  if (!now) return now.error();
+  if (!now->doc.is_object() || member(now->doc, "language") != "query") return {errc::not_found, "missing"};
+  bool empty = false;
+  auto doc = without_index(now->doc, name, empty);
+  if (!doc) return {errc::not_found, "missing"};
+  return save_ddoc(c, db, *doc, ddoc_id, now->rev, empty);
+}
+
+void list_indexes(ctx& c, const db_meta& db) {
   // As mango_httpd: limit (>= 1) and skip (>= 0) page the list; anything else is its error, a 400
   // here (CouchDB answers 500 for what is bad input).
-  int64_t limit = 1, skip = 0;
+  int64_t limit = INT64_MAX, skip = 0;
   for (auto [key, out, least] : {std::tuple<const char*, int64_t*, int64_t>{"limit", &limit, 1}, {"skip", &skip, 0}}) {
     if (!c.has(key)) continue;
     const std::string v = c.param(key);
@@ -201,9 +380,83 @@ void handle_index(ctx& c, const db_meta& db) {
       return c.error(errc::mango_invalid_list_params, "Index parameter ranges: limit > 1, skip > 0");
     *out = n;
   }
-  json indexes = json::array();
-  if (skip < 1 && limit >= 1) indexes.push_back(all_docs_index());
-  c.reply(200, json{{"total_rows", 1}, {"indexes", indexes}});
+  auto indexes = json_indexes_of(c, db);
+  if (!indexes) return c.error(indexes.error());
+  json all = json::array({all_docs_index()});
+  for (const query_index& ix : *indexes) all.push_back(index_json(ix));
+  json page = json::array();
+  for (size_t i = static_cast<size_t>(std::min<int64_t>(skip, static_cast<int64_t>(all.size())));
+       i < all.size() && static_cast<int64_t>(page.size()) < limit; ++i)
+    page.push_back(all[i]);
+  c.reply(200, json{{"total_rows", all.size()}, {"indexes", page}});
+}
+
+void bulk_delete(ctx& c, const db_meta& db) {
+  if (auto st = c.require_json_content(); !st) return c.error(st);
+  auto body = c.json_body();
+  if (!body) return c.error(body.error());
+  if (!body->is_object()) return c.error(errc::bad_request, "Request body must be a JSON object");
+  const json& ids = member(*body, "docids");
+  if (!ids.is_array()) return c.error(errc::mango_missing_key, "Missing required key: docids");
+  for (const json& id : ids)
+    if (!id.is_string())
+      return c.error(errc::mango_invalid_bulk_docs,
+                     "Bulk Delete requires an array of non-null docids. Docids: " + erlang_term(ids));
+  auto indexes = json_indexes_of(c, db);
+  if (!indexes) return c.error(indexes.error());
+  json success = json::array(), fail = json::array();
+  for (const json& given : ids) {
+    const std::string id = given.get<std::string>();
+    const std::string ddoc_id = id.rfind("_design/", 0) == 0 ? id : "_design/" + id;
+    bool any = false;
+    status st;
+    for (const query_index& ix : *indexes) {
+      if (ix.ddoc != ddoc_id || !st) continue;
+      any = true;
+      st = remove_index(c, db, ddoc_id, ix.name);
+    }
+    if (any && st) {
+      success.push_back(json{{"id", id}, {"ok", true}});
+    } else {
+      fail.push_back(json{{"id", id}, {"error", any ? st.reason : "Index not found"}});
+    }
+  }
+  drop_unused(c, db);
+  c.reply(200, json{{"success", success}, {"fail", fail}});
+}
+
+}  // namespace
+
+void handle_index(ctx& c, const db_meta& db) {
+  // /db/_index, /db/_index/_bulk_delete, /db/_index/[_design/]<ddoc>/json/<name>.
+  if (c.path.size() == 2) {
+    if (c.method() == "GET") return list_indexes(c, db);
+    if (c.method() == "POST") return create_index(c, db);
+    return c.method_not_allowed("GET,POST");
+  }
+  if (c.path.size() == 3 && c.path[2] == "_bulk_delete") {
+    if (c.method() != "POST") return c.method_not_allowed("POST");
+    return bulk_delete(c, db);
+  }
+  std::vector<std::string> rest(c.path.begin() + 2, c.path.end());
+  if (!rest.empty() && rest[0] == "_design") rest.erase(rest.begin());
+  if (rest.size() != 3 || rest[1] != "json") return c.error(errc::not_found, "missing");
+  if (c.method() != "DELETE") return c.method_not_allowed("DELETE");
+  if (auto st = remove_index(c, db, "_design/" + rest[0], rest[2]); !st) return c.error(st);
+  drop_unused(c, db);
+  c.reply(200, json{{"ok", true}});
+}
+
+std::vector<std::string> kept_signatures(const all_docs_listing& design_docs) {
+  std::vector<std::string> keep;
+  for (const auto& row : design_docs.rows) {
+    if (row.doc.deleted || row.doc.doc.empty()) continue;
+    json d = parse_json(row.doc.doc).value_or(json());
+    if (!d.is_object()) continue;
+    if (member(d, "views").is_object()) keep.push_back(view_signature(d));
+    for (const query_index& ix : indexes_of(row.doc.id, d)) keep.push_back(ix.def.signature());
+  }
+  return keep;
 }
 
 }  // namespace settee

@@ -5,6 +5,7 @@
 #include <optional>
 #include <string>
 
+#include "actors/all_docs_reader.hpp"
 #include "actors/db_catalog.hpp"
 #include "actors/doc_render.hpp"
 #include "actors/local_copy.hpp"
@@ -49,6 +50,12 @@ void handle_view_cleanup(ctx& c, const db_meta& db);
 void handle_find(ctx& c, const db_meta& db);
 void handle_explain(ctx& c, const db_meta& db);
 void handle_index(ctx& c, const db_meta& db);
+// The index signatures the design documents of a listing (with their bodies) define: their views'
+// and their JSON indexes' (what _view_cleanup and _index removals keep on the copies).
+std::vector<std::string> kept_signatures(const all_docs_listing& design_docs);
+// Runs `ask` on every node holding a copy of `db` (this one first); failures are logged as `what`.
+void on_every_holder(ctx& c, const db_meta& db, const std::string& what,
+                     const std::function<status(cluster_member&)>& ask);
 void handle_revs_limit(ctx& c, const db_meta& db);
 void handle_time_seq(ctx& c, const db_meta& db);
 // A _revs_limit body (a JSON integer, 1 to 1000000).

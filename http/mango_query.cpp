@@ -53,8 +53,9 @@ result<std::vector<std::string>> use_index_of(const json& v) {
   return bad();
 }
 
-// mango_sort: ["a", {"b": "asc"}, ...], one direction for all fields.
-result<std::vector<std::pair<std::string, bool>>> sort_of(const json& v) {
+}  // namespace
+
+result<std::vector<std::pair<std::string, bool>>> parse_sort(const json& v) {
   if (!v.is_array())
     return status(errc::mango_invalid_sort_json, "Sort must be an array of sort specs, not: " + erlang_term(v));
   std::vector<std::pair<std::string, bool>> out;
@@ -77,6 +78,8 @@ result<std::vector<std::pair<std::string, bool>>> sort_of(const json& v) {
       return status(errc::mango_mixed_sort, "Sorts currently only support a single direction for all fields.");
   return out;
 }
+
+namespace {
 
 result<std::vector<std::string>> fields_of(const json& v) {
   if (!v.is_array())
@@ -145,7 +148,7 @@ result<find_query> parse_find(const json& body) {
     q.skip = *n;
   }
   if (const json* v = opt("sort")) {
-    auto s = sort_of(*v);
+    auto s = parse_sort(*v);
     if (!s) return s.error();
     q.sort = std::move(*s);
   }
@@ -215,6 +218,30 @@ std::optional<std::string> all_docs_position(const std::string& bookmark) {
   json v = json::parse(text, nullptr, false);
   if (!v.is_array() || v.size() != 2 || v[0] != "all_docs" || !v[1].is_string()) return std::nullopt;
   return v[1].get<std::string>();
+}
+
+std::string index_bookmark(const std::string& signature,
+                           const std::vector<std::pair<std::string, std::string>>& positions) {
+  json ranges = json::array();
+  for (const auto& [range, pos] : positions) ranges.push_back(json::array({range, crypto::base64_encode(pos, true)}));
+  return crypto::base64_encode(json::array({"json", signature.substr(0, 16), ranges}).dump(), true);
+}
+
+std::optional<index_position> index_positions(const std::string& bookmark) {
+  std::string text;
+  if (!crypto::base64_decode(bookmark, text)) return std::nullopt;
+  json v = json::parse(text, nullptr, false);
+  if (!v.is_array() || v.size() != 3 || v[0] != "json" || !v[1].is_string() || !v[2].is_array()) return std::nullopt;
+  index_position out;
+  out.signature = v[1].get<std::string>();
+  for (const json& e : v[2]) {
+    std::string pos;
+    if (!e.is_array() || e.size() != 2 || !e[0].is_string() || !e[1].is_string() ||
+        !crypto::base64_decode(e[1].get<std::string>(), pos))
+      return std::nullopt;
+    out.ranges.emplace_back(e[0].get<std::string>(), std::move(pos));
+  }
+  return out;
 }
 
 }  // namespace settee

@@ -28,6 +28,10 @@ struct find_query {
   std::string stale = "false";  // "ok" or "false"
 };
 
+// mango_sort: ["a", {"b": "asc"}, ...] as (field, descending), one direction for all fields; its
+// errors (invalid_sort_json, invalid_sort_dir, invalid_sort_field, unsupported_mixed_sort).
+result<std::vector<std::pair<std::string, bool>>> parse_sort(const json& v);
+
 // The body of a _find or _explain, checked; errors as CouchDB's (400 with mango's error names).
 result<find_query> parse_find(const json& body);
 
@@ -39,5 +43,17 @@ json project(const json& doc, const std::vector<std::string>& fields);
 // (nullopt: not a bookmark this node made).
 std::string all_docs_bookmark(const std::string& last_id);
 std::optional<std::string> all_docs_position(const std::string& bookmark);
+
+// The opaque bookmark of a position in a JSON index (its signature's first 16 characters): each
+// range's last position answered, by range name ("00000000-7fffffff"); and back (nullopt: not such
+// a bookmark). Positions are in key order on every range, so a split's children go on from their
+// parent's position.
+std::string index_bookmark(const std::string& signature,
+                           const std::vector<std::pair<std::string, std::string>>& positions);
+struct index_position {
+  std::string signature;                                    // its first 16 characters
+  std::vector<std::pair<std::string, std::string>> ranges;  // range name, position
+};
+std::optional<index_position> index_positions(const std::string& bookmark);
 
 }  // namespace settee

@@ -28,6 +28,7 @@ class shard_registry;
 class js_pool;
 class doc_validator;
 class view_reader;
+class mango_reader;
 
 // Limits and identity the handlers need; built once at start-up, read-only afterwards.
 struct node_services {
@@ -62,6 +63,7 @@ struct node_services {
   js_pool* js = nullptr;               // JavaScript: design documents' functions (actors/js_pool.hpp)
   doc_validator* validator = nullptr;  // validate_doc_update on every write coordinated here
   view_reader* views = nullptr;        // view queries (actors/view_reader.hpp)
+  mango_reader* mango = nullptr;       // _find on JSON indexes (http/mango_reader.hpp)
   // Run by the HTTP front's timer thread once per idle spell (no request and no shard used, by a
   // peer's call or internal replication, for [node] idle_release_s), before it trims the heap:
   // gives back what other threads cache (the actor scheduler's malloc caches).

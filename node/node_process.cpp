@@ -26,6 +26,7 @@ store_options storage_options(const settings& set) {
   o.map_size_bytes = set.map_size_bytes;
   o.time_seq_min_time = set.time_seq_min_time_s.value_or(time_seq::default_min_time);
   o.time_seq_enabled = set.time_seq_enabled;
+  o.keys_of_indexes = mango_keys::shared();
   return o;
 }
 
@@ -207,12 +208,15 @@ node_process::node_process(const config& cfg, settings set, const clock& clk, st
       job_states_([this] { return catalog_.catalog_file(); }),
       compaction_(jobs_, &job_states_, set_.compaction_docs_per_step),
       reshard_(coord_, shards_, jobs_, job_states_, clk_, set_.node_name, data_dir_),
-      self_member_(std::make_shared<local_member>(set_.node_name,
-                                                  local_services{&coord_, &reshard_, &tasks_, &compaction_, &views_,
-                                                                 [this] { return read_node_status(node_); }})),
+      self_member_(std::make_shared<local_member>(
+          set_.node_name,
+          local_services{
+              &coord_, &reshard_, &tasks_, &compaction_, &views_, [this] { return read_node_status(node_); },
+              [this](const db_meta& db, const std::set<std::string>& keep) { return mango_.cleanup(db, keep); }})),
       js_(javascript_options(set_)),
       validator_(coord_, js_, &notifier_),
       views_(coord_, js_, jobs_, data_dir_ + "/.shard_views", js_reduce_options{reduce_limit_of(set_.reduce_limit)}),
+      mango_(coord_, jobs_, mango_keys::shared()),
       http_(front_options(set_, data_dir_)),
       members_(set_.node_name) {
   // `updated` rows of _db_updates: every commit to a database's copy marks it (architecture 28);
@@ -228,6 +232,7 @@ node_process::node_process(const config& cfg, settings set, const clock& clk, st
   node_.js = &js_;
   node_.validator = &validator_;
   node_.views = &views_;
+  node_.mango = &mango_;
   views_.set_tasks(tasks_, clk_, set_.node_name);
   shards_.set_on_removed([this](const std::string& path) {
     if (path.compare(0, data_dir_.size() + 1, data_dir_ + "/") == 0)
@@ -278,6 +283,10 @@ void node_process::answer_from_here(rpc_options& ro) {
   ro.view_rows = [this](const std::string& db, const std::string& range, const view_copy_request& req,
                         std::function<void(result<view_page>)> done) {
     views_.copy_rows(db, range, req, std::move(done));
+  };
+  ro.mango_rows = [this](const std::string& db, const std::string& range, const mango_copy_request& req,
+                         std::function<void(result<mango_page>)> done) {
+    mango_.copy_rows(db, range, req, std::move(done));
   };
 }
 

@@ -32,6 +32,7 @@
 #include "cluster/nodes_db.hpp"
 #include "cluster/rpc_node.hpp"
 #include "http/auth.hpp"
+#include "http/mango_reader.hpp"
 #include "http/request.hpp"
 #include "http/server.hpp"
 #include "node/clock.hpp"
@@ -89,6 +90,7 @@ class node_process {
   js_pool js_;  // design documents' JavaScript, in sandboxed worker processes
   doc_validator validator_;
   view_reader views_;
+  mango_reader mango_;
   http_options http_;
   membership members_;
   std::unique_ptr<rpc_node> rpc_;    // null on a single node

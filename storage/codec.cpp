@@ -63,4 +63,15 @@ bool parse_seq_key(std::string_view key, uint64_t& seq) {
   return true;
 }
 
+void put_escaped(std::string& out, std::string_view id) {
+  for (char c : id) {
+    if (c == 0x00 || c == 0x01) {
+      out.push_back(0x01);
+      out.push_back(static_cast<char>(c + 1));
+    } else {
+      out.push_back(c);
+    }
+  }
+}
+
 }  // namespace settee::codec

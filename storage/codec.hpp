@@ -34,6 +34,10 @@ class reader {
   size_t pos_ = 0;
 };
 
+// Appends `id` with 0x00 -> 01 01 and 0x01 -> 01 02: the same byte order, and no 0x00 inside, so a
+// 0x00 after it ends it (index positions: storage/view_store, storage/json_index).
+void put_escaped(std::string& out, std::string_view id);
+
 // Big-endian 8-byte sequence keys sort numerically under LMDB's default byte comparison.
 std::string seq_key(uint64_t seq);
 bool parse_seq_key(std::string_view key, uint64_t& seq);

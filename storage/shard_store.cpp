@@ -27,6 +27,7 @@ namespace settee {
 namespace {
 
 constexpr const char* header_key = "header";
+constexpr const char* indexes_key = "json_indexes_seq";  // the update seq the JSON indexes are kept to
 
 // bodies key (storage/doc_key.hpp).
 std::string body_key(std::string_view id, const rev_id& rev) {
@@ -143,7 +144,10 @@ result<std::shared_ptr<shard_store>> shard_store::open_env(const std::string& pa
                                  {"local", &s->local_},
                                  {"rank", &s->rank_},
                                  {"atts", &s->blobs_.chunks},
-                                 {"att_refs", &s->blobs_.refs}},
+                                 {"att_refs", &s->blobs_.refs},
+                                 {"jx_defs", &s->jx_.defs},
+                                 {"jx_rows", &s->jx_.rows},
+                                 {"jx_ids", &s->jx_.ids}},
                                 s->env_, t);
       !st) {
     return st;
@@ -187,6 +191,25 @@ result<std::shared_ptr<shard_store>> shard_store::open_env(const std::string& pa
     }
     // Events found at open carry no time: the commits that made them are not known.
     if (auto st = s->reconcile_db_events(t.get(), h.update_seq, 0); !st) return st;
+  }
+  s->index_keys_ = opts.keys_of_indexes;
+  {
+    std::vector<json_index_def> defs;
+    if (auto st = json_index::load_defs(t.get(), s->jx_, defs); !st) return st;
+    // The JSON indexes are current only if every commit since they were last marked kept them (a
+    // release without them may have written the file since): otherwise they are built again.
+    std::string_view marked;
+    bool has_mark = false;
+    if (auto st = get(t.get(), s->meta_, indexes_key, marked, has_mark); !st) return st;
+    if (!defs.empty() && (!has_mark || marked != codec::seq_key(h.update_seq))) {
+      for (json_index_def& d : defs) {
+        d.built = false;
+        d.build_from.clear();
+        if (auto st = json_index::put_def(t.get(), s->jx_, d); !st) return st;
+      }
+      if (auto st = put(t.get(), s->meta_, indexes_key, codec::seq_key(h.update_seq)); !st) return st;
+    }
+    s->indexes_ = std::make_shared<const std::vector<json_index_def>>(std::move(defs));
   }
   // Blobs staged for uploads that were in progress: nothing names them, no sender resumes them.
   uint64_t staged = 0;
@@ -258,6 +281,7 @@ status shard_store::commit(const std::vector<write_op*>& ops, int64_t now_s) {
   lmdb::txn t;
   status st = t.begin(env_, false);
   const bool sealed = sealed_.load();
+  working_ = indexes_;
   for (size_t o = 0; o < ops.size() && st; ++o) {
     write_op& op = *ops[o];
     if (sealed && op.what != write_op::kind::format && op.what != write_op::kind::import) {
@@ -301,6 +325,11 @@ status shard_store::commit(const std::vector<write_op*>& ops, int64_t now_s) {
       case write_op::kind::drop_staged:
         st = stage_blob(t.get(), h, op);
         break;
+      case write_op::kind::index_define:
+      case write_op::kind::index_drop:
+      case write_op::kind::index_build:
+        st = index_op(t.get(), op, working_);
+        break;
     }
   }
   // Time-seq, in the same transaction (spec section 5): the seq committed before this commit, at
@@ -316,6 +345,7 @@ status shard_store::commit(const std::vector<write_op*>& ops, int64_t now_s) {
     st = put(t.get(), meta_, header_key, bytes);
   }
   if (st) st = doc_rank::mark(t.get(), rank_, h.update_seq);
+  if (st && !working_->empty()) st = put(t.get(), meta_, indexes_key, codec::seq_key(h.update_seq));
   if (st && db_events_) st = put(t.get(), events_, "m", codec::seq_key(h.update_seq));
   if (st) {
     const auto flushing = mono::now();
@@ -335,9 +365,11 @@ status shard_store::commit(const std::vector<write_op*>& ops, int64_t now_s) {
   }
   if (!st) {
     for (write_op* op : ops) op->st = st;
+    working_ = indexes_;
     return st;
   }
   std::lock_guard<std::mutex> lock(header_mu_);
+  indexes_ = working_;
   header_ = std::move(h);
   header_raw_ = std::move(bytes);
   return {};
@@ -443,10 +475,97 @@ status shard_store::apply_doc(MDB_txn* t, shard_header& h, doc_update& u, doc_re
   if ((before == doc_state::live) != (after == doc_state::live)) {
     if (auto st = doc_rank::add(t, rank_, docs_, live_record, key, after == doc_state::live ? +1 : -1); !st) return st;
   }
+  const std::string* winner_body = d.tree.winner() == leaf ? &u.body : nullptr;
+  if (!working_->empty()) {
+    std::vector<const json_index_def*> all;
+    for (const json_index_def& x : *working_) all.push_back(&x);
+    if (auto st = reindex(t, d, winner_body, all); !st) return st;
+  }
   if (db_events_ && u.id.rfind("_design/", 0) != 0) {
     uint32_t index = 0;
-    return record_db_events(t, d, d.tree.winner() == leaf ? &u.body : nullptr, now_s, index);
+    return record_db_events(t, d, winner_body, now_s, index);
   }
+  return {};
+}
+
+status shard_store::reindex(MDB_txn* t, const doc_info& d, const std::string* winner_body,
+                            const std::vector<const json_index_def*>& defs) {
+  if (defs.empty() || !index_keys_ || d.id.rfind("_design/", 0) == 0) return {};  // views skip design documents
+  std::vector<std::optional<std::string>> keys(defs.size());
+  if (!d.tree.winner_deleted()) {
+    const rev_id winner = d.tree.rev(d.tree.winner());
+    std::string_view body;
+    bool has = winner_body != nullptr;
+    if (has) {
+      body = *winner_body;
+    } else if (auto st = get(t, bodies_, body_key(d.id, winner), body, has); !st) {
+      return st;
+    }
+    if (has) index_keys_->keys_of(defs, d.id, winner.str(), body, keys);
+  }
+  for (size_t i = 0; i < defs.size(); ++i) {
+    if (auto st = json_index::set_row(t, jx_, defs[i]->number, d.id, keys[i]); !st) return st;
+  }
+  return {};
+}
+
+status shard_store::index_op(MDB_txn* t, write_op& op, index_list& defs) {
+  auto at = std::find_if(defs->begin(), defs->end(),
+                         [&](const json_index_def& d) { return d.signature == op.index.signature; });
+  if (op.what == write_op::kind::index_define) {
+    if (at != defs->end()) {
+      op.index = *at;
+      return {};
+    }
+    json_index_def d;
+    d.signature = op.index.signature;
+    d.definition = op.index.definition;
+    for (const json_index_def& x : *defs) d.number = std::max(d.number, x.number + 1);
+    if (auto st = json_index::put_def(t, jx_, d); !st) return st;
+    auto next = std::make_shared<std::vector<json_index_def>>(*defs);
+    next->push_back(d);
+    defs = std::move(next);
+    op.index = d;
+    return {};
+  }
+  if (at == defs->end()) {
+    if (op.what == write_op::kind::index_build) op.st = {errc::not_found, "the index was dropped"};
+    return {};
+  }
+  auto next = std::make_shared<std::vector<json_index_def>>(*defs);
+  auto mine = next->begin() + (at - defs->begin());
+  if (op.what == write_op::kind::index_drop) {
+    if (auto st = json_index::drop(t, jx_, *mine); !st) return st;
+    next->erase(mine);
+  } else {
+    if (mine->built) {
+      op.index = *mine;
+      return {};
+    }
+    if (auto st = build_step(t, op, *mine); !st) return st;
+    if (auto st = json_index::put_def(t, jx_, *mine); !st) return st;
+    op.index = *mine;
+  }
+  defs = std::move(next);
+  return {};
+}
+
+status shard_store::build_step(MDB_txn* t, write_op& op, json_index_def& d) {
+  MDB_cursor* c = nullptr;
+  if (int rc = mdb_cursor_open(t, docs_, &c); rc != 0) return lmdb::to_status(rc, "mdb_cursor_open");
+  std::unique_ptr<MDB_cursor, void (*)(MDB_cursor*)> closer(c, mdb_cursor_close);
+  MDB_val k = lmdb::val(d.build_from), v;
+  int rc = mdb_cursor_get(c, &k, &v, d.build_from.empty() ? MDB_FIRST : MDB_SET_RANGE);
+  const std::vector<const json_index_def*> one{&d};
+  for (size_t n = 0; rc == 0 && n < std::max<size_t>(1, op.index_limit); ++n) {
+    doc_info info;
+    if (!decode_doc(lmdb::view(k), lmdb::view(v), info)) return {errc::internal, "corrupt document record"};
+    if (auto st = reindex(t, info, nullptr, one); !st) return st;
+    rc = mdb_cursor_get(c, &k, &v, MDB_NEXT);
+  }
+  if (rc != 0 && rc != MDB_NOTFOUND) return lmdb::to_status(rc, "JSON index build");
+  d.built = rc == MDB_NOTFOUND;
+  d.build_from = d.built ? "" : std::string(lmdb::view(k));
   return {};
 }
 
@@ -689,6 +808,11 @@ status shard_store::import_step(MDB_txn* t, shard_header& h, import_request& req
     }
     if (st = put(t, by_seq_, codec::seq_key(c.seq), encode_change(d, c.time_s), MDB_APPEND); !st) return false;
     if (st = put(t, docs_, key, encode_doc(c.id, c.seq, d.tree)); !st) return false;
+    if (!working_->empty()) {
+      std::vector<const json_index_def*> all;
+      for (const json_index_def& x : *working_) all.push_back(&x);
+      if (st = reindex(t, d, nullptr, all); !st) return false;
+    }
     count(h, state_of(d.tree), +1);
     if (state_of(d.tree) == doc_state::live) {
       if (st = doc_rank::add(t, rank_, docs_, live_record, key, +1); !st) return false;
@@ -848,6 +972,25 @@ bool shard_store::snapshot::blob_range(std::string_view key, uint64_t offset, ui
   if (auto st = blob_store::read_range(txn_, store_->blobs_, key, offset, length, out, found, true); !st)
     return fail(st);
   return found;
+}
+
+std::vector<json_index_def> shard_store::snapshot::json_indexes() const {
+  std::vector<json_index_def> out;
+  if (auto st = json_index::load_defs(txn_, store_->jx_, out); !st) fail(st);
+  return out;
+}
+
+void shard_store::snapshot::scan_json_index(
+    uint32_t number, std::string_view low, std::string_view high, bool descending,
+    const std::function<bool(std::string_view pos, std::string_view id)>& visit) const {
+  if (auto st = json_index::scan(txn_, store_->jx_, number, low, high, descending, visit); !st) fail(st);
+}
+
+uint64_t shard_store::snapshot::count_json_index(uint32_t number, std::string_view low, std::string_view high,
+                                                 uint64_t cap) const {
+  uint64_t n = 0;
+  if (auto st = json_index::count(txn_, store_->jx_, number, low, high, cap, n); !st) fail(st);
+  return n;
 }
 
 bool shard_store::snapshot::winner_body(const doc_info& d, std::string& out) const {

@@ -19,6 +19,7 @@
 #include "storage/attachments.hpp"
 #include "storage/blob_store.hpp"
 #include "storage/db_events.hpp"
+#include "storage/json_index.hpp"
 #include "storage/rev_tree.hpp"
 #include "storage/shard_header.hpp"
 
@@ -46,6 +47,8 @@ struct store_options {
   int64_t time_seq_min_time = time_seq::default_min_time;  // [time_seq] min_time
   bool time_seq_enabled = true;       // [time_seq] enabled; off only to measure what time-seq costs
   file_role role = file_role::shard;  // what the file is (given by its owner)
+  // What documents are in JSON indexes (storage/json_index.hpp); null: the file keeps none.
+  std::shared_ptr<const settee::index_keys> keys_of_indexes;
 };
 
 // One document write. new_edits=true: `revs` is empty (create) or holds the base revision.
@@ -92,7 +95,10 @@ struct write_op {
     stage_blob,
     drop_staged,
     format,
-    import
+    import,
+    index_define,
+    index_drop,
+    index_build
   };
   kind what = kind::docs;
   std::vector<doc_update> docs;            // kind::docs
@@ -117,6 +123,14 @@ struct write_op {
   uint64_t blob_offset = 0;
   std::string blob_piece;
   bool blob_whole = false;
+
+  // kind::index_define: JSON index `index.signature` with `index.definition` kept from now on (every
+  // write updates it), unbuilt when new; `index` answers it as the file has it (a known signature:
+  // nothing changes). kind::index_drop: the index of `index.signature` and its rows go.
+  // kind::index_build: one step of its build, over at most `index_limit` documents; answers whether
+  // it is built now in `index.built` (an index that is gone: not_found).
+  json_index_def index;
+  size_t index_limit = 0;
 
   std::vector<doc_result> results;  // kind::docs: one per input doc
   status st;                        // every kind: the op-level outcome
@@ -264,6 +278,13 @@ class shard_store : public std::enable_shared_from_this<shard_store> {
     // thousand reads at most, whatever the shard's size).
     uint64_t live_before(std::string_view id) const;
     uint64_t live_total() const;
+    // The JSON indexes (storage/json_index.hpp) as of this snapshot.
+    std::vector<json_index_def> json_indexes() const;
+    // Rows of JSON index `number` at positions in [low, high) ("" high: to its end), in order or
+    // reversed; visit(position, id) returns false to stop. count_json_index: how many, up to `cap`.
+    void scan_json_index(uint32_t number, std::string_view low, std::string_view high, bool descending,
+                         const std::function<bool(std::string_view pos, std::string_view id)>& visit) const;
+    uint64_t count_json_index(uint32_t number, std::string_view low, std::string_view high, uint64_t cap) const;
     // The header as of this snapshot (shard_store::header() is the latest commit's).
     bool header(shard_header& out) const override;
     // Releases the snapshot but keeps the reader slot; renew() takes a fresh snapshot without the
@@ -310,6 +331,13 @@ class shard_store : public std::enable_shared_from_this<shard_store> {
   // Removes the body of revision `rev` of document `id` (if stored) and its blob references.
   status drop_body(MDB_txn* t, shard_header& h, const std::string& id, const rev_id& rev);
   status compact_step(MDB_txn* t, shard_header& h, write_op& op);
+  // JSON indexes: `defs` is the commit's list (a copy replaces it when an op changes it).
+  using index_list = std::shared_ptr<const std::vector<json_index_def>>;
+  status index_op(MDB_txn* t, write_op& op, index_list& defs);
+  status build_step(MDB_txn* t, write_op& op, json_index_def& d);
+  // Document `d`'s rows in `defs` made what its winner is now (`winner_body` when known).
+  status reindex(MDB_txn* t, const doc_info& d, const std::string* winner_body,
+                 const std::vector<const json_index_def*>& defs);
   status stage_blob(MDB_txn* t, shard_header& h, write_op& op);
   status import_step(MDB_txn* t, shard_header& h, import_request& req);
   // Removes document `key`'s record, its by_seq entry and bodies (a document imported again).
@@ -329,9 +357,13 @@ class shard_store : public std::enable_shared_from_this<shard_store> {
   MDB_env* env_ = nullptr;
   unsigned meta_ = 0, docs_ = 0, bodies_ = 0, by_seq_ = 0, local_ = 0, rank_ = 0;  // MDB_dbi handles
   blob_store::tables blobs_;
-  unsigned events_ = 0;     // `db_events`, in the catalog file only
-  bool db_events_ = false;  // this is the catalog file
-  status failed_;           // set by a failed commit (under header_mu_)
+  json_index::tables jx_;                         // JSON indexes' tables
+  std::shared_ptr<const index_keys> index_keys_;  // null: no JSON indexes
+  index_list indexes_;                            // as committed (the writer's)
+  index_list working_;                            // during commit(): the commit's
+  unsigned events_ = 0;                           // `db_events`, in the catalog file only
+  bool db_events_ = false;                        // this is the catalog file
+  status failed_;                                 // set by a failed commit (under header_mu_)
   std::atomic<bool> sealed_{false};
   std::function<void()> on_closed_;
   mutable std::mutex header_mu_;

@@ -35,21 +35,9 @@ std::string view_prefix(uint32_t view) {
   return {static_cast<char>((view >> 8) & 0xff), static_cast<char>(view & 0xff)};
 }
 
-// The id with 0x00 -> 01 01 and 0x01 -> 01 02: the same order, and no 0x00 inside.
-void put_escaped(std::string& out, std::string_view id) {
-  for (char c : id) {
-    if (c == 0x00 || c == 0x01) {
-      out.push_back(0x01);
-      out.push_back(static_cast<char>(c + 1));
-    } else {
-      out.push_back(c);
-    }
-  }
-}
-
 std::string position(uint32_t view, const std::string& sort_key, std::string_view id, uint32_t order) {
   std::string p = view_prefix(view) + sort_key;
-  put_escaped(p, id);
+  codec::put_escaped(p, id);
   p.push_back(0x00);
   for (int shift = 24; shift >= 0; shift -= 8) p.push_back(static_cast<char>((order >> shift) & 0xff));
   return p;
@@ -71,7 +59,7 @@ std::string lower_of(uint32_t view, const view_bound& b) {
   if (!b.set) return view_prefix(view);
   std::string p = view_prefix(view) + b.sort_key;
   if (b.doc_id) {
-    put_escaped(p, *b.doc_id);
+    codec::put_escaped(p, *b.doc_id);
     p.push_back(0x00);
   }
   return b.inclusive ? p : past(p);
@@ -81,7 +69,7 @@ std::string upper_of(uint32_t view, const view_bound& b) {
   if (!b.set) return view_prefix(view + 1);
   std::string p = view_prefix(view) + b.sort_key;
   if (b.doc_id) {
-    put_escaped(p, *b.doc_id);
+    codec::put_escaped(p, *b.doc_id);
     p.push_back(0x00);
   }
   return b.inclusive ? past(p) : p;

@@ -148,6 +148,24 @@ interface Node {
   # Release 0.4 (views-v1): POST /db/_compact/ddoc on this node's copies of `db`: their index files
   # of design document `ddocId` (revision `rev`, its JSON `ddoc`) compacted in the background.
   compactViews @35 (db :Text, ddocId :Text, rev :Text, ddoc :Text) -> (status :CallStatus);
+  # Release 0.4 (views-v1, issue 32): this copy's part of a _find on a JSON index
+  # (actors/shard_copy.hpp mango_copy_request): the index `signature` (kept from now on, built in
+  # the background when new, answered from a scan until built), the rows of `ranges` after `after`
+  # whose documents match `selector`, at most `limit`, each with its position and document.
+  mangoRows @36 (shard :ShardRef, signature :Text, definition :Text, selector :Text, ranges :List(KeyRange),
+                 descending :Bool, after :Data, limit :UInt64, conflicts :Bool)
+      -> (status :CallStatus, rows :List(MangoRow), keysExamined :UInt64, docsExamined :UInt64, built :Bool);
+}
+
+# [low, high) positions of a JSON index (storage/json_index.hpp).
+struct KeyRange {
+  low @0 :Data;
+  high @1 :Data;
+}
+
+struct MangoRow {
+  pos @0 :Data;
+  doc @1 :Text;  # JSON
 }
 
 # One end of a view range (storage/view_store.hpp view_bound): the key's collation sort key.

@@ -1,5 +1,5 @@
-"""Mango (issue 32, first slice): POST /db/_find, /db/_explain and GET /db/_index on a database
-without indexes of its own, as CouchDB answers them then: every query on the special _all_docs
+"""Mango (issue 32): POST /db/_find, /db/_explain and GET /db/_index on a database without indexes
+of its own (JSON indexes: test_mango_index.py), as CouchDB answers them then: every query on the special _all_docs
 index (documents in id order across the ranges), CouchDB's warning, bookmarks that page through
 every match once, execution_stats, fields, skip/limit, a sort on _id, the selector operators with
 strings in ICU's order, and mango's errors for bad bodies."""
@@ -175,7 +175,6 @@ class Find(NodeTest):
             {"ddoc": None, "name": "_all_docs", "type": "special", "def": {"fields": [{"_id": "asc"}]}}]}))
         self.assertEqual(n.get("/mango/_index?skip=1").json["indexes"], [])
         self.assertError(n.get("/mango/_index?limit=0"), 400, "invalid_list_index_params")  # CouchDB: 500
-        self.assertEqual(n.post("/mango/_index", {"index": {"fields": ["n"]}}).status, 501)
         self.assertEqual(n.request("PUT", "/mango/_index", raw_body="{}").status, 405)
 
 

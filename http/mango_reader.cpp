@@ -1,0 +1,259 @@
+#include "http/mango_reader.hpp"
+
+#include <algorithm>
+#include <future>
+#include <queue>
+
+#include "actors/bridge.hpp"
+#include "actors/doc_render.hpp"
+#include "actors/view_jobs.hpp"
+#include "node/log.hpp"
+
+namespace settee {
+
+namespace {
+
+// Commits `op` on the copy's replica and waits for it.
+status commit(const shard_handle& shard, const std::shared_ptr<write_op>& op) {
+  std::promise<void> committed;
+  submit_write(
+      shard.writer, op, [&committed] { committed.set_value(); }, shard.store);
+  committed.get_future().wait();
+  return op->st;
+}
+
+std::string job_id(const std::string& copy_name, const std::string& signature) {
+  return "mango " + copy_name + " " + signature;
+}
+
+// One copy's build of one JSON index: each step indexes docs_per_step documents of the copy in
+// one transaction (writes go on between steps, and keep the index themselves).
+class mango_build final : public job {
+ public:
+  mango_build(std::string copy_name, shard_handle shard, json_index_def def)
+      : copy_(std::move(copy_name)), shard_(std::move(shard)), def_(std::move(def)) {
+    const shard_header h = shard_.store->header();
+    total_ = h.doc_count + h.doc_del_count;
+  }
+
+  json task() const override {
+    return json{{"type", "indexer"},           {"database", copy_}, {"design_document", nullptr}, {"index", "json"},
+                {"signature", def_.signature}, {"changes_done", 0}, {"total_changes", total_},    {"progress", 0}};
+  }
+
+  job_next step(job_context& ctx) override {
+    auto op = std::make_shared<write_op>();
+    op->what = write_op::kind::index_build;
+    op->index.signature = def_.signature;
+    op->index_limit = mango_reader::docs_per_step;
+    if (auto st = commit(shard_, op); !st) {
+      if (st.code == errc::not_found) return job_next::done();  // the index was dropped meanwhile
+      return job_next::fail(st.reason);
+    }
+    done_ += mango_reader::docs_per_step;
+    if (op->index.built) return job_next::done();
+    ctx.failpoint("mango:build");  // kill tests: the index is part built, on disk
+    ctx.progress(json{{"changes_done", std::min(done_, total_)},
+                      {"progress", total_ ? std::min<uint64_t>(99, done_ * 100 / total_) : 99}});
+    return job_next::more();
+  }
+
+  void ended(job_next::kind how, const std::string& reason) override {
+    if (how == job_next::kind::failed) log::warning("JSON index build on " + copy_ + " stopped: " + reason);
+  }
+
+ private:
+  std::string copy_;
+  shard_handle shard_;
+  json_index_def def_;
+  uint64_t total_ = 0, done_ = 0;
+};
+
+// Whether position `pos` is in one of `ranges` and past `after` in the direction.
+bool wanted(const std::string& pos, const mango_copy_request& req) {
+  if (!req.after.empty() && (req.descending ? pos >= req.after : pos <= req.after)) return false;
+  for (const auto& [low, high] : req.ranges)
+    if (pos >= low && pos < high) return true;
+  return false;
+}
+
+}  // namespace
+
+mango_reader::mango_reader(coordinator& coord, job_runner& jobs, std::shared_ptr<const mango_keys> keys)
+    : coord_(coord), jobs_(jobs), keys_(std::move(keys)) {}
+
+void mango_reader::start_build(const std::string& db, const std::string& copy_name, const shard_handle& shard,
+                               const json_index_def& def) {
+  (void)db;
+  const std::string id = job_id(copy_name, def.signature);
+  if (def.built || jobs_.has(id)) return;
+  jobs_.submit(id, view_build::lane, std::make_shared<mango_build>(copy_name, shard, def));
+}
+
+result<json_index_def> mango_reader::ensure(const std::string& db, const std::string& copy_name,
+                                            const shard_handle& shard, const mango_copy_request& req) {
+  {
+    auto snap = shard.store->read();
+    if (!snap) return snap.error();
+    for (json_index_def& d : snap->json_indexes()) {
+      if (d.signature != req.signature) continue;
+      start_build(db, copy_name, shard, d);
+      return d;
+    }
+    if (!snap->fault()) return snap->fault();
+  }
+  auto op = std::make_shared<write_op>();
+  op->what = write_op::kind::index_define;
+  op->index.signature = req.signature;
+  op->index.definition = req.definition;
+  if (auto st = commit(shard, op); !st) return st;
+  start_build(db, copy_name, shard, op->index);
+  return op->index;
+}
+
+result<mango_page> mango_reader::answer(const std::string& db, const std::string& copy_name, const shard_handle& shard,
+                                        const mango_copy_request& req) {
+  auto def = ensure(db, copy_name, shard, req);
+  if (!def) return def.error();
+  mango_page page;
+  if (req.limit == 0) {
+    page.built = def->built;
+    return page;
+  }
+  auto selector_json = parse_json(req.selector);
+  if (!selector_json) return status{errc::bad_request, "the selector is not JSON"};
+  auto selector = mango_selector::compile(*selector_json);
+  if (!selector) return selector.error();
+  auto snap = shard.store->read();
+  if (!snap) return snap.error();
+  // The index as this snapshot has it: built by now, perhaps.
+  for (const json_index_def& d : snap->json_indexes())
+    if (d.signature == req.signature) *def = d;
+  page.built = def->built;
+  render_options opts;
+  opts.conflicts = req.conflicts;
+  status failed;
+  // Reads, renders and matches document `id`; true when it matches (its text in `text`).
+  auto matching = [&](const doc_info& d, std::string& text, json* doc_out) -> bool {
+    text = render_winner(*snap, d, opts);
+    auto doc = parse_json(text);
+    ++page.docs_examined;
+    if (!doc) return false;
+    auto ok = selector->matches(*doc);
+    if (!ok) {
+      failed = ok.error();
+      return false;
+    }
+    if (doc_out && *ok) *doc_out = std::move(*doc);
+    return *ok;
+  };
+  if (def->built) {
+    std::vector<std::pair<std::string, std::string>> ranges = req.ranges;
+    if (req.descending) std::reverse(ranges.begin(), ranges.end());
+    for (auto [low, high] : ranges) {
+      if (!req.after.empty()) {
+        if (!req.descending) low = std::max(low, req.after + '\0');  // the first position after it
+        if (req.descending) high = std::min(high, req.after);
+      }
+      if (low >= high) continue;
+      snap->scan_json_index(def->number, low, high, req.descending, [&](std::string_view pos, std::string_view id) {
+        ++page.keys_examined;
+        doc_info d;
+        if (!snap->doc(id, d) || d.tree.winner_deleted()) return true;
+        std::string text;
+        if (matching(d, text, nullptr)) page.rows.push_back({std::string(pos), std::move(text)});
+        return failed && page.rows.size() < req.limit;
+      });
+      if (!failed || page.rows.size() >= req.limit) break;
+    }
+  } else {
+    // Not built yet: every document, in the index's order, the first `limit` matches kept.
+    auto before = [&](const mango_row& a, const mango_row& b) {
+      return req.descending ? a.pos > b.pos : a.pos < b.pos;
+    };
+    std::priority_queue<mango_row, std::vector<mango_row>, decltype(before)> best(before);  // worst on top
+    snap->scan_docs("", false, [&](const doc_info& d) {
+      if (d.tree.winner_deleted() || d.id.rfind("_design/", 0) == 0) return true;
+      ++page.keys_examined;
+      std::string text;
+      json doc;
+      if (!matching(d, text, &doc)) return static_cast<bool>(failed);
+      auto key = keys_->key_of(def->definition, doc);
+      if (!key) return true;
+      mango_row row{json_index::position(*key, d.id), std::move(text)};
+      if (!wanted(row.pos, req)) return true;
+      if (best.size() < req.limit) {
+        best.push(std::move(row));
+      } else if (before(row, best.top())) {
+        best.pop();
+        best.push(std::move(row));
+      }
+      return true;
+    });
+    while (!best.empty()) {
+      page.rows.push_back(best.top());
+      best.pop();
+    }
+    std::reverse(page.rows.begin(), page.rows.end());
+  }
+  if (!failed) return failed;
+  if (!snap->fault()) return snap->fault();
+  return page;
+}
+
+result<std::vector<mango_page>> mango_reader::pages(const db_meta& db, const mango_copy_request& req,
+                                                    const std::vector<std::string>& after) {
+  auto answers = coord_.each_range<mango_page>(
+      db, coordinator::all_ranges(db), [&](shard_copy& copy, size_t r, shard_copy::answer<mango_page> done) {
+        mango_copy_request mine = req;
+        if (r < after.size()) mine.after = after[r];
+        if (!copy.local()) return copy.start_mango(mine, std::move(done));
+        auto shard = coord_.shard(db, r);
+        if (!shard) return done(shard.error());
+        done(answer(db.name, shard_name(db.name, db.shard_id(r)), *shard, mine));
+      });
+  std::vector<mango_page> out;
+  for (auto& a : answers) {
+    if (!a.value) return a.value.error();
+    out.push_back(std::move(*a.value));
+  }
+  return out;
+}
+
+void mango_reader::copy_rows(const std::string& db_name, const std::string& range, const mango_copy_request& req,
+                             shard_copy::answer<mango_page> done) {
+  auto db = coord_.catalog().lookup_internal(db_name);
+  if (!db) return done(db.error());
+  auto shard = coord_.own_copy(*db, range);
+  if (!shard) return done(shard.error());
+  const size_t r = *db->range_named(range);  // own_copy found it there
+  done(answer(db->name, shard_name(db->name, db->shard_id(r)), *shard, req));
+}
+
+size_t mango_reader::cleanup(const db_meta& db, const std::set<std::string>& keep) {
+  size_t dropped = 0;
+  for (size_t r = 0; r < db.ranges.size(); ++r) {
+    if (!db.hosts(r)) continue;
+    auto shard = coord_.shard(db, r);
+    if (!shard) continue;
+    auto snap = shard->store->read();
+    if (!snap) continue;
+    std::vector<json_index_def> defs = snap->json_indexes();
+    *snap = shard_store::snapshot();  // released before the writes
+    for (const json_index_def& d : defs) {
+      if (keep.count(d.signature)) continue;
+      jobs_.cancel(job_id(shard_name(db.name, db.shard_id(r)), d.signature), true);
+      auto op = std::make_shared<write_op>();
+      op->what = write_op::kind::index_drop;
+      op->index.signature = d.signature;
+      if (auto st = commit(*shard, op); !st) {
+        log::warning("dropping a JSON index of " + db.name + ": " + st.reason);
+        continue;
+      }
+      ++dropped;
+    }
+  }
+  return dropped;
+}
+
+}  // namespace settee

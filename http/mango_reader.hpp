@@ -1,0 +1,55 @@
+// mango_reader: the shard copies' side of a _find on a JSON index (issue 32). A copy keeps the
+// index's rows in its own file, written in the transaction of each document write
+// (storage/json_index.hpp), so an index never lags its copy. A copy asked about an index it does
+// not keep yet starts to keep it (write_op index_define) and builds it for the documents it holds
+// already as a job of the node's runner (lane "indexer", an `indexer` row in _active_tasks with
+// its progress; each step one transaction over 1,000 documents); until built, the copy answers
+// from a scan of its documents, in the index's order. A copy answers the rows of the query's key
+// ranges after the position it is given, whose documents match the selector, up to the limit.
+// Thread-safety: every method may be called from any thread.
+#pragma once
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "actors/coordinator.hpp"
+#include "actors/jobs.hpp"
+#include "actors/shard_copy.hpp"
+#include "http/mango_index.hpp"
+
+namespace settee {
+
+class mango_reader {
+ public:
+  mango_reader(coordinator& coord, job_runner& jobs, std::shared_ptr<const mango_keys> keys);
+
+  // One copy of each range answering `req`; `after[r]` (when given) is range r's position to go on
+  // after. The pages in the order of db.ranges.
+  result<std::vector<mango_page>> pages(const db_meta& db, const mango_copy_request& req,
+                                        const std::vector<std::string>& after);
+  // This node's copy of range `range` (its name) of database `db` answering `req` for another node
+  // (the RPC server's mango_rows); `done` runs once.
+  void copy_rows(const std::string& db, const std::string& range, const mango_copy_request& req,
+                 shard_copy::answer<mango_page> done);
+  // This node's copies of `db` stop keeping the indexes whose signatures are not in `keep` (their
+  // rows go); how many were dropped.
+  size_t cleanup(const db_meta& db, const std::set<std::string>& keep);
+
+  static constexpr size_t docs_per_step = 1000;
+
+ private:
+  result<mango_page> answer(const std::string& db, const std::string& copy_name, const shard_handle& shard,
+                            const mango_copy_request& req);
+  // The index as the copy keeps it, defined first when it does not (then its build is started).
+  result<json_index_def> ensure(const std::string& db, const std::string& copy_name, const shard_handle& shard,
+                                const mango_copy_request& req);
+  void start_build(const std::string& db, const std::string& copy_name, const shard_handle& shard,
+                   const json_index_def& def);
+
+  coordinator& coord_;
+  job_runner& jobs_;
+  std::shared_ptr<const mango_keys> keys_;
+};
+
+}  // namespace settee

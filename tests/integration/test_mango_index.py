@@ -1,0 +1,309 @@
+"""Mango JSON indexes (issue 32): POST/GET /db/_index, DELETE /db/_index/ddoc/json/name and
+_bulk_delete as CouchDB answers them (design documents with language "query"); _find on an index
+answers exactly what a scan of the database answers (the same database without indexes, side by
+side) for many selectors, in the index's order, page by page through bookmarks; an index is never
+stale (a write's 201, then _find sees it); a new index on a database is built in the background and
+answers from a scan meanwhile, also after a kill -9 in the middle of its build; the planner's
+choices through _explain."""
+import json
+import time
+
+from harness import Node, NodeTest, OwnNodesTest, main
+
+
+def wait_until(predicate, seconds=30):
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(0.05)
+    return predicate()
+
+
+def people(count, start=0):
+    return [{"_id": f"p{i:04d}", "age": (i * 7) % 60, "name": f"n{i % 13}", "city": ["Oslo", "Lima", "oslo", "Kyiv"][i % 4],
+             "score": (i * 37) % 1000 / 10, "tags": ["t%d" % (i % 3)], "nested": {"rank": i % 5}} for i in range(start, start + count)]
+
+
+class Indexes(NodeTest):
+    @classmethod
+    def setUpClass(cls):
+        super().setUpClass()
+        n = cls.node
+        for db in ("ix", "plain"):  # the same documents, with indexes and without
+            assert n.put(f"/{db}?q=4").status == 201
+            assert n.post(f"/{db}/_bulk_docs", {"docs": people(400)}).status == 201
+        for body in ({"index": {"fields": ["age"]}, "ddoc": "by-age", "name": "age"},
+                     {"index": {"fields": ["city", "age"]}, "ddoc": "by-city", "name": "city-age"},
+                     {"index": {"fields": [{"score": "desc"}]}, "ddoc": "by-score", "name": "score"},
+                     {"index": {"fields": ["nested.rank"]}, "ddoc": "by-rank", "name": "rank"},
+                     {"index": {"fields": ["name"], "partial_filter_selector": {"age": {"$gt": 30}}},
+                      "ddoc": "old", "name": "old-names"}):
+            r = n.post("/ix/_index", body)
+            assert r.status == 200, r
+            assert r.json["result"] == "created", r
+
+    def find(self, db, body, status=200):
+        r = self.node.post(f"/{db}/_find", body)
+        self.assertEqual(r.status, status, r.raw)
+        return r.json
+
+    def all_pages(self, db, body, page=7):
+        docs, bookmark = [], None
+        for _ in range(1000):
+            b = dict(body, limit=page)
+            if bookmark:
+                b["bookmark"] = bookmark
+            r = self.find(db, b)
+            docs += r["docs"]
+            bookmark = r["bookmark"]
+            if len(r["docs"]) < page:
+                return docs
+        self.fail("paging did not end")
+
+    def test_index_definitions_are_design_documents_couchdb_tools_see(self):
+        d = self.node.get("/ix/_design/by-city").json
+        self.assertEqual(d["language"], "query")
+        self.assertEqual(d["views"]["city-age"]["map"], {"fields": {"city": "asc", "age": "asc"}, "partial_filter_selector": {}})
+        self.assertEqual(d["views"]["city-age"]["reduce"], "_count")
+        self.assertEqual(d["views"]["city-age"]["options"], {"def": {"fields": ["city", "age"]}})
+        listed = self.node.get("/ix/_index").json
+        self.assertEqual(listed["total_rows"], 6)
+        self.assertEqual(listed["indexes"][0]["name"], "_all_docs")
+        byname = {i["name"]: i for i in listed["indexes"]}
+        self.assertEqual(byname["city-age"], {"ddoc": "_design/by-city", "name": "city-age", "type": "json",
+                                              "partitioned": False, "def": {"fields": [{"city": "asc"}, {"age": "asc"}]}})
+        self.assertEqual(byname["old-names"]["def"], {"fields": [{"name": "asc"}],
+                                                      "partial_filter_selector": {"age": {"$gt": 30}}})
+        self.assertEqual(byname["score"]["def"], {"fields": [{"score": "desc"}]})
+        page = self.node.get("/ix/_index?skip=1&limit=2").json
+        self.assertEqual((page["total_rows"], [i["name"] for i in page["indexes"]]), (6, ["age", "city-age"]))
+        again = self.node.post("/ix/_index", {"index": {"fields": ["age"]}, "ddoc": "by-age", "name": "age"})
+        self.assertEqual(again.json, {"result": "exists", "id": "_design/by-age", "name": "age"})
+
+    def test_generated_names_are_stable(self):
+        n = self.node
+        self.new_db("ix-gen")
+        a = n.post("/ix-gen/_index", {"index": {"fields": ["x"]}}).json
+        b = n.post("/ix-gen/_index", {"index": {"fields": ["x"]}}).json
+        self.assertEqual(a["result"], "created")
+        self.assertEqual(b, dict(a, result="exists"))
+        self.assertTrue(a["id"].startswith("_design/"))
+        self.assertEqual(len(a["name"]), 40)
+
+    def test_bad_index_requests(self):
+        n = self.node
+        self.new_db("ix-bad")
+        cases = [
+            ({}, 400, "missing_required_key", "Missing required key: index"),
+            ({"index": 5}, 400, "invalid_index", "JSON indexes must be an object, not: 5"),
+            ({"index": {}}, 400, "missing_required_key", "Missing required key: fields"),
+            ({"index": {"fields": "a"}}, 400, "invalid_sort_json", None),
+            ({"index": {"fields": [{"a": "up"}]}}, 400, "invalid_sort_dir", None),
+            ({"index": {"fields": ["a", {"b": "desc"}]}}, 400, "unsupported_mixed_sort", None),
+            ({"index": {"fields": ["a"], "partial_filter_selector": 3}}, 400, "invalid_selector_json", None),
+            ({"index": {"fields": ["a"], "partial_filter_selector": {"a": {"$nope": 1}}}}, 400, "invalid_operator", None),
+            ({"index": {"fields": ["a"], "bogus": 1}}, 400, "invalid_key", "Invalid key bogus for this request."),
+            ({"index": {"fields": ["a"]}, "name": 7}, 400, "invalid_index_name", "Invalid index name: 7"),
+            ({"index": {"fields": ["a"]}, "type": "text"}, 400, "invalid_index", "Invalid type for index: text"),
+            ({"index": {"fields": ["a"]}, "other": 1}, 400, "invalid_key", "Invalid key other for this request."),
+        ]
+        for body, status, error, reason in cases:
+            r = n.post("/ix-bad/_index", body)
+            self.assertError(r, status, error, reason)
+        self.assertError(n.post("/ix-bad/_index", "[1]"), 400, "bad_request")
+        self.assertEqual(n.put("/ix-bad/_design/js", {"views": {"v": {"map": "function(d) { emit(1, 1); }"}}}).status, 201)
+        r = n.post("/ix-bad/_index", {"index": {"fields": ["a"]}, "ddoc": "js"})
+        self.assertError(r, 400, "invalid_ddoc_lang")
+        self.assertEqual(n.get("/ix-bad/_index").json["total_rows"], 1)
+
+    def test_delete_and_bulk_delete(self):
+        n = self.node
+        self.new_db("ix-del")
+        n.post("/ix-del/_bulk_docs", {"docs": people(30)})
+        self.assertEqual(n.post("/ix-del/_index", {"index": {"fields": ["age"]}, "ddoc": "a", "name": "one"}).status, 200)
+        self.assertEqual(n.post("/ix-del/_index", {"index": {"fields": ["name"]}, "ddoc": "a", "name": "two"}).status, 200)
+        self.assertEqual(n.post("/ix-del/_index", {"index": {"fields": ["city"]}, "ddoc": "b", "name": "three"}).status, 200)
+        self.assertEqual(len(n.get("/ix-del/_design/a").json["views"]), 2)
+        self.assertError(n.delete("/ix-del/_index/a/json/nothere"), 404, "not_found")
+        self.assertError(n.delete("/ix-del/_index/zz/json/one"), 404, "not_found")
+        self.assertEqual(n.delete("/ix-del/_index/_design/a/json/one").json, {"ok": True})
+        self.assertEqual(list(n.get("/ix-del/_design/a").json["views"]), ["two"])
+        self.assertEqual(n.delete("/ix-del/_index/a/json/two").json, {"ok": True})
+        self.assertEqual(n.get("/ix-del/_design/a").status, 404)  # its last index: the design document goes
+        r = n.post("/ix-del/_index/_bulk_delete", {"docids": ["_design/b", "nope"]})
+        self.assertEqual(r.json, {"success": [{"id": "_design/b", "ok": True}],
+                                  "fail": [{"id": "nope", "error": "Index not found"}]})
+        self.assertError(n.post("/ix-del/_index/_bulk_delete", {"docids": [None]}), 400, "invalid_bulk_docs")
+        self.assertEqual(n.get("/ix-del/_index").json["total_rows"], 1)
+        # Its queries fall back to a scan, with CouchDB's warning.
+        r = self.find("ix-del", {"selector": {"age": 7}})
+        self.assertIn("No matching index found", r["warning"])
+
+    def test_answers_equal_a_scan_for_many_selectors(self):
+        cases = [
+            {"age": 14},
+            {"age": {"$gt": 50}},
+            {"age": {"$gte": 10, "$lt": 12}},
+            {"age": {"$gt": 70}},
+            {"age": {"$gt": 20, "$lt": 10}},
+            {"age": {"$lte": 3}, "name": "n4"},
+            {"city": "Oslo", "age": {"$gt": 40}},
+            {"city": "oslo"},
+            {"city": {"$gte": "L"}, "age": 21},
+            {"city": "Lima", "age": 35, "tags": {"$elemMatch": {"$eq": "t2"}}},
+            {"score": {"$gt": 90.5}},
+            {"nested": {"rank": 3}, "age": {"$lt": 5}},
+            {"nested.rank": {"$gt": 3}, "name": {"$regex": "^n1"}},
+            {"$and": [{"age": {"$gt": 5}}, {"age": {"$lt": 9}}]},
+            {"age": {"$exists": True}, "name": "n12"},
+            {"name": "n3", "age": {"$gt": 40}},
+            {"name": "n3", "age": {"$gt": 10}},
+        ]
+        for sel in cases:
+            with self.subTest(sel=sel):
+                got = self.find("ix", {"selector": sel, "limit": 1000})
+                want = self.find("plain", {"selector": sel, "limit": 1000})
+                self.assertEqual(sorted(d["_id"] for d in got["docs"]), sorted(d["_id"] for d in want["docs"]))
+                self.assertEqual(sorted(got["docs"], key=lambda d: d["_id"]), want["docs"])
+
+    def test_index_order_and_sorts(self):
+        got = self.find("ix", {"selector": {"age": {"$gte": 50}}, "limit": 1000, "fields": ["_id", "age"]})["docs"]
+        self.assertNotIn("warning", self.find("ix", {"selector": {"age": {"$gte": 50}}}))
+        self.assertEqual(got, sorted(got, key=lambda d: (d["age"], d["_id"])))
+        desc = self.find("ix", {"selector": {"age": {"$gte": 50}}, "sort": [{"age": "desc"}], "limit": 1000,
+                                "fields": ["_id", "age"]})["docs"]
+        self.assertEqual(desc, list(reversed(got)))
+        # city then age: a sort on age alone with city held to one value uses the index.
+        oslo = self.find("ix", {"selector": {"city": "Oslo"}, "sort": ["age"], "limit": 1000})["docs"]
+        self.assertEqual([d["age"] for d in oslo], sorted(d["age"] for d in oslo))
+        self.assertEqual(len(oslo), 100)
+        # Strings in ICU's order (views' collation): "oslo" < "Oslo".
+        cities = self.find("ix", {"selector": {"city": {"$gt": None}}, "sort": ["city", "age"], "limit": 1000,
+                                  "fields": ["city"]})["docs"]
+        order = []
+        for d in cities:
+            if not order or order[-1] != d["city"]:
+                order.append(d["city"])
+        self.assertEqual(order, ["Kyiv", "Lima", "oslo", "Oslo"])
+        r = self.node.post("/ix/_find", {"selector": {"name": "n1"}, "sort": ["name"]})
+        self.assertError(r, 400, "no_usable_index")  # the partial index is for age > 30 only
+
+    def test_bookmarks_page_through_every_match_once_in_order(self):
+        for sel, sort in (({"age": {"$gt": 40}}, None), ({"age": {"$gt": 40}}, [{"age": "desc"}]),
+                          ({"city": "Kyiv", "age": {"$gte": 0}}, ["city", "age"])):
+            body = {"selector": sel, "fields": ["_id", "age", "city"]}
+            if sort:
+                body["sort"] = sort
+            whole = self.find("ix", dict(body, limit=1000))["docs"]
+            self.assertEqual(self.all_pages("ix", body), whole)
+            self.assertEqual(self.all_pages("ix", body, page=1)[:30], whole[:30])
+        r = self.node.post("/ix/_find", {"selector": {"age": 5}, "bookmark": "bm90IGEgYm9va21hcms"})
+        self.assertError(r, 400, "invalid_bookmark")
+        # A bookmark of another index is not this one's.
+        other = self.find("ix", {"selector": {"score": {"$gt": 1}}, "limit": 2})["bookmark"]
+        self.assertError(self.node.post("/ix/_find", {"selector": {"age": 5}, "bookmark": other}), 400, "invalid_bookmark")
+
+    def test_skip_and_limit(self):
+        whole = self.find("ix", {"selector": {"age": {"$lt": 20}}, "limit": 1000})["docs"]
+        part = self.find("ix", {"selector": {"age": {"$lt": 20}}, "skip": 13, "limit": 9})["docs"]
+        self.assertEqual(part, whole[13:22])
+
+    def test_execution_stats_count_the_index_rows_read(self):
+        r = self.find("ix", {"selector": {"age": 14}, "execution_stats": True, "limit": 1000})
+        matches = len(r["docs"])
+        self.assertGreater(matches, 0)
+        stats = r["execution_stats"]
+        self.assertEqual(stats["total_keys_examined"], matches)  # the index holds exactly them
+        self.assertEqual(stats["results_returned"], matches)
+        scan = self.find("plain", {"selector": {"age": 14}, "execution_stats": True, "limit": 1000})
+        self.assertEqual(scan["execution_stats"]["total_docs_examined"], 400)
+
+    def test_explain_shows_the_chosen_index_and_its_keys(self):
+        def explain(sel, **kw):
+            r = self.node.post("/ix/_explain", dict({"selector": sel}, **kw))
+            self.assertEqual(r.status, 200, r)
+            return r.json
+
+        e = explain({"age": {"$gt": 5, "$lte": 9}})
+        self.assertEqual((e["index"]["name"], e["mrargs"]["start_key"], e["mrargs"]["end_key"]), ("age", [5], [9]))
+        e = explain({"city": "Oslo", "age": {"$gt": 40}})
+        self.assertEqual((e["index"]["name"], e["mrargs"]["start_key"], e["mrargs"]["end_key"]),
+                         ("city-age", ["Oslo", 40], ["Oslo", "<MAX>"]))
+        # Both usable: the one with more leading fields held by the selector wins.
+        self.assertEqual(explain({"city": "Oslo", "age": 3})["index"]["name"], "city-age")
+        self.assertEqual(explain({"age": 3})["index"]["name"], "age")
+        self.assertEqual(explain({"age": {"$gt": 1}}, sort=[{"age": "desc"}])["mrargs"]["direction"], "rev")
+        # A partial index when the selector implies its filter, not otherwise.
+        self.assertEqual(explain({"name": "n1", "age": {"$gt": 30}})["index"]["name"], "old-names")
+        self.assertEqual(explain({"name": "n1"})["index"]["name"], "_all_docs")
+        # use_index names one; an unusable one falls back with CouchDB's warning, or fails.
+        self.assertEqual(explain({"city": "Oslo", "age": 3}, use_index="by-age")["index"]["name"], "age")
+        r = self.find("ix", {"selector": {"name": "n1"}, "use_index": ["by-age", "age"]})
+        self.assertIn("_design/by-age, age was not used because it does not contain a valid index for this query.",
+                      r["warning"])
+        r = self.node.post("/ix/_find", {"selector": {"name": "n1"}, "use_index": "by-age", "allow_fallback": False})
+        self.assertError(r, 400, "no_usable_index")
+        # Nothing can match: no range is read.
+        e = explain({"age": {"$gt": 9, "$lt": 3}})
+        self.assertEqual((e["index"]["name"], e["settee"]["ranges"]), ("age", []))
+        self.assertEqual(self.find("ix", {"selector": {"age": {"$gt": 9, "$lt": 3}}})["docs"], [])
+
+    def test_reads_its_writes(self):
+        n = self.node
+        self.new_db("ix-rw")
+        self.assertEqual(n.post("/ix-rw/_index", {"index": {"fields": ["v"]}, "name": "v"}).status, 200)
+        for i in range(20):
+            r = n.put(f"/ix-rw/doc{i % 4}", dict({"v": i}, **({"_rev": n.get(f"/ix-rw/doc{i % 4}").json["_rev"]}
+                                                          if i >= 4 else {})))
+            self.assertEqual(r.status, 201, r)
+            got = self.find("ix-rw", {"selector": {"v": {"$gte": 0}}, "fields": ["_id", "v"]})["docs"]
+            current = {f"doc{k}": max(j for j in range(i + 1) if j % 4 == k) for k in range(min(4, i + 1))}
+            self.assertEqual(got, sorted(({"_id": k, "v": v} for k, v in current.items()), key=lambda d: d["v"]))
+        rev = n.get("/ix-rw/doc1").json["_rev"]
+        self.assertEqual(n.delete(f"/ix-rw/doc1?rev={rev}").status, 200)
+        got = self.find("ix-rw", {"selector": {"v": {"$gte": 0}}, "fields": ["_id"]})["docs"]
+        self.assertEqual(sorted(d["_id"] for d in got), ["doc0", "doc2", "doc3"])
+        # A document without the field is not in the index; once it has it, it is.
+        self.assertEqual(n.put("/ix-rw/late", {"w": 1}).status, 201)
+        self.assertEqual(len(self.find("ix-rw", {"selector": {"v": {"$gte": 0}}})["docs"]), 3)
+        late = n.get("/ix-rw/late").json
+        self.assertEqual(n.put("/ix-rw/late", {"_rev": late["_rev"], "v": -1}).status, 201)
+        self.assertEqual(self.find("ix-rw", {"selector": {"v": {"$gte": -5}}})["docs"][0]["_id"], "late")
+
+
+class IndexBuilds(OwnNodesTest):
+    def test_a_new_index_answers_while_it_builds_and_after_a_kill(self):
+        n = Node(env={"SETTEE_FAILPOINT": "mango:build"}).start()
+        self.addCleanup(n.cleanup)
+        self.assertEqual(n.put("/built?q=2").status, 201)
+        for start in range(0, 6000, 2000):
+            self.assertEqual(n.post("/built/_bulk_docs", {"docs": people(2000, start)}).status, 201)
+        try:  # the node may exit before it answers: its build starts as the index is made
+            n.post("/built/_index", {"index": {"fields": ["age"]}, "name": "age"})
+        except OSError:
+            pass
+        n.proc.wait(timeout=60)  # the build's first step is on disk, then the failpoint exits
+        self.assertEqual(n.proc.returncode, 70)
+        n.stop()
+        n.env = {}
+        n.start(port=n.port)
+        sel = {"selector": {"age": {"$gte": 57}}, "limit": 10000, "execution_stats": True, "fields": ["_id", "age"]}
+        want = sorted((d for d in people(6000) if d["age"] >= 57), key=lambda d: (d["age"], d["_id"]))
+        want = [{"_id": d["_id"], "age": d["age"]} for d in want]
+        first = n.post("/built/_find", sel).json  # part built: answered from a scan, in the index's order
+        self.assertEqual(first["docs"], want)
+        # Writes go on during the build and are in the index once it is done.
+        self.assertEqual(n.post("/built/_bulk_docs", {"docs": people(100, 6000)}).status, 201)
+        want2 = sorted((d for d in people(6100) if d["age"] >= 57), key=lambda d: (d["age"], d["_id"]))
+        want2 = [{"_id": d["_id"], "age": d["age"]} for d in want2]
+
+        def built():
+            r = n.post("/built/_find", sel).json
+            return r["execution_stats"]["total_keys_examined"] == len(want2) and r["docs"] == want2
+        self.assertTrue(wait_until(built, 60))
+        self.assertEqual(n.post("/built/_find", sel).json["docs"], want2)
+
+
+if __name__ == "__main__":
+    main()
