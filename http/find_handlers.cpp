@@ -428,7 +428,8 @@ void bulk_delete(ctx& c, const db_meta& db) {
 }  // namespace
 
 void handle_index(ctx& c, const db_meta& db) {
-  // /db/_index, /db/_index/_bulk_delete, /db/_index/[_design/]<ddoc>/json/<name>.
+  // /db/_index, /db/_index/_bulk_delete, /db/_index/[_design/]<ddoc>/json/<name>,
+  // /db/_index/<_design%2Fddoc>/json/<name>.
   if (c.path.size() == 2) {
     if (c.method() == "GET") return list_indexes(c, db);
     if (c.method() == "POST") return create_index(c, db);
@@ -442,7 +443,9 @@ void handle_index(ctx& c, const db_meta& db) {
   if (!rest.empty() && rest[0] == "_design") rest.erase(rest.begin());
   if (rest.size() != 3 || rest[1] != "json") return c.error(errc::not_found, "missing");
   if (c.method() != "DELETE") return c.method_not_allowed("DELETE");
-  if (auto st = remove_index(c, db, "_design/" + rest[0], rest[2]); !st) return c.error(st);
+  // The design document's id may come whole, its slash encoded (pouchdb-find's deleteIndex).
+  const std::string ddoc_id = rest[0].rfind("_design/", 0) == 0 ? rest[0] : "_design/" + rest[0];
+  if (auto st = remove_index(c, db, ddoc_id, rest[2]); !st) return c.error(st);
   drop_unused(c, db);
   c.reply(200, json{{"ok", true}});
 }

@@ -1,6 +1,7 @@
 // PouchDB's find() (pouchdb-find) against a settee database and, as the oracle, against a memory
-// PouchDB holding the same documents (issue 32): each query's documents from both, plus what
-// getIndexes() and explain() answer from settee, printed as JSON for
+// PouchDB holding the same documents (issue 32): each query's documents from both, without indexes
+// and then with JSON indexes made by createIndex() on both (sorts by indexed fields), plus what
+// createIndex(), getIndexes(), explain() and deleteIndex() answer from settee, printed as JSON for
 // tests/integration/test_pouchdb.py to compare.
 //   node pouchdb_find.js <database url> <user> <password>
 "use strict";
@@ -37,11 +38,23 @@ const queries = [
   { selector: { type: "z", n: { $ne: 50, $gt: 45 } } },
 ];
 
-async function main() {
-  const remote = new PouchDB(url, { auth: { username, password } });
-  const local = new PouchDB("oracle", { adapter: "memory" });
-  for (const db of [remote, local]) await db.bulkDocs(docs.map((d) => Object.assign({}, d)));
-  const out = { results: [] };
+// With the indexes below made on both databases.
+const indexes = [
+  { index: { fields: ["n"] }, ddoc: "by-n", name: "n" },
+  { index: { fields: ["type", "n"] }, ddoc: "by-type", name: "type-n" },
+];
+const indexed = [
+  { selector: { n: { $gt: 40 } }, sort: ["n"] },
+  { selector: { n: { $gt: 40 } }, sort: [{ n: "desc" }], limit: 5 },
+  { selector: { n: { $gte: 10, $lte: 20 } }, fields: ["_id", "n"] },
+  { selector: { type: "y", n: { $gte: 10 } }, sort: ["type", "n"] },
+  { selector: { type: "z", n: { $lt: 30 } }, sort: [{ type: "desc" }, { n: "desc" }], fields: ["n"] },
+  { selector: { n: { $gt: 5 }, "owner.age": 22 }, sort: ["n"] },
+  // $gte, not $gt: pouchdb-find skips before it drops the rows equal to a $gt bound (its bug).
+  { selector: { n: { $gte: 51 } }, sort: ["n"], skip: 2, limit: 3 },
+];
+
+async function findBoth(queries, remote, local, out) {
   for (const query of queries) {
     const entry = { query };
     for (const [name, db] of [["settee", remote], ["pouchdb", local]]) {
@@ -53,8 +66,16 @@ async function main() {
         entry[name] = { status: e.status, name: e.name, message: e.message };
       }
     }
-    out.results.push(entry);
+    out.push(entry);
   }
+}
+
+async function main() {
+  const remote = new PouchDB(url, { auth: { username, password } });
+  const local = new PouchDB("oracle", { adapter: "memory" });
+  for (const db of [remote, local]) await db.bulkDocs(docs.map((d) => Object.assign({}, d)));
+  const out = { results: [], indexed: [] };
+  await findBoth(queries, remote, local, out.results);
   out.indexes = await remote.getIndexes();
   out.explain = await remote.explain({ selector: { n: { $gt: 1 } } });
   try {
@@ -62,6 +83,18 @@ async function main() {
   } catch (e) {
     out.sort_error = { status: e.status, error: e.error, reason: e.reason };
   }
+  out.created = [];
+  for (const ix of indexes) {
+    out.created.push(await remote.createIndex(ix));
+    await local.createIndex(ix);
+  }
+  out.created_again = await remote.createIndex(indexes[0]);
+  await findBoth(indexed, remote, local, out.indexed);
+  out.indexes_after = await remote.getIndexes();
+  out.explain_indexed = await remote.explain({ selector: { type: "x", n: { $gt: 3 } } });
+  const made = out.indexes_after.indexes.find((i) => i.name === "n");
+  out.deleted = await remote.deleteIndex(made);
+  out.indexes_last = await remote.getIndexes();
   console.log(JSON.stringify(out));
 }
 

@@ -272,6 +272,36 @@ class Indexes(NodeTest):
         self.assertEqual(self.find("ix-rw", {"selector": {"v": {"$gte": -5}}})["docs"][0]["_id"], "late")
 
 
+class IndexesThroughASplit(NodeTest):
+    def test_a_bookmark_resumes_on_the_children_and_answers_stay_the_same(self):
+        n = self.node
+        self.assertEqual(n.put("/ixsplit?q=1").status, 201)
+        self.assertEqual(n.post("/ixsplit/_bulk_docs", {"docs": people(600)}).status, 201)
+        self.assertEqual(n.post("/ixsplit/_index", {"index": {"fields": ["age"]}, "name": "age"}).status, 200)
+        body = {"selector": {"age": {"$gte": 10}}, "fields": ["_id", "age"], "limit": 40}
+        whole = n.post("/ixsplit/_find", dict(body, limit=1000)).json["docs"]
+        self.assertEqual(len(whole), 500)
+        first = n.post("/ixsplit/_find", body).json
+        self.assertEqual(first["docs"], whole[:40])
+        r = n.post("/_reshard/jobs", {"type": "split", "db": "ixsplit"})
+        self.assertEqual(r.status, 201, r.raw)
+        job = r.json[0]["id"]
+        while n.get(f"/_reshard/jobs/{job}").json["job_state"] not in ("completed", "failed"):
+            self.assertEqual(n.post("/ixsplit/_find", dict(body, limit=1000)).json["docs"], whole)
+        self.assertEqual(n.get(f"/_reshard/jobs/{job}").json["job_state"], "completed")
+        self.assertEqual(len(n.get("/ixsplit/_shards").json["shards"]), 2)
+        # The parent's bookmark goes on, on both children, exactly where it stopped.
+        docs, bookmark = first["docs"], first["bookmark"]
+        while True:
+            page = n.post("/ixsplit/_find", dict(body, bookmark=bookmark)).json
+            docs += page["docs"]
+            bookmark = page["bookmark"]
+            if len(page["docs"]) < 40:
+                break
+        self.assertEqual(docs, whole)
+        self.assertEqual(n.post("/ixsplit/_find", dict(body, limit=1000)).json["docs"], whole)
+
+
 class IndexBuilds(OwnNodesTest):
     def test_a_new_index_answers_while_it_builds_and_after_a_kill(self):
         n = Node(env={"SETTEE_FAILPOINT": "mango:build"}).start()

@@ -176,10 +176,12 @@ class PouchDBReplication(NodeTest):
         self.assertEqual(out["missing"], {"status": 404, "name": "not_found"})
 
     def test_find_as_pouchdb_find_sees_it(self):
-        """Issue 32 (first slice): PouchDB's find() (pouchdb-find) against settee answers the
-        documents its own memory database answers for the same selectors (tests/clients/
-        pouchdb_find.js): operators, fields, skip/limit, a sort on _id; getIndexes() lists the
-        _all_docs index, explain() shows it, and a sort no index serves is mango's 400."""
+        """Issue 32: PouchDB's find() (pouchdb-find) against settee answers the documents its own
+        memory database answers for the same selectors (tests/clients/pouchdb_find.js):
+        operators, fields, skip/limit, a sort on _id; getIndexes() lists the _all_docs index,
+        explain() shows it, and a sort no index serves is mango's 400. Then createIndex() makes
+        JSON indexes on both: sorted and ranged queries answer alike; getIndexes(), explain()
+        and deleteIndex() answer as CouchDB's."""
         n = self.node
         self.assertEqual(n.put("/pfind?q=4").status, 201)
         out = self.client("pouchdb_find.js", "pfind")
@@ -195,6 +197,23 @@ class PouchDBReplication(NodeTest):
         self.assertEqual(out["explain"]["index"]["name"], "_all_docs")
         self.assertEqual(out["sort_error"], {"status": 400, "error": "no_usable_index",
                                              "reason": "No index exists for this sort, try indexing by the sort fields."})
+        # JSON indexes made through createIndex(): the same documents as PouchDB's own, in order.
+        self.assertEqual(out["created"], [{"result": "created", "id": "_design/by-n", "name": "n"},
+                                          {"result": "created", "id": "_design/by-type", "name": "type-n"}])
+        self.assertEqual(out["created_again"], {"result": "exists", "id": "_design/by-n", "name": "n"})
+        self.assertEqual(len(out["indexed"]), 7)
+        for entry in out["indexed"]:
+            with self.subTest(query=entry["query"]):
+                self.assertIsInstance(entry["settee"], list, entry["settee"])
+                self.assertTrue(entry["settee"], entry)
+                self.assertEqual(entry["settee"], entry["pouchdb"])
+                self.assertIsNone(entry.get("warning"))
+        self.assertEqual([(i["ddoc"], i["name"]) for i in out["indexes_after"]["indexes"]],
+                         [(None, "_all_docs"), ("_design/by-n", "n"), ("_design/by-type", "type-n")])
+        self.assertEqual((out["explain_indexed"]["index"]["name"], out["explain_indexed"]["mrargs"]["start_key"]),
+                         ("type-n", ["x", 3]))
+        self.assertEqual(out["deleted"], {"ok": True})
+        self.assertEqual([i["name"] for i in out["indexes_last"]["indexes"]], ["_all_docs", "type-n"])
 
 
 if __name__ == "__main__":
