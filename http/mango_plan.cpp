@@ -16,13 +16,15 @@ namespace {
 // left to the filter.
 using conditions = std::map<std::string, std::vector<std::pair<std::string, json>>>;
 
-void collect(const json& sel, const std::string& prefix, conditions& out) {
+void collect(const json& sel, const std::string& prefix, conditions& out, std::vector<json>* ors = nullptr) {
   for (auto it = sel.begin(); it != sel.end(); ++it) {
     const std::string& k = it.key();
     const json& v = it.value();
     if (k == "$and" && v.is_array()) {
       for (const json& e : v)
-        if (e.is_object()) collect(e, prefix, out);
+        if (e.is_object()) collect(e, prefix, out, ors);
+    } else if (k == "$or" && prefix.empty() && ors && ors->empty() && v.is_array() && !v.empty()) {
+      for (const json& e : v) ors->push_back(e.is_object() ? e : json::object());
     } else if (!k.empty() && k[0] == '$') {
       if (!prefix.empty()) out[prefix].emplace_back(k, v);
     } else {
@@ -95,55 +97,105 @@ field_range range_in(const conditions& c, const std::string& field) {
   return r;
 }
 
+// What the selector requires, as one conjunction or, with a top-level $or, one per branch (the
+// conjunction with the branch's conditions added): a document matches only if one holds.
+using branches = std::vector<conditions>;
+
+branches branches_of(const json& selector) {
+  conditions c;
+  std::vector<json> ors;
+  if (selector.is_object()) collect(selector, "", c, &ors);
+  branches out;
+  for (const json& b : ors) {
+    conditions both = c;
+    collect(b, "", both);
+    out.push_back(std::move(both));
+  }
+  return out;
+}
+
+// The values a field's $in allows (sorted in collation order, no repeats), when it has one.
+std::optional<std::vector<json>> in_values(const conditions& c, const std::string& field) {
+  auto it = c.find(field);
+  if (it == c.end()) return std::nullopt;
+  for (const auto& [op, arg] : it->second) {
+    if (op != "$in" || !arg.is_array()) continue;
+    std::map<std::string, json> sorted;
+    for (const json& v : arg) sorted.emplace(collation::sort_key(v), v);
+    std::vector<json> out;
+    for (auto& [key, v] : sorted) out.push_back(std::move(v));
+    return out;
+  }
+  return std::nullopt;
+}
+
 struct candidate {
   const query_index* index;
-  int eq = 0;           // leading fields held to one value
-  bool ranged = false;  // and the next one narrowed
+  const branches* over;  // the conjunctions its ranges come from
+  int eq = 0;            // leading fields held to one value (or a few: $in), the fewest of any branch
+  bool ranged = false;   // and the next one narrowed, in every branch
   bool descending = false;
 };
 
-// mango_idx_view's is_usable and can_use_sort; nullopt when unusable.
-std::optional<candidate> usable(const query_index& ix, const conditions& c, const find_query& q) {
-  std::set<std::string> sort_fields;
-  for (const auto& s : q.sort) sort_fields.insert(s.first);
-  for (const auto& [f, desc] : ix.def.fields) {
-    if (sort_fields.count(f) || f == "_id" || f == "_rev") continue;
-    if (!required(c, f)) return std::nullopt;
-  }
-  candidate out{&ix};
+// The leading fields of `ix` that `c` holds to one value or a few ($in), and whether the next one
+// is narrowed.
+std::pair<int, bool> narrowing(const query_index& ix, const conditions& c) {
+  int eq = 0;
   for (const auto& [f, desc] : ix.def.fields) {
     const field_range r = range_in(c, f);
-    if (r.equality() && !r.empty) {
-      ++out.eq;
+    if ((r.equality() && !r.empty) || in_values(c, f)) {
+      ++eq;
       continue;
     }
-    out.ranged = r.low.has_value() || r.high.has_value();
-    break;
+    return {eq, r.low.has_value() || r.high.has_value()};
+  }
+  return {eq, true};
+}
+
+// mango_idx_view's is_usable and can_use_sort, for every conjunction of `over`; nullopt when
+// unusable.
+std::optional<candidate> usable(const query_index& ix, const branches& over, const find_query& q) {
+  std::set<std::string> sort_fields;
+  for (const auto& s : q.sort) sort_fields.insert(s.first);
+  candidate out{&ix, &over, INT32_MAX, true};
+  for (const conditions& c : over) {
+    for (const auto& [f, desc] : ix.def.fields) {
+      if (sort_fields.count(f) || f == "_id" || f == "_rev") continue;
+      if (!required(c, f)) return std::nullopt;
+    }
+    auto [eq, ranged] = narrowing(ix, c);
+    out.eq = std::min(out.eq, eq);
+    out.ranged = out.ranged && ranged;
   }
   if (!q.sort.empty()) {
-    // The index's fields after the constant ones must start with the sort's.
+    // The index's fields after the ones held constant must start with the sort's (ranges of
+    // several conjunctions, or of a $in, are in key order only from the index's first field).
     size_t i = 0;
     while (i < ix.def.fields.size() && ix.def.fields[i].first != q.sort.front().first) {
-      if (!range_in(c, ix.def.fields[i].first).equality()) return std::nullopt;
+      if (over.size() > 1 || !range_in(over.front(), ix.def.fields[i].first).equality()) return std::nullopt;
       ++i;
     }
     if (ix.def.fields.size() - i < q.sort.size()) return std::nullopt;
     for (size_t k = 0; k < q.sort.size(); ++k)
       if (ix.def.fields[i + k].first != q.sort[k].first) return std::nullopt;
+    for (size_t k = 0; k < i; ++k)
+      if (in_values(over.front(), ix.def.fields[k].first)) return std::nullopt;
     out.descending = q.sort.front().second;
   }
   return out;
 }
 
 // `partial` (the index's partial filter) holds for every document the query's selector matches.
-// Conservative: only when each of its conditions appears as such in the selector's conjunction.
-bool implied(const json& partial, const conditions& c) {
+// Conservative: only when each of its conditions appears as such in every conjunction.
+bool implied(const json& partial, const branches& over) {
   if (partial.empty()) return true;
-  for (const auto& [field, conds] : conditions_of(partial)) {
-    auto have = c.find(field);
-    if (have == c.end()) return false;
-    for (const auto& cond : conds)
-      if (std::find(have->second.begin(), have->second.end(), cond) == have->second.end()) return false;
+  for (const conditions& c : over) {
+    for (const auto& [field, conds] : conditions_of(partial)) {
+      auto have = c.find(field);
+      if (have == c.end()) return false;
+      for (const auto& cond : conds)
+        if (std::find(have->second.begin(), have->second.end(), cond) == have->second.end()) return false;
+    }
   }
   return true;
 }
@@ -162,42 +214,72 @@ bool named_by(const query_index& ix, const find_query& q) {
 
 const json max_marker = "<MAX>";
 
-// The rows of `ix` the selector can match: one range of positions, and CouchDB's start and end
-// keys for _explain.
-void ranges_of(const query_index& ix, const conditions& c, query_plan& plan) {
-  std::string prefix(1, '\x60');  // collation's array tag: keys are arrays of the fields' values
-  json start = json::array(), end = json::array();
-  for (const auto& [f, desc] : ix.def.fields) {
-    const field_range r = range_in(c, f);
-    if (r.empty) return;  // nothing matches: no range at all
-    if (r.equality()) {
-      prefix += collation::sort_key(*r.low);
-      start.push_back(*r.low);
-      end.push_back(*r.low);
-      continue;
-    }
-    std::string low = prefix, high = json_index::past(prefix);
-    if (r.low) {
-      const std::string at = prefix + collation::sort_key(*r.low);
-      low = r.low_inclusive ? at : json_index::past(at);
-      start.push_back(*r.low);
-    }
-    if (r.high) {
-      const std::string at = prefix + collation::sort_key(*r.high);
-      high = r.high_inclusive ? json_index::past(at) : at;
-      end.push_back(*r.high);
-    } else {
-      end.push_back(max_marker);
-    }
-    plan.ranges.emplace_back(low, high);
-    plan.start_key = start;
-    plan.end_key = end;
+// A range of an index's rows and CouchDB's start and end keys of it (for _explain).
+struct key_range {
+  std::string low, high;
+  json start, end;
+};
+
+constexpr size_t max_ranges = 4096;  // a $in of more values (or their product) reads one range
+
+// The rows of `ix` conjunction `c` can match from field `i` on, keys starting with `prefix` (its
+// first fields' values, `start` as JSON): a range per value of a $in, one for a range.
+void expand(const query_index& ix, const conditions& c, size_t i, const std::string& prefix, const json& start,
+            std::vector<key_range>& out) {
+  if (i == ix.def.fields.size()) {
+    json end = start;
+    end.push_back(max_marker);
+    out.push_back({prefix, json_index::past(prefix), start, end});
     return;
   }
-  end.push_back(max_marker);
-  plan.ranges.emplace_back(prefix, json_index::past(prefix));
-  plan.start_key = start;
-  plan.end_key = end;
+  const std::string& f = ix.def.fields[i].first;
+  const field_range r = range_in(c, f);
+  if (r.empty) return;  // nothing matches
+  auto values = r.equality() ? std::optional<std::vector<json>>() : in_values(c, f);
+  if (r.equality() || (values && out.size() + values->size() <= max_ranges)) {
+    for (const json& v : values ? *values : std::vector<json>{*r.low}) {
+      if ((r.low && (cmp(v, *r.low) < 0 || (cmp(v, *r.low) == 0 && !r.low_inclusive))) ||
+          (r.high && (cmp(v, *r.high) > 0 || (cmp(v, *r.high) == 0 && !r.high_inclusive))))
+        continue;  // outside the field's range: no match
+      json next = start;
+      next.push_back(v);
+      expand(ix, c, i + 1, prefix + collation::sort_key(v), next, out);
+    }
+    return;
+  }
+  key_range k{prefix, json_index::past(prefix), start, start};
+  if (r.low) {
+    const std::string at = prefix + collation::sort_key(*r.low);
+    k.low = r.low_inclusive ? at : json_index::past(at);
+    k.start.push_back(*r.low);
+  }
+  if (r.high) {
+    const std::string at = prefix + collation::sort_key(*r.high);
+    k.high = r.high_inclusive ? json_index::past(at) : at;
+    k.end.push_back(*r.high);
+  } else {
+    k.end.push_back(max_marker);
+  }
+  out.push_back(std::move(k));
+}
+
+// The rows of `ix` the selector can match: the ranges of every conjunction, in key order, those
+// that overlap made one; CouchDB's start and end keys are the first's and the last's.
+void ranges_of(const query_index& ix, const branches& over, query_plan& plan) {
+  std::vector<key_range> all;
+  for (const conditions& c : over) expand(ix, c, 0, std::string(1, '\x60'), json::array(), all);
+  if (all.empty()) return;
+  std::sort(all.begin(), all.end(), [](const key_range& a, const key_range& b) { return a.low < b.low; });
+  plan.start_key = all.front().start;
+  plan.end_key = all.back().end;
+  for (const key_range& k : all) {
+    if (!plan.ranges.empty() && k.low <= plan.ranges.back().second) {
+      plan.ranges.back().second = std::max(plan.ranges.back().second, k.high);
+      plan.end_key = k.end;
+    } else {
+      plan.ranges.emplace_back(k.low, k.high);
+    }
+  }
 }
 
 }  // namespace
@@ -211,11 +293,20 @@ field_range range_of(const json& selector, const std::string& field) {
 }
 
 result<query_plan> plan_find(const find_query& q, const std::vector<query_index>& indexes) {
-  const conditions c = conditions_of(q.selector);
+  // The selector's conjunction, and the conjunctions of its $or's branches: an index usable from
+  // the first alone reads one set of ranges; one usable only in every branch, their union.
+  const branches whole{conditions_of(q.selector)};
+  const branches each = branches_of(q.selector);
   std::vector<candidate> usable_ones;
   for (const query_index& ix : indexes) {
-    if (!implied(ix.def.partial_filter, c) && !named_by(ix, q)) continue;  // CouchDB uses one only when named
-    if (auto u = usable(ix, c, q)) usable_ones.push_back(*u);
+    for (const branches* over : {&whole, &each}) {
+      if (over->empty()) continue;
+      if (!implied(ix.def.partial_filter, *over) && !named_by(ix, q)) continue;  // CouchDB uses one only when named
+      if (auto u = usable(ix, *over, q)) {
+        usable_ones.push_back(*u);
+        break;
+      }
+    }
   }
   query_plan plan;
   const candidate* chosen = nullptr;
@@ -249,7 +340,7 @@ result<query_plan> plan_find(const find_query& q, const std::vector<query_index>
   }
   plan.index = *chosen->index;
   plan.descending = chosen->descending;
-  ranges_of(*chosen->index, c, plan);
+  ranges_of(*chosen->index, *chosen->over, plan);
   return plan;
 }
 

@@ -159,6 +159,17 @@ class Indexes(NodeTest):
             {"age": {"$exists": True}, "name": "n12"},
             {"name": "n3", "age": {"$gt": 40}},
             {"name": "n3", "age": {"$gt": 10}},
+            # $in and $or as unions of ranges of one index
+            {"age": {"$in": [3, 14, 14, 59, 61]}},
+            {"age": {"$in": []}},
+            {"age": {"$in": [2, 30, 40], "$gt": 10}},
+            {"city": {"$in": ["Oslo", "Kyiv"]}, "age": {"$gt": 50}},
+            {"city": "Lima", "age": {"$in": [5, 19, 33]}},
+            {"$or": [{"age": 3}, {"age": {"$gt": 57}}]},
+            {"$or": [{"age": {"$lt": 10}}, {"age": {"$gt": 5, "$lt": 15}}]},
+            {"$or": [{"city": "Oslo", "age": 1}, {"city": "Kyiv", "age": {"$lt": 3}}], "name": {"$ne": "n1"}},
+            {"$or": [{"age": 3}, {"name": "n2"}]},
+            {"$or": [{"age": {"$in": [7, 8]}}, {"age": 44}], "city": {"$gt": "A"}},
         ]
         for sel in cases:
             with self.subTest(sel=sel):
@@ -186,12 +197,22 @@ class Indexes(NodeTest):
             if not order or order[-1] != d["city"]:
                 order.append(d["city"])
         self.assertEqual(order, ["Kyiv", "Lima", "oslo", "Oslo"])
+        # $in and $or read their ranges in key order: sorts on the field hold.
+        for sel in ({"age": {"$in": [50, 3, 20]}}, {"$or": [{"age": 40}, {"age": {"$lt": 2}}, {"age": 7}]}):
+            for direction in ("asc", "desc"):
+                got = self.find("ix", {"selector": sel, "sort": [{"age": direction}], "limit": 1000,
+                                       "fields": ["_id", "age"]})["docs"]
+                want = sorted(self.find("plain", {"selector": sel, "limit": 1000, "fields": ["_id", "age"]})["docs"],
+                              key=lambda d: (d["age"], d["_id"]), reverse=direction == "desc")
+                self.assertEqual(got, want, (sel, direction))
         r = self.node.post("/ix/_find", {"selector": {"name": "n1"}, "sort": ["name"]})
         self.assertError(r, 400, "no_usable_index")  # the partial index is for age > 30 only
 
     def test_bookmarks_page_through_every_match_once_in_order(self):
         for sel, sort in (({"age": {"$gt": 40}}, None), ({"age": {"$gt": 40}}, [{"age": "desc"}]),
-                          ({"city": "Kyiv", "age": {"$gte": 0}}, ["city", "age"])):
+                          ({"city": "Kyiv", "age": {"$gte": 0}}, ["city", "age"]),
+                          ({"$or": [{"age": 3}, {"age": {"$gt": 50}}]}, [{"age": "desc"}]),
+                          ({"age": {"$in": [1, 9, 44, 58]}}, None)):
             body = {"selector": sel, "fields": ["_id", "age", "city"]}
             if sort:
                 body["sort"] = sort
@@ -244,6 +265,17 @@ class Indexes(NodeTest):
                       r["warning"])
         r = self.node.post("/ix/_find", {"selector": {"name": "n1"}, "use_index": "by-age", "allow_fallback": False})
         self.assertError(r, 400, "no_usable_index")
+        # $in and $or: one range per value or branch of the index they use.
+        e = explain({"age": {"$in": [9, 1, 4]}})
+        self.assertEqual((e["index"]["name"], len(e["settee"]["ranges"]), e["mrargs"]["start_key"], e["mrargs"]["end_key"]),
+                         ("age", 3, [1], [9, "<MAX>"]))
+        e = explain({"$or": [{"age": {"$gt": 50}}, {"age": 3}]})
+        self.assertEqual((e["index"]["name"], len(e["settee"]["ranges"])), ("age", 2))
+        e = explain({"$or": [{"age": {"$lt": 10}}, {"age": {"$gt": 5, "$lt": 15}}]})
+        self.assertEqual(len(e["settee"]["ranges"]), 1)  # overlapping ranges read once
+        e = explain({"city": {"$in": ["Oslo", "Lima"]}, "age": 7})
+        self.assertEqual((e["index"]["name"], len(e["settee"]["ranges"])), ("city-age", 2))
+        self.assertEqual(explain({"$or": [{"age": 3}, {"name": "n2"}]})["index"]["name"], "_all_docs")
         # Nothing can match: no range is read.
         e = explain({"age": {"$gt": 9, "$lt": 3}})
         self.assertEqual((e["index"]["name"], e["settee"]["ranges"]), ("age", []))
