@@ -135,6 +135,9 @@ struct mango_copy_request {
   std::string after;  // a position already answered ("" = none)
   uint64_t limit = 25;
   bool conflicts = false;
+  // No rows: how many the ranges hold (mango_page::estimated), counting at most estimate_cap.
+  bool estimate = false;
+  static constexpr uint64_t estimate_cap = 10000;
 };
 struct mango_row {
   std::string pos, doc;  // the row's position in the index, the document rendered
@@ -142,7 +145,8 @@ struct mango_row {
 struct mango_page {
   std::vector<mango_row> rows;
   uint64_t keys_examined = 0, docs_examined = 0;
-  bool built = false;  // answered from the index (else from a scan)
+  bool built = false;      // answered from the index (else from a scan)
+  uint64_t estimated = 0;  // estimate: the rows in the ranges (capped); not built: unknown (UINT64_MAX)
 };
 
 // A copy's time-seq and its update seq (for the histogram).

@@ -323,12 +323,14 @@ void rpc_node::mango_rows(const std::string& node, const std::string& db, const 
         req.setAfter(data_of(mr.after));
         req.setLimit(mr.limit);
         req.setConflicts(mr.conflicts);
+        req.setEstimate(mr.estimate);
         return req.send().then([](capnp::Response<Node::MangoRowsResults>&& r) -> result<mango_page> {
           if (status st = status_of(r.getStatus()); !st) return st;
           mango_page page;
           page.keys_examined = r.getKeysExamined();
           page.docs_examined = r.getDocsExamined();
           page.built = r.getBuilt();
+          page.estimated = r.getEstimated();
           page.rows.reserve(r.getRows().size());
           for (auto row : r.getRows()) page.rows.push_back({bytes_of(row.getPos()), row.getDoc()});
           return page;

@@ -376,6 +376,7 @@ kj::Promise<void> node_server::mangoRows(MangoRowsContext context) {
   req.after = bytes_of(p.getAfter());
   req.limit = p.getLimit();
   req.conflicts = p.getConflicts();
+  req.estimate = p.getEstimate();
   const std::string db = p.getShard().getDb(), range = p.getShard().getRange();
   auto hook = loop_.opts.mango_rows;
   return answered_by<mango_page>(loop_, "Mango",
@@ -390,6 +391,7 @@ kj::Promise<void> node_server::mangoRows(MangoRowsContext context) {
         results.setKeysExamined(r->keys_examined);
         results.setDocsExamined(r->docs_examined);
         results.setBuilt(r->built);
+        results.setEstimated(r->estimated);
         auto rows = results.initRows(static_cast<unsigned>(r->rows.size()));
         for (unsigned i = 0; i < r->rows.size(); ++i) {
           rows[i].setPos(data_of(r->rows[i].pos));

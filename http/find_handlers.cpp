@@ -174,7 +174,23 @@ result<find_answer> run_index(ctx& c, const db_meta& db, const find_query& q, co
 struct planned_query {
   find_query q;
   query_plan plan;
+  // With several usable indexes: each one's rows in its ranges, as the copies counted them (up
+  // to mango_copy_request::estimate_cap a copy; UINT64_MAX: not built everywhere yet).
+  std::vector<std::pair<std::string, uint64_t>> estimates;
 };
+
+// The rows `plan`'s ranges hold, summed over one copy of each range.
+uint64_t estimate(ctx& c, const db_meta& db, const query_plan& plan, const find_query& q) {
+  if (plan.ranges.empty()) return 0;
+  mango_copy_request req = copy_request(plan, q, 0);
+  req.estimate = true;
+  auto pages = c.node.mango->pages(db, req, {});
+  if (!pages) return UINT64_MAX;
+  uint64_t sum = 0;
+  for (const mango_page& p : *pages)
+    sum = p.estimated == UINT64_MAX ? UINT64_MAX : std::min(UINT64_MAX - 1, sum + p.estimated);
+  return sum;
+}
 
 result<planned_query> plan_of(ctx& c, const db_meta& db) {
   if (auto st = c.require_json_content(); !st) return st;
@@ -184,9 +200,21 @@ result<planned_query> plan_of(ctx& c, const db_meta& db) {
   if (!q) return q.error();
   auto indexes = json_indexes_of(c, db);
   if (!indexes) return indexes.error();
-  auto plan = plan_find(*q, *indexes);
-  if (!plan) return plan.error();
-  return planned_query{std::move(*q), std::move(*plan)};
+  auto plans = plan_find(*q, *indexes);
+  if (!plans) return plans.error();
+  planned_query out{std::move(*q), std::move(plans->front()), {}};
+  if (plans->size() > 1) {
+    // The index whose ranges hold the fewest rows (selectivity from the indexes themselves); the
+    // planner's order breaks ties and leads while an index is not built everywhere.
+    size_t best = 0;
+    for (size_t i = 0; i < plans->size(); ++i) {
+      const query_plan& p = i == 0 ? out.plan : (*plans)[i];
+      out.estimates.emplace_back(p.index->ddoc + "/" + p.index->name, estimate(c, db, p, out.q));
+      if (out.estimates[i].second < out.estimates[best].second) best = i;
+    }
+    if (best != 0) out.plan = std::move((*plans)[best]);
+  }
+  return out;
 }
 
 json index_json(const query_index& ix) {
@@ -281,6 +309,13 @@ void handle_explain(ctx& c, const db_meta& db) {
           json{{"low", crypto::to_hex(reinterpret_cast<const unsigned char*>(low.data()), low.size())},
                {"high", crypto::to_hex(reinterpret_cast<const unsigned char*>(high.data()), high.size())}});
     out["settee"] = {{"ranges", ranges}};
+    if (!planned->estimates.empty()) {
+      json candidates = json::array();
+      for (const auto& [name, rows] : planned->estimates)
+        candidates.push_back(
+            json{{"index", name}, {"estimated_rows", rows == UINT64_MAX ? json(nullptr) : json(rows)}});
+      out["settee"]["candidates"] = candidates;
+    }
   }
   c.reply(200, out);
 }

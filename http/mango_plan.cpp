@@ -292,7 +292,7 @@ field_range range_of(const json& selector, const std::string& field) {
   return range_in(conditions_of(selector), field);
 }
 
-result<query_plan> plan_find(const find_query& q, const std::vector<query_index>& indexes) {
+result<std::vector<query_plan>> plan_find(const find_query& q, const std::vector<query_index>& indexes) {
   // The selector's conjunction, and the conjunctions of its $or's branches: an index usable from
   // the first alone reads one set of ranges; one usable only in every branch, their union.
   const branches whole{conditions_of(q.selector)};
@@ -308,6 +308,14 @@ result<query_plan> plan_find(const find_query& q, const std::vector<query_index>
       }
     }
   }
+  auto better = [](const candidate& a, const candidate& b) {
+    if (a.eq != b.eq) return a.eq > b.eq;
+    if (a.ranged != b.ranged) return a.ranged;
+    if (a.index->def.fields.size() != b.index->def.fields.size())
+      return a.index->def.fields.size() < b.index->def.fields.size();
+    return std::tie(a.index->ddoc, a.index->name) < std::tie(b.index->ddoc, b.index->name);
+  };
+  std::sort(usable_ones.begin(), usable_ones.end(), better);
   query_plan plan;
   const candidate* chosen = nullptr;
   for (const candidate& u : usable_ones)
@@ -318,17 +326,7 @@ result<query_plan> plan_find(const find_query& q, const std::vector<query_index>
     plan.warnings.push_back(use_index_name(q) +
                             " was not used because it does not contain a valid index for this query.");
   }
-  if (!chosen) {
-    auto better = [](const candidate& a, const candidate& b) {
-      if (a.eq != b.eq) return a.eq > b.eq;
-      if (a.ranged != b.ranged) return a.ranged;
-      if (a.index->def.fields.size() != b.index->def.fields.size())
-        return a.index->def.fields.size() < b.index->def.fields.size();
-      return std::tie(a.index->ddoc, a.index->name) < std::tie(b.index->ddoc, b.index->name);
-    };
-    for (const candidate& u : usable_ones)
-      if (!chosen || better(u, *chosen)) chosen = &u;
-  }
+  if (!chosen && !usable_ones.empty()) chosen = &usable_ones.front();
   if (!chosen) {
     // The special index: documents in id order, so only a sort on _id.
     for (const auto& [field, descending] : q.sort)
@@ -336,12 +334,28 @@ result<query_plan> plan_find(const find_query& q, const std::vector<query_index>
         return status{errc::mango_no_usable_index, "No index exists for this sort, try indexing by the sort fields."};
     plan.descending = !q.sort.empty() && q.sort.front().second;
     plan.warnings.push_back("No matching index found, create an index to optimize query time.");
-    return plan;
+    return std::vector<query_plan>{plan};
   }
-  plan.index = *chosen->index;
-  plan.descending = chosen->descending;
-  ranges_of(*chosen->index, *chosen->over, plan);
-  return plan;
+  // The chosen index first, then (unless use_index named it) the other usable ones, best first:
+  // the caller may pick one of them by what their ranges hold.
+  std::vector<query_plan> plans;
+  const bool named = !q.use_index.empty() && named_by(*chosen->index, q);
+  for (const candidate* u : {chosen}) {
+    query_plan p = plan;
+    p.index = *u->index;
+    p.descending = u->descending;
+    ranges_of(*u->index, *u->over, p);
+    plans.push_back(std::move(p));
+  }
+  for (const candidate& u : usable_ones) {
+    if (named || &u == chosen) continue;
+    query_plan p = plan;
+    p.index = *u.index;
+    p.descending = u.descending;
+    ranges_of(*u.index, *u.over, p);
+    plans.push_back(std::move(p));
+  }
+  return plans;
 }
 
 }  // namespace settee

@@ -36,10 +36,13 @@ struct query_plan {
   std::vector<std::string> warnings;  // CouchDB's, one each
 };
 
-// The plan of `q` over the database's JSON indexes `indexes`. Errors as CouchDB's: a sort no
+// The plans of `q` over the database's JSON indexes `indexes`: the chosen one first (the index
+// use_index names, else the one whose leading fields the selector narrows most, else the special
+// _all_docs index), then the other usable indexes', best first, unless use_index named one; the
+// caller may choose among them by the rows their ranges hold. Errors as CouchDB's: a sort no
 // usable index gives (400 no_usable_index), use_index naming an unusable index without
 // allow_fallback.
-result<query_plan> plan_find(const find_query& q, const std::vector<query_index>& indexes);
+result<std::vector<query_plan>> plan_find(const find_query& q, const std::vector<query_index>& indexes);
 
 // The range of `field` the selector's conjunction requires (not narrowed: unbounded).
 field_range range_of(const json& selector, const std::string& field);

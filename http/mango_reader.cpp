@@ -116,7 +116,7 @@ result<mango_page> mango_reader::answer(const std::string& db, const std::string
   auto def = ensure(db, copy_name, shard, req);
   if (!def) return def.error();
   mango_page page;
-  if (req.limit == 0) {
+  if (req.limit == 0 && !req.estimate) {
     page.built = def->built;
     return page;
   }
@@ -130,6 +130,15 @@ result<mango_page> mango_reader::answer(const std::string& db, const std::string
   for (const json_index_def& d : snap->json_indexes())
     if (d.signature == req.signature) *def = d;
   page.built = def->built;
+  if (req.estimate) {
+    page.estimated = def->built ? 0 : UINT64_MAX;
+    for (const auto& [low, high] : req.ranges) {
+      if (!def->built || page.estimated >= req.estimate_cap) break;
+      page.estimated += snap->count_json_index(def->number, low, high, req.estimate_cap - page.estimated);
+    }
+    if (!snap->fault()) return snap->fault();
+    return page;
+  }
   render_options opts;
   opts.conflicts = req.conflicts;
   status failed;

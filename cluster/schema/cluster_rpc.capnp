@@ -151,10 +151,12 @@ interface Node {
   # Release 0.4 (views-v1, issue 32): this copy's part of a _find on a JSON index
   # (actors/shard_copy.hpp mango_copy_request): the index `signature` (kept from now on, built in
   # the background when new, answered from a scan until built), the rows of `ranges` after `after`
-  # whose documents match `selector`, at most `limit`, each with its position and document.
+  # whose documents match `selector`, at most `limit`, each with its position and document; with
+  # `estimate`, no rows but `estimated`, how many rows the ranges hold (a planner's choice).
   mangoRows @36 (shard :ShardRef, signature :Text, definition :Text, selector :Text, ranges :List(KeyRange),
-                 descending :Bool, after :Data, limit :UInt64, conflicts :Bool)
-      -> (status :CallStatus, rows :List(MangoRow), keysExamined :UInt64, docsExamined :UInt64, built :Bool);
+                 descending :Bool, after :Data, limit :UInt64, conflicts :Bool, estimate :Bool)
+      -> (status :CallStatus, rows :List(MangoRow), keysExamined :UInt64, docsExamined :UInt64, built :Bool,
+          estimated :UInt64);
 }
 
 # [low, high) positions of a JSON index (storage/json_index.hpp).

@@ -281,6 +281,28 @@ class Indexes(NodeTest):
         self.assertEqual((e["index"]["name"], e["settee"]["ranges"]), ("age", []))
         self.assertEqual(self.find("ix", {"selector": {"age": {"$gt": 9, "$lt": 3}}})["docs"], [])
 
+    def test_the_index_whose_ranges_hold_fewer_rows_is_chosen(self):
+        n = self.node
+        self.new_db("ix-cost")
+        n.post("/ix-cost/_bulk_docs", {"docs": [{"_id": f"c{i:03d}", "common": i % 2, "rare": i % 100} for i in range(300)]})
+        self.assertEqual(n.post("/ix-cost/_index", {"index": {"fields": ["common"]}, "ddoc": "a", "name": "common"}).status, 200)
+        self.assertEqual(n.post("/ix-cost/_index", {"index": {"fields": ["rare"]}, "ddoc": "b", "name": "rare"}).status, 200)
+        body = {"selector": {"common": 1, "rare": 7}, "execution_stats": True}
+        # Field names alone tie (one equality each; CouchDB would take the first by name); the
+        # indexes say `rare` = 7 holds 3 rows and `common` = 1 holds 150.
+        # (Once both are built: until then an index's rows are not counted.)
+        self.assertTrue(wait_until(lambda: all(c["estimated_rows"] is not None for c in
+                                               n.post("/ix-cost/_explain", body).json["settee"]["candidates"])))
+        e = n.post("/ix-cost/_explain", body).json
+        self.assertEqual(e["index"]["name"], "rare")
+        self.assertEqual(sorted((c["index"], c["estimated_rows"]) for c in e["settee"]["candidates"]),
+                         [("_design/a/common", 150), ("_design/b/rare", 3)])
+        r = n.post("/ix-cost/_find", body).json
+        self.assertEqual([d["_id"] for d in r["docs"]], ["c007", "c107", "c207"])
+        self.assertEqual(r["execution_stats"]["total_keys_examined"], 3)
+        # use_index still decides when given.
+        self.assertEqual(n.post("/ix-cost/_explain", dict(body, use_index="a")).json["index"]["name"], "common")
+
     def test_reads_its_writes(self):
         n = self.node
         self.new_db("ix-rw")
