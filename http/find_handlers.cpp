@@ -35,6 +35,7 @@ struct find_answer {
   std::vector<std::string> docs;  // each rendered
   std::string bookmark;           // where the next page starts ("": as given)
   uint64_t keys_examined = 0, docs_examined = 0;
+  uint64_t skipped = 0;  // matches passed over for `skip`
 };
 
 // The `_all_docs` cursor: documents in id order (reversed when `descending`) after the bookmark's,
@@ -103,7 +104,7 @@ mango_copy_request copy_request(const query_plan& plan, const find_query& q, uin
   mango_copy_request req;
   req.signature = plan.index->def.signature();
   req.definition = plan.index->def.definition();
-  req.selector = q.selector.dump();
+  req.selector = (plan.filter.is_null() ? q.selector : plan.filter).dump();
   req.ranges = plan.ranges;
   req.descending = plan.descending;
   req.limit = limit;
@@ -154,7 +155,10 @@ result<find_answer> run_index(ctx& c, const db_meta& db, const find_query& q, co
     if (best < 0 || taken >= wanted) break;
     const mango_row& row = (*pages)[best].rows[next[best]++];
     after[best] = row.pos;
-    if (taken++ < q.skip) continue;
+    if (taken++ < q.skip) {
+      ++out.skipped;
+      continue;
+    }
     auto doc = parse_json(row.doc);
     if (!doc) return status{errc::internal, "a copy answered a document that is not JSON"};
     out.docs.push_back(project(*doc, q.fields).dump());
@@ -167,6 +171,38 @@ result<find_answer> run_index(ctx& c, const db_meta& db, const find_query& q, co
   for (size_t r = 0; r < db.ranges.size(); ++r)
     if (!after[r].empty()) positions.emplace_back(db.ranges[r].name(), after[r]);
   out.bookmark = taken > 0 ? index_bookmark(signature, positions) : q.bookmark.value_or("");
+  return out;
+}
+
+// A union of indexes (a $or whose branches use their own): each part's matches after the
+// previous part's, skip and limit counting across them; the bookmark names the part and its own.
+result<find_answer> run_union(ctx& c, const db_meta& db, const find_query& q, const query_plan& plan) {
+  size_t from = 0;
+  std::optional<std::string> inner;
+  if (q.bookmark) {
+    auto at = union_position(*q.bookmark);
+    if (!at || at->first >= plan.parts.size())
+      return status{errc::mango_invalid_bookmark, "Invalid bookmark value: " + json(*q.bookmark).dump()};
+    from = at->first;
+    if (!at->second.empty()) inner = at->second;
+  }
+  find_answer out;
+  uint64_t skip = q.skip, limit = q.limit;
+  for (size_t k = from; k < plan.parts.size(); ++k) {
+    find_query part = q;
+    part.skip = skip;
+    part.limit = limit;
+    part.bookmark = k == from ? inner : std::nullopt;
+    auto got = run_index(c, db, part, plan.parts[k]);
+    if (!got) return got.error();
+    for (std::string& d : got->docs) out.docs.push_back(std::move(d));
+    out.keys_examined += got->keys_examined;
+    out.docs_examined += got->docs_examined;
+    skip -= std::min(skip, got->skipped);
+    limit -= std::min<uint64_t>(limit, got->docs.size());
+    out.bookmark = union_bookmark(k, got->bookmark);
+    if (limit == 0) break;
+  }
   return out;
 }
 
@@ -233,7 +269,9 @@ void handle_find(ctx& c, const db_meta& db) {
   if (!plan) return c.error(plan.error());
   const find_query* q = &plan->q;
   const auto started = mono::now();
-  auto found = plan->plan.index ? run_index(c, db, *q, plan->plan) : run_all_docs(c, db, *q, plan->plan.descending);
+  auto found = !plan->plan.parts.empty() ? run_union(c, db, *q, plan->plan)
+               : plan->plan.index        ? run_index(c, db, *q, plan->plan)
+                                         : run_all_docs(c, db, *q, plan->plan.descending);
   if (!found) return c.error(found.error());
   std::string body = "{\"docs\":[";
   for (size_t i = 0; i < found->docs.size(); ++i) body += (i ? ",\n" : "\n") + found->docs[i];
@@ -309,6 +347,12 @@ void handle_explain(ctx& c, const db_meta& db) {
           json{{"low", crypto::to_hex(reinterpret_cast<const unsigned char*>(low.data()), low.size())},
                {"high", crypto::to_hex(reinterpret_cast<const unsigned char*>(high.data()), high.size())}});
     out["settee"] = {{"ranges", ranges}};
+    if (!plan.parts.empty()) {  // a union: each part's index and ranges
+      json parts = json::array();
+      for (const query_plan& part : plan.parts)
+        parts.push_back(json{{"index", part.index->ddoc + "/" + part.index->name}, {"ranges", part.ranges.size()}});
+      out["settee"]["parts"] = parts;
+    }
     if (!planned->estimates.empty()) {
       json candidates = json::array();
       for (const auto& [name, rows] : planned->estimates)

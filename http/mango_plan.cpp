@@ -101,10 +101,11 @@ field_range range_in(const conditions& c, const std::string& field) {
 // conjunction with the branch's conditions added): a document matches only if one holds.
 using branches = std::vector<conditions>;
 
-branches branches_of(const json& selector) {
+branches branches_of(const json& selector, std::vector<json>* raw = nullptr) {
   conditions c;
   std::vector<json> ors;
   if (selector.is_object()) collect(selector, "", c, &ors);
+  if (raw) *raw = ors;
   branches out;
   for (const json& b : ors) {
     conditions both = c;
@@ -282,6 +283,47 @@ void ranges_of(const query_index& ix, const branches& over, query_plan& plan) {
   }
 }
 
+// One conjunction's best usable index, as a plan (the planner's order; nullopt: none).
+std::optional<query_plan> best_for(const conditions& c, const find_query& q, const std::vector<query_index>& indexes) {
+  const branches over{c};
+  std::optional<candidate> best;
+  for (const query_index& ix : indexes) {
+    if (!implied(ix.def.partial_filter, over)) continue;
+    auto u = usable(ix, over, q);
+    if (u && (!best || u->eq > best->eq || (u->eq == best->eq && u->ranged && !best->ranged))) best = u;
+  }
+  if (!best) return std::nullopt;
+  query_plan p;
+  p.index = *best->index;
+  ranges_of(*best->index, over, p);
+  return p;
+}
+
+// A top-level $or no one index serves, each branch served by its own: the union of their rows,
+// made disjoint by matching each part's documents against the branches before it as well
+// (part k: the selector and none of branches 1..k-1), answered part after part.
+std::optional<query_plan> union_plan(const find_query& q, const std::vector<query_index>& indexes) {
+  std::vector<json> raw;
+  const branches each = branches_of(q.selector, &raw);
+  if (each.size() < 2) return std::nullopt;
+  query_plan out;
+  for (size_t k = 0; k < each.size(); ++k) {
+    auto part = best_for(each[k], q, indexes);
+    if (!part) return std::nullopt;
+    part->filter = q.selector;
+    if (k > 0) {
+      json before = json::array();
+      for (size_t j = 0; j < k; ++j) before.push_back(raw[j]);
+      part->filter = json{{"$and", json::array({q.selector, json{{"$nor", before}}})}};
+    }
+    out.parts.push_back(std::move(*part));
+  }
+  out.index = out.parts.front().index;
+  out.start_key = out.parts.front().start_key;
+  out.end_key = out.parts.front().end_key;
+  return out;
+}
+
 }  // namespace
 
 bool field_range::equality() const {
@@ -327,6 +369,9 @@ result<std::vector<query_plan>> plan_find(const find_query& q, const std::vector
                             " was not used because it does not contain a valid index for this query.");
   }
   if (!chosen && !usable_ones.empty()) chosen = &usable_ones.front();
+  if (!chosen && q.use_index.empty() && q.sort.empty()) {
+    if (auto u = union_plan(q, indexes)) return std::vector<query_plan>{std::move(*u)};
+  }
   if (!chosen) {
     // The special index: documents in id order, so only a sort on _id.
     for (const auto& [field, descending] : q.sort)

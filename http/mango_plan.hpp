@@ -34,6 +34,11 @@ struct query_plan {
   // For _explain: CouchDB's start_key and end_key of the index's view (`"<MAX>"` above any key).
   json start_key, end_key;
   std::vector<std::string> warnings;  // CouchDB's, one each
+  // A union: a top-level $or whose branches each use their own index, answered part after part
+  // (`index` and the keys are the first part's). A part's `filter` is what its documents must
+  // match: the selector, and none of the branches before its own (the parts are disjoint).
+  std::vector<query_plan> parts;
+  json filter;  // a part's; null elsewhere (the query's selector)
 };
 
 // The plans of `q` over the database's JSON indexes `indexes`: the chosen one first (the index

@@ -244,4 +244,17 @@ std::optional<index_position> index_positions(const std::string& bookmark) {
   return out;
 }
 
+std::string union_bookmark(size_t part, const std::string& inner) {
+  return crypto::base64_encode(json::array({"or", part, inner}).dump(), true);
+}
+
+std::optional<std::pair<size_t, std::string>> union_position(const std::string& bookmark) {
+  std::string text;
+  if (!crypto::base64_decode(bookmark, text)) return std::nullopt;
+  json v = json::parse(text, nullptr, false);
+  if (!v.is_array() || v.size() != 3 || v[0] != "or" || !v[1].is_number_unsigned() || !v[2].is_string())
+    return std::nullopt;
+  return std::make_pair(v[1].get<size_t>(), v[2].get<std::string>());
+}
+
 }  // namespace settee

@@ -56,4 +56,8 @@ struct index_position {
 };
 std::optional<index_position> index_positions(const std::string& bookmark);
 
+// The bookmark of a union of indexes: part `part` at its own bookmark `inner` ("" = its start).
+std::string union_bookmark(size_t part, const std::string& inner);
+std::optional<std::pair<size_t, std::string>> union_position(const std::string& bookmark);
+
 }  // namespace settee

@@ -37,6 +37,7 @@ class Indexes(NodeTest):
                      {"index": {"fields": ["city", "age"]}, "ddoc": "by-city", "name": "city-age"},
                      {"index": {"fields": [{"score": "desc"}]}, "ddoc": "by-score", "name": "score"},
                      {"index": {"fields": ["nested.rank"]}, "ddoc": "by-rank", "name": "rank"},
+                     {"index": {"fields": ["city"]}, "ddoc": "by-city-only", "name": "city"},
                      {"index": {"fields": ["name"], "partial_filter_selector": {"age": {"$gt": 30}}},
                       "ddoc": "old", "name": "old-names"}):
             r = n.post("/ix/_index", body)
@@ -68,7 +69,7 @@ class Indexes(NodeTest):
         self.assertEqual(d["views"]["city-age"]["reduce"], "_count")
         self.assertEqual(d["views"]["city-age"]["options"], {"def": {"fields": ["city", "age"]}})
         listed = self.node.get("/ix/_index").json
-        self.assertEqual(listed["total_rows"], 6)
+        self.assertEqual(listed["total_rows"], 7)
         self.assertEqual(listed["indexes"][0]["name"], "_all_docs")
         byname = {i["name"]: i for i in listed["indexes"]}
         self.assertEqual(byname["city-age"], {"ddoc": "_design/by-city", "name": "city-age", "type": "json",
@@ -77,7 +78,7 @@ class Indexes(NodeTest):
                                                       "partial_filter_selector": {"age": {"$gt": 30}}})
         self.assertEqual(byname["score"]["def"], {"fields": [{"score": "desc"}]})
         page = self.node.get("/ix/_index?skip=1&limit=2").json
-        self.assertEqual((page["total_rows"], [i["name"] for i in page["indexes"]]), (6, ["age", "city-age"]))
+        self.assertEqual((page["total_rows"], [i["name"] for i in page["indexes"]]), (7, ["age", "city-age"]))
         again = self.node.post("/ix/_index", {"index": {"fields": ["age"]}, "ddoc": "by-age", "name": "age"})
         self.assertEqual(again.json, {"result": "exists", "id": "_design/by-age", "name": "age"})
 
@@ -170,6 +171,10 @@ class Indexes(NodeTest):
             {"$or": [{"city": "Oslo", "age": 1}, {"city": "Kyiv", "age": {"$lt": 3}}], "name": {"$ne": "n1"}},
             {"$or": [{"age": 3}, {"name": "n2"}]},
             {"$or": [{"age": {"$in": [7, 8]}}, {"age": 44}], "city": {"$gt": "A"}},
+            # $or across fields: a union of two indexes, each document once
+            {"$or": [{"age": 3}, {"city": "Kyiv"}]},
+            {"$or": [{"age": {"$lt": 4}}, {"city": "Kyiv", "age": {"$lt": 8}}, {"score": {"$gt": 99}}]},
+            {"$or": [{"age": {"$lt": 4}}, {"city": "Kyiv"}], "name": "n5"},
         ]
         for sel in cases:
             with self.subTest(sel=sel):
@@ -212,7 +217,8 @@ class Indexes(NodeTest):
         for sel, sort in (({"age": {"$gt": 40}}, None), ({"age": {"$gt": 40}}, [{"age": "desc"}]),
                           ({"city": "Kyiv", "age": {"$gte": 0}}, ["city", "age"]),
                           ({"$or": [{"age": 3}, {"age": {"$gt": 50}}]}, [{"age": "desc"}]),
-                          ({"age": {"$in": [1, 9, 44, 58]}}, None)):
+                          ({"age": {"$in": [1, 9, 44, 58]}}, None),
+                          ({"$or": [{"age": {"$lt": 9}}, {"city": "Kyiv"}]}, None)):
             body = {"selector": sel, "fields": ["_id", "age", "city"]}
             if sort:
                 body["sort"] = sort
@@ -276,6 +282,9 @@ class Indexes(NodeTest):
         e = explain({"city": {"$in": ["Oslo", "Lima"]}, "age": 7})
         self.assertEqual((e["index"]["name"], len(e["settee"]["ranges"])), ("city-age", 2))
         self.assertEqual(explain({"$or": [{"age": 3}, {"name": "n2"}]})["index"]["name"], "_all_docs")
+        e = explain({"$or": [{"age": 3}, {"city": "Kyiv"}]})
+        self.assertEqual(e["settee"]["parts"], [{"index": "_design/by-age/age", "ranges": 1},
+                                                {"index": "_design/by-city-only/city", "ranges": 1}])
         # Nothing can match: no range is read.
         e = explain({"age": {"$gt": 9, "$lt": 3}})
         self.assertEqual((e["index"]["name"], e["settee"]["ranges"]), ("age", []))
