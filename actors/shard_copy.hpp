@@ -135,6 +135,7 @@ struct mango_copy_request {
   std::string after;  // a position already answered ("" = none)
   uint64_t limit = 25;
   bool conflicts = false;
+  bool covered = false;  // every row in the ranges matches: the selector is not evaluated
   // No rows: how many the ranges hold (mango_page::estimated), counting at most estimate_cap.
   bool estimate = false;
   static constexpr uint64_t estimate_cap = 10000;

@@ -324,6 +324,7 @@ void rpc_node::mango_rows(const std::string& node, const std::string& db, const 
         req.setLimit(mr.limit);
         req.setConflicts(mr.conflicts);
         req.setEstimate(mr.estimate);
+        req.setCovered(mr.covered);
         return req.send().then([](capnp::Response<Node::MangoRowsResults>&& r) -> result<mango_page> {
           if (status st = status_of(r.getStatus()); !st) return st;
           mango_page page;

@@ -377,6 +377,7 @@ kj::Promise<void> node_server::mangoRows(MangoRowsContext context) {
   req.limit = p.getLimit();
   req.conflicts = p.getConflicts();
   req.estimate = p.getEstimate();
+  req.covered = p.getCovered();
   const std::string db = p.getShard().getDb(), range = p.getShard().getRange();
   auto hook = loop_.opts.mango_rows;
   return answered_by<mango_page>(loop_, "Mango",

@@ -109,6 +109,7 @@ mango_copy_request copy_request(const query_plan& plan, const find_query& q, uin
   req.descending = plan.descending;
   req.limit = limit;
   req.conflicts = q.conflicts;
+  req.covered = plan.covered;
   return req;
 }
 
@@ -153,10 +154,14 @@ result<find_answer> run_index(ctx& c, const db_meta& db, const find_query& q, co
       if (plan.descending ? pos > other : pos < other) best = static_cast<int>(r);
     }
     if (best < 0 || taken >= wanted) break;
-    const mango_row& row = (*pages)[best].rows[next[best]++];
+    mango_row& row = (*pages)[best].rows[next[best]++];
     after[best] = row.pos;
     if (taken++ < q.skip) {
       ++out.skipped;
+      continue;
+    }
+    if (q.fields.empty()) {  // the whole document, as the copy rendered it
+      out.docs.push_back(std::move(row.doc));
       continue;
     }
     auto doc = parse_json(row.doc);
@@ -234,9 +239,9 @@ result<planned_query> plan_of(ctx& c, const db_meta& db) {
   if (!body) return body.error();
   auto q = parse_find(*body);
   if (!q) return q.error();
-  auto indexes = json_indexes_of(c, db);
+  auto indexes = c.node.mango->indexes(db, [&] { return json_indexes_of(c, db); });
   if (!indexes) return indexes.error();
-  auto plans = plan_find(*q, *indexes);
+  auto plans = plan_find(*q, **indexes);
   if (!plans) return plans.error();
   planned_query out{std::move(*q), std::move(plans->front()), {}};
   if (plans->size() > 1) {
@@ -346,7 +351,7 @@ void handle_explain(ctx& c, const db_meta& db) {
       ranges.push_back(
           json{{"low", crypto::to_hex(reinterpret_cast<const unsigned char*>(low.data()), low.size())},
                {"high", crypto::to_hex(reinterpret_cast<const unsigned char*>(high.data()), high.size())}});
-    out["settee"] = {{"ranges", ranges}};
+    out["settee"] = {{"ranges", ranges}, {"covered", plan.covered}};
     if (!plan.parts.empty()) {  // a union: each part's index and ranges
       json parts = json::array();
       for (const query_plan& part : plan.parts)

@@ -283,6 +283,49 @@ void ranges_of(const query_index& ix, const branches& over, query_plan& plan) {
   }
 }
 
+// Whether `sel` is only fields under range operators ($eq $gt $gte $lt $lte $in), ANDed.
+bool plain(const json& sel, bool in_field) {
+  static const std::set<std::string> ranged = {"$eq", "$gt", "$gte", "$lt", "$lte", "$in"};
+  for (auto it = sel.begin(); it != sel.end(); ++it) {
+    const std::string& k = it.key();
+    const json& v = it.value();
+    if (k == "$and") {
+      if (!v.is_array()) return false;
+      for (const json& e : v)
+        if (!e.is_object() || !plain(e, in_field)) return false;
+    } else if (!k.empty() && k[0] == '$') {
+      if (!in_field || !ranged.count(k)) return false;
+    } else if (v.is_object() && !v.empty() && !plain(v, true)) {
+      return false;
+    }
+  }
+  return true;
+}
+
+// Whether the ranges `expand` makes of `ix` for the selector hold exactly its matches: every
+// condition is a range operator on a field the ranges encode (the leading fields held to values,
+// then at most one ranged field), a $in alone on its field. Then the copies need not match the
+// documents they read against the selector.
+bool covers(const query_index& ix, const json& selector) {
+  if (!selector.is_object() || !plain(selector, false)) return false;
+  const conditions c = conditions_of(selector);
+  size_t encoded = 0;  // the index's leading fields the ranges encode
+  for (const auto& [f, desc] : ix.def.fields) {
+    auto it = c.find(f);
+    if (it == c.end()) break;
+    const bool has_in = in_values(c, f).has_value();
+    if (has_in && (it->second.size() != 1 || in_values(c, f)->size() > 64)) return false;
+    ++encoded;
+    if (!has_in && !range_in(c, f).equality()) break;  // the ranged field: the last encoded
+  }
+  for (const auto& [f, conds] : c) {
+    bool found = false;
+    for (size_t i = 0; i < encoded; ++i) found = found || ix.def.fields[i].first == f;
+    if (!found) return false;
+  }
+  return true;
+}
+
 // One conjunction's best usable index, as a plan (the planner's order; nullopt: none).
 std::optional<query_plan> best_for(const conditions& c, const find_query& q, const std::vector<query_index>& indexes) {
   const branches over{c};
@@ -385,21 +428,17 @@ result<std::vector<query_plan>> plan_find(const find_query& q, const std::vector
   // the caller may pick one of them by what their ranges hold.
   std::vector<query_plan> plans;
   const bool named = !q.use_index.empty() && named_by(*chosen->index, q);
-  for (const candidate* u : {chosen}) {
-    query_plan p = plan;
-    p.index = *u->index;
-    p.descending = u->descending;
-    ranges_of(*u->index, *u->over, p);
-    plans.push_back(std::move(p));
-  }
-  for (const candidate& u : usable_ones) {
-    if (named || &u == chosen) continue;
+  auto plan_of = [&](const candidate& u) {
     query_plan p = plan;
     p.index = *u.index;
     p.descending = u.descending;
     ranges_of(*u.index, *u.over, p);
-    plans.push_back(std::move(p));
-  }
+    p.covered = u.over == &whole && covers(*u.index, q.selector);
+    return p;
+  };
+  plans.push_back(plan_of(*chosen));
+  for (const candidate& u : usable_ones)
+    if (!named && &u != chosen) plans.push_back(plan_of(u));
   return plans;
 }
 

@@ -34,6 +34,9 @@ struct query_plan {
   // For _explain: CouchDB's start_key and end_key of the index's view (`"<MAX>"` above any key).
   json start_key, end_key;
   std::vector<std::string> warnings;  // CouchDB's, one each
+  // The ranges hold exactly the selector's matches (only range operators on the fields they
+  // encode): the copies answer the rows without matching their documents.
+  bool covered = false;
   // A union: a top-level $or whose branches each use their own index, answered part after part
   // (`index` and the keys are the first part's). A part's `filter` is what its documents must
   // match: the selector, and none of the branches before its own (the parts are disjoint).

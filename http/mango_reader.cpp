@@ -5,6 +5,7 @@
 #include <queue>
 
 #include "actors/bridge.hpp"
+#include "actors/change_notifier.hpp"
 #include "actors/doc_render.hpp"
 #include "actors/view_jobs.hpp"
 #include "node/log.hpp"
@@ -79,8 +80,28 @@ bool wanted(const std::string& pos, const mango_copy_request& req) {
 
 }  // namespace
 
-mango_reader::mango_reader(coordinator& coord, job_runner& jobs, std::shared_ptr<const mango_keys> keys)
-    : coord_(coord), jobs_(jobs), keys_(std::move(keys)) {}
+mango_reader::mango_reader(coordinator& coord, job_runner& jobs, std::shared_ptr<const mango_keys> keys,
+                           change_notifier* notifier, std::chrono::milliseconds recheck)
+    : coord_(coord), jobs_(jobs), keys_(std::move(keys)), notifier_(notifier), recheck_(recheck) {}
+
+result<mango_reader::index_list> mango_reader::indexes(const db_meta& db,
+                                                       const std::function<result<std::vector<query_index>>()>& load) {
+  const uint64_t version = notifier_ ? notifier_->design_version() : 0;
+  const std::string key = db.key();
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = cache_.find(key);
+    if (it != cache_.end() && it->second.design_version == version && mono::now() - it->second.loaded < recheck_)
+      return it->second.list;
+  }
+  auto loaded = load();
+  if (!loaded) return loaded.error();
+  auto list = std::make_shared<const std::vector<query_index>>(std::move(*loaded));
+  std::lock_guard<std::mutex> lock(mu_);
+  if (cache_.size() >= 4096) cache_.clear();  // databases long gone
+  cache_[key] = cached{list, version, mono::now()};
+  return list;
+}
 
 void mango_reader::start_build(const std::string& db, const std::string& copy_name, const shard_handle& shard,
                                const json_index_def& def) {
@@ -170,7 +191,12 @@ result<mango_page> mango_reader::answer(const std::string& db, const std::string
         doc_info d;
         if (!snap->doc(id, d) || d.tree.winner_deleted()) return true;
         std::string text;
-        if (matching(d, text, nullptr)) page.rows.push_back({std::string(pos), std::move(text)});
+        if (req.covered) {  // in the ranges: a match
+          ++page.docs_examined;
+          page.rows.push_back({std::string(pos), render_winner(*snap, d, opts)});
+        } else if (matching(d, text, nullptr)) {
+          page.rows.push_back({std::string(pos), std::move(text)});
+        }
         return failed && page.rows.size() < req.limit;
       });
       if (!failed || page.rows.size() >= req.limit) break;

@@ -8,7 +8,11 @@
 // ranges after the position it is given, whose documents match the selector, up to the limit.
 // Thread-safety: every method may be called from any thread.
 #pragma once
+#include <chrono>
+#include <functional>
+#include <map>
 #include <memory>
+#include <mutex>
 #include <set>
 #include <string>
 #include <vector>
@@ -17,12 +21,22 @@
 #include "actors/jobs.hpp"
 #include "actors/shard_copy.hpp"
 #include "http/mango_index.hpp"
+#include "node/clock.hpp"
 
 namespace settee {
 
+class change_notifier;
+
 class mango_reader {
  public:
-  mango_reader(coordinator& coord, job_runner& jobs, std::shared_ptr<const mango_keys> keys);
+  // `notifier` (may be null) tells when a commit on this node wrote a design document.
+  mango_reader(coordinator& coord, job_runner& jobs, std::shared_ptr<const mango_keys> keys,
+               change_notifier* notifier = nullptr, std::chrono::milliseconds recheck = std::chrono::seconds(1));
+
+  // The JSON indexes of `db`'s design documents as `load` reads them, kept until a commit on this
+  // node writes a design document, or for at most `recheck` (one written through another node).
+  using index_list = std::shared_ptr<const std::vector<query_index>>;
+  result<index_list> indexes(const db_meta& db, const std::function<result<std::vector<query_index>>()>& load);
 
   // One copy of each range answering `req`; `after[r]` (when given) is range r's position to go on
   // after. The pages in the order of db.ranges.
@@ -50,6 +64,15 @@ class mango_reader {
   coordinator& coord_;
   job_runner& jobs_;
   std::shared_ptr<const mango_keys> keys_;
+  change_notifier* notifier_;
+  std::chrono::milliseconds recheck_;
+  struct cached {
+    index_list list;
+    uint64_t design_version = 0;
+    mono::time_point loaded{};
+  };
+  std::mutex mu_;
+  std::map<std::string, cached> cache_;  // by db_meta::key (a database's incarnation)
 };
 
 }  // namespace settee

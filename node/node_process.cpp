@@ -216,7 +216,7 @@ node_process::node_process(const config& cfg, settings set, const clock& clk, st
       js_(javascript_options(set_)),
       validator_(coord_, js_, &notifier_),
       views_(coord_, js_, jobs_, data_dir_ + "/.shard_views", js_reduce_options{reduce_limit_of(set_.reduce_limit)}),
-      mango_(coord_, jobs_, mango_keys::shared()),
+      mango_(coord_, jobs_, mango_keys::shared(), &notifier_),
       http_(front_options(set_, data_dir_)),
       members_(set_.node_name) {
   // `updated` rows of _db_updates: every commit to a database's copy marks it (architecture 28);

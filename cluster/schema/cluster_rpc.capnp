@@ -152,9 +152,11 @@ interface Node {
   # (actors/shard_copy.hpp mango_copy_request): the index `signature` (kept from now on, built in
   # the background when new, answered from a scan until built), the rows of `ranges` after `after`
   # whose documents match `selector`, at most `limit`, each with its position and document; with
-  # `estimate`, no rows but `estimated`, how many rows the ranges hold (a planner's choice).
+  # `estimate`, no rows but `estimated`, how many rows the ranges hold (a planner's choice);
+  # `covered`: the ranges hold only matches (the selector is not evaluated on an index's rows).
   mangoRows @36 (shard :ShardRef, signature :Text, definition :Text, selector :Text, ranges :List(KeyRange),
-                 descending :Bool, after :Data, limit :UInt64, conflicts :Bool, estimate :Bool)
+                 descending :Bool, after :Data, limit :UInt64, conflicts :Bool, estimate :Bool,
+                 covered :Bool)
       -> (status :CallStatus, rows :List(MangoRow), keysExamined :UInt64, docsExamined :UInt64, built :Bool,
           estimated :UInt64);
 }

@@ -254,6 +254,12 @@ class Indexes(NodeTest):
 
         e = explain({"age": {"$gt": 5, "$lte": 9}})
         self.assertEqual((e["index"]["name"], e["mrargs"]["start_key"], e["mrargs"]["end_key"]), ("age", [5], [9]))
+        # The ranges hold exactly the matches: the copies do not evaluate the selector.
+        self.assertTrue(e["settee"]["covered"])
+        self.assertFalse(explain({"age": {"$gt": 5}, "name": "n1"})["settee"]["covered"])
+        self.assertFalse(explain({"age": {"$gt": 5, "$ne": 7}})["settee"]["covered"])
+        self.assertTrue(explain({"city": "Oslo", "age": {"$gt": 5}})["settee"]["covered"])
+        self.assertFalse(explain({"city": {"$gt": "Oslo"}, "age": 5})["settee"]["covered"])
         e = explain({"city": "Oslo", "age": {"$gt": 40}})
         self.assertEqual((e["index"]["name"], e["mrargs"]["start_key"], e["mrargs"]["end_key"]),
                          ("city-age", ["Oslo", 40], ["Oslo", "<MAX>"]))
