@@ -344,14 +344,25 @@ void handle_explain(ctx& c, const db_meta& db) {
               {"opts", opts},         {"limit", q->limit},
               {"skip", q->skip},      {"fields", fields},
               {"mrargs", mrargs},     {"covering", false}};
-  // settee's own: the index's key ranges read (none: the selector matches nothing), in hex.
+  // settee's own: the index's key ranges read (none: the selector matches nothing), in hex; the
+  // indexes weighed and those that could not serve the query, with why.
+  if (!plan.rejected.empty()) {
+    json rejected = json::array();
+    for (const auto& [name, why] : plan.rejected) rejected.push_back(json{{"index", name}, {"reason", why}});
+    out["settee"]["rejected"] = rejected;
+  }
   if (plan.index) {
     json ranges = json::array();
     for (const auto& [low, high] : plan.ranges)
       ranges.push_back(
           json{{"low", crypto::to_hex(reinterpret_cast<const unsigned char*>(low.data()), low.size())},
                {"high", crypto::to_hex(reinterpret_cast<const unsigned char*>(high.data()), high.size())}});
-    out["settee"] = {{"ranges", ranges}, {"covered", plan.covered}};
+    out["settee"]["ranges"] = ranges;
+    out["settee"]["covered"] = plan.covered;
+    if (plan.parts.empty()) {
+      const uint64_t rows = estimate(c, db, plan, *q);
+      out["settee"]["estimated_rows"] = rows == UINT64_MAX ? json(nullptr) : json(rows);
+    }
     if (!plan.parts.empty()) {  // a union: each part's index and ranges
       json parts = json::array();
       for (const query_plan& part : plan.parts)

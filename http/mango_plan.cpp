@@ -155,14 +155,19 @@ std::pair<int, bool> narrowing(const query_index& ix, const conditions& c) {
 
 // mango_idx_view's is_usable and can_use_sort, for every conjunction of `over`; nullopt when
 // unusable.
-std::optional<candidate> usable(const query_index& ix, const branches& over, const find_query& q) {
+// `why` says why not.
+std::optional<candidate> usable(const query_index& ix, const branches& over, const find_query& q, std::string& why) {
   std::set<std::string> sort_fields;
   for (const auto& s : q.sort) sort_fields.insert(s.first);
   candidate out{&ix, &over, INT32_MAX, true};
   for (const conditions& c : over) {
     for (const auto& [f, desc] : ix.def.fields) {
       if (sort_fields.count(f) || f == "_id" || f == "_rev") continue;
-      if (!required(c, f)) return std::nullopt;
+      if (!required(c, f)) {
+        why = "the selector does not require field " + f + (over.size() > 1 ? " in every branch of its $or" : "") +
+              " (documents without it are not in the index)";
+        return std::nullopt;
+      }
     }
     auto [eq, ranged] = narrowing(ix, c);
     out.eq = std::min(out.eq, eq);
@@ -171,6 +176,7 @@ std::optional<candidate> usable(const query_index& ix, const branches& over, con
   if (!q.sort.empty()) {
     // The index's fields after the ones held constant must start with the sort's (ranges of
     // several conjunctions, or of a $in, are in key order only from the index's first field).
+    why = "its fields after the ones the selector holds to one value do not start with the sort's";
     size_t i = 0;
     while (i < ix.def.fields.size() && ix.def.fields[i].first != q.sort.front().first) {
       if (over.size() > 1 || !range_in(over.front(), ix.def.fields[i].first).equality()) return std::nullopt;
@@ -181,6 +187,7 @@ std::optional<candidate> usable(const query_index& ix, const branches& over, con
       if (ix.def.fields[i + k].first != q.sort[k].first) return std::nullopt;
     for (size_t k = 0; k < i; ++k)
       if (in_values(over.front(), ix.def.fields[k].first)) return std::nullopt;
+    why.clear();
     out.descending = q.sort.front().second;
   }
   return out;
@@ -332,7 +339,8 @@ std::optional<query_plan> best_for(const conditions& c, const find_query& q, con
   std::optional<candidate> best;
   for (const query_index& ix : indexes) {
     if (!implied(ix.def.partial_filter, over)) continue;
-    auto u = usable(ix, over, q);
+    std::string why;
+    auto u = usable(ix, over, q, why);
     if (u && (!best || u->eq > best->eq || (u->eq == best->eq && u->ranged && !best->ranged))) best = u;
   }
   if (!best) return std::nullopt;
@@ -383,15 +391,23 @@ result<std::vector<query_plan>> plan_find(const find_query& q, const std::vector
   const branches whole{conditions_of(q.selector)};
   const branches each = branches_of(q.selector);
   std::vector<candidate> usable_ones;
+  std::vector<std::pair<std::string, std::string>> rejected;  // index, why not
   for (const query_index& ix : indexes) {
+    std::string why;
+    bool used = false;
     for (const branches* over : {&whole, &each}) {
       if (over->empty()) continue;
-      if (!implied(ix.def.partial_filter, *over) && !named_by(ix, q)) continue;  // CouchDB uses one only when named
-      if (auto u = usable(ix, *over, q)) {
+      if (!implied(ix.def.partial_filter, *over) && !named_by(ix, q)) {  // CouchDB uses one only when named
+        why = "the selector does not imply its partial_filter_selector";
+        continue;
+      }
+      if (auto u = usable(ix, *over, q, why)) {
         usable_ones.push_back(*u);
+        used = true;
         break;
       }
     }
+    if (!used) rejected.emplace_back(ix.ddoc + "/" + ix.name, why);
   }
   auto better = [](const candidate& a, const candidate& b) {
     if (a.eq != b.eq) return a.eq > b.eq;
@@ -402,6 +418,7 @@ result<std::vector<query_plan>> plan_find(const find_query& q, const std::vector
   };
   std::sort(usable_ones.begin(), usable_ones.end(), better);
   query_plan plan;
+  plan.rejected = rejected;
   const candidate* chosen = nullptr;
   for (const candidate& u : usable_ones)
     if (named_by(*u.index, q)) chosen = &u;

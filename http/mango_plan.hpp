@@ -34,6 +34,8 @@ struct query_plan {
   // For _explain: CouchDB's start_key and end_key of the index's view (`"<MAX>"` above any key).
   json start_key, end_key;
   std::vector<std::string> warnings;  // CouchDB's, one each
+  // The database's JSON indexes the query cannot use, and why (for _explain).
+  std::vector<std::pair<std::string, std::string>> rejected;
   // The ranges hold exactly the selector's matches (only range operators on the fields they
   // encode): the copies answer the rows without matching their documents.
   bool covered = false;

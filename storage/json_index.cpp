@@ -197,8 +197,13 @@ status scan(MDB_txn* t, const tables& tb, uint32_t number, std::string_view low,
     const std::string start = key_of(lo);
     k = lmdb::val(start);
     for (rc = mdb_cursor_get(c.c, &k, &v, MDB_SET_RANGE); rc == 0; rc = mdb_cursor_get(c.c, &k, &v, MDB_NEXT)) {
-      if (lmdb::view(k) >= hi) break;
-      if (!decode_entry(lmdb::view(k), lmdb::view(v), rows)) return corrupt();
+      const std::string_view key = lmdb::view(k), value = lmdb::view(v);
+      if (key >= hi) break;
+      if (!value.empty() && value[0] == single) {  // one row: read in place
+        if (key >= lo && !visit(key.substr(4), value.substr(1))) return {};
+        continue;
+      }
+      if (!decode_entry(key, value, rows)) return corrupt();
       for (const entry& e : rows)
         if (in(e) && !visit(std::string_view(e.pos).substr(4), e.id)) return {};
     }

@@ -22,7 +22,8 @@ PATHS = {"/": "GET", "/_all_dbs": "GET", "/_uuids": "GET", "/_session": "GET POS
          "/fz/_all_docs": "GET POST", "/fz/_bulk_docs": "POST", "/fz/_bulk_get": "POST", "/fz/_revs_diff": "POST",
          "/fz/_changes": "GET POST", "/fz/_security": "GET PUT", "/fz/_shards": "GET", "/fz/_shards/x": "GET",
          "/fz/_local/x": "GET PUT DELETE", "/fz/_design/d": "GET PUT DELETE", "/fz/_ensure_full_commit": "POST",
-         "/fz/_find": "POST", "/fz/_explain": "POST", "/fz/_index": "GET POST", "/fz2": "PUT DELETE"}
+         "/fz/_find": "POST", "/fz/_explain": "POST", "/fz/_index": "GET POST", "/fz/_index/_bulk_delete": "POST",
+         "/fz/_index/d/json/n": "DELETE", "/fz/_index/_design/d/json/n": "DELETE", "/fz2": "PUT DELETE"}
 PARAMS = ["rev", "revs", "revs_info", "open_revs", "latest", "conflicts", "limit", "skip", "descending", "startkey",
           "endkey", "key", "keys", "include_docs", "since", "feed", "heartbeat", "timeout", "style", "filter",
           "doc_ids", "seq_interval", "new_edits", "count", "q", "n", "batch", "inclusive_end", "update_seq"]
@@ -31,7 +32,11 @@ VALUES = ["", "0", "-1", "1", "true", "false", "x", "[", "[]", "{}", "\"a\"", "n
 BODIES = ['{"docs":[{"_id":"a"}]}', '{"docs":"x"}', '{"docs":[1,null,{}]}', '{"keys":[1,"a",null]}', '{"a":["1-x"]}',
           '{"_id":5}', '{"_rev":"x"}', '{"_revisions":{"start":-1,"ids":[]}}', '[]', '"s"', '{', '\x00\x01',
           '{"selector":{"a":{"$in":5}}}', '{"name":1,"password":[]}', '{"members":{"names":"x"}}',
-          '{"new_edits":"x","docs":[]}', '{"docs":[{"_id":"_bad"}]}', json.dumps({"x": "y" * 5000})]
+          '{"new_edits":"x","docs":[]}', '{"docs":[{"_id":"_bad"}]}', json.dumps({"x": "y" * 5000}),
+          '{"index":{"fields":["a"]},"ddoc":"d","name":"n"}', '{"index":{"fields":["a","b"],"partial_filter_selector":'
+          '{"b":{"$gt":1}}}}', '{"selector":{"a":{"$in":[1,2,3]},"b":{"$gt":0}},"sort":["a"]}',
+          '{"selector":{"$or":[{"a":1},{"b":{"$lt":2}}]},"limit":2}', '{"docids":["_design/d",5]}',
+          '{"selector":{"a":{"$gt":1}},"bookmark":"WyJqc29uIiwieCIsW11d"}']
 
 
 def hostile(rng):

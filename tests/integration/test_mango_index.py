@@ -291,6 +291,16 @@ class Indexes(NodeTest):
         e = explain({"$or": [{"age": 3}, {"city": "Kyiv"}]})
         self.assertEqual(e["settee"]["parts"], [{"index": "_design/by-age/age", "ranges": 1},
                                                 {"index": "_design/by-city-only/city", "ranges": 1}])
+        # Why the other indexes could not serve it, and the rows the chosen one's ranges hold.
+        e = explain({"age": 3})
+        reasons = {r["index"]: r["reason"] for r in e["settee"]["rejected"]}
+        self.assertIn("does not require field score", reasons["_design/by-score/score"])
+        self.assertIn("partial_filter_selector", reasons["_design/old/old-names"])
+        self.assertEqual(e["settee"]["estimated_rows"], len(self.find("plain", {"selector": {"age": 3}, "limit": 1000})["docs"]))
+        e = explain({"city": {"$gt": "A"}, "age": 3}, sort=["age"])
+        self.assertEqual(e["index"]["name"], "age")
+        self.assertIn("do not start with the sort", {r["index"]: r["reason"] for r in e["settee"]["rejected"]}[
+            "_design/by-city/city-age"])
         # Nothing can match: no range is read.
         e = explain({"age": {"$gt": 9, "$lt": 3}})
         self.assertEqual((e["index"]["name"], e["settee"]["ranges"]), ("age", []))
