@@ -253,6 +253,13 @@ void expand(const query_index& ix, const conditions& c, size_t i, const std::str
       next.push_back(v);
       expand(ix, c, i + 1, prefix + collation::sort_key(v), next, out);
     }
+    // $in also matches an array holding one of its values (mango_selector's $in): every array.
+    if (values) {
+      json first = start, last = start;
+      first.push_back(json::array());
+      last.push_back(json::array({max_marker}));
+      out.push_back({prefix + '\x60', prefix + '\x70', first, last});  // collation's array and object tags
+    }
     return;
   }
   key_range k{prefix, json_index::past(prefix), start, start};
@@ -310,9 +317,9 @@ bool plain(const json& sel, bool in_field) {
 }
 
 // Whether the ranges `expand` makes of `ix` for the selector hold exactly its matches: every
-// condition is a range operator on a field the ranges encode (the leading fields held to values,
-// then at most one ranged field), a $in alone on its field. Then the copies need not match the
-// documents they read against the selector.
+// condition is a range operator other than $in on a field the ranges encode (the leading fields
+// held to one value, then at most one ranged field). Then the copies need not match the documents
+// they read against the selector.
 bool covers(const query_index& ix, const json& selector) {
   if (!selector.is_object() || !plain(selector, false)) return false;
   const conditions c = conditions_of(selector);
@@ -320,10 +327,9 @@ bool covers(const query_index& ix, const json& selector) {
   for (const auto& [f, desc] : ix.def.fields) {
     auto it = c.find(f);
     if (it == c.end()) break;
-    const bool has_in = in_values(c, f).has_value();
-    if (has_in && (it->second.size() != 1 || in_values(c, f)->size() > 64)) return false;
+    if (in_values(c, f)) return false;  // its ranges also read every array (see expand)
     ++encoded;
-    if (!has_in && !range_in(c, f).equality()) break;  // the ranged field: the last encoded
+    if (!range_in(c, f).equality()) break;  // the ranged field: the last encoded
   }
   for (const auto& [f, conds] : c) {
     bool found = false;

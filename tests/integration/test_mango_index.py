@@ -280,13 +280,13 @@ class Indexes(NodeTest):
         # $in and $or: one range per value or branch of the index they use.
         e = explain({"age": {"$in": [9, 1, 4]}})
         self.assertEqual((e["index"]["name"], len(e["settee"]["ranges"]), e["mrargs"]["start_key"], e["mrargs"]["end_key"]),
-                         ("age", 3, [1], [9, "<MAX>"]))
+                         ("age", 4, [1], [["<MAX>"]]))  # the values, and every array (one may hold a value)
         e = explain({"$or": [{"age": {"$gt": 50}}, {"age": 3}]})
         self.assertEqual((e["index"]["name"], len(e["settee"]["ranges"])), ("age", 2))
         e = explain({"$or": [{"age": {"$lt": 10}}, {"age": {"$gt": 5, "$lt": 15}}]})
         self.assertEqual(len(e["settee"]["ranges"]), 1)  # overlapping ranges read once
         e = explain({"city": {"$in": ["Oslo", "Lima"]}, "age": 7})
-        self.assertEqual((e["index"]["name"], len(e["settee"]["ranges"])), ("city-age", 2))
+        self.assertEqual((e["index"]["name"], len(e["settee"]["ranges"])), ("city-age", 3))  # and the arrays
         self.assertEqual(explain({"$or": [{"age": 3}, {"name": "n2"}]})["index"]["name"], "_all_docs")
         e = explain({"$or": [{"age": 3}, {"city": "Kyiv"}]})
         self.assertEqual(e["settee"]["parts"], [{"index": "_design/by-age/age", "ranges": 1},
@@ -305,6 +305,20 @@ class Indexes(NodeTest):
         e = explain({"age": {"$gt": 9, "$lt": 3}})
         self.assertEqual((e["index"]["name"], e["settee"]["ranges"]), ("age", []))
         self.assertEqual(self.find("ix", {"selector": {"age": {"$gt": 9, "$lt": 3}}})["docs"], [])
+
+    def test_in_finds_arrays_holding_a_value_as_a_scan_does(self):
+        n = self.node
+        for db in ("ix-arr", "ix-arr-plain"):
+            self.new_db(db)
+            n.post(f"/{db}/_bulk_docs", {"docs": [{"_id": "s3", "v": 3}, {"_id": "a39", "v": [3, 9]}, {"_id": "a7", "v": [7]},
+                                                  {"_id": "x", "v": "x"}, {"_id": "a5", "v": [5]}, {"_id": "o", "v": {"k": 3}}]})
+        self.assertEqual(n.post("/ix-arr/_index", {"index": {"fields": ["v"]}}).status, 200)
+        for sel in ({"v": {"$in": [3, 7]}}, {"v": {"$in": [[5], "x"]}}, {"v": 3}, {"v": {"$gt": 2}}):
+            got = sorted(d["_id"] for d in n.post("/ix-arr/_find", {"selector": sel}).json["docs"])
+            want = sorted(d["_id"] for d in n.post("/ix-arr-plain/_find", {"selector": sel}).json["docs"])
+            self.assertEqual(got, want, sel)
+        self.assertEqual(sorted(d["_id"] for d in n.post("/ix-arr/_find", {"selector": {"v": {"$in": [3, 7]}}}).json["docs"]),
+                         ["a39", "a7", "s3"])
 
     def test_the_index_whose_ranges_hold_fewer_rows_is_chosen(self):
         n = self.node

@@ -65,6 +65,9 @@ TEST_CASE("mango plan: ranges hold every match, and exactly the matches when cov
     for (const char* b : {"w", "x", "y", "z"}) docs.push_back(json{{"a", a}, {"b", b}, {"e", a % 2}});
   docs.push_back(json{{"a", "str"}, {"b", "x"}});
   docs.push_back(json{{"a", nullptr}, {"b", "y"}});
+  // $in matches an array holding one of its values ($eq does not).
+  docs.push_back(json{{"a", json::array({7, 40})}, {"b", "x"}});
+  docs.push_back(json{{"a", json::array({2})}, {"b", "y"}});
   for (const auto& body : selectors) {
     CAPTURE(body);
     const auto p = plans(R"({"selector":)" + body + "}", indexes);
