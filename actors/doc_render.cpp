@@ -132,7 +132,7 @@ std::optional<std::string> render_rev(const doc_copy& d, int index, const render
 
 std::string render_winner(const shard_store::snapshot& snap, const doc_info& d, const render_options& opts) {
   auto out = render_rev(snap, d, d.tree.winner(), opts);
-  return out ? *out : render_doc(d.id, d.tree.rev(d.tree.winner()).str(), d.tree.winner_deleted(), "{}", "");
+  return out ? std::move(*out) : render_doc(d.id, d.tree.rev(d.tree.winner()).str(), d.tree.winner_deleted(), "{}", "");
 }
 
 }  // namespace settee
