@@ -258,6 +258,43 @@ result<planned_query> plan_of(ctx& c, const db_meta& db) {
   return out;
 }
 
+// _explain's settee extension: the index's key ranges read (none: the selector matches nothing),
+// in hex, whether documents are matched again, the rows the ranges hold, a union's parts, the
+// indexes weighed and those that could not serve the query, with why.
+json settee_explain(ctx& c, const db_meta& db, const planned_query& planned) {
+  const query_plan& plan = planned.plan;
+  const find_query* q = &planned.q;
+  json out = json::object();
+  auto nullable = [](uint64_t rows) { return rows == UINT64_MAX ? json(nullptr) : json(rows); };
+  if (!plan.rejected.empty()) {
+    json rejected = json::array();
+    for (const auto& [name, why] : plan.rejected) rejected.push_back(json{{"index", name}, {"reason", why}});
+    out["rejected"] = rejected;
+  }
+  if (!plan.index) return out;
+  json ranges = json::array();
+  for (const auto& [low, high] : plan.ranges)
+    ranges.push_back(json{{"low", crypto::to_hex(reinterpret_cast<const unsigned char*>(low.data()), low.size())},
+                          {"high", crypto::to_hex(reinterpret_cast<const unsigned char*>(high.data()), high.size())}});
+  out["ranges"] = ranges;
+  out["covered"] = plan.covered;
+  if (plan.parts.empty()) {
+    out["estimated_rows"] = nullable(estimate(c, db, plan, *q));
+  } else {  // a union: each part's index and ranges
+    json parts = json::array();
+    for (const query_plan& part : plan.parts)
+      parts.push_back(json{{"index", part.index->ddoc + "/" + part.index->name}, {"ranges", part.ranges.size()}});
+    out["parts"] = parts;
+  }
+  if (!planned.estimates.empty()) {
+    json candidates = json::array();
+    for (const auto& [name, rows] : planned.estimates)
+      candidates.push_back(json{{"index", name}, {"estimated_rows", nullable(rows)}});
+    out["candidates"] = candidates;
+  }
+  return out;
+}
+
 json index_json(const query_index& ix) {
   return json{{"ddoc", ix.ddoc},
               {"name", ix.name},
@@ -344,39 +381,8 @@ void handle_explain(ctx& c, const db_meta& db) {
               {"opts", opts},         {"limit", q->limit},
               {"skip", q->skip},      {"fields", fields},
               {"mrargs", mrargs},     {"covering", false}};
-  // settee's own: the index's key ranges read (none: the selector matches nothing), in hex; the
-  // indexes weighed and those that could not serve the query, with why.
-  if (!plan.rejected.empty()) {
-    json rejected = json::array();
-    for (const auto& [name, why] : plan.rejected) rejected.push_back(json{{"index", name}, {"reason", why}});
-    out["settee"]["rejected"] = rejected;
-  }
-  if (plan.index) {
-    json ranges = json::array();
-    for (const auto& [low, high] : plan.ranges)
-      ranges.push_back(
-          json{{"low", crypto::to_hex(reinterpret_cast<const unsigned char*>(low.data()), low.size())},
-               {"high", crypto::to_hex(reinterpret_cast<const unsigned char*>(high.data()), high.size())}});
-    out["settee"]["ranges"] = ranges;
-    out["settee"]["covered"] = plan.covered;
-    if (plan.parts.empty()) {
-      const uint64_t rows = estimate(c, db, plan, *q);
-      out["settee"]["estimated_rows"] = rows == UINT64_MAX ? json(nullptr) : json(rows);
-    }
-    if (!plan.parts.empty()) {  // a union: each part's index and ranges
-      json parts = json::array();
-      for (const query_plan& part : plan.parts)
-        parts.push_back(json{{"index", part.index->ddoc + "/" + part.index->name}, {"ranges", part.ranges.size()}});
-      out["settee"]["parts"] = parts;
-    }
-    if (!planned->estimates.empty()) {
-      json candidates = json::array();
-      for (const auto& [name, rows] : planned->estimates)
-        candidates.push_back(
-            json{{"index", name}, {"estimated_rows", rows == UINT64_MAX ? json(nullptr) : json(rows)}});
-      out["settee"]["candidates"] = candidates;
-    }
-  }
+  json extension = settee_explain(c, db, *planned);
+  if (!extension.empty()) out["settee"] = std::move(extension);
   c.reply(200, out);
 }
 

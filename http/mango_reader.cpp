@@ -132,52 +132,44 @@ result<json_index_def> mango_reader::ensure(const std::string& db, const std::st
   return op->index;
 }
 
-result<mango_page> mango_reader::answer(const std::string& db, const std::string& copy_name, const shard_handle& shard,
-                                        const mango_copy_request& req) {
-  auto def = ensure(db, copy_name, shard, req);
-  if (!def) return def.error();
-  mango_page page;
-  if (req.limit == 0 && !req.estimate) {
-    page.built = def->built;
-    return page;
-  }
-  auto selector_json = parse_json(req.selector);
-  if (!selector_json) return status{errc::bad_request, "the selector is not JSON"};
-  auto selector = mango_selector::compile(*selector_json);
-  if (!selector) return selector.error();
-  auto snap = shard.store->read();
-  if (!snap) return snap.error();
-  // The index as this snapshot has it: built by now, perhaps.
-  for (const json_index_def& d : snap->json_indexes())
-    if (d.signature == req.signature) *def = d;
-  page.built = def->built;
-  if (req.estimate) {
-    page.estimated = def->built ? 0 : UINT64_MAX;
-    for (const auto& [low, high] : req.ranges) {
-      if (!def->built || page.estimated >= req.estimate_cap) break;
-      page.estimated += snap->count_json_index(def->number, low, high, req.estimate_cap - page.estimated);
-    }
-    if (!snap->fault()) return snap->fault();
-    return page;
-  }
+namespace {
+
+// One copy's read of one request, over one snapshot: the page it fills, and the first failure of
+// the selector (a document past the evaluation's bounds).
+struct copy_read {
+  const shard_store::snapshot& snap;
+  const mango_copy_request& req;
+  const mango_selector& selector;
+  mango_page& page;
   render_options opts;
-  opts.conflicts = req.conflicts;
   status failed;
-  // Reads, renders and matches document `id`; true when it matches (its text in `text`).
-  auto matching = [&](const doc_info& d, std::string& text, json* doc_out) -> bool {
-    text = render_winner(*snap, d, opts);
+
+  // Renders document `d`'s winner into `text` and matches it; true when it matches (the parsed
+  // document into `doc_out` when given).
+  bool matching(const doc_info& d, std::string& text, json* doc_out) {
+    text = render_winner(snap, d, opts);
     auto doc = parse_json(text);
     ++page.docs_examined;
     if (!doc) return false;
-    auto ok = selector->matches(*doc);
+    auto ok = selector.matches(*doc);
     if (!ok) {
       failed = ok.error();
       return false;
     }
     if (doc_out && *ok) *doc_out = std::move(*doc);
     return *ok;
-  };
-  if (def->built) {
+  }
+
+  // How many rows the ranges of index `number` hold, up to the cap.
+  void estimate(uint32_t number) {
+    for (const auto& [low, high] : req.ranges) {
+      if (page.estimated >= req.estimate_cap) break;
+      page.estimated += snap.count_json_index(number, low, high, req.estimate_cap - page.estimated);
+    }
+  }
+
+  // The rows of the ranges of built index `number`, after `req.after`, in the query's direction.
+  void from_index(uint32_t number) {
     std::vector<std::pair<std::string, std::string>> ranges = req.ranges;
     if (req.descending) std::reverse(ranges.begin(), ranges.end());
     for (auto [low, high] : ranges) {
@@ -186,14 +178,14 @@ result<mango_page> mango_reader::answer(const std::string& db, const std::string
         if (req.descending) high = std::min(high, req.after);
       }
       if (low >= high) continue;
-      snap->scan_json_index(def->number, low, high, req.descending, [&](std::string_view pos, std::string_view id) {
+      snap.scan_json_index(number, low, high, req.descending, [&](std::string_view pos, std::string_view id) {
         ++page.keys_examined;
         doc_info d;
-        if (!snap->doc(id, d) || d.tree.winner_deleted()) return true;
+        if (!snap.doc(id, d) || d.tree.winner_deleted()) return true;
         std::string text;
         if (req.covered) {  // in the ranges: a match
           ++page.docs_examined;
-          page.rows.push_back({std::string(pos), render_winner(*snap, d, opts)});
+          page.rows.push_back({std::string(pos), render_winner(snap, d, opts)});
         } else if (matching(d, text, nullptr)) {
           page.rows.push_back({std::string(pos), std::move(text)});
         }
@@ -201,19 +193,22 @@ result<mango_page> mango_reader::answer(const std::string& db, const std::string
       });
       if (!failed || page.rows.size() >= req.limit) break;
     }
-  } else {
-    // Not built yet: every document, in the index's order, the first `limit` matches kept.
+  }
+
+  // An index not built yet: every document of the copy, its key made by `keys`, the first
+  // `limit` matches in the index's order kept (a bounded heap).
+  void by_scan(const mango_keys& keys, const std::string& definition) {
     auto before = [&](const mango_row& a, const mango_row& b) {
       return req.descending ? a.pos > b.pos : a.pos < b.pos;
     };
     std::priority_queue<mango_row, std::vector<mango_row>, decltype(before)> best(before);  // worst on top
-    snap->scan_docs("", false, [&](const doc_info& d) {
+    snap.scan_docs("", false, [&](const doc_info& d) {
       if (d.tree.winner_deleted() || d.id.rfind("_design/", 0) == 0) return true;
       ++page.keys_examined;
       std::string text;
       json doc;
       if (!matching(d, text, &doc)) return static_cast<bool>(failed);
-      auto key = keys_->key_of(def->definition, doc);
+      auto key = keys.key_of(definition, doc);
       if (!key) return true;
       mango_row row{json_index::position(*key, d.id), std::move(text)};
       if (!wanted(row.pos, req)) return true;
@@ -231,7 +226,38 @@ result<mango_page> mango_reader::answer(const std::string& db, const std::string
     }
     std::reverse(page.rows.begin(), page.rows.end());
   }
-  if (!failed) return failed;
+};
+
+}  // namespace
+
+result<mango_page> mango_reader::answer(const std::string& db, const std::string& copy_name, const shard_handle& shard,
+                                        const mango_copy_request& req) {
+  auto def = ensure(db, copy_name, shard, req);
+  if (!def) return def.error();
+  mango_page page;
+  page.built = def->built;
+  if (req.limit == 0 && !req.estimate) return page;
+  auto selector_json = parse_json(req.selector);
+  if (!selector_json) return status{errc::bad_request, "the selector is not JSON"};
+  auto selector = mango_selector::compile(*selector_json);
+  if (!selector) return selector.error();
+  auto snap = shard.store->read();
+  if (!snap) return snap.error();
+  // The index as this snapshot has it: built by now, perhaps.
+  for (const json_index_def& d : snap->json_indexes())
+    if (d.signature == req.signature) *def = d;
+  page.built = def->built;
+  copy_read read{*snap, req, *selector, page, {}, {}};
+  read.opts.conflicts = req.conflicts;
+  if (req.estimate) {
+    page.estimated = def->built ? 0 : UINT64_MAX;  // not built: unknown
+    if (def->built) read.estimate(def->number);
+  } else if (def->built) {
+    read.from_index(def->number);
+  } else {
+    read.by_scan(*keys_, def->definition);
+  }
+  if (!read.failed) return read.failed;
   if (!snap->fault()) return snap->fault();
   return page;
 }
