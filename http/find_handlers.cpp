@@ -377,7 +377,7 @@ void handle_explain(ctx& c, const db_meta& db) {
                  {"update", q->update},
                  {"conflicts", "undefined"}};
   json out = {{"dbname", db.name},    {"index", plan.index ? index_json(*plan.index) : all_docs_index()},
-              {"partitioned", false}, {"selector", q->selector},
+              {"partitioned", false}, {"selector", normalize_selector(q->selector)},
               {"opts", opts},         {"limit", q->limit},
               {"skip", q->skip},      {"fields", fields},
               {"mrargs", mrargs},     {"covering", false}};

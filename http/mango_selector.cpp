@@ -417,4 +417,116 @@ result<bool> mango_selector::matches(const json& doc) const {
   return matched;
 }
 
+namespace {
+
+bool is_op(const std::string& k) {
+  return !k.empty() && k[0] == '$';
+}
+
+bool one_of(const std::string& k, std::initializer_list<const char*> names) {
+  for (const char* n : names)
+    if (k == n) return true;
+  return false;
+}
+
+json single(const std::string& k, json v) {
+  json o = json::object();
+  o[k] = std::move(v);
+  return o;
+}
+
+// mango_selector's norm_ops: implicit $and and $eq made explicit.
+json norm_ops(const json& v) {
+  if (!v.is_object() || v.empty()) return single("$eq", v);
+  if (v.size() > 1) {
+    json all = json::array();
+    for (auto it = v.begin(); it != v.end(); ++it) all.push_back(norm_ops(single(it.key(), it.value())));
+    return single("$and", std::move(all));
+  }
+  const std::string& k = v.begin().key();
+  const json& a = v.begin().value();
+  if (one_of(k, {"$and", "$or", "$nor"}) && a.is_array()) {
+    json out = json::array();
+    for (const json& e : a) out.push_back(norm_ops(e));
+    return single(k, std::move(out));
+  }
+  if (one_of(k, {"$not", "$elemMatch", "$allMatch", "$keyMapMatch"}) && a.is_object()) return single(k, norm_ops(a));
+  if (is_op(k)) return v;
+  return single(k, norm_ops(a));
+}
+
+json norm_fields(const json& v, const std::string& path);
+
+json norm_fields_top(const json& v) {
+  return v.is_object() && v.empty() ? json::object() : norm_fields(v, "");
+}
+
+// mango_selector's norm_fields: field names pushed down to the operators as dotted paths.
+json norm_fields(const json& v, const std::string& path) {
+  if (!v.is_object() || v.size() != 1) return single(path, v);
+  const std::string& k = v.begin().key();
+  const json& a = v.begin().value();
+  if (one_of(k, {"$and", "$or", "$nor"}) && a.is_array()) {
+    json out = json::array();
+    for (const json& e : a) out.push_back(norm_fields(e, path));
+    return single(k, std::move(out));
+  }
+  if (k == "$not") return single(k, norm_fields(a, path));
+  if (one_of(k, {"$elemMatch", "$allMatch", "$keyMapMatch"})) return single(path, single(k, norm_fields_top(a)));
+  if (is_op(k)) return single(path, v);
+  return norm_fields(a, path.empty() ? k : path + "." + k);
+}
+
+json negate(const json& v);
+
+// mango_selector's norm_negations: $not and $nor pushed down to the leaves.
+json norm_negations(const json& v) {
+  if (!v.is_object() || v.size() != 1) return v;
+  const std::string& k = v.begin().key();
+  const json& a = v.begin().value();
+  if (k == "$not") return negate(a);
+  if (k == "$nor" && a.is_array()) {
+    json out = json::array();
+    for (const json& e : a) out.push_back(negate(e));
+    return single("$and", std::move(out));
+  }
+  if (one_of(k, {"$and", "$or"}) && a.is_array()) {
+    json out = json::array();
+    for (const json& e : a) out.push_back(norm_negations(e));
+    return single(k, std::move(out));
+  }
+  if (one_of(k, {"$elemMatch", "$allMatch", "$keyMapMatch"})) return single(k, norm_negations(a));
+  return v;
+}
+
+json negate(const json& v) {
+  if (!v.is_object() || v.size() != 1) return single("$not", v);
+  const std::string& k = v.begin().key();
+  const json& a = v.begin().value();
+  auto each = [&](const char* op, bool negated) {
+    json out = json::array();
+    for (const json& e : a) out.push_back(negated ? negate(e) : norm_negations(e));
+    return single(op, std::move(out));
+  };
+  if (k == "$not") return norm_negations(a);
+  if (k == "$nor" && a.is_array()) return each("$or", false);
+  if (k == "$and" && a.is_array()) return each("$or", true);
+  if (k == "$or" && a.is_array()) return each("$and", true);
+  static const std::pair<const char*, const char*> flips[] = {{"$lt", "$gte"}, {"$lte", "$gt"}, {"$eq", "$ne"},
+                                                              {"$ne", "$eq"},  {"$gte", "$lt"}, {"$gt", "$lte"},
+                                                              {"$in", "$nin"}, {"$nin", "$in"}};
+  for (const auto& [from, to] : flips)
+    if (k == from) return single(to, a);
+  if (k == "$exists" && a.is_boolean()) return single(k, !a.get<bool>());
+  if (is_op(k)) return single("$not", v);
+  return single(k, negate(a));
+}
+
+}  // namespace
+
+json normalize_selector(const json& selector) {
+  if (!selector.is_object() || selector.empty()) return json::object();
+  return norm_negations(norm_fields_top(norm_ops(selector)));
+}
+
 }  // namespace settee

@@ -33,6 +33,12 @@ class mango_selector {
   std::shared_ptr<const node> root_;
 };
 
+// `selector` (valid: compiled) as CouchDB's mango_selector:normalize writes it, for _explain:
+// implicit $and and $eq made explicit, field names pushed down to the operators as dotted paths
+// ({"a":{"b":{"$gt":1}}} -> {"a.b":{"$gt":1}}), negations pushed to the leaves ($not of $gt is
+// $lte, De Morgan through $and/$or, $nor as an $and of negations).
+json normalize_selector(const json& selector);
+
 // -1, 0, 1 under CouchDB's JSON collation.
 int collate(const json& a, const json& b);
 

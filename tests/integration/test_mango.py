@@ -162,6 +162,9 @@ class Find(NodeTest):
         self.assertEqual(e["index"], {"ddoc": None, "name": "_all_docs", "type": "special",
                                       "def": {"fields": [{"_id": "asc"}]}})
         self.assertEqual(e["selector"], {"n": {"$gt": 3}})
+        # Shown normalized, as CouchDB shows it.
+        n = self.node.post("/mango/_explain", {"selector": {"owner": {"age": 3}, "$not": {"n": {"$lt": 2}}}}).json
+        self.assertEqual(n["selector"], {"$and": [{"owner.age": {"$eq": 3}}, {"n": {"$gte": 2}}]})
         self.assertEqual((e["limit"], e["skip"], e["fields"]), (2, 0, ["n"]))
         self.assertEqual(e["opts"]["bookmark"], "nil")
         self.assertEqual(e["mrargs"]["direction"], "fwd")

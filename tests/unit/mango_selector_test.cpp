@@ -193,3 +193,31 @@ TEST_CASE("a $regex that reaches its limits makes the match an error") {
   CHECK(r.error().reason.rfind("Selector error: regular expression", 0) == 0);
   CHECK(m(R"({"v":{"$regex":"^a*$"}})", json{{"v", std::string(100000, 'a')}}.dump().c_str()));
 }
+
+namespace settee {
+namespace {
+
+TEST_CASE("mango selectors normalized as CouchDB's mango_selector:normalize writes them") {
+  const std::vector<std::pair<const char*, const char*>> cases = {
+      {R"({"foo":{"$and":[{"$gt":5},{"$lt":10}]}})", R"({"$and":[{"foo":{"$gt":5}},{"foo":{"$lt":10}}]})"},
+      {R"({"foo":{"bar":{"$gt":10}}})", R"({"foo.bar":{"$gt":10}})"},
+      {R"({"$not":{"foo":{"$gt":10}}})", R"({"foo":{"$lte":10}})"},
+      {R"({"$not":{"$and":[{"foo":{"$gt":10}},{"foo":{"$lt":5}}]}})",
+       R"({"$or":[{"foo":{"$lte":10}},{"foo":{"$gte":5}}]})"},
+      {R"({"a":1,"b":{"$gt":2}})", R"({"$and":[{"a":{"$eq":1}},{"b":{"$gt":2}}]})"},
+      {R"({"a":{"$gt":1,"$lt":5}})", R"({"$and":[{"a":{"$gt":1}},{"a":{"$lt":5}}]})"},
+      {R"({"a":{"$elemMatch":{"$gte":80,"$lt":85}}})",
+       R"({"a":{"$elemMatch":{"$and":[{"":{"$gte":80}},{"":{"$lt":85}}]}}})"},
+      {R"({"$nor":[{"a":1},{"b":{"$in":[1]}}]})", R"({"$and":[{"a":{"$ne":1}},{"b":{"$nin":[1]}}]})"},
+      {R"({"a":{"$not":{"$regex":"x"}}})", R"({"a":{"$not":{"$regex":"x"}}})"},  // up, then back down
+      {R"({"$or":[{"a":{"$exists":true}},{"b":[1,2]}]})", R"({"$or":[{"a":{"$exists":true}},{"b":{"$eq":[1,2]}}]})"},
+      {R"({})", R"({})"},
+  };
+  for (const auto& [in, out] : cases) {
+    CAPTURE(in);
+    CHECK(normalize_selector(json::parse(in)).dump() == json::parse(out).dump());
+  }
+}
+
+}  // namespace
+}  // namespace settee
