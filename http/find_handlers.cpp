@@ -315,8 +315,12 @@ void handle_find(ctx& c, const db_meta& db) {
                : plan->plan.index        ? run_index(c, db, *q, plan->plan)
                                          : run_all_docs(c, db, *q, plan->plan.descending);
   if (!found) return c.error(found.error());
-  std::string body = "{\"docs\":[";
-  for (size_t i = 0; i < found->docs.size(); ++i) body += (i ? ",\n" : "\n") + found->docs[i];
+  size_t bytes = 256;
+  for (const std::string& d : found->docs) bytes += d.size() + 2;
+  std::string body;
+  body.reserve(bytes);
+  body += "{\"docs\":[";
+  for (size_t i = 0; i < found->docs.size(); ++i) body.append(i ? ",\n" : "\n").append(found->docs[i]);
   const std::string bookmark = !found->bookmark.empty() ? found->bookmark : q->bookmark.value_or("nil");
   body += "\n],\n\"bookmark\":" + json(bookmark).dump();
   if (!plan->plan.warnings.empty()) {
