@@ -11,6 +11,8 @@ between the BEGIN/END compare markers (`compare-attachments` for that set) in th
 generator itself. Needs `npm install` in bench/ (package.json) and a built settee.
 """
 import argparse
+import base64
+import json
 import os
 import re
 import shutil
@@ -26,6 +28,22 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 LOADGEN = os.path.join(ROOT, "build", "settee_loadgen")
 SETTEE = os.path.join(ROOT, "build", "settee")
 POUCH = os.path.join(ROOT, "bench", "node_modules", ".bin", "pouchdb-server")
+
+# The servers start_servers starts, and a JSON request to one of them (by name): its parsed answer.
+AUTH = {"settee": {"Authorization": "Basic " + base64.b64encode(b"bench:bench").decode()}, "pouchdb-server": {}}
+PORTS = {"settee": 25990, "pouchdb-server": 25991}
+
+
+def req(server, method, path, body=None, timeout=3600):
+    headers = dict(AUTH[server])
+    data = None
+    if body is not None:
+        data = json.dumps(body).encode()
+        headers["Content-Type"] = "application/json"
+    r = urllib.request.Request(f"http://127.0.0.1:{PORTS[server]}{path}", data=data, headers=headers, method=method)
+    with urllib.request.urlopen(r, timeout=timeout) as resp:
+        return json.loads(resp.read())
+
 
 # name, loadgen args, metric, unit, higher is better
 WORKLOADS = [

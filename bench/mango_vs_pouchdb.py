@@ -5,7 +5,6 @@ a range with a sort and limit 100, $in of 50 values, $or of two indexed fields, 
 index serves (a full scan). Both servers fresh on loopback with their defaults (compare.py).
     python3 bench/mango_vs_pouchdb.py [docs=50000]
 Needs `npm install` in bench/ (pouchdb-server) and a built settee."""
-import base64
 import json
 import os
 import random
@@ -13,26 +12,12 @@ import statistics
 import sys
 import tempfile
 import time
-import urllib.request
 
 sys.path.insert(0, os.path.dirname(__file__))
-from compare import POUCH, SETTEE, start_servers  # noqa: E402
+from compare import POUCH, SETTEE, req, start_servers  # noqa: E402
 
 DOCS = int(sys.argv[1]) if len(sys.argv) > 1 else 50000
 PAD = "x" * 900
-AUTH = {"settee": {"Authorization": "Basic " + base64.b64encode(b"bench:bench").decode()}, "pouchdb-server": {}}
-PORTS = {"settee": 25990, "pouchdb-server": 25991}
-
-
-def req(server, method, path, body=None, timeout=3600):
-    headers = dict(AUTH[server])
-    data = None
-    if body is not None:
-        data = json.dumps(body).encode()
-        headers["Content-Type"] = "application/json"
-    r = urllib.request.Request(f"http://127.0.0.1:{PORTS[server]}{path}", data=data, headers=headers, method=method)
-    with urllib.request.urlopen(r, timeout=timeout) as resp:
-        return json.loads(resp.read())
 
 
 def find(server, body):

@@ -4,33 +4,17 @@ _count, built by its first query (docs/s), then a key= query and a group=true re
 Both servers fresh on loopback with their defaults (compare.py's start_servers).
     python3 bench/view_vs_pouchdb.py [docs=50000]
 Needs `npm install` in bench/ (pouchdb-server) and a built settee."""
-import base64
-import json
 import os
 import statistics
 import sys
 import tempfile
 import time
-import urllib.request
 
 sys.path.insert(0, os.path.dirname(__file__))
-from compare import POUCH, SETTEE, start_servers  # noqa: E402
+from compare import POUCH, SETTEE, req, start_servers  # noqa: E402
 
 DOCS = int(sys.argv[1]) if len(sys.argv) > 1 else 50000
 PAD = "x" * 900
-AUTH = {"settee": {"Authorization": "Basic " + base64.b64encode(b"bench:bench").decode()}, "pouchdb-server": {}}
-PORTS = {"settee": 25990, "pouchdb-server": 25991}
-
-
-def req(server, method, path, body=None, timeout=3600):
-    headers = dict(AUTH[server])
-    data = None
-    if body is not None:
-        data = json.dumps(body).encode()
-        headers["Content-Type"] = "application/json"
-    r = urllib.request.Request(f"http://127.0.0.1:{PORTS[server]}{path}", data=data, headers=headers, method=method)
-    with urllib.request.urlopen(r, timeout=timeout) as resp:
-        return json.loads(resp.read())
 
 
 def timed(server, path):

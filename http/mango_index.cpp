@@ -31,6 +31,7 @@ result<index_def> def_of(const json& index) {
     if (!compiled) return compiled.error();
     d.partial_filter = *p;
   }
+  d.seal();
   return d;
 }
 
@@ -49,13 +50,19 @@ json view_of(const query_index& ix, const json& given_fields) {
 }  // namespace
 
 std::string index_def::definition() const {
-  json fields = json::array();
-  for (const auto& [f, desc] : this->fields) fields.push_back(json{{f, desc ? "desc" : "asc"}});
-  return json{{"fields", fields}, {"partial_filter_selector", partial_filter}}.dump();
+  if (!definition_.empty()) return definition_;
+  return json{{"fields", to_json()["fields"]}, {"partial_filter_selector", partial_filter}}.dump();
 }
 
 std::string index_def::signature() const {
-  return crypto::sha256_hex(definition());
+  return !signature_.empty() ? signature_ : crypto::sha256_hex(definition());
+}
+
+void index_def::seal() {
+  definition_.clear();
+  signature_.clear();
+  definition_ = definition();
+  signature_ = crypto::sha256_hex(definition_);
 }
 
 json index_def::to_json() const {

@@ -25,10 +25,16 @@ struct index_def {
   json partial_filter = json::object();  // {} when none
   // {"fields":[{"a":"asc"},...],"partial_filter_selector":{...}}: what the copies keep (opaque
   // to them), and its hash, which names the index's rows on every copy.
+  // Parsed definitions (parse_index_request, indexes_of) carry both made once (sealed); one
+  // built by hand makes them at each call.
   std::string definition() const;
   std::string signature() const;
   // As GET /db/_index shows it: fields as [{"a":"asc"}], the partial filter only when set.
   json to_json() const;
+  void seal();
+
+ private:
+  std::string definition_, signature_;
 };
 
 // A JSON index of a design document.

@@ -70,6 +70,13 @@ class mango_build final : public job {
   uint64_t total_ = 0, done_ = 0;
 };
 
+// Index `signature` as snapshot `snap` has it; nullopt when the copy does not keep it.
+std::optional<json_index_def> index_in(const shard_store::snapshot& snap, const std::string& signature) {
+  for (json_index_def& d : snap.json_indexes())
+    if (d.signature == signature) return std::move(d);
+  return std::nullopt;
+}
+
 // Whether position `pos` is in one of `ranges` and past `after` in the direction.
 bool wanted(const std::string& pos, const mango_copy_request& req) {
   if (!req.after.empty() && (req.descending ? pos >= req.after : pos <= req.after)) return false;
@@ -103,32 +110,18 @@ result<mango_reader::index_list> mango_reader::indexes(const db_meta& db,
   return list;
 }
 
-void mango_reader::start_build(const std::string& db, const std::string& copy_name, const shard_handle& shard,
-                               const json_index_def& def) {
-  (void)db;
+void mango_reader::start_build(const std::string& copy_name, const shard_handle& shard, const json_index_def& def) {
   const std::string id = job_id(copy_name, def.signature);
   if (def.built || jobs_.has(id)) return;
   jobs_.submit(id, view_build::lane, std::make_shared<mango_build>(copy_name, shard, def));
 }
 
-result<json_index_def> mango_reader::ensure(const std::string& db, const std::string& copy_name,
-                                            const shard_handle& shard, const mango_copy_request& req) {
-  {
-    auto snap = shard.store->read();
-    if (!snap) return snap.error();
-    for (json_index_def& d : snap->json_indexes()) {
-      if (d.signature != req.signature) continue;
-      start_build(db, copy_name, shard, d);
-      return d;
-    }
-    if (!snap->fault()) return snap->fault();
-  }
+result<json_index_def> mango_reader::define(const shard_handle& shard, const mango_copy_request& req) {
   auto op = std::make_shared<write_op>();
   op->what = write_op::kind::index_define;
   op->index.signature = req.signature;
   op->index.definition = req.definition;
   if (auto st = commit(shard, op); !st) return st;
-  start_build(db, copy_name, shard, op->index);
   return op->index;
 }
 
@@ -230,10 +223,21 @@ struct copy_read {
 
 }  // namespace
 
-result<mango_page> mango_reader::answer(const std::string& db, const std::string& copy_name, const shard_handle& shard,
+result<mango_page> mango_reader::answer(const std::string& copy_name, const shard_handle& shard,
                                         const mango_copy_request& req) {
-  auto def = ensure(db, copy_name, shard, req);
-  if (!def) return def.error();
+  // The index as the copy keeps it: defined first when it does not (its build started either way).
+  auto snap = shard.store->read();
+  if (!snap) return snap.error();
+  auto def = index_in(*snap, req.signature);
+  if (!def) {
+    if (!snap->fault()) return snap->fault();
+    auto made = define(shard, req);
+    if (!made) return made.error();
+    snap = shard.store->read();
+    if (!snap) return snap.error();
+    def = index_in(*snap, req.signature).value_or(*made);
+  }
+  start_build(copy_name, shard, *def);
   mango_page page;
   page.built = def->built;
   if (req.limit == 0 && !req.estimate) return page;
@@ -241,12 +245,6 @@ result<mango_page> mango_reader::answer(const std::string& db, const std::string
   if (!selector_json) return status{errc::bad_request, "the selector is not JSON"};
   auto selector = mango_selector::compile(*selector_json);
   if (!selector) return selector.error();
-  auto snap = shard.store->read();
-  if (!snap) return snap.error();
-  // The index as this snapshot has it: built by now, perhaps.
-  for (const json_index_def& d : snap->json_indexes())
-    if (d.signature == req.signature) *def = d;
-  page.built = def->built;
   copy_read read{*snap, req, *selector, page, {}, {}};
   read.opts.conflicts = req.conflicts;
   if (req.estimate) {
@@ -264,15 +262,15 @@ result<mango_page> mango_reader::answer(const std::string& db, const std::string
 
 result<std::vector<mango_page>> mango_reader::pages(const db_meta& db, const mango_copy_request& req,
                                                     const std::vector<std::string>& after) {
-  auto answers = coord_.each_range<mango_page>(
-      db, coordinator::all_ranges(db), [&](shard_copy& copy, size_t r, shard_copy::answer<mango_page> done) {
-        mango_copy_request mine = req;
-        if (r < after.size()) mine.after = after[r];
-        if (!copy.local()) return copy.start_mango(mine, std::move(done));
-        auto shard = coord_.shard(db, r);
-        if (!shard) return done(shard.error());
-        done(answer(db.name, shard_name(db.name, db.shard_id(r)), *shard, mine));
-      });
+  auto answers = coord_.each_range<mango_page>(db, coordinator::all_ranges(db),
+                                               [&](shard_copy& copy, size_t r, shard_copy::answer<mango_page> done) {
+                                                 mango_copy_request mine = req;
+                                                 if (r < after.size()) mine.after = after[r];
+                                                 if (!copy.local()) return copy.start_mango(mine, std::move(done));
+                                                 auto shard = coord_.shard(db, r);
+                                                 if (!shard) return done(shard.error());
+                                                 done(answer(shard_name(db.name, db.shard_id(r)), *shard, mine));
+                                               });
   std::vector<mango_page> out;
   for (auto& a : answers) {
     if (!a.value) return a.value.error();
@@ -288,7 +286,7 @@ void mango_reader::copy_rows(const std::string& db_name, const std::string& rang
   auto shard = coord_.own_copy(*db, range);
   if (!shard) return done(shard.error());
   const size_t r = *db->range_named(range);  // own_copy found it there
-  done(answer(db->name, shard_name(db->name, db->shard_id(r)), *shard, req));
+  done(answer(shard_name(db->name, db->shard_id(r)), *shard, req));
 }
 
 size_t mango_reader::cleanup(const db_meta& db, const std::set<std::string>& keep) {

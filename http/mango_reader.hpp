@@ -53,13 +53,12 @@ class mango_reader {
   static constexpr size_t docs_per_step = 1000;
 
  private:
-  result<mango_page> answer(const std::string& db, const std::string& copy_name, const shard_handle& shard,
-                            const mango_copy_request& req);
-  // The index as the copy keeps it, defined first when it does not (then its build is started).
-  result<json_index_def> ensure(const std::string& db, const std::string& copy_name, const shard_handle& shard,
-                                const mango_copy_request& req);
-  void start_build(const std::string& db, const std::string& copy_name, const shard_handle& shard,
-                   const json_index_def& def);
+  // This node's copy `shard` (named `copy_name`) answering `req`.
+  result<mango_page> answer(const std::string& copy_name, const shard_handle& shard, const mango_copy_request& req);
+  // The copy keeps index `req.signature` from now on (an index_define commit); as it keeps it.
+  result<json_index_def> define(const shard_handle& shard, const mango_copy_request& req);
+  // Queues the build of `def` on the copy unless it is built or queued.
+  void start_build(const std::string& copy_name, const shard_handle& shard, const json_index_def& def);
 
   coordinator& coord_;
   job_runner& jobs_;

@@ -476,11 +476,7 @@ status shard_store::apply_doc(MDB_txn* t, shard_header& h, doc_update& u, doc_re
     if (auto st = doc_rank::add(t, rank_, docs_, live_record, key, after == doc_state::live ? +1 : -1); !st) return st;
   }
   const std::string* winner_body = d.tree.winner() == leaf ? &u.body : nullptr;
-  if (!working_->empty()) {
-    std::vector<const json_index_def*> all;
-    for (const json_index_def& x : *working_) all.push_back(&x);
-    if (auto st = reindex(t, d, winner_body, all); !st) return st;
-  }
+  if (auto st = reindex_all(t, d, winner_body); !st) return st;
   if (db_events_ && u.id.rfind("_design/", 0) != 0) {
     uint32_t index = 0;
     return record_db_events(t, d, winner_body, now_s, index);
@@ -507,6 +503,13 @@ status shard_store::reindex(MDB_txn* t, const doc_info& d, const std::string* wi
     if (auto st = json_index::set_row(t, jx_, defs[i]->number, d.id, keys[i]); !st) return st;
   }
   return {};
+}
+
+status shard_store::reindex_all(MDB_txn* t, const doc_info& d, const std::string* winner_body) {
+  if (working_->empty()) return {};
+  std::vector<const json_index_def*> all;
+  for (const json_index_def& x : *working_) all.push_back(&x);
+  return reindex(t, d, winner_body, all);
 }
 
 status shard_store::index_op(MDB_txn* t, write_op& op, index_list& defs) {
@@ -808,11 +811,7 @@ status shard_store::import_step(MDB_txn* t, shard_header& h, import_request& req
     }
     if (st = put(t, by_seq_, codec::seq_key(c.seq), encode_change(d, c.time_s), MDB_APPEND); !st) return false;
     if (st = put(t, docs_, key, encode_doc(c.id, c.seq, d.tree)); !st) return false;
-    if (!working_->empty()) {
-      std::vector<const json_index_def*> all;
-      for (const json_index_def& x : *working_) all.push_back(&x);
-      if (st = reindex(t, d, nullptr, all); !st) return false;
-    }
+    if (st = reindex_all(t, d, nullptr); !st) return false;
     count(h, state_of(d.tree), +1);
     if (state_of(d.tree) == doc_state::live) {
       if (st = doc_rank::add(t, rank_, docs_, live_record, key, +1); !st) return false;

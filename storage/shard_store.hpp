@@ -338,6 +338,8 @@ class shard_store : public std::enable_shared_from_this<shard_store> {
   // Document `d`'s rows in `defs` made what its winner is now (`winner_body` when known).
   status reindex(MDB_txn* t, const doc_info& d, const std::string* winner_body,
                  const std::vector<const json_index_def*>& defs);
+  // The same in every index of the commit's list.
+  status reindex_all(MDB_txn* t, const doc_info& d, const std::string* winner_body);
   status stage_blob(MDB_txn* t, shard_header& h, write_op& op);
   status import_step(MDB_txn* t, shard_header& h, import_request& req);
   // Removes document `key`'s record, its by_seq entry and bodies (a document imported again).
