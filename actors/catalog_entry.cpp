@@ -203,6 +203,28 @@ std::optional<size_t> catalog_entry::find(const std::string& id) const {
   return std::nullopt;
 }
 
+std::vector<std::string> ancestor_uuid_prefixes(const catalog_entry& lineage, const shard_range& range,
+                                                const std::string& uuid_prefix, size_t prefix_length) {
+  std::vector<std::string> out;
+  auto at =
+      std::find_if(lineage.shards.begin(), lineage.shards.end(), [&](const shard_info& s) { return s.range == range; });
+  std::string known = uuid_prefix;  // the copy's uuid as far as known: its parent's must derive it
+  for (size_t depth = 0; at != lineage.shards.end() && !known.empty() && depth < 64; ++depth) {
+    if (at->parents.empty()) break;
+    auto parent = lineage.find(at->parents.front());
+    if (!parent) break;
+    const shard_range child = at->range;
+    at = lineage.shards.begin() + static_cast<std::ptrdiff_t>(*parent);
+    auto made = std::find_if(at->uuids.begin(), at->uuids.end(), [&](const auto& u) {
+      return split_child_uuid(u.second, child).compare(0, known.size(), known) == 0;
+    });
+    if (made == at->uuids.end()) break;
+    out.push_back(made->second.substr(0, prefix_length));
+    known = made->second;
+  }
+  return out;
+}
+
 catalog_entry merge_catalog_entries(const catalog_entry& a, const catalog_entry& b) {
   if (a.created != b.created || a.everywhere || b.everywhere) return a;
   catalog_entry out = a;

@@ -76,6 +76,14 @@ struct catalog_entry {
 // the lineage, which records the parent copies' uuids, before the parent's checkpoints translate it.
 std::string split_child_uuid(const std::string& parent_uuid, const shard_range& range);
 
+// The uuid prefixes (`prefix_length` characters) of the parent copies whose splits made the copy of
+// `range` whose uuid starts with `uuid_prefix`, nearest first: each found by deriving its child's
+// uuid (split_child_uuid), so wherever the copies went since (a map that has not learned a move
+// still finds them). Stops at a copy no split in the lineage made (another incarnation, a split
+// before release 0.4).
+std::vector<std::string> ancestor_uuid_prefixes(const catalog_entry& lineage, const shard_range& range,
+                                                const std::string& uuid_prefix, size_t prefix_length);
+
 // One database's entry written on two nodes at once (splits of different ranges): lineage only
 // grows (shards are added, open ones close, copies move), so the union of both is the map. Entries of different
 // incarnations are not merged: `a` (the winner) stands.

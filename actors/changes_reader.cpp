@@ -147,32 +147,8 @@ std::optional<seq_entry> changes_reader::ancestor_position(const std::vector<seq
 }
 
 std::vector<std::string> changes_reader::ancestor_prefixes(const seq_entry& e) const {
-  std::vector<std::string> out;
-  if (!db_.entry) return out;
-  const catalog_entry& lineage = *db_.entry;
-  auto at = std::find_if(lineage.shards.begin(), lineage.shards.end(),
-                         [&](const shard_info& s) { return s.range == e.range; });
-  std::string node = e.node;
-  std::string known = e.uuid_prefix;  // the copy's uuid as far as known: its parent's must derive it
-  for (size_t depth = 0; at != lineage.shards.end() && depth < 64; ++depth) {
-    // The node this copy was made on: its moves undone (bounded, whatever the map holds).
-    for (size_t hop = 0; hop < 64; ++hop) {
-      auto from = std::find_if(at->moved.begin(), at->moved.end(), [&](const auto& m) { return m.second == node; });
-      if (from == at->moved.end()) break;
-      node = from->first;
-    }
-    if (at->parents.empty()) break;
-    auto parent = lineage.find(at->parents.front());
-    if (!parent) break;
-    const shard_range child = at->range;
-    at = lineage.shards.begin() + static_cast<std::ptrdiff_t>(*parent);
-    auto uuid = at->uuids.find(node);
-    // Not a copy this parent's split made (another incarnation, or a split before 0.4): stop.
-    if (uuid == at->uuids.end() || split_child_uuid(uuid->second, child).compare(0, known.size(), known) != 0) break;
-    out.push_back(uuid->second.substr(0, uuid_prefix_length));
-    known = uuid->second;
-  }
-  return out;
+  if (!db_.entry) return {};
+  return ancestor_uuid_prefixes(*db_.entry, e.range, e.uuid_prefix, uuid_prefix_length);
 }
 
 void changes_reader::translate_through_ancestors(const shard_pos& p, const seq_entry& e, resolved_since& r) const {

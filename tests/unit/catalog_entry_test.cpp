@@ -197,3 +197,28 @@ TEST_CASE("a split child's uuid derives from its parent copy's and its range") {
   CHECK(a != split_child_uuid("0123456789abcdef0123456789abcdef", right));
   CHECK(a != split_child_uuid("fedcba9876543210fedcba9876543210", left));  // another copy's child
 }
+
+TEST_CASE("a split child's copy finds its ancestors by uuid, wherever the copies went") {
+  auto e = catalog_entry::initial(1700000000, {{"a@h", "b@h"}});
+  const std::string ua(32, 'a'), ub(32, 'b');
+  const shard_range left = *shard_range::parse("00000000-7fffffff");
+  const shard_range quarter = *shard_range::parse("00000000-3fffffff");
+  REQUIRE(e.split_shard(e.shards[0].id(), 1700000100000, {{"a@h", 50}, {"b@h", 60}}, {{"a@h", ua}, {"b@h", ub}}));
+  const std::string child_a = split_child_uuid(ua, left), child_b = split_child_uuid(ub, left);
+  CHECK(ancestor_uuid_prefixes(e, left, child_a.substr(0, 7), 7) == std::vector<std::string>{ua.substr(0, 7)});
+  CHECK(ancestor_uuid_prefixes(e, left, child_b.substr(0, 7), 7) == std::vector<std::string>{ub.substr(0, 7)});
+  // A's copy moved to C: the same answer from a map that knows it and from one that does not yet
+  // (the token names C, with A's copy's uuid; seed 122521040 of test_jobs_chaos).
+  auto moved = e;
+  REQUIRE(moved.move_copy(moved.shards[1].id(), "a@h", "c@h"));
+  CHECK(ancestor_uuid_prefixes(moved, left, child_a.substr(0, 7), 7) == std::vector<std::string>{ua.substr(0, 7)});
+  // Another incarnation's copy (a uuid no split here derived), and a range never split.
+  CHECK(ancestor_uuid_prefixes(e, left, std::string(7, 'f'), 7).empty());
+  CHECK(ancestor_uuid_prefixes(e, *shard_range::parse("00000000-ffffffff"), ua.substr(0, 7), 7).empty());
+  // Two splits deep: nearest parent first.
+  REQUIRE(
+      e.split_shard(e.shards[1].id(), 1700000200000, {{"a@h", 80}, {"b@h", 90}}, {{"a@h", child_a}, {"b@h", child_b}}));
+  const std::string grandchild = split_child_uuid(child_a, quarter);
+  CHECK(ancestor_uuid_prefixes(e, quarter, grandchild.substr(0, 7), 7) ==
+        std::vector<std::string>{child_a.substr(0, 7), ua.substr(0, 7)});
+}
