@@ -12,7 +12,7 @@ namespace settee {
 void handle_bulk_docs(ctx& c, const db_meta& db) {
   if (c.method() != "POST") return c.method_not_allowed("POST");
   metrics::node().bulk_requests.fetch_add(1, std::memory_order_relaxed);
-  auto body = c.json_object_body();
+  auto body = c.json_object_body(2);  // {"docs":[...]} around documents as deep as a PUT takes
   if (!body) return c.error(body.error());
   if (!body->contains("docs")) return c.error(errc::bad_request, "POST body must include `docs` parameter.");
   json& docs = (*body)["docs"];

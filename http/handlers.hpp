@@ -27,6 +27,9 @@ void handle_membership(ctx& c);
 void handle_active_tasks(ctx& c);
 void handle_settee_page(ctx& c);
 void handle_db_updates(ctx& c);
+// replicate_handlers.cpp: POST /_replicate, GET /_scheduler/{jobs,docs}[/...].
+void handle_replicate(ctx& c);
+void handle_scheduler(ctx& c);
 
 // metrics_handlers.cpp: GET /_node/{node}/_prometheus, /_stats[/group[/metric]] and /_system.
 void handle_node_metrics(ctx& c);

@@ -2,9 +2,9 @@
 
 namespace settee {
 
-result<json> parse_client_json(std::string_view text, status refusal) {
+result<json> parse_client_json(std::string_view text, status refusal, size_t wrapping) {
   std::string why;
-  auto j = parse_json(text, &why);
+  auto j = parse_json(text, max_json_depth() + wrapping, &why);
   if (j) return std::move(*j);
   if (!why.empty()) refusal.reason = why;
   return refusal;

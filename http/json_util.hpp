@@ -11,7 +11,9 @@ namespace settee {
 
 // parse_json for text a client sent: `refusal` when it is not JSON, its reason replaced by the
 // nesting limit's when that was the trouble.
-result<json> parse_client_json(std::string_view text, status refusal);
+// `wrapping`: levels a body adds around the documents it carries ({"docs":[...]}: 2), so that any
+// document [couchdb] max_json_depth lets in also comes in through it.
+result<json> parse_client_json(std::string_view text, status refusal, size_t wrapping = 0);
 bool valid_utf8(std::string_view s);
 
 // Appends CouchDB's "error" (the table's name for st.code, node/errc.def) and "reason" to `obj`:

@@ -56,13 +56,13 @@ std::vector<std::pair<std::string, std::string>> ctx::query_in_order() const {
   return {req.params.begin(), req.params.end()};  // a request made up in-process
 }
 
-result<json> ctx::json_body() const {
-  return parse_client_json(req.body, {errc::bad_request, "invalid UTF-8 JSON"});
+result<json> ctx::json_body(size_t wrapping) const {
+  return parse_client_json(req.body, {errc::bad_request, "invalid UTF-8 JSON"}, wrapping);
 }
 
-result<json> ctx::json_object_body() const {
+result<json> ctx::json_object_body(size_t wrapping) const {
   if (auto st = require_json_content(); !st) return st;
-  auto body = json_body();
+  auto body = json_body(wrapping);
   if (!body) return body.error();
   if (!body->is_object()) return status{errc::bad_request, "Request body must be a JSON object"};
   return body;

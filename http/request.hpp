@@ -26,6 +26,7 @@ class resharder;
 class cluster_members;
 class shard_registry;
 class js_pool;
+class replications;
 class doc_validator;
 class view_reader;
 class mango_reader;
@@ -64,6 +65,8 @@ struct node_services {
   doc_validator* validator = nullptr;  // validate_doc_update on every write coordinated here
   view_reader* views = nullptr;        // view queries (actors/view_reader.hpp)
   mango_reader* mango = nullptr;       // _find on JSON indexes (http/mango_reader.hpp)
+  replications* replicator = nullptr;  // POST /_replicate, /_scheduler (http/replications.hpp)
+  std::string self_url{};              // "http://127.0.0.1:5984": where local replication endpoints point
   // Run by the HTTP front's timer thread once per idle spell (no request and no shard used, by a
   // peer's call or internal replication, for [node] idle_release_s), before it trims the heap:
   // gives back what other threads cache (the actor scheduler's malloc caches).
@@ -110,10 +113,10 @@ struct ctx {
   // An integer query parameter; 400 query_parse_error when it is not one.
   result<int64_t> int_param(const char* name, int64_t def) const;
   // The body as a JSON object (400 with CouchDB's reasons when it is not).
-  result<json> json_body() const;
+  result<json> json_body(size_t wrapping = 0) const;
   // A body that must be a JSON object sent as application/json: 415 without that type, 400
   // "invalid UTF-8 JSON" or "Request body must be a JSON object".
-  result<json> json_object_body() const;
+  result<json> json_object_body(size_t wrapping = 0) const;
   // 415 bad_content_type unless the request says its body is application/json (as CouchDB's
   // validate_ctype; it also keeps cross-site HTML forms, which cannot send that type, out).
   status require_json_content() const;

@@ -30,8 +30,6 @@ struct not_built {
   const char* feature;
 };
 constexpr not_built server_not_built[] = {
-    {"_replicate", "the replicator (_replicate)"},
-    {"_scheduler", "the replicator's scheduler (_scheduler)"},
     {"_cluster_setup", "_cluster_setup (a cluster forms from [cluster] seeds: docs/operations.md)"},
     {"_search_analyze", "full-text search"},
     {"_nouveau_analyze", "full-text search"},
@@ -161,6 +159,8 @@ void dispatch(ctx& c) {
     if (first == "_active_tasks" && p.size() == 1) return handle_active_tasks(c);
     if (first == "_db_updates" && p.size() == 1) return handle_db_updates(c);
     if (first == "_reshard") return handle_reshard(c);
+    if (first == "_replicate" && p.size() == 1) return handle_replicate(c);
+    if (first == "_scheduler") return handle_scheduler(c);
     if (const char* feature = feature_of(server_not_built, first)) return reply_not_built(c, feature);
     if (first == "_all_dbs" || first == "_up" || first == "_uuids") return c.error(errc::not_found, "missing");
     if (p.size() == 1 && c.method() == "PUT") return handle_db(c, first);  // refuses the name

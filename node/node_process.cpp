@@ -44,15 +44,16 @@ update_log_options db_updates_options(const settings& set) {
   return o;
 }
 
+// Replications step on this many workers at once; each step is one read of the source's feed and
+// its batches (a caught-up continuous replication waits between polls without a worker).
+constexpr size_t replication_threads = 8;
+
 job_options runner_options(const settings& set) {
   job_options o;
   // Index builds: a database's ranges update at once on the view reader's pool; up to 4 databases'
   // builds at a time.
-  o.lanes = {{compactor::lane, 1},
-             {resharder::lane, 1},
-             {shard_syncer::lane, 1},
-             {update_log::lane, 1},
-             {view_build::lane, 4}};
+  o.lanes = {{compactor::lane, 1},  {resharder::lane, 1},  {shard_syncer::lane, 1},
+             {update_log::lane, 1}, {view_build::lane, 4}, {replication_job::lane, replication_threads}};
   o.backoff_base = set.jobs_retry_base;
   o.backoff_cap = set.jobs_retry_cap;
   return o;
@@ -217,6 +218,7 @@ node_process::node_process(const config& cfg, settings set, const clock& clk, st
       validator_(coord_, js_, &notifier_),
       views_(coord_, js_, jobs_, data_dir_ + "/.shard_views", js_reduce_options{reduce_limit_of(set_.reduce_limit)}),
       mango_(coord_, jobs_, mango_keys::shared(), &notifier_),
+      replicator_(jobs_, clk_, set_.node_name),
       http_(front_options(set_, data_dir_)),
       members_(set_.node_name) {
   // `updated` rows of _db_updates: every commit to a database's copy marks it (architecture 28);
@@ -233,6 +235,7 @@ node_process::node_process(const config& cfg, settings set, const clock& clk, st
   node_.validator = &validator_;
   node_.views = &views_;
   node_.mango = &mango_;
+  node_.replicator = &replicator_;
   views_.set_tasks(tasks_, clk_, set_.node_name);
   shards_.set_on_removed([this](const std::string& path) {
     if (path.compare(0, data_dir_.size() + 1, data_dir_ + "/") == 0)
@@ -334,6 +337,11 @@ status node_process::start() {
   raise_fd_limit(65536);
   server_ = std::make_unique<http_server>(node_, http_);
   if (auto st = server_->bind(); !st) return st;
+  const bool any = http_.bind == "0.0.0.0" || http_.bind == "::" || http_.bind.empty();
+  const std::string host = any                                         ? "127.0.0.1"
+                           : http_.bind.find(':') != std::string::npos ? "[" + http_.bind + "]"
+                                                                       : http_.bind;
+  node_.self_url = "http://" + host + ":" + std::to_string(server_->port());
   if (set_.metrics_port) {
     auto metrics = metrics_front(node_, http_, set_);
     if (!metrics) return metrics.error();
@@ -352,6 +360,7 @@ void node_process::serve(sigset_t signals) {
     int sig = 0;
     sigwait(&signals, &sig);
     log::info(std::string("received ") + (sig == SIGINT ? "SIGINT" : "SIGTERM") + ", shutting down");
+    replicator_.stop_all();  // a one-shot _replicate holds a request thread until its job ends
     server_->stop();
   });
   std::printf("settee %s listening on http://%s:%d (data: %s)\n", SETTEE_VERSION, http_.bind.c_str(), server_->port(),

@@ -39,6 +39,7 @@
 #include "node/config.hpp"
 #include "node/error.hpp"
 #include "node/settings.hpp"
+#include "http/replications.hpp"
 
 namespace settee {
 
@@ -91,6 +92,7 @@ class node_process {
   doc_validator validator_;
   view_reader views_;
   mango_reader mango_;
+  replications replicator_;  // POST /_replicate's jobs
   http_options http_;
   membership members_;
   std::unique_ptr<rpc_node> rpc_;    // null on a single node

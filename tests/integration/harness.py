@@ -385,5 +385,15 @@ def write_clock(path, t):
     os.replace(path + ".tmp", path)
 
 
+def wait_until(predicate, seconds=30):
+    """Whether `predicate()` held within `seconds` (asked every 50 ms; never sleeps past it)."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(0.05)
+    return predicate()
+
+
 def main():
     unittest.main(verbosity=2)

@@ -252,8 +252,7 @@ class NotBuiltYet(NodeTest):
         self.assertError(self.node.get("/nb/_nothing"), 404, "not_found", "missing")
 
     def test_server_endpoints(self):
-        for method, path in (("POST", "/_replicate"), ("GET", "/_scheduler/jobs"), ("GET", "/_scheduler/docs"),
-                             ("GET", "/_cluster_setup")):
+        for method, path in (("GET", "/_scheduler/docs"), ("GET", "/_cluster_setup")):
             self.assertNotBuilt(self.node.request(method, path, {} if method == "POST" else None), path)
         for path in ("/_utils", "/_utils/index.html"):  # where CouchDB users look: settee's page (issue 34)
             r = self.node.get(path, auth=False)

@@ -6,18 +6,8 @@ stale (a write's 201, then _find sees it); a new index on a database is built in
 answers from a scan meanwhile, also after a kill -9 in the middle of its build; the planner's
 choices through _explain."""
 import json
-import time
 
-from harness import Node, NodeTest, OwnNodesTest, main
-
-
-def wait_until(predicate, seconds=30):
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(0.05)
-    return predicate()
+from harness import Node, NodeTest, OwnNodesTest, main, wait_until
 
 
 def people(count, start=0):

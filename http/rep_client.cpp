@@ -1,0 +1,96 @@
+#include "http/rep_client.hpp"
+
+#include <httplib.h>
+
+#include <thread>
+
+namespace settee {
+
+rep_client::rep_client(const rep_endpoint& e, std::chrono::milliseconds timeout, int retries,
+                       const std::atomic<bool>* cancel)
+    : e_(e), retries_(retries), cancel_(cancel) {
+  http_ = std::make_unique<httplib::Client>(e.scheme + "://" + e.host + ":" + std::to_string(e.port));
+  http_->set_connection_timeout(std::chrono::duration_cast<std::chrono::microseconds>(timeout));
+  http_->set_read_timeout(std::chrono::duration_cast<std::chrono::microseconds>(timeout));
+  http_->set_write_timeout(std::chrono::duration_cast<std::chrono::microseconds>(timeout));
+  http_->set_keep_alive(true);
+  http_->set_decompress(true);
+  http_->enable_server_certificate_verification(false);
+  if (e.has_credentials) http_->set_basic_auth(e.user, e.password);
+  httplib::Headers headers = {{"Accept", "application/json"}, {"User-Agent", "settee-replicator/" SETTEE_VERSION}};
+  for (auto& [k, v] : e.headers) headers.emplace(k, v);
+  http_->set_default_headers(std::move(headers));
+}
+
+rep_client::~rep_client() = default;
+
+http_reply rep_client::send(const char* method, const std::string& rest, const std::string* body) {
+  const std::string path = e_.path_of(rest);
+  std::chrono::milliseconds wait{250};
+  http_reply out;
+  for (int attempt = 0;; ++attempt) {
+    ++requests_;
+    httplib::Result r = std::string(method) == "GET" ? http_->Get(path)
+                        : std::string(method) == "PUT"
+                            ? http_->Put(path, body ? *body : std::string(), "application/json")
+                            : http_->Post(path, body ? *body : std::string(), "application/json");
+    if (r) {
+      out.status = r->status;
+      out.body = std::move(r->body);
+    } else {
+      out.status = 0;
+      out.body = httplib::to_string(r.error());
+    }
+    bool transient = out.status == 0 || out.status >= 500 || out.status == 429;
+    if (!transient || attempt >= retries_ || (cancel_ && cancel_->load())) return out;
+    // Sleep in short slices so that a cancel does not wait for the whole backoff.
+    for (auto left = wait; left.count() > 0 && !(cancel_ && cancel_->load()); left -= std::chrono::milliseconds(50))
+      std::this_thread::sleep_for(std::min(left, std::chrono::milliseconds(50)));
+    wait = std::min(wait * 2, std::chrono::milliseconds(10000));
+  }
+}
+
+http_reply rep_client::get(const std::string& rest) {
+  return send("GET", rest, nullptr);
+}
+http_reply rep_client::post(const std::string& rest, const std::string& body) {
+  return send("POST", rest, &body);
+}
+http_reply rep_client::put(const std::string& rest, const std::string& body) {
+  return send("PUT", rest, &body);
+}
+
+namespace {
+result<json> parsed(const http_reply& r, const rep_endpoint& e) {
+  if (!r.ok()) return reply_error(r, e);
+  json j = parse_reply(r.body);
+  if (j.is_discarded()) return status{errc::internal, "invalid JSON from " + e.url()};
+  return j;
+}
+}  // namespace
+
+result<json> rep_client::get_json(const std::string& rest) {
+  return parsed(get(rest), e_);
+}
+result<json> rep_client::post_json(const std::string& rest, const json& body) {
+  return parsed(post(rest, body.dump()), e_);
+}
+
+json parse_reply(const std::string& body) {
+  auto j = parse_json(body, max_json_depth() + 8, nullptr);
+  return j ? std::move(*j) : json(json::value_t::discarded);
+}
+
+status reply_error(const http_reply& r, const rep_endpoint& e) {
+  if (r.status == 401 || r.status == 403)
+    return {errc::unauthorized, "unauthorized to access or create database " + e.url()};
+  if (r.status == 404) return {errc::db_not_found, "could not open " + e.url()};
+  if (r.status == 0) return {errc::db_not_found, "could not open " + e.url() + ": " + r.body};
+  json j = parse_reply(r.body);
+  std::string reason = j.is_object() && j.contains("reason") && j["reason"].is_string()
+                           ? j["reason"].get<std::string>()
+                           : "HTTP " + std::to_string(r.status) + " from " + e.url();
+  return {errc::internal, reason};
+}
+
+}  // namespace settee

@@ -1,0 +1,67 @@
+// rep_client: HTTP requests to one replication endpoint (cpp-httplib; http and https, where
+// certificates are not verified, as CouchDB's default verify_ssl_certificates = false), with the
+// endpoint's credentials and headers on every request and a kept-alive connection. Transport
+// errors, 5xx and 429 are retried (retries_per_request times, 250 ms doubling up to 10 s); other
+// statuses are the caller's. Not thread-safe: one client per thread.
+#pragma once
+#include <atomic>
+#include <chrono>
+#include <memory>
+#include <string>
+
+#include "http/rep_endpoint.hpp"
+#include "node/error.hpp"
+#include "node/json.hpp"
+
+namespace httplib {
+class Client;
+}
+
+namespace settee {
+
+struct http_reply {
+  int status = 0;    // 0: no answer (the transport failed after every retry)
+  std::string body;  // the answer's, or the transport error's text
+  bool ok() const { return status >= 200 && status < 300; }
+};
+
+class rep_client {
+ public:
+  // `cancel` (may be null) stops the retries early.
+  rep_client(const rep_endpoint& e, std::chrono::milliseconds timeout, int retries,
+             const std::atomic<bool>* cancel = nullptr);
+  ~rep_client();
+  rep_client(const rep_client&) = delete;
+  rep_client& operator=(const rep_client&) = delete;
+
+  // `rest` is below the database ("_changes?since=0"; "" for the database itself).
+  http_reply get(const std::string& rest);
+  http_reply post(const std::string& rest, const std::string& body);
+  http_reply put(const std::string& rest, const std::string& body);
+  // The parsed JSON body of a 2xx answer; otherwise an error naming the endpoint and the status.
+  result<json> get_json(const std::string& rest);
+  result<json> post_json(const std::string& rest, const json& body);
+
+  const rep_endpoint& endpoint() const { return e_; }
+  // Requests sent (retries included), for the task row.
+  uint64_t requests() const { return requests_; }
+
+ private:
+  http_reply send(const char* method, const std::string& rest, const std::string* body);
+
+  rep_endpoint e_;
+  int retries_;
+  const std::atomic<bool>* cancel_;
+  std::unique_ptr<httplib::Client> http_;
+  uint64_t requests_ = 0;
+};
+
+// An endpoint's JSON answer, parsed with a nesting bound (a few levels above [couchdb]
+// max_json_depth, for the envelopes around documents): anything else, a discarded value.
+json parse_reply(const std::string& body);
+
+// The error a failed answer means, as couch_replicator_api_wrap names them: 401/403 -> unauthorized,
+// 404 -> db_not_found ("could not open <url>"), else the body's error/reason.
+status reply_error(const http_reply& r, const rep_endpoint& e);
+
+}  // namespace settee

@@ -1,0 +1,94 @@
+// POST /_replicate and GET /_scheduler/jobs[/id], /_scheduler/docs (chttpd_misc /
+// couch_replicator_httpd): the replications themselves are http/replications.hpp's.
+#include "http/handlers.hpp"
+#include "http/rep_client.hpp"
+#include "http/replications.hpp"
+
+namespace settee {
+namespace {
+
+// The code of a user filter ("ddoc/name"), fetched from the source: it is part of the id.
+status fetch_filter_code(rep_request& r) {
+  if (r.filter.empty() || r.filter == "_view") return {};
+  auto slash = r.filter.find('/');
+  std::string ddoc = r.filter.substr(0, slash), name = r.filter.substr(slash + 1);
+  rep_client source(r.source, std::chrono::milliseconds(r.connection_timeout_ms),
+                    static_cast<int>(r.retries_per_request));
+  auto doc = source.get_json("_design/" + percent_encode(ddoc));
+  if (!doc)
+    return {errc::not_found, "Couldn't open document `_design/" + ddoc + "` from source database `" + r.source.url() +
+                                 "`: " + doc.error().reason};
+  auto filters = doc->find("filters");
+  if (filters == doc->end() || !filters->is_object() || !filters->contains(name) || !(*filters)[name].is_string())
+    return {errc::not_found, "Couldn't find filter `" + name + "` in design document `_design/" + ddoc + "`"};
+  r.filter_code = (*filters)[name].get<std::string>();
+  return {};
+}
+
+// {"error": <code name>, "reason": ...} with 500, as couch_replicator_httpd answers {error, {E, R}}.
+void reply_replication_error(ctx& c, const status& st) {
+  c.reply(500, json{{"error", code_name_of(st.code)}, {"reason", st.reason}});
+}
+
+// {"error":"not found"} and nothing else, as couch_replicator_httpd answers.
+void reply_not_found(ctx& c) {
+  json body = json::object();
+  body["error"] = error_name_of(errc::replication_not_found);
+  c.reply(http_status_of(errc::replication_not_found), body);
+}
+
+}  // namespace
+
+void handle_replicate(ctx& c) {
+  if (c.method() != "POST") return c.method_not_allowed("POST");
+  if (!c.node.replicator) return c.error(errc::not_implemented, "the replicator is not running on this node");
+  if (auto st = c.require_json_content(); !st) return c.error(st);
+  auto body = c.json_object_body();
+  if (!body) return c.error(body.error());
+  rep_context rc;
+  rc.server_uuid = c.node.server_uuid;
+  rc.self_url = c.node.self_url;
+  for (const char* h : {"Authorization", "Cookie"})
+    if (c.req.has_header(h)) rc.self_auth.emplace_back(h, c.req.get_header_value(h));
+  auto r = parse_rep_request(*body, rc);
+  if (!r) return c.error(r.error());
+  if (r->cancel) {
+    std::string id = r->cancel_id.empty() ? r->id() : r->cancel_id;
+    if (auto st = c.node.replicator->cancel(id); !st) return reply_not_found(c);
+    return c.reply(200, json{{"ok", true}, {"_local_id", id}});
+  }
+  if (auto st = fetch_filter_code(*r); !st) return reply_replication_error(c, st);
+  if (!r->filter_code.empty()) r->base_id = compute_base_id(*r, rc.server_uuid);
+  const bool continuous = r->continuous;
+  auto out = c.node.replicator->replicate(std::move(*r));
+  if (!out) return reply_replication_error(c, out.error());
+  c.reply(continuous ? 202 : 200, *out);
+}
+
+void handle_scheduler(ctx& c) {
+  if (c.method() != "GET") return c.method_not_allowed("GET,HEAD");
+  if (!c.node.replicator) return c.error(errc::not_implemented, "the replicator is not running on this node");
+  auto& p = c.path;
+  if (p.size() == 2 && p[1] == "jobs") {
+    auto limit = c.int_param("limit", 100);
+    auto skip = c.int_param("skip", 0);
+    if (const status* e = first_error(limit, skip)) return c.error(*e);
+    std::vector<json> all = c.node.replicator->jobs();
+    json jobs = json::array();
+    for (size_t i = static_cast<size_t>(std::max<int64_t>(0, *skip));
+         i < all.size() && jobs.size() < static_cast<size_t>(std::max<int64_t>(0, *limit)); ++i)
+      jobs.push_back(all[i]);
+    return c.reply(200, json{{"total_rows", all.size()}, {"offset", *skip}, {"jobs", jobs}});
+  }
+  if (p.size() == 3 && p[1] == "jobs") {
+    auto j = c.node.replicator->job(p[2]);
+    if (!j) return c.error(errc::not_found, "unknown job");
+    return c.reply(200, *j);
+  }
+  if (p.size() >= 2 && p[1] == "docs")  // documents in _replicator do not run yet (http/router.cpp)
+    return c.error(errc::not_implemented,
+                   "the replicator's documents (_scheduler/docs) are not supported by settee yet");
+  reply_not_found(c);
+}
+
+}  // namespace settee

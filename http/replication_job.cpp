@@ -1,0 +1,417 @@
+#include "http/replication_job.hpp"
+
+#include <thread>
+
+#include "http/message.hpp"
+#include "node/crypto.hpp"
+#include "node/log.hpp"
+
+namespace settee {
+namespace {
+
+constexpr std::chrono::milliseconds caught_up_poll{200};
+constexpr int max_one_shot_retries = 5;
+
+// A seq as a query parameter: strings as they are, anything else as its JSON text.
+std::string seq_param(const json& seq) {
+  return percent_encode(seq.is_string() ? seq.get<std::string>() : seq.dump());
+}
+
+std::string query_value(const json& v) {
+  return percent_encode(v.is_string() ? v.get<std::string>() : v.dump());
+}
+
+}  // namespace
+
+// A batch's own connections to both endpoints (one per worker: clients are not thread-safe).
+struct replication_job::worker {
+  rep_client source, target;
+  worker(const rep_request& r, const std::atomic<bool>* stop)
+      : source(r.source, std::chrono::milliseconds(r.connection_timeout_ms), static_cast<int>(r.retries_per_request),
+               stop),
+        target(r.target, std::chrono::milliseconds(r.connection_timeout_ms), static_cast<int>(r.retries_per_request),
+               stop) {}
+};
+
+replication_job::replication_job(rep_request r, const clock& clk, std::string node)
+    : r_(std::move(r)), clk_(clk), node_(std::move(node)) {
+  started_on_s_ = clk_.now_s();
+  history_events_.push_back({{"timestamp", started_on_s_}, {"type", "added"}});
+}
+
+replication_job::~replication_job() = default;
+
+json replication_job::task() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  json d = r_.describe();
+  return json{{"type", "replication"},
+              {"replication_id", r_.id()},
+              {"doc_id", nullptr},
+              {"database", nullptr},
+              {"user", nullptr},
+              {"source", d["source"]},
+              {"target", d["target"]},
+              {"continuous", r_.continuous},
+              {"checkpoint_interval", r_.checkpoint_interval_ms},
+              {"checkpointed_source_seq", committed_seq_},
+              {"source_seq", through_seq_},
+              {"through_seq", through_seq_},
+              {"revisions_checked", stats_.missing_checked},
+              {"missing_revisions_found", stats_.missing_found},
+              {"docs_read", stats_.docs_read},
+              {"docs_written", stats_.docs_written},
+              {"doc_write_failures", stats_.doc_write_failures},
+              {"bulk_get_docs", stats_.bulk_get_docs},
+              {"bulk_get_attempts", stats_.bulk_get_attempts},
+              {"changes_pending", pending_}};
+}
+
+json replication_job::info() const {
+  json t = task();
+  std::lock_guard<std::mutex> lock(mu_);
+  json d = r_.describe();
+  json history = json::array();
+  for (auto it = history_events_.rbegin(); it != history_events_.rend(); ++it) history.push_back(*it);
+  return json{{"id", r_.id()},
+              {"pid", nullptr},
+              {"source", d["source"]},
+              {"target", d["target"]},
+              {"database", nullptr},
+              {"user", nullptr},
+              {"doc_id", nullptr},
+              {"info",
+               {{"revisions_checked", t["revisions_checked"]},
+                {"missing_revisions_found", t["missing_revisions_found"]},
+                {"docs_read", t["docs_read"]},
+                {"docs_written", t["docs_written"]},
+                {"changes_pending", t["changes_pending"]},
+                {"doc_write_failures", t["doc_write_failures"]},
+                {"bulk_get_docs", t["bulk_get_docs"]},
+                {"bulk_get_attempts", t["bulk_get_attempts"]},
+                {"checkpointed_source_seq", t["checkpointed_source_seq"]},
+                {"source_seq", t["source_seq"]},
+                {"through_seq", t["through_seq"]},
+                {"error", last_error_.empty() ? json(nullptr) : json(last_error_)}}},
+              {"history", history},
+              {"node", node_},
+              {"start_time", started_on_s_}};
+}
+
+status replication_job::start(job_context& ctx) {
+  (void)ctx;
+  auto timeout = std::chrono::milliseconds(r_.connection_timeout_ms);
+  int retries = static_cast<int>(r_.retries_per_request);
+  source_ = std::make_unique<rep_client>(r_.source, timeout, retries, &stop_);
+  target_ = std::make_unique<rep_client>(r_.target, timeout, retries, &stop_);
+  if (auto s = source_->get_json(""); !s) return s.error();
+  http_reply t = target_->get("");
+  if (t.status == 404 && r_.create_target) {
+    std::string q;
+    for (auto& [k, v] : r_.create_target_params.items()) q += (q.empty() ? "?" : "&") + k + "=" + query_value(v);
+    http_reply made = target_->put(q, "");
+    if (!made.ok() && made.status != 412) return reply_error(made, r_.target);
+    t = target_->get("");
+  }
+  if (!t.ok()) return reply_error(t, r_.target);
+  json source_log, target_log;
+  if (r_.use_checkpoints) {
+    const std::string doc = "_local/" + r_.base_id;
+    http_reply sl = source_->get(doc), tl = target_->get(doc);
+    if (sl.ok()) source_log = parse_reply(sl.body);
+    if (tl.ok()) target_log = parse_reply(tl.body);
+    if (!sl.ok() && sl.status != 404) return reply_error(sl, r_.source);
+    if (!tl.ok() && tl.status != 404) return reply_error(tl, r_.target);
+  }
+  rep_start from = compare_replication_logs(source_log, target_log);
+  std::lock_guard<std::mutex> lock(mu_);
+  source_rev_ = source_log.is_object() && source_log.contains("_rev") ? source_log["_rev"].get<std::string>() : "";
+  target_rev_ = target_log.is_object() && target_log.contains("_rev") ? target_log["_rev"].get<std::string>() : "";
+  start_seq_ = from.found ? from.seq : r_.since_seq.value_or(json(0));
+  through_seq_ = committed_seq_ = start_seq_;
+  history_ = from.history;
+  session_id_ = crypto::random_hex(16);
+  start_time_ = rfc1123_date(clk_.now_s());
+  last_checkpoint_ms_ = clk_.now_ms();
+  workers_.clear();
+  for (int64_t i = 0; i < r_.worker_processes; ++i) workers_.push_back(std::make_unique<worker>(r_, &stop_));
+  started_ = true;
+  history_events_.push_back({{"timestamp", clk_.now_s()}, {"type", "started"}});
+  log::info("replication " + r_.id() + " from " + r_.source.url() + " to " + r_.target.url() + " starts at " +
+            start_seq_.dump() + (from.found ? " (checkpoint)" : ""));
+  return {};
+}
+
+std::string replication_job::changes_query() const {
+  std::string q = "_changes?feed=normal&since=" + seq_param(through_seq_) +
+                  "&limit=" + std::to_string(r_.worker_processes * r_.worker_batch_size);
+  if (!r_.winning_revs_only) q += "&style=all_docs";
+  if (r_.doc_ids) q += "&filter=_doc_ids";
+  if (r_.selector) q += "&filter=_selector";
+  if (!r_.filter.empty()) {
+    q += "&filter=" + percent_encode(r_.filter);
+    for (auto& [k, v] : r_.query_params.items()) q += "&" + percent_encode(k) + "=" + query_value(v);
+  }
+  return q;
+}
+
+json replication_job::changes_body() const {
+  if (r_.doc_ids) return json{{"doc_ids", *r_.doc_ids}};
+  if (r_.selector) return json{{"selector", *r_.selector}};
+  return nullptr;
+}
+
+result<bool> replication_job::advance(job_context& ctx) {
+  json since;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    since = through_seq_;
+  }
+  json body = changes_body();
+  http_reply got = body.is_null() ? source_->get(changes_query()) : source_->post(changes_query(), body.dump());
+  if (!got.ok()) return reply_error(got, r_.source);
+  json feed = parse_reply(got.body);
+  if (!feed.is_object() || !feed.contains("results") || !feed["results"].is_array())
+    return status{errc::internal, "the source's _changes answered something else than a feed"};
+  const json& rows = feed["results"];
+  const size_t limit = static_cast<size_t>(r_.worker_processes * r_.worker_batch_size);
+  // Batches of worker_batch_size rows, worker_processes of them at once.
+  std::vector<json> batches;
+  for (size_t i = 0; i < rows.size(); i += static_cast<size_t>(r_.worker_batch_size)) {
+    json b = json::array();
+    for (size_t k = i; k < rows.size() && k < i + static_cast<size_t>(r_.worker_batch_size); ++k) b.push_back(rows[k]);
+    batches.push_back(std::move(b));
+  }
+  std::vector<rep_stats> stats(batches.size());
+  std::vector<status> errors(batches.size());
+  std::vector<std::thread> threads;
+  for (size_t i = 1; i < batches.size(); ++i)
+    threads.emplace_back([&, i] { errors[i] = replicate_batch(*workers_[i % workers_.size()], batches[i], stats[i]); });
+  if (!batches.empty()) errors[0] = replicate_batch(*workers_[0], batches[0], stats[0]);
+  for (auto& t : threads) t.join();
+  for (const status& e : errors)
+    if (!e) return e;
+  if (ctx.cancelled() || stop_) return status{errc::internal, "cancelled"};
+  const uint64_t pending =
+      feed.contains("pending") && feed["pending"].is_number() ? feed["pending"].get<uint64_t>() : 0;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const rep_stats& s : stats) {
+      stats_.missing_checked += s.missing_checked;
+      stats_.missing_found += s.missing_found;
+      stats_.docs_read += s.docs_read;
+      stats_.docs_written += s.docs_written;
+      stats_.doc_write_failures += s.doc_write_failures;
+      stats_.bulk_get_docs += s.bulk_get_docs;
+      stats_.bulk_get_attempts += s.bulk_get_attempts;
+    }
+    if (feed.contains("last_seq") && !rows.empty()) through_seq_ = feed["last_seq"];
+    pending_ = pending;
+  }
+  ctx.progress(task());
+  (void)since;
+  return rows.size() < limit && pending == 0;
+}
+
+status replication_job::replicate_batch(worker& w, const json& rows, rep_stats& stats) {
+  if (rows.empty()) return {};
+  auto wanted = missing_revisions(w, rows, stats);
+  if (!wanted) return wanted.error();
+  if (wanted->empty()) return {};
+  auto docs = fetch_revisions(w, *wanted, stats);
+  if (!docs) return docs.error();
+  stats.docs_read += docs->size();
+  return write_revisions(w, std::move(*docs), stats);
+}
+
+result<json> replication_job::missing_revisions(worker& w, const json& rows, rep_stats& stats) {
+  json diff = json::object();
+  for (const json& row : rows) {
+    if (!row.contains("id") || !row["id"].is_string() || !row.contains("changes")) continue;
+    json& revs = diff[row["id"].get<std::string>()];
+    if (revs.is_null()) revs = json::array();
+    for (const json& c : row["changes"])
+      if (c.contains("rev")) revs.push_back(c["rev"]), ++stats.missing_checked;
+  }
+  auto missing = w.target.post_json("_revs_diff", diff);
+  if (!missing) return missing.error();
+  json wanted = json::array();
+  for (auto& [id, m] : missing->items()) {
+    if (!m.contains("missing")) continue;
+    for (const json& rev : m["missing"]) {
+      json e = {{"id", id}, {"rev", rev}};
+      if (m.contains("possible_ancestors")) e["atts_since"] = m["possible_ancestors"];
+      wanted.push_back(std::move(e));
+      ++stats.missing_found;
+    }
+  }
+  return wanted;
+}
+
+result<json> replication_job::fetch_revisions(worker& w, const json& wanted, rep_stats& stats) {
+  json docs = json::array();
+  if (r_.use_bulk_get && !no_bulk_get_) {
+    ++stats.bulk_get_attempts;
+    http_reply got = w.source.post("_bulk_get?revs=true&latest=true&attachments=true", json{{"docs", wanted}}.dump());
+    if (got.ok()) {
+      json answer = parse_reply(got.body);
+      if (!answer.is_object() || !answer.contains("results"))
+        return status{errc::internal, "the source's _bulk_get answered something else than results"};
+      for (const json& res : answer["results"])
+        for (const json& d : res.value("docs", json::array()))
+          if (d.contains("ok")) docs.push_back(d["ok"]);
+      stats.bulk_get_docs += docs.size();
+      return docs;
+    }
+    if (got.status != 400 && got.status != 404 && got.status != 405 && got.status != 501)
+      return reply_error(got, r_.source);
+    no_bulk_get_ = true;  // a source without _bulk_get: each document's revisions with open_revs
+  }
+  std::map<std::string, std::pair<json, json>> by_id;  // id -> (revs, atts_since)
+  for (const json& e : wanted) {
+    auto& [revs, since] = by_id[e["id"].get<std::string>()];
+    if (revs.is_null()) revs = json::array();
+    revs.push_back(e["rev"]);
+    if (e.contains("atts_since")) since = e["atts_since"];
+  }
+  for (auto& [id, p] : by_id) {
+    std::string q =
+        percent_encode(id) + "?revs=true&latest=true&attachments=true&open_revs=" + percent_encode(p.first.dump());
+    if (!p.second.is_null()) q += "&atts_since=" + percent_encode(p.second.dump());
+    auto got = w.source.get_json(q);
+    if (!got) return got.error();
+    for (const json& d : *got)
+      if (d.contains("ok")) docs.push_back(d["ok"]);
+  }
+  return docs;
+}
+
+status replication_job::write_revisions(worker& w, json docs, rep_stats& stats) {
+  std::vector<json> pieces = {std::move(docs)};
+  while (!pieces.empty()) {
+    json piece = std::move(pieces.back());
+    pieces.pop_back();
+    if (piece.empty()) continue;
+    http_reply put = w.target.post("_bulk_docs", json{{"docs", piece}, {"new_edits", false}}.dump());
+    // 413, or 400 for one document of the batch the target cannot take (CouchDB stops the whole
+    // replication there): halved until the document alone is refused and counted as a failure.
+    const bool refused = put.status == 413 || put.status == 400;
+    if (refused && piece.size() > 1) {
+      size_t half = piece.size() / 2;
+      json a = json::array(), b = json::array();
+      for (size_t i = 0; i < piece.size(); ++i) (i < half ? a : b).push_back(std::move(piece[i]));
+      pieces.push_back(std::move(b));
+      pieces.push_back(std::move(a));
+      continue;
+    }
+    if (refused) {
+      ++stats.doc_write_failures;
+      log::warning("replication " + r_.id() + ": the target refused " + piece[0].value("_id", std::string("?")) + ": " +
+                   put.body);
+      continue;
+    }
+    if (!put.ok()) return reply_error(put, r_.target);
+    json answer = parse_reply(put.body);
+    uint64_t failures = 0;
+    if (answer.is_array())
+      for (const json& a : answer)
+        if (a.is_object() && a.contains("error")) {
+          ++failures;
+          log::warning("replication " + r_.id() + ": the target refused " + a.value("id", std::string("?")) + ": " +
+                       a.value("error", std::string()) + " " + a.value("reason", std::string()));
+        }
+    stats.doc_write_failures += failures;
+    stats.docs_written += piece.size() - std::min<uint64_t>(failures, piece.size());
+  }
+  return {};
+}
+
+status replication_job::checkpoint() {
+  std::unique_lock<std::mutex> lock(mu_);
+  if (through_seq_ == committed_seq_) return {};
+  if (!r_.use_checkpoints) {
+    committed_seq_ = through_seq_;
+    log_ = json{{"use_checkpoints", false}};
+    return {};
+  }
+  json log =
+      checkpoint_log(session_id_, start_seq_, through_seq_, start_time_, rfc1123_date(clk_.now_s()), stats_, history_);
+  const json seq = through_seq_;
+  std::string revs[2] = {source_rev_, target_rev_};
+  lock.unlock();
+  const std::string doc = "_local/" + r_.base_id;
+  rep_client* sides[2] = {source_.get(), target_.get()};
+  for (int i = 0; i < 2; ++i) {
+    for (int attempt = 0; attempt < 2; ++attempt) {
+      json body = log;
+      body["_id"] = doc;
+      if (!revs[i].empty()) body["_rev"] = revs[i];
+      http_reply put = sides[i]->put(doc, body.dump());
+      if (put.status == 409 && attempt == 0) {  // someone else wrote it: take its revision
+        json now = parse_reply(sides[i]->get(doc).body);
+        revs[i] = now.is_object() && now.contains("_rev") ? now["_rev"].get<std::string>() : "";
+        continue;
+      }
+      if (!put.ok()) return reply_error(put, sides[i]->endpoint());
+      json answer = parse_reply(put.body);
+      revs[i] = answer.is_object() && answer.contains("rev") ? answer["rev"].get<std::string>() : "";
+      break;
+    }
+  }
+  lock.lock();
+  source_rev_ = revs[0];
+  target_rev_ = revs[1];
+  committed_seq_ = seq;
+  log_ = log;
+  last_checkpoint_ms_ = clk_.now_ms();
+  return {};
+}
+
+job_next replication_job::step(job_context& ctx) {
+  auto give_up_or_retry = [&](const status& st, bool final) {
+    std::lock_guard<std::mutex> lock(mu_);
+    last_error_ = st.reason;
+    history_events_.push_back({{"timestamp", clk_.now_s()}, {"type", "crashed"}, {"reason", st.reason}});
+    if (history_events_.size() > 20) history_events_.erase(history_events_.begin() + 1);
+    started_ = false;  // the next attempt starts again from the checkpoints
+    if (final || (!r_.continuous && ctx.attempts() >= max_one_shot_retries)) {
+      end_status_ = st;
+      return job_next::fail(st.reason);
+    }
+    log::warning("replication " + r_.id() + " crashed, retrying: " + st.reason);
+    return job_next::retry(st.reason);
+  };
+  if (!started_) {
+    if (auto st = start(ctx); !st) return give_up_or_retry(st, !r_.continuous);
+  }
+  auto caught_up = advance(ctx);
+  if (!caught_up) return give_up_or_retry(caught_up.error(), false);
+  bool due = clk_.now_ms() - last_checkpoint_ms_ >= r_.checkpoint_interval_ms;
+  if (*caught_up && !r_.continuous) {
+    if (auto st = checkpoint(); !st) return give_up_or_retry(st, false);
+    return job_next::done();
+  }
+  if (due)
+    if (auto st = checkpoint(); !st) return give_up_or_retry(st, false);
+  return *caught_up ? job_next::pause(caught_up_poll) : job_next::more();
+}
+
+void replication_job::ended(job_next::kind how, const std::string& reason) {
+  if (how == job_next::kind::cancelled && started_) (void)checkpoint();  // keep what was done
+  std::lock_guard<std::mutex> lock(mu_);
+  if (how == job_next::kind::cancelled) end_status_ = status{errc::internal, "cancelled"};
+  if (how == job_next::kind::failed && end_status_) end_status_ = status{errc::internal, reason};
+  ended_ = true;
+  ended_cv_.notify_all();
+}
+
+result<json> replication_job::wait() {
+  std::unique_lock<std::mutex> lock(mu_);
+  ended_cv_.wait(lock, [&] { return ended_; });
+  if (!end_status_) return end_status_;
+  if (log_.is_null()) return json{{"ok", true}, {"no_changes", true}};
+  json out = {{"ok", true}};
+  for (auto& [k, v] : log_.items()) out[k] = v;
+  return out;
+}
+
+}  // namespace settee

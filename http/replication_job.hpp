@@ -1,0 +1,100 @@
+// replication_job: one replication (one-shot or continuous) as a job of the node's jobs framework
+// (actors/jobs.hpp, lane `replication`), speaking CouchDB's replication protocol to both endpoints
+// over HTTP, whatever they are (settee, CouchDB, pouchdb-server; this node's own databases through
+// its HTTP front):
+//
+//   start: GET both databases (create the target if asked), read `_local/<id>` on both sides and
+//     continue from the newest session they share, else from since_seq (a seq, or a time settee
+//     sources resolve to the second), else 0;
+//   each step: `_changes?style=all_docs` from there (limit workers x batch size; filtered by
+//     doc_ids, selector or a filter), split in batches, each batch on a worker of its own:
+//     `_revs_diff` on the target, `_bulk_get` of the missing revisions from the source (one GET
+//     ?open_revs per document when the source has no `_bulk_get`), attachments inline only for
+//     revisions after what the target has, then `_bulk_docs` with new_edits=false (halved on 413);
+//   checkpoints: every checkpoint_interval and at the end, `_local/<id>` on both sides in
+//     CouchDB's format (http/rep_checkpoint.hpp).
+//
+// A one-shot job ends when a read of the feed finds nothing pending; a continuous one polls the
+// source every 200 ms once caught up (the step never blocks a lane worker longer than a batch).
+// Errors of the start are final for a one-shot job; later ones retry from the last checkpoint
+// with the runner's backoff.
+#pragma once
+#include <atomic>
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "actors/jobs.hpp"
+#include "http/rep_checkpoint.hpp"
+#include "http/rep_client.hpp"
+#include "http/rep_request.hpp"
+#include "node/clock.hpp"
+
+namespace settee {
+
+class replication_job final : public job {
+ public:
+  static constexpr const char* lane = "replication";
+
+  replication_job(rep_request r, const clock& clk, std::string node);
+  ~replication_job() override;
+
+  job_next step(job_context& ctx) override;
+  json task() const override;
+  void ended(job_next::kind how, const std::string& reason) override;
+
+  // Asks the job's requests to give up their retries (before job_runner::cancel).
+  void stop() { stop_ = true; }
+  // Waits until the job ended: the `_replicate` answer's members ({"ok":true, session_id, ...} or
+  // {"ok":true,"no_changes":true}), or the error that ended it.
+  result<json> wait();
+  // The job as GET /_scheduler/jobs shows it.
+  json info() const;
+  const rep_request& request() const { return r_; }
+
+ private:
+  struct worker;  // a batch's clients
+  status start(job_context& ctx);
+  // One read of the feed and its batches; true when caught up.
+  result<bool> advance(job_context& ctx);
+  status replicate_batch(worker& w, const json& rows, rep_stats& stats);
+  // `_revs_diff` of the rows' revisions: [{"id","rev","atts_since"?}] the target lacks.
+  result<json> missing_revisions(worker& w, const json& rows, rep_stats& stats);
+  // Those revisions with their histories and the attachments the target lacks.
+  result<json> fetch_revisions(worker& w, const json& wanted, rep_stats& stats);
+  status write_revisions(worker& w, json docs, rep_stats& stats);
+  status checkpoint();
+  json changes_body() const;
+  std::string changes_query() const;
+
+  rep_request r_;
+  const clock& clk_;
+  std::string node_;
+  std::atomic<bool> stop_{false};
+  std::atomic<bool> no_bulk_get_{false};  // the source answered _bulk_get with 400/404/405/501
+  std::vector<std::unique_ptr<worker>> workers_;
+  std::unique_ptr<rep_client> source_, target_;  // the feed's and the checkpoints'
+
+  // Progress (guarded by mu_: task() and info() read it from other threads).
+  mutable std::mutex mu_;
+  bool started_ = false;
+  std::string session_id_, start_time_;
+  json start_seq_ = 0, through_seq_ = 0, committed_seq_ = 0;
+  json history_ = json::array();
+  json log_;  // the last checkpoint written (the one-shot answer)
+  std::string source_rev_, target_rev_;
+  rep_stats stats_;
+  uint64_t pending_ = 0;
+  int64_t last_checkpoint_ms_ = 0, started_on_s_ = 0;
+  std::string last_error_;
+  std::vector<json> history_events_;  // {"timestamp","type"[,"reason"]} for _scheduler/jobs
+
+  std::condition_variable ended_cv_;
+  bool ended_ = false;
+  status end_status_;
+};
+
+}  // namespace settee

@@ -1,0 +1,42 @@
+// replications: the node's running replications by id (one job per id in the jobs framework):
+// POST /_replicate starts or joins one, cancels one, and GET /_scheduler/jobs lists them.
+// Thread-safety: every method may be called from any thread (the HTTP front's).
+#pragma once
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "actors/jobs.hpp"
+#include "http/replication_job.hpp"
+
+namespace settee {
+
+class replications {
+ public:
+  replications(job_runner& jobs, const clock& clk, std::string node);
+
+  // Starts `r` unless a replication with its id runs already (then joins it). A one-shot
+  // replication is waited for: its `_replicate` answer or error; a continuous one answers
+  // {"ok":true,"_local_id":id} at once.
+  result<json> replicate(rep_request r);
+  // Stops replication `id` (not_found when it does not run).
+  status cancel(const std::string& id);
+  // Every replication, sorted by id, as /_scheduler/jobs lists them.
+  std::vector<json> jobs() const;
+  std::optional<json> job(const std::string& id) const;
+  // Cancels every replication (node shutdown, before the runner stops).
+  void stop_all();
+
+ private:
+  std::shared_ptr<replication_job> find(const std::string& id) const;
+  void forget(const std::string& id, const std::shared_ptr<replication_job>& j);
+
+  job_runner& jobs_;
+  const clock& clk_;
+  std::string node_;
+  mutable std::mutex mu_;
+  std::map<std::string, std::shared_ptr<replication_job>> running_;
+};
+
+}  // namespace settee

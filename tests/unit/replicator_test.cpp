@@ -1,0 +1,159 @@
+// The replicator's pure parts: the Erlang external term format of replication ids, endpoints and
+// their credentials, replication ids, and CouchDB's replication logs (checkpoints).
+#include <doctest/doctest.h>
+
+#include "http/erlang_term.hpp"
+#include "http/rep_checkpoint.hpp"
+#include "http/rep_request.hpp"
+
+using namespace settee;
+
+namespace {
+std::string bytes(std::initializer_list<int> b) {
+  std::string out;
+  for (int x : b) out += static_cast<char>(x);
+  return out;
+}
+const rep_context ctx{std::string(32, 'u'), "http://127.0.0.1:5984", {{"Authorization", "Basic YTpi"}}};
+}  // namespace
+
+TEST_CASE("terms encode as term_to_binary writes them on OTP 26") {
+  CHECK(term_to_binary(eterm::list({})) == bytes({131, 106}));
+  CHECK(term_to_binary(eterm::binary("abc")) == bytes({131, 109, 0, 0, 0, 3, 'a', 'b', 'c'}));
+  CHECK(term_to_binary(eterm::string("abc")) == bytes({131, 107, 0, 3, 'a', 'b', 'c'}));
+  CHECK(term_to_binary(eterm::string("")) == bytes({131, 106}));
+  CHECK(term_to_binary(eterm::integer(1)) == bytes({131, 97, 1}));
+  CHECK(term_to_binary(eterm::integer(300)) == bytes({131, 98, 0, 0, 1, 44}));
+  CHECK(term_to_binary(eterm::integer(-1)) == bytes({131, 98, 255, 255, 255, 255}));
+  CHECK(term_to_binary(eterm::integer(int64_t{1} << 40)) == bytes({131, 110, 6, 0, 0, 0, 0, 0, 0, 1}));
+  CHECK(term_to_binary(eterm::integer(-(int64_t{1} << 40))) == bytes({131, 110, 6, 1, 0, 0, 0, 0, 0, 1}));
+  CHECK(term_to_binary(eterm::floating(1.5)) == bytes({131, 70, 63, 248, 0, 0, 0, 0, 0, 0}));
+  CHECK(term_to_binary(eterm::tuple({eterm::atom("a")})) == bytes({131, 104, 1, 119, 1, 'a'}));
+  CHECK(term_to_binary(eterm::list({eterm::atom("a")})) == bytes({131, 108, 0, 0, 0, 1, 119, 1, 'a', 106}));
+  // A list of small integers is a string: [1,2], as a JSON [1,2] decodes.
+  CHECK(term_to_binary(ejson(json::parse("[1,2]"))) == bytes({131, 107, 0, 2, 1, 2}));
+  // EJSON: {[{<<"k">>, true}]}.
+  CHECK(term_to_binary(ejson(json::parse(R"({"k":true})"))) ==
+        bytes({131, 104, 1, 108, 0, 0, 0, 1, 104, 2, 109, 0, 0, 0, 1, 'k', 119, 4, 't', 'r', 'u', 'e', 106}));
+}
+
+TEST_CASE("endpoints keep credentials apart from their URL, however they come") {
+  auto e = parse_endpoint("http://bob:p%40ss@db.example:5985/a%2Fb", "http://127.0.0.1:5984", {});
+  REQUIRE(e);
+  CHECK(e->url() == "http://db.example:5985/a%2Fb/");
+  CHECK(e->user == "bob");
+  CHECK(e->password == "p@ss");
+  auto h = parse_endpoint(
+      json::parse(R"({"url":"https://db.example/x","headers":{"Authorization":"Basic Ym9iOnNlY3JldA==","X-A":"1"}})"),
+      "", {});
+  REQUIRE(h);
+  CHECK(h->url() == "https://db.example/x/");
+  CHECK(h->port == 443);
+  CHECK(h->user == "bob");
+  CHECK(h->password == "secret");
+  CHECK(h->headers == std::vector<std::pair<std::string, std::string>>{{"X-A", "1"}});
+  auto a = parse_endpoint(
+      json::parse(R"({"url":"http://u:old@h/x","auth":{"basic":{"username":"bob","password":"new"}}})"), "", {});
+  REQUIRE(a);
+  CHECK(a->user == "bob");
+  CHECK(a->password == "new");  // auth.basic wins
+  auto local = parse_endpoint("my/db", "http://127.0.0.1:5984", {{"Cookie", "AuthSession=x"}});
+  REQUIRE(local);
+  CHECK(local->local_name == "my/db");
+  CHECK(local->url() == "http://127.0.0.1:5984/my%2Fdb/");
+  CHECK(local->headers.size() == 1);
+  for (const char* bad : {"ftp://h/db", "Not A Name", "http://", "http://h:99999/db", "http://h:x/db"})
+    CHECK_MESSAGE(!parse_endpoint(bad, "http://127.0.0.1:5984", {}), bad);
+  CHECK(!parse_endpoint(json::parse("3"), "", {}));
+  CHECK(!parse_endpoint(json::parse(R"({"url":"http://h/x","auth":{"basic":{"username":1}}})"), "", {}));
+  CHECK(strip_url_credentials("http://a:b@h:1/x@y") == "http://h:1/x@y");
+}
+
+TEST_CASE("replication ids: passwords and where credentials come from do not count; users and filters do") {
+  auto id = [](const char* body) {
+    auto r = parse_rep_request(json::parse(body), ctx);
+    REQUIRE_MESSAGE(r, body);
+    return r->id();
+  };
+  const std::string base = id(R"({"source":"http://bob:one@h/a","target":"http://h:5984/b"})");
+  CHECK(base.size() == 32);
+  CHECK(base == id(R"({"source":"http://bob:two@h/a","target":"http://h/b"})"));  // 5984 is a default port
+  CHECK(
+      base ==
+      id(R"({"source":{"url":"http://h/a","auth":{"basic":{"username":"bob","password":"x"}}},"target":"http://h/b"})"));
+  CHECK(
+      base ==
+      id(R"({"source":{"url":"https://h:443/a","headers":{"Authorization":"Basic Ym9iOnk="}},"target":"http://h/b"})"));
+  CHECK(base != id(R"({"source":"http://eve:one@h/a","target":"http://h/b"})"));
+  CHECK(base != id(R"({"source":"http://bob:one@h:81/a","target":"http://h/b"})"));
+  CHECK(base + "+continuous" == id(R"({"source":"http://bob@h/a","target":"http://h/b","continuous":true})"));
+  CHECK(base + "+continuous+create_target" ==
+        id(R"({"source":"http://bob@h/a","target":"http://h/b","continuous":true,"create_target":true})"));
+  const std::string ids = id(R"({"source":"http://bob@h/a","target":"http://h/b","doc_ids":["y","x","x"]})");
+  CHECK(ids != base);
+  CHECK(ids == id(R"({"source":"http://bob@h/a","target":"http://h/b","doc_ids":["x","y"]})"));  // sorted, unique
+  CHECK(ids != id(R"({"source":"http://bob@h/a","target":"http://h/b","selector":{"x":1}})"));
+  CHECK(base != id(R"({"source":"http://bob@h/a","target":"http://h/b","since_seq":5})"));
+  CHECK(base != id(R"({"source":"http://bob@h/a","target":"http://h/b","winning_revs_only":true})"));
+  auto other_server = parse_rep_request(json::parse(R"({"source":"http://bob@h/a","target":"http://h/b"})"),
+                                        rep_context{std::string(32, 'v'), "", {}});
+  CHECK(other_server->id() != base);
+}
+
+TEST_CASE("requests are checked as couch_replicator_utils checks them") {
+  auto reason = [](const char* body) {
+    auto r = parse_rep_request(json::parse(body), ctx);
+    return r ? std::string() : r.error().reason;
+  };
+  CHECK(reason(R"({"source":"a","target":"b","cancel":"true"})") == "parameter `cancel` must be a boolean");
+  CHECK(reason(R"({"source":"a","target":"b","create_target_params":1})") ==
+        "parameter `create_target_params` must be a JSON object");
+  CHECK(reason(R"({"source":"a","target":"b","filter":"f/x","selector":{}})") ==
+        "`doc_ids`,`filter`,`selector` are mutually exclusive");
+  CHECK(reason(R"({"source":"a","target":"b","worker_processes":"x"})") ==
+        "parameter `worker_processes` must be an integer");
+  CHECK(reason(R"({"source":"a","target":"b","worker_batch_size":0})") ==
+        "parameter `worker_batch_size` must be between 1 and 10000");
+  CHECK(reason(R"({"source":"a"})") == "Missing replicator database");
+  CHECK(reason(R"({"source":"a","target":"b","worker_processes":"2"})").empty());
+  auto cancel = parse_rep_request(json::parse(R"({"replication_id":"abc continuous","cancel":true})"), ctx);
+  REQUIRE(cancel);
+  CHECK(cancel->cancel_id == "abc+continuous");  // a '+' unquoted to a space, as couch_replicator_ids:convert
+}
+
+TEST_CASE("a replication starts from the newest session both logs share") {
+  auto entry = [](const char* session, int seq) { return json{{"session_id", session}, {"recorded_seq", seq}}; };
+  json source = {
+      {"session_id", "s3"}, {"source_last_seq", 30}, {"history", {entry("s3", 30), entry("s2", 20), entry("s1", 10)}}};
+  json target = source;
+  auto same = compare_replication_logs(source, target);
+  CHECK(same.found);
+  CHECK(same.seq == 30);
+  CHECK(same.history.size() == 3);
+  target = {{"session_id", "t9"}, {"history", {entry("t9", 99), entry("s2", 20), entry("s1", 10)}}};
+  auto shared = compare_replication_logs(source, target);
+  CHECK(shared.found);
+  CHECK(shared.seq == 20);  // s3 is not on the target; s2 is on both
+  CHECK(shared.history.size() == 1);
+  target = {{"session_id", "t9"}, {"history", {entry("t9", 99), entry("t8", 88)}}};
+  CHECK(!compare_replication_logs(source, target).found);
+  CHECK(!compare_replication_logs(source, nullptr).found);
+  CHECK(compare_replication_logs(nullptr, nullptr).seq == 0);
+}
+
+TEST_CASE("a checkpoint's log is CouchDB's, its history capped at 50 entries") {
+  json old = json::array();
+  for (int i = 0; i < 60; ++i) old.push_back({{"session_id", std::to_string(i)}});
+  rep_stats s;
+  s.docs_written = 7;
+  json log = checkpoint_log("new", 0, "5-abc", "a", "b", s, old);
+  CHECK(log["session_id"] == "new");
+  CHECK(log["source_last_seq"] == "5-abc");
+  CHECK(log["replication_id_version"] == 4);
+  CHECK(log["history"].size() == 50);
+  CHECK(log["history"][0]["recorded_seq"] == "5-abc");
+  CHECK(log["history"][0]["docs_written"] == 7);
+  CHECK(log["history"][1]["session_id"] == "0");
+  CHECK(rfc1123_date(0) == "Thu, 01 Jan 1970 00:00:00 GMT");
+  CHECK(rfc1123_date(1795750540) == "Fri, 27 Nov 2026 03:35:40 GMT");
+}
