@@ -15,6 +15,9 @@ status bad(const std::string& reason) {
 
 // {remote, User, Host, NonDefaultPort, Path, Headers, OAuth} (couch_replicator_ids get_v4_endpoint).
 eterm v4_endpoint(const rep_endpoint& e) {
+  // A database of this node: {local, Name} as CouchDB 2 named local endpoints, so that the id
+  // (and the checkpoints) do not change with the port the node listens on.
+  if (!e.local_name.empty()) return eterm::tuple({eterm::atom("local"), eterm::binary(e.local_name)});
   std::vector<eterm> headers;
   for (auto& [k, v] : e.headers) headers.push_back(eterm::tuple({eterm::string(k), eterm::string(v)}));
   bool default_port =

@@ -384,6 +384,7 @@ job_next replication_job::step(job_context& ctx) {
     if (auto st = start(ctx); !st) return give_up_or_retry(st, !r_.continuous);
   }
   auto caught_up = advance(ctx);
+  if (!caught_up && (stop_ || ctx.cancelled())) return job_next::more();  // the runner ends it now
   if (!caught_up) return give_up_or_retry(caught_up.error(), false);
   bool due = clk_.now_ms() - last_checkpoint_ms_ >= r_.checkpoint_interval_ms;
   if (*caught_up && !r_.continuous) {

@@ -9,7 +9,7 @@ import json
 import time
 import urllib.parse
 
-from harness import ClockedNodeTest, NodeTest, main, wait_until
+from harness import ClockedNodeTest, Node, NodeTest, OwnNodesTest, main, wait_until
 
 
 class Replicate(NodeTest):
@@ -229,6 +229,42 @@ class Replicate(NodeTest):
         self.assertEqual(self.node.get("/_replicate").status, 405)
         # Server admins only (CouchDB's chttpd_auth_request requires admin for /_replicate).
         self.assertEqual(self.node.post("/_replicate", {"source": "src8", "target": "x"}, auth=False).status, 401)
+
+
+class ReplicateThroughAKill(OwnNodesTest):
+    def test_a_replication_posted_again_after_kill_9_resumes_from_its_checkpoint(self):
+        node = Node().start()
+        self.addCleanup(node.cleanup)
+        self.assertEqual(node.put("/ksrc").status, 201)
+        for b in range(0, 3000, 500):
+            self.assertEqual(node.post("/ksrc/_bulk_docs", {"docs": [{"_id": f"k{i:05d}"} for i in range(b, b + 500)]})
+                             .status, 201)
+        body = {"source": "ksrc", "target": "ktgt", "create_target": True, "continuous": True,
+                "worker_processes": 1, "worker_batch_size": 50, "checkpoint_interval": 100}
+        r = node.post("/_replicate", body)
+        self.assertEqual(r.status, 202, r)
+        rep_id = r.json["_local_id"].split("+")[0]
+
+        def checkpointed():  # on both sides (the source's is written first)
+            logs = [node.get(f"/{db}/_local/{rep_id}") for db in ("ksrc", "ktgt")]
+            return all(r.status == 200 and r.json["source_last_seq"] != 0 for r in logs)
+        self.assertTrue(wait_until(checkpointed))
+        node.kill()
+        node.start()
+        log = node.get(f"/ksrc/_local/{rep_id}").json
+        written_before = node.get("/ktgt").json["doc_count"]
+        self.assertLess(written_before, 3000)  # it was stopped part way
+        r = node.post("/_replicate", body)
+        self.assertEqual(r.status, 202, r)
+        self.assertTrue(wait_until(lambda: node.get("/ktgt").json["doc_count"] == 3000))
+        self.assertTrue(wait_until(lambda: len(node.get(f"/ksrc/_local/{rep_id}").json["history"]) == 2),
+                        (log, node.get(f"/ksrc/_local/{rep_id}").json, node.get(f"/ktgt/_local/{rep_id}").json))
+        newest = node.get(f"/ksrc/_local/{rep_id}").json["history"][0]
+        self.assertEqual(newest["start_last_seq"], log["source_last_seq"])  # from the checkpoint, not 0
+        self.assertLessEqual(newest["docs_read"], 3000 - written_before + 50 * 2)
+        rows = node.get("/ktgt/_all_docs?conflicts=true&include_docs=true").json["rows"]
+        self.assertFalse([row["id"] for row in rows if "_conflicts" in row["doc"]])
+        node.post("/_replicate", dict(body, cancel=True))
 
 
 class ReplicateSinceTime(ClockedNodeTest):
