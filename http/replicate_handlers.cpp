@@ -3,6 +3,7 @@
 #include "http/handlers.hpp"
 #include "http/rep_client.hpp"
 #include "http/replications.hpp"
+#include "http/replicator_docs.hpp"
 
 namespace settee {
 namespace {
@@ -85,9 +86,19 @@ void handle_scheduler(ctx& c) {
     if (!j) return c.error(errc::not_found, "unknown job");
     return c.reply(200, *j);
   }
-  if (p.size() >= 2 && p[1] == "docs")  // documents in _replicator do not run yet (http/router.cpp)
-    return c.error(errc::not_implemented,
-                   "the replicator's documents (_scheduler/docs) are not supported by settee yet");
+  if (p.size() >= 2 && p[1] == "docs") {
+    if (!c.node.rep_docs) return c.error(errc::not_implemented, "the replicator is not running on this node");
+    if (p.size() == 2 || (p.size() == 3 && p[2] == replicator_docs::db_name)) {
+      std::vector<json> rows = c.node.rep_docs->rows();
+      return c.reply(200, json{{"total_rows", rows.size()}, {"offset", 0}, {"docs", rows}});
+    }
+    if (p.size() == 4 && p[2] == replicator_docs::db_name) {
+      auto row = c.node.rep_docs->row(p[3]);
+      if (!row) return c.error(errc::not_found, "missing");
+      return c.reply(200, *row);
+    }
+    if (p.size() >= 3) return c.error(errc::not_found, "missing");  // another replicator database
+  }
   reply_not_found(c);
 }
 

@@ -41,13 +41,32 @@ replication_job::replication_job(rep_request r, const clock& clk, std::string no
 
 replication_job::~replication_job() = default;
 
+void replication_job::set_document(std::string db, std::string doc_id, end_callback on_end) {
+  std::lock_guard<std::mutex> lock(mu_);
+  doc_db_ = std::move(db);
+  doc_id_ = std::move(doc_id);
+  on_end_ = std::move(on_end);
+}
+
+std::string replication_job::state() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (ended_) return end_how_ == job_next::kind::done ? "completed" : "failed";
+  if (crashing_) return "crashing";
+  return started_ ? "running" : "pending";
+}
+
+std::string replication_job::last_error() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return last_error_;
+}
+
 json replication_job::task() const {
   std::lock_guard<std::mutex> lock(mu_);
   json d = r_.describe();
   return json{{"type", "replication"},
               {"replication_id", r_.id()},
-              {"doc_id", nullptr},
-              {"database", nullptr},
+              {"doc_id", doc_id_.empty() ? json(nullptr) : json(doc_id_)},
+              {"database", doc_db_.empty() ? json(nullptr) : json(doc_db_)},
               {"user", nullptr},
               {"source", d["source"]},
               {"target", d["target"]},
@@ -76,9 +95,9 @@ json replication_job::info() const {
               {"pid", nullptr},
               {"source", d["source"]},
               {"target", d["target"]},
-              {"database", nullptr},
+              {"database", doc_db_.empty() ? json(nullptr) : json(doc_db_)},
               {"user", nullptr},
-              {"doc_id", nullptr},
+              {"doc_id", doc_id_.empty() ? json(nullptr) : json(doc_id_)},
               {"info",
                {{"revisions_checked", t["revisions_checked"]},
                 {"missing_revisions_found", t["missing_revisions_found"]},
@@ -370,10 +389,11 @@ job_next replication_job::step(job_context& ctx) {
   auto give_up_or_retry = [&](const status& st, bool final) {
     std::lock_guard<std::mutex> lock(mu_);
     last_error_ = st.reason;
+    crashing_ = true;
     history_events_.push_back({{"timestamp", clk_.now_s()}, {"type", "crashed"}, {"reason", st.reason}});
     if (history_events_.size() > 20) history_events_.erase(history_events_.begin() + 1);
     started_ = false;  // the next attempt starts again from the checkpoints
-    if (final || (!r_.continuous && ctx.attempts() >= max_one_shot_retries)) {
+    if (final || (!r_.continuous && doc_id_.empty() && ctx.attempts() >= max_one_shot_retries)) {
       end_status_ = st;
       return job_next::fail(st.reason);
     }
@@ -381,11 +401,16 @@ job_next replication_job::step(job_context& ctx) {
     return job_next::retry(st.reason);
   };
   if (!started_) {
-    if (auto st = start(ctx); !st) return give_up_or_retry(st, !r_.continuous);
+    // A document's replication retries whatever failed (it stands until edited, as CouchDB's).
+    if (auto st = start(ctx); !st) return give_up_or_retry(st, !r_.continuous && doc_id_.empty());
   }
   auto caught_up = advance(ctx);
   if (!caught_up && (stop_ || ctx.cancelled())) return job_next::more();  // the runner ends it now
   if (!caught_up) return give_up_or_retry(caught_up.error(), false);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    crashing_ = false;
+  }
   bool due = clk_.now_ms() - last_checkpoint_ms_ >= r_.checkpoint_interval_ms;
   if (*caught_up && !r_.continuous) {
     if (auto st = checkpoint(); !st) return give_up_or_retry(st, false);
@@ -398,11 +423,17 @@ job_next replication_job::step(job_context& ctx) {
 
 void replication_job::ended(job_next::kind how, const std::string& reason) {
   if (how == job_next::kind::cancelled && started_) (void)checkpoint();  // keep what was done
-  std::lock_guard<std::mutex> lock(mu_);
-  if (how == job_next::kind::cancelled) end_status_ = status{errc::internal, "cancelled"};
-  if (how == job_next::kind::failed && end_status_) end_status_ = status{errc::internal, reason};
-  ended_ = true;
-  ended_cv_.notify_all();
+  end_callback on_end;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (how == job_next::kind::cancelled) end_status_ = status{errc::internal, "cancelled"};
+    if (how == job_next::kind::failed && end_status_) end_status_ = status{errc::internal, reason};
+    ended_ = true;
+    end_how_ = how;
+    on_end = on_end_;
+    ended_cv_.notify_all();
+  }
+  if (on_end) on_end(how, wait());
 }
 
 result<json> replication_job::wait() {

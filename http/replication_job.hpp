@@ -21,6 +21,7 @@
 #pragma once
 #include <atomic>
 #include <condition_variable>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -39,8 +40,14 @@ class replication_job final : public job {
  public:
   static constexpr const char* lane = "replication";
 
+  // Called once the job left the runner: how it ended, and wait()'s answer.
+  using end_callback = std::function<void(job_next::kind, const result<json>&)>;
+
   replication_job(rep_request r, const clock& clk, std::string node);
   ~replication_job() override;
+  // A job of a `_replicator` document (before it is submitted): shown with it in listings, and told
+  // when it ends.
+  void set_document(std::string db, std::string doc_id, end_callback on_end);
 
   job_next step(job_context& ctx) override;
   json task() const override;
@@ -53,6 +60,11 @@ class replication_job final : public job {
   result<json> wait();
   // The job as GET /_scheduler/jobs shows it.
   json info() const;
+  // The scheduler's state: "running", or "crashing" after an error until a step succeeds again,
+  // "completed" / "failed" once it ended; and the last error.
+  std::string state() const;
+  std::string last_error() const;
+  const std::string& doc_id() const { return doc_id_; }
   const rep_request& request() const { return r_; }
 
  private:
@@ -91,6 +103,11 @@ class replication_job final : public job {
   int64_t last_checkpoint_ms_ = 0, started_on_s_ = 0;
   std::string last_error_;
   std::vector<json> history_events_;  // {"timestamp","type"[,"reason"]} for _scheduler/jobs
+
+  std::string doc_db_, doc_id_;
+  end_callback on_end_;
+  bool crashing_ = false;
+  job_next::kind end_how_ = job_next::kind::step;
 
   std::condition_variable ended_cv_;
   bool ended_ = false;

@@ -47,6 +47,33 @@ result<json> replications::replicate(rep_request r) {
   return out;
 }
 
+std::shared_ptr<replication_job> replications::start_document(rep_request r, const std::string& db,
+                                                              const std::string& doc_id,
+                                                              replication_job::end_callback on_end,
+                                                              std::string& taken_by) {
+  const std::string id = r.id();
+  auto j = std::make_shared<replication_job>(std::move(r), clk_, node_);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = running_.find(id);
+    if (it != running_.end()) {
+      taken_by = it->second->doc_id();
+      return nullptr;
+    }
+    running_[id] = j;
+  }
+  std::weak_ptr<replication_job> weak = j;
+  j->set_document(db, doc_id, [this, id, weak, on_end](job_next::kind how, const result<json>& out) {
+    if (auto self = weak.lock()) forget(id, self);
+    if (on_end) on_end(how, out);
+  });
+  if (!jobs_.submit(job_id(id), replication_job::lane, j)) {
+    forget(id, j);
+    return nullptr;
+  }
+  return j;
+}
+
 status replications::cancel(const std::string& id) {
   auto j = find(id);
   if (!j) return {errc::not_found, "not found"};

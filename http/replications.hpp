@@ -20,6 +20,11 @@ class replications {
   // replication is waited for: its `_replicate` answer or error; a continuous one answers
   // {"ok":true,"_local_id":id} at once.
   result<json> replicate(rep_request r);
+  // Starts the replication of `_replicator` document `doc_id` of `db` without waiting; `on_end` is
+  // told when it ends (it is forgotten then). Null when a replication with its id runs already:
+  // `taken_by` is the document that started it ("" for POST /_replicate).
+  std::shared_ptr<replication_job> start_document(rep_request r, const std::string& db, const std::string& doc_id,
+                                                  replication_job::end_callback on_end, std::string& taken_by);
   // Stops replication `id` (not_found when it does not run).
   status cancel(const std::string& id);
   // Every replication, sorted by id, as /_scheduler/jobs lists them.

@@ -27,6 +27,7 @@ class cluster_members;
 class shard_registry;
 class js_pool;
 class replications;
+class replicator_docs;
 class doc_validator;
 class view_reader;
 class mango_reader;
@@ -58,15 +59,16 @@ struct node_services {
   update_log* updates = nullptr;  // this node's `updated` rows of _db_updates
   task_list* tasks = nullptr;     // GET /_active_tasks
   compactor* compaction = nullptr;
-  resharder* reshard = nullptr;        // /_reshard
-  cluster_members* cluster = nullptr;  // every member, this node included, by name (actors/members.hpp)
-  shard_registry* shards = nullptr;    // the HTTP front's timer gives idle shards' pages back
-  js_pool* js = nullptr;               // JavaScript: design documents' functions (actors/js_pool.hpp)
-  doc_validator* validator = nullptr;  // validate_doc_update on every write coordinated here
-  view_reader* views = nullptr;        // view queries (actors/view_reader.hpp)
-  mango_reader* mango = nullptr;       // _find on JSON indexes (http/mango_reader.hpp)
-  replications* replicator = nullptr;  // POST /_replicate, /_scheduler (http/replications.hpp)
-  std::string self_url{};              // "http://127.0.0.1:5984": where local replication endpoints point
+  resharder* reshard = nullptr;         // /_reshard
+  cluster_members* cluster = nullptr;   // every member, this node included, by name (actors/members.hpp)
+  shard_registry* shards = nullptr;     // the HTTP front's timer gives idle shards' pages back
+  js_pool* js = nullptr;                // JavaScript: design documents' functions (actors/js_pool.hpp)
+  doc_validator* validator = nullptr;   // validate_doc_update on every write coordinated here
+  view_reader* views = nullptr;         // view queries (actors/view_reader.hpp)
+  mango_reader* mango = nullptr;        // _find on JSON indexes (http/mango_reader.hpp)
+  replications* replicator = nullptr;   // POST /_replicate, /_scheduler (http/replications.hpp)
+  replicator_docs* rep_docs = nullptr;  // documents of _replicator, /_scheduler/docs
+  std::string self_url{};               // "http://127.0.0.1:5984": where local replication endpoints point
   // Run by the HTTP front's timer thread once per idle spell (no request and no shard used, by a
   // peer's call or internal replication, for [node] idle_release_s), before it trims the heap:
   // gives back what other threads cache (the actor scheduler's malloc caches).

@@ -236,6 +236,8 @@ node_process::node_process(const config& cfg, settings set, const clock& clk, st
   node_.views = &views_;
   node_.mango = &mango_;
   node_.replicator = &replicator_;
+  replicator_docs_ = std::make_shared<replicator_docs>(node_, replicator_);
+  node_.rep_docs = replicator_docs_.get();
   views_.set_tasks(tasks_, clk_, set_.node_name);
   shards_.set_on_removed([this](const std::string& path) {
     if (path.compare(0, data_dir_.size() + 1, data_dir_ + "/") == 0)
@@ -349,6 +351,7 @@ status node_process::start() {
   }
   if (auto st = reshard_.start(); !st) return status{st.code, "cannot resume reshard jobs: " + st.reason};
   if (auto st = compaction_.resume(coord_); !st) return status{st.code, "cannot resume compactions: " + st.reason};
+  jobs_.submit(replicator_docs::job_id, replication_job::lane, replicator_docs_);  // after bind: it needs self_url
   if (set_.db_updates_enabled) updates_.start(jobs_);  // last: a failed start() exits, which must not race its steps
   stopped_ = false;
   return {};

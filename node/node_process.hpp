@@ -33,13 +33,14 @@
 #include "cluster/rpc_node.hpp"
 #include "http/auth.hpp"
 #include "http/mango_reader.hpp"
+#include "http/replications.hpp"
+#include "http/replicator_docs.hpp"
 #include "http/request.hpp"
 #include "http/server.hpp"
 #include "node/clock.hpp"
 #include "node/config.hpp"
 #include "node/error.hpp"
 #include "node/settings.hpp"
-#include "http/replications.hpp"
 
 namespace settee {
 
@@ -92,7 +93,8 @@ class node_process {
   doc_validator validator_;
   view_reader views_;
   mango_reader mango_;
-  replications replicator_;  // POST /_replicate's jobs
+  replications replicator_;                           // POST /_replicate's jobs
+  std::shared_ptr<replicator_docs> replicator_docs_;  // _replicator's documents, a job once started
   http_options http_;
   membership members_;
   std::unique_ptr<rpc_node> rpc_;    // null on a single node

@@ -1,0 +1,65 @@
+// replicator_docs: runs the documents of `_replicator` (couch_replicator_doc_processor). A job of
+// the jobs framework (lane `replication`) that reads the database's documents every second; each
+// document whose owner is this node (CouchDB's mem3:owner: the live members, sorted, rotated by the
+// crc32 of term_to_binary({<<"_replicator">>, DocId})) starts its replication; a changed document
+// restarts it, a deleted one (or one another member owns now) stops it. A one-shot replication's
+// end is written back into its document as CouchDB 3 does (`_replication_state` "completed" with
+// `_replication_stats`, or "failed" with `_replication_state_reason`), so it does not run again.
+// Documents name their endpoints by URL with credentials (local names are refused, as CouchDB 3:
+// nothing would authenticate them).
+#pragma once
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "actors/jobs.hpp"
+#include "http/replications.hpp"
+#include "http/request.hpp"
+
+namespace settee {
+
+// A `_replicator` document's write is refused (403 forbidden, with the reason) when it does not
+// describe a replication this node could run, as CouchDB's _replicator validation function does.
+status validate_replicator_doc(const json& body, const node_services& node);
+
+class replicator_docs final : public job {
+ public:
+  static constexpr const char* job_id = "replicator documents";
+  static constexpr const char* db_name = "_replicator";
+
+  replicator_docs(node_services& node, replications& reps);
+  job_next step(job_context& ctx) override;
+
+  // GET /_scheduler/docs rows (this node's documents, by id), and one document's.
+  std::vector<json> rows() const;
+  std::optional<json> row(const std::string& doc_id) const;
+
+ private:
+  struct entry {
+    std::string rev;
+    json body;            // the document as last read (with _id and _rev)
+    std::string rep_id;   // "" when it never became a replication
+    json source, target;  // their URLs without credentials (null: not a valid request)
+    std::shared_ptr<replication_job> job;
+    std::string state;  // when there is no job: completed, failed
+    std::string error;
+    int64_t updated_s = 0;
+  };
+  // Whether this node runs document `id` (its owner among the live members).
+  bool owns(const std::string& id) const;
+  // What a new or changed document becomes (a started job, or a failed entry).
+  entry start(const std::string& id, const std::string& rev, json body);
+  // Writes `fields` into document `id` at `rev` (a later edit wins: nothing is written then).
+  void write_back(const std::string& id, json body, const json& fields);
+  void ended(const std::string& id, job_next::kind how, const result<json>& out);
+
+  node_services& node_;
+  replications& reps_;
+  mutable std::mutex mu_;
+  std::map<std::string, entry> docs_;
+};
+
+}  // namespace settee

@@ -1,0 +1,111 @@
+"""Documents of `_replicator` (issue 33 point 3): a document starts its replication; a one-shot
+one records its end in the document as CouchDB 3 does (`_replication_state` "completed" with
+`_replication_stats`); a continuous one runs until the document is edited (restarted as the new
+one) or deleted (stopped); documents that describe no replication are refused with CouchDB's 403
+`forbidden`; two documents of one replication: the second fails, saying which started it; an
+endpoint that cannot be opened makes the document's replication crash and retry, and
+`/_scheduler/docs` shows every state with credentials stripped."""
+import urllib.parse
+
+from harness import NodeTest, main, wait_until
+
+
+class ReplicatorDocuments(NodeTest):
+    def url(self, db):
+        user = self.node.admin
+        return f"http://{user[0]}:{urllib.parse.quote(user[1])}@127.0.0.1:{self.node.port}/{db}"
+
+    def put_doc(self, doc_id, body, status=201):
+        r = self.node.put(f"/_replicator/{doc_id}", body)
+        self.assertEqual(r.status, status, r)
+        return r.json
+
+    def sched(self, doc_id):
+        r = self.node.get(f"/_scheduler/docs/_replicator/{doc_id}")
+        return r.json if r.status == 200 else None
+
+    def fill(self, db, n, prefix="d"):
+        r = self.node.post(f"/{db}/_bulk_docs", {"docs": [{"_id": f"{prefix}{i:03d}"} for i in range(n)]})
+        self.assertEqual(r.status, 201, r)
+
+    def test_a_one_shot_document_runs_once_and_records_its_end(self):
+        self.new_db("rd1")
+        self.fill("rd1", 25)
+        self.put_doc("once", {"source": self.url("rd1"), "target": self.url("rd1copy"), "create_target": True})
+        self.assertTrue(wait_until(lambda: self.node.get("/_replicator/once").json.get("_replication_state")
+                                   == "completed"))
+        doc = self.node.get("/_replicator/once").json
+        self.assertEqual(doc["_replication_stats"]["docs_written"], 25)
+        self.assertRegex(doc["_replication_state_time"], r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$")
+        self.assertEqual(self.node.get("/rd1copy").json["doc_count"], 25)
+        row = self.sched("once")
+        self.assertEqual((row["state"], row["database"], row["doc_id"]), ("completed", "_replicator", "once"))
+        self.assertRegex(row["id"], r"^[0-9a-f]{32}\+create_target$")
+        self.assertEqual(row["source"], f"http://127.0.0.1:{self.node.port}/rd1/")
+        self.assertNotIn(self.node.admin[1], str(self.node.get("/_scheduler/docs").json))
+        # It does not run again: a write to the source stays there.
+        self.fill("rd1", 1, prefix="late")
+        self.assertFalse(wait_until(lambda: self.node.get("/rd1copy/late000").status == 200, seconds=2))
+
+    def test_a_continuous_document_follows_edits_and_deletion(self):
+        self.new_db("rd2")
+        self.fill("rd2", 3)
+        rev = self.put_doc("live", {"source": self.url("rd2"), "target": self.url("rd2a"), "create_target": True,
+                                    "continuous": True})["rev"]
+        self.assertTrue(wait_until(lambda: (self.sched("live") or {}).get("state") == "running"))
+        self.node.put("/rd2/fresh", {})
+        self.assertTrue(wait_until(lambda: self.node.get("/rd2a/fresh").status == 200))
+        jobs = self.node.get("/_scheduler/jobs").json["jobs"]
+        [job] = [j for j in jobs if j["doc_id"] == "live"]
+        self.assertEqual(job["database"], "_replicator")
+        # Edited: the new target gets everything, the old replication stops.
+        rev = self.put_doc("live", {"_rev": rev, "source": self.url("rd2"), "target": self.url("rd2b"),
+                                    "create_target": True, "continuous": True})["rev"]
+        self.assertTrue(wait_until(lambda: self.node.get("/rd2b/fresh").status == 200))
+        self.assertTrue(wait_until(lambda: [j["target"] for j in self.node.get("/_scheduler/jobs").json["jobs"]
+                                            if j["doc_id"] == "live"] == [f"http://127.0.0.1:{self.node.port}/rd2b/"]))
+        # Deleted: nothing runs any more.
+        self.assertEqual(self.node.delete(f"/_replicator/live?rev={rev}").status, 200)
+        self.assertTrue(wait_until(lambda: not [j for j in self.node.get("/_scheduler/jobs").json["jobs"]
+                                                if j["doc_id"] == "live"]))
+        self.assertIsNone(self.sched("live"))
+
+    def test_documents_that_describe_no_replication_are_refused(self):
+        for body in ({"source": "rd3", "target": self.url("x")},  # a local name: nothing would log it in
+                     {"source": self.url("a"), "target": self.url("b"), "doc_ids": ["x"], "selector": {}},
+                     {"source": "ftp://h/db", "target": self.url("b")},
+                     {"target": self.url("b")}):
+            r = self.node.put("/_replicator/bad", body)
+            self.assertEqual((r.status, r.json["error"]), (403, "forbidden"), (body, r))
+        r = self.node.post("/_replicator/_bulk_docs", {"docs": [{"_id": "b1", "source": "x", "target": "y"}]})
+        self.assertEqual(r.status, 403, r)
+        r = self.node.post("/_replicator", {"source": "x", "target": "y"})
+        self.assertEqual(r.status, 403, r)
+        self.assertEqual(self.node.get("/_replicator/bad").status, 404)
+        # Design documents and deletions are not replications, and pass.
+        self.assertEqual(self.node.put("/_replicator/_design/mine", {"views": {}}).status, 201)
+
+    def test_two_documents_of_one_replication_and_an_endpoint_that_is_not_there(self):
+        self.new_db("rd4")
+        body = {"source": self.url("rd4"), "target": self.url("rd4copy"), "create_target": True, "continuous": True}
+        self.put_doc("first", body)
+        self.assertTrue(wait_until(lambda: (self.sched("first") or {}).get("state") == "running"))
+        self.put_doc("second", body)
+        self.assertTrue(wait_until(lambda: self.node.get("/_replicator/second").json.get("_replication_state")
+                                   == "failed"))
+        reason = self.node.get("/_replicator/second").json["_replication_state_reason"]
+        self.assertIn("already started, triggered by document `first`", reason)
+        self.assertEqual(self.sched("second")["state"], "failed")
+        # A source that does not exist: the document's replication crashes and retries (it stands
+        # until edited), its error shown.
+        self.put_doc("nowhere", {"source": self.url("rd4missing"), "target": self.url("rd4copy")})
+        self.assertTrue(wait_until(lambda: (self.sched("nowhere") or {}).get("state") == "crashing"))
+        self.assertIn("could not open", self.sched("nowhere")["info"]["error"])
+        self.assertNotIn("_replication_state", self.node.get("/_replicator/nowhere").json)
+        self.new_db("rd4missing")  # it appears: the next retry runs it to its end
+        self.assertTrue(wait_until(lambda: self.node.get("/_replicator/nowhere").json.get("_replication_state")
+                                   == "completed", seconds=60))
+
+
+if __name__ == "__main__":
+    main()
