@@ -1,0 +1,141 @@
+"""Replication through faults (issue 33 point 4): the source behind a proxy this test controls
+answers 5xx, answers garbage, cuts connections mid-answer or is down for a while; the replication
+retries and backs off, resumes from its last checkpoint, and ends with every document and no
+revision the source does not have (no extra conflicts)."""
+import http.client
+import http.server
+import socketserver
+import threading
+import urllib.parse
+
+from harness import NodeTest, free_port, main, wait_until
+
+
+class FaultProxy:
+    """Forwards HTTP requests to a node; `plan` is a list of faults for the next requests whose path
+    contains `match` ("500", "garbage", "cut"); `down` refuses every request while set."""
+
+    def __init__(self, node):
+        self.node, self.plan, self.match, self.down, self.seen = node, [], "", False, 0
+        proxy = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args):
+                pass
+
+            def relay(self):
+                body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                fault = None
+                if proxy.down:
+                    fault = "cut"
+                elif proxy.plan and proxy.match in self.path:
+                    fault = proxy.plan.pop(0)
+                proxy.seen += 1
+                if fault == "cut":
+                    self.close_connection = True
+                    self.connection.shutdown(2)
+                    return
+                if fault in ("500", "garbage"):
+                    data = b'{"error":"unknown_error","reason":"injected"}' if fault == "500" else b'{"results": [tru'
+                    self.send_response(500 if fault == "500" else 200)
+                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Length", str(len(data)))
+                    self.end_headers()
+                    self.wfile.write(data)
+                    return
+                conn = http.client.HTTPConnection("127.0.0.1", proxy.node.port, timeout=60)
+                headers = {k: v for k, v in self.headers.items() if k.lower() not in ("host", "content-length")}
+                conn.request(self.command, self.path, body=body or None, headers=headers)
+                r = conn.getresponse()
+                data = r.read()
+                self.send_response(r.status)
+                for k, v in r.getheaders():
+                    if k.lower() not in ("transfer-encoding", "content-length", "connection"):
+                        self.send_header(k, v)
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+                conn.close()
+
+            do_GET = do_POST = do_PUT = do_DELETE = do_HEAD = relay
+
+        class Server(socketserver.ThreadingMixIn, http.server.HTTPServer):
+            daemon_threads = True
+
+        self.port = free_port()
+        self.server = Server(("127.0.0.1", self.port), Handler)
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def url(self, db):
+        user = self.node.admin
+        return f"http://{user[0]}:{urllib.parse.quote(user[1])}@127.0.0.1:{self.port}/{db}"
+
+    def stop(self):
+        self.server.shutdown()
+        self.server.server_close()
+
+
+class ReplicationFaults(NodeTest):
+    @classmethod
+    def setUpClass(cls):
+        super().setUpClass()
+        cls.proxy = FaultProxy(cls.node)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.proxy.stop()
+        super().tearDownClass()
+
+    def fill(self, db, start, n):
+        r = self.node.post(f"/{db}/_bulk_docs", {"docs": [{"_id": f"f{i:05d}", "i": i} for i in range(start, start + n)]})
+        self.assertEqual(r.status, 201, r)
+
+    def exact_copy(self, src, tgt):
+        rows = self.node.get(f"/{tgt}/_all_docs?conflicts=true&include_docs=true").json["rows"]
+        self.assertFalse([r["id"] for r in rows if "_conflicts" in r["doc"]])
+        self.assertEqual([r["id"] for r in rows], [r["id"] for r in self.node.get(f"/{src}/_all_docs").json["rows"]])
+
+    def test_5xx_garbage_and_cut_answers_are_retried(self):
+        self.new_db("fsrc1")
+        self.fill("fsrc1", 0, 300)
+        # Each kind of fault on the source's _bulk_get and _changes: retried within the request
+        # (5xx, cut) or by the job (garbage), and the one-shot replication still ends complete.
+        self.proxy.match, self.proxy.plan = "_bulk_get", ["500", "cut", "500"]
+        r = self.node.post("/_replicate", {"source": self.proxy.url("fsrc1"), "target": "ftgt1", "create_target": True,
+                                           "worker_batch_size": 50})
+        self.assertEqual(r.status, 200, r)
+        self.assertEqual(self.proxy.plan, [])
+        self.exact_copy("fsrc1", "ftgt1")
+        self.fill("fsrc1", 300, 50)
+        self.proxy.match, self.proxy.plan = "_changes", ["garbage"]
+        r = self.node.post("/_replicate", {"source": self.proxy.url("fsrc1"), "target": "ftgt1"})
+        self.assertEqual(r.status, 200, r)
+        self.assertEqual(r.json["history"][0]["docs_written"], 50)  # from the checkpoint, once
+        self.exact_copy("fsrc1", "ftgt1")
+
+    def test_a_source_down_for_a_while_is_waited_for_and_resumed_from_the_checkpoint(self):
+        self.new_db("fsrc2")
+        self.fill("fsrc2", 0, 200)
+        body = {"source": self.proxy.url("fsrc2"), "target": "ftgt2", "create_target": True, "continuous": True,
+                "checkpoint_interval": 200, "retries_per_request": 1}
+        r = self.node.post("/_replicate", body)
+        self.assertEqual(r.status, 202, r)
+        rep_id = r.json["_local_id"]
+        self.addCleanup(lambda: self.node.post("/_replicate", {"replication_id": rep_id, "cancel": True}))
+        self.assertTrue(wait_until(lambda: self.node.get("/ftgt2").json.get("doc_count") == 200))
+        self.proxy.down = True
+        self.fill("fsrc2", 200, 100)
+        self.assertTrue(wait_until(lambda: self.node.get(f"/_scheduler/jobs/{urllib.parse.quote(rep_id)}")
+                                   .json["info"]["error"] is not None))
+        job = self.node.get(f"/_scheduler/jobs/{urllib.parse.quote(rep_id)}").json
+        self.assertIn("crashed", [h["type"] for h in job["history"]])
+        self.assertEqual(self.node.get("/ftgt2").json["doc_count"], 200)
+        self.proxy.down = False  # back: the job's backoff ends and it goes on from its checkpoint
+        self.assertTrue(wait_until(lambda: self.node.get("/ftgt2").json.get("doc_count") == 300, 60))
+        self.exact_copy("fsrc2", "ftgt2")
+
+
+if __name__ == "__main__":
+    main()
