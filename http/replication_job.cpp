@@ -223,7 +223,9 @@ result<bool> replication_job::advance(job_context& ctx) {
       stats_.bulk_get_docs += s.bulk_get_docs;
       stats_.bulk_get_attempts += s.bulk_get_attempts;
     }
-    if (feed.contains("last_seq") && !rows.empty()) through_seq_ = feed["last_seq"];
+    // Also when no row came: a filter may have passed over changes (the next read starts after them).
+    if (feed.contains("last_seq") && !feed["last_seq"].is_null() && (!rows.empty() || pending == 0))
+      through_seq_ = feed["last_seq"];
     pending_ = pending;
   }
   ctx.progress(task());
