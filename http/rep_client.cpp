@@ -73,7 +73,16 @@ result<json> rep_client::get_json(const std::string& rest) {
   return parsed(get(rest), e_);
 }
 result<json> rep_client::post_json(const std::string& rest, const json& body) {
-  return parsed(post(rest, body.dump()), e_);
+  return parsed(post(rest, request_text(body)), e_);
+}
+
+std::string string_at(const json& obj, const char* key) {
+  const json& v = member(obj, key);
+  return v.is_string() ? v.get<std::string>() : std::string();
+}
+
+std::string request_text(const json& j) {
+  return j.dump(-1, ' ', false, json::error_handler_t::replace);
 }
 
 json parse_reply(const std::string& body) {

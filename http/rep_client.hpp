@@ -60,6 +60,11 @@ class rep_client {
 // max_json_depth, for the envelopes around documents): anything else, a discarded value.
 json parse_reply(const std::string& body);
 
+// Member `key` of `obj` when it is a string, else "" (answers from endpoints are not trusted).
+std::string string_at(const json& obj, const char* key);
+// `j` as request text (invalid UTF-8 replaced, never thrown on).
+std::string request_text(const json& j);
+
 // The error a failed answer means, as couch_replicator_api_wrap names them: 401/403 -> unauthorized,
 // 404 -> db_not_found ("could not open <url>"), else the body's error/reason.
 status reply_error(const http_reply& r, const rep_endpoint& e);

@@ -14,7 +14,7 @@ constexpr int max_one_shot_retries = 5;
 
 // A seq as a query parameter: strings as they are, anything else as its JSON text.
 std::string seq_param(const json& seq) {
-  return percent_encode(seq.is_string() ? seq.get<std::string>() : seq.dump());
+  return percent_encode(seq.is_string() ? seq.get<std::string>() : request_text(seq));
 }
 
 std::string query_value(const json& v) {
@@ -143,8 +143,8 @@ status replication_job::start(job_context& ctx) {
   }
   rep_start from = compare_replication_logs(source_log, target_log);
   std::lock_guard<std::mutex> lock(mu_);
-  source_rev_ = source_log.is_object() && source_log.contains("_rev") ? source_log["_rev"].get<std::string>() : "";
-  target_rev_ = target_log.is_object() && target_log.contains("_rev") ? target_log["_rev"].get<std::string>() : "";
+  source_rev_ = string_at(source_log, "_rev");
+  target_rev_ = string_at(target_log, "_rev");
   start_seq_ = from.found ? from.seq : r_.since_seq.value_or(json(0));
   through_seq_ = committed_seq_ = start_seq_;
   history_ = from.history;
@@ -186,7 +186,7 @@ result<bool> replication_job::advance(job_context& ctx) {
     since = through_seq_;
   }
   json body = changes_body();
-  http_reply got = body.is_null() ? source_->get(changes_query()) : source_->post(changes_query(), body.dump());
+  http_reply got = body.is_null() ? source_->get(changes_query()) : source_->post(changes_query(), request_text(body));
   if (!got.ok()) return reply_error(got, r_.source);
   json feed = parse_reply(got.body);
   if (!feed.is_object() || !feed.contains("results") || !feed["results"].is_array())
@@ -272,14 +272,15 @@ result<json> replication_job::fetch_revisions(worker& w, const json& wanted, rep
   json docs = json::array();
   if (r_.use_bulk_get && !no_bulk_get_) {
     ++stats.bulk_get_attempts;
-    http_reply got = w.source.post("_bulk_get?revs=true&latest=true&attachments=true", json{{"docs", wanted}}.dump());
+    http_reply got =
+        w.source.post("_bulk_get?revs=true&latest=true&attachments=true", request_text(json{{"docs", wanted}}));
     if (got.ok()) {
       json answer = parse_reply(got.body);
       if (!answer.is_object() || !answer.contains("results"))
         return status{errc::internal, "the source's _bulk_get answered something else than results"};
       for (const json& res : answer["results"])
-        for (const json& d : res.value("docs", json::array()))
-          if (d.contains("ok")) docs.push_back(d["ok"]);
+        for (const json& d : member(res, "docs"))
+          if (d.is_object() && d.contains("ok")) docs.push_back(d["ok"]);
       stats.bulk_get_docs += docs.size();
       return docs;
     }
@@ -295,9 +296,9 @@ result<json> replication_job::fetch_revisions(worker& w, const json& wanted, rep
     if (e.contains("atts_since")) since = e["atts_since"];
   }
   for (auto& [id, p] : by_id) {
-    std::string q =
-        percent_encode(id) + "?revs=true&latest=true&attachments=true&open_revs=" + percent_encode(p.first.dump());
-    if (!p.second.is_null()) q += "&atts_since=" + percent_encode(p.second.dump());
+    std::string q = percent_encode(id) +
+                    "?revs=true&latest=true&attachments=true&open_revs=" + percent_encode(request_text(p.first));
+    if (!p.second.is_null()) q += "&atts_since=" + percent_encode(request_text(p.second));
     auto got = w.source.get_json(q);
     if (!got) return got.error();
     for (const json& d : *got)
@@ -312,7 +313,7 @@ status replication_job::write_revisions(worker& w, json docs, rep_stats& stats) 
     json piece = std::move(pieces.back());
     pieces.pop_back();
     if (piece.empty()) continue;
-    http_reply put = w.target.post("_bulk_docs", json{{"docs", piece}, {"new_edits", false}}.dump());
+    http_reply put = w.target.post("_bulk_docs", request_text(json{{"docs", piece}, {"new_edits", false}}));
     // 413, or 400 for one document of the batch the target cannot take (CouchDB stops the whole
     // replication there): halved until the document alone is refused and counted as a failure.
     const bool refused = put.status == 413 || put.status == 400;
@@ -326,8 +327,7 @@ status replication_job::write_revisions(worker& w, json docs, rep_stats& stats) 
     }
     if (refused) {
       ++stats.doc_write_failures;
-      log::warning("replication " + r_.id() + ": the target refused " + piece[0].value("_id", std::string("?")) + ": " +
-                   put.body);
+      log::warning("replication " + r_.id() + ": the target refused " + string_at(piece[0], "_id") + ": " + put.body);
       continue;
     }
     if (!put.ok()) return reply_error(put, r_.target);
@@ -337,8 +337,8 @@ status replication_job::write_revisions(worker& w, json docs, rep_stats& stats) 
       for (const json& a : answer)
         if (a.is_object() && a.contains("error")) {
           ++failures;
-          log::warning("replication " + r_.id() + ": the target refused " + a.value("id", std::string("?")) + ": " +
-                       a.value("error", std::string()) + " " + a.value("reason", std::string()));
+          log::warning("replication " + r_.id() + ": the target refused " + string_at(a, "id") + ": " +
+                       string_at(a, "error") + " " + string_at(a, "reason"));
         }
     stats.doc_write_failures += failures;
     stats.docs_written += piece.size() - std::min<uint64_t>(failures, piece.size());
@@ -366,15 +366,15 @@ status replication_job::checkpoint() {
       json body = log;
       body["_id"] = doc;
       if (!revs[i].empty()) body["_rev"] = revs[i];
-      http_reply put = sides[i]->put(doc, body.dump());
+      http_reply put = sides[i]->put(doc, request_text(body));
       if (put.status == 409 && attempt == 0) {  // someone else wrote it: take its revision
         json now = parse_reply(sides[i]->get(doc).body);
-        revs[i] = now.is_object() && now.contains("_rev") ? now["_rev"].get<std::string>() : "";
+        revs[i] = string_at(now, "_rev");
         continue;
       }
       if (!put.ok()) return reply_error(put, sides[i]->endpoint());
       json answer = parse_reply(put.body);
-      revs[i] = answer.is_object() && answer.contains("rev") ? answer["rev"].get<std::string>() : "";
+      revs[i] = string_at(answer, "rev");
       break;
     }
   }

@@ -111,12 +111,13 @@ void replicator_docs::ended(const std::string& id, job_next::kind how, const res
   }
   if (how == job_next::kind::done) {
     json stats = json::object();
-    if (out && out.value().contains("history") && !out.value()["history"].empty()) {
-      const json& h = out.value()["history"][0];
+    const json& history = out ? member(out.value(), "history") : member(json(), "history");
+    if (history.is_array() && !history.empty()) {
+      const json& h = history[0];
       for (const char* k : {"missing_checked", "missing_found", "docs_read", "docs_written", "doc_write_failures"})
-        stats[k] = h.value(k, 0);
-      stats["start_time"] = h.value("start_time", std::string());
-      stats["end_time"] = h.value("end_time", std::string());
+        stats[k] = member(h, k).is_number() ? member(h, k) : json(0);
+      stats["start_time"] = string_at(h, "start_time");
+      stats["end_time"] = string_at(h, "end_time");
     }
     write_back(id, body, json{{"_replication_state", "completed"}, {"_replication_stats", stats}});
   } else {

@@ -11,6 +11,11 @@ import urllib.parse
 from harness import NodeTest, free_port, main, wait_until
 
 
+# Valid JSON of every wrong shape: what a broken or hostile endpoint may answer to anything.
+WEIRD = (b'{"results":[3,{"id":5,"changes":"x"},{"id":"zz","changes":[{"rev":7},5]},{"id":"zz","changes":[]}],'
+         b'"last_seq":[1],"pending":-1,"zz":5,"docs":7,"rev":{"a":1},"_rev":[],"history":"h"}')
+
+
 class FaultProxy:
     """Forwards HTTP requests to a node; `plan` is a list of faults for the next requests whose path
     contains `match` ("500", "garbage", "cut"); `down` refuses every request while set."""
@@ -37,8 +42,9 @@ class FaultProxy:
                     self.close_connection = True
                     self.connection.shutdown(2)
                     return
-                if fault in ("500", "garbage"):
-                    data = b'{"error":"unknown_error","reason":"injected"}' if fault == "500" else b'{"results": [tru'
+                if fault in ("500", "garbage", "weird"):
+                    data = {"500": b'{"error":"unknown_error","reason":"injected"}', "garbage": b'{"results": [tru',
+                            "weird": WEIRD}[fault]
                     self.send_response(500 if fault == "500" else 200)
                     self.send_header("Content-Type", "application/json")
                     self.send_header("Content-Length", str(len(data)))
@@ -114,6 +120,20 @@ class ReplicationFaults(NodeTest):
         self.assertEqual(r.status, 200, r)
         self.assertEqual(r.json["history"][0]["docs_written"], 50)  # from the checkpoint, once
         self.exact_copy("fsrc1", "ftgt1")
+
+    def test_answers_of_every_wrong_shape_never_break_the_node(self):
+        self.new_db("fsrc3")
+        self.fill("fsrc3", 0, 20)
+        for match in ("_changes", "_revs_diff", "_bulk_get", "_local", "fsrc3/"):
+            self.proxy.match, self.proxy.plan = match, ["weird"] * 3
+            r = self.node.post("/_replicate", {"source": self.proxy.url("fsrc3"), "target": self.proxy.url("ftgt3"),
+                                               "create_target": True, "retries_per_request": 0})
+            self.assertIn(r.status, (200, 500), (match, r))
+            self.assertEqual(self.node.get("/_up").status, 200)
+        self.proxy.plan = []
+        r = self.node.post("/_replicate", {"source": self.proxy.url("fsrc3"), "target": "ftgt3", "create_target": True})
+        self.assertEqual(r.status, 200, r)
+        self.assertEqual(self.node.get("/ftgt3").json["doc_count"], 20)
 
     def test_a_source_down_for_a_while_is_waited_for_and_resumed_from_the_checkpoint(self):
         self.new_db("fsrc2")
