@@ -160,9 +160,9 @@ job_next replicator_docs::step(job_context& ctx) {
   for (const std::string& rep_id : stop) (void)reps_.cancel(rep_id);
   for (auto& [id, doc] : fresh) {
     if (ctx.cancelled()) break;
-    entry e = start(id, doc.first, std::move(doc.second));
+    // Under the lock: a replication that ends at once finds its entry (ended() waits for it).
     std::lock_guard<std::mutex> lock(mu_);
-    docs_[id] = std::move(e);
+    docs_[id] = start(id, doc.first, std::move(doc.second));
   }
   return job_next::pause(every);
 }

@@ -50,7 +50,7 @@ class replicator_docs final : public job {
   };
   // Whether this node runs document `id` (its owner among the live members).
   bool owns(const std::string& id) const;
-  // What a new or changed document becomes (a started job, or a failed entry).
+  // What a new or changed document becomes (a started job, or a failed entry). Called with mu_ held.
   entry start(const std::string& id, const std::string& rev, json body);
   // Writes `fields` into document `id` at `rev` (a later edit wins: nothing is written then).
   void write_back(const std::string& id, json body, const json& fields);
