@@ -1,5 +1,7 @@
 #include "http/replications.hpp"
 
+#include <algorithm>
+
 namespace settee {
 namespace {
 std::string job_id(const std::string& rep_id) {
@@ -7,41 +9,82 @@ std::string job_id(const std::string& rep_id) {
 }
 }  // namespace
 
-replications::replications(job_runner& jobs, const clock& clk, std::string node)
-    : jobs_(jobs), clk_(clk), node_(std::move(node)) {}
+replications::replications(job_runner& jobs, const clock& clk, std::string node, scheduler_limits lim)
+    : jobs_(jobs), clk_(clk), node_(std::move(node)), lim_(lim) {
+  lim_.max_jobs = std::max<size_t>(1, lim_.max_jobs);
+}
 
 std::shared_ptr<replication_job> replications::find(const std::string& id) const {
   std::lock_guard<std::mutex> lock(mu_);
-  auto it = running_.find(id);
-  return it == running_.end() ? nullptr : it->second;
+  auto it = known_.find(id);
+  return it == known_.end() ? nullptr : it->second.job;
+}
+
+std::shared_ptr<replication_job> replications::make_job_locked(const std::string& id, rep_request r, slot& s) {
+  auto j = std::make_shared<replication_job>(std::move(r), clk_, node_);
+  if (!s.doc_id.empty()) {
+    std::weak_ptr<replication_job> weak = j;
+    auto on_end = s.on_end;
+    j->set_document(s.doc_db, s.doc_id, [this, id, weak, on_end](job_next::kind how, const result<json>& out) {
+      auto self = weak.lock();
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        auto it = known_.find(id);
+        if (it != known_.end() && it->second.job == self && it->second.rotating) return;  // it waits again
+      }
+      if (self) forget(id, self);
+      if (on_end) on_end(how, out);
+    });
+  }
+  s.job = j;
+  return j;
+}
+
+void replications::admit_locked(const std::string& id) {
+  pending_.push_back(id);
+  promote_locked();
+}
+
+void replications::promote_locked() {
+  while (active_ < lim_.max_jobs && !pending_.empty()) {
+    const std::string id = pending_.front();
+    pending_.pop_front();
+    auto it = known_.find(id);
+    if (it == known_.end() || it->second.active) continue;
+    if (!jobs_.submit(job_id(id), replication_job::lane, it->second.job)) continue;  // stopping
+    it->second.active = true;
+    it->second.since_ms = clk_.now_ms();
+    ++active_;
+  }
 }
 
 void replications::forget(const std::string& id, const std::shared_ptr<replication_job>& j) {
   std::lock_guard<std::mutex> lock(mu_);
-  auto it = running_.find(id);
-  if (it != running_.end() && it->second == j) running_.erase(it);
+  auto it = known_.find(id);
+  if (it == known_.end() || it->second.job != j) return;
+  if (it->second.active) --active_;
+  known_.erase(it);
+  pending_.erase(std::remove(pending_.begin(), pending_.end(), id), pending_.end());
+  promote_locked();
 }
 
 result<json> replications::replicate(rep_request r) {
   const std::string id = r.id();
+  const bool continuous = r.continuous;
   std::shared_ptr<replication_job> j;
   bool mine = false;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    auto it = running_.find(id);
-    if (it != running_.end()) {
-      j = it->second;
+    auto it = known_.find(id);
+    if (it != known_.end()) {
+      j = it->second.job;
     } else {
-      j = std::make_shared<replication_job>(std::move(r), clk_, node_);
-      running_[id] = j;
+      j = make_job_locked(id, std::move(r), known_[id]);
+      admit_locked(id);
       mine = true;
     }
   }
-  if (mine && !jobs_.submit(job_id(id), replication_job::lane, j)) {
-    forget(id, j);
-    return status{errc::unavailable, "the node is stopping"};
-  }
-  if (j->request().continuous) return json{{"ok", true}, {"_local_id", id}};
+  if (continuous) return json{{"ok", true}, {"_local_id", id}};
   auto out = j->wait();
   if (mine) forget(id, j);
   return out;
@@ -52,42 +95,82 @@ std::shared_ptr<replication_job> replications::start_document(rep_request r, con
                                                               replication_job::end_callback on_end,
                                                               std::string& taken_by) {
   const std::string id = r.id();
-  auto j = std::make_shared<replication_job>(std::move(r), clk_, node_);
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    auto it = running_.find(id);
-    if (it != running_.end()) {
-      taken_by = it->second->doc_id();
-      return nullptr;
-    }
-    running_[id] = j;
-  }
-  std::weak_ptr<replication_job> weak = j;
-  j->set_document(db, doc_id, [this, id, weak, on_end](job_next::kind how, const result<json>& out) {
-    if (auto self = weak.lock()) forget(id, self);
-    if (on_end) on_end(how, out);
-  });
-  if (!jobs_.submit(job_id(id), replication_job::lane, j)) {
-    forget(id, j);
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = known_.find(id);
+  if (it != known_.end()) {
+    taken_by = it->second.doc_id;
     return nullptr;
   }
+  slot& s = known_[id];
+  s.doc_db = db;
+  s.doc_id = doc_id;
+  s.on_end = std::move(on_end);
+  auto j = make_job_locked(id, std::move(r), s);
+  admit_locked(id);
   return j;
 }
 
 status replications::cancel(const std::string& id) {
-  auto j = find(id);
-  if (!j) return {errc::not_found, "not found"};
+  std::shared_ptr<replication_job> j;
+  bool active = false;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = known_.find(id);
+    if (it == known_.end()) return {errc::not_found, "not found"};
+    j = it->second.job;
+    active = it->second.active;
+    pending_.erase(std::remove(pending_.begin(), pending_.end(), id), pending_.end());  // never promoted now
+  }
   j->stop();
-  jobs_.cancel(job_id(id), true);
+  if (active)
+    jobs_.cancel(job_id(id), true);
+  else
+    j->ended(job_next::kind::cancelled, "cancelled");  // a pending one: its waiters learn it
   forget(id, j);
   return {};
+}
+
+void replications::rotate() {
+  std::vector<std::pair<std::string, std::shared_ptr<replication_job>>> out;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    const int64_t now = clk_.now_ms();
+    if (pending_.empty() || now - last_rotation_ms_ < lim_.interval.count()) return;
+    last_rotation_ms_ = now;
+    std::vector<std::pair<int64_t, std::string>> running;  // continuous ones, longest running first
+    for (auto& [id, s] : known_)
+      if (s.active && !s.rotating && s.job->request().continuous) running.emplace_back(s.since_ms, id);
+    std::sort(running.begin(), running.end());
+    const size_t n = std::min({lim_.max_churn, pending_.size(), running.size()});
+    for (size_t i = 0; i < n; ++i) {
+      slot& s = known_[running[i].second];
+      s.rotating = true;
+      out.emplace_back(running[i].second, s.job);
+    }
+  }
+  for (auto& [id, j] : out) {  // each stops after its step and keeps its checkpoint
+    j->stop();
+    jobs_.cancel(job_id(id), true);
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  for (auto& [id, j] : out) {
+    auto it = known_.find(id);
+    if (it == known_.end() || it->second.job != j) continue;
+    slot& s = it->second;
+    s.active = false;
+    s.rotating = false;
+    --active_;
+    make_job_locked(id, j->request(), s);  // a fresh session from the checkpoints when its turn comes
+    pending_.push_back(id);
+  }
+  promote_locked();
 }
 
 std::vector<json> replications::jobs() const {
   std::vector<std::shared_ptr<replication_job>> all;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    for (auto& [id, j] : running_) all.push_back(j);
+    for (auto& [id, s] : known_) all.push_back(s.job);
   }
   std::vector<json> out;
   for (auto& j : all) out.push_back(j->info());
@@ -101,13 +184,12 @@ std::optional<json> replications::job(const std::string& id) const {
 }
 
 void replications::stop_all() {
-  std::vector<std::pair<std::string, std::shared_ptr<replication_job>>> all;
+  std::vector<std::string> ids;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    all.assign(running_.begin(), running_.end());
+    for (auto& [id, s] : known_) ids.push_back(id);
   }
-  for (auto& [id, j] : all) j->stop();
-  for (auto& [id, j] : all) jobs_.cancel(job_id(id), true);
+  for (const std::string& id : ids) (void)cancel(id);
 }
 
 }  // namespace settee

@@ -127,6 +127,7 @@ void replicator_docs::ended(const std::string& id, job_next::kind how, const res
 }
 
 job_next replicator_docs::step(job_context& ctx) {
+  reps_.rotate();  // the scheduler's turn (it acts once per [replicator] interval)
   auto db = node_.coord.catalog().lookup(db_name);
   if (!db) return job_next::pause(every);
   all_docs_query q;

@@ -95,6 +95,10 @@ result<settings> read_settings(const config& cfg) {
   s.uuids_max_count = clamped<size_t>(cfg, "uuids", "max_count", 1000, 1, big);
   s.jobs_retry_base = std::chrono::milliseconds(clamped<int64_t>(cfg, "jobs", "retry_base_ms", 1000, 1, 3600000));
   s.jobs_retry_cap = std::chrono::milliseconds(clamped<int64_t>(cfg, "jobs", "retry_cap_ms", 30000, 1, 86400000));
+  s.replicator_max_jobs = clamped<size_t>(cfg, "replicator", "max_jobs", 500, 1, 100000);
+  s.replicator_interval =
+      std::chrono::milliseconds(clamped<int64_t>(cfg, "replicator", "interval", 60000, 1000, 86400000));
+  s.replicator_max_churn = clamped<size_t>(cfg, "replicator", "max_churn", 20, 0, 100000);
   s.compaction_docs_per_step = clamped<size_t>(cfg, "database_compaction", "docs_per_step", 1000, 1, big);
 
   s.js_timeout = std::chrono::milliseconds(clamped<int64_t>(cfg, "couchdb", "os_process_timeout", 5000, 1, 3600000));

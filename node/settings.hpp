@@ -53,6 +53,10 @@ struct settings {
   // [jobs]: a job that asks to be retried waits retry_base_ms, doubling at each attempt up to retry_cap_ms.
   std::chrono::milliseconds jobs_retry_base{1000};  // retry_base_ms
   std::chrono::milliseconds jobs_retry_cap{30000};  // retry_cap_ms
+  // [replicator]: the scheduler's max_jobs, interval (ms) and max_churn, as CouchDB's.
+  size_t replicator_max_jobs = 500;
+  std::chrono::milliseconds replicator_interval{60000};
+  size_t replicator_max_churn = 20;
 
   // JavaScript (a pool of sandboxed settee-js workers; docs/security.md "JavaScript").
   std::chrono::milliseconds js_timeout{5000};  // [couchdb] os_process_timeout: one function call
