@@ -438,6 +438,14 @@ void replication_job::ended(job_next::kind how, const std::string& reason) {
   if (on_end) on_end(how, wait());
 }
 
+void replication_job::abandon(const std::string& reason) {
+  std::lock_guard<std::mutex> lock(mu_);
+  end_status_ = status{errc::unavailable, reason};
+  ended_ = true;
+  end_how_ = job_next::kind::cancelled;
+  ended_cv_.notify_all();
+}
+
 result<json> replication_job::wait() {
   std::unique_lock<std::mutex> lock(mu_);
   ended_cv_.wait(lock, [&] { return ended_; });

@@ -55,6 +55,8 @@ class replication_job final : public job {
 
   // Asks the job's requests to give up their retries (before job_runner::cancel).
   void stop() { stop_ = true; }
+  // Ends a job that never entered the runner (it is stopping): wait() answers `reason`; no callback.
+  void abandon(const std::string& reason);
   // Waits until the job ended: the `_replicate` answer's members ({"ok":true, session_id, ...} or
   // {"ok":true,"no_changes":true}), or the error that ended it.
   result<json> wait();

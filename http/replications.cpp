@@ -51,7 +51,10 @@ void replications::promote_locked() {
     pending_.pop_front();
     auto it = known_.find(id);
     if (it == known_.end() || it->second.active) continue;
-    if (!jobs_.submit(job_id(id), replication_job::lane, it->second.job)) continue;  // stopping
+    if (!jobs_.submit(job_id(id), replication_job::lane, it->second.job)) {  // the node is stopping
+      it->second.job->abandon("the node is stopping");
+      continue;
+    }
     it->second.active = true;
     it->second.since_ms = clk_.now_ms();
     ++active_;
