@@ -126,14 +126,30 @@ void replicator_docs::ended(const std::string& id, job_next::kind how, const res
   }
 }
 
+bool replicator_docs::must_read(const std::string& key) {
+  const uint64_t version = node_.notifier ? node_.notifier->version(key) : 0;
+  std::vector<std::string> live = node_.cluster ? node_.cluster->live() : std::vector<std::string>{};
+  std::sort(live.begin(), live.end());
+  const int64_t now = node_.clk.now_ms();
+  const bool clustered = node_.cluster && node_.cluster->clustered();
+  if (version == seen_version_ && live == seen_live_ && !(clustered && now - read_at_ms_ >= 10000)) return false;
+  seen_version_ = version;
+  seen_live_ = std::move(live);
+  read_at_ms_ = now;
+  return true;
+}
+
 job_next replicator_docs::step(job_context& ctx) {
   reps_.rotate();  // the scheduler's turn (it acts once per [replicator] interval)
   auto db = node_.coord.catalog().lookup(db_name);
-  if (!db) return job_next::pause(every);
+  if (!db || !must_read(db->key())) return job_next::pause(every);
   all_docs_query q;
   q.range.include_docs = true;
   auto listing = list_all_docs(node_.coord, *db, q);
-  if (!listing) return job_next::pause(every);
+  if (!listing) {
+    seen_version_ = UINT64_MAX;  // read again at the next step
+    return job_next::pause(every);
+  }
   std::vector<std::string> stop;                             // replication ids to cancel, outside the lock
   std::map<std::string, std::pair<std::string, json>> seen;  // id -> (rev, body) of the docs this node owns
   for (auto& row : listing->rows) {

@@ -56,8 +56,17 @@ class replicator_docs final : public job {
   void write_back(const std::string& id, json body, const json& fields);
   void ended(const std::string& id, job_next::kind how, const result<json>& out);
 
+  // Whether `_replicator` must be read again: its documents changed here (the change notifier's
+  // version of its key), the live members changed, or (in a cluster, where another member's
+  // writes reach this node's copy later or not at all) a while passed. Reading it every second
+  // would keep the node from ever being idle (its memory would never go back).
+  bool must_read(const std::string& key);
+
   node_services& node_;
   replications& reps_;
+  uint64_t seen_version_ = UINT64_MAX;
+  std::vector<std::string> seen_live_;
+  int64_t read_at_ms_ = 0;
   mutable std::mutex mu_;
   std::map<std::string, entry> docs_;
 };

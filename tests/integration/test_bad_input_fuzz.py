@@ -9,10 +9,15 @@ import json
 import os
 import random
 import socket
+import sys
 import time
 import urllib.parse
 
 from harness import NodeTest, main
+
+# Documents may nest as deep as [couchdb] max_json_depth (1000): deeper than Python's default
+# recursion limit lets json.loads read back.
+sys.setrecursionlimit(20000)
 
 ROUNDS = int(os.environ.get("FUZZ_ROUNDS", "100000"))
 
