@@ -80,7 +80,11 @@ status parse_filters(const json& body, rep_request& r) {
   if (auto v = body.find("filter"); v != body.end() && !v->is_null()) {
     if (!v->is_string()) return bad("parameter `filter` must be a string");
     r.filter = v->get<std::string>();
-    if (r.filter != "_view" && r.filter.find('/') == std::string::npos)
+    // The source's own filters (_doc_ids, _selector, _design: their arguments in query_params, as
+    // `doc_ids` and `selector`), _view, or a design document's.
+    const bool builtin =
+        r.filter == "_view" || r.filter == "_doc_ids" || r.filter == "_selector" || r.filter == "_design";
+    if (!builtin && r.filter.find('/') == std::string::npos)
       return bad("Invalid filter. Must match `ddocname/filtername` or `filtername`.");
   }
   if ((r.doc_ids ? 1 : 0) + (r.selector ? 1 : 0) + (r.filter.empty() ? 0 : 1) > 1)
@@ -118,7 +122,7 @@ std::string compute_base_id(const rep_request& r, const std::string& server_uuid
     parts.push_back(eterm::list(std::move(ids)));
   } else if (r.selector) {
     parts.push_back(ejson(*r.selector));
-  } else if (r.filter == "_view") {
+  } else if (r.filter[0] == '_' && r.filter.find('/') == std::string::npos) {  // _view and the source's own
     parts.push_back(eterm::binary(r.filter));
     parts.push_back(ejson(r.query_params));
   } else if (!r.filter.empty()) {

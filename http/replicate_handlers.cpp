@@ -10,7 +10,7 @@ namespace {
 
 // The code of a user filter ("ddoc/name"), fetched from the source: it is part of the id.
 status fetch_filter_code(rep_request& r) {
-  if (r.filter.empty() || r.filter == "_view") return {};
+  if (r.filter.empty() || (r.filter[0] == '_' && r.filter.find('/') == std::string::npos)) return {};  // builtin
   auto slash = r.filter.find('/');
   std::string ddoc = r.filter.substr(0, slash), name = r.filter.substr(slash + 1);
   rep_client source(r.source, std::chrono::milliseconds(r.connection_timeout_ms),

@@ -168,7 +168,8 @@ std::string replication_job::changes_query() const {
   if (r_.selector) q += "&filter=_selector";
   if (!r_.filter.empty()) {
     q += "&filter=" + percent_encode(r_.filter);
-    for (auto& [k, v] : r_.query_params.items()) q += "&" + percent_encode(k) + "=" + query_value(v);
+    for (auto& [k, v] : r_.query_params.items())
+      if (!changes_body().contains(k)) q += "&" + percent_encode(k) + "=" + query_value(v);
   }
   return q;
 }
@@ -176,6 +177,9 @@ std::string replication_job::changes_query() const {
 json replication_job::changes_body() const {
   if (r_.doc_ids) return json{{"doc_ids", *r_.doc_ids}};
   if (r_.selector) return json{{"selector", *r_.selector}};
+  // filter=_doc_ids / _selector with their argument in query_params: in the body, as CouchDB takes it.
+  for (const char* arg : {"doc_ids", "selector"})
+    if (r_.filter == std::string("_") + arg && r_.query_params.contains(arg)) return json{{arg, r_.query_params[arg]}};
   return nullptr;
 }
 

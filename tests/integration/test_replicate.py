@@ -139,6 +139,15 @@ class Replicate(NodeTest):
         self.assertEqual(ids("t4js"), [f"k{i:02d}" for i in range(1, 20, 2)])
         r = self.node.post("/_replicate", {"source": "src4", "target": "t4js", "filter": "f/missing"})
         self.assertEqual(r.status, 500, r)
+        # The source's own filters by name, their arguments in query_params.
+        self.replicate({"source": "src4", "target": "t4design", "create_target": True, "filter": "_design"})
+        self.assertEqual(ids("t4design"), ["_design/f"])
+        self.replicate({"source": "src4", "target": "t4bids", "create_target": True, "filter": "_doc_ids",
+                        "query_params": {"doc_ids": ["k01", "k02"]}})
+        self.assertEqual(ids("t4bids"), ["k01", "k02"])
+        self.replicate({"source": "src4", "target": "t4bsel", "create_target": True, "filter": "_selector",
+                        "query_params": {"selector": {"n": {"$lt": 2}}}})
+        self.assertEqual(ids("t4bsel"), ["k00", "k01"])
 
     def test_since_seq_as_a_seq(self):
         self.new_db("src5")

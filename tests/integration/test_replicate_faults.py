@@ -42,10 +42,10 @@ class FaultProxy:
                     self.close_connection = True
                     self.connection.shutdown(2)
                     return
-                if fault in ("500", "garbage", "weird"):
+                if fault in ("500", "404", "garbage", "weird"):
                     data = {"500": b'{"error":"unknown_error","reason":"injected"}', "garbage": b'{"results": [tru',
-                            "weird": WEIRD}[fault]
-                    self.send_response(500 if fault == "500" else 200)
+                            "404": b'{"error":"not_found","reason":"missing"}', "weird": WEIRD}[fault]
+                    self.send_response(int(fault) if fault in ("500", "404") else 200)
                     self.send_header("Content-Type", "application/json")
                     self.send_header("Content-Length", str(len(data)))
                     self.end_headers()
@@ -120,6 +120,21 @@ class ReplicationFaults(NodeTest):
         self.assertEqual(r.status, 200, r)
         self.assertEqual(r.json["history"][0]["docs_written"], 50)  # from the checkpoint, once
         self.exact_copy("fsrc1", "ftgt1")
+
+    def test_a_source_without_bulk_get_is_read_with_open_revs(self):
+        self.new_db("fsrc4")
+        self.fill("fsrc4", 0, 30)
+        r = self.node.post("/fsrc4/_bulk_docs", {"new_edits": False, "docs": [
+            {"_id": "f00003", "_rev": "1-zzzz", "side": "b"},
+            {"_id": "att", "_rev": "1-aaaa", "_attachments": {"a.txt": {"content_type": "text/plain", "data": "aGk="}}}]})
+        self.assertEqual(r.status, 201, r)
+        self.proxy.match, self.proxy.plan = "_bulk_get", ["404"]
+        r = self.node.post("/_replicate", {"source": self.proxy.url("fsrc4"), "target": "ftgt4", "create_target": True})
+        self.assertEqual(r.status, 200, r)
+        self.assertEqual(r.json["history"][0]["bulk_get_attempts"], 1)  # then GET ?open_revs= per document
+        self.assertEqual(r.json["history"][0]["docs_written"], 32)
+        self.assertEqual(self.node.get("/ftgt4/att/a.txt").raw, "hi")
+        self.assertEqual(self.node.get("/ftgt4/f00003?conflicts=true").json.get("_conflicts") is not None, True)
 
     def test_answers_of_every_wrong_shape_never_break_the_node(self):
         self.new_db("fsrc3")
