@@ -4,7 +4,11 @@ retries and backs off, resumes from its last checkpoint, and ends with every doc
 revision the source does not have (no extra conflicts)."""
 import http.client
 import http.server
+import os
 import socketserver
+import ssl
+import subprocess
+import tempfile
 import threading
 import urllib.parse
 
@@ -20,8 +24,8 @@ class FaultProxy:
     """Forwards HTTP requests to a node; `plan` is a list of faults for the next requests whose path
     contains `match` ("500", "garbage", "cut"); `down` refuses every request while set."""
 
-    def __init__(self, node):
-        self.node, self.plan, self.match, self.down, self.seen = node, [], "", False, 0
+    def __init__(self, node, tls=False):
+        self.node, self.plan, self.match, self.down, self.seen, self.tls = node, [], "", False, 0, tls
         proxy = self
 
         class Handler(http.server.BaseHTTPRequestHandler):
@@ -72,11 +76,20 @@ class FaultProxy:
 
         self.port = free_port()
         self.server = Server(("127.0.0.1", self.port), Handler)
+        if tls:  # a self-signed certificate (the replicator, as CouchDB's by default, does not verify)
+            self.certs = tempfile.mkdtemp(prefix="settee-tls-")
+            key, cert = os.path.join(self.certs, "key.pem"), os.path.join(self.certs, "cert.pem")
+            subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", key, "-out", cert,
+                            "-days", "1", "-subj", "/CN=127.0.0.1"], check=True, capture_output=True)
+            context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+            context.load_cert_chain(cert, key)
+            self.server.socket = context.wrap_socket(self.server.socket, server_side=True)
         threading.Thread(target=self.server.serve_forever, daemon=True).start()
 
     def url(self, db):
         user = self.node.admin
-        return f"http://{user[0]}:{urllib.parse.quote(user[1])}@127.0.0.1:{self.port}/{db}"
+        scheme = "https" if self.tls else "http"
+        return f"{scheme}://{user[0]}:{urllib.parse.quote(user[1])}@127.0.0.1:{self.port}/{db}"
 
     def stop(self):
         self.server.shutdown()
@@ -120,6 +133,17 @@ class ReplicationFaults(NodeTest):
         self.assertEqual(r.status, 200, r)
         self.assertEqual(r.json["history"][0]["docs_written"], 50)  # from the checkpoint, once
         self.exact_copy("fsrc1", "ftgt1")
+
+    def test_https_endpoints(self):
+        tls = FaultProxy(self.node, tls=True)
+        self.addCleanup(tls.stop)
+        self.new_db("fsrc5")
+        self.fill("fsrc5", 0, 40)
+        r = self.node.post("/_replicate", {"source": tls.url("fsrc5"), "target": tls.url("ftgt5"), "create_target": True})
+        self.assertEqual(r.status, 200, r)
+        self.assertEqual(r.json["history"][0]["docs_written"], 40)
+        self.exact_copy("fsrc5", "ftgt5")
+        self.assertGreater(tls.seen, 5)  # every request went through TLS
 
     def test_a_source_without_bulk_get_is_read_with_open_revs(self):
         self.new_db("fsrc4")
