@@ -1,0 +1,93 @@
+"""Memory of a replication (issue 33 point 4): one settee node with its defaults, N small documents
+(~150 bytes) replicated one-shot to a new database of the same node; the node's anonymous memory
+(RssAnon) sampled every 100 ms before, during and after, and the rate. The replicator holds one read of the feed (workers x
+batch size rows) and its batches at a time, so the peak should not grow with N.
+
+    python3 bench/replicate_memory.py [docs=1000000]
+Needs a built settee."""
+import base64
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.request
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SETTEE = os.path.join(ROOT, "build", "settee")
+DOCS = int(sys.argv[1]) if len(sys.argv) > 1 else 1000000
+PORT = 25995
+AUTH = {"Authorization": "Basic " + base64.b64encode(b"bench:bench").decode()}
+
+
+def req(method, path, body=None, timeout=7200):
+    headers = dict(AUTH)
+    data = None
+    if body is not None:
+        data = json.dumps(body).encode()
+        headers["Content-Type"] = "application/json"
+    r = urllib.request.Request(f"http://127.0.0.1:{PORT}{path}", data=data, headers=headers, method=method)
+    with urllib.request.urlopen(r, timeout=timeout) as resp:
+        return json.loads(resp.read())
+
+
+def rss_mb(pid, field="RssAnon"):
+    """The node's anonymous memory (its heap: what the replication holds), or another /proc field
+    (VmRSS also counts the LMDB files' pages the kernel keeps mapped)."""
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith(field + ":"):
+                return int(line.split()[1]) / 1024
+    return 0.0
+
+
+def main():
+    tmp = tempfile.mkdtemp(prefix="settee-repmem-")
+    ini = os.path.join(tmp, "settee.ini")
+    with open(ini, "w") as f:
+        f.write("[log]\nlevel = warning\n")
+    proc = subprocess.Popen([SETTEE, "--data-dir", os.path.join(tmp, "data"), "--port", str(PORT), "--config", ini],
+                            env=dict(os.environ, SETTEE_ADMIN="bench:bench"), stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
+    try:
+        for _ in range(100):
+            try:
+                req("GET", "/")
+                break
+            except OSError:
+                time.sleep(0.1)
+        req("PUT", "/msrc")
+        t = time.time()
+        for b in range(0, DOCS, 5000):
+            req("POST", "/msrc/_bulk_docs", {"docs": [{"_id": f"m{i:08d}", "n": i, "tag": "x" * 100}
+                                                      for i in range(b, min(DOCS, b + 5000))]})
+        fill_s = time.time() - t
+        before, before_vm = rss_mb(proc.pid), rss_mb(proc.pid, "VmRSS")
+        samples, stop = [], threading.Event()
+
+        def sample():
+            while not stop.is_set():
+                samples.append(rss_mb(proc.pid))
+                time.sleep(0.1)
+
+        th = threading.Thread(target=sample, daemon=True)
+        th.start()
+        t = time.time()
+        out = req("POST", "/_replicate", {"source": "msrc", "target": "mtgt", "create_target": True})
+        rep_s = time.time() - t
+        stop.set()
+        th.join()
+        written = out["history"][0]["docs_written"]
+        print(f"{DOCS:,} docs filled in {fill_s:.1f} s; replicated {written:,} in {rep_s:.1f} s "
+              f"({DOCS / rep_s:,.0f} docs/s); RssAnon before {before:.0f} MB, peak during {max(samples):.0f} MB, "
+              f"median during {sorted(samples)[len(samples) // 2]:.0f} MB, after {rss_mb(proc.pid):.0f} MB; "
+              f"VmRSS before {before_vm:.0f} MB, after {rss_mb(proc.pid, 'VmRSS'):.0f} MB (with the files' pages)")
+    finally:
+        proc.terminate()
+        proc.wait()
+
+
+if __name__ == "__main__":
+    main()
