@@ -5,32 +5,18 @@ batch size rows) and its batches at a time, so the peak should not grow with N.
 
     python3 bench/replicate_memory.py [docs=1000000]
 Needs a built settee."""
-import base64
-import json
 import os
 import subprocess
 import sys
 import tempfile
 import threading
 import time
-import urllib.request
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-SETTEE = os.path.join(ROOT, "build", "settee")
+sys.path.insert(0, os.path.dirname(__file__))
+from compare import PORTS, SETTEE, req  # noqa: E402
+
 DOCS = int(sys.argv[1]) if len(sys.argv) > 1 else 1000000
-PORT = 25995
-AUTH = {"Authorization": "Basic " + base64.b64encode(b"bench:bench").decode()}
-
-
-def req(method, path, body=None, timeout=7200):
-    headers = dict(AUTH)
-    data = None
-    if body is not None:
-        data = json.dumps(body).encode()
-        headers["Content-Type"] = "application/json"
-    r = urllib.request.Request(f"http://127.0.0.1:{PORT}{path}", data=data, headers=headers, method=method)
-    with urllib.request.urlopen(r, timeout=timeout) as resp:
-        return json.loads(resp.read())
+PORT = PORTS["settee"]  # compare.req's "settee" (user bench:bench)
 
 
 def rss_mb(pid, field="RssAnon"):
@@ -54,14 +40,14 @@ def main():
     try:
         for _ in range(100):
             try:
-                req("GET", "/")
+                req("settee", "GET", "/")
                 break
             except OSError:
                 time.sleep(0.1)
-        req("PUT", "/msrc")
+        req("settee", "PUT", "/msrc")
         t = time.time()
         for b in range(0, DOCS, 5000):
-            req("POST", "/msrc/_bulk_docs", {"docs": [{"_id": f"m{i:08d}", "n": i, "tag": "x" * 100}
+            req("settee", "POST", "/msrc/_bulk_docs", {"docs": [{"_id": f"m{i:08d}", "n": i, "tag": "x" * 100}
                                                       for i in range(b, min(DOCS, b + 5000))]})
         fill_s = time.time() - t
         before, before_vm = rss_mb(proc.pid), rss_mb(proc.pid, "VmRSS")
@@ -75,7 +61,7 @@ def main():
         th = threading.Thread(target=sample, daemon=True)
         th.start()
         t = time.time()
-        out = req("POST", "/_replicate", {"source": "msrc", "target": "mtgt", "create_target": True})
+        out = req("settee", "POST", "/_replicate", {"source": "msrc", "target": "mtgt", "create_target": True})
         rep_s = time.time() - t
         stop.set()
         th.join()

@@ -1,5 +1,6 @@
 #include "http/rep_endpoint.hpp"
 
+#include <strings.h>
 #include <algorithm>
 #include <cctype>
 
@@ -9,14 +10,6 @@
 
 namespace settee {
 namespace {
-
-bool iequals(const std::string& a, const char* b) {
-  size_t n = std::char_traits<char>::length(b);
-  if (a.size() != n) return false;
-  for (size_t i = 0; i < n; ++i)
-    if (std::tolower(static_cast<unsigned char>(a[i])) != std::tolower(static_cast<unsigned char>(b[i]))) return false;
-  return true;
-}
 
 status bad(const std::string& reason) {
   return {errc::bad_request, reason};
@@ -68,7 +61,7 @@ status parse_url(const std::string& url, rep_endpoint& e) {
 
 // "Basic base64(user:pass)" into user and password.
 bool parse_basic(const std::string& value, std::string& user, std::string& password) {
-  if (value.size() < 6 || !iequals(value.substr(0, 6), "Basic ")) return false;
+  if (value.size() < 6 || strncasecmp(value.c_str(), "Basic ", 6) != 0) return false;
   std::string plain;
   if (!crypto::base64_decode(value.substr(6), plain)) return false;
   auto sep = plain.find(':');
@@ -123,7 +116,7 @@ result<rep_endpoint> parse_endpoint(const json& spec, const std::string& self_ur
       for (auto& [k, v] : h->items()) {
         if (!v.is_string()) return bad("Header `" + k + "` must be a string");
         std::string user, password;
-        if (iequals(k, "Authorization") && parse_basic(v.get<std::string>(), user, password)) {
+        if (strcasecmp(k.c_str(), "Authorization") == 0 && parse_basic(v.get<std::string>(), user, password)) {
           if (!e.has_credentials) e.user = user, e.password = password, e.has_credentials = true;
           continue;
         }

@@ -168,8 +168,9 @@ std::string replication_job::changes_query() const {
   if (r_.selector) q += "&filter=_selector";
   if (!r_.filter.empty()) {
     q += "&filter=" + percent_encode(r_.filter);
+    const json in_body = changes_body();
     for (auto& [k, v] : r_.query_params.items())
-      if (!changes_body().contains(k)) q += "&" + percent_encode(k) + "=" + query_value(v);
+      if (!in_body.contains(k)) q += "&" + percent_encode(k) + "=" + query_value(v);
   }
   return q;
 }
@@ -184,11 +185,6 @@ json replication_job::changes_body() const {
 }
 
 result<bool> replication_job::advance(job_context& ctx) {
-  json since;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    since = through_seq_;
-  }
   json body = changes_body();
   http_reply got = body.is_null() ? source_->get(changes_query()) : source_->post(changes_query(), request_text(body));
   if (!got.ok()) return reply_error(got, r_.source);
@@ -233,7 +229,6 @@ result<bool> replication_job::advance(job_context& ctx) {
     pending_ = pending;
   }
   ctx.progress(task());
-  (void)since;
   return rows.size() < limit && pending == 0;
 }
 

@@ -37,10 +37,8 @@ status validate_replicator_doc(const json& body, const node_services& node) {
 replicator_docs::replicator_docs(node_services& node, replications& reps) : node_(node), reps_(reps) {}
 
 bool replicator_docs::owns(const std::string& id) const {
-  std::vector<std::string> live = node_.cluster ? node_.cluster->live() : std::vector<std::string>{};
+  const std::vector<std::string>& live = seen_live_;  // sorted, as must_read() last read them
   if (live.empty()) return true;
-  std::sort(live.begin(), live.end());
-  live.erase(std::unique(live.begin(), live.end()), live.end());
   const std::string key = term_to_binary(eterm::tuple({eterm::binary(db_name), eterm::binary(id)}));
   uLong crc = crc32(0L, reinterpret_cast<const Bytef*>(key.data()), static_cast<uInt>(key.size()));
   return live[crc % live.size()] == node_.node_name;
@@ -130,6 +128,7 @@ bool replicator_docs::must_read(const std::string& key) {
   const uint64_t version = node_.notifier ? node_.notifier->version(key) : 0;
   std::vector<std::string> live = node_.cluster ? node_.cluster->live() : std::vector<std::string>{};
   std::sort(live.begin(), live.end());
+  live.erase(std::unique(live.begin(), live.end()), live.end());
   const int64_t now = node_.clk.now_ms();
   const bool clustered = node_.cluster && node_.cluster->clustered();
   if (version == seen_version_ && live == seen_live_ && !(clustered && now - read_at_ms_ >= 10000)) return false;

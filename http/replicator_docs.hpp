@@ -48,7 +48,7 @@ class replicator_docs final : public job {
     std::string error;
     int64_t updated_s = 0;
   };
-  // Whether this node runs document `id` (its owner among the live members).
+  // Whether this node runs document `id` (its owner among the live members must_read() saw).
   bool owns(const std::string& id) const;
   // What a new or changed document becomes (a started job, or a failed entry). Called with mu_ held.
   entry start(const std::string& id, const std::string& rev, json body);

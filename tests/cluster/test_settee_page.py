@@ -17,11 +17,9 @@ import zlib
 
 sys.path.insert(0, os.path.dirname(__file__))
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "integration"))
-from harness import ADMIN, NodeTest, main, write_clock  # noqa: E402
+from harness import ADMIN, CLIENTS_DIR, CLIENTS_SRC, install_clients, main, NodeTest, write_clock  # noqa: E402
 from test_membership import Cluster  # noqa: E402
 
-CLIENTS_SRC = os.path.join(os.path.dirname(__file__), "..", "clients")
-CLIENTS_DIR = os.environ.get("SETTEE_CLIENTS_DIR", "/tmp/settee-clients")
 START = 2000000000  # 2033-05-18T03:33:20Z
 
 
@@ -65,7 +63,7 @@ def png_pixels(path):
 class SetteePage(NodeTest):
     @classmethod
     def setUpClass(cls):
-        subprocess.run(["bash", os.path.join(CLIENTS_SRC, "install.sh"), CLIENTS_DIR], check=True, timeout=600)
+        install_clients()
         cls.tmp = tempfile.mkdtemp(prefix="settee-page-")
         cls.clock = os.path.join(cls.tmp, "now")
         cls.set_time(START)

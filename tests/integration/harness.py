@@ -385,6 +385,16 @@ def write_clock(path, t):
     os.replace(path + ".tmp", path)
 
 
+# The real clients the tests drive (tests/clients/package.json: PouchDB, pouchdb-server, playwright).
+CLIENTS_SRC = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "clients")
+CLIENTS_DIR = os.environ.get("SETTEE_CLIENTS_DIR", "/tmp/settee-clients")
+
+
+def install_clients():
+    """Installs them in CLIENTS_DIR (once: install.sh does nothing when they are there)."""
+    subprocess.run(["bash", os.path.join(CLIENTS_SRC, "install.sh"), CLIENTS_DIR], check=True, timeout=900)
+
+
 def wait_until(predicate, seconds=30):
     """Whether `predicate()` held within `seconds` (asked every 50 ms; never sleeps past it)."""
     deadline = time.monotonic() + seconds

@@ -7,11 +7,8 @@ import json
 import os
 import subprocess
 
-from harness import Node, NodeTest, main
+from harness import CLIENTS_DIR, CLIENTS_SRC, install_clients, main, Node, NodeTest
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-CLIENTS_SRC = os.path.join(HERE, "..", "clients")
-CLIENTS_DIR = os.environ.get("SETTEE_CLIENTS_DIR", "/tmp/settee-clients")
 
 
 def b64(data):
@@ -21,7 +18,7 @@ def b64(data):
 class PouchDBReplication(NodeTest):
     @classmethod
     def setUpClass(cls):
-        subprocess.run(["bash", os.path.join(CLIENTS_SRC, "install.sh"), CLIENTS_DIR], check=True, timeout=600)
+        install_clients()
         super().setUpClass()
         cls.other = Node().start()
 

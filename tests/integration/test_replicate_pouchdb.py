@@ -8,14 +8,10 @@ import os
 import shutil
 import subprocess
 import tempfile
-import time
 import urllib.request
 
-from harness import NodeTest, free_port, main, wait_until
+from harness import CLIENTS_DIR, free_port, install_clients, main, NodeTest, wait_until
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-CLIENTS_SRC = os.path.join(HERE, "..", "clients")
-CLIENTS_DIR = os.environ.get("SETTEE_CLIENTS_DIR", "/tmp/settee-clients")
 
 
 class PouchServer:
@@ -61,7 +57,7 @@ def b64(data):
 class ReplicateWithPouchDBServer(NodeTest):
     @classmethod
     def setUpClass(cls):
-        subprocess.run(["bash", os.path.join(CLIENTS_SRC, "install.sh"), CLIENTS_DIR], check=True, timeout=900)
+        install_clients()
         super().setUpClass()
         cls.pouch = PouchServer()
 
