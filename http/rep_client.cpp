@@ -24,30 +24,81 @@ rep_client::rep_client(const rep_endpoint& e, std::chrono::milliseconds timeout,
 
 rep_client::~rep_client() = default;
 
-http_reply rep_client::send(const char* method, const std::string& rest, const std::string* body) {
-  const std::string path = e_.path_of(rest);
+namespace {
+http_reply to_reply(httplib::Result& r) {
+  if (!r) return {0, httplib::to_string(r.error())};
+  return {r->status, std::move(r->body)};
+}
+}  // namespace
+
+http_reply rep_client::retrying(const std::function<http_reply()>& attempt) {
   std::chrono::milliseconds wait{250};
-  http_reply out;
-  for (int attempt = 0;; ++attempt) {
+  for (int tries = 0;; ++tries) {
     ++requests_;
-    httplib::Result r = std::string(method) == "GET" ? http_->Get(path)
-                        : std::string(method) == "PUT"
-                            ? http_->Put(path, body ? *body : std::string(), "application/json")
-                            : http_->Post(path, body ? *body : std::string(), "application/json");
-    if (r) {
-      out.status = r->status;
-      out.body = std::move(r->body);
-    } else {
-      out.status = 0;
-      out.body = httplib::to_string(r.error());
-    }
+    http_reply out = attempt();
     bool transient = out.status == 0 || out.status >= 500 || out.status == 429;
-    if (!transient || attempt >= retries_ || (cancel_ && cancel_->load())) return out;
+    if (!transient || tries >= retries_ || (cancel_ && cancel_->load())) return out;
     // Sleep in short slices so that a cancel does not wait for the whole backoff.
     for (auto left = wait; left.count() > 0 && !(cancel_ && cancel_->load()); left -= std::chrono::milliseconds(50))
       std::this_thread::sleep_for(std::min(left, std::chrono::milliseconds(50)));
     wait = std::min(wait * 2, std::chrono::milliseconds(10000));
   }
+}
+
+http_reply rep_client::send(const char* method, const std::string& rest, const std::string* body) {
+  const std::string path = e_.path_of(rest);
+  const std::string m = method;
+  return retrying([&] {
+    httplib::Result r = m == "GET"   ? http_->Get(path)
+                        : m == "PUT" ? http_->Put(path, body ? *body : std::string(), "application/json")
+                                     : http_->Post(path, body ? *body : std::string(), "application/json");
+    return to_reply(r);
+  });
+}
+
+spooled_reply rep_client::get_spooled(const std::string& rest, const std::string& accept, const std::string& dir) {
+  const std::string path = e_.path_of(rest);
+  spooled_reply out;
+  out.head = retrying([&] {
+    auto spool = body_spool::create(dir);
+    if (!spool) return http_reply{507, spool.error().reason};
+    out.spool = std::move(*spool);
+    status written;
+    auto r = http_->Get(
+        path, httplib::Headers{{"Accept", accept}},
+        [&](const httplib::Response& res) {
+          out.content_type = res.get_header_value("Content-Type");
+          return true;
+        },
+        [&](const char* data, size_t n) {
+          written = out.spool->append(data, n);
+          return static_cast<bool>(written) && !(cancel_ && cancel_->load());
+        });
+    if (!written) return http_reply{507, written.reason};
+    http_reply head = to_reply(r);
+    if (head.status != 0 && !head.ok() && head.body.empty()) {  // the error's text went to the spool
+      if (auto st = out.spool->read(0, 64u << 10, head.body); !st) head.body.clear();
+    }
+    return head;
+  });
+  if (!out.head.ok()) out.spool.reset();
+  return out;
+}
+
+http_reply rep_client::put_spooled(const std::string& rest, const std::string& content_type, const body_spool& spool,
+                                   uint64_t offset, uint64_t length) {
+  const std::string path = e_.path_of(rest);
+  std::string piece;
+  return retrying([&] {
+    auto r = http_->Put(
+        path, static_cast<size_t>(length),
+        [&](size_t at, size_t n, httplib::DataSink& sink) {
+          if (!spool.read(offset + at, std::min<size_t>(n, 1u << 20), piece) || piece.empty()) return false;
+          return sink.write(piece.data(), piece.size());
+        },
+        content_type);
+    return to_reply(r);
+  });
 }
 
 http_reply rep_client::get(const std::string& rest) {

@@ -6,9 +6,11 @@
 #pragma once
 #include <atomic>
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <string>
 
+#include "http/body_spool.hpp"
 #include "http/rep_endpoint.hpp"
 #include "node/error.hpp"
 #include "node/json.hpp"
@@ -23,6 +25,13 @@ struct http_reply {
   int status = 0;    // 0: no answer (the transport failed after every retry)
   std::string body;  // the answer's, or the transport error's text
   bool ok() const { return status >= 200 && status < 300; }
+};
+
+// An answer kept in a file (a multipart answer with attachments, of any size).
+struct spooled_reply {
+  http_reply head;                    // status; body only for an answer that is not 2xx
+  std::string content_type;           // the answer's Content-Type
+  std::unique_ptr<body_spool> spool;  // a 2xx answer's body
 };
 
 class rep_client {
@@ -40,6 +49,11 @@ class rep_client {
   http_reply put(const std::string& rest, const std::string& body);
   // The parsed JSON body of a 2xx answer; otherwise an error naming the endpoint and the status.
   result<json> get_json(const std::string& rest);
+  // A GET with `Accept: accept` whose body goes to a spool file in `dir` as it arrives.
+  spooled_reply get_spooled(const std::string& rest, const std::string& accept, const std::string& dir);
+  // A PUT whose body is bytes [offset, offset + length) of `spool`, read as they are sent.
+  http_reply put_spooled(const std::string& rest, const std::string& content_type, const body_spool& spool,
+                         uint64_t offset, uint64_t length);
   result<json> post_json(const std::string& rest, const json& body);
 
   const rep_endpoint& endpoint() const { return e_; }
@@ -48,6 +62,9 @@ class rep_client {
 
  private:
   http_reply send(const char* method, const std::string& rest, const std::string* body);
+  // Runs `attempt` until it gives an answer that is not transient, retries are spent or the
+  // request is cancelled.
+  http_reply retrying(const std::function<http_reply()>& attempt);
 
   rep_endpoint e_;
   int retries_;

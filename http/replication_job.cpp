@@ -3,6 +3,8 @@
 #include <thread>
 
 #include "http/message.hpp"
+#include "http/multipart.hpp"
+#include "http/rep_attachments.hpp"
 #include "node/crypto.hpp"
 #include "node/log.hpp"
 
@@ -11,6 +13,13 @@ namespace {
 
 constexpr std::chrono::milliseconds caught_up_poll{200};
 constexpr int max_one_shot_retries = 5;
+// A revision whose missing attachments total at most this comes with them inline in a second
+// `_bulk_get` (CouchDB's MAX_BULK_ATT_SIZE), up to batch_inline_bytes a batch; larger ones are
+// copied alone as multipart through a spool file, so memory never holds an attachment.
+constexpr uint64_t inline_attachment_bytes = 64u << 10;
+constexpr uint64_t batch_inline_bytes = 8u << 20;
+// The largest JSON part of a multipart answer (a document without attachments) read back.
+constexpr uint64_t max_json_part_bytes = 256u << 20;
 
 // A seq as a query parameter: strings as they are, anything else as its JSON text.
 std::string seq_param(const json& seq) {
@@ -33,8 +42,8 @@ struct replication_job::worker {
                stop) {}
 };
 
-replication_job::replication_job(rep_request r, const clock& clk, std::string node)
-    : r_(std::move(r)), clk_(clk), node_(std::move(node)) {
+replication_job::replication_job(rep_request r, const clock& clk, std::string node, std::string spool_dir)
+    : r_(std::move(r)), clk_(clk), node_(std::move(node)), spool_dir_(std::move(spool_dir)) {
   started_on_s_ = clk_.now_s();
   history_events_.push_back({{"timestamp", started_on_s_}, {"type", "added"}});
 }
@@ -267,43 +276,115 @@ result<json> replication_job::missing_revisions(worker& w, const json& rows, rep
   return wanted;
 }
 
-result<json> replication_job::fetch_revisions(worker& w, const json& wanted, rep_stats& stats) {
-  json docs = json::array();
-  if (r_.use_bulk_get && !no_bulk_get_) {
-    ++stats.bulk_get_attempts;
-    http_reply got =
-        w.source.post("_bulk_get?revs=true&latest=true&attachments=true", request_text(json{{"docs", wanted}}));
-    if (got.ok()) {
-      json answer = parse_reply(got.body);
-      if (!answer.is_object() || !answer.contains("results"))
-        return status{errc::internal, "the source's _bulk_get answered something else than results"};
-      for (const json& res : answer["results"])
-        for (const json& d : member(res, "docs"))
-          if (d.is_object() && d.contains("ok")) docs.push_back(d["ok"]);
-      stats.bulk_get_docs += docs.size();
-      return docs;
-    }
+result<json> replication_job::bulk_get(worker& w, const json& wanted, bool attachments, rep_stats& stats) {
+  ++stats.bulk_get_attempts;
+  http_reply got =
+      w.source.post(std::string("_bulk_get?revs=true&latest=true") + (attachments ? "&attachments=true" : ""),
+                    request_text(json{{"docs", wanted}}));
+  if (!got.ok()) {
     if (got.status != 400 && got.status != 404 && got.status != 405 && got.status != 501)
       return reply_error(got, r_.source);
     no_bulk_get_ = true;  // a source without _bulk_get: each document's revisions with open_revs
+    return json();
   }
-  std::map<std::string, std::pair<json, json>> by_id;  // id -> (revs, atts_since)
+  json answer = parse_reply(got.body);
+  if (!answer.is_object() || !answer.contains("results"))
+    return status{errc::internal, "the source's _bulk_get answered something else than results"};
+  json docs = json::array();
+  for (const json& res : answer["results"])
+    for (const json& d : member(res, "docs"))
+      if (d.is_object() && d.contains("ok") && d["ok"].is_object()) docs.push_back(d["ok"]);
+  stats.bulk_get_docs += docs.size();
+  return docs;
+}
+
+result<json> replication_job::fetch_revisions(worker& w, const json& wanted, rep_stats& stats) {
+  std::map<std::string, json> since;  // id -> the target's possible ancestors
+  for (const json& e : wanted)
+    if (e.contains("atts_since")) since[e["id"].get<std::string>()] = e["atts_since"];
+  auto since_of = [&](const std::string& id) { return since.count(id) ? since[id] : json(); };
+  json docs = json::array();
+  if (r_.use_bulk_get && !no_bulk_get_) {
+    auto stubs = bulk_get(w, wanted, false, stats);
+    if (!stubs) return stubs.error();
+    if (!stubs->is_null()) {
+      json inline_wanted = json::array();
+      uint64_t inline_bytes = 0;
+      for (json& d : *stubs) {
+        const std::string id = string_at(d, "_id"), rev = string_at(d, "_rev");
+        attachments_needed need = attachments_to_send(d, since_of(id));
+        if (need.count == 0 || id.empty() || rev.empty()) {
+          docs.push_back(std::move(d));
+        } else if (need.bytes <= inline_attachment_bytes && inline_bytes + need.bytes <= batch_inline_bytes) {
+          inline_bytes += need.bytes;
+          json e = {{"id", id}, {"rev", rev}};
+          if (!since_of(id).is_null()) e["atts_since"] = since_of(id);
+          inline_wanted.push_back(std::move(e));
+        } else if (auto st = copy_multipart(w, id, json::array({rev}), since_of(id), docs, stats); !st) {
+          return st;
+        }
+      }
+      if (inline_wanted.empty()) return docs;
+      auto full = bulk_get(w, inline_wanted, true, stats);
+      if (!full) return full.error();
+      for (json& d : *full) docs.push_back(std::move(d));
+      return docs;
+    }
+  }
+  std::map<std::string, json> by_id;  // id -> revs
   for (const json& e : wanted) {
-    auto& [revs, since] = by_id[e["id"].get<std::string>()];
+    json& revs = by_id[e["id"].get<std::string>()];
     if (revs.is_null()) revs = json::array();
     revs.push_back(e["rev"]);
-    if (e.contains("atts_since")) since = e["atts_since"];
   }
-  for (auto& [id, p] : by_id) {
-    std::string q = percent_encode(id) +
-                    "?revs=true&latest=true&attachments=true&open_revs=" + percent_encode(request_text(p.first));
-    if (!p.second.is_null()) q += "&atts_since=" + percent_encode(request_text(p.second));
-    auto got = w.source.get_json(q);
-    if (!got) return got.error();
-    for (const json& d : *got)
-      if (d.contains("ok")) docs.push_back(d["ok"]);
-  }
+  for (auto& [id, revs] : by_id)
+    if (auto st = copy_multipart(w, id, revs, since_of(id), docs, stats); !st) return st;
   return docs;
+}
+
+status replication_job::copy_multipart(worker& w, const std::string& id, const json& revs, const json& atts_since,
+                                       json& docs, rep_stats& stats) {
+  std::string q =
+      percent_encode(id) + "?revs=true&latest=true&attachments=true&open_revs=" + percent_encode(request_text(revs));
+  if (!atts_since.is_null()) q += "&atts_since=" + percent_encode(request_text(atts_since));
+  spooled_reply got = w.source.get_spooled(q, "multipart/mixed", spool_dir_);
+  if (!got.head.ok()) return reply_error(got.head, r_.source);
+  const body_spool& spool = *got.spool;
+  multipart::source body{spool.size(),
+                         [&spool](uint64_t at, size_t n, std::string& out) { return spool.read(at, n, out); }};
+  auto read_json = [&](uint64_t at, uint64_t n) -> json {
+    std::string text;
+    if (n > max_json_part_bytes || !body.read(at, static_cast<size_t>(n), text)) return json();
+    return parse_reply(text);
+  };
+  if (multipart::media_type_of(got.content_type) != "multipart/mixed") {  // JSON: [{"ok":doc}, ...]
+    for (const json& d : read_json(0, spool.size()))
+      if (d.is_object() && d.contains("ok") && d["ok"].is_object()) docs.push_back(d["ok"]);
+    return {};
+  }
+  auto parts = multipart::locate(body, multipart::boundary_of(got.content_type));
+  if (!parts) return status{errc::internal, "the source's answer for " + id + ": " + parts.error().reason};
+  for (const multipart::located& p : *parts) {
+    const std::string type = p.headers.header("content-type");
+    const std::string media = multipart::media_type_of(type);
+    if (media == "application/json") {  // a revision without attachments to send, or a missing one
+      json d = read_json(p.offset, p.length);
+      if (d.is_object() && d.contains("_id") && d.contains("_rev")) docs.push_back(std::move(d));
+      continue;
+    }
+    if (media != "multipart/related") continue;
+    ++stats.docs_read;
+    http_reply put = w.target.put_spooled(percent_encode(id) + "?new_edits=false", type, spool, p.offset, p.length);
+    if (put.ok()) {
+      ++stats.docs_written;
+    } else if (put.status >= 400 && put.status < 500 && put.status != 401 && put.status != 404) {
+      ++stats.doc_write_failures;  // as one document refused in _bulk_docs
+      log::warning("replication " + r_.id() + ": the target refused " + id + ": " + put.body);
+    } else {
+      return reply_error(put, r_.target);
+    }
+  }
+  return {};
 }
 
 status replication_job::write_revisions(worker& w, json docs, rep_stats& stats) {

@@ -43,7 +43,8 @@ class replication_job final : public job {
   // Called once the job left the runner: how it ended, and wait()'s answer.
   using end_callback = std::function<void(job_next::kind, const result<json>&)>;
 
-  replication_job(rep_request r, const clock& clk, std::string node);
+  // Attachments too large to hold go through spool files in `spool_dir`.
+  replication_job(rep_request r, const clock& clk, std::string node, std::string spool_dir);
   ~replication_job() override;
   // A job of a `_replicator` document (before it is submitted): shown with it in listings, and told
   // when it ends.
@@ -77,8 +78,16 @@ class replication_job final : public job {
   status replicate_batch(worker& w, const json& rows, rep_stats& stats);
   // `_revs_diff` of the rows' revisions: [{"id","rev","atts_since"?}] the target lacks.
   result<json> missing_revisions(worker& w, const json& rows, rep_stats& stats);
-  // Those revisions with their histories and the attachments the target lacks.
+  // Those revisions with their histories and the attachments the target lacks, for _bulk_docs;
+  // revisions with attachments too large for it are copied one by one (copy_multipart).
   result<json> fetch_revisions(worker& w, const json& wanted, rep_stats& stats);
+  // `_bulk_get` of `wanted` with or without attachments' bytes; null when the source has none.
+  result<json> bulk_get(worker& w, const json& wanted, bool attachments, rep_stats& stats);
+  // Revisions `revs` of `id` read as multipart/mixed into a spool file: those with attachments
+  // PUT to the target as multipart/related from the file (never held in memory), the others added
+  // to `docs`.
+  status copy_multipart(worker& w, const std::string& id, const json& revs, const json& atts_since, json& docs,
+                        rep_stats& stats);
   status write_revisions(worker& w, json docs, rep_stats& stats);
   status checkpoint();
   json changes_body() const;
@@ -86,7 +95,7 @@ class replication_job final : public job {
 
   rep_request r_;
   const clock& clk_;
-  std::string node_;
+  std::string node_, spool_dir_;
   std::atomic<bool> stop_{false};
   std::atomic<bool> no_bulk_get_{false};  // the source answered _bulk_get with 400/404/405/501
   std::vector<std::unique_ptr<worker>> workers_;

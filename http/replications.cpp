@@ -9,8 +9,9 @@ std::string job_id(const std::string& rep_id) {
 }
 }  // namespace
 
-replications::replications(job_runner& jobs, const clock& clk, std::string node, scheduler_limits lim)
-    : jobs_(jobs), clk_(clk), node_(std::move(node)), lim_(lim) {
+replications::replications(job_runner& jobs, const clock& clk, std::string node, std::string spool_dir,
+                           scheduler_limits lim)
+    : jobs_(jobs), clk_(clk), node_(std::move(node)), spool_dir_(std::move(spool_dir)), lim_(lim) {
   lim_.max_jobs = std::max<size_t>(1, lim_.max_jobs);
 }
 
@@ -21,7 +22,7 @@ std::shared_ptr<replication_job> replications::find(const std::string& id) const
 }
 
 std::shared_ptr<replication_job> replications::make_job_locked(const std::string& id, rep_request r, slot& s) {
-  auto j = std::make_shared<replication_job>(std::move(r), clk_, node_);
+  auto j = std::make_shared<replication_job>(std::move(r), clk_, node_, spool_dir_);
   if (!s.doc_id.empty()) {
     std::weak_ptr<replication_job> weak = j;
     auto on_end = s.on_end;

@@ -28,7 +28,8 @@ struct scheduler_limits {
 
 class replications {
  public:
-  replications(job_runner& jobs, const clock& clk, std::string node, scheduler_limits lim = {});
+  // Replications spool large attachments to files in `spool_dir`.
+  replications(job_runner& jobs, const clock& clk, std::string node, std::string spool_dir, scheduler_limits lim = {});
 
   // Starts `r` unless a replication with its id is known already (then joins it). A one-shot
   // replication is waited for (also while pending): its `_replicate` answer or error; a continuous
@@ -68,7 +69,7 @@ class replications {
 
   job_runner& jobs_;
   const clock& clk_;
-  std::string node_;
+  std::string node_, spool_dir_;
   scheduler_limits lim_;
   mutable std::mutex mu_;
   std::map<std::string, slot> known_;

@@ -218,7 +218,7 @@ node_process::node_process(const config& cfg, settings set, const clock& clk, st
       validator_(coord_, js_, &notifier_),
       views_(coord_, js_, jobs_, data_dir_ + "/.shard_views", js_reduce_options{reduce_limit_of(set_.reduce_limit)}),
       mango_(coord_, jobs_, mango_keys::shared(), &notifier_),
-      replicator_(jobs_, clk_, set_.node_name,
+      replicator_(jobs_, clk_, set_.node_name, data_dir_,
                   scheduler_limits{set_.replicator_max_jobs, set_.replicator_interval, set_.replicator_max_churn}),
       http_(front_options(set_, data_dir_)),
       members_(set_.node_name) {

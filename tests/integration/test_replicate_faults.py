@@ -22,10 +22,13 @@ WEIRD = (b'{"results":[3,{"id":5,"changes":"x"},{"id":"zz","changes":[{"rev":7},
 
 class FaultProxy:
     """Forwards HTTP requests to a node; `plan` is a list of faults for the next requests whose path
-    contains `match` ("500", "garbage", "cut"); `down` refuses every request while set."""
+    contains `match` ("500", "404", "garbage", "weird", "cut", "half": half the answer, then the
+    connection drops); `down` refuses every request while set."""
 
     def __init__(self, node, tls=False):
         self.node, self.plan, self.match, self.down, self.seen, self.tls = node, [], "", False, 0, tls
+        self.bytes_out = 0  # body bytes relayed from the node
+        self.plans = {}  # more plans: path substring -> faults, for the requests whose path has it
         proxy = self
 
         class Handler(http.server.BaseHTTPRequestHandler):
@@ -41,6 +44,11 @@ class FaultProxy:
                     fault = "cut"
                 elif proxy.plan and proxy.match in self.path:
                     fault = proxy.plan.pop(0)
+                else:
+                    for part, faults in proxy.plans.items():
+                        if faults and part in self.path:
+                            fault = faults.pop(0)
+                            break
                 proxy.seen += 1
                 if fault == "cut":
                     self.close_connection = True
@@ -60,13 +68,20 @@ class FaultProxy:
                 conn.request(self.command, self.path, body=body or None, headers=headers)
                 r = conn.getresponse()
                 data = r.read()
+                proxy.bytes_out += len(data)
                 self.send_response(r.status)
                 for k, v in r.getheaders():
                     if k.lower() not in ("transfer-encoding", "content-length", "connection"):
                         self.send_header(k, v)
                 self.send_header("Content-Length", str(len(data)))
                 self.end_headers()
-                self.wfile.write(data)
+                if fault == "half":  # the connection dies halfway through the body
+                    self.wfile.write(data[:len(data) // 2])
+                    self.wfile.flush()
+                    self.close_connection = True
+                    self.connection.shutdown(2)
+                else:
+                    self.wfile.write(data)
                 conn.close()
 
             do_GET = do_POST = do_PUT = do_DELETE = do_HEAD = relay
@@ -96,7 +111,9 @@ class FaultProxy:
         self.server.server_close()
 
 
-class ReplicationFaults(NodeTest):
+class ProxiedNodeTest(NodeTest):
+    """A node and a FaultProxy in front of it (`self.proxy`)."""
+
     @classmethod
     def setUpClass(cls):
         super().setUpClass()
@@ -106,6 +123,9 @@ class ReplicationFaults(NodeTest):
     def tearDownClass(cls):
         cls.proxy.stop()
         super().tearDownClass()
+
+
+class ReplicationFaults(ProxiedNodeTest):
 
     def fill(self, db, start, n):
         r = self.node.post(f"/{db}/_bulk_docs", {"docs": [{"_id": f"f{i:05d}", "i": i} for i in range(start, start + n)]})

@@ -83,6 +83,11 @@ class ReplicateWithPouchDBServer(NodeTest):
         r = self.node.put(f"/{db}/att", {"_attachments": {
             "a.bin": {"content_type": "application/octet-stream", "data": b64(bytes(range(256)) * 40)}}})
         self.assertEqual(r.status, 201, r)
+        # Larger than what travels inline: copied alone, as multipart (or open_revs JSON from a
+        # source that does not answer multipart).
+        r = self.node.put(f"/{db}/bigatt", {"_attachments": {
+            "b.bin": {"content_type": "application/octet-stream", "data": b64(os.urandom(300 << 10))}}})
+        self.assertEqual(r.status, 201, r)
 
     def leaves_settee(self, db, doc_id):
         r = self.node.get(f"/{db}/{doc_id}?open_revs=all&revs=true&attachments=true",
@@ -109,10 +114,10 @@ class ReplicateWithPouchDBServer(NodeTest):
     def test_settee_to_pouchdb_server_and_back(self):
         self.seed("ps1", 60)
         out = self.replicate({"source": "ps1", "target": self.pouch.url("ps1copy"), "create_target": True})
-        self.assertEqual(out["history"][0]["docs_written"], 60 + 2 + 1 + 1)
+        self.assertEqual(out["history"][0]["docs_written"], 60 + 2 + 1 + 2)
         status, info = self.pouch.call("GET", "/ps1copy")
-        self.assertEqual((status, info["doc_count"]), (200, 62), info)  # 60 + conflicted + att
-        for doc_id in ("p007", "conflicted", "gone", "att"):
+        self.assertEqual((status, info["doc_count"]), (200, 63), info)  # 60 + conflicted + att + bigatt
+        for doc_id in ("p007", "conflicted", "gone", "att", "bigatt"):
             self.assertEqual(self.strip_att_meta(self.leaves_settee("ps1", doc_id)),
                              self.strip_att_meta(self.leaves_pouch("ps1copy", doc_id)), doc_id)
         # pouchdb-server keeps the checkpoint in CouchDB's format: the same request moves nothing.
@@ -127,9 +132,9 @@ class ReplicateWithPouchDBServer(NodeTest):
         # And back: pouchdb-server as the source.
         back = self.replicate({"source": self.pouch.url("ps1copy"), "target": "ps1back", "create_target": True})
         self.assertEqual(back["history"][0]["doc_write_failures"], 0)
-        for doc_id in ("p007", "conflicted", "gone", "att"):
+        for doc_id in ("p007", "conflicted", "gone", "att", "bigatt"):
             self.assertEqual(self.leaves_settee("ps1", doc_id), self.leaves_settee("ps1back", doc_id), doc_id)
-        self.assertEqual(self.node.get("/ps1back").json["doc_count"], 62)
+        self.assertEqual(self.node.get("/ps1back").json["doc_count"], 63)
 
     def test_continuous_to_pouchdb_server_and_its_own_replicator_reads_settee(self):
         self.assertEqual(self.node.put("/ps2").status, 201)

@@ -3,6 +3,7 @@
 #include <doctest/doctest.h>
 
 #include "http/erlang_term.hpp"
+#include "http/rep_attachments.hpp"
 #include "http/rep_checkpoint.hpp"
 #include "http/rep_request.hpp"
 
@@ -164,4 +165,28 @@ TEST_CASE("a checkpoint's log is CouchDB's, its history capped at 50 entries") {
   CHECK(log["history"][1]["session_id"] == "0");
   CHECK(rfc1123_date(0) == "Thu, 01 Jan 1970 00:00:00 GMT");
   CHECK(rfc1123_date(1795750540) == "Fri, 27 Nov 2026 03:35:40 GMT");
+}
+
+TEST_CASE("a revision sends only the attachments newer than the target's newest shared ancestor") {
+  json doc = json::parse(R"({"_id":"d","_rev":"4-d","_revisions":{"start":4,"ids":["d","c","b","a"]},
+    "_attachments":{"old":{"stub":true,"revpos":1,"length":10},
+                    "mid":{"stub":true,"revpos":3,"length":100,"encoded_length":40},
+                    "new":{"stub":true,"revpos":4,"length":1000,"encoded_length":2000}}})");
+  // No ancestor known to the target: everything goes, sized by the larger of its lengths.
+  auto all = attachments_to_send(doc, nullptr);
+  CHECK(all.count == 3);
+  CHECK(all.bytes == 10 + 100 + 2000);
+  // The target has 2-b: attachments of revpos 3 and 4 go.
+  auto some = attachments_to_send(doc, json::array({"2-b"}));
+  CHECK(some.count == 2);
+  CHECK(some.bytes == 2100);
+  // The newest shared ancestor counts; revisions off the document's path do not.
+  CHECK(attachments_to_send(doc, json::array({"2-b", "3-c", "3-zz", "9-d"})).count == 1);
+  CHECK(attachments_to_send(doc, json::array({"3-zz", "x-c", "-c", 7})).count == 3);
+  CHECK(attachments_to_send(doc, json::array({"4-d"})).count == 0);
+  // No revpos: it goes. No attachments, or no _revisions: as nothing shared.
+  CHECK(attachments_to_send(json::parse(R"({"_attachments":{"a":{"stub":true}}})"), json::array({"1-a"})).count == 1);
+  CHECK(attachments_to_send(json::parse(R"({"_id":"x"})"), nullptr).count == 0);
+  CHECK(attachments_to_send(json::parse(R"({"_attachments":{"a":{"revpos":1,"length":5}}})"), json::array({"1-a"}))
+            .bytes == 5);
 }
