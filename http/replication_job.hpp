@@ -8,9 +8,11 @@
 //     sources resolve to the second), else 0;
 //   each step: `_changes?style=all_docs` from there (limit workers x batch size; filtered by
 //     doc_ids, selector or a filter), split in batches, each batch on a worker of its own:
-//     `_revs_diff` on the target, `_bulk_get` of the missing revisions from the source (one GET
-//     ?open_revs per document when the source has no `_bulk_get`), attachments inline only for
-//     revisions after what the target has, then `_bulk_docs` with new_edits=false (halved on 413);
+//     `_revs_diff` on the target, `_bulk_get` of the missing revisions from the source without
+//     attachments' bytes, a second one with the bytes for revisions whose missing attachments are
+//     small, then `_bulk_docs` with new_edits=false (halved on 413); a revision with larger ones
+//     goes alone, GET ?open_revs as multipart/mixed into a spool file and PUT multipart/related
+//     from it (as every document when the source has no `_bulk_get`);
 //   checkpoints: every checkpoint_interval and at the end, `_local/<id>` on both sides in
 //     CouchDB's format (http/rep_checkpoint.hpp).
 //
