@@ -14,6 +14,7 @@ rep_client::rep_client(const rep_endpoint& e, std::chrono::milliseconds timeout,
   http_->set_read_timeout(std::chrono::duration_cast<std::chrono::microseconds>(timeout));
   http_->set_write_timeout(std::chrono::duration_cast<std::chrono::microseconds>(timeout));
   http_->set_keep_alive(true);
+  http_->set_tcp_nodelay(true);  // a request's headers and body go in two writes: no delayed-ACK wait
   http_->set_decompress(true);
   http_->enable_server_certificate_verification(false);
   if (e.has_credentials) http_->set_basic_auth(e.user, e.password);
@@ -23,6 +24,10 @@ rep_client::rep_client(const rep_endpoint& e, std::chrono::milliseconds timeout,
 }
 
 rep_client::~rep_client() = default;
+
+void rep_client::abort() {
+  http_->stop();
+}
 
 namespace {
 http_reply to_reply(httplib::Result& r) {

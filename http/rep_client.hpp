@@ -56,6 +56,9 @@ class rep_client {
                          uint64_t offset, uint64_t length);
   result<json> post_json(const std::string& rest, const json& body);
 
+  // Closes the connection of a request under way on another thread (it fails at once).
+  void abort();
+
   const rep_endpoint& endpoint() const { return e_; }
   // Requests sent (retries included), for the task row.
   uint64_t requests() const { return requests_; }

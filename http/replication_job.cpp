@@ -12,6 +12,11 @@ namespace settee {
 namespace {
 
 constexpr std::chrono::milliseconds caught_up_poll{200};
+// A caught-up replication that waits for its watch still steps this often (a lost wake costs no
+// more than this).
+constexpr std::chrono::milliseconds watched_fallback{60000};
+// The longest a watch's longpoll waits for a change (less when the connection timeout is shorter).
+constexpr int64_t longpoll_timeout_ms = 10000;
 constexpr int max_one_shot_retries = 5;
 // A revision whose missing attachments total at most this comes with them inline in a second
 // `_bulk_get` (CouchDB's MAX_BULK_ATT_SIZE), up to batch_inline_bytes a batch; larger ones are
@@ -169,9 +174,13 @@ status replication_job::start(job_context& ctx) {
   return {};
 }
 
-std::string replication_job::changes_query() const {
-  std::string q = "_changes?feed=normal&since=" + seq_param(through_seq_) +
-                  "&limit=" + std::to_string(r_.worker_processes * r_.worker_batch_size);
+std::string replication_job::changes_query(bool longpoll) const {
+  std::string q = "_changes?since=" + seq_param(through_seq_);
+  if (longpoll)
+    q +=
+        "&feed=longpoll&limit=1&timeout=" + std::to_string(std::min(longpoll_timeout_ms, r_.connection_timeout_ms / 2));
+  else
+    q += "&feed=normal&limit=" + std::to_string(r_.worker_processes * r_.worker_batch_size);
   if (!r_.winning_revs_only) q += "&style=all_docs";
   if (r_.doc_ids) q += "&filter=_doc_ids";
   if (r_.selector) q += "&filter=_selector";
@@ -500,7 +509,10 @@ job_next replication_job::step(job_context& ctx) {
   }
   if (due)
     if (auto st = checkpoint(); !st) return give_up_or_retry(st, false);
-  return *caught_up ? job_next::pause(caught_up_poll) : job_next::more();
+  if (!*caught_up) return job_next::more();
+  if (!watch_) return job_next::pause(caught_up_poll);
+  watch_(changes_query(true), changes_body());
+  return job_next::pause(watched_fallback);
 }
 
 void replication_job::ended(job_next::kind how, const std::string& reason) {

@@ -16,8 +16,9 @@
 //   checkpoints: every checkpoint_interval and at the end, `_local/<id>` on both sides in
 //     CouchDB's format (http/rep_checkpoint.hpp).
 //
-// A one-shot job ends when a read of the feed finds nothing pending; a continuous one polls the
-// source every 200 ms once caught up (the step never blocks a lane worker longer than a batch).
+// A one-shot job ends when a read of the feed finds nothing pending; a continuous one, once caught
+// up, waits for a longpoll read of the source's feed to wake it (http/feed_watches.hpp): the step
+// never blocks a lane worker longer than a batch.
 // Errors of the start are final for a one-shot job; later ones retry from the last checkpoint
 // with the runner's backoff.
 #pragma once
@@ -51,6 +52,12 @@ class replication_job final : public job {
   // A job of a `_replicator` document (before it is submitted): shown with it in listings, and told
   // when it ends.
   void set_document(std::string db, std::string doc_id, end_callback on_end);
+
+  // How a continuous replication waits once caught up: `watch(rest, body)` starts a longpoll read
+  // of the source's feed from where it is that wakes the job (http/feed_watches.hpp). Without
+  // one, it reads the source every 200 ms.
+  using watch_callback = std::function<void(const std::string& rest, const json& body)>;
+  void set_watch(watch_callback w) { watch_ = std::move(w); }
 
   job_next step(job_context& ctx) override;
   json task() const override;
@@ -93,7 +100,9 @@ class replication_job final : public job {
   status write_revisions(worker& w, json docs, rep_stats& stats);
   status checkpoint();
   json changes_body() const;
-  std::string changes_query() const;
+  // The query of a read of the source's feed from through_seq_: a batch's, or a longpoll that
+  // answers at the next change.
+  std::string changes_query(bool longpoll = false) const;
 
   rep_request r_;
   const clock& clk_;
@@ -119,6 +128,7 @@ class replication_job final : public job {
 
   std::string doc_db_, doc_id_;
   end_callback on_end_;
+  watch_callback watch_;
   bool crashing_ = false;
   job_next::kind end_how_ = job_next::kind::step;
 

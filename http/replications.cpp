@@ -11,7 +11,12 @@ std::string job_id(const std::string& rep_id) {
 
 replications::replications(job_runner& jobs, const clock& clk, std::string node, std::string spool_dir,
                            scheduler_limits lim)
-    : jobs_(jobs), clk_(clk), node_(std::move(node)), spool_dir_(std::move(spool_dir)), lim_(lim) {
+    : jobs_(jobs),
+      clk_(clk),
+      node_(std::move(node)),
+      spool_dir_(std::move(spool_dir)),
+      lim_(lim),
+      watches_([this](const std::string& id) { jobs_.wake(job_id(id)); }) {
   lim_.max_jobs = std::max<size_t>(1, lim_.max_jobs);
 }
 
@@ -22,7 +27,12 @@ std::shared_ptr<replication_job> replications::find(const std::string& id) const
 }
 
 std::shared_ptr<replication_job> replications::make_job_locked(const std::string& id, rep_request r, slot& s) {
+  const rep_endpoint source = r.source;
+  const std::chrono::milliseconds timeout(r.connection_timeout_ms);
   auto j = std::make_shared<replication_job>(std::move(r), clk_, node_, spool_dir_);
+  j->set_watch([this, id, source, timeout](const std::string& rest, const json& body) {
+    watches_.watch(id, source, timeout, rest, body);
+  });
   if (!s.doc_id.empty()) {
     std::weak_ptr<replication_job> weak = j;
     auto on_end = s.on_end;
@@ -66,6 +76,7 @@ void replications::forget(const std::string& id, const std::shared_ptr<replicati
   std::lock_guard<std::mutex> lock(mu_);
   auto it = known_.find(id);
   if (it == known_.end() || it->second.job != j) return;
+  watches_.end(id);
   if (it->second.active) --active_;
   known_.erase(it);
   pending_.erase(std::remove(pending_.begin(), pending_.end(), id), pending_.end());
@@ -188,6 +199,7 @@ std::optional<json> replications::job(const std::string& id) const {
 }
 
 void replications::stop_all() {
+  watches_.stop_all();
   std::vector<std::string> ids;
   {
     std::lock_guard<std::mutex> lock(mu_);

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "actors/jobs.hpp"
+#include "http/feed_watches.hpp"
 #include "http/replication_job.hpp"
 
 namespace settee {
@@ -76,6 +77,7 @@ class replications {
   std::deque<std::string> pending_;  // oldest first
   size_t active_ = 0;
   int64_t last_rotation_ms_ = 0;
+  feed_watches watches_;  // caught-up continuous replications waiting for their sources
 };
 
 }  // namespace settee

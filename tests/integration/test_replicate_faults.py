@@ -10,6 +10,7 @@ import ssl
 import subprocess
 import tempfile
 import threading
+import time
 import urllib.parse
 
 from harness import NodeTest, free_port, main, wait_until
@@ -28,6 +29,7 @@ class FaultProxy:
     def __init__(self, node, tls=False):
         self.node, self.plan, self.match, self.down, self.seen, self.tls = node, [], "", False, 0, tls
         self.bytes_out = 0  # body bytes relayed from the node
+        self.paths = []  # every request's path, in order
         self.plans = {}  # more plans: path substring -> faults, for the requests whose path has it
         proxy = self
 
@@ -50,6 +52,7 @@ class FaultProxy:
                             fault = faults.pop(0)
                             break
                 proxy.seen += 1
+                proxy.paths.append(self.path)
                 if fault == "cut":
                     self.close_connection = True
                     self.connection.shutdown(2)
@@ -214,6 +217,25 @@ class ReplicationFaults(ProxiedNodeTest):
         self.proxy.down = False  # back: the job's backoff ends and it goes on from its checkpoint
         self.assertTrue(wait_until(lambda: self.node.get("/ftgt2").json.get("doc_count") == 300, 60))
         self.exact_copy("fsrc2", "ftgt2")
+
+    def test_a_caught_up_continuous_replication_waits_on_a_longpoll_of_the_source(self):
+        self.new_db("fsrc6")
+        self.fill("fsrc6", 0, 10)
+        r = self.node.post("/_replicate", {"source": self.proxy.url("fsrc6"), "target": "ftgt6", "create_target": True,
+                                           "continuous": True})
+        self.assertEqual(r.status, 202, r)
+        rep_id = r.json["_local_id"]
+        self.addCleanup(lambda: self.node.post("/_replicate", {"replication_id": rep_id, "cancel": True}))
+        self.assertTrue(wait_until(lambda: self.node.get("/ftgt6").json.get("doc_count") == 10))
+        self.assertTrue(wait_until(lambda: any("feed=longpoll" in p for p in self.proxy.paths)))
+        # Caught up, it reads nothing until the longpoll answers (a 200 ms poll would read ~5 times).
+        before = len(self.proxy.paths)
+        time.sleep(1)  # to see that nothing happens
+        self.assertLessEqual(len(self.proxy.paths) - before, 1, self.proxy.paths[before:])
+        # A write answers the longpoll: the replication wakes and copies it.
+        self.fill("fsrc6", 10, 1)
+        self.assertTrue(wait_until(lambda: self.node.get("/ftgt6").json.get("doc_count") == 11))
+        self.exact_copy("fsrc6", "ftgt6")
 
 
 if __name__ == "__main__":
