@@ -69,6 +69,11 @@ std::string replication_job::state() const {
   return started_ ? "running" : "pending";
 }
 
+int replication_job::error_count() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return errors_in_a_row_;
+}
+
 std::string replication_job::last_error() const {
   std::lock_guard<std::mutex> lock(mu_);
   return last_error_;
@@ -481,6 +486,7 @@ job_next replication_job::step(job_context& ctx) {
     std::lock_guard<std::mutex> lock(mu_);
     last_error_ = st.reason;
     crashing_ = true;
+    ++errors_in_a_row_;
     history_events_.push_back({{"timestamp", clk_.now_s()}, {"type", "crashed"}, {"reason", st.reason}});
     if (history_events_.size() > 20) history_events_.erase(history_events_.begin() + 1);
     started_ = false;  // the next attempt starts again from the checkpoints
@@ -501,6 +507,7 @@ job_next replication_job::step(job_context& ctx) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     crashing_ = false;
+    errors_in_a_row_ = 0;
   }
   bool due = clk_.now_ms() - last_checkpoint_ms_ >= r_.checkpoint_interval_ms;
   if (*caught_up && !r_.continuous) {

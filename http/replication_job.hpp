@@ -76,6 +76,8 @@ class replication_job final : public job {
   // "completed" / "failed" once it ended; and the last error.
   std::string state() const;
   std::string last_error() const;
+  // Errors in a row since the last step that went well.
+  int error_count() const;
   const std::string& doc_id() const { return doc_id_; }
   const rep_request& request() const { return r_; }
 
@@ -130,6 +132,7 @@ class replication_job final : public job {
   end_callback on_end_;
   watch_callback watch_;
   bool crashing_ = false;
+  int errors_in_a_row_ = 0;
   job_next::kind end_how_ = job_next::kind::step;
 
   std::condition_variable ended_cv_;

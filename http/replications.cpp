@@ -1,6 +1,7 @@
 #include "http/replications.hpp"
 
 #include <algorithm>
+#include <tuple>
 
 namespace settee {
 namespace {
@@ -24,6 +25,12 @@ std::shared_ptr<replication_job> replications::find(const std::string& id) const
   std::lock_guard<std::mutex> lock(mu_);
   auto it = known_.find(id);
   return it == known_.end() ? nullptr : it->second.job;
+}
+
+std::shared_ptr<replication_job> replications::document_job(const std::string& id, const std::string& doc_id) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = known_.find(id);
+  return it == known_.end() || it->second.doc_id != doc_id ? nullptr : it->second.job;
 }
 
 std::shared_ptr<replication_job> replications::make_job_locked(const std::string& id, rep_request r, slot& s) {
@@ -152,15 +159,20 @@ void replications::rotate() {
     const int64_t now = clk_.now_ms();
     if (pending_.empty() || now - last_rotation_ms_ < lim_.interval.count()) return;
     last_rotation_ms_ = now;
-    std::vector<std::pair<int64_t, std::string>> running;  // continuous ones, longest running first
-    for (auto& [id, s] : known_)
-      if (s.active && !s.rotating && s.job->request().continuous) running.emplace_back(s.since_ms, id);
+    // Crashing ones first (they only wait for their backoff), then continuous ones, longest running first.
+    std::vector<std::tuple<bool, int64_t, std::string>> running;
+    for (auto& [id, s] : known_) {
+      if (!s.active || s.rotating) continue;
+      const bool crashing = s.job->state() == "crashing";
+      if (crashing || s.job->request().continuous) running.emplace_back(!crashing, s.since_ms, id);
+    }
     std::sort(running.begin(), running.end());
     const size_t n = std::min({lim_.max_churn, pending_.size(), running.size()});
     for (size_t i = 0; i < n; ++i) {
-      slot& s = known_[running[i].second];
+      const std::string& id = std::get<2>(running[i]);
+      slot& s = known_[id];
       s.rotating = true;
-      out.emplace_back(running[i].second, s.job);
+      out.emplace_back(id, s.job);
     }
   }
   for (auto& [id, j] : out) {  // each stops after its step and keeps its checkpoint

@@ -1,8 +1,8 @@
 // replications: the node's replications by id, and CouchDB's scheduler over them
 // (couch_replicator_scheduler): at most `max_jobs` run at once (each a job of the jobs framework),
 // the others wait as `pending`, oldest first; every `interval`, when some wait, up to `max_churn`
-// continuous replications that ran longest make room (stopped after their step, they wait again and
-// later resume from their checkpoints). POST /_replicate starts or joins one, cancels one; GET
+// crashing replications (backing off) and then continuous ones that ran longest make room (stopped after their step,
+// they wait again and later resume from their checkpoints). POST /_replicate starts or joins one, cancels one; GET
 // /_scheduler/jobs lists them. Thread-safety: every method may be called from any thread.
 #pragma once
 #include <chrono>
@@ -41,6 +41,9 @@ class replications {
   // `taken_by` is the document that started it ("" for POST /_replicate).
   std::shared_ptr<replication_job> start_document(rep_request r, const std::string& db, const std::string& doc_id,
                                                   replication_job::end_callback on_end, std::string& taken_by);
+  // The job now running (or pending) replication `id` for `_replicator` document `doc_id`, null
+  // when there is none (a rotated replication gets a new job).
+  std::shared_ptr<replication_job> document_job(const std::string& id, const std::string& doc_id) const;
   // Stops replication `id` (not_found when it is not known).
   status cancel(const std::string& id);
   // The scheduler's turn: every `interval`, when replications wait, rotates up to max_churn.

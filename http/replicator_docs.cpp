@@ -167,9 +167,9 @@ job_next replicator_docs::step(job_context& ctx) {
         ++it;
         continue;
       }
-      if (it->second.job && it->second.job->state() != "completed" && it->second.job->state() != "failed")
-        stop.push_back(it->second.rep_id);
-      it = docs_.erase(it);  // deleted, edited, or owned elsewhere now
+      if (!it->second.rep_id.empty() && reps_.document_job(it->second.rep_id, it->first))
+        stop.push_back(it->second.rep_id);  // still running or pending (perhaps as a new job after a rotation)
+      it = docs_.erase(it);                 // deleted, edited, or owned elsewhere now
     }
     for (auto& kv : seen) fresh.emplace_back(kv.first, std::move(kv.second));
   }
@@ -216,13 +216,14 @@ std::optional<json> replicator_docs::row(const std::string& doc_id) const {
            {"last_updated", time_seq::format_time(e.updated_s)},
            {"start_time", time_seq::format_time(e.updated_s)}};
   }
+  if (auto now = reps_.document_job(out["id"].is_string() ? out["id"].get<std::string>() : "", doc_id)) job = now;
   if (job) {
     std::string st = job->state();
     if (out["state"] == "" || (st != "completed" && st != "failed")) out["state"] = st;
     json info = job->info()["info"];
     out["info"] = info;
     std::string err = job->last_error();
-    out["error_count"] = st == "crashing" ? 1 : 0;
+    out["error_count"] = job->error_count();
     if (st == "crashing") out["info"]["error"] = err;
   }
   return out;

@@ -2,7 +2,8 @@
 replications: two run and one is pending; every `interval` (1 s here) `max_churn` (1) of the running
 ones makes room for a pending one, so each gets its turn and every write reaches every target; a
 one-shot replication posted while the slots are full waits its turn and answers once it ran; a
-cancel of a pending one ends it."""
+cancel of a pending one ends it; crashing replications (backing off) make room first, so two that
+crash forever do not keep a healthy one pending."""
 import urllib.parse
 
 from harness import NodeTest, main, wait_until
@@ -54,6 +55,36 @@ class Scheduler(NodeTest):
             self.assertEqual((r.status, r.json), (200, {"ok": True, "_local_id": rep_id}))
         self.assertEqual(self.node.get("/_scheduler/jobs").json["jobs"], [])
         self.assertEqual(self.node.get(f"/_scheduler/jobs/{urllib.parse.quote(ids[2])}").status, 404)
+
+    def remove_documents(self):
+        for row in self.node.get("/_replicator/_all_docs").json["rows"]:
+            if not row["id"].startswith("_design/"):
+                self.assertEqual(self.node.delete(f"/_replicator/{row['id']}?rev={row['value']['rev']}").status, 200)
+        self.assertTrue(wait_until(lambda: self.node.get("/_scheduler/jobs").json["jobs"] == []))
+
+    def test_crashing_replications_make_room_for_pending_ones(self):
+        user = self.node.admin
+        url = f"http://{user[0]}:{urllib.parse.quote(user[1])}@127.0.0.1:{self.node.port}"
+        self.addCleanup(self.remove_documents)
+        for k in range(2):  # both slots: one-shot documents whose source is missing crash and retry forever
+            r = self.node.put(f"/_replicator/broken{k}", {"source": f"{url}/missing{k}", "target": f"{url}/nowhere{k}"})
+            self.assertEqual(r.status, 201, r)
+        self.assertTrue(wait_until(lambda: [self.node.get(f"/_scheduler/docs/_replicator/broken{k}").json.get("state")
+                                            for k in range(2)] == ["crashing", "crashing"]))
+        for k in range(2):  # CouchDB's count of errors in a row, and the last one
+            row = self.node.get(f"/_scheduler/docs/_replicator/broken{k}").json
+            self.assertGreaterEqual(row["error_count"], 1, row)
+            self.assertIn("could not open", row["info"]["error"], row)
+        self.new_db("healthy")
+        self.assertEqual(self.node.put("/healthy/x", {}).status, 201)
+        r = self.node.put("/_replicator/fine", {"source": f"{url}/healthy", "target": f"{url}/healthycopy",
+                                                "create_target": True})
+        self.assertEqual(r.status, 201, r)
+        self.assertTrue(wait_until(lambda: self.node.get("/_replicator/fine").json.get("_replication_state")
+                                   == "completed", 60))
+        self.assertEqual(self.node.get("/healthycopy/x").status, 200)
+        for k in range(2):
+            self.assertNotIn("_replication_state", self.node.get(f"/_replicator/broken{k}").json)
 
 
 if __name__ == "__main__":
