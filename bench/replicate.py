@@ -10,6 +10,7 @@ loopback with their defaults (compare.py's start_servers):
                             from each write's 201 to its row in the target's feed, p50/p99
 
     python3 bench/replicate.py [docs=200000] [runs=3]
+    python3 bench/replicate.py lag          (the continuous lag alone)
 Needs `npm install` in bench/ (pouchdb-server) and a built settee."""
 import http.client
 import json
@@ -23,7 +24,8 @@ import time
 sys.path.insert(0, os.path.dirname(__file__))
 from compare import AUTH, POUCH, PORTS, SETTEE, req, start_servers  # noqa: E402
 
-DOCS = int(sys.argv[1]) if len(sys.argv) > 1 else 200000
+LAG_ONLY = sys.argv[1:2] == ["lag"]
+DOCS = int(sys.argv[1]) if len(sys.argv) > 1 and not LAG_ONLY else 200000
 RUNS = int(sys.argv[2]) if len(sys.argv) > 2 else 3
 PAD = "x" * 900
 SETTEE_URL = f"http://bench:bench@127.0.0.1:{PORTS['settee']}"
@@ -81,7 +83,7 @@ def lag_run(seconds=20, rate=500):
     for i in range(seconds * rate):
         due = start + i / rate
         if time.time() < due:
-            time.sleep(due - time.time())
+            time.sleep(max(0.0, due - time.time()))
         conn.request("PUT", f"/lagsrc/w{i:06d}", body='{"v":1}', headers=headers)
         r = conn.getresponse()
         r.read()
@@ -93,7 +95,7 @@ def lag_run(seconds=20, rate=500):
     lags = sorted(seen[k] - acked[k] for k in acked if k in seen)
     return {"writes": len(acked), "arrived": len(lags), "write_rate": len(acked) / (acked[max(acked)] - start),
             "p50_ms": lags[len(lags) // 2] * 1000, "p99_ms": lags[int(len(lags) * 0.99)] * 1000,
-            "max_ms": lags[-1] * 1000}
+            "max_ms": lags[-1] * 1000, "min_ms": lags[0] * 1000}
 
 
 def main():
@@ -105,6 +107,9 @@ def main():
     rates = {k: [] for k in ("settee->settee", "settee->pouchdb-server", "pouchdb-server->settee",
                              "pouchdb-server pulls")}
     try:
+        if LAG_ONLY:
+            print(f"continuous lag: {json.dumps(lag_run())}", flush=True)
+            return
         req("settee", "PUT", "/rsrc")
         old = DOCS - DOCS // 20
         fill("settee", "rsrc", 0, old)

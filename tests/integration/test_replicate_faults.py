@@ -24,12 +24,13 @@ WEIRD = (b'{"results":[3,{"id":5,"changes":"x"},{"id":"zz","changes":[{"rev":7},
 class FaultProxy:
     """Forwards HTTP requests to a node; `plan` is a list of faults for the next requests whose path
     contains `match` ("500", "404", "garbage", "weird", "cut", "half": half the answer, then the
-    connection drops); `down` refuses every request while set."""
+    connection drops, "slow": the answer after slow_s seconds); `down` refuses every request while set."""
 
     def __init__(self, node, tls=False):
         self.node, self.plan, self.match, self.down, self.seen, self.tls = node, [], "", False, 0, tls
         self.bytes_out = 0  # body bytes relayed from the node
         self.paths = []  # every request's path, in order
+        self.slow_s = 2.0  # how late a "slow" answer comes
         self.plans = {}  # more plans: path substring -> faults, for the requests whose path has it
         proxy = self
 
@@ -53,6 +54,8 @@ class FaultProxy:
                             break
                 proxy.seen += 1
                 proxy.paths.append(self.path)
+                if fault == "slow":  # answers, but only after the replicator's read timeout
+                    time.sleep(proxy.slow_s)
                 if fault == "cut":
                     self.close_connection = True
                     self.connection.shutdown(2)
@@ -217,6 +220,21 @@ class ReplicationFaults(ProxiedNodeTest):
         self.proxy.down = False  # back: the job's backoff ends and it goes on from its checkpoint
         self.assertTrue(wait_until(lambda: self.node.get("/ftgt2").json.get("doc_count") == 300, 60))
         self.exact_copy("fsrc2", "ftgt2")
+
+    def test_slow_answers_time_out_and_are_retried(self):
+        self.new_db("fsrc7")
+        self.fill("fsrc7", 0, 120)
+        # The source answers _bulk_get and _changes late, after the replication's 500 ms read
+        # timeout: each late request is abandoned and sent again, and the copy ends exact.
+        self.proxy.plans = {"_bulk_get": ["slow"], "_changes": ["slow"]}
+        self.addCleanup(self.proxy.plans.clear)
+        self.proxy.slow_s = 1.5
+        r = self.node.post("/_replicate", {"source": self.proxy.url("fsrc7"), "target": "ftgt7", "create_target": True,
+                                           "connection_timeout": 500, "worker_batch_size": 40})
+        self.assertEqual(r.status, 200, r)
+        self.assertEqual(self.proxy.plans, {"_bulk_get": [], "_changes": []})
+        self.assertEqual(r.json["history"][0]["docs_written"], 120)
+        self.exact_copy("fsrc7", "ftgt7")
 
     def test_a_caught_up_continuous_replication_waits_on_a_longpoll_of_the_source(self):
         self.new_db("fsrc6")
