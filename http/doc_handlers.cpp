@@ -12,6 +12,7 @@
 #include "http/handlers.hpp"
 #include "http/json_util.hpp"
 #include "http/multipart.hpp"
+#include "http/rep_endpoint.hpp"
 #include "node/crypto.hpp"
 #include "storage/attachments.hpp"
 #include "storage/doc_key.hpp"
@@ -458,6 +459,47 @@ status validate_local_id(const std::string& id, size_t max_length) {
 
 namespace {
 
+// The `owner` of the winning revision of `id`, "" when it has none or the document does not
+// exist or is deleted (then `exists` is false).
+result<std::string> replicator_doc_owner(ctx& c, const db_meta& db, const std::string& id, bool& exists) {
+  auto found = c.node.coord.open_docs(db, {id}, doc_bodies::leaves);
+  if (!found) return found.error();
+  const doc_copy& d = found->front();
+  exists = d.found && !d.info.tree.winner_deleted();
+  if (!exists) return std::string();
+  const std::string* stored = d.body(d.info.tree.rev(d.info.tree.winner()));
+  json current = stored ? parse_json(*stored).value_or(json()) : json();
+  const json& owner = member(current, "owner");
+  return owner.is_string() ? owner.get<std::string>() : std::string();
+}
+
+// couch_replicator_docs:after_doc_read for a user who is not a server admin: their own
+// replication documents as they are; another user's without credentials (source and target
+// through strip_endpoint_credentials), and only as JSON.
+void reply_replicator_doc(ctx& c, const db_meta& db, const doc_copy& d, const doc_get& g, bool multipart) {
+  bool exists = false;
+  auto owner = replicator_doc_owner(c, db, d.id, exists);
+  if (!owner) return c.error(owner.error());
+  const bool own = c.user.name && *owner == *c.user.name;
+  if (own && multipart) return reply_multipart(c, db, d, g);
+  if (multipart) return c.error(errc::forbidden, "Another user's replication document is only shown as JSON.");
+  auto r = answer_doc_get(d, g);
+  if (own || !r || r->http_status >= 300) return reply_doc_read(c, r);
+  auto strip = [](json& doc) {
+    for (const char* side : {"source", "target"})
+      if (doc.is_object() && doc.contains(side)) doc[side] = strip_endpoint_credentials(doc[side]);
+  };
+  json body = parse_json(r->body).value_or(json());
+  if (body.is_array()) {  // open_revs
+    for (json& leaf : body)
+      if (leaf.is_object() && leaf.contains("ok")) strip(leaf["ok"]);
+  } else {
+    strip(body);
+  }
+  r->body = body.dump(-1, ' ', false, json::error_handler_t::replace);
+  reply_doc_read(c, r);
+}
+
 // The leaves r copies know, merged; stale copies repaired first (coordinator::open_doc).
 void get_doc(ctx& c, const db_meta& db, const std::string& id) {
   auto g = parse_doc_get(c.req.params, c.req.get_header_value("If-None-Match"));
@@ -488,6 +530,7 @@ void get_doc(ctx& c, const db_meta& db, const std::string& id) {
     if (auto st = fetch_inline_blobs(c, db, *d, rendered, g->opts, blobs); !st) return c.error(st);
   }
   g->opts.blobs = &blobs;
+  if (db.name == "_replicator" && !c.user.is_admin()) return reply_replicator_doc(c, db, *d, *g, multipart);
   if (multipart) return reply_multipart(c, db, *d, *g);
   reply_doc_read(c, answer_doc_get(*d, *g));
 }
@@ -787,8 +830,34 @@ void reply_doc_read(ctx& c, const result<doc_read>& r) {
   if (r->http_status != 304) c.res.set_content(r->body, "application/json");
 }
 
-status authorize_doc_write(ctx& c, const db_meta& db, const std::string& id, const json* body) {
+namespace {
+
+// couch_replicator_docs:before_doc_update for a user who is not a server admin: their documents
+// get their name as `owner`; other users' documents (and those without an owner, a server
+// admin's) are not theirs to write.
+status authorize_replicator_write(ctx& c, const db_meta& db, const std::string& id, json* body) {
+  const status others{errc::forbidden, "Can't update replication documents from other users."};
+  if (!c.user.name) return others;
+  const std::string& name = *c.user.name;
+  if (body && body->is_object()) {
+    const json& owner = member(*body, "owner");
+    if (owner.is_null())
+      (*body)["owner"] = name;
+    else if (owner != json(name))
+      return others;
+  }
+  bool exists = false;
+  auto owner = replicator_doc_owner(c, db, id, exists);
+  if (!owner) return owner.error();
+  if (exists && *owner != name) return others;
+  return {};
+}
+
+}  // namespace
+
+status authorize_doc_write(ctx& c, const db_meta& db, const std::string& id, json* body) {
   if (c.user.is_admin()) return {};
+  if (db.name == "_replicator") return authorize_replicator_write(c, db, id, body);
   static const json no_security = json::object();
   const json& security = c.security ? *c.security : no_security;
   if (id.rfind("_design/", 0) == 0) return authenticator::require_db_admin(c.user, security);

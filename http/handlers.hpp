@@ -84,8 +84,9 @@ void handle_changes_meta(ctx& c, const db_meta& db);
 void handle_doc(ctx& c, const db_meta& db, const std::string& id);
 void handle_local_doc(ctx& c, const db_meta& db, const std::string& id);
 // Whether the request's user may write document `id` with `body` (null for a deletion): design
-// documents need a db admin; in `_users`, only an admin may set roles or touch another user's doc.
-status authorize_doc_write(ctx& c, const db_meta& db, const std::string& id, const json* body);
+// documents need a db admin; in `_users`, only an admin may set roles or touch another user's doc;
+// in `_replicator` a user writes their own documents only (their name set as `owner`).
+status authorize_doc_write(ctx& c, const db_meta& db, const std::string& id, json* body);
 // What a document GET asks for (its query parameters and If-None-Match).
 struct doc_get {
   render_options opts;

@@ -140,4 +140,14 @@ result<rep_endpoint> parse_endpoint(const json& spec, const std::string& self_ur
   return e;
 }
 
+json strip_endpoint_credentials(const json& spec) {
+  if (spec.is_string()) return strip_url_credentials(spec.get<std::string>());
+  if (!spec.is_object()) return spec;
+  json out = spec;
+  out.erase("headers");
+  out.erase("auth");
+  if (out.contains("url") && out["url"].is_string()) out["url"] = strip_url_credentials(out["url"].get<std::string>());
+  return out;
+}
+
 }  // namespace settee

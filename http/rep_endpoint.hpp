@@ -37,5 +37,8 @@ result<rep_endpoint> parse_endpoint(const json& spec, const std::string& self_ur
 
 // `url` with any user:password@ removed.
 std::string strip_url_credentials(const std::string& url);
+// A `source`/`target` value as another user may see it (couch_replicator_docs:strip_credentials):
+// a URL without user:password@, an object without `headers` and `auth` and with its `url` so.
+json strip_endpoint_credentials(const json& spec);
 
 }  // namespace settee

@@ -191,7 +191,12 @@ void dispatch(ctx& c) {
   // everything else in `_users` is for server admins.
   bool own_user_doc = first == "_users" && p.size() == 2 && c.user.name && p[1] == "org.couchdb.user:" + *c.user.name &&
                       (c.method() == "GET" || c.method() == "PUT");
-  bool server_admin_only = (first == "_users" && !own_user_doc) || p[1] == "_sync_shards";
+  // In `_replicator` a user who is not a server admin reads and writes single replication
+  // documents, their own only (doc_handlers checks `owner`); the rest is for server admins.
+  bool replicator_doc = first == "_replicator" && p.size() == 2 && !p[1].empty() && p[1][0] != '_' &&
+                        (c.method() == "GET" || c.method() == "HEAD" || c.method() == "PUT" || c.method() == "DELETE");
+  bool server_admin_only =
+      (first == "_users" && !own_user_doc) || (first == "_replicator" && !replicator_doc) || p[1] == "_sync_shards";
   bool db_admin_only = ((p[1] == "_security" || p[1] == "_revs_limit" || p[1] == "_time_seq") && c.method() != "GET") ||
                        p[1] == "_compact" || p[1] == "_view_cleanup";
   status allowed = server_admin_only ? authenticator::require_server_admin(c.user)

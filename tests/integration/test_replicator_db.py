@@ -5,6 +5,7 @@ one) or deleted (stopped); documents that describe no replication are refused wi
 `forbidden`; two documents of one replication: the second fails, saying which started it; an
 endpoint that cannot be opened makes the document's replication crash and retry, and
 `/_scheduler/docs` shows every state with credentials stripped."""
+import json
 import urllib.parse
 
 from harness import NodeTest, main, wait_until
@@ -105,6 +106,56 @@ class ReplicatorDocuments(NodeTest):
         self.new_db("rd4missing")  # it appears: the next retry runs it to its end
         self.assertTrue(wait_until(lambda: self.node.get("/_replicator/nowhere").json.get("_replication_state")
                                    == "completed", seconds=60))
+
+    def test_users_write_their_own_documents_and_read_others_without_credentials(self):
+        for name in ("rbob", "reve"):
+            self.assertEqual(self.node.put(f"/_users/org.couchdb.user:{name}", {
+                "name": name, "password": name + "pw", "roles": [], "type": "user"}).status, 201)
+        bob, eve = ("rbob", "rbobpw"), ("reve", "revepw")
+        secret = {"source": "http://rbob:hunter2@127.0.0.1:1/a",
+                  "target": {"url": "http://127.0.0.1:1/b", "headers": {"Authorization": "Basic c2VjcmV0"},
+                             "auth": {"basic": {"username": "u", "password": "p"}}}}
+        r = self.node.request("PUT", "/_replicator/bobs", body=secret, user=bob)
+        self.assertEqual(r.status, 201, r)
+        mine = self.node.request("GET", "/_replicator/bobs", user=bob).json
+        self.assertEqual((mine["owner"], mine["source"], mine["target"]), ("rbob", secret["source"], secret["target"]))
+        # Another user sees it without credentials (also as open_revs), and not as multipart.
+        seen = self.node.request("GET", "/_replicator/bobs", user=eve).json
+        self.assertEqual((seen["source"], seen["target"]), ("http://127.0.0.1:1/a", {"url": "http://127.0.0.1:1/b"}))
+        leaves = self.node.request("GET", "/_replicator/bobs?open_revs=all", user=eve,
+                                   headers={"Accept": "application/json"}).json
+        self.assertNotIn("hunter2", json.dumps(leaves))
+        self.assertEqual(self.node.request("GET", "/_replicator/bobs?open_revs=all", user=eve,
+                                           headers={"Accept": "multipart/mixed"}).status, 403)
+        # ... cannot change or delete it, nor write a document in another's name.
+        refused = {"error": "forbidden", "reason": "Can't update replication documents from other users."}
+        r = self.node.request("PUT", "/_replicator/bobs", body=dict(secret, _rev=mine["_rev"]), user=eve)
+        self.assertEqual((r.status, r.json), (403, refused))
+        r = self.node.request("DELETE", f"/_replicator/bobs?rev={mine['_rev']}", user=eve)
+        self.assertEqual((r.status, r.json), (403, refused))
+        r = self.node.request("PUT", "/_replicator/evil", body=dict(secret, owner="rbob"), user=eve)
+        self.assertEqual((r.status, r.json), (403, refused))
+        # Listings, feeds and bulk reads of _replicator are for server admins.
+        for method, path, body in (("GET", "/_replicator/_all_docs?include_docs=true", None),
+                                   ("GET", "/_replicator/_changes?include_docs=true", None),
+                                   ("POST", "/_replicator/_bulk_get", {"docs": [{"id": "bobs"}]}),
+                                   ("POST", "/_replicator/_bulk_docs", {"docs": [{"_id": "x"}]}),
+                                   ("GET", "/_scheduler/docs", None)):
+            r = self.node.request(method, path, body=body, user=eve)
+            self.assertEqual(r.status, 403, (path, r))
+            self.assertNotIn("hunter2", r.raw)
+        # The server admin's own documents (no owner) are no user's to change.
+        self.put_doc("admins", {"source": "http://admin:pw@127.0.0.1:1/a", "target": "http://127.0.0.1:1/b"})
+        self.assertEqual(self.node.request("GET", "/_replicator/admins", user=eve).json["source"],
+                         "http://127.0.0.1:1/a")
+        r = self.node.request("DELETE", f"/_replicator/admins?rev={self.node.get('/_replicator/admins').json['_rev']}",
+                              user=bob)
+        self.assertEqual((r.status, r.json), (403, refused))
+        # Their own: deleted by them.
+        r = self.node.request("DELETE", f"/_replicator/bobs?rev={mine['_rev']}", user=bob)
+        self.assertEqual(r.status, 200, r)
+        self.assertEqual(self.node.delete(f"/_replicator/admins?rev={self.node.get('/_replicator/admins').json['_rev']}")
+                         .status, 200)
 
 
 if __name__ == "__main__":
