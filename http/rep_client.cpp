@@ -36,6 +36,11 @@ http_reply to_reply(httplib::Result& r) {
 }
 }  // namespace
 
+httplib::Headers rep_client::session_headers(httplib::Headers h) const {
+  if (e_.session) h.emplace("Cookie", e_.session());
+  return h;
+}
+
 http_reply rep_client::retrying(const std::function<http_reply()>& attempt) {
   std::chrono::milliseconds wait{250};
   for (int tries = 0;; ++tries) {
@@ -54,9 +59,10 @@ http_reply rep_client::send(const char* method, const std::string& rest, const s
   const std::string path = e_.path_of(rest);
   const std::string m = method;
   return retrying([&] {
-    httplib::Result r = m == "GET"   ? http_->Get(path)
-                        : m == "PUT" ? http_->Put(path, body ? *body : std::string(), "application/json")
-                                     : http_->Post(path, body ? *body : std::string(), "application/json");
+    const httplib::Headers h = session_headers();
+    httplib::Result r = m == "GET"   ? http_->Get(path, h)
+                        : m == "PUT" ? http_->Put(path, h, body ? *body : std::string(), "application/json")
+                                     : http_->Post(path, h, body ? *body : std::string(), "application/json");
     return to_reply(r);
   });
 }
@@ -70,7 +76,7 @@ spooled_reply rep_client::get_spooled(const std::string& rest, const std::string
     out.spool = std::move(*spool);
     status written;
     auto r = http_->Get(
-        path, httplib::Headers{{"Accept", accept}},
+        path, session_headers({{"Accept", accept}}),
         [&](const httplib::Response& res) {
           out.content_type = res.get_header_value("Content-Type");
           return true;
@@ -96,7 +102,7 @@ http_reply rep_client::put_spooled(const std::string& rest, const std::string& c
   std::string piece;
   return retrying([&] {
     auto r = http_->Put(
-        path, static_cast<size_t>(length),
+        path, session_headers(), static_cast<size_t>(length),
         [&](size_t at, size_t n, httplib::DataSink& sink) {
           if (!spool.read(offset + at, std::min<size_t>(n, 1u << 20), piece) || piece.empty()) return false;
           return sink.write(piece.data(), piece.size());

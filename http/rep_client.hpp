@@ -15,9 +15,7 @@
 #include "node/error.hpp"
 #include "node/json.hpp"
 
-namespace httplib {
-class Client;
-}
+#include <httplib.h>
 
 namespace settee {
 
@@ -68,6 +66,8 @@ class rep_client {
   // Runs `attempt` until it gives an answer that is not transient, retries are spent or the
   // request is cancelled.
   http_reply retrying(const std::function<http_reply()>& attempt);
+  // `h` and, for a local endpoint of a signed-in requester, a fresh session cookie.
+  httplib::Headers session_headers(httplib::Headers h = {}) const;
 
   rep_endpoint e_;
   int retries_;

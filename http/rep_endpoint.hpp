@@ -4,6 +4,7 @@
 // the URL, in an `Authorization: Basic` header or in auth.basic; they are kept apart from the URL so
 // that listings never show them. Pure.
 #pragma once
+#include <functional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -22,6 +23,9 @@ struct rep_endpoint {
   bool has_credentials = false;
   std::vector<std::pair<std::string, std::string>> headers;  // as given, Authorization: Basic apart
   std::string local_name;                                    // set: a database of this node
+  // Set for a local endpoint of a requester signed in with a cookie: a fresh `Cookie` header value
+  // for each request (a session cookie expires; the replication may run for days).
+  std::function<std::string()> session;
 
   // "http://host:port/db/" without credentials (what listings and errors show).
   std::string url() const;

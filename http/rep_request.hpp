@@ -8,6 +8,7 @@
 //   r->id();  // "c0ffee...+continuous"
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -23,6 +24,7 @@ struct rep_context {
   std::string server_uuid;                                     // the node's [couchdb] uuid
   std::string self_url;                                        // "http://127.0.0.1:5984": where local names point
   std::vector<std::pair<std::string, std::string>> self_auth;  // the requester's credentials
+  std::function<std::string()> self_session;                   // or their session (rep_endpoint::session)
 };
 
 struct rep_request {

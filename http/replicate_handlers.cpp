@@ -1,5 +1,6 @@
 // POST /_replicate and GET /_scheduler/jobs[/id], /_scheduler/docs (chttpd_misc /
 // couch_replicator_httpd): the replications themselves are http/replications.hpp's.
+#include "http/auth.hpp"
 #include "http/handlers.hpp"
 #include "http/rep_client.hpp"
 #include "http/replications.hpp"
@@ -49,8 +50,13 @@ void handle_replicate(ctx& c) {
   rep_context rc;
   rc.server_uuid = c.node.server_uuid;
   rc.self_url = c.node.self_url;
-  for (const char* h : {"Authorization", "Cookie"})
-    if (c.req.has_header(h)) rc.self_auth.emplace_back(h, c.req.get_header_value(h));
+  if (c.user.authenticated_by == "cookie" && c.user.name) {
+    // Local endpoints sign in as the requester with a cookie minted for each request (theirs expires).
+    authenticator* auth = &c.node.auth;
+    rc.self_session = [auth, name = *c.user.name] { return "AuthSession=" + auth->make_cookie(name); };
+  } else if (c.req.has_header("Authorization")) {
+    rc.self_auth.emplace_back("Authorization", c.req.get_header_value("Authorization"));
+  }
   auto r = parse_rep_request(*body, rc);
   if (!r) return c.error(r.error());
   if (r->cancel) {

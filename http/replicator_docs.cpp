@@ -27,7 +27,7 @@ json request_of(const json& body) {
 
 status validate_replicator_doc(const json& body, const node_services& node) {
   if (!body.is_object() || (member(body, "_deleted").is_boolean() && member(body, "_deleted").get<bool>())) return {};
-  auto r = parse_rep_request(request_of(body), rep_context{node.server_uuid, node.self_url, {}});
+  auto r = parse_rep_request(request_of(body), rep_context{node.server_uuid, node.self_url, {}, {}});
   if (!r) return {errc::forbidden, r.error().reason};
   if (!r->source.local_name.empty() || !r->target.local_name.empty())
     return {errc::forbidden, "local endpoints are not supported in _replicator documents: name them by URL"};
@@ -49,7 +49,7 @@ replicator_docs::entry replicator_docs::start(const std::string& id, const std::
   e.rev = rev;
   e.body = std::move(body);
   e.updated_s = node_.clk.now_s();
-  auto r = parse_rep_request(request_of(e.body), rep_context{node_.server_uuid, node_.self_url, {}});
+  auto r = parse_rep_request(request_of(e.body), rep_context{node_.server_uuid, node_.self_url, {}, {}});
   if (r) {
     e.rep_id = r->id();
     e.source = r->source.url();

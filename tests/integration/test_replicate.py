@@ -248,8 +248,10 @@ class ReplicateThroughAKill(OwnNodesTest):
         for b in range(0, 3000, 500):
             self.assertEqual(node.post("/ksrc/_bulk_docs", {"docs": [{"_id": f"k{i:05d}"} for i in range(b, b + 500)]})
                              .status, 201)
+        # One document a batch: thousands of round trips, so the kill after the first checkpoint
+        # comes part way through.
         body = {"source": "ksrc", "target": "ktgt", "create_target": True, "continuous": True,
-                "worker_processes": 1, "worker_batch_size": 50, "checkpoint_interval": 100}
+                "worker_processes": 1, "worker_batch_size": 1, "checkpoint_interval": 100}
         r = node.post("/_replicate", body)
         self.assertEqual(r.status, 202, r)
         rep_id = r.json["_local_id"].split("+")[0]
@@ -270,13 +272,13 @@ class ReplicateThroughAKill(OwnNodesTest):
                         (log, node.get(f"/ksrc/_local/{rep_id}").json, node.get(f"/ktgt/_local/{rep_id}").json))
         newest = node.get(f"/ksrc/_local/{rep_id}").json["history"][0]
         self.assertEqual(newest["start_last_seq"], log["source_last_seq"])  # from the checkpoint, not 0
-        self.assertLessEqual(newest["docs_read"], 3000 - written_before + 50 * 2)
+        self.assertLessEqual(newest["docs_read"], 3000 - written_before + 2)
         rows = node.get("/ktgt/_all_docs?conflicts=true&include_docs=true").json["rows"]
         self.assertFalse([row["id"] for row in rows if "_conflicts" in row["doc"]])
         node.post("/_replicate", dict(body, cancel=True))
 
 
-class ReplicateSinceTime(ClockedNodeTest):
+class ReplicateWithAClock(ClockedNodeTest):
     def test_since_seq_as_a_time_is_exact_to_the_second(self):
         n = self.node
         self.assertEqual(n.put("/hist").status, 201)
@@ -291,6 +293,28 @@ class ReplicateSinceTime(ClockedNodeTest):
         r = n.post("/_replicate", {"source": "hist", "target": "recent", "create_target": True, "since_seq": since})
         self.assertEqual(r.status, 200, r)
         self.assertEqual(sorted(row["id"] for row in n.get("/recent/_all_docs").json["rows"]), ["h3b", "h4"])
+
+    def test_a_replication_started_with_a_session_cookie_outlives_the_cookie(self):
+        n = self.node
+        self.set_time(self.START + 86400)
+        self.assertEqual(n.put("/sess").status, 201)
+        r = n.request("POST", "/_session", body={"name": n.admin[0], "password": n.admin[1]}, auth=False)
+        self.assertEqual(r.status, 200, r)
+        cookie = {"Cookie": r.header("set-cookie").split(";")[0]}
+        r = n.request("POST", "/_replicate", body={"source": "sess", "target": "sesscopy", "create_target": True,
+                                                   "continuous": True}, auth=False, headers=cookie)
+        self.assertEqual(r.status, 202, r)
+        rep_id = r.json["_local_id"]
+        self.addCleanup(lambda: n.post("/_replicate", {"replication_id": rep_id, "cancel": True}))
+        self.assertEqual(n.put("/sess/before", {}).status, 201)
+        self.assertTrue(wait_until(lambda: n.get("/sesscopy/before").status == 200))
+        # An hour later the cookie has expired (600 s); the replication signs in afresh and goes on.
+        self.set_time(self.START + 86400 + 3600)
+        self.assertIsNone(n.request("GET", "/_session", auth=False, headers=cookie).json["userCtx"]["name"])
+        self.assertEqual(n.put("/sess/after", {}).status, 201)
+        self.assertTrue(wait_until(lambda: n.get("/sesscopy/after").status == 200))
+        job = n.get(f"/_scheduler/jobs/{urllib.parse.quote(rep_id)}").json
+        self.assertIsNone(job["info"]["error"], job)
 
 
 if __name__ == "__main__":
