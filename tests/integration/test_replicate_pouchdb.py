@@ -151,6 +151,15 @@ class ReplicateWithPouchDBServer(NodeTest):
             "create_target": True})
         self.assertEqual(status, 200, body)
         self.assertEqual(self.pouch.call("GET", "/ps2pulled")[1]["doc_count"], 5)
+        # Continuous the other way: settee's replicator waits on pouchdb-server's longpoll feed.
+        back_id = self.replicate({"source": self.pouch.url("ps2copy"), "target": "ps2back", "create_target": True,
+                                  "continuous": True}, 202)["_local_id"]
+        self.addCleanup(lambda: self.node.post("/_replicate", {"replication_id": back_id, "cancel": True}))
+        self.assertTrue(wait_until(lambda: self.node.get("/ps2back").json.get("doc_count") == 5))
+        status, body = self.pouch.call("PUT", "/ps2copy/frompouch", {"made": "in pouchdb-server"})
+        self.assertEqual(status, 201, body)
+        self.assertTrue(wait_until(lambda: self.node.get("/ps2back/frompouch").status == 200))
+        self.assertEqual(self.node.get("/ps2back/frompouch").json["made"], "in pouchdb-server")
 
 
 if __name__ == "__main__":
