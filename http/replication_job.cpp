@@ -55,6 +55,24 @@ replication_job::replication_job(rep_request r, const clock& clk, std::string no
 
 replication_job::~replication_job() = default;
 
+void replication_job::carry_on_from(const replication_job& earlier) {
+  std::vector<json> history;
+  int errors = 0;
+  int64_t added_s = 0;
+  {
+    std::lock_guard<std::mutex> lock(earlier.mu_);
+    history = earlier.history_events_;
+    errors = earlier.errors_in_a_row_;
+    added_s = earlier.started_on_s_;
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  history.push_back({{"timestamp", clk_.now_s()}, {"type", "stopped"}});
+  if (history.size() > 20) history.erase(history.begin() + 1, history.end() - 19);
+  history_events_ = std::move(history);
+  errors_in_a_row_ = errors;
+  started_on_s_ = added_s;
+}
+
 void replication_job::set_document(std::string db, std::string doc_id, end_callback on_end) {
   std::lock_guard<std::mutex> lock(mu_);
   doc_db_ = std::move(db);

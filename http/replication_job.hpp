@@ -63,6 +63,9 @@ class replication_job final : public job {
   json task() const override;
   void ended(job_next::kind how, const std::string& reason) override;
 
+  // Continues the scheduler's record of `earlier`, a job of the same replication that was stopped
+  // to make room (its history with a `stopped` event, its errors in a row, when it was added).
+  void carry_on_from(const replication_job& earlier);
   // Asks the job's requests to give up their retries (before job_runner::cancel).
   void stop() { stop_ = true; }
   // Ends a job that never entered the runner (it is stopping): wait() answers `reason`; no callback.

@@ -187,7 +187,7 @@ void replications::rotate() {
     s.active = false;
     s.rotating = false;
     --active_;
-    make_job_locked(id, j->request(), s);  // a fresh session from the checkpoints when its turn comes
+    make_job_locked(id, j->request(), s)->carry_on_from(*j);  // a fresh session from the checkpoints, in its turn
     pending_.push_back(id);
   }
   promote_locked();

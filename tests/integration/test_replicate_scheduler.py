@@ -83,6 +83,12 @@ class Scheduler(NodeTest):
         self.assertTrue(wait_until(lambda: self.node.get("/_replicator/fine").json.get("_replication_state")
                                    == "completed", 60))
         self.assertEqual(self.node.get("/healthycopy/x").status, 200)
+        # A crashing replication that made room keeps its record: `stopped` in its history, and its
+        # errors in a row.
+        broken = [j for j in self.node.get("/_scheduler/jobs").json["jobs"] if j["doc_id"].startswith("broken")]
+        stopped = [j for j in broken if "stopped" in [h["type"] for h in j["history"]]]
+        self.assertTrue(stopped, broken)
+        self.assertIn("crashed", [h["type"] for h in stopped[0]["history"]])
         for k in range(2):
             self.assertNotIn("_replication_state", self.node.get(f"/_replicator/broken{k}").json)
 
