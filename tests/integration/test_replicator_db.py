@@ -157,6 +157,22 @@ class ReplicatorDocuments(NodeTest):
         self.assertEqual(self.node.delete(f"/_replicator/admins?rev={self.node.get('/_replicator/admins').json['_rev']}")
                          .status, 200)
 
+    def test_a_crashing_replication_backs_off_exponentially(self):
+        self.put_doc("backoff", {"source": self.url("rd6missing"), "target": self.url("rd6copy")})
+        self.addCleanup(lambda: self.node.delete(f"/_replicator/backoff?rev={self.node.get('/_replicator/backoff').json['_rev']}"))
+
+        def crashes():
+            job = [j for j in self.node.get("/_scheduler/jobs").json["jobs"] if j["doc_id"] == "backoff"]
+            return sorted(h["timestamp"] for h in job[0]["history"] if h["type"] == "crashed") if job else []
+        self.assertTrue(wait_until(lambda: len(crashes()) >= 4, 60))
+        # The jobs framework's backoff: 1 s, then 2 s, then 4 s (each at least that, in whole seconds).
+        t = crashes()
+        gaps = [b - a for a, b in zip(t, t[1:])]
+        self.assertGreaterEqual(gaps[1], 1, t)
+        self.assertGreaterEqual(gaps[2], 3, t)
+        self.assertEqual(self.sched("backoff")["state"], "crashing")
+        self.assertGreaterEqual(self.sched("backoff")["error_count"], 4)
+
 
 if __name__ == "__main__":
     main()
