@@ -307,7 +307,8 @@ bool changes_reader::has_remote() const {
 
 bool changes_reader::next_page(size_t i, changes_request& req) const {
   const shard_pos& p = shards_[i];
-  if (p.bound && p.seq >= *p.bound) return false;    // a closed shard's end
+  if (p.bound && p.seq >= *p.bound) return false;  // a closed shard's end
+  if (p.passed_until || (p.until && p.seq >= *p.until)) return false;
   if (opts_.descending && p.seq == 1) return false;  // consumed down to the first change
   req.since = p.seq;
   req.limit = std::max<uint32_t>(opts_.page_rows, 1);
@@ -406,8 +407,12 @@ bool changes_reader::next(change_row& row) {
     // The shard whose next change was committed first (descending: last) goes next.
     int best = -1;
     for (size_t i = 0; i < shards_.size(); ++i) {
-      if (shards_[i].buffer.empty()) continue;
+      if (shards_[i].buffer.empty() || shards_[i].passed_until) continue;
       const change_entry& e = shards_[i].buffer.front().e;
+      if (past_until(shards_[i], e)) {  // this range is done: its rows after the bound stay unread
+        shards_[i].passed_until = true;
+        continue;
+      }
       if (best < 0) {
         best = static_cast<int>(i);
         continue;
@@ -445,6 +450,78 @@ bool changes_reader::next(change_row& row) {
     }
     return true;
   }
+}
+
+bool changes_reader::past_until(const shard_pos& p, const change_entry& e) const {
+  return (p.until && e.seq > *p.until) || (until_time_ && e.time_s > *until_time_);
+}
+
+status changes_reader::set_until(const std::string& until) {
+  if (opts_.descending) return {errc::bad_request, "`until` bounds ascending feeds only"};
+  if (shaped_like_time(until)) {
+    auto t = time_seq::parse_time(until);
+    if (!t) return {errc::bad_request, "invalid_time_format"};
+    until_time_ = *t;
+    return {};
+  }
+  if (until == "now") {
+    for (shard_pos& p : shards_) p.until = p.top;
+    return {};
+  }
+  if (opts_.shard || opts_.closed) {  // one numbering: a plain seq of the shard
+    uint64_t seq = 0;
+    auto [end, ec] = std::from_chars(until.data(), until.data() + until.size(), seq);
+    if (until.empty() || ec != std::errc() || end != until.data() + until.size())
+      return {errc::bad_request, "`until` of a shard's feed must be a seq of the shard (an integer), now or a time"};
+    for (shard_pos& p : shards_) p.until = seq;
+    return {};
+  }
+  // A token: placed on each range's copy as a `since` would be, by a reader of its own; a range
+  // that reader reads from another copy, or could only rewind to, has no exact bound here.
+  changes_read_options plain;
+  changes_reader at(coord_, db_, plain);
+  if (auto st = at.start(until); !st) {
+    if (st.code == errc::bad_request) return {errc::bad_request, "Malformed sequence supplied in 'until' parameter."};
+    return st;
+  }
+  if (at.shards_.size() != shards_.size()) return {errc::bad_request, "`until` does not name this database's ranges"};
+  for (size_t k = 0; k < shards_.size(); ++k) {
+    const shard_pos& b = at.shards_[k];
+    shard_pos& p = shards_[k];
+    bool exact = b.copy && p.copy && b.copy->node() == p.copy->node() && b.uuid_prefix == p.uuid_prefix;
+    for (auto& [range, how] : at.resolutions_)
+      if (range == p.range.name() && how == resolved_since::how::rewound) exact = false;
+    if (!exact) {
+      return {errc::bad_request, "`until` names a position of range " + p.range.name() +
+                                     " that cannot be placed exactly on the copy this feed reads; use a time"};
+    }
+    p.until = b.seq;
+  }
+  return {};
+}
+
+std::string changes_reader::until_token() const {
+  std::vector<uint64_t> seqs;
+  for (const shard_pos& p : shards_) {
+    if (!p.until) return "";
+    seqs.push_back(*p.until);
+  }
+  if (opts_.shard || opts_.closed) return seqs.empty() ? "" : std::to_string(seqs.front());
+  return tokens_ ? tokens_->token(seqs) : "";
+}
+
+bool changes_reader::finished(int64_t now_s) const {
+  if (!until_time_) {
+    bool bounded = false;
+    for (const shard_pos& p : shards_) bounded = bounded || p.until;
+    if (!bounded) return false;
+  }
+  for (const shard_pos& p : shards_) {
+    if (p.passed_until || (p.until && p.seq >= *p.until)) continue;
+    if (until_time_ && !p.until && p.buffer.empty() && p.read_to_end && now_s > *until_time_) continue;
+    return false;
+  }
+  return true;
 }
 
 std::string changes_reader::token() const {

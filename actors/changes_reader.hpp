@@ -49,6 +49,19 @@ class changes_reader {
 
   // Positions the reader at `since` ("0", "now", a time or a token). Errors: malformed (400), shards.
   status start(const std::string& since);
+  // After start(): the feed ends at `until` (a settee extension): a time (the changes committed up
+  // to and in that second, exact to the second), "now" (each range's update seq at start()), a
+  // token (each range's position in it, resolved onto the copy this reader reads), or for one
+  // shard's feed a seq of the shard. Errors (400): malformed, a descending feed, a token whose
+  // position on a range cannot be placed exactly on the copy read.
+  status set_until(const std::string& until);
+  // True once every range passed `until`: nothing more will come. `now_s` is the node's time: a
+  // range that is caught up has passed a time bound once that second is over.
+  bool finished(int64_t now_s) const;
+  // A bound of seqs as the token that names it ("" unless every range has one): "now" fixed.
+  std::string until_token() const;
+  // The time bound, if `until` is a time.
+  std::optional<int64_t> until_time() const { return until_time_; }
   // The next change the filter wants, or false when there is nothing new right now (or error() is
   // set), or when it passed over `skip_budget` changes the filter did not want (then paused() is
   // true: call again, after letting the server see to its clients, so that a filter that matches
@@ -94,7 +107,11 @@ class changes_reader {
     bool dry = false;                   // read to its end since next() last returned false
     std::optional<int64_t> not_before;  // since=<time>, exact: skip leading changes older than this
     std::optional<uint64_t> bound;      // a closed shard's feed: nothing after its end_seq
+    std::optional<uint64_t> until;      // set_until: nothing after this seq
+    bool passed_until = false;          // its next change is past `until` (or the time bound)
   };
+  // Whether change `e` of range `p` lies past the request's `until`.
+  bool past_until(const shard_pos& p, const change_entry& e) const;
   // A closed shard's feed has read every change up to its end_seq.
   bool closed_finished() const;
   // start() of a closed shard's feed at `seq` of its first copy.
@@ -143,7 +160,8 @@ class changes_reader {
   std::vector<shard_pos> shards_;
   std::unique_ptr<seq_token_builder> tokens_;
   std::vector<std::pair<std::string, resolved_since::how>> resolutions_;
-  uint64_t closed_seq_ = 0;  // a closed shard's feed: its position (rows come in seq order)
+  uint64_t closed_seq_ = 0;            // a closed shard's feed: its position (rows come in seq order)
+  std::optional<int64_t> until_time_;  // set_until with a time
   bool paused_ = false;
   status error_;
 };

@@ -40,6 +40,10 @@ class changes_feed {
   changes_feed(coordinator& coord, const db_meta& db, changes_options opts);
 
   status start(const std::string& since) { return reader_.start(since); }
+  status set_until(const std::string& until) { return reader_.set_until(until); }
+  bool finished(int64_t now_s) const { return reader_.finished(now_s); }
+  std::optional<int64_t> until_time() const { return reader_.until_time(); }
+  std::string until_token() const { return reader_.until_token(); }
   // The next row as JSON text; otherwise as changes_reader::next.
   bool next(std::string& row);
   bool paused() const { return reader_.paused(); }

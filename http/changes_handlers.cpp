@@ -26,6 +26,7 @@ namespace {
 struct changes_query {
   feed_params feed;
   std::string since = "0";
+  std::string until;  // "": no bound (changes_reader::set_until)
   changes_options opts;
   // A filter in a design document (`ddoc/name`, or `_view` with `view=ddoc/name`): CouchDB answers
   // 404 when the document or the member is missing, before anything else.
@@ -58,6 +59,10 @@ result<changes_query> parse_changes(ctx& c, const json* body) {
     return status{errc::bad_request, "Supported `feed` types: normal, continuous, live, longpoll, eventsource"};
 
   if (c.has("since")) q.since = c.param("since");
+  if (c.has("until")) {
+    q.until = c.param("until");
+    if (q.until.empty()) return status{errc::bad_request, "`until` must be a seq, a token, now or a time"};
+  }
   if (q.feed.feed == feed_kind::eventsource) {
     if (c.req.has_header("Last-Event-ID"))
       q.since = c.req.get_header_value("Last-Event-ID");
@@ -232,9 +237,21 @@ status javascript_filter(ctx& c, const db_meta& db, changes_query& q) {
 // their parents' numbering, a moved copy keeps its own, so nothing is repeated or missed).
 class changes_source final : public feed_source {
  public:
-  changes_source(node_services& node, const db_meta& db, const changes_options& opts)
-      : node_(node), db_(db), opts_(opts), feed_(std::make_unique<changes_feed>(node.coord, db, opts)) {}
+  changes_source(node_services& node, const db_meta& db, const changes_options& opts, std::string until)
+      : node_(node),
+        db_(db),
+        opts_(opts),
+        until_(std::move(until)),
+        feed_(std::make_unique<changes_feed>(node.coord, db, opts)) {}
   changes_feed& feed() { return *feed_; }
+  // Starts the feed at `since`, bounded by the request's `until` if it has one.
+  status start(const std::string& since) {
+    if (auto st = feed_->start(since); !st) return st;
+    if (until_.empty()) return {};
+    if (auto st = feed_->set_until(until_); !st) return st;
+    if (until_ == "now") until_ = feed_->until_token();  // the bound stays where it was at the start
+    return {};
+  }
   // Reads ahead to the first row, so that an error before it (a selector past its bounds) is
   // answered as an HTTP error rather than as a 200 cut short.
   const status& prime() {
@@ -261,6 +278,11 @@ class changes_source final : public feed_source {
   uint64_t rows_emitted() const override { return earlier_rows_ + feed_->rows_emitted() - (primed_ ? 1 : 0); }
   bool alive() const override { return feed_->alive(); }
   bool has_remote() const override { return feed_->has_remote(); }
+  bool finished() const override { return !primed_ && feed_->finished(node_.clk.now_s()); }
+  std::optional<int64_t> finishes_at_ms() const override {
+    auto t = feed_->until_time();
+    return t ? std::optional<int64_t>((*t + 1) * 1000) : std::nullopt;
+  }
 
  private:
   // True when the shard map changed since the feed started and the feed now reads the new one.
@@ -278,7 +300,9 @@ class changes_source final : public feed_source {
       if (!opts.shard || now->nodes[*opts.shard] == db_.nodes[*opts_.shard]) return false;
     }
     auto next = std::make_unique<changes_feed>(node_.coord, *now, opts);
-    if (status st = next->start(feed_->token()); !st) {
+    status st = next->start(feed_->token());
+    if (st && !until_.empty()) st = next->set_until(until_);
+    if (!st) {
       log::warning("changes feed of " + db_.name + " could not follow the new shard map: " + st.reason);
       return false;
     }
@@ -292,6 +316,7 @@ class changes_source final : public feed_source {
   node_services& node_;
   db_meta db_;
   changes_options opts_;
+  std::string until_;
   std::unique_ptr<changes_feed> feed_;
   uint64_t earlier_rows_ = 0;
   bool primed_ = false;
@@ -319,9 +344,9 @@ void serve_changes(ctx& c, const db_meta& db, std::optional<size_t> shard, std::
   }
   q->opts.shard = shard;
   q->opts.closed = std::move(closed);
-  auto source = std::make_shared<changes_source>(c.node, db, q->opts);
+  auto source = std::make_shared<changes_source>(c.node, db, q->opts, q->until);
   changes_feed& feed = source->feed();
-  if (auto st = feed.start(q->since); !st) return c.error(st);
+  if (auto st = source->start(q->since); !st) return c.error(st);
   std::string state = feed.state_tag();
   if (q->opts.filter_kind == changes_options::filter::selector) {
     if (const status& st = source->prime(); !st) return c.error(st);

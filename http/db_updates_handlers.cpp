@@ -22,6 +22,7 @@ namespace {
 struct db_updates_query {
   feed_params feed;
   std::string since = "0";
+  std::string until;  // "": no bound
   bool descending = false;
 };
 
@@ -48,6 +49,7 @@ result<db_updates_query> parse_db_updates(ctx& c) {
   else
     return status{errc::bad_request, "Supported `feed` types: normal, continuous, longpoll, eventsource"};
   if (c.has("since")) q.since = c.param("since");
+  if (c.has("until")) q.until = c.param("until");
   if (q.feed.feed == feed_kind::eventsource && c.req.has_header("Last-Event-ID"))
     q.since = c.req.get_header_value("Last-Event-ID");
   if (c.has("limit")) {
@@ -107,6 +109,22 @@ class db_updates_source final : public feed_source {
     if (!from) return from.error();
     return parts_.start(*from);
   }
+  // Ends the feed after the rows committed up to `until`, a time or `now` (this second), exact to
+  // the second (a settee extension).
+  status set_until(const std::string& until) {
+    if (until == "now") {
+      until_s_ = clk_.now_s();
+      return {};
+    }
+    auto t = shaped_like_time(until) ? time_seq::parse_time(until) : std::nullopt;
+    if (!t) return {errc::bad_request, "`until` of _db_updates must be a time (YYYY-MM-DDTHH:MM:SSZ) or now"};
+    until_s_ = *t;
+    return {};
+  }
+  bool finished() const override { return until_s_ && (passed_ || clk_.now_s() > *until_s_); }
+  std::optional<int64_t> finishes_at_ms() const override {
+    return until_s_ ? std::optional<int64_t>((*until_s_ + 1) * 1000) : std::nullopt;
+  }
   // Reads every row from the start and serves them newest first, up to `limit`.
   void newest_first(int64_t limit) {
     db_update_row r;
@@ -150,8 +168,13 @@ class db_updates_source final : public feed_source {
 
  private:
   bool take(db_update_row& r) {
+    if (passed_) return false;
     const db_update_row* row = parts_.peek();
     if (!row) return false;
+    if (until_s_ && row->time_s > *until_s_) {  // rows come in commit-time order: the rest are later
+      passed_ = true;
+      return false;
+    }
     r = *row;
     parts_.pop();
     return true;
@@ -163,6 +186,8 @@ class db_updates_source final : public feed_source {
   size_t next_reverse_ = 0;
   bool reverse_ = false;
   uint64_t emitted_ = 0;
+  std::optional<int64_t> until_s_;
+  bool passed_ = false;  // the next row is past until_s_
 };
 
 }  // namespace
@@ -184,6 +209,8 @@ void handle_db_updates(ctx& c) {
       cluster_updates(node_updates(*dbs, *log, c.node.node_name), c.node.remote, peers, c.node.push_timeout),
       c.node.clk);
   if (auto st = source->start(q->since); !st) return c.error(st);
+  if (!q->until.empty())
+    if (auto st = source->set_until(q->until); !st) return c.error(st);
   if (q->descending) source->newest_first(q->feed.limit);
 
   // The normal feed's ETag: the files' current positions, not the token the feed started from.

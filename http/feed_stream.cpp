@@ -68,6 +68,9 @@ class feed_stream final : public response_stream {
     r.wake_key = key_;
     r.seen = seen;
     r.wake_at = std::min(until, steady::now() + poll_slice());
+    if (auto at = feed_.finishes_at_ms())  // a time bound: look again once its second is over
+      r.wake_at = std::min(r.wake_at,
+                           steady::now() + std::chrono::milliseconds(std::max<int64_t>(0, *at - node_.clk.now_ms())));
     return r;
   }
   static pump_result done() { return {pump_result::next::done, {}, 0, {}}; }
@@ -86,7 +89,7 @@ class feed_stream final : public response_stream {
           // newline at each beat); without one, until the timeout.
           auto now = steady::now();
           const bool beats = q_.heartbeat_ms > 0;
-          if (feed_.alive() && (beats || now < longpoll_deadline_)) {
+          if (feed_.alive() && !feed_.finished() && (beats || now < longpoll_deadline_)) {
             if (beats && now >= next_heartbeat_) {
               next_heartbeat_ = now + std::chrono::milliseconds(q_.heartbeat_ms);
               out = header_sent_ ? "\n" : "{\"results\":[\n\n";
@@ -139,7 +142,8 @@ class feed_stream final : public response_stream {
     auto now = steady::now();
     if (!out.empty()) reset_timers(now);
     if (feed_.paused() && !limit_reached()) return more();
-    if (limit_reached() || !feed_.alive()) {  // the limit, or the database was deleted: end the feed
+    // The limit, `until` passed, or the database was deleted: end the feed.
+    if (limit_reached() || feed_.finished() || !feed_.alive()) {
       if (!es) out += "{" + last_seq_fields() + "}\n";
       return done();
     }

@@ -5,6 +5,7 @@
 #pragma once
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "http/message.hpp"
@@ -46,6 +47,11 @@ class feed_source {
   virtual uint64_t rows_emitted() const = 0;
   // False once what the feed follows is gone (a deleted database): a live feed ends.
   virtual bool alive() const { return true; }
+  // True once the feed passed the request's `until`: nothing more will come, a live feed ends.
+  virtual bool finished() const { return false; }
+  // When a feed bounded by a time can be finished without another row (the second after its
+  // bound, in milliseconds of the node's clock); none: not bounded by a time.
+  virtual std::optional<int64_t> finishes_at_ms() const { return std::nullopt; }
   // True when some rows come from other nodes, whose commits do not reach this node's notifier:
   // a waiting feed then looks again every 100 ms.
   virtual bool has_remote() const { return false; }
