@@ -37,6 +37,10 @@ void feed_watches::watch(const std::string& id, const rep_endpoint& source, std:
 
 void feed_watches::run(const std::string& id, entry& e, std::string rest, json body) {
   const deadline floor = deadline::in(failed_watch_floor);
+  if (e.ended) {  // ended before it began (stop_all's abort finds no request to close)
+    e.finished = true;
+    return;
+  }
   http_reply r = body.is_null() ? e.client->get(rest) : e.client->post(rest, request_text(body));
   if (!r.ok()) {
     while (!e.ended && !floor.passed()) std::this_thread::sleep_for(std::chrono::milliseconds(20));
