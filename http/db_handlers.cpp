@@ -12,7 +12,6 @@
 #include "http/auth.hpp"
 #include "http/design_function.hpp"
 #include "http/handlers.hpp"
-#include "http/replicator_docs.hpp"
 #include "node/log.hpp"
 
 namespace settee {
@@ -148,11 +147,6 @@ void handle_db(ctx& c, const std::string& name) {
   if (c.method() == "GET") return db_info(c, *db);
   // POST /db: create a document with a server-generated id unless it brings its own.
   if (auto st = c.require_json_content(); !st) return c.error(st);
-  if (name == "_replicator") {  // a document must describe a replication (http/router.cpp checks the other ways in)
-    auto doc = parse_json(c.req.body);
-    if (doc)
-      if (auto st = validate_replicator_doc(*doc, c.node); !st) return c.error(st);
-  }
   c.security = &security;
   handle_doc(c, *db, "");
 }

@@ -6,7 +6,6 @@
 #include "http/handlers.hpp"
 #include "http/json_util.hpp"
 #include "http/multipart.hpp"
-#include "http/replicator_docs.hpp"
 #include "node/log.hpp"
 
 namespace settee {
@@ -79,19 +78,6 @@ void dispatch_db(ctx& c, const db_meta& db, const json& security) {
   const bool listing = what == "_all_docs" || what == "_design_docs" || what == "_local_docs";
   if (listing && p.size() == 3 && p[2] == "queries") return handle_all_docs_queries(c, db, what);
   if (listing && p.size() == 2) return handle_all_docs(c, db, what);
-  // Documents of _replicator must describe a replication (couch_replicator's validation function).
-  if (db.name == replicator_docs::db_name && (c.method() == "PUT" || c.method() == "POST") &&
-      (what == "_bulk_docs" || (what[0] != '_' && p.size() == 2))) {
-    if (auto body = parse_json(c.req.body, max_json_depth() + 2, nullptr); body && body->is_object()) {
-      std::vector<const json*> docs;
-      if (what != "_bulk_docs")
-        docs.push_back(&*body);
-      else if (body->contains("docs") && (*body)["docs"].is_array())
-        for (const json& d : (*body)["docs"]) docs.push_back(&d);
-      for (const json* d : docs)
-        if (auto st = validate_replicator_doc(*d, c.node); !st) return c.error(st);
-    }
-  }
   if (what == "_bulk_docs" && p.size() == 2) return handle_bulk_docs(c, db);
   if (what == "_bulk_get" && p.size() == 2) return handle_bulk_get(c, db);
   if (what == "_revs_diff" && p.size() == 2) return handle_revs_diff(c, db);

@@ -78,8 +78,15 @@ class ReplicatorDocuments(NodeTest):
                      {"target": self.url("b")}):
             r = self.node.put("/_replicator/bad", body)
             self.assertEqual((r.status, r.json["error"]), (403, "forbidden"), (body, r))
-        r = self.node.post("/_replicator/_bulk_docs", {"docs": [{"_id": "b1", "source": "x", "target": "y"}]})
-        self.assertEqual(r.status, 403, r)
+        # In _bulk_docs, per document (as CouchDB's validation function): the others are written.
+        r = self.node.post("/_replicator/_bulk_docs", {"docs": [
+            {"_id": "b1", "source": "x", "target": "y"},
+            {"_id": "b2", "source": self.url("rd3"), "target": self.url("rd3copy"), "create_target": True}]})
+        self.assertEqual(r.status, 201, r)
+        self.assertEqual((r.json[0]["id"], r.json[0]["error"]), ("b1", "forbidden"), r)
+        self.assertTrue(r.json[1]["ok"], r)
+        self.assertEqual(self.node.get("/_replicator/b1").status, 404)
+        self.assertEqual(self.node.delete(f"/_replicator/b2?rev={r.json[1]['rev']}").status, 200)
         r = self.node.post("/_replicator", {"source": "x", "target": "y"})
         self.assertEqual(r.status, 403, r)
         self.assertEqual(self.node.get("/_replicator/bad").status, 404)
