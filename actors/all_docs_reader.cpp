@@ -5,19 +5,24 @@ namespace settee {
 result<all_docs_listing> list_all_docs(coordinator& coord, const db_meta& db, const all_docs_query& q) {
   std::vector<all_docs_request> asks(db.q, q.range);
   for (auto& a : asks) a.max_rows = q.limit < 0 ? UINT64_MAX : static_cast<uint64_t>(q.skip + q.limit);
+  // A key another range holds is not looked up when only one range is read.
+  auto asked = [&](const std::optional<std::string>& key) {
+    return key && (!q.only_range || coord.shard_index(db, *key) == *q.only_range);
+  };
   if (q.keys) {  // each range looks up its own keys
     for (auto& a : asks) a.by_keys = true;
     for (const auto& key : *q.keys)
-      if (key) asks[coord.shard_index(db, *key)].keys.push_back(*key);
+      if (asked(key)) asks[coord.shard_index(db, *key)].keys.push_back(*key);
   }
+  const std::vector<size_t> read = q.only_range ? std::vector<size_t>{*q.only_range} : coordinator::all_ranges(db);
   auto answers = coord.each_range<all_docs_page>(
-      db, coordinator::all_ranges(db),
-      [&](shard_copy& c, size_t k, auto done) { c.start_all_docs(asks[k], std::move(done)); });
+      db, read, [&](shard_copy& c, size_t k, auto done) { c.start_all_docs(asks[read[k]], std::move(done)); });
   std::vector<all_docs_page> pages(db.q);
   all_docs_listing out;
-  for (size_t i = 0; i < db.q; ++i) {
-    if (!answers[i].value) return answers[i].value.error();
-    pages[i] = std::move(*answers[i].value);
+  for (size_t k = 0; k < read.size(); ++k) {
+    if (!answers[k].value) return answers[k].value.error();
+    const size_t i = read[k];
+    pages[i] = std::move(*answers[k].value);
     out.doc_count += pages[i].doc_count;
     out.before += pages[i].before;
     out.in_bounds += pages[i].rows.size();
@@ -30,7 +35,7 @@ result<all_docs_listing> list_all_docs(coordinator& coord, const db_meta& db, co
     for (size_t k = 0; k < q.keys->size() && room(); ++k) {
       const auto& key = (*q.keys)[k];
       all_docs_row r{key.value_or(""), "", false, false, ""};
-      if (key) {
+      if (asked(key)) {
         size_t s = coord.shard_index(db, *key);
         if (next[s] >= pages[s].rows.size()) return status{errc::internal, "a copy answered fewer keys than asked"};
         r = std::move(pages[s].rows[next[s]++]);  // each range answered its keys in order

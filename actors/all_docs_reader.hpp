@@ -18,6 +18,9 @@ struct all_docs_query {
   std::optional<std::vector<std::optional<std::string>>> keys;
   int64_t skip = 0;
   int64_t limit = -1;  // < 0: no limit
+  // Set: only this range is read (a partition's, in a partitioned database); keys of other ranges
+  // are not found.
+  std::optional<size_t> only_range;
 };
 
 struct all_docs_listing {

@@ -262,6 +262,8 @@ std::optional<catalog_entry> parse_catalog_entry(const std::string& body, std::s
   catalog_entry e;
   e.created = j["created"].get<int64_t>();
   if (j.contains("security") && j["security"].is_object()) e.security = j["security"].dump();
+  const bool partitioned = member(member(j, "props"), "partitioned") == json(true);
+  e.partitioned = partitioned;
   if (j.contains("shards")) {
     if (!j["shards"].is_array() || !read_shards(j["shards"], e, why)) {
       if (why.empty()) why = "shards is not a list";
@@ -289,6 +291,7 @@ std::optional<catalog_entry> parse_catalog_entry(const std::string& body, std::s
   std::string security = std::move(e.security);
   e = catalog_entry::initial(e.created, nodes);
   e.security = std::move(security);
+  e.partitioned = partitioned;
   return e;
 }
 
@@ -301,9 +304,10 @@ std::string encode_catalog_entry(const catalog_entry& e) {
   auto parsed = parse_json(e.security);
   sorted_json security = parsed && parsed->is_object() ? sorted_json(*parsed) : sorted_json::object();
   size_t n = e.everywhere || open.empty() || e.shards[open[0]].nodes.empty() ? 1 : e.shards[open[0]].nodes.size();
-  sorted_json body{
-      {"q", open.size()},    {"n", n}, {"created", e.created}, {"by_range", by_range}, {"props", sorted_json::object()},
-      {"security", security}};
+  sorted_json props = sorted_json::object();
+  if (e.partitioned) props["partitioned"] = true;
+  sorted_json body{{"q", open.size()},     {"n", n},         {"created", e.created},
+                   {"by_range", by_range}, {"props", props}, {"security", security}};
   if (e.split()) {
     sorted_json shards = sorted_json::array();
     for (auto& s : e.shards) {
@@ -322,6 +326,10 @@ std::string encode_catalog_entry(const catalog_entry& e) {
     body["shards"] = std::move(shards);
   }
   return body.dump();
+}
+
+uint32_t catalog_entry::format_needed() const {
+  return partitioned ? 3 : split() ? 2 : 1;
 }
 
 std::string split_child_uuid(const std::string& parent_uuid, const shard_range& range) {

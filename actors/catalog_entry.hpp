@@ -49,6 +49,7 @@ struct catalog_entry {
   bool everywhere = false;         // a system database: one range, a copy on every node
   std::vector<shard_info> shards;  // every shard there has been; the open ones cover the ring
   std::string security = "{}";     // JSON text
+  bool partitioned = false;        // props.partitioned: documents placed by partition (shard_map.hpp)
 
   // The first q shards of a database created at `created`, copies placed as `nodes` says.
   static catalog_entry initial(int64_t created, const std::vector<std::vector<std::string>>& nodes);
@@ -67,6 +68,9 @@ struct catalog_entry {
   std::vector<size_t> open_shards() const;
   // Whether the entry holds lineage a release before 0.3 cannot read: a split or a moved copy.
   bool split() const;
+  // The `_dbs` file format a catalog holding this entry needs (shard_header's formats): 3 for a
+  // partitioned database, 2 for a split one, else 1.
+  uint32_t format_needed() const;
   // The index of the shard named `id`, if any.
   std::optional<size_t> find(const std::string& id) const;
 };

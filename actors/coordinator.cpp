@@ -114,7 +114,7 @@ result<shard_handle> coordinator::shard(const db_meta& db, size_t index) {
 }
 
 size_t coordinator::shard_index(const db_meta& db, std::string_view doc_id) const {
-  return range_index(db.ranges, hash_doc_id(doc_id));
+  return range_index(db.ranges, placement_hash(doc_id, db.partitioned));
 }
 
 result<shard_store::snapshot> coordinator::read_for(const db_meta& db, std::string_view doc_id) {

@@ -36,6 +36,7 @@ db_meta db_catalog::make_meta(const std::string& name, const entry& e) const {
   m.name = name;
   m.created = e.created;
   m.security = parse_security(e.security);
+  m.partitioned = e.partitioned;
   m.entry = std::make_shared<const entry>(e);
   for (size_t i : e.open_shards()) {
     const shard_info& s = e.shards[i];
@@ -113,12 +114,9 @@ status db_catalog::load() {
   if (!snap) return snap.error();
   std::map<std::string, std::optional<entry>> entries;
   if (auto st = read_entries(*snap, 0, entries, seq); !st) return st;
-  for (auto& [name, e] : entries) {
-    if (e && e->split()) {
-      if (auto st = mark_split_format(); !st) return st;
-      break;
-    }
-  }
+  for (auto& [name, e] : entries)
+    if (e)
+      if (auto st = mark_format(e->format_needed()); !st) return st;
   std::unique_lock lock(mu_);
   for (auto& [name, e] : entries) {
     if (!e) continue;
@@ -151,12 +149,9 @@ status db_catalog::reload() {
     for (auto& [name, m] : dbs_by_name_) changed[name] = std::nullopt;
   }
   if (auto st = read_entries(*snap, everything ? 0 : loaded_seq_, changed, top); !st) return st;
-  for (auto& [name, e] : changed) {
-    if (e && e->split()) {  // a split made on another node, arrived by internal replication
-      if (auto st = mark_split_format(); !st) return st;
-      break;
-    }
-  }
+  for (auto& [name, e] : changed)  // a split made on another node, arrived by internal replication
+    if (e)
+      if (auto st = mark_format(e->format_needed()); !st) return st;
   std::vector<db_meta> gone, added;
   {
     std::shared_lock lock(mu_);
@@ -288,13 +283,16 @@ status db_catalog::write_entry(const std::string& name, const std::string& body,
 }
 
 result<db_meta> db_catalog::create(const std::string& name, uint32_t q, uint32_t n,
-                                   const std::vector<std::string>& members, const std::string& security) {
+                                   const std::vector<std::string>& members, const std::string& security,
+                                   bool partitioned) {
   std::lock_guard<std::mutex> wlock(write_mu_);
   if (find(name)) {
     return status{errc::file_exists, "The database could not be created, the file already exists."};
   }
   entry e = entry::initial(std::max(clk_.now_s(), last_suffix_ + 1), place_copies(members, q, n, hash_doc_id(name)));
   e.security = security;
+  e.partitioned = partitioned;
+  if (auto st = mark_format(e.format_needed()); !st) return st;
   return create_locked(name, e);
 }
 
@@ -361,16 +359,18 @@ db_catalog::entry db_catalog::current_entry(const std::string& name, const db_me
   return stored && stored->created == e.created ? merge_catalog_entries(*stored, e) : e;
 }
 
-status db_catalog::mark_split_format() {
+status db_catalog::mark_format(uint32_t format) {
+  if (format <= 1) return {};
   auto h = dbs();
   if (!h) return h.error();
-  if (h->store->header().format_version >= shard_header::split_catalog_format) return {};
+  if (h->store->header().format_version >= format) return {};
   auto op = std::make_shared<write_op>();
   op->what = write_op::kind::format;
-  op->format_version = shard_header::split_catalog_format;
-  log::info("_dbs holds a split database: raising its file format to " +
-            std::to_string(shard_header::split_catalog_format) +
-            " (releases before 0.3 will refuse this data directory)");
+  op->format_version = format;
+  log::info("_dbs holds a " +
+            std::string(format >= shard_header::partitioned_catalog_format ? "partitioned" : "split") +
+            " database: raising its file format to " + std::to_string(format) + " (releases before " +
+            (format >= shard_header::partitioned_catalog_format ? "0.4" : "0.3") + " will refuse this data directory)");
   return write_one(h->writer, op, timeout_);
 }
 
@@ -384,9 +384,7 @@ result<db_meta> db_catalog::update_entry(const std::string& name, int64_t create
     std::optional<doc_info> seen;
     entry e = current_entry(name, *m, seen);
     if (auto st = edit(e); !st) return st;
-    if (e.split()) {
-      if (auto st = mark_split_format(); !st) return st;
-    }
+    if (auto st = mark_format(e.format_needed()); !st) return st;
     db_meta now = make_meta(name, e);
     if (auto st = open_local_copies(now); !st) return st;
     status st = write_entry(name, encode_catalog_entry(e), false, seen);

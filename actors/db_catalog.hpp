@@ -46,6 +46,7 @@ struct db_meta {
   std::vector<std::string> shard_paths;         // where this node keeps its copy of each range
   std::vector<std::vector<std::string>> nodes;  // the nodes holding each range's copies
   std::vector<bool> local;                      // whether this node holds a copy of each range
+  bool partitioned = false;                     // props.partitioned (catalog_entry)
   // The _security object (kept in `_dbs`: every node has it), parsed once: every request reads it.
   std::shared_ptr<const json> security = std::make_shared<const json>(json::object());
   // The `_dbs` entry it was made from: every shard there has been, with lineage (shared, immutable).
@@ -135,8 +136,9 @@ class db_catalog {
   // `members` (sorted, this node included); this node creates the files of its own copies.
   // `security` is the new database's _security object, written in the same `_dbs` entry (so there is
   // no moment when the database exists without it).
+  // `partitioned`: documents placed by their partition (shard_map.hpp's placement_hash).
   result<db_meta> create(const std::string& name, uint32_t q, uint32_t n, const std::vector<std::string>& members,
-                         const std::string& security = "{}");
+                         const std::string& security = "{}", bool partitioned = false);
   // A system database (`_users`, `_replicator`): one range, a copy on every node, and the same
   // incarnation everywhere, so nodes that create it independently agree. No-op when it exists.
   status create_system(const std::string& name);
@@ -170,8 +172,8 @@ class db_catalog {
   // The entry of `m`'s database as `_dbs` holds it now, merged with `m`'s (write_mu_ held);
   // `seen` is the document read, for write_entry.
   entry current_entry(const std::string& name, const db_meta& m, std::optional<doc_info>& seen);
-  // Raises `_dbs`' header to shard_header::split_catalog_format unless it is there already.
-  status mark_split_format();
+  // Raises `_dbs`' header to file format `format` (catalog_entry::format_needed) unless it is there.
+  status mark_format(uint32_t format);
   result<shard_handle> dbs() { return shards_.acquire(dbs_path_, clk_.now_s(), notify_key()); }
 
   shard_registry& shards_;

@@ -37,6 +37,9 @@ inline constexpr const char* members_feature = "members-v1";
 inline constexpr const char* javascript_feature = "javascript-v1";
 // ... and when its copies answer their part of a view query (viewRows).
 inline constexpr const char* views_feature = "views-v1";
+// ... and when it places a partitioned database's documents by partition (shard_map's
+// placement_hash): a member without it would place them by id, so none is created while one is there.
+inline constexpr const char* partitions_feature = "partitions-v1";
 
 using query_params = std::vector<std::pair<std::string, std::string>>;
 

@@ -264,7 +264,9 @@ status resharder::copy_pass(split_job& j, const db_meta& db, size_t index, bool 
       op->what = write_op::kind::import;
       op->import = std::make_shared<import_request>();
       op->import->from = &*snap;
-      op->import->keep = [r = ranges[c].first](std::string_view id) { return r.contains(hash_doc_id(id)); };
+      op->import->keep = [r = ranges[c].first, partitioned = db.partitioned](std::string_view id) {
+        return r.contains(placement_hash(id, partitioned));
+      };
       // A child holds the parent's changes up to its update_seq (an import commits whole), so it
       // continues from there: after a restart too, and the two may differ by a step.
       op->import->since = children[c].store->header().update_seq;

@@ -53,6 +53,17 @@ uint32_t hash_doc_id(std::string_view id) {
   return static_cast<uint32_t>(crc32(0L, reinterpret_cast<const Bytef*>(id.data()), static_cast<uInt>(id.size())));
 }
 
+std::string_view partition_of(std::string_view id) {
+  if (id.empty() || id[0] == '_') return {};
+  size_t colon = id.find(':');
+  return colon == std::string_view::npos ? std::string_view() : id.substr(0, colon);
+}
+
+uint32_t placement_hash(std::string_view id, bool partitioned) {
+  std::string_view p = partitioned ? partition_of(id) : std::string_view();
+  return hash_doc_id(p.empty() ? id : p);
+}
+
 size_t range_index(const std::vector<shard_range>& ranges, uint32_t hash) {
   // Ranges are sorted and contiguous: binary search on the end.
   size_t lo = 0, hi = ranges.size();

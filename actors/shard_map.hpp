@@ -28,6 +28,12 @@ struct shard_range {
 std::vector<shard_range> make_ranges(uint32_t q);
 
 uint32_t hash_doc_id(std::string_view id);
+// Where a document of a database goes: CRC32 of its id, or in a partitioned database of its
+// partition (the id up to its first ':'; couch_partition:hash), so one partition is in one range.
+// Ids starting with '_' (_design/, _local/) hash whole either way.
+uint32_t placement_hash(std::string_view id, bool partitioned);
+// The partition of `id` ("p" for "p:x"), or "" when it names none (no ':', or a reserved id).
+std::string_view partition_of(std::string_view id);
 
 // Index of the range that holds `hash`; ranges must cover the ring.
 size_t range_index(const std::vector<shard_range>& ranges, uint32_t hash);

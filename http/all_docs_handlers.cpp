@@ -68,8 +68,25 @@ result<uint64_t> design_count(ctx& c, const db_meta& db) {
   return listed->in_bounds;
 }
 
-// _all_docs or _design_docs: the listing object for `q`.
-result<std::string> list_docs(ctx& c, const db_meta& db, const view_query& q, bool design) {
+// The bounds of a partition's _all_docs: ids "p:..." sort between "p:" and "p;" (';' follows
+// ':'), and a start or end key must be one of them.
+status partition_bounds(const view_query& q, const std::string& partition, all_docs_request& base) {
+  const std::string lo = partition + ":", hi = partition + ";";
+  auto in_partition = [&](const std::optional<json>& k) {
+    return !k || (k->is_string() && partition_of(k->get<std::string>()) == partition);
+  };
+  if (!in_partition(q.start_key) || !in_partition(q.end_key))
+    return {errc::bad_request, "`start_key` and `end_key` must be ids of partition `" + partition + "`"};
+  auto id_or = [](const std::optional<json>& k, const std::string& def) { return k ? k->get<std::string>() : def; };
+  base.start = json(id_or(q.start_key, q.descending ? hi : lo)).dump();
+  base.end = json(id_or(q.end_key, q.descending ? lo : hi)).dump();
+  return {};
+}
+
+// _all_docs or _design_docs: the listing object for `q`; with `partition`, the partition's
+// documents only, from its one range.
+result<std::string> list_docs(ctx& c, const db_meta& db, const view_query& q, bool design,
+                              const std::string* partition = nullptr) {
   all_docs_query read;
   all_docs_request& base = read.range;
   base.descending = q.descending;
@@ -91,6 +108,9 @@ result<std::string> list_docs(ctx& c, const db_meta& db, const view_query& q, bo
     end = q.descending ? std::max(end, lo) : std::min(end, hi);
     base.start = json(start).dump();
     base.end = json(end).dump();
+  } else if (partition) {
+    if (auto st = partition_bounds(q, *partition, base); !st) return st;
+    read.only_range = c.node.coord.shard_index(db, *partition + ":");
   } else {
     if (q.start_key) base.start = q.start_key->dump();
     if (q.end_key) base.end = q.end_key->dump();
@@ -101,8 +121,11 @@ result<std::string> list_docs(ctx& c, const db_meta& db, const view_query& q, bo
   if (by_keys) {
     keys = keys_in_order(q);
     read.keys.emplace();
-    for (const json& key : keys)
-      read.keys->push_back(key.is_string() ? std::optional<std::string>(key.get<std::string>()) : std::nullopt);
+    for (const json& key : keys) {
+      const bool id = key.is_string() && (!partition || partition_of(key.get<std::string>()) == *partition);
+      read.keys->push_back(id ? std::optional<std::string>(key.get<std::string>()) : std::nullopt);
+    }
+    if (partition) read.only_range = c.node.coord.shard_index(db, *partition + ":");
   }
   auto listed = list_all_docs(c.node.coord, db, read);
   if (!listed) return listed.error();
@@ -243,6 +266,16 @@ void answer_queries(ctx& c, const std::function<result<std::string>(const view_q
 
 void handle_all_docs_queries(ctx& c, const db_meta& db, const std::string& what) {
   answer_queries(c, [&](const view_query& q) { return listing(c, db, what, q); });
+}
+
+void handle_partition_all_docs(ctx& c, const db_meta& db, const std::string& partition) {
+  if (c.method() != "GET" && c.method() != "POST") return c.method_not_allowed("GET,HEAD,POST");
+  auto q = parse_view_request(c);
+  if (!q) return c.error(q.error());
+  if (auto st = validate_map_query(*q); !st) return c.error(st);
+  auto out = list_docs(c, db, *q, false, &partition);
+  if (!out) return c.error(out.error());
+  c.reply_raw(200, std::move(*out) + "\n");
 }
 
 }  // namespace settee

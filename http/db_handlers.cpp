@@ -69,17 +69,28 @@ void create_db(ctx& c, const std::string& name) {
   auto q = positive_param(c, "q", c.node.default_q);
   auto n = positive_param(c, "n", static_cast<uint32_t>(std::min<size_t>(3, members.size())));
   if (auto e = first_error(q, n)) return c.error(*e);
+  bool partitioned = false;
   if (c.has("partitioned")) {
     std::string v = c.param("partitioned");
     if (v != "true" && v != "false")
       return c.error(errc::bad_request, "`partitioned` parameter can only be set to true or false.");
-    if (v == "true") return c.error(errc::not_implemented, "partitioned databases are not supported by settee yet");
+    partitioned = v == "true";
+  }
+  if (partitioned) {
+    if (name.front() == '_') return c.error(errc::bad_request, "Cannot partition a system database");
+    // Every member places the documents by partition, or some would place them by id.
+    for (const std::string& m : members) {
+      auto member = c.node.cluster->get(m);
+      if (!member || !member->places_partitions())
+        return c.error(errc::bad_request, "Cannot create a partitioned database: member " + m +
+                                              " runs a release without partitioned databases");
+    }
   }
   // More copies than nodes: one on each node, as CouchDB (mem3 places at most one per node).
   const uint32_t copies = std::min<uint32_t>(*n, static_cast<uint32_t>(members.size()));
   // Look at `_dbs` as peers pushed it: the name may have been taken on another node a moment ago.
   if (auto st = c.node.coord.catalog().reload(); !st) return c.error(st);
-  auto db = c.node.coord.catalog().create(name, *q, copies, members, c.node.new_db_security);
+  auto db = c.node.coord.catalog().create(name, *q, copies, members, c.node.new_db_security, partitioned);
   if (!db) return c.error(db.error());
   share_catalog(c);
   c.reply(201, json{{"ok", true}});
@@ -116,7 +127,7 @@ result<json> db_info_json(ctx& c, const db_meta& db) {
               {"purge_seq", "0"},
               {"update_seq", seq_token(db, *ranges)},
               {"sizes", {{"file", file}, {"external", external}, {"active", std::min(file, external)}}},
-              {"props", json::object()},
+              {"props", db.partitioned ? json{{"partitioned", true}} : json::object()},
               {"doc_del_count", deleted},
               {"doc_count", docs},
               {"disk_format_version", 8},

@@ -67,6 +67,18 @@ status validate_doc_id(const std::string& id, size_t max_length) {
   return {};
 }
 
+status validate_partitioned_id(const db_meta& db, const std::string& id) {
+  if (!db.partitioned || id.rfind("_design/", 0) == 0 || id.rfind("_local/", 0) == 0) return {};
+  const size_t colon = id.find(':');
+  if (colon == std::string::npos) return {errc::illegal_docid, "Doc id must be of form partition:id"};
+  const std::string partition = id.substr(0, colon), rest = id.substr(colon + 1);
+  if (partition.empty()) return {errc::illegal_partition, "Partition must not be empty"};
+  if (partition[0] == '_') return {errc::illegal_partition, "Partition must not start with an underscore"};
+  if (rest.empty()) return {errc::illegal_docid, "Document id must not be empty"};
+  if (rest[0] == '_') return {errc::illegal_docid, "Only reserved document ids may start with underscore."};
+  return {};
+}
+
 result<std::string> body_doc_id(ctx& c, const json& doc) {
   if (!doc.contains("_id")) return std::string();
   if (!doc["_id"].is_string()) return status{errc::illegal_docid, "Document id must be a string"};
@@ -79,6 +91,7 @@ result<doc_update> to_doc_update(const db_meta& db, json doc, const std::string&
                                  std::map<std::string, std::string>* follows, const attachments::policy& policy,
                                  js_pool* js, cluster_members* cluster) {
   if (!doc.is_object()) return status{errc::bad_request, "Document must be a JSON object"};
+  if (auto st = validate_partitioned_id(db, id); !st) return st;
   doc_update u;
   u.id = id;
   u.new_edits = new_edits;

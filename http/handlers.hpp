@@ -67,6 +67,10 @@ result<uint32_t> parse_revs_limit(const std::string& body);
 // all_docs_handlers.cpp: `what` is _all_docs, _design_docs or _local_docs.
 void handle_all_docs(ctx& c, const db_meta& db, const std::string& what);
 void handle_all_docs_queries(ctx& c, const db_meta& db, const std::string& what);  // POST .../queries
+// GET|POST /db/_partition/<p>/_all_docs: the partition's documents, from its one range.
+void handle_partition_all_docs(ctx& c, const db_meta& db, const std::string& partition);
+// partition_handlers.cpp: /db/_partition/<p>[/...].
+void handle_partition(ctx& c, const db_meta& db);
 
 // cluster_handlers.cpp
 void handle_sync_shards(ctx& c, const db_meta& db);
@@ -127,6 +131,9 @@ result<json> answer_revs_diff(const json& body, const std::vector<doc_copy>& doc
 // Validation shared by several areas.
 status validate_db_name(const std::string& name);
 status validate_doc_id(const std::string& id, size_t max_length);
+// In a partitioned database, `id` (not _design/ or _local/) must be `partition:docid`
+// (couch_partition:validate_docid's errors).
+status validate_partitioned_id(const db_meta& db, const std::string& id);
 // The database's _security object ({} when unset).
 const json& read_security(const db_meta& db);
 // The clustered seq token of the position the range summaries describe (one per range).

@@ -39,7 +39,6 @@ constexpr not_built db_not_built[] = {
     {"_purge", "_purge"},
     {"_purged_infos", "_purge (_purged_infos)"},
     {"_purged_infos_limit", "_purge (_purged_infos_limit)"},
-    {"_partition", "partitioned databases"},
     {"_search_cleanup", "full-text search"},
     {"_nouveau_cleanup", "full-text search"},
 };
@@ -78,6 +77,7 @@ void dispatch_db(ctx& c, const db_meta& db, const json& security) {
   const bool listing = what == "_all_docs" || what == "_design_docs" || what == "_local_docs";
   if (listing && p.size() == 3 && p[2] == "queries") return handle_all_docs_queries(c, db, what);
   if (listing && p.size() == 2) return handle_all_docs(c, db, what);
+  if (what == "_partition") return handle_partition(c, db);
   if (what == "_bulk_docs" && p.size() == 2) return handle_bulk_docs(c, db);
   if (what == "_bulk_get" && p.size() == 2) return handle_bulk_get(c, db);
   if (what == "_revs_diff" && p.size() == 2) return handle_revs_diff(c, db);

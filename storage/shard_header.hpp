@@ -15,8 +15,11 @@ struct shard_header {
   // 1: every file. 2 (0.3): a catalog that holds a split database's lineage; releases before 0.3
   // would route its documents by `q` alone, so a format-2 header ends with a 4-byte trailer they
   // refuse to decode (they stop at start: "<file>: unreadable header"), while 0.3 strips it.
-  static constexpr uint32_t current_format = 2;
+  // 3 (0.4): a catalog that holds a partitioned database; 0.3 would place its documents by their
+  // whole id, so it must refuse the directory (it reads formats up to 2).
+  static constexpr uint32_t current_format = 3;
   static constexpr uint32_t split_catalog_format = 2;
+  static constexpr uint32_t partitioned_catalog_format = 3;
 
   uint32_t format_version = 1;
   std::string shard_uuid;

@@ -237,11 +237,12 @@ class NotBuiltYet(NodeTest):
         self.assertError(self.node.delete("/nb/_index/_design/x/json/y"), 404, "not_found")
         self.assertError(self.node.post("/nb/_index/_bulk_delete", {}), 400, "missing_required_key")
         cases = [("POST", "/nb/_purge", {}),
-                 ("GET", "/nb/_purged_infos", None), ("GET", "/nb/_purged_infos_limit", None),
-                 ("GET", "/nb/_partition/p", None),
-                 ("GET", "/nb/_partition/p/_all_docs", None)]
+                 ("GET", "/nb/_purged_infos", None), ("GET", "/nb/_purged_infos_limit", None)]
         for method, path, body in cases:
             self.assertNotBuilt(self.node.request(method, path, body), (method, path))
+        # Partitions (issue 35): a database that is not partitioned says so, as CouchDB.
+        for path in ("/nb/_partition/p", "/nb/_partition/p/_all_docs"):
+            self.assertError(self.node.get(path), 400, "bad_request", "database is not partitioned")
         # Deprecated in CouchDB 3.0: 501 saying so (issue 30), not "yet".
         for path in ("/nb/_design/d/_show/s", "/nb/_design/d/_list/l/v", "/nb/_design/d/_rewrite/x"):
             r = self.node.get(path)
@@ -260,11 +261,12 @@ class NotBuiltYet(NodeTest):
         self.assertEqual(self.node.get("/_replicate", auth=False).status, 401)  # admins only, as CouchDB
         self.assertError(self.node.get("/_nothing"), 404, "not_found", "Database does not exist.")
 
-    def test_partitioned_databases_are_refused(self):
-        self.assertNotBuilt(self.node.put("/pdb?partitioned=true"), "partitioned=true")
-        self.assertEqual(self.node.get("/pdb").status, 404)  # nothing was made
+    def test_partitioned_database_parameters(self):
         self.assertError(self.node.put("/pdb?partitioned=maybe"), 400, "bad_request")
+        self.assertEqual(self.node.get("/pdb").status, 404)  # nothing was made
         self.assertEqual(self.node.put("/pdb?partitioned=false").status, 201)
+        self.assertEqual(self.node.put("/pdbp?partitioned=true").status, 201)
+        self.assertError(self.node.put("/pdbp/nopartition", {}), 400, "illegal_docid")
 
     def test_replicator_documents_that_would_not_run_are_refused_not_stored(self):
         doc = {"source": "http://127.0.0.1:1/a", "target": "b"}  # a local name: nothing would log it in

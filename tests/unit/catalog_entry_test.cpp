@@ -222,3 +222,23 @@ TEST_CASE("a split child's copy finds its ancestors by uuid, wherever the copies
   CHECK(ancestor_uuid_prefixes(e, quarter, grandchild.substr(0, 7), 7) ==
         std::vector<std::string>{child_a.substr(0, 7), ua.substr(0, 7)});
 }
+
+TEST_CASE("a partitioned entry says so in props as CouchDB's, through a split, and needs format 3") {
+  auto e = catalog_entry::initial(1700000000, {{"a@h"}, {"a@h"}});
+  CHECK(e.format_needed() == 1);
+  e.partitioned = true;
+  std::string body = encode_catalog_entry(e);
+  CHECK(body.find(R"("props":{"partitioned":true})") != std::string::npos);
+  std::string why;
+  auto back = parse_catalog_entry(body, why);
+  REQUIRE(back);
+  CHECK(back->partitioned);
+  CHECK(back->format_needed() == 3);
+  auto split = split_first(*back, 1700000500, 10);
+  CHECK(split.format_needed() == 3);
+  auto split_back = parse_catalog_entry(encode_catalog_entry(split), why);
+  REQUIRE(split_back);
+  CHECK(split_back->partitioned);
+  CHECK(split_back->split());
+  CHECK(split_first(catalog_entry::initial(1, {{"a@h"}, {"a@h"}}), 2, 0).format_needed() == 2);
+}

@@ -52,3 +52,17 @@ TEST_CASE("copies of each range go to n distinct nodes, spread evenly over the c
   CHECK(capped[1] == std::vector<std::string>{"a@h", "b@h"});
   CHECK(place_copies({"solo@h"}, 3, 1, 7) == std::vector<std::vector<std::string>>(3, {"solo@h"}));
 }
+
+TEST_CASE("a partitioned database places a document by its partition, as couch_partition:hash") {
+  CHECK(partition_of("p1:a") == "p1");
+  CHECK(partition_of("p1:a:b") == "p1");
+  CHECK(partition_of("nocolon") == "");
+  CHECK(partition_of("_design/x:y") == "");
+  CHECK(partition_of(":x") == "");
+  // crc32("p1") = 0x3f386b33: every document of p1 hashes there, whatever follows the colon.
+  CHECK(placement_hash("p1:a", true) == 0x3f386b33u);
+  CHECK(placement_hash("p1:zzzz", true) == 0x3f386b33u);
+  CHECK(placement_hash("p1:a", false) == hash_doc_id("p1:a"));
+  CHECK(placement_hash("_design/p1:a", true) == hash_doc_id("_design/p1:a"));
+  CHECK(placement_hash("_local/x", true) == hash_doc_id("_local/x"));
+}

@@ -1,0 +1,67 @@
+// /db/_partition/<partition>[/...] (chttpd_db's handle_partition_req): a partitioned database's
+// partition, answered from the one range that holds it (shard_map.hpp's placement_hash).
+#include "actors/changes_reader.hpp"
+#include "http/handlers.hpp"
+#include "node/json.hpp"
+
+namespace settee {
+namespace {
+
+// couch_partition:validate_partition.
+status validate_partition(const std::string& p) {
+  if (p.empty()) return {errc::illegal_partition, "Partition must not be empty"};
+  if (p[0] == '_') return {errc::illegal_partition, "Partition must not start with an underscore"};
+  if (!valid_utf8(p)) return {errc::illegal_partition, "Partition must be valid UTF-8"};
+  if (p.find(':') != std::string::npos) return {errc::illegal_partition, "Partition must not contain a colon"};
+  return {};
+}
+
+// GET /db/_partition/<p> (fabric:get_partition_info): its documents, deleted ones and their size,
+// counted on the copy of its range (a read of that range's feed, whose rows are one per document).
+void partition_info(ctx& c, const db_meta& db, const std::string& partition) {
+  if (c.method() != "GET") return c.method_not_allowed("GET,HEAD");
+  changes_read_options opts;
+  opts.shard = c.node.coord.shard_index(db, partition + ":");
+  opts.with_docs = true;
+  changes_reader feed(c.node.coord, db, opts);
+  if (auto st = feed.start("0"); !st) return c.error(st);
+  uint64_t docs = 0, deleted = 0, external = 0;
+  change_row row;
+  for (;;) {
+    if (!feed.next(row)) {
+      if (!feed.error()) return c.error(feed.error());
+      if (feed.paused()) continue;
+      break;
+    }
+    if (partition_of(row.e.id) != partition) continue;
+    if (row.e.deleted) {
+      ++deleted;
+    } else {
+      ++docs;
+      external += row.doc.size();
+    }
+  }
+  c.reply(200, json{{"db_name", db.name},
+                    {"sizes", {{"active", external}, {"external", external}}},
+                    {"partition", partition},
+                    {"doc_count", docs},
+                    {"doc_del_count", deleted}});
+}
+
+}  // namespace
+
+void handle_partition(ctx& c, const db_meta& db) {
+  const auto& p = c.path;  // db, _partition, <partition>, ...
+  if (!db.partitioned) return c.error(errc::bad_request, "database is not partitioned");
+  if (p.size() < 3) return c.error(errc::bad_request, "invalid_partition_req");
+  const std::string& partition = p[2];
+  if (auto st = validate_partition(partition); !st) return c.error(st);
+  if (p.size() == 3) return partition_info(c, db, partition);
+  if (p[3] == "_all_docs" && p.size() == 4) return handle_partition_all_docs(c, db, partition);
+  const bool query = p[3] == "_find" || p[3] == "_explain" || (p[3] == "_design" && p.size() >= 6);
+  if (query)
+    return c.error(errc::not_implemented, "partition queries of views and Mango are not supported by settee yet");
+  c.error(errc::bad_request, "invalid_partition_req");
+}
+
+}  // namespace settee

@@ -1,0 +1,122 @@
+"""Partitioned databases (issue 35 point 2, first slice): `PUT /db?partitioned=true` (props in the
+database's info, surviving a kill -9), ids `partition:docid` validated with couch_partition's errors,
+every document of a partition in the one range CRC32(partition) falls in (CouchDB's placement, also
+after a split), `GET /db/_partition/p` and `/db/_partition/p/_all_docs` answered from that range, and
+the errors CouchDB gives for the rest."""
+import zlib
+
+from harness import Node, NodeTest, OwnNodesTest, main
+from test_reshard import split, wait_for_jobs
+
+
+def range_of(name):
+    lo, hi = name.split("-")
+    return int(lo, 16), int(hi, 16)
+
+
+class Partitioned(NodeTest):
+    @classmethod
+    def setUpClass(cls):
+        super().setUpClass()
+        assert cls.node.put("/parts?partitioned=true&q=8").status == 201
+        for p, n in (("sensor-a", 5), ("sensor-b", 3), ("c", 1)):
+            r = cls.node.post("/parts/_bulk_docs", {"docs": [{"_id": f"{p}:{i:03d}", "i": i} for i in range(n)]})
+            assert r.status == 201, r
+
+    def ids(self, listing):
+        return [row["id"] for row in listing["rows"]]
+
+    def test_created_partitioned_and_bad_parameters(self):
+        self.assertEqual(self.node.get("/parts").json["props"], {"partitioned": True})
+        self.assertEqual(self.node.put("/notparts?partitioned=false").status, 201)
+        self.assertEqual(self.node.get("/notparts").json["props"], {})
+        r = self.node.put("/bad?partitioned=yes")
+        self.assertEqual((r.status, r.json["reason"]), (400, "`partitioned` parameter can only be set to true or false."))
+
+    def test_ids_must_name_a_partition(self):
+        for doc_id, error, reason in (
+                ("nopartition", "illegal_docid", "Doc id must be of form partition:id"),
+                (":x", "illegal_partition", "Partition must not be empty"),
+                ("p:", "illegal_docid", "Document id must not be empty"),
+                ("p:_x", "illegal_docid", "Only reserved document ids may start with underscore."),
+                ("_p:x", "illegal_docid", "Only reserved document ids may start with underscore.")):
+            r = self.node.put(f"/parts/{doc_id}", {})
+            self.assertEqual((r.status, r.json), (400, {"error": error, "reason": reason}), doc_id)
+        # A server-generated id names no partition; a batch with one bad id is refused whole.
+        r = self.node.post("/parts", {"x": 1})
+        self.assertEqual((r.status, r.json["reason"]), (400, "Doc id must be of form partition:id"))
+        r = self.node.post("/parts/_bulk_docs", {"docs": [{"_id": "ok:1"}, {"_id": "bad"}]})
+        self.assertEqual((r.status, r.json["error"]), (400, "illegal_docid"))
+        self.assertEqual(self.node.get("/parts/ok:1").status, 404)
+        # Design and local documents name none.
+        self.assertEqual(self.node.put("/parts/_design/d", {"views": {}}).status, 201)
+        self.assertEqual(self.node.put("/parts/_local/l", {"x": 1}).status, 201)
+
+    def test_a_partition_lives_in_the_range_of_its_crc32(self):
+        for p in ("sensor-a", "sensor-b", "c"):
+            h = zlib.crc32(p.encode())
+            for doc_id in (f"{p}:000", f"{p}:zzz"):
+                lo, hi = range_of(self.node.get(f"/parts/_shards/{doc_id}").json["range"])
+                self.assertTrue(lo <= h <= hi, (doc_id, hex(h)))
+
+    def test_partition_info_and_all_docs(self):
+        self.assertEqual(self.node.put("/parts/sensor-b:gone", {}).status, 201)
+        rev = self.node.get("/parts/sensor-b:gone").json["_rev"]
+        self.assertEqual(self.node.delete(f"/parts/sensor-b:gone?rev={rev}").status, 200)
+        info = self.node.get("/parts/_partition/sensor-b").json
+        self.assertEqual({k: info[k] for k in ("db_name", "partition", "doc_count", "doc_del_count")},
+                         {"db_name": "parts", "partition": "sensor-b", "doc_count": 3, "doc_del_count": 1})
+        self.assertGreater(info["sizes"]["external"], 0)
+        listing = self.node.get("/parts/_partition/sensor-a/_all_docs").json
+        self.assertEqual(self.ids(listing), [f"sensor-a:{i:03d}" for i in range(5)])
+        desc = self.node.get("/parts/_partition/sensor-a/_all_docs?descending=true&limit=2&include_docs=true").json
+        self.assertEqual(self.ids(desc), ["sensor-a:004", "sensor-a:003"])
+        self.assertEqual(desc["rows"][0]["doc"]["i"], 4)
+        bounded = self.node.get('/parts/_partition/sensor-a/_all_docs?start_key="sensor-a:001"&end_key="sensor-a:003"')
+        self.assertEqual(self.ids(bounded.json), ["sensor-a:001", "sensor-a:002", "sensor-a:003"])
+        keys = self.node.post("/parts/_partition/sensor-a/_all_docs", {"keys": ["sensor-a:002", "c:000"]}).json
+        self.assertEqual(keys["rows"][0]["id"], "sensor-a:002")
+        self.assertEqual(keys["rows"][1], {"key": "c:000", "error": "not_found"})  # another partition's
+        r = self.node.get('/parts/_partition/sensor-a/_all_docs?start_key="c:000"')
+        self.assertEqual(r.status, 400, r)
+
+    def test_partition_request_errors(self):
+        for path, status, error, reason in (
+                ("/parts/_partition", 400, "bad_request", "invalid_partition_req"),
+                ("/parts/_partition/_x", 400, "illegal_partition", "Partition must not start with an underscore"),
+                ("/parts/_partition/a/junk", 400, "bad_request", "invalid_partition_req"),
+                ("/notparts2/_partition/a", 400, "bad_request", "database is not partitioned")):
+            if path.startswith("/notparts2"):
+                self.node.put("/notparts2")
+            r = self.node.get(path)
+            self.assertEqual((r.status, r.json), (status, {"error": error, "reason": reason}), path)
+        self.assertEqual(self.node.post("/parts/_partition/a/_find", {"selector": {}}).status, 501)
+
+
+class PartitionedThroughSplitAndKill(OwnNodesTest):
+    def test_a_split_keeps_each_partition_whole_and_a_kill_keeps_the_props(self):
+        node = Node().start()
+        self.addCleanup(node.cleanup)
+        self.assertEqual(node.put("/pk?partitioned=true&q=1").status, 201)
+        parts = [f"p{k}" for k in range(12)]
+        r = node.post("/pk/_bulk_docs", {"docs": [{"_id": f"{p}:{i}"} for p in parts for i in range(10)]})
+        self.assertEqual(r.status, 201, r)
+        wait_for_jobs(node, split(self, node, "pk", range="00000000-ffffffff"))
+        shards = node.get("/pk/_shards").json["shards"]
+        self.assertEqual(len(shards), 2)
+        for p in parts:
+            h = zlib.crc32(p.encode())
+            lo, hi = range_of(node.get(f"/pk/_shards/{p}:0").json["range"])
+            self.assertTrue(lo <= h <= hi, p)
+            self.assertEqual(len(node.get(f"/pk/_partition/{p}/_all_docs").json["rows"]), 10, p)
+            self.assertEqual(node.get(f"/pk/_partition/{p}").json["doc_count"], 10, p)
+        self.assertEqual(node.put("/pk/p3:new", {}).status, 201)
+        node.kill()
+        node.start()
+        self.assertEqual(node.get("/pk").json["props"], {"partitioned": True})
+        self.assertEqual(node.put("/pk/nopartition", {}).status, 400)
+        self.assertEqual(len(node.get("/pk/_partition/p3/_all_docs").json["rows"]), 11)
+
+
+if __name__ == "__main__":
+    main()
