@@ -1,0 +1,73 @@
+"""A partition's query against the same query over the whole database (issue 35 point 2), on one
+node with the default configuration and Q ranges, side by side in one run:
+
+    python3 bench/partitions.py [BINARY]      (PARTS=200 PER=500 Q=8 QUERIES=1000 RUNS=3 by default)
+
+Loads PARTS partitions of PER documents (~200 bytes) into a partitioned database, then RUNS times,
+alternating, QUERIES requests each on one kept-alive connection, a random partition each time:
+`/db/_partition/<p>/_all_docs?limit=100` (read from the partition's one range) and the global
+`/db/_all_docs?start_key="<p>:"&end_key="<p>;"&limit=100` (the same rows, asked of every range).
+Prints req/s and median/p95 latency of each, and their ratio. Bounded by QUERIES and RUNS."""
+import base64
+import http.client
+import os
+import random
+import statistics
+import time
+import urllib.parse
+
+from bench_node import BenchNode
+
+PARTS, PER, Q, QUERIES, RUNS = (int(os.environ.get(k, d)) for k, d in
+                                (("PARTS", "200"), ("PER", "500"), ("Q", "8"), ("QUERIES", "1000"), ("RUNS", "3")))
+node = BenchNode("settee-partitions-")
+AUTH = {"Authorization": "Basic " + base64.b64encode(b"bench:bench").decode()}
+
+
+def run(paths):
+    """Latencies (s) of GET `paths` in order on one connection."""
+    conn = http.client.HTTPConnection("127.0.0.1", node.port, timeout=60)
+    out = []
+    for p in paths:
+        t = time.perf_counter()
+        conn.request("GET", p, headers=AUTH)
+        r = conn.getresponse()
+        body = r.read()
+        out.append(time.perf_counter() - t)
+        assert r.status == 200 and body.count(b'"id":') == min(100, PER), (p, r.status, body[:200])
+    conn.close()
+    return out
+
+
+try:
+    node.ok("PUT", f"/pdb?partitioned=true&q={Q}")
+    pad = "x" * 150
+    docs = [{"_id": f"part{p:04d}:{i:05d}", "pad": pad} for p in range(PARTS) for i in range(PER)]
+    for start in range(0, len(docs), 5000):
+        node.ok("POST", "/pdb/_bulk_docs", {"docs": docs[start:start + 5000]})
+    rng = random.Random(7)
+    results = {"partition": [], "global": []}
+    for run_no in range(RUNS):
+        parts = [f"part{rng.randrange(PARTS):04d}" for _ in range(QUERIES)]
+        shapes = {
+            "partition": [f"/pdb/_partition/{p}/_all_docs?limit=100" for p in parts],
+            "global": ["/pdb/_all_docs?" + urllib.parse.urlencode({"start_key": f'"{p}:"', "end_key": f'"{p};"',
+                                                                    "limit": 100}) for p in parts],
+        }
+        for name in (("partition", "global") if run_no % 2 == 0 else ("global", "partition")):
+            lat = sorted(run(shapes[name]))
+            total = sum(lat)
+            results[name].append((QUERIES / total, lat[len(lat) // 2] * 1000, lat[int(len(lat) * 0.95)] * 1000))
+            print(f"run {run_no + 1} {name:9s} {QUERIES / total:8.0f} req/s  median {lat[len(lat) // 2] * 1000:6.2f} ms"
+                  f"  p95 {lat[int(len(lat) * 0.95)] * 1000:6.2f} ms", flush=True)
+    print(f"\n{PARTS} partitions x {PER} docs, q={Q}, limit=100, medians of {RUNS} runs:")
+    for name, rows in results.items():
+        print(f"  {name:9s} {statistics.median(r[0] for r in rows):8.0f} req/s  median "
+              f"{statistics.median(r[1] for r in rows):6.2f} ms  p95 {statistics.median(r[2] for r in rows):6.2f} ms")
+    ratio = statistics.median(r[0] for r in results["partition"]) / statistics.median(r[0] for r in results["global"])
+    print(f"  partition / global throughput: {ratio:.1f}x")
+    t = time.perf_counter()
+    info = node.ok("GET", "/pdb/_partition/part0001")
+    print(f"  partition info: {(time.perf_counter() - t) * 1000:.1f} ms ({info.decode()})")
+finally:
+    node.stop()
