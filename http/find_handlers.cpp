@@ -41,10 +41,16 @@ struct find_answer {
 
 // The `_all_docs` cursor: documents in id order (reversed when `descending`) after the bookmark's,
 // read a batch at a time from every range, each matched; skip and limit count matches.
-result<find_answer> run_all_docs(ctx& c, const db_meta& db, const find_query& q, bool descending) {
+result<find_answer> run_all_docs(ctx& c, const db_meta& db, const find_query& q, bool descending,
+                                 const std::string& partition) {
   constexpr int64_t batch = 500;
   find_answer out;
   std::string start, passed;  // where the next batch starts, and an id not to answer again
+  std::string end;            // a partition's: its ids sort between "p:" and "p;"
+  if (!partition.empty()) {
+    start = partition + (descending ? ";" : ":");
+    end = partition + (descending ? ":" : ";");
+  }
   if (q.bookmark) {
     auto after = all_docs_position(*q.bookmark);
     if (!after) return status{errc::mango_invalid_bookmark, "Invalid bookmark value: " + json(*q.bookmark).dump()};
@@ -56,6 +62,10 @@ result<find_answer> run_all_docs(ctx& c, const db_meta& db, const find_query& q,
   for (;;) {
     all_docs_query aq;
     if (!start.empty()) aq.range.start = json(start).dump();  // bounds travel as JSON
+    if (!end.empty()) {
+      aq.range.end = json(end).dump();
+      aq.only_range = c.node.coord.shard_index(db, partition + ":");
+    }
     aq.range.descending = descending;
     aq.range.include_docs = true;
     aq.range.conflicts = q.conflicts;
@@ -234,10 +244,15 @@ uint64_t estimate(ctx& c, const db_meta& db, const query_plan& plan, const find_
   return sum;
 }
 
-result<planned_query> plan_of(ctx& c, const db_meta& db) {
+result<planned_query> plan_of(ctx& c, const db_meta& db, const std::string& partition) {
   if (auto st = c.require_json_content(); !st) return st;
   auto body = c.json_body();
   if (!body) return body.error();
+  if (!partition.empty() && body->is_object() && body->contains("selector")) {
+    // A partition's query: its documents only (their ids begin with "p:").
+    json only = {{"_id", {{"$beginsWith", partition + ":"}}}};
+    (*body)["selector"] = json{{"$and", json::array({(*body)["selector"], only})}};
+  }
   auto q = parse_find(*body);
   if (!q) return q.error();
   auto indexes = c.node.mango->indexes(db, [&] { return json_indexes_of(c, db); });
@@ -310,15 +325,15 @@ json index_json(const query_index& ix) {
 
 }  // namespace
 
-void handle_find(ctx& c, const db_meta& db) {
+void handle_find(ctx& c, const db_meta& db, const std::string& partition) {
   if (c.method() != "POST") return c.method_not_allowed("POST");
-  auto plan = plan_of(c, db);
+  auto plan = plan_of(c, db, partition);
   if (!plan) return c.error(plan.error());
   const find_query* q = &plan->q;
   const auto started = mono::now();
   auto found = !plan->plan.parts.empty() ? run_union(c, db, *q, plan->plan)
                : plan->plan.index        ? run_index(c, db, *q, plan->plan)
-                                         : run_all_docs(c, db, *q, plan->plan.descending);
+                                         : run_all_docs(c, db, *q, plan->plan.descending, partition);
   if (!found) return c.error(found.error());
   size_t bytes = 256;
   for (const std::string& d : found->docs) bytes += d.size() + 2;
@@ -345,9 +360,9 @@ void handle_find(ctx& c, const db_meta& db) {
   c.reply_raw(200, body + "}\n");
 }
 
-void handle_explain(ctx& c, const db_meta& db) {
+void handle_explain(ctx& c, const db_meta& db, const std::string& partition) {
   if (c.method() != "POST") return c.method_not_allowed("POST");
-  auto planned = plan_of(c, db);
+  auto planned = plan_of(c, db, partition);
   if (!planned) return c.error(planned.error());
   const find_query* q = &planned->q;
   const query_plan& plan = planned->plan;
@@ -361,7 +376,7 @@ void handle_explain(ctx& c, const db_meta& db) {
                {"skip", q->skip},
                {"sort", sort},
                {"fields", fields},
-               {"partition", ""},
+               {"partition", partition},
                {"r", q->r},
                {"conflicts", q->conflicts},
                {"stale", q->stale == "ok" ? json("ok") : json(false)},

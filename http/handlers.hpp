@@ -50,8 +50,9 @@ void handle_ensure_full_commit(ctx& c, const db_meta& db);
 void handle_compact(ctx& c, const db_meta& db);
 void handle_view_cleanup(ctx& c, const db_meta& db);
 // POST /db/_find and /db/_explain, GET /db/_index (Mango, on the `_all_docs` index: find_handlers.cpp).
-void handle_find(ctx& c, const db_meta& db);
-void handle_explain(ctx& c, const db_meta& db);
+// `partition` (a partitioned database's /_partition/<p>/_find): that partition's documents only.
+void handle_find(ctx& c, const db_meta& db, const std::string& partition = "");
+void handle_explain(ctx& c, const db_meta& db, const std::string& partition = "");
 void handle_index(ctx& c, const db_meta& db);
 // The index signatures the design documents of a listing (with their bodies) define: their views'
 // and their JSON indexes' (what _view_cleanup and _index removals keep on the copies).

@@ -58,9 +58,10 @@ void handle_partition(ctx& c, const db_meta& db) {
   if (auto st = validate_partition(partition); !st) return c.error(st);
   if (p.size() == 3) return partition_info(c, db, partition);
   if (p[3] == "_all_docs" && p.size() == 4) return handle_partition_all_docs(c, db, partition);
-  const bool query = p[3] == "_find" || p[3] == "_explain" || (p[3] == "_design" && p.size() >= 6);
-  if (query)
-    return c.error(errc::not_implemented, "partition queries of views and Mango are not supported by settee yet");
+  if (p[3] == "_find" && p.size() == 4) return handle_find(c, db, partition);
+  if (p[3] == "_explain" && p.size() == 4) return handle_explain(c, db, partition);
+  if (p[3] == "_design" && p.size() >= 6)
+    return c.error(errc::not_implemented, "partition queries of views are not supported by settee yet");
   c.error(errc::bad_request, "invalid_partition_req");
 }
 

@@ -1,7 +1,8 @@
 """Partitioned databases (issue 35 point 2, first slice): `PUT /db?partitioned=true` (props in the
 database's info, surviving a kill -9), ids `partition:docid` validated with couch_partition's errors,
 every document of a partition in the one range CRC32(partition) falls in (CouchDB's placement, also
-after a split), `GET /db/_partition/p` and `/db/_partition/p/_all_docs` answered from that range, and
+after a split), `GET /db/_partition/p`, `/db/_partition/p/_all_docs` answered from that range, `_find` and
+`_explain` of a partition, and
 the errors CouchDB gives for the rest."""
 import zlib
 
@@ -80,6 +81,22 @@ class Partitioned(NodeTest):
         r = self.node.get('/parts/_partition/sensor-a/_all_docs?start_key="c:000"')
         self.assertEqual(r.status, 400, r)
 
+    def test_find_and_explain_in_a_partition(self):
+        r = self.node.post("/parts/_partition/sensor-a/_find", {"selector": {"i": {"$gte": 3}}})
+        self.assertEqual(r.status, 200, r)
+        self.assertEqual([d["_id"] for d in r.json["docs"]], ["sensor-a:003", "sensor-a:004"])
+        # Pages of a partition's scan, through its bookmark, stay in the partition.
+        first = self.node.post("/parts/_partition/sensor-b/_find", {"selector": {}, "limit": 2}).json
+        rest = self.node.post("/parts/_partition/sensor-b/_find",
+                              {"selector": {}, "limit": 5, "bookmark": first["bookmark"]}).json
+        self.assertEqual([d["_id"] for d in first["docs"] + rest["docs"]], [f"sensor-b:{i:03d}" for i in range(3)])
+        # With a JSON index too (the partition's documents only).
+        self.assertEqual(self.node.post("/parts/_index", {"index": {"fields": ["i"]}, "name": "by-i"}).status, 200)
+        r = self.node.post("/parts/_partition/c/_find", {"selector": {"i": {"$gte": 0}}, "sort": ["i"]})
+        self.assertEqual([d["_id"] for d in r.json["docs"]], ["c:000"])
+        explain = self.node.post("/parts/_partition/c/_explain", {"selector": {"i": {"$gte": 0}}}).json
+        self.assertEqual((explain["index"]["name"], explain["opts"]["partition"]), ("by-i", "c"))
+
     def test_partition_request_errors(self):
         for path, status, error, reason in (
                 ("/parts/_partition", 400, "bad_request", "invalid_partition_req"),
@@ -90,7 +107,7 @@ class Partitioned(NodeTest):
                 self.node.put("/notparts2")
             r = self.node.get(path)
             self.assertEqual((r.status, r.json), (status, {"error": error, "reason": reason}), path)
-        self.assertEqual(self.node.post("/parts/_partition/a/_find", {"selector": {}}).status, 501)
+        self.assertEqual(self.node.get("/parts/_partition/a/_design/d/_view/v").status, 501)
 
 
 class PartitionedThroughSplitAndKill(OwnNodesTest):
