@@ -10,6 +10,7 @@ import time
 import urllib.parse
 
 from harness import ClockedNodeTest, main, wait_until
+from test_reshard import split, wait_for_jobs
 
 
 def iso(t):
@@ -137,6 +138,18 @@ class Until(ClockedNodeTest):
         reader.join(30)
         self.assertFalse(reader.is_alive())
         self.assertIn("last_seq", lines[-1])
+
+    def test_a_token_made_before_a_split_bounds_the_feed_after_it(self):
+        self.assertEqual(self.node.put("/ut7?q=1").status, 201)
+        for i in range(6):
+            self.assertEqual(self.node.put(f"/ut7/b{i}", {}).status, 201)
+        bound = self.changes("ut7")["last_seq"]
+        wait_for_jobs(self.node, split(self, self.node, "ut7", range="00000000-ffffffff"))
+        for i in range(3):
+            self.assertEqual(self.node.put(f"/ut7/a{i}", {}).status, 201)
+        self.assertEqual(len(self.node.get("/ut7/_shards").json["shards"]), 2)
+        self.assertEqual(sorted(self.ids(self.changes("ut7", until=bound))), [f"b{i}" for i in range(6)])
+        self.assertEqual(sorted(self.ids(self.changes("ut7", since=bound))), [f"a{i}" for i in range(3)])
 
     def test_bad_bounds(self):
         self.assertEqual(self.node.put("/ut6").status, 201)
