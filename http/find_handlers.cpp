@@ -229,6 +229,7 @@ struct planned_query {
   // With several usable indexes: each one's rows in its ranges, as the copies counted them (up
   // to mango_copy_request::estimate_cap a copy; UINT64_MAX: not built everywhere yet).
   std::vector<std::pair<std::string, uint64_t>> estimates;
+  std::string partition;  // a partitioned database's query of one partition: its name
 };
 
 // The rows `plan`'s ranges hold, summed over one copy of each range.
@@ -248,9 +249,22 @@ result<planned_query> plan_of(ctx& c, const db_meta& db, const std::string& part
   if (auto st = c.require_json_content(); !st) return st;
   auto body = c.json_body();
   if (!body) return body.error();
-  if (!partition.empty() && body->is_object() && body->contains("selector")) {
+  // The partition: the path's (/db/_partition/<p>/_find), or in a partitioned database the body's
+  // `partition` (mango's option; an ordinary database refuses a non-empty one in parse_find).
+  std::string part = partition;
+  if (db.partitioned && body->is_object() && body->contains("partition") && (*body)["partition"].is_string()) {
+    std::string given = (*body)["partition"].get<std::string>();
+    body->erase("partition");
+    if (!given.empty()) {
+      if (!part.empty() && part != given)
+        return status{errc::bad_request, "`partition` in the body is not the partition of the path"};
+      if (auto st = validate_partition_name(given); !st) return st;
+      part = given;
+    }
+  }
+  if (!part.empty() && body->is_object() && body->contains("selector")) {
     // A partition's query: its documents only (their ids begin with "p:").
-    json only = {{"_id", {{"$beginsWith", partition + ":"}}}};
+    json only = {{"_id", {{"$beginsWith", part + ":"}}}};
     (*body)["selector"] = json{{"$and", json::array({(*body)["selector"], only})}};
   }
   auto q = parse_find(*body);
@@ -259,7 +273,7 @@ result<planned_query> plan_of(ctx& c, const db_meta& db, const std::string& part
   if (!indexes) return indexes.error();
   auto plans = plan_find(*q, **indexes);
   if (!plans) return plans.error();
-  planned_query out{std::move(*q), std::move(plans->front()), {}};
+  planned_query out{std::move(*q), std::move(plans->front()), {}, part};
   if (plans->size() > 1) {
     // The index whose ranges hold the fewest rows (selectivity from the indexes themselves); the
     // planner's order breaks ties and leads while an index is not built everywhere.
@@ -333,7 +347,7 @@ void handle_find(ctx& c, const db_meta& db, const std::string& partition) {
   const auto started = mono::now();
   auto found = !plan->plan.parts.empty() ? run_union(c, db, *q, plan->plan)
                : plan->plan.index        ? run_index(c, db, *q, plan->plan)
-                                         : run_all_docs(c, db, *q, plan->plan.descending, partition);
+                                         : run_all_docs(c, db, *q, plan->plan.descending, plan->partition);
   if (!found) return c.error(found.error());
   size_t bytes = 256;
   for (const std::string& d : found->docs) bytes += d.size() + 2;
@@ -376,7 +390,7 @@ void handle_explain(ctx& c, const db_meta& db, const std::string& partition) {
                {"skip", q->skip},
                {"sort", sort},
                {"fields", fields},
-               {"partition", partition},
+               {"partition", planned->partition},
                {"r", q->r},
                {"conflicts", q->conflicts},
                {"stale", q->stale == "ok" ? json("ok") : json(false)},

@@ -72,6 +72,8 @@ void handle_all_docs_queries(ctx& c, const db_meta& db, const std::string& what)
 void handle_partition_all_docs(ctx& c, const db_meta& db, const std::string& partition);
 // partition_handlers.cpp: /db/_partition/<p>[/...].
 void handle_partition(ctx& c, const db_meta& db);
+// A partition's name as couch_partition:validate_partition checks it (400 illegal_partition).
+status validate_partition_name(const std::string& p);
 
 // cluster_handlers.cpp
 void handle_sync_shards(ctx& c, const db_meta& db);

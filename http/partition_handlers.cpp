@@ -5,16 +5,16 @@
 #include "node/json.hpp"
 
 namespace settee {
-namespace {
 
-// couch_partition:validate_partition.
-status validate_partition(const std::string& p) {
+status validate_partition_name(const std::string& p) {
   if (p.empty()) return {errc::illegal_partition, "Partition must not be empty"};
   if (p[0] == '_') return {errc::illegal_partition, "Partition must not start with an underscore"};
   if (!valid_utf8(p)) return {errc::illegal_partition, "Partition must be valid UTF-8"};
   if (p.find(':') != std::string::npos) return {errc::illegal_partition, "Partition must not contain a colon"};
   return {};
 }
+
+namespace {
 
 // GET /db/_partition/<p> (fabric:get_partition_info): its documents, deleted ones and their size,
 // counted on the copy of its range (a read of that range's feed, whose rows are one per document).
@@ -55,7 +55,7 @@ void handle_partition(ctx& c, const db_meta& db) {
   if (!db.partitioned) return c.error(errc::bad_request, "database is not partitioned");
   if (p.size() < 3) return c.error(errc::bad_request, "invalid_partition_req");
   const std::string& partition = p[2];
-  if (auto st = validate_partition(partition); !st) return c.error(st);
+  if (auto st = validate_partition_name(partition); !st) return c.error(st);
   if (p.size() == 3) return partition_info(c, db, partition);
   if (p[3] == "_all_docs" && p.size() == 4) return handle_partition_all_docs(c, db, partition);
   if (p[3] == "_find" && p.size() == 4) return handle_find(c, db, partition);

@@ -96,6 +96,13 @@ class Partitioned(NodeTest):
         self.assertEqual([d["_id"] for d in r.json["docs"]], ["c:000"])
         explain = self.node.post("/parts/_partition/c/_explain", {"selector": {"i": {"$gte": 0}}}).json
         self.assertEqual((explain["index"]["name"], explain["opts"]["partition"]), ("by-i", "c"))
+        # The body's `partition` on the database's own _find (mango's option) is the same query.
+        r = self.node.post("/parts/_find", {"selector": {"i": {"$gte": 3}}, "partition": "sensor-a"})
+        self.assertEqual([d["_id"] for d in r.json["docs"]], ["sensor-a:003", "sensor-a:004"])
+        r = self.node.post("/parts/_partition/c/_find", {"selector": {}, "partition": "sensor-a"})
+        self.assertEqual(r.status, 400, r)
+        r = self.node.post("/parts/_find", {"selector": {}, "partition": "_bad"})
+        self.assertEqual((r.status, r.json["error"]), (400, "illegal_partition"))
 
     def test_partition_request_errors(self):
         for path, status, error, reason in (
