@@ -123,7 +123,18 @@ resolved_since resolve_on_copy(const shard_handle& copy, const std::string& uuid
   r.update_seq = hd.update_seq;
   if (uuid_prefix.empty()) return r;  // from the start
   if (hd.shard_uuid.rfind(uuid_prefix, 0) == 0) {
-    r.seq = std::min(seq, hd.update_seq);
+    if (seq > hd.update_seq) {
+      // The cached header is updated just after a commit becomes visible: a token made from
+      // changes read in between names a seq past it. The newest change a snapshot sees counts too
+      // (clamping to the stale header would send those changes again).
+      if (auto snap = copy.store->read()) {
+        snap->scan_changes_descending(0, [&](const change_entry& e) {
+          r.update_seq = std::max(r.update_seq, e.seq);
+          return false;
+        });
+      }
+    }
+    r.seq = std::min(seq, r.update_seq);
     return r;
   }
   r.resolution = resolved_since::how::rewound;
