@@ -49,6 +49,10 @@ class coordinator {
   db_catalog& catalog() { return catalog_; }
 
   size_t shard_index(const db_meta& db, std::string_view doc_id) const;
+  // The range every document of `partition` of a partitioned database lives in.
+  size_t partition_index(const db_meta& db, const std::string& partition) const {
+    return shard_index(db, partition + ":");
+  }
   // This node's copy of range `index` (errc::not_found when it holds none): for what only runs
   // here (internal replication, system databases).
   result<shard_handle> shard(const db_meta& db, size_t index);

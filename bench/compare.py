@@ -97,6 +97,17 @@ def start_servers(tmp):
             "pouchdb-server": (pouch, ["--url", "http://127.0.0.1:25991"])}
 
 
+def start_side_by_side(prefix):
+    """(its directory, the servers): both servers fresh (start_servers) in a new temporary
+    directory named `prefix`...; exits with what to do when settee is not built or pouchdb-server
+    not installed."""
+    for path in (SETTEE, POUCH):
+        if not os.path.exists(path):
+            sys.exit(f"missing {path}: build settee (make build) and run `npm install` in bench/")
+    tmp = tempfile.mkdtemp(prefix=prefix)
+    return tmp, start_servers(tmp)
+
+
 def run(server_args, args, db):
     out = subprocess.run([LOADGEN, *server_args, "--db", db, *args], capture_output=True, text=True, timeout=900)
     line = out.stdout.strip().splitlines()[-1] if out.stdout.strip() else ""

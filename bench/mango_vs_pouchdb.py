@@ -10,11 +10,10 @@ import os
 import random
 import statistics
 import sys
-import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(__file__))
-from compare import POUCH, SETTEE, req, start_servers  # noqa: E402
+from compare import req, start_side_by_side  # noqa: E402
 
 DOCS = int(sys.argv[1]) if len(sys.argv) > 1 else 50000
 PAD = "x" * 900
@@ -27,9 +26,6 @@ def find(server, body):
 
 
 def main():
-    for path in (SETTEE, POUCH):
-        if not os.path.exists(path):
-            sys.exit(f"missing {path}: build settee (make build) and run `npm install` in bench/")
     random.seed(7)
     eq = [{"selector": {"age": random.randrange(100)}, "limit": 25} for _ in range(20)]
     ranged = []
@@ -40,8 +36,7 @@ def main():
     ors = [{"selector": {"$or": [{"age": random.randrange(100)}, {"score": random.randrange(100000)}]}, "limit": 100}
            for _ in range(10)]
     scan = [{"selector": {"pad": {"$regex": "^y"}}} for _ in range(2)]
-    tmp = tempfile.mkdtemp(prefix="settee-mangocmp-")
-    servers = start_servers(tmp)
+    _, servers = start_side_by_side("settee-mangocmp-")
     results = {}
     try:
         for server in ("settee", "pouchdb-server"):

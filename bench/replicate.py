@@ -17,12 +17,11 @@ import json
 import os
 import statistics
 import sys
-import tempfile
 import threading
 import time
 
 sys.path.insert(0, os.path.dirname(__file__))
-from compare import AUTH, POUCH, PORTS, SETTEE, req, start_servers  # noqa: E402
+from compare import AUTH, PORTS, req, start_side_by_side  # noqa: E402
 
 LAG_ONLY = sys.argv[1:2] == ["lag"]
 DOCS = int(sys.argv[1]) if len(sys.argv) > 1 and not LAG_ONLY else 200000
@@ -99,11 +98,7 @@ def lag_run(seconds=20, rate=500):
 
 
 def main():
-    for path in (SETTEE, POUCH):
-        if not os.path.exists(path):
-            sys.exit(f"missing {path}: build settee (make build) and run `npm install` in bench/")
-    tmp = tempfile.mkdtemp(prefix="settee-repbench-")
-    servers = start_servers(tmp)
+    _, servers = start_side_by_side("settee-repbench-")
     rates = {k: [] for k in ("settee->settee", "settee->pouchdb-server", "pouchdb-server->settee",
                              "pouchdb-server pulls")}
     try:

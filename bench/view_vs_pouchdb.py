@@ -7,11 +7,10 @@ Needs `npm install` in bench/ (pouchdb-server) and a built settee."""
 import os
 import statistics
 import sys
-import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(__file__))
-from compare import POUCH, SETTEE, req, start_servers  # noqa: E402
+from compare import req, start_side_by_side  # noqa: E402
 
 DOCS = int(sys.argv[1]) if len(sys.argv) > 1 else 50000
 PAD = "x" * 900
@@ -24,11 +23,7 @@ def timed(server, path):
 
 
 def main():
-    for path in (SETTEE, POUCH):
-        if not os.path.exists(path):
-            sys.exit(f"missing {path}: build settee (make build) and run `npm install` in bench/")
-    tmp = tempfile.mkdtemp(prefix="settee-viewcmp-")
-    servers = start_servers(tmp)
+    tmp, servers = start_side_by_side("settee-viewcmp-")
     ddoc = {"views": {"by_type": {"map": "function(doc) { emit(doc.type, 1); }", "reduce": "_count"}}}
     results = {}
     try:

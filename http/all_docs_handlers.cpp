@@ -110,11 +110,11 @@ result<std::string> list_docs(ctx& c, const db_meta& db, const view_query& q, bo
     base.end = json(end).dump();
   } else if (partition) {
     if (auto st = partition_bounds(q, *partition, base); !st) return st;
-    read.only_range = c.node.coord.shard_index(db, *partition + ":");
   } else {
     if (q.start_key) base.start = q.start_key->dump();
     if (q.end_key) base.end = q.end_key->dump();
   }
+  if (partition) read.only_range = c.node.coord.partition_index(db, *partition);
   read.skip = q.skip;
   read.limit = q.limit;
   std::vector<json> keys;
@@ -125,7 +125,6 @@ result<std::string> list_docs(ctx& c, const db_meta& db, const view_query& q, bo
       const bool id = key.is_string() && (!partition || partition_of(key.get<std::string>()) == *partition);
       read.keys->push_back(id ? std::optional<std::string>(key.get<std::string>()) : std::nullopt);
     }
-    if (partition) read.only_range = c.node.coord.shard_index(db, *partition + ":");
   }
   auto listed = list_all_docs(c.node.coord, db, read);
   if (!listed) return listed.error();

@@ -72,8 +72,7 @@ status validate_partitioned_id(const db_meta& db, const std::string& id) {
   const size_t colon = id.find(':');
   if (colon == std::string::npos) return {errc::illegal_docid, "Doc id must be of form partition:id"};
   const std::string partition = id.substr(0, colon), rest = id.substr(colon + 1);
-  if (partition.empty()) return {errc::illegal_partition, "Partition must not be empty"};
-  if (partition[0] == '_') return {errc::illegal_partition, "Partition must not start with an underscore"};
+  if (auto st = validate_partition_name(partition); !st) return st;
   if (rest.empty()) return {errc::illegal_docid, "Document id must not be empty"};
   if (rest[0] == '_') return {errc::illegal_docid, "Only reserved document ids may start with underscore."};
   return {};
@@ -473,12 +472,9 @@ status validate_local_id(const std::string& id, size_t max_length) {
 
 namespace {
 
-// The `owner` of the winning revision of `id`, "" when it has none or the document does not
-// exist or is deleted (then `exists` is false).
-result<std::string> replicator_doc_owner(ctx& c, const db_meta& db, const std::string& id, bool& exists) {
-  auto found = c.node.coord.open_docs(db, {id}, doc_bodies::leaves);
-  if (!found) return found.error();
-  const doc_copy& d = found->front();
+// The `owner` of `d`'s winning revision, "" when it has none; `exists` false when `d` does not
+// exist or is deleted.
+std::string replicator_doc_owner(const doc_copy& d, bool& exists) {
   exists = d.found && !d.info.tree.winner_deleted();
   if (!exists) return std::string();
   const std::string* stored = d.body(d.info.tree.rev(d.info.tree.winner()));
@@ -492,9 +488,7 @@ result<std::string> replicator_doc_owner(ctx& c, const db_meta& db, const std::s
 // through strip_endpoint_credentials), and only as JSON.
 void reply_replicator_doc(ctx& c, const db_meta& db, const doc_copy& d, const doc_get& g, bool multipart) {
   bool exists = false;
-  auto owner = replicator_doc_owner(c, db, d.id, exists);
-  if (!owner) return c.error(owner.error());
-  const bool own = c.user.name && *owner == *c.user.name;
+  const bool own = c.user.name && replicator_doc_owner(d, exists) == *c.user.name;
   if (own && multipart) return reply_multipart(c, db, d, g);
   if (multipart) return c.error(errc::forbidden, "Another user's replication document is only shown as JSON.");
   auto r = answer_doc_get(d, g);
@@ -860,10 +854,10 @@ status authorize_replicator_write(ctx& c, const db_meta& db, const std::string& 
     else if (owner != json(name))
       return others;
   }
+  auto found = c.node.coord.open_docs(db, {id}, doc_bodies::leaves);
+  if (!found) return found.error();
   bool exists = false;
-  auto owner = replicator_doc_owner(c, db, id, exists);
-  if (!owner) return owner.error();
-  if (exists && *owner != name) return others;
+  if (replicator_doc_owner(found->front(), exists) != name && exists) return others;
   return {};
 }
 

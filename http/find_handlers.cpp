@@ -64,7 +64,7 @@ result<find_answer> run_all_docs(ctx& c, const db_meta& db, const find_query& q,
     if (!start.empty()) aq.range.start = json(start).dump();  // bounds travel as JSON
     if (!end.empty()) {
       aq.range.end = json(end).dump();
-      aq.only_range = c.node.coord.shard_index(db, partition + ":");
+      aq.only_range = c.node.coord.partition_index(db, partition);
     }
     aq.range.descending = descending;
     aq.range.include_docs = true;

@@ -21,7 +21,7 @@ namespace {
 void partition_info(ctx& c, const db_meta& db, const std::string& partition) {
   if (c.method() != "GET") return c.method_not_allowed("GET,HEAD");
   changes_read_options opts;
-  opts.shard = c.node.coord.shard_index(db, partition + ":");
+  opts.shard = c.node.coord.partition_index(db, partition);
   opts.with_docs = true;
   changes_reader feed(c.node.coord, db, opts);
   if (auto st = feed.start("0"); !st) return c.error(st);

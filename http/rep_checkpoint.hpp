@@ -25,6 +25,17 @@ rep_start compare_replication_logs(const json& source_log, const json& target_lo
 struct rep_stats {
   uint64_t missing_checked = 0, missing_found = 0, docs_read = 0, docs_written = 0, doc_write_failures = 0;
   uint64_t bulk_get_docs = 0, bulk_get_attempts = 0;
+
+  rep_stats& operator+=(const rep_stats& o) {
+    missing_checked += o.missing_checked;
+    missing_found += o.missing_found;
+    docs_read += o.docs_read;
+    docs_written += o.docs_written;
+    doc_write_failures += o.doc_write_failures;
+    bulk_get_docs += o.bulk_get_docs;
+    bulk_get_attempts += o.bulk_get_attempts;
+    return *this;
+  }
 };
 
 // The body of `_local/<id>` after a checkpoint (without _id and _rev): session_id,

@@ -255,15 +255,7 @@ result<bool> replication_job::advance(job_context& ctx) {
       feed.contains("pending") && feed["pending"].is_number() ? feed["pending"].get<uint64_t>() : 0;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    for (const rep_stats& s : stats) {
-      stats_.missing_checked += s.missing_checked;
-      stats_.missing_found += s.missing_found;
-      stats_.docs_read += s.docs_read;
-      stats_.docs_written += s.docs_written;
-      stats_.doc_write_failures += s.doc_write_failures;
-      stats_.bulk_get_docs += s.bulk_get_docs;
-      stats_.bulk_get_attempts += s.bulk_get_attempts;
-    }
+    for (const rep_stats& s : stats) stats_ += s;
     // Also when no row came: a filter may have passed over changes (the next read starts after them).
     if (feed.contains("last_seq") && !feed["last_seq"].is_null() && (!rows.empty() || pending == 0))
       through_seq_ = feed["last_seq"];
