@@ -159,6 +159,24 @@ size_t rev_tree::stem(uint32_t limit, std::vector<rev_id>* removed) {
       i = nodes_[i].parent;
     }
   }
+  return keep_only(keep, removed);
+}
+
+std::vector<rev_id> rev_tree::remove_leafs(const std::vector<rev_id>& revs, std::vector<rev_id>* dropped) {
+  std::vector<rev_id> purged;
+  std::vector<bool> keep(nodes_.size(), false);
+  for (int leaf : leaves()) {
+    if (std::find(revs.begin(), revs.end(), rev(leaf)) != revs.end()) {
+      purged.push_back(rev(leaf));
+      continue;
+    }
+    for (int i : path_to(leaf)) keep[i] = true;
+  }
+  if (!purged.empty()) keep_only(keep, dropped);
+  return purged;
+}
+
+size_t rev_tree::keep_only(const std::vector<bool>& keep, std::vector<rev_id>* removed) {
   size_t dropped = std::count(keep.begin(), keep.end(), false);
   if (dropped == 0) return 0;
   std::vector<int> remap(nodes_.size(), -1);

@@ -74,6 +74,12 @@ class rev_tree {
   // `removed` (if given) receives the revisions stemmed away.
   size_t stem(uint32_t limit, std::vector<rev_id>* removed = nullptr);
 
+  // Purges (CouchDB's couch_key_tree:remove_leafs): removes the leaves named in `revs` and every
+  // revision that no remaining leaf descends from. Revisions in `revs` that are not leaves are
+  // left alone. Returns the leaves removed (in tree order); `dropped` (if given) receives every
+  // revision removed, leaves included. An empty tree after it: the document is gone.
+  std::vector<rev_id> remove_leafs(const std::vector<rev_id>& revs, std::vector<rev_id>* dropped = nullptr);
+
   // The history of node i, newest first (i itself included), as far as the tree knows it.
   std::vector<int> path_to(int i) const;
   // The leaves whose history holds node i (i itself when it is a leaf): what `latest=true` answers
@@ -84,6 +90,8 @@ class rev_tree {
   static bool decode(codec::reader& r, rev_tree& out);
 
  private:
+  // Keeps the nodes marked in `keep` (a kept node's parent is kept or it becomes a root).
+  size_t keep_only(const std::vector<bool>& keep, std::vector<rev_id>* removed);
   std::vector<node> nodes_;
 };
 

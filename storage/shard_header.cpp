@@ -55,6 +55,8 @@ bool shard_header::decode(const std::string& stored, shard_header& out) {
     out.created_at = h.getCreatedAt();
     out.external_size = h.getExternalSize();
     out.sealed = h.getSealed();
+    out.purge_seq = h.getPurgeSeq();
+    out.purged_infos_limit = h.getPurgedInfosLimit();
     out.time_seq = h.hasTimeSeq() ? read_time_seq(h.getTimeSeq()) : time_seq::tseq{};
     return true;
   } catch (const kj::Exception&) {
@@ -91,6 +93,8 @@ std::string shard_header::encode(const std::string& stored) const {
   h.setCreatedAt(created_at);
   h.setExternalSize(external_size);
   h.setSealed(sealed);
+  h.setPurgeSeq(purge_seq);
+  h.setPurgedInfosLimit(purged_infos_limit);
   write_time_seq(h.initTimeSeq(), time_seq);
   // The init* calls above orphan the copied lists, which stay in the message as zeroed words; a
   // second deep copy keeps only what is reachable. Without it a header with 60 time-seq bins

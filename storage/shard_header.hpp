@@ -31,8 +31,10 @@ struct shard_header {
   uint64_t doc_del_count = 0;
   int64_t created_at = 0;
   uint64_t external_size = 0;
-  time_seq::tseq time_seq;  // release 0.2 (@10); empty when absent or of an unknown version
-  bool sealed = false;      // release 0.3 (@11): a shard move's source, sealed until the map switches
+  time_seq::tseq time_seq;             // release 0.2 (@10); empty when absent or of an unknown version
+  bool sealed = false;                 // release 0.3 (@11): a shard move's source, sealed until the map switches
+  uint64_t purge_seq = 0;              // release 0.4 (@12): purge requests applied to this copy
+  uint32_t purged_infos_limit = 1000;  // release 0.4 (@13): purge requests kept (_purged_infos_limit)
 
   // Decodes `bytes`; false when they are not a valid header.
   static bool decode(const std::string& bytes, shard_header& out);

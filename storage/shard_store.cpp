@@ -147,7 +147,8 @@ result<std::shared_ptr<shard_store>> shard_store::open_env(const std::string& pa
                                  {"att_refs", &s->blobs_.refs},
                                  {"jx_defs", &s->jx_.defs},
                                  {"jx_rows", &s->jx_.rows},
-                                 {"jx_ids", &s->jx_.ids}},
+                                 {"jx_ids", &s->jx_.ids},
+                                 {"purges", &s->purges_}},
                                 s->env_, t);
       !st) {
     return st;
@@ -330,6 +331,27 @@ status shard_store::commit(const std::vector<write_op*>& ops, int64_t now_s) {
       case write_op::kind::index_build:
         st = index_op(t.get(), op, working_);
         break;
+      case write_op::kind::purge:
+        if (db_events_) {
+          op.st = {errc::bad_request, "the node's catalog cannot be purged"};
+          break;
+        }
+        op.purged.assign(op.purges.size(), {});
+        for (size_t i = 0; i < op.purges.size() && st; ++i) {
+          st = apply_purge(t.get(), h, op.purges[i], op.purged[i], now_s);
+        }
+        if (st) st = prune_purges(t.get(), h);
+        changed = true;
+        break;
+      case write_op::kind::purged_infos_limit:
+        if (op.purged_infos_limit == 0) {
+          op.st = {errc::bad_request, "`purge_infos_limit` must be positive integer"};
+          break;
+        }
+        h.purged_infos_limit = op.purged_infos_limit;
+        st = prune_purges(t.get(), h);
+        changed = true;
+        break;
     }
   }
   // Time-seq, in the same transaction (spec section 5): the seq committed before this commit, at
@@ -480,6 +502,77 @@ status shard_store::apply_doc(MDB_txn* t, shard_header& h, doc_update& u, doc_re
   if (db_events_ && u.id.rfind("_design/", 0) != 0) {
     uint32_t index = 0;
     return record_db_events(t, d, winner_body, now_s, index);
+  }
+  return {};
+}
+
+status shard_store::apply_purge(MDB_txn* t, shard_header& h, purge_info& p, std::vector<rev_id>& purged,
+                                int64_t now_s) {
+  purged.clear();
+  bool applied = false;
+  if (auto st = purge_log::known(t, purges_, p.uuid, applied); !st || applied) return st;
+  p.seq = ++h.purge_seq;
+  if (auto st = purge_log::add(t, purges_, p); !st) return st;
+  const std::string key = doc_key::of(p.id);
+  std::string_view raw;
+  bool found = false;
+  if (auto st = get(t, docs_, key, raw, found); !st || !found) return st;
+  doc_info d;
+  if (!decode_doc(key, raw, d)) return {errc::internal, "corrupt document record: " + p.id};
+  d.id = p.id;
+  const doc_info old = d;
+  std::vector<rev_id> dropped;
+  purged = d.tree.remove_leafs(p.revs, &dropped);
+  if (purged.empty()) return {};
+  if (d.tree.empty()) {  // every leaf: the document leaves the file (CouchDB: the id and seq trees)
+    if (auto st = unindex_all(t, old); !st) return st;
+    return forget_doc(t, h, key, old);
+  }
+  for (const rev_id& gone : dropped) {
+    if (auto st = drop_body(t, h, p.id, gone); !st) return st;
+  }
+  // What is left moves to a new seq, as couch_db_updater's purge: feeds and indexes see it again.
+  if (auto st = del(t, by_seq_, codec::seq_key(d.seq)); !st) return st;
+  d.seq = ++h.update_seq;
+  if (auto st = put(t, by_seq_, codec::seq_key(d.seq), encode_change(d, now_s), MDB_APPEND); !st) return st;
+  if (auto st = put(t, docs_, key, encode_doc(p.id, d.seq, d.tree)); !st) return st;
+  const doc_state before = state_of(old.tree), after = state_of(d.tree);
+  count(h, before, -1);
+  count(h, after, +1);
+  if ((before == doc_state::live) != (after == doc_state::live)) {
+    if (auto st = doc_rank::add(t, rank_, docs_, live_record, key, after == doc_state::live ? +1 : -1); !st) return st;
+  }
+  return reindex_all(t, d, nullptr);
+}
+
+status shard_store::prune_purges(MDB_txn* t, const shard_header& h) {
+  if (h.purge_seq <= h.purged_infos_limit) return {};
+  uint64_t upto = h.purge_seq - h.purged_infos_limit;
+  // Not past what a copy this one syncs to still lacks: a copy that was down learns them later.
+  MDB_cursor* c = nullptr;
+  if (int rc = mdb_cursor_open(t, local_, &c); rc != 0) return lmdb::to_status(rc, "mdb_cursor_open");
+  std::unique_ptr<MDB_cursor, void (*)(MDB_cursor*)> closer(c, mdb_cursor_close);
+  MDB_val k = lmdb::val(sync_checkpoint_prefix), v;
+  for (int rc = mdb_cursor_get(c, &k, &v, MDB_SET_RANGE); rc == 0; rc = mdb_cursor_get(c, &k, &v, MDB_NEXT)) {
+    if (lmdb::view(k).substr(0, sync_checkpoint_prefix.size()) != sync_checkpoint_prefix) break;
+    codec::reader r(lmdb::view(v));
+    uint64_t rev = 0;
+    std::string body;
+    if (!r.varint(rev) || !r.str(body)) continue;
+    auto j = parse_json(body);
+    uint64_t pushed = 0;
+    if (j && j->is_object() && j->contains("purge_seq") && (*j)["purge_seq"].is_number_unsigned()) {
+      pushed = (*j)["purge_seq"].get<uint64_t>();
+    }
+    upto = std::min(upto, pushed);
+  }
+  return upto > 0 ? purge_log::prune(t, purges_, upto) : status{};
+}
+
+status shard_store::unindex_all(MDB_txn* t, const doc_info& d) {
+  if (working_->empty() || !index_keys_ || d.id.rfind("_design/", 0) == 0) return {};
+  for (const json_index_def& x : *working_) {
+    if (auto st = json_index::set_row(t, jx_, x.number, d.id, std::nullopt); !st) return st;
   }
   return {};
 }
@@ -1140,6 +1233,16 @@ void shard_store::snapshot::scan_local(const std::function<bool(const local_doc&
     if (!visit(d)) break;
   }
   mdb_cursor_close(c);
+}
+
+void shard_store::snapshot::scan_purges(uint64_t since, const std::function<bool(const purge_info&)>& visit) const {
+  if (auto st = purge_log::scan(txn_, store_->purges_, since, visit); !st) fail(st);
+}
+
+uint64_t shard_store::snapshot::oldest_purge_seq() const {
+  uint64_t seq = 0;
+  if (auto st = purge_log::oldest(txn_, store_->purges_, seq); !st) fail(st);
+  return seq;
 }
 
 void shard_store::snapshot::scan_changes(uint64_t since, const std::function<bool(const change_entry&)>& visit) const {

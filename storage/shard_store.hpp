@@ -20,6 +20,7 @@
 #include "storage/blob_store.hpp"
 #include "storage/db_events.hpp"
 #include "storage/json_index.hpp"
+#include "storage/purge_log.hpp"
 #include "storage/rev_tree.hpp"
 #include "storage/shard_header.hpp"
 
@@ -83,6 +84,11 @@ struct local_update {
 
 struct import_request;  // below shard_store
 
+// The _local documents where internal replication records what it sent to another copy
+// (actors/internal_replication.hpp): `<prefix><target shard uuid>`, a JSON body whose `purge_seq`
+// is the last purge request of this copy the target has.
+constexpr std::string_view sync_checkpoint_prefix = "_local/shard-sync-";
+
 // A unit of work for commit(). The caller fills the inputs; commit() fills the outputs.
 struct write_op {
   enum class kind {
@@ -98,7 +104,9 @@ struct write_op {
     import,
     index_define,
     index_drop,
-    index_build
+    index_build,
+    purge,
+    purged_infos_limit
   };
   kind what = kind::docs;
   std::vector<doc_update> docs;            // kind::docs
@@ -131,6 +139,18 @@ struct write_op {
   // it is built now in `index.built` (an index that is gone: not_found).
   json_index_def index;
   size_t index_limit = 0;
+
+  // kind::purge: purge requests (storage/purge_log.hpp: uuid, id and revisions; their seq is this
+  // copy's to give), applied in order: each request's leaves leave the document (rev_tree::
+  // remove_leafs), which is gone when none is left, else moves to a new seq (its winner may
+  // change); every request is recorded, also one that removed nothing. A request whose uuid this
+  // copy has applied already changes nothing. `purged[i]` answers request i: the leaves removed.
+  // Requests past the copy's purged_infos_limit are forgotten, oldest first, once every copy it
+  // syncs to has them (the `purge_seq` of its sync checkpoints, sync_checkpoint_prefix).
+  // kind::purged_infos_limit: sets the header's purged_infos_limit (> 0).
+  std::vector<purge_info> purges;
+  std::vector<std::vector<rev_id>> purged;
+  uint32_t purged_infos_limit = 0;
 
   std::vector<doc_result> results;  // kind::docs: one per input doc
   status st;                        // every kind: the op-level outcome
@@ -188,6 +208,11 @@ class import_source {
   virtual bool blob(std::string_view key, std::string& out) const = 0;
   virtual bool header(shard_header& out) const = 0;
   virtual void scan_local(const std::function<bool(const local_doc&)>& visit) const = 0;
+  // Purge requests with seq > since (a source without them: none).
+  virtual void scan_purges(uint64_t since, const std::function<bool(const purge_info&)>& visit) const {
+    (void)since;
+    (void)visit;
+  }
   // Whether scan_changes reaches the source's last change (a batch may hold only some).
   virtual bool complete() const { return true; }
   virtual const status& fault() const = 0;
@@ -278,6 +303,10 @@ class shard_store : public std::enable_shared_from_this<shard_store> {
     // thousand reads at most, whatever the shard's size).
     uint64_t live_before(std::string_view id) const;
     uint64_t live_total() const;
+    // Purge requests this copy applied with seq > since, ascending (storage/purge_log.hpp).
+    void scan_purges(uint64_t since, const std::function<bool(const purge_info&)>& visit) const override;
+    // The oldest purge request still recorded (0: none).
+    uint64_t oldest_purge_seq() const;
     // The JSON indexes (storage/json_index.hpp) as of this snapshot.
     std::vector<json_index_def> json_indexes() const;
     // Rows of JSON index `number` at positions in [low, high) ("" high: to its end), in order or
@@ -328,6 +357,12 @@ class shard_store : public std::enable_shared_from_this<shard_store> {
   status reference_blobs(MDB_txn* t, shard_header& h, const std::vector<std::string>& keys, const doc_update* u,
                          int delta);
   status apply_local(MDB_txn* t, write_op& op);
+  // kind::purge: one request (its seq given here); `purged` gets the leaves it removed.
+  status apply_purge(MDB_txn* t, shard_header& h, purge_info& p, std::vector<rev_id>& purged, int64_t now_s);
+  // Forgets the purge requests past the header's limit that every synced copy has.
+  status prune_purges(MDB_txn* t, const shard_header& h);
+  // Document `d` (a record under `key`) leaves every JSON index.
+  status unindex_all(MDB_txn* t, const doc_info& d);
   // Removes the body of revision `rev` of document `id` (if stored) and its blob references.
   status drop_body(MDB_txn* t, shard_header& h, const std::string& id, const rev_id& rev);
   status compact_step(MDB_txn* t, shard_header& h, write_op& op);
@@ -357,7 +392,7 @@ class shard_store : public std::enable_shared_from_this<shard_store> {
   int64_t min_time_ = time_seq::default_min_time;  // time-seq ignores earlier times
   bool time_seq_enabled_ = true;                   // false: commits leave the bins alone
   MDB_env* env_ = nullptr;
-  unsigned meta_ = 0, docs_ = 0, bodies_ = 0, by_seq_ = 0, local_ = 0, rank_ = 0;  // MDB_dbi handles
+  unsigned meta_ = 0, docs_ = 0, bodies_ = 0, by_seq_ = 0, local_ = 0, rank_ = 0, purges_ = 0;  // MDB_dbi handles
   blob_store::tables blobs_;
   json_index::tables jx_;                         // JSON indexes' tables
   std::shared_ptr<const index_keys> index_keys_;  // null: no JSON indexes

@@ -23,6 +23,8 @@ struct ShardHeader {
   timeSeq @10 :TimeSeq;       # release 0.2: time -> update seq bins (absent: none yet)
   sealed @11 :Bool;           # release 0.3: a moving copy between its seal and the map switch
                               # refuses writes, after a restart too (actors/resharder.hpp)
+  purgeSeq @12 :UInt64;       # release 0.4: purge requests applied (storage/FORMAT.md `purges`)
+  purgedInfosLimit @13 :UInt32 = 1000;  # release 0.4: purge requests kept (_purged_infos_limit)
 }
 
 # CouchDB's time-seq (spec/time_seq.md): bins youngest first, times[i] pairs with seqs[i].

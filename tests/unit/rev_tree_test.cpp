@@ -183,3 +183,49 @@ TEST_CASE("leaves_under: the leaves whose history holds a revision") {
   CHECK(t.leaves_under(b) == std::vector<int>{d});
   CHECK(t.leaves_under(c) == std::vector<int>{c});  // a leaf is its own latest
 }
+
+TEST_CASE("remove_leafs purges named leaves and the history only they had (couch_key_tree)") {
+  rev_tree t;
+  bool added = false;
+  t.merge_path({R("3-c"), R("2-b"), R("1-a")}, false, added);
+  t.merge_path({R("3-d"), R("2-b")}, false, added);           // conflict off 2-b
+  t.merge_path({R("4-f"), R("3-e"), R("2-x")}, true, added);  // a branch off 1-a, deleted
+  REQUIRE(t.leaves().size() == 3);
+
+  SUBCASE("a revision that is not a leaf is not purged") {
+    std::vector<rev_id> dropped;
+    CHECK(t.remove_leafs({R("2-b"), R("1-a"), R("9-zz")}, &dropped).empty());
+    CHECK(dropped.empty());
+    CHECK(t.nodes().size() == 7);
+  }
+  SUBCASE("a leaf whose parent keeps another child takes only itself") {
+    std::vector<rev_id> dropped;
+    auto purged = t.remove_leafs({R("3-d")}, &dropped);
+    REQUIRE(purged.size() == 1);
+    CHECK(purged[0] == R("3-d"));
+    CHECK(dropped == std::vector<rev_id>{R("3-d")});
+    CHECK(t.find(R("2-b")) >= 0);
+    CHECK(t.rev(t.winner()) == R("3-c"));
+  }
+  SUBCASE("a branch goes up to where it meets a kept one") {
+    std::vector<rev_id> dropped;
+    auto purged = t.remove_leafs({R("4-f")}, &dropped);
+    CHECK(purged == std::vector<rev_id>{R("4-f")});
+    CHECK(dropped.size() == 3);  // 4-f, 3-e, 2-x
+    CHECK(t.find(R("2-x")) < 0);
+    CHECK(t.find(R("1-a")) >= 0);
+    CHECK(t.nodes().size() == 4);
+    for (int leaf : t.leaves()) CHECK(t.path_to(leaf).back() == t.find(R("1-a")));
+  }
+  SUBCASE("every leaf: the tree is empty (the document is gone)") {
+    auto purged = t.remove_leafs({R("3-c"), R("3-d"), R("4-f")});
+    CHECK(purged.size() == 3);
+    CHECK(t.empty());
+  }
+  SUBCASE("the winner purged: the next leaf wins") {
+    t.remove_leafs({R("3-d")});
+    t.remove_leafs({R("3-c")});
+    CHECK(t.rev(t.winner()) == R("4-f"));
+    CHECK(t.winner_deleted());
+  }
+}

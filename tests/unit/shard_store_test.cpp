@@ -549,3 +549,120 @@ TEST_CASE("ids over 400 bytes: keyed by prefix and hash, listed in id order, cou
   std::sort(changed.begin(), changed.end());
   CHECK(changed == sorted_ids);
 }
+
+namespace {
+
+write_op purge_op(std::vector<purge_info> reqs) {
+  write_op op;
+  op.what = write_op::kind::purge;
+  op.purges = std::move(reqs);
+  return op;
+}
+
+std::vector<purge_info> purge_infos(shard_store& s) {
+  std::vector<purge_info> out;
+  auto snap = s.read();
+  REQUIRE(snap.ok());
+  snap->scan_purges(0, [&](const purge_info& p) {
+    out.push_back(p);
+    return true;
+  });
+  REQUIRE(snap->fault());
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("purge: a whole document leaves docs, by_seq, bodies and counts; a partial one moves to a new seq") {
+  temp_dir dir;
+  const std::string path = dir.path + "/shards/00000000-ffffffff/db.1";
+  auto s = open_store(path);
+  auto a = write(*s, {upd("a", "{\"v\":1}")})[0].rev;
+  auto b1 = write(*s, {upd("b", "{\"v\":1}")})[0].rev;
+  auto b = write(*s, {upd("b", "{\"v\":2}", {b1})})[0].rev;
+  // b gets a conflict: two leaves (2-ffff beside b's own 2-).
+  write_op merge;
+  doc_update other = upd("b", "{\"v\":\"other\"}", {rev_id{2, "ffff"}, b1});
+  other.new_edits = false;
+  merge.docs = {other};
+  REQUIRE(s->commit({&merge}, 1700000100));
+  REQUIRE(s->header().doc_count == 2);
+  const uint64_t seq_before = s->header().update_seq;
+
+  auto op = purge_op({{0, "u1", "a", {a}}, {0, "u2", "b", {rev_id{2, "ffff"}}}, {0, "u3", "missing", {a}}});
+  REQUIRE(s->commit({&op}, 1700000200));
+  REQUIRE(op.st);
+  CHECK(op.purged[0] == std::vector<rev_id>{a});
+  CHECK(op.purged[1] == std::vector<rev_id>{rev_id{2, "ffff"}});
+  CHECK(op.purged[2].empty());
+  shard_header h = s->header();
+  CHECK(h.purge_seq == 3);
+  CHECK(h.doc_count == 1);
+  CHECK(h.update_seq == seq_before + 1);  // b moved; a's purge takes no seq
+  auto feed = changes(*s);
+  REQUIRE(feed.size() == 1);
+  CHECK(feed[0].id == "b");
+  CHECK(feed[0].seq == seq_before + 1);
+  CHECK(feed[0].leaf_revs == std::vector<std::string>{b.str()});
+  {
+    auto snap = s->read();
+    doc_info d;
+    CHECK_FALSE(snap->doc("a", d));
+    std::string body;
+    CHECK_FALSE(snap->body("a", a, body));
+    CHECK_FALSE(snap->body("b", rev_id{2, "ffff"}, body));
+    CHECK(snap->live_total() == 1);
+    CHECK(snap->fault());
+  }
+  auto infos = purge_infos(*s);
+  REQUIRE(infos.size() == 3);
+  CHECK(infos[0].uuid == "u1");
+  CHECK(infos[2].id == "missing");  // recorded even when it removed nothing (CouchDB)
+
+  // The same uuid again (internal replication bringing it back) changes nothing.
+  write(*s, {upd("a", "{\"v\":2}")});
+  auto again = purge_op({{0, "u1", "a", {a}}});
+  REQUIRE(s->commit({&again}, 1700000300));
+  CHECK(again.purged[0].empty());
+  CHECK(s->header().purge_seq == 3);
+
+  // Durable: reopened, the same state.
+  s.reset();
+  s = open_store(path);
+  CHECK(s->header().purge_seq == 3);
+  CHECK(purge_infos(*s).size() == 3);
+  CHECK(s->header().doc_count == 2);
+}
+
+TEST_CASE("purge infos past the limit are forgotten, but not those a synced copy lacks") {
+  temp_dir dir;
+  auto s = open_store(dir.path + "/db.1");
+  write_op limit;
+  limit.what = write_op::kind::purged_infos_limit;
+  limit.purged_infos_limit = 3;
+  REQUIRE(s->commit({&limit}, 1700000100));
+  CHECK(s->header().purged_infos_limit == 3);
+  for (int i = 0; i < 5; ++i) {
+    auto op = purge_op({{0, "u" + std::to_string(i), "x", {rev_id{1, "a"}}}});
+    REQUIRE(s->commit({&op}, 1700000100));
+  }
+  auto infos = purge_infos(*s);
+  REQUIRE(infos.size() == 3);
+  CHECK(infos.front().seq == 3);
+  // A sync checkpoint that has pushed up to 4 of them: the next ones stay past the limit.
+  write_op cp;
+  cp.what = write_op::kind::local;
+  cp.local = {std::string(sync_checkpoint_prefix) + "abc", "{\"seq\":0,\"purge_seq\":4}", false, 0};
+  REQUIRE(s->commit({&cp}, 1700000100));
+  for (int i = 5; i < 9; ++i) {
+    auto op = purge_op({{0, "u" + std::to_string(i), "x", {rev_id{1, "a"}}}});
+    REQUIRE(s->commit({&op}, 1700000100));
+  }
+  infos = purge_infos(*s);
+  CHECK(infos.front().seq == 5);  // 9 - 3 = 6 would go, but the copy has only 4
+  CHECK(infos.size() == 5);
+  write_op zero;
+  zero.what = write_op::kind::purged_infos_limit;
+  REQUIRE(s->commit({&zero}, 1700000100));
+  CHECK(zero.st.code == errc::bad_request);
+}
