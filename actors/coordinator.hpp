@@ -46,6 +46,8 @@ class coordinator {
   // Replaces where copies come from (tests). Set once, before requests arrive.
   void set_copy_source(copy_source* source) { source_ = source; }
   const std::string& self() const { return self_; }
+  // How long a request waits for copies.
+  std::chrono::milliseconds timeout() const { return timeout_; }
   db_catalog& catalog() { return catalog_; }
 
   size_t shard_index(const db_meta& db, std::string_view doc_id) const;

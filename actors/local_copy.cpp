@@ -29,7 +29,7 @@ result<shard_summary> local_copy::summary() {
   shard_header hd = shard_.store->header();
   return shard_summary{hd.shard_uuid,    hd.update_seq,    hd.doc_count,
                        hd.doc_del_count, hd.external_size, shard_.store->file_size(),
-                       hd.revs_limit};
+                       hd.revs_limit,    hd.purge_seq};
 }
 
 namespace {
@@ -261,6 +261,44 @@ void local_copy::update_docs(std::vector<doc_update> docs, write_done done) {
     else
       done(std::move(op->results));
   });
+}
+
+void local_copy::purge_docs(std::vector<purge_info> reqs, purge_done done) {
+  auto op = std::make_shared<write_op>();
+  op->what = write_op::kind::purge;
+  op->purges = std::move(reqs);
+  submit(op, [op, done = std::move(done)]() {
+    if (!op->st)
+      done(op->st);
+    else
+      done(std::move(op->purged));
+  });
+}
+
+result<purge_page> local_copy::purge_infos(uint64_t since, uint32_t limit) {
+  auto snap = shard_.store->read();
+  if (!snap) return snap.error();
+  purge_page page;
+  shard_header hd;
+  if (!snap->header(hd)) return snap->fault() ? status{errc::internal, "unreadable header"} : snap->fault();
+  page.purge_seq = hd.purge_seq;
+  page.limit = hd.purged_infos_limit;
+  page.oldest = snap->oldest_purge_seq();
+  if (limit > 0) {
+    snap->scan_purges(since, [&](const purge_info& p) {
+      page.infos.push_back(p);
+      return page.infos.size() < limit;
+    });
+  }
+  if (!snap->fault()) return snap->fault();
+  return page;
+}
+
+status local_copy::set_purged_infos_limit(uint32_t limit) {
+  auto op = std::make_shared<write_op>();
+  op->what = write_op::kind::purged_infos_limit;
+  op->purged_infos_limit = limit;
+  return write_one(shard_.writer, op, timeout_);
 }
 
 }  // namespace settee

@@ -34,6 +34,9 @@ class local_copy final : public shard_copy {
   result<std::string> read_blob(const std::string& key, uint64_t offset, uint64_t length) override;
   result<bool> stage_blob(const std::string& key, uint64_t offset, const std::string& piece) override;
   status drop_staged(const std::string& key) override;
+  void purge_docs(std::vector<purge_info> reqs, purge_done done) override;
+  result<purge_page> purge_infos(uint64_t since, uint32_t limit) override;
+  status set_purged_infos_limit(uint32_t limit) override;
 
   // The parts that need no waiting, for callers on an event loop (the RPC server).
   result<std::vector<doc_copy>> read_docs(const std::vector<std::string>& ids, doc_bodies bodies) const;

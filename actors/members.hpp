@@ -78,6 +78,8 @@ class cluster_member {
   virtual bool runs_javascript() const = 0;
   // Whether it places a partitioned database's documents by partition (0.4+: partitions_feature).
   virtual bool places_partitions() const = 0;
+  // Whether its copies keep and apply purge requests (0.4+: purges_feature).
+  virtual bool purges() const = 0;
   // This member's reshard jobs (a release 0.3 member's as it shows them: split_job::from_api).
   virtual result<std::vector<split_job>> reshard_jobs() = 0;
   // Stops or resumes its job `id`, or removes it (undone when it had not switched the map);
@@ -150,6 +152,7 @@ class local_member final : public cluster_member {
   bool stores_attachments() const override { return true; }
   bool runs_javascript() const override { return true; }
   bool places_partitions() const override { return true; }
+  bool purges() const override { return true; }
   bool reshards() const override { return true; }
   result<std::vector<split_job>> reshard_jobs() override;
   status set_reshard_job_state(const std::string& id, const reshard_state& s) override;

@@ -129,6 +129,18 @@ void remote_copy::update_docs(std::vector<doc_update> docs, write_done done) {
   rpc_.update_docs(node_, db_, range_, docs, std::move(done));
 }
 
+void remote_copy::purge_docs(std::vector<purge_info> reqs, purge_done done) {
+  rpc_.purge_docs(node_, db_, range_, reqs, std::move(done));
+}
+
+result<purge_page> remote_copy::purge_infos(uint64_t since, uint32_t limit) {
+  return rpc_.purge_infos(node_, db_, range_, since, limit, timeout_);
+}
+
+status remote_copy::set_purged_infos_limit(uint32_t limit) {
+  return rpc_.set_purged_infos_limit(node_, db_, range_, limit, timeout_);
+}
+
 result<doc_read> remote_copy::legacy(const doc_request& req) {
   return rpc_.read_doc(node_, db_, range_, req, timeout_);
 }

@@ -34,6 +34,9 @@ class remote_copy final : public shard_copy {
   result<bool> stage_blob(const std::string& key, uint64_t offset, const std::string& piece) override;
   status drop_staged(const std::string& key) override;
   void update_docs(std::vector<doc_update> docs, write_done done) override;
+  void purge_docs(std::vector<purge_info> reqs, purge_done done) override;
+  result<purge_page> purge_infos(uint64_t since, uint32_t limit) override;
+  status set_purged_infos_limit(uint32_t limit) override;
   void start_summary(answer<shard_summary> done) override;
   void start_changes(const changes_request& req, answer<changes_page> done) override;
   void start_resolve_since(const std::string& uuid_prefix, uint64_t seq, answer<resolved_since> done) override;

@@ -40,6 +40,10 @@ inline constexpr const char* views_feature = "views-v1";
 // ... and when it places a partitioned database's documents by partition (shard_map's
 // placement_hash): a member without it would place them by id, so none is created while one is there.
 inline constexpr const char* partitions_feature = "partitions-v1";
+// ... and when its copies keep and apply purge requests (purgeDocs, purgeInfos,
+// setPurgedInfosLimit): a member without it would bring purged revisions back, so no purge is
+// accepted while one is there.
+inline constexpr const char* purges_feature = "purge-v1";
 
 using query_params = std::vector<std::pair<std::string, std::string>>;
 
@@ -135,6 +139,24 @@ class remote_shards {
   // committed, or with the error (errc::unavailable when the node cannot be reached).
   virtual void update_docs(const std::string& node, const std::string& db, const std::string& range,
                            const std::vector<doc_update>& docs, write_done done) = 0;
+
+  // Purges on `node`'s copy (release 0.4: purgeDocs, purgeInfos, setPurgedInfosLimit; shard_copy
+  // says what each does). errc::not_implemented from a node without purges_feature.
+  virtual void purge_docs(const std::string& node, const std::string& db, const std::string& range,
+                          const std::vector<purge_info>& reqs, shard_copy::purge_done done) {
+    (void)db, (void)range, (void)reqs;
+    done(status{errc::not_implemented, "node " + node + " runs a release without purge"});
+  }
+  virtual result<purge_page> purge_infos(const std::string& node, const std::string& db, const std::string& range,
+                                         uint64_t since, uint32_t limit, std::chrono::milliseconds timeout) {
+    (void)db, (void)range, (void)since, (void)limit, (void)timeout;
+    return status{errc::not_implemented, "node " + node + " runs a release without purge"};
+  }
+  virtual status set_purged_infos_limit(const std::string& node, const std::string& db, const std::string& range,
+                                        uint32_t limit, std::chrono::milliseconds timeout) {
+    (void)db, (void)range, (void)limit, (void)timeout;
+    return {errc::not_implemented, "node " + node + " runs a release without purge"};
+  }
 
   // Whether `node` announced db_updates_feature (release 0.3+).
   virtual bool serves_db_updates(const std::string& node) const {

@@ -29,6 +29,15 @@ struct shard_summary {
   uint64_t external_size = 0;
   uint64_t file_size = 0;
   uint32_t revs_limit = 0;  // 0: the copy did not say (a release before 0.3)
+  uint64_t purge_seq = 0;   // purge requests it applied (0 also from a release before 0.4)
+};
+
+// A copy's purge requests (storage/purge_log.hpp) after some purge seq, in order.
+struct purge_page {
+  std::vector<purge_info> infos;
+  uint64_t purge_seq = 0;  // the copy's newest
+  uint64_t oldest = 0;     // the oldest it still keeps (0: none)
+  uint32_t limit = 1000;   // its purged_infos_limit
 };
 
 // A page of one copy's changes feed; `doc` is the rendered winning revision when asked for.
@@ -232,6 +241,25 @@ class shard_copy {
   // copy holds the whole blob already (the sender stops). drop_staged forgets a staged blob.
   virtual result<bool> stage_blob(const std::string& key, uint64_t offset, const std::string& piece) = 0;
   virtual status drop_staged(const std::string& key) = 0;
+
+  // Purges (issue 35): applies purge requests (uuid, id, revisions) on this copy, committed
+  // before `done` runs (once, on any thread): per request, the leaves it removed here. A request
+  // this copy applied already removes nothing. errc::not_implemented from a release without purge.
+  using purge_done = std::function<void(result<std::vector<std::vector<rev_id>>>)>;
+  virtual void purge_docs(std::vector<purge_info> reqs, purge_done done) {
+    (void)reqs;
+    done(status{errc::not_implemented, "node " + node() + " runs a release without purge"});
+  }
+  // At most `limit` of this copy's purge requests after `since`, with its purge seq and limit.
+  virtual result<purge_page> purge_infos(uint64_t since, uint32_t limit) {
+    (void)since;
+    (void)limit;
+    return status{errc::not_implemented, "node " + node() + " runs a release without purge"};
+  }
+  virtual status set_purged_infos_limit(uint32_t limit) {
+    (void)limit;
+    return {errc::not_implemented, "node " + node() + " runs a release without purge"};
+  }
 };
 
 using copy_ptr = std::shared_ptr<shard_copy>;

@@ -43,6 +43,7 @@ class remote_member final : public cluster_member {
   bool stores_attachments() const override { return rpc_.stores_attachments(name_); }
   bool runs_javascript() const override { return rpc_.has_feature(name_, javascript_feature); }
   bool places_partitions() const override { return rpc_.has_feature(name_, partitions_feature); }
+  bool purges() const override { return rpc_.has_feature(name_, purges_feature); }
   bool reshards() const override { return rpc_.has_feature(name_, reshard_feature); }
   result<std::vector<split_job>> reshard_jobs() override;
   status set_reshard_job_state(const std::string& id, const reshard_state& s) override;

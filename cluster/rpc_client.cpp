@@ -13,8 +13,8 @@ void rpc_node::summary(const std::string& node, const std::string& db, const std
         set_shard(req.initShard(), db, range);
         return req.send().then([](capnp::Response<Node::ShardInfoResults>&& r) -> result<shard_summary> {
           if (status st = status_of(r.getStatus()); !st) return st;
-          return shard_summary{r.getUuid(),         r.getUpdateSeq(), r.getDocCount(), r.getDocDelCount(),
-                               r.getExternalSize(), r.getFileSize(),  r.getRevsLimit()};
+          return shard_summary{r.getUuid(),         r.getUpdateSeq(), r.getDocCount(),  r.getDocDelCount(),
+                               r.getExternalSize(), r.getFileSize(),  r.getRevsLimit(), r.getPurgeSeq()};
         });
       },
       std::move(done));
@@ -445,6 +445,61 @@ status rpc_node::set_revs_limit(const std::string& node, const std::string& db, 
                                 uint32_t limit, std::chrono::milliseconds timeout) {
   return call_status(node, timeout, [=](Node::Client& cap) {
     auto req = cap.setRevsLimitRequest();
+    set_shard(req.initShard(), db, range);
+    req.setLimit(limit);
+    return req;
+  });
+}
+
+void rpc_node::purge_docs(const std::string& node, const std::string& db, const std::string& range,
+                          const std::vector<purge_info>& reqs, shard_copy::purge_done done) {
+  if (!members_.has_feature(node, purges_feature))
+    return done(status{errc::not_implemented, "node " + node + " runs a release without purge"});
+  using answer = std::vector<std::vector<rev_id>>;
+  start_call<answer>(
+      node,
+      [=](Node::Client& cap) {
+        auto req = cap.purgeDocsRequest();
+        set_shard(req.initShard(), db, range);
+        auto list = req.initPurges(static_cast<unsigned>(reqs.size()));
+        for (unsigned i = 0; i < reqs.size(); ++i) write_purge(list[i], reqs[i]);
+        return req.send().then([](capnp::Response<Node::PurgeDocsResults>&& r) -> result<answer> {
+          if (status st = status_of(r.getStatus()); !st) return st;
+          answer out;
+          for (auto revs : r.getPurged()) out.push_back(read_revs(revs.getRevs()));
+          return out;
+        });
+      },
+      std::move(done));
+}
+
+result<purge_page> rpc_node::purge_infos(const std::string& node, const std::string& db, const std::string& range,
+                                         uint64_t since, uint32_t limit, std::chrono::milliseconds timeout) {
+  if (!members_.has_feature(node, purges_feature))
+    return status{errc::not_implemented, "node " + node + " runs a release without purge"};
+  return call<purge_page>(node, timeout, [=](Node::Client& cap) {
+    auto req = cap.purgeInfosRequest();
+    set_shard(req.initShard(), db, range);
+    req.setSince(since);
+    req.setLimit(limit);
+    return req.send().then([](capnp::Response<Node::PurgeInfosResults>&& r) -> result<purge_page> {
+      if (status st = status_of(r.getStatus()); !st) return st;
+      purge_page page;
+      for (auto p : r.getInfos()) page.infos.push_back(read_purge(p));
+      page.purge_seq = r.getPurgeSeq();
+      page.oldest = r.getOldest();
+      page.limit = r.getLimit();
+      return page;
+    });
+  });
+}
+
+status rpc_node::set_purged_infos_limit(const std::string& node, const std::string& db, const std::string& range,
+                                        uint32_t limit, std::chrono::milliseconds timeout) {
+  if (!members_.has_feature(node, purges_feature))
+    return {errc::not_implemented, "node " + node + " runs a release without purge"};
+  return call_status(node, timeout, [=](Node::Client& cap) {
+    auto req = cap.setPurgedInfosLimitRequest();
     set_shard(req.initShard(), db, range);
     req.setLimit(limit);
     return req;

@@ -44,6 +44,31 @@ void write_updates(capnp::List<DocUpdate>::Builder list, const std::vector<doc_u
   for (unsigned i = 0; i < updates.size(); ++i) write_update(list[i], updates[i]);
 }
 
+void write_revs(capnp::List<RevId>::Builder list, const std::vector<rev_id>& revs) {
+  for (unsigned i = 0; i < revs.size(); ++i) {
+    list[i].setPos(revs[i].pos);
+    list[i].setHash(revs[i].hash);
+  }
+}
+
+std::vector<rev_id> read_revs(capnp::List<RevId>::Reader list) {
+  std::vector<rev_id> out;
+  out.reserve(list.size());
+  for (auto r : list) out.push_back({r.getPos(), r.getHash()});
+  return out;
+}
+
+void write_purge(PurgeInfo::Builder b, const purge_info& p) {
+  b.setSeq(p.seq);
+  b.setUuid(p.uuid);
+  b.setId(p.id);
+  write_revs(b.initRevs(static_cast<unsigned>(p.revs.size())), p.revs);
+}
+
+purge_info read_purge(PurgeInfo::Reader r) {
+  return {r.getSeq(), r.getUuid(), r.getId(), read_revs(r.getRevs())};
+}
+
 void write_doc_copy(DocCopy::Builder b, const doc_copy& d) {
   b.setId(d.id);
   b.setFound(d.found);

@@ -98,6 +98,9 @@ class node_server final : public Node::Server {
   kj::Promise<void> mangoRows(MangoRowsContext context) override;
   kj::Promise<void> viewCleanup(ViewCleanupContext context) override;
   kj::Promise<void> compactViews(CompactViewsContext context) override;
+  kj::Promise<void> purgeDocs(PurgeDocsContext context) override;
+  kj::Promise<void> purgeInfos(PurgeInfosContext context) override;
+  kj::Promise<void> setPurgedInfosLimit(SetPurgedInfosLimitContext context) override;
 
  private:
   static kj::Promise<void> refused() {
@@ -427,6 +430,10 @@ void set_shard(ShardRef::Builder b, const std::string& db, const std::string& ra
 void write_update(DocUpdate::Builder b, const doc_update& u);
 void write_updates(capnp::List<DocUpdate>::Builder list, const std::vector<doc_update>& updates);
 doc_update read_update(DocUpdate::Reader u, bool new_edits);
+void write_purge(PurgeInfo::Builder b, const purge_info& p);
+purge_info read_purge(PurgeInfo::Reader r);
+void write_revs(capnp::List<RevId>::Builder list, const std::vector<rev_id>& revs);
+std::vector<rev_id> read_revs(capnp::List<RevId>::Reader list);
 // A document as data: its tree in the shard file's encoding, its stored bodies; and back (a tree
 // that does not decode, or fails rev_tree's checks, is an error, not a document).
 void write_doc_copy(DocCopy::Builder b, const doc_copy& d);

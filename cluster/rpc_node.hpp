@@ -137,6 +137,12 @@ class rpc_node final : public remote_shards {
   status set_revs_limit(const std::string& node, const std::string& db, const std::string& range, uint32_t limit,
                         std::chrono::milliseconds timeout) override;
   bool serves_db_updates(const std::string& node) const override;
+  void purge_docs(const std::string& node, const std::string& db, const std::string& range,
+                  const std::vector<purge_info>& reqs, shard_copy::purge_done done) override;
+  result<purge_page> purge_infos(const std::string& node, const std::string& db, const std::string& range,
+                                 uint64_t since, uint32_t limit, std::chrono::milliseconds timeout) override;
+  status set_purged_infos_limit(const std::string& node, const std::string& db, const std::string& range,
+                                uint32_t limit, std::chrono::milliseconds timeout) override;
   // Whether `node` announced `feature` in its handshake.
   bool has_feature(const std::string& node, const std::string& feature) const {
     return members_.has_feature(node, feature);

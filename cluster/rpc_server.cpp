@@ -132,6 +132,7 @@ kj::Promise<void> node_server::shardInfo(ShardInfoContext context) {
         results.setExternalSize(s.external_size);
         results.setFileSize(s.file_size);
         results.setRevsLimit(s.revs_limit);
+        results.setPurgeSeq(s.purge_seq);
       });
 }
 
@@ -474,6 +475,50 @@ kj::Promise<void> node_server::setRevsLimit(SetRevsLimitContext context) {
     return kj::READY_NOW;
   }
   return on_copy_status(loop_, context, [limit](local_copy& c) { return c.set_revs_limit(limit); });
+}
+
+kj::Promise<void> node_server::purgeDocs(PurgeDocsContext context) {
+  auto params = context.getParams();
+  auto op = std::make_shared<write_op>();
+  op->what = write_op::kind::purge;
+  for (auto p : params.getPurges()) {
+    op->purges.push_back(read_purge(p));
+    op->purges.back().seq = 0;  // this copy numbers its own
+  }
+  std::string db = params.getShard().getDb();
+  return commit_off_loop(loop_, params.getShard(), op).then([this, context, op, db]() mutable {
+    auto results = context.getResults();
+    set_status(results.initStatus(), op->st);
+    if (!op->st) return;
+    auto list = results.initPurged(static_cast<unsigned>(op->purged.size()));
+    for (unsigned i = 0; i < op->purged.size(); ++i) {
+      write_revs(list[i].initRevs(static_cast<unsigned>(op->purged[i].size())), op->purged[i]);
+    }
+    if (loop_.opts.on_applied) loop_.opts.on_applied(db);
+  });
+}
+
+kj::Promise<void> node_server::purgeInfos(PurgeInfosContext context) {
+  uint64_t since = context.getParams().getSince();
+  uint32_t limit = context.getParams().getLimit();
+  return on_copy<purge_page>(
+      loop_, context, [since, limit](local_copy& c) { return c.purge_infos(since, limit); },
+      [](Node::PurgeInfosResults::Builder results, const purge_page& page) {
+        auto list = results.initInfos(static_cast<unsigned>(page.infos.size()));
+        for (unsigned i = 0; i < page.infos.size(); ++i) write_purge(list[i], page.infos[i]);
+        results.setPurgeSeq(page.purge_seq);
+        results.setOldest(page.oldest);
+        results.setLimit(page.limit);
+      });
+}
+
+kj::Promise<void> node_server::setPurgedInfosLimit(SetPurgedInfosLimitContext context) {
+  uint32_t limit = context.getParams().getLimit();
+  if (limit == 0) {
+    set_status(context.getResults().initStatus(), {errc::bad_request, "`purge_infos_limit` must be positive integer"});
+    return kj::READY_NOW;
+  }
+  return on_copy_status(loop_, context, [limit](local_copy& c) { return c.set_purged_infos_limit(limit); });
 }
 
 kj::Promise<void> node_server::readBlob(ReadBlobContext context) {

@@ -114,8 +114,9 @@ void delete_db(ctx& c, const std::string& name) {
 result<json> db_info_json(ctx& c, const db_meta& db) {
   auto ranges = c.node.coord.summaries(db);
   if (!ranges) return ranges.error();
-  uint64_t docs = 0, deleted = 0, external = 0, file = 0;
+  uint64_t docs = 0, deleted = 0, external = 0, file = 0, purges = 0;
   for (auto& r : *ranges) {
+    purges += r.s.purge_seq;
     docs += r.s.doc_count;
     deleted += r.s.doc_del_count;
     external += r.s.external_size;
@@ -124,7 +125,7 @@ result<json> db_info_json(ctx& c, const db_meta& db) {
   uint32_t quorum = db.n / 2 + 1;
   return json{{"instance_start_time", std::to_string(db.created)},
               {"db_name", db.name},
-              {"purge_seq", "0"},
+              {"purge_seq", std::to_string(purges)},
               {"update_seq", seq_token(db, *ranges)},
               {"sizes", {{"file", file}, {"external", external}, {"active", std::min(file, external)}}},
               {"props", db.partitioned ? json{{"partitioned", true}} : json::object()},

@@ -61,6 +61,8 @@ std::vector<std::string> kept_signatures(const all_docs_listing& design_docs);
 void on_every_holder(ctx& c, const db_meta& db, const std::string& what,
                      const std::function<status(cluster_member&)>& ask);
 void handle_revs_limit(ctx& c, const db_meta& db);
+// POST /db/_purge, GET /db/_purged_infos, GET|PUT /db/_purged_infos_limit (purge_handlers.cpp).
+void handle_purges(ctx& c, const db_meta& db);
 void handle_time_seq(ctx& c, const db_meta& db);
 // A _revs_limit body (a JSON integer, 1 to 1000000).
 result<uint32_t> parse_revs_limit(const std::string& body);

@@ -36,9 +36,6 @@ constexpr not_built server_not_built[] = {
     {"_reload_query_servers", "query servers"},
 };
 constexpr not_built db_not_built[] = {
-    {"_purge", "_purge"},
-    {"_purged_infos", "_purge (_purged_infos)"},
-    {"_purged_infos_limit", "_purge (_purged_infos_limit)"},
     {"_search_cleanup", "full-text search"},
     {"_nouveau_cleanup", "full-text search"},
 };
@@ -86,6 +83,8 @@ void dispatch_db(ctx& c, const db_meta& db, const json& security) {
   if (what == "_shards" && p.size() <= 3) return handle_shards(c, db);
   if (what == "_ensure_full_commit" && p.size() == 2) return handle_ensure_full_commit(c, db);
   if (what == "_revs_limit" && p.size() == 2) return handle_revs_limit(c, db);
+  if ((what == "_purge" || what == "_purged_infos" || what == "_purged_infos_limit") && p.size() == 2)
+    return handle_purges(c, db);
   if (what == "_compact" && p.size() <= 3) return handle_compact(c, db);
   if (what == "_view_cleanup" && p.size() == 2) return handle_view_cleanup(c, db);
   if (what == "_find" && p.size() == 2) return handle_find(c, db);
@@ -183,8 +182,10 @@ void dispatch(ctx& c) {
                         (c.method() == "GET" || c.method() == "HEAD" || c.method() == "PUT" || c.method() == "DELETE");
   bool server_admin_only =
       (first == "_users" && !own_user_doc) || (first == "_replicator" && !replicator_doc) || p[1] == "_sync_shards";
-  bool db_admin_only = ((p[1] == "_security" || p[1] == "_revs_limit" || p[1] == "_time_seq") && c.method() != "GET") ||
-                       p[1] == "_compact" || p[1] == "_view_cleanup";
+  bool db_admin_only =
+      ((p[1] == "_security" || p[1] == "_revs_limit" || p[1] == "_time_seq" || p[1] == "_purged_infos_limit") &&
+       c.method() != "GET") ||
+      p[1] == "_compact" || p[1] == "_view_cleanup" || p[1] == "_purge" || p[1] == "_purged_infos";
   status allowed = server_admin_only ? authenticator::require_server_admin(c.user)
                    : db_admin_only   ? authenticator::require_db_admin(c.user, security)
                                      : authenticator::require_member(c.user, security);

@@ -54,6 +54,7 @@ status known(MDB_txn* t, MDB_dbi dbi, std::string_view uuid, bool& found) {
 }
 
 status scan(MDB_txn* t, MDB_dbi dbi, uint64_t since, const std::function<bool(const purge_info&)>& visit) {
+  if (since == UINT64_MAX) return {};
   cursor_ptr c(nullptr, mdb_cursor_close);
   if (auto st = open_cursor(t, dbi, c); !st) return st;
   const std::string start = seq_entry(since + 1);

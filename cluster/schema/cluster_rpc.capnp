@@ -25,7 +25,8 @@ interface Node {
   # The local copy of a shard range: its uuid and update seq.
   shardInfo @2 (shard :ShardRef) -> (status :CallStatus, uuid :Text, updateSeq :UInt64,
                                      docCount :UInt64, docDelCount :UInt64, externalSize :UInt64, fileSize :UInt64,
-                                     revsLimit :UInt32);  # revsLimit: release 0.3 (0 from older nodes)
+                                     revsLimit :UInt32, purgeSeq :UInt64);
+      # revsLimit: release 0.3 (0 from older nodes); purgeSeq: 0.4 (0 from older nodes)
   # Merges replicated leaves into the local copy (committed with fsync before the answer).
   applyChanges @3 (shard :ShardRef, updates :List(DocUpdate)) -> (status :CallStatus, applied :UInt32, updateSeq :UInt64);
   # A coordinator's write to this node's copy (each update new_edits or not, as it says);
@@ -159,6 +160,27 @@ interface Node {
                  covered :Bool)
       -> (status :CallStatus, rows :List(MangoRow), keysExamined :UInt64, docsExamined :UInt64, built :Bool,
           estimated :UInt64);
+  # Release 0.4 (purge-v1, issue 35): applies purge requests on this copy (committed before the
+  # answer): per request, the leaves it removed; a request the copy applied already removes nothing.
+  # The coordinator's fan-out and internal replication (a copy that missed some) use the same call.
+  purgeDocs @37 (shard :ShardRef, purges :List(PurgeInfo)) -> (status :CallStatus, purged :List(RevList));
+  # At most `limit` of this copy's purge requests after `since`, its purge seq, the oldest it keeps
+  # and its purged_infos_limit.
+  purgeInfos @38 (shard :ShardRef, since :UInt64, limit :UInt32)
+      -> (status :CallStatus, infos :List(PurgeInfo), purgeSeq :UInt64, oldest :UInt64, limit :UInt32);
+  setPurgedInfosLimit @39 (shard :ShardRef, limit :UInt32) -> (status :CallStatus);
+}
+
+# A purge request (storage/purge_log.hpp); seq is the sender copy's (0 in a request to apply).
+struct PurgeInfo {
+  seq @0 :UInt64;
+  uuid @1 :Text;
+  id @2 :Text;
+  revs @3 :List(RevId);
+}
+
+struct RevList {
+  revs @0 :List(RevId);
 }
 
 # [low, high) positions of a JSON index (storage/json_index.hpp).
