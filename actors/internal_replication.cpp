@@ -5,7 +5,9 @@
 #include <cstdlib>
 
 #include "actors/bridge.hpp"
+#include "actors/gather.hpp"
 #include "actors/local_copy.hpp"
+#include "node/log.hpp"
 
 namespace settee {
 
@@ -19,10 +21,16 @@ replication_target local_target(const shard_handle& target, std::chrono::millise
     if (auto st = write_one(target.writer, write, timeout); !st) return st;
     return apply_result{count_added(write->results), target.store->header().update_seq};
   };
-  t.stage = [copy = std::make_shared<local_copy>(target, "", timeout)](const std::string& key, uint64_t offset,
-                                                                       const std::string& piece) {
+  auto copy = std::make_shared<local_copy>(target, "", timeout);
+  t.stage = [copy](const std::string& key, uint64_t offset, const std::string& piece) {
     return copy->stage_blob(key, offset, piece);
   };
+  t.purge = [copy, timeout](const std::vector<purge_info>& reqs) -> status {
+    auto done = wait_one<std::vector<std::vector<rev_id>>>([&](auto cb) { copy->purge_docs(reqs, std::move(cb)); },
+                                                           mono::now() + timeout, "the target copy");
+    return done ? status{} : done.error();
+  };
+  t.purges_after = [copy](uint64_t since, uint32_t limit) { return copy->purge_infos(since, limit); };
   return t;
 }
 
@@ -44,12 +52,21 @@ struct checkpoint {
   uint64_t seq = 0;
   uint64_t rev = 0;                                    // of the _local doc
   std::vector<std::pair<uint64_t, uint64_t>> history;  // (source seq, target seq), newest first
+  uint64_t purge_seq = 0;                              // this copy's purge requests the target has
+  uint64_t target_purge_seq = 0;                       // the target's purge requests this copy has
 };
+
+uint64_t unsigned_field(const json& j, const char* name) {
+  auto it = j.find(name);
+  return it != j.end() && it->is_number_unsigned() ? it->get<uint64_t>() : 0;
+}
 
 bool parse_checkpoint(const std::string& body, checkpoint& cp) {
   json j = parse_json(body).value_or(json());
   if (!j.is_object() || !j["seq"].is_number_unsigned()) return false;
   cp.seq = j["seq"].get<uint64_t>();
+  cp.purge_seq = unsigned_field(j, "purge_seq");
+  cp.target_purge_seq = unsigned_field(j, "target_purge_seq");
   if (j.contains("history") && j["history"].is_array()) {
     for (auto& h : j["history"]) {
       if (h.is_array() && h.size() == 2 && h[0].is_number_unsigned() && h[1].is_number_unsigned())
@@ -62,7 +79,9 @@ bool parse_checkpoint(const std::string& body, checkpoint& cp) {
 std::string checkpoint_body(const checkpoint& cp) {
   json history = json::array();
   for (auto& [s, t] : cp.history) history.push_back({s, t});
-  return json{{"seq", cp.seq}, {"history", history}}.dump();
+  return json{
+      {"seq", cp.seq}, {"history", history}, {"purge_seq", cp.purge_seq}, {"target_purge_seq", cp.target_purge_seq}}
+      .dump();
 }
 
 checkpoint load(const shard_handle& source, const std::string& id) {
@@ -74,6 +93,65 @@ checkpoint load(const shard_handle& source, const std::string& id) {
     if (!parse_checkpoint(d.body, cp)) cp = checkpoint{0, d.rev, {}};  // unreadable: start over (idempotent)
   }
   return cp;
+}
+
+constexpr uint32_t purge_batch = 500;
+
+status save(const shard_handle& source, const std::string& id, checkpoint& cp, std::chrono::milliseconds timeout) {
+  auto op = std::make_shared<write_op>();
+  op->what = write_op::kind::local;
+  op->local = {id, checkpoint_body(cp), false, cp.rev};
+  if (auto st = write_one(source.writer, op, timeout); !st) return st;
+  cp.rev = op->local_rev;
+  return {};
+}
+
+// The purge requests the two copies lack of each other's: the target's first (applied here, so
+// the documents pushed next no longer hold what it purged), then this copy's. Advances `cp`.
+status exchange_purges(const shard_handle& source, const replication_target& target, checkpoint& cp,
+                       replication_result& out, std::chrono::milliseconds timeout) {
+  if (!target.purge || !target.purges_after) return {};
+  for (int round = 0; round < 100000; ++round) {
+    auto page = target.purges_after(cp.target_purge_seq, purge_batch);
+    if (!page && page.error().code == errc::not_implemented) return {};  // an older release keeps none
+    if (!page) return page.error();
+    if (page->oldest > cp.target_purge_seq + 1) {
+      log::warning("internal replication from " + source.store->path() + ": the target forgot purge requests " +
+                   std::to_string(cp.target_purge_seq + 1) + ".." + std::to_string(page->oldest - 1) +
+                   " before this copy learned them (its _purged_infos_limit)");
+    }
+    if (page->infos.empty()) {
+      cp.target_purge_seq = std::max(cp.target_purge_seq, page->purge_seq);
+      break;
+    }
+    auto apply = std::make_shared<write_op>();
+    apply->what = write_op::kind::purge;
+    apply->purges = page->infos;
+    for (purge_info& p : apply->purges) p.seq = 0;
+    if (auto st = write_one(source.writer, apply, timeout); !st) return st;
+    cp.target_purge_seq = page->infos.back().seq;
+    out.purges_pulled += page->infos.size();
+  }
+  for (int round = 0; round < 100000; ++round) {
+    auto snap = source.store->read();
+    if (!snap) return snap.error();
+    std::vector<purge_info> batch;
+    snap->scan_purges(cp.purge_seq, [&](const purge_info& p) {
+      batch.push_back(p);
+      return batch.size() < purge_batch;
+    });
+    if (!snap->fault()) return snap->fault();
+    if (batch.empty()) break;
+    const uint64_t last = batch.back().seq;
+    if (auto st = target.purge(batch); !st && st.code == errc::not_implemented) {
+      return {};
+    } else if (!st) {
+      return st;
+    }
+    cp.purge_seq = last;
+    out.purges_pushed += batch.size();
+  }
+  return {};
 }
 
 }  // namespace
@@ -157,6 +235,11 @@ result<replication_result> push_changes(const shard_handle& source, const replic
   checkpoint cp = load(source, id);
   replication_result out;
   out.from_seq = out.to_seq = cp.seq;
+  const uint64_t purged_before = cp.purge_seq, pulled_before = cp.target_purge_seq;
+  if (auto st = exchange_purges(source, target, cp, out, timeout); !st) return st;
+  if (cp.purge_seq != purged_before || cp.target_purge_seq != pulled_before) {
+    if (auto st = save(source, id, cp, timeout); !st) return st;
+  }
   if (target.progress) target.progress(out.from_seq, out.to_seq);
   for (int round = 0; round < 1000000; ++round) {  // bounded; ends when caught up
     auto snap = source.store->read();
@@ -184,11 +267,7 @@ result<replication_result> push_changes(const shard_handle& source, const replic
     // Checkpoint only after the target committed (synced) the batch.
     cp.seq = batch.last_seq;
     add_to_history(cp.history, {batch.last_seq, applied->target_seq}, history_max);
-    auto save = std::make_shared<write_op>();
-    save->what = write_op::kind::local;
-    save->local = {id, checkpoint_body(cp), false, cp.rev};
-    if (auto st = write_one(source.writer, save, timeout); !st) return st;
-    cp.rev = save->local_rev;
+    if (auto st = save(source, id, cp, timeout); !st) return st;
     out.to_seq = batch.last_seq;
     out.docs += batch.docs;
     out.applied += applied->applied;

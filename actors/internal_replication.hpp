@@ -2,10 +2,14 @@
 // mem3_sync). Reads the source's changes after the checkpoint in bounded batches (every leaf with
 // its history and body), writes them to the target's replica as new_edits=false merges, and records
 // the source seq reached in a _local document on the source, one per target copy:
-//   _local/shard-sync-<target shard uuid>  {"seq":N,"history":[[N,T],...]}
+//   _local/shard-sync-<target shard uuid>  {"seq":N,"history":[[N,T],...],"purge_seq":P,"target_purge_seq":Q}
 // where T is the target's update seq right after it committed everything up to source seq N (the
 // at most 32 pairs, newest first: add_to_history below). Merging is idempotent, so a crash between the write and the
 // checkpoint only repeats work.
+// Purges go first (CouchDB's mem3_rep pulls and pushes purge infos before documents): the target's
+// purge requests after Q are applied here, then this copy's after P there, so a revision one copy
+// purged is not brought back by the other; a request is applied once per copy (its uuid), so
+// sending it again is harmless.
 // The history is what translates a `since` on another copy to a safe seq on this one (spec 11.1):
 // if the target's seq T <= X, every change of this copy up to N was in the target at or before X.
 // Thread-safety: call from a plain thread (it blocks on the replicas through the bridge).
@@ -22,10 +26,11 @@
 namespace settee {
 
 struct replication_result {
-  uint64_t from_seq = 0;  // the checkpoint before
-  uint64_t to_seq = 0;    // the checkpoint after
-  size_t docs = 0;        // leaves sent
-  size_t applied = 0;     // leaves the target did not have yet
+  uint64_t from_seq = 0;                        // the checkpoint before
+  uint64_t to_seq = 0;                          // the checkpoint after
+  size_t docs = 0;                              // leaves sent
+  size_t applied = 0;                           // leaves the target did not have yet
+  size_t purges_pulled = 0, purges_pushed = 0;  // purge requests taken from and sent to the target
 };
 
 struct apply_result {
@@ -40,6 +45,10 @@ struct replication_target {
   std::function<result<apply_result>(std::vector<doc_update>& updates)> apply;
   // Stages a piece of a large blob (shard_copy::stage_blob): true when the target holds it whole.
   std::function<result<bool>(const std::string& key, uint64_t offset, const std::string& piece)> stage;
+  // Purges (optional: without them, none are exchanged): applies requests on the target, and reads
+  // at most `limit` of its requests after `since`. errc::not_implemented (an older release): none.
+  std::function<status(const std::vector<purge_info>& reqs)> purge;
+  std::function<result<purge_page>(uint64_t since, uint32_t limit)> purges_after;
   // Optional: told the source seq the target holds (`reached`) before the first batch (then it is
   // the checkpoint the push starts from, `from`) and after each batch: the progress of a long push.
   std::function<void(uint64_t from, uint64_t reached)> progress;

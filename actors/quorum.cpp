@@ -72,6 +72,7 @@ merged_read merge_doc_copies(const std::vector<doc_copy>& answers) {
     u.body = *body;
     u.deleted = merged.nodes()[leaf].deleted;
     u.new_edits = false;
+    u.honor_purges = true;  // a copy that purged it keeps it purged
     for (int i : merged.path_to(leaf)) u.revs.push_back(merged.rev(i));
     out.repairs.push_back(std::move(u));
   }

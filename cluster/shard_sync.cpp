@@ -56,6 +56,15 @@ std::vector<sync_row> sync_database(coordinator& coord, rpc_node& rpc, const mem
                                                        const std::string& piece) {
         return rpc.stage_blob(peer, db.name, range, key, offset, piece, timeout);
       };
+      target.purge = [&rpc, &db, peer, range, timeout](const std::vector<purge_info>& reqs) -> status {
+        auto done = wait_one<std::vector<std::vector<rev_id>>>(
+            [&](auto cb) { rpc.purge_docs(peer, db.name, range, reqs, std::move(cb)); }, mono::now() + timeout,
+            "node " + peer);
+        return done ? status{} : done.error();
+      };
+      target.purges_after = [&rpc, &db, peer, range, timeout](uint64_t since, uint32_t limit) {
+        return rpc.purge_infos(peer, db.name, range, since, limit, timeout);
+      };
       // A long push (a node catching up) shows in /_active_tasks with its progress: registered when
       // the push starts from a checkpoint far enough behind.
       uint64_t task = 0;

@@ -3,6 +3,7 @@
 #include <memory>
 
 #include "storage/codec.hpp"
+#include "storage/doc_key.hpp"
 #include "storage/lmdb_env.hpp"
 
 namespace settee::purge_log {
@@ -19,6 +20,13 @@ status open_cursor(MDB_txn* t, MDB_dbi dbi, cursor_ptr& out) {
 
 std::string seq_entry(uint64_t seq) {
   return "s" + codec::seq_key(seq);
+}
+
+// "d" + str(doc key): what every entry of document `id` starts with.
+std::string doc_prefix(std::string_view id) {
+  codec::writer w;
+  w.str(doc_key::of(id));
+  return "d" + w.data();
 }
 
 bool decode(std::string_view key, std::string_view value, purge_info& out) {
@@ -45,6 +53,7 @@ status add(MDB_txn* t, MDB_dbi dbi, const purge_info& p) {
   w.varint(p.revs.size());
   for (const rev_id& r : p.revs) w.str(r.str());
   if (auto st = lmdb::put(t, dbi, seq_entry(p.seq), w.data()); !st) return st;
+  if (auto st = lmdb::put(t, dbi, doc_prefix(p.id) + codec::seq_key(p.seq), ""); !st) return st;
   return lmdb::put(t, dbi, "u" + p.uuid, codec::seq_key(p.seq));
 }
 
@@ -70,6 +79,34 @@ status scan(MDB_txn* t, MDB_dbi dbi, uint64_t since, const std::function<bool(co
   return {};
 }
 
+status revs_of(MDB_txn* t, MDB_dbi dbi, std::string_view id, std::vector<rev_id>& out) {
+  out.clear();
+  const std::string prefix = doc_prefix(id);
+  std::vector<uint64_t> seqs;
+  {
+    cursor_ptr c(nullptr, mdb_cursor_close);
+    if (auto st = open_cursor(t, dbi, c); !st) return st;
+    MDB_val k = lmdb::val(prefix), v;
+    for (int rc = mdb_cursor_get(c.get(), &k, &v, MDB_SET_RANGE); rc == 0;
+         rc = mdb_cursor_get(c.get(), &k, &v, MDB_NEXT)) {
+      const std::string_view key = lmdb::view(k);
+      uint64_t seq = 0;
+      if (key.substr(0, prefix.size()) != prefix) break;
+      if (!codec::parse_seq_key(key.substr(prefix.size()), seq)) return {errc::internal, "corrupt purge record"};
+      seqs.push_back(seq);
+    }
+  }
+  for (uint64_t seq : seqs) {
+    std::string_view raw;
+    bool found = false;
+    if (auto st = lmdb::get(t, dbi, seq_entry(seq), raw, found); !st) return st;
+    purge_info p;
+    if (!found || !decode(seq_entry(seq), raw, p)) return {errc::internal, "corrupt purge record"};
+    out.insert(out.end(), p.revs.begin(), p.revs.end());
+  }
+  return {};
+}
+
 status oldest(MDB_txn* t, MDB_dbi dbi, uint64_t& out) {
   out = 0;
   return scan(t, dbi, 0, [&](const purge_info& p) {
@@ -87,6 +124,7 @@ status prune(MDB_txn* t, MDB_dbi dbi, uint64_t upto) {
   });
   for (size_t i = 0; i < gone.size() && st; ++i) {
     st = lmdb::del(t, dbi, seq_entry(gone[i].seq));
+    if (st) st = lmdb::del(t, dbi, doc_prefix(gone[i].id) + codec::seq_key(gone[i].seq));
     if (st) st = lmdb::del(t, dbi, "u" + gone[i].uuid);
   }
   return st;

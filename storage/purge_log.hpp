@@ -5,7 +5,8 @@
 // The uuid makes a request applied once per copy however often internal replication brings it.
 //
 // Table `purges` (storage/FORMAT.md): "s" + seq (8 bytes big-endian) -> str uuid, str id,
-// varint n, n x str rev; "u" + uuid -> seq (8 bytes big-endian).
+// varint n, n x str rev; "u" + uuid -> seq (8 bytes big-endian); "d" + str(doc_key of the id) +
+// seq -> empty (the requests naming a document).
 // Pure functions over an LMDB transaction; shard_store calls them.
 #pragma once
 
@@ -40,6 +41,8 @@ status known(MDB_txn* t, MDB_dbi dbi, std::string_view uuid, bool& found);
 status scan(MDB_txn* t, MDB_dbi dbi, uint64_t since, const std::function<bool(const purge_info&)>& visit);
 // The lowest seq recorded (0: none).
 status oldest(MDB_txn* t, MDB_dbi dbi, uint64_t& out);
+// The revisions the recorded requests for document `id` named.
+status revs_of(MDB_txn* t, MDB_dbi dbi, std::string_view id, std::vector<rev_id>& out);
 // Forgets the requests with seq <= upto.
 status prune(MDB_txn* t, MDB_dbi dbi, uint64_t upto);
 

@@ -457,6 +457,15 @@ status shard_store::apply_doc(MDB_txn* t, shard_header& h, doc_update& u, doc_re
       r.st = {errc::bad_request, "Invalid rev format"};
       return {};
     }
+    if (u.honor_purges && h.purge_seq > 0) {
+      std::vector<rev_id> purged;
+      if (auto st = purge_log::revs_of(t, purges_, u.id, purged); !st) return st;
+      if (std::find(purged.begin(), purged.end(), u.revs.front()) != purged.end()) {
+        r.rev = u.revs.front();
+        r.added = false;
+        return {};
+      }
+    }
     if (!found || d.tree.find(u.revs.front()) < 0) {  // a revision this copy has is not read again
       int base = -1;  // the newest ancestor this copy has: stubs refer to its attachments
       for (size_t i = 1; found && i < u.revs.size() && base < 0; ++i) base = d.tree.find(u.revs[i]);
@@ -1181,6 +1190,7 @@ replication_batch shard_store::snapshot::read_for_replication(uint64_t since, si
         doc_update u;
         u.id = d.id;
         u.new_edits = false;
+        u.honor_purges = true;  // another copy of the range: what it purged stays purged
         u.deleted = d.tree.nodes()[leaf].deleted;
         for (int i : d.tree.path_to(leaf)) u.revs.push_back(d.tree.rev(i));
         if (!body(d.id, d.tree.rev(leaf), u.body)) u.body = "{}";

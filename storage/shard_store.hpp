@@ -66,6 +66,11 @@ struct doc_update {
   // are stored as given (release 0.2's way, still the front's until it speaks attachments).
   bool managed_attachments = false;
   std::vector<attachments::blob> blobs;
+  // new_edits=false from another copy of the range (internal replication, a read's repair): a
+  // revision this copy purged (its purge log names it for this id) is not merged back (nothing
+  // written, added=false). A replication from another database (_bulk_docs) brings it back, as
+  // in CouchDB.
+  bool honor_purges = false;
 };
 
 struct doc_result {

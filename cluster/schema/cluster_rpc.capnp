@@ -334,6 +334,7 @@ struct DocUpdate {
   # bytes of the blobs the body introduces travel with it. Older releases ignore both fields.
   managedAttachments @5 :Bool;
   blobs @6 :List(Blob);
+  honorPurges @7 :Bool;   # release 0.4: a merge from another copy of the range (storage/shard_store.hpp)
 }
 
 struct Blob {

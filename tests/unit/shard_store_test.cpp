@@ -666,3 +666,29 @@ TEST_CASE("purge infos past the limit are forgotten, but not those a synced copy
   REQUIRE(s->commit({&zero}, 1700000100));
   CHECK(zero.st.code == errc::bad_request);
 }
+
+TEST_CASE("a merge from another copy of the range does not bring a purged revision back; a replication does") {
+  temp_dir dir;
+  auto s = open_store(dir.path + "/db.1");
+  auto a = write(*s, {upd("a", "{\"v\":1}")})[0].rev;
+  auto op = purge_op({{0, "u1", "a", {a}}});
+  REQUIRE(s->commit({&op}, 1700000100));
+  doc_update back = upd("a", "{\"v\":1}", {a});
+  back.new_edits = false;
+  back.honor_purges = true;
+  auto r = write(*s, {back});
+  CHECK_FALSE(r[0].added);
+  CHECK(s->header().doc_count == 0);
+  // A child of the purged revision is new: it comes (with its history).
+  doc_update child = upd("a", "{\"v\":2}", {rev_id{2, "bb"}, a});
+  child.new_edits = false;
+  child.honor_purges = true;
+  CHECK(write(*s, {child})[0].added);
+  // _bulk_docs new_edits=false from a replicator: the purged revision comes back (CouchDB's rule).
+  auto op2 = purge_op({{0, "u2", "a", {rev_id{2, "bb"}}}});
+  REQUIRE(s->commit({&op2}, 1700000100));
+  CHECK(s->header().doc_count == 0);
+  back.honor_purges = false;
+  CHECK(write(*s, {back})[0].added);
+  CHECK(s->header().doc_count == 1);
+}
