@@ -124,6 +124,7 @@ struct view_page {
   // copy's update seq, whether an update is running; with describe, its file's size and the
   // bytes in use.
   uint64_t indexed_seq = 0, copy_seq = 0, disk_size = 0, active_size = 0;
+  uint64_t purge_seq = 0;  // the copy's purge requests the index applied
   bool updating = false;
   bool compacting = false;  // a compaction of the index is queued or running
   std::string uuid;         // the copy's shard uuid

@@ -1,5 +1,7 @@
 #include "actors/view_index.hpp"
 
+#include <set>
+
 #include "actors/doc_render.hpp"
 #include "node/collation.hpp"
 #include "node/crypto.hpp"
@@ -103,6 +105,35 @@ status map_batch(js_pool& js, const design_views& dv, const std::vector<std::str
   return {};
 }
 
+// The copy's purge requests the index has not applied (issue 35): documents they removed lose
+// their rows (one that kept leaves moved to a new seq: the changes bring it again). An index that
+// had indexed something and whose requests were forgotten before it applied them (the copy's
+// _purged_infos_limit) cannot tell which documents went: it starts again, as CouchDB's does.
+status apply_purges(const shard_store::snapshot& snap, view_store& index) {
+  shard_header h;
+  if (!snap.header(h)) return snap.fault() ? status{errc::internal, "unreadable shard header"} : snap.fault();
+  const uint64_t done = index.purge_seq();
+  if (h.purge_seq <= done) return {};
+  if (index.seq() == 0) return index.apply({}, 0, nullptr, h.purge_seq);
+  const uint64_t oldest = snap.oldest_purge_seq();
+  if (oldest == 0 || oldest > done + 1) {
+    log::warning("a view index missed purge requests its copy forgot (_purged_infos_limit): it is built again");
+    return index.clear(h.purge_seq);
+  }
+  std::set<std::string> ids;
+  snap.scan_purges(done, [&](const purge_info& p) {
+    ids.insert(p.id);
+    return true;
+  });
+  std::vector<view_doc> gone;
+  for (const std::string& id : ids) {
+    doc_info d;
+    if (!snap.doc(id, d)) gone.push_back(view_doc{id, {}});
+  }
+  if (!snap.fault()) return snap.fault();
+  return index.apply(gone, index.seq(), nullptr, h.purge_seq);
+}
+
 }  // namespace
 
 status update_view_index(const shard_store& store, view_store& index, js_pool& js, const design_views& dv,
@@ -113,6 +144,7 @@ status update_view_index(const shard_store& store, view_store& index, js_pool& j
   for (;;) {
     auto snap = store.read();
     if (!snap) return snap.error();
+    if (auto st = apply_purges(*snap, index); !st) return st;
     uint64_t since = index.seq(), last = since;
     if (target && since >= target) return index.settle(partials);
     // The next batch: the changed documents after `since`, each once (its latest change), up to

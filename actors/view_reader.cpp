@@ -377,6 +377,7 @@ namespace {
 result<view_page> read_index(const view_store& index, const view_copy_request& req, uint64_t copy_seq, bool updating) {
   view_page page;
   page.indexed_seq = index.seq();
+  page.purge_seq = index.purge_seq();
   page.copy_seq = copy_seq;
   page.updating = updating;
   if (req.describe) {
@@ -435,7 +436,7 @@ status view_reader::update(open_index& index, const shard_store& store, const de
   std::lock_guard<std::mutex> lock(index.mu);
   if (!index.store) return status{errc::internal, "the index of " + dv.ddoc_id + " could not be reopened"};
   const uint64_t from = index.store->seq(), to = std::max(target, store.update_seq());
-  if (from >= target) return {};
+  if (from >= target && index.store->purge_seq() >= store.purge_seq()) return {};
   // CouchDB's indexer row in _active_tasks while it runs, with an estimate of the time left.
   uint64_t task = 0;
   const int64_t started_ms = tasks_.clk ? tasks_.clk->now_ms() : 0;
@@ -511,6 +512,7 @@ result<view_info> view_reader::info(const db_meta& db, const design_views& dv) {
   view_info out;
   for (const view_page& p : *pages) {
     out.indexed_seq += p.indexed_seq;
+    out.purge_seq += p.purge_seq;
     out.pending += p.copy_seq > p.indexed_seq ? p.copy_seq - p.indexed_seq : 0;
     out.disk_size += p.disk_size;
     out.active_size += p.active_size;
@@ -553,7 +555,7 @@ void view_reader::start_local(const db_meta& db, size_t range, const shard_handl
   bool behind = false;
   {
     std::shared_lock<std::shared_mutex> reading(index->swap);
-    behind = index->store && index->store->seq() < copy_seq;
+    behind = index->store && (index->store->seq() < copy_seq || index->store->purge_seq() < shard.store->purge_seq());
   }
   const std::string copy = shard_name(db.name, db.shard_id(range));
   if (!req.update || !behind) {

@@ -58,6 +58,7 @@ struct view_answer {
 // A design document's index over the database's copies (_design/d/_info), one copy per range.
 struct view_info {
   uint64_t indexed_seq = 0;  // the copies' seqs indexed, summed
+  uint64_t purge_seq = 0;    // the copies' purge requests applied, summed
   uint64_t pending = 0;      // changes of the copies not indexed yet, summed
   uint64_t disk_size = 0, active_size = 0;
   bool updating = false;    // an update runs on some copy

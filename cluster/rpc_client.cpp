@@ -282,6 +282,7 @@ void rpc_node::view_rows(const std::string& node, const std::string& db, const s
           page.total = r.getTotal();
           page.before = r.getBefore();
           page.indexed_seq = r.getIndexedSeq();
+          page.purge_seq = r.getPurgeSeq();
           page.copy_seq = r.getCopySeq();
           page.disk_size = r.getDiskSize();
           page.active_size = r.getActiveSize();

@@ -347,6 +347,7 @@ kj::Promise<void> node_server::viewRows(ViewRowsContext context) {
         results.setTotal(r->total);
         results.setBefore(r->before);
         results.setIndexedSeq(r->indexed_seq);
+        results.setPurgeSeq(r->purge_seq);
         results.setCopySeq(r->copy_seq);
         results.setDiskSize(r->disk_size);
         results.setActiveSize(r->active_size);

@@ -167,7 +167,7 @@ void handle_design_info(ctx& c, const db_meta& db, const std::string& ddoc_name)
   }
   json index = {{"compact_running", info.compacting},
                 {"language", d->doc.value("language", json("javascript"))},
-                {"purge_seq", 0},
+                {"purge_seq", info.purge_seq},
                 {"signature", dv.signature},
                 {"sizes", {{"file", info.disk_size}, {"active", info.active_size}, {"external", info.active_size}}},
                 {"update_seq", info.indexed_seq},

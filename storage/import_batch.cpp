@@ -53,6 +53,13 @@ result<import_batch> import_batch::read(const shard_store::snapshot& snap, uint6
   shard_header h;
   if (!snap.header(h)) return snap.fault();
   b.header_ = h.encode("");
+  snap.scan_purges(0, [&](const purge_info& p) {
+    b.purges_.push_back(p);
+    doc_info d;
+    if (!snap.doc(p.id, d)) b.gone_.insert(p.id);
+    return true;
+  });
+  if (!snap.fault()) return snap.fault();
   if (with_local) {
     snap.scan_local([&](const local_doc& l) {
       b.locals_.push_back(l);
@@ -91,6 +98,15 @@ std::string import_batch::encode() const {
       bodies[static_cast<unsigned>(k)].setNode(stored[k].first);
       bodies[static_cast<unsigned>(k)].setBody(*stored[k].second);
     }
+  }
+  auto purges = root.initPurges(static_cast<unsigned>(purges_.size()));
+  for (unsigned i = 0; i < purges_.size(); ++i) {
+    purges[i].setSeq(purges_[i].seq);
+    purges[i].setUuid(purges_[i].uuid);
+    purges[i].setId(purges_[i].id);
+    auto revs = purges[i].initRevs(static_cast<unsigned>(purges_[i].revs.size()));
+    for (unsigned k = 0; k < purges_[i].revs.size(); ++k) revs.set(k, purges_[i].revs[k].str());
+    purges[i].setGone(gone_.count(purges_[i].id) > 0);
   }
   auto locals = root.initLocals(static_cast<unsigned>(locals_.size()));
   for (size_t i = 0; i < locals_.size(); ++i) {
@@ -140,6 +156,16 @@ std::optional<import_batch> import_batch::decode(std::string_view bytes) {
       b.docs_.emplace(d.id, std::move(d));
     }
     for (auto l : root.getLocals()) b.locals_.push_back({l.getId(), l.getRev(), l.getBody()});
+    for (auto p : root.getPurges()) {
+      purge_info info{p.getSeq(), p.getUuid(), p.getId(), {}};
+      for (auto r : p.getRevs()) {
+        rev_id rev;
+        if (!parse_rev(r.cStr(), rev)) return std::nullopt;
+        info.revs.push_back(std::move(rev));
+      }
+      if (p.getGone()) b.gone_.insert(info.id);
+      b.purges_.push_back(std::move(info));
+    }
     for (auto blob : root.getBlobs()) {
       auto data = blob.getBytes();
       b.blobs_.emplace(blob.getKey(), std::string(reinterpret_cast<const char*>(data.begin()), data.size()));
@@ -185,6 +211,11 @@ void import_batch::scan_local(const std::function<bool(const local_doc&)>& visit
   for (const local_doc& l : locals_) {
     if (!visit(l)) return;
   }
+}
+
+void import_batch::scan_purges(uint64_t since, const std::function<bool(const purge_info&)>& visit) const {
+  for (const purge_info& p : purges_)
+    if (p.seq > since && !visit(p)) return;
 }
 
 }  // namespace settee

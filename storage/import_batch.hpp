@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -38,6 +39,9 @@ class import_batch final : public import_source {
   bool blob(std::string_view key, std::string& out) const override;
   bool header(shard_header& out) const override;
   void scan_local(const std::function<bool(const local_doc&)>& visit) const override;
+  void scan_purges(uint64_t since, const std::function<bool(const purge_info&)>& visit) const override;
+  // A batch holds only some documents: whether the source held `id` is what it read.
+  bool holds(std::string_view id) const override { return gone_.count(std::string(id)) == 0; }
   bool complete() const override { return complete_; }
   const status& fault() const override { return fault_; }
 
@@ -51,6 +55,8 @@ class import_batch final : public import_source {
   bool complete_ = false;
   bool with_local_ = false;
   std::vector<local_doc> locals_;
+  std::vector<purge_info> purges_;
+  std::set<std::string> gone_;  // ids of purge requests whose document the source no longer holds
   status fault_;
 };
 

@@ -245,6 +245,11 @@ uint64_t shard_store::update_seq() const {
   return header_.update_seq;
 }
 
+uint64_t shard_store::purge_seq() const {
+  std::lock_guard<std::mutex> lock(header_mu_);
+  return header_.purge_seq;
+}
+
 std::string shard_store::security() const {
   std::lock_guard<std::mutex> lock(header_mu_);
   return header_.security;
@@ -848,6 +853,40 @@ status shard_store::forget_doc(MDB_txn* t, shard_header& h, const std::string& k
   return del(t, docs_, key);
 }
 
+status shard_store::import_purges(MDB_txn* t, shard_header& h, const import_request& req) {
+  const import_source& src = *req.from;
+  std::vector<purge_info> infos;
+  src.scan_purges(0, [&](const purge_info& p) {
+    if (!req.keep || req.keep(p.id)) infos.push_back(p);
+    return true;
+  });
+  if (!src.fault()) return src.fault();
+  for (const purge_info& p : infos) {
+    bool known = false;
+    if (auto st = purge_log::known(t, purges_, p.uuid, known); !st || known) {
+      if (!st) return st;
+      continue;
+    }
+    if (auto st = purge_log::add(t, purges_, p); !st) return st;
+    h.purge_seq = std::max(h.purge_seq, p.seq);
+    if (src.holds(p.id)) continue;
+    if (!src.fault()) return src.fault();
+    const std::string key = doc_key::of(p.id);
+    std::string_view raw;
+    bool found = false;
+    if (auto st = get(t, docs_, key, raw, found); !st || !found) {
+      if (!st) return st;
+      continue;
+    }
+    doc_info d;
+    if (!decode_doc(key, raw, d)) return {errc::internal, "corrupt document record: " + p.id};
+    d.id = p.id;
+    if (auto st = unindex_all(t, d); !st) return st;
+    if (auto st = forget_doc(t, h, key, d); !st) return st;
+  }
+  return {};
+}
+
 status shard_store::import_step(MDB_txn* t, shard_header& h, import_request& req) {
   const import_source& src = *req.from;
   req.last = req.since;
@@ -923,6 +962,7 @@ status shard_store::import_step(MDB_txn* t, shard_header& h, import_request& req
   });
   if (!st) return st;
   if (!src.fault()) return src.fault();
+  if (auto purged = import_purges(t, h, req); !purged) return purged;
   req.done = req.done && src.complete();
   if (req.done) {  // the parent's last changes may be the other child's: the numbering still reaches its end
     shard_header at;
@@ -934,6 +974,8 @@ status shard_store::import_step(MDB_txn* t, shard_header& h, import_request& req
   if (req.header) {
     h.security = req.header->security;
     h.revs_limit = req.header->revs_limit;
+    h.purged_infos_limit = req.header->purged_infos_limit;
+    if (!req.owner.empty()) h.purge_seq = std::max(h.purge_seq, req.header->purge_seq);
     h.time_seq = req.header->time_seq;
     if (!req.owner.empty()) {
       h.shard_uuid = req.header->shard_uuid;

@@ -213,6 +213,11 @@ class import_source {
   virtual bool blob(std::string_view key, std::string& out) const = 0;
   virtual bool header(shard_header& out) const = 0;
   virtual void scan_local(const std::function<bool(const local_doc&)>& visit) const = 0;
+  // Whether the source holds a document `id` (a read error: fault()).
+  virtual bool holds(std::string_view id) const {
+    doc_info d;
+    return doc(id, d);
+  }
   // Purge requests with seq > since (a source without them: none).
   virtual void scan_purges(uint64_t since, const std::function<bool(const purge_info&)>& visit) const {
     (void)since;
@@ -233,6 +238,7 @@ class shard_store : public std::enable_shared_from_this<shard_store> {
   const std::string& path() const { return path_; }
   shard_header header() const;
   uint64_t update_seq() const;   // header().update_seq without copying the rest
+  uint64_t purge_seq() const;    // header().purge_seq without copying the rest
   std::string security() const;  // header().security without copying the rest
   uint64_t file_size() const;
 
@@ -382,6 +388,10 @@ class shard_store : public std::enable_shared_from_this<shard_store> {
   status reindex_all(MDB_txn* t, const doc_info& d, const std::string* winner_body);
   status stage_blob(MDB_txn* t, shard_header& h, write_op& op);
   status import_step(MDB_txn* t, shard_header& h, import_request& req);
+  // An import's purge requests: the source's for the documents kept, recorded with the source's
+  // seqs; a document the source no longer holds at all (purged whole after an earlier pass copied
+  // it) leaves this copy. One purged in part moved to a new seq in the source: its change brings it.
+  status import_purges(MDB_txn* t, shard_header& h, const import_request& req);
   // Removes document `key`'s record, its by_seq entry and bodies (a document imported again).
   status forget_doc(MDB_txn* t, shard_header& h, const std::string& key, const doc_info& d);
   // The catalog file: appends the events that took `id` from its recorded state to the one its

@@ -15,7 +15,7 @@ namespace {
 
 // Meta keys.
 constexpr std::string_view k_signature = "signature", k_shard = "shard_uuid", k_collator = "collator",
-                           k_views = "views", k_seq = "seq", k_format = "format";
+                           k_views = "views", k_seq = "seq", k_format = "format", k_purge_seq = "purge_seq";
 // The file's layout: a file of another (an older build's) is emptied and indexed again.
 constexpr std::string_view format_version = "3";
 
@@ -316,7 +316,8 @@ result<std::unique_ptr<view_store>> view_store::open(const std::string& path, co
         !(st = read_str(t.get(), s->meta_, k_signature, found.signature)) ||
         !(st = read_str(t.get(), s->meta_, k_shard, found.shard_uuid)) ||
         !(st = read_str(t.get(), s->meta_, k_collator, found.collator)) ||
-        !(st = read_u64(t.get(), s->meta_, k_views, views)) || !(st = read_u64(t.get(), s->meta_, k_seq, found.seq)))
+        !(st = read_u64(t.get(), s->meta_, k_views, views)) || !(st = read_u64(t.get(), s->meta_, k_seq, found.seq)) ||
+        !(st = read_u64(t.get(), s->meta_, k_purge_seq, found.purge_seq)))
       return st;
     found.views = static_cast<uint32_t>(views);
     const bool same = format == format_version && found.signature == expected.signature &&
@@ -326,10 +327,12 @@ result<std::unique_ptr<view_store>> view_store::open(const std::string& path, co
       if (!(st = s->reset(t.get(), expected))) return st;
       found = expected;
       found.seq = 0;
+      found.purge_seq = 0;
     }
     if (!(st = t.commit())) return st;
     s->meta_cache_ = found;
     s->seq_ = found.seq;
+    s->purge_seq_ = found.purge_seq;
     s->path_ = path;
     return s;
   });
@@ -379,7 +382,19 @@ uint64_t view_store::active_size() const {
   return (pages > free_pages ? pages - free_pages : 0) * st.ms_psize;
 }
 
-status view_store::apply(const std::vector<view_doc>& docs, uint64_t seq, const block_reducer* reducer) {
+status view_store::clear(uint64_t purge_seq) {
+  lmdb::txn t;
+  if (auto st = t.begin(env_, false); !st) return st;
+  if (auto st = reset(t.get(), meta_cache_); !st) return st;
+  if (auto st = lmdb::put(t.get(), meta_, k_purge_seq, std::to_string(purge_seq)); !st) return st;
+  if (auto st = t.commit(); !st) return st;
+  seq_.store(0, std::memory_order_release);
+  purge_seq_.store(purge_seq, std::memory_order_release);
+  return {};
+}
+
+status view_store::apply(const std::vector<view_doc>& docs, uint64_t seq, const block_reducer* reducer,
+                         std::optional<uint64_t> purge_seq) {
   lmdb::txn t;
   if (auto st = t.begin(env_, false); !st) return st;
   std::set<std::string> marked;
@@ -427,10 +442,13 @@ status view_store::apply(const std::vector<view_doc>& docs, uint64_t seq, const 
     if (auto st = lmdb::put(t.get(), meta_, count_key(v), std::to_string(n)); !st) return st;
   }
   if (auto st = lmdb::put(t.get(), meta_, k_seq, std::to_string(seq)); !st) return st;
+  if (purge_seq)
+    if (auto st = lmdb::put(t.get(), meta_, k_purge_seq, std::to_string(*purge_seq)); !st) return st;
   if (reducer)
     if (auto st = settle_in(t.get(), *reducer); !st) return st;
   if (auto st = t.commit(); !st) return st;
   seq_.store(seq, std::memory_order_release);
+  if (purge_seq) purge_seq_.store(*purge_seq, std::memory_order_release);
   return {};
 }
 

@@ -53,7 +53,8 @@ struct view_meta {
   std::string shard_uuid;  // the shard copy indexed
   std::string collator;    // collation::collator_version() the sort keys were made with
   uint32_t views = 0;
-  uint64_t seq = 0;  // every change of the copy up to this seq is indexed
+  uint64_t seq = 0;        // every change of the copy up to this seq is indexed
+  uint64_t purge_seq = 0;  // every purge request of the copy up to this one is applied (issue 35)
 };
 
 // One end of a range in a view: the rows at the position of `sort_key` (with `doc_id`: from that
@@ -98,7 +99,12 @@ class view_store {
   // Replaces the rows of each document of `docs` with what it emits now, and records `seq` as
   // indexed: one transaction, fsynced. With `reducer`, the blocks changed since the last settle
   // get their partials in the same transaction (pass it on the last batch of an update).
-  status apply(const std::vector<view_doc>& docs, uint64_t seq, const block_reducer* reducer = nullptr);
+  // With `purge_seq`, records it as the copy's purge requests applied (the same transaction).
+  status apply(const std::vector<view_doc>& docs, uint64_t seq, const block_reducer* reducer = nullptr,
+               std::optional<uint64_t> purge_seq = std::nullopt);
+  uint64_t purge_seq() const { return purge_seq_.load(std::memory_order_acquire); }
+  // Empties the index (seq 0: it is built again from the start), recording `purge_seq` as applied.
+  status clear(uint64_t purge_seq);
   // The partials of the blocks changed since the last settle, made (nothing to do: no write).
   status settle(const block_reducer& reducer);
   // The range of `s` (direction, skip and limit aside) as the partials of the blocks wholly
@@ -136,6 +142,7 @@ class view_store {
   MDB_dbi meta_ = 0, rows_ = 0, ids_ = 0, blocks_ = 0, partials_ = 0, dirty_ = 0;
   view_meta meta_cache_;          // as opened (its seq is seq_)
   std::atomic<uint64_t> seq_{0};  // scans and meta() read it beside the writer
+  std::atomic<uint64_t> purge_seq_{0};
 };
 
 }  // namespace settee

@@ -142,7 +142,7 @@ interface Node {
                 groupLevel :Int64, describe :Bool)
       -> (status :CallStatus, rows :List(ViewRow), total :UInt64, before :UInt64, indexedSeq :UInt64,
           copySeq :UInt64, diskSize :UInt64, activeSize :UInt64, updating :Bool, counted :UInt64,
-          reduction :Text, uuid :Text, compacting :Bool);
+          reduction :Text, uuid :Text, compacting :Bool, purgeSeq :UInt64);
   # Release 0.4 (views-v1): POST /db/_view_cleanup on this node's copies of `db`: the index files
   # whose signature is not in `keep` go.
   viewCleanup @34 (db :Text, keep :List(Text)) -> (status :CallStatus);

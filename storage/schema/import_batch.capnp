@@ -10,6 +10,7 @@ struct ImportBatch {
   locals @4 :List(Local);
   blobs @5 :List(Blob);     # the attachment bytes the bodies name
   since @6 :UInt64;         # the batch holds the changes after this seq
+  purges @7 :List(Purge);   # release 0.4: every purge request the source keeps (storage/purge_log.hpp)
 
   struct Change {
     seq @0 :UInt64;
@@ -26,6 +27,13 @@ struct ImportBatch {
     id @0 :Text;
     rev @1 :UInt64;
     body @2 :Text;
+  }
+  struct Purge {
+    seq @0 :UInt64;
+    uuid @1 :Text;
+    id @2 :Text;
+    revs @3 :List(Text);
+    gone @4 :Bool;          # the source holds no document of this id (purged whole)
   }
   struct Blob {
     key @0 :Text;

@@ -251,3 +251,52 @@ TEST_CASE("a move's copy travels as import batches and keeps the source's identi
   CHECK(target->header().update_seq == a.update_seq + 1);
   CHECK(!import_batch::decode("not a batch"));
 }
+
+TEST_CASE("an import carries the source's purge requests; a document purged whole after a pass leaves the copy") {
+  temp_dir dir;
+  auto parent = open_at(dir.path + "/p");
+  auto child = open_at(dir.path + "/c");
+  auto moved = open_at(dir.path + "/m");
+  rev_id a = put(*parent, "a", "{}");
+  rev_id b = put(*parent, "b", "{}");
+  put(*parent, "z", "{}");  // the other child's
+  auto first = import(*parent, *child, true, 0);
+  CHECK(changes(*child).size() == 2);
+  // Purged whole after the first pass: no change names it any more; the next pass takes it away.
+  write_op purge;
+  purge.what = write_op::kind::purge;
+  purge.purges = {{0, "u-a", "a", {a}}, {0, "u-z", "z", {rev_id{1, "x"}}}};
+  REQUIRE(parent->commit({&purge}, 1800000200));
+  import(*parent, *child, true, first.last);
+  auto snap = child->read();
+  doc_info d;
+  CHECK_FALSE(snap->doc("a", d));
+  CHECK(snap->doc("b", d));
+  CHECK(child->header().doc_count == 1);
+  std::vector<std::string> uuids;
+  snap->scan_purges(0, [&](const purge_info& p) {
+    uuids.push_back(p.uuid);
+    return true;
+  });
+  CHECK(uuids == std::vector<std::string>{"u-a"});  // only its range's, with the parent's seq
+  CHECK(child->header().purge_seq == 1);
+  // Across the node protocol (a move): the batch says which documents the source no longer holds.
+  write_op first_move;
+  first_move.what = write_op::kind::import;
+  {
+    auto psnap = parent->read();
+    auto batch = import_batch::decode(import_batch::read(*psnap, 0, 10, 1u << 20, true)->encode());
+    REQUIRE(batch);
+    first_move.import = std::make_shared<import_request>();
+    first_move.import->from = &*batch;
+    first_move.import->header = parent->header();
+    first_move.import->owner = "n2@h";
+    REQUIRE(moved->commit({&first_move}, 1800000300));
+    REQUIRE(first_move.st);
+  }
+  CHECK(moved->header().purge_seq == 2);
+  auto msnap = moved->read();
+  CHECK_FALSE(msnap->doc("a", d));
+  CHECK(msnap->doc("b", d));
+  (void)b;
+}
