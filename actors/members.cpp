@@ -108,7 +108,7 @@ status local_member::view_compact(const std::string& db, const std::string& ddoc
   if (!m) return m.error();
   auto d = parse_json(ddoc);
   if (!d || !d->is_object()) return status{errc::bad_request, "the design document is not a JSON object"};
-  s_.views->compact(*m, views_of(m->key(), ddoc_id, rev, *d));
+  s_.views->compact(*m, views_of(m->key(), m->partitioned, ddoc_id, rev, *d));
   return {};
 }
 

@@ -114,6 +114,9 @@ struct view_copy_request {
   bool grouped = false;
   int64_t group_level = 0;
   bool describe = false;  // the page's uuid and sizes too (_info, update_seq)
+  // A partitioned view's partition: the scan's bounds are within it (actors/view_index.hpp
+  // partition_scan), total and before count its rows only. Empty: the whole view.
+  std::string partition;
   static constexpr uint8_t js_reduce_code = 255;
 };
 struct view_page {

@@ -30,13 +30,38 @@ std::string view_signature(const json& ddoc) {
   return crypto::sha256_hex(what.dump());
 }
 
-design_views views_of(const std::string& db_key, const std::string& ddoc_id, const std::string& rev, const json& ddoc) {
+std::string partition_sort_key(const std::string& partition, const std::string& key) {
+  std::string p = collation::sort_key(json::array({partition}));
+  p.pop_back();  // the array's end: the key and then the end follow
+  return p + key + '\0';
+}
+
+view_scan partition_scan(const view_scan& s, const std::string& partition) {
+  std::string prefix = collation::sort_key(json::array({partition}));
+  prefix.pop_back();
+  view_scan out = s;
+  for (view_bound* b : {&out.low, &out.high}) {
+    if (b->set) {
+      b->sort_key = partition_sort_key(partition, b->sort_key);
+      continue;
+    }
+    // No type tag reaches 0xff: prefix + 0xff is past every key of the partition.
+    *b = view_bound{true, b == &out.low ? prefix : prefix + '\xff', std::nullopt, b == &out.low};
+  }
+  return out;
+}
+
+design_views views_of(const std::string& db_key, bool partitioned_db, const std::string& ddoc_id,
+                      const std::string& rev, const json& ddoc) {
   design_views out;
+  out.partitioned = partitioned_db && member(member(ddoc, "options"), "partitioned") != json(false);
   out.ddoc_id = ddoc_id;
   out.rev = rev;
   out.worker_key = worker_key(db_key, ddoc_id, rev);
   out.ddoc_json = ddoc.dump();
   out.signature = view_signature(ddoc);
+  // A partitioned index keys its rows otherwise: not the file of the same views unpartitioned.
+  if (out.partitioned) out.signature = crypto::sha256_hex(out.signature + "/partitioned");
   if (const json& v = member(ddoc, "views"); v.is_object())
     for (const auto& [name, view] : v.items())
       if (name != "lib" && view.is_object() && view.contains("map") && view["map"].is_string()) {
@@ -61,15 +86,18 @@ std::string builtin_partials::reduce(uint32_t view, const std::vector<view_row>&
 
 namespace {
 
-// The rows one document emitted, per view, from the worker's answer for it.
-status rows_of(const json& per_view, size_t views, view_doc& out) {
+// The rows one document emitted, per view, from the worker's answer for it (a partitioned view's
+// keyed by the document's partition too).
+status rows_of(const json& per_view, size_t views, bool partitioned, view_doc& out) {
   if (!per_view.is_array() || per_view.size() != views) return {errc::internal, "the map answered the wrong shape"};
   out.views.assign(views, {});
   for (size_t v = 0; v < views; ++v) {
     if (!per_view[v].is_array()) return {errc::internal, "the map answered the wrong shape"};
     for (const json& pair : per_view[v]) {
       if (!pair.is_array() || pair.size() != 2) return {errc::internal, "the map answered the wrong shape"};
-      out.views[v].push_back({collation::sort_key(pair[0]), pair[0].dump(), pair[1].dump()});
+      std::string key = collation::sort_key(pair[0]);
+      if (partitioned) key = partition_sort_key(out.id.substr(0, out.id.find(':')), key);
+      out.views[v].push_back({std::move(key), pair[0].dump(), pair[1].dump()});
     }
   }
   return {};
@@ -89,7 +117,7 @@ status map_batch(js_pool& js, const design_views& dv, const std::vector<std::str
   for (const auto& e : r->errors) log::warning("map of " + dv.ddoc_id + " failed on document " + e);
   if (r->ok() && r->value.is_array() && r->value.size() == docs.size()) {
     for (size_t i = 0; i < docs.size(); ++i)
-      if (auto st = rows_of(r->value[i], dv.names.size(), *out[i]); !st) return st;
+      if (auto st = rows_of(r->value[i], dv.names.size(), dv.partitioned, *out[i]); !st) return st;
     return {};
   }
   if (alone) {

@@ -28,7 +28,19 @@ struct design_views {
   std::vector<std::string> names;        // the views with a map function, in the design document's order
   std::vector<builtin_reduce> builtins;  // each view's built-in reduce (none: none, or JavaScript)
   std::string signature;                 // view_signature(): the index file's identity
+  // A partitioned view (a partitioned database's design document, unless its options.partitioned
+  // is false): its rows are keyed [partition, key] (partition_sort_key), so a partition's rows are
+  // one range of the index; it answers partition queries only, as CouchDB's.
+  bool partitioned = false;
 };
+
+// The sort key a partitioned view's row of `key` (its sort key) has in partition `partition`:
+// the collation's of [partition, key], 0x60 + sort_key(partition) + key + 0x00 (arrays are their
+// elements' keys in a row: node/collation.hpp).
+std::string partition_sort_key(const std::string& partition, const std::string& key);
+// `s` within partition `partition` of a partitioned view: its bounds wrapped, an open end at the
+// partition's first or last row.
+view_scan partition_scan(const view_scan& s, const std::string& partition);
 
 // The partial reductions an index keeps per counting block (storage/view_store.hpp): those of the
 // views reduced by _sum or _stats (a _count's is the block's count, the others read their rows).
@@ -49,7 +61,8 @@ class builtin_partials final : public block_reducer {
 std::string view_signature(const json& ddoc);
 
 // The views of design document `ddoc` (revision `rev`) of the database `db_key`.
-design_views views_of(const std::string& db_key, const std::string& ddoc_id, const std::string& rev, const json& ddoc);
+design_views views_of(const std::string& db_key, bool partitioned_db, const std::string& ddoc_id,
+                      const std::string& rev, const json& ddoc);
 
 // Indexes the changes of `store` after index.meta().seq, up to `target` (at least; 0: whatever is
 // committed when it starts), in batches of up to `batch` documents or `batch_bytes` of their

@@ -385,7 +385,9 @@ result<view_page> read_index(const view_store& index, const view_copy_request& r
     page.disk_size = index.disk_size();
     page.active_size = index.active_size();
   }
-  view_scan whole = req.scan;
+  // A partition's query reads the partition's rows of a partitioned view: its bounds wrapped.
+  const bool partition = !req.partition.empty();
+  view_scan whole = partition ? partition_scan(req.scan, req.partition) : req.scan;
   if (req.grouped) whole.limit = std::numeric_limits<uint64_t>::max();  // the limit counts groups
   const view_scan& s = whole;
   if (req.count_range || (req.reduce && !req.grouped)) {
@@ -415,10 +417,17 @@ result<view_page> read_index(const view_store& index, const view_copy_request& r
   auto rows = index.scan(s, &page.total);
   if (!rows) return rows.error();
   page.rows = std::move(*rows);
+  if (partition) {  // total_rows: the partition's
+    auto n = index.count(partition_scan(view_scan{s.view, {}, {}, s.descending}, req.partition));
+    if (!n) return n.error();
+    page.total = *n;
+  }
   // CouchDB's offset: the rows before the range's start, in the query's direction.
   const view_bound& start = s.descending ? s.high : s.low;
-  if (req.count_before && start.set) {
+  const view_bound& asked = req.scan.descending ? req.scan.high : req.scan.low;
+  if (req.count_before && asked.set) {
     view_scan before{s.view, {}, {}, s.descending};
+    if (partition) before = partition_scan(before, req.partition);
     view_bound& edge = s.descending ? before.low : before.high;
     edge = start;
     edge.inclusive = !start.inclusive;
@@ -586,7 +595,7 @@ void view_reader::copy_rows(const std::string& db_name, const std::string& range
   const size_t r = *db->range_named(range);  // own_copy found it there
   auto ddoc = parse_json(req.ddoc);
   if (!ddoc || !ddoc->is_object()) return done(status{errc::bad_request, "the design document is not a JSON object"});
-  const design_views dv = views_of(db->key(), req.ddoc_id, req.rev, *ddoc);
+  const design_views dv = views_of(db->key(), db->partitioned, req.ddoc_id, req.rev, *ddoc);
   if (dv.signature != req.signature)
     return done(status{errc::not_implemented, "this node indexes design document " + req.ddoc_id +
                                                   " under another signature (a different release)"});
@@ -600,16 +609,20 @@ result<std::vector<view_page>> view_reader::pages_of(const db_meta& db, const de
   req.ddoc = dv.ddoc_json;
   req.signature = dv.signature;
   req.scan = view_scan{q.view, q.low, q.high, q.descending, 0, req.scan.limit};
+  req.partition = q.partition;
   req.update = q.update;
   req.lazy = q.lazy;
   req.group_level = q.group_level;
-  auto pages = coord_.each_range<view_page>(db, coordinator::all_ranges(db),
-                                            [&](shard_copy& copy, size_t r, shard_copy::answer<view_page> done) {
-                                              if (!copy.local()) return copy.start_view(req, std::move(done));
-                                              auto shard = coord_.shard(db, r);
-                                              if (!shard) return done(shard.error());
-                                              start_local(db, r, *shard, dv, req, std::move(done));
-                                            });
+  // A partition's rows are all in its range (shard_map's placement_hash).
+  const std::vector<size_t> ranges =
+      q.partition.empty() ? coordinator::all_ranges(db) : std::vector<size_t>{coord_.partition_index(db, q.partition)};
+  auto pages =
+      coord_.each_range<view_page>(db, ranges, [&](shard_copy& copy, size_t k, shard_copy::answer<view_page> done) {
+        if (!copy.local()) return copy.start_view(req, std::move(done));
+        auto shard = coord_.shard(db, ranges[k]);  // k: its place
+        if (!shard) return done(shard.error());
+        start_local(db, ranges[k], *shard, dv, req, std::move(done));
+      });
   std::vector<view_page> out;
   for (auto& p : pages) {
     if (!p.value) return p.value.error();

@@ -44,6 +44,9 @@ struct view_request {
   std::optional<std::vector<json>> keys;
   bool reduce = false;
   builtin_reduce builtin = builtin_reduce::none;
+  // A partitioned view's partition (/db/_partition/<p>/_design/d/_view/v): only its range is
+  // asked, and only its rows read there. Empty: a global query.
+  std::string partition;
   static constexpr int64_t exact = -1;
   int64_t group_level = 0;
 };

@@ -276,6 +276,7 @@ void rpc_node::view_rows(const std::string& node, const std::string& db, const s
         req.setGrouped(vr.grouped);
         req.setGroupLevel(vr.group_level);
         req.setDescribe(vr.describe);
+        req.setPartition(vr.partition);
         return req.send().then([](capnp::Response<Node::ViewRowsResults>&& r) -> result<view_page> {
           if (status st = status_of(r.getStatus()); !st) return st;
           view_page page;

@@ -334,6 +334,7 @@ kj::Promise<void> node_server::viewRows(ViewRowsContext context) {
   req.grouped = p.getGrouped();
   req.group_level = p.getGroupLevel();
   req.describe = p.getDescribe();
+  req.partition = p.getPartition();
   const std::string db = p.getShard().getDb(), range = p.getShard().getRange();
   auto hook = loop_.opts.view_rows;
   return answered_by<view_page>(loop_, "view",

@@ -160,7 +160,9 @@ result<view_query> parse_view_request(ctx& c);
 // then the query's own), as {"results": [...]} (chttpd_db:multi_all_docs_view and its kin).
 void answer_queries(ctx& c, const std::function<result<std::string>(const view_query&)>& one);
 // GET|POST /db/_design/{ddoc}/_view/{view}, and POST .../queries (http/view_handlers.cpp).
-void handle_view(ctx& c, const db_meta& db, const std::string& ddoc_name, const std::string& view_name);
+// `partition`: a partitioned database's partition (/db/_partition/<p>/_design/d/_view/v).
+void handle_view(ctx& c, const db_meta& db, const std::string& ddoc_name, const std::string& view_name,
+                 const std::string& partition = "");
 void handle_design_info(ctx& c, const db_meta& db, const std::string& ddoc_name);
 void handle_view_queries(ctx& c, const db_meta& db, const std::string& ddoc_name, const std::string& view_name);
 // POST|PUT /db/_design/{ddoc}/_update/{name}[/{docid}]: the update handler's document written (its

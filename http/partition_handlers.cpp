@@ -60,8 +60,7 @@ void handle_partition(ctx& c, const db_meta& db) {
   if (p[3] == "_all_docs" && p.size() == 4) return handle_partition_all_docs(c, db, partition);
   if (p[3] == "_find" && p.size() == 4) return handle_find(c, db, partition);
   if (p[3] == "_explain" && p.size() == 4) return handle_explain(c, db, partition);
-  if (p[3] == "_design" && p.size() >= 6)
-    return c.error(errc::not_implemented, "partition queries of views are not supported by settee yet");
+  if (p[3] == "_design" && p.size() == 7 && p[5] == "_view") return handle_view(c, db, p[4], p[6], partition);
   c.error(errc::bad_request, "invalid_partition_req");
 }
 

@@ -95,7 +95,7 @@ result<std::optional<builtin_reduce>> reduce_of(const json& view, const view_que
 
 // One view query's answer, as couch_mrview_http renders it.
 result<std::string> view_result(ctx& c, const db_meta& db, const std::string& ddoc_name, const std::string& view_name,
-                                const view_query& q) {
+                                const view_query& q, const std::string& partition) {
   const std::string ddoc_id = "_design/" + ddoc_name;
   auto d = open_design_doc(c, db, ddoc_id);
   if (!d) return d.error();
@@ -110,8 +110,14 @@ result<std::string> view_result(ctx& c, const db_meta& db, const std::string& dd
   auto how = reduce_of(views[view_name], q);
   if (!how) return how.error();
 
-  const design_views dv = views_of(db.key(), ddoc_id, d->rev.str(), ddoc);
+  const design_views dv = views_of(db.key(), db.partitioned, ddoc_id, d->rev.str(), ddoc);
+  // couch_mrview's rules: a partitioned view answers partition queries only, a global one none.
+  if (dv.partitioned && partition.empty())
+    return status{errc::query_parse_error, "`partition` parameter is mandatory for queries to this view."};
+  if (!dv.partitioned && !partition.empty())
+    return status{errc::query_parse_error, "`partition` parameter is not supported in this design doc"};
   view_request r;
+  r.partition = partition;
   r.view = static_cast<uint32_t>(std::find(dv.names.begin(), dv.names.end(), view_name) - dv.names.begin());
   r.descending = q.descending;
   // startkey is where the scan starts: the low end ascending, the high end descending.
@@ -141,11 +147,12 @@ result<std::string> view_result(ctx& c, const db_meta& db, const std::string& dd
 
 }  // namespace
 
-void handle_view(ctx& c, const db_meta& db, const std::string& ddoc_name, const std::string& view_name) {
+void handle_view(ctx& c, const db_meta& db, const std::string& ddoc_name, const std::string& view_name,
+                 const std::string& partition) {
   if (c.method() != "GET" && c.method() != "POST") return c.method_not_allowed("GET,HEAD,POST");
   auto q = parse_view_request(c);
   if (!q) return c.error(q.error());
-  auto out = view_result(c, db, ddoc_name, view_name, *q);
+  auto out = view_result(c, db, ddoc_name, view_name, *q, partition);
   if (!out) return c.error(out.error());
   c.reply_raw(200, std::move(*out));
 }
@@ -157,7 +164,7 @@ void handle_design_info(ctx& c, const db_meta& db, const std::string& ddoc_name)
   const std::string ddoc_id = "_design/" + ddoc_name;
   auto d = open_design_doc(c, db, ddoc_id);
   if (!d) return c.error(d.error());
-  const design_views dv = views_of(db.key(), ddoc_id, d->rev.str(), d->doc);
+  const design_views dv = views_of(db.key(), db.partitioned, ddoc_id, d->rev.str(), d->doc);
   view_info info;
   if (!dv.names.empty()) {
     if (!c.node.views) return c.error(errc::not_implemented, "JavaScript is not available on this node");
@@ -181,7 +188,7 @@ void handle_design_info(ctx& c, const db_meta& db, const std::string& ddoc_name)
 
 void handle_view_queries(ctx& c, const db_meta& db, const std::string& ddoc_name, const std::string& view_name) {
   answer_queries(c, [&](const view_query& q) -> result<std::string> {
-    auto out = view_result(c, db, ddoc_name, view_name, q);
+    auto out = view_result(c, db, ddoc_name, view_name, q, "");
     if (out && !out->empty() && out->back() == '\n') out->pop_back();  // one result of several
     return out;
   });

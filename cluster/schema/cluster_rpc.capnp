@@ -139,7 +139,7 @@ interface Node {
   viewRows @33 (shard :ShardRef, ddocId :Text, rev :Text, ddoc :Text, signature :Text, view :UInt32,
                 low :ViewBound, high :ViewBound, descending :Bool, limit :UInt64, update :Bool,
                 countBefore :Bool, lazy :Bool, countRange :Bool, reduce :UInt8, grouped :Bool,
-                groupLevel :Int64, describe :Bool)
+                groupLevel :Int64, describe :Bool, partition :Text)
       -> (status :CallStatus, rows :List(ViewRow), total :UInt64, before :UInt64, indexedSeq :UInt64,
           copySeq :UInt64, diskSize :UInt64, activeSize :UInt64, updating :Bool, counted :UInt64,
           reduction :Text, uuid :Text, compacting :Bool, purgeSeq :UInt64);

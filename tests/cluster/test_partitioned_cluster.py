@@ -35,6 +35,16 @@ class ClusteredPartitions(ClusterTest):
                 rows = node.get(f"/cparts/_partition/{p}/_all_docs").json["rows"]
                 self.assertEqual(len(rows), 15, (p, node.port))
                 self.assertEqual(node.get(f"/cparts/_partition/{p}").json["doc_count"], 15, (p, node.port))
+        # A partition's view from every node (the range's copy, its own or another node's).
+        views = {"v": {"map": "function(d){ emit(d._id, 1); }", "reduce": "_count"}}
+        self.assertEqual(n1.put("/cparts/_design/p", {"views": views}).status, 201)
+        for p in parts:
+            for node in self.nodes:
+                r = node.get(f"/cparts/_partition/{p}/_design/p/_view/v?reduce=false")
+                self.assertEqual(r.status, 200, r)
+                self.assertEqual(r.json["total_rows"], 15, (p, node.port))
+                self.assertTrue(all(row["id"].startswith(p + ":") for row in r.json["rows"]))
+                self.assertEqual(node.get(f"/cparts/_partition/{p}/_design/p/_view/v").json["rows"][0]["value"], 15)
         # A range another node holds answered: at least one partition is not on each node.
         shards = n1.get("/cparts/_shards").json["shards"]
         self.assertGreater(len({copies[0] for copies in shards.values()}), 1, shards)

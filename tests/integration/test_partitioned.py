@@ -114,7 +114,47 @@ class Partitioned(NodeTest):
                 self.node.put("/notparts2")
             r = self.node.get(path)
             self.assertEqual((r.status, r.json), (status, {"error": error, "reason": reason}), path)
-        self.assertEqual(self.node.get("/parts/_partition/a/_design/d/_view/v").status, 501)
+        r = self.node.get("/parts/_partition/a/_design/d/_show/s")
+        self.assertEqual((r.status, r.json["reason"]), (400, "invalid_partition_req"))
+
+    def test_views_of_a_partition(self):
+        n = self.node
+        self.assertEqual(n.put("/pviews?partitioned=true&q=4").status, 201)
+        docs = [{"_id": f"{p}:{i:02d}", "i": i, "tag": "odd" if i % 2 else "even"}
+                for p in ("alpha", "beta", "gamma") for i in range(12)]
+        self.assertEqual(n.post("/pviews/_bulk_docs", {"docs": docs}).status, 201)
+        views = {"by_i": {"map": "function(d){ emit(d.i, d.tag); }", "reduce": "_count"},
+                 "by_tag": {"map": "function(d){ emit([d.tag, d.i], 1); }", "reduce": "_sum"}}
+        self.assertEqual(n.put("/pviews/_design/p", {"views": views}).status, 201)
+        self.assertEqual(n.put("/pviews/_design/g", {"views": views, "options": {"partitioned": False}}).status, 201)
+        base = "/pviews/_partition/beta/_design/p/_view"
+        rows = n.get(f"{base}/by_i?reduce=false").json
+        self.assertEqual([r["id"] for r in rows["rows"]], [f"beta:{i:02d}" for i in range(12)])
+        self.assertEqual((rows["total_rows"], rows["offset"]), (12, 0))  # the partition's rows
+        ranged = n.get(f"{base}/by_i?reduce=false&startkey=3&endkey=7&inclusive_end=false").json
+        self.assertEqual([r["key"] for r in ranged["rows"]], [3, 4, 5, 6])
+        self.assertEqual(ranged["offset"], 3)
+        desc = n.get(f"{base}/by_i?reduce=false&descending=true&limit=2&skip=1&include_docs=true").json
+        self.assertEqual([(r["key"], r["doc"]["_id"]) for r in desc["rows"]], [(10, "beta:10"), (9, "beta:09")])
+        self.assertEqual(desc["offset"], 1)
+        keys = n.post(f"{base}/by_i?reduce=false", {"keys": [5, 1, 99]}).json
+        self.assertEqual([r["id"] for r in keys["rows"]], ["beta:05", "beta:01"])
+        self.assertEqual(n.get(f"{base}/by_i").json["rows"], [{"key": None, "value": 12}])
+        self.assertEqual(n.get(f"{base}/by_i?startkey=10").json["rows"], [{"key": None, "value": 2}])
+        grouped = n.get(f"{base}/by_tag?group_level=1").json["rows"]
+        self.assertEqual(grouped, [{"key": ["even"], "value": 6}, {"key": ["odd"], "value": 6}])
+        # couch_mrview's rules: a partitioned view answers partitions only; a global one, no partition.
+        self.assertError(n.get("/pviews/_design/p/_view/by_i"), 400, "query_parse_error",
+                         "`partition` parameter is mandatory for queries to this view.")
+        self.assertError(n.get("/pviews/_partition/beta/_design/g/_view/by_i"), 400, "query_parse_error",
+                         "`partition` parameter is not supported in this design doc")
+        self.assertEqual(n.get("/pviews/_design/g/_view/by_i").json["rows"], [{"key": None, "value": 36}])
+        # A change reaches the partition's view; a purge leaves it.
+        rev = n.put("/pviews/beta:new", {"i": 100, "tag": "odd"}).json["rev"]
+        self.assertEqual(n.get(f"{base}/by_i?startkey=100&reduce=false").json["rows"][0]["id"], "beta:new")
+        self.assertEqual(n.post("/pviews/_purge", {"beta:new": [rev]}).status, 201)
+        self.assertEqual(n.get(f"{base}/by_i?startkey=100&reduce=false").json["rows"], [])
+        self.assertEqual(n.get("/pviews/_partition/gamma/_design/p/_view/by_i").json["rows"][0]["value"], 12)
 
 
 class PartitionedThroughSplitAndKill(OwnNodesTest):

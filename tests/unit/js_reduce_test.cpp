@@ -15,7 +15,7 @@ js_pool make_pool() {
 
 design_views views_for(const json& views) {
   json ddoc = {{"_id", "_design/r"}, {"views", views}};
-  return views_of("db.1", "_design/r", "1-a", ddoc);
+  return views_of("db.1", false, "_design/r", "1-a", ddoc);
 }
 
 // `n` rows with keys k0.., the same value, ids d0..

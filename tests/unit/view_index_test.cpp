@@ -40,7 +40,7 @@ TEST_CASE("view_index: rows follow the winners through edits, deletions and batc
   js_pool js(worker_options(1, 2000, 64));
   auto r = write(*shard, {upd("a", R"({"type":"x","n":1})"), upd("b", R"({"type":"y","n":2})"),
                           upd("c", R"({"type":"x","n":3})"), upd("_design/app", ddoc.dump())});
-  const design_views dv = views_of("db.1", "_design/app", r[3].rev.str(), ddoc);
+  const design_views dv = views_of("db.1", false, "_design/app", r[3].rev.str(), ddoc);
   REQUIRE(dv.names == std::vector<std::string>{"by_type", "all", "picky"});
   auto idx = view_store::open(dir.path + "/views/" + dv.signature + ".view",
                               view_meta{dv.signature, "u", collation::collator_version(), 3, 0});
