@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstdlib>
+#include <map>
+#include <set>
 
 #include "actors/cluster_updates.hpp"
 #include "actors/db_catalog.hpp"
@@ -109,19 +111,31 @@ class db_updates_source final : public feed_source {
     if (!from) return from.error();
     return parts_.start(*from);
   }
-  // Ends the feed after the rows committed up to `until`, a time or `now` (this second), exact to
-  // the second (a settee extension).
+  // Ends the feed after the rows committed up to `until` (a settee extension): a time or `now`
+  // (this second), exact to the second; or a token of this feed: each node's rows up to the
+  // position the token names for it (the rows of a node it does not name are past it).
   status set_until(const std::string& until) {
     if (until == "now") {
       until_s_ = clk_.now_s();
       return {};
     }
-    auto t = shaped_like_time(until) ? time_seq::parse_time(until) : std::nullopt;
-    if (!t) return {errc::bad_request, "`until` of _db_updates must be a time (YYYY-MM-DDTHH:MM:SSZ) or now"};
-    until_s_ = *t;
+    if (shaped_like_time(until)) {
+      auto t = time_seq::parse_time(until);
+      if (!t) return {errc::bad_request, "invalid_time_format"};
+      until_s_ = *t;
+      return {};
+    }
+    auto bound = decode_db_updates_seq(until);
+    if (!bound)
+      return {errc::bad_request, "`until` of _db_updates must be a time (YYYY-MM-DDTHH:MM:SSZ), now or a token"};
+    bound_ = std::move(*bound);
+    token_bound_ = true;
     return {};
   }
-  bool finished() const override { return until_s_ && (passed_ || clk_.now_s() > *until_s_); }
+  bool finished() const override {
+    if (token_bound_) return every_node_reached();
+    return until_s_ && (passed_ || clk_.now_s() > *until_s_);
+  }
   std::optional<int64_t> finishes_at_ms() const override {
     return until_s_ ? std::optional<int64_t>((*until_s_ + 1) * 1000) : std::nullopt;
   }
@@ -152,7 +166,25 @@ class db_updates_source final : public feed_source {
     return true;
   }
   const status& error() const override { return parts_.error(); }
-  std::string token() const override { return encode_db_updates_seq(parts_.positions()); }
+  std::string token() const override {
+    std::vector<node_updates_pos> at = parts_.positions();
+    for (node_updates_pos& p : at)
+      if (auto f = frozen_.find(p.node); f != frozen_.end()) {
+        if (dbs_frozen_.count(p.node)) {
+          p.dbs_uuid = f->second.dbs_uuid;
+          p.dbs_seq = f->second.dbs_seq;
+          p.dbs_index = f->second.dbs_index;
+          p.dbs_time = f->second.dbs_time;
+          p.seen = f->second.seen;
+          p.marks = f->second.marks;
+        }
+        if (log_frozen_.count(p.node)) {
+          p.log_uuid = f->second.log_uuid;
+          p.log_seq = f->second.log_seq;
+        }
+      }
+    return encode_db_updates_seq(at);
+  }
   // Members whose rows could not be read (a node down, or of a release without _db_updates).
   std::string end_fields() const override {
     auto gone = parts_.unavailable();
@@ -168,15 +200,87 @@ class db_updates_source final : public feed_source {
 
  private:
   bool take(db_update_row& r) {
-    if (passed_) return false;
-    const db_update_row* row = parts_.peek();
-    if (!row) return false;
-    if (until_s_ && row->time_s > *until_s_) {  // rows come in commit-time order: the rest are later
-      passed_ = true;
-      return false;
+    for (;;) {
+      if (passed_) return false;
+      const db_update_row* row = parts_.peek();
+      if (!row) return false;
+      if (until_s_ && row->time_s > *until_s_) {  // rows come in commit-time order: the rest are later
+        passed_ = true;
+        return false;
+      }
+      r = *row;
+      if (!token_bound_) {
+        parts_.pop();
+        return true;
+      }
+      // A token bound: the row is within it when its node's position after it is not past the
+      // node's position in the token. A node's catalog events and its update log each come in
+      // their own order, so once one of them is past, every later one is: it is passed over (the
+      // other part, and other nodes' rows, may still be within).
+      const std::vector<node_updates_pos> before = parts_.positions();
+      parts_.pop();
+      const std::vector<node_updates_pos> after = parts_.positions();
+      for (size_t k = 0; k < after.size() && k < before.size(); ++k) {
+        const bool dbs_moved = !same_dbs(before[k], after[k]), log_moved = !same_log(before[k], after[k]);
+        if (!dbs_moved && !log_moved) continue;
+        const bool past = (dbs_moved && dbs_past(after[k])) || (log_moved && log_past(after[k]));
+        if (!past) return true;
+        // The feed's position stays where the bound is: since=last_seq reads on from that row.
+        node_updates_pos& held = frozen_.emplace(after[k].node, after[k]).first->second;
+        if (dbs_moved && !dbs_frozen_.count(after[k].node)) {
+          dbs_frozen_.insert(after[k].node);
+          held.dbs_uuid = before[k].dbs_uuid;
+          held.dbs_seq = before[k].dbs_seq;
+          held.dbs_index = before[k].dbs_index;
+          held.dbs_time = before[k].dbs_time;
+          held.seen = before[k].seen;
+          held.marks = before[k].marks;
+        }
+        if (log_moved && !log_frozen_.count(after[k].node)) {
+          log_frozen_.insert(after[k].node);
+          held.log_uuid = before[k].log_uuid;
+          held.log_seq = before[k].log_seq;
+        }
+        break;
+      }
     }
-    r = *row;
-    parts_.pop();
+  }
+
+  static bool same_dbs(const node_updates_pos& a, const node_updates_pos& b) {
+    return a.dbs_uuid == b.dbs_uuid && a.dbs_seq == b.dbs_seq && a.dbs_index == b.dbs_index;
+  }
+  static bool same_log(const node_updates_pos& a, const node_updates_pos& b) {
+    return a.log_uuid == b.log_uuid && a.log_seq == b.log_seq;
+  }
+  const node_updates_pos* bound_of(const std::string& node) const {
+    for (const node_updates_pos& b : bound_)
+      if (b.node == node) return &b;
+    return nullptr;
+  }
+  // Whether `p` (a node's position) is past the token's for that node, in its catalog events or in
+  // its update log: a node the token does not name, or a file it does not know, is past it.
+  bool dbs_past(const node_updates_pos& p) const {
+    const node_updates_pos* b = bound_of(p.node);
+    if (!b || (!p.dbs_uuid.empty() && p.dbs_uuid != b->dbs_uuid)) return true;
+    return std::make_pair(p.dbs_seq, p.dbs_index) > std::make_pair(b->dbs_seq, b->dbs_index);
+  }
+  bool log_past(const node_updates_pos& p) const {
+    const node_updates_pos* b = bound_of(p.node);
+    if (!b || (!p.log_uuid.empty() && p.log_uuid != b->log_uuid)) return true;
+    return p.log_seq > b->log_seq;
+  }
+  // Every node the token names has read both parts up to its position there (or past it).
+  bool every_node_reached() const {
+    const std::vector<node_updates_pos> now = parts_.positions();
+    for (const node_updates_pos& b : bound_) {
+      if (b.node.empty() || b.node[0] == '~') continue;  // "~seen", "~check": not members
+      auto at = std::find_if(now.begin(), now.end(), [&](const node_updates_pos& p) { return p.node == b.node; });
+      if (at == now.end()) continue;  // no longer a member: nothing of it to wait for
+      const bool dbs = dbs_frozen_.count(b.node) ||
+                       std::make_pair(at->dbs_seq, at->dbs_index) >= std::make_pair(b.dbs_seq, b.dbs_index);
+      const bool log = log_frozen_.count(b.node) || at->log_seq >= b.log_seq;
+      if (!dbs || !log) return false;
+    }
     return true;
   }
 
@@ -187,7 +291,11 @@ class db_updates_source final : public feed_source {
   bool reverse_ = false;
   uint64_t emitted_ = 0;
   std::optional<int64_t> until_s_;
-  bool passed_ = false;  // the next row is past until_s_
+  bool passed_ = false;                  // the next row is past until_s_
+  std::vector<node_updates_pos> bound_;  // a token bound: each node's last position within it
+  bool token_bound_ = false;
+  std::map<std::string, node_updates_pos> frozen_;  // nodes past the bound: their position at it
+  std::set<std::string> dbs_frozen_, log_frozen_;   // whose catalog events / update log passed it
 };
 
 }  // namespace

@@ -139,6 +139,26 @@ class Until(ClockedNodeTest):
         self.assertFalse(reader.is_alive())
         self.assertIn("last_seq", lines[-1])
 
+    def test_db_updates_until_a_token(self):
+        self.assertEqual(self.node.put("/ut8a").status, 201)
+        self.assertEqual(self.node.put("/ut8a/d", {}).status, 201)
+        self.assertEqual(self.node.put("/ut8b").status, 201)
+        bound = self.node.get("/_db_updates").json["last_seq"]
+        self.assertEqual(self.node.put("/ut8c").status, 201)
+        self.assertEqual(self.node.put("/ut8a/e", {}).status, 201)
+        upto = self.node.get(f"/_db_updates?until={bound}").json
+        mine = [(r["db_name"], r["type"]) for r in upto["results"] if r["db_name"].startswith("ut8")]
+        self.assertEqual([m for m in mine if m[1] != "updated"], [("ut8a", "created"), ("ut8b", "created")])
+        self.assertNotIn("ut8c", [m[0] for m in mine])
+        self.assertEqual(upto["last_seq"], bound)
+        after = self.node.get(f"/_db_updates?since={bound}").json["results"]
+        self.assertIn(("ut8c", "created"), [(r["db_name"], r["type"]) for r in after])
+        # A live feed bounded by a token it has reached ends at once, also with nothing new.
+        r = self.node.get(f"/_db_updates?feed=continuous&since={bound}&until={bound}&timeout=20000")
+        self.assertEqual(r.status, 200)
+        self.assertIn("last_seq", r.raw)
+        self.assertNotIn("ut8c", r.raw)
+
     def test_a_token_made_before_a_split_bounds_the_feed_after_it(self):
         self.assertEqual(self.node.put("/ut7?q=1").status, 201)
         for i in range(6):
