@@ -147,7 +147,7 @@ result<find_answer> run_index(ctx& c, const db_meta& db, const find_query& q, co
     return out;
   }
   const uint64_t wanted = q.skip + q.limit < q.limit ? UINT64_MAX : q.skip + q.limit;
-  auto pages = c.node.mango->pages(db, copy_request(plan, q, wanted), after);
+  auto pages = c.node.mango->pages(db, copy_request(plan, q, wanted), after, q.only_range);
   if (!pages) return pages.error();
   // Merged by position, in the query's direction.
   std::vector<size_t> next(pages->size(), 0);
@@ -237,7 +237,7 @@ uint64_t estimate(ctx& c, const db_meta& db, const query_plan& plan, const find_
   if (plan.ranges.empty()) return 0;
   mango_copy_request req = copy_request(plan, q, 0);
   req.estimate = true;
-  auto pages = c.node.mango->pages(db, req, {});
+  auto pages = c.node.mango->pages(db, req, {}, q.only_range);
   if (!pages) return UINT64_MAX;
   uint64_t sum = 0;
   for (const mango_page& p : *pages)
@@ -269,6 +269,7 @@ result<planned_query> plan_of(ctx& c, const db_meta& db, const std::string& part
   }
   auto q = parse_find(*body);
   if (!q) return q.error();
+  if (!part.empty()) q->only_range = c.node.coord.partition_index(db, part);
   auto indexes = c.node.mango->indexes(db, [&] { return json_indexes_of(c, db); });
   if (!indexes) return indexes.error();
   auto plans = plan_find(*q, **indexes);

@@ -26,6 +26,9 @@ struct find_query {
   uint64_t r = 1;
   bool conflicts = false, update = true, stable = false, execution_stats = false, allow_fallback = true;
   std::string stale = "false";  // "ok" or "false"
+  // A partitioned database's query of one partition (set by the handler, not parsed): only the
+  // partition's range is asked.
+  std::optional<size_t> only_range;
 };
 
 // mango_sort: ["a", {"b": "asc"}, ...] as (field, descending), one direction for all fields; its

@@ -261,20 +261,22 @@ result<mango_page> mango_reader::answer(const std::string& copy_name, const shar
 }
 
 result<std::vector<mango_page>> mango_reader::pages(const db_meta& db, const mango_copy_request& req,
-                                                    const std::vector<std::string>& after) {
-  auto answers = coord_.each_range<mango_page>(db, coordinator::all_ranges(db),
-                                               [&](shard_copy& copy, size_t r, shard_copy::answer<mango_page> done) {
-                                                 mango_copy_request mine = req;
-                                                 if (r < after.size()) mine.after = after[r];
-                                                 if (!copy.local()) return copy.start_mango(mine, std::move(done));
-                                                 auto shard = coord_.shard(db, r);
-                                                 if (!shard) return done(shard.error());
-                                                 done(answer(shard_name(db.name, db.shard_id(r)), *shard, mine));
-                                               });
-  std::vector<mango_page> out;
-  for (auto& a : answers) {
-    if (!a.value) return a.value.error();
-    out.push_back(std::move(*a.value));
+                                                    const std::vector<std::string>& after, std::optional<size_t> only) {
+  const std::vector<size_t> ranges = only ? std::vector<size_t>{*only} : coordinator::all_ranges(db);
+  auto answers =
+      coord_.each_range<mango_page>(db, ranges, [&](shard_copy& copy, size_t k, shard_copy::answer<mango_page> done) {
+        const size_t r = ranges[k];  // k: its place in `ranges`
+        mango_copy_request mine = req;
+        if (r < after.size()) mine.after = after[r];
+        if (!copy.local()) return copy.start_mango(mine, std::move(done));
+        auto shard = coord_.shard(db, r);
+        if (!shard) return done(shard.error());
+        done(answer(shard_name(db.name, db.shard_id(r)), *shard, mine));
+      });
+  std::vector<mango_page> out(db.ranges.size());
+  for (size_t k = 0; k < answers.size(); ++k) {
+    if (!answers[k].value) return answers[k].value.error();
+    out[ranges[k]] = std::move(*answers[k].value);
   }
   return out;
 }

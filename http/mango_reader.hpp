@@ -13,6 +13,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -40,8 +41,10 @@ class mango_reader {
 
   // One copy of each range answering `req`; `after[r]` (when given) is range r's position to go on
   // after. The pages in the order of db.ranges.
+  // `only` (a partition's query): that range alone is asked, the others answer empty pages.
   result<std::vector<mango_page>> pages(const db_meta& db, const mango_copy_request& req,
-                                        const std::vector<std::string>& after);
+                                        const std::vector<std::string>& after,
+                                        std::optional<size_t> only = std::nullopt);
   // This node's copy of range `range` (its name) of database `db` answering `req` for another node
   // (the RPC server's mango_rows); `done` runs once.
   void copy_rows(const std::string& db, const std::string& range, const mango_copy_request& req,
