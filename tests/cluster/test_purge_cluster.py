@@ -104,5 +104,50 @@ class PurgeCluster(NodeTest):
         self.assertIsNone(self.leaves(self.n3, "d"))
 
 
+class PurgeThroughMove(NodeTest):
+    def setUp(self):
+        self.cluster = Cluster(3, sync_interval_ms=300).start()
+        self.nodes, self.names = self.cluster.nodes, self.cluster.names
+        self.node = self.nodes[0]
+        self.cluster.wait_connected()
+
+    def tearDown(self):
+        self.cluster.cleanup()
+
+    def test_a_moved_copy_keeps_the_purges_and_its_purge_log(self):
+        from test_move_cluster import wait_job
+        n1 = self.nodes[0]
+        self.assertEqual(n1.put("/pmv?q=1&n=2").status, 201)
+        [copies] = n1.get("/pmv/_shards").json["shards"].values()
+        [spare] = [n for n in self.names if n not in copies]
+        moving = copies[0]
+        revs = {f"d{i}": n1.put(f"/pmv/d{i}", {"i": i}).json["rev"] for i in range(20)}
+        purged = {f"d{i}": [revs[f"d{i}"]] for i in range(0, 20, 2)}
+        self.assertEqual(n1.post("/pmv/_purge", purged).status, 201)
+        [shard] = [s["id"] for s in n1.get("/pmv/_changes/_meta").json["shards"]]
+        rng, suffix = shard.split(".")
+        r = n1.post("/_reshard/jobs", {"type": "move", "shard": f"shards/{rng}/pmv.{suffix}", "source": moving,
+                                       "target": spare})
+        self.assertEqual(r.status, 201, r.json)
+        self.assertEqual(wait_job(n1, r.json[0]["id"])["job_state"], "completed")
+        target = self.nodes[self.names.index(spare)]
+        self.assertTrue(wait_for(lambda: spare in target.get("/pmv/_shards").json["shards"][rng]))
+        # The moved copy (read alone: r=1 on its node) has neither the purged documents nor lost
+        # the requests: a later sync brings nothing back either way.
+        self.assertEqual(target.get("/pmv").json["doc_count"], 10)
+        self.assertEqual(target.get("/pmv/d0?r=1").status, 404)
+        self.assertEqual(len(target.get("/pmv/_purged_infos").json["purged_infos"]), 10)
+        self.assertEqual(target.post("/pmv/_purge", {"d1": [revs["d1"]]}).json["purged"], {"d1": [revs["d1"]]})
+        for node in self.nodes:
+            self.assertTrue(wait_for(lambda node=node: node.get("/pmv/d1").status == 404
+                                     and node.get("/pmv").json["doc_count"] == 9, 15), node.port)
+        # The moved copy alone (the other one's node stopped) still lists every request.
+        staying = self.nodes[self.names.index(copies[1])]
+        staying.stop()
+        self.assertTrue(wait_for(lambda: copies[1] not in target.get("/_membership", fresh=True).json["all_nodes"]))
+        infos = target.get("/pmv/_purged_infos").json["purged_infos"]
+        self.assertEqual(sorted(i["id"] for i in infos), sorted(list(purged) + ["d1"]))
+
+
 if __name__ == "__main__":
     main()
