@@ -111,7 +111,8 @@ status save(const shard_handle& source, const std::string& id, checkpoint& cp, s
 status exchange_purges(const shard_handle& source, const replication_target& target, checkpoint& cp,
                        replication_result& out, std::chrono::milliseconds timeout) {
   if (!target.purge || !target.purges_after) return {};
-  for (int round = 0; round < 100000; ++round) {
+  const bool nothing_to_take = target.purge_seq && *target.purge_seq <= cp.target_purge_seq;
+  for (int round = 0; round < 100000 && !nothing_to_take; ++round) {
     auto page = target.purges_after(cp.target_purge_seq, purge_batch);
     if (!page && page.error().code == errc::not_implemented) return {};  // an older release keeps none
     if (!page) return page.error();

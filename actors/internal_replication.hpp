@@ -49,6 +49,9 @@ struct replication_target {
   // at most `limit` of its requests after `since`. errc::not_implemented (an older release): none.
   std::function<status(const std::vector<purge_info>& reqs)> purge;
   std::function<result<purge_page>(uint64_t since, uint32_t limit)> purges_after;
+  // The target's purge seq when the push began, if known: none to take when the checkpoint has
+  // reached it (a sync sweep then asks nothing more of a copy that purged nothing).
+  std::optional<uint64_t> purge_seq;
   // Optional: told the source seq the target holds (`reached`) before the first batch (then it is
   // the checkpoint the push starts from, `from`) and after each batch: the progress of a long push.
   std::function<void(uint64_t from, uint64_t reached)> progress;

@@ -65,6 +65,7 @@ std::vector<sync_row> sync_database(coordinator& coord, rpc_node& rpc, const mem
       target.purges_after = [&rpc, &db, peer, range, timeout](uint64_t since, uint32_t limit) {
         return rpc.purge_infos(peer, db.name, range, since, limit, timeout);
       };
+      target.purge_seq = info->purge_seq;  // 0 from a release without purge: nothing to take
       // A long push (a node catching up) shows in /_active_tasks with its progress: registered when
       // the push starts from a checkpoint far enough behind.
       uint64_t task = 0;
