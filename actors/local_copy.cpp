@@ -141,7 +141,7 @@ result<all_docs_page> local_copy::all_docs(const all_docs_request& req) {
     }
   }
   snap->scan_docs(from, req.descending, [&](const doc_info& d) {
-    if (d.tree.winner_deleted()) return true;
+    if (d.tree.winner_deleted() && !req.with_deleted) return true;
     if (end) {
       int vs_end = compare_key(d.id, *end);
       bool past = req.descending ? (req.inclusive_end ? vs_end < 0 : vs_end <= 0)

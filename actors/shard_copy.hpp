@@ -80,6 +80,7 @@ struct all_docs_request {
   uint64_t max_rows = UINT64_MAX;
   bool by_keys = false;
   std::vector<std::string> keys;
+  bool with_deleted = false;  // a range's tombstones listed too (deleted, no doc): a partition's info
 };
 struct all_docs_row {
   std::string id;

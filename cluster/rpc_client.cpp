@@ -228,6 +228,7 @@ void rpc_node::all_docs(const std::string& node, const std::string& db, const st
         req.setEndKey(ar.end);
         req.setDescending(ar.descending);
         req.setInclusiveEnd(ar.inclusive_end);
+        req.setWithDeleted(ar.with_deleted);
         req.setIncludeDocs(ar.include_docs);
         req.setConflicts(ar.conflicts);
         req.setAttachments(ar.attachments);

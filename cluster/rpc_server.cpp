@@ -264,6 +264,7 @@ kj::Promise<void> node_server::allDocsPage(AllDocsPageContext context) {
   req.end = p.getEndKey();
   req.descending = p.getDescending();
   req.inclusive_end = p.getInclusiveEnd();
+  req.with_deleted = p.getWithDeleted();
   req.include_docs = p.getIncludeDocs();
   req.conflicts = p.getConflicts();
   req.attachments = p.getAttachments();

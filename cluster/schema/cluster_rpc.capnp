@@ -53,8 +53,9 @@ interface Node {
   # `attachments`, `attEncodingInfo` appended in 0.3.
   allDocsPage @8 (shard :ShardRef, startKey :Text, endKey :Text, descending :Bool, inclusiveEnd :Bool,
                   includeDocs :Bool, conflicts :Bool, maxRows :UInt64, byKeys :Bool, keys :List(Text),
-                  attachments :Bool, attEncodingInfo :Bool)
+                  attachments :Bool, attEncodingInfo :Bool, withDeleted :Bool)
       -> (status :CallStatus, rows :List(AllDocsRow), before :UInt64, docCount :UInt64);
+      # withDeleted (0.4): tombstones listed too (a partition's info counts them)
   # Release 0.2: this copy's time-seq bins (reset: emptied first, committed before the answer).
   timeSeq @9 (shard :ShardRef, reset :Bool) -> (status :CallStatus, bins :TimeSeq, updateSeq :UInt64);
   # Release 0.3: the first call on every connection. The server's fresh nonce, good for one
