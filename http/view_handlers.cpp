@@ -171,6 +171,15 @@ void handle_design_info(ctx& c, const db_meta& db, const std::string& ddoc_name)
     auto got = c.node.views->info(db, dv);
     if (!got) return c.error(got.error());
     info = *got;
+  } else if (d->doc.value("language", std::string()) == "query") {
+    // Mango's JSON indexes are written in each copy's own transactions: always at the copies'
+    // update seq and purge seq.
+    auto ranges = c.node.coord.summaries(db);
+    if (!ranges) return c.error(ranges.error());
+    for (const auto& r : *ranges) {
+      info.indexed_seq += r.s.update_seq;
+      info.purge_seq += r.s.purge_seq;
+    }
   }
   json index = {{"compact_running", info.compacting},
                 {"language", d->doc.value("language", json("javascript"))},
