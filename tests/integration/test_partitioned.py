@@ -4,9 +4,12 @@ every document of a partition in the one range CRC32(partition) falls in (CouchD
 after a split), `GET /db/_partition/p`, `/db/_partition/p/_all_docs` answered from that range, `_find` and
 `_explain` of a partition, and
 the errors CouchDB gives for the rest."""
+import json
+import os
+import subprocess
 import zlib
 
-from harness import Node, NodeTest, OwnNodesTest, main
+from harness import CLIENTS_DIR, CLIENTS_SRC, Node, NodeTest, OwnNodesTest, install_clients, main
 from test_reshard import split, wait_for_jobs
 
 
@@ -180,6 +183,36 @@ class PartitionedThroughSplitAndKill(OwnNodesTest):
         self.assertEqual(node.get("/pk").json["props"], {"partitioned": True})
         self.assertEqual(node.put("/pk/nopartition", {}).status, 400)
         self.assertEqual(len(node.get("/pk/_partition/p3/_all_docs").json["rows"]), 11)
+
+
+class NanoPartitions(NodeTest):
+    """nano 10, Apache CouchDB's Node.js client, on a partitioned database (tests/clients/nano_partitions.js)."""
+
+    @classmethod
+    def setUpClass(cls):
+        install_clients()
+        super().setUpClass()
+
+    def test_nano_partition_calls_and_purge(self):
+        user, password = self.node.admin
+        env = dict(os.environ, NODE_PATH=os.path.join(CLIENTS_DIR, "node_modules"))
+        run = subprocess.run(["node", os.path.join(CLIENTS_SRC, "nano_partitions.js"), f"http://127.0.0.1:{self.node.port}",
+                              user, password, "nanoparts"], capture_output=True, text=True, env=env, timeout=120)
+        self.assertEqual(run.returncode, 0, run.stderr[-3000:])
+        out = json.loads(run.stdout)
+        self.assertEqual(out["create"], {"ok": True})
+        self.assertEqual(out["props"], {"partitioned": True})
+        self.assertEqual(out["written"], 10)
+        self.assertEqual(out["info"], {"partition": "red", "doc_count": 6, "doc_del_count": 0})
+        self.assertEqual(out["list"], [[f"blue:{i}", 10 + i] for i in range(4)])
+        self.assertEqual(out["find"], ["red:3", "red:4", "red:5"])
+        self.assertEqual(out["view"], {"total_rows": 6, "offset": 1, "keys": [1, 2, 3, 4]})
+        self.assertEqual(out["view_count"], 4)
+        self.assertEqual(out["global_view"], {"statusCode": 400, "error": "query_parse_error",
+                                              "reason": "`partition` parameter is mandatory for queries to this view."})
+        self.assertEqual(out["purge"]["purge_seq"], None)
+        self.assertEqual(list(out["purge"]["purged"]), ["red:0"])
+        self.assertEqual((out["after_purge"], out["info_after"], out["purged_infos"]), (404, 5, ["red:0"]))
 
 
 if __name__ == "__main__":
