@@ -68,7 +68,8 @@ purge_outcome purge_once(coordinator& c, const db_meta& db, const std::vector<pu
       }
       out.purged[pos[d]] = std::vector<rev_id>(removed[d].begin(), removed[d].end());
     }
-    if (applied < quorum) out.quorum_met = false;
+    // A split's sealed parent: the requests go again on the new map, which decides.
+    if (applied < quorum && !(sealed && applied == 0)) out.quorum_met = false;
   }
   return out;
 }
