@@ -126,18 +126,37 @@ result<shard_store::snapshot> coordinator::read_for(const db_meta& db, std::stri
 result<write_outcome> coordinator::update_docs(const db_meta& db, std::vector<doc_update> docs, size_t w) {
   metrics::node().doc_writes.fetch_add(docs.size(), std::memory_order_relaxed);
   auto out = write_once(db, docs, w);
+  if (!out) return out;
   // A split seals its parent shard (errc::shard_moved) from its last copy pass until the new shard
   // map is in `_dbs`, a few milliseconds: the documents it refused are written again on that map.
   auto moved = [&] {
     std::vector<size_t> at;
-    for (size_t i = 0; out && i < out->results.size(); ++i)
+    for (size_t i = 0; i < out->results.size(); ++i)
       if (out->results[i].st.code == errc::shard_moved) at.push_back(i);
     return at;
   };
+  status st = follow_new_maps(
+      db, [&] { return !moved().empty(); },
+      [&](const db_meta& current) -> status {
+        const std::vector<size_t> again = moved();
+        std::vector<doc_update> retry;
+        for (size_t i : again) retry.push_back(docs[i]);
+        auto second = write_once(current, retry, w);
+        if (!second) return second.error();
+        for (size_t k = 0; k < again.size(); ++k) out->results[again[k]] = std::move(second->results[k]);
+        out->quorum_met = out->quorum_met && second->quorum_met;
+        return {};
+      });
+  if (!st) return st;
+  return out;
+}
+
+status coordinator::follow_new_maps(const db_meta& db, const std::function<bool()>& pending,
+                                    const std::function<status(const db_meta&)>& again) {
   const auto deadline = mono::now() + timeout_;
   db_meta current = db;
   uint64_t seen = catalog_.map_changes();
-  for (auto again = moved(); !again.empty() && mono::now() < deadline; again = moved()) {
+  while (pending() && mono::now() < deadline) {
     // Until the map changes here (the switch on this node, a peer's push of `_dbs`); `_dbs` is
     // read again at least every map_recheck in case a change came unannounced.
     catalog_.wait_map_change(seen, std::min(deadline, mono::now() + map_recheck));
@@ -147,20 +166,31 @@ result<write_outcome> coordinator::update_docs(const db_meta& db, std::vector<do
     if (!fresh || fresh->created != db.created) break;
     if (fresh->shard_paths == current.shard_paths && fresh->nodes == current.nodes) continue;
     current = std::move(*fresh);
-    std::vector<doc_update> retry;
-    for (size_t i : again) retry.push_back(docs[i]);
-    auto second = write_once(current, retry, w);
-    if (!second) return second;
-    for (size_t k = 0; k < again.size(); ++k) out->results[again[k]] = std::move(second->results[k]);
-    out->quorum_met = out->quorum_met && second->quorum_met;
+    if (auto st = again(current); !st) return st;
+  }
+  return {};
+}
+
+size_t coordinator::write_quorum(const db_meta& db, size_t w) {
+  const size_t n = db.everywhere() ? 1 : db.n;
+  return w == 0 ? n / 2 + 1 : std::min(w, n);
+}
+
+coordinator::copies_outcome coordinator::on_every_copy(const db_meta& db,
+                                                       const std::function<status(shard_copy&)>& set) {
+  copies_outcome out;
+  for (size_t i = 0; i < db.q; ++i) {
+    for (const copy_ptr& c : copies(db, i)) {
+      ++out.asked;
+      if (status st = set(*c); !st) out.failed.push_back({db.ranges[i].name(), c->node(), st.reason});
+    }
   }
   return out;
 }
 
 result<write_outcome> coordinator::write_once(const db_meta& db, const std::vector<doc_update>& docs, size_t w) {
   // Group by range, remembering each doc's input position.
-  std::map<size_t, std::vector<size_t>> positions;  // range -> input positions
-  for (size_t i = 0; i < docs.size(); ++i) positions[shard_index(db, docs[i].id)].push_back(i);
+  auto positions = by_range(db, docs);
   std::vector<size_t> used;
   std::vector<std::vector<copy_ptr>> targets;
   std::vector<size_t> sizes;
@@ -169,8 +199,7 @@ result<write_outcome> coordinator::write_once(const db_meta& db, const std::vect
     targets.push_back(copies(db, range));
     sizes.push_back(targets.back().size());
   }
-  size_t n = db.everywhere() ? 1 : db.n;
-  size_t quorum = w == 0 ? n / 2 + 1 : std::min(w, n);
+  const size_t quorum = write_quorum(db, w);
   gather<std::vector<doc_result>> g(sizes);
   for (size_t r = 0; r < used.size(); ++r) {
     std::vector<doc_update> batch;
@@ -382,14 +411,7 @@ std::vector<coordinator::copy_time_seq> coordinator::time_seqs(const db_meta& db
 }
 
 coordinator::copies_outcome coordinator::set_revs_limit(const db_meta& db, uint32_t limit) {
-  copies_outcome out;
-  for (size_t i = 0; i < db.q; ++i) {
-    for (const copy_ptr& c : copies(db, i)) {
-      ++out.asked;
-      if (status st = c->set_revs_limit(limit); !st) out.failed.push_back({db.ranges[i].name(), c->node(), st.reason});
-    }
-  }
-  return out;
+  return on_every_copy(db, [limit](shard_copy& c) { return c.set_revs_limit(limit); });
 }
 
 result<uint32_t> coordinator::revs_limit(const db_meta& db) {

@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <chrono>
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -100,6 +101,21 @@ class coordinator {
   template <class T>
   std::vector<result<T>> ask_each(const std::vector<copy_ptr>& copies, const range_ask<T>& ask) const;
 
+  // The copies a write waits for: w, or n/2+1 when 0, at most n (1 for a database on every node).
+  static size_t write_quorum(const db_meta& db, size_t w);
+  // Items grouped by the range of their `id`: range -> their positions, in input order.
+  template <class T>
+  std::map<size_t, std::vector<size_t>> by_range(const db_meta& db, const std::vector<T>& items) const {
+    std::map<size_t, std::vector<size_t>> out;
+    for (size_t i = 0; i < items.size(); ++i) out[shard_index(db, items[i].id)].push_back(i);
+    return out;
+  }
+  // A split seals its parent from its last copy pass until the new shard map reaches `_dbs`: while
+  // `pending()` (a write was refused by a sealed copy), runs `again` on each newer map of `db` this
+  // node sees, until the request timeout. The first error `again` returns ends it.
+  status follow_new_maps(const db_meta& db, const std::function<bool()>& pending,
+                         const std::function<status(const db_meta&)>& again);
+
   // Writes documents, each to every copy of its range, all in parallel; returns once w copies of
   // every range answered (or all did, or the request timeout passed). w = 0: n/2+1; w is capped at
   // n. See quorum.hpp for how the copies' answers combine.
@@ -154,6 +170,8 @@ class coordinator {
     size_t asked = 0;                  // copies asked
     std::vector<copy_failure> failed;  // those that could not do it (down, or an older release)
   };
+  // `set` on every copy of every range; the copies that could not do it are listed.
+  copies_outcome on_every_copy(const db_meta& db, const std::function<status(shard_copy&)>& set);
   // Sets revs_limit on every copy of every range. A copy that missed it keeps its limit until it is
   // set again.
   copies_outcome set_revs_limit(const db_meta& db, uint32_t limit);

@@ -25,12 +25,7 @@ replication_target local_target(const shard_handle& target, std::chrono::millise
   t.stage = [copy](const std::string& key, uint64_t offset, const std::string& piece) {
     return copy->stage_blob(key, offset, piece);
   };
-  t.purge = [copy, timeout](const std::vector<purge_info>& reqs) -> status {
-    auto done = wait_one<std::vector<std::vector<rev_id>>>([&](auto cb) { copy->purge_docs(reqs, std::move(cb)); },
-                                                           mono::now() + timeout, "the target copy");
-    return done ? status{} : done.error();
-  };
-  t.purges_after = [copy](uint64_t since, uint32_t limit) { return copy->purge_infos(since, limit); };
+  t.purges = copy;
   return t;
 }
 
@@ -110,10 +105,10 @@ status save(const shard_handle& source, const std::string& id, checkpoint& cp, s
 // the documents pushed next no longer hold what it purged), then this copy's. Advances `cp`.
 status exchange_purges(const shard_handle& source, const replication_target& target, checkpoint& cp,
                        replication_result& out, std::chrono::milliseconds timeout) {
-  if (!target.purge || !target.purges_after) return {};
+  if (!target.purges) return {};
   const bool nothing_to_take = target.purge_seq && *target.purge_seq <= cp.target_purge_seq;
   for (int round = 0; round < 100000 && !nothing_to_take; ++round) {
-    auto page = target.purges_after(cp.target_purge_seq, purge_batch);
+    auto page = target.purges->purge_infos(cp.target_purge_seq, purge_batch);
     if (!page && page.error().code == errc::not_implemented) return {};  // an older release keeps none
     if (!page) return page.error();
     if (page->oldest > cp.target_purge_seq + 1) {
@@ -121,17 +116,19 @@ status exchange_purges(const shard_handle& source, const replication_target& tar
                    std::to_string(cp.target_purge_seq + 1) + ".." + std::to_string(page->oldest - 1) +
                    " before this copy learned them (its _purged_infos_limit)");
     }
-    if (page->infos.empty()) {
+    if (!page->infos.empty()) {
+      auto apply = std::make_shared<write_op>();
+      apply->what = write_op::kind::purge;
+      apply->purges = page->infos;
+      for (purge_info& p : apply->purges) p.seq = 0;
+      if (auto st = write_one(source.writer, apply, timeout); !st) return st;
+      out.purges_pulled += page->infos.size();
+    }
+    if (page->infos.size() < purge_batch) {  // all of them: caught up with its purge seq
       cp.target_purge_seq = std::max(cp.target_purge_seq, page->purge_seq);
       break;
     }
-    auto apply = std::make_shared<write_op>();
-    apply->what = write_op::kind::purge;
-    apply->purges = page->infos;
-    for (purge_info& p : apply->purges) p.seq = 0;
-    if (auto st = write_one(source.writer, apply, timeout); !st) return st;
     cp.target_purge_seq = page->infos.back().seq;
-    out.purges_pulled += page->infos.size();
   }
   for (int round = 0; round < 100000; ++round) {
     auto snap = source.store->read();
@@ -144,11 +141,10 @@ status exchange_purges(const shard_handle& source, const replication_target& tar
     if (!snap->fault()) return snap->fault();
     if (batch.empty()) break;
     const uint64_t last = batch.back().seq;
-    if (auto st = target.purge(batch); !st && st.code == errc::not_implemented) {
-      return {};
-    } else if (!st) {
-      return st;
-    }
+    auto sent = wait_one<std::vector<std::vector<rev_id>>>(
+        [&](auto done) { target.purges->purge_docs(batch, std::move(done)); }, mono::now() + timeout, "the target");
+    if (!sent && sent.error().code == errc::not_implemented) return {};
+    if (!sent) return sent.error();
     cp.purge_seq = last;
     out.purges_pushed += batch.size();
   }

@@ -21,6 +21,7 @@
 #include <string>
 
 #include "actors/remote_shards.hpp"
+#include "actors/shard_copy.hpp"
 #include "actors/shard_registry.hpp"
 
 namespace settee {
@@ -45,10 +46,9 @@ struct replication_target {
   std::function<result<apply_result>(std::vector<doc_update>& updates)> apply;
   // Stages a piece of a large blob (shard_copy::stage_blob): true when the target holds it whole.
   std::function<result<bool>(const std::string& key, uint64_t offset, const std::string& piece)> stage;
-  // Purges (optional: without them, none are exchanged): applies requests on the target, and reads
-  // at most `limit` of its requests after `since`. errc::not_implemented (an older release): none.
-  std::function<status(const std::vector<purge_info>& reqs)> purge;
-  std::function<result<purge_page>(uint64_t since, uint32_t limit)> purges_after;
+  // The target as a shard_copy, with which purge requests are exchanged (shard_copy::purge_docs,
+  // purge_infos); null: none are (errc::not_implemented from it, an older release: none either).
+  std::shared_ptr<shard_copy> purges;
   // The target's purge seq when the push began, if known: none to take when the checkpoint has
   // reached it (a sync sweep then asks nothing more of a copy that purged nothing).
   std::optional<uint64_t> purge_seq;

@@ -16,8 +16,7 @@ using purged_revs = std::vector<std::vector<rev_id>>;
 // applied because a split sealed the range are listed in `moved`.
 purge_outcome purge_once(coordinator& c, const db_meta& db, const std::vector<purge_info>& reqs, size_t w,
                          std::vector<size_t>& moved) {
-  std::map<size_t, std::vector<size_t>> positions;  // range -> input positions
-  for (size_t i = 0; i < reqs.size(); ++i) positions[c.shard_index(db, reqs[i].id)].push_back(i);
+  auto positions = c.by_range(db, reqs);  // range -> input positions
   std::vector<size_t> used, sizes;
   std::vector<std::vector<copy_ptr>> targets;
   for (auto& [range, pos] : positions) {
@@ -25,8 +24,7 @@ purge_outcome purge_once(coordinator& c, const db_meta& db, const std::vector<pu
     targets.push_back(c.copies(db, range));
     sizes.push_back(targets.back().size());
   }
-  const size_t n = db.everywhere() ? 1 : db.n;
-  const size_t quorum = w == 0 ? n / 2 + 1 : std::min(w, n);
+  const size_t quorum = coordinator::write_quorum(db, w);
   gather<purged_revs> g(sizes);
   for (size_t r = 0; r < used.size(); ++r) {
     std::vector<purge_info> batch;
@@ -79,29 +77,22 @@ purge_outcome purge_once(coordinator& c, const db_meta& db, const std::vector<pu
 result<purge_outcome> purge_docs(coordinator& c, const db_meta& db, const std::vector<purge_info>& reqs, size_t w) {
   std::vector<size_t> moved;
   purge_outcome out = purge_once(c, db, reqs, w, moved);
-  // A split seals its parent from its last copy pass until the new map is in `_dbs`: the requests
-  // it refused go to the new map once this node sees it.
-  const auto deadline = mono::now() + c.timeout();
-  uint64_t seen = c.catalog().map_changes();
-  db_meta current = db;
-  while (!moved.empty() && mono::now() < deadline) {
-    c.catalog().wait_map_change(seen, std::min(deadline, mono::now() + std::chrono::milliseconds(100)));
-    c.catalog().mark_stale();
-    seen = c.catalog().map_changes();
-    auto fresh = c.catalog().lookup(db.name);
-    if (!fresh || fresh->created != db.created) break;
-    if (fresh->shard_paths == current.shard_paths && fresh->nodes == current.nodes) continue;
-    current = std::move(*fresh);
-    std::vector<purge_info> retry;
-    for (size_t i : moved) retry.push_back(reqs[i]);
-    std::vector<size_t> again;
-    purge_outcome second = purge_once(c, current, retry, w, again);
-    for (size_t k = 0; k < moved.size(); ++k) out.purged[moved[k]] = std::move(second.purged[k]);
-    out.quorum_met = out.quorum_met && second.quorum_met;
-    std::vector<size_t> still;
-    for (size_t k : again) still.push_back(moved[k]);
-    moved = std::move(still);
-  }
+  // Those a split's sealed parent refused go to the new map once this node sees it.
+  status st = c.follow_new_maps(
+      db, [&] { return !moved.empty(); },
+      [&](const db_meta& current) -> status {
+        std::vector<purge_info> retry;
+        for (size_t i : moved) retry.push_back(reqs[i]);
+        std::vector<size_t> again;
+        purge_outcome second = purge_once(c, current, retry, w, again);
+        for (size_t k = 0; k < moved.size(); ++k) out.purged[moved[k]] = std::move(second.purged[k]);
+        out.quorum_met = out.quorum_met && second.quorum_met;
+        std::vector<size_t> still;
+        for (size_t k : again) still.push_back(moved[k]);
+        moved = std::move(still);
+        return {};
+      });
+  if (!st) return st;
   return out;
 }
 
@@ -136,15 +127,7 @@ result<uint32_t> purged_infos_limit(coordinator& c, const db_meta& db) {
 }
 
 coordinator::copies_outcome set_purged_infos_limit(coordinator& c, const db_meta& db, uint32_t limit) {
-  coordinator::copies_outcome out;
-  for (size_t i = 0; i < db.q; ++i) {
-    for (const copy_ptr& copy : c.copies(db, i)) {
-      ++out.asked;
-      if (status st = copy->set_purged_infos_limit(limit); !st)
-        out.failed.push_back({db.ranges[i].name(), copy->node(), st.reason});
-    }
-  }
-  return out;
+  return c.on_every_copy(db, [limit](shard_copy& copy) { return copy.set_purged_infos_limit(limit); });
 }
 
 }  // namespace settee

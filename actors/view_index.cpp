@@ -30,15 +30,23 @@ std::string view_signature(const json& ddoc) {
   return crypto::sha256_hex(what.dump());
 }
 
-std::string partition_sort_key(const std::string& partition, const std::string& key) {
+namespace {
+
+// What every key of partition `partition` starts with: the collation's array of it, open.
+std::string partition_prefix(const std::string& partition) {
   std::string p = collation::sort_key(json::array({partition}));
-  p.pop_back();  // the array's end: the key and then the end follow
-  return p + key + '\0';
+  p.pop_back();  // the array's end: a key and then the end follow
+  return p;
+}
+
+}  // namespace
+
+std::string partition_sort_key(const std::string& partition, const std::string& key) {
+  return partition_prefix(partition) + key + '\0';
 }
 
 view_scan partition_scan(const view_scan& s, const std::string& partition) {
-  std::string prefix = collation::sort_key(json::array({partition}));
-  prefix.pop_back();
+  const std::string prefix = partition_prefix(partition);
   view_scan out = s;
   for (view_bound* b : {&out.low, &out.high}) {
     if (b->set) {

@@ -4,6 +4,7 @@
 #include <set>
 
 #include "actors/internal_replication.hpp"
+#include "actors/remote_copy.hpp"
 #include "cluster/nodes_db.hpp"
 #include "node/clock.hpp"
 #include "node/log.hpp"
@@ -56,15 +57,7 @@ std::vector<sync_row> sync_database(coordinator& coord, rpc_node& rpc, const mem
                                                        const std::string& piece) {
         return rpc.stage_blob(peer, db.name, range, key, offset, piece, timeout);
       };
-      target.purge = [&rpc, &db, peer, range, timeout](const std::vector<purge_info>& reqs) -> status {
-        auto done = wait_one<std::vector<std::vector<rev_id>>>(
-            [&](auto cb) { rpc.purge_docs(peer, db.name, range, reqs, std::move(cb)); }, mono::now() + timeout,
-            "node " + peer);
-        return done ? status{} : done.error();
-      };
-      target.purges_after = [&rpc, &db, peer, range, timeout](uint64_t since, uint32_t limit) {
-        return rpc.purge_infos(peer, db.name, range, since, limit, timeout);
-      };
+      target.purges = std::make_shared<remote_copy>(rpc, peer, db.name, range, timeout);
       target.purge_seq = info->purge_seq;  // 0 from a release without purge: nothing to take
       // A long push (a node catching up) shows in /_active_tasks with its progress: registered when
       // the push starts from a checkpoint far enough behind.

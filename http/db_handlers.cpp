@@ -273,8 +273,11 @@ void handle_revs_limit(ctx& c, const db_meta& db) {
   if (c.method() != "PUT") return c.method_not_allowed("GET,PUT");
   auto limit = parse_revs_limit(c.req.body);
   if (!limit) return c.error(limit.error());
-  // Every copy of every range; copies that cannot take it are listed, as DELETE /db/_time_seq does.
-  auto set = c.node.coord.set_revs_limit(db, *limit);
+  reply_set_on_copies(c, c.node.coord.set_revs_limit(db, *limit));
+}
+
+void reply_set_on_copies(ctx& c, const coordinator::copies_outcome& set) {
+  // Copies that could not take it are listed, as DELETE /db/_time_seq does; none could: 503.
   if (!set.failed.empty() && set.failed.size() == set.asked)
     return c.error(errc::unavailable, set.failed.front().reason);
   json out = {{"ok", true}};

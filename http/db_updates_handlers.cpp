@@ -5,7 +5,6 @@
 #include <cerrno>
 #include <cstdlib>
 #include <map>
-#include <set>
 
 #include "actors/cluster_updates.hpp"
 #include "actors/db_catalog.hpp"
@@ -168,21 +167,10 @@ class db_updates_source final : public feed_source {
   const status& error() const override { return parts_.error(); }
   std::string token() const override {
     std::vector<node_updates_pos> at = parts_.positions();
-    for (node_updates_pos& p : at)
-      if (auto f = frozen_.find(p.node); f != frozen_.end()) {
-        if (dbs_frozen_.count(p.node)) {
-          p.dbs_uuid = f->second.dbs_uuid;
-          p.dbs_seq = f->second.dbs_seq;
-          p.dbs_index = f->second.dbs_index;
-          p.dbs_time = f->second.dbs_time;
-          p.seen = f->second.seen;
-          p.marks = f->second.marks;
-        }
-        if (log_frozen_.count(p.node)) {
-          p.log_uuid = f->second.log_uuid;
-          p.log_seq = f->second.log_seq;
-        }
-      }
+    for (node_updates_pos& p : at) {
+      if (auto f = dbs_held_.find(p.node); f != dbs_held_.end()) take_dbs_part(f->second, p);
+      if (auto f = log_held_.find(p.node); f != log_held_.end()) take_log_part(f->second, p);
+    }
     return encode_db_updates_seq(at);
   }
   // Members whose rows could not be read (a node down, or of a release without _db_updates).
@@ -225,27 +213,28 @@ class db_updates_source final : public feed_source {
         if (!dbs_moved && !log_moved) continue;
         const bool past = (dbs_moved && dbs_past(after[k])) || (log_moved && log_past(after[k]));
         if (!past) return true;
-        // The feed's position stays where the bound is: since=last_seq reads on from that row.
-        node_updates_pos& held = frozen_.emplace(after[k].node, after[k]).first->second;
-        if (dbs_moved && !dbs_frozen_.count(after[k].node)) {
-          dbs_frozen_.insert(after[k].node);
-          held.dbs_uuid = before[k].dbs_uuid;
-          held.dbs_seq = before[k].dbs_seq;
-          held.dbs_index = before[k].dbs_index;
-          held.dbs_time = before[k].dbs_time;
-          held.seen = before[k].seen;
-          held.marks = before[k].marks;
-        }
-        if (log_moved && !log_frozen_.count(after[k].node)) {
-          log_frozen_.insert(after[k].node);
-          held.log_uuid = before[k].log_uuid;
-          held.log_seq = before[k].log_seq;
-        }
+        // The feed's position stays where the bound is (emplace keeps the first one held):
+        // since=last_seq reads on from this row.
+        if (dbs_moved) dbs_held_.emplace(after[k].node, before[k]);
+        if (log_moved) log_held_.emplace(after[k].node, before[k]);
         break;
       }
     }
   }
 
+  // A position's catalog-events part, and its update-log part, copied into `to`.
+  static void take_dbs_part(const node_updates_pos& from, node_updates_pos& to) {
+    to.dbs_uuid = from.dbs_uuid;
+    to.dbs_seq = from.dbs_seq;
+    to.dbs_index = from.dbs_index;
+    to.dbs_time = from.dbs_time;
+    to.seen = from.seen;
+    to.marks = from.marks;
+  }
+  static void take_log_part(const node_updates_pos& from, node_updates_pos& to) {
+    to.log_uuid = from.log_uuid;
+    to.log_seq = from.log_seq;
+  }
   static bool same_dbs(const node_updates_pos& a, const node_updates_pos& b) {
     return a.dbs_uuid == b.dbs_uuid && a.dbs_seq == b.dbs_seq && a.dbs_index == b.dbs_index;
   }
@@ -276,9 +265,9 @@ class db_updates_source final : public feed_source {
       if (b.node.empty() || b.node[0] == '~') continue;  // "~seen", "~check": not members
       auto at = std::find_if(now.begin(), now.end(), [&](const node_updates_pos& p) { return p.node == b.node; });
       if (at == now.end()) continue;  // no longer a member: nothing of it to wait for
-      const bool dbs = dbs_frozen_.count(b.node) ||
+      const bool dbs = dbs_held_.count(b.node) ||
                        std::make_pair(at->dbs_seq, at->dbs_index) >= std::make_pair(b.dbs_seq, b.dbs_index);
-      const bool log = log_frozen_.count(b.node) || at->log_seq >= b.log_seq;
+      const bool log = log_held_.count(b.node) || at->log_seq >= b.log_seq;
       if (!dbs || !log) return false;
     }
     return true;
@@ -294,8 +283,9 @@ class db_updates_source final : public feed_source {
   bool passed_ = false;                  // the next row is past until_s_
   std::vector<node_updates_pos> bound_;  // a token bound: each node's last position within it
   bool token_bound_ = false;
-  std::map<std::string, node_updates_pos> frozen_;  // nodes past the bound: their position at it
-  std::set<std::string> dbs_frozen_, log_frozen_;   // whose catalog events / update log passed it
+  // Nodes whose catalog events / update log passed the bound: their position at it (the feed's
+  // token keeps that part, so since=last_seq reads on from the first row past it).
+  std::map<std::string, node_updates_pos> dbs_held_, log_held_;
 };
 
 }  // namespace

@@ -61,6 +61,9 @@ std::vector<std::string> kept_signatures(const all_docs_listing& design_docs);
 void on_every_holder(ctx& c, const db_meta& db, const std::string& what,
                      const std::function<status(cluster_member&)>& ask);
 void handle_revs_limit(ctx& c, const db_meta& db);
+// The answer to a setting made on every copy (_revs_limit, _purged_infos_limit): 200 {"ok":true},
+// 202 with the copies that could not take it under "unavailable", 503 when none could.
+void reply_set_on_copies(ctx& c, const coordinator::copies_outcome& set);
 // POST /db/_purge, GET /db/_purged_infos, GET|PUT /db/_purged_infos_limit (purge_handlers.cpp).
 void handle_purges(ctx& c, const db_meta& db);
 void handle_time_seq(ctx& c, const db_meta& db);

@@ -98,12 +98,7 @@ void handle_purged_infos_limit(ctx& c, const db_meta& db) {
   auto v = parse_json(c.req.body);
   if (!v || !v->is_number_integer() || v->get<int64_t>() <= 0 || v->get<int64_t>() > UINT32_MAX)
     return c.error(errc::bad_request, "`purge_infos_limit` must be positive integer");
-  auto set = set_purged_infos_limit(c.node.coord, db, static_cast<uint32_t>(v->get<int64_t>()));
-  if (!set.failed.empty() && set.failed.size() == set.asked)
-    return c.error(errc::unavailable, set.failed.front().reason);
-  json out = {{"ok", true}};
-  for (auto& f : set.failed) out["unavailable"].push_back({{"range", f.range}, {"node", f.node}, {"reason", f.reason}});
-  c.reply(set.failed.empty() ? 200 : 202, out);
+  reply_set_on_copies(c, set_purged_infos_limit(c.node.coord, db, static_cast<uint32_t>(v->get<int64_t>())));
 }
 
 }  // namespace

@@ -54,6 +54,14 @@ bool decode_doc(std::string_view key, std::string_view value, doc_info& out) {
   return r.varint(out.seq) && rev_tree::decode(r, out.tree) && r.done() && !out.tree.empty();
 }
 
+// The record under docs-table key `key` (found=false: none); a record that does not decode is an error.
+status load_doc(MDB_txn* t, MDB_dbi docs, const std::string& key, doc_info& out, bool& found) {
+  std::string_view raw;
+  if (auto st = lmdb::get(t, docs, key, raw, found); !st || !found) return st;
+  if (!decode_doc(key, raw, out)) return {errc::internal, "corrupt document record: " + key.substr(0, 400)};
+  return {};
+}
+
 // doc_rank's view of a docs-table record: a live document (its winner is not deleted).
 bool live_record(std::string_view key, std::string_view value) {
   doc_info d;
@@ -404,11 +412,9 @@ status shard_store::commit(const std::vector<write_op*>& ops, int64_t now_s) {
 
 status shard_store::apply_doc(MDB_txn* t, shard_header& h, doc_update& u, doc_result& r, int64_t now_s) {
   doc_info d;
-  std::string_view raw;
   bool found = false;
   const std::string key = doc_key::of(u.id);
-  if (auto st = get(t, docs_, key, raw, found); !st) return st;
-  if (found && !decode_doc(key, raw, d)) return {errc::internal, "corrupt document record: " + u.id};
+  if (auto st = load_doc(t, docs_, key, d, found); !st) return st;
   d.id = u.id;
   doc_state before = state_of(d.tree);
   int leaf = -1;
@@ -528,20 +534,14 @@ status shard_store::apply_purge(MDB_txn* t, shard_header& h, purge_info& p, std:
   p.seq = ++h.purge_seq;
   if (auto st = purge_log::add(t, purges_, p); !st) return st;
   const std::string key = doc_key::of(p.id);
-  std::string_view raw;
-  bool found = false;
-  if (auto st = get(t, docs_, key, raw, found); !st || !found) return st;
   doc_info d;
-  if (!decode_doc(key, raw, d)) return {errc::internal, "corrupt document record: " + p.id};
-  d.id = p.id;
+  bool found = false;
+  if (auto st = load_doc(t, docs_, key, d, found); !st || !found) return st;
   const doc_info old = d;
   std::vector<rev_id> dropped;
   purged = d.tree.remove_leafs(p.revs, &dropped);
   if (purged.empty()) return {};
-  if (d.tree.empty()) {  // every leaf: the document leaves the file (CouchDB: the id and seq trees)
-    if (auto st = unindex_all(t, old); !st) return st;
-    return forget_doc(t, h, key, old);
-  }
+  if (d.tree.empty()) return forget_doc(t, h, key, old);  // CouchDB: it leaves the id and seq trees
   for (const rev_id& gone : dropped) {
     if (auto st = drop_body(t, h, p.id, gone); !st) return st;
   }
@@ -842,6 +842,7 @@ status shard_store::stage_blob(MDB_txn* t, shard_header& h, write_op& op) {
 }
 
 status shard_store::forget_doc(MDB_txn* t, shard_header& h, const std::string& key, const doc_info& d) {
+  if (auto st = unindex_all(t, d); !st) return st;
   for (size_t i = 0; i < d.tree.nodes().size(); ++i) {
     if (auto st = drop_body(t, h, d.id, d.tree.rev(static_cast<int>(i))); !st) return st;
   }
@@ -872,16 +873,10 @@ status shard_store::import_purges(MDB_txn* t, shard_header& h, const import_requ
     if (src.holds(p.id)) continue;
     if (!src.fault()) return src.fault();
     const std::string key = doc_key::of(p.id);
-    std::string_view raw;
-    bool found = false;
-    if (auto st = get(t, docs_, key, raw, found); !st || !found) {
-      if (!st) return st;
-      continue;
-    }
     doc_info d;
-    if (!decode_doc(key, raw, d)) return {errc::internal, "corrupt document record: " + p.id};
-    d.id = p.id;
-    if (auto st = unindex_all(t, d); !st) return st;
+    bool found = false;
+    if (auto st = load_doc(t, docs_, key, d, found); !st) return st;
+    if (!found) continue;
     if (auto st = forget_doc(t, h, key, d); !st) return st;
   }
   return {};
@@ -909,15 +904,10 @@ status shard_store::import_step(MDB_txn* t, shard_header& h, import_request& req
       return false;
     }
     const std::string key = doc_key::of(c.id);
-    std::string_view raw;
+    doc_info old;
     bool found = false;
-    if (st = get(t, docs_, key, raw, found); !st) return false;
+    if (st = load_doc(t, docs_, key, old, found); !st) return false;
     if (found) {  // copied by an earlier pass: replaced by its state now
-      doc_info old;
-      if (!decode_doc(key, raw, old)) {
-        st = {errc::internal, "corrupt document record: " + c.id};
-        return false;
-      }
       if (st = forget_doc(t, h, key, old); !st) return false;
     }
     for (size_t i = 0; i < d.tree.nodes().size(); ++i) {
