@@ -100,6 +100,11 @@ std::optional<authenticator::stored_user> authenticator::find_user(const std::st
   return u;
 }
 
+bool authenticator::is_server_admin(const std::string& name) {
+  auto u = find_user(name);
+  return u && std::find(u->roles.begin(), u->roles.end(), "_admin") != u->roles.end();
+}
+
 std::optional<user_ctx> authenticator::check_password(const std::string& name, const std::string& password) {
   std::string stored;
   return check_password(name, password, stored);

@@ -33,6 +33,8 @@ class authenticator {
   int64_t cookie_timeout_s() const { return cookie_timeout_s_; }
 
   static status require_server_admin(const user_ctx& u);
+  // Whether `name` is a server admin now ([admins], or `_admin` among its roles in `_users`).
+  bool is_server_admin(const std::string& name);
   // `security` is the database's _security object.
   static status require_member(const user_ctx& u, const json& security);
   static status require_db_admin(const user_ctx& u, const json& security);

@@ -41,7 +41,11 @@ void feed_watches::run(const std::string& id, entry& e, std::string rest, json b
     e.finished = true;
     return;
   }
-  http_reply r = body.is_null() ? e.client->get(rest) : e.client->post(rest, request_text(body));
+  // The answer's first byte says a change came (or the longpoll's time ran out): nothing of it is kept.
+  const std::string text = body.is_null() ? std::string() : request_text(body);
+  http_reply r =
+      e.client->stream(rest, body.is_null() ? nullptr : &text, e.client->endpoint().rules->max_response_bytes,
+                       "[chttpd] max_http_request_size", nullptr, [](std::string_view) { return false; });
   if (!r.ok()) {
     while (!e.ended && !floor.passed()) std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }

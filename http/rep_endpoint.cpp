@@ -140,6 +140,24 @@ result<rep_endpoint> parse_endpoint(const json& spec, const std::string& self_ur
   return e;
 }
 
+std::string rep_endpoint::redact(std::string text) const {
+  std::vector<std::string> secrets;
+  if (has_credentials) {
+    secrets.push_back(crypto::base64_encode(user + ":" + password));
+    secrets.push_back(percent_encode(user) + ":" + percent_encode(password));
+    secrets.push_back(user + ":" + password);
+    secrets.push_back(percent_encode(password));
+    secrets.push_back(password);
+  }
+  for (const auto& [k, v] : headers) secrets.push_back(v);
+  for (const std::string& s : secrets) {
+    if (s.size() < 3) continue;  // a one-letter password would mask every such letter
+    for (size_t at = text.find(s); at != std::string::npos; at = text.find(s, at + 5))
+      text.replace(at, s.size(), "*****");
+  }
+  return text;
+}
+
 json strip_endpoint_credentials(const json& spec) {
   if (spec.is_string()) return strip_url_credentials(spec.get<std::string>());
   if (!spec.is_object()) return spec;

@@ -197,8 +197,11 @@ result<rep_request> parse_rep_request(const json& body, const rep_context& ctx) 
   if (!t) return bad("target has an invalid url: " + t.error().reason);
   r.source = std::move(*s);
   r.target = std::move(*t);
-  for (rep_endpoint* e : {&r.source, &r.target})
+  for (rep_endpoint* e : {&r.source, &r.target}) {
     if (!e->local_name.empty()) e->session = ctx.self_session;
+    if (ctx.rules) e->rules = ctx.rules;
+    e->restricted = ctx.restricted;
+  }
   r.base_id = compute_base_id(r, ctx.server_uuid);
   return r;
 }

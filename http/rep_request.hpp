@@ -9,6 +9,7 @@
 #pragma once
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -25,6 +26,8 @@ struct rep_context {
   std::string self_url;                                        // "http://127.0.0.1:5984": where local names point
   std::vector<std::pair<std::string, std::string>> self_auth;  // the requester's credentials
   std::function<std::string()> self_session;                   // or their session (rep_endpoint::session)
+  std::shared_ptr<const remote_rules> rules;                   // the node's (null: the defaults)
+  bool restricted = false;  // owned by a user who is not a server admin (rep_endpoint::restricted)
 };
 
 struct rep_request {

@@ -50,6 +50,7 @@ void handle_replicate(ctx& c) {
   rep_context rc;
   rc.server_uuid = c.node.server_uuid;
   rc.self_url = c.node.self_url;
+  rc.rules = c.node.replicator->rules();  // _replicate is for server admins: not restricted
   if (c.user.authenticated_by == "cookie" && c.user.name) {
     // Local endpoints sign in as the requester with a cookie minted for each request (theirs expires).
     authenticator* auth = &c.node.auth;

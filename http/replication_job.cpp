@@ -1,7 +1,9 @@
 #include "http/replication_job.hpp"
 
+#include <algorithm>
 #include <thread>
 
+#include "http/changes_reader.hpp"
 #include "http/message.hpp"
 #include "http/multipart.hpp"
 #include "http/rep_attachments.hpp"
@@ -47,8 +49,13 @@ struct replication_job::worker {
                stop) {}
 };
 
-replication_job::replication_job(rep_request r, const clock& clk, std::string node, std::string spool_dir)
-    : r_(std::move(r)), clk_(clk), node_(std::move(node)), spool_dir_(std::move(spool_dir)) {
+replication_job::replication_job(rep_request r, const clock& clk, std::string node, std::string spool_dir,
+                                 std::shared_ptr<work_pool> batch_threads)
+    : r_(std::move(r)),
+      clk_(clk),
+      node_(std::move(node)),
+      spool_dir_(std::move(spool_dir)),
+      batch_threads_(std::move(batch_threads)) {
   started_on_s_ = clk_.now_s();
   history_events_.push_back({{"timestamp", started_on_s_}, {"type", "added"}});
 }
@@ -159,20 +166,21 @@ status replication_job::start(job_context& ctx) {
   int retries = static_cast<int>(r_.retries_per_request);
   source_ = std::make_unique<rep_client>(r_.source, timeout, retries, &stop_);
   target_ = std::make_unique<rep_client>(r_.target, timeout, retries, &stop_);
-  if (auto s = source_->get_json(""); !s) return s.error();
-  http_reply t = target_->get("");
+  const uint64_t small = r_.source.rules->max_row_bytes;  // a database's info, a checkpoint
+  if (auto s = source_->get("", small); !s.ok()) return reply_error(s, r_.source);
+  http_reply t = target_->get("", small);
   if (t.status == 404 && r_.create_target) {
     std::string q;
     for (auto& [k, v] : r_.create_target_params.items()) q += (q.empty() ? "?" : "&") + k + "=" + query_value(v);
     http_reply made = target_->put(q, "");
     if (!made.ok() && made.status != 412) return reply_error(made, r_.target);
-    t = target_->get("");
+    t = target_->get("", small);
   }
   if (!t.ok()) return reply_error(t, r_.target);
   json source_log, target_log;
   if (r_.use_checkpoints) {
     const std::string doc = "_local/" + r_.base_id;
-    http_reply sl = source_->get(doc), tl = target_->get(doc);
+    http_reply sl = source_->get(doc, small), tl = target_->get(doc, small);
     if (sl.ok()) source_log = parse_reply(sl.body);
     if (tl.ok()) target_log = parse_reply(tl.body);
     if (!sl.ok() && sl.status != 404) return reply_error(sl, r_.source);
@@ -189,7 +197,6 @@ status replication_job::start(job_context& ctx) {
   start_time_ = rfc1123_date(clk_.now_s());
   last_checkpoint_ms_ = clk_.now_ms();
   workers_.clear();
-  for (int64_t i = 0; i < r_.worker_processes; ++i) workers_.push_back(std::make_unique<worker>(r_, &stop_));
   started_ = true;
   history_events_.push_back({{"timestamp", clk_.now_s()}, {"type", "started"}});
   log::info("replication " + r_.id() + " from " + r_.source.url() + " to " + r_.target.url() + " starts at " +
@@ -226,43 +233,106 @@ json replication_job::changes_body() const {
 }
 
 result<bool> replication_job::advance(job_context& ctx) {
-  json body = changes_body();
-  http_reply got = body.is_null() ? source_->get(changes_query()) : source_->post(changes_query(), request_text(body));
-  if (!got.ok()) return reply_error(got, r_.source);
-  json feed = parse_reply(got.body);
-  if (!feed.is_object() || !feed.contains("results") || !feed["results"].is_array())
-    return status{errc::internal, "the source's _changes answered something else than a feed"};
-  const json& rows = feed["results"];
+  const json body = changes_body();
+  const std::string body_text = body.is_null() ? std::string() : request_text(body);
   const size_t limit = static_cast<size_t>(r_.worker_processes * r_.worker_batch_size);
-  // Batches of worker_batch_size rows, worker_processes of them at once.
-  std::vector<json> batches;
-  for (size_t i = 0; i < rows.size(); i += static_cast<size_t>(r_.worker_batch_size)) {
-    json b = json::array();
-    for (size_t k = i; k < rows.size() && k < i + static_cast<size_t>(r_.worker_batch_size); ++k) b.push_back(rows[k]);
-    batches.push_back(std::move(b));
+  const remote_rules& rules = *r_.source.rules;
+  // The page: rows parsed one at a time as they arrive, until `limit` rows or the response
+  // limit's worth of them (a source that does not honour `limit` is read no further).
+  std::vector<json> rows;
+  uint64_t page_bytes = 0;
+  bool page_full = false;
+  bool bad_row = false;
+  changes_reader feed(rules.max_row_bytes, [&](std::string_view text) {
+    json row = parse_reply(std::string(text));
+    page_bytes += text.size();
+    if (!row.is_object()) return !(bad_row = true);  // a change that cannot be read is not passed over
+    rows.push_back(std::move(row));
+    page_full = rows.size() >= limit || page_bytes >= rules.max_response_bytes;
+    return !page_full;
+  });
+  http_reply got = source_->stream(
+      // Rows stop at the response limit: twice that bounds a feed padded with whitespace.
+      changes_query(), body.is_null() ? nullptr : &body_text, 2 * rules.max_response_bytes,
+      "twice [chttpd] max_http_request_size",
+      [&] {
+        rows.clear();
+        page_bytes = 0;
+        page_full = bad_row = false;
+        feed.reset();
+      },
+      [&](std::string_view bytes) { return feed.feed(bytes); });
+  if (!feed.error()) return status{errc::internal, feed.error().reason};
+  if (!got.ok()) return reply_error(got, r_.source);
+  if (bad_row) return status{errc::internal, "a row of the source's _changes is not JSON (or nests too deeply)"};
+  json last_seq;
+  uint64_t pending = 0;
+  if (page_full) {  // read up to here: the next read goes on from the last row
+    last_seq = member(rows.back(), "seq");
+    pending = 1;
+  } else {
+    json rest = feed.whole() ? parse_reply(feed.rest()) : json();
+    if (!rest.is_object() || !rest.contains("results") || !rest["results"].is_array())
+      return status{errc::internal, "the source's _changes answered something else than a feed"};
+    last_seq = member(rest, "last_seq");
+    const json& p = member(rest, "pending");
+    pending = p.is_number_unsigned() ? p.get<uint64_t>() : 0;
   }
-  std::vector<rep_stats> stats(batches.size());
-  std::vector<status> errors(batches.size());
-  std::vector<std::thread> threads;
-  for (size_t i = 1; i < batches.size(); ++i)
-    threads.emplace_back([&, i] { errors[i] = replicate_batch(*workers_[i % workers_.size()], batches[i], stats[i]); });
-  if (!batches.empty()) errors[0] = replicate_batch(*workers_[0], batches[0], stats[0]);
-  for (auto& t : threads) t.join();
+  // Batches of worker_batch_size rows, at most as many at once as the job has workers.
+  const size_t per_batch = static_cast<size_t>(r_.worker_batch_size);
+  const size_t n = (rows.size() + per_batch - 1) / per_batch;
+  std::vector<rep_stats> stats(n);
+  std::vector<status> errors(n);
+  run_batches(n, [&](size_t i, worker& w) {
+    json b = json::array();
+    for (size_t k = i * per_batch; k < rows.size() && k < (i + 1) * per_batch; ++k) b.push_back(std::move(rows[k]));
+    errors[i] = replicate_batch(w, b, stats[i]);
+  });
   for (const status& e : errors)
     if (!e) return e;
   if (ctx.cancelled() || stop_) return status{errc::internal, "cancelled"};
-  const uint64_t pending =
-      feed.contains("pending") && feed["pending"].is_number() ? feed["pending"].get<uint64_t>() : 0;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    for (const rep_stats& s : stats) stats_ += s;
+    for (const rep_stats& st : stats) stats_ += st;
     // Also when no row came: a filter may have passed over changes (the next read starts after them).
-    if (feed.contains("last_seq") && !feed["last_seq"].is_null() && (!rows.empty() || pending == 0))
-      through_seq_ = feed["last_seq"];
+    if (!last_seq.is_null() && (!rows.empty() || pending == 0)) through_seq_ = last_seq;
     pending_ = pending;
   }
   ctx.progress(task());
-  return rows.size() < limit && pending == 0;
+  return !page_full && rows.size() < limit && pending == 0;
+}
+
+void replication_job::run_batches(size_t n, const std::function<void(size_t, worker&)>& batch) {
+  if (n == 0) return;
+  // Workers (each a pair of connections) as the replication asks, but no more than can run at once.
+  const size_t helpers = batch_threads_ ? batch_threads_->threads() : 0;
+  const size_t width = std::min<size_t>({static_cast<size_t>(r_.worker_processes), helpers + 1, n});
+  while (workers_.size() < width) workers_.push_back(std::make_unique<worker>(r_, &stop_));
+  std::atomic<size_t> next{0};
+  auto drain = [&](worker& w) {
+    for (size_t i; (i = next++) < n;) batch(i, w);
+  };
+  std::mutex mu;
+  std::condition_variable cv;
+  size_t running = 0;
+  for (size_t k = 1; k < width; ++k) {
+    std::lock_guard<std::mutex> lock(mu);
+    const bool queued = batch_threads_->submit([&, k] {
+      drain(*workers_[k]);
+      std::lock_guard<std::mutex> done(mu);
+      if (--running == 0) cv.notify_all();
+    });
+    if (queued) ++running;
+  }
+  drain(*workers_[0]);
+  std::unique_lock<std::mutex> lock(mu);
+  cv.wait(lock, [&] { return running == 0; });
+}
+
+void replication_job::release_connections() {
+  workers_.clear();
+  if (source_) source_->abort();
+  if (target_) target_->abort();
 }
 
 status replication_job::replicate_batch(worker& w, const json& rows, rep_stats& stats) {
@@ -289,10 +359,14 @@ result<json> replication_job::missing_revisions(worker& w, const json& rows, rep
   if (!missing) return missing.error();
   json wanted = json::array();
   for (auto& [id, m] : missing->items()) {
-    if (!m.contains("missing")) continue;
+    // Only revisions that were asked about: a target may answer anything.
+    auto asked = diff.find(id);
+    if (asked == diff.end() || !m.is_object() || !m.contains("missing") || !m["missing"].is_array()) continue;
     for (const json& rev : m["missing"]) {
+      if (!rev.is_string() || std::find(asked->begin(), asked->end(), rev) == asked->end()) continue;
       json e = {{"id", id}, {"rev", rev}};
-      if (m.contains("possible_ancestors")) e["atts_since"] = m["possible_ancestors"];
+      if (m.contains("possible_ancestors") && m["possible_ancestors"].is_array())
+        e["atts_since"] = m["possible_ancestors"];
       wanted.push_back(std::move(e));
       ++stats.missing_found;
     }
@@ -300,13 +374,26 @@ result<json> replication_job::missing_revisions(worker& w, const json& rows, rep
   return wanted;
 }
 
-result<json> replication_job::bulk_get(worker& w, const json& wanted, bool attachments, rep_stats& stats) {
+result<json> replication_job::bulk_get(worker& w, const json& wanted, bool attachments, rep_stats& stats,
+                                       int halvings) {
   ++stats.bulk_get_attempts;
   http_reply got =
       w.source.post(std::string("_bulk_get?revs=true&latest=true") + (attachments ? "&attachments=true" : ""),
                     request_text(json{{"docs", wanted}}));
+  if (got.local_error.code == errc::too_large && wanted.size() > 1 && halvings < 4) {
+    // Too large an answer for memory: ask for each half (one revision alone may still be refused).
+    const size_t half = wanted.size() / 2;
+    json a = json::array(), b = json::array();
+    for (size_t i = 0; i < wanted.size(); ++i) (i < half ? a : b).push_back(wanted[i]);
+    auto first = bulk_get(w, a, attachments, stats, halvings + 1);
+    if (!first || first->is_null()) return first;
+    auto second = bulk_get(w, b, attachments, stats, halvings + 1);
+    if (!second || second->is_null()) return second;
+    for (json& d : *second) first->push_back(std::move(d));
+    return first;
+  }
   if (!got.ok()) {
-    if (got.status != 400 && got.status != 404 && got.status != 405 && got.status != 501)
+    if (!got.local_error || (got.status != 400 && got.status != 404 && got.status != 405 && got.status != 501))
       return reply_error(got, r_.source);
     no_bulk_get_ = true;  // a source without _bulk_get: each document's revisions with open_revs
     return json();
@@ -371,7 +458,8 @@ status replication_job::copy_multipart(worker& w, const std::string& id, const j
   std::string q =
       percent_encode(id) + "?revs=true&latest=true&attachments=true&open_revs=" + percent_encode(request_text(revs));
   if (!atts_since.is_null()) q += "&atts_since=" + percent_encode(request_text(atts_since));
-  spooled_reply got = w.source.get_spooled(q, "multipart/mixed", spool_dir_);
+  const uint64_t max_spool = r_.source.rules->max_spool_bytes * std::max<size_t>(revs.size(), 1);
+  spooled_reply got = w.source.get_spooled(q, "multipart/mixed", spool_dir_, max_spool);
   if (!got.head.ok()) return reply_error(got.head, r_.source);
   const body_spool& spool = *got.spool;
   multipart::source body{spool.size(),
@@ -403,7 +491,7 @@ status replication_job::copy_multipart(worker& w, const std::string& id, const j
       ++stats.docs_written;
     } else if (put.status >= 400 && put.status < 500 && put.status != 401 && put.status != 404) {
       ++stats.doc_write_failures;  // as one document refused in _bulk_docs
-      log::warning("replication " + r_.id() + ": the target refused " + id + ": " + put.body);
+      log::warning("replication " + r_.id() + ": the target refused " + id + ": " + r_.target.redact(put.body));
     } else {
       return reply_error(put, r_.target);
     }
@@ -431,7 +519,8 @@ status replication_job::write_revisions(worker& w, json docs, rep_stats& stats) 
     }
     if (refused) {
       ++stats.doc_write_failures;
-      log::warning("replication " + r_.id() + ": the target refused " + string_at(piece[0], "_id") + ": " + put.body);
+      log::warning("replication " + r_.id() + ": the target refused " + string_at(piece[0], "_id") + ": " +
+                   r_.target.redact(put.body));
       continue;
     }
     if (!put.ok()) return reply_error(put, r_.target);
@@ -442,7 +531,7 @@ status replication_job::write_revisions(worker& w, json docs, rep_stats& stats) 
         if (a.is_object() && a.contains("error")) {
           ++failures;
           log::warning("replication " + r_.id() + ": the target refused " + string_at(a, "id") + ": " +
-                       string_at(a, "error") + " " + string_at(a, "reason"));
+                       r_.target.redact(string_at(a, "error") + " " + string_at(a, "reason")));
         }
     stats.doc_write_failures += failures;
     stats.docs_written += piece.size() - std::min<uint64_t>(failures, piece.size());
@@ -472,7 +561,7 @@ status replication_job::checkpoint() {
       if (!revs[i].empty()) body["_rev"] = revs[i];
       http_reply put = sides[i]->put(doc, request_text(body));
       if (put.status == 409 && attempt == 0) {  // someone else wrote it: take its revision
-        json now = parse_reply(sides[i]->get(doc).body);
+        json now = parse_reply(sides[i]->get(doc, r_.source.rules->max_row_bytes).body);
         revs[i] = string_at(now, "_rev");
         continue;
       }
@@ -528,6 +617,7 @@ job_next replication_job::step(job_context& ctx) {
     if (auto st = checkpoint(); !st) return give_up_or_retry(st, false);
   if (!*caught_up) return job_next::more();
   if (!watch_) return job_next::pause(caught_up_poll);
+  release_connections();  // a waiting replication holds no connection but its watch
   watch_(changes_query(true), changes_body());
   return job_next::pause(watched_fallback);
 }

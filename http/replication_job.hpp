@@ -7,7 +7,10 @@
 //     continue from the newest session they share, else from since_seq (a seq, or a time settee
 //     sources resolve to the second), else 0;
 //   each step: `_changes?style=all_docs` from there (limit workers x batch size; filtered by
-//     doc_ids, selector or a filter), split in batches, each batch on a worker of its own:
+//     doc_ids, selector or a filter), read as a stream one row at a time until the page is full
+//     (whatever the source sends: http/changes_reader.hpp), split in batches run at most `workers`
+//     at once, on the lane's thread and the replicator's shared batch threads (no thread of its
+//     own), each batch with a worker's connections:
 //     `_revs_diff` on the target, `_bulk_get` of the missing revisions from the source without
 //     attachments' bytes, a second one with the bytes for revisions whose missing attachments are
 //     small, then `_bulk_docs` with new_edits=false (halved on 413); a revision with larger ones
@@ -36,6 +39,7 @@
 #include "http/rep_client.hpp"
 #include "http/rep_request.hpp"
 #include "node/clock.hpp"
+#include "node/work_pool.hpp"
 
 namespace settee {
 
@@ -46,8 +50,10 @@ class replication_job final : public job {
   // Called once the job left the runner: how it ended, and wait()'s answer.
   using end_callback = std::function<void(job_next::kind, const result<json>&)>;
 
-  // Attachments too large to hold go through spool files in `spool_dir`.
-  replication_job(rep_request r, const clock& clk, std::string node, std::string spool_dir);
+  // Attachments too large to hold go through spool files in `spool_dir`; batches run on this
+  // thread and `batch_threads` (the replicator's, shared by every job; null: this thread only).
+  replication_job(rep_request r, const clock& clk, std::string node, std::string spool_dir,
+                  std::shared_ptr<work_pool> batch_threads = nullptr);
   ~replication_job() override;
   // A job of a `_replicator` document (before it is submitted): shown with it in listings, and told
   // when it ends.
@@ -90,13 +96,19 @@ class replication_job final : public job {
   // One read of the feed and its batches; true when caught up.
   result<bool> advance(job_context& ctx);
   status replicate_batch(worker& w, const json& rows, rep_stats& stats);
+  // Runs batch(i, w) for i < n, at most workers_.size() at once (one worker each).
+  void run_batches(size_t n, const std::function<void(size_t, worker&)>& batch);
+  // Closes the job's connections (a caught-up job holds none while it waits).
+  void release_connections();
   // `_revs_diff` of the rows' revisions: [{"id","rev","atts_since"?}] the target lacks.
   result<json> missing_revisions(worker& w, const json& rows, rep_stats& stats);
   // Those revisions with their histories and the attachments the target lacks, for _bulk_docs;
   // revisions with attachments too large for it are copied one by one (copy_multipart).
   result<json> fetch_revisions(worker& w, const json& wanted, rep_stats& stats);
-  // `_bulk_get` of `wanted` with or without attachments' bytes; null when the source has none.
-  result<json> bulk_get(worker& w, const json& wanted, bool attachments, rep_stats& stats);
+  // `_bulk_get` of `wanted` with or without attachments' bytes; null when the source has none. An
+  // answer past the size limit is asked again in halves, at most four times over (an answer that
+  // never ends is not read sixteen times more), down to one revision.
+  result<json> bulk_get(worker& w, const json& wanted, bool attachments, rep_stats& stats, int halvings = 0);
   // Revisions `revs` of `id` read as multipart/mixed into a spool file: those with attachments
   // PUT to the target as multipart/related from the file (never held in memory), the others added
   // to `docs`.
@@ -112,6 +124,7 @@ class replication_job final : public job {
   rep_request r_;
   const clock& clk_;
   std::string node_, spool_dir_;
+  std::shared_ptr<work_pool> batch_threads_;
   std::atomic<bool> stop_{false};
   std::atomic<bool> no_bulk_get_{false};  // the source answered _bulk_get with 400/404/405/501
   std::vector<std::unique_ptr<worker>> workers_;

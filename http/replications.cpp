@@ -11,12 +11,14 @@ std::string job_id(const std::string& rep_id) {
 }  // namespace
 
 replications::replications(job_runner& jobs, const clock& clk, std::string node, std::string spool_dir,
-                           scheduler_limits lim)
+                           scheduler_limits lim, std::shared_ptr<const remote_rules> rules)
     : jobs_(jobs),
       clk_(clk),
       node_(std::move(node)),
       spool_dir_(std::move(spool_dir)),
       lim_(lim),
+      rules_(rules ? std::move(rules) : std::make_shared<const remote_rules>()),
+      batch_threads_(lim.worker_threads ? std::make_shared<work_pool>(lim.worker_threads) : nullptr),
       watches_([this](const std::string& id) { jobs_.wake(job_id(id)); }) {
   lim_.max_jobs = std::max<size_t>(1, lim_.max_jobs);
 }
@@ -36,7 +38,7 @@ std::shared_ptr<replication_job> replications::document_job(const std::string& i
 std::shared_ptr<replication_job> replications::make_job_locked(const std::string& id, rep_request r, slot& s) {
   const rep_endpoint source = r.source;
   const std::chrono::milliseconds timeout(r.connection_timeout_ms);
-  auto j = std::make_shared<replication_job>(std::move(r), clk_, node_, spool_dir_);
+  auto j = std::make_shared<replication_job>(std::move(r), clk_, node_, spool_dir_, batch_threads_);
   j->set_watch([this, id, source, timeout](const std::string& rest, const json& body) {
     watches_.watch(id, source, timeout, rest, body);
   });

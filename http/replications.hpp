@@ -25,12 +25,20 @@ struct scheduler_limits {
   size_t max_jobs = 500;                      // [replicator] max_jobs
   std::chrono::milliseconds interval{60000};  // [replicator] interval
   size_t max_churn = 20;                      // [replicator] max_churn
+  // [replicator] worker_threads: the threads every replication's batches share, besides the
+  // `replication` lane's (a step runs at most worker_processes batches at once, one on its lane
+  // thread and the others on these).
+  size_t worker_threads = 16;
 };
 
 class replications {
  public:
-  // Replications spool large attachments to files in `spool_dir`.
-  replications(job_runner& jobs, const clock& clk, std::string node, std::string spool_dir, scheduler_limits lim = {});
+  // Replications spool large attachments to files in `spool_dir`; they read from their endpoints
+  // within `rules` (null: the defaults).
+  replications(job_runner& jobs, const clock& clk, std::string node, std::string spool_dir, scheduler_limits lim = {},
+               std::shared_ptr<const remote_rules> rules = nullptr);
+  // The rules a request's endpoints are given (rep_context::rules).
+  const std::shared_ptr<const remote_rules>& rules() const { return rules_; }
 
   // Starts `r` unless a replication with its id is known already (then joins it). A one-shot
   // replication is waited for (also while pending): its `_replicate` answer or error; a continuous
@@ -75,6 +83,8 @@ class replications {
   const clock& clk_;
   std::string node_, spool_dir_;
   scheduler_limits lim_;
+  std::shared_ptr<const remote_rules> rules_;
+  std::shared_ptr<work_pool> batch_threads_;
   mutable std::mutex mu_;
   std::map<std::string, slot> known_;
   std::deque<std::string> pending_;  // oldest first

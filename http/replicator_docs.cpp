@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "actors/all_docs_reader.hpp"
+#include "http/auth.hpp"
 #include "http/erlang_term.hpp"
 #include "http/handlers.hpp"
 #include "node/log.hpp"
@@ -27,7 +28,7 @@ json request_of(const json& body) {
 
 status validate_replicator_doc(const json& body, const node_services& node) {
   if (!body.is_object() || (member(body, "_deleted").is_boolean() && member(body, "_deleted").get<bool>())) return {};
-  auto r = parse_rep_request(request_of(body), rep_context{node.server_uuid, node.self_url, {}, {}});
+  auto r = parse_rep_request(request_of(body), rep_context{node.server_uuid, node.self_url, {}, {}, nullptr, false});
   if (!r) return {errc::forbidden, r.error().reason};
   if (!r->source.local_name.empty() || !r->target.local_name.empty())
     return {errc::forbidden, "local endpoints are not supported in _replicator documents: name them by URL"};
@@ -49,7 +50,16 @@ replicator_docs::entry replicator_docs::start(const std::string& id, const std::
   e.rev = rev;
   e.body = std::move(body);
   e.updated_s = node_.clk.now_s();
-  auto r = parse_rep_request(request_of(e.body), rep_context{node_.server_uuid, node_.self_url, {}, {}});
+  // A document runs as its owner: one who is not a server admin (their own documents, or a
+  // server admin's naming them) connects only where [replicator] allows (docs/security.md).
+  const json& owner = member(e.body, "owner");
+  rep_context rc{node_.server_uuid,
+                 node_.self_url,
+                 {},
+                 {},
+                 reps_.rules(),
+                 owner.is_string() && !node_.auth.is_server_admin(owner.get<std::string>())};
+  auto r = parse_rep_request(request_of(e.body), rc);
   if (r) {
     e.rep_id = r->id();
     e.source = r->source.url();

@@ -14,6 +14,7 @@
 #include "cluster/shard_sync.hpp"
 #include "http/changes_feed.hpp"
 #include "http/handlers.hpp"
+#include "http/net_policy.hpp"
 #include "node/json.hpp"
 #include "node/log.hpp"
 
@@ -219,7 +220,9 @@ node_process::node_process(const config& cfg, settings set, const clock& clk, st
       views_(coord_, js_, jobs_, data_dir_ + "/.shard_views", js_reduce_options{reduce_limit_of(set_.reduce_limit)}),
       mango_(coord_, jobs_, mango_keys::shared(), &notifier_),
       replicator_(jobs_, clk_, set_.node_name, data_dir_,
-                  scheduler_limits{set_.replicator_max_jobs, set_.replicator_interval, set_.replicator_max_churn}),
+                  scheduler_limits{set_.replicator_max_jobs, set_.replicator_interval, set_.replicator_max_churn,
+                                   set_.replicator_worker_threads},
+                  make_remote_rules()),
       http_(front_options(set_, data_dir_)),
       members_(set_.node_name) {
   // `updated` rows of _db_updates: every commit to a database's copy marks it (architecture 28);
@@ -328,7 +331,42 @@ status node_process::start_cluster() {
   return {};
 }
 
+std::shared_ptr<remote_rules> node_process::make_remote_rules() {
+  auto rules = std::make_shared<remote_rules>();
+  rules->max_response_bytes = set_.max_request_bytes;
+  rules->max_row_bytes = set_.max_document_size_bytes;
+  rules->max_spool_bytes = set_.max_attachment_bytes + set_.max_document_size_bytes;
+  rules->max_inflate_ratio = set_.replicator_max_inflate_ratio;
+  rules->verify_certificates = set_.replicator_verify_certificates;
+  rules->ca_file = set_.replicator_ca_file;
+  const std::string denied =
+      set_.replicator_denied_networks == "<default>" ? default_denied_networks : set_.replicator_denied_networks;
+  auto policy = net_policy::parse(denied, set_.replicator_allowed_hosts);
+  if (!policy) {
+    rules_error_ = policy.error();
+    return rules;
+  }
+  // This node's own ports and the members' hosts are known once it listens: asked at each check.
+  policy->set_own_ports([this] {
+    std::vector<int> ports;
+    if (server_) ports.push_back(server_->port());
+    if (metrics_server_) ports.push_back(metrics_server_->port());
+    if (rpc_) ports.push_back(rpc_->port());
+    return ports;
+  });
+  policy->set_member_hosts([this] {
+    std::vector<std::string> hosts;
+    if (node_.cluster)
+      for (const std::string& name : node_.cluster->all())
+        if (auto at = name.find('@'); at != std::string::npos) hosts.push_back(name.substr(at + 1));
+    return hosts;
+  });
+  rules->policy = std::make_shared<const net_policy>(std::move(*policy));
+  return rules;
+}
+
 status node_process::start() {
+  if (!rules_error_) return rules_error_;
   if (auto st = open_storage(); !st) return st;
   if (set_.rpc_port) {
     if (auto st = start_cluster(); !st) return st;

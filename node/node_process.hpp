@@ -93,6 +93,9 @@ class node_process {
   doc_validator validator_;
   view_reader views_;
   mango_reader mango_;
+  // How replications read from endpoints ([replicator], [couchdb] limits); rules_error_: a bad setting.
+  std::shared_ptr<remote_rules> make_remote_rules();
+  status rules_error_;
   replications replicator_;                           // POST /_replicate's jobs
   std::shared_ptr<replicator_docs> replicator_docs_;  // _replicator's documents, a job once started
   http_options http_;

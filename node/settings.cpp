@@ -99,6 +99,12 @@ result<settings> read_settings(const config& cfg) {
   s.replicator_interval =
       std::chrono::milliseconds(clamped<int64_t>(cfg, "replicator", "interval", 60000, 1000, 86400000));
   s.replicator_max_churn = clamped<size_t>(cfg, "replicator", "max_churn", 20, 0, 100000);
+  s.replicator_worker_threads = clamped<size_t>(cfg, "replicator", "worker_threads", 16, 0, 1024);
+  s.replicator_max_inflate_ratio = clamped<uint64_t>(cfg, "replicator", "max_inflate_ratio", 100, 2, 1000000);
+  s.replicator_denied_networks = cfg.get("replicator", "denied_networks", "<default>");
+  s.replicator_allowed_hosts = cfg.get("replicator", "allowed_hosts");
+  s.replicator_verify_certificates = cfg.get_bool("replicator", "verify_ssl_certificates", false);
+  s.replicator_ca_file = cfg.get("replicator", "ssl_trusted_certificates_file");
   s.compaction_docs_per_step = clamped<size_t>(cfg, "database_compaction", "docs_per_step", 1000, 1, big);
 
   s.js_timeout = std::chrono::milliseconds(clamped<int64_t>(cfg, "couchdb", "os_process_timeout", 5000, 1, 3600000));

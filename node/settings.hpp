@@ -57,6 +57,12 @@ struct settings {
   size_t replicator_max_jobs = 500;
   std::chrono::milliseconds replicator_interval{60000};
   size_t replicator_max_churn = 20;
+  size_t replicator_worker_threads = 16;        // worker_threads: batch threads all replications share
+  uint64_t replicator_max_inflate_ratio = 100;  // max_inflate_ratio: decoded bytes per byte received
+  std::string replicator_denied_networks;       // denied_networks (default: net_policy's)
+  std::string replicator_allowed_hosts;         // allowed_hosts
+  bool replicator_verify_certificates = false;  // verify_ssl_certificates
+  std::string replicator_ca_file;               // ssl_trusted_certificates_file
 
   // JavaScript (a pool of sandboxed settee-js workers; docs/security.md "JavaScript").
   std::chrono::milliseconds js_timeout{5000};  // [couchdb] os_process_timeout: one function call

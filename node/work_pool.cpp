@@ -2,7 +2,7 @@
 
 namespace settee {
 
-work_pool::work_pool(size_t threads) {
+work_pool::work_pool(size_t threads) : count_(threads) {
   threads_.reserve(threads);
   for (size_t i = 0; i < threads; ++i) threads_.emplace_back([this] { run(); });
 }
@@ -11,13 +11,14 @@ work_pool::~work_pool() {
   stop();
 }
 
-void work_pool::submit(std::function<void()> job) {
+bool work_pool::submit(std::function<void()> job) {
   {
     std::lock_guard<std::mutex> lock(mu_);
-    if (stopping_) return;
+    if (stopping_) return false;
     jobs_.push_back(std::move(job));
   }
   cv_.notify_one();
+  return true;
 }
 
 void work_pool::stop() {

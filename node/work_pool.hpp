@@ -20,7 +20,9 @@ class work_pool {
   work_pool(const work_pool&) = delete;
   work_pool& operator=(const work_pool&) = delete;
 
-  void submit(std::function<void()> job);
+  // False when the pool stopped (the job is dropped).
+  bool submit(std::function<void()> job);
+  size_t threads() const { return count_; }
   // Runs the jobs already queued, then joins the threads. Later submits are dropped.
   void stop();
 
@@ -32,6 +34,7 @@ class work_pool {
   std::deque<std::function<void()>> jobs_;
   bool stopping_ = false;
   std::vector<std::thread> threads_;
+  size_t count_ = 0;
 };
 
 }  // namespace settee

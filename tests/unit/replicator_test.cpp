@@ -15,7 +15,8 @@ std::string bytes(std::initializer_list<int> b) {
   for (int x : b) out += static_cast<char>(x);
   return out;
 }
-const rep_context ctx{std::string(32, 'u'), "http://127.0.0.1:5984", {{"Authorization", "Basic YTpi"}}, {}};
+const rep_context ctx{
+    std::string(32, 'u'), "http://127.0.0.1:5984", {{"Authorization", "Basic YTpi"}}, {}, nullptr, false};
 }  // namespace
 
 TEST_CASE("terms encode as term_to_binary writes them on OTP 26") {
@@ -99,14 +100,14 @@ TEST_CASE("replication ids: passwords and where credentials come from do not cou
   // Local names: the same id whatever port the node listens on (a restart may move it).
   auto on = [](const char* self) {
     return parse_rep_request(json::parse(R"({"source":"a","target":"b"})"),
-                             rep_context{std::string(32, 'u'), self, {}, {}})
+                             rep_context{std::string(32, 'u'), self, {}, {}, nullptr, false})
         ->id();
   };
   CHECK(on("http://127.0.0.1:5984") == on("http://127.0.0.1:15984"));
   CHECK(on("http://127.0.0.1:5984") !=
         id(R"({"source":"http://127.0.0.1:5984/a","target":"http://127.0.0.1:5984/b"})"));
   auto other_server = parse_rep_request(json::parse(R"({"source":"http://bob@h/a","target":"http://h/b"})"),
-                                        rep_context{std::string(32, 'v'), "", {}, {}});
+                                        rep_context{std::string(32, 'v'), "", {}, {}, nullptr, false});
   CHECK(other_server->id() != base);
 }
 
