@@ -268,6 +268,19 @@ class HostileHandler(socketserver.StreamRequestHandler):
             pass
         return False
 
+    def endlessrevs_doc(self, **_):  # open_revs as multipart/mixed, one part without end: spooled to disk
+        self.send(b"HTTP/1.1 200 OK\r\nContent-Type: multipart/mixed; boundary=\"b\"\r\n"
+                  b"Transfer-Encoding: chunked\r\n\r\n")
+        head = b"--b\r\nContent-Type: multipart/related; boundary=\"c\"\r\n\r\n--c\r\n" \
+               b"Content-Type: application/json\r\n\r\n{}\r\n--c\r\nContent-Type: text/plain\r\n\r\n"
+        self.send(b"%x\r\n%s\r\n" % (len(head), head))
+        piece = b"a" * (1 << 20)
+        chunk = b"%x\r\n%s\r\n" % (len(piece), piece)
+        end = time.monotonic() + 120
+        while time.monotonic() < end and self.send(chunk):
+            pass
+        return False
+
     def bigcheckpoint_local(self, **_):  # a checkpoint document of 10 MB
         return self.answer(200, json.dumps({"_id": "_local/x", "_rev": "0-1", "history": [],
                                             "pad": "p" * (10 << 20)}).encode())
@@ -427,6 +440,22 @@ class HostileEndpoints(NodeTest):
                       f"RSS {rss_mb(pid):.0f} MB (peak {rss_mb(pid, 'VmHWM'):.0f} MB)")
         # A body without a length that goes on past the limit: the database's info.
         self.run_case("biginfo", "larger than 8000000")
+        # An open_revs answer (a source without _bulk_get) spooled to disk stops at
+        # max_attachment_size + max_document_size, and its file goes with it.
+        def open_fds():  # sockets and unnamed files (shard files of new databases apart)
+            out = []
+            for f in os.listdir(f"/proc/{pid}/fd"):
+                try:
+                    link = os.readlink(f"/proc/{pid}/fd/{f}")
+                except OSError:
+                    continue
+                if "/shards/" not in link:
+                    out.append(link)
+            return sorted(out)
+        fds = open_fds()
+        self.run_case("endlessrevs", "larger than 1081741824", extra={"use_bulk_get": False})
+        self.assertTrue(wait_until(lambda: len(open_fds()) <= len(fds)), (fds, open_fds()))
+        self.assertFalse([f for f in open_fds() if "(deleted)" in f])
         # What the endpoints made the node hold is given back once they are gone (after a trim).
         self.assertTrue(wait_until(lambda: rss_mb(pid) < start_rss + 50, seconds=30), (start_rss, rss_mb(pid)))
         self.assertIsNone(self.node.proc.poll())
