@@ -6,6 +6,7 @@
 
 #include "actors/gather.hpp"
 #include "node/log.hpp"
+#include "storage/purge_log.hpp"
 
 namespace settee {
 namespace {
@@ -111,7 +112,7 @@ result<std::vector<purge_info>> purged_infos(coordinator& c, const db_meta& db) 
       }
       answered = true;
       for (purge_info& p : page->infos) {
-        if (seen.insert({p.id, p.revs}).second) range.push_back(std::move(p));
+        if (!purge_log::is_implied(p) && seen.insert({p.id, p.revs}).second) range.push_back(std::move(p));
       }
     }
     if (!answered) return last;

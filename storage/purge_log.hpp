@@ -33,6 +33,13 @@ struct purge_info {
 
 namespace purge_log {
 
+// In the uuid of a request a copy recorded itself for the history a purge removed with the
+// revisions it named (shard_store::record_implied_purge): not a client's, left out of listings.
+constexpr std::string_view implied_marker = "/implied-";
+inline bool is_implied(const purge_info& p) {
+  return p.uuid.find(implied_marker) != std::string::npos;
+}
+
 // Records `p` (its seq set) under its seq and its uuid.
 status add(MDB_txn* t, MDB_dbi dbi, const purge_info& p);
 // Whether a request with this uuid was recorded (and not pruned since).

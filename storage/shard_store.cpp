@@ -461,21 +461,19 @@ status shard_store::apply_doc(MDB_txn* t, shard_header& h, doc_update& u, doc_re
     } else if (rebase) {
       parent = d.tree.winner();
     }
-    rev_id parent_rev = parent >= 0 ? d.tree.rev(parent) : rev_id{};
-    leaf = d.tree.add_child(parent, make_rev_hash(u.deleted, parent >= 0 ? &parent_rev : nullptr, u.body), u.deleted);
+    if (auto st = add_edit(t, h, d, u, parent, r, leaf); !st || !r.st) return st;
   } else {
     if (!is_rev_path(u.revs)) {  // another node's push may carry anything
       r.st = {errc::bad_request, "Invalid rev format"};
       return {};
     }
-    if (u.honor_purges && h.purge_seq > 0) {
-      std::vector<rev_id> purged;
-      if (auto st = purge_log::revs_of(t, purges_, u.id, purged); !st) return st;
-      if (std::find(purged.begin(), purged.end(), u.revs.front()) != purged.end()) {
-        r.rev = u.revs.front();
-        r.added = false;
-        return {};
-      }
+    bool purged = false;
+    if (u.honor_purges)
+      if (auto st = was_purged(t, h, u.id, u.revs.front(), purged); !st) return st;
+    if (purged) {
+      r.rev = u.revs.front();
+      r.added = false;
+      return {};
     }
     if (!found || d.tree.find(u.revs.front()) < 0) {  // a revision this copy has is not read again
       int base = -1;  // the newest ancestor this copy has: stubs refer to its attachments
@@ -541,6 +539,7 @@ status shard_store::apply_purge(MDB_txn* t, shard_header& h, purge_info& p, std:
   std::vector<rev_id> dropped;
   purged = d.tree.remove_leafs(p.revs, &dropped);
   if (purged.empty()) return {};
+  if (auto st = record_implied_purge(t, h, p, dropped); !st) return st;
   if (d.tree.empty()) return forget_doc(t, h, key, old);  // CouchDB: it leaves the id and seq trees
   for (const rev_id& gone : dropped) {
     if (auto st = drop_body(t, h, p.id, gone); !st) return st;
@@ -557,6 +556,55 @@ status shard_store::apply_purge(MDB_txn* t, shard_header& h, purge_info& p, std:
     if (auto st = doc_rank::add(t, rank_, docs_, live_record, key, after == doc_state::live ? +1 : -1); !st) return st;
   }
   return reindex_all(t, d, nullptr);
+}
+
+status shard_store::add_edit(MDB_txn* t, const shard_header& h, doc_info& d, const doc_update& u, int parent,
+                             doc_result& r, int& leaf) {
+  const rev_id parent_rev = parent >= 0 ? d.tree.rev(parent) : rev_id{};
+  const rev_id next{parent >= 0 ? parent_rev.pos + 1 : 1,
+                    make_rev_hash(u.deleted, parent >= 0 ? &parent_rev : nullptr, u.body)};
+  // Revisions are a hash of their content: an edit this copy receives after it purged the
+  // revision the edit makes (a coordinator's write that was still on its way, or the same content
+  // written again) would bring the purged revision back here alone, and no other copy would take
+  // it from this one. Every copy that recorded the purge refuses it alike.
+  bool purged = false;
+  if (auto st = was_purged(t, h, u.id, next, purged); !st) return st;
+  if (purged) {
+    r.st = {errc::conflict, "Document update conflict: revision " + next.str() +
+                                " of this document was purged (write other content to make a new one)"};
+    return {};
+  }
+  leaf = d.tree.add_child(parent, next.hash, u.deleted);
+  return {};
+}
+
+status shard_store::was_purged(MDB_txn* t, const shard_header& h, const std::string& id, const rev_id& rev,
+                               bool& purged) {
+  purged = false;
+  if (h.purge_seq == 0) return {};  // a copy that never purged has nothing to look up
+  std::vector<rev_id> revs;
+  if (auto st = purge_log::revs_of(t, purges_, id, revs); !st) return st;
+  purged = std::find(revs.begin(), revs.end(), rev) != revs.end();
+  return {};
+}
+
+status shard_store::record_implied_purge(MDB_txn* t, shard_header& h, const purge_info& p,
+                                         const std::vector<rev_id>& dropped) {
+  std::vector<rev_id> ancestors;
+  for (const rev_id& r : dropped)
+    if (std::find(p.revs.begin(), p.revs.end(), r) == p.revs.end()) ancestors.push_back(r);
+  if (ancestors.empty()) return {};
+  std::sort(ancestors.begin(), ancestors.end());
+  std::string names;
+  for (const rev_id& r : ancestors) names += r.str() + ",";
+  purge_info implied;
+  implied.uuid = p.uuid + std::string(purge_log::implied_marker) + crypto::md5_hex(names).substr(0, 16);
+  implied.id = p.id;
+  implied.revs = std::move(ancestors);
+  bool known = false;
+  if (auto st = purge_log::known(t, purges_, implied.uuid, known); !st || known) return st;
+  implied.seq = ++h.purge_seq;
+  return purge_log::add(t, purges_, implied);
 }
 
 status shard_store::prune_purges(MDB_txn* t, const shard_header& h) {

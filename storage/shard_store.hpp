@@ -370,6 +370,18 @@ class shard_store : public std::enable_shared_from_this<shard_store> {
   status apply_local(MDB_txn* t, write_op& op);
   // kind::purge: one request (its seq given here); `purged` gets the leaves it removed.
   status apply_purge(MDB_txn* t, shard_header& h, purge_info& p, std::vector<rev_id>& purged, int64_t now_s);
+  // A new_edits edit's revision as the child of `parent` (-1: a root) in `d` (`leaf` its index); a
+  // revision the purge log names is refused (r.st conflict).
+  status add_edit(MDB_txn* t, const shard_header& h, doc_info& d, const doc_update& u, int parent, doc_result& r,
+                  int& leaf);
+  // Whether this copy's purge log names revision `rev` of document `id` (requests and the history
+  // they removed).
+  status was_purged(MDB_txn* t, const shard_header& h, const std::string& id, const rev_id& rev, bool& purged);
+  // Records the revisions purge `p` removed besides those it named (the history only they had) as
+  // a request of their own (purge_log::implied_marker), which internal replication carries: a copy
+  // that lacked the named leaf when it applied `p` still holds that history as a leaf, and learns
+  // to remove it from this one.
+  status record_implied_purge(MDB_txn* t, shard_header& h, const purge_info& p, const std::vector<rev_id>& dropped);
   // Forgets the purge requests past the header's limit that every synced copy has.
   status prune_purges(MDB_txn* t, const shard_header& h);
   // Document `d` (a record under `key`) leaves every JSON index.

@@ -6,6 +6,7 @@
 
 #include "shard_fixture.hpp"
 #include "storage/doc_key.hpp"
+#include "storage/purge_log.hpp"
 #include "storage/shard_store.hpp"
 #include "temp_dir.hpp"
 
@@ -690,5 +691,56 @@ TEST_CASE("a merge from another copy of the range does not bring a purged revisi
   CHECK(s->header().doc_count == 0);
   back.honor_purges = false;
   CHECK(write(*s, {back})[0].added);
+  CHECK(s->header().doc_count == 1);
+}
+
+TEST_CASE(
+    "a purge that removes history records it as a request of its own, which a copy that lacked the leaf applies") {
+  temp_dir dir;
+  auto full = open_store(dir.path + "/full.1");
+  auto late = open_store(dir.path + "/late.1");
+  // Both copies have 1-; only `full` got the edit to 2- before the purge of 2-.
+  auto r1 = write(*full, {upd("x", "{\"v\":1}")})[0].rev;
+  auto r2 = write(*full, {upd("x", "{\"v\":2}", {r1})})[0].rev;
+  CHECK(write(*late, {upd("x", "{\"v\":1}")})[0].rev == r1);
+  auto op = purge_op({{0, "u1", "x", {r2}}});
+  REQUIRE(full->commit({&op}, 1700000100));
+  CHECK(full->header().doc_count == 0);
+  auto infos = purge_infos(*full);
+  REQUIRE(infos.size() == 2);
+  CHECK(infos[1].revs == std::vector<rev_id>{r1});  // the history it removed with 2-
+  CHECK(purge_log::is_implied(infos[1]));
+  CHECK_FALSE(purge_log::is_implied(infos[0]));
+  // The late copy gets the client's request first (nothing to remove), then both from `full`.
+  auto direct = purge_op({{0, "u1", "x", {r2}}});
+  REQUIRE(late->commit({&direct}, 1700000200));
+  CHECK(late->header().doc_count == 1);
+  // Before it learns the implied one, a push of its 1- to `full` is refused there.
+  doc_update push = upd("x", "{\"v\":1}", {r1});
+  push.new_edits = false;
+  push.honor_purges = true;
+  CHECK_FALSE(write(*full, {push})[0].added);
+  for (purge_info& p : infos) p.seq = 0;
+  auto pulled = purge_op(infos);
+  REQUIRE(late->commit({&pulled}, 1700000300));
+  CHECK(late->header().doc_count == 0);  // converged: 1- went too
+  // Applied once: the implied request is known by its uuid on both copies.
+  CHECK(purge_infos(*late).size() == 2);
+}
+
+TEST_CASE("an edit that would make a purged revision again is refused, other content is written") {
+  temp_dir dir;
+  auto s = open_store(dir.path + "/db.1");
+  auto r1 = write(*s, {upd("x", "{\"v\":1}")})[0].rev;
+  auto op = purge_op({{0, "u1", "x", {r1}}});
+  REQUIRE(s->commit({&op}, 1700000100));
+  // The same content from scratch is the same revision: refused (a write that was on its way
+  // when the purge came must not bring the document back on this copy alone).
+  auto again = write(*s, {upd("x", "{\"v\":1}")});
+  CHECK(again[0].st.code == errc::conflict);
+  CHECK(again[0].st.reason.find("was purged") != std::string::npos);
+  CHECK(s->header().doc_count == 0);
+  auto other = write(*s, {upd("x", "{\"v\":\"new\"}")});
+  CHECK(other[0].st);
   CHECK(s->header().doc_count == 1);
 }
