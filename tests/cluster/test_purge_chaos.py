@@ -8,8 +8,6 @@ Before the fix (issue 57), 10 cycles brought back 48 to 128 of ~1,300 acknowledg
 ways: a copy that applied a purge before the write it named reached it (a coordinator's write
 still on its way) then made the purged revision itself; and a copy that lacked the purged leaf
 kept its parent, which no other copy refused. PURGE_CHAOS_CYCLES and PURGE_CHAOS_SEED vary the run."""
-import http.client
-import json
 import os
 import random
 import sys
@@ -19,31 +17,11 @@ import time
 sys.path.insert(0, os.path.dirname(__file__))
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "integration"))
 from harness import OwnNodesTest, main  # noqa: E402
+from test_jobs_chaos import call, live  # noqa: E402
 from test_membership import Cluster, wait_for  # noqa: E402
 
 DB = "pchaos"
 CYCLES = int(os.environ.get("PURGE_CHAOS_CYCLES", "10"))
-
-
-def live(cluster):
-    return [n for n in cluster.nodes if n.proc is not None and n.proc.poll() is None]
-
-
-def call(node, method, path, body=None, timeout=15):
-    """(status, JSON) on a connection of its own, (0, None) when the node does not answer."""
-    conn = http.client.HTTPConnection("127.0.0.1", node.port, timeout=timeout)
-    try:
-        headers = dict(node.auth_header())
-        data = None
-        if body is not None:
-            data, headers["Content-Type"] = json.dumps(body), "application/json"
-        conn.request(method, path, body=data, headers=headers)
-        r = conn.getresponse()
-        return r.status, json.loads(r.read() or b"null")
-    except (OSError, http.client.HTTPException, ValueError):
-        return 0, None
-    finally:
-        conn.close()
 
 
 class Load:
