@@ -26,7 +26,7 @@ class deadline_watch {
     httplib::Client* client;
     mono::time_point start;
     mono::duration base;                    // the whole time, before the allowance for bytes
-    const std::atomic<uint64_t>* received;  // bytes so far: a second more per MiB
+    const std::atomic<uint64_t>* received;  // bytes moved so far, both ways: a second more per MiB
     std::atomic<bool>* fired;
   };
   static deadline_watch& get() {
@@ -37,6 +37,7 @@ class deadline_watch {
     std::lock_guard<std::mutex> lock(mu_);
     if (!thread_.joinable()) thread_ = std::thread([this] { run(); });
     live_[++next_] = e;
+    cv_.notify_one();
     return next_;
   }
   void remove(uint64_t id) {
@@ -48,6 +49,7 @@ class deadline_watch {
   void run() {
     std::unique_lock<std::mutex> lock(mu_);
     for (;;) {
+      cv_.wait(lock, [this] { return !live_.empty(); });  // an idle node's watch sleeps
       cv_.wait_for(lock, std::chrono::milliseconds(100));
       const mono::time_point now = mono::now();
       for (auto& [id, e] : live_) {
@@ -154,9 +156,13 @@ http_reply rep_client::exchange(const char* method, const std::string& path, htt
     req.body = *body;
     req.headers.emplace("Content-Type", "application/json");
   }
+  std::atomic<uint64_t> received{0};
   if (up) {
     req.content_length_ = up->length;
-    req.content_provider_ = up->provider;
+    req.content_provider_ = [&received, &up](size_t at, size_t n, httplib::DataSink& sink) {
+      received += std::min<size_t>(n, 1u << 20);  // an upload's bytes count for its deadline too
+      return up->provider(at, n, sink);
+    };
     req.headers.emplace("Content-Type", up->content_type);
   }
   std::optional<reply_body> decoded;
@@ -172,7 +178,6 @@ http_reply rep_client::exchange(const char* method, const std::string& path, htt
     decoded.emplace(max_bytes, e_.rules->max_inflate_ratio, limit_name, to);
     return static_cast<bool>(decoded->begin(res.get_header_value("Content-Encoding"), content_length(res)));
   };
-  std::atomic<uint64_t> received{0};
   req.content_receiver = [&](const char* data, size_t n, uint64_t, uint64_t) {
     received += n;
     if (!decoded) {  // an error's text: the first 64 KiB, then no more is read
@@ -198,10 +203,10 @@ http_reply rep_client::exchange(const char* method, const std::string& path, htt
     }
   }
   if (fired) {
-    out.local_error = status{errc::internal, std::string("the answer to ") + method + " " + e_.url() +
-                                                 " took longer than its deadline (" +
-                                                 std::to_string(timeout_.count() * e_.rules->deadline_timeouts) +
-                                                 " ms, and a second per MiB received)"};
+    out.local_error =
+        status{errc::internal,
+               std::string("the answer to ") + method + " " + e_.url() + " took longer than its deadline (" +
+                   std::to_string(timeout_.count() * e_.rules->deadline_timeouts) + " ms, and a second per MiB moved)"};
     return out;
   }
   if (!sent && out.status >= 200 && out.status < 300) out.status = 0;  // cut during the body

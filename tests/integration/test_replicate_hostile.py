@@ -471,7 +471,11 @@ class HostileEndpoints(NodeTest):
         self.node.post("/hostile_source/_bulk_docs", {"docs": [{"_id": f"s{i}"} for i in range(5)]})
         row = self.run_case("unasked", "completed", source=self.admin_url("hostile_source"),
                             target=f"http://127.0.0.1:{self.hostile.port}/unasked/db")
-        self.assertEqual(row["info"]["docs_read"], 5, row)
+        # Only what was asked about is fetched (a retried attempt asks again: counts grow alike).
+        info = row["info"]
+        self.assertGreaterEqual(info["docs_read"], 5, row)
+        self.assertLessEqual(info["missing_revisions_found"], info["revisions_checked"], row)
+        self.assertLessEqual(info["docs_read"], info["revisions_checked"], row)
 
     def test_4_a_source_of_three_million_rows_ignoring_limit_holds_threads_and_memory_bounded(self):
         pid = self.node.proc.pid
@@ -531,20 +535,24 @@ class WhereUserReplicationsConnect(NodeTest):
         r = self.node.get(f"/_scheduler/docs/_replicator/{doc_id}")
         return r.json if r.status == 200 else {}
 
-    def replicate(self, doc_id, source, user):
+    def replicate(self, doc_id, source, user, want):
+        """The row of `doc_id` once it is `want`: "completed", or crashing with `want` in its error."""
         body = {"source": source, "target": f"http://127.0.0.2:{self.honest.port}/t/db",
-                "connection_timeout": 1000, "retries_per_request": 0}
+                "connection_timeout": 5000}
         r = self.node.request("PUT", f"/_replicator/{doc_id}", body=body, user=user)
         self.assertEqual(r.status, 201, r)
+        seen = {}
 
-        def state():
-            row = self.sched(doc_id)
-            return row if row.get("state") in ("crashing", "failed", "completed") else None
-        self.assertTrue(wait_until(state, seconds=30), (doc_id, self.sched(doc_id)))
-        row = state()
+        def reached():
+            seen.update(self.sched(doc_id))
+            if want == "completed":
+                return seen.get("state") == "completed"
+            return seen.get("state") == "crashing" and want in ((seen.get("info") or {}).get("error") or "")
+        ok = wait_until(reached, seconds=60)
         doc = self.node.request("GET", f"/_replicator/{doc_id}", user=user).json
         self.node.request("DELETE", f"/_replicator/{doc_id}?rev={doc['_rev']}", user=user)
-        return row
+        self.assertTrue(ok, (doc_id, want, seen))
+        return seen
 
     def test_every_spelling_of_a_loopback_address_is_refused_to_users(self):
         port = self.loop.port
@@ -553,25 +561,19 @@ class WhereUserReplicationsConnect(NodeTest):
                      "0", "[::1]", "[::ffff:127.0.0.1]", "[::ffff:7f00:1]", "0.0.0.0", "127.9.9.9"]
         for i, host in enumerate(spellings):
             with self.subTest(host=host):
-                row = self.replicate(f"u{i}", f"http://{host}:{port}/x/db", self.user)
-                self.assertEqual(row["state"], "crashing", row)
-                self.assertIn("may not connect", row["info"]["error"])
-        # This node's own HTTP port, by any address of this machine.
-        row = self.replicate("own", f"http://localhost:{self.node.port}/_users", self.user)
-        self.assertIn("may not connect", row["info"]["error"])
+                self.replicate(f"u{i}", f"http://{host}:{port}/x/db", self.user, "may not connect")
+        # This node's own HTTP port.
+        self.replicate("own", f"http://localhost:{self.node.port}/_users", self.user, "may not connect")
         # Nothing reached the loopback endpoint.
         self.assertEqual(self.loop.requests[before:], [])
 
     def test_allowed_hosts_server_admins_and_redirects(self):
         # An allowed host works for the user...
-        row = self.replicate("ok", f"http://127.0.0.2:{self.honest.port}/plain/db", self.user)
-        self.assertEqual(row["state"], "completed", row)
+        self.replicate("ok", f"http://127.0.0.2:{self.honest.port}/plain/db", self.user, "completed")
         # ... but a redirect from it to a denied address is not followed.
-        row = self.replicate("redir", f"http://127.0.0.2:{self.honest.port}/redirect/db", self.user)
-        self.assertIn("another origin", row["info"]["error"])
+        self.replicate("redir", f"http://127.0.0.2:{self.honest.port}/redirect/db", self.user, "another origin")
         # A server admin's document is not restricted.
-        row = self.replicate("adm", f"http://127.0.0.1:{self.loop.port}/plain/db", None)
-        self.assertEqual(row["state"], "completed", row)
+        self.replicate("adm", f"http://127.0.0.1:{self.loop.port}/plain/db", None, "completed")
 
 
 def _redirect_info(self, **_):
