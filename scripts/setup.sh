@@ -12,6 +12,8 @@ if [ "${1:-}" = "--tests" ] && ! command -v npm >/dev/null; then packages+=(node
 if [ "${1:-}" = "--tests" ]; then packages+=(lintian dpkg-dev systemd); fi
 # `--tests`: the operator drills run the playbooks in ansible/ (tests/drills/); ansible-lint checks them.
 if [ "${1:-}" = "--tests" ]; then packages+=(ansible-core ansible-lint); fi
+# `--tests`: replication tests make self-signed certificates for their TLS endpoints (openssl req).
+if [ "${1:-}" = "--tests" ]; then packages+=(openssl); fi
 # `--tests`: the built-in page is checked in a real headless browser (tests/cluster/test_settee_page.py).
 if [ "${1:-}" = "--tests" ]; then packages+=(chromium); fi
 missing=()
