@@ -247,12 +247,12 @@ http_reply rep_client::request(const char* method, const std::string& rest, http
   }
 }
 
-http_reply rep_client::buffered(const char* method, const std::string& rest, const std::string* body,
+http_reply rep_client::buffered(const char* method, const std::string& rest, const std::string* body, const upload* up,
                                 uint64_t max_bytes) {
   std::string text;
   const bool small = max_bytes != 0 && max_bytes <= e_.rules->max_row_bytes;
   http_reply out = request(
-      method, rest, {}, body, nullptr, max_bytes ? max_bytes : e_.rules->max_response_bytes,
+      method, rest, {}, body, up, max_bytes ? max_bytes : e_.rules->max_response_bytes,
       small ? "[couchdb] max_document_size" : "[chttpd] max_http_request_size", [&] { text.clear(); },
       [&](std::string_view piece) {
         text.append(piece);
@@ -301,25 +301,17 @@ http_reply rep_client::put_spooled(const std::string& rest, const std::string& c
               if (!spool.read(offset + at, std::min<size_t>(n, 1u << 20), piece) || piece.empty()) return false;
               return sink.write(piece.data(), piece.size());
             }};
-  std::string text;
-  http_reply out = request(
-      "PUT", rest, {}, nullptr, &up, e_.rules->max_row_bytes, "[couchdb] max_document_size", [&] { text.clear(); },
-      [&](std::string_view p) {
-        text.append(p);
-        return true;
-      });
-  if (out.ok()) out.body = std::move(text);
-  return out;
+  return buffered("PUT", rest, nullptr, &up, e_.rules->max_row_bytes);
 }
 
 http_reply rep_client::get(const std::string& rest, uint64_t max_bytes) {
-  return buffered("GET", rest, nullptr, max_bytes);
+  return buffered("GET", rest, nullptr, nullptr, max_bytes);
 }
 http_reply rep_client::post(const std::string& rest, const std::string& body) {
-  return buffered("POST", rest, &body, 0);
+  return buffered("POST", rest, &body, nullptr, 0);
 }
 http_reply rep_client::put(const std::string& rest, const std::string& body) {
-  return buffered("PUT", rest, &body, 0);
+  return buffered("PUT", rest, &body, nullptr, 0);
 }
 
 namespace {

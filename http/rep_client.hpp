@@ -97,7 +97,9 @@ class rep_client {
   // Runs `attempt` until it gives an answer that is not transient, retries are spent or the
   // request is cancelled.
   http_reply retrying(const std::function<http_reply()>& attempt);
-  http_reply buffered(const char* method, const std::string& rest, const std::string* body, uint64_t max_bytes);
+  // request() with the answer's body kept (up to `max_bytes`; 0: rules.max_response_bytes).
+  http_reply buffered(const char* method, const std::string& rest, const std::string* body, const upload* up,
+                      uint64_t max_bytes);
   // `h` and, for a local endpoint of a signed-in requester, a fresh session cookie.
   httplib::Headers session_headers(httplib::Headers h = {}) const;
 

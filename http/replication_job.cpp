@@ -33,6 +33,15 @@ std::string seq_param(const json& seq) {
   return percent_encode(seq.is_string() ? seq.get<std::string>() : request_text(seq));
 }
 
+// `items` as two arrays, the first half and the rest (an answer or a write too large, tried again
+// in halves).
+std::pair<json, json> halves(json items) {
+  const size_t half = items.size() / 2;
+  json a = json::array(), b = json::array();
+  for (size_t i = 0; i < items.size(); ++i) (i < half ? a : b).push_back(std::move(items[i]));
+  return {std::move(a), std::move(b)};
+}
+
 std::string query_value(const json& v) {
   return percent_encode(v.is_string() ? v.get<std::string>() : v.dump());
 }
@@ -382,9 +391,7 @@ result<json> replication_job::bulk_get(worker& w, const json& wanted, bool attac
                     request_text(json{{"docs", wanted}}));
   if (got.local_error.code == errc::too_large && wanted.size() > 1 && halvings < 4) {
     // Too large an answer for memory: ask for each half (one revision alone may still be refused).
-    const size_t half = wanted.size() / 2;
-    json a = json::array(), b = json::array();
-    for (size_t i = 0; i < wanted.size(); ++i) (i < half ? a : b).push_back(wanted[i]);
+    auto [a, b] = halves(wanted);
     auto first = bulk_get(w, a, attachments, stats, halvings + 1);
     if (!first || first->is_null()) return first;
     auto second = bulk_get(w, b, attachments, stats, halvings + 1);
@@ -510,9 +517,7 @@ status replication_job::write_revisions(worker& w, json docs, rep_stats& stats) 
     // replication there): halved until the document alone is refused and counted as a failure.
     const bool refused = put.status == 413 || put.status == 400;
     if (refused && piece.size() > 1) {
-      size_t half = piece.size() / 2;
-      json a = json::array(), b = json::array();
-      for (size_t i = 0; i < piece.size(); ++i) (i < half ? a : b).push_back(std::move(piece[i]));
+      auto [a, b] = halves(std::move(piece));
       pieces.push_back(std::move(b));
       pieces.push_back(std::move(a));
       continue;
