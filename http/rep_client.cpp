@@ -203,15 +203,18 @@ http_reply rep_client::exchange(const char* method, const std::string& path, htt
     }
   }
   if (fired) {
-    out.local_error =
-        status{errc::internal,
-               std::string("the answer to ") + method + " " + e_.url() + " took longer than its deadline (" +
-                   std::to_string(timeout_.count() * e_.rules->deadline_timeouts) + " ms, and a second per MiB moved)"};
+    out.local_error = deadline_error(method);
     return out;
   }
   if (!sent && out.status >= 200 && out.status < 300) out.status = 0;  // cut during the body
   if (!sent && out.status == 0) out.body = httplib::to_string(err);
   return out;
+}
+
+status rep_client::deadline_error(const char* method) const {
+  return {errc::internal, std::string("the answer to ") + method + " " + e_.url() + " took longer than its deadline (" +
+                              std::to_string(timeout_.count() * e_.rules->deadline_timeouts) +
+                              " ms, and a second per MiB moved)"};
 }
 
 http_reply rep_client::request(const char* method, const std::string& rest, httplib::Headers extra,

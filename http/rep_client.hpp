@@ -90,6 +90,8 @@ class rep_client {
   // kept as the error's text (up to 64 KiB); registered with the deadline watch meanwhile.
   http_reply exchange(const char* method, const std::string& path, httplib::Headers extra, const std::string* body,
                       const upload* up, uint64_t max_bytes, const char* limit_name, const sink& to);
+  // Why a request the deadline watch cut failed.
+  status deadline_error(const char* method) const;
   // exchange() with retries, and GET redirects followed on the same origin.
   http_reply request(const char* method, const std::string& rest, httplib::Headers extra, const std::string* body,
                      const upload* up, uint64_t max_bytes, const char* limit_name, const std::function<void()>& restart,
