@@ -5,11 +5,32 @@
 #include <malloc.h>
 
 #include <algorithm>
+#include <cstring>
 
 #include "actors/bridge.hpp"
 #include "node/log.hpp"
 
 namespace settee {
+
+status validate_db_name(const std::string& name) {
+  // Plain linear checks (a name is a path segment any anonymous client sends): never a regex.
+  static const char* system[] = {"_users", "_replicator", "_global_changes"};
+  auto allowed = [](char ch) {
+    return (ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9') || (ch != '\0' && std::strchr("_$()+-/", ch));
+  };
+  bool ok = std::find(std::begin(system), std::end(system), name) != std::end(system) ||
+            (!name.empty() && name[0] >= 'a' && name[0] <= 'z' && std::all_of(name.begin(), name.end(), allowed));
+  if (!ok) {
+    return {errc::illegal_database_name,
+            "Name: '" + name +
+                "'. Only lowercase characters (a-z), digits (0-9), and any of the characters _, $, (, ), +, -, "
+                "and / are allowed. Must begin with a letter."};
+  }
+  if (name.size() > 238) {
+    return {errc::database_name_too_long, "At least one path segment of `" + name + "` is too long."};
+  }
+  return {};
+}
 
 db_catalog::db_catalog(shard_registry& shards, const clock& clk, std::string data_dir, std::string node_name,
                        std::chrono::milliseconds timeout)

@@ -35,6 +35,10 @@ inline std::string shard_name(const std::string& db, const std::string& shard_id
   return "shards/" + shard_id.substr(0, dot) + "/" + db + shard_id.substr(dot);
 }
 
+// A database name CouchDB accepts (400 illegal_database_name, or database_name_too_long past 238
+// bytes): lowercase letters, digits and _$()+-/, a letter first, or one of the system databases.
+status validate_db_name(const std::string& name);
+
 struct db_meta {
   std::string name;
   uint32_t q = 1;

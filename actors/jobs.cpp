@@ -3,6 +3,7 @@
 #include <cstdlib>
 #include <utility>
 
+#include "node/check.hpp"
 #include "node/log.hpp"
 
 namespace settee {
@@ -180,6 +181,7 @@ void job_runner::wait_locked(std::unique_lock<std::mutex>& lock) {
 void job_runner::run_step(std::unique_lock<std::mutex>& lock, std::map<std::string, entry>::iterator it) {
   const std::string id = it->first;
   entry& e = it->second;
+  SETTEE_CHECK(e.st == state::ready && running_[e.lane] < opts_.lanes.at(e.lane));  // a lane's slots hold
   e.st = state::running;
   ++running_[e.lane];
   if (!e.task) {
@@ -209,6 +211,7 @@ void job_runner::run_step(std::unique_lock<std::mutex>& lock, std::map<std::stri
     next = job_next::fail(ex.what());
   }
   lock.lock();
+  SETTEE_CHECK(running_[lane] > 0);
   --running_[lane];
   auto at = jobs_.find(id);  // a running entry stays until its worker takes it out
   const bool ends = next.what == job_next::kind::done || next.what == job_next::kind::failed;

@@ -12,6 +12,7 @@
 #include <cstring>
 #include <set>
 
+#include "node/check.hpp"
 #include "node/clock.hpp"
 #include "node/log.hpp"
 
@@ -154,6 +155,7 @@ result<std::unique_ptr<js_pool::worker>> js_pool::borrow() {
     if (!idle_.empty()) {
       auto w = std::move(idle_.back());
       idle_.pop_back();
+      SETTEE_CHECK(w && running_ <= opts_.max_workers);
       return w;
     }
     if (running_ < opts_.max_workers) {
@@ -175,6 +177,7 @@ result<std::unique_ptr<js_pool::worker>> js_pool::borrow() {
 
 void js_pool::give_back(std::unique_ptr<worker> w) {
   std::lock_guard<std::mutex> lock(mu_);
+  SETTEE_CHECK(w && idle_.size() < running_);  // only a borrowed worker comes back, once
   idle_.push_back(std::move(w));
   freed_.notify_one();
 }

@@ -132,7 +132,7 @@ struct local_services {
   // requests arrive).
   std::function<node_status()> figures;
   // Drops the JSON indexes of this node's copies of a database whose signatures are not kept
-  // (http/mango_reader's cleanup, which _view_cleanup runs too); how many went.
+  // (actors/find_reader's cleanup, which _view_cleanup runs too); how many went.
   std::function<size_t(const db_meta&, const std::set<std::string>&)> drop_json_indexes;
 };
 

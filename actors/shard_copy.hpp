@@ -222,7 +222,7 @@ class shard_copy {
   virtual void start_view(const view_copy_request&, answer<view_page> done) {
     done(status{errc::not_implemented, "view rows are asked of another node's copy"});
   }
-  // Another node's part of a _find (http/mango_reader reads this node's copies itself).
+  // Another node's part of a _find (actors/find_reader reads this node's copies itself).
   virtual void start_mango(const mango_copy_request&, answer<mango_page> done) {
     done(status{errc::not_implemented, "Mango rows are asked of another node's copy"});
   }

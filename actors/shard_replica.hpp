@@ -8,7 +8,7 @@
 // the current burst. Every write already in the mailbox is ahead of it, so one transaction and one
 // fsync serve them all. A batch is bounded by docs and bytes (limits below).
 // A transaction begins and commits inside one handler, so the actor runs on CAF's scheduler (whose
-// threads are sized for commits that wait on fsync: node/main.cpp), not on a thread of its own.
+// threads are sized for commits that wait on fsync: app/main.cpp), not on a thread of its own.
 #pragma once
 #include <caf/fwd.hpp>
 

@@ -1,5 +1,7 @@
 #include "actors/view_reader.hpp"
 
+#include "actors/position_merge.hpp"
+
 #include <unistd.h>
 
 #include <algorithm>
@@ -29,26 +31,19 @@ struct ranged {
 // over (their number is returned), then at most `limit` taken into `out`.
 uint64_t merge(std::vector<ranged>& parts, bool descending, uint64_t skip, uint64_t limit, std::vector<view_row>& out) {
   uint64_t skipped = 0;
-  for (;;) {
-    int best = -1;
-    for (size_t r = 0; r < parts.size(); ++r) {
-      if (parts[r].next >= parts[r].rows.size()) continue;
-      if (best < 0) {
-        best = static_cast<int>(r);
-        continue;
-      }
-      const std::string& a = parts[r].keys[parts[r].next];
-      const std::string& b = parts[best].keys[parts[best].next];
-      if (descending ? a > b : a < b) best = static_cast<int>(r);
-    }
-    if (best < 0 || out.size() >= limit) break;
-    view_row& row = parts[best].rows[parts[best].next++];
-    if (skipped < skip) {
-      ++skipped;
-      continue;
-    }
-    out.push_back(std::move(row));
-  }
+  merge_positions(
+      parts.size(), descending,
+      [&](size_t r) { return parts[r].next < parts[r].keys.size() ? &parts[r].keys[parts[r].next] : nullptr; },
+      [&](size_t r) {
+        if (out.size() >= limit) return false;
+        view_row& row = parts[r].rows[parts[r].next++];
+        if (skipped < skip) {
+          ++skipped;
+        } else {
+          out.push_back(std::move(row));
+        }
+        return out.size() < limit;
+      });
   return skipped;
 }
 
@@ -661,6 +656,9 @@ result<view_answer> view_reader::merged(const db_meta& db, const design_views& d
     parts[r].rows = std::move(page.rows);
     // Merged by their positions in the copies' indexes: the view's order as bytes.
     for (auto& row : parts[r].rows) parts[r].keys.push_back(std::move(row.pos));
+    if (!in_order(
+            parts[r].keys, [](const std::string& p) -> const std::string& { return p; }, q.descending))
+      return status{errc::internal, "a copy of " + db.name + " answered view rows out of order"};
   }
   out.offset += merge(parts, q.descending, skip, limit, out.rows);
   return out;

@@ -68,7 +68,7 @@ struct rpc_options {
   std::function<void(const std::string& db, const std::string& range, const view_copy_request& req,
                      std::function<void(result<view_page>)> done)>
       view_rows;
-  // The same for a _find on a JSON index (http/mango_reader). Null: mangoRows answers not_implemented.
+  // The same for a _find on a JSON index (actors/find_reader). Null: mangoRows answers not_implemented.
   std::function<void(const std::string& db, const std::string& range, const mango_copy_request& req,
                      std::function<void(result<mango_page>)> done)>
       mango_rows;

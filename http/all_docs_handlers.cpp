@@ -1,5 +1,5 @@
 // _all_docs, _design_docs and _local_docs (GET, POST, and POST .../queries): one listing over the
-// ranges, merged here, with CouchDB's options (http/view_query.hpp) and its row shapes.
+// ranges, merged here, with CouchDB's options (query/view_query.hpp) and its row shapes.
 #include <algorithm>
 #include <functional>
 #include <map>
@@ -7,7 +7,7 @@
 #include "actors/all_docs_reader.hpp"
 #include "actors/doc_render.hpp"
 #include "http/handlers.hpp"
-#include "http/view_query.hpp"
+#include "query/view_query.hpp"
 
 namespace settee {
 

@@ -1,5 +1,5 @@
 // attachment_stream: large attachments in and out without holding them in memory (docs/
-// architecture.md section 29). An upload the HTTP front spooled to a file (http/body_spool.hpp) is
+// architecture.md section 29). An upload the HTTP front spooled to a file (wire/body_spool.hpp) is
 // decoded and encoded file to file as the attachment policy says, hashed, and staged on every copy
 // of its range in pieces (coordinator::stage_blob); the revision that names it is written after.
 // A download is a response_stream that reads the blob a piece at a time from a copy and, for a
@@ -11,10 +11,10 @@
 #include <string>
 
 #include "actors/coordinator.hpp"
-#include "http/body_spool.hpp"
-#include "http/message.hpp"
-#include "http/multipart.hpp"
 #include "storage/attachments.hpp"
+#include "wire/body_spool.hpp"
+#include "wire/message.hpp"
+#include "wire/multipart.hpp"
 
 namespace settee {
 

@@ -4,8 +4,8 @@
 
 #include "actors/doc_render.hpp"
 #include "http/handlers.hpp"
-#include "http/json_util.hpp"
 #include "node/metrics.hpp"
+#include "wire/json_util.hpp"
 
 namespace settee {
 

@@ -1,6 +1,6 @@
 #include "http/changes_feed.hpp"
 
-#include "http/json_util.hpp"
+#include "wire/json_util.hpp"
 
 namespace settee {
 

@@ -10,7 +10,7 @@
 #include <string>
 
 #include "actors/changes_reader.hpp"
-#include "http/mango_selector.hpp"
+#include "query/mango_selector.hpp"
 
 namespace settee {
 

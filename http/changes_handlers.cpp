@@ -1,5 +1,5 @@
 // /db/_changes: normal, longpoll, continuous (and live), eventsource. A response is a stream the
-// HTTP front pumps (http/message.hpp); between pumps a live feed waits on commit notifications
+// HTTP front pumps (wire/message.hpp); between pumps a live feed waits on commit notifications
 // (change_notifier) or its next heartbeat, holding no thread.
 #include <algorithm>
 #include <atomic>

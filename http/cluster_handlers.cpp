@@ -1,8 +1,8 @@
 // Cluster endpoints: POST /db/_sync_shards (internal replication to every connected node that has a
 // copy of the database's ranges).
 #include "http/handlers.hpp"
-#include "http/json_util.hpp"
 #include "node/log.hpp"
+#include "wire/json_util.hpp"
 
 namespace settee {
 

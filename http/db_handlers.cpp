@@ -1,7 +1,6 @@
 // Database-level endpoints: /db (create, delete, info, POST a doc), _security, _shards,
 // _ensure_full_commit.
 #include <algorithm>
-#include <cstring>
 
 #include "actors/all_docs_reader.hpp"
 #include "actors/clustered_seq.hpp"
@@ -15,26 +14,6 @@
 #include "node/log.hpp"
 
 namespace settee {
-
-status validate_db_name(const std::string& name) {
-  // Plain linear checks (a name is a path segment any anonymous client sends): never a regex.
-  static const char* system[] = {"_users", "_replicator", "_global_changes"};
-  auto allowed = [](char ch) {
-    return (ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9') || (ch != '\0' && std::strchr("_$()+-/", ch));
-  };
-  bool ok = std::find(std::begin(system), std::end(system), name) != std::end(system) ||
-            (!name.empty() && name[0] >= 'a' && name[0] <= 'z' && std::all_of(name.begin(), name.end(), allowed));
-  if (!ok) {
-    return {errc::illegal_database_name,
-            "Name: '" + name +
-                "'. Only lowercase characters (a-z), digits (0-9), and any of the characters _, $, (, ), +, -, "
-                "and / are allowed. Must begin with a letter."};
-  }
-  if (name.size() > 238) {
-    return {errc::database_name_too_long, "At least one path segment of `" + name + "` is too long."};
-  }
-  return {};
-}
 
 const json& read_security(const db_meta& db) {
   return *db.security;

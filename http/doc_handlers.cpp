@@ -10,13 +10,13 @@
 #include "http/auth.hpp"
 #include "http/design_doc.hpp"
 #include "http/handlers.hpp"
-#include "http/json_util.hpp"
-#include "http/multipart.hpp"
-#include "http/rep_endpoint.hpp"
-#include "http/replicator_docs.hpp"
 #include "node/crypto.hpp"
+#include "replicator/rep_endpoint.hpp"
+#include "replicator/replicator_docs.hpp"
 #include "storage/attachments.hpp"
 #include "storage/doc_key.hpp"
+#include "wire/json_util.hpp"
+#include "wire/multipart.hpp"
 
 namespace settee {
 
@@ -867,7 +867,7 @@ status authorize_doc_write(ctx& c, const db_meta& db, const std::string& id, jso
   // Documents of _replicator must describe a replication (couch_replicator's validation function:
   // per document, so one in a _bulk_docs gets its own `forbidden` row).
   if (db.name == replicator_docs::db_name && body && id.rfind("_design/", 0) != 0)
-    if (auto st = validate_replicator_doc(*body, c.node); !st) return st;
+    if (auto st = validate_replicator_doc(*body, c.node.server_uuid, c.node.self_url); !st) return st;
   if (c.user.is_admin()) return {};
   if (db.name == "_replicator") return authorize_replicator_write(c, db, id, body);
   static const json no_security = json::object();

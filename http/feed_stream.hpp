@@ -8,8 +8,8 @@
 #include <optional>
 #include <string>
 
-#include "http/message.hpp"
 #include "http/request.hpp"
+#include "wire/message.hpp"
 
 namespace settee {
 

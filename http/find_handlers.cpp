@@ -1,7 +1,7 @@
 // Mango (issue 32): POST /db/_find and /db/_explain, GET|POST /db/_index, DELETE
 // /db/_index/ddoc/json/name and POST /db/_index/_bulk_delete, as CouchDB's mango_httpd answers
-// them. A query runs on the JSON index the planner chose (http/mango_plan): one copy of each range
-// answers its rows (http/mango_reader), merged here by index position; or, with no usable index,
+// them. A query runs on the JSON index the planner chose (query/mango_plan): one copy of each range
+// answers its rows (actors/find_reader), merged by index position in actors/find_cursor; or, with no usable index,
 // on the special `_all_docs` index (documents in id order, each matched), with CouchDB's warning.
 // Bookmarks are opaque: the last id answered (`_all_docs`), or each range's last position.
 #include <algorithm>
@@ -10,15 +10,15 @@
 #include <tuple>
 
 #include "actors/all_docs_reader.hpp"
+#include "actors/find_cursor.hpp"
 #include "actors/view_index.hpp"
 #include "http/design_function.hpp"
 #include "http/handlers.hpp"
-#include "http/mango_index.hpp"
-#include "http/mango_plan.hpp"
-#include "http/mango_query.hpp"
-#include "http/mango_reader.hpp"
 #include "node/crypto.hpp"
 #include "node/log.hpp"
+#include "query/mango_index.hpp"
+#include "query/mango_plan.hpp"
+#include "query/mango_query.hpp"
 
 namespace settee {
 
@@ -32,220 +32,7 @@ const json& all_docs_index() {
   return index;
 }
 
-struct find_answer {
-  std::vector<std::string> docs;  // each rendered
-  std::string bookmark;           // where the next page starts ("": as given)
-  uint64_t keys_examined = 0, docs_examined = 0;
-  uint64_t skipped = 0;  // matches passed over for `skip`
-};
-
-// The `_all_docs` cursor: documents in id order (reversed when `descending`) after the bookmark's,
-// read a batch at a time from every range, each matched; skip and limit count matches.
-result<find_answer> run_all_docs(ctx& c, const db_meta& db, const find_query& q, bool descending,
-                                 const std::string& partition) {
-  constexpr int64_t batch = 500;
-  find_answer out;
-  std::string start, passed;  // where the next batch starts, and an id not to answer again
-  std::string end;            // a partition's: its ids sort between "p:" and "p;"
-  if (!partition.empty()) {
-    start = partition + (descending ? ";" : ":");
-    end = partition + (descending ? ":" : ";");
-  }
-  if (q.bookmark) {
-    auto after = all_docs_position(*q.bookmark);
-    if (!after) return status{errc::mango_invalid_bookmark, "Invalid bookmark value: " + json(*q.bookmark).dump()};
-    // Ascending, the first id after it is the id with a NUL appended; descending, it comes again.
-    start = descending ? *after : *after + '\0';
-    passed = *after;
-  }
-  uint64_t skipped = 0;
-  for (;;) {
-    all_docs_query aq;
-    if (!start.empty()) aq.range.start = json(start).dump();  // bounds travel as JSON
-    if (!end.empty()) {
-      aq.range.end = json(end).dump();
-      aq.only_range = c.node.coord.partition_index(db, partition);
-    }
-    aq.range.descending = descending;
-    aq.range.include_docs = true;
-    aq.range.conflicts = q.conflicts;
-    aq.limit = batch;
-    auto listing = list_all_docs(c.node.coord, db, aq);
-    if (!listing) return listing.error();
-    for (const auto& row : listing->rows) {
-      if (descending && row.doc.id == passed) continue;
-      if (out.docs.size() >= q.limit) return out;
-      ++out.keys_examined;
-      ++out.docs_examined;
-      json doc = json::parse(row.doc.doc, nullptr, false);
-      if (doc.is_discarded()) continue;
-      auto matched = q.matcher.matches(doc);
-      if (!matched) return matched.error();
-      if (!*matched) continue;
-      if (skipped < q.skip) {
-        ++skipped;
-        continue;
-      }
-      out.docs.push_back(project(doc, q.fields).dump());
-      out.bookmark = all_docs_bookmark(row.doc.id);
-    }
-    if (listing->rows.size() < static_cast<size_t>(batch) || out.docs.size() >= q.limit) return out;
-    const std::string& last = listing->rows.back().doc.id;
-    start = descending ? last : last + '\0';
-    passed = last;
-  }
-}
-
-// The JSON indexes of the database's design documents.
-result<std::vector<query_index>> json_indexes_of(ctx& c, const db_meta& db) {
-  auto listing = list_design_docs(c.node.coord, db, true);
-  if (!listing) return listing.error();
-  std::vector<query_index> out;
-  for (const auto& row : listing->rows) {
-    if (row.doc.deleted || row.doc.doc.empty()) continue;
-    auto d = parse_json(row.doc.doc);
-    if (!d) continue;
-    for (query_index& ix : indexes_of(row.doc.id, *d)) out.push_back(std::move(ix));
-  }
-  return out;
-}
-
-// The request for one copy of each range: index `ix`'s rows in the plan's ranges.
-mango_copy_request copy_request(const query_plan& plan, const find_query& q, uint64_t limit) {
-  mango_copy_request req;
-  req.signature = plan.index->def.signature();
-  req.definition = plan.index->def.definition();
-  req.selector = (plan.filter.is_null() ? q.selector : plan.filter).dump();
-  req.ranges = plan.ranges;
-  req.descending = plan.descending;
-  req.limit = limit;
-  req.conflicts = q.conflicts;
-  req.covered = plan.covered;
-  return req;
-}
-
-// A JSON index's cursor: each range's next skip + limit matching rows (after the bookmark's
-// position for it), merged by position; the bookmark keeps every range's last position used.
-result<find_answer> run_index(ctx& c, const db_meta& db, const find_query& q, const query_plan& plan) {
-  find_answer out;
-  const std::string signature = plan.index->def.signature();
-  std::vector<std::string> after(db.ranges.size());
-  if (q.bookmark) {
-    auto at = index_positions(*q.bookmark);
-    if (!at || signature.compare(0, at->signature.size(), at->signature) != 0 || at->signature.size() != 16)
-      return status{errc::mango_invalid_bookmark, "Invalid bookmark value: " + json(*q.bookmark).dump()};
-    // Each range goes on from the position of the range it was, or was part of (a split's parent).
-    for (size_t r = 0; r < db.ranges.size(); ++r) {
-      for (const auto& [name, pos] : at->ranges) {
-        auto was = shard_range::parse(name);
-        if (was && was->begin <= db.ranges[r].begin && db.ranges[r].end <= was->end) after[r] = pos;
-      }
-    }
-  }
-  if (plan.ranges.empty() || q.limit == 0) {
-    out.bookmark = q.bookmark.value_or("");
-    return out;
-  }
-  const uint64_t wanted = q.skip + q.limit < q.limit ? UINT64_MAX : q.skip + q.limit;
-  auto pages = c.node.mango->pages(db, copy_request(plan, q, wanted), after, q.only_range);
-  if (!pages) return pages.error();
-  // Merged by position, in the query's direction.
-  std::vector<size_t> next(pages->size(), 0);
-  uint64_t taken = 0;
-  for (;;) {
-    int best = -1;
-    for (size_t r = 0; r < pages->size(); ++r) {
-      if (next[r] >= (*pages)[r].rows.size()) continue;
-      const std::string& pos = (*pages)[r].rows[next[r]].pos;
-      if (best < 0) {
-        best = static_cast<int>(r);
-        continue;
-      }
-      const std::string& other = (*pages)[best].rows[next[best]].pos;
-      if (plan.descending ? pos > other : pos < other) best = static_cast<int>(r);
-    }
-    if (best < 0 || taken >= wanted) break;
-    mango_row& row = (*pages)[best].rows[next[best]++];
-    after[best] = row.pos;
-    if (taken++ < q.skip) {
-      ++out.skipped;
-      continue;
-    }
-    if (q.fields.empty()) {  // the whole document, as the copy rendered it
-      out.docs.push_back(std::move(row.doc));
-      continue;
-    }
-    auto doc = parse_json(row.doc);
-    if (!doc) return status{errc::internal, "a copy answered a document that is not JSON"};
-    out.docs.push_back(project(*doc, q.fields).dump());
-  }
-  for (const mango_page& p : *pages) {
-    out.keys_examined += p.keys_examined;
-    out.docs_examined += p.docs_examined;
-  }
-  std::vector<std::pair<std::string, std::string>> positions;
-  for (size_t r = 0; r < db.ranges.size(); ++r)
-    if (!after[r].empty()) positions.emplace_back(db.ranges[r].name(), after[r]);
-  out.bookmark = taken > 0 ? index_bookmark(signature, positions) : q.bookmark.value_or("");
-  return out;
-}
-
-// A union of indexes (a $or whose branches use their own): each part's matches after the
-// previous part's, skip and limit counting across them; the bookmark names the part and its own.
-result<find_answer> run_union(ctx& c, const db_meta& db, const find_query& q, const query_plan& plan) {
-  size_t from = 0;
-  std::optional<std::string> inner;
-  if (q.bookmark) {
-    auto at = union_position(*q.bookmark);
-    if (!at || at->first >= plan.parts.size())
-      return status{errc::mango_invalid_bookmark, "Invalid bookmark value: " + json(*q.bookmark).dump()};
-    from = at->first;
-    if (!at->second.empty()) inner = at->second;
-  }
-  find_answer out;
-  uint64_t skip = q.skip, limit = q.limit;
-  for (size_t k = from; k < plan.parts.size(); ++k) {
-    find_query part = q;
-    part.skip = skip;
-    part.limit = limit;
-    part.bookmark = k == from ? inner : std::nullopt;
-    auto got = run_index(c, db, part, plan.parts[k]);
-    if (!got) return got.error();
-    for (std::string& d : got->docs) out.docs.push_back(std::move(d));
-    out.keys_examined += got->keys_examined;
-    out.docs_examined += got->docs_examined;
-    skip -= std::min(skip, got->skipped);
-    limit -= std::min<uint64_t>(limit, got->docs.size());
-    out.bookmark = union_bookmark(k, got->bookmark);
-    if (limit == 0) break;
-  }
-  return out;
-}
-
-// A _find or _explain body, checked, and its plan.
-struct planned_query {
-  find_query q;
-  query_plan plan;
-  // With several usable indexes: each one's rows in its ranges, as the copies counted them (up
-  // to mango_copy_request::estimate_cap a copy; UINT64_MAX: not built everywhere yet).
-  std::vector<std::pair<std::string, uint64_t>> estimates;
-  std::string partition;  // a partitioned database's query of one partition: its name
-};
-
-// The rows `plan`'s ranges hold, summed over one copy of each range.
-uint64_t estimate(ctx& c, const db_meta& db, const query_plan& plan, const find_query& q) {
-  if (plan.ranges.empty()) return 0;
-  mango_copy_request req = copy_request(plan, q, 0);
-  req.estimate = true;
-  auto pages = c.node.mango->pages(db, req, {}, q.only_range);
-  if (!pages) return UINT64_MAX;
-  uint64_t sum = 0;
-  for (const mango_page& p : *pages)
-    sum = p.estimated == UINT64_MAX ? UINT64_MAX : std::min(UINT64_MAX - 1, sum + p.estimated);
-  return sum;
-}
-
-result<planned_query> plan_of(ctx& c, const db_meta& db, const std::string& partition) {
+result<planned_find> plan_of(ctx& c, const db_meta& db, const std::string& partition) {
   if (auto st = c.require_json_content(); !st) return st;
   auto body = c.json_body();
   if (!body) return body.error();
@@ -270,29 +57,13 @@ result<planned_query> plan_of(ctx& c, const db_meta& db, const std::string& part
   auto q = parse_find(*body);
   if (!q) return q.error();
   if (!part.empty()) q->only_range = c.node.coord.partition_index(db, part);
-  auto indexes = c.node.mango->indexes(db, [&] { return json_indexes_of(c, db); });
-  if (!indexes) return indexes.error();
-  auto plans = plan_find(*q, **indexes);
-  if (!plans) return plans.error();
-  planned_query out{std::move(*q), std::move(plans->front()), {}, part};
-  if (plans->size() > 1) {
-    // The index whose ranges hold the fewest rows (selectivity from the indexes themselves); the
-    // planner's order breaks ties and leads while an index is not built everywhere.
-    size_t best = 0;
-    for (size_t i = 0; i < plans->size(); ++i) {
-      const query_plan& p = i == 0 ? out.plan : (*plans)[i];
-      out.estimates.emplace_back(p.index->ddoc + "/" + p.index->name, estimate(c, db, p, out.q));
-      if (out.estimates[i].second < out.estimates[best].second) best = i;
-    }
-    if (best != 0) out.plan = std::move((*plans)[best]);
-  }
-  return out;
+  return find_cursor(c.node.coord, *c.node.mango).plan(db, std::move(*q), part);
 }
 
 // _explain's settee extension: the index's key ranges read (none: the selector matches nothing),
 // in hex, whether documents are matched again, the rows the ranges hold, a union's parts, the
 // indexes weighed and those that could not serve the query, with why.
-json settee_explain(ctx& c, const db_meta& db, const planned_query& planned) {
+json settee_explain(ctx& c, const db_meta& db, const planned_find& planned) {
   const query_plan& plan = planned.plan;
   const find_query* q = &planned.q;
   json out = json::object();
@@ -314,7 +85,9 @@ json settee_explain(ctx& c, const db_meta& db, const planned_query& planned) {
     const std::string name = plan.index->ddoc + "/" + plan.index->name;
     auto known = std::find_if(planned.estimates.begin(), planned.estimates.end(),
                               [&](const auto& e) { return e.first == name; });
-    out["estimated_rows"] = nullable(known != planned.estimates.end() ? known->second : estimate(c, db, plan, *q));
+    out["estimated_rows"] =
+        nullable(known != planned.estimates.end() ? known->second
+                                                  : find_cursor(c.node.coord, *c.node.mango).estimate(db, plan, *q));
   } else {  // a union: each part's index and ranges
     json parts = json::array();
     for (const query_plan& part : plan.parts)
@@ -346,9 +119,7 @@ void handle_find(ctx& c, const db_meta& db, const std::string& partition) {
   if (!plan) return c.error(plan.error());
   const find_query* q = &plan->q;
   const auto started = mono::now();
-  auto found = !plan->plan.parts.empty() ? run_union(c, db, *q, plan->plan)
-               : plan->plan.index        ? run_index(c, db, *q, plan->plan)
-                                         : run_all_docs(c, db, *q, plan->plan.descending, plan->partition);
+  auto found = find_cursor(c.node.coord, *c.node.mango).run(db, *plan);
   if (!found) return c.error(found.error());
   size_t bytes = 256;
   for (const std::string& d : found->docs) bytes += d.size() + 2;
@@ -520,7 +291,7 @@ void list_indexes(ctx& c, const db_meta& db) {
       return c.error(errc::mango_invalid_list_params, "Index parameter ranges: limit > 1, skip > 0");
     *out = n;
   }
-  auto indexes = json_indexes_of(c, db);
+  auto indexes = find_cursor(c.node.coord, *c.node.mango).json_indexes(db);
   if (!indexes) return c.error(indexes.error());
   json all = json::array({all_docs_index()});
   for (const query_index& ix : *indexes) all.push_back(index_json(ix));
@@ -542,7 +313,7 @@ void bulk_delete(ctx& c, const db_meta& db) {
     if (!id.is_string())
       return c.error(errc::mango_invalid_bulk_docs,
                      "Bulk Delete requires an array of non-null docids. Docids: " + erlang_term(ids));
-  auto indexes = json_indexes_of(c, db);
+  auto indexes = find_cursor(c.node.coord, *c.node.mango).json_indexes(db);
   if (!indexes) return c.error(indexes.error());
   json success = json::array(), fail = json::array();
   for (const json& given : ids) {

@@ -11,7 +11,7 @@
 #include "actors/local_copy.hpp"
 #include "actors/members.hpp"
 #include "http/request.hpp"
-#include "http/view_query.hpp"
+#include "query/view_query.hpp"
 
 namespace settee {
 
@@ -137,7 +137,6 @@ std::vector<std::string> revs_diff_ids(const json& body);
 result<json> answer_revs_diff(const json& body, const std::vector<doc_copy>& docs);
 
 // Validation shared by several areas.
-status validate_db_name(const std::string& name);
 status validate_doc_id(const std::string& id, size_t max_length);
 // In a partitioned database, `id` (not _design/ or _local/) must be `partition:docid`
 // (couch_partition:validate_docid's errors).

@@ -1,10 +1,10 @@
 // POST /_replicate and GET /_scheduler/jobs[/id], /_scheduler/docs (chttpd_misc /
-// couch_replicator_httpd): the replications themselves are http/replications.hpp's.
+// couch_replicator_httpd): the replications themselves are replicator/replications.hpp's.
 #include "http/auth.hpp"
 #include "http/handlers.hpp"
-#include "http/rep_client.hpp"
-#include "http/replications.hpp"
-#include "http/replicator_docs.hpp"
+#include "replicator/rep_client.hpp"
+#include "replicator/replications.hpp"
+#include "replicator/replicator_docs.hpp"
 
 namespace settee {
 namespace {

@@ -1,5 +1,5 @@
 #include "http/request.hpp"
-#include "http/json_util.hpp"
+#include "wire/json_util.hpp"
 
 #include <strings.h>
 

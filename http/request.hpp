@@ -7,12 +7,12 @@
 #include <vector>
 
 #include "actors/coordinator.hpp"
-#include "http/json_util.hpp"
-#include "http/message.hpp"
 #include "node/clock.hpp"
 #include "node/config.hpp"
 #include "node/error.hpp"
 #include "storage/attachments.hpp"
+#include "wire/json_util.hpp"
+#include "wire/message.hpp"
 
 namespace settee {
 
@@ -30,7 +30,7 @@ class replications;
 class replicator_docs;
 class doc_validator;
 class view_reader;
-class mango_reader;
+class find_reader;
 
 // Limits and identity the handlers need; built once at start-up, read-only afterwards.
 struct node_services {
@@ -65,8 +65,8 @@ struct node_services {
   js_pool* js = nullptr;                // JavaScript: design documents' functions (actors/js_pool.hpp)
   doc_validator* validator = nullptr;   // validate_doc_update on every write coordinated here
   view_reader* views = nullptr;         // view queries (actors/view_reader.hpp)
-  mango_reader* mango = nullptr;        // _find on JSON indexes (http/mango_reader.hpp)
-  replications* replicator = nullptr;   // POST /_replicate, /_scheduler (http/replications.hpp)
+  find_reader* mango = nullptr;         // _find on JSON indexes (actors/find_reader.hpp)
+  replications* replicator = nullptr;   // POST /_replicate, /_scheduler (replicator/replications.hpp)
   replicator_docs* rep_docs = nullptr;  // documents of _replicator, /_scheduler/docs
   std::string self_url{};               // "http://127.0.0.1:5984": where local replication endpoints point
   // Run by the HTTP front's timer thread once per idle spell (no request and no shard used, by a

@@ -2,8 +2,8 @@
 #include "actors/members.hpp"
 #include "actors/resharder.hpp"
 #include "http/handlers.hpp"
-#include "http/json_util.hpp"
 #include "node/log.hpp"
+#include "wire/json_util.hpp"
 
 #include <algorithm>
 #include <set>

@@ -4,9 +4,9 @@
 
 #include "http/auth.hpp"
 #include "http/handlers.hpp"
-#include "http/json_util.hpp"
-#include "http/multipart.hpp"
 #include "node/log.hpp"
+#include "wire/json_util.hpp"
+#include "wire/multipart.hpp"
 
 namespace settee {
 

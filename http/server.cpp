@@ -29,14 +29,14 @@
 
 #include "actors/change_notifier.hpp"
 #include "actors/shard_registry.hpp"
-#include "http/body_spool.hpp"
-#include "http/json_util.hpp"
-#include "http/multipart.hpp"
 #include "http/router.hpp"
 #include "node/clock.hpp"
 #include "node/heap.hpp"
 #include "node/log.hpp"
 #include "node/metrics.hpp"
+#include "wire/body_spool.hpp"
+#include "wire/json_util.hpp"
+#include "wire/multipart.hpp"
 
 namespace settee {
 

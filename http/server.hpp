@@ -21,7 +21,7 @@ struct http_options {
                                          // 8 stay, the others start when busy and leave when idle
   size_t max_request_bytes = 64u << 20;  // a larger body is 413
   // A PUT of an attachment or of a multipart/related document whose body is larger than
-  // spool_from_bytes (or chunked) goes to a file in spool_dir (http/body_spool.hpp) instead of
+  // spool_from_bytes (or chunked) goes to a file in spool_dir (wire/body_spool.hpp) instead of
   // memory, up to max_attachment_bytes + max_request_bytes (an attachment's own limit applies once
   // it is decoded).
   size_t max_attachment_bytes = size_t{1} << 30;

@@ -1,13 +1,13 @@
 // GET|POST /db/_design/{ddoc}/_view/{view} (issue 31): the parameters parsed as
-// couch_mrview_http does (http/view_query), the rows read through actors/view_reader and written
+// couch_mrview_http does (query/view_query), the rows read through actors/view_reader and written
 // as couch_mrview_http's view response, reduced when the view has a reduce (a built-in natively,
 // actors/view_reduce; JavaScript on the workers, actors/js_reduce); POST .../queries runs several.
 #include "actors/doc_render.hpp"
 #include "actors/view_reader.hpp"
 #include "http/design_function.hpp"
 #include "http/handlers.hpp"
-#include "http/view_query.hpp"
 #include "node/collation.hpp"
+#include "query/view_query.hpp"
 
 namespace settee {
 namespace {

@@ -1,7 +1,7 @@
 // json_index: the JSON (Mango) indexes a shard copy keeps inside its own file (issue 32), updated
 // in the transaction that writes the document, so an index is never behind its copy. Storage
 // takes no JSON: what a document's key is in an index comes from above (index_keys, made by
-// http/mango_index from the index's definition, which storage keeps as opaque text).
+// query/mango_index from the index's definition, which storage keeps as opaque text).
 //
 // Tables (storage/FORMAT.md "JSON indexes"): `jx_defs`, by signature: the index's number in this
 // file, its definition, and how far its build has come; `jx_rows`, by position: the index's
@@ -29,7 +29,7 @@ namespace settee {
 // One index of a copy, as its file records it.
 struct json_index_def {
   std::string signature;   // what identifies the index (its definition, hashed, above storage)
-  std::string definition;  // opaque to storage (JSON text, http/mango_index)
+  std::string definition;  // opaque to storage (JSON text, query/mango_index)
   uint32_t number = 0;     // its rows' prefix in this file
   bool built = false;      // every document of the copy is in it
   std::string build_from;  // not built: the docs-table key where the build goes on ("" = start)

@@ -2,6 +2,7 @@
 
 #include <memory>
 
+#include "node/check.hpp"
 #include "storage/codec.hpp"
 #include "storage/doc_key.hpp"
 #include "storage/lmdb_env.hpp"
@@ -47,6 +48,7 @@ bool decode(std::string_view key, std::string_view value, purge_info& out) {
 }  // namespace
 
 status add(MDB_txn* t, MDB_dbi dbi, const purge_info& p) {
+  SETTEE_CHECK(p.seq > 0 && !p.uuid.empty());  // seqs start at 1; every request has its uuid
   codec::writer w;
   w.str(p.uuid);
   w.str(p.id);

@@ -289,7 +289,7 @@ status shard_store::commit(const std::vector<write_op*>& ops, int64_t now_s) {
   }
   const auto started = mono::now();
   shard_header h = header();
-  const uint64_t seq_before = h.update_seq;
+  const uint64_t seq_before = h.update_seq, purge_seq_before = h.purge_seq;
   bool changed = false;   // something a feed or the header shows (time-seq records it)
   bool imported = false;  // a split's copy: the seqs are the parent's, and so are the bins
   lmdb::txn t;
@@ -372,8 +372,8 @@ status shard_store::commit(const std::vector<write_op*>& ops, int64_t now_s) {
   if (st && time_seq_enabled_ && !imported && (changed || h.update_seq != seq_before)) {
     time_seq::update(h.time_seq, now_s, seq_before, min_time_);
   }
-  // A commit never takes the file's seq back (by_seq keys, tokens and checkpoints rely on it).
-  SETTEE_CHECK(h.update_seq >= seq_before);
+  // A commit never takes the file's seqs back (by_seq keys, tokens and checkpoints rely on them).
+  SETTEE_CHECK(h.update_seq >= seq_before && h.purge_seq >= purge_seq_before);
   std::string bytes;
   if (st) {
     bytes = h.encode(header_raw_);

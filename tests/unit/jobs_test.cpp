@@ -14,6 +14,9 @@
 namespace settee {
 namespace {
 
+// A wait that never came is a failure, not a hang of the whole suite.
+constexpr auto test_deadline = std::chrono::seconds(120);
+
 using namespace std::chrono_literals;
 
 // A job whose steps the test scripts: `next(n)` gives step n's answer.
@@ -48,11 +51,28 @@ struct scripted : job {
   }
   void wait_steps(int n) {
     std::unique_lock<std::mutex> lock(mu);
-    cv.wait(lock, [&] { return steps >= n; });
+    REQUIRE(cv.wait_for(lock, test_deadline, [&] { return steps >= n; }));
+  }
+  // The fields the job's threads write, read under their lock.
+  job_next::kind ended_how() {
+    std::lock_guard<std::mutex> lock(mu);
+    return how;
+  }
+  bool is_ended() {
+    std::lock_guard<std::mutex> lock(mu);
+    return ended_;
+  }
+  int step_count() {
+    std::lock_guard<std::mutex> lock(mu);
+    return steps;
+  }
+  std::string ended_reason() {
+    std::lock_guard<std::mutex> lock(mu);
+    return reason;
   }
   void wait_ended() {
     std::unique_lock<std::mutex> lock(mu);
-    cv.wait(lock, [&] { return ended_; });
+    REQUIRE(cv.wait_for(lock, test_deadline, [&] { return ended_; }));
   }
 };
 
@@ -66,11 +86,11 @@ struct gate {
     std::unique_lock<std::mutex> lock(mu);
     ++waiting;
     cv.notify_all();
-    cv.wait(lock, [&] { return open; });
+    cv.wait_for(lock, test_deadline, [&] { return open; });  // on a runner thread: no REQUIRE here
   }
   void wait_for(int n) {
     std::unique_lock<std::mutex> lock(mu);
-    cv.wait(lock, [&] { return waiting >= n; });
+    REQUIRE(cv.wait_for(lock, test_deadline, [&] { return waiting >= n; }));
   }
   void release() {
     std::lock_guard<std::mutex> lock(mu);
@@ -121,7 +141,7 @@ TEST_CASE("jobs: a lane runs at most its limit at once, other lanes go on beside
   g.release();
   for (auto& j : {a1, a2, b1, b2}) j->wait_ended();
   CHECK(most.load() == 3);
-  CHECK(a1->how == job_next::kind::done);
+  CHECK(a1->ended_how() == job_next::kind::done);
   CHECK(runner.ids().empty());
 }
 
@@ -174,7 +194,7 @@ TEST_CASE("jobs: retries back off on the monotonic clock, doubling up to the cap
   }
   j->wait_ended();
   CHECK(j->attempts == std::vector<int>{0, 1, 2, 3, 4});
-  CHECK(j->how == job_next::kind::done);
+  CHECK(j->ended_how() == job_next::kind::done);
 }
 
 TEST_CASE("jobs: cancel ends a waiting job at once and a running one after its step") {
@@ -188,8 +208,8 @@ TEST_CASE("jobs: cancel ends a waiting job at once and a running one after its s
   while (!runner.next_step("idle")) std::this_thread::yield();  // its step returned: it waits
   CHECK(tasks.all().size() == 1);
   CHECK(runner.cancel("idle"));
-  CHECK(idle->ended_);
-  CHECK(idle->how == job_next::kind::cancelled);
+  CHECK(idle->is_ended());
+  CHECK(idle->ended_how() == job_next::kind::cancelled);
   CHECK(tasks.all().empty());
   CHECK_FALSE(runner.cancel("idle"));
 
@@ -208,8 +228,8 @@ TEST_CASE("jobs: cancel ends a waiting job at once and a running one after its s
   g.release();
   canceller.join();
   CHECK(saw_cancel.load());
-  CHECK(busy->how == job_next::kind::cancelled);
-  CHECK(busy->steps == 1);
+  CHECK(busy->ended_how() == job_next::kind::cancelled);
+  CHECK(busy->step_count() == 1);
   CHECK_FALSE(runner.has("busy"));
 }
 
@@ -236,12 +256,12 @@ TEST_CASE("jobs: wake runs a pausing job now; a step that throws fails its job; 
   thrower->next = [](job_context&, int) -> job_next { throw std::runtime_error("boom"); };
   REQUIRE(runner.submit("t", "two", thrower));
   thrower->wait_ended();
-  CHECK(thrower->how == job_next::kind::failed);
-  CHECK(thrower->reason == "boom");
+  CHECK(thrower->ended_how() == job_next::kind::failed);
+  CHECK(thrower->ended_reason() == "boom");
 
   runner.stop();
-  CHECK(periodic->ended_);
-  CHECK(periodic->how == job_next::kind::cancelled);
+  CHECK(periodic->is_ended());
+  CHECK(periodic->ended_how() == job_next::kind::cancelled);
   CHECK_FALSE(runner.submit("late", "one", periodic));
 }
 

@@ -1,12 +1,12 @@
-// The Mango planner (http/mango_plan): which index, which ranges, in which order, and when the
+// The Mango planner (query/mango_plan): which index, which ranges, in which order, and when the
 // ranges hold exactly the matches. Ranges are checked by what they hold: the documents whose keys
 // fall in them, against the selector itself.
 #include <doctest/doctest.h>
 
 #include <algorithm>
 
-#include "http/mango_plan.hpp"
 #include "node/collation.hpp"
+#include "query/mango_plan.hpp"
 #include "storage/json_index.hpp"
 
 namespace settee {

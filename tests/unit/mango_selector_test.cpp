@@ -2,8 +2,8 @@
 
 #include <chrono>
 
-#include "http/mango_selector.hpp"
 #include "node/json.hpp"
+#include "query/mango_selector.hpp"
 
 using namespace settee;
 

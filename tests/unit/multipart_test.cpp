@@ -1,6 +1,6 @@
 #include <doctest/doctest.h>
 
-#include "http/multipart.hpp"
+#include "wire/multipart.hpp"
 
 using namespace settee;
 

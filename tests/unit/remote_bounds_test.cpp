@@ -1,13 +1,13 @@
 // What bounds a node's reads from remote endpoints: answers decoded within a size and a ratio
-// (reply_body), `_changes` read one row at a time (changes_reader), where restricted replications
+// (reply_body), `_changes` read one row at a time (changes_rows), where restricted replications
 // may connect (net_policy), and secrets kept out of error reasons (rep_endpoint::redact).
 #include <doctest/doctest.h>
 
-#include "http/changes_reader.hpp"
-#include "http/net_policy.hpp"
-#include "http/rep_endpoint.hpp"
-#include "http/reply_body.hpp"
 #include "node/gzip.hpp"
+#include "replicator/changes_rows.hpp"
+#include "replicator/net_policy.hpp"
+#include "replicator/rep_endpoint.hpp"
+#include "replicator/reply_body.hpp"
 
 using namespace settee;
 
@@ -96,13 +96,13 @@ TEST_CASE("a sink that has enough stops reading without an error") {
   CHECK(b.finish());
 }
 
-TEST_CASE("changes_reader hands on rows one at a time, however the bytes are cut") {
+TEST_CASE("changes_rows hands on rows one at a time, however the bytes are cut") {
   const std::string feed =
       "{\"results\":[\n{\"seq\":\"1-a\",\"id\":\"x\",\"changes\":[{\"rev\":\"1-a\"}]},\n"
       "{\"seq\":\"2-b\",\"id\":\"y\\\"]}\",\"changes\":[{\"rev\":\"1-b\"}]}\n],\n\"last_seq\":\"2-b\",\"pending\":0}\n";
   for (size_t piece : {size_t(1), size_t(3), size_t(7), feed.size()}) {
     std::vector<std::string> rows;
-    changes_reader r(1000, [&](std::string_view row) {
+    changes_rows r(1000, [&](std::string_view row) {
       rows.emplace_back(row);
       return true;
     });
@@ -115,29 +115,29 @@ TEST_CASE("changes_reader hands on rows one at a time, however the bytes are cut
   }
 }
 
-TEST_CASE("changes_reader stops when the page is full, and refuses rows and envelopes past their bounds") {
+TEST_CASE("changes_rows stops when the page is full, and refuses rows and envelopes past their bounds") {
   std::string many = "{\"results\":[";
   for (int i = 0; i < 1000; ++i) many += std::string(i ? "," : "") + "{\"seq\":" + std::to_string(i) + "}";
   many += "],\"last_seq\":999}";
   int seen = 0;
-  changes_reader r(1000, [&](std::string_view) { return ++seen < 10; });
+  changes_rows r(1000, [&](std::string_view) { return ++seen < 10; });
   CHECK_FALSE(r.feed(many));
   CHECK(seen == 10);
   CHECK(r.error());
 
-  changes_reader big(50, [](std::string_view) { return true; });
+  changes_rows big(50, [](std::string_view) { return true; });
   CHECK_FALSE(big.feed("{\"results\":[{\"id\":\"" + std::string(100, 'x') + "\"}]}"));
   CHECK(big.error().reason.find("max_document_size") != std::string::npos);
 
-  changes_reader envelope(50, [](std::string_view) { return true; });
+  changes_rows envelope(50, [](std::string_view) { return true; });
   CHECK_FALSE(envelope.feed("{\"last_seq\":\"" + std::string(2u << 20, 'x') + "\"}"));
 
-  changes_reader after(50, [](std::string_view) { return true; });
+  changes_rows after(50, [](std::string_view) { return true; });
   CHECK_FALSE(after.feed("{\"results\":[]} {\"results\":[]}"));
 
   // Other arrays stay in the envelope; scalar rows are rows.
   std::vector<std::string> rows;
-  changes_reader other(100, [&](std::string_view row) {
+  changes_rows other(100, [&](std::string_view row) {
     rows.emplace_back(row);
     return true;
   });

@@ -2,10 +2,10 @@
 // their credentials, replication ids, and CouchDB's replication logs (checkpoints).
 #include <doctest/doctest.h>
 
-#include "http/erlang_term.hpp"
-#include "http/rep_attachments.hpp"
-#include "http/rep_checkpoint.hpp"
-#include "http/rep_request.hpp"
+#include "replicator/erlang_term.hpp"
+#include "replicator/rep_attachments.hpp"
+#include "replicator/rep_checkpoint.hpp"
+#include "replicator/rep_request.hpp"
 
 using namespace settee;
 

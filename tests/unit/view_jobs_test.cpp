@@ -19,6 +19,9 @@
 namespace settee {
 namespace {
 
+// A wait that never came is a failure, not a hang of the whole suite.
+constexpr auto test_deadline = std::chrono::seconds(120);
+
 // What the parts did, in order: "seq a", "update a 7" (target 7), "done a ok".
 struct journal {
   std::mutex mu;
@@ -35,7 +38,7 @@ struct journal {
   }
   void wait_dones(int n) {
     std::unique_lock<std::mutex> lock(mu);
-    cv.wait(lock, [&] { return dones >= n; });
+    REQUIRE(cv.wait_for(lock, test_deadline, [&] { return dones >= n; }));
   }
   void release() {
     std::lock_guard<std::mutex> lock(mu);
@@ -99,7 +102,8 @@ TEST_CASE_FIXTURE(build_fixture, "view build: one snapshot for every index, one 
   start({"a", "a", "b"});  // two queries of index a
   {
     std::unique_lock<std::mutex> lock(j.mu);
-    j.cv.wait(lock, [&] { return j.lines.size() >= 4; });  // both seqs read, both updates started
+    REQUIRE(j.cv.wait_for(lock, test_deadline,
+                          [&] { return j.lines.size() >= 4; }));  // both seqs read, both updates started
     CHECK(j.lines[0].rfind("seq ", 0) == 0);
     CHECK(j.lines[1].rfind("seq ", 0) == 0);  // the snapshot is whole before any update
   }
@@ -124,13 +128,13 @@ TEST_CASE_FIXTURE(build_fixture,
   });
   {
     std::unique_lock<std::mutex> lock(j.mu);
-    j.cv.wait(lock, [&] { return j.lines.size() >= 2; });  // updating to 3
-    j.seqs["a"] = 5;                                       // a write, then its query
+    REQUIRE(j.cv.wait_for(lock, test_deadline, [&] { return j.lines.size() >= 2; }));  // updating to 3
+    j.seqs["a"] = 5;                                                                   // a write, then its query
   }
   REQUIRE(job->add(part(j, "a")));
   j.release();
   std::unique_lock<std::mutex> lock(j.mu);
-  j.cv.wait(lock, [&] { return ended; });  // with nothing left after the second step
+  REQUIRE(j.cv.wait_for(lock, test_deadline, [&] { return ended; }));  // with nothing left after the second step
   CHECK(j.dones == 2);
   CHECK(std::count(j.lines.begin(), j.lines.end(), "update a 3") == 1);
   CHECK(std::count(j.lines.begin(), j.lines.end(), "update a 5") == 1);
@@ -143,7 +147,7 @@ TEST_CASE_FIXTURE(build_fixture, "view build: a stopping node ends the updates a
   auto job = start({"a"});
   {
     std::unique_lock<std::mutex> lock(j.mu);
-    j.cv.wait(lock, [&] { return j.lines.size() >= 2; });
+    REQUIRE(j.cv.wait_for(lock, test_deadline, [&] { return j.lines.size() >= 2; }));
   }
   REQUIRE(job->add(part(j, "a")));  // waits for the next step, which never comes
   runner.stop();

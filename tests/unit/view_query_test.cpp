@@ -1,6 +1,6 @@
 #include <doctest/doctest.h>
 
-#include "http/view_query.hpp"
+#include "query/view_query.hpp"
 
 using namespace settee;
 

@@ -1,0 +1,241 @@
+#include "replicator/replicator_docs.hpp"
+
+#include <zlib.h>
+
+#include <algorithm>
+
+#include "actors/all_docs_reader.hpp"
+#include "actors/change_notifier.hpp"
+#include "actors/members.hpp"
+#include "node/log.hpp"
+#include "replicator/erlang_term.hpp"
+#include "storage/time_seq.hpp"
+
+namespace settee {
+namespace {
+
+constexpr std::chrono::milliseconds every{1000};
+
+// The request a document describes: its body without the document's own fields.
+json request_of(const json& body) {
+  json r = json::object();
+  for (auto& [k, v] : body.items())
+    if (k.empty() || k[0] != '_') r[k] = v;
+  return r;
+}
+
+}  // namespace
+
+status validate_replicator_doc(const json& body, const std::string& server_uuid, const std::string& self_url) {
+  if (!body.is_object() || (member(body, "_deleted").is_boolean() && member(body, "_deleted").get<bool>())) return {};
+  auto r = parse_rep_request(request_of(body), rep_context{server_uuid, self_url, {}, {}, nullptr, false});
+  if (!r) return {errc::forbidden, r.error().reason};
+  if (!r->source.local_name.empty() || !r->target.local_name.empty())
+    return {errc::forbidden, "local endpoints are not supported in _replicator documents: name them by URL"};
+  return {};
+}
+
+replicator_docs::replicator_docs(replicator_host host, replications& reps) : node_(std::move(host)), reps_(reps) {}
+
+bool replicator_docs::owns(const std::string& id) const {
+  const std::vector<std::string>& live = seen_live_;  // sorted, as must_read() last read them
+  if (live.empty()) return true;
+  const std::string key = term_to_binary(eterm::tuple({eterm::binary(db_name), eterm::binary(id)}));
+  uLong crc = crc32(0L, reinterpret_cast<const Bytef*>(key.data()), static_cast<uInt>(key.size()));
+  return live[crc % live.size()] == node_.node_name;
+}
+
+replicator_docs::entry replicator_docs::start(const std::string& id, const std::string& rev, json body) {
+  entry e;
+  e.rev = rev;
+  e.body = std::move(body);
+  e.updated_s = node_.clk.now_s();
+  // A document runs as its owner: one who is not a server admin (their own documents, or a
+  // server admin's naming them) connects only where [replicator] allows (docs/security.md).
+  const json& owner = member(e.body, "owner");
+  rep_context rc{node_.server_uuid,
+                 node_.self_url,
+                 {},
+                 {},
+                 reps_.rules(),
+                 owner.is_string() && !node_.is_server_admin(owner.get<std::string>())};
+  auto r = parse_rep_request(request_of(e.body), rc);
+  if (r) {
+    e.rep_id = r->id();
+    e.source = r->source.url();
+    e.target = r->target.url();
+  }
+  const json state = member(e.body, "_replication_state");
+  if (state == "completed" || state == "failed") {  // ended before: it stays so until edited
+    e.state = state.get<std::string>();
+    e.error = member(e.body, "_replication_state_reason").is_string()
+                  ? member(e.body, "_replication_state_reason").get<std::string>()
+                  : "";
+    return e;
+  }
+  std::string reason;
+  if (!r) {
+    reason = r.error().reason;
+  } else if (!r->source.local_name.empty() || !r->target.local_name.empty()) {
+    reason = "local endpoints are not supported in _replicator documents: name them by URL with credentials";
+  } else {
+    std::string taken_by;
+    e.job = reps_.start_document(
+        std::move(*r), db_name, id, [this, id](job_next::kind how, const result<json>& out) { ended(id, how, out); },
+        taken_by);
+    if (e.job) return e;
+    reason = "Replication `" + e.rep_id + "` specified by document `" + id +
+             "` already started, triggered by document `" + taken_by + "` from db `_replicator`";
+  }
+  e.state = "failed";
+  e.error = reason;
+  write_back(id, e.body, json{{"_replication_state", "failed"}, {"_replication_state_reason", reason}});
+  return e;
+}
+
+void replicator_docs::write_back(const std::string& id, json body, const json& fields) {
+  auto db = node_.coord.catalog().lookup(db_name);
+  if (!db) return;
+  for (auto& [k, v] : fields.items()) body[k] = v;
+  body["_replication_state_time"] = time_seq::format_time(node_.clk.now_s());
+  auto u = node_.to_update(*db, std::move(body), id);
+  if (!u) return log::warning("replicator: cannot record the state of " + id + ": " + u.error().reason);
+  auto w = node_.coord.update_docs(*db, {std::move(*u)});
+  if (!w || w->results.empty() || !w->results[0].st)
+    log::info("replicator: the state of " + id + " was not recorded (the document changed meanwhile)");
+}
+
+void replicator_docs::ended(const std::string& id, job_next::kind how, const result<json>& out) {
+  if (how == job_next::kind::cancelled) return;  // stopped by an edit, a deletion or the node
+  json body;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = docs_.find(id);
+    if (it == docs_.end()) return;
+    it->second.state = how == job_next::kind::done ? "completed" : "failed";
+    it->second.error = out ? "" : out.error().reason;
+    it->second.updated_s = node_.clk.now_s();
+    body = it->second.body;
+  }
+  if (how == job_next::kind::done) {
+    json stats = json::object();
+    const json& history = out ? member(out.value(), "history") : member(json(), "history");
+    if (history.is_array() && !history.empty()) {
+      const json& h = history[0];
+      for (const char* k : {"missing_checked", "missing_found", "docs_read", "docs_written", "doc_write_failures"})
+        stats[k] = member(h, k).is_number() ? member(h, k) : json(0);
+      stats["start_time"] = string_at(h, "start_time");
+      stats["end_time"] = string_at(h, "end_time");
+    }
+    write_back(id, body, json{{"_replication_state", "completed"}, {"_replication_stats", stats}});
+  } else {
+    write_back(id, body,
+               json{{"_replication_state", "failed"}, {"_replication_state_reason", out ? "" : out.error().reason}});
+  }
+}
+
+bool replicator_docs::must_read(const std::string& key) {
+  const uint64_t version = node_.notifier ? node_.notifier->version(key) : 0;
+  std::vector<std::string> live = node_.cluster ? node_.cluster->live() : std::vector<std::string>{};
+  std::sort(live.begin(), live.end());
+  live.erase(std::unique(live.begin(), live.end()), live.end());
+  const int64_t now = node_.clk.now_ms();
+  const bool clustered = node_.cluster && node_.cluster->clustered();
+  if (version == seen_version_ && live == seen_live_ && !(clustered && now - read_at_ms_ >= 10000)) return false;
+  seen_version_ = version;
+  seen_live_ = std::move(live);
+  read_at_ms_ = now;
+  return true;
+}
+
+job_next replicator_docs::step(job_context& ctx) {
+  auto db = node_.coord.catalog().lookup(db_name);
+  if (!db || !must_read(db->key())) return job_next::pause(every);
+  all_docs_query q;
+  q.range.include_docs = true;
+  auto listing = list_all_docs(node_.coord, *db, q);
+  if (!listing) {
+    seen_version_ = UINT64_MAX;  // read again at the next step
+    return job_next::pause(every);
+  }
+  std::vector<std::string> stop;                             // replication ids to cancel, outside the lock
+  std::map<std::string, std::pair<std::string, json>> seen;  // id -> (rev, body) of the docs this node owns
+  for (auto& row : listing->rows) {
+    const all_docs_row& d = row.doc;
+    if (d.id.rfind("_design/", 0) == 0 || d.doc.empty() || !owns(d.id)) continue;
+    auto body = parse_json(d.doc);
+    if (body && body->is_object()) seen[d.id] = {d.rev, std::move(*body)};
+  }
+  std::vector<std::pair<std::string, std::pair<std::string, json>>> fresh;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (auto it = docs_.begin(); it != docs_.end();) {
+      auto s = seen.find(it->first);
+      if (s != seen.end() && s->second.first == it->second.rev) {
+        seen.erase(s);  // unchanged
+        ++it;
+        continue;
+      }
+      if (!it->second.rep_id.empty() && reps_.document_job(it->second.rep_id, it->first))
+        stop.push_back(it->second.rep_id);  // still running or pending (perhaps as a new job after a rotation)
+      it = docs_.erase(it);                 // deleted, edited, or owned elsewhere now
+    }
+    for (auto& kv : seen) fresh.emplace_back(kv.first, std::move(kv.second));
+  }
+  for (const std::string& rep_id : stop) (void)reps_.cancel(rep_id);
+  for (auto& [id, doc] : fresh) {
+    if (ctx.cancelled()) break;
+    // Under the lock: a replication that ends at once finds its entry (ended() waits for it).
+    std::lock_guard<std::mutex> lock(mu_);
+    docs_[id] = start(id, doc.first, std::move(doc.second));
+  }
+  return job_next::pause(every);
+}
+
+std::vector<json> replicator_docs::rows() const {
+  std::vector<std::string> ids;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (auto& [id, e] : docs_) ids.push_back(id);
+  }
+  std::vector<json> out;
+  for (const std::string& id : ids)
+    if (auto r = row(id)) out.push_back(std::move(*r));
+  return out;
+}
+
+std::optional<json> replicator_docs::row(const std::string& doc_id) const {
+  std::shared_ptr<replication_job> job;
+  json out;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = docs_.find(doc_id);
+    if (it == docs_.end()) return std::nullopt;
+    const entry& e = it->second;
+    job = e.job;
+    out = {{"database", db_name},
+           {"doc_id", doc_id},
+           {"id", e.rep_id.empty() ? json(nullptr) : json(e.rep_id)},
+           {"node", node_.node_name},
+           {"source", e.source},
+           {"target", e.target},
+           {"state", e.state},
+           {"info", e.error.empty() ? json(nullptr) : json{{"error", e.error}}},
+           {"error_count", e.error.empty() ? 0 : 1},
+           {"last_updated", time_seq::format_time(e.updated_s)},
+           {"start_time", time_seq::format_time(e.updated_s)}};
+  }
+  if (auto now = reps_.document_job(out["id"].is_string() ? out["id"].get<std::string>() : "", doc_id)) job = now;
+  if (job) {
+    std::string st = job->state();
+    if (out["state"] == "" || (st != "completed" && st != "failed")) out["state"] = st;
+    json info = job->info()["info"];
+    out["info"] = info;
+    std::string err = job->last_error();
+    out["error_count"] = job->error_count();
+    if (st == "crashing") out["info"]["error"] = err;
+  }
+  return out;
+}
+
+}  // namespace settee

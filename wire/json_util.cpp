@@ -1,0 +1,83 @@
+#include "wire/json_util.hpp"
+
+namespace settee {
+
+result<json> parse_client_json(std::string_view text, status refusal, size_t wrapping) {
+  std::string why;
+  auto j = parse_json(text, max_json_depth() + wrapping, &why);
+  if (j) return std::move(*j);
+  if (!why.empty()) refusal.reason = why;
+  return refusal;
+}
+
+bool valid_utf8(std::string_view s) {
+  for (size_t i = 0; i < s.size();) {
+    unsigned char c = s[i];
+    size_t n;  // continuation bytes
+    if (c < 0x80)
+      n = 0;
+    else if (c >= 0xc2 && c <= 0xdf)
+      n = 1;
+    else if (c >= 0xe0 && c <= 0xef)
+      n = 2;
+    else if (c >= 0xf0 && c <= 0xf4)
+      n = 3;
+    else
+      return false;
+    if (i + n >= s.size() + (n == 0 ? 1 : 0)) return false;
+    for (size_t k = 1; k <= n; ++k)
+      if ((static_cast<unsigned char>(s[i + k]) >> 6) != 2) return false;
+    i += n + 1;
+  }
+  return true;
+}
+
+void add_error(json& obj, const status& st) {
+  obj["error"] = error_name_of(st.code);
+  obj["reason"] = st.reason;
+}
+
+json error_json(const status& st) {
+  json out = json::object();
+  add_error(out, st);
+  return out;
+}
+
+namespace {
+
+void erlang_string(std::string& out, const std::string& s) {
+  out += "<<\"";
+  for (char c : s) {
+    if (c == '"' || c == '\\') out += '\\';
+    out += c;
+  }
+  out += "\">>";
+}
+
+}  // namespace
+
+std::string erlang_term(const json& v) {
+  std::string out;
+  if (v.is_string()) {
+    erlang_string(out, v.get_ref<const std::string&>());
+  } else if (v.is_array()) {
+    out += '[';
+    for (size_t i = 0; i < v.size(); ++i) out += (i ? "," : "") + erlang_term(v[i]);
+    out += ']';
+  } else if (v.is_object()) {
+    out += "{[";
+    bool first = true;
+    for (auto it = v.begin(); it != v.end(); ++it) {
+      out += first ? "{" : ",{";
+      first = false;
+      erlang_string(out, it.key());
+      out += "," + erlang_term(it.value()) + "}";
+    }
+    out += "]}";
+  } else {
+    out += v.dump();  // null, true, false and numbers print alike
+  }
+  return out;
+}
+
+}  // namespace settee
