@@ -15,8 +15,7 @@ std::vector<std::string> merged(std::vector<std::vector<std::string>> pages, boo
   std::vector<size_t> next(pages.size(), 0);
   std::vector<std::string> out;
   merge_positions(
-      pages.size(), descending,
-      [&](size_t r) { return next[r] < pages[r].size() ? &pages[r][next[r]] : nullptr; },
+      pages.size(), descending, [&](size_t r) { return next[r] < pages[r].size() ? &pages[r][next[r]] : nullptr; },
       [&](size_t r) {
         out.push_back(pages[r][next[r]++]);
         return out.size() < limit;
