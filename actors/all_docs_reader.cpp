@@ -1,5 +1,7 @@
 #include "actors/all_docs_reader.hpp"
 
+#include "actors/position_merge.hpp"
+
 namespace settee {
 
 result<all_docs_listing> list_all_docs(coordinator& coord, const db_meta& db, const all_docs_query& q) {
@@ -47,19 +49,18 @@ result<all_docs_listing> list_all_docs(coordinator& coord, const db_meta& db, co
   }
   // Each range yields its live documents within the bounds, in order; the merge interleaves them.
   const bool desc = q.range.descending;
-  while (room()) {
-    int best = -1;
-    for (size_t i = 0; i < db.q; ++i) {
-      if (next[i] >= pages[i].rows.size()) continue;
-      const std::string& id = pages[i].rows[next[i]].id;
-      if (best < 0 || (desc ? id > pages[best].rows[next[best]].id : id < pages[best].rows[next[best]].id))
-        best = static_cast<int>(i);
-    }
-    if (best < 0) break;
-    all_docs_row& r = pages[best].rows[next[best]++];
-    if (skipped++ < q.skip) continue;
-    out.rows.push_back({0, std::move(r)});
-  }
+  auto id_of = [](const all_docs_row& r) -> const std::string& { return r.id; };
+  for (size_t i = 0; i < db.q; ++i)  // pages come from other nodes too
+    if (!in_order(pages[i].rows, id_of, desc))
+      return status{errc::internal, "a copy of " + db.name + " answered its documents out of order"};
+  merge_positions(
+      db.q, desc, [&](size_t i) { return next[i] < pages[i].rows.size() ? &pages[i].rows[next[i]].id : nullptr; },
+      [&](size_t i) {
+        if (!room()) return false;
+        all_docs_row& r = pages[i].rows[next[i]++];
+        if (skipped++ >= q.skip) out.rows.push_back({0, std::move(r)});
+        return room();
+      });
   return out;
 }
 

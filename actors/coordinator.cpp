@@ -68,9 +68,11 @@ class coordinator::node_copies final : public copy_source {
     std::vector<copy_ptr> out;
     if (db.hosts(range)) {
       auto h = c_.shards_.acquire(db.shard_paths[range], db.created, db.key());
-      if (h)
-        out.push_back(std::make_shared<local_copy>(std::move(*h), c_.self_, c_.timeout_));
-      else
+      if (h) {
+        auto copy = std::make_shared<local_copy>(std::move(*h), c_.self_, c_.timeout_);
+        copy->serve_indexes(&db, range, c_.readers_);
+        out.push_back(std::move(copy));
+      } else
         out.push_back(std::make_shared<failed_copy>(c_.self_, h.error()));
     }
     if (db.everywhere()) return out;
@@ -349,6 +351,14 @@ std::vector<copy_ptr> coordinator::copies_preferring(const db_meta& db, size_t i
   auto it = std::find_if(all.begin(), all.end(), [&](const copy_ptr& c) { return c->node() == prefer; });
   if (it != all.end()) std::rotate(all.begin(), it, it + 1);
   return all;
+}
+
+result<std::shared_ptr<local_copy>> coordinator::own_local_copy(const db_meta& db, const std::string& range) {
+  auto h = own_copy(db, range);
+  if (!h) return h.error();
+  auto copy = std::make_shared<local_copy>(std::move(*h), self_, timeout_);
+  copy->serve_indexes(&db, *db.range_named(range), readers_);  // own_copy found it there
+  return copy;
 }
 
 result<shard_handle> coordinator::own_copy(const db_meta& m, const std::string& range) {

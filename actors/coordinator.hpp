@@ -17,6 +17,8 @@
 
 #include "actors/db_catalog.hpp"
 #include "actors/gather.hpp"
+#include "actors/index_readers.hpp"
+#include "actors/local_copy.hpp"
 #include "actors/remote_shards.hpp"
 #include "actors/shard_copy.hpp"
 #include "actors/shard_registry.hpp"
@@ -46,6 +48,11 @@ class coordinator {
   void set_remote(remote_shards* remote) { remote_ = remote; }
   // Replaces where copies come from (tests). Set once, before requests arrive.
   void set_copy_source(copy_source* source) { source_ = source; }
+  // What answers view and JSON index reads of this node's copies. Set once, before requests arrive.
+  void set_index_readers(index_readers* readers) { readers_ = readers; }
+  // This node's copy of range `range` (its name) of `db` as a shard_copy that also reads its
+  // indexes; `db` must outlive its calls. errc::not_found when this node holds none.
+  result<std::shared_ptr<local_copy>> own_local_copy(const db_meta& db, const std::string& range);
   const std::string& self() const { return self_; }
   // How long a request waits for copies.
   std::chrono::milliseconds timeout() const { return timeout_; }
@@ -190,6 +197,7 @@ class coordinator {
   remote_shards* remote_ = nullptr;
   std::unique_ptr<copy_source> own_source_;
   copy_source* source_ = nullptr;
+  index_readers* readers_ = nullptr;
 };
 
 template <class T>
@@ -251,6 +259,7 @@ std::vector<coordinator::range_answer<T>> coordinator::each_range(const db_meta&
     if (round.empty()) break;
     auto answers = ask_each<T>(
         asked, [&](shard_copy& c, size_t j, shard_copy::answer<T> done) { ask(c, round[j], std::move(done)); });
+    SETTEE_CHECK(answers.size() == round.size());  // one answer (or its error) per copy asked
     for (size_t j = 0; j < round.size(); ++j) {
       out[round[j]].value = std::move(answers[j]);
       if (out[round[j]].value.ok()) out[round[j]].copy = asked[j];

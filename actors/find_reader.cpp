@@ -272,10 +272,7 @@ result<std::vector<mango_page>> find_reader::pages(const db_meta& db, const mang
         const size_t r = ranges[k];  // k: its place in `ranges`
         mango_copy_request mine = req;
         if (r < after.size()) mine.after = after[r];
-        if (!copy.local()) return copy.start_mango(mine, std::move(done));
-        auto shard = coord_.shard(db, r);
-        if (!shard) return done(shard.error());
-        done(answer(shard_name(db.name, db.shard_id(r)), *shard, mine));
+        copy.start_mango(mine, std::move(done));
       });
   std::vector<mango_page> out(db.ranges.size());
   for (size_t k = 0; k < answers.size(); ++k) {
@@ -285,14 +282,9 @@ result<std::vector<mango_page>> find_reader::pages(const db_meta& db, const mang
   return out;
 }
 
-void find_reader::copy_rows(const std::string& db_name, const std::string& range, const mango_copy_request& req,
+void find_reader::copy_rows(const db_meta& db, size_t range, const shard_handle& shard, const mango_copy_request& req,
                             shard_copy::answer<mango_page> done) {
-  auto db = coord_.catalog().lookup_internal(db_name);
-  if (!db) return done(db.error());
-  auto shard = coord_.own_copy(*db, range);
-  if (!shard) return done(shard.error());
-  const size_t r = *db->range_named(range);  // own_copy found it there
-  done(answer(shard_name(db->name, db->shard_id(r)), *shard, req));
+  done(answer(shard_name(db.name, db.shard_id(range)), shard, req));
 }
 
 size_t find_reader::cleanup(const db_meta& db, const std::set<std::string>& keep) {

@@ -45,9 +45,9 @@ class find_reader {
   result<std::vector<mango_page>> pages(const db_meta& db, const mango_copy_request& req,
                                         const std::vector<std::string>& after,
                                         std::optional<size_t> only = std::nullopt);
-  // This node's copy of range `range` (its name) of database `db` answering `req` for another node
-  // (the RPC server's mango_rows); `done` runs once.
-  void copy_rows(const std::string& db, const std::string& range, const mango_copy_request& req,
+  // This node's copy `shard` (range `range` of `db`) answering `req`, for this node's coordinator or
+  // another node's (index_readers::mango_rows, through local_copy::start_mango); `done` runs once.
+  void copy_rows(const db_meta& db, size_t range, const shard_handle& shard, const mango_copy_request& req,
                  shard_copy::answer<mango_page> done);
   // This node's copies of `db` stop keeping the indexes whose signatures are not in `keep` (their
   // rows go); how many were dropped.

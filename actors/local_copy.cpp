@@ -301,4 +301,14 @@ status local_copy::set_purged_infos_limit(uint32_t limit) {
   return write_one(shard_.writer, op, timeout_);
 }
 
+void local_copy::start_view(const view_copy_request& req, answer<view_page> done) {
+  if (!readers_ || !db_) return shard_copy::start_view(req, std::move(done));
+  readers_->view_rows(*db_, range_, shard_, req, std::move(done));
+}
+
+void local_copy::start_mango(const mango_copy_request& req, answer<mango_page> done) {
+  if (!readers_ || !db_) return shard_copy::start_mango(req, std::move(done));
+  readers_->mango_rows(*db_, range_, shard_, req, std::move(done));
+}
+
 }  // namespace settee

@@ -6,10 +6,13 @@
 #pragma once
 #include <chrono>
 
+#include "actors/index_readers.hpp"
 #include "actors/shard_copy.hpp"
 #include "actors/shard_registry.hpp"
 
 namespace settee {
+
+struct db_meta;
 
 class local_copy final : public shard_copy {
  public:
@@ -19,6 +22,16 @@ class local_copy final : public shard_copy {
   const std::string& node() const override { return node_; }
   bool local() const override { return true; }
   const shard_handle& handle() const { return shard_; }
+  // Its views and JSON indexes are read through `readers`: the copy is range `range` of `db`,
+  // which must outlive the calls of start_view and start_mango (the coordinator's call, or the
+  // RPC call, that made the copy).
+  void serve_indexes(const db_meta* db, size_t range, index_readers* readers) {
+    db_ = db;
+    range_ = range;
+    readers_ = readers;
+  }
+  void start_view(const view_copy_request& req, answer<view_page> done) override;
+  void start_mango(const mango_copy_request& req, answer<mango_page> done) override;
 
   result<shard_summary> summary() override;
   result<changes_page> changes(const changes_request& req) override;
@@ -48,6 +61,9 @@ class local_copy final : public shard_copy {
   shard_handle shard_;
   std::string node_;
   std::chrono::milliseconds timeout_;
+  const db_meta* db_ = nullptr;
+  size_t range_ = 0;
+  index_readers* readers_ = nullptr;
 };
 
 }  // namespace settee

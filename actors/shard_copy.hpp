@@ -99,8 +99,12 @@ struct all_docs_page {
 // index of design document `ddoc_id` at `rev` (its JSON in `ddoc`; `signature` names the index
 // the coordinator expects: a copy that computes another refuses), brought up to date first unless
 // `update` is false.
+struct design_views;
 struct view_copy_request {
   std::string ddoc_id, rev, ddoc, signature;
+  // In-process only (never sent): the design document as the asker parsed it, valid during the
+  // call; a copy on another node parses `ddoc` itself.
+  const design_views* parsed = nullptr;
   view_scan scan;
   bool update = true;
   bool lazy = false;         // not updated first, but after the answer (update=lazy)
@@ -217,14 +221,13 @@ class shard_copy {
   }
   virtual void start_all_docs(const all_docs_request& req, answer<all_docs_page> done) { done(all_docs(req)); }
   virtual void start_time_seq(bool reset, answer<time_seq_state> done) { done(time_seq(reset)); }
-  // Another node's part of a view query (a view index lives beside its copy; this node's copies
-  // are read by actors/view_reader directly, so the default refuses).
+  // The copy's part of a view query (its view index, beside it: actors/index_readers.hpp).
   virtual void start_view(const view_copy_request&, answer<view_page> done) {
-    done(status{errc::not_implemented, "view rows are asked of another node's copy"});
+    done(status{errc::not_implemented, "node " + node() + " reads no views"});
   }
-  // Another node's part of a _find (actors/find_reader reads this node's copies itself).
+  // The copy's part of a _find on a JSON index.
   virtual void start_mango(const mango_copy_request&, answer<mango_page> done) {
-    done(status{errc::not_implemented, "Mango rows are asked of another node's copy"});
+    done(status{errc::not_implemented, "node " + node() + " reads no JSON indexes"});
   }
   // One entry per id, in order (found or not), with the stored bodies `bodies` asks for.
   using docs_done = std::function<void(result<std::vector<doc_copy>>)>;

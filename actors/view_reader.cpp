@@ -581,20 +581,16 @@ void view_reader::start_local(const db_meta& db, size_t range, const shard_handl
   });
 }
 
-void view_reader::copy_rows(const std::string& db_name, const std::string& range, const view_copy_request& req,
+void view_reader::copy_rows(const db_meta& db, size_t range, const shard_handle& shard, const view_copy_request& req,
                             shard_copy::answer<view_page> done) {
-  auto db = coord_.catalog().lookup_internal(db_name);
-  if (!db) return done(db.error());
-  auto shard = coord_.own_copy(*db, range);
-  if (!shard) return done(shard.error());
-  const size_t r = *db->range_named(range);  // own_copy found it there
-  auto ddoc = parse_json(req.ddoc);
+  if (req.parsed) return start_local(db, range, shard, *req.parsed, req, std::move(done));
+  auto ddoc = parse_json(req.ddoc);  // another node's request
   if (!ddoc || !ddoc->is_object()) return done(status{errc::bad_request, "the design document is not a JSON object"});
-  const design_views dv = views_of(db->key(), db->partitioned, req.ddoc_id, req.rev, *ddoc);
+  const design_views dv = views_of(db.key(), db.partitioned, req.ddoc_id, req.rev, *ddoc);
   if (dv.signature != req.signature)
     return done(status{errc::not_implemented, "this node indexes design document " + req.ddoc_id +
                                                   " under another signature (a different release)"});
-  start_local(*db, r, *shard, dv, req, std::move(done));
+  start_local(db, range, shard, dv, req, std::move(done));
 }
 
 result<std::vector<view_page>> view_reader::pages_of(const db_meta& db, const design_views& dv, const view_request& q,
@@ -608,16 +604,13 @@ result<std::vector<view_page>> view_reader::pages_of(const db_meta& db, const de
   req.update = q.update;
   req.lazy = q.lazy;
   req.group_level = q.group_level;
+  req.parsed = &dv;  // this node's copies need not parse it again
   // A partition's rows are all in its range (shard_map's placement_hash).
   const std::vector<size_t> ranges =
       q.partition.empty() ? coordinator::all_ranges(db) : std::vector<size_t>{coord_.partition_index(db, q.partition)};
-  auto pages =
-      coord_.each_range<view_page>(db, ranges, [&](shard_copy& copy, size_t k, shard_copy::answer<view_page> done) {
-        if (!copy.local()) return copy.start_view(req, std::move(done));
-        auto shard = coord_.shard(db, ranges[k]);  // k: its place
-        if (!shard) return done(shard.error());
-        start_local(db, ranges[k], *shard, dv, req, std::move(done));
-      });
+  auto pages = coord_.each_range<view_page>(
+      db, ranges,
+      [&](shard_copy& copy, size_t, shard_copy::answer<view_page> done) { copy.start_view(req, std::move(done)); });
   std::vector<view_page> out;
   for (auto& p : pages) {
     if (!p.value) return p.value.error();

@@ -91,9 +91,10 @@ class view_reader {
   // A shard copy of this node is gone (its database deleted, the copy moved away, a split's parent
   // retired): its index files go too. `copy` is its name under the data directory (shard_name).
   void forget_copy(const std::string& copy);
-  // This node's copy of range `range` (its name) of database `db` answering its part of a view
-  // query for another node (the RPC server's view_rows); `done` runs once, on any thread.
-  void copy_rows(const std::string& db, const std::string& range, const view_copy_request& req,
+  // This node's copy `shard` (range `range` of `db`) answering its part of a view query, for this
+  // node's coordinator or another node's (index_readers::view_rows, through local_copy::start_view);
+  // `done` runs once, on any thread.
+  void copy_rows(const db_meta& db, size_t range, const shard_handle& shard, const view_copy_request& req,
                  shard_copy::answer<view_page> done);
 
  private:

@@ -240,14 +240,9 @@ node_process::node_process(const config& cfg, settings set, const clock& clk, st
   node_.validator = &validator_;
   node_.views = &views_;
   node_.mango = &mango_;
+  coord_.set_index_readers(&index_readers_);
   node_.replicator = &replicator_;
-  replicator_docs_ = std::make_shared<replicator_docs>(
-      replicator_host{clk_, coord_, node_.node_name, node_.server_uuid, node_.self_url, &notifier_, node_.cluster,
-                      [this](const std::string& name) { return node_.auth.is_server_admin(name); },
-                      [this](const db_meta& db, json body, const std::string& id) {
-                        return to_doc_update(db, std::move(body), id, true, nullptr, node_.attachment_policy);
-                      }},
-      replicator_);
+  replicator_docs_ = document_processor();
   node_.rep_docs = replicator_docs_.get();
   views_.set_tasks(tasks_, clk_, set_.node_name);
   shards_.set_on_removed([this](const std::string& path) {
@@ -267,6 +262,17 @@ node_process::node_process(const config& cfg, settings set, const clock& clk, st
 
 node_process::~node_process() {
   if (!stopped_) stop_all();
+}
+
+// The _replicator document processor: it writes state into documents as an HTTP write would.
+std::shared_ptr<replicator_docs> node_process::document_processor() {
+  return std::make_shared<replicator_docs>(
+      replicator_host{clk_, coord_, node_.node_name, node_.server_uuid, node_.self_url, &notifier_, node_.cluster,
+                      [this](const std::string& name) { return node_.auth.is_server_admin(name); },
+                      [this](const db_meta& db, json body, const std::string& id) {
+                        return to_doc_update(db, std::move(body), id, true, nullptr, node_.attachment_policy);
+                      }},
+      replicator_);
 }
 
 status node_process::open_storage() {
@@ -296,13 +302,13 @@ void node_process::answer_from_here(rpc_options& ro) {
   ro.read_doc = [this](local_copy& copy, const doc_request& req) {
     return serve_legacy_read(copy, req, node_.max_document_id_length);
   };
-  ro.view_rows = [this](const std::string& db, const std::string& range, const view_copy_request& req,
-                        std::function<void(result<view_page>)> done) {
-    views_.copy_rows(db, range, req, std::move(done));
-  };
-  ro.mango_rows = [this](const std::string& db, const std::string& range, const mango_copy_request& req,
-                         std::function<void(result<mango_page>)> done) {
-    mango_.copy_rows(db, range, req, std::move(done));
+  ro.with_copy = [this](const std::string& db, const std::string& range,
+                        const std::function<void(result<shard_copy*>)>& use) {
+    auto m = catalog_.lookup_internal(db);
+    if (!m) return use(m.error());
+    auto copy = coord_.own_local_copy(*m, range);
+    if (!copy) return use(copy.error());
+    use(copy->get());
   };
 }
 

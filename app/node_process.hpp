@@ -44,6 +44,24 @@
 
 namespace settee {
 
+// What reads this node's copies' views and JSON indexes (actors/index_readers.hpp).
+class node_index_readers final : public index_readers {
+ public:
+  node_index_readers(view_reader& views, find_reader& mango) : views_(views), mango_(mango) {}
+  void view_rows(const db_meta& db, size_t range, const shard_handle& shard, const view_copy_request& req,
+                 shard_copy::answer<view_page> done) override {
+    views_.copy_rows(db, range, shard, req, std::move(done));
+  }
+  void mango_rows(const db_meta& db, size_t range, const shard_handle& shard, const mango_copy_request& req,
+                  shard_copy::answer<mango_page> done) override {
+    mango_.copy_rows(db, range, shard, req, std::move(done));
+  }
+
+ private:
+  view_reader& views_;
+  find_reader& mango_;
+};
+
 class node_process {
  public:
   // Builds every service (nothing is read from disk or bound yet). `cfg` and `clk` outlive it.
@@ -61,6 +79,7 @@ class node_process {
 
  private:
   static caf::actor_system_config scheduler_config();
+  std::shared_ptr<replicator_docs> document_processor();
   status open_storage();
   status start_cluster();  // [cluster] rpc_port set
   void answer_from_here(rpc_options& ro);
@@ -93,6 +112,7 @@ class node_process {
   doc_validator validator_;
   view_reader views_;
   find_reader mango_;
+  node_index_readers index_readers_{views_, mango_};
   // How replications read from endpoints ([replicator], [couchdb] limits); rules_error_: a bad setting.
   std::shared_ptr<remote_rules> make_remote_rules();
   status rules_error_;

@@ -63,15 +63,13 @@ struct rpc_options {
   // (compactDb, activeTasks, nodeStatus, reshardState, the reshard jobs' calls, a move's and a
   // split's calls; run on a pool thread). Null: they answer not_implemented.
   cluster_member* self = nullptr;
-  // This node's copy of `range` of `db` answering its part of a view query (actors/view_reader);
-  // may answer on any thread, exactly once. Null: viewRows answers not_implemented.
-  std::function<void(const std::string& db, const std::string& range, const view_copy_request& req,
-                     std::function<void(result<view_page>)> done)>
-      view_rows;
-  // The same for a _find on a JSON index (actors/find_reader). Null: mangoRows answers not_implemented.
-  std::function<void(const std::string& db, const std::string& range, const mango_copy_request& req,
-                     std::function<void(result<mango_page>)> done)>
-      mango_rows;
+  // Runs `use` with this node's copy of `range` of `db` as a shard_copy that reads its indexes too
+  // (coordinator::own_local_copy), or with why there is none; the copy is valid during `use`
+  // (viewRows and mangoRows start their reads in it, on a pool thread). Null: they answer
+  // not_implemented.
+  std::function<void(const std::string& db, const std::string& range,
+                     const std::function<void(result<shard_copy*>)>& use)>
+      with_copy;
 };
 
 using remote_shard_info = shard_summary;

@@ -337,11 +337,15 @@ kj::Promise<void> node_server::viewRows(ViewRowsContext context) {
   req.describe = p.getDescribe();
   req.partition = p.getPartition();
   const std::string db = p.getShard().getDb(), range = p.getShard().getRange();
-  auto hook = loop_.opts.view_rows;
+  auto with_copy = loop_.opts.with_copy;
   return answered_by<view_page>(loop_, "view",
                                 [=](std::function<void(result<view_page>)> done) {
-                                  if (!hook) return done(status{errc::not_implemented, "no view reader on this node"});
-                                  hook(db, range, req, std::move(done));
+                                  if (!with_copy)
+                                    return done(status{errc::not_implemented, "no view reader on this node"});
+                                  with_copy(db, range, [&](result<shard_copy*> copy) {
+                                    if (!copy) return done(copy.error());
+                                    (*copy)->start_view(req, std::move(done));
+                                  });
                                 })
       .then([context](result<view_page>&& r) mutable {
         auto results = context.getResults();
@@ -383,12 +387,15 @@ kj::Promise<void> node_server::mangoRows(MangoRowsContext context) {
   req.estimate = p.getEstimate();
   req.covered = p.getCovered();
   const std::string db = p.getShard().getDb(), range = p.getShard().getRange();
-  auto hook = loop_.opts.mango_rows;
+  auto with_copy = loop_.opts.with_copy;
   return answered_by<mango_page>(loop_, "Mango",
                                  [=](std::function<void(result<mango_page>)> done) {
-                                   if (!hook)
+                                   if (!with_copy)
                                      return done(status{errc::not_implemented, "no Mango reader on this node"});
-                                   hook(db, range, req, std::move(done));
+                                   with_copy(db, range, [&](result<shard_copy*> copy) {
+                                     if (!copy) return done(copy.error());
+                                     (*copy)->start_mango(req, std::move(done));
+                                   });
                                  })
       .then([context](result<mango_page>&& r) mutable {
         auto results = context.getResults();
