@@ -4,6 +4,7 @@
 
 #include "storage/codec.hpp"
 #include "storage/doc_key.hpp"
+#include "storage/key_buckets.hpp"
 #include "storage/lmdb_env.hpp"
 
 namespace settee::json_index {
@@ -11,7 +12,8 @@ namespace {
 
 // A row's value: kind 0 = one row (its id follows), kind 1 = a bucket of (position, id) sorted by
 // position.
-constexpr char single = 0, bucket = 1;
+// (storage/key_buckets.hpp)
+constexpr char single = key_buckets::single_kind, bucket = key_buckets::bucket_kind;
 
 std::string number_prefix(uint32_t n) {
   std::string p(4, '\0');
@@ -37,22 +39,11 @@ bool decode_entry(std::string_view key, std::string_view value, std::vector<entr
   }
   if (value[0] != bucket) return false;
   codec::reader r(value.substr(1));
-  while (!r.done()) {
-    entry e;
-    if (!r.str(e.pos) || !r.str(e.id)) return false;
-    out.push_back(std::move(e));
-  }
-  return !out.empty();
+  return key_buckets::decode(r, out, [](codec::reader& in, entry& e) { return in.str(e.id); }) && !out.empty();
 }
 
 std::string encode_bucket(const std::vector<entry>& rows) {
-  codec::writer w;
-  w.byte(bucket);
-  for (const entry& e : rows) {
-    w.str(e.pos);
-    w.str(e.id);
-  }
-  return std::move(w.data());
+  return key_buckets::encode(rows, [](codec::writer& w, const entry& e) { w.str(e.id); });
 }
 
 std::string key_of(const std::string& full) {
@@ -73,10 +64,7 @@ status add(MDB_txn* t, MDB_dbi rows, const std::string& full, std::string_view i
   const std::string key = key_of(full);
   std::vector<entry> all;
   if (auto st = read_bucket(t, rows, key, all); !st) return st;
-  auto at =
-      std::lower_bound(all.begin(), all.end(), full, [](const entry& e, const std::string& p) { return e.pos < p; });
-  if (at != all.end() && at->pos == full) return {};
-  all.insert(at, entry{full, std::string(id)});
+  if (!key_buckets::put(all, entry{full, std::string(id)}, false)) return {};  // there already
   return lmdb::put(t, rows, key, encode_bucket(all));
 }
 
@@ -85,7 +73,7 @@ status remove(MDB_txn* t, MDB_dbi rows, const std::string& full) {
   const std::string key = key_of(full);
   std::vector<entry> all;
   if (auto st = read_bucket(t, rows, key, all); !st) return st;
-  all.erase(std::remove_if(all.begin(), all.end(), [&](const entry& e) { return e.pos == full; }), all.end());
+  key_buckets::take(all, full);
   return all.empty() ? lmdb::del(t, rows, key) : lmdb::put(t, rows, key, encode_bucket(all));
 }
 

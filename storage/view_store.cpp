@@ -8,6 +8,7 @@
 
 #include "storage/codec.hpp"
 #include "storage/doc_key.hpp"
+#include "storage/key_buckets.hpp"
 #include "storage/lmdb_env.hpp"
 
 namespace settee {
@@ -28,8 +29,9 @@ std::string count_key(uint32_t view) {
   return "count/" + std::to_string(view);
 }
 
-// A row value: kind 0 = one row, kind 1 = a bucket of (position, row) sorted by position.
-constexpr uint8_t single = 0, bucket = 1;
+// A row value: kind 0 = one row, kind 1 = a bucket of (position, row) sorted by position
+// (storage/key_buckets.hpp).
+constexpr uint8_t single = key_buckets::single_kind, bucket = key_buckets::bucket_kind;
 
 std::string view_prefix(uint32_t view) {
   return {static_cast<char>((view >> 8) & 0xff), static_cast<char>(view & 0xff)};
@@ -79,8 +81,8 @@ struct stored_row {
   std::string pos, id, key_json, value_json;
 };
 
-void encode_row(codec::writer& w, const stored_row& r, bool with_pos) {
-  if (with_pos) w.str(r.pos);
+// A row's fields after its position (the position is the key of a single row, or in its bucket).
+void encode_row(codec::writer& w, const stored_row& r) {
   w.str(r.id);
   w.str(r.key_json);
   w.str(r.value_json);
@@ -97,19 +99,13 @@ bool decode_rows(std::string_view value, std::string_view lkey, std::vector<stor
     out.push_back(std::move(r));
     return rd.done();
   }
-  while (!rd.done()) {
-    stored_row r;
-    if (!rd.str(r.pos) || !rd.str(r.id) || !rd.str(r.key_json) || !rd.str(r.value_json)) return false;
-    out.push_back(std::move(r));
-  }
-  return kind == bucket;
+  return kind == bucket && key_buckets::decode(rd, out, [](codec::reader& r, stored_row& row) {
+           return r.str(row.id) && r.str(row.key_json) && r.str(row.value_json);
+         });
 }
 
 std::string encode_bucket(const std::vector<stored_row>& rows) {
-  codec::writer w;
-  w.byte(bucket);
-  for (const auto& r : rows) encode_row(w, r, true);
-  return std::move(w.data());
+  return key_buckets::encode(rows, [](codec::writer& w, const stored_row& r) { encode_row(w, r); });
 }
 
 status corrupt(const char* what) {
@@ -256,9 +252,7 @@ status remove_row(MDB_txn* t, const tables& tb, uint32_t view, const std::string
   }
   std::vector<stored_row> all;
   if (!decode_rows(v, lk, all)) return corrupt("bucket");
-  const size_t was = all.size();
-  all.erase(std::remove_if(all.begin(), all.end(), [&](const stored_row& r) { return r.pos == pos; }), all.end());
-  if (all.size() == was) return {};
+  if (!key_buckets::take(all, pos)) return {};
   status st = all.empty() ? lmdb::del(t, tb.rows, lk) : lmdb::put(t, tb.rows, lk, encode_bucket(all));
   if (!st) return st;
   return count_rows(t, tb, view, lk, -1);
@@ -273,19 +267,13 @@ status insert_row(MDB_txn* t, const tables& tb, uint32_t view, const stored_row&
   if (lk.size() == r.pos.size()) {
     codec::writer w;
     w.byte(single);
-    encode_row(w, r, false);
+    encode_row(w, r);
     if (auto st = lmdb::put(t, tb.rows, lk, w.data()); !st) return st;
     return found ? status{} : count_rows(t, tb, view, lk, +1);
   }
   std::vector<stored_row> all;
   if (found && !decode_rows(v, lk, all)) return corrupt("bucket");
-  auto at = std::lower_bound(all.begin(), all.end(), r.pos,
-                             [](const stored_row& a, const std::string& p) { return a.pos < p; });
-  const bool added = at == all.end() || at->pos != r.pos;
-  if (added)
-    all.insert(at, r);
-  else
-    *at = r;
+  const bool added = key_buckets::put(all, r, true);  // decode_rows refused an unsorted bucket
   if (auto st = lmdb::put(t, tb.rows, lk, encode_bucket(all)); !st) return st;
   return added ? count_rows(t, tb, view, lk, +1) : status{};
 }
