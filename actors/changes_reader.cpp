@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <charconv>
 
+#include "node/check.hpp"
 #include "node/json.hpp"
 #include "node/log.hpp"
 
@@ -431,6 +432,9 @@ bool changes_reader::next(change_row& row) {
     shard_pos& p = shards_[best];
     row = std::move(p.buffer.front());
     p.buffer.pop_front();
+    // A range's position never goes back (tokens and checkpoints rely on it): its page was checked
+    // in order after the position it was read from.
+    SETTEE_CHECK(opts_.descending ? (p.seq == 0 || row.e.seq < p.seq) : row.e.seq > p.seq);
     p.seq = row.e.seq;
     closed_seq_ = std::max(closed_seq_, row.e.seq);
     if (p.not_before) {

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "node/check.hpp"
 #include "node/crypto.hpp"
 #include "storage/codec.hpp"
 
@@ -41,7 +42,7 @@ bool parse_check_name(const std::string& name, uint32_t& crc) {
 
 }  // namespace
 
-seq_token_builder::seq_token_builder(const std::vector<seq_entry>& layout) {
+seq_token_builder::seq_token_builder(const std::vector<seq_entry>& layout) : entries_(layout.size()) {
   std::vector<std::string> nodes;
   for (auto& e : layout)
     if (std::find(nodes.begin(), nodes.end(), e.node) == nodes.end()) nodes.push_back(e.node);
@@ -70,6 +71,7 @@ seq_token_builder::seq_token_builder(const std::vector<seq_entry>& layout) {
 }
 
 std::string seq_token_builder::token(const std::vector<uint64_t>& seqs) const {
+  SETTEE_CHECK(seqs.size() == entries_);  // a token another reader could not decode is never made
   codec::writer w, head;
   uint64_t sum = 0;
   for (uint64_t s : seqs) {

@@ -47,6 +47,7 @@ class seq_token_builder {
   size_t check_length_ = 0;   // of the check name
   std::string after_base64_;  // the header after the check node: other nodes, entries, pad
   uint32_t fixed_crc_ = 0;    // CRC-32 of the header without the check node
+  size_t entries_ = 0;        // the layout's entries: token() takes one seq each
 };
 
 std::string encode_seq(const std::vector<seq_entry>& entries);

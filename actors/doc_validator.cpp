@@ -7,6 +7,7 @@
 #include "actors/all_docs_reader.hpp"
 #include "actors/change_notifier.hpp"
 #include "actors/doc_render.hpp"
+#include "node/check.hpp"
 #include "node/log.hpp"
 
 namespace settee {
@@ -268,7 +269,9 @@ result<std::vector<status>> doc_validator::validate(const db_meta& db, const std
     size_t r = 0;
     for (auto& [i, args] : pending)
       if (out[i]) out[i] = round[r++].result;
+    SETTEE_CHECK(r == round.size());  // each document got the answer of its own call
   }
+  SETTEE_CHECK(out.size() == docs.size());
   return out;
 }
 

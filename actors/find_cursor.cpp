@@ -167,6 +167,8 @@ result<find_answer> find_cursor::run_index(const db_meta& db, const find_query& 
       [&](size_t r) {
         if (taken >= wanted) return false;
         mango_row& row = (*pages)[r].rows[next[r]++];
+        // A range's position only moves on (the bookmark never sends a range back).
+        SETTEE_CHECK(after[r].empty() || (plan.descending ? row.pos < after[r] : row.pos > after[r]));
         after[r] = row.pos;
         if (taken++ < q.skip) {
           ++out.skipped;

@@ -36,6 +36,7 @@ class gather {
       std::lock_guard<std::mutex> lock(s_->mu);
       ++s_->started[g];
     }
+    SETTEE_CHECK(g < s_->answers.size() && k < s_->answers[g].size());  // a slot of a call it expects
     return [s = s_, g, k](result<T> r) {
       {
         std::lock_guard<std::mutex> lock(s->mu);

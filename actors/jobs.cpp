@@ -214,6 +214,7 @@ void job_runner::run_step(std::unique_lock<std::mutex>& lock, std::map<std::stri
   SETTEE_CHECK(running_[lane] > 0);
   --running_[lane];
   auto at = jobs_.find(id);  // a running entry stays until its worker takes it out
+  SETTEE_CHECK(at != jobs_.end() && at->second.st == state::running);
   const bool ends = next.what == job_next::kind::done || next.what == job_next::kind::failed;
   if (ends || cancel->load()) {
     entry gone = std::move(at->second);

@@ -14,6 +14,7 @@
 #include "actors/view_index.hpp"
 #include "http/design_function.hpp"
 #include "http/handlers.hpp"
+#include "node/check.hpp"
 #include "node/crypto.hpp"
 #include "node/log.hpp"
 #include "query/mango_index.hpp"
@@ -121,6 +122,7 @@ void handle_find(ctx& c, const db_meta& db, const std::string& partition) {
   const auto started = mono::now();
   auto found = find_cursor(c.node.coord, *c.node.mango).run(db, *plan);
   if (!found) return c.error(found.error());
+  SETTEE_CHECK(found->docs.size() <= q->limit);  // the cursor applied the limit
   size_t bytes = 256;
   for (const std::string& d : found->docs) bytes += d.size() + 2;
   std::string body;

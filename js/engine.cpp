@@ -28,6 +28,7 @@
 #include <jsapi.h>
 
 #include "js/json_text.hpp"
+#include "node/check.hpp"
 #include "node/clock.hpp"
 #include "node/json.hpp"
 
@@ -616,6 +617,7 @@ outcome engine::each_doc(fn_id f, const std::string& body_json, bool emitted, st
     r = d_->failure();
     if (r.what == fault::internal) r.message = "the body is not [docs, ...]";
   }
+  SETTEE_CHECK(!r.ok() || passed.size() == n);  // the worker answers the call it was given: one per document
   d_->end();
   return r;
 }

@@ -1,4 +1,5 @@
 #include "node/work_pool.hpp"
+#include "node/check.hpp"
 
 namespace settee {
 
@@ -39,7 +40,10 @@ void work_pool::run() {
     {
       std::unique_lock<std::mutex> lock(mu_);
       cv_.wait(lock, [this] { return stopping_ || !jobs_.empty(); });
-      if (jobs_.empty()) return;  // stopping, and everything queued has run
+      if (jobs_.empty()) {  // stopping, and everything queued has run
+        SETTEE_CHECK(stopping_);
+        return;
+      }
       job = std::move(jobs_.front());
       jobs_.pop_front();
     }

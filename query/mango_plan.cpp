@@ -4,6 +4,7 @@
 #include <map>
 #include <set>
 
+#include "node/check.hpp"
 #include "node/collation.hpp"
 #include "storage/json_index.hpp"
 
@@ -295,6 +296,8 @@ void ranges_of(const query_index& ix, const branches& over, query_plan& plan) {
       plan.ranges.emplace_back(k.low, k.high);
     }
   }
+  // Sorted and disjoint: each copy reads them in order, and a bookmark's position orders across them.
+  for (size_t i = 1; i < plan.ranges.size(); ++i) SETTEE_CHECK(plan.ranges[i - 1].second < plan.ranges[i].first);
 }
 
 // Whether `sel` is only fields under range operators ($eq $gt $gte $lt $lte $in), ANDed.

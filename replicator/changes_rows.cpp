@@ -1,4 +1,5 @@
 #include "replicator/changes_rows.hpp"
+#include "node/check.hpp"
 
 namespace settee {
 namespace {
@@ -69,6 +70,7 @@ bool changes_rows::step(char c) {
 }
 
 bool changes_rows::step_row(char c) {
+  SETTEE_CHECK(depth_ >= 2);  // a row is inside `results`, inside the answer
   if (in_string_) {
     row_ += c;
     string_char(c);

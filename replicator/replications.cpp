@@ -1,4 +1,5 @@
 #include "replicator/replications.hpp"
+#include "node/check.hpp"
 
 #include <algorithm>
 #include <tuple>
@@ -79,6 +80,10 @@ void replications::promote_locked() {
     it->second.since_ms = clk_.now_ms();
     ++active_;
   }
+  // The scheduler's limit holds, and active_ counts the jobs it admitted.
+  SETTEE_CHECK(active_ <= lim_.max_jobs &&
+               active_ == static_cast<size_t>(std::count_if(known_.begin(), known_.end(),
+                                                            [](const auto& k) { return k.second.active; })));
 }
 
 void replications::forget(const std::string& id, const std::shared_ptr<replication_job>& j) {
@@ -86,7 +91,10 @@ void replications::forget(const std::string& id, const std::shared_ptr<replicati
   auto it = known_.find(id);
   if (it == known_.end() || it->second.job != j) return;
   watches_.end(id);
-  if (it->second.active) --active_;
+  if (it->second.active) {
+    SETTEE_CHECK(active_ > 0);
+    --active_;
+  }
   known_.erase(it);
   pending_.erase(std::remove(pending_.begin(), pending_.end(), id), pending_.end());
   promote_locked();
@@ -208,6 +216,7 @@ void replications::rotate() {
     auto it = known_.find(id);
     if (it == known_.end() || it->second.job != j) continue;
     slot& s = it->second;
+    SETTEE_CHECK(s.active && active_ > 0);  // only admitted jobs rotate out
     s.active = false;
     s.rotating = false;
     --active_;

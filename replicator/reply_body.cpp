@@ -1,4 +1,5 @@
 #include "replicator/reply_body.hpp"
+#include "node/check.hpp"
 
 #include <strings.h>
 #include <zlib.h>
@@ -45,6 +46,7 @@ status reply_body::begin(const std::string& content_encoding, std::optional<uint
 }
 
 bool reply_body::deliver(const char* data, size_t n) {
+  SETTEE_CHECK(error_ && !sink_done_);  // nothing reaches the sink after a refusal or its own stop
   if (n == 0) return true;
   decoded_ += n;
   if (decoded_ > max_bytes_)

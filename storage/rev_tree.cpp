@@ -133,7 +133,10 @@ int rev_tree::merge_path(const std::vector<rev_id>& path, bool deleted, bool& ad
       }
     }
   }
-  if (known == 0) return known_index;
+  if (known == 0) {
+    SETTEE_CHECK(rev(known_index) == path.front());
+    return known_index;
+  }
   // Insert the unknown, newer part of the path, oldest first.
   int parent = known_index;
   for (size_t i = known; i-- > 0;) {
@@ -146,6 +149,7 @@ int rev_tree::merge_path(const std::vector<rev_id>& path, bool deleted, bool& ad
     parent = static_cast<int>(nodes_.size()) - 1;
   }
   added = true;
+  SETTEE_CHECK(rev(parent) == path.front());  // the path's newest revision is in the tree now
   return parent;
 }
 

@@ -437,9 +437,8 @@ status shard_store::apply_doc(MDB_txn* t, shard_header& h, doc_update& u, doc_re
         !st || !r.st) {
       return st;
     }
-    if (found) {
-      const rev_id* base = !u.revs.empty() ? &u.revs.front() : rebase ? &*rebase : nullptr;
-      rev_id same{base ? base->pos + 1 : 1, make_rev_hash(u.deleted, base, u.body)};
+    if (found) {  // the revision this edit makes, from the base it extends
+      rev_id same{extends ? extends->pos + 1 : 1, make_rev_hash(u.deleted, extends, u.body)};
       if (d.tree.find(same) >= 0) {
         r.st = {errc::conflict, "Document update conflict."};
         r.rev = same;
@@ -628,6 +627,8 @@ status shard_store::prune_purges(MDB_txn* t, const shard_header& h) {
     }
     upto = std::min(upto, pushed);
   }
+  // The newest purged_infos_limit requests always stay (a client's _purged_infos, late copies).
+  SETTEE_CHECK(upto + h.purged_infos_limit <= h.purge_seq);
   return upto > 0 ? purge_log::prune(t, purges_, upto) : status{};
 }
 

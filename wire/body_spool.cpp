@@ -1,4 +1,5 @@
 #include "wire/body_spool.hpp"
+#include "node/check.hpp"
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -31,6 +32,7 @@ status body_spool::append(const char* data, size_t n) {
       if (errno == ENOSPC || errno == EDQUOT) return {errc::storage_full, "No space left on device"};
       return {errc::internal, "cannot write a spool file in " + dir_ + ": " + std::strerror(errno)};
     }
+    SETTEE_CHECK(static_cast<size_t>(w) <= n);  // size_ counts the bytes the file holds
     data += w;
     n -= static_cast<size_t>(w);
     size_ += static_cast<uint64_t>(w);

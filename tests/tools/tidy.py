@@ -81,7 +81,7 @@ LONG_FUNCTIONS = {
     ("http/bulk_handlers.cpp", "handle_bulk_docs"): 133,
     ("storage/shard_store.cpp", "shard_store::commit"): 127,
     ("http/metrics_handlers.cpp", "prometheus"): 114,
-    ("storage/shard_store.cpp", "shard_store::apply_doc"): 113,
+    ("storage/shard_store.cpp", "shard_store::apply_doc"): 112,
     ("storage/shard_store.cpp", "shard_store::import_step"): 105,
     ("storage/shard_store.cpp", "shard_store::open_env"): 99,
     ("http/doc_handlers.cpp", "get_attachment"): 98,
