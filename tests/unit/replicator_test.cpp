@@ -1,11 +1,21 @@
 // The replicator's pure parts: the Erlang external term format of replication ids, endpoints and
-// their credentials, replication ids, and CouchDB's replication logs (checkpoints).
+// their credentials, replication ids, and CouchDB's replication logs (checkpoints); and the
+// scheduler's own tick against a runner on a manual clock.
 #include <doctest/doctest.h>
 
+#include <algorithm>
+#include <chrono>
+#include <thread>
+
+#include "actors/jobs.hpp"
+#include "actors/task_list.hpp"
+#include "node/clock.hpp"
 #include "replicator/erlang_term.hpp"
 #include "replicator/rep_attachments.hpp"
 #include "replicator/rep_checkpoint.hpp"
 #include "replicator/rep_request.hpp"
+#include "replicator/replications.hpp"
+#include "temp_dir.hpp"
 
 using namespace settee;
 
@@ -191,4 +201,67 @@ TEST_CASE("a revision sends only the attachments newer than the target's newest 
   CHECK(attachments_to_send(json::parse(R"({"_id":"x"})"), nullptr).count == 0);
   CHECK(attachments_to_send(json::parse(R"({"_attachments":{"a":{"revpos":1,"length":5}}})"), json::array({"1-a"}))
             .bytes == 5);
+}
+
+namespace {
+
+// The types of a replication's history events, newest first.
+std::vector<std::string> events(const replications& reps, const std::string& id) {
+  std::vector<std::string> out;
+  auto row = reps.job(id);
+  if (!row) return out;
+  for (const json& e : (*row)["history"]) out.push_back(e["type"].get<std::string>());
+  return out;
+}
+
+bool crashed(const replications& reps, const std::string& id) {
+  auto e = events(reps, id);
+  return std::find(e.begin(), e.end(), "crashed") != e.end();
+}
+
+// Waits (bounded) for `state`; false when it never came.
+template <class State>
+bool eventually(State state) {
+  for (int i = 0; i < 3000; ++i) {
+    if (state()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return state();
+}
+
+}  // namespace
+
+TEST_CASE("the scheduler rotates on its own tick, once per interval of the node's clock") {
+  temp_dir dir;
+  manual_clock clk(1000);
+  task_list tasks;
+  job_options o;
+  o.lanes = {{replication_job::lane, 2}, {replications::control_lane, 2}};
+  o.backoff_base = std::chrono::milliseconds(50);
+  o.backoff_cap = std::chrono::milliseconds(100);
+  job_runner runner(tasks, clk, "n1", o);
+  scheduler_limits lim;
+  lim.max_jobs = 1;
+  lim.interval = std::chrono::milliseconds(60000);
+  replications reps(runner, clk, "n1", dir.path, lim);
+  REQUIRE(reps.start_scheduler());
+  // Two continuous replications whose source refuses connections: one runs (and crashes, retrying),
+  // the other waits for a turn.
+  rep_context here{std::string(32, 'u'), "http://127.0.0.1:5984", {}, {}, reps.rules(), false};
+  auto first = parse_rep_request(
+      json{{"source", "http://127.0.0.1:1/a"}, {"target", "http://127.0.0.1:1/b"}, {"continuous", true}}, here);
+  auto second = parse_rep_request(
+      json{{"source", "http://127.0.0.1:1/c"}, {"target", "http://127.0.0.1:1/d"}, {"continuous", true}}, here);
+  REQUIRE(first);
+  REQUIRE(second);
+  const std::string a = first->id(), b = second->id();
+  REQUIRE(reps.replicate(std::move(*first)));
+  REQUIRE(reps.replicate(std::move(*second)));
+  REQUIRE(eventually([&] { return crashed(reps, a); }));
+  CHECK_FALSE(crashed(reps, b));  // pending: it cannot run before the interval passed on the clock
+  // No _replicator processor runs here: the scheduler's own tick rotates the crashing one out.
+  clk.advance_ms(61000);
+  CHECK(eventually([&] { return crashed(reps, b); }));
+  reps.stop_all();
+  runner.stop();
 }
