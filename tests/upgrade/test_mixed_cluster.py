@@ -271,6 +271,49 @@ class MixedClusterV030(OldMemberTest):
         self.assertEqual(sorted(ids), ["d1", "d3"])
 
 
+    def test_what_a_0_3_member_cannot_do_is_named(self):
+        """Views, Mango JSON indexes, purge and partitioned databases came with 0.4: while a 0.3
+        member holds copies they answer from this release's copies, and what only the old member
+        could answer is refused with its name (501 or 400), never a wrong or partial answer."""
+        old_name = self.cluster.names[0]
+        # n=1, q=3 over 3 nodes: one range lives only on the old member.
+        self.assertEqual(self.n2.put("/mixed-q?q=3&n=1").status, 201)
+        shards = self.n2.get("/mixed-q/_shards").json["shards"]
+        self.assertEqual(sum(nodes == [old_name] for nodes in shards.values()), 1, shards)
+        for i in range(12):
+            self.assertIn(self.n2.put(f"/mixed-q/d{i:02d}", {"n": i}).status, (201, 202))
+        ddoc = {"views": {"by_n": {"map": "function(doc) { emit(doc.n, null); }"}}}
+        self.assertIn(self.n2.put("/mixed-q/_design/v", ddoc).status, (201, 202))
+        # Views: the range the old member alone holds cannot be read.
+        r = self.n2.get("/mixed-q/_design/v/_view/by_n")
+        self.assertEqual(r.status, 501, r.raw)
+        self.assertIn(f"node {old_name} runs a release without views", r.json["reason"])
+        # Mango on a JSON index: the same (the old member keeps no JSON index).
+        self.assertEqual(self.n2.post("/mixed-q/_index", {"index": {"fields": ["n"]}, "name": "n", "ddoc": "nidx"}).status, 200)
+        r = self.n2.post("/mixed-q/_find", {"selector": {"n": {"$gt": 3}}, "use_index": ["nidx", "n"]})
+        self.assertEqual(r.status, 501, r.raw)
+        self.assertIn(old_name, r.json["reason"])
+        # Purge: refused while a member lacks it (a purge it never applied would come back).
+        rev = self.n2.get("/mixed-q/d00").json["_rev"]
+        r = self.n2.post("/mixed-q/_purge", {"d00": [rev]})
+        self.assertEqual(r.status, 400, r.raw)
+        self.assertIn(old_name, r.json["reason"])
+        self.assertEqual(self.n2.get("/mixed-q/d00").status, 200)  # nothing was purged
+        # Partitioned databases: refused while a member would place their documents by id.
+        r = self.n2.put("/mixed-p?partitioned=true")
+        self.assertIn(r.status, (400, 501), r.raw)
+        self.assertIn(old_name, r.json["reason"])
+        self.assertEqual(self.n2.get("/mixed-p").status, 404)
+        # With n=3 every range has a copy of this release: views and _find answer in full.
+        self.assertEqual(self.n2.put("/mixed-n3?q=2&n=3").status, 201)
+        for i in range(6):
+            self.assertIn(self.n3.put(f"/mixed-n3/d{i}", {"n": i}).status, (201, 202))
+        self.assertIn(self.n3.put("/mixed-n3/_design/v", ddoc).status, (201, 202))
+        self.assertTrue(wait_for(lambda: self.n2.get("/mixed-n3/_design/v/_view/by_n").json.get("total_rows") == 6, 10))
+        got = self.n2.post("/mixed-n3/_find", {"selector": {"n": {"$gte": 4}}}).json["docs"]
+        self.assertEqual(sorted(d["n"] for d in got), [4, 5])
+
+
 class LegacyRefused(NodeTest):
     """Without accept_legacy_peers, a v0.2.0 node (which cannot prove the cluster secret) is refused
     both ways: it cannot call this release's node, and this release's node does not call it."""

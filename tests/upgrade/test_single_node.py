@@ -119,5 +119,56 @@ class UpgradeDowngrade(NodeTest):
         self.assertEqual(again.get("/before/_all_docs").status, 200)
 
 
+
+
+class QueryEngineDowngrade(UpgradeDowngrade):
+    """A data dir with 0.4's views, JSON indexes and purges, opened by v0.3.0 (which knows none of
+    them) and written to there, then by this release again (issue 50 point 8): nothing of either
+    release is lost, and the indexes catch up with what 0.3 wrote."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.old_bin = binary("v0.3.0")
+        cls.node = None
+
+    test_a_data_dir_of_v010_opens_here_and_starts_time_seq_empty = None
+    test_a_data_dir_with_bins_opens_in_v010_and_back = None
+    test_a_data_dir_split_here_is_refused_by_older_releases_and_opens_here_again = None
+
+    def test_views_indexes_and_purges_survive_a_downgrade_to_v030(self):
+        new = self.run_node()
+        self.assertEqual(new.put("/q4?q=2").status, 201)
+        new.post("/q4/_bulk_docs", {"docs": [{"_id": f"d{i:02d}", "n": i} for i in range(20)]})
+        ddoc = {"views": {"by_n": {"map": "function(doc) { if (doc.n !== undefined) emit(doc.n, 1); }",
+                                   "reduce": "_count"}}}
+        self.assertEqual(new.put("/q4/_design/v", ddoc).status, 201)
+        self.assertEqual(new.get("/q4/_design/v/_view/by_n").json["rows"][0]["value"], 20)
+        self.assertEqual(new.post("/q4/_index", {"index": {"fields": ["n"]}, "name": "n", "ddoc": "nidx"}).status, 200)
+        self.assertEqual(len(new.post("/q4/_find", {"selector": {"n": {"$gte": 15}}}).json["docs"]), 5)
+        rev = new.get("/q4/d00").json["_rev"]
+        self.assertEqual(new.post("/q4/_purge", {"d00": [rev]}).status, 201)
+        new.stop()
+
+        old = self.run_node(self.old_bin)
+        self.assertIn("0.3.0", old.get("/").json["vendor"]["version"])
+        self.assertEqual(old.get("/q4/d05").json["n"], 5)
+        self.assertEqual(old.get("/q4/d00").status, 404)  # purged
+        self.assertEqual(old.put("/q4/by-old", {"n": 100}).status, 201)
+        rev = old.get("/q4/d01").json["_rev"]
+        self.assertEqual(old.delete(f"/q4/d01?rev={rev}").status, 200)
+        old.stop()
+
+        again = self.run_node()
+        self.assertEqual(again.get("/q4/d00").status, 404)
+        infos = again.get("/q4/_purged_infos").json["purged_infos"]
+        self.assertEqual([i["id"] for i in infos], ["d00"])
+        # The view and the JSON index catch up with what 0.3 wrote: by-old in, d01 out.
+        self.assertEqual(again.get("/q4/_design/v/_view/by_n").json["rows"][0]["value"], 19)
+        keys = [r["key"] for r in again.get("/q4/_design/v/_view/by_n?reduce=false").json["rows"]]
+        self.assertEqual(keys, list(range(2, 20)) + [100])
+        found = again.post("/q4/_find", {"selector": {"n": {"$gte": 15}}, "use_index": ["nidx", "n"]}).json["docs"]
+        self.assertEqual(sorted(d["n"] for d in found), [15, 16, 17, 18, 19, 100])
+
+
 if __name__ == "__main__":
     main()
