@@ -1,0 +1,203 @@
+// The replication job against a fake CouchDB (issue 50 point 6): a few endpoints of CouchDB's
+// replication protocol, held in memory and served over real HTTP on loopback by cpp-httplib. A
+// one-shot replication copies every leaf with its revision, writes its checkpoint on both sides and
+// a second run starts from it; a target that refuses writes fails the replication with its reason.
+#include <doctest/doctest.h>
+
+#include <httplib.h>
+
+#include <map>
+#include <mutex>
+#include <thread>
+
+#include "actors/jobs.hpp"
+#include "actors/task_list.hpp"
+#include "node/clock.hpp"
+#include "replicator/rep_request.hpp"
+#include "replicator/replications.hpp"
+#include "temp_dir.hpp"
+
+using namespace settee;
+
+namespace {
+
+// Two databases, `src` and `tgt`: documents with one revision each, `_local` documents, the
+// changes of each in order.
+class fake_couch {
+ public:
+  fake_couch() {
+    server_.Get(R"(/(\w+)/?)", [this](const httplib::Request& q, httplib::Response& r) {
+      std::lock_guard<std::mutex> lock(mu_);
+      reply(r, 200,
+            json{{"db_name", q.matches[1].str()},
+                 {"update_seq", std::to_string(seqs(q.matches[1]))},
+                 {"instance_start_time", "0"}});
+    });
+    server_.Get(R"(/(\w+)/_changes)", [this](const httplib::Request& q, httplib::Response& r) {
+      std::lock_guard<std::mutex> lock(mu_);
+      ++changes_reads;
+      const std::string db = q.matches[1];
+      const uint64_t since = q.has_param("since") ? std::stoull(q.get_param_value("since")) : 0;
+      json rows = json::array();
+      uint64_t seq = 0;
+      for (const auto& [id, doc] : dbs_[db]) {
+        ++seq;
+        if (seq <= since) continue;
+        rows.push_back(json{{"seq", seq}, {"id", id}, {"changes", json::array({json{{"rev", doc["_rev"]}}})}});
+      }
+      reply(r, 200, json{{"results", rows}, {"last_seq", seq}, {"pending", 0}});
+    });
+    server_.Get(R"(/(\w+)/_local/(.+))", [this](const httplib::Request& q, httplib::Response& r) {
+      std::lock_guard<std::mutex> lock(mu_);
+      auto& locals = locals_[q.matches[1]];
+      auto it = locals.find(q.matches[2]);
+      if (it == locals.end()) return reply(r, 404, json{{"error", "not_found"}, {"reason", "missing"}});
+      reply(r, 200, it->second);
+    });
+    server_.Put(R"(/(\w+)/_local/(.+))", [this](const httplib::Request& q, httplib::Response& r) {
+      std::lock_guard<std::mutex> lock(mu_);
+      json doc = json::parse(q.body);
+      const int n = doc.contains("_rev") ? std::stoi(doc["_rev"].get<std::string>().substr(2)) + 1 : 1;
+      doc["_rev"] = "0-" + std::to_string(n);
+      locals_[q.matches[1]][q.matches[2]] = doc;
+      reply(r, 201, json{{"ok", true}, {"id", "_local/" + q.matches[2].str()}, {"rev", doc["_rev"]}});
+    });
+    server_.Post(R"(/(\w+)/_revs_diff)", [this](const httplib::Request& q, httplib::Response& r) {
+      std::lock_guard<std::mutex> lock(mu_);
+      json out = json::object();
+      auto& db = dbs_[q.matches[1]];
+      const json asked = json::parse(q.body);
+      for (auto& [id, revs] : asked.items()) {
+        json missing = json::array();
+        for (const json& rev : revs)
+          if (!db.count(id) || db[id]["_rev"] != rev) missing.push_back(rev);
+        if (!missing.empty()) out[id] = json{{"missing", missing}};
+      }
+      reply(r, 200, out);
+    });
+    server_.Post(R"(/(\w+)/_bulk_get)", [this](const httplib::Request& q, httplib::Response& r) {
+      std::lock_guard<std::mutex> lock(mu_);
+      json results = json::array();
+      const json asked = json::parse(q.body);
+      for (const json& ask : asked["docs"]) {
+        json doc = dbs_[q.matches[1]][ask["id"].get<std::string>()];
+        const std::string rev = doc["_rev"];
+        doc["_revisions"] = json{{"start", std::stoi(rev)}, {"ids", json::array({rev.substr(rev.find('-') + 1)})}};
+        results.push_back(json{{"id", ask["id"]}, {"docs", json::array({json{{"ok", doc}}})}});
+      }
+      reply(r, 200, json{{"results", results}});
+    });
+    server_.Post(R"(/(\w+)/_bulk_docs)", [this](const httplib::Request& q, httplib::Response& r) {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (refuse_writes) return reply(r, 500, json{{"error", "unknown_error"}, {"reason", "disk on fire"}});
+      const json written = json::parse(q.body);
+      for (json doc : written["docs"]) {
+        doc.erase("_revisions");
+        dbs_[q.matches[1]][doc["_id"].get<std::string>()] = doc;
+      }
+      reply(r, 201, json::array());
+    });
+    port_ = server_.bind_to_any_port("127.0.0.1");
+    REQUIRE(port_ > 0);
+    thread_ = std::thread([this] { server_.listen_after_bind(); });  // the socket listens already
+  }
+  ~fake_couch() {
+    server_.stop();
+    thread_.join();
+  }
+
+  std::string url(const std::string& db) const { return "http://127.0.0.1:" + std::to_string(port_) + "/" + db; }
+  void put(const std::string& db, const std::string& id, const std::string& rev, json body) {
+    std::lock_guard<std::mutex> lock(mu_);
+    body["_id"] = id;
+    body["_rev"] = rev;
+    dbs_[db][id] = body;
+  }
+  std::map<std::string, json> docs(const std::string& db) {
+    std::lock_guard<std::mutex> lock(mu_);
+    return dbs_[db];
+  }
+  size_t locals(const std::string& db) {
+    std::lock_guard<std::mutex> lock(mu_);
+    return locals_[db].size();
+  }
+
+  bool refuse_writes = false;
+  int changes_reads = 0;
+
+ private:
+  static void reply(httplib::Response& r, int status, const json& body) {
+    r.status = status;
+    r.set_content(body.dump(), "application/json");
+  }
+  uint64_t seqs(const std::string& db) { return dbs_[db].size(); }
+
+  std::mutex mu_;
+  std::map<std::string, std::map<std::string, json>> dbs_, locals_;
+  httplib::Server server_;
+  int port_ = 0;
+  std::thread thread_;
+};
+
+struct runner_fixture {
+  temp_dir dir;
+  manual_clock clk{1700000000000};
+  task_list tasks;
+  job_runner runner{tasks, clk, "n1", [] {
+                      job_options o;
+                      o.lanes = {{replication_job::lane, 2}, {replications::control_lane, 2}};
+                      o.backoff_base = std::chrono::milliseconds(10);  // a failing one-shot retries 5 times
+                      o.backoff_cap = std::chrono::milliseconds(20);
+                      return o;
+                    }()};
+  replications reps{runner, clk, "n1", dir.path};
+  ~runner_fixture() {
+    reps.stop_all();
+    runner.stop();
+  }
+  result<json> replicate(const json& body) {
+    rep_context here{std::string(32, 'u'), "http://127.0.0.1:5984", {}, {}, reps.rules(), false};
+    auto r = parse_rep_request(body, here);
+    REQUIRE(r);
+    return reps.replicate(std::move(*r));
+  }
+};
+
+}  // namespace
+
+TEST_CASE("replication job: a one-shot replication copies every revision, checkpoints both sides, and resumes") {
+  fake_couch couch;
+  for (int i = 0; i < 25; ++i) couch.put("src", "d" + std::to_string(i), "1-a" + std::to_string(i), json{{"n", i}});
+  runner_fixture f;
+  const json body = {{"source", couch.url("src")}, {"target", couch.url("tgt")}};
+  auto first = f.replicate(body);
+  REQUIRE_MESSAGE(first, (first ? "" : first.error().reason));
+  CHECK((*first)["ok"] == true);
+  CHECK((*first)["history"][0]["docs_written"] == 25);
+  auto copied = couch.docs("tgt");
+  REQUIRE(copied.size() == 25);
+  CHECK(copied["d7"]["_rev"] == "1-a7");
+  CHECK(copied["d7"]["n"] == 7);
+  CHECK(couch.locals("src") == 1);  // the checkpoint, on both sides
+  CHECK(couch.locals("tgt") == 1);
+
+  // A new document: the next run starts from the checkpoint and writes only it.
+  couch.put("src", "z", "1-zz", json{{"n", 99}});
+  auto second = f.replicate(body);
+  REQUIRE(second);
+  CHECK((*second)["history"][0]["docs_written"] == 1);
+  CHECK((*second)["history"][0]["missing_checked"] == 1);
+  CHECK(couch.docs("tgt").size() == 26);
+}
+
+TEST_CASE("replication job: a target that refuses writes fails the replication with its reason") {
+  fake_couch couch;
+  couch.put("src", "a", "1-x", json{{"n", 1}});
+  couch.refuse_writes = true;
+  runner_fixture f;
+  auto got = f.replicate(json{{"source", couch.url("src")}, {"target", couch.url("tgt")}, {"retries_per_request", 0}});
+  REQUIRE_FALSE(got);
+  CHECK(got.error().reason.find("disk on fire") != std::string::npos);
+  CHECK(couch.docs("tgt").empty());
+  CHECK(couch.locals("tgt") == 0);  // no checkpoint past what the target never took
+}
