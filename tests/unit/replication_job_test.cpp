@@ -1,7 +1,8 @@
 // The replication job against a fake CouchDB (issue 50 point 6): a few endpoints of CouchDB's
 // replication protocol, held in memory and served over real HTTP on loopback by cpp-httplib. A
 // one-shot replication copies every leaf with its revision, writes its checkpoint on both sides and
-// a second run starts from it; a target that refuses writes fails the replication with its reason.
+// a second run starts from it; a target that refuses writes fails the replication with its reason;
+// and the `_replicator` document processor over a real `_replicator` database drives it.
 #include <doctest/doctest.h>
 
 #include <httplib.h>
@@ -10,11 +11,16 @@
 #include <mutex>
 #include <thread>
 
+#include "actors/all_docs_reader.hpp"
+#include "actors/coordinator.hpp"
+#include "actors/db_catalog.hpp"
 #include "actors/jobs.hpp"
 #include "actors/task_list.hpp"
 #include "node/clock.hpp"
+#include "registry_fixture.hpp"
 #include "replicator/rep_request.hpp"
 #include "replicator/replications.hpp"
+#include "replicator/replicator_docs.hpp"
 #include "temp_dir.hpp"
 
 using namespace settee;
@@ -200,4 +206,94 @@ TEST_CASE("replication job: a target that refuses writes fails the replication w
   CHECK(got.error().reason.find("disk on fire") != std::string::npos);
   CHECK(couch.docs("tgt").empty());
   CHECK(couch.locals("tgt") == 0);  // no checkpoint past what the target never took
+}
+
+namespace {
+
+// A node's `_replicator` database (real shard files through a real coordinator) and its processor.
+struct processor_fixture : registry_fixture {
+  db_catalog catalog{shards, clk, dir.path, "n1@h", std::chrono::seconds(10)};
+  coordinator coord{catalog, shards, std::chrono::seconds(10), "n1@h"};
+  task_list tasks;
+  job_runner runner{tasks, clk, "n1@h", [] {
+                      job_options o;
+                      o.lanes = {{replication_job::lane, 2}, {replications::control_lane, 2}};
+                      return o;
+                    }()};
+  replications reps{runner, clk, "n1@h", dir.path};
+  std::string self_url = "http://127.0.0.1:5984";
+  cluster_members* no_cluster = nullptr;
+  std::shared_ptr<replicator_docs> processor;
+  db_meta db;
+
+  processor_fixture() {
+    REQUIRE(catalog.load());
+    REQUIRE(catalog.create_system(replicator_docs::db_name));
+    db = *catalog.lookup(replicator_docs::db_name);
+    // As an HTTP write makes one (to_doc_update): the body without _id and _rev, extending _rev.
+    auto to_update = [](const db_meta&, json body, const std::string& id) -> result<doc_update> {
+      doc_update u;
+      u.id = id;
+      if (body.contains("_rev")) {
+        rev_id rev;
+        REQUIRE(parse_rev(body["_rev"].get<std::string>(), rev));
+        u.revs = {rev};
+      }
+      body.erase("_id");
+      body.erase("_rev");
+      u.body = body.dump();
+      return u;
+    };
+    processor = std::make_shared<replicator_docs>(
+        replicator_host{clk, coord, "n1@h", std::string(32, 'u'), self_url, nullptr, no_cluster,
+                        [](const std::string&) { return true; }, to_update},
+        reps);
+  }
+  ~processor_fixture() {
+    reps.stop_all();
+    runner.stop();
+  }
+  void put(const std::string& id, const json& body) {
+    doc_update u;
+    u.id = id;
+    u.body = body.dump();
+    auto w = coord.update_docs(db, {u});
+    REQUIRE(w);
+    REQUIRE(w->results.at(0).st);
+  }
+  json doc(const std::string& id) {
+    all_docs_query q;
+    q.range.include_docs = true;
+    auto listing = list_all_docs(coord, db, q);
+    REQUIRE(listing);
+    for (const auto& row : listing->rows)
+      if (row.doc.id == id && !row.doc.doc.empty()) return json::parse(row.doc.doc);
+    return nullptr;
+  }
+};
+
+}  // namespace
+
+TEST_CASE("_replicator processor: a document starts its replication, and its end is written back into it") {
+  fake_couch couch;
+  for (int i = 0; i < 5; ++i) couch.put("src", "d" + std::to_string(i), "1-b" + std::to_string(i), json{{"n", i}});
+  processor_fixture f;
+  f.put("rep1", {{"source", couch.url("src")}, {"target", couch.url("tgt")}});
+  f.put("bad", {{"source", "not a url"}, {"target", couch.url("tgt")}});
+  REQUIRE(f.runner.submit(replicator_docs::job_id, replications::control_lane, f.processor));
+  bool completed = false;
+  for (int i = 0; i < 3000 && !completed; ++i) {  // bounded: the state it waits for, not a time
+    completed = f.doc("rep1").value("_replication_state", "") == "completed";
+    if (!completed) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  REQUIRE(completed);
+  CHECK(couch.docs("tgt").size() == 5);
+  const json done = f.doc("rep1");
+  CHECK(done["_replication_stats"]["docs_written"] == 5);
+  // A document that does not describe a replication fails, with CouchDB's reason, written back.
+  const json bad = f.doc("bad");
+  CHECK(bad["_replication_state"] == "failed");
+  CHECK_FALSE(bad.value("_replication_state_reason", "").empty());
+  auto rows = f.processor->rows();
+  CHECK(rows.size() == 2);
 }
