@@ -4,8 +4,11 @@
 // across a split, and a copy answering out of order (an error, never a crash or a wrong answer).
 #include <doctest/doctest.h>
 
+#include <caf/all.hpp>
+#include <future>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -205,4 +208,33 @@ TEST_CASE("find cursor: ranges merge by index position, bookmarks go on per rang
   auto bad = cursor.run(f.db, p);
   REQUIRE_FALSE(bad);
   CHECK(bad.error().code == errc::internal);
+}
+
+TEST_CASE("find reader: a copy whose replica does not commit an index definition in time answers a timeout") {
+  fixture f({std::vector<std::string>{}});
+  coordinator quick(f.catalog, f.shards, std::chrono::milliseconds(200), "a");
+  find_reader reader(quick, f.jobs, mango_keys::shared());
+  auto h = f.shards.acquire(f.dir.path + "/stalled.couch", 1);
+  REQUIRE(h);
+  // A replica stuck in a long handler: the index definition waits in its mailbox.
+  std::promise<void> release;
+  std::shared_future<void> released = release.get_future().share();
+  shard_handle stalled = *h;
+  stalled.writer = f.sys.spawn([released](caf::event_based_actor* self) -> caf::behavior {
+    self->set_default_handler(caf::drop);
+    return {[released](int) { released.wait(); }};
+  });
+  caf::anon_send(stalled.writer, 1);
+  mango_copy_request req;
+  req.signature = std::string(16, 'a');
+  req.definition = R"({"fields":[{"f":"asc"}]})";
+  req.selector = R"({"f":{"$gt":null}})";
+  req.limit = 10;
+  std::optional<result<mango_page>> got;
+  reader.copy_rows(f.db, 0, stalled, req, [&](result<mango_page> r) { got.emplace(std::move(r)); });
+  release.set_value();  // the answer came without it (an HTTP worker is not held by a stuck replica)
+  REQUIRE(got);
+  REQUIRE_FALSE(*got);
+  CHECK(got->error().code == errc::timeout);
+  caf::anon_send_exit(stalled.writer, caf::exit_reason::user_shutdown);
 }
