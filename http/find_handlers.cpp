@@ -25,6 +25,11 @@ namespace settee {
 
 namespace {
 
+// The node's _find coordination (actors/find_cursor), for this request.
+find_cursor cursor(ctx& c) {
+  return find_cursor(c.node.coord, *c.node.mango);
+}
+
 const json& all_docs_index() {
   static const json index = {{"ddoc", nullptr},
                              {"name", "_all_docs"},
@@ -58,7 +63,7 @@ result<planned_find> plan_of(ctx& c, const db_meta& db, const std::string& parti
   auto q = parse_find(*body);
   if (!q) return q.error();
   if (!part.empty()) q->only_range = c.node.coord.partition_index(db, part);
-  return find_cursor(c.node.coord, *c.node.mango).plan(db, std::move(*q), part);
+  return cursor(c).plan(db, std::move(*q), part);
 }
 
 // _explain's settee extension: the index's key ranges read (none: the selector matches nothing),
@@ -87,8 +92,7 @@ json settee_explain(ctx& c, const db_meta& db, const planned_find& planned) {
     auto known = std::find_if(planned.estimates.begin(), planned.estimates.end(),
                               [&](const auto& e) { return e.first == name; });
     out["estimated_rows"] =
-        nullable(known != planned.estimates.end() ? known->second
-                                                  : find_cursor(c.node.coord, *c.node.mango).estimate(db, plan, *q));
+        nullable(known != planned.estimates.end() ? known->second : cursor(c).estimate(db, plan, *q));
   } else {  // a union: each part's index and ranges
     json parts = json::array();
     for (const query_plan& part : plan.parts)
@@ -120,7 +124,7 @@ void handle_find(ctx& c, const db_meta& db, const std::string& partition) {
   if (!plan) return c.error(plan.error());
   const find_query* q = &plan->q;
   const auto started = mono::now();
-  auto found = find_cursor(c.node.coord, *c.node.mango).run(db, *plan);
+  auto found = cursor(c).run(db, *plan);
   if (!found) return c.error(found.error());
   SETTEE_CHECK(found->docs.size() <= q->limit);  // the cursor applied the limit
   size_t bytes = 256;
@@ -293,7 +297,7 @@ void list_indexes(ctx& c, const db_meta& db) {
       return c.error(errc::mango_invalid_list_params, "Index parameter ranges: limit > 1, skip > 0");
     *out = n;
   }
-  auto indexes = find_cursor(c.node.coord, *c.node.mango).json_indexes(db);
+  auto indexes = cursor(c).json_indexes(db);
   if (!indexes) return c.error(indexes.error());
   json all = json::array({all_docs_index()});
   for (const query_index& ix : *indexes) all.push_back(index_json(ix));
@@ -315,7 +319,7 @@ void bulk_delete(ctx& c, const db_meta& db) {
     if (!id.is_string())
       return c.error(errc::mango_invalid_bulk_docs,
                      "Bulk Delete requires an array of non-null docids. Docids: " + erlang_term(ids));
-  auto indexes = find_cursor(c.node.coord, *c.node.mango).json_indexes(db);
+  auto indexes = cursor(c).json_indexes(db);
   if (!indexes) return c.error(indexes.error());
   json success = json::array(), fail = json::array();
   for (const json& given : ids) {

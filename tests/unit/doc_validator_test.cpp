@@ -9,6 +9,7 @@
 #include "actors/db_catalog.hpp"
 #include "actors/doc_validator.hpp"
 #include "actors/js_pool.hpp"
+#include "coordinator_writes.hpp"
 #include "js_worker.hpp"
 #include "registry_fixture.hpp"
 
@@ -31,12 +32,7 @@ struct fixture : registry_fixture {
     db = *m;
   }
   void put(const std::string& id, const json& body) {
-    doc_update u;
-    u.id = id;
-    u.body = body.dump();
-    auto w = coord.update_docs(db, {u});
-    REQUIRE(w);
-    REQUIRE(w->results.at(0).st);
+    put_doc(coord, db, id, body);
     notifier.design_changed();  // as a commit of a design document through the node says
   }
   std::vector<status> check(const std::vector<std::pair<std::string, json>>& docs, const std::string& user = "bob") {

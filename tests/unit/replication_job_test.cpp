@@ -16,6 +16,7 @@
 #include "actors/db_catalog.hpp"
 #include "actors/jobs.hpp"
 #include "actors/task_list.hpp"
+#include "coordinator_writes.hpp"
 #include "node/clock.hpp"
 #include "registry_fixture.hpp"
 #include "replicator/rep_request.hpp"
@@ -253,14 +254,7 @@ struct processor_fixture : registry_fixture {
     reps.stop_all();
     runner.stop();
   }
-  void put(const std::string& id, const json& body) {
-    doc_update u;
-    u.id = id;
-    u.body = body.dump();
-    auto w = coord.update_docs(db, {u});
-    REQUIRE(w);
-    REQUIRE(w->results.at(0).st);
-  }
+  void put(const std::string& id, const json& body) { put_doc(coord, db, id, body); }
   json doc(const std::string& id) {
     all_docs_query q;
     q.range.include_docs = true;
