@@ -386,7 +386,10 @@ class SplitSurvivesKill(OwnNodesTest):
         db = "rskill"
         node.put(f"/{db}?q=1")
         node.post(f"/{db}/_bulk_docs", {"docs": [{"_id": f"d{i}", "i": i} for i in range(300)]})
-        node.post("/_reshard/jobs", {"type": "split", "db": db})
+        try:
+            node.post("/_reshard/jobs", {"type": "split", "db": db})
+        except ConnectionError:
+            pass  # the failpoint may exit the process before the 201 is written (the job was created)
         node.proc.wait(timeout=30)
         self.assertEqual(node.proc.returncode, 70)
         node.stop()
