@@ -17,8 +17,10 @@
 #include "node/config.hpp"
 #include "node/crypto.hpp"
 #include "node/files.hpp"
+#include "node/live_config.hpp"
 #include "node/log.hpp"
 #include "node/settings.hpp"
+#include "wire/cors.hpp"
 
 using namespace settee;
 
@@ -98,7 +100,7 @@ void hash_operator_admins(const std::string& path, config& operator_cfg) {
   std::string updated = text ? *text : "";
   for (auto& [name, hash] : hashed) {
     operator_cfg.set("admins", name, hash);
-    updated = config::with_value(updated, "admins", name, hash);
+    updated = config::edited(updated, "admins", name, &hash);
   }
   struct stat before {};
   const int mode = ::stat(path.c_str(), &before) == 0 ? static_cast<int>(before.st_mode & 07777) : 0600;
@@ -115,7 +117,7 @@ void hash_operator_admins(const std::string& path, config& operator_cfg) {
 
 // Fills in what the node generates for itself and keeps in DIR/local.ini, and makes sure every
 // admin password is stored hashed.
-void prepare_local_config(const std::string& local_path, config& local, config& cfg, const config& operator_cfg) {
+void prepare_local_config(const std::string& local_path, config& local, config& operator_cfg) {
   bool dirty = false;
   if (local.get("couchdb", "uuid").empty()) {
     local.set("couchdb", "uuid", crypto::random_hex(16));
@@ -139,7 +141,7 @@ void prepare_local_config(const std::string& local_path, config& local, config& 
     dirty = true;
   }
   // Plain-text admins (CouchDB hashes them at start-up too): keep only the hash in local.ini.
-  for (const config* source : {static_cast<const config*>(&local), &operator_cfg}) {
+  for (const config* source : {static_cast<const config*>(&local), static_cast<const config*>(&operator_cfg)}) {
     auto it = source->sections().find("admins");
     if (it == source->sections().end()) continue;
     for (auto& [name, value] : it->second) {
@@ -180,14 +182,10 @@ void prepare_local_config(const std::string& local_path, config& local, config& 
   if (dirty) {
     if (auto st = local.save_file(local_path); !st) die(st.reason);
   }
-  cfg.merge(local);
-  if (const char* env = std::getenv("SETTEE_CLUSTER_SECRET"); env && *env) cfg.set("cluster", "secret", env);
-  cfg.merge(operator_cfg);
-  // Operator admins given in plain text are used through their hashes.
-  auto it = local.sections().find("admins");
-  if (it != local.sections().end())
+  // Operator admins given in plain text (a file settee could not rewrite) are used through their hashes.
+  if (auto it = local.sections().find("admins"); it != local.sections().end())
     for (auto& [name, value] : it->second)
-      if (!crypto::is_hashed(cfg.get("admins", name))) cfg.set("admins", name, value);
+      if (!crypto::is_hashed(operator_cfg.get("admins", name, value))) operator_cfg.set("admins", name, value);
 }
 
 config defaults() {
@@ -216,9 +214,10 @@ config defaults() {
   return c;
 }
 
-// The configuration: defaults, the data directory's local.ini, the operator's file (admins hashed
-// in it), then the command line. Creates the data directory.
-config load_config(const cli& args) {
+// The configuration's layers: defaults, the data directory's local.ini, the environment, the
+// operator's file (admins hashed in it), then the command line (node/live_config.hpp). Creates the
+// data directory.
+std::vector<live_config::layer> load_config(const cli& args, std::string& local_path) {
   config operator_cfg;
   if (!args.config_file.empty()) {
     auto c = config::load_file(args.config_file);
@@ -228,20 +227,31 @@ config load_config(const cli& args) {
   if (::mkdir(args.data_dir.c_str(), 0755) != 0 && errno != EEXIST) {
     die("cannot create data directory " + args.data_dir + ": " + std::strerror(errno));
   }
-  std::string local_path = args.data_dir + "/local.ini";
+  local_path = args.data_dir + "/local.ini";
   config local;
   if (auto c = config::load_file(local_path)) local = std::move(*c);
-  config cfg = defaults();
   if (!args.config_file.empty()) hash_operator_admins(args.config_file, operator_cfg);
-  prepare_local_config(local_path, local, cfg, operator_cfg);
-  if (!args.bind.empty()) cfg.set("chttpd", "bind_address", args.bind);
-  if (args.port >= 0) cfg.set("chttpd", "port", std::to_string(args.port));
+  prepare_local_config(local_path, local, operator_cfg);
+  config environment, command_line;
+  if (const char* env = std::getenv("SETTEE_CLUSTER_SECRET"); env && *env) environment.set("cluster", "secret", env);
+  if (!args.bind.empty()) command_line.set("chttpd", "bind_address", args.bind);
+  if (args.port >= 0) command_line.set("chttpd", "port", std::to_string(args.port));
+  std::vector<live_config::layer> layers;
+  layers.push_back({"defaults", "", defaults()});
+  layers.push_back({"local.ini", local_path, std::move(local)});
+  layers.push_back({"the environment", "", std::move(environment)});
+  if (!args.config_file.empty()) layers.push_back({args.config_file, args.config_file, std::move(operator_cfg)});
+  layers.push_back({"the command line", "", std::move(command_line)});
+  return layers;
+}
+
+// [log] level, at start and whenever it changes.
+void apply_log_level(const config& cfg) {
   log::level lvl;
   if (log::parse_level(cfg.get("log", "level"), lvl))
     log::set_level(lvl);
   else
     log::warning("unknown [log] level '" + cfg.get("log", "level") + "', using info");
-  return cfg;
 }
 
 // Signals are taken by one thread with sigwait, so no handler runs inside library code.
@@ -277,10 +287,21 @@ int main(int argc, char** argv) {
   if (argc >= 2 && std::string(argv[1]) == "time-seq") return run_time_seq_tool(argc - 2, argv + 2);
   cli args;
   if (int rc = parse_cli(argc, argv, args); rc >= 0) return rc;
-  config cfg = load_config(args);
+  std::string local_path;
+  auto layers = load_config(args, local_path);
+  live_config cfg(std::move(layers), local_path, [](const config& c) {
+    auto s = read_settings(c);
+    if (!s) return s.error();
+    auto cors = cors_policy::read(c);
+    return cors ? status{} : cors.error();
+  });
+  apply_log_level(*cfg.current());
+  cfg.watch([](const config& c, const std::string& sec, const std::string&) {
+    if (sec == "log" || sec.empty()) apply_log_level(c);
+  });
   sigset_t sigs = block_signals();
   std::unique_ptr<settee::clock> clk = make_clock();
-  auto set = read_settings(cfg);
+  auto set = read_settings(*cfg.current());
   if (!set) die(set.error().reason);
   log::set_context(clk.get(), set->node_name);
   log::install_crash_handler();

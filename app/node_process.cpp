@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <set>
 
 #include "actors/messages.hpp"
 #include "actors/node_updates.hpp"
@@ -100,7 +101,6 @@ http_options front_options(const settings& set, const std::string& data_dir) {
   http.max_request_bytes = set.max_request_bytes;
   http.spool_dir = data_dir;
   http.header_timeout_s = set.header_timeout_s;
-  http.access_log = set.access_log;
   http.body_timeout_s = set.body_timeout_s;
   http.idle_release_s = static_cast<int>(set.idle_release_s);
   http.keep_alive_timeout_s = set.keep_alive_timeout_s;
@@ -153,7 +153,6 @@ result<std::unique_ptr<http_server>> metrics_front(node_services& node, const ht
   http_options m = http;
   m.metrics_only = true;
   m.threads = 2;
-  m.access_log = false;
   m.bind = set.metrics_bind;
   m.port = set.metrics_port_number;
   m.max_request_bytes = 64 << 10;
@@ -194,7 +193,7 @@ caf::actor_system_config node_process::scheduler_config() {
   return c;
 }
 
-node_process::node_process(const config& cfg, settings set, const clock& clk, std::string data_dir)
+node_process::node_process(live_config& cfg, settings set, const clock& clk, std::string data_dir)
     : cfg_(cfg),
       set_(std::move(set)),
       clk_(clk),
@@ -378,8 +377,59 @@ std::shared_ptr<remote_rules> node_process::make_remote_rules() {
   return rules;
 }
 
+namespace {
+
+// The settings a running node takes at once: sections whose every key is read at use, and single
+// keys the watcher applies. Anything else is read at start-up only.
+bool applies_live(const std::string& sec, const std::string& key) {
+  static const std::set<std::string> whole = {"log", "admins", "cors", "jwt_auth", "jwt_keys", "prometheus"};
+  static const std::set<std::pair<std::string, std::string>> keys = {{"couchdb", "max_document_size"},
+                                                                     {"couchdb", "max_document_id_length"},
+                                                                     {"couchdb", "bulk_docs_max"},
+                                                                     {"uuids", "max_count"},
+                                                                     {"cluster", "q"},
+                                                                     {"replicator", "interval"},
+                                                                     {"replicator", "max_churn"},
+                                                                     {"chttpd", "enable_cors"},
+                                                                     {"chttpd", "require_valid_user"},
+                                                                     {"chttpd", "authentication_handlers"},
+                                                                     {"chttpd_auth", "timeout"},
+                                                                     {"chttpd_auth", "secret"},
+                                                                     {"chttpd_auth", "allow_persistent_cookies"},
+                                                                     {"chttpd_auth", "cookie_domain"},
+                                                                     {"chttpd_auth", "same_site"},
+                                                                     {"chttpd_auth", "secure_rewrites"},
+                                                                     {"chttpd_auth", "proxy_use_secret"},
+                                                                     {"chttpd_auth", "x_auth_username"},
+                                                                     {"chttpd_auth", "x_auth_roles"},
+                                                                     {"chttpd_auth", "x_auth_token"},
+                                                                     {"chttpd_auth", "require_valid_user"},
+                                                                     {"couch_httpd_auth", "proxy_use_secret"},
+                                                                     {"couch_httpd_auth", "secret"}};
+  return whole.count(sec) > 0 || keys.count({sec, key}) > 0;
+}
+
+}  // namespace
+
+void node_process::watch_config() {
+  node_.applies_live = applies_live;
+  node_.access_log = set_.access_log;
+  cfg_.watch([this](const config& c, const std::string&, const std::string&) {
+    auto now = read_settings(c);  // checked before the change was published
+    if (!now) return;
+    node_.default_q = now->default_q;
+    node_.max_document_id_length = now->max_document_id_length;
+    node_.max_document_size = now->max_document_size_bytes;
+    node_.uuids_max_count = now->uuids_max_count;
+    node_.bulk_docs_max = now->bulk_docs_max;
+    node_.access_log = now->access_log;
+    replicator_.set_schedule(now->replicator_interval, now->replicator_max_churn);
+  });
+}
+
 status node_process::start() {
   if (!rules_error_) return rules_error_;
+  watch_config();
   if (auto st = open_storage(); !st) return st;
   if (set_.rpc_port) {
     if (auto st = start_cluster(); !st) return st;

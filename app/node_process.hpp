@@ -36,8 +36,8 @@
 #include "http/request.hpp"
 #include "http/server.hpp"
 #include "node/clock.hpp"
-#include "node/config.hpp"
 #include "node/error.hpp"
+#include "node/live_config.hpp"
 #include "node/settings.hpp"
 #include "replicator/replications.hpp"
 #include "replicator/replicator_docs.hpp"
@@ -65,7 +65,7 @@ class node_index_readers final : public index_readers {
 class node_process {
  public:
   // Builds every service (nothing is read from disk or bound yet). `cfg` and `clk` outlive it.
-  node_process(const config& cfg, settings set, const clock& clk, std::string data_dir);
+  node_process(live_config& cfg, settings set, const clock& clk, std::string data_dir);
   node_process(const node_process&) = delete;
   node_process& operator=(const node_process&) = delete;
   ~node_process();
@@ -83,13 +83,16 @@ class node_process {
   status open_storage();
   status start_cluster();  // [cluster] rpc_port set
   void answer_from_here(rpc_options& ro);
+  // Applies configuration changes that can take effect while the node runs (live_keys); the
+  // others wait for a restart (node_services::applies_live says which).
+  void watch_config();
   void stop_all();
 
   // Shard writers run on this scheduler (architecture.md section 1): a commit's fsync holds a
   // thread, so 16 of them let 16 shards commit at once; idle threads sleep.
   static constexpr size_t scheduler_threads = 16;
 
-  const config& cfg_;
+  live_config& cfg_;
   const settings set_;
   const clock& clk_;
   const std::string data_dir_;

@@ -39,13 +39,8 @@ bool section_empty(const json& security, const char* key) {
 
 }  // namespace
 
-authenticator::authenticator(const config& cfg, const clock& clk, coordinator& coord)
-    : cfg_(cfg),
-      clk_(clk),
-      coord_(coord),
-      secret_(cfg.get("chttpd_auth", "secret")),
-      cookie_timeout_s_(cfg.get_int("chttpd_auth", "timeout", 600)),
-      cache_salt_(crypto::random_hex(16)) {}
+authenticator::authenticator(const live_config& cfg, const clock& clk, coordinator& coord)
+    : cfg_(cfg), clk_(clk), coord_(coord), cache_salt_(crypto::random_hex(16)) {}
 
 bool authenticator::verify_cached(const std::string& name, const std::string& password, const std::string& stored) {
   std::string key = crypto::sha256(cache_salt_ + name + '\0' + password);
@@ -168,7 +163,7 @@ std::string authenticator::make_cookie(const std::string& name) {
   std::snprintf(hex_time, sizeof hex_time, "%llX", static_cast<unsigned long long>(clk_.now_s()));
   std::string payload = name + ":" + hex_time;
   // Keyed by the user's stored hash too: changing the password invalidates old cookies.
-  std::string mac = crypto::hmac_sha256_hex(secret_ + (u ? u->hash : ""), payload);
+  std::string mac = crypto::hmac_sha256_hex(cfg_.get("chttpd_auth", "secret") + (u ? u->hash : ""), payload);
   return crypto::base64_encode(payload + ":" + mac, true);
 }
 
@@ -194,8 +189,9 @@ result<user_ctx> authenticator::authenticate(const http_request& req) {
       auto u = find_user(name);
       char* endp = nullptr;
       long long issued = std::strtoll(hex_time.c_str(), &endp, 16);
-      bool fresh = endp && *endp == '\0' && !hex_time.empty() && clk_.now_s() < issued + cookie_timeout_s_;
-      std::string mac = crypto::hmac_sha256_hex(secret_ + (u ? u->hash : ""), name + ":" + hex_time);
+      bool fresh = endp && *endp == '\0' && !hex_time.empty() && clk_.now_s() < issued + cookie_timeout_s();
+      std::string mac =
+          crypto::hmac_sha256_hex(cfg_.get("chttpd_auth", "secret") + (u ? u->hash : ""), name + ":" + hex_time);
       if (u && fresh && crypto::equal_ct(mac, decoded.substr(c2 + 1))) {
         user_ctx ctx;
         ctx.name = name;

@@ -22,7 +22,7 @@ namespace settee {
 
 class authenticator {
  public:
-  authenticator(const config& cfg, const clock& clk, coordinator& coord);
+  authenticator(const live_config& cfg, const clock& clk, coordinator& coord);
 
   // The user behind the request: anonymous without credentials, errc::unauthorized when Basic
   // credentials are wrong. A bad or expired cookie counts as anonymous, as in CouchDB.
@@ -30,7 +30,7 @@ class authenticator {
   // Checks a name and password against the admins, then `_users`.
   std::optional<user_ctx> check_password(const std::string& name, const std::string& password);
   std::string make_cookie(const std::string& name);
-  int64_t cookie_timeout_s() const { return cookie_timeout_s_; }
+  int64_t cookie_timeout_s() const { return cfg_.get_int("chttpd_auth", "timeout", 600); }
 
   static status require_server_admin(const user_ctx& u);
   // Whether `name` is a server admin now ([admins], or `_admin` among its roles in `_users`).
@@ -54,11 +54,9 @@ class authenticator {
   std::optional<user_ctx> check_basic(const std::string& authorization, auth_memo* memo);
   bool verify_cached(const std::string& name, const std::string& password, const std::string& stored);
 
-  const config& cfg_;
+  const live_config& cfg_;
   const clock& clk_;
   coordinator& coord_;
-  std::string secret_;
-  int64_t cookie_timeout_s_;
   static constexpr int64_t verified_ttl_s = 600;
   static constexpr size_t verified_max = 10000;
   struct proof {

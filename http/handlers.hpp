@@ -31,6 +31,9 @@ void handle_db_updates(ctx& c);
 void handle_replicate(ctx& c);
 void handle_scheduler(ctx& c);
 
+// config_handlers.cpp: /_node/{node}/_config[/_reload|/section[/key]].
+void handle_config(ctx& c);
+
 // metrics_handlers.cpp: GET /_node/{node}/_prometheus, /_stats[/group[/metric]] and /_system.
 void handle_node_metrics(ctx& c);
 // This node's figures for GET /_node/<name>/_system (and nodeStatus over RPC).

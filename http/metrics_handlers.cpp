@@ -173,7 +173,7 @@ std::string prometheus(ctx& c) {
   auto names = catalog.names();
   const std::set<std::string> live(names.begin(), names.end());
   const auto bytes = database_file_bytes(c.node.data_dir);
-  const auto detailed = detailed_databases(c.node.cfg, bytes);
+  const auto detailed = detailed_databases(*c.node.cfg.current(), bytes);
   uint64_t total_bytes = 0;
   for (auto& [db, b] : bytes) total_bytes += b;
   now.push_back(gauge("databases", "Databases in the cluster.", double(names.size())));

@@ -8,8 +8,8 @@
 
 #include "actors/coordinator.hpp"
 #include "node/clock.hpp"
-#include "node/config.hpp"
 #include "node/error.hpp"
+#include "node/live_config.hpp"
 #include "storage/attachments.hpp"
 #include "wire/json_util.hpp"
 #include "wire/message.hpp"
@@ -34,15 +34,16 @@ class find_reader;
 
 // Limits and identity the handlers need; built once at start-up, read-only afterwards.
 struct node_services {
-  const config& cfg;
+  live_config& cfg;  // read its current() snapshot; changed by /_node/{node}/_config
   const clock& clk;
   coordinator& coord;
   authenticator& auth;
   std::string node_name;
   std::string server_uuid;
-  uint32_t default_q = 2;
-  size_t max_document_id_length = SIZE_MAX;  // [couchdb] max_document_id_length ("infinity")
-  size_t max_document_size = 8000000;        // [couchdb] max_document_size: of a body, attachments apart
+  // Limits a config change updates while requests read them (live_config watchers).
+  std::atomic<uint32_t> default_q{2};
+  std::atomic<size_t> max_document_id_length{SIZE_MAX};  // [couchdb] max_document_id_length ("infinity")
+  std::atomic<size_t> max_document_size{8000000};        // [couchdb] max_document_size: of a body, attachments apart
   // [couchdb] max_attachment_size (a larger one is 413), [attachments] compressible_types and
   // compression_level: how new attachments are stored.
   attachments::policy attachment_policy{};
@@ -50,8 +51,8 @@ struct node_services {
   std::string data_dir = ".";
   int64_t started_s = 0;                 // clk.now_s() when the node started (uptime)
   size_t max_request_bytes = 64u << 20;  // [chttpd] max_http_request_size
-  size_t uuids_max_count = 1000;
-  size_t bulk_docs_max = 100000;
+  std::atomic<size_t> uuids_max_count{1000};
+  std::atomic<size_t> bulk_docs_max{100000};
   change_notifier* notifier = nullptr;
   remote_shards* remote = nullptr;  // other nodes' copies and update logs; null on a single node
   // [cluster] push_timeout_ms and catalog_push_timeout_ms (node/settings.hpp).
@@ -73,6 +74,10 @@ struct node_services {
   // peer's call or internal replication, for [node] idle_release_s), before it trims the heap:
   // gives back what other threads cache (the actor scheduler's malloc caches).
   std::function<void()> on_idle = nullptr;
+  // Whether a change of [section] key takes effect at once (else at the next start): the node's
+  // watchers of `cfg` apply those.
+  std::function<bool(const std::string& section, const std::string& key)> applies_live = nullptr;
+  std::atomic<bool> access_log{false};  // [log] access: one line per request
   // The _security object of new databases ([couchdb] default_security): admin-only, as CouchDB 3.
   std::string new_db_security = admin_only_security;
   static constexpr const char* admin_only_security =

@@ -5,6 +5,7 @@
 #include "http/auth.hpp"
 #include "http/handlers.hpp"
 #include "node/log.hpp"
+#include "wire/cors.hpp"
 #include "wire/json_util.hpp"
 #include "wire/multipart.hpp"
 
@@ -215,9 +216,38 @@ void dispatch_metrics(ctx& c) {
   c.error(errc::not_found, "missing");
 }
 
+// The CORS policy of the node's configuration now, read again only when it changed.
+std::shared_ptr<const cors_policy> cors_of(const live_config& cfg) {
+  thread_local uint64_t version = UINT64_MAX;
+  thread_local std::shared_ptr<const cors_policy> policy;
+  const uint64_t now = cfg.version();
+  if (now != version || !policy) {
+    auto p = cors_policy::read(*cfg.current());  // checked when it was set: an error means none
+    policy = std::make_shared<const cors_policy>(p ? std::move(*p) : cors_policy{});
+    version = now;
+  }
+  return policy;
+}
+
 std::shared_ptr<http_response> answer(node_services& node, const http_request& req, void (*dispatch)(ctx&)) {
   auto res = std::make_shared<http_response>();
   res->set_header("Server", "settee/" SETTEE_VERSION);
+  const auto cors = dispatch == dispatch_metrics ? nullptr : cors_of(node.cfg);
+  if (cors && cors->enabled()) {
+    if (auto allowed = cors->preflight(req)) {  // before authentication, as chttpd
+      res->status = 204;
+      for (auto& [name, value] : *allowed) res->set_header(name, std::move(value));
+      return res;
+    }
+  }
+  struct add_cors {  // however the request ended
+    const cors_policy* policy;
+    const http_request& req;
+    http_response& res;
+    ~add_cors() {
+      if (policy) policy->decorate(req, res);
+    }
+  } cors_headers{cors.get(), req, *res};
   try {
     ctx c{req, *res, node, split_path(req.target), {}};
     struct note_user {  // whoever the request turned out to be, however it ended

@@ -478,6 +478,17 @@ struct http_server::impl {
     render(c, res, false, false, false);
   }
 
+  // Counts a request in the node's metrics and writes its access-log line ([log] access).
+  void note_request(const http_request& req, const http_response& res, double seconds) {
+    auto& m = metrics::node();
+    m.requests_by_method.add(req.method);
+    m.requests_by_status.add_status(res.status);
+    m.request_seconds.observe(seconds);
+    const bool access_log = !opts.metrics_only && node.access_log.load(std::memory_order_relaxed);
+    if (access_log || log::enabled(log::level::debug))
+      access_line(req, res, seconds, access_log ? log::level::info : log::level::debug);
+  }
+
   void serve(http_conn& c);
   bool pump(http_conn& c);
   void on_ready(uint64_t id, uint64_t gen);
@@ -536,13 +547,7 @@ void http_server::impl::serve(http_conn& c) {
           res->status = 500;
           res->set_content(error_body(status{errc::unknown_error, "the request failed"}), "application/json");
         }
-        auto& m = metrics::node();
-        m.requests_by_method.add(req->method);
-        m.requests_by_status.add_status(res->status);
-        const double seconds = std::chrono::duration<double>(mono::now() - started).count();
-        m.request_seconds.observe(seconds);
-        if (opts.access_log || log::enabled(log::level::debug))
-          access_line(*req, *res, seconds, opts.access_log ? log::level::info : log::level::debug);
+        note_request(*req, *res, std::chrono::duration<double>(mono::now() - started).count());
         render(c, *res, req->method == "HEAD", keep_alive, http10);
         continue;
       }

@@ -35,10 +35,9 @@ struct http_options {
   // core leaves (a core one empties its malloc cache), a shard nobody used gives its mapped pages
   // back, and a node without requests or shard use runs node_services::on_idle, then trims the heap.
   int idle_release_s = 30;
-  // [log] access: one line per request (host, peer, user, method, target, status, ms, as CouchDB's
-  // request log) at info; at [log] level = debug they are written anyway.
-  bool access_log = false;
-  // The metrics listener ([prometheus] additional_port): answers handle_metrics_request only.
+  // The metrics listener ([prometheus] additional_port): answers handle_metrics_request only, and
+  // writes no access log (node_services::access_log: one line per request (host, peer, user, method,
+  // target, status, ms, as CouchDB's request log) at info; at [log] level = debug always).
   bool metrics_only = false;
 };
 

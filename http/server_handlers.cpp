@@ -329,22 +329,7 @@ void handle_node(ctx& c) {
     return c.reply(200, json{{"name", c.node.node_name}});
   }
   if (p[2] == "_nodes" && p.size() == 4) return handle_member(c, p[3]);
-  if (p[2] == "_config" && p.size() <= 5) {
-    if (c.method() != "GET") {
-      return c.error(errc::not_implemented,
-                     "runtime configuration changes are not supported: edit the ini file and restart");
-    }
-    const auto& sections = c.node.cfg.sections();
-    if (p.size() == 3) {
-      json all = json::object();
-      for (auto& [sec, kv] : sections) all[sec] = kv;
-      return c.reply(200, all);
-    }
-    auto sec = sections.find(p[3]);
-    if (p.size() == 4) return c.reply(200, sec == sections.end() ? json::object() : json(sec->second));
-    if (sec == sections.end() || !sec->second.count(p[4])) return c.error(errc::not_found, "unknown_config_value");
-    return c.reply(200, json(sec->second.at(p[4])));
-  }
+  if (p[2] == "_config") return handle_config(c);
   if (p[2] == "_prometheus" || p[2] == "_stats" || p[2] == "_system") return handle_node_metrics(c);
   c.error(errc::not_found, "missing");
 }

@@ -53,23 +53,38 @@ result<config> config::parse(const std::string& text, const std::string& origin)
   return c;
 }
 
-std::string config::with_value(const std::string& text, const std::string& sec, const std::string& key,
-                               const std::string& value) {
+std::string config::edited(const std::string& text, const std::string& sec, const std::string& key,
+                           const std::string* value) {
   std::istringstream in(text);
   std::string out, line, current;
   bool done = false;
+  size_t section_end = std::string::npos;  // where [sec]'s last key line ends in `out`
+  auto is_key_line = [](const std::string& t) { return !t.empty() && t[0] != ';' && t[0] != '#' && t[0] != '['; };
   while (std::getline(in, line)) {
     std::string t = trim(line);
-    if (!t.empty() && t[0] == '[' && t.back() == ']') current = trim(t.substr(1, t.size() - 2));
+    if (!t.empty() && t[0] == '[' && t.back() == ']') {
+      current = trim(t.substr(1, t.size() - 2));
+      if (current == sec && section_end == std::string::npos) section_end = out.size() + line.size() + 1;
+    }
     size_t eq = t.find('=');
-    if (!done && current == sec && !t.empty() && t[0] != ';' && t[0] != '#' && t[0] != '[' && eq != std::string::npos &&
-        trim(t.substr(0, eq)) == key) {
-      line = line.substr(0, line.find_first_not_of(" \t")) + key + " = " + value;
+    if (!done && current == sec && is_key_line(t) && eq != std::string::npos && trim(t.substr(0, eq)) == key) {
       done = true;
+      if (!value) continue;  // the line goes
+      line = line.substr(0, line.find_first_not_of(" \t")) + key + " = " + *value;
     }
     out += line + "\n";
+    if (current == sec && is_key_line(t)) section_end = out.size();
   }
-  if (!text.empty() && text.back() != '\n') out.pop_back();
+  bool at_end = false;  // the text now ends with what was added: it ends with a newline
+  if (!done && value) {
+    std::string added = key + " = " + *value + "\n";
+    at_end = section_end == std::string::npos || section_end == out.size();
+    if (section_end != std::string::npos)
+      out.insert(section_end, added);
+    else
+      out += (out.empty() ? "[" : "\n[") + sec + "]\n" + added;
+  }
+  if (!text.empty() && text.back() != '\n' && !at_end) out.pop_back();  // as it ended
   return out;
 }
 

@@ -1,7 +1,7 @@
 // config: CouchDB-style ini settings ([section] key = value). Unknown sections and keys are kept
 // (later releases and operators may add them), never fatal. Values are strings; typed getters
-// validate and fall back to a default. Not thread-safe for writes: build it at start-up, then share
-// it read-only (the few runtime writes, e.g. generated admins, happen before the server starts).
+// validate and fall back to a default. A value type, not thread-safe for writes: a running node
+// shares immutable ones through live_config (node/live_config.hpp).
 #pragma once
 #include <cstdint>
 #include <map>
@@ -32,10 +32,11 @@ class config {
   void erase(const std::string& sec, const std::string& key);  // an emptied section goes too
   const std::map<std::string, section>& sections() const { return sections_; }
   std::string to_ini() const;
-  // `text` (ini) with the value of `key` in `[sec]` replaced by `value`, every other line (comments,
-  // order, other keys) as it was; `text` unchanged when it has no such key.
-  static std::string with_value(const std::string& text, const std::string& sec, const std::string& key,
-                                const std::string& value);
+  // `text` (ini) with `key` in `[sec]` set to `*value` (added at the end of its section, or in a new
+  // section at the end, when missing) or removed (`value` null), every other line (comments, order,
+  // other keys) as it was.
+  static std::string edited(const std::string& text, const std::string& sec, const std::string& key,
+                            const std::string* value);
 
  private:
   std::map<std::string, section> sections_;

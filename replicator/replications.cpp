@@ -61,6 +61,12 @@ std::shared_ptr<replication_job> replications::make_job_locked(const std::string
   return j;
 }
 
+void replications::set_schedule(std::chrono::milliseconds interval, size_t max_churn) {
+  std::lock_guard<std::mutex> lock(mu_);
+  lim_.interval = interval;
+  lim_.max_churn = max_churn;
+}
+
 void replications::admit_locked(const std::string& id) {
   pending_.push_back(id);
   promote_locked();

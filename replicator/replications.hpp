@@ -37,6 +37,8 @@ class replications {
   // within `rules` (null: the defaults).
   replications(job_runner& jobs, const clock& clk, std::string node, std::string spool_dir, scheduler_limits lim = {},
                std::shared_ptr<const remote_rules> rules = nullptr);
+  // [replicator] interval and max_churn changed while the node runs.
+  void set_schedule(std::chrono::milliseconds interval, size_t max_churn);
   // The rules a request's endpoints are given (rep_context::rules).
   const std::shared_ptr<const remote_rules>& rules() const { return rules_; }
 

@@ -177,7 +177,6 @@ class SmallEndpoints(NodeTest):
         self.assertEqual(self.node.get("/_node/_local/_config/cluster/q").json, "2")
         self.assertEqual(self.node.get("/_node/_local/_config/uuids").json, {"max_count": "1000"})
         self.assertError(self.node.get("/_node/_local/_config/cluster/nope"), 404, "not_found", "unknown_config_value")
-        self.assertError(self.node.put("/_node/_local/_config/cluster/q", "3"), 501, "not_implemented")
         self.assertError(self.node.get("/_node/_local/_config", auth=False), 401, "unauthorized")
 
 

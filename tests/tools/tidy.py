@@ -93,10 +93,8 @@ LONG_FUNCTIONS = {
     ("query/mango_query.cpp", "parse_find"): 83,
     ("query/mango_selector.cpp", "compile_object"): 79,
     ("http/doc_handlers.cpp", "to_doc_update"): 78,
-    ("app/main.cpp", "prepare_local_config"): 74,
     ("query/mango_plan.cpp", "plan_find"): 73,
     ("actors/reshard_steps.cpp", "resharder::step"): 73,
-    ("http/server.cpp", "http_server::impl::serve"): 73,
 }
 
 

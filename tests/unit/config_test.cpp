@@ -41,18 +41,37 @@ TEST_CASE("save and load round-trip; merge lets the later layer win") {
   CHECK_FALSE(config::load_file(dir.path + "/missing.ini").ok());
 }
 
-TEST_CASE("with_value replaces one key's value in place, keeping everything else") {
+TEST_CASE("edited sets one key in place, adds a missing one to its section, removes one, keeping everything else") {
   const std::string text =
       "; the operator's notes\n[chttpd]\nport = 5984\n\n[admins]\n; first admin\n  admin = plain ; old\nother = x\n"
       "[other]\nadmin = untouched";
-  std::string out = config::with_value(text, "admins", "admin", "-pbkdf2:sha256-aa,bb,1");
+  const std::string hash = "-pbkdf2:sha256-aa,bb,1";
+  std::string out = config::edited(text, "admins", "admin", &hash);
   CHECK(out ==
         "; the operator's notes\n[chttpd]\nport = 5984\n\n[admins]\n; first admin\n  admin = -pbkdf2:sha256-aa,bb,1\n"
         "other = x\n[other]\nadmin = untouched");
-  CHECK(config::parse(out)->get("admins", "admin") == "-pbkdf2:sha256-aa,bb,1");
+  CHECK(config::parse(out)->get("admins", "admin") == hash);
   CHECK(config::parse(out)->get("other", "admin") == "untouched");
-  CHECK(config::with_value(text, "admins", "nobody", "v") == text);
-  CHECK(config::with_value("[a]\nk=1\n", "a", "k", "2") == "[a]\nk = 2\n");
+  const std::string two = "2";
+  CHECK(config::edited("[a]\nk=1\n", "a", "k", &two) == "[a]\nk = 2\n");
+  // Missing: after the section's last key (not after the blank line or the next section's header).
+  CHECK(config::edited(text, "chttpd", "bind_address", &two) ==
+        "; the operator's notes\n[chttpd]\nport = 5984\nbind_address = 2\n\n[admins]\n; first admin\n  admin = plain ; "
+        "old\nother = x\n[other]\nadmin = untouched");
+  CHECK(config::edited(text, "other", "k", &two) == text + "\nk = 2\n");  // the last section, no final newline
+  CHECK(config::edited("[a]\nk = 1\n", "b", "k", &two) == "[a]\nk = 1\n\n[b]\nk = 2\n");
+  CHECK(config::edited("", "b", "k", &two) == "[b]\nk = 2\n");
+  CHECK(config::edited("[e]\n", "e", "k", &two) == "[e]\nk = 2\n");
+  // Removed: only that line.
+  CHECK(config::edited(text, "admins", "other", nullptr) ==
+        "; the operator's notes\n[chttpd]\nport = 5984\n\n[admins]\n; first admin\n  admin = plain ; old\n"
+        "[other]\nadmin = untouched");
+  CHECK(config::edited(text, "admins", "nobody", nullptr) == text);
+  for (const std::string& t : {text, std::string("[a]\nk = 1")}) {
+    auto parsed = config::parse(config::edited(t, "z", "new", &two));
+    REQUIRE(parsed);
+    CHECK(parsed->get("z", "new") == "2");
+  }
 }
 
 TEST_CASE("settings: CouchDB's defaults from an empty configuration, every limit in its unit") {
