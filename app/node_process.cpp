@@ -391,6 +391,7 @@ bool applies_live(const std::string& sec, const std::string& key) {
                                                                      {"replicator", "interval"},
                                                                      {"replicator", "max_churn"},
                                                                      {"chttpd", "enable_cors"},
+                                                                     {"httpd", "enable_cors"},
                                                                      {"chttpd", "require_valid_user"},
                                                                      {"chttpd", "authentication_handlers"},
                                                                      {"chttpd_auth", "timeout"},

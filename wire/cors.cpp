@@ -91,7 +91,8 @@ bool cors_policy::is_origin(const std::string& s) {
 
 result<cors_policy> cors_policy::read(const config& cfg) {
   cors_policy p;
-  p.enabled_ = cfg.get_bool("chttpd", "enable_cors", false);
+  // As chttpd_util: [chttpd], else [httpd] (where add-cors-to-couchdb sets it).
+  p.enabled_ = cfg.get_bool("chttpd", "enable_cors", cfg.get_bool("httpd", "enable_cors", false));
   p.credentials_ = cfg.get("cors", "credentials", "false") == "true";
   for (const std::string& o : split_list(cfg.get("cors", "origins"), false)) {
     if (o == "*") {

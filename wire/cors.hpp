@@ -1,5 +1,6 @@
 // cors: Cross-Origin Resource Sharing as CouchDB's chttpd_cors does it, so that a page from another
-// origin (PouchDB in a browser) may call the node. Read from [chttpd] enable_cors and the [cors]
+// origin (PouchDB in a browser) may call the node. Read from [chttpd] enable_cors (else [httpd]'s,
+// as chttpd_util reads it) and the [cors]
 // section: origins ("*" or a comma list of origins), credentials, methods, headers,
 // exposed_headers, max_age.
 //
