@@ -17,6 +17,7 @@
 #include "node/config.hpp"
 #include "node/crypto.hpp"
 #include "node/files.hpp"
+#include "node/jwt.hpp"
 #include "node/live_config.hpp"
 #include "node/log.hpp"
 #include "node/settings.hpp"
@@ -293,7 +294,8 @@ int main(int argc, char** argv) {
     auto s = read_settings(c);
     if (!s) return s.error();
     auto cors = cors_policy::read(c);
-    return cors ? status{} : cors.error();
+    if (!cors) return cors.error();
+    return jwt::check_config(c);
   });
   apply_log_level(*cfg.current());
   cfg.watch([](const config& c, const std::string& sec, const std::string&) {

@@ -4,6 +4,7 @@
 #include <cstdlib>
 
 #include "node/crypto.hpp"
+#include "node/jwt.hpp"
 #include "node/metrics.hpp"
 
 namespace settee {
@@ -41,6 +42,10 @@ bool section_empty(const json& security, const char* key) {
 
 authenticator::authenticator(const live_config& cfg, const clock& clk, coordinator& coord)
     : cfg_(cfg), clk_(clk), coord_(coord), cache_salt_(crypto::random_hex(16)) {}
+
+std::string authenticator::cookie_secret(const config& cfg) {
+  return cfg.get("chttpd_auth", "secret", cfg.get("couch_httpd_auth", "secret"));
+}
 
 bool authenticator::verify_cached(const std::string& name, const std::string& password, const std::string& stored) {
   std::string key = crypto::sha256(cache_salt_ + name + '\0' + password);
@@ -163,42 +168,140 @@ std::string authenticator::make_cookie(const std::string& name) {
   std::snprintf(hex_time, sizeof hex_time, "%llX", static_cast<unsigned long long>(clk_.now_s()));
   std::string payload = name + ":" + hex_time;
   // Keyed by the user's stored hash too: changing the password invalidates old cookies.
-  std::string mac = crypto::hmac_sha256_hex(cfg_.get("chttpd_auth", "secret") + (u ? u->hash : ""), payload);
+  std::string mac = crypto::hmac_sha256_hex(cookie_secret(*cfg_.current()) + (u ? u->hash : ""), payload);
   return crypto::base64_encode(payload + ":" + mac, true);
 }
 
-result<user_ctx> authenticator::authenticate(const http_request& req) {
-  std::string authz = req.get_header_value("Authorization");
-  if (authz.rfind("Basic ", 0) == 0) {
-    auto u = check_basic(authz, req.memo.get());
-    if (!u) return status{errc::unauthorized, "Name or password is incorrect."};
-    u->authenticated_by = "default";
-    return *u;
+std::vector<std::string> authenticator::handlers(const config& cfg) {
+  // As CouchDB's [chttpd] authentication_handlers: the handlers named, in their order.
+  const std::string text = cfg.get("chttpd", "authentication_handlers");
+  if (text.empty()) return {"cookie", "default"};
+  std::vector<std::pair<size_t, std::string>> found;
+  for (const char* h : {"cookie", "default", "jwt", "proxy"}) {
+    size_t at = text.find(std::string(h) + "_authentication_handler");
+    if (at != std::string::npos) found.emplace_back(at, h);
   }
-  std::string cookies = req.get_header_value("Cookie");
-  size_t at = cookies.find("AuthSession=");
-  if (at != std::string::npos) {
-    size_t start = at + 12, end = cookies.find(';', start);
-    std::string value = cookies.substr(start, end == std::string::npos ? std::string::npos : end - start);
-    std::string decoded;
-    size_t c1, c2;
-    if (crypto::base64_decode(value, decoded) && (c1 = decoded.find(':')) != std::string::npos &&
-        (c2 = decoded.find(':', c1 + 1)) != std::string::npos) {
-      std::string name = decoded.substr(0, c1);
-      std::string hex_time = decoded.substr(c1 + 1, c2 - c1 - 1);
-      auto u = find_user(name);
-      char* endp = nullptr;
-      long long issued = std::strtoll(hex_time.c_str(), &endp, 16);
-      bool fresh = endp && *endp == '\0' && !hex_time.empty() && clk_.now_s() < issued + cookie_timeout_s();
-      std::string mac =
-          crypto::hmac_sha256_hex(cfg_.get("chttpd_auth", "secret") + (u ? u->hash : ""), name + ":" + hex_time);
-      if (u && fresh && crypto::equal_ct(mac, decoded.substr(c2 + 1))) {
-        user_ctx ctx;
-        ctx.name = name;
-        ctx.roles = u->roles;
-        ctx.authenticated_by = "cookie";
-        return ctx;
-      }
+  std::sort(found.begin(), found.end());
+  std::vector<std::string> out;
+  for (auto& f : found) out.push_back(f.second);
+  return out;
+}
+
+std::optional<user_ctx> authenticator::check_cookie(const std::string& value, const config& cfg, auth_memo* memo,
+                                                    bool& renew) {
+  const int64_t now = clk_.now_s();
+  const int64_t timeout = cfg.get_int("chttpd_auth", "timeout", 600);
+  std::string decoded;
+  size_t c1, c2;
+  if (!crypto::base64_decode(value, decoded) || (c1 = decoded.find(':')) == std::string::npos ||
+      (c2 = decoded.find(':', c1 + 1)) == std::string::npos)
+    return std::nullopt;
+  std::string name = decoded.substr(0, c1);
+  std::string hex_time = decoded.substr(c1 + 1, c2 - c1 - 1);
+  char* endp = nullptr;
+  long long issued = std::strtoll(hex_time.c_str(), &endp, 16);
+  if (!endp || *endp != '\0' || hex_time.empty() || now >= issued + timeout) return std::nullopt;
+  auto u = find_user(name);
+  if (!u) return std::nullopt;
+  // The connection's last request proved this cookie against this stored hash: no MAC again.
+  bool proved = false;
+  if (memo) {
+    std::lock_guard<std::mutex> lock(memo->mu);
+    proved = memo->cookie == value && memo->cookie_stored == u->hash;
+  }
+  if (!proved) {
+    std::string mac = crypto::hmac_sha256_hex(cookie_secret(cfg) + u->hash, name + ":" + hex_time);
+    if (!crypto::equal_ct(mac, decoded.substr(c2 + 1))) return std::nullopt;
+    if (memo) {
+      std::lock_guard<std::mutex> lock(memo->mu);
+      memo->cookie = value;
+      memo->cookie_stored = u->hash;
+    }
+  }
+  // As couch_httpd_auth: a fresh cookie once a tenth of the timeout has passed.
+  renew = issued + timeout - now < timeout * 9 / 10;
+  user_ctx ctx;
+  ctx.name = std::move(name);
+  ctx.roles = std::move(u->roles);
+  ctx.authenticated_by = "cookie";
+  return ctx;
+}
+
+// [chttpd_auth] x_auth_* headers, trusted when signed with the secret (proxy_use_secret, true
+// unless set false: settee's default; CouchDB's is false).
+std::optional<user_ctx> authenticator::check_proxy(const http_request& req, const config& cfg) {
+  auto setting = [&](const char* key, const char* def) {
+    return cfg.get("chttpd_auth", key, cfg.get("couch_httpd_auth", key, def));
+  };
+  const std::string name_header = setting("x_auth_username", "X-Auth-CouchDB-UserName");
+  if (!req.has_header(name_header.c_str())) return std::nullopt;
+  const std::string name = req.get_header_value(name_header.c_str());
+  if (setting("proxy_use_secret", "true") != "false") {
+    const std::string secret = cookie_secret(cfg);
+    const std::string token = req.get_header_value(setting("x_auth_token", "X-Auth-CouchDB-Token").c_str());
+    std::string lowered = token;
+    for (char& ch : lowered) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+    if (secret.empty() || lowered.empty()) return std::nullopt;
+    // CouchDB's [chttpd_auth] hash_algorithms: sha256, then sha (HMAC-SHA1) for older proxies.
+    if (!crypto::equal_ct(crypto::hmac_sha256_hex(secret, name), lowered) &&
+        !crypto::equal_ct(crypto::hmac_sha1_hex(secret, name), lowered))
+      return std::nullopt;
+  }
+  user_ctx ctx;
+  ctx.name = name;
+  const std::string roles = req.get_header_value(setting("x_auth_roles", "X-Auth-CouchDB-Roles").c_str());
+  size_t start = 0;
+  while (!roles.empty() && start <= roles.size()) {
+    size_t comma = roles.find(',', start);
+    std::string r = roles.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    r.erase(0, r.find_first_not_of(" \t"));
+    r.erase(r.find_last_not_of(" \t") + 1);
+    if (!r.empty()) ctx.roles.push_back(r);
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  ctx.authenticated_by = "proxy";
+  return ctx;
+}
+
+std::string authenticator::session_cookie(const std::string& name) {
+  return "AuthSession=" + make_cookie(name) +
+         "; Version=1; Path=/; HttpOnly; SameSite=Lax; Max-Age=" + std::to_string(cookie_timeout_s());
+}
+
+result<user_ctx> authenticator::authenticate(const http_request& req) {
+  const auto cfg = cfg_.current();
+  const std::string authz = req.get_header_value("Authorization");
+  for (const std::string& h : handlers(*cfg)) {
+    if (h == "default" && authz.rfind("Basic ", 0) == 0) {
+      auto u = check_basic(authz, req.memo.get());
+      if (!u) return status{errc::unauthorized, "Name or password is incorrect."};
+      u->authenticated_by = "default";
+      return *u;
+    }
+    if (h == "jwt" && authz.rfind("Bearer ", 0) == 0) {
+      auto id = jwt::authenticate(authz.substr(7), *cfg, clk_.now_s());
+      if (!id) return id.error();
+      user_ctx ctx;
+      ctx.name = std::move(id->name);
+      ctx.roles = std::move(id->roles);
+      ctx.authenticated_by = "jwt";
+      return ctx;
+    }
+    if (h == "proxy") {
+      if (auto u = check_proxy(req, *cfg)) return *u;
+    }
+    if (h == "cookie") {
+      const std::string cookies = req.get_header_value("Cookie");
+      size_t at = cookies.find("AuthSession=");
+      if (at == std::string::npos) continue;
+      size_t start = at + 12, end = cookies.find(';', start);
+      bool renew = false;
+      auto u = check_cookie(cookies.substr(start, end == std::string::npos ? std::string::npos : end - start), *cfg,
+                            req.memo.get(), renew);
+      if (!u) continue;  // a bad or expired cookie counts as none, as in CouchDB
+      u->renew_cookie = renew;
+      return *u;
     }
   }
   return user_ctx{};

@@ -1,4 +1,6 @@
-// authenticator: who is asking (Basic credentials or an AuthSession cookie) and what they may do.
+// authenticator: who is asking and what they may do. As CouchDB, the handlers [chttpd]
+// authentication_handlers names run in order (default: cookie, then Basic): an AuthSession cookie,
+// Basic credentials, a JWT bearer token (node/jwt.hpp), a proxy's X-Auth-CouchDB-* headers.
 //
 // Server admins come from the [admins] config section (PBKDF2 hashes only). Other users are
 // documents "org.couchdb.user:<name>" in the `_users` database, as in CouchDB; a "password" field
@@ -30,7 +32,12 @@ class authenticator {
   // Checks a name and password against the admins, then `_users`.
   std::optional<user_ctx> check_password(const std::string& name, const std::string& password);
   std::string make_cookie(const std::string& name);
+  // A Set-Cookie value carrying a fresh AuthSession for `name`.
+  std::string session_cookie(const std::string& name);
   int64_t cookie_timeout_s() const { return cfg_.get_int("chttpd_auth", "timeout", 600); }
+
+  // [chttpd] authentication_handlers: "cookie", "default" (Basic), "jwt", "proxy", in order.
+  static std::vector<std::string> handlers(const config& cfg);
 
   static status require_server_admin(const user_ctx& u);
   // Whether `name` is a server admin now ([admins], or `_admin` among its roles in `_users`).
@@ -52,6 +59,10 @@ class authenticator {
   // An "Authorization: Basic ..." header, answered from the connection's memo when it proved the
   // same header before (and the user's stored hash is unchanged), else checked and memoised.
   std::optional<user_ctx> check_basic(const std::string& authorization, auth_memo* memo);
+  // An AuthSession cookie's user; `renew`: a fresh cookie is due (a tenth of the timeout passed).
+  std::optional<user_ctx> check_cookie(const std::string& value, const config& cfg, auth_memo* memo, bool& renew);
+  std::optional<user_ctx> check_proxy(const http_request& req, const config& cfg);
+  static std::string cookie_secret(const config& cfg);  // [chttpd_auth] secret (else [couch_httpd_auth]'s)
   bool verify_cached(const std::string& name, const std::string& password, const std::string& stored);
 
   const live_config& cfg_;

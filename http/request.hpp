@@ -88,7 +88,8 @@ struct node_services {
 struct user_ctx {
   std::optional<std::string> name;
   std::vector<std::string> roles;
-  std::string authenticated_by;  // "cookie", "default" (basic) or "" (anonymous)
+  std::string authenticated_by;  // "cookie", "default" (basic), "jwt", "proxy" or "" (anonymous)
+  bool renew_cookie = false;     // by a cookie a tenth of [chttpd_auth] timeout old: send a fresh one
   bool is_admin() const;
   bool has_role(const char* role) const;
 };

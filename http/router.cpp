@@ -252,7 +252,12 @@ std::shared_ptr<http_response> answer(node_services& node, const http_request& r
     ctx c{req, *res, node, split_path(req.target), {}};
     struct note_user {  // whoever the request turned out to be, however it ended
       ctx& c;
-      ~note_user() { c.res.user = c.user.name.value_or(""); }
+      ~note_user() {
+        c.res.user = c.user.name.value_or("");
+        // As couch_httpd_auth: a cookie past a tenth of its life is renewed, unless the handler set one.
+        if (c.user.renew_cookie && c.user.name && c.res.get_header_value("Set-Cookie").empty())
+          c.res.set_header("Set-Cookie", c.node.auth.session_cookie(*c.user.name));
+      }
     } note{c};
     if (!valid_percent_encoding(req.target)) {  // chttpd: a path or query mochiweb cannot unquote
       c.error(errc::bad_request, "invalid_url_encoding");

@@ -206,7 +206,8 @@ json user_ctx_json(const user_ctx& u) {
 
 void handle_session(ctx& c) {
   if (c.method() == "GET") {
-    json info = {{"authentication_handlers", {"cookie", "default"}}, {"authentication_db", "_users"}};
+    json info = {{"authentication_handlers", authenticator::handlers(*c.node.cfg.current())},
+                 {"authentication_db", "_users"}};
     if (!c.user.authenticated_by.empty()) info["authenticated"] = c.user.authenticated_by;
     return c.reply(200, json{{"ok", true}, {"userCtx", user_ctx_json(c.user)}, {"info", info}});
   }
@@ -243,9 +244,7 @@ void handle_session(ctx& c) {
   auto u = c.node.auth.check_password(name, body["password"].get<std::string>());
   if (!u) return c.error(errc::unauthorized, "Name or password is incorrect.");
   c.reply(200, json{{"ok", true}, {"name", name}, {"roles", u->roles}});
-  c.res.set_header("Set-Cookie", "AuthSession=" + c.node.auth.make_cookie(name) +
-                                     "; Version=1; Path=/; HttpOnly; SameSite=Lax; Max-Age=" +
-                                     std::to_string(c.node.auth.cookie_timeout_s()));
+  c.res.set_header("Set-Cookie", c.node.auth.session_cookie(name));
 }
 
 void handle_membership(ctx& c) {

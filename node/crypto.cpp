@@ -122,6 +122,14 @@ std::string hmac_sha256_hex(const std::string& key, const std::string& message) 
   return to_hex(out, n);
 }
 
+std::string hmac_sha1_hex(const std::string& key, const std::string& message) {
+  unsigned char out[EVP_MAX_MD_SIZE];
+  unsigned int n = 0;
+  HMAC(sha1_md(), key.data(), static_cast<int>(key.size()), reinterpret_cast<const unsigned char*>(message.data()),
+       message.size(), out, &n);
+  return to_hex(out, n);
+}
+
 std::string sha256(std::string_view data) {
   return digest(data, sha256_md());
 }

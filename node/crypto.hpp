@@ -18,6 +18,7 @@ bool is_hashed(const std::string& stored);
 std::string random_hex(size_t n);
 std::string to_hex(const unsigned char* data, size_t n);
 std::string hmac_sha256_hex(const std::string& key, const std::string& message);
+std::string hmac_sha1_hex(const std::string& key, const std::string& message);  // proxy tokens of old proxies
 std::string sha256_hex(const std::string& data);
 std::string sha256(std::string_view data);  // the 32 raw bytes
 std::string md5_hex(const std::string& data);

@@ -24,6 +24,7 @@ struct auth_memo {
   std::string authorization;  // the header value it proved
   std::string name, stored;   // the user, and the stored hash the password matched
   int64_t expires_s = 0;
+  std::string cookie, cookie_stored;  // an AuthSession cookie it proved, and the stored hash it was made with
 };
 
 struct http_request {
