@@ -52,6 +52,8 @@ struct options {
   bool anonymous = false;  // --public 1: the database is opened to readers; timed requests send no credentials
   std::string query;       // get: appended to each document's URL, e.g. "r=1"
   std::string path;        // path: the URL path and query to GET, "%K" a random number below docs
+  std::string header;      // --header "Name: value": sent with every timed request (a cookie, a bearer token)
+  bool fresh = false;      // --fresh 1: a new connection for every request
 };
 
 // User + system CPU seconds process `pid` has used so far (/proc/<pid>/stat), or -1.
@@ -101,6 +103,11 @@ bool parse(int argc, char** argv, options& o) {
       o.cpu_pid = std::stoi(v);
     } else if (k == "--public") {
       o.anonymous = v == "1";
+    } else if (k == "--header") {
+      if (v.find(':') == std::string::npos) return false;
+      o.header = v;
+    } else if (k == "--fresh") {
+      o.fresh = v == "1";
     } else if (k == "--listeners") {
       o.listeners = std::clamp(std::stoi(v), 1, 2000);
     } else {
@@ -114,9 +121,14 @@ bool parse(int argc, char** argv, options& o) {
 
 httplib::Client client(const options& o, bool setup = false) {
   httplib::Client c(o.host, o.port);
-  c.set_keep_alive(true);
+  c.set_keep_alive(setup || !o.fresh);
   c.set_tcp_nodelay(true);
   if (!o.user.empty() && (setup || !o.anonymous)) c.set_basic_auth(o.user.c_str(), o.password.c_str());
+  if (!setup && !o.header.empty()) {
+    const size_t colon = o.header.find(':');
+    const size_t value = o.header.find_first_not_of(' ', colon + 1);
+    c.set_default_headers({{o.header.substr(0, colon), value == std::string::npos ? "" : o.header.substr(value)}});
+  }
   c.set_read_timeout(120, 0);
   return c;
 }
@@ -398,7 +410,7 @@ int main(int argc, char** argv) {
                  "--workload put|get|bulk|changes|alldocs|pages|longpoll|att_put|att_get|path [--concurrency N] "
                  "[--seconds S] [--doc-bytes B] [--att-bytes B] [--docs N] [--listeners N] [--query Q] [--path P] "
                  "[--cpu-pid P] "
-                 "[--public 1]\n");
+                 "[--public 1] [--header \"Name: value\"] [--fresh 1]\n");
     return 2;
   }
   auto c = client(o, true);

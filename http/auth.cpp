@@ -187,41 +187,77 @@ std::vector<std::string> authenticator::handlers(const config& cfg) {
   return out;
 }
 
+std::optional<authenticator::cookie_proof> authenticator::proven_cookie(const std::string& value, auth_memo* memo) {
+  if (memo) {
+    std::lock_guard<std::mutex> lock(memo->mu);
+    if (memo->cookie == value)
+      return cookie_proof{memo->cookie_name, memo->cookie_stored, memo->cookie_secret, memo->cookie_issued};
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = cookies_.find(value);
+  if (it == cookies_.end()) return std::nullopt;
+  return it->second;
+}
+
+void authenticator::remember_cookie(const std::string& value, const cookie_proof& p, auth_memo* memo, int64_t expires) {
+  if (memo) {
+    std::lock_guard<std::mutex> lock(memo->mu);
+    memo->cookie = value;
+    memo->cookie_name = p.name;
+    memo->cookie_stored = p.stored;
+    memo->cookie_secret = p.secret;
+    memo->cookie_issued = p.issued;
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  if (cookies_.size() >= verified_max) {  // bounded: the expired go first, then everything
+    const int64_t now = clk_.now_s();
+    for (auto it = cookies_.begin(); it != cookies_.end();)
+      it = now >= it->second.expires ? cookies_.erase(it) : std::next(it);
+    if (cookies_.size() >= verified_max) cookies_.clear();
+  }
+  cookie_proof stored = p;
+  stored.expires = expires;
+  cookies_[value] = std::move(stored);
+}
+
 std::optional<user_ctx> authenticator::check_cookie(const std::string& value, const config& cfg, auth_memo* memo,
                                                     bool& renew) {
   const int64_t now = clk_.now_s();
   const int64_t timeout = cfg.get_int("chttpd_auth", "timeout", 600);
-  std::string decoded;
-  size_t c1, c2;
-  if (!crypto::base64_decode(value, decoded) || (c1 = decoded.find(':')) == std::string::npos ||
-      (c2 = decoded.find(':', c1 + 1)) == std::string::npos)
-    return std::nullopt;
-  std::string name = decoded.substr(0, c1);
-  std::string hex_time = decoded.substr(c1 + 1, c2 - c1 - 1);
-  char* endp = nullptr;
-  long long issued = std::strtoll(hex_time.c_str(), &endp, 16);
-  if (!endp || *endp != '\0' || hex_time.empty() || now >= issued + timeout) return std::nullopt;
-  auto u = find_user(name);
-  if (!u) return std::nullopt;
-  // The connection's last request proved this cookie against this stored hash: no MAC again.
-  bool proved = false;
-  if (memo) {
-    std::lock_guard<std::mutex> lock(memo->mu);
-    proved = memo->cookie == value && memo->cookie_stored == u->hash;
+  const std::string secret = cookie_secret(cfg);
+  // A cookie proved before (on this connection, or on any within its life) is answered from that
+  // proof while the user's stored hash and the secret are the ones it was proved with.
+  auto proof = proven_cookie(value, memo);
+  std::optional<stored_user> u;
+  if (proof && proof->secret == secret) {
+    u = find_user(proof->name);
+    if (!u || u->hash != proof->stored) proof.reset();
+  } else {
+    proof.reset();
   }
-  if (!proved) {
-    std::string mac = crypto::hmac_sha256_hex(cookie_secret(cfg) + u->hash, name + ":" + hex_time);
+  if (!proof) {
+    std::string decoded;
+    size_t c1, c2;
+    if (!crypto::base64_decode(value, decoded) || (c1 = decoded.find(':')) == std::string::npos ||
+        (c2 = decoded.find(':', c1 + 1)) == std::string::npos)
+      return std::nullopt;
+    std::string name = decoded.substr(0, c1);
+    std::string hex_time = decoded.substr(c1 + 1, c2 - c1 - 1);
+    char* endp = nullptr;
+    long long issued = std::strtoll(hex_time.c_str(), &endp, 16);
+    if (!endp || *endp != '\0' || hex_time.empty()) return std::nullopt;
+    u = find_user(name);
+    if (!u) return std::nullopt;
+    std::string mac = crypto::hmac_sha256_hex(secret + u->hash, name + ":" + hex_time);
     if (!crypto::equal_ct(mac, decoded.substr(c2 + 1))) return std::nullopt;
-    if (memo) {
-      std::lock_guard<std::mutex> lock(memo->mu);
-      memo->cookie = value;
-      memo->cookie_stored = u->hash;
-    }
+    proof = cookie_proof{std::move(name), u->hash, secret, issued};
+    remember_cookie(value, *proof, memo, issued + timeout);
   }
+  if (now >= proof->issued + timeout) return std::nullopt;
   // As couch_httpd_auth: a fresh cookie once a tenth of the timeout has passed.
-  renew = issued + timeout - now < timeout * 9 / 10;
+  renew = proof->issued + timeout - now < timeout * 9 / 10;
   user_ctx ctx;
-  ctx.name = std::move(name);
+  ctx.name = std::move(proof->name);
   ctx.roles = std::move(u->roles);
   ctx.authenticated_by = "cookie";
   return ctx;

@@ -77,6 +77,15 @@ class authenticator {
   const std::string cache_salt_;  // random per process
   std::mutex mu_;
   std::unordered_map<std::string, proof> verified_;  // sha256(salt, name, password) -> proof
+  // Cookies whose MAC was checked: a fresh connection's cookie costs a lookup, as Basic's password does.
+  struct cookie_proof {
+    std::string name, stored, secret;  // the user, the stored hash and the secret the MAC was made with
+    int64_t issued = 0;                // the cookie's time
+    int64_t expires = 0;               // kept until then
+  };
+  std::unordered_map<std::string, cookie_proof> cookies_;  // cookie value -> proof
+  std::optional<cookie_proof> proven_cookie(const std::string& value, auth_memo* memo);
+  void remember_cookie(const std::string& value, const cookie_proof& p, auth_memo* memo, int64_t expires);
 };
 
 }  // namespace settee

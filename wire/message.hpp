@@ -24,7 +24,9 @@ struct auth_memo {
   std::string authorization;  // the header value it proved
   std::string name, stored;   // the user, and the stored hash the password matched
   int64_t expires_s = 0;
-  std::string cookie, cookie_stored;  // an AuthSession cookie it proved, and the stored hash it was made with
+  // An AuthSession cookie it proved: its user, the stored hash and the secret it was made with, its time.
+  std::string cookie, cookie_name, cookie_stored, cookie_secret;
+  int64_t cookie_issued = 0;
 };
 
 struct http_request {
