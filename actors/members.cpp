@@ -68,6 +68,11 @@ result<std::pair<uint64_t, std::string>> local_member::split_seal(const std::str
   return s_.reshard->split_seal(db, shard);
 }
 
+result<config_reply> local_member::configure(const config_call& call) {
+  if (!s_.configure) return not_here("configuration");
+  return s_.configure(call);
+}
+
 result<node_status> local_member::figures() {
   if (!s_.figures) return not_here("figures");
   return s_.figures();

@@ -47,6 +47,22 @@ struct copy_sync {
   status st;
 };
 
+// A request of /_node/<name>/_config, for the member it names (docs/api.md): `path` is what follows
+// `_config` (empty, [section], [section, key] or ["_reload"]).
+struct config_call {
+  std::string method;
+  std::vector<std::string> path;
+  std::string body;
+  bool persist = true;  // X-Couch-Persist
+};
+// Its answer as that member's own /_node/_local/_config gives it: status, JSON body, and whether
+// the change waits for a restart.
+struct config_reply {
+  int code = 200;
+  std::string body;
+  bool restart = false;
+};
+
 class cluster_member {
  public:
   virtual ~cluster_member() = default;
@@ -96,6 +112,8 @@ class cluster_member {
   virtual result<uint64_t> seal_copy(const std::string& db, const std::string& range, bool seal) = 0;
   virtual status retire_copy(const std::string& db, const std::string& shard, uint64_t end_seq, bool remove) = 0;
   virtual result<std::pair<uint64_t, std::string>> split_seal(const std::string& db, const std::string& shard) = 0;
+  // Its runtime configuration, read or changed (release 0.5; an older member: not_implemented).
+  virtual result<config_reply> configure(const config_call& call) = 0;
 };
 
 class cluster_members {
@@ -134,12 +152,15 @@ struct local_services {
   // Drops the JSON indexes of this node's copies of a database whose signatures are not kept
   // (actors/find_reader's cleanup, which _view_cleanup runs too); how many went.
   std::function<size_t(const db_meta&, const std::set<std::string>&)> drop_json_indexes;
+  // This node's /_node/_local/_config (set once, before requests arrive).
+  std::function<config_reply(const config_call&)> configure;
 };
 
 class local_member final : public cluster_member {
  public:
   local_member(std::string name, local_services s) : name_(std::move(name)), s_(std::move(s)) {}
   void set_figures(std::function<node_status()> f) { s_.figures = std::move(f); }
+  void set_configure(std::function<config_reply(const config_call&)> f) { s_.configure = std::move(f); }
   const std::string& name() const override { return name_; }
   result<reshard_state> get_reshard_state() override;
   status set_reshard_state(const reshard_state& s) override;
@@ -163,6 +184,7 @@ class local_member final : public cluster_member {
   result<uint64_t> seal_copy(const std::string& db, const std::string& range, bool seal) override;
   status retire_copy(const std::string& db, const std::string& shard, uint64_t end_seq, bool remove) override;
   result<std::pair<uint64_t, std::string>> split_seal(const std::string& db, const std::string& shard) override;
+  result<config_reply> configure(const config_call& call) override;
 
  private:
   std::string name_;

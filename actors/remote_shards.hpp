@@ -44,6 +44,8 @@ inline constexpr const char* partitions_feature = "partitions-v1";
 // setPurgedInfosLimit): a member without it would bring purged revisions back, so no purge is
 // accepted while one is there.
 inline constexpr const char* purges_feature = "purge-v1";
+// Release 0.5: the node answers /_node/<it>/_config asked on another member (configRequest).
+inline constexpr const char* config_feature = "config-v1";
 
 using query_params = std::vector<std::pair<std::string, std::string>>;
 

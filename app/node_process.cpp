@@ -120,7 +120,7 @@ result<rpc_options> cluster_options(const settings& set, const clock& clk, int h
   ro.release = SETTEE_VERSION;
   ro.features = {"changes",           "clustered-seq-v1", "selector",         typed_feature,       db_updates_feature,
                  attachments_feature, tasks_feature,      reshard_feature,    node_status_feature, members_feature,
-                 javascript_feature,  views_feature,      partitions_feature, purges_feature};
+                 javascript_feature,  views_feature,      partitions_feature, purges_feature,      config_feature};
   ro.seeds = std::move(*seeds);
   ro.secret = set.cluster_secret;
   if (ro.secret.size() < peer_auth::min_secret_bytes) {
@@ -214,7 +214,8 @@ node_process::node_process(live_config& cfg, settings set, const clock& clk, std
           set_.node_name,
           local_services{
               &coord_, &reshard_, &tasks_, &compaction_, &views_, [this] { return read_node_status(node_); },
-              [this](const db_meta& db, const std::set<std::string>& keep) { return mango_.cleanup(db, keep); }})),
+              [this](const db_meta& db, const std::set<std::string>& keep) { return mango_.cleanup(db, keep); },
+              nullptr})),
       js_(javascript_options(set_)),
       validator_(coord_, js_, &notifier_),
       views_(coord_, js_, jobs_, data_dir_ + "/.shard_views", js_reduce_options{reduce_limit_of(set_.reduce_limit)}),
@@ -414,6 +415,7 @@ bool applies_live(const std::string& sec, const std::string& key) {
 
 void node_process::watch_config() {
   node_.applies_live = applies_live;
+  self_member_->set_configure([this](const config_call& call) { return answer_config(node_, call); });
   node_.access_log = set_.access_log;
   cfg_.watch([this](const config& c, const std::string&, const std::string&) {
     auto now = read_settings(c);  // checked before the change was published

@@ -20,6 +20,12 @@ class remote_member final : public cluster_member {
     return r ? status{} : r.error();
   }
   result<node_status> figures() override { return rpc_.status_of_node(name_, timeout_); }
+  result<config_reply> configure(const config_call& call) override {
+    if (!rpc_.has_feature(name_, config_feature))
+      return status{errc::not_implemented,
+                    name_ + " runs a release whose configuration is read and changed on it only"};
+    return rpc_.configure(name_, call, timeout_);
+  }
   result<std::vector<std::string>> active_tasks() override {
     if (!rpc_.runs_tasks(name_)) return std::vector<std::string>{};
     return rpc_.active_tasks(name_, timeout_);

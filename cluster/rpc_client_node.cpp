@@ -182,6 +182,22 @@ result<std::pair<uint64_t, std::string>> rpc_node::split_seal(const std::string&
   });
 }
 
+result<config_reply> rpc_node::configure(const std::string& node, const config_call& what,
+                                         std::chrono::milliseconds timeout) {
+  return call<config_reply>(node, timeout, [what](Node::Client& cap) {
+    auto req = cap.configRequestRequest();
+    req.setMethod(what.method);
+    auto path = req.initPath(static_cast<unsigned>(what.path.size()));
+    for (unsigned i = 0; i < what.path.size(); ++i) path.set(i, what.path[i]);
+    req.setBody(what.body);
+    req.setPersist(what.persist);
+    return req.send().then([](capnp::Response<Node::ConfigRequestResults>&& r) -> result<config_reply> {
+      if (status st = status_of(r.getStatus()); !st) return st;
+      return config_reply{static_cast<int>(r.getCode()), std::string(r.getBody()), r.getRestart()};
+    });
+  });
+}
+
 result<std::pair<int, std::string>> rpc_node::reshard_request(const std::string& node, const std::string& method,
                                                               const std::string& id, bool state,
                                                               const std::string& body,

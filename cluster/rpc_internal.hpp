@@ -93,6 +93,7 @@ class node_server final : public Node::Server {
   kj::Promise<void> retireCopy(RetireCopyContext context) override;
   kj::Promise<void> createJob(CreateJobContext context) override;
   kj::Promise<void> reshardRequest(ReshardRequestContext context) override;
+  kj::Promise<void> configRequest(ConfigRequestContext context) override;
   kj::Promise<void> splitSeal(SplitSealContext context) override;
   kj::Promise<void> viewRows(ViewRowsContext context) override;
   kj::Promise<void> mangoRows(MangoRowsContext context) override;

@@ -178,6 +178,8 @@ class rpc_node final : public remote_shards {
   result<std::pair<uint64_t, std::string>> split_seal(const std::string& node, const std::string& db,
                                                       const std::string& shard, std::chrono::milliseconds timeout);
   // A /_reshard/jobs request answered by `node` from its own jobs: (HTTP status, JSON body).
+  // /_node/<node>/_config on that node (release 0.5).
+  result<config_reply> configure(const std::string& node, const config_call& call, std::chrono::milliseconds timeout);
   result<std::pair<int, std::string>> reshard_request(const std::string& node, const std::string& method,
                                                       const std::string& id, bool state, const std::string& body,
                                                       std::chrono::milliseconds timeout);

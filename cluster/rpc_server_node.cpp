@@ -178,6 +178,19 @@ kj::Promise<void> node_server::splitSeal(SplitSealContext context) {
       });
 }
 
+kj::Promise<void> node_server::configRequest(ConfigRequestContext context) {
+  auto params = context.getParams();
+  config_call call{params.getMethod(), {}, params.getBody(), params.getPersist()};
+  for (auto p : params.getPath()) call.path.push_back(p);
+  return member_call<config_reply>(
+      loop_, context, [call](cluster_member& m) { return m.configure(call); },
+      [](auto results, const config_reply& r) {
+        results.setCode(static_cast<uint16_t>(r.code));
+        results.setBody(r.body);
+        results.setRestart(r.restart);
+      });
+}
+
 kj::Promise<void> node_server::reshardRequest(ReshardRequestContext context) {
   auto params = context.getParams();
   std::string method = params.getMethod(), id = params.getId(), body = params.getBody();

@@ -31,8 +31,10 @@ void handle_db_updates(ctx& c);
 void handle_replicate(ctx& c);
 void handle_scheduler(ctx& c);
 
-// config_handlers.cpp: /_node/{node}/_config[/_reload|/section[/key]].
+// config_handlers.cpp: /_node/{node}/_config[/_reload|/section[/key]], this node's or another member's.
 void handle_config(ctx& c);
+// This node's answer to a _config request (also what it answers another member over RPC).
+config_reply answer_config(node_services& node, const config_call& call);
 
 // metrics_handlers.cpp: GET /_node/{node}/_prometheus, /_stats[/group[/metric]] and /_system.
 void handle_node_metrics(ctx& c);

@@ -321,7 +321,8 @@ void handle_member(ctx& c, const std::string& name) {
 void handle_node(ctx& c) {
   auto& p = c.path;
   if (p.size() < 2) return c.error(errc::not_found, "missing");
-  const bool member = p.size() == 3 && p[2] == "_system" && c.node.cluster->connected(p[1]);  // its figures
+  // Another member's figures and configuration, asked of it.
+  const bool member = p.size() >= 3 && (p[2] == "_system" || p[2] == "_config") && c.node.cluster->connected(p[1]);
   if (p[1] != "_local" && p[1] != c.node.node_name && !member) return c.error(errc::not_found, "no such node: " + p[1]);
   if (p.size() == 2) {
     if (c.method() != "GET") return c.method_not_allowed("GET,HEAD");

@@ -170,6 +170,12 @@ interface Node {
   purgeInfos @38 (shard :ShardRef, since :UInt64, limit :UInt32)
       -> (status :CallStatus, infos :List(PurgeInfo), purgeSeq :UInt64, oldest :UInt64, limit :UInt32);
   setPurgedInfosLimit @39 (shard :ShardRef, limit :UInt32) -> (status :CallStatus);
+  # Release 0.5 (issue 52): /_node/<this node>/_config asked on another member. `path` is what
+  # follows `_config`; the answer is the HTTP status and JSON body this node's own
+  # /_node/_local/_config gives, and whether the change waits for a restart. An older node
+  # answers "unimplemented".
+  configRequest @40 (method :Text, path :List(Text), body :Text, persist :Bool)
+      -> (status :CallStatus, code :UInt16, body :Text, restart :Bool);
 }
 
 # A purge request (storage/purge_log.hpp); seq is the sender copy's (0 in a request to apply).

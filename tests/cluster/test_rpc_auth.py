@@ -113,7 +113,7 @@ class RpcAuth(NodeTest):
         calls = rows[1:]
         self.assertGreater(len(calls), 300)
         methods = {row["method"].split("#")[0] for row in calls}
-        self.assertEqual(len(methods), 31, sorted(methods))  # every method but handshake and challenge
+        self.assertEqual(len(methods), 32, sorted(methods))  # every method but handshake and challenge
         # A call that threw lost its connection (or the node): none may.
         lost = [row for row in calls if not row["ok"]]
         self.assertEqual(lost, [])

@@ -403,6 +403,18 @@ void malformed_calls(Node::Client& cap, kj::WaitScope& ws, const std::string& db
       q.setShardId(text);
       q.send().wait(ws);
     });
+    for (const char* method : {"GET", "PUT", "POST", ""}) {
+      run("configRequest", [&] {  // a PUT lands in memory only, in a section of its own
+        auto q = cap.configRequestRequest();
+        q.setMethod(method);
+        auto path = q.initPath(2);
+        path.set(0, "settee_probe");
+        path.set(1, text);
+        q.setBody(text);
+        q.setPersist(false);
+        q.send().wait(ws);
+      });
+    }
     for (const char* method : {"GET", "PUT", "DELETE", "POST", ""}) {
       run("reshardRequest", [&] {
         auto q = cap.reshardRequestRequest();

@@ -304,6 +304,10 @@ class MixedClusterV030(OldMemberTest):
         self.assertIn(r.status, (400, 501), r.raw)
         self.assertIn(old_name, r.json["reason"])
         self.assertEqual(self.n2.get("/mixed-p").status, 404)
+        # Its configuration (0.5's configRequest): on it only, said so.
+        r = self.n2.get(f"/_node/{old_name}/_config/couchdb")
+        self.assertEqual(r.status, 501, r.raw)
+        self.assertIn(old_name, r.json["reason"])
         # With n=3 every range has a copy of this release: views and _find answer in full.
         self.assertEqual(self.n2.put("/mixed-n3?q=2&n=3").status, 201)
         for i in range(6):
