@@ -298,6 +298,10 @@ int main(int argc, char** argv) {
     return jwt::check_config(c);
   });
   apply_log_level(*cfg.current());
+  // Read from files at start: what a change over HTTP would be refused for is said here (CORS
+  // then stays off, such a JWT key matches no token), and the node starts all the same.
+  if (auto cors = cors_policy::read(*cfg.current()); !cors) log::warning(cors.error().reason + ": CORS is off");
+  if (auto st = jwt::check_config(*cfg.current()); !st) log::warning(st.reason);
   cfg.watch([](const config& c, const std::string& sec, const std::string&) {
     if (sec == "log" || sec.empty()) apply_log_level(c);
   });
