@@ -31,6 +31,7 @@ struct js_pool::worker {
   std::string pending;            // bytes read after the last answer line
   std::set<std::string> holds;    // design documents sent to it
   std::vector<std::string> sent;  // in the order sent (the worker forgets the oldest first)
+  uint64_t generation = 0;        // of the limits it was started with (set_limits)
 
   ~worker() {
     if (to >= 0) ::close(to);
@@ -88,8 +89,28 @@ std::string worker_key(const std::string& db_key, const std::string& ddoc_id, co
   return db_key + "/" + ddoc_id + "@" + rev;
 }
 
-js_pool::js_pool(js_options opts) : opts_(std::move(opts)) {
-  if (opts_.max_workers == 0) opts_.max_workers = 1;
+js_pool::js_pool(js_options opts)
+    : opts_(std::move(opts)),
+      max_workers_(std::max<size_t>(1, opts_.max_workers)),
+      timeout_ms_(opts_.timeout.count()),
+      most_workers_(max_workers_) {}
+
+void js_pool::set_limits(size_t max_workers, std::chrono::milliseconds timeout) {
+  std::vector<std::unique_ptr<worker>> old;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    max_workers_ = std::max<size_t>(1, max_workers);
+    most_workers_ = std::max(most_workers_, max_workers_.load());
+    timeout_ms_ = timeout.count();
+    ++generation_;
+    old.swap(idle_);  // they run with the old deadline: new ones start with the new
+    freed_.notify_all();
+  }
+  for (auto& w : old) retire(std::move(w));
+}
+
+std::chrono::milliseconds js_pool::timeout_now() const {
+  return std::chrono::milliseconds(timeout_ms_.load());
 }
 
 js_pool::~js_pool() {
@@ -129,12 +150,16 @@ result<std::unique_ptr<js_pool::worker>> js_pool::spawn() {
   posix_spawn_file_actions_adddup2(&fa, in[0], 0);
   posix_spawn_file_actions_adddup2(&fa, out[1], 1);
   posix_spawn_file_actions_addclosefrom_np(&fa, 3);  // nothing of the node's (files, sockets) leaks
-  const std::string timeout = std::to_string(opts_.timeout.count()), heap = std::to_string(opts_.heap_mb);
+  const std::string timeout = std::to_string(timeout_ms_.load()), heap = std::to_string(opts_.heap_mb);
   std::vector<char*> argv = {const_cast<char*>(opts_.worker.c_str()), const_cast<char*>("--timeout-ms"),
                              const_cast<char*>(timeout.c_str()),      const_cast<char*>("--heap-mb"),
                              const_cast<char*>(heap.c_str()),         nullptr};
   char* envp[] = {nullptr};  // the worker needs no environment
   auto w = std::make_unique<worker>();
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    w->generation = generation_;
+  }
   int rc = ::posix_spawn(&w->pid, opts_.worker.c_str(), &fa, nullptr, argv.data(), envp);
   posix_spawn_file_actions_destroy(&fa);
   ::close(in[0]);
@@ -150,15 +175,15 @@ result<std::unique_ptr<js_pool::worker>> js_pool::spawn() {
 
 result<std::unique_ptr<js_pool::worker>> js_pool::borrow() {
   std::unique_lock<std::mutex> lock(mu_);
-  const auto until = mono::now() + opts_.timeout;
+  const auto until = mono::now() + timeout_now();
   for (;;) {
     if (!idle_.empty()) {
       auto w = std::move(idle_.back());
       idle_.pop_back();
-      SETTEE_CHECK(w && running_ <= opts_.max_workers);
+      SETTEE_CHECK(w && running_ <= most_workers_);  // a lowered limit: the busy ones above it leave when given back
       return w;
     }
-    if (running_ < opts_.max_workers) {
+    if (running_ < max_workers_) {
       ++running_;
       lock.unlock();
       auto w = spawn();
@@ -169,17 +194,23 @@ result<std::unique_ptr<js_pool::worker>> js_pool::borrow() {
       }
       return w;
     }
-    if (!mono::wait_until(freed_, lock, until, [&] { return !idle_.empty() || running_ < opts_.max_workers; }))
-      return status{errc::timeout, "no JavaScript worker was free within " + std::to_string(opts_.timeout.count()) +
-                                       " ms ([query_server] max_workers = " + std::to_string(opts_.max_workers) + ")"};
+    if (!mono::wait_until(freed_, lock, until, [&] { return !idle_.empty() || running_ < max_workers_; }))
+      return status{errc::timeout, "no JavaScript worker was free within " + std::to_string(timeout_now().count()) +
+                                       " ms ([query_server] max_workers = " + std::to_string(max_workers_) + ")"};
   }
 }
 
 void js_pool::give_back(std::unique_ptr<worker> w) {
-  std::lock_guard<std::mutex> lock(mu_);
-  SETTEE_CHECK(w && idle_.size() < running_);  // only a borrowed worker comes back, once
-  idle_.push_back(std::move(w));
-  freed_.notify_one();
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    SETTEE_CHECK(w && idle_.size() < running_);  // only a borrowed worker comes back, once
+    if (w->generation == generation_ && running_ <= max_workers_) {
+      idle_.push_back(std::move(w));
+      freed_.notify_one();
+      return;
+    }
+  }
+  retire(std::move(w));  // started under older limits, or above a lowered max_workers
 }
 
 void js_pool::retire(std::unique_ptr<worker> w) {
@@ -211,7 +242,7 @@ bool js_pool::exchange(worker& w, const std::string& header, const std::string& 
     }
     off += static_cast<size_t>(n);
   }
-  const auto until = mono::now() + opts_.timeout * static_cast<int64_t>(std::max<size_t>(calls, 1)) + kill_grace;
+  const auto until = mono::now() + timeout_now() * static_cast<int64_t>(std::max<size_t>(calls, 1)) + kill_grace;
   for (;;) {
     if (size_t nl = w.pending.find('\n'); nl != std::string::npos) {
       const bool understood = parse_js_reply(w.pending.substr(0, nl), out);
@@ -225,7 +256,7 @@ bool js_pool::exchange(worker& w, const std::string& header, const std::string& 
     if (rc == 0) {
       out = js_reply{};
       out.name = "timeout";
-      out.reason = "the function ran longer than " + std::to_string(opts_.timeout.count()) + " ms";
+      out.reason = "the function ran longer than " + std::to_string(timeout_now().count()) + " ms";
       return false;
     }
     char chunk[1 << 16];

@@ -11,6 +11,7 @@
 
 #include <sys/types.h>
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <memory>
@@ -73,7 +74,11 @@ class js_pool {
   result<js_reply> compile(const std::string& ddoc_json);
   // Workers running now.
   size_t workers() const;
-  size_t max_workers() const { return opts_.max_workers; }
+  size_t max_workers() const { return max_workers_; }
+  // [query_server] max_workers and [couchdb] os_process_timeout changed while the node runs: idle
+  // workers go (new ones start with the new deadline), busy ones leave when they are given back.
+  void set_limits(size_t max_workers, std::chrono::milliseconds timeout);
+  std::chrono::milliseconds timeout_now() const;  // one call's deadline now
   // The worker executable ("" when none was found).
   const std::string& worker_path() const { return opts_.worker; }
   // The settee-js beside `self_exe` (the node's own path) or in ../lib/settee/ (the Debian
@@ -96,6 +101,10 @@ class js_pool {
   void retire(std::unique_ptr<worker> w);
 
   js_options opts_;
+  std::atomic<size_t> max_workers_;  // opts_.max_workers, then set_limits'
+  std::atomic<int64_t> timeout_ms_;  // opts_.timeout, then set_limits'
+  size_t most_workers_;              // the highest max_workers_ has been (mu_): running_ stays within it
+  uint64_t generation_ = 0;          // of the limits (mu_): each worker keeps the one it started under
   mutable std::mutex mu_;
   std::condition_variable freed_;
   std::vector<std::unique_ptr<worker>> idle_;

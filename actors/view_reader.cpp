@@ -55,6 +55,7 @@ view_reader::view_reader(coordinator& coord, js_pool& js, job_runner& jobs, std:
       jobs_(jobs),
       dir_(std::move(dir)),
       reduce_(reduce),
+      reduce_limit_(reduce.limit),
       pool_(std::max<size_t>(1, std::min<size_t>(js.max_workers(), std::thread::hardware_concurrency()))) {}
 
 namespace {
@@ -265,7 +266,7 @@ result<view_answer> view_reader::grouped(const db_meta& db, const design_views& 
   }
   std::vector<json> combined(values.size());
   if (q.builtin == builtin_reduce::none) {
-    auto js = js_rereduce_groups(js_, dv, dv.names[q.view], values, reduce_);
+    auto js = js_rereduce_groups(js_, dv, dv.names[q.view], values, reduce_options());
     if (!js) return js.error();
     combined = std::move(*js);
     // A copy's reduce_overflow_error is the group's answer (couch_query_servers:os_rereduce).
@@ -351,7 +352,7 @@ result<std::vector<view_row>> view_reader::reduced(const design_views& dv, const
     std::vector<std::vector<const view_row*>> in(groups.size());
     for (size_t g = 0; g < groups.size(); ++g)
       for (size_t i = groups[g].from; i < groups[g].to; ++i) in[g].push_back(&all[i]);
-    auto reductions = js_reduce_groups(js_, dv, dv.names[q.view], in, reduce_);
+    auto reductions = js_reduce_groups(js_, dv, dv.names[q.view], in, reduce_options());
     if (!reductions) return reductions.error();
     for (size_t g = 0; g < groups.size(); ++g) out.push_back({"", groups[g].key.dump(), (*reductions)[g].dump()});
     return out;

@@ -77,6 +77,8 @@ class view_reader {
   // Where index updates show as CouchDB's `indexer` rows of _active_tasks (this node's name on
   // them). Set once, before queries arrive; unset: updates are not listed.
   void set_tasks(task_list& tasks, const clock& clk, std::string node) { tasks_ = {&tasks, &clk, std::move(node)}; }
+  // [query_server_config] reduce_limit changed while the node runs.
+  void set_reduce_limit(reduce_limit limit) { reduce_limit_ = limit; }
   // The indexes' seqs now, as a _changes token (CouchDB's update_seq=true): the seq each range's
   // answering copy has indexed.
   result<std::string> update_seq(const db_meta& db, const design_views& dv);
@@ -150,6 +152,12 @@ class view_reader {
   job_runner& jobs_;
   std::string dir_;
   js_reduce_options reduce_;
+  std::atomic<reduce_limit> reduce_limit_;
+  js_reduce_options reduce_options() const {  // reduce_ with the limit now
+    js_reduce_options o = reduce_;
+    o.limit = reduce_limit_;
+    return o;
+  }
   struct {
     task_list* list = nullptr;
     const clock* clk = nullptr;

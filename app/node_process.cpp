@@ -384,31 +384,28 @@ namespace {
 // keys the watcher applies. Anything else is read at start-up only.
 bool applies_live(const std::string& sec, const std::string& key) {
   static const std::set<std::string> whole = {"log", "admins", "cors", "jwt_auth", "jwt_keys", "prometheus"};
-  static const std::set<std::pair<std::string, std::string>> keys = {{"couchdb", "max_document_size"},
-                                                                     {"couchdb", "max_document_id_length"},
-                                                                     {"couchdb", "bulk_docs_max"},
-                                                                     {"uuids", "max_count"},
-                                                                     {"cluster", "q"},
-                                                                     {"replicator", "interval"},
-                                                                     {"replicator", "max_churn"},
-                                                                     {"chttpd", "enable_cors"},
-                                                                     {"httpd", "enable_cors"},
-                                                                     {"chttpd", "require_valid_user"},
-                                                                     {"chttpd", "authentication_handlers"},
-                                                                     {"chttpd_auth", "timeout"},
-                                                                     {"chttpd_auth", "secret"},
-                                                                     {"chttpd_auth", "allow_persistent_cookies"},
-                                                                     {"chttpd_auth", "cookie_domain"},
-                                                                     {"chttpd_auth", "same_site"},
-                                                                     {"chttpd_auth", "secure_rewrites"},
-                                                                     {"chttpd_auth", "proxy_use_secret"},
-                                                                     {"chttpd_auth", "x_auth_username"},
-                                                                     {"chttpd_auth", "x_auth_roles"},
-                                                                     {"chttpd_auth", "x_auth_token"},
-                                                                     {"chttpd_auth", "require_valid_user"},
-                                                                     {"couch_httpd_auth", "proxy_use_secret"},
-                                                                     {"couch_httpd_auth", "secret"}};
-  return whole.count(sec) > 0 || keys.count({sec, key}) > 0;
+  static const std::set<std::string> keys = {"couchdb/max_document_size",
+                                             "couchdb/max_document_id_length",
+                                             "couchdb/bulk_docs_max",
+                                             "uuids/max_count",
+                                             "cluster/q",
+                                             "replicator/interval",
+                                             "replicator/max_churn",
+                                             "query_server/max_workers",
+                                             "couchdb/os_process_timeout",
+                                             "query_server_config/reduce_limit",
+                                             "chttpd/enable_cors",
+                                             "httpd/enable_cors",
+                                             "chttpd/authentication_handlers",
+                                             "chttpd_auth/timeout",
+                                             "chttpd_auth/secret",
+                                             "couch_httpd_auth/secret",
+                                             "chttpd_auth/proxy_use_secret",
+                                             "couch_httpd_auth/proxy_use_secret",
+                                             "chttpd_auth/x_auth_username",
+                                             "chttpd_auth/x_auth_roles",
+                                             "chttpd_auth/x_auth_token"};
+  return whole.count(sec) > 0 || keys.count(sec + "/" + key) > 0;
 }
 
 }  // namespace
@@ -427,6 +424,9 @@ void node_process::watch_config() {
     node_.bulk_docs_max = now->bulk_docs_max;
     node_.access_log = now->access_log;
     replicator_.set_schedule(now->replicator_interval, now->replicator_max_churn);
+    if (js_.max_workers() != now->js_max_workers || js_.timeout_now() != now->js_timeout)
+      js_.set_limits(now->js_max_workers, now->js_timeout);
+    views_.set_reduce_limit(reduce_limit_of(now->reduce_limit));
   });
 }
 

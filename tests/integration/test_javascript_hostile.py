@@ -111,6 +111,26 @@ class HostileFunctions(NodeTest):
         print(f"\n  node RSS fresh {fresh:.0f} MB, idle after the hostile functions {self.rss_mb():.0f} MB")
         self.assertLessEqual(self.rss_mb(), fresh + 40)
 
+    def test_deadline_and_workers_change_while_the_node_runs(self):
+        """Issue 52: [couchdb] os_process_timeout and [query_server] max_workers set over _config
+        apply to the next call (idle workers go; new ones start with the new deadline)."""
+        cfg = "/_node/_local/_config"
+        self.assertEqual(self.node.put(f"{cfg}/couchdb/os_process_timeout", "400").json, "1500")
+        self.assertEqual(self.node.put(f"{cfg}/query_server/max_workers", "1").json, "2")
+        try:
+            t0 = time.time()
+            r = self.call("loop")
+            self.assertEqual(r.status, 500, r.raw[:200])
+            self.assertIn("400 ms", r.json["reason"])
+            self.assertLess(time.time() - t0, 1.5)  # not the 1.5 s it was
+            self.assert_alive()
+        finally:
+            self.node.put(f"{cfg}/couchdb/os_process_timeout", "1500")
+            self.node.put(f"{cfg}/query_server/max_workers", "2")
+        r = self.call("loop")
+        self.assertIn("1500 ms", r.json["reason"])
+        self.assert_alive()
+
     def test_tampering_and_state_stay_in_their_own_design_document_and_database(self):
         # Tampering with the prototypes and JSON of one realm: its next answers are still JSON,
         # and a design document of another database (the same document, the same revision) is

@@ -241,6 +241,15 @@ class MapViews(NodeTest):
                 self.assertTrue(grows["reduce_overflow_error"].startswith("Reduce output must shrink more rapidly"),
                                 grows)
                 self.assertEqual(len(self.view(db, "grows", "?group=true&limit=2")["rows"][1]["value"]), 1)
+        # reduce_limit changed while the node runs (issue 52): the same query gets the values.
+        cfg = "/_node/_local/_config/query_server_config/reduce_limit"
+        self.assertEqual(self.node.put(cfg, "false").status, 200)
+        try:
+            grows = self.view("views1", "grows")["rows"][0]["value"]
+            self.assertIsInstance(grows, list, grows)
+        finally:
+            self.node.delete(cfg)
+        self.assertIn("reduce_overflow_error", self.view("views1", "grows")["rows"][0]["value"])
 
     def test_design_info(self):
         n = self.node
