@@ -96,6 +96,16 @@ class RuntimeConfig(NodeTest):
         self.node.get("/_up?marker=cfg-info-line")
         self.node.get("/_up")  # written after the first, if at all
         self.assertNotIn("marker=cfg-info-line", read(log_path))
+        # The access log, at info, switched on and off.
+        self.assertEqual(self.node.put(f"{CFG}/log/access", "true").json, "false")
+        try:
+            self.node.get("/_up?marker=cfg-access-line")
+            self.assertTrue(wait_until(lambda: "GET /_up?marker=cfg-access-line 200" in read(log_path), 10))
+        finally:
+            self.node.put(f"{CFG}/log/access", "false")
+        self.node.get("/_up?marker=cfg-quiet-again")
+        self.node.get("/_up")
+        self.assertNotIn("marker=cfg-quiet-again", read(log_path))
 
     def test_only_server_admins_read_or_change_it(self):
         for user in (None, ("bob", "pw"), ("watcher", "pw")):
