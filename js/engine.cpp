@@ -7,6 +7,7 @@
 #include <cstring>
 #include <map>
 #include <mutex>
+#include <optional>
 
 // SpiderMonkey's headers (stack.md section 9: never define DEBUG; C++17).
 #include <js/Array.h>
@@ -439,6 +440,42 @@ void engine::close_scope(scope_id s) {
   JS_MaybeGC(d_->cx);
 }
 
+namespace {
+
+bool compiles(JSContext* cx, const std::string& text, const char* where) {
+  JS::SourceText<mozilla::Utf8Unit> src;
+  JS::CompileOptions opts(cx);
+  opts.setFileAndLine(where, 1);
+  const bool ok =
+      src.init(cx, text.data(), text.size(), JS::SourceOwnership::Borrowed) && JS::Compile(cx, opts, src) != nullptr;
+  JS_ClearPendingException(cx);
+  return ok;
+}
+
+// A source that is no expression, as couchjs takes it (share/server/60/rewrite_fun.js): a program
+// whose last function declaration is made an expression, evaluated for its value. So
+// "function(doc) {...};", statements before the function, or comments after it; a named one too
+// (couchjs leaves a named declaration alone, so its program has no value: refused there). The
+// function is found by trying each `function` from the last with each `}` after it (at most 256
+// parses, only for sources the expression form refused); else the source as it is; nullopt when
+// no form parses.
+std::optional<std::string> program_form(JSContext* cx, const std::string& source, const char* where) {
+  size_t tries = 0;
+  for (size_t i = source.rfind("function"); i != std::string::npos;
+       i = i == 0 ? std::string::npos : source.rfind("function", i - 1)) {
+    for (size_t j = source.rfind('}'); j != std::string::npos && j > i;
+         j = j == 0 ? std::string::npos : source.rfind('}', j - 1)) {
+      if (++tries > 256) return std::nullopt;
+      std::string text = source.substr(0, i) + "(" + source.substr(i, j + 1 - i) + ")" + source.substr(j + 1);
+      if (compiles(cx, text, where)) return text;
+    }
+  }
+  if (compiles(cx, source, where)) return source;  // a program without one: its value, if any
+  return std::nullopt;
+}
+
+}  // namespace
+
 outcome engine::compile(scope_id s, const std::string& source, const std::string& where, fn_id& out) {
   JSContext* cx = d_->cx;
   outcome r;
@@ -459,17 +496,23 @@ outcome engine::compile(scope_id s, const std::string& source, const std::string
   d_->begin();
   bool ok =
       src.init(cx, wrapped.data(), wrapped.size(), JS::SourceOwnership::Borrowed) && JS::Evaluate(cx, opts, src, &fn);
+  if (!ok) r = d_->failure();
+  if (!ok && r.what == fault::thrown && r.name == "SyntaxError") {
+    // Not an expression: the program couchjs would run instead, if there is one.
+    if (auto text = program_form(cx, source, where.c_str())) {
+      JS::SourceText<mozilla::Utf8Unit> program;
+      JS::CompileOptions popts(cx);
+      popts.setFileAndLine(where.c_str(), 1);
+      ok = program.init(cx, text->data(), text->size(), JS::SourceOwnership::Borrowed) &&
+           JS::Evaluate(cx, popts, program, &fn);
+      r = ok ? outcome{} : d_->failure();  // its value, or what running it threw, or its deadline
+    }
+  }
   if (!ok) {
-    r = d_->failure();
     if (r.what == fault::thrown) {
       // A source that is a program but no expression (only a comment, statements) is CouchDB's
       // "does not eval to a function"; anything else, the syntax error.
-      JS::SourceText<mozilla::Utf8Unit> alone;
-      JS::CompileOptions plain(cx);
-      plain.setFileAndLine(where.c_str(), 1);
-      const bool program = alone.init(cx, source.data(), source.size(), JS::SourceOwnership::Borrowed) &&
-                           JS::Compile(cx, plain, alone) != nullptr;
-      JS_ClearPendingException(cx);
+      const bool program = compiles(cx, source, where.c_str());
       r.what = fault::compilation;
       r.message = program ? "Expression does not eval to a function. (" + source + ")"
                           : (r.name.empty() ? std::string() : r.name + ": ") + r.message + " (" + source + ")";

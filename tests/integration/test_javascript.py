@@ -28,6 +28,22 @@ class CompileOnSave(NodeTest):
         self.assertTrue(r.json["reason"].endswith("(function(doc) { emit(doc._id )"), r.json["reason"])
         self.assertEqual(self.node.get("/js/_design/bad").status, 404)  # nothing was stored
 
+    def test_sources_couchjs_takes_besides_an_expression(self):
+        """Issue 51 point 0: a trailing `;`, statements before the function, a comment after it
+        (PouchDB databases hold such design documents; CouchDB's couchjs takes them)."""
+        self.assertEqual(self.node.put("/js-forms").status, 201)
+        ddoc = {"views": {"semi": {"map": "function (doc) { emit(doc._id) };"},
+                          "stmts": {"map": "var k = 'x';\nfunction(doc) { emit(k + doc._id, 1); }\n// done"},
+                          "sum": {"map": "function(doc) { emit(doc._id, 2); };", "reduce": "function(k, v) { return sum(v); };"}},
+                "validate_doc_update": "function(newDoc) { if (newDoc.no) throw({forbidden: 'no'}); };"}
+        r = self.node.put("/js-forms/_design/f", ddoc)
+        self.assertEqual(r.status, 201, r)
+        self.assertEqual(self.node.put("/js-forms/a", {"v": 1}).status, 201)
+        self.assertError(self.node.put("/js-forms/b", {"no": True}), 403, "forbidden", "no")
+        self.assertEqual([row["key"] for row in self.node.get("/js-forms/_design/f/_view/semi").json["rows"]], ["a"])
+        self.assertEqual([row["key"] for row in self.node.get("/js-forms/_design/f/_view/stmts").json["rows"]], ["xa"])
+        self.assertEqual(self.node.get("/js-forms/_design/f/_view/sum").json["rows"], [{"key": None, "value": 2}])
+
     def test_a_source_that_is_no_function_is_couchdbs_text(self):
         r = self.node.put("/js/_design/nofun", {"views": {"view": {"map": "// Invalid function"}}})
         self.assertError(r, 400, "compilation_error",

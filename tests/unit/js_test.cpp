@@ -131,6 +131,26 @@ TEST_CASE("compilation errors: CouchDB's texts; eval and new Function are refuse
     r = h.e.compile(s, "42", "x", f);
     CHECK(r.what == fault::compilation);
     CHECK(r.message == "Expression does not eval to a function. (42)");
+    // What couchjs takes besides an expression (issue 51): a program whose last anonymous function
+    // is its value.
+    for (const char* ok :
+         {"function(doc) { return 7; };", "function(doc) { return 7; }  ;  // the end\n",
+          "var seven = 7;\nfunction(doc) { return seven; }",
+          "function(doc) { var f = function(x) { return x; }; return f(7); };",
+          "/* a comment */ function named(doc) { return 7; };",
+          "function(doc) { if (doc) { return 7; } return 7; }\n;\n", "var f = function(doc) { return 7; }; f"}) {
+      r = h.e.compile(s, ok, "x", f);
+      const std::string what = std::string(ok) + " -> " + r.message;
+      INFO(what);
+      REQUIRE(r.what == fault::none);
+      CHECK(h.e.call(f, "[{}]").value == "7");
+    }
+    for (const char* bad : {"function(doc) { return 7; };;}", "var x = 1;", "function(doc) {"}) {
+      const std::string what = bad;
+      INFO(what);
+      CHECK(h.e.compile(s, bad, "x", f).what == fault::compilation);
+    }
+    CHECK(h.e.compile(s, "var x = 1;", "x", f).message == "Expression does not eval to a function. (var x = 1;)");
     r = h.run(s, "function(){ return eval('1+1'); }");
     CHECK(r.what == fault::thrown);
     CHECK(r.name == "EvalError");
