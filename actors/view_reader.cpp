@@ -292,6 +292,14 @@ result<view_answer> view_reader::by_keys(const db_meta& db, const design_views& 
   out.no_offset = true;
   std::vector<json> keys = *q.keys;
   if (q.descending) std::reverse(keys.begin(), keys.end());
+  if (keys.empty()) {  // no rows, but the view's row count all the same (as couch_mrview)
+    view_request none = q;
+    none.keys.reset();
+    auto counted = merged(db, dv, none, 0, 0);
+    if (!counted) return counted;
+    out.total_rows = counted->total_rows;
+    return out;
+  }
   std::vector<view_row> rows;
   for (const json& key : keys) {
     view_request one = q;

@@ -311,6 +311,11 @@ class MapViews(NodeTest):
                 self.assertEqual(ids(r), (x[::-1] + z[::-1])[8:12])
                 r = self.node.post(f"/{db}/_design/app/_view/counted?group=true", {"keys": [3, 100, 1]}).json
                 self.assertEqual(r, {"rows": [{"key": 3, "value": 1}, {"key": 1, "value": 1}]})
+                # No keys: no rows, and the view's row count all the same (issue 51, as CouchDB).
+                r = self.node.post(f"/{db}/_design/app/_view/by_type", {"keys": []}).json
+                self.assertEqual(r, {"total_rows": 30, "offset": None, "rows": []})
+                r = self.node.post(f"/{db}/_design/app/_view/counted?group=true", {"keys": []}).json
+                self.assertEqual(r, {"rows": []})
 
 
 class RangeReducesByBlocks(NodeTest):
