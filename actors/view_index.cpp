@@ -63,6 +63,7 @@ design_views views_of(const std::string& db_key, bool partitioned_db, const std:
                       const std::string& rev, const json& ddoc) {
   design_views out;
   out.partitioned = partitioned_db && member(member(ddoc, "options"), "partitioned") != json(false);
+  out.local_seq = member(member(ddoc, "options"), "local_seq") == json(true);
   out.ddoc_id = ddoc_id;
   out.rev = rev;
   out.worker_key = worker_key(db_key, ddoc_id, rev);
@@ -198,11 +199,15 @@ status update_view_index(const shard_store& store, view_store& index, js_pool& j
     if (docs.empty()) return index.settle(partials);  // nothing after `since`: up to date
     size_t bytes = 0, taken = 0;
     std::vector<size_t> mapped_at;
+    // What a map function sees, as couch_index_updater opens documents for it.
+    render_options seen_by_map;
+    seen_by_map.conflicts = seen_by_map.deleted_conflicts = true;
+    seen_by_map.local_seq = dv.local_seq;
     for (; taken < docs.size() && (taken == 0 || bytes < batch_bytes); ++taken) {
       doc_info info;
       const view_doc& d = docs[taken];
       if (d.id.compare(0, 8, "_design/") == 0 || !snap->doc(d.id, info) || info.tree.winner_deleted()) continue;
-      bodies.push_back(render_winner(*snap, info, render_options{}));
+      bodies.push_back(render_winner(*snap, info, seen_by_map));
       bytes += bodies.back().size();
       mapped_at.push_back(taken);
     }

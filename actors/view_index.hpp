@@ -32,6 +32,8 @@ struct design_views {
   // is false): its rows are keyed [partition, key] (partition_sort_key), so a partition's rows are
   // one range of the index; it answers partition queries only, as CouchDB's.
   bool partitioned = false;
+  // options.local_seq: the map functions see each document's _local_seq (as CouchDB's).
+  bool local_seq = false;
 };
 
 // The sort key a partitioned view's row of `key` (its sort key) has in partition `partition`:

@@ -296,6 +296,26 @@ class MapViews(NodeTest):
                          ["late"])
         self.assertNotIn("update_seq", self.view("views-seq", "v", "?reduce=false"))
 
+    def test_map_sees_conflicts_and_local_seq(self):
+        """Issue 51 point 0: the "find my conflicts" view of CouchDB's docs, and options.local_seq."""
+        n = self.node
+        self.assertEqual(n.put("/views-conf?q=2").status, 201)
+        self.assertEqual(n.post("/views-conf/_bulk_docs", {"new_edits": False, "docs": [
+            {"_id": "c", "_rev": "1-aaa", "v": 1}, {"_id": "c", "_rev": "1-bbb", "v": 2},
+            {"_id": "plain", "_rev": "1-ccc", "v": 3}]}).status, 201)
+        ddoc = {"views": {"conflicts": {"map": "function(doc) { if (doc._conflicts) emit(doc._conflicts, null); }"},
+                          "seq": {"map": "function(doc) { emit(doc._id, typeof doc._local_seq); }"}},
+                "options": {"local_seq": True}}
+        self.assertEqual(n.put("/views-conf/_design/c", ddoc).status, 201)
+        rows = n.get("/views-conf/_design/c/_view/conflicts").json["rows"]
+        self.assertEqual([(r["id"], r["key"]) for r in rows], [("c", ["1-aaa"])])  # the loser, of the winner bbb
+        rows = n.get("/views-conf/_design/c/_view/seq").json["rows"]
+        self.assertEqual([r["value"] for r in rows], ["number", "number"])
+        # Without options.local_seq, no _local_seq (CouchDB's default).
+        self.assertEqual(n.put("/views-conf/_design/plain", {"views": {"seq": ddoc["views"]["seq"]}}).status, 201)
+        rows = n.get("/views-conf/_design/plain/_view/seq").json["rows"]
+        self.assertEqual([r["value"] for r in rows], ["undefined", "undefined"])
+
     def test_keys_in_request_order(self):
         ids = lambda j: [row["id"] for row in j["rows"]]  # noqa: E731
         x = [f"n{i:02d}" for i in range(0, 30, 3)]
