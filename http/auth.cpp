@@ -285,17 +285,7 @@ std::optional<user_ctx> authenticator::check_proxy(const http_request& req, cons
   }
   user_ctx ctx;
   ctx.name = name;
-  const std::string roles = req.get_header_value(setting("x_auth_roles", "X-Auth-CouchDB-Roles").c_str());
-  size_t start = 0;
-  while (!roles.empty() && start <= roles.size()) {
-    size_t comma = roles.find(',', start);
-    std::string r = roles.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
-    r.erase(0, r.find_first_not_of(" \t"));
-    r.erase(r.find_last_not_of(" \t") + 1);
-    if (!r.empty()) ctx.roles.push_back(r);
-    if (comma == std::string::npos) break;
-    start = comma + 1;
-  }
+  ctx.roles = config::split_list(req.get_header_value(setting("x_auth_roles", "X-Auth-CouchDB-Roles").c_str()));
   ctx.authenticated_by = "proxy";
   return ctx;
 }

@@ -143,6 +143,18 @@ void config::erase(const std::string& sec, const std::string& key) {
   if (it->second.empty()) sections_.erase(it);
 }
 
+std::vector<std::string> config::split_list(const std::string& value) {
+  std::vector<std::string> out;
+  for (size_t start = 0; start <= value.size();) {
+    size_t comma = value.find(',', start);
+    std::string piece = trim(value.substr(start, comma == std::string::npos ? std::string::npos : comma - start));
+    if (!piece.empty()) out.push_back(std::move(piece));
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  return out;
+}
+
 std::string config::to_ini() const {
   std::string out;
   for (auto& [sec, kv] : sections_) {

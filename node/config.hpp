@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <vector>
 
 #include "node/error.hpp"
 
@@ -32,6 +33,9 @@ class config {
   void erase(const std::string& sec, const std::string& key);  // an emptied section goes too
   const std::map<std::string, section>& sections() const { return sections_; }
   std::string to_ini() const;
+  // A list value as CouchDB's config reads one ("a, b ,c"): split on commas, blanks around each
+  // piece trimmed, empty pieces dropped.
+  static std::vector<std::string> split_list(const std::string& value);
   // `text` (ini) with `key` in `[sec]` set to `*value` (added at the end of its section, or in a new
   // section at the end, when missing) or removed (`value` null), every other line (comments, order,
   // other keys) as it was.

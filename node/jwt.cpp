@@ -219,20 +219,7 @@ result<std::vector<std::string>> roles_of(const json& claims, const config& cfg)
     at = claims.contains(name) ? &claims[name] : &none;
   }
   std::vector<std::string> roles;
-  if (at->is_string()) {  // one comma list
-    const std::string s = at->get<std::string>();
-    size_t start = 0;
-    while (start <= s.size()) {
-      size_t comma = s.find(',', start);
-      std::string r = s.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
-      r.erase(0, r.find_first_not_of(" \t"));
-      r.erase(r.find_last_not_of(" \t") + 1);
-      if (!r.empty()) roles.push_back(r);
-      if (comma == std::string::npos) break;
-      start = comma + 1;
-    }
-    return roles;
-  }
+  if (at->is_string()) return config::split_list(at->get<std::string>());  // one comma list
   if (!at->is_array()) return refused("Malformed token");
   for (const auto& r : *at) {
     if (!r.is_string()) return refused("Malformed token");

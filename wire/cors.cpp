@@ -39,23 +39,10 @@ std::string lower(std::string s) {
   return s;
 }
 
-std::string trim(const std::string& s) {
-  size_t b = s.find_first_not_of(" \t");
-  if (b == std::string::npos) return "";
-  return s.substr(b, s.find_last_not_of(" \t") - b + 1);
-}
-
-// CouchDB's split_list: on commas with blanks around, empty pieces dropped.
 std::vector<std::string> split_list(const std::string& s, bool lowered) {
-  std::vector<std::string> out;
-  size_t start = 0;
-  while (start <= s.size()) {
-    size_t comma = s.find(',', start);
-    std::string piece = trim(s.substr(start, comma == std::string::npos ? std::string::npos : comma - start));
-    if (!piece.empty()) out.push_back(lowered ? lower(piece) : piece);
-    if (comma == std::string::npos) break;
-    start = comma + 1;
-  }
+  std::vector<std::string> out = config::split_list(s);
+  if (lowered)
+    for (std::string& piece : out) piece = lower(piece);
   return out;
 }
 
