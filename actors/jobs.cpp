@@ -247,7 +247,7 @@ void job_runner::schedule_locked(const std::string& id, entry& e, job_next next)
     default: {  // retry
       const int n = std::min(++e.attempts, 30);
       auto wait = opts_.backoff_base * (int64_t{1} << std::min(n - 1, 20));
-      e.at = mono::now() + std::min<std::chrono::milliseconds>(wait, opts_.backoff_cap);
+      e.at = mono::now() + std::max(next.delay, std::min<std::chrono::milliseconds>(wait, opts_.backoff_cap));
       log::warning("job " + id + " retries (attempt " + std::to_string(n) + "): " + next.reason);
       set_task_state(e.task, "retrying", next.reason);
       break;

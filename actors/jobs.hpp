@@ -38,7 +38,7 @@ namespace settee {
 struct job_next {
   enum class kind { step, pause, idle, done, failed, retry, cancelled };  // cancelled: ended() only
   kind what = kind::step;
-  std::chrono::milliseconds delay{0};  // pause
+  std::chrono::milliseconds delay{0};  // pause; retry: the least wait
   std::string reason;                  // failed, retry
 
   static job_next more() { return {}; }
@@ -48,8 +48,11 @@ struct job_next {
   static job_next idle() { return {kind::idle, {}, {}}; }
   static job_next done() { return {kind::done, {}, {}}; }
   static job_next fail(std::string reason) { return {kind::failed, {}, std::move(reason)}; }
-  // The next step after the backoff (attempt n waits min(cap, base * 2^(n-1))), or sooner on wake().
-  static job_next retry(std::string reason) { return {kind::retry, {}, std::move(reason)}; }
+  // The next step after the backoff (attempt n waits max(at_least, min(cap, base * 2^(n-1)))), or
+  // sooner on wake().
+  static job_next retry(std::string reason, std::chrono::milliseconds at_least = {}) {
+    return {kind::retry, at_least, std::move(reason)};
+  }
 };
 
 // What a step sees of the runner.

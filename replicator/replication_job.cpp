@@ -21,6 +21,14 @@ constexpr std::chrono::milliseconds watched_fallback{60000};
 // The longest a watch's longpoll waits for a change (less when the connection timeout is shorter).
 constexpr int64_t longpoll_timeout_ms = 10000;
 constexpr int max_one_shot_retries = 5;
+
+// An endpoint that refused the credentials (401/403) is tried again only after CouchDB's crash
+// backoff (couch_replicator_scheduler:backoff_micros: 30 s * 2^(n-1), n <= 11), never on the short
+// network backoff: each try is a failed login, and [chttpd_auth_lockout] locks the account out after
+// five within five minutes (the right password is then refused too).
+std::chrono::milliseconds refused_backoff(int failures_in_a_row) {
+  return std::chrono::milliseconds(30000) * (int64_t{1} << std::clamp(failures_in_a_row - 1, 0, 10));
+}
 // A revision whose missing attachments total at most this comes with them inline in a second
 // `_bulk_get` (CouchDB's MAX_BULK_ATT_SIZE), up to batch_inline_bytes a batch; larger ones are
 // copied alone as multipart through a spool file, so memory never holds an attachment.
@@ -597,11 +605,14 @@ job_next replication_job::step(job_context& ctx) {
     history_events_.push_back({{"timestamp", clk_.now_s()}, {"type", "crashed"}, {"reason", st.reason}});
     if (history_events_.size() > 20) history_events_.erase(history_events_.begin() + 1);
     started_ = false;  // the next attempt starts again from the checkpoints
-    if (final || (!r_.continuous && doc_id_.empty() && ctx.attempts() >= max_one_shot_retries)) {
+    const bool one_shot = !r_.continuous && doc_id_.empty();
+    const bool refused = st.code == errc::unauthorized;  // a retry would only add a failed login
+    if (final || (one_shot && (refused || ctx.attempts() >= max_one_shot_retries))) {
       end_status_ = st;
       return job_next::fail(st.reason);
     }
     log::warning("replication " + r_.id() + " crashed, retrying: " + st.reason);
+    if (refused) return job_next::retry(st.reason, refused_backoff(errors_in_a_row_));
     return job_next::retry(st.reason);
   };
   if (!started_) {

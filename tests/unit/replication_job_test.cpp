@@ -33,6 +33,16 @@ namespace {
 class fake_couch {
  public:
   fake_couch() {
+    // With `password` set, a request without it is refused as CouchDB refuses a wrong one.
+    server_.set_pre_routing_handler([this](const httplib::Request& q, httplib::Response& r) {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (password.empty() || q.get_header_value("Authorization") == "Basic " + password) {
+        return httplib::Server::HandlerResponse::Unhandled;
+      }
+      ++refused_logins;
+      reply(r, 401, json{{"error", "unauthorized"}, {"reason", "Name or password is incorrect."}});
+      return httplib::Server::HandlerResponse::Handled;
+    });
     server_.Get(R"(/(\w+)/?)", [this](const httplib::Request& q, httplib::Response& r) {
       std::lock_guard<std::mutex> lock(mu_);
       reply(r, 200,
@@ -131,6 +141,12 @@ class fake_couch {
 
   bool refuse_writes = false;
   int changes_reads = 0;
+  std::string password;  // base64 of user:password, when one is asked
+  int refused_logins = 0;
+  int refused() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return refused_logins;
+  }
 
  private:
   static void reply(httplib::Response& r, int status, const json& body) {
@@ -207,6 +223,41 @@ TEST_CASE("replication job: a target that refuses writes fails the replication w
   CHECK(got.error().reason.find("disk on fire") != std::string::npos);
   CHECK(couch.docs("tgt").empty());
   CHECK(couch.locals("tgt") == 0);  // no checkpoint past what the target never took
+}
+
+TEST_CASE("replication job: a refused login is not retried like a network error (issue 51 point 2)") {
+  mono::manual mclock;  // the backoffs wait on it: the test moves it
+  mclock.install();
+  fake_couch couch;
+  couch.put("src", "a", "1-x", json{{"n", 1}});
+  couch.password = "YWRtaW46cmlnaHQ=";  // admin:right
+  runner_fixture f;                     // its network backoff: 10 ms, capped at 20 ms
+  const std::string wrong = "http://admin:wrong@" + couch.url("src").substr(7);
+
+  // One-shot: fails at once with CouchDB's reason, after one refused login.
+  auto once = f.replicate(json{{"source", wrong}, {"target", couch.url("tgt")}});
+  REQUIRE_FALSE(once);
+  CHECK(once.error().reason.find("unauthorized") != std::string::npos);
+  CHECK(couch.refused() == 1);
+
+  // Continuous: waits CouchDB's crash backoff (30 s, then 60 s), not the network one.
+  auto cont = f.replicate(json{{"source", wrong}, {"target", couch.url("tgt")}, {"continuous", true}});
+  REQUIRE(cont);
+  const std::string id = "replication " + (*cont)["_local_id"].get<std::string>();
+  auto next = [&] {
+    std::optional<mono::time_point> at;
+    while (!(at = f.runner.next_step(id))) std::this_thread::yield();
+    return *at;
+  };
+  CHECK(next() == mclock.now() + std::chrono::seconds(30));
+  CHECK(couch.refused() == 2);
+  mclock.advance(std::chrono::seconds(29));
+  CHECK(f.runner.next_step(id) == mclock.now() + std::chrono::seconds(1));  // still waiting
+  CHECK(couch.refused() == 2);
+  mclock.advance(std::chrono::seconds(1));
+  while (couch.refused() < 3) std::this_thread::yield();
+  CHECK(next() == mclock.now() + std::chrono::seconds(60));
+  CHECK(couch.refused() == 3);
 }
 
 namespace {
