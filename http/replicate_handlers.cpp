@@ -9,24 +9,6 @@
 namespace settee {
 namespace {
 
-// The code of a user filter ("ddoc/name"), fetched from the source: it is part of the id.
-status fetch_filter_code(rep_request& r) {
-  if (r.filter.empty() || (r.filter[0] == '_' && r.filter.find('/') == std::string::npos)) return {};  // builtin
-  auto slash = r.filter.find('/');
-  std::string ddoc = r.filter.substr(0, slash), name = r.filter.substr(slash + 1);
-  rep_client source(r.source, std::chrono::milliseconds(r.connection_timeout_ms),
-                    static_cast<int>(r.retries_per_request));
-  auto doc = source.get_json("_design/" + percent_encode(ddoc));
-  if (!doc)
-    return {errc::not_found, "Couldn't open document `_design/" + ddoc + "` from source database `" + r.source.url() +
-                                 "`: " + doc.error().reason};
-  auto filters = doc->find("filters");
-  if (filters == doc->end() || !filters->is_object() || !filters->contains(name) || !(*filters)[name].is_string())
-    return {errc::not_found, "Couldn't find filter `" + name + "` in design document `_design/" + ddoc + "`"};
-  r.filter_code = (*filters)[name].get<std::string>();
-  return {};
-}
-
 // {"error": <code name>, "reason": ...} with 500, as couch_replicator_httpd answers {error, {E, R}}.
 void reply_replication_error(ctx& c, const status& st) {
   c.reply(500, json{{"error", code_name_of(st.code)}, {"reason", st.reason}});
@@ -65,8 +47,8 @@ void handle_replicate(ctx& c) {
     if (auto st = c.node.replicator->cancel(id); !st) return reply_not_found(c);
     return c.reply(200, json{{"ok", true}, {"_local_id", id}});
   }
-  if (auto st = fetch_filter_code(*r); !st) return reply_replication_error(c, st);
-  if (!r->filter_code.empty()) r->base_id = compute_base_id(*r, rc.server_uuid);
+  if (auto st = fetch_filter_code(*r, rc.server_uuid, static_cast<int>(r->retries_per_request)); !st)
+    return reply_replication_error(c, st);
   const bool continuous = r->continuous;
   auto out = c.node.replicator->replicate(std::move(*r));
   if (!out) return reply_replication_error(c, out.error());

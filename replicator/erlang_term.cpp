@@ -9,6 +9,7 @@ namespace {
 // Tags of the external term format (erts/emulator/beam/external.h).
 enum tag : unsigned char {
   new_float_ext = 70,
+  atom_ext = 100,
   small_integer_ext = 97,
   integer_ext = 98,
   small_tuple_ext = 104,
@@ -18,8 +19,6 @@ enum tag : unsigned char {
   list_ext = 108,
   binary_ext = 109,
   small_big_ext = 110,
-  atom_utf8_ext = 118,
-  small_atom_utf8_ext = 119,
 };
 
 void put_u16(std::string& out, size_t n) {
@@ -71,13 +70,10 @@ void encode_string(std::string& out, const std::string& text) {
 void encode(std::string& out, const eterm& t) {
   switch (t.k) {
     case eterm::kind::atom:
-      if (t.text.size() < 256) {
-        out += static_cast<char>(small_atom_utf8_ext);
-        out += static_cast<char>(t.text.size());
-      } else {
-        out += static_cast<char>(atom_utf8_ext);
-        put_u16(out, t.text.size());
-      }
+      // term_to_binary(T, [{minor_version, 1}]) (couch_db.hrl's ?term_to_bin) writes a latin-1 atom
+      // as ATOM_EXT on every OTP release; ours are ASCII.
+      out += static_cast<char>(atom_ext);
+      put_u16(out, t.text.size());
       out += t.text;
       return;
     case eterm::kind::binary:

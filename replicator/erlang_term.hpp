@@ -1,9 +1,10 @@
 // erlang_term: the few Erlang terms CouchDB hashes into a replication id, and their external term
-// format (what `term_to_binary/1` writes on OTP 26, the release CouchDB 3.4 and 3.5 ship with:
-// atoms as SMALL_ATOM_UTF8_EXT). Pure; used only to compute ids (replicator/rep_request.hpp).
+// format as CouchDB writes them: `term_to_binary(T, [{minor_version, 1}])` (atoms as latin-1
+// ATOM_EXT, floats as NEW_FLOAT_EXT, on every OTP release). Pure; used to compute ids
+// (replicator/rep_request.hpp) and which node owns a `_replicator` document.
 //
 //   auto t = eterm::tuple({eterm::atom("remote"), eterm::string("host"), eterm::integer(5985)});
-//   std::string bytes = term_to_binary(t);  // "\x83h\x03w\x06remote..."
+//   std::string bytes = term_to_binary(t);  // "\x83h\x03d\x00\x06remote..."
 #pragma once
 #include <cstdint>
 #include <string>

@@ -1,5 +1,6 @@
 #include "replicator/rep_checkpoint.hpp"
 
+#include <algorithm>
 #include <ctime>
 
 namespace settee {
@@ -28,6 +29,32 @@ json rest_of(const json& history, size_t from) {
 }
 
 }  // namespace
+
+void rep_stats::raise_to(const rep_stats& o) {
+  missing_checked = std::max(missing_checked, o.missing_checked);
+  missing_found = std::max(missing_found, o.missing_found);
+  docs_read = std::max(docs_read, o.docs_read);
+  docs_written = std::max(docs_written, o.docs_written);
+  doc_write_failures = std::max(doc_write_failures, o.doc_write_failures);
+  bulk_get_docs = std::max(bulk_get_docs, o.bulk_get_docs);
+  bulk_get_attempts = std::max(bulk_get_attempts, o.bulk_get_attempts);
+}
+
+rep_stats stats_of(const json& history_entry) {
+  auto figure = [&](const char* name) -> uint64_t {
+    const json* v = field_of(history_entry, name);
+    return v && v->is_number_unsigned() ? v->get<uint64_t>() : 0;
+  };
+  rep_stats s;
+  s.missing_checked = figure("missing_checked");
+  s.missing_found = figure("missing_found");
+  s.docs_read = figure("docs_read");
+  s.docs_written = figure("docs_written");
+  s.doc_write_failures = figure("doc_write_failures");
+  s.bulk_get_docs = figure("bulk_get_docs");
+  s.bulk_get_attempts = figure("bulk_get_attempts");
+  return s;
+}
 
 rep_start compare_replication_logs(const json& source_log, const json& target_log) {
   rep_start out;

@@ -36,7 +36,13 @@ struct rep_stats {
     bulk_get_attempts += o.bulk_get_attempts;
     return *this;
   }
+  // Each figure the larger of the two (couch_replicator_stats:max_stats).
+  void raise_to(const rep_stats& o);
 };
+
+// The figures a checkpoint's history entry recorded (missing ones 0): a resumed replication counts on
+// from the newest entry it resumes after, as couch_replicator_scheduler_job:init_state does.
+rep_stats stats_of(const json& history_entry);
 
 // The body of `_local/<id>` after a checkpoint (without _id and _rev): session_id,
 // source_last_seq, replication_id_version 4 and the history, newest first, at most 50 entries.

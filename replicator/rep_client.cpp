@@ -9,6 +9,7 @@
 #include "node/clock.hpp"
 #include "replicator/net_policy.hpp"
 #include "replicator/reply_body.hpp"
+#include "wire/message.hpp"
 
 namespace settee {
 namespace {
@@ -358,6 +359,23 @@ status reply_error(const http_reply& r, const rep_endpoint& e) {
                            ? j["reason"].get<std::string>()
                            : "HTTP " + std::to_string(r.status) + " from " + e.url();
   return {errc::internal, e.redact(reason)};
+}
+
+status fetch_filter_code(rep_request& r, const std::string& server_uuid, int retries) {
+  if (r.filter.empty() || (r.filter[0] == '_' && r.filter.find('/') == std::string::npos)) return {};  // built in
+  const size_t slash = r.filter.find('/');
+  const std::string ddoc = r.filter.substr(0, slash), name = r.filter.substr(slash + 1);
+  rep_client source(r.source, std::chrono::milliseconds(r.connection_timeout_ms), retries);
+  auto doc = source.get_json("_design/" + percent_encode(ddoc));
+  if (!doc)
+    return {errc::not_found, "Couldn't open document `_design/" + ddoc + "` from source database `" + r.source.url() +
+                                 "`: " + doc.error().reason};
+  const json& code = member(member(*doc, "filters"), name.c_str());
+  if (!code.is_string())
+    return {errc::not_found, "Couldn't find filter `" + name + "` in design document `_design/" + ddoc + "`"};
+  r.filter_code = code.get<std::string>();
+  r.base_id = compute_base_id(r, server_uuid);
+  return {};
 }
 
 }  // namespace settee

@@ -21,6 +21,7 @@
 #include "node/error.hpp"
 #include "node/json.hpp"
 #include "replicator/rep_endpoint.hpp"
+#include "replicator/rep_request.hpp"
 #include "wire/body_spool.hpp"
 
 #include <httplib.h>
@@ -127,5 +128,11 @@ std::string request_text(const json& j);
 // The error a failed answer means, as couch_replicator_api_wrap names them: 401/403 -> unauthorized,
 // 404 -> db_not_found ("could not open <url>"), else the body's error/reason.
 status reply_error(const http_reply& r, const rep_endpoint& e);
+
+// A user filter's ("ddoc/name") code read from `r`'s source into r.filter_code, and r.base_id
+// computed again with it, as couch_replicator_ids does (the code is part of the id). Nothing for
+// the built-in filters; errc::not_found naming the design document or filter that is missing. The
+// read is retried `retries` times.
+status fetch_filter_code(rep_request& r, const std::string& server_uuid, int retries);
 
 }  // namespace settee

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "node/crypto.hpp"
+#include "query/mango_selector.hpp"
 #include "replicator/erlang_term.hpp"
 #include "wire/message.hpp"
 
@@ -27,6 +28,44 @@ eterm v4_endpoint(const rep_endpoint& e) {
   return eterm::tuple({eterm::atom("remote"), e.has_credentials ? eterm::string(e.user) : eterm::atom("undefined"),
                        eterm::string(host), default_port ? eterm::atom("default") : eterm::integer(e.port),
                        eterm::string(e.path), eterm::list(std::move(headers)), eterm::atom("undefined")});
+}
+
+// An object with its members sorted by name, at every depth (couch_replicator_filters:ejsort).
+json sorted_members(const json& v) {
+  if (v.is_array()) {
+    json out = json::array();
+    for (const json& e : v) out.push_back(sorted_members(e));
+    return out;
+  }
+  if (!v.is_object()) return v;
+  std::vector<std::pair<std::string, const json*>> members;
+  for (auto it = v.begin(); it != v.end(); ++it) members.emplace_back(it.key(), &it.value());
+  std::stable_sort(members.begin(), members.end(), [](auto& a, auto& b) { return a.first < b.first; });
+  json out = json::object();
+  for (auto& [k, e] : members) out[k] = sorted_members(*e);
+  return out;
+}
+
+// A selector as couch_replicator_filters:parse hashes it: normalized (mango_selector:normalize,
+// dotted paths) with its members sorted; one that does not compile as it is.
+json hashed_selector(const json& selector) {
+  if (!mango_selector::compile(selector)) return selector;
+  return sorted_members(normalize_selector(selector));
+}
+
+// A filter's code as couch_replicator_filters:fetch_internal returns it: re:replace(Code,
+// "^\s*(.*?)\s*$", "\\1") where the Erlang string's "\s" is a space, and without dotall a match
+// never spans a line break: a code of one line (one final "\n" may follow) loses the spaces around
+// it; any other code is hashed as it is.
+std::string hashed_filter_code(const std::string& code) {
+  const size_t nl = code.find('\n');
+  const bool final_newline = nl != std::string::npos && nl + 1 == code.size();
+  if (nl != std::string::npos && !final_newline) return code;
+  const std::string line = final_newline ? code.substr(0, nl) : code;
+  const size_t first = line.find_first_not_of(' ');
+  const std::string trimmed =
+      first == std::string::npos ? "" : line.substr(first, line.find_last_not_of(' ') - first + 1);
+  return final_newline ? trimmed + "\n" : trimmed;
 }
 
 result<bool> boolean(const json& body, const char* name, bool def) {
@@ -121,17 +160,16 @@ std::string compute_base_id(const rep_request& r, const std::string& server_uuid
     for (auto& id : *r.doc_ids) ids.push_back(eterm::binary(id));
     parts.push_back(eterm::list(std::move(ids)));
   } else if (r.selector) {
-    parts.push_back(ejson(*r.selector));
+    parts.push_back(ejson(hashed_selector(*r.selector)));
   } else if (r.filter[0] == '_' && r.filter.find('/') == std::string::npos) {  // _view and the source's own
     parts.push_back(eterm::binary(r.filter));
     parts.push_back(ejson(r.query_params));
   } else if (!r.filter.empty()) {
-    parts.push_back(eterm::binary(r.filter_code.empty() ? r.filter : r.filter_code));
+    parts.push_back(eterm::binary(r.filter_code.empty() ? r.filter : hashed_filter_code(r.filter_code)));
     parts.push_back(ejson(r.query_params));
   }
-  if (r.winning_revs_only) parts.push_back(eterm::atom("winning_revs_only"));
-  // settee: a start point is part of what is replicated, so it gets checkpoints of its own.
-  if (r.since_seq) parts.push_back(eterm::tuple({eterm::atom("since_seq"), ejson(*r.since_seq)}));
+  if (r.winning_revs_only) parts.push_back(eterm::binary("winning_revs_only"));
+  if (r.since_seq) parts.push_back(ejson(*r.since_seq));
   return crypto::md5_hex(term_to_binary(eterm::list(std::move(parts))));
 }
 

@@ -211,6 +211,7 @@ status replication_job::start(job_context& ctx) {
   start_seq_ = from.found ? from.seq : r_.since_seq.value_or(json(0));
   through_seq_ = committed_seq_ = start_seq_;
   history_ = from.history;
+  if (!history_.empty()) stats_.raise_to(stats_of(history_[0]));  // counts carry on, as CouchDB's
   session_id_ = crypto::random_hex(16);
   start_time_ = rfc1123_date(clk_.now_s());
   last_checkpoint_ms_ = clk_.now_ms();

@@ -9,6 +9,7 @@
 #include "actors/members.hpp"
 #include "node/log.hpp"
 #include "replicator/erlang_term.hpp"
+#include "replicator/rep_client.hpp"
 #include "storage/time_seq.hpp"
 
 namespace settee {
@@ -79,6 +80,11 @@ replicator_docs::entry replicator_docs::start(const std::string& id, const std::
   } else if (!r->source.local_name.empty() || !r->target.local_name.empty()) {
     reason = "local endpoints are not supported in _replicator documents: name them by URL with credentials";
   } else {
+    // The filter's code is part of the id; a source that cannot answer at once (the processor does not
+    // wait for it) leaves the name in its place.
+    if (auto st = fetch_filter_code(*r, node_.server_uuid, 0); !st)
+      log::warning("replicator: document " + id + ": " + st.reason + " (its replication id counts the filter's name)");
+    e.rep_id = r->id();
     std::string taken_by;
     e.job = reps_.start_document(
         std::move(*r), db_name, id, [this, id](job_next::kind how, const result<json>& out) { ended(id, how, out); },

@@ -159,7 +159,7 @@ class PurgeAndReplication(NodeTest):
         self.assertEqual(n.post("/rtgt/_purge", {"a": [rev]}).status, 201)
         self.assertEqual(n.put("/rsrc/c", {}).status, 201)
         out = self.replicate({"source": "rsrc", "target": "rtgt"})
-        self.assertEqual(out["history"][0]["docs_written"], 1)
+        self.assertEqual(out["history"][0]["docs_written"] - out["history"][1]["docs_written"], 1)  # counted on
         self.assertEqual(n.get("/rtgt/a").status, 404)
         # Purged on the source: the target keeps its copy (purges are not replicated).
         brev = n.get("/rsrc/b").json["_rev"]

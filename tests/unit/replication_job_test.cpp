@@ -55,6 +55,7 @@ class fake_couch {
       ++changes_reads;
       const std::string db = q.matches[1];
       const uint64_t since = q.has_param("since") ? std::stoull(q.get_param_value("since")) : 0;
+      sinces.push_back(since);
       json rows = json::array();
       uint64_t seq = 0;
       for (const auto& [id, doc] : dbs_[db]) {
@@ -134,6 +135,15 @@ class fake_couch {
     std::lock_guard<std::mutex> lock(mu_);
     return dbs_[db];
   }
+  void put_local(const std::string& db, const std::string& id, json body) {
+    std::lock_guard<std::mutex> lock(mu_);
+    body["_rev"] = "0-1";
+    locals_[db][id] = body;
+  }
+  json local(const std::string& db, const std::string& id) {
+    std::lock_guard<std::mutex> lock(mu_);
+    return locals_[db].count(id) ? locals_[db][id] : json();
+  }
   size_t locals(const std::string& db) {
     std::lock_guard<std::mutex> lock(mu_);
     return locals_[db].size();
@@ -141,7 +151,8 @@ class fake_couch {
 
   bool refuse_writes = false;
   int changes_reads = 0;
-  std::string password;  // base64 of user:password, when one is asked
+  std::vector<uint64_t> sinces;  // of each _changes read
+  std::string password;          // base64 of user:password, when one is asked
   int refused_logins = 0;
   int refused() {
     std::lock_guard<std::mutex> lock(mu_);
@@ -208,9 +219,57 @@ TEST_CASE("replication job: a one-shot replication copies every revision, checkp
   couch.put("src", "z", "1-zz", json{{"n", 99}});
   auto second = f.replicate(body);
   REQUIRE(second);
-  CHECK((*second)["history"][0]["docs_written"] == 1);
-  CHECK((*second)["history"][0]["missing_checked"] == 1);
+  // Its figures count on from the checkpoint's, as CouchDB's (couch_replicator_stats:max_stats).
+  CHECK((*second)["history"][0]["docs_written"] == 26);
+  CHECK((*second)["history"][0]["missing_checked"] == 26);
+  CHECK((*second)["history"][1]["docs_written"] == 25);
   CHECK(couch.docs("tgt").size() == 26);
+}
+
+TEST_CASE("replication job: resumes from a checkpoint CouchDB's replicator wrote (issue 51 point 1)") {
+  fake_couch couch;
+  for (int i = 0; i < 25; ++i) {
+    const std::string id = "d" + std::string(i < 10 ? "0" : "") + std::to_string(i);
+    couch.put("src", id, "1-a" + std::to_string(i), json{{"n", i}});
+    if (i < 20) couch.put("tgt", id, "1-a" + std::to_string(i), json{{"n", i}});
+  }
+  runner_fixture f;
+  const json body = {{"source", couch.url("src")}, {"target", couch.url("tgt")}};
+  rep_context here{std::string(32, 'u'), "http://127.0.0.1:5984", {}, {}, f.reps.rules(), false};
+  const std::string id = parse_rep_request(body, here)->base_id;  // CouchDB's (replicator_test's goldens)
+  // do_checkpoint's document, as CouchDB 3.5 writes it on both sides after copying 20 documents.
+  const json entry = {{"session_id", "d6a5b1e8c0f24b6e9f1a2b3c4d5e6f70"},
+                      {"start_time", "Sat, 28 Nov 2026 10:00:00 GMT"},
+                      {"end_time", "Sat, 28 Nov 2026 10:00:05 GMT"},
+                      {"start_last_seq", 0},
+                      {"end_last_seq", 20},
+                      {"recorded_seq", 20},
+                      {"missing_checked", 20},
+                      {"missing_found", 20},
+                      {"docs_read", 20},
+                      {"docs_written", 20},
+                      {"doc_write_failures", 0},
+                      {"bulk_get_docs", 20},
+                      {"bulk_get_attempts", 20}};
+  const json log = {{"session_id", entry["session_id"]},
+                    {"source_last_seq", 20},
+                    {"replication_id_version", 4},
+                    {"history", json::array({entry})}};
+  couch.put_local("src", id, log);
+  couch.put_local("tgt", id, log);
+  auto got = f.replicate(body);
+  REQUIRE(got);
+  CHECK(couch.sinces.front() == 20);  // from the checkpoint, not from 0
+  CHECK(couch.docs("tgt").size() == 25);
+  const json written = couch.local("tgt", id);
+  REQUIRE(written.is_object());
+  CHECK(written["source_last_seq"] == 25);
+  CHECK(written["replication_id_version"] == 4);
+  CHECK(written["history"][0]["start_last_seq"] == 20);
+  CHECK(written["history"][0]["docs_written"] == 25);  // 20 before, 5 now
+  CHECK(written["history"][0]["missing_checked"] == 25);
+  CHECK(written["history"][1] == entry);  // CouchDB's session kept below
+  CHECK(couch.local("src", id)["session_id"] == written["session_id"]);
 }
 
 TEST_CASE("replication job: a target that refuses writes fails the replication with its reason") {

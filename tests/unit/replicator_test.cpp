@@ -29,7 +29,7 @@ const rep_context ctx{
     std::string(32, 'u'), "http://127.0.0.1:5984", {{"Authorization", "Basic YTpi"}}, {}, nullptr, false};
 }  // namespace
 
-TEST_CASE("terms encode as term_to_binary writes them on OTP 26") {
+TEST_CASE("terms encode as CouchDB's term_to_binary(T, [{minor_version, 1}]) writes them") {
   CHECK(term_to_binary(eterm::list({})) == bytes({131, 106}));
   CHECK(term_to_binary(eterm::binary("abc")) == bytes({131, 109, 0, 0, 0, 3, 'a', 'b', 'c'}));
   CHECK(term_to_binary(eterm::string("abc")) == bytes({131, 107, 0, 3, 'a', 'b', 'c'}));
@@ -40,13 +40,13 @@ TEST_CASE("terms encode as term_to_binary writes them on OTP 26") {
   CHECK(term_to_binary(eterm::integer(int64_t{1} << 40)) == bytes({131, 110, 6, 0, 0, 0, 0, 0, 0, 1}));
   CHECK(term_to_binary(eterm::integer(-(int64_t{1} << 40))) == bytes({131, 110, 6, 1, 0, 0, 0, 0, 0, 1}));
   CHECK(term_to_binary(eterm::floating(1.5)) == bytes({131, 70, 63, 248, 0, 0, 0, 0, 0, 0}));
-  CHECK(term_to_binary(eterm::tuple({eterm::atom("a")})) == bytes({131, 104, 1, 119, 1, 'a'}));
-  CHECK(term_to_binary(eterm::list({eterm::atom("a")})) == bytes({131, 108, 0, 0, 0, 1, 119, 1, 'a', 106}));
+  CHECK(term_to_binary(eterm::tuple({eterm::atom("a")})) == bytes({131, 104, 1, 100, 0, 1, 'a'}));  // ATOM_EXT
+  CHECK(term_to_binary(eterm::list({eterm::atom("a")})) == bytes({131, 108, 0, 0, 0, 1, 100, 0, 1, 'a', 106}));
   // A list of small integers is a string: [1,2], as a JSON [1,2] decodes.
   CHECK(term_to_binary(ejson(json::parse("[1,2]"))) == bytes({131, 107, 0, 2, 1, 2}));
   // EJSON: {[{<<"k">>, true}]}.
   CHECK(term_to_binary(ejson(json::parse(R"({"k":true})"))) ==
-        bytes({131, 104, 1, 108, 0, 0, 0, 1, 104, 2, 109, 0, 0, 0, 1, 'k', 119, 4, 't', 'r', 'u', 'e', 106}));
+        bytes({131, 104, 1, 108, 0, 0, 0, 1, 104, 2, 109, 0, 0, 0, 1, 'k', 100, 0, 4, 't', 'r', 'u', 'e', 106}));
 }
 
 TEST_CASE("endpoints keep credentials apart from their URL, however they come") {
@@ -119,6 +119,46 @@ TEST_CASE("replication ids: passwords and where credentials come from do not cou
   auto other_server = parse_rep_request(json::parse(R"({"source":"http://bob@h/a","target":"http://h/b"})"),
                                         rep_context{std::string(32, 'v'), "", {}, {}, nullptr, false});
   CHECK(other_server->id() != base);
+}
+
+// Goldens from a real Erlang (OTP 25, erlang-base): erlang:md5(term_to_binary(T, [{minor_version, 1}]))
+// of the term couch_replicator_ids:replication_id(Rep, 4) builds, with U = <<"uuu...">> (32),
+// Src = {remote, "bob", "h", default, "/a/", [], undefined}, Tgt = {remote, undefined, "h", default,
+// "/b/", [], undefined}; the term of each case is in its comment.
+TEST_CASE("replication ids are CouchDB's, byte for byte (issue 51 point 1)") {
+  auto id = [](const char* body) {
+    auto r = parse_rep_request(json::parse(body), ctx);
+    REQUIRE_MESSAGE(r, body);
+    return r->base_id;
+  };
+  const char* ends = R"("source":"http://bob:pw@h/a","target":"http://h/b")";
+  auto with = [&](const std::string& more) { return id(("{" + std::string(ends) + more + "}").c_str()); };
+  CHECK(with("") == "78bb7062ae3d2f3799b793442c7b8e7a");  // [U, Src, Tgt]
+  // [U, {remote, undefined, "db.example", 5985, "/a%2Fb/", [{"Accept-Foo","2"},{"X-A","1"}], undefined}, Tgt]
+  CHECK(id(R"({"source":{"url":"http://db.example:5985/a%2Fb","headers":{"X-A":"1","Accept-Foo":"2"}},)"
+           R"("target":"http://h/b"})") == "59edde9cbdebb1ae67158a8e1887a0bf");
+  CHECK(with(R"(,"doc_ids":["y","x","x"])") == "046f8f02d1fa6cdf070923255cb20fc9");  // [..., [<<"x">>, <<"y">>]]
+  // [..., {[{<<"$and">>, [{[{<<"b">>, {[{<<"$eq">>, 1}]}}]}, {[{<<"a">>, {[{<<"$gt">>, 2}]}}]}]}]}]: normalized
+  CHECK(with(R"(,"selector":{"b":1,"a":{"$gt":2}})") == "ca943c60ad1d1dcf8c5dad7320244dd2");
+  // [..., {[{<<"name">>, {[{<<"$eq">>, <<"x">>}]}}]}] (couch_replicator_filters' own regression test)
+  CHECK(with(R"(,"selector":{"name":"x"})") == "9fec971db65bb18b719416826935b2ee");
+  // [..., {[{<<"a.b">>, {[{<<"$in">>, [1, 2.5, <<"z">>, null, true]}]}}]}]: a dotted path, a float
+  CHECK(with(R"(,"selector":{"a":{"b":{"$in":[1,2.5,"z",null,true]}}})") == "0677364f801b7e08edf8cd15c6a47f74");
+  CHECK(with(R"(,"since_seq":5)") == "dfe27acb9b4e696a299b3ee41c785438");              // [..., 5]
+  CHECK(with(R"(,"since_seq":"3-g1AAAA")") == "6caabc7318bfd295e720f3623fde8454");     // [..., <<"3-g1AAAA">>]
+  CHECK(with(R"(,"winning_revs_only":true)") == "7dfe1727bb50005f6c7741671d497565");   // [..., <<"winning_revs_only">>]
+  CHECK(with(R"(,"winning_revs_only":false)") == "78bb7062ae3d2f3799b793442c7b8e7a");  // as none
+  CHECK(with(R"(,"since_seq":7,"winning_revs_only":true)") == "ea2bae16f8973fb1101f8812b4993b17");
+  // [..., <<"_view">>, {[{<<"view">>, <<"d/v">>}]}] and [..., <<"_design">>, {[]}]
+  CHECK(with(R"(,"filter":"_view","query_params":{"view":"d/v"})") == "affd85c909a9fb56dc8b3c1ff57d9820");
+  CHECK(with(R"(,"filter":"_design")") == "b4a786985b4d7763ecb7b3c449dc1b64");
+  // [..., <<"function(doc, req) { return doc.k == req.query.k; }">>, {[{<<"k">>, <<"v">>}]}]: the code
+  // fetched from the source, the spaces around a one-line code dropped as fetch_internal's re:replace does.
+  auto r =
+      parse_rep_request(json::parse(R"({)" + std::string(ends) + R"(,"filter":"d/f","query_params":{"k":"v"}})"), ctx);
+  REQUIRE(r);
+  r->filter_code = "  function(doc, req) { return doc.k == req.query.k; }  ";
+  CHECK(compute_base_id(*r, std::string(32, 'u')) == "c150c5e50856c9eaebdc7f324acd34b2");
 }
 
 TEST_CASE("requests are checked as couch_replicator_utils checks them") {
