@@ -88,6 +88,7 @@ result<find_answer> find_cursor::run_all_docs(const db_meta& db, const find_quer
     if (!listing) return listing.error();
     for (const auto& row : listing->rows) {
       if (descending && row.doc.id == passed) continue;
+      if (row.doc.id.rfind("_design/", 0) == 0) continue;  // as mango_cursor_view's all_docs rows
       if (out.docs.size() >= q.limit) return out;
       ++out.keys_examined;
       ++out.docs_examined;

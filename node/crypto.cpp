@@ -137,6 +137,9 @@ std::string sha256(std::string_view data) {
 std::string sha256_hex(const std::string& data) {
   return digest_hex(data, sha256_md());
 }
+std::string sha1_hex(const std::string& data) {
+  return digest_hex(data, sha1_md());
+}
 std::string md5_hex(const std::string& data) {
   return digest_hex(data, md5_md());
 }

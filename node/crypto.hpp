@@ -20,7 +20,8 @@ std::string to_hex(const unsigned char* data, size_t n);
 std::string hmac_sha256_hex(const std::string& key, const std::string& message);
 std::string hmac_sha1_hex(const std::string& key, const std::string& message);  // proxy tokens of old proxies
 std::string sha256_hex(const std::string& data);
-std::string sha256(std::string_view data);  // the 32 raw bytes
+std::string sha1_hex(const std::string& data);  // generated Mango index names (mango_idx:gen_name)
+std::string sha256(std::string_view data);      // the 32 raw bytes
 std::string md5_hex(const std::string& data);
 std::string md5(const std::string& data);  // the 16 raw bytes
 // A digest of bytes that arrive in pieces (a large attachment): update() each, then final() for the

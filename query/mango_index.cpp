@@ -5,6 +5,7 @@
 #include "node/collation.hpp"
 #include "node/crypto.hpp"
 #include "query/mango_query.hpp"
+#include "wire/external_term.hpp"
 
 namespace settee {
 
@@ -29,7 +30,7 @@ result<index_def> def_of(const json& index) {
       return status(errc::mango_invalid_selector, "Selector must be a JSON object, not: " + erlang_term(*p));
     auto compiled = mango_selector::compile(*p);
     if (!compiled) return compiled.error();
-    d.partial_filter = *p;
+    d.partial_filter = normalize_selector(*p);  // stored normalized, as mango_opts:validate_selector
   }
   d.seal();
   return d;
@@ -45,6 +46,26 @@ json fields_object(const index_def& d) {
 json view_of(const query_index& ix, const json& given_fields) {
   json map = {{"fields", fields_object(ix.def)}, {"partial_filter_selector", ix.def.partial_filter}};
   return json{{"map", map}, {"reduce", "_count"}, {"options", {{"def", {{"fields", given_fields}}}}}};
+}
+
+// mango_idx:gen_name: the SHA-1 hex of ?term_to_bin({Def, lists:usort(Opts)}), Def the `index` as
+// given and Opts mango_opts:validate_idx_create's (each option, or its default), so that an index
+// gets CouchDB's generated name and design document, and two names make two design documents.
+std::string generated_name(const json& body) {
+  auto given = [&](const char* key, eterm absent) {
+    auto v = body.find(key);
+    return v == body.end() ? absent : ejson(*v);
+  };
+  const eterm def = ejson(body["index"]);
+  const eterm opts = eterm::list({
+      eterm::tuple({eterm::atom("ddoc"), given("ddoc", eterm::atom("auto_name"))}),
+      eterm::tuple({eterm::atom("def"), def}),
+      eterm::tuple({eterm::atom("name"), given("name", eterm::atom("auto_name"))}),
+      eterm::tuple({eterm::atom("partitioned"), given("partitioned", eterm::atom("db_default"))}),
+      eterm::tuple({eterm::atom("type"), given("type", eterm::binary("json"))}),
+      eterm::tuple({eterm::atom("w"), given("w", eterm::integer(2))}),
+  });
+  return crypto::sha1_hex(term_to_binary(eterm::tuple({def, opts})));
 }
 
 }  // namespace
@@ -98,7 +119,7 @@ result<index_request> parse_index_request(const json& body) {
   if (!def) return def.error();
   index_request out;
   out.index.def = std::move(*def);
-  const std::string generated = out.index.def.signature().substr(0, 40);
+  const std::string generated = generated_name(body);
   out.named = body.contains("name");
   out.index.name = out.named ? body["name"].get<std::string>() : generated;
   std::string ddoc = body.contains("ddoc") ? body["ddoc"].get<std::string>() : generated;

@@ -6,6 +6,7 @@
 #include <set>
 #include <string_view>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "node/collation.hpp"
@@ -17,6 +18,7 @@ struct mango_selector::node {
   enum class kind { all_of, any_of, none_of, negate, field, op } what = kind::all_of;
   std::vector<node> children;
   std::vector<std::string> path;  // kind::field
+  bool raw = false;               // kind::field `_id`: compared below by bytes, not collation
   std::string op;                 // kind::op
   json arg;
   std::string arg_key;                             // comparisons with a string: its ICU sort key, made once
@@ -67,17 +69,39 @@ size_t hash_value(const json& v) {
   return h;
 }
 
+// mango_json:cmp_raw: Erlang's term order over the EJSON terms (numbers < atoms false/null/true <
+// objects < arrays < strings; strings by their bytes), how CouchDB compares `_id`.
+int raw_compare(const json& a, const json& b) {
+  auto rank = [](const json& v) {
+    return v.is_number() ? 0 : v.is_boolean() || v.is_null() ? 1 : v.is_object() ? 2 : v.is_array() ? 3 : 4;
+  };
+  const int ra = rank(a), rb = rank(b);
+  if (ra != rb) return ra < rb ? -1 : 1;
+  if (ra == 4) {
+    const int c = a.get_ref<const std::string&>().compare(b.get_ref<const std::string&>());
+    return c < 0 ? -1 : c > 0 ? 1 : 0;
+  }
+  if (ra == 1) {
+    auto name = [](const json& v) { return v.is_null() ? "null" : v.get<bool>() ? "true" : "false"; };
+    const int c = std::strcmp(name(a), name(b));
+    return c < 0 ? -1 : c > 0 ? 1 : 0;
+  }
+  if (ra == 3) {
+    for (size_t i = 0; i < a.size() && i < b.size(); ++i)
+      if (int c = raw_compare(a[i], b[i])) return c;
+    return a.size() < b.size() ? -1 : a.size() > b.size() ? 1 : 0;
+  }
+  return collate(a, b);  // numbers, and objects (never an _id)
+}
+
 }  // namespace
 
 std::vector<std::string> split_field(const std::string& field) {
   std::vector<std::string> out(1);
   for (size_t i = 0; i < field.size(); ++i) {
-    if (field[i] == '\\' && i + 1 < field.size() && field[i + 1] == '.') {
-      out.back() += '.';
-      ++i;
-    } else if (field[i] == '.') {
+    if (field[i] == '.' && (i == 0 || field[i - 1] != '\\')) {
       out.emplace_back();
-    } else {
+    } else if (field[i] != '\\') {
       out.back() += field[i];
     }
   }
@@ -87,6 +111,48 @@ std::vector<std::string> split_field(const std::string& field) {
 namespace {
 
 result<node> compile_value(const json& value);
+result<node> compile_object(const json& obj);
+
+// An operator and its argument (mango_selector:norm_ops' checks).
+result<node> compile_op(const std::string& k, const json& v) {
+  node op;
+  op.what = node::kind::op;
+  op.op = k;
+  op.arg = v;
+  if (k == "$eq" || k == "$ne" || k == "$gt" || k == "$gte" || k == "$lt" || k == "$lte") {
+    if (v.is_string()) op.arg_key = collation::sort_key(v);
+  } else if (k == "$in" || k == "$nin" || k == "$all") {
+    if (!v.is_array()) return bad_arg(k, v);
+    for (size_t i = 0; i < v.size(); ++i) op.values.emplace(hash_value(v[i]), i);
+  } else if (k == "$exists") {
+    if (!v.is_boolean()) return bad_arg(k, v);
+  } else if (k == "$type") {
+    if (!v.is_string()) return bad_arg(k, v);  // a name of no JSON type matches nothing
+  } else if (k == "$size") {
+    if (!v.is_number_integer() || v.get<int64_t>() < 0) return bad_arg(k, v);
+  } else if (k == "$mod") {
+    // Any divisor but 0 (CouchDB takes 0 too and fails the request when a document is matched).
+    if (!v.is_array() || v.size() != 2 || !v[0].is_number_integer() || !v[1].is_number_integer() ||
+        v[0].get<int64_t>() == 0) {
+      return bad_arg(k, v);
+    }
+  } else if (k == "$regex") {
+    if (!v.is_string()) return bad_arg(k, v);
+    auto re = user_regex::compile(v.get<std::string>());
+    if (!re) return bad_arg(k, v);
+    op.re = std::move(*re);
+  } else if (k == "$beginsWith") {
+    if (!v.is_string()) return bad_arg(k, v);
+  } else if (k == "$elemMatch" || k == "$allMatch" || k == "$keyMapMatch") {
+    if (!v.is_object()) return bad_arg(k, v);
+    auto c = compile_object(v);
+    if (!c) return c.error();
+    op.children.push_back(std::move(*c));
+  } else {
+    return status{errc::mango_invalid_operator, "Invalid operator: " + k};
+  }
+  return op;
+}
 
 // An object of operators and/or fields: all of them must hold.
 result<node> compile_object(const json& obj) {
@@ -115,53 +181,16 @@ result<node> compile_object(const json& obj) {
       neg.children.push_back(std::move(*c));
       all.children.push_back(std::move(neg));
     } else if (!k.empty() && k[0] == '$') {
-      node op;
-      op.what = node::kind::op;
-      op.op = k;
-      op.arg = v;
-      if (k == "$eq" || k == "$ne" || k == "$gt" || k == "$gte" || k == "$lt" || k == "$lte") {
-        if (v.is_string()) op.arg_key = collation::sort_key(v);
-      } else if (k == "$in" || k == "$nin" || k == "$all") {
-        if (!v.is_array()) return bad_arg(k, v);
-        for (size_t i = 0; i < v.size(); ++i) op.values.emplace(hash_value(v[i]), i);
-      } else if (k == "$exists") {
-        if (!v.is_boolean()) return bad_arg(k, v);
-      } else if (k == "$type") {
-        if (!v.is_string()) return bad_arg(k, v);  // a name of no JSON type matches nothing
-      } else if (k == "$size") {
-        if (!v.is_number_integer()) return bad_arg(k, v);  // a negative size matches nothing
-      } else if (k == "$mod") {
-        if (!v.is_array() || v.size() != 2 || !v[0].is_number_integer() || !v[1].is_number_integer() ||
-            v[0].get<int64_t>() <= 0) {
-          return bad_arg(k, v);
-        }
-      } else if (k == "$regex") {
-        if (!v.is_string()) return bad_arg(k, v);
-        auto re = user_regex::compile(v.get<std::string>());
-        if (!re) return bad_arg(k, v);
-        op.re = std::move(*re);
-      } else if (k == "$beginsWith") {
-        if (!v.is_string()) return bad_arg(k, v);
-      } else if (k == "$keyMapMatch") {
-        if (!v.is_object()) return bad_arg(k, v);
-        auto c = compile_object(v);
-        if (!c) return c.error();
-        op.children.push_back(std::move(*c));
-      } else if (k == "$elemMatch" || k == "$allMatch") {
-        if (!v.is_object()) return bad_arg(k, v);
-        auto c = compile_object(v);
-        if (!c) return c.error();
-        op.children.push_back(std::move(*c));
-      } else {
-        return status{errc::mango_invalid_operator, "Invalid operator: " + k};
-      }
-      all.children.push_back(std::move(op));
+      auto op = compile_op(k, v);
+      if (!op) return op.error();
+      all.children.push_back(std::move(*op));
     } else {
       auto c = compile_value(v);
       if (!c) return c.error();
       node f;
       f.what = node::kind::field;
-      f.path = split_field(k);
+      if (!k.empty()) f.path = split_field(k);  // "": the value itself (a normalized $elemMatch's operators)
+      f.raw = k == "_id";
       f.children.push_back(std::move(*c));
       all.children.push_back(std::move(f));
     }
@@ -190,6 +219,7 @@ struct evaluation {
   uint64_t steps = 0;
   status error;
   std::unordered_map<const json*, std::unordered_map<std::string_view, const json*>> fields;
+  bool raw = false;  // below `_id`: raw_compare
 
   bool spend(uint64_t n = 1) {
     steps += n;
@@ -214,13 +244,19 @@ struct evaluation {
     return it == index->second.end() ? nullptr : it->second;
   }
 
-  const json* lookup(const json& value, const std::vector<std::string>& path) {
-    return walk_path(value, path, [this](const json& object, const std::string& name) { return field(object, name); });
+  const json* lookup(const json& value, const std::vector<std::string>& path, bool* bad_path) {
+    return walk_path(
+        value, path, [this](const json& object, const std::string& name) { return field(object, name); }, bad_path);
   }
 
   // Whether `v` collates equal to one of the op's values.
   bool in_values(const node& n, const json& v) {
     spend();
+    if (raw) {
+      for (const json& x : n.arg)
+        if (spend() && raw_compare(v, x) == 0) return true;
+      return false;
+    }
     auto [lo, hi] = n.values.equal_range(hash_value(v));
     for (auto it = lo; it != hi; ++it) {
       if (!spend()) return false;
@@ -230,6 +266,7 @@ struct evaluation {
   }
 
   bool match_op(const node& n, const json& v);
+  bool match_all(const node& n, const json& v);
   bool match(const node& n, const json& v);
 };
 
@@ -238,11 +275,33 @@ bool is_exists_false(const node& n) {
   return n.what == node::kind::all_of && n.children.size() == 1 && is_exists_false(n.children[0]);
 }
 
+// $all: every value of the op among the array's elements (mango_selector:match).
+bool evaluation::match_all(const node& n, const json& v) {
+  const json& a = n.arg;
+  if (!v.is_array() || a.empty()) return false;  // $all of nothing matches nothing (mango_selector:match)
+  if (a.size() == 1 && a[0].is_array() && collate(a[0], v) == 0) return true;  // {"$all":[[1,2]]} is [1,2]
+  // Every value of the op among the array's elements: the elements by hash, once.
+  std::unordered_multimap<size_t, const json*> elements;
+  if (!spend(v.size())) return false;
+  for (auto& e : v) elements.emplace(hash_value(e), &e);
+  for (auto& x : a) {
+    bool has = false;
+    auto [lo, hi] = elements.equal_range(hash_value(x));
+    for (auto it = lo; it != hi && !has; ++it) {
+      if (!spend()) return false;
+      has = collate(*it->second, x) == 0;
+    }
+    if (!has) return false;
+  }
+  return true;
+}
+
 bool evaluation::match_op(const node& n, const json& v) {
   const std::string& op = n.op;
   const json& a = n.arg;
   // A string against a string argument: one sort key to make, the argument's is kept.
   auto cmp = [&] {
+    if (raw) return raw_compare(v, a);
     return v.is_string() && !n.arg_key.empty() ? collation::sort_key(v).compare(n.arg_key) : collate(v, a);
   };
   if (op == "$eq") return cmp() == 0;
@@ -281,23 +340,7 @@ bool evaluation::match_op(const node& n, const json& v) {
     }
     return *found;
   }
-  if (op == "$all") {
-    if (!v.is_array()) return false;
-    // Every value of the op among the array's elements: the elements by hash, once.
-    std::unordered_multimap<size_t, const json*> elements;
-    if (!spend(v.size())) return false;
-    for (auto& e : v) elements.emplace(hash_value(e), &e);
-    for (auto& x : a) {
-      bool has = false;
-      auto [lo, hi] = elements.equal_range(hash_value(x));
-      for (auto it = lo; it != hi && !has; ++it) {
-        if (!spend()) return false;
-        has = collate(*it->second, x) == 0;
-      }
-      if (!has) return false;
-    }
-    return true;
-  }
+  if (op == "$all") return match_all(n, v);
   if (op == "$beginsWith") {
     if (!v.is_string()) return false;
     const std::string& s = v.get_ref<const std::string&>();
@@ -343,9 +386,13 @@ bool evaluation::match(const node& n, const json& v) {
     case node::kind::negate:
       return !match(n.children[0], v) && error.is_ok();
     case node::kind::field: {
-      const json* sub = lookup(v, n.path);
-      if (!sub) return is_exists_false(n.children[0]);
-      return match(n.children[0], *sub);
+      bool bad_path = false;
+      const json* sub = lookup(v, n.path, &bad_path);
+      if (!sub) return !bad_path && is_exists_false(n.children[0]);  // only a missing member
+      const bool was_raw = std::exchange(raw, raw || n.raw);
+      const bool matched = match(n.children[0], *sub);
+      raw = was_raw;
+      return matched;
     }
     case node::kind::op:
       return match_op(n, v);
@@ -387,9 +434,40 @@ int collate(const json& a, const json& b) {
   }
 }
 
+namespace {
+
+// mango_util:parse_field's refusal of a field name with an empty part ("a..b", ".a"), at any depth.
+status check_field_names(const json& v) {
+  if (v.is_array()) {
+    for (const json& e : v)
+      if (auto st = check_field_names(e); !st) return st;
+  }
+  if (!v.is_object()) return {};
+  for (auto it = v.begin(); it != v.end(); ++it) {
+    const std::string& k = it.key();
+    if (!k.empty() && k[0] != '$') {
+      for (const std::string& part : split_field(k))
+        if (part.empty()) return {errc::mango_invalid_field_name, "Invalid field name: " + k};
+    }
+    if (auto st = check_field_names(it.value()); !st) return st;
+  }
+  return {};
+}
+
+}  // namespace
+
+// Matched as CouchDB matches: the selector checked as given (its errors), then its normalized form
+// (mango_selector:normalize) evaluated, so that $not and $nor reach the fields ({"$not":{"a":1}} is
+// {"a":{"$ne":1}}: only documents that have `a`), {"a":{}} is {"a":{"$eq":{}}}, and an operator
+// at the top ({"$gt":1}) is a condition without a field name.
 result<mango_selector> mango_selector::compile(const json& selector) {
   if (!selector.is_object()) return selector_error("expected a JSON object");
-  auto root = compile_object(selector);
+  if (auto given = compile_object(selector); !given) return given.error();
+  if (auto st = check_field_names(selector); !st) return st;
+  const json normal = normalize_selector(selector);
+  for (auto it = normal.begin(); it != normal.end(); ++it)
+    if (it.key().empty()) return status{errc::mango_missing_field, "One or more conditions is missing a field name."};
+  auto root = compile_object(normal);
   if (!root) return root.error();
   mango_selector s;
   s.root_ = std::make_shared<const node>(std::move(*root));

@@ -42,28 +42,37 @@ json normalize_selector(const json& selector);
 // -1, 0, 1 under CouchDB's JSON collation.
 int collate(const json& a, const json& b);
 
-// A field name's path: "a.b" -> ["a", "b"]; "\." is a dot inside a name.
+// A field name's path as mango_util:parse_field splits it: "a.b" -> ["a", "b"], split at the dots
+// no backslash escapes, then every backslash dropped ("a\\.b" -> ["a.b"], "\\$x" -> ["$x"]).
 std::vector<std::string> split_field(const std::string& field);
 
 // The value at a field path (split_field's) in `doc`: an object's member by name, an array's element
-// by its decimal index ("0" to "999999999"); null when the path leads nowhere. `member(object, name)`
+// by its decimal index ("0" to "999999999"); null when the path leads nowhere: `*bad_path` (when
+// given) tells a missing member (false: CouchDB's not_found) from a step into a value that has no
+// such member or element (true: CouchDB's bad_path). `member(object, name)`
 // finds a member (the selector's evaluation counts its steps through its own); the one walker both
 // the selector's matching and the JSON index's keys use, so that they never disagree on a path.
 template <class Member>
-const json* walk_path(const json& doc, const std::vector<std::string>& path, Member&& member) {
+const json* walk_path(const json& doc, const std::vector<std::string>& path, Member&& member,
+                      bool* bad_path = nullptr) {
   const json* cur = &doc;
+  if (bad_path) *bad_path = false;
   for (const std::string& part : path) {
     if (cur->is_object()) {
       cur = member(*cur, part);
       if (!cur) return nullptr;
-    } else if (cur->is_array() && !part.empty() && part.size() < 10 &&
-               part.find_first_not_of("0123456789") == std::string::npos) {
-      const size_t i = std::stoul(part);
-      if (i >= cur->size()) return nullptr;
-      cur = &(*cur)[i];
-    } else {
-      return nullptr;
+      continue;
     }
+    if (cur->is_array() && !part.empty() && part.size() < 10 &&
+        part.find_first_not_of("0123456789") == std::string::npos) {
+      const size_t i = std::stoul(part);
+      if (i < cur->size()) {
+        cur = &(*cur)[i];
+        continue;
+      }
+    }
+    if (bad_path) *bad_path = true;
+    return nullptr;
   }
   return cur;
 }

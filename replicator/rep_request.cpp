@@ -4,7 +4,7 @@
 
 #include "node/crypto.hpp"
 #include "query/mango_selector.hpp"
-#include "replicator/erlang_term.hpp"
+#include "wire/external_term.hpp"
 #include "wire/message.hpp"
 
 namespace settee {

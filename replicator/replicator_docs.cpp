@@ -8,7 +8,7 @@
 #include "actors/change_notifier.hpp"
 #include "actors/members.hpp"
 #include "node/log.hpp"
-#include "replicator/erlang_term.hpp"
+#include "wire/external_term.hpp"
 #include "replicator/rep_client.hpp"
 #include "storage/time_seq.hpp"
 

@@ -24,13 +24,13 @@ class Find(NodeTest):
         gone = n.put("/mango/gone", {"n": 5})
         assert n.delete(f"/mango/gone?rev={gone.json['rev']}").status == 200
 
-    def find(self, body, status=200):
-        r = self.node.post("/mango/_find", body)
+    def find(self, body, status=200, db="mango"):
+        r = self.node.post(f"/{db}/_find", body)
         self.assertEqual(r.status, status, r.raw)
         return r.json
 
-    def ids(self, body):
-        return [d["_id"] for d in self.find(body)["docs"]]
+    def ids(self, body, db="mango"):
+        return [d["_id"] for d in self.find(body, db=db)["docs"]]
 
     def test_matches_in_id_order_with_the_warning(self):
         r = self.find({"selector": {"n": {"$gte": 10, "$lt": 15}}})
@@ -57,7 +57,9 @@ class Find(NodeTest):
             ({"_id": {"$beginsWith": "s-"}}, ["s-A", "s-B", "s-a", "s-b"]),
             ({"meta": {"$keyMapMatch": {"$eq": "size"}}}, ["m1"]),
             ({"name": {"$exists": True}}, ["s-A", "s-B", "s-a", "s-b"]),
-            ({"name": {"$type": "string"}, "_id": {"$lt": "s-B"}}, ["s-A", "s-a", "s-b"]),  # ICU: s-a < s-A < s-b < s-B
+            # _id by its bytes (mango_json:cmp_raw): only "s-A" < "s-B"; other fields by ICU (below).
+            ({"name": {"$type": "string"}, "_id": {"$lt": "s-B"}}, ["s-A"]),
+            ({"_id": {"$gt": "s-B", "$lt": "s-c"}}, ["s-a", "s-b"]),  # ICU: none
             ({"owner": {"$exists": False}, "meta": {"$exists": True}}, ["m1"]),
         ]
         for selector, want in cases:
@@ -68,6 +70,19 @@ class Find(NodeTest):
         # ICU: a < A < b < B (by code point "B" < "a", and "B" would be out).
         self.assertEqual(sorted(self.ids({"selector": {"name": {"$gt": "a"}}})), ["s-A", "s-B", "s-b"])
         self.assertEqual(sorted(self.ids({"selector": {"name": {"$lte": "A"}}})), ["s-A", "s-a"])
+
+    def test_design_documents_are_not_found_and_selector_errors_are_couchdbs(self):
+        n = self.node
+        self.assertEqual(n.put("/mango-dd").status, 201)
+        self.assertEqual(n.put("/mango-dd/_design/x", {"n": 5}).status, 201)
+        self.assertEqual(n.put("/mango-dd/plain", {"n": 5, "$foobar": 1}).status, 201)
+        self.assertEqual(self.ids({"selector": {"n": 5}}, db="mango-dd"), ["plain"])  # as mango_cursor_view's all_docs
+        self.assertEqual(self.ids({"selector": {"\\$foobar": 1}}, db="mango-dd"), ["plain"])  # unescaped
+        r = n.post("/mango-dd/_find", {"selector": {"$gt": 1}})
+        self.assertEqual((r.status, r.json), (400, {"error": "invalid_selector",
+                                                    "reason": "One or more conditions is missing a field name."}))
+        r = n.post("/mango-dd/_find", {"selector": {"a..b": 1}})
+        self.assertEqual((r.status, r.json), (400, {"error": "invalid_field_name", "reason": "Invalid field name: a..b"}))
 
     def test_deleted_documents_are_not_found(self):
         self.assertEqual(self.ids({"selector": {"n": 5}}), ["d005"])

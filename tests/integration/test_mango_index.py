@@ -34,6 +34,27 @@ class Indexes(NodeTest):
             assert r.status == 200, r
             assert r.json["result"] == "created", r
 
+    def test_generated_names_and_stored_filters_are_couchdbs(self):
+        # mango_idx:gen_name: SHA-1 of term_to_binary({Def, usort(Opts)}, [{minor_version, 1}]); the
+        # goldens from a real Erlang (tests/unit/replicator_test.cpp tells how).
+        self.assertEqual(self.node.put("/names").status, 201)
+        plain = self.node.post("/names/_index", {"index": {"fields": ["a"]}}).json
+        self.assertEqual(plain, {"result": "created", "id": "_design/7095fd2321a986309496ad2ac9c3498246175757",
+                                 "name": "7095fd2321a986309496ad2ac9c3498246175757"})
+        named = self.node.post("/names/_index", {"index": {"fields": ["a"]}, "name": "by-a"}).json
+        self.assertEqual(named, {"result": "created", "id": "_design/e5d85f2a7d925c05beaad8c0ddae690d9a965976",
+                                 "name": "by-a"})  # another name, another design document
+        full = self.node.post("/names/_index", {
+            "index": {"fields": [{"b": "desc"}, {"c": "desc"}], "partial_filter_selector": {"x": {"$gt": 1}}},
+            "ddoc": "mine", "w": 3, "partitioned": False}).json
+        self.assertEqual(full["name"], "7ae474c4eb468937894334cbcbd5f6395fbf70ea")
+        self.assertEqual(full["id"], "_design/mine")
+        # A partial filter is stored normalized (mango_opts:validate_selector).
+        self.node.post("/names/_index", {"index": {"fields": ["d"], "partial_filter_selector": {"e": 1, "f": {"g": 2}}},
+                                         "ddoc": "pf", "name": "pf"})
+        stored = self.node.get("/names/_design/pf").json["views"]["pf"]["map"]["partial_filter_selector"]
+        self.assertEqual(stored, {"$and": [{"e": {"$eq": 1}}, {"f.g": {"$eq": 2}}]})
+
     def find(self, db, body, status=200):
         r = self.node.post(f"/{db}/_find", body)
         self.assertEqual(r.status, status, r.raw)

@@ -10,7 +10,7 @@
 #include "actors/jobs.hpp"
 #include "actors/task_list.hpp"
 #include "node/clock.hpp"
-#include "replicator/erlang_term.hpp"
+#include "wire/external_term.hpp"
 #include "replicator/rep_attachments.hpp"
 #include "replicator/rep_checkpoint.hpp"
 #include "replicator/rep_request.hpp"

@@ -1,4 +1,4 @@
-#include "replicator/erlang_term.hpp"
+#include "wire/external_term.hpp"
 
 #include <algorithm>
 #include <cstring>

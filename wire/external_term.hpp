@@ -1,7 +1,8 @@
-// erlang_term: the few Erlang terms CouchDB hashes into a replication id, and their external term
+// external_term: the few Erlang terms CouchDB hashes into ids, and their external term
 // format as CouchDB writes them: `term_to_binary(T, [{minor_version, 1}])` (atoms as latin-1
 // ATOM_EXT, floats as NEW_FLOAT_EXT, on every OTP release). Pure; used to compute ids
-// (replicator/rep_request.hpp) and which node owns a `_replicator` document.
+// (replicator/rep_request.hpp), generated Mango index names (query/mango_index.hpp) and which node
+// owns a `_replicator` document.
 //
 //   auto t = eterm::tuple({eterm::atom("remote"), eterm::string("host"), eterm::integer(5985)});
 //   std::string bytes = term_to_binary(t);  // "\x83h\x03d\x00\x06remote..."
