@@ -2,8 +2,9 @@
 shard_copy must not cost the queries): each binary runs a fresh node with its defaults (q=2) holding
 the same N documents of ~1 KB, a design document with one view and a JSON index on `age`; then, the
 two nodes taking turns RUNS times, C clients each send REQUESTS requests of one kind on kept-open
-connections: a view query (limit 20 from a random key) and a _find on the index (equality on `age`,
-limit 20). Reports per build the median over runs of each run's req/s and p95 latency (ms), and the
+connections: a view query (limit 20 from a random key), a _find on the index (equality on `age`,
+limit 20) and a _find no index serves (`k` from a random point in the first tenth, a `$not`: a scan
+of up to N/10 documents through the selector's evaluation; a tenth as many requests). Reports per build the median over runs of each run's req/s and p95 latency (ms), and the
 ratio of the medians (new / old).
 
     python3 bench/queries_versions.py OLD_SETTEE NEW_SETTEE [docs=20000] [runs=5]
@@ -26,6 +27,7 @@ OLD, NEW = sys.argv[1], sys.argv[2]
 DOCS = int(sys.argv[3]) if len(sys.argv) > 3 else 20000
 RUNS = int(sys.argv[4]) if len(sys.argv) > 4 else 5
 CLIENTS, REQUESTS = 8, 300
+KINDS = ("view", "find", "scan")
 HEADERS = {"Authorization": "Basic " + base64.b64encode(b"bench:bench").decode(), "Content-Type": "application/json"}
 PAD = "x" * 900
 
@@ -62,6 +64,11 @@ def one_run(port, kind):
             t = time.perf_counter()
             if kind == "view":
                 request(c, "GET", f"/db/_design/v/_view/by_k?limit=20&startkey={rnd.randrange(DOCS)}")
+            elif kind == "scan":
+                if len(mine) >= REQUESTS // 10:
+                    break
+                request(c, "POST", "/db/_find", {"selector": {"k": {"$gte": rnd.randrange(DOCS // 10)},
+                                                              "$not": {"age": {"$in": [100, 101]}}}, "limit": 20})
             else:
                 request(c, "POST", "/db/_find", {"selector": {"age": rnd.randrange(100)}, "limit": 20})
             mine.append(time.perf_counter() - t)
@@ -86,13 +93,13 @@ def main():
             nodes[name] = BenchNode("queries-versions-", "[log]\nlevel = warning\n", binary)
             nodes[name].request("GET", "/")  # waits for the start
             fill(nodes[name].port)
-        results = {(n, k): [] for n in nodes for k in ("view", "find")}
+        results = {(n, k): [] for n in nodes for k in KINDS}
         for _ in range(RUNS):
-            for kind in ("view", "find"):
+            for kind in KINDS:
                 for name in ("old", "new"):
                     results[(name, kind)].append(one_run(nodes[name].port, kind))
         print(f"{DOCS} docs, {CLIENTS} clients x {REQUESTS} requests, {RUNS} runs taking turns, {os.cpu_count()} cores")
-        for kind in ("view", "find"):
+        for kind in KINDS:
             med = {}
             for name in ("old", "new"):
                 runs = results[(name, kind)]

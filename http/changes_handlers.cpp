@@ -179,17 +179,28 @@ result<changes_query> parse_changes(ctx& c, const json* body) {
   return q;
 }
 
+// A filter call that threw fails the request, as couch_query_servers:filter_docs lets the query
+// server's error through: 500 render_error naming the filter and what it threw (CouchDB: 500 with
+// the error as an Erlang tuple for a reason).
+status filter_failure(const std::string& where, const std::string& error) {
+  return {errc::render_error, "filter " + where + " threw: " + error};
+}
+
 // The design document filter `q` names (404 as CouchDB: couch_changes' `missing`, then `missing
-// json key: <key>`), run over pages of changes in a JavaScript worker: a document whose call
-// throws counts as not wanted and is logged (couch_query_servers:filter_docs skips it); a page the
-// worker could not finish (its deadline, its memory) is asked again one document at a time.
+// json key: <key>`), run over pages of changes in a JavaScript worker: a call that throws fails the
+// request (filter_failure); a page the worker could not finish (its deadline, its memory) is asked
+// again one document at a time, as filter_docs does when the query server died of its memory.
 status javascript_filter(ctx& c, const db_meta& db, changes_query& q) {
   auto fn = open_design_function(c, db, q.ddoc_id, q.member_path);
   if (!fn) return fn.error();
   js_pool* js = c.node.js;
   const bool view = q.member_path.front() == "views";
   json path = view ? json::array({"views", q.member_path[1], "map"}) : json::array({"filters", q.member_path[1]});
-  const std::string tail = view ? "]" : "," + js_request_object(c, db).dump() + "]";
+  json req = js_request_object(c, db);
+  // A POST's JSON body reaches the filter parsed (chttpd_db keeps the body it read as req_body).
+  if (c.req.method == "POST")
+    if (auto body = parse_json(c.req.body); body && body->is_object()) req["body"] = std::move(*body);
+  const std::string tail = view ? "]" : "," + req.dump() + "]";
   const std::string where = db.name + "/" + q.ddoc_id + " " + path.dump();
   auto ask = [js, key = fn->key, ddoc = fn->ddoc, path, tail,
               where](const std::vector<const change_row*>& rows) -> result<js_reply> {
@@ -211,6 +222,7 @@ status javascript_filter(ctx& c, const db_meta& db, changes_query& q) {
     for (const auto& row : rows) all.push_back(&row);
     auto r = ask(all);
     if (!r) return r.error();
+    if (!r->errors.empty()) return filter_failure(where, r->errors[0]);
     auto flags = [](const js_reply& reply, size_t n) -> std::optional<std::vector<bool>> {
       if (!reply.ok() || !reply.value.is_array() || reply.value.size() != n) return std::nullopt;
       std::vector<bool> out;
@@ -224,6 +236,7 @@ status javascript_filter(ctx& c, const db_meta& db, changes_query& q) {
     for (const auto* row : all) {
       auto one = ask({row});
       if (!one) return one.error();
+      if (!one->errors.empty()) return filter_failure(where, one->errors[0]);
       auto f = flags(*one, 1);
       out.push_back(f && f->front());
     }
@@ -252,8 +265,8 @@ class changes_source final : public feed_source {
     if (until_ == "now") until_ = feed_->until_token();  // the bound stays where it was at the start
     return {};
   }
-  // Reads ahead to the first row, so that an error before it (a selector past its bounds) is
-  // answered as an HTTP error rather than as a 200 cut short.
+  // Reads ahead to the first row, so that an error before it (a selector past its bounds, a filter
+  // that throws) is answered as an HTTP error rather than as a 200 cut short.
   const status& prime() {
     primed_ = next(primed_row_);
     return error();
@@ -348,7 +361,8 @@ void serve_changes(ctx& c, const db_meta& db, std::optional<size_t> shard, std::
   changes_feed& feed = source->feed();
   if (auto st = source->start(q->since); !st) return c.error(st);
   std::string state = feed.state_tag();
-  if (q->opts.filter_kind == changes_options::filter::selector) {
+  if (q->opts.filter_kind == changes_options::filter::selector ||
+      q->opts.filter_kind == changes_options::filter::javascript) {
     if (const status& st = source->prime(); !st) return c.error(st);
   }
   reply_feed(c, db.key(), q->feed, std::move(source), state);

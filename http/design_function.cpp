@@ -75,7 +75,7 @@ json js_request_object(ctx& c, const db_meta& db, const json& id) {
               {"query", query},
               {"headers", headers},
               {"body", c.req.body.empty() ? std::string("undefined") : c.req.body},
-              {"peer", c.req.peer},
+              {"peer", c.req.peer.substr(0, c.req.peer.rfind(':'))},  // the address without its port, as mochiweb's
               {"form", form},
               {"cookie", cookies_of(c.req.get_header_value("Cookie"))},
               {"userCtx", user},

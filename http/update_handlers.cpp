@@ -125,10 +125,11 @@ void send_external_response(ctx& c, const json& resp, int code, const json& extr
 
 void handle_update(ctx& c, const db_meta& db, const std::string& ddoc_id, const std::string& name,
                    const std::optional<std::string>& doc_id) {
-  // CouchDB's query server refuses GET (and CouchDB answers 500 for it); 405 says what it is.
-  if (c.method() != "POST" && c.method() != "PUT") {
+  // Any method runs the function (chttpd_show, DELETE too) but GET, which CouchDB's query server
+  // refuses (and CouchDB answers 500 for it); 405 says what it is.
+  if (c.method() == "GET" || c.method() == "HEAD") {
     c.error(errc::method_not_allowed, "Update functions do not allow " + c.method());
-    c.res.set_header("Allow", "POST,PUT");
+    c.res.set_header("Allow", "POST,PUT,DELETE");
     return;
   }
   auto fn = open_design_function(c, db, ddoc_id, {"updates", name});

@@ -296,6 +296,7 @@ class UpdateHandlers(NodeTest):
             "noid": "function(doc, req) { return [{n: 1}, 'x']; }",
             "design": "function(doc, req) { return [{_id: '_design/other'}, 'x']; }",
             "spin": "function(doc, req) { while (true) {} }",
+            "peer": "function(doc, req) { return [null, req.peer]; }",
         }
         vdu = "function(d) { if (d.n > 3) throw({forbidden: 'too big'}); }"
         assert n.put("/upd/_design/app", {"updates": updates, "validate_doc_update": vdu}).status == 201
@@ -368,8 +369,13 @@ class UpdateHandlers(NodeTest):
         self.assertError(n.post("/upd/_design/none/_update/x"), 404, "not_found", "missing")
         self.assertError(n.post("/upd/_design/app/_update"), 404, "update_error", "Invalid path.")
         r = n.get("/upd/_design/app/_update/bump/d9")
-        self.assertEqual((r.status, r.headers.get("allow")), (405, "POST,PUT"))
+        self.assertEqual((r.status, r.headers.get("allow")), (405, "POST,PUT,DELETE"))
         self.assertEqual(n.get("/upd/d9").status, 404)  # a GET never runs the function
+        # DELETE runs it, as chttpd_show (issue 51 point 5); req.peer is the address alone.
+        r = n.delete("/upd/_design/app/_update/echo/e9")
+        self.assertEqual((r.status, r.json["method"], r.json["id"]), (200, "DELETE", "e9"))
+        peer = n.post("/upd/_design/app/_update/peer").raw
+        self.assertEqual(peer, "127.0.0.1")
         r = n.post("/upd/_design/app/_update/design")
         self.assertEqual(r.status, 201)  # the server admin may; a member could not (authorize_doc_write)
 
@@ -436,8 +442,23 @@ class Filters(NodeTest):
         live = sorted(r["id"] for r in self.node.get("/flt/_all_docs").json["rows"] if not r["id"].startswith("_design/"))
         self.assertEqual(self.ids("filter=app/mine"), live)
 
-    def test_a_document_the_filter_throws_on_is_skipped_and_the_feed_goes_on(self):
-        self.assertEqual(self.ids("filter=app/boom"), ["d007"])
+    def test_a_posted_body_reaches_the_filter_parsed(self):
+        n = self.node
+        self.assertEqual(n.put("/flt3").status, 201)
+        f = "function(doc, req) { return typeof req.body === 'object' && req.body.want === doc._id; }"
+        self.assertEqual(n.put("/flt3/_design/b", {"filters": {"f": f}}).status, 201)
+        self.assertEqual(n.post("/flt3/_bulk_docs", {"docs": [{"_id": "x"}, {"_id": "y"}]}).status, 201)
+        r = n.post("/flt3/_changes?filter=b/f", {"want": "y"})
+        self.assertEqual(r.status, 200, r.raw[:300])
+        self.assertEqual([row["id"] for row in r.json["results"]], ["y"])
+
+    def test_a_filter_that_throws_fails_the_request_as_couchdbs(self):
+        # couch_query_servers:filter_docs lets the query server's error through (issue 51 point 4).
+        r = self.node.get("/flt/_changes?filter=app/boom")
+        self.assertEqual(r.status, 500, r.raw[:300])
+        self.assertEqual(r.json["error"], "render_error")
+        self.assertIn("TypeError", r.json["reason"])
+        self.assertIn("_design/app", r.json["reason"])
 
     def test_view_as_a_filter(self):
         self.assertEqual(self.ids("filter=_view&view=app/big"), sorted(f"d{i:03d}" for i in range(51, 100)))
