@@ -1,5 +1,7 @@
 #include "actors/view_index.hpp"
 
+#include "query/mango_selector.hpp"
+
 #include <set>
 
 #include "actors/doc_render.hpp"
@@ -95,6 +97,27 @@ std::string builtin_partials::reduce(uint32_t view, const std::vector<view_row>&
 
 namespace {
 
+// Rows one document emits under one key in the order of their values, as couch_mrview_updater's
+// lists:sort (Erlang's term order), not in emit order (their positions number them in this order).
+// `emitted` holds the [key, value] pairs `rows` were made from; a document with no key twice (the
+// usual case) costs one sort of indexes.
+void order_duplicate_keys(const json& emitted, std::vector<view_row_in>& rows) {
+  if (rows.size() < 2) return;
+  std::vector<size_t> order(rows.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    if (rows[a].sort_key != rows[b].sort_key) return rows[a].sort_key < rows[b].sort_key;
+    return erlang_compare(emitted[a][1], emitted[b][1]) < 0;
+  });
+  bool twice = false;
+  for (size_t i = 1; i < order.size() && !twice; ++i) twice = rows[order[i]].sort_key == rows[order[i - 1]].sort_key;
+  if (!twice) return;
+  std::vector<view_row_in> sorted;
+  sorted.reserve(rows.size());
+  for (size_t i : order) sorted.push_back(std::move(rows[i]));
+  rows = std::move(sorted);
+}
+
 // The rows one document emitted, per view, from the worker's answer for it (a partitioned view's
 // keyed by the document's partition too).
 status rows_of(const json& per_view, size_t views, bool partitioned, view_doc& out) {
@@ -108,6 +131,7 @@ status rows_of(const json& per_view, size_t views, bool partitioned, view_doc& o
       if (partitioned) key = partition_sort_key(out.id.substr(0, out.id.find(':')), key);
       out.views[v].push_back({std::move(key), pair[0].dump(), pair[1].dump()});
     }
+    order_duplicate_keys(per_view[v], out.views[v]);
   }
   return {};
 }

@@ -162,7 +162,12 @@ result<json> reduce_rows(builtin_reduce how, const std::vector<std::pair<const j
                         "The _stats function requires that map values be numbers or arrays of numbers, not '" +
                             value->dump() + "'"};
         const size_t n = is_array ? value->size() : 1;
-        if (per.size() < n) per.resize(n);
+        // Arrays of one length (CouchDB's lists:zipwith fails on others).
+        if (!per.empty() && per.size() != n)
+          return status{errc::builtin_reduce_error,
+                        "The _stats function requires that map value arrays be of the same length, not '" +
+                            value->dump() + "'"};
+        if (per.empty()) per.resize(n);
         for (size_t i = 0; i < n; ++i) {
           const json& v = is_array ? (*value)[i] : *value;
           if (!v.is_number())
@@ -233,7 +238,9 @@ result<json> rereduce(builtin_reduce how, const std::vector<json>& partials) {
         first = false;
         if (arrays != is_array) return status{errc::builtin_reduce_error, "_stats partials of different shapes"};
         const size_t n = is_array ? p.size() : 1;
-        if (per.size() < n) per.resize(n);
+        if (!per.empty() && per.size() != n)
+          return status{errc::builtin_reduce_error, "_stats partials of different lengths"};
+        if (per.empty()) per.resize(n);
         for (size_t i = 0; i < n; ++i)
           if (!per[i].merge(is_array ? p[i] : p))
             return status{errc::builtin_reduce_error, "a _stats partial is malformed: " + p.dump()};

@@ -41,6 +41,14 @@ result<std::vector<std::string>> docs_of(ctx& c, const db_meta& db, const std::v
   if (!docs) return docs.error();
   render_options opts;
   opts.conflicts = q.conflicts;
+  opts.attachments = q.attachments;  // inline, as couch_mrview's doc_row with its doc_options
+  opts.att_encoding_info = q.att_encoding_info;
+  attachments::blob_bytes blobs;
+  for (const doc_copy& d : *docs) {
+    if (!q.attachments || !d.found || d.info.tree.winner_deleted()) continue;
+    if (auto st = fetch_inline_blobs(c, db, d, {d.info.tree.winner()}, opts, blobs); !st) return st;
+  }
+  opts.blobs = &blobs;
   for (size_t i = 0; i < docs->size(); ++i) {
     const doc_copy& d = (*docs)[i];
     if (!d.found || d.info.tree.winner_deleted()) continue;

@@ -69,31 +69,6 @@ size_t hash_value(const json& v) {
   return h;
 }
 
-// mango_json:cmp_raw: Erlang's term order over the EJSON terms (numbers < atoms false/null/true <
-// objects < arrays < strings; strings by their bytes), how CouchDB compares `_id`.
-int raw_compare(const json& a, const json& b) {
-  auto rank = [](const json& v) {
-    return v.is_number() ? 0 : v.is_boolean() || v.is_null() ? 1 : v.is_object() ? 2 : v.is_array() ? 3 : 4;
-  };
-  const int ra = rank(a), rb = rank(b);
-  if (ra != rb) return ra < rb ? -1 : 1;
-  if (ra == 4) {
-    const int c = a.get_ref<const std::string&>().compare(b.get_ref<const std::string&>());
-    return c < 0 ? -1 : c > 0 ? 1 : 0;
-  }
-  if (ra == 1) {
-    auto name = [](const json& v) { return v.is_null() ? "null" : v.get<bool>() ? "true" : "false"; };
-    const int c = std::strcmp(name(a), name(b));
-    return c < 0 ? -1 : c > 0 ? 1 : 0;
-  }
-  if (ra == 3) {
-    for (size_t i = 0; i < a.size() && i < b.size(); ++i)
-      if (int c = raw_compare(a[i], b[i])) return c;
-    return a.size() < b.size() ? -1 : a.size() > b.size() ? 1 : 0;
-  }
-  return collate(a, b);  // numbers, and objects (never an _id)
-}
-
 }  // namespace
 
 std::vector<std::string> split_field(const std::string& field) {
@@ -254,7 +229,7 @@ struct evaluation {
     spend();
     if (raw) {
       for (const json& x : n.arg)
-        if (spend() && raw_compare(v, x) == 0) return true;
+        if (spend() && erlang_compare(v, x) == 0) return true;
       return false;
     }
     auto [lo, hi] = n.values.equal_range(hash_value(v));
@@ -301,7 +276,7 @@ bool evaluation::match_op(const node& n, const json& v) {
   const json& a = n.arg;
   // A string against a string argument: one sort key to make, the argument's is kept.
   auto cmp = [&] {
-    if (raw) return raw_compare(v, a);
+    if (raw) return erlang_compare(v, a);
     return v.is_string() && !n.arg_key.empty() ? collation::sort_key(v).compare(n.arg_key) : collate(v, a);
   };
   if (op == "$eq") return cmp() == 0;
@@ -432,6 +407,29 @@ int collate(const json& a, const json& b) {
     default:
       return 0;
   }
+}
+
+int erlang_compare(const json& a, const json& b) {
+  auto rank = [](const json& v) {
+    return v.is_number() ? 0 : v.is_boolean() || v.is_null() ? 1 : v.is_object() ? 2 : v.is_array() ? 3 : 4;
+  };
+  const int ra = rank(a), rb = rank(b);
+  if (ra != rb) return ra < rb ? -1 : 1;
+  if (ra == 4) {
+    const int c = a.get_ref<const std::string&>().compare(b.get_ref<const std::string&>());
+    return c < 0 ? -1 : c > 0 ? 1 : 0;
+  }
+  if (ra == 1) {
+    auto name = [](const json& v) { return v.is_null() ? "null" : v.get<bool>() ? "true" : "false"; };
+    const int c = std::strcmp(name(a), name(b));
+    return c < 0 ? -1 : c > 0 ? 1 : 0;
+  }
+  if (ra == 3) {
+    for (size_t i = 0; i < a.size() && i < b.size(); ++i)
+      if (int c = erlang_compare(a[i], b[i])) return c;
+    return a.size() < b.size() ? -1 : a.size() > b.size() ? 1 : 0;
+  }
+  return collate(a, b);  // numbers (an integer equals its float), and objects
 }
 
 namespace {

@@ -42,6 +42,11 @@ json normalize_selector(const json& selector);
 // -1, 0, 1 under CouchDB's JSON collation.
 int collate(const json& a, const json& b);
 
+// -1, 0, 1 in Erlang's term order over CouchDB's EJSON (numbers < false < null < true < objects <
+// arrays < strings, strings by their bytes): how mango compares `_id` (mango_json:cmp_raw) and how
+// couch_mrview orders the values one document emits under one key (lists:sort).
+int erlang_compare(const json& a, const json& b);
+
 // A field name's path as mango_util:parse_field splits it: "a.b" -> ["a", "b"], split at the dots
 // no backslash escapes, then every backslash dropped ("a\\.b" -> ["a.b"], "\\$x" -> ["$x"]).
 std::vector<std::string> split_field(const std::string& field);

@@ -316,6 +316,34 @@ class MapViews(NodeTest):
         rows = n.get("/views-conf/_design/plain/_view/seq").json["rows"]
         self.assertEqual([r["value"] for r in rows], ["undefined", "undefined"])
 
+    def test_rows_one_document_emits_under_one_key_come_by_value(self):
+        """Issue 51 point 0: couch_mrview_updater sorts a document's rows (lists:sort, Erlang's term
+        order of the values: numbers, then null, then strings), not in emit order."""
+        n = self.node
+        self.assertEqual(n.put("/views-dups").status, 201)
+        self.assertEqual(n.put("/views-dups/d", {"x": 1}).status, 201)
+        m = "function(doc) { emit('k', 'b'); emit('k', 3); emit('j', 0); emit('k', null); emit('k', 1); emit('k', 'a'); }"
+        self.assertEqual(n.put("/views-dups/_design/d", {"views": {"v": {"map": m}}}).status, 201)
+        rows = n.get("/views-dups/_design/d/_view/v").json["rows"]
+        self.assertEqual([(r["key"], r["value"]) for r in rows],
+                         [("j", 0), ("k", 1), ("k", 3), ("k", None), ("k", "a"), ("k", "b")])
+        rows = n.get("/views-dups/_design/d/_view/v?descending=true").json["rows"]
+        self.assertEqual([r["value"] for r in rows], ["b", "a", None, 3, 1, 0])
+
+    def test_included_documents_carry_their_attachments_inline(self):
+        """Issue 51 point 0: include_docs=true&attachments=true inlines, as _all_docs does."""
+        n = self.node
+        self.assertEqual(n.put("/views-atts?q=2").status, 201)
+        rev = n.put("/views-atts/a", {"x": 1}).json["rev"]
+        r = n.request("PUT", f"/views-atts/a/f.txt?rev={rev}", raw_body=b"hello", headers={"Content-Type": "text/plain"})
+        self.assertEqual(r.status, 201)
+        self.assertEqual(n.put("/views-atts/_design/d", {"views": {"v": {"map": "function(d) { emit(d._id, null); }"}}}).status, 201)
+        row = n.get("/views-atts/_design/d/_view/v?include_docs=true&attachments=true").json["rows"][0]
+        self.assertEqual(row["doc"]["_attachments"]["f.txt"]["data"], "aGVsbG8=")
+        stub = n.get("/views-atts/_design/d/_view/v?include_docs=true").json["rows"][0]["doc"]["_attachments"]["f.txt"]
+        self.assertTrue(stub["stub"])
+        self.assertNotIn("data", stub)
+
     def test_keys_in_request_order(self):
         ids = lambda j: [row["id"] for row in j["rows"]]  # noqa: E731
         x = [f"n{i:02d}" for i in range(0, 30, 3)]

@@ -71,4 +71,10 @@ TEST_CASE("_stats: integers stay integers, arrays element by element, errors") {
   CHECK(r.error().code == errc::builtin_reduce_error);
   CHECK(r.error().reason ==
         "The _stats function requires that map values be numbers or arrays of numbers, not '\"x\"'");
+  // Arrays of different lengths are an error, as CouchDB's lists:zipwith (issue 51 point 0).
+  std::vector<json> uneven = parse_all({"[1,2]", "[3]"});
+  std::vector<std::pair<const json*, const json*>> urows{{&keys[0], &uneven[0]}, {&keys[1], &uneven[1]}};
+  auto u = reduce_rows(builtin_reduce::stats, urows);
+  REQUIRE_FALSE(u.ok());
+  CHECK(u.error().reason == "The _stats function requires that map value arrays be of the same length, not '[3]'");
 }
