@@ -247,7 +247,7 @@ result<mango_page> find_reader::answer(const std::string& copy_name, const shard
   if (req.limit == 0 && !req.estimate) return page;
   auto selector_json = parse_json(req.selector);
   if (!selector_json) return status{errc::bad_request, "the selector is not JSON"};
-  auto selector = mango_selector::compile(*selector_json);
+  auto selector = mango_selector::compile_part(*selector_json);
   if (!selector) return selector.error();
   copy_read read{*snap, req, *selector, page, {}, {}};
   read.opts.conflicts = req.conflicts;

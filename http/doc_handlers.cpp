@@ -746,53 +746,88 @@ void put_doc(ctx& c, const db_meta& db, std::string id) {
   reply_written(c, id, written->results.front(), c.param("batch") == "ok", written->quorum_met, deleting);
 }
 
-// COPY /db/doc with `Destination: target[?rev=R]` (chttpd_db's COPY and
-// couch_httpd_db:parse_copy_destination_header): the source revision (?rev=, If-Match, or the
-// winner), attachments and all, written as a new revision of the target (R: the target's
-// current revision; none: the target must not exist).
-void copy_doc(ctx& c, const db_meta& db, const std::string& source) {
-  std::string destination = c.req.get_header_value("Destination");
-  if (destination.empty()) return c.error(errc::bad_request, "Destination header is mandatory for COPY.");
+// COPY's `Destination: target[?rev=R]` (couch_httpd_db:parse_copy_destination_header).
+struct copy_destination {
+  std::string id, rev;
+};
+
+result<copy_destination> parse_destination(ctx& c) {
+  const std::string destination = c.req.get_header_value("Destination");
+  if (destination.empty()) return status{errc::bad_request, "Destination header is mandatory for COPY."};
   if (destination.rfind("http://", 0) == 0 || destination.rfind("https://", 0) == 0)
-    return c.error(errc::bad_request, "Destination URL must be relative.");
-  std::string target = destination, target_rev;
+    return status{errc::bad_request, "Destination URL must be relative."};
+  copy_destination to{destination, ""};
   if (size_t q = destination.find('?'); q != std::string::npos) {
-    target = destination.substr(0, q);
+    to.id = destination.substr(0, q);
     std::string query = destination.substr(q + 1);
     size_t eq = query.find('=');
-    target_rev = eq == std::string::npos ? "" : query.substr(eq + 1);
+    to.rev = eq == std::string::npos ? "" : query.substr(eq + 1);
     rev_id r;
-    if (!valid_rev(target_rev, r)) return c.error(bad_rev());
+    if (!valid_rev(to.rev, r) && to.id.rfind("_local/", 0) != 0) return bad_rev();
   }
-  target = percent_decode(target);
-  if (auto st = validate_doc_id(target, c.node.max_document_id_length); !st) return c.error(st);
+  to.id = percent_decode(to.id);
+  if (to.id.rfind("_local/", 0) == 0) {
+    if (auto st = validate_local_id(to.id, c.node.max_document_id_length); !st) return st;
+  } else if (auto st = validate_doc_id(to.id, c.node.max_document_id_length); !st) {
+    return st;
+  }
+  return to;
+}
+
+// The body a COPY writes: the source revision (?rev=, If-Match, or the winner) with its attachments
+// as their bytes (the target is a document of its own); a `_local` source's body as it is.
+result<json> copy_source(ctx& c, const db_meta& db, const std::string& source) {
+  if (source.rfind("_local/", 0) == 0) {
+    auto d = c.node.coord.open_local(db, source);
+    if (!d) return d.error();
+    if (!*d) return status{errc::not_found, "missing"};
+    auto body = parse_json((*d)->body);
+    if (!body) return status{errc::internal, "the source document could not be read"};
+    return std::move(*body);
+  }
   doc_get g;
   if (std::string rev = requested_rev(c); !rev.empty()) {
     rev_id r;
-    if (!valid_rev(rev, r)) return c.error(bad_rev());
+    if (!valid_rev(rev, r)) return bad_rev();
     g.rev = r;
   }
   auto r = c.read_quorum();
-  if (!r) return c.error(r.error());
+  if (!r) return r.error();
   auto d = c.node.coord.open_doc(db, source, *r, g.rev ? doc_bodies::all : doc_bodies::leaves);
-  if (!d) return c.error(d.error());
+  if (!d) return d.error();
   auto index = requested_index(*d, g);
-  if (!index) return c.error(index.error());
-  // The attachments travel as their bytes: the target is a document of its own.
+  if (!index) return index.error();
   render_options opts;
   opts.attachments = true;
   attachments::blob_bytes blobs;
-  if (auto st = fetch_inline_blobs(c, db, *d, {*index}, opts, blobs); !st) return c.error(st);
+  if (auto st = fetch_inline_blobs(c, db, *d, {*index}, opts, blobs); !st) return st;
   opts.blobs = &blobs;
   auto rendered = render_rev(*d, *index, opts);
-  if (!rendered) return c.error(errc::not_found, "missing");
+  if (!rendered) return status{errc::not_found, "missing"};
   auto body = parse_json(*rendered);
-  if (!body) return c.error(errc::internal, "the source document could not be read");
+  if (!body) return status{errc::internal, "the source document could not be read"};
   for (const char* k : {"_id", "_rev", "_revisions", "_deleted"}) body->erase(k);
-  if (!target_rev.empty()) (*body)["_rev"] = target_rev;
-  if (auto st = authorize_doc_write(c, db, target, &*body); !st) return c.error(st);
+  return std::move(*body);
+}
+
+// COPY /db/doc (chttpd_db's COPY, `_local` documents on either side too): the source written as a
+// new revision of the target (R: the target's current revision; none: the target must not exist).
+void copy_doc(ctx& c, const db_meta& db, const std::string& source) {
+  auto to = parse_destination(c);
+  if (!to) return c.error(to.error());
+  auto body = copy_source(c, db, source);
+  if (!body) return c.error(body.error());
+  if (to->id.rfind("_local/", 0) == 0) {
+    auto u = to_local_update(to->id, &*body, to->rev);
+    if (!u) return c.error(u.error());
+    auto new_rev = c.node.coord.write_local(db, *u);
+    if (!new_rev) return c.error(new_rev.error());
+    return c.reply(201, json{{"ok", true}, {"id", to->id}, {"rev", "0-" + std::to_string(*new_rev)}});
+  }
+  if (!to->rev.empty()) (*body)["_rev"] = to->rev;
+  if (auto st = authorize_doc_write(c, db, to->id, &*body); !st) return c.error(st);
   auto u =
-      to_doc_update(db, std::move(*body), target, true, nullptr, c.node.attachment_policy, c.node.js, c.node.cluster);
+      to_doc_update(db, std::move(*body), to->id, true, nullptr, c.node.attachment_policy, c.node.js, c.node.cluster);
   if (!u) return c.error(u.error());
   if (auto st = check_document_size(c, *u); !st) return c.error(st);
   if (u->managed_attachments) {
@@ -800,7 +835,7 @@ void copy_doc(ctx& c, const db_meta& db, const std::string& source) {
   }
   auto written = write_one(c, db, std::move(*u));
   if (!written) return c.error(written.error());
-  reply_written(c, target, written->results.front(), false, written->quorum_met);
+  reply_written(c, to->id, written->results.front(), false, written->quorum_met);
 }
 
 void delete_doc(ctx& c, const db_meta& db, const std::string& id) {
@@ -1224,7 +1259,8 @@ void handle_local_doc(ctx& c, const db_meta& db, const std::string& id) {
     if (c.req.get_header_value("If-None-Match") == r.etag) r.http_status = 304;
     return reply_doc_read(c, r);
   }
-  if (m != "PUT") return c.method_not_allowed("GET,PUT,DELETE");
+  if (m == "COPY") return copy_doc(c, db, id);
+  if (m != "PUT") return c.method_not_allowed("GET,PUT,DELETE,COPY");
   auto body = parse_client_json(c.req.body, {errc::bad_request, "invalid UTF-8 JSON"});
   if (!body) return c.error(body.error());
   write_local_doc(c, db, id, &*body);

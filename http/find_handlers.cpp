@@ -57,8 +57,10 @@ result<planned_find> plan_of(ctx& c, const db_meta& db, const std::string& parti
   }
   if (!part.empty() && body->is_object() && body->contains("selector")) {
     // A partition's query: its documents only (their ids begin with "p:").
+    // ({} under an $and would be {"$eq":{}} once normalized: an empty selector gives way to it.)
     json only = {{"_id", {{"$beginsWith", part + ":"}}}};
-    (*body)["selector"] = json{{"$and", json::array({(*body)["selector"], only})}};
+    json& given = (*body)["selector"];
+    given = given.is_object() && given.empty() ? only : json{{"$and", json::array({given, only})}};
   }
   auto q = parse_find(*body);
   if (!q) return q.error();

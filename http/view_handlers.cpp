@@ -160,7 +160,17 @@ void handle_view(ctx& c, const db_meta& db, const std::string& ddoc_name, const 
   if (c.method() != "GET" && c.method() != "POST") return c.method_not_allowed("GET,HEAD,POST");
   auto q = parse_view_request(c);
   if (!q) return c.error(q.error());
-  auto out = view_result(c, db, ddoc_name, view_name, *q, partition);
+  // `?partition=` names the partition as /db/_partition/<p>/... does (couch_mrview_http's
+  // parse_param; both: they must agree, as chttpd_db's handle_partition_req).
+  std::string part = partition;
+  if (c.has("partition")) {
+    const std::string given = c.param("partition");
+    if (!partition.empty() && given != partition)
+      return c.error(errc::bad_request, "Conflicting value for `partition` in query string");
+    if (auto st = validate_partition_name(given); !st) return c.error(st);
+    part = given;
+  }
+  auto out = view_result(c, db, ddoc_name, view_name, *q, part);
   if (!out) return c.error(out.error());
   c.reply_raw(200, std::move(*out));
 }

@@ -374,7 +374,7 @@ std::optional<query_plan> union_plan(const find_query& q, const std::vector<quer
     if (k > 0) {
       json before = json::array();
       for (size_t j = 0; j < k; ++j) before.push_back(raw[j]);
-      part->filter = json{{"$and", json::array({q.selector, json{{"$nor", before}}})}};
+      part->filter = json::array({q.selector, before});  // mango_selector::compile_part's form
     }
     out.parts.push_back(std::move(*part));
   }

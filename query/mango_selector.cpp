@@ -472,6 +472,26 @@ result<mango_selector> mango_selector::compile(const json& selector) {
   return s;
 }
 
+result<mango_selector> mango_selector::compile_part(const json& filter) {
+  if (!filter.is_array()) return compile(filter);
+  if (filter.size() != 2 || !filter[1].is_array()) return selector_error("expected a JSON object");
+  auto selector = compile(filter[0]);
+  if (!selector) return selector.error();
+  node all, none;
+  all.what = node::kind::all_of;
+  none.what = node::kind::none_of;
+  all.children.push_back(*selector->root_);
+  for (const json& branch : filter[1]) {
+    auto b = compile(branch);
+    if (!b) return b.error();
+    none.children.push_back(*b->root_);
+  }
+  all.children.push_back(std::move(none));
+  mango_selector s;
+  s.root_ = std::make_shared<const node>(std::move(all));
+  return s;
+}
+
 result<bool> mango_selector::matches(const json& doc) const {
   evaluation e;
   bool matched = e.match(*root_, doc);

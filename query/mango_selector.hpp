@@ -23,6 +23,11 @@ class mango_selector {
   // Not a valid selector: CouchDB's errors (mango_error): 400 invalid_operator "Invalid operator:
   // $x", 400 bad_arg "Bad argument for operator $in: 5"; not an object: "Selector error: ...".
   static result<mango_selector> compile(const json& selector);
+  // A part of a union plan ([selector, [branch, ...]]: the selector's documents that no earlier
+  // branch matches, "no" a plain boolean one, so that the parts never share a document; a $nor
+  // would be CouchDB's, which needs the branches' fields to exist), or a selector as compile().
+  // An array is never a user's selector (compile refuses it).
+  static result<mango_selector> compile_part(const json& filter);
   // Whether `doc` matches; errc::bad_request "Selector error: ..." when matching it would pass the
   // evaluation's bounds.
   result<bool> matches(const json& doc) const;

@@ -530,6 +530,19 @@ class Endpoints(NodeTest):
         self.assertError(n.request("COPY", "/cpy/src", headers={"Destination": "z?rev=nope"}), 400, "bad_request")
         r = n.request("PATCH", "/cpy/src")
         self.assertError(r, 405, "method_not_allowed", "Only DELETE,GET,HEAD,POST,PUT,COPY allowed")
+        # _local documents on either side (issue 51 point 6), as chttpd_db's COPY of any document.
+        self.assertEqual(n.put("/cpy/_local/l", {"k": 1}).status, 201)
+        r = n.request("COPY", "/cpy/_local/l", headers={"Destination": "_local/l2"})
+        self.assertEqual((r.status, r.json), (201, {"ok": True, "id": "_local/l2", "rev": "0-1"}))
+        self.assertEqual(n.get("/cpy/_local/l2").json, {"_id": "_local/l2", "_rev": "0-1", "k": 1})
+        r = n.request("COPY", "/cpy/_local/l", headers={"Destination": "from-local"})
+        self.assertEqual(r.status, 201, r)
+        self.assertEqual(n.get("/cpy/from-local").json["k"], 1)
+        r = n.request("COPY", "/cpy/src", headers={"Destination": "_local/to-local"})
+        self.assertEqual(r.status, 201, r)
+        self.assertEqual(n.get("/cpy/_local/to-local").json["v"], 2)
+        self.assertNotIn("_attachments", n.get("/cpy/_local/to-local").json)  # a local document has none
+        self.assertError(n.request("COPY", "/cpy/_local/none", headers={"Destination": "_local/x"}), 404, "not_found")
 
     def test_deletion_by_put_is_200(self):
         n = self.node

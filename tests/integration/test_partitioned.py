@@ -152,6 +152,12 @@ class Partitioned(NodeTest):
         self.assertError(n.get("/pviews/_partition/beta/_design/g/_view/by_i"), 400, "query_parse_error",
                          "`partition` parameter is not supported in this design doc")
         self.assertEqual(n.get("/pviews/_design/g/_view/by_i").json["rows"], [{"key": None, "value": 36}])
+        # ?partition= names the partition as the path does (issue 51 point 6, couch_mrview_http).
+        self.assertEqual(n.get("/pviews/_design/p/_view/by_i?reduce=false&partition=beta").json, rows)
+        self.assertError(n.get(f"{base}/by_i?partition=gamma"), 400, "bad_request",
+                         "Conflicting value for `partition` in query string")
+        self.assertError(n.get("/pviews/_design/p/_view/by_i?partition=_x"), 400, "illegal_partition",
+                         "Partition must not start with an underscore")
         # A change reaches the partition's view; a purge leaves it.
         rev = n.put("/pviews/beta:new", {"i": 100, "tag": "odd"}).json["rev"]
         self.assertEqual(n.get(f"{base}/by_i?startkey=100&reduce=false").json["rows"][0]["id"], "beta:new")
