@@ -135,4 +135,9 @@ std::string render_winner(const shard_store::snapshot& snap, const doc_info& d, 
   return out ? std::move(*out) : render_doc(d.id, d.tree.rev(d.tree.winner()).str(), d.tree.winner_deleted(), "{}", "");
 }
 
+bool has_meta(const doc_info& d, const render_options& opts) {
+  return opts.revs_info || opts.local_seq || (opts.conflicts && !rev_list(d, false).empty()) ||
+         (opts.deleted_conflicts && !rev_list(d, true).empty());
+}
+
 }  // namespace settee

@@ -26,6 +26,11 @@ struct render_options {
   bool follows = false;  // a multipart answer: those attachments are `"follows":true` parts instead
 };
 
+// Whether rendering `d` with `opts` adds meta fields (couch_db:doc_meta_info: `_revs_info`,
+// `_local_seq`, or `_conflicts`/`_deleted_conflicts` when there are some): such a read has no ETag,
+// as chttpd_db's send_doc.
+bool has_meta(const doc_info& d, const render_options& opts);
+
 // The revision position after which revision `index`'s attachments show inline: that of the newest
 // revision of `opts.atts_since` in its history (CouchDB's find_ancestor_rev_pos), else 0.
 uint64_t inline_after(const doc_info& d, int index, const render_options& opts);

@@ -164,9 +164,9 @@ result<json> reduce_rows(builtin_reduce how, const std::vector<std::pair<const j
         const size_t n = is_array ? value->size() : 1;
         // Arrays of one length (CouchDB's lists:zipwith fails on others).
         if (!per.empty() && per.size() != n)
-          return status{errc::builtin_reduce_error,
-                        "The _stats function requires that map value arrays be of the same length, not '" +
-                            value->dump() + "'"};
+          return status{
+              errc::builtin_reduce_error,
+              "The _stats function requires that map value arrays be of the same length, not '" + value->dump() + "'"};
         if (per.empty()) per.resize(n);
         for (size_t i = 0; i < n; ++i) {
           const json& v = is_array ? (*value)[i] : *value;

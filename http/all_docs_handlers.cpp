@@ -83,6 +83,24 @@ status partition_bounds(const view_query& q, const std::string& partition, all_d
   return {};
 }
 
+// The rows of a listing (`keys`: a keys query's, in the order read); `first` stays true when none.
+std::string listing_rows(const all_docs_listing& listed, const view_query& q, const std::vector<json>* keys,
+                         bool design, bool& first) {
+  std::string rows;
+  for (const auto& r : listed.rows) {
+    // _design_docs?keys=: only the design documents' keys, dropped after skip and limit as
+    // fabric_view_all_docs:filter_keys_by_namespace drops the others.
+    const json* key = keys ? &(*keys)[r.key] : nullptr;
+    if (design && key && !(key->is_string() && key->get_ref<const std::string&>().rfind("_design/", 0) == 0)) continue;
+    if (key && !r.doc.found) {
+      append_missing(rows, first, *key);
+    } else {
+      append_row(rows, first, q, r.doc);
+    }
+  }
+  return rows;
+}
+
 // _all_docs or _design_docs: the listing object for `q`; with `partition`, the partition's
 // documents only, from its one range.
 result<std::string> list_docs(ctx& c, const db_meta& db, const view_query& q, bool design,
@@ -137,15 +155,8 @@ result<std::string> list_docs(ctx& c, const db_meta& db, const view_query& q, bo
     if (!n) return n.error();
     total = *n;
   }
-  std::string rows;
   bool first = true;
-  for (const auto& r : listed->rows) {
-    if (by_keys && !r.doc.found) {
-      append_missing(rows, first, keys[r.key]);
-    } else {
-      append_row(rows, first, q, r.doc);
-    }
-  }
+  const std::string rows = listing_rows(*listed, q, by_keys ? &keys : nullptr, design, first);
   auto seq = update_seq_of(c, db, q);
   if (!seq) return seq.error();
   // A `keys` query has no offset (fabric_view_all_docs sends null); rows before the start key

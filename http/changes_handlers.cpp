@@ -223,6 +223,8 @@ status javascript_filter(ctx& c, const db_meta& db, changes_query& q) {
     auto r = ask(all);
     if (!r) return r.error();
     if (!r->errors.empty()) return filter_failure(where, r->errors[0]);
+    if (r->what == js_reply::kind::fault && r->name == "compilation_error")  // stored, never compiled
+      return status{errc::compilation_error, r->reason};
     auto flags = [](const js_reply& reply, size_t n) -> std::optional<std::vector<bool>> {
       if (!reply.ok() || !reply.value.is_array() || reply.value.size() != n) return std::nullopt;
       std::vector<bool> out;

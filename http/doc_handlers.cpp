@@ -342,8 +342,9 @@ result<doc_read> answer_doc_get(const doc_copy& d, const doc_get& g) {
   }
   auto index = requested_index(d, g);
   if (!index) return index.error();
-  std::string etag = "\"" + tree.rev(*index).str() + "\"";
-  if (g.if_none_match == etag) return doc_read{304, "", etag};
+  // No ETag (nor 304) for a read with meta fields, as chttpd_db's send_doc.
+  const std::string etag = has_meta(d.info, g.opts) ? "" : "\"" + tree.rev(*index).str() + "\"";
+  if (!etag.empty() && g.if_none_match == etag) return doc_read{304, "", etag};
   auto doc = render_rev(d, *index, g.opts);
   if (!doc) return status{errc::not_found, "missing"};
   return doc_read{200, *doc + "\n", etag};
@@ -544,8 +545,9 @@ void get_doc(ctx& c, const db_meta& db, const std::string& id) {
 }
 
 // As chttpd_db:send_updated_doc: 201, 200 for a deletion, 202 when fewer than w copies answered.
+// (POST /db answers without an ETag, as chttpd_db's db_req POST: `etag` false.)
 void reply_written(ctx& c, const std::string& id, const doc_result& r, bool batch, bool quorum_met,
-                   bool deleted = false) {
+                   bool deleted = false, bool etag = true) {
   if (!r.st) return c.error(r.st);
   std::string rev = r.rev.str();
   if (batch) {
@@ -553,7 +555,7 @@ void reply_written(ctx& c, const std::string& id, const doc_result& r, bool batc
   } else {
     c.reply(!quorum_met ? 202 : deleted ? 200 : 201, json{{"ok", true}, {"id", id}, {"rev", rev}});
   }
-  reply_etag(c, rev);
+  if (etag) reply_etag(c, rev);
   if (!batch) c.set_location({c.path[0], id});  // CouchDB's batch=ok answer has none
 }
 
@@ -743,7 +745,8 @@ void put_doc(ctx& c, const db_meta& db, std::string id) {
   auto written = write_one(c, db, std::move(*u));
   if (!written) return fail(written.error());
   if (!written->results.front().st) staged.drop(c, db, id);
-  reply_written(c, id, written->results.front(), c.param("batch") == "ok", written->quorum_met, deleting);
+  reply_written(c, id, written->results.front(), c.param("batch") == "ok", written->quorum_met, deleting,
+                c.method() != "POST");
 }
 
 // COPY's `Destination: target[?rev=R]` (couch_httpd_db:parse_copy_destination_header).

@@ -35,6 +35,7 @@ void reply_failure(ctx& c, const js_reply& r, const std::string& where) {
   if (r.what == js_reply::kind::fault) {
     log::warning("update function " + where + ": " + r.name + ": " + r.reason);
     if (r.name == "timeout") return c.error(errc::timeout, "update function " + where + ": " + r.reason);
+    if (r.name == "compilation_error") return c.error(errc::compilation_error, r.reason);  // stored, never compiled
     return c.error(errc::internal, "update function " + where + " failed: " + r.name + ": " + r.reason);
   }
   if (r.what == js_reply::kind::thrown) {

@@ -199,17 +199,18 @@ void handle_design_info(ctx& c, const db_meta& db, const std::string& ddoc_name)
       info.purge_seq += r.s.purge_seq;
     }
   }
-  json index = {{"compact_running", info.compacting},
-                {"language", d->doc.value("language", json("javascript"))},
-                {"purge_seq", info.purge_seq},
-                {"signature", dv.signature},
-                {"sizes", {{"file", info.disk_size}, {"active", info.active_size}, {"external", info.active_size}}},
-                {"update_seq", info.indexed_seq},
-                {"updater_running", info.updating},
-                {"updates_pending", {{"minimum", info.pending}, {"preferred", info.pending}, {"total", info.pending}}},
-                {"waiting_clients", 0},
-                {"waiting_commit", false},
-                {"collator_versions", json::array({collation::collator_version()})}};
+  json index = {
+      {"compact_running", info.compacting},
+      {"language", d->doc.value("language", json("javascript"))},
+      {"purge_seq", info.purge_seq},
+      {"signature", dv.signature.substr(0, 32)},  // 32 hex digits, as CouchDB's (its index file is named by all 64)
+      {"sizes", {{"file", info.disk_size}, {"active", info.active_size}, {"external", info.active_size}}},
+      {"update_seq", info.indexed_seq},
+      {"updater_running", info.updating},
+      {"updates_pending", {{"minimum", info.pending}, {"preferred", info.pending}, {"total", info.pending}}},
+      {"waiting_clients", 0},
+      {"waiting_commit", false},
+      {"collator_versions", json::array({collation::collator_version()})}};
   c.reply(200, json{{"name", ddoc_name}, {"view_index", index}});
 }
 

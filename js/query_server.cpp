@@ -39,13 +39,6 @@ struct named_source {
 
 std::vector<named_source> functions_of(const json& ddoc) {
   std::vector<named_source> out;
-  auto each = [&](const char* field, const char* kind) {
-    auto it = ddoc.find(field);
-    if (it == ddoc.end() || !it->is_object()) return;
-    for (auto& [name, src] : it->items())
-      if (src.is_string())
-        out.push_back({{field, name}, src.get<std::string>(), std::string(kind) + " '" + name + "'"});
-  };
   if (auto views = ddoc.find("views"); views != ddoc.end() && views->is_object()) {
     for (auto& [name, view] : views->items()) {
       if (!view.is_object() || name == "lib") continue;
@@ -57,8 +50,10 @@ std::vector<named_source> functions_of(const json& ddoc) {
   }
   if (auto v = ddoc.find("validate_doc_update"); v != ddoc.end() && v->is_string())
     out.push_back({{"validate_doc_update"}, v->get<std::string>(), "validate_doc_update"});
-  each("filters", "filter");
-  each("updates", "update");
+  // Filters and update functions are not compiled on save, as CouchDB (couch_mrview:validate compiles
+  // the views only): a design document PouchDB or couchapp tools hold with a broken one is stored and
+  // replicated, and the function fails when it is called. A broken validate_doc_update is refused
+  // (settee: CouchDB stores it, and then every write to the database fails).
   return out;
 }
 
@@ -192,6 +187,12 @@ outcome query_server::function_at(ddoc& d, const std::vector<std::string>& path,
   }
   r = e_.compile(d.scope, at->get<std::string>(), where, out);
   if (r.ok()) d.compiled.emplace(where, out);
+  if (r.what == fault::compilation) {  // first compiled now (filters, updates): CouchDB's reason
+    std::string what = path[0];
+    if (path.size() == 2 && (path[0] == "filters" || path[0] == "updates"))
+      what = path[0].substr(0, path[0].size() - 1) + " '" + path[1] + "'";
+    r.message = compile_reason({path, at->get<std::string>(), what}, r.message);
+  }
   return r;
 }
 

@@ -8,9 +8,9 @@
 #include "actors/change_notifier.hpp"
 #include "actors/members.hpp"
 #include "node/log.hpp"
-#include "wire/external_term.hpp"
 #include "replicator/rep_client.hpp"
 #include "storage/time_seq.hpp"
+#include "wire/external_term.hpp"
 
 namespace settee {
 namespace {

@@ -271,6 +271,11 @@ class Listings(NodeTest):
         r = n.post("/ls/_design_docs", {"keys": ["_design/y", "_design/z"], "include_docs": True})
         self.assertEqual(r.json["rows"][0]["doc"]["v"], "_design/y")
         self.assertEqual(r.json["rows"][1], {"key": "_design/z", "error": "not_found"})
+        # Keys of plain documents are dropped (after skip and limit), as fabric_view_all_docs.
+        r = n.post("/ls/_design_docs", {"keys": ["A1", "_design/y", "nope"]})
+        self.assertEqual([row["key"] for row in r.json["rows"]], ["_design/y"])
+        r = n.post("/ls/_design_docs?limit=1", {"keys": ["A1", "_design/y"]})
+        self.assertEqual(r.json["rows"], [])
         self.assertEqual(n.get("/ls/_design_docs?limit=1&skip=1").json["rows"][0]["id"], "_design/y")
 
     def test_local_docs(self):
@@ -543,6 +548,25 @@ class Endpoints(NodeTest):
         self.assertEqual(n.get("/cpy/_local/to-local").json["v"], 2)
         self.assertNotIn("_attachments", n.get("/cpy/_local/to-local").json)  # a local document has none
         self.assertError(n.request("COPY", "/cpy/_local/none", headers={"Destination": "_local/x"}), 404, "not_found")
+
+    def test_etags_where_couchdb_sends_them(self):
+        """Issue 51 point 7: POST /db answers without an ETag (chttpd_db's db_req POST); a read with
+        meta fields has none (send_doc: only when Doc#doc.meta is empty)."""
+        n = self.node
+        assert n.put("/etags").status == 201
+        r = n.post("/etags", {"_id": "p", "v": 1})
+        self.assertEqual(r.status, 201)
+        self.assertIsNone(r.header("ETag"))
+        self.assertIsNotNone(n.put("/etags/q", {"v": 1}).header("ETag"))  # PUT has one
+        self.assertIsNotNone(n.get("/etags/p").header("ETag"))
+        self.assertIsNotNone(n.get("/etags/p?conflicts=true").header("ETag"))  # no conflicts: no meta
+        for q in ("revs_info=true", "local_seq=true", "meta=true"):
+            r = n.get(f"/etags/p?{q}")
+            self.assertEqual(r.status, 200)
+            self.assertIsNone(r.header("ETag"), q)
+        etag = n.get("/etags/p").header("ETag")
+        r = n.request("GET", "/etags/p?revs_info=true", headers={"If-None-Match": etag})
+        self.assertEqual(r.status, 200)  # no 304 without an ETag
 
     def test_deletion_by_put_is_200(self):
         n = self.node

@@ -10,12 +10,12 @@
 #include "actors/jobs.hpp"
 #include "actors/task_list.hpp"
 #include "node/clock.hpp"
-#include "wire/external_term.hpp"
 #include "replicator/rep_attachments.hpp"
 #include "replicator/rep_checkpoint.hpp"
 #include "replicator/rep_request.hpp"
 #include "replicator/replications.hpp"
 #include "temp_dir.hpp"
+#include "wire/external_term.hpp"
 
 using namespace settee;
 
