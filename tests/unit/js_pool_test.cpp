@@ -71,14 +71,23 @@ TEST_CASE("js_pool: many callers share max_workers workers; a new revision is a 
 
 TEST_CASE("js_pool: compile on save, and a missing worker is an error, not a crash") {
   js_pool pool(worker_options());
-  auto r = pool.compile(R"({"filters":{"f":"function(doc) { return doc.x"}})");
+  auto r = pool.compile(R"({"views":{"v":{"map":"function(doc) { emit(doc.x"}}})");
   REQUIRE(r);
   CHECK(r->what == js_reply::kind::fault);
   CHECK(r->name == "compilation_error");
-  CHECK(r->reason.find("Compilation of the filter 'f' function failed: SyntaxError") == 0);
-  r = pool.compile(R"({"filters":{"f":"function(doc) { return doc.x }"}})");
+  CHECK(r->reason.find("Compilation of the map function in the 'v' view failed: SyntaxError") == 0);
+  r = pool.compile(R"({"views":{"v":{"map":"function(doc) { emit(doc.x) }"}}})");
   REQUIRE(r);
   CHECK(r->ok());
+  // A filter is compiled when it is called (as CouchDB), with the same kind of reason.
+  r = pool.compile(R"({"filters":{"f":"function(doc) { return doc.x"}})");
+  REQUIRE(r);
+  CHECK(r->ok());
+  r = pool.run("bad", R"({"_id":"_design/b","filters":{"f":"function(doc) { return doc.x"}})",
+               json::array({"filters", "f"}), "[[{}],{}]");
+  REQUIRE(r);
+  CHECK(r->name == "compilation_error");
+  CHECK(r->reason.find("Compilation of the filter 'f' function failed: SyntaxError") == 0);
   js_options none = worker_options();
   none.worker = "/nonexistent/settee-js";
   js_pool broken(none);
