@@ -459,6 +459,7 @@ void write_local_doc(ctx& c, const db_meta& db, const std::string& id, json* bod
   std::string rev = "0-" + std::to_string(*new_rev);
   c.reply(u->deleted ? 200 : 201, json{{"ok", true}, {"id", id}, {"rev", rev}});
   c.res.set_header("ETag", "\"" + rev + "\"");
+  if (!u->deleted) c.set_location({c.path[0], id});  // as chttpd_db's PUT: .../db/_local%2Fid
 }
 
 // _local ids are keys of their table as they are: at most doc_key::max_plain bytes (or less, as

@@ -137,9 +137,18 @@ void handle_find(ctx& c, const db_meta& db, const std::string& partition) {
   for (size_t i = 0; i < found->docs.size(); ++i) body.append(i ? ",\n" : "\n").append(found->docs[i]);
   const std::string bookmark = !found->bookmark.empty() ? found->bookmark : q->bookmark.value_or("nil");
   body += "\n],\n\"bookmark\":" + json(bookmark).dump();
-  if (!plan->plan.warnings.empty()) {
+  std::vector<std::string> warnings = plan->plan.warnings;
+  // mango_cursor:index_scan_warning: many documents examined per result returned.
+  const int64_t threshold = c.node.cfg.get_int("mango", "index_scan_warning_threshold", 10);
+  const uint64_t returned = std::max<uint64_t>(found->docs.size(), 1);  // none returned: the ratio is the count
+  if (threshold > 0 && found->docs_examined > static_cast<uint64_t>(threshold) * returned) {
+    warnings.push_back(
+        "The number of documents examined is high in proportion to the number of results returned. Consider adding "
+        "a more specific index to improve this.");
+  }
+  if (!warnings.empty()) {
     std::string warning;
-    for (const std::string& w : plan->plan.warnings) warning += (warning.empty() ? "" : "\n") + w;
+    for (const std::string& w : warnings) warning += (warning.empty() ? "" : "\n") + w;
     body += ",\n\"warning\":" + json(warning).dump();
   }
   if (q->execution_stats) {

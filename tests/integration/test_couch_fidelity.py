@@ -540,6 +540,8 @@ class Endpoints(NodeTest):
         r = n.request("COPY", "/cpy/_local/l", headers={"Destination": "_local/l2"})
         self.assertEqual((r.status, r.json), (201, {"ok": True, "id": "_local/l2", "rev": "0-1"}))
         self.assertEqual(n.get("/cpy/_local/l2").json, {"_id": "_local/l2", "_rev": "0-1", "k": 1})
+        r = n.put("/cpy/_local/l3", {"k": 3})  # a _local write has a Location, as chttpd_db's PUT
+        self.assertEqual(r.header("Location"), f"http://127.0.0.1:{n.port}/cpy/_local%2Fl3")
         r = n.request("COPY", "/cpy/_local/l", headers={"Destination": "from-local"})
         self.assertEqual(r.status, 201, r)
         self.assertEqual(n.get("/cpy/from-local").json["k"], 1)

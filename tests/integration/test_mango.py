@@ -8,6 +8,8 @@ import json
 from harness import NodeTest, main
 
 WARNING = "No matching index found, create an index to optimize query time."
+SCANNED = ("The number of documents examined is high in proportion to the number of results returned. "
+           "Consider adding a more specific index to improve this.")
 
 
 class Find(NodeTest):
@@ -36,8 +38,11 @@ class Find(NodeTest):
         r = self.find({"selector": {"n": {"$gte": 10, "$lt": 15}}})
         self.assertEqual([d["_id"] for d in r["docs"]], [f"d{i:03d}" for i in range(10, 15)])
         self.assertEqual(r["docs"][0]["owner"], {"name": "user0", "age": 23})
-        self.assertEqual(r["warning"], WARNING)
+        # 125 documents examined for 5 results: mango_cursor's second line (ratio over 10).
+        self.assertEqual(r["warning"], WARNING + "\n" + SCANNED)
         self.assertIn("_rev", r["docs"][0])
+        few = self.find({"selector": {"n": {"$gte": 0}}})  # 25 examined for 25 returned: one line
+        self.assertEqual(few["warning"], WARNING)
         self.assertEqual(set(r), {"docs", "bookmark", "warning"})
 
     def test_operators(self):
@@ -130,7 +135,7 @@ class Find(NodeTest):
     def test_use_index_that_is_not_there_falls_back_with_a_warning(self):
         r = self.find({"selector": {"n": 1}, "use_index": "nope"})
         self.assertEqual(r["warning"], "_design/nope was not used because it does not contain a valid index for "
-                                       "this query.\n" + WARNING)
+                                       "this query.\n" + WARNING + "\n" + SCANNED)
         self.assertEqual([d["_id"] for d in r["docs"]], ["d001"])
 
     def test_errors_as_mango_gives_them(self):
