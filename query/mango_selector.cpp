@@ -435,18 +435,24 @@ int erlang_compare(const json& a, const json& b) {
 namespace {
 
 // mango_util:parse_field's refusal of a field name with an empty part ("a..b", ".a"), at any depth.
+// Only where field names are (fields' conditions, $and/$or/$nor/$not and the $elemMatch family's
+// arguments): an operator's value ({"$eq": {"x.": 1}}) is a value.
 status check_field_names(const json& v) {
   if (v.is_array()) {
     for (const json& e : v)
       if (auto st = check_field_names(e); !st) return st;
   }
   if (!v.is_object()) return {};
+  static const std::set<std::string> holding_fields = {"$and",       "$or",       "$nor",        "$not",
+                                                       "$elemMatch", "$allMatch", "$keyMapMatch"};
   for (auto it = v.begin(); it != v.end(); ++it) {
     const std::string& k = it.key();
-    if (!k.empty() && k[0] != '$') {
+    const bool op = !k.empty() && k[0] == '$';
+    if (!op) {
       for (const std::string& part : split_field(k))
         if (part.empty()) return {errc::mango_invalid_field_name, "Invalid field name: " + k};
     }
+    if (op && !holding_fields.count(k)) continue;
     if (auto st = check_field_names(it.value()); !st) return st;
   }
   return {};

@@ -273,6 +273,12 @@ TEST_CASE("every operator as CouchDB matches it, whatever the field holds (issue
   auto dots = mango_selector::compile(json::parse(R"({"a..b":1})"));
   REQUIRE_FALSE(dots.ok());
   CHECK(dots.error().reason == "Invalid field name: a..b");
+  auto nested = mango_selector::compile(json::parse(R"({"$or":[{"a":{"b.":1}}]})"));
+  REQUIRE_FALSE(nested.ok());
+  CHECK(nested.error().reason == "Invalid field name: b.");
+  // An operator's value is a value, whatever its keys look like.
+  CHECK(m(R"({"f":{"$eq":{"x.":1}}})", R"({"f":{"x.":1}})"));
+  CHECK_FALSE(m(R"({"f":{"$in":[{"..":2}]}})", R"({"f":{"x.":1}})"));
   CHECK(m(R"({"\\$foobar":1})", R"({"$foobar":1})"));
   CHECK(m(R"({"a\\.b":1})", R"({"a.b":1})"));
   CHECK(split_field("a\\.b.c") == std::vector<std::string>{"a.b", "c"});
