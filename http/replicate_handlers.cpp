@@ -47,7 +47,9 @@ void handle_replicate(ctx& c) {
     if (auto st = c.node.replicator->cancel(id); !st) return reply_not_found(c);
     return c.reply(200, json{{"ok", true}, {"_local_id", id}});
   }
-  if (auto st = fetch_filter_code(*r, rc.server_uuid, static_cast<int>(r->retries_per_request)); !st)
+  if (auto st = fetch_filter_code(*r, rc.server_uuid, static_cast<int>(r->retries_per_request),
+                                  std::chrono::milliseconds(r->connection_timeout_ms));
+      !st)
     return reply_replication_error(c, st);
   const bool continuous = r->continuous;
   auto out = c.node.replicator->replicate(std::move(*r));

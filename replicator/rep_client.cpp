@@ -361,11 +361,12 @@ status reply_error(const http_reply& r, const rep_endpoint& e) {
   return {errc::internal, e.redact(reason)};
 }
 
-status fetch_filter_code(rep_request& r, const std::string& server_uuid, int retries) {
+status fetch_filter_code(rep_request& r, const std::string& server_uuid, int retries,
+                         std::chrono::milliseconds timeout) {
   if (r.filter.empty() || (r.filter[0] == '_' && r.filter.find('/') == std::string::npos)) return {};  // built in
   const size_t slash = r.filter.find('/');
   const std::string ddoc = r.filter.substr(0, slash), name = r.filter.substr(slash + 1);
-  rep_client source(r.source, std::chrono::milliseconds(r.connection_timeout_ms), retries);
+  rep_client source(r.source, timeout, retries);
   auto doc = source.get_json("_design/" + percent_encode(ddoc));
   if (!doc)
     return {errc::not_found, "Couldn't open document `_design/" + ddoc + "` from source database `" + r.source.url() +

@@ -132,7 +132,8 @@ status reply_error(const http_reply& r, const rep_endpoint& e);
 // A user filter's ("ddoc/name") code read from `r`'s source into r.filter_code, and r.base_id
 // computed again with it, as couch_replicator_ids does (the code is part of the id). Nothing for
 // the built-in filters; errc::not_found naming the design document or filter that is missing. The
-// read is retried `retries` times.
-status fetch_filter_code(rep_request& r, const std::string& server_uuid, int retries);
+// read is retried `retries` times and waits at most `timeout` each time.
+status fetch_filter_code(rep_request& r, const std::string& server_uuid, int retries,
+                         std::chrono::milliseconds timeout);
 
 }  // namespace settee

@@ -80,9 +80,10 @@ replicator_docs::entry replicator_docs::start(const std::string& id, const std::
   } else if (!r->source.local_name.empty() || !r->target.local_name.empty()) {
     reason = "local endpoints are not supported in _replicator documents: name them by URL with credentials";
   } else {
-    // The filter's code is part of the id; a source that cannot answer at once (the processor does not
-    // wait for it) leaves the name in its place.
-    if (auto st = fetch_filter_code(*r, node_.server_uuid, 0); !st)
+    // The filter's code is part of the id; a source that cannot answer at once (one try of at most
+    // 5 s: the processor starts the other documents after it) leaves the name in its place.
+    const auto wait = std::min(std::chrono::milliseconds(r->connection_timeout_ms), std::chrono::milliseconds(5000));
+    if (auto st = fetch_filter_code(*r, node_.server_uuid, 0, wait); !st)
       log::warning("replicator: document " + id + ": " + st.reason + " (its replication id counts the filter's name)");
     e.rep_id = r->id();
     std::string taken_by;
