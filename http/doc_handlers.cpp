@@ -451,15 +451,24 @@ namespace {
 // PUT (or POST /db with a `_local/` id) and DELETE of a local document.
 // Its revision is never checked (CouchDB's increment_local_doc_revs): the stored one is the named
 // one plus one. A deletion answers 200 and revision 0-0, as send_updated_doc does for a deletion.
-void write_local_doc(ctx& c, const db_meta& db, const std::string& id, json* body) {
-  auto u = to_local_update(id, body, requested_rev(c));
-  if (!u) return c.error(u.error());
+// Stores local document `id` (body null: deletes it) after revision `rev`; its new revision "0-N".
+result<std::string> store_local(ctx& c, const db_meta& db, const std::string& id, json* body, std::string rev,
+                                bool& deleted) {
+  auto u = to_local_update(id, body, std::move(rev));
+  if (!u) return u.error();
+  deleted = u->deleted;
   auto new_rev = c.node.coord.write_local(db, *u);
-  if (!new_rev) return c.error(new_rev.error());
-  std::string rev = "0-" + std::to_string(*new_rev);
-  c.reply(u->deleted ? 200 : 201, json{{"ok", true}, {"id", id}, {"rev", rev}});
-  c.res.set_header("ETag", "\"" + rev + "\"");
-  if (!u->deleted) c.set_location({c.path[0], id});  // as chttpd_db's PUT: .../db/_local%2Fid
+  if (!new_rev) return new_rev.error();
+  return "0-" + std::to_string(*new_rev);
+}
+
+void write_local_doc(ctx& c, const db_meta& db, const std::string& id, json* body) {
+  bool deleted = false;
+  auto rev = store_local(c, db, id, body, requested_rev(c), deleted);
+  if (!rev) return c.error(rev.error());
+  c.reply(deleted ? 200 : 201, json{{"ok", true}, {"id", id}, {"rev", *rev}});
+  c.res.set_header("ETag", "\"" + *rev + "\"");
+  if (!deleted) c.set_location({c.path[0], id});  // as chttpd_db's PUT: .../db/_local%2Fid
 }
 
 // _local ids are keys of their table as they are: at most doc_key::max_plain bytes (or less, as
@@ -822,11 +831,10 @@ void copy_doc(ctx& c, const db_meta& db, const std::string& source) {
   auto body = copy_source(c, db, source);
   if (!body) return c.error(body.error());
   if (to->id.rfind("_local/", 0) == 0) {
-    auto u = to_local_update(to->id, &*body, to->rev);
-    if (!u) return c.error(u.error());
-    auto new_rev = c.node.coord.write_local(db, *u);
-    if (!new_rev) return c.error(new_rev.error());
-    return c.reply(201, json{{"ok", true}, {"id", to->id}, {"rev", "0-" + std::to_string(*new_rev)}});
+    bool deleted = false;
+    auto rev = store_local(c, db, to->id, &*body, to->rev, deleted);
+    if (!rev) return c.error(rev.error());
+    return c.reply(201, json{{"ok", true}, {"id", to->id}, {"rev", *rev}});
   }
   if (!to->rev.empty()) (*body)["_rev"] = to->rev;
   if (auto st = authorize_doc_write(c, db, to->id, &*body); !st) return c.error(st);
