@@ -289,7 +289,6 @@ result<view_answer> view_reader::grouped(const db_meta& db, const design_views& 
 
 result<view_answer> view_reader::by_keys(const db_meta& db, const design_views& dv, const view_request& q) {
   view_answer out;
-  out.no_offset = true;
   std::vector<json> keys = *q.keys;
   if (q.descending) std::reverse(keys.begin(), keys.end());
   if (keys.empty()) {  // no rows, but the view's row count all the same (as couch_mrview)
@@ -298,16 +297,22 @@ result<view_answer> view_reader::by_keys(const db_meta& db, const design_views& 
     auto counted = merged(db, dv, none, 0, 0);
     if (!counted) return counted;
     out.total_rows = counted->total_rows;
+    out.offset = std::min(q.skip, out.total_rows);
     return out;
   }
   std::vector<view_row> rows;
+  std::vector<range_start> starts;  // per range: before its first key with rows there, else before the last key
   for (const json& key : keys) {
     view_request one = q;
     one.keys.reset();
     one.low = one.high = view_bound{true, collation::sort_key(key), std::nullopt, true};
-    auto part = merged(db, dv, one, 0, std::numeric_limits<uint64_t>::max());
+    std::vector<range_start> each;
+    auto part = merged(db, dv, one, 0, std::numeric_limits<uint64_t>::max(), &each);
     if (!part) return part;
     out.total_rows = part->total_rows;
+    starts.resize(each.size());
+    for (size_t r = 0; r < each.size(); ++r)
+      if (!starts[r].rows) starts[r] = each[r];
     if (!q.reduce) {
       for (auto& row : part->rows) rows.push_back(std::move(row));
       continue;
@@ -319,6 +324,8 @@ result<view_answer> view_reader::by_keys(const db_meta& db, const design_views& 
     if (!group) return group.error();
     for (auto& row : *group) rows.push_back(std::move(row));
   }
+  for (const range_start& s : starts) out.offset += s.before;
+  out.offset = std::min(out.offset + q.skip, out.total_rows);
   for (size_t i = q.skip; i < rows.size() && out.rows.size() < q.limit; ++i) out.rows.push_back(std::move(rows[i]));
   return out;
 }
@@ -641,7 +648,7 @@ result<std::string> view_reader::update_seq(const db_meta& db, const design_view
 }
 
 result<view_answer> view_reader::merged(const db_meta& db, const design_views& dv, const view_request& q, uint64_t skip,
-                                        uint64_t limit) {
+                                        uint64_t limit, std::vector<range_start>* each) {
   // Each range's rows up to skip + limit, in the query's direction, from one copy of each range:
   // this node's when it holds one (read here), else another node's (its viewRows).
   view_copy_request ask;
@@ -655,6 +662,7 @@ result<view_answer> view_reader::merged(const db_meta& db, const design_views& d
     view_page& page = (*pages)[r];
     out.total_rows += page.total;
     out.offset += page.before;
+    if (each) each->push_back({page.before, !page.rows.empty()});
     parts[r].rows = std::move(page.rows);
     // Merged by their positions in the copies' indexes: the view's order as bytes.
     for (auto& row : parts[r].rows) parts[r].keys.push_back(std::move(row.pos));

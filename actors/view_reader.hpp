@@ -39,8 +39,9 @@ struct view_request {
   // Reduced (`reduce`: by `builtin`, or with none by the view's JavaScript function): the rows of
   // the range grouped, one reduced row per group; skip and limit count groups. group_level: exact = every distinct key
   // (group=true), 0 = one group with the key null, N = array keys cut to their first N elements. `keys`: the rows of
-  // each key, in this order (reversed when descending); low and high are then unused and `offset` is null, as CouchDB's
-  // multi-key answers.
+  // each key, in this order (reversed when descending); low and high are then unused, and `offset` counts as CouchDB's
+  // (couch_mrview:map_fold, fabric_view_map): per range the rows before the first key that has rows there (else before
+  // the last key), summed, plus skip, at most total_rows.
   std::optional<std::vector<json>> keys;
   bool reduce = false;
   builtin_reduce builtin = builtin_reduce::none;
@@ -53,8 +54,7 @@ struct view_request {
 
 struct view_answer {
   uint64_t total_rows = 0;
-  uint64_t offset = 0;     // rows before the first one answered, in the query's direction
-  bool no_offset = false;  // a multi-key answer: CouchDB's offset is null
+  uint64_t offset = 0;  // rows before the first one answered, in the query's direction
   std::vector<view_row> rows;
 };
 
@@ -101,8 +101,13 @@ class view_reader {
 
  private:
   // The ranges' rows of `q` merged in its order, `skip` and `limit` applied as given.
+  // `each` (when given): per range asked, the rows before the range's start and whether it had rows.
+  struct range_start {
+    uint64_t before = 0;
+    bool rows = false;
+  };
   result<view_answer> merged(const db_meta& db, const design_views& dv, const view_request& q, uint64_t skip,
-                             uint64_t limit);
+                             uint64_t limit, std::vector<range_start>* each = nullptr);
   // One copy of each range answering `q`'s range (skip aside) as `ask` says (its scan.limit, what
   // to count, reduce or describe); the design document, range, direction and update come from `q`.
   result<std::vector<view_page>> pages_of(const db_meta& db, const design_views& dv, const view_request& q,

@@ -75,7 +75,7 @@ result<std::string> render_rows(ctx& c, const db_meta& db, const view_answer& an
     docs = std::move(*got);
   }
   std::string out = "{\"total_rows\":" + std::to_string(answer.total_rows) +
-                    ",\"offset\":" + (answer.no_offset ? "null" : std::to_string(answer.offset)) +
+                    ",\"offset\":" + std::to_string(answer.offset) +
                     (update_seq ? ",\"update_seq\":" + quote(*update_seq) : std::string()) + ",\"rows\":[";
   for (size_t i = 0; i < answer.rows.size(); ++i) {
     const view_row& row = answer.rows[i];
