@@ -32,7 +32,7 @@ result<planned_find> find_cursor::plan(const db_meta& db, find_query q, std::str
   if (!indexes) return indexes.error();
   auto plans = plan_find(q, **indexes);
   if (!plans) return plans.error();
-  planned_find out{std::move(q), std::move(plans->front()), {}, std::move(partition)};
+  planned_find out{std::move(q), std::move(plans->front()), {}, std::move(partition), *indexes};
   if (plans->size() > 1) {
     // The index whose ranges hold the fewest rows (selectivity from the indexes themselves); the
     // planner's order breaks ties and leads while an index is not built everywhere.

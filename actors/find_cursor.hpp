@@ -35,7 +35,8 @@ struct planned_find {
   // With several usable indexes: each one's rows in its ranges, as the copies counted them (up
   // to mango_copy_request::estimate_cap a copy; UINT64_MAX: not built everywhere yet).
   std::vector<std::pair<std::string, uint64_t>> estimates;
-  std::string partition;  // a partitioned database's query of one partition: its name
+  std::string partition;                                    // a partitioned database's query of one partition: its name
+  std::shared_ptr<const std::vector<query_index>> indexes;  // the database's JSON indexes the plan weighed
 };
 
 class find_cursor {

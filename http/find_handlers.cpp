@@ -17,6 +17,7 @@
 #include "node/check.hpp"
 #include "node/crypto.hpp"
 #include "node/log.hpp"
+#include "query/mango_explain.hpp"
 #include "query/mango_index.hpp"
 #include "query/mango_plan.hpp"
 #include "query/mango_query.hpp"
@@ -28,14 +29,6 @@ namespace {
 // The node's _find coordination (actors/find_cursor), for this request.
 find_cursor cursor(ctx& c) {
   return find_cursor(c.node.coord, *c.node.mango);
-}
-
-const json& all_docs_index() {
-  static const json index = {{"ddoc", nullptr},
-                             {"name", "_all_docs"},
-                             {"type", "special"},
-                             {"def", {{"fields", json::array({{{"_id", "asc"}}})}}}};
-  return index;
 }
 
 result<planned_find> plan_of(ctx& c, const db_meta& db, const std::string& partition) {
@@ -78,7 +71,7 @@ json settee_explain(ctx& c, const db_meta& db, const planned_find& planned) {
   auto nullable = [](uint64_t rows) { return rows == UINT64_MAX ? json(nullptr) : json(rows); };
   if (!plan.rejected.empty()) {
     json rejected = json::array();
-    for (const auto& [name, why] : plan.rejected) rejected.push_back(json{{"index", name}, {"reason", why}});
+    for (const rejected_index& r : plan.rejected) rejected.push_back(json{{"index", r.index}, {"reason", r.why}});
     out["rejected"] = rejected;
   }
   if (!plan.index) return out;
@@ -108,14 +101,6 @@ json settee_explain(ctx& c, const db_meta& db, const planned_find& planned) {
     out["candidates"] = candidates;
   }
   return out;
-}
-
-json index_json(const query_index& ix) {
-  return json{{"ddoc", ix.ddoc},
-              {"name", ix.name},
-              {"type", "json"},
-              {"partitioned", ix.partitioned},
-              {"def", ix.def.to_json()}};
 }
 
 }  // namespace
@@ -171,7 +156,7 @@ void handle_explain(ctx& c, const db_meta& db, const std::string& partition) {
   const query_plan& plan = planned->plan;
   json sort = json::object();
   for (const auto& [field, desc] : q->sort) sort[field] = desc ? "desc" : "asc";
-  json fields = q->fields.empty() ? json("all_fields") : json(q->fields);
+  json fields = q->fields;  // all fields: [] (mango_cursor:explain)
   json use_index = q->use_index;
   json opts = {{"use_index", use_index},
                {"bookmark", q->bookmark ? json(*q->bookmark) : json("nil")},
@@ -193,21 +178,30 @@ void handle_explain(ctx& c, const db_meta& db, const std::string& partition) {
     end_key = plan.end_key;
     if (plan.descending) std::swap(start_key, end_key);
   }
-  json mrargs = {{"include_docs", true},
+  const bool covering = plan_covers(*q, plan);
+  json mrargs = {{"include_docs", !covering},
                  {"view_type", "map"},
                  {"reduce", false},
-                 {"partition", nullptr},
+                 {"partition", planned->partition.empty() ? json(nullptr) : json(planned->partition)},
                  {"start_key", start_key},
                  {"end_key", end_key},
                  {"direction", plan.descending ? "rev" : "fwd"},
                  {"stable", q->stable},
                  {"update", q->update},
                  {"conflicts", "undefined"}};
-  json out = {{"dbname", db.name},    {"index", plan.index ? index_json(*plan.index) : all_docs_index()},
-              {"partitioned", false}, {"selector", normalize_selector(q->selector)},
-              {"opts", opts},         {"limit", q->limit},
-              {"skip", q->skip},      {"fields", fields},
-              {"mrargs", mrargs},     {"covering", false}};
+  const json selector = normalize_selector(q->selector);
+  json out = {{"dbname", db.name},
+              {"index", plan.index ? index_json(*plan.index) : all_docs_index_json()},
+              {"partitioned", db.partitioned},
+              {"selector", selector},
+              {"opts", opts},
+              {"limit", q->limit},
+              {"skip", q->skip},
+              {"fields", fields},
+              {"index_candidates", index_candidates(*q, *planned->indexes, plan)},
+              {"selector_hints", selector_hints(selector)},
+              {"mrargs", mrargs},
+              {"covering", covering}};
   json extension = settee_explain(c, db, *planned);
   if (!extension.empty()) out["settee"] = std::move(extension);
   c.reply(200, out);
@@ -310,7 +304,7 @@ void list_indexes(ctx& c, const db_meta& db) {
   }
   auto indexes = cursor(c).json_indexes(db);
   if (!indexes) return c.error(indexes.error());
-  json all = json::array({all_docs_index()});
+  json all = json::array({all_docs_index_json()});
   for (const query_index& ix : *indexes) all.push_back(index_json(ix));
   json page = json::array();
   for (size_t i = static_cast<size_t>(std::min<int64_t>(skip, static_cast<int64_t>(all.size())));

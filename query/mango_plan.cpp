@@ -157,7 +157,7 @@ std::pair<int, bool> narrowing(const query_index& ix, const conditions& c) {
 // mango_idx_view's is_usable and can_use_sort, for every conjunction of `over`; nullopt when
 // unusable.
 // `why` says why not.
-std::optional<candidate> usable(const query_index& ix, const branches& over, const find_query& q, std::string& why) {
+std::optional<candidate> usable(const query_index& ix, const branches& over, const find_query& q, rejected_index& why) {
   std::set<std::string> sort_fields;
   for (const auto& s : q.sort) sort_fields.insert(s.first);
   candidate out{&ix, &over, INT32_MAX, true};
@@ -165,8 +165,9 @@ std::optional<candidate> usable(const query_index& ix, const branches& over, con
     for (const auto& [f, desc] : ix.def.fields) {
       if (sort_fields.count(f) || f == "_id" || f == "_rev") continue;
       if (!required(c, f)) {
-        why = "the selector does not require field " + f + (over.size() > 1 ? " in every branch of its $or" : "") +
-              " (documents without it are not in the index)";
+        why.reason = "field_mismatch";
+        why.why = "the selector does not require field " + f + (over.size() > 1 ? " in every branch of its $or" : "") +
+                  " (documents without it are not in the index)";
         return std::nullopt;
       }
     }
@@ -177,7 +178,8 @@ std::optional<candidate> usable(const query_index& ix, const branches& over, con
   if (!q.sort.empty()) {
     // The index's fields after the ones held constant must start with the sort's (ranges of
     // several conjunctions, or of a $in, are in key order only from the index's first field).
-    why = "its fields after the ones the selector holds to one value do not start with the sort's";
+    why.reason = "sort_order_mismatch";
+    why.why = "its fields after the ones the selector holds to one value do not start with the sort's";
     size_t i = 0;
     while (i < ix.def.fields.size() && ix.def.fields[i].first != q.sort.front().first) {
       if (over.size() > 1 || !range_in(over.front(), ix.def.fields[i].first).equality()) return std::nullopt;
@@ -188,7 +190,8 @@ std::optional<candidate> usable(const query_index& ix, const branches& over, con
       if (ix.def.fields[i + k].first != q.sort[k].first) return std::nullopt;
     for (size_t k = 0; k < i; ++k)
       if (in_values(over.front(), ix.def.fields[k].first)) return std::nullopt;
-    why.clear();
+    why.reason.clear();
+    why.why.clear();
     out.descending = q.sort.front().second;
   }
   return out;
@@ -348,7 +351,7 @@ std::optional<query_plan> best_for(const conditions& c, const find_query& q, con
   std::optional<candidate> best;
   for (const query_index& ix : indexes) {
     if (!implied(ix.def.partial_filter, over)) continue;
-    std::string why;
+    rejected_index why;
     auto u = usable(ix, over, q, why);
     if (u && (!best || u->eq > best->eq || (u->eq == best->eq && u->ranged && !best->ranged))) best = u;
   }
@@ -362,6 +365,16 @@ std::optional<query_plan> best_for(const conditions& c, const find_query& q, con
 // A top-level $or no one index serves, each branch served by its own: the union of their rows,
 // made disjoint by matching each part's documents against the branches before it as well
 // (part k: the selector and none of branches 1..k-1), answered part after part.
+// The planner's order of usable indexes: the most leading fields held to one value, then a range
+// on the next, then the fewest fields, then by name.
+bool better(const candidate& a, const candidate& b) {
+  if (a.eq != b.eq) return a.eq > b.eq;
+  if (a.ranged != b.ranged) return a.ranged;
+  if (a.index->def.fields.size() != b.index->def.fields.size())
+    return a.index->def.fields.size() < b.index->def.fields.size();
+  return std::tie(a.index->ddoc, a.index->name) < std::tie(b.index->ddoc, b.index->name);
+}
+
 std::optional<query_plan> union_plan(const find_query& q, const std::vector<query_index>& indexes) {
   std::vector<json> raw;
   const branches each = branches_of(q.selector, &raw);
@@ -400,14 +413,15 @@ result<std::vector<query_plan>> plan_find(const find_query& q, const std::vector
   const branches whole{conditions_of(q.selector)};
   const branches each = branches_of(q.selector);
   std::vector<candidate> usable_ones;
-  std::vector<std::pair<std::string, std::string>> rejected;  // index, why not
+  std::vector<rejected_index> rejected;
   for (const query_index& ix : indexes) {
-    std::string why;
+    rejected_index why{ix.ddoc + "/" + ix.name, "", ""};
     bool used = false;
     for (const branches* over : {&whole, &each}) {
       if (over->empty()) continue;
       if (!implied(ix.def.partial_filter, *over) && !named_by(ix, q)) {  // CouchDB uses one only when named
-        why = "the selector does not imply its partial_filter_selector";
+        why.reason = "is_partial";
+        why.why = "the selector does not imply its partial_filter_selector";
         continue;
       }
       if (auto u = usable(ix, *over, q, why)) {
@@ -416,18 +430,12 @@ result<std::vector<query_plan>> plan_find(const find_query& q, const std::vector
         break;
       }
     }
-    if (!used) rejected.emplace_back(ix.ddoc + "/" + ix.name, why);
+    if (!used) rejected.push_back(std::move(why));
   }
-  auto better = [](const candidate& a, const candidate& b) {
-    if (a.eq != b.eq) return a.eq > b.eq;
-    if (a.ranged != b.ranged) return a.ranged;
-    if (a.index->def.fields.size() != b.index->def.fields.size())
-      return a.index->def.fields.size() < b.index->def.fields.size();
-    return std::tie(a.index->ddoc, a.index->name) < std::tie(b.index->ddoc, b.index->name);
-  };
   std::sort(usable_ones.begin(), usable_ones.end(), better);
   query_plan plan;
   plan.rejected = rejected;
+  for (const candidate& u : usable_ones) plan.usable.push_back(u.index->ddoc + "/" + u.index->name);
   const candidate* chosen = nullptr;
   for (const candidate& u : usable_ones)
     if (named_by(*u.index, q)) chosen = &u;
@@ -439,7 +447,10 @@ result<std::vector<query_plan>> plan_find(const find_query& q, const std::vector
   }
   if (!chosen && !usable_ones.empty()) chosen = &usable_ones.front();
   if (!chosen && q.use_index.empty() && q.sort.empty()) {
-    if (auto u = union_plan(q, indexes)) return std::vector<query_plan>{std::move(*u)};
+    if (auto u = union_plan(q, indexes)) {
+      u->rejected = std::move(plan.rejected);
+      return std::vector<query_plan>{std::move(*u)};
+    }
   }
   if (!chosen) {
     // The special index: documents in id order, so only a sort on _id.

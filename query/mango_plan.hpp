@@ -26,6 +26,13 @@ struct field_range {
   bool equality() const;
 };
 
+// A JSON index the query cannot use: CouchDB's reason (mango_cursor's is_partial, field_mismatch,
+// sort_order_mismatch) and settee's words for it.
+struct rejected_index {
+  std::string index;  // "_design/d/name"
+  std::string reason, why;
+};
+
 struct query_plan {
   std::optional<query_index> index;  // nullopt: the special _all_docs index
   // The index's rows to read: [low, high) positions (storage/json_index.hpp), in key order.
@@ -34,8 +41,10 @@ struct query_plan {
   // For _explain: CouchDB's start_key and end_key of the index's view (`"<MAX>"` above any key).
   json start_key, end_key;
   std::vector<std::string> warnings;  // CouchDB's, one each
-  // The database's JSON indexes the query cannot use, and why (for _explain).
-  std::vector<std::pair<std::string, std::string>> rejected;
+  // For _explain: the database's JSON indexes the query cannot use, and why; those it can, best
+  // first ("_design/d/name").
+  std::vector<rejected_index> rejected;
+  std::vector<std::string> usable;
   // The ranges hold exactly the selector's matches (only range operators on the fields they
   // encode): the copies answer the rows without matching their documents.
   bool covered = false;

@@ -312,6 +312,23 @@ class Indexes(NodeTest):
         self.assertEqual(e["index"]["name"], "age")
         self.assertIn("do not start with the sort", {r["index"]: r["reason"] for r in e["settee"]["rejected"]}[
             "_design/by-city/city-age"])
+        # CouchDB's analysis beside it (mango_cursor:explain): its keys in its order, every other
+        # index with why it was not chosen, the selector's hints, covering for the fields asked.
+        e = explain({"age": 3, "name": {"$ne": "x"}}, fields=["_id", "age"])
+        self.assertEqual(list(e)[:12], ["dbname", "index", "partitioned", "selector", "opts", "limit", "skip", "fields",
+                                        "index_candidates", "selector_hints", "mrargs", "covering"])
+        analysis = {c["index"]["name"]: c["analysis"] for c in e["index_candidates"]}
+        self.assertNotIn("age", analysis)  # the chosen one
+        self.assertEqual(analysis["score"]["reasons"], [{"name": "field_mismatch"}])
+        self.assertEqual(analysis["old-names"]["reasons"], [{"name": "is_partial"}])
+        self.assertEqual(analysis["_all_docs"], {"usable": True, "reasons": [{"name": "unfavored_type"}], "ranking": 1,
+                                                 "covering": None})
+        self.assertEqual(e["selector_hints"], [{"type": "json", "indexable_fields": ["age"],
+                                                "unindexable_fields": ["name"]}])
+        self.assertFalse(e["covering"])  # name is read too
+        e = explain({"age": 3}, fields=["_id", "age"])
+        self.assertEqual((e["covering"], e["mrargs"]["include_docs"], e["fields"]), (True, False, ["_id", "age"]))
+        self.assertEqual((explain({"age": 3})["fields"], explain({"age": 3})["opts"]["fields"]), ([], []))
         # Nothing can match: no range is read.
         e = explain({"age": {"$gt": 9, "$lt": 3}})
         self.assertEqual((e["index"]["name"], e["settee"]["ranges"]), ("age", []))

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 
+#include "mango_fixture.hpp"
 #include "node/collation.hpp"
 #include "query/mango_plan.hpp"
 #include "query/mango_selector.hpp"
@@ -12,15 +13,6 @@
 
 namespace settee {
 namespace {
-
-query_index index_on(std::vector<std::string> fields, const std::string& name, json partial = json::object()) {
-  query_index ix;
-  ix.ddoc = "_design/" + name;
-  ix.name = name;
-  for (auto& f : fields) ix.def.fields.emplace_back(f, false);
-  ix.def.partial_filter = std::move(partial);
-  return ix;
-}
 
 find_query query(const std::string& body) {
   auto q = parse_find(json::parse(body));
