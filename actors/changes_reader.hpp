@@ -25,8 +25,9 @@ struct changes_read_options {
   bool attachments = false, att_encoding_info = false;  // with_docs: attachments' bytes / encoding
   // Changes read from a range at a time (a request for fewer rows than that reads fewer).
   uint32_t page_rows = 512;
-  // Which changes the request wants (none: all). An error stops the reader there (error()).
-  std::function<result<bool>(const change_row&)> filter;
+  // Which changes the request wants (none: all); it may narrow the row's leaf revisions to those it
+  // wants (a selector over every leaf). An error stops the reader there (error()).
+  std::function<result<bool>(change_row&)> filter;
   // The same for a whole page of a range's changes at once (a JavaScript filter: one exchange with
   // a worker per page): one flag per row.
   std::function<result<std::vector<bool>>(const std::vector<change_row>&)> page_filter;

@@ -1,12 +1,37 @@
 #include "http/changes_feed.hpp"
 
+#include "actors/coordinator.hpp"
+#include "actors/doc_render.hpp"
+#include "storage/rev_tree.hpp"
 #include "wire/json_util.hpp"
 
 namespace settee {
 
 namespace {
 
-changes_read_options read_options(const changes_options& o) {
+// style=all_docs with a selector (couch_changes:filter): each leaf of the document matched on its
+// own, and only the leaves that match listed; none: the change is not listed. The other leaves'
+// bodies are read now: a leaf gone since (the document changed again) is left to that later change.
+result<bool> matching_leaves(coordinator& coord, const db_meta& db, const mango_selector& selector, change_row& row) {
+  auto docs = coord.open_docs(db, {row.e.id}, doc_bodies::leaves);
+  if (!docs) return docs.error();
+  const doc_copy& d = docs->front();
+  std::vector<std::string> kept;
+  for (const std::string& rev : row.e.leaf_revs) {
+    rev_id r;
+    const int i = parse_rev(rev, r) && d.found ? d.info.tree.find(r) : -1;
+    auto text = i >= 0 ? render_rev(d, i, render_options{}) : std::nullopt;
+    auto doc = text ? parse_json(*text) : std::nullopt;
+    if (!doc) continue;
+    auto matches = selector.matches(*doc);
+    if (!matches) return matches.error();
+    if (*matches) kept.push_back(rev);
+  }
+  row.e.leaf_revs = std::move(kept);
+  return !row.e.leaf_revs.empty();
+}
+
+changes_read_options read_options(const changes_options& o, coordinator& coord, const db_meta& db) {
   changes_read_options r;
   r.descending = o.descending;
   r.with_docs = o.include_docs || o.filter_kind == changes_options::filter::selector ||
@@ -32,7 +57,8 @@ changes_read_options read_options(const changes_options& o) {
       r.filter = [](const change_row& row) -> result<bool> { return row.e.id.rfind("_design/", 0) == 0; };
       break;
     case changes_options::filter::selector:
-      r.filter = [selector = o.selector](const change_row& row) -> result<bool> {
+      r.filter = [selector = o.selector, all_docs = o.all_docs, &coord, db](change_row& row) -> result<bool> {
+        if (all_docs && row.e.leaf_revs.size() > 1) return matching_leaves(coord, db, *selector, row);
         auto doc = parse_json(row.doc);
         if (!doc) return false;
         return selector->matches(*doc);
@@ -45,7 +71,7 @@ changes_read_options read_options(const changes_options& o) {
 }  // namespace
 
 changes_feed::changes_feed(coordinator& coord, const db_meta& db, changes_options opts)
-    : opts_(std::move(opts)), reader_(coord, db, read_options(opts_)) {}
+    : opts_(std::move(opts)), reader_(coord, db, read_options(opts_, coord, db)) {}
 
 bool changes_feed::next(std::string& row) {
   change_row r;

@@ -113,6 +113,19 @@ class ChangesNormal(NodeTest):
         res = self.node.post("/ch/_changes?filter=_selector&include_docs=true",
                              {"selector": {"$or": [{"_id": "d1"}, {"conflict": True}]}}).json
         self.assertEqual(sorted(r["id"] for r in res["results"]), ["d1", "d5"])
+        # style=all_docs: each leaf matched on its own, only the matching ones listed (couch_changes:filter);
+        # d5's winner is 1-zzzz {"conflict":true}, its other leaf {"i":5}.
+        loser = [c["rev"] for c in self.node.get("/ch/_changes?style=all_docs&filter=_doc_ids&doc_ids=[\"d5\"]").json[
+            "results"][0]["changes"] if c["rev"] != "1-zzzz"]
+        self.assertEqual(len(loser), 1)
+        for sel, style, want in (({"i": 5}, "all_docs", loser), ({"conflict": True}, "all_docs", ["1-zzzz"]),
+                                 ({"i": 5}, "main_only", None), ({"i": {"$gte": 0}}, "all_docs", loser),
+                                 ({"nope": 1}, "all_docs", None)):
+            res = self.node.post(f"/ch/_changes?filter=_selector&style={style}", {"selector": sel}).json["results"]
+            got = [[c["rev"] for c in r["changes"]] for r in res if r["id"] == "d5"]
+            self.assertEqual(got, [want] if want else [], (sel, style))
+        res = self.node.post("/ch/_changes?filter=_selector&style=all_docs", {"selector": {"i": {"$gte": 7}}}).json
+        self.assertEqual(sorted(r["id"] for r in res["results"]), ["d3", "d7", "d8", "d9"])
         self.assertError(self.node.post("/ch/_changes?filter=_selector", {"selector": [1]}), 400, "bad_request",
                          "Selector error: expected a JSON object")
         self.assertError(self.node.post("/ch/_changes?filter=_selector", {"selector": {"a": {"$nope": 1}}}),
