@@ -57,6 +57,32 @@ void handle_replicate(ctx& c) {
   c.reply(continuous ? 202 : 200, *out);
 }
 
+// couch_replicator_httpd_util:parse_replication_state_filter: states=a,b (any case), each one of
+// couch_replicator's states.
+result<std::vector<std::string>> states_filter(ctx& c) {
+  std::vector<std::string> out;
+  if (!c.has("states")) return out;
+  const std::vector<std::string>& all = replicator_docs::replication_states();
+  std::string known;
+  for (const std::string& s : all) known += (known.empty() ? "" : ",") + s;
+  std::string given = c.param("states");
+  std::transform(given.begin(), given.end(), given.begin(), [](unsigned char ch) { return std::tolower(ch); });
+  std::vector<std::string> unknown;
+  for (size_t at = 0; at <= given.size();) {
+    size_t comma = given.find(',', at);
+    if (comma == std::string::npos) comma = given.size();
+    const std::string s = given.substr(at, comma - at);
+    if (!s.empty()) (std::count(all.begin(), all.end(), s) ? out : unknown).push_back(s);
+    at = comma + 1;
+  }
+  if (!unknown.empty()) {
+    std::string list;
+    for (const std::string& s : unknown) list += (list.empty() ? "" : ",") + s;
+    return status{errc::query_parse_error, "Unknown states [" + list + "]. Choose from: [" + known + "]"};
+  }
+  return out;
+}
+
 void handle_scheduler(ctx& c) {
   if (c.method() != "GET") return c.method_not_allowed("GET,HEAD");
   if (!c.node.replicator) return c.error(errc::not_implemented, "the replicator is not running on this node");
@@ -80,13 +106,24 @@ void handle_scheduler(ctx& c) {
   if (p.size() >= 2 && p[1] == "docs") {
     if (!c.node.rep_docs) return c.error(errc::not_implemented, "the replicator is not running on this node");
     if (p.size() == 2 || (p.size() == 3 && p[2] == replicator_docs::db_name)) {
-      std::vector<json> rows = c.node.rep_docs->rows();
-      return c.reply(200, json{{"total_rows", rows.size()}, {"offset", 0}, {"docs", rows}});
+      auto states = states_filter(c);
+      if (!states) return c.error(states.error());
+      auto rows = c.node.rep_docs->rows(*states);
+      if (!rows) return c.error(rows.error());
+      auto limit = c.int_param("limit", INT64_MAX);
+      auto skip = c.int_param("skip", 0);
+      if (const status* e = first_error(limit, skip)) return c.error(*e);
+      const size_t from = static_cast<size_t>(std::clamp<int64_t>(*skip, 0, static_cast<int64_t>(rows->size())));
+      json docs = json::array();
+      for (size_t i = from; i < rows->size() && docs.size() < static_cast<uint64_t>(std::max<int64_t>(*limit, 0)); ++i)
+        docs.push_back((*rows)[i]);
+      return c.reply(200, json{{"total_rows", rows->size()}, {"offset", from}, {"docs", docs}});
     }
     if (p.size() == 4 && p[2] == replicator_docs::db_name) {
       auto row = c.node.rep_docs->row(p[3]);
-      if (!row) return c.error(errc::not_found, "missing");
-      return c.reply(200, *row);
+      if (!row) return c.error(row.error());
+      if (!*row) return c.error(errc::not_found, "missing");
+      return c.reply(200, **row);
     }
     if (p.size() >= 3) return c.error(errc::not_found, "missing");  // another replicator database
   }

@@ -6,6 +6,7 @@
 
 #include "actors/all_docs_reader.hpp"
 #include "actors/change_notifier.hpp"
+#include "actors/doc_render.hpp"
 #include "actors/members.hpp"
 #include "node/log.hpp"
 #include "replicator/rep_client.hpp"
@@ -114,31 +115,30 @@ void replicator_docs::write_back(const std::string& id, json body, const json& f
 
 void replicator_docs::ended(const std::string& id, job_next::kind how, const result<json>& out) {
   if (how == job_next::kind::cancelled) return;  // stopped by an edit, a deletion or the node
-  json body;
+  json body, stats = json::object();
   {
     std::lock_guard<std::mutex> lock(mu_);
     auto it = docs_.find(id);
     if (it == docs_.end()) return;
-    it->second.state = how == job_next::kind::done ? "completed" : "failed";
-    it->second.error = out ? "" : out.error().reason;
-    it->second.updated_s = node_.clk.now_s();
-    body = it->second.body;
+    entry& e = it->second;
+    // couch_replicator_scheduler_job:rep_stats and the replication's start (doc_update_completed).
+    const json info = e.job ? e.job->info()["info"] : json::object();
+    for (const char* k :
+         {"revisions_checked", "missing_revisions_found", "docs_read", "docs_written", "changes_pending",
+          "doc_write_failures", "bulk_get_docs", "bulk_get_attempts", "checkpointed_source_seq"})
+      stats[k] = member(info, k).is_null() ? json(0) : member(info, k);
+    stats["start_time"] = time_seq::format_time(e.updated_s);
+    e.state = how == job_next::kind::done ? "completed" : "failed";
+    e.error = out ? "" : out.error().reason;
+    e.updated_s = node_.clk.now_s();
+    body = e.body;
   }
   if (how == job_next::kind::done) {
-    json stats = json::object();
-    const json& history = out ? member(out.value(), "history") : member(json(), "history");
-    if (history.is_array() && !history.empty()) {
-      const json& h = history[0];
-      for (const char* k : {"missing_checked", "missing_found", "docs_read", "docs_written", "doc_write_failures"})
-        stats[k] = member(h, k).is_number() ? member(h, k) : json(0);
-      stats["start_time"] = string_at(h, "start_time");
-      stats["end_time"] = string_at(h, "end_time");
-    }
+    body.erase("_replication_state_reason");  // couch_replicator_docs:update_doc_completed
     write_back(id, body, json{{"_replication_state", "completed"}, {"_replication_stats", stats}});
-  } else {
+  } else
     write_back(id, body,
                json{{"_replication_state", "failed"}, {"_replication_state_reason", out ? "" : out.error().reason}});
-  }
 }
 
 bool replicator_docs::must_read(const std::string& key) {
@@ -199,50 +199,124 @@ job_next replicator_docs::step(job_context& ctx) {
   return job_next::pause(every);
 }
 
-std::vector<json> replicator_docs::rows() const {
-  std::vector<std::string> ids;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    for (auto& [id, e] : docs_) ids.push_back(id);
+const std::vector<std::string>& replicator_docs::replication_states() {
+  static const std::vector<std::string> states = {"initializing", "error",     "running", "pending",
+                                                  "crashing",     "completed", "failed"};
+  return states;
+}
+
+json replicator_docs::info_from_doc(const std::string& id, const json& doc) {
+  json source = nullptr, target = nullptr;  // without credentials; null when not a valid endpoint
+  if (auto r = parse_rep_request(request_of(doc), rep_context{"", "", {}, {}, nullptr, false})) {
+    source = r->source.url();
+    target = r->target.url();
   }
+  const json& recorded = member(doc, "_replication_state");
+  const json& when = member(doc, "_replication_state_time");
+  json state = nullptr, info = nullptr, start = nullptr;
+  int errors = 0;
+  if (recorded == "completed") {
+    state = recorded;
+    info = member(doc, "_replication_stats").is_object() ? member(doc, "_replication_stats") : json::object();
+    if (info.contains("start_time")) {
+      start = info["start_time"];
+      info.erase("start_time");
+    }
+  } else if (recorded == "failed") {
+    state = recorded;
+    const json& reason = member(doc, "_replication_state_reason");  // couch_replicator_utils:ejson_state_info
+    info = reason.is_null() || reason.is_object() ? reason
+                                                  : json{{"error", reason.is_string() ? reason : json(reason.dump())}};
+    errors = 1;
+    start = when;
+  }
+  return json{{"doc_id", id},          {"database", db_name},
+              {"id", nullptr},         {"source", source},
+              {"target", target},      {"state", state},
+              {"error_count", errors}, {"info", info},
+              {"start_time", start},   {"last_updated", when.is_null() ? json(nullptr) : when}};
+}
+
+std::optional<json> replicator_docs::row_of(const std::string& id, const json& body, bool undecided) const {
+  const json& recorded = member(body, "_replication_state");
+  if (recorded == "completed" || recorded == "failed") return info_from_doc(id, body);
+  if (auto r = processor_row(id)) return r;
+  if (undecided) return info_from_doc(id, body);
+  return std::nullopt;
+}
+
+result<std::vector<json>> replicator_docs::rows(const std::vector<std::string>& states) const {
   std::vector<json> out;
-  for (const std::string& id : ids)
-    if (auto r = row(id)) out.push_back(std::move(*r));
+  auto db = node_.coord.catalog().lookup(db_name);
+  if (!db) return out;
+  all_docs_query q;
+  q.range.include_docs = true;
+  auto listing = list_all_docs(node_.coord, *db, q);
+  if (!listing) return listing.error();
+  for (auto& r : listing->rows) {
+    const all_docs_row& d = r.doc;
+    if (d.id.rfind("_design/", 0) == 0 || d.doc.empty()) continue;
+    auto body = parse_json(d.doc);
+    if (!body || !body->is_object()) continue;
+    auto row = row_of(d.id, *body, false);
+    if (!row || !(*row)["state"].is_string()) continue;  // couch_replicator_utils:filter_state: null skipped
+    if (states.empty() || std::count(states.begin(), states.end(), (*row)["state"].get<std::string>()))
+      out.push_back(std::move(*row));
+  }
   return out;
 }
 
-std::optional<json> replicator_docs::row(const std::string& doc_id) const {
+result<std::optional<json>> replicator_docs::row(const std::string& doc_id) const {
+  auto db = node_.coord.catalog().lookup(db_name);
+  if (!db) return std::optional<json>();
+  auto d = node_.coord.open_doc(*db, doc_id);
+  if (!d) return d.error().code == errc::not_found ? result<std::optional<json>>(std::nullopt) : d.error();
+  const int w = d->found ? d->info.tree.winner() : -1;
+  auto text = w >= 0 && !d->info.tree.nodes()[w].deleted ? render_rev(*d, w, render_options{}) : std::nullopt;
+  auto body = text ? parse_json(*text) : std::nullopt;
+  if (!body || !body->is_object()) return std::optional<json>();
+  return row_of(doc_id, *body, true);
+}
+
+std::optional<json> replicator_docs::processor_row(const std::string& doc_id) const {
   std::shared_ptr<replication_job> job;
-  json out;
+  std::string rep_id, state, error;
+  json source, target;
+  int64_t updated_s = 0;
   {
     std::lock_guard<std::mutex> lock(mu_);
     auto it = docs_.find(doc_id);
     if (it == docs_.end()) return std::nullopt;
     const entry& e = it->second;
     job = e.job;
-    out = {{"database", db_name},
-           {"doc_id", doc_id},
-           {"id", e.rep_id.empty() ? json(nullptr) : json(e.rep_id)},
-           {"node", node_.node_name},
-           {"source", e.source},
-           {"target", e.target},
-           {"state", e.state},
-           {"info", e.error.empty() ? json(nullptr) : json{{"error", e.error}}},
-           {"error_count", e.error.empty() ? 0 : 1},
-           {"last_updated", time_seq::format_time(e.updated_s)},
-           {"start_time", time_seq::format_time(e.updated_s)}};
+    rep_id = e.rep_id;
+    state = e.state;
+    error = e.error;
+    source = e.source;
+    target = e.target;
+    updated_s = e.updated_s;
   }
-  if (auto now = reps_.document_job(out["id"].is_string() ? out["id"].get<std::string>() : "", doc_id)) job = now;
+  json info = error.empty() ? json(nullptr) : json{{"error", error}};
+  int64_t errors = error.empty() ? 0 : 1;
+  if (auto now = reps_.document_job(rep_id, doc_id)) job = now;
   if (job) {
-    std::string st = job->state();
-    if (out["state"] == "" || (st != "completed" && st != "failed")) out["state"] = st;
-    json info = job->info()["info"];
-    out["info"] = info;
-    std::string err = job->last_error();
-    out["error_count"] = job->error_count();
-    if (st == "crashing") out["info"]["error"] = err;
+    const std::string st = job->state();
+    if (state.empty() || (st != "completed" && st != "failed")) state = st;
+    info = job->info()["info"];
+    errors = job->error_count();
+    if (st == "crashing") info["error"] = job->last_error();
   }
-  return out;
+  const json id = rep_id.empty() ? json(nullptr) : json(rep_id);
+  const std::string when = time_seq::format_time(updated_s);
+  // couch_replicator_doc_processor:ejson_doc: a scheduled job's shape, or a document's own.
+  if (state == "running" || state == "pending" || state == "crashing")
+    return json{{"doc_id", doc_id},       {"database", db_name},  {"id", id},           {"node", node_.node_name},
+                {"source", source},       {"target", target},     {"state", state},     {"info", info},
+                {"error_count", errors},  {"last_updated", when}, {"start_time", when}, {"source_proxy", nullptr},
+                {"target_proxy", nullptr}};
+  return json{{"doc_id", doc_id},        {"database", db_name},  {"id", id},
+              {"state", state},          {"info", info},         {"error_count", errors},
+              {"node", node_.node_name}, {"last_updated", when}, {"start_time", when}};
 }
 
 }  // namespace settee

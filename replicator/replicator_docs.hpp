@@ -53,9 +53,17 @@ class replicator_docs final : public job {
   replicator_docs(replicator_host host, replications& reps);
   job_next step(job_context& ctx) override;
 
-  // GET /_scheduler/docs rows (this node's documents, by id), and one document's.
-  std::vector<json> rows() const;
-  std::optional<json> row(const std::string& doc_id) const;
+  // GET /_scheduler/docs rows by id (couch_replicator_fabric:docs): documents that ended from what
+  // they recorded, the others as this node's processor sees them (one it has not taken yet, or
+  // another member runs, is left out); `states` (empty: all) keeps those in one of them.
+  result<std::vector<json>> rows(const std::vector<std::string>& states = {}) const;
+  // GET /_scheduler/docs/_replicator/<id> (couch_replicator:doc): as a row, or from the document
+  // itself (state null) when the processor has not taken it; nullopt when there is no such document.
+  result<std::optional<json>> row(const std::string& doc_id) const;
+  // couch_replicator:info_from_doc: the row of document `id` from its body alone.
+  static json info_from_doc(const std::string& id, const json& doc);
+  // The states a `states=` filter may name (couch_replicator's REPLICATION_STATES), in its order.
+  static const std::vector<std::string>& replication_states();
 
  private:
   struct entry {
@@ -68,6 +76,11 @@ class replicator_docs final : public job {
     std::string error;
     int64_t updated_s = 0;
   };
+  // Document `id`'s row as this node's processor sees it (nullopt: it has no entry).
+  std::optional<json> processor_row(const std::string& id) const;
+  // The row of a document (`body` with _id): recorded end, else the processor's, else (`undecided`
+  // given) from the body with state null.
+  std::optional<json> row_of(const std::string& id, const json& body, bool undecided) const;
   // Whether this node runs document `id` (its owner among the live members must_read() saw).
   bool owns(const std::string& id) const;
   // What a new or changed document becomes (a started job, or a failed entry). Called with mu_ held.

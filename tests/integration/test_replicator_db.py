@@ -37,12 +37,30 @@ class ReplicatorDocuments(NodeTest):
                                    == "completed"))
         doc = self.node.get("/_replicator/once").json
         self.assertEqual(doc["_replication_stats"]["docs_written"], 25)
+        # couch_replicator_scheduler_job:rep_stats and the start time, as CouchDB records them.
+        self.assertEqual(list(doc["_replication_stats"]), [
+            "revisions_checked", "missing_revisions_found", "docs_read", "docs_written", "changes_pending",
+            "doc_write_failures", "bulk_get_docs", "bulk_get_attempts", "checkpointed_source_seq", "start_time"])
+        self.assertEqual(doc["_replication_stats"]["revisions_checked"], 25)
+        self.assertRegex(doc["_replication_stats"]["start_time"], r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$")
         self.assertRegex(doc["_replication_state_time"], r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$")
         self.assertEqual(self.node.get("/rd1copy").json["doc_count"], 25)
+        # An ended document answers from what it recorded (couch_replicator:info_from_doc): no job id,
+        # the recorded stats as info, their start time apart.
         row = self.sched("once")
-        self.assertEqual((row["state"], row["database"], row["doc_id"]), ("completed", "_replicator", "once"))
-        self.assertRegex(row["id"], r"^[0-9a-f]{32}\+create_target$")
+        self.assertEqual(list(row), ["doc_id", "database", "id", "source", "target", "state", "error_count", "info",
+                                     "start_time", "last_updated"])
+        self.assertEqual((row["state"], row["database"], row["doc_id"], row["id"]), ("completed", "_replicator", "once", None))
+        self.assertEqual((row["info"]["docs_written"], row["start_time"], row["last_updated"]),
+                         (25, doc["_replication_stats"]["start_time"], doc["_replication_state_time"]))
+        self.assertNotIn("start_time", row["info"])
         self.assertEqual(row["source"], f"http://127.0.0.1:{self.node.port}/rd1/")
+        self.assertEqual([d["doc_id"] for d in self.node.get("/_scheduler/docs?states=completed").json["docs"]],
+                         ["once"])
+        self.assertEqual(self.node.get("/_scheduler/docs?states=RUNNING,crashing").json["docs"], [])
+        self.assertError(self.node.get("/_scheduler/docs?states=done"), 400, "query_parse_error",
+                         "Unknown states [done]. Choose from: [initializing,error,running,pending,crashing,completed,"
+                         "failed]")
         self.assertNotIn(self.node.admin[1], str(self.node.get("/_scheduler/docs").json))
         # It does not run again: a write to the source stays there.
         self.fill("rd1", 1, prefix="late")
@@ -53,7 +71,10 @@ class ReplicatorDocuments(NodeTest):
         self.fill("rd2", 3)
         rev = self.put_doc("live", {"source": self.url("rd2"), "target": self.url("rd2a"), "create_target": True,
                                     "continuous": True})["rev"]
+        # At once, before the processor took it: the document itself, state null (couch_replicator:doc).
+        self.assertIn(self.sched("live")["state"], (None, "initializing", "pending", "running"))
         self.assertTrue(wait_until(lambda: (self.sched("live") or {}).get("state") == "running"))
+        self.assertEqual(list(self.sched("live"))[-2:], ["source_proxy", "target_proxy"])  # a scheduled job's row
         self.node.put("/rd2/fresh", {})
         self.assertTrue(wait_until(lambda: self.node.get("/rd2a/fresh").status == 200))
         jobs = self.node.get("/_scheduler/jobs").json["jobs"]
