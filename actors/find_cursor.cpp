@@ -31,6 +31,9 @@ result<planned_find> find_cursor::plan(const db_meta& db, find_query q, std::str
   auto indexes = reader_.indexes(db, [&] { return json_indexes(db); });
   if (!indexes) return indexes.error();
   auto plans = plan_find(q, **indexes);
+  if (!plans && plans.error().code == errc::mango_no_usable_index && db.partitioned)  // mango_idx:mango_sort_error
+    return status{errc::mango_no_usable_index, std::string(partition.empty() ? "No global" : "No partitioned") +
+                                                   " index exists for this sort, try indexing by the sort fields."};
   if (!plans) return plans.error();
   planned_find out{std::move(q), std::move(plans->front()), {}, std::move(partition), *indexes};
   if (plans->size() > 1) {

@@ -212,8 +212,10 @@ bool implied(const json& partial, const branches& over) {
   return true;
 }
 
+// mango_cursor's "_design/<ddoc>[, <name>]" of use_index (its ddoc_name drops a given _design/).
 std::string use_index_name(const find_query& q) {
-  std::string name = "_design/" + q.use_index[0];
+  const std::string& d = q.use_index[0];
+  std::string name = "_design/" + (d.rfind("_design/", 0) == 0 ? d.substr(8) : d);
   if (q.use_index.size() > 1) name += ", " + q.use_index[1];
   return name;
 }
@@ -365,6 +367,21 @@ std::optional<query_plan> best_for(const conditions& c, const find_query& q, con
 // A top-level $or no one index serves, each branch served by its own: the union of their rows,
 // made disjoint by matching each part's documents against the branches before it as well
 // (part k: the selector and none of branches 1..k-1), answered part after part.
+// mango_idx:get_usable_indexes' and mango_cursor:create's refusals: a sort that no index gives
+// (the special index sorts by _id only); use_index naming no usable index, or no JSON index usable
+// without one, when allow_fallback is false.
+status refused(const find_query& q, bool no_json_index, bool chosen) {
+  bool special_sorts = true;
+  for (const auto& s : q.sort) special_sorts = special_sorts && s.first == "_id";
+  if (no_json_index && !special_sorts)
+    return {errc::mango_no_usable_index, "No index exists for this sort, try indexing by the sort fields."};
+  if (chosen || q.allow_fallback || (q.use_index.empty() && !no_json_index)) return {};
+  if (q.use_index.empty())
+    return {errc::mango_invalid_index, "You must specify an index with the `use_index` parameter."};
+  return {errc::mango_invalid_index,
+          use_index_name(q) + " specified by `use_index` could not be found or it is not suitable."};
+}
+
 // The planner's order of usable indexes: the most leading fields held to one value, then a range
 // on the next, then the fewest fields, then by name.
 bool better(const candidate& a, const candidate& b) {
@@ -439,12 +456,12 @@ result<std::vector<query_plan>> plan_find(const find_query& q, const std::vector
   const candidate* chosen = nullptr;
   for (const candidate& u : usable_ones)
     if (named_by(*u.index, q)) chosen = &u;
-  if (!q.use_index.empty() && !chosen) {
-    if (!q.allow_fallback)
-      return status{errc::mango_no_usable_index, "The index specified with \"use_index\" is not usable for the query."};
-    plan.warnings.push_back(use_index_name(q) +
-                            " was not used because it does not contain a valid index for this query.");
-  }
+  if (auto st = refused(q, usable_ones.empty(), chosen != nullptr); !st) return st;
+  if (!q.use_index.empty() && !chosen)
+    plan.warnings.push_back(use_index_name(q) + (q.use_index.size() > 1
+                                                     ? " was not used because it is not a valid index for this query."
+                                                     : " was not used because it does not contain a valid index for "
+                                                       "this query."));
   if (!chosen && !usable_ones.empty()) chosen = &usable_ones.front();
   if (!chosen && q.use_index.empty() && q.sort.empty()) {
     if (auto u = union_plan(q, indexes)) {
@@ -452,11 +469,7 @@ result<std::vector<query_plan>> plan_find(const find_query& q, const std::vector
       return std::vector<query_plan>{std::move(*u)};
     }
   }
-  if (!chosen) {
-    // The special index: documents in id order, so only a sort on _id.
-    for (const auto& [field, descending] : q.sort)
-      if (field != "_id")
-        return status{errc::mango_no_usable_index, "No index exists for this sort, try indexing by the sort fields."};
+  if (!chosen) {  // the special index: documents in id order (refused() saw to the sort)
     plan.descending = !q.sort.empty() && q.sort.front().second;
     plan.warnings.push_back("No matching index found, create an index to optimize query time.");
     return std::vector<query_plan>{plan};

@@ -284,10 +284,11 @@ class Indexes(NodeTest):
         # use_index names one; an unusable one falls back with CouchDB's warning, or fails.
         self.assertEqual(explain({"city": "Oslo", "age": 3}, use_index="by-age")["index"]["name"], "age")
         r = self.find("ix", {"selector": {"name": "n1"}, "use_index": ["by-age", "age"]})
-        self.assertIn("_design/by-age, age was not used because it does not contain a valid index for this query.",
+        self.assertIn("_design/by-age, age was not used because it is not a valid index for this query.",
                       r["warning"])
         r = self.node.post("/ix/_find", {"selector": {"name": "n1"}, "use_index": "by-age", "allow_fallback": False})
-        self.assertError(r, 400, "no_usable_index")
+        self.assertError(r, 400, "invalid_index",
+                         "_design/by-age specified by `use_index` could not be found or it is not suitable.")
         # $in and $or: one range per value or branch of the index they use.
         e = explain({"age": {"$in": [9, 1, 4]}})
         self.assertEqual((e["index"]["name"], len(e["settee"]["ranges"]), e["mrargs"]["start_key"], e["mrargs"]["end_key"]),

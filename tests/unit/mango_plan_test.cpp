@@ -109,8 +109,18 @@ TEST_CASE("mango plan: choices") {
   auto fallback = plans(R"({"selector":{"e":1},"use_index":"a"})", indexes).front();
   CHECK_FALSE(fallback.index.has_value());
   CHECK(fallback.warnings.size() == 2);
-  CHECK(plan_find(query(R"({"selector":{"e":1},"use_index":"a","allow_fallback":false})"), indexes).error().code ==
-        errc::mango_no_usable_index);
+  // mango_cursor:create's refusals without fallback, with its error name and texts.
+  auto refused = [&](const char* body) { return plan_find(query(body), indexes).error(); };
+  CHECK(refused(R"({"selector":{"e":1},"use_index":"a","allow_fallback":false})").code == errc::mango_invalid_index);
+  CHECK(refused(R"({"selector":{"e":1},"use_index":"_design/a","allow_fallback":false})").reason ==
+        "_design/a specified by `use_index` could not be found or it is not suitable.");
+  CHECK(refused(R"({"selector":{"e":1},"use_index":["a","b"],"allow_fallback":false})").reason ==
+        "_design/a, b specified by `use_index` could not be found or it is not suitable.");
+  CHECK(refused(R"({"selector":{"e":1},"allow_fallback":false})").reason ==
+        "You must specify an index with the `use_index` parameter.");
+  CHECK(plans(R"({"selector":{"a":1},"allow_fallback":false})", indexes).front().index->name == "a");
+  CHECK(plans(R"({"selector":{"e":1},"use_index":["a","x"]})", indexes).front().warnings[0] ==
+        "_design/a, x was not used because it is not a valid index for this query.");
   // Why the others were not used.
   auto why = plans(R"({"selector":{"a":1}})", indexes).front();
   CHECK(why.rejected.size() == 3);

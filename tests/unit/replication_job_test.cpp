@@ -399,5 +399,15 @@ TEST_CASE("_replicator processor: a document starts its replication, and its end
   CHECK(bad["_replication_state"] == "failed");
   CHECK_FALSE(bad.value("_replication_state_reason", "").empty());
   auto rows = f.processor->rows();
-  CHECK(rows.size() == 2);
+  REQUIRE(rows.ok());
+  REQUIRE(rows->size() == 2);
+  // Both ended: answered from what they recorded (couch_replicator:info_from_doc).
+  CHECK((*rows)[0]["state"] == "failed");
+  CHECK((*rows)[0]["info"]["error"] == bad["_replication_state_reason"]);
+  CHECK((*rows)[1]["state"] == "completed");
+  CHECK((*rows)[1]["info"]["docs_written"] == 5);
+  CHECK((*rows)[1]["id"].is_null());
+  auto none = f.processor->row("nope");
+  REQUIRE(none.ok());
+  CHECK_FALSE(none->has_value());
 }
