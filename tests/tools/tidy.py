@@ -92,7 +92,6 @@ LONG_FUNCTIONS = {
     ("http/reshard_handlers.cpp", "handle_jobs"): 86,
     ("query/mango_query.cpp", "parse_find"): 83,
     ("http/doc_handlers.cpp", "to_doc_update"): 78,
-    ("query/mango_plan.cpp", "plan_find"): 71,
     ("actors/reshard_steps.cpp", "resharder::step"): 73,
 }
 
