@@ -1071,6 +1071,10 @@ void get_attachment(ctx& c, const db_meta& db, const std::string& doc_id, const 
   // CouchDB's ETag for an attachment is its digest's base64 part, quoted.
   std::string digest = e->value("digest", "");
   std::string etag = "\"" + (digest.rfind("md5-", 0) == 0 ? digest.substr(4) : digest) + "\"";
+  // chttpd_util:maybe_add_csp_header("attachments", ..., "sandbox"): served bytes never run as
+  // the node's page.
+  if (c.node.cfg.get_bool("csp", "attachments_enable", true))
+    c.res.set_header("Content-Security-Policy", c.node.cfg.get("csp", "attachments_header_value", "sandbox"));
   c.res.set_header("ETag", etag);
   c.res.set_header("Cache-Control", "must-revalidate");
   if (c.req.get_header_value("If-None-Match") == etag) {
@@ -1078,8 +1082,8 @@ void get_attachment(ctx& c, const db_meta& db, const std::string& doc_id, const 
     return;
   }
   std::string type = e->value("content_type", "application/octet-stream");
-  // A gzip-stored attachment goes as stored to a client that takes gzip, decoded to others
-  // (CouchDB sends no Content-MD5 for bytes it decoded), never in ranges (chttpd_db).
+  // A gzip-stored attachment goes as stored to a client that takes gzip, decoded to others, never
+  // in ranges (chttpd_db; which sends no Content-MD5 either way).
   const bool encoded = attachments::gzipped(*e);
   const bool as_stored = !encoded || accepts_gzip(c);
   const uint64_t stored_length = attachments::stored_length(*e);
@@ -1123,7 +1127,6 @@ void get_attachment(ctx& c, const db_meta& db, const std::string& doc_id, const 
       }
     }
   }
-  if (as_stored && c.res.status == 200) c.res.set_header("Content-MD5", etag.substr(1, etag.size() - 2));
   // What must be read: the range of the stored bytes, or all of them to decode.
   if ((as_stored ? end - from : stored_length) > attachment_stream_from) {  // a piece at a time
     blob_slice s{*key, from, end};

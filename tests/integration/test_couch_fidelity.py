@@ -626,7 +626,7 @@ class Endpoints(NodeTest):
 class AttachmentHeaders(NodeTest):
     """Items 11 and 12: attachments stored and served as chttpd_db and couch_att do: compressible
     types gzip-stored whatever their size (so digests match CouchDB's), never ranged then
-    (`Accept-Ranges: none`, no Content-MD5 on decoded bytes), several ranges of an identity one as
+    (`Accept-Ranges: none`, no Content-MD5 in any answer), several ranges of an identity one as
     multipart/byteranges, a 304 with `Content-Length: 0`, `Cache-Control: must-revalidate` on
     document reads."""
 
@@ -644,7 +644,7 @@ class AttachmentHeaders(NodeTest):
         g = n.get("/ah/d/t.txt", headers={"Range": "bytes=1-2"})
         self.assertEqual((g.status, g.raw), (200, "hello"))
         g = n.get("/ah/d/t.txt", headers={"Accept-Encoding": "gzip"})
-        self.assertEqual((g.header("Content-Encoding"), g.header("Content-MD5")), ("gzip", "iMaiC8wqiFlD2NjLTemvCQ=="))
+        self.assertEqual((g.header("Content-Encoding"), g.header("Content-MD5")), ("gzip", None))
         r = n.get("/ah/d/t.txt", headers={"If-None-Match": '"iMaiC8wqiFlD2NjLTemvCQ=="'})
         self.assertEqual((r.status, r.header("Content-Length")), (304, "0"))
 
