@@ -670,7 +670,8 @@ result<view_answer> view_reader::merged(const db_meta& db, const design_views& d
             parts[r].keys, [](const std::string& p) -> const std::string& { return p; }, q.descending))
       return status{errc::internal, "a copy of " + db.name + " answered view rows out of order"};
   }
-  out.offset += merge(parts, q.descending, skip, limit, out.rows);
+  merge(parts, q.descending, skip, limit, out.rows);
+  out.offset = std::min(out.total_rows, out.offset + skip);  // fabric_view_map's FinalOffset
   return out;
 }
 

@@ -160,8 +160,9 @@ result<std::string> list_docs(ctx& c, const db_meta& db, const view_query& q, bo
   auto seq = update_seq_of(c, db, q);
   if (!seq) return seq.error();
   // A `keys` query has no offset (fabric_view_all_docs sends null); rows before the start key
-  // count towards it, as in CouchDB.
-  const std::string offset = by_keys ? "null" : std::to_string(listed->before + static_cast<uint64_t>(q.skip));
+  // count towards it, then skip, at most total_rows (fabric_view_all_docs' FinalOffset).
+  const std::string offset =
+      by_keys ? "null" : std::to_string(std::min(total, listed->before + static_cast<uint64_t>(q.skip)));
   return object_text(std::to_string(total), offset, rows, !first, *seq);
 }
 

@@ -277,6 +277,11 @@ class Listings(NodeTest):
         r = n.post("/ls/_design_docs?limit=1", {"keys": ["A1", "_design/y"]})
         self.assertEqual(r.json["rows"], [])
         self.assertEqual(n.get("/ls/_design_docs?limit=1&skip=1").json["rows"][0]["id"], "_design/y")
+        # offset is the rows before plus skip, at most total_rows (fabric_view_all_docs' FinalOffset).
+        self.assertEqual(n.get("/ls/_design_docs?skip=1").json["offset"], 2)
+        self.assertEqual(n.get("/ls/_design_docs?skip=9").json["offset"], 2)
+        total = n.get("/ls/_all_docs?limit=0").json["total_rows"]
+        self.assertEqual(n.get(f"/ls/_all_docs?skip={total + 5}").json["offset"], total)
 
     def test_local_docs(self):
         n = self.node

@@ -362,6 +362,10 @@ class MapViews(NodeTest):
                 self.assertEqual(r["offset"], 20 + 8)  # descending: keys reversed, the "z" and "y" rows before "x"; skip
                 r = self.node.post(f"/{db}/_design/app/_view/counted?group=true", {"keys": [3, 100, 1]}).json
                 self.assertEqual(r, {"rows": [{"key": 3, "value": 1}, {"key": 1, "value": 1}]})
+                # Without keys: rows before, plus skip, at most total_rows (fabric_view_map's FinalOffset).
+                r = self.view(db, "by_type", '?startkey="y"&skip=25')
+                self.assertEqual((r["rows"], r["offset"]), ([], 30))
+                self.assertEqual(self.view(db, "by_type", '?startkey="y"&skip=5')["offset"], 15)
                 # No keys: no rows, and the view's row count all the same (issue 51, as CouchDB).
                 r = self.node.post(f"/{db}/_design/app/_view/by_type", {"keys": []}).json
                 self.assertEqual(r, {"total_rows": 30, "offset": 0, "rows": []})
