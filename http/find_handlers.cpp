@@ -261,7 +261,7 @@ void create_index(ctx& c, const db_meta& db) {
     const json& lang = member(now->doc, "language");
     if (lang != "query")
       return c.error(errc::mango_invalid_ddoc_lang, "Existing design doc has an invalid language: " +
-                                                        erlang_term(lang.is_null() ? json("javascript") : lang));
+                                                        erlang_w(lang.is_null() ? json("javascript") : lang));
   }
   bool changed = false;
   json doc = with_index(now->doc, ix, changed);
@@ -323,7 +323,7 @@ void bulk_delete(ctx& c, const db_meta& db) {
   for (const json& id : ids)
     if (!id.is_string())
       return c.error(errc::mango_invalid_bulk_docs,
-                     "Bulk Delete requires an array of non-null docids. Docids: " + erlang_term(ids));
+                     "Bulk Delete requires an array of non-null docids. Docids: " + erlang_w(ids));
   auto indexes = cursor(c).json_indexes(db);
   if (!indexes) return c.error(indexes.error());
   json success = json::array(), fail = json::array();

@@ -13,7 +13,7 @@ namespace {
 
 result<index_def> def_of(const json& index) {
   if (!index.is_object())
-    return status(errc::mango_invalid_index, "JSON indexes must be an object, not: " + erlang_term(index));
+    return status(errc::mango_invalid_index, "JSON indexes must be an object, not: " + erlang_w(index));
   index_def d;
   for (auto it = index.begin(); it != index.end(); ++it) {
     if (it.key() != "fields" && it.key() != "partial_filter_selector")
@@ -27,7 +27,7 @@ result<index_def> def_of(const json& index) {
   d.fields = std::move(*fields);
   if (auto p = index.find("partial_filter_selector"); p != index.end()) {
     if (!p->is_object())
-      return status(errc::mango_invalid_selector, "Selector must be a JSON object, not: " + erlang_term(*p));
+      return status(errc::mango_invalid_selector, "Selector must be a JSON object, not: " + erlang_w(*p));
     auto compiled = mango_selector::compile(*p);
     if (!compiled) return compiled.error();
     d.partial_filter = normalize_selector(*p);  // stored normalized, as mango_opts:validate_selector
@@ -104,17 +104,17 @@ result<index_request> parse_index_request(const json& body) {
   if (index == body.end()) return status(errc::mango_missing_key, "Missing required key: index");
   if (auto t = body.find("type"); t != body.end() && *t != "json") {
     return status(errc::mango_invalid_index,
-                  "Invalid type for index: " + (t->is_string() ? t->get<std::string>() : erlang_term(*t)));
+                  "Invalid type for index: " + (t->is_string() ? t->get<std::string>() : erlang_w(*t)));
   }
   for (const char* key : {"name", "ddoc"}) {
     auto v = body.find(key);
     if (v != body.end() && (!v->is_string() || v->get_ref<const std::string&>().empty()))
-      return status(errc::mango_invalid_index_name, "Invalid index name: " + erlang_term(*v));
+      return status(errc::mango_invalid_index_name, "Invalid index name: " + erlang_w(*v));
   }
   if (auto w = body.find("w"); w != body.end() && (!w->is_number_integer() || w->get<int64_t>() <= 0))
-    return status(errc::mango_invalid_pos, erlang_term(*w) + " is not an integer greater than zero");
+    return status(errc::mango_invalid_pos, erlang_w(*w) + " is not an integer greater than zero");
   if (auto p = body.find("partitioned"); p != body.end() && !p->is_boolean())
-    return status(errc::mango_invalid_boolean, "Invalid boolean value: " + erlang_term(*p));
+    return status(errc::mango_invalid_boolean, "Invalid boolean value: " + erlang_w(*p));
   auto def = def_of(*index);
   if (!def) return def.error();
   index_request out;

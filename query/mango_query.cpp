@@ -9,26 +9,26 @@ namespace settee {
 namespace {
 
 result<bool> boolean_of(const json& v) {
-  if (!v.is_boolean()) return status(errc::mango_invalid_boolean, "Invalid boolean value: " + erlang_term(v));
+  if (!v.is_boolean()) return status(errc::mango_invalid_boolean, "Invalid boolean value: " + erlang_w(v));
   return v.get<bool>();
 }
 
 result<uint64_t> non_neg_integer(const json& v) {
   if (!v.is_number_integer() || (v.is_number_integer() && !v.is_number_unsigned() && v.get<int64_t>() < 0))
-    return status(errc::mango_invalid_non_neg, erlang_term(v) + " is not an integer greater than or equal to zero");
+    return status(errc::mango_invalid_non_neg, erlang_w(v) + " is not an integer greater than or equal to zero");
   return v.get<uint64_t>();
 }
 
 result<uint64_t> pos_integer(const json& v) {
   if (!v.is_number_integer() || (!v.is_number_unsigned() && v.get<int64_t>() <= 0) ||
       (v.is_number_unsigned() && v.get<uint64_t>() == 0))
-    return status(errc::mango_invalid_pos, erlang_term(v) + " is not an integer greater than zero");
+    return status(errc::mango_invalid_pos, erlang_w(v) + " is not an integer greater than zero");
   return v.get<uint64_t>();
 }
 
 // use_index: "ddoc", "_design/ddoc", "ddoc/name", "_design/ddoc/name", [ddoc], [ddoc, name], null, [].
 result<std::vector<std::string>> use_index_of(const json& v) {
-  auto bad = [&] { return status(errc::mango_invalid_index_name, "Invalid index name: " + erlang_term(v)); };
+  auto bad = [&] { return status(errc::mango_invalid_index_name, "Invalid index name: " + erlang_w(v)); };
   if (v.is_null()) return std::vector<std::string>{};
   if (v.is_string()) {
     std::string s = v.get<std::string>();
@@ -57,7 +57,7 @@ result<std::vector<std::string>> use_index_of(const json& v) {
 
 result<std::vector<std::pair<std::string, bool>>> parse_sort(const json& v) {
   if (!v.is_array())
-    return status(errc::mango_invalid_sort_json, "Sort must be an array of sort specs, not: " + erlang_term(v));
+    return status(errc::mango_invalid_sort_json, "Sort must be an array of sort specs, not: " + erlang_p(v));
   std::vector<std::pair<std::string, bool>> out;
   for (const auto& spec : v) {
     if (spec.is_string()) {
@@ -65,12 +65,12 @@ result<std::vector<std::pair<std::string, bool>>> parse_sort(const json& v) {
     } else if (spec.is_object() && spec.size() == 1) {
       const json& dir = spec.begin().value();
       if (!dir.is_string() || (dir != "asc" && dir != "desc"))
-        return status(errc::mango_invalid_sort_dir, "Invalid sort direction: " + erlang_term(dir));
+        return status(errc::mango_invalid_sort_dir, "Invalid sort direction: " + erlang_w(dir));
       out.emplace_back(spec.begin().key(), dir == "desc");
     } else if (spec.is_object()) {
-      return status(errc::mango_invalid_sort_field, "Invalid sort field: " + erlang_term(spec));
+      return status(errc::mango_invalid_sort_field, "Invalid sort field: " + erlang_p(spec));
     } else {
-      return status(errc::mango_invalid_sort_json, "Sort must be an array of sort specs, not: " + erlang_term(v));
+      return status(errc::mango_invalid_sort_json, "Sort must be an array of sort specs, not: " + erlang_p(v));
     }
   }
   for (const auto& s : out)
@@ -83,10 +83,10 @@ namespace {
 
 result<std::vector<std::string>> fields_of(const json& v) {
   if (!v.is_array())
-    return status(errc::mango_invalid_fields, "Fields must be an array of strings, not: " + erlang_term(v));
+    return status(errc::mango_invalid_fields, "Fields must be an array of strings, not: " + erlang_w(v));
   std::vector<std::string> out;
   for (const auto& f : v) {
-    if (!f.is_string()) return status(errc::mango_invalid_field, "Invalid JSON for field spec: " + erlang_term(f));
+    if (!f.is_string()) return status(errc::mango_invalid_field, "Invalid JSON for field spec: " + erlang_w(f));
     out.push_back(f.get<std::string>());
   }
   return out;
@@ -116,7 +116,7 @@ result<find_query> parse_find(const json& body) {
   auto sel = body.find("selector");
   if (sel == body.end()) return status(errc::mango_missing_key, "Missing required key: selector");
   if (!sel->is_object())
-    return status(errc::mango_invalid_selector, "Selector must be a JSON object, not: " + erlang_term(*sel));
+    return status(errc::mango_invalid_selector, "Selector must be a JSON object, not: " + erlang_w(*sel));
   auto matcher = mango_selector::compile(*sel);
   if (!matcher) return matcher.error();
   q.selector = *sel;
@@ -181,7 +181,7 @@ result<find_query> parse_find(const json& body) {
     if (*v == "ok") {
       q.stale = "ok";
     } else if (!(*v == "false" || *v == false)) {
-      return status(errc::mango_invalid_value, "Invalid value for stale: " + erlang_term(*v));
+      return status(errc::mango_invalid_value, "Invalid value for stale: " + erlang_w(*v));
     }
   }
   for (auto it = body.begin(); it != body.end(); ++it)

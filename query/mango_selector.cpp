@@ -32,7 +32,7 @@ using node = mango_selector::node;
 
 // mango_selector's errors for a selector it cannot normalize (mango_error's texts).
 status bad_arg(const std::string& op, const json& arg) {
-  return {errc::mango_bad_arg, "Bad argument for operator " + op + ": " + erlang_term(arg)};
+  return {errc::mango_bad_arg, "Bad argument for operator " + op + ": " + erlang_w(arg)};
 }
 
 status selector_error(const std::string& what) {

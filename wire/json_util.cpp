@@ -45,24 +45,30 @@ json error_json(const status& st) {
 
 namespace {
 
-void erlang_string(std::string& out, const std::string& s) {
-  out += "<<\"";
-  for (char c : s) {
-    if (c == '"' || c == '\\') out += '\\';
-    out += c;
+void erlang_binary(std::string& out, const std::string& s, bool as_text) {
+  out += "<<";
+  if (as_text) {
+    out += '"';
+    for (char c : s) {
+      if (c == '"' || c == '\\') out += '\\';
+      out += c;
+    }
+    out += '"';
+  } else {
+    for (size_t i = 0; i < s.size(); ++i) out += (i ? "," : "") + std::to_string(static_cast<unsigned char>(s[i]));
   }
-  out += "\">>";
+  out += ">>";
 }
 
-}  // namespace
-
-std::string erlang_term(const json& v) {
-  std::string out;
+void erlang_print(std::string& out, const json& v, bool as_text) {
   if (v.is_string()) {
-    erlang_string(out, v.get_ref<const std::string&>());
+    erlang_binary(out, v.get_ref<const std::string&>(), as_text);
   } else if (v.is_array()) {
     out += '[';
-    for (size_t i = 0; i < v.size(); ++i) out += (i ? "," : "") + erlang_term(v[i]);
+    for (size_t i = 0; i < v.size(); ++i) {
+      if (i) out += ',';
+      erlang_print(out, v[i], as_text);
+    }
     out += ']';
   } else if (v.is_object()) {
     out += "{[";
@@ -70,13 +76,28 @@ std::string erlang_term(const json& v) {
     for (auto it = v.begin(); it != v.end(); ++it) {
       out += first ? "{" : ",{";
       first = false;
-      erlang_string(out, it.key());
-      out += "," + erlang_term(it.value()) + "}";
+      erlang_binary(out, it.key(), as_text);
+      out += ',';
+      erlang_print(out, it.value(), as_text);
+      out += '}';
     }
     out += "]}";
   } else {
     out += v.dump();  // null, true, false and numbers print alike
   }
+}
+
+}  // namespace
+
+std::string erlang_w(const json& v) {
+  std::string out;
+  erlang_print(out, v, false);
+  return out;
+}
+
+std::string erlang_p(const json& v) {
+  std::string out;
+  erlang_print(out, v, true);
   return out;
 }
 

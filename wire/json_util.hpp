@@ -21,8 +21,10 @@ bool valid_utf8(std::string_view s);
 void add_error(json& obj, const status& st);
 json error_json(const status& st);
 
-// A term as Erlang's ~w prints the JSON CouchDB decoded it into (binaries <<"...">>, objects
-// {[{K,V}]}), for error texts that quote a bad value as CouchDB's do (mango's).
-std::string erlang_term(const json& v);
+// The JSON CouchDB decoded into an Erlang term (binaries, objects {[{K,V}]}, lists, atoms) as
+// io_lib prints it, for error texts that quote a bad value as CouchDB's do (mango_error's):
+// ~w writes a binary as its bytes (<<"x">> is <<120>>), ~p as text (<<"x">>).
+std::string erlang_w(const json& v);
+std::string erlang_p(const json& v);
 
 }  // namespace settee

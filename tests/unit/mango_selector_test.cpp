@@ -120,7 +120,7 @@ TEST_CASE("invalid selectors are CouchDB's errors, not crashes") {
   }
   auto in = mango_selector::compile(json::parse(R"({"a":{"$in":{"b":"c"}}})"));
   REQUIRE_FALSE(in.ok());
-  CHECK(in.error().reason == R"(Bad argument for operator $in: {[{<<"b">>,<<"c">>}]})");
+  CHECK(in.error().reason == R"(Bad argument for operator $in: {[{<<98>>,<<99>>}]})");  // io_lib's ~w
   // What CouchDB accepts and matches nothing with.
   CHECK_FALSE(m(R"({"tags":{"$type":"thing"}})", doc));
 }
