@@ -1047,6 +1047,15 @@ bool accepts_gzip(ctx& c) {
   return header_takes(c, "Accept-Encoding", {"gzip", "x-gzip"});
 }
 
+// An attachment answer's first headers (chttpd_db): chttpd_util:maybe_add_csp_header("attachments",
+// ..., "sandbox"), so served bytes never run as the node's page; its ETag; must-revalidate.
+void attachment_headers(ctx& c, const std::string& etag) {
+  if (c.node.cfg.get_bool("csp", "attachments_enable", true))
+    c.res.set_header("Content-Security-Policy", c.node.cfg.get("csp", "attachments_header_value", "sandbox"));
+  c.res.set_header("ETag", etag);
+  c.res.set_header("Cache-Control", "must-revalidate");
+}
+
 void get_attachment(ctx& c, const db_meta& db, const std::string& doc_id, const std::string& att) {
   std::string rev_text = c.param("rev");
   auto d = c.node.coord.open_doc(db, doc_id, 1, rev_text.empty() ? doc_bodies::leaves : doc_bodies::all);
@@ -1071,12 +1080,7 @@ void get_attachment(ctx& c, const db_meta& db, const std::string& doc_id, const 
   // CouchDB's ETag for an attachment is its digest's base64 part, quoted.
   std::string digest = e->value("digest", "");
   std::string etag = "\"" + (digest.rfind("md5-", 0) == 0 ? digest.substr(4) : digest) + "\"";
-  // chttpd_util:maybe_add_csp_header("attachments", ..., "sandbox"): served bytes never run as
-  // the node's page.
-  if (c.node.cfg.get_bool("csp", "attachments_enable", true))
-    c.res.set_header("Content-Security-Policy", c.node.cfg.get("csp", "attachments_header_value", "sandbox"));
-  c.res.set_header("ETag", etag);
-  c.res.set_header("Cache-Control", "must-revalidate");
+  attachment_headers(c, etag);
   if (c.req.get_header_value("If-None-Match") == etag) {
     c.res.status = 304;
     return;

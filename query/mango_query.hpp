@@ -1,6 +1,6 @@
 // mango_query: a `_find` (or `_explain`) request body checked as CouchDB's mango_opts,
 // mango_sort and mango_fields check it, with their error names and texts (their ~w terms printed
-// as Erlang prints them: json_util's erlang_term), and what the cursor needs of it:
+// as mango_error prints them: json_util's erlang_w and erlang_p), and what the cursor needs of it:
 // the compiled selector, the projection of `fields`, the sort, the paging and the bookmark.
 // Pure: no I/O.
 #pragma once

@@ -84,7 +84,7 @@ LONG_FUNCTIONS = {
     ("storage/shard_store.cpp", "shard_store::apply_doc"): 112,
     ("storage/shard_store.cpp", "shard_store::import_step"): 105,
     ("storage/shard_store.cpp", "shard_store::open_env"): 99,
-    ("http/doc_handlers.cpp", "get_attachment"): 98,
+    ("http/doc_handlers.cpp", "get_attachment"): 96,
     ("http/doc_handlers.cpp", "write_attachment"): 91,
     ("query/view_query.cpp", "apply_one"): 90,
     ("query/mango_selector.cpp", "evaluation::match_op"): 71,
