@@ -206,14 +206,16 @@ json user_ctx_json(const user_ctx& u) {
 
 void handle_session(ctx& c) {
   if (c.method() == "GET") {
+    if (!c.user.name && c.param("basic") == "true") return c.error(errc::unauthorized, "Please login.");
     json info = {{"authentication_handlers", authenticator::handlers(*c.node.cfg.current())},
                  {"authentication_db", "_users"}};
     if (!c.user.authenticated_by.empty()) info["authenticated"] = c.user.authenticated_by;
     return c.reply(200, json{{"ok", true}, {"userCtx", user_ctx_json(c.user)}, {"info", info}});
   }
+  const char* cleared = "AuthSession=; Version=1; Path=/; HttpOnly; SameSite=Lax; Max-Age=0";
   if (c.method() == "DELETE") {
     c.reply(200, json{{"ok", true}});
-    c.res.set_header("Set-Cookie", "AuthSession=; Version=1; Path=/; HttpOnly; SameSite=Lax; Max-Age=0");
+    c.res.set_header("Set-Cookie", cleared);
     return;
   }
   if (c.method() != "POST") return c.method_not_allowed("GET,HEAD,POST,DELETE");
@@ -231,7 +233,7 @@ void handle_session(ctx& c) {
     body = std::move(*j);
   } else {
     return c.error(errc::bad_content_type,
-                   "Content-Type must be application/json or application/x-www-form-urlencoded");
+                   "Content-Type must be 'application/x-www-form-urlencoded' or 'application/json'");
   }
   // As couch_httpd_auth: `name` (or `username`) is required; a missing password is an empty one.
   if (!body.contains("name") && body.contains("username")) body["name"] = body["username"];
@@ -242,9 +244,20 @@ void handle_session(ctx& c) {
   }
   std::string name = body["name"].get<std::string>();
   auto u = c.node.auth.check_password(name, body["password"].get<std::string>());
-  if (!u) return c.error(errc::unauthorized, "Name or password is incorrect.");
-  c.reply(200, json{{"ok", true}, {"name", name}, {"roles", u->roles}});
-  c.res.set_header("Set-Cookie", c.node.auth.session_cookie(name));
+  // couch_httpd_auth: ?next= (signed in) or ?fail= (not) answer 302 to that path on this host; a
+  // failure clears the session cookie.
+  const std::string go = c.param(u ? "next" : "fail");
+  if (!u) {
+    c.error(errc::unauthorized, "Name or password is incorrect.");
+    c.res.set_header("Set-Cookie", cleared);
+  } else {
+    c.reply(200, json{{"ok", true}, {"name", name}, {"roles", u->roles}});
+    c.res.set_header("Set-Cookie", c.node.auth.session_cookie(name));
+  }
+  if (c.has(u ? "next" : "fail")) {
+    c.res.status = 302;
+    c.res.set_header("Location", c.absolute_uri(go));
+  }
 }
 
 void handle_membership(ctx& c) {

@@ -136,6 +136,10 @@ const char* status_text(int status) {
       return "No Content";
     case 206:
       return "Partial Content";
+    case 301:
+      return "Moved Permanently";
+    case 302:
+      return "Found";
     case 304:
       return "Not Modified";
     case 400:

@@ -69,6 +69,22 @@ class Auth(NodeTest):
         self.assertError(self.node.post("/_session", {"name": "bob", "password": "no"}, auth=False), 401,
                          "unauthorized", "Name or password is incorrect.")
         self.assertError(self.node.post("/_session", {"name": 1}, auth=False), 401, "unauthorized")
+        # couch_httpd_auth's corners: a failure clears the cookie; ?next= / ?fail= answer 302 to that
+        # path on this host; ?basic=true without a user is 401 "Please login."; other types are 415.
+        r = self.node.post("/_session", {"name": "bob", "password": "no"}, auth=False)
+        self.assertTrue(r.header("Set-Cookie").startswith("AuthSession=;"), r.header("Set-Cookie"))
+        r = self.node.post("/_session?next=/private", {"name": "bob", "password": "bob-pw"}, auth=False)
+        self.assertEqual((r.status, r.header("Location")), (302, f"http://127.0.0.1:{self.node.port}/private"))
+        self.assertTrue(r.raw.startswith('{"ok":true'), r.raw)
+        self.assertTrue(r.header("Set-Cookie").startswith("AuthSession=") and "Max-Age=0" not in r.header("Set-Cookie"))
+        r = self.node.post("/_session?fail=/login", {"name": "bob", "password": "no"}, auth=False)
+        self.assertEqual((r.status, r.header("Location"), r.json["error"]),
+                         (302, f"http://127.0.0.1:{self.node.port}/login", "unauthorized"))
+        self.assertError(self.node.get("/_session?basic=true", auth=False), 401, "unauthorized", "Please login.")
+        self.assertEqual(self.node.get("/_session?basic=true").json["userCtx"]["name"], "admin")
+        r = self.node.request("POST", "/_session", raw_body="x", auth=False, headers={"Content-Type": "text/plain"})
+        self.assertError(r, 415, "bad_content_type",
+                         "Content-Type must be 'application/x-www-form-urlencoded' or 'application/json'")
         self.assertError(self.node.post("/_session", [1], auth=False), 400, "bad_request")
         self.assertEqual(self.node.delete("/_session", auth=False).json, {"ok": True})
         self.assertError(self.node.request("PUT", "/_session", {}), 405, "method_not_allowed")
