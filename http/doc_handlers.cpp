@@ -834,7 +834,9 @@ void copy_doc(ctx& c, const db_meta& db, const std::string& source) {
     bool deleted = false;
     auto rev = store_local(c, db, to->id, &*body, to->rev, deleted);
     if (!rev) return c.error(rev.error());
-    return c.reply(201, json{{"ok", true}, {"id", to->id}, {"rev", *rev}});
+    c.reply(201, json{{"ok", true}, {"id", to->id}, {"rev", *rev}});
+    c.res.set_header("ETag", "\"" + *rev + "\"");  // as chttpd_db's COPY of any document
+    return c.set_location({c.path[0], to->id});
   }
   if (!to->rev.empty()) (*body)["_rev"] = to->rev;
   if (auto st = authorize_doc_write(c, db, to->id, &*body); !st) return c.error(st);

@@ -544,6 +544,7 @@ class Endpoints(NodeTest):
         self.assertEqual(n.put("/cpy/_local/l", {"k": 1}).status, 201)
         r = n.request("COPY", "/cpy/_local/l", headers={"Destination": "_local/l2"})
         self.assertEqual((r.status, r.json), (201, {"ok": True, "id": "_local/l2", "rev": "0-1"}))
+        self.assertEqual((r.header("ETag"), r.header("Location")), ('"0-1"', f"http://127.0.0.1:{n.port}/cpy/_local%2Fl2"))
         self.assertEqual(n.get("/cpy/_local/l2").json, {"_id": "_local/l2", "_rev": "0-1", "k": 1})
         r = n.put("/cpy/_local/l3", {"k": 3})  # a _local write has a Location, as chttpd_db's PUT
         self.assertEqual(r.header("Location"), f"http://127.0.0.1:{n.port}/cpy/_local%2Fl3")
