@@ -30,7 +30,7 @@ struct changes_read_options {
   std::function<result<bool>(change_row&)> filter;
   // The same for a whole page of a range's changes at once (a JavaScript filter: one exchange with
   // a worker per page): one flag per row.
-  std::function<result<std::vector<bool>>(const std::vector<change_row>&)> page_filter;
+  std::function<result<std::vector<bool>>(std::vector<change_row>&)> page_filter;
   // since=<time>: skip each range's leading changes committed before the time (false: whole bins,
   // CouchDB's time_precision=bin).
   bool time_exact = true;

@@ -10,18 +10,13 @@ namespace settee {
 namespace {
 
 // style=all_docs with a selector (couch_changes:filter): each leaf of the document matched on its
-// own, and only the leaves that match listed; none: the change is not listed. The other leaves'
-// bodies are read now: a leaf gone since (the document changed again) is left to that later change.
+// own, and only the leaves that match listed; none: the change is not listed.
 result<bool> matching_leaves(coordinator& coord, const db_meta& db, const mango_selector& selector, change_row& row) {
-  auto docs = coord.open_docs(db, {row.e.id}, doc_bodies::leaves);
-  if (!docs) return docs.error();
-  const doc_copy& d = docs->front();
+  auto leaves = leaf_docs(coord, db, row);
+  if (!leaves) return leaves.error();
   std::vector<std::string> kept;
-  for (const std::string& rev : row.e.leaf_revs) {
-    rev_id r;
-    const int i = parse_rev(rev, r) && d.found ? d.info.tree.find(r) : -1;
-    auto text = i >= 0 ? render_rev(d, i, render_options{}) : std::nullopt;
-    auto doc = text ? parse_json(*text) : std::nullopt;
+  for (const auto& [rev, text] : *leaves) {
+    auto doc = parse_json(text);
     if (!doc) continue;
     auto matches = selector.matches(*doc);
     if (!matches) return matches.error();
@@ -69,6 +64,20 @@ changes_read_options read_options(const changes_options& o, coordinator& coord, 
 }
 
 }  // namespace
+
+result<std::vector<std::pair<std::string, std::string>>> leaf_docs(coordinator& coord, const db_meta& db,
+                                                                   const change_row& row) {
+  auto docs = coord.open_docs(db, {row.e.id}, doc_bodies::leaves);
+  if (!docs) return docs.error();
+  const doc_copy& d = docs->front();
+  std::vector<std::pair<std::string, std::string>> out;
+  for (const std::string& rev : row.e.leaf_revs) {
+    rev_id r;
+    const int i = parse_rev(rev, r) && d.found ? d.info.tree.find(r) : -1;
+    if (auto text = i >= 0 ? render_rev(d, i, render_options{}) : std::nullopt) out.emplace_back(rev, std::move(*text));
+  }
+  return out;
+}
 
 changes_feed::changes_feed(coordinator& coord, const db_meta& db, changes_options opts)
     : opts_(std::move(opts)), reader_(coord, db, read_options(opts_, coord, db)) {}

@@ -25,15 +25,22 @@ struct changes_options {
   // default #changes_args.limit when none is given).
   int64_t limit_for_interval = 1000000000000000;
   enum class filter { none, doc_ids, design, selector, javascript } filter_kind = filter::none;
-  // filter::javascript: a design document's filter (or view's map) over a page of changes at once.
-  std::function<result<std::vector<bool>>(const std::vector<change_row>&)> page_filter;
+  // filter::javascript: a design document's filter (or view's map) over a page of changes at once
+  // (with all_docs, over every leaf: it narrows a row's leaf revisions to those it wants).
+  std::function<result<std::vector<bool>>(std::vector<change_row>&)> page_filter;
   std::set<std::string> doc_ids;
-  std::shared_ptr<const mango_selector> selector;  // filter::selector: matched against the winning doc
+  std::shared_ptr<const mango_selector> selector;  // filter::selector: the winner (all_docs: each leaf)
   uint32_t page_rows = 512;                        // changes_read_options::page_rows
   bool time_exact = true;                          // changes_read_options::time_exact
   std::optional<size_t> shard;                     // changes_read_options::shard
   std::optional<shard_info> closed;                // changes_read_options::closed
 };
+
+// The documents of `row`'s leaf revisions as stored now, each as (rev, JSON text): what a filter over
+// every leaf (style=all_docs, couch_changes:filter's open_revs) is given. A leaf gone since the row
+// was read (the document changed again) is left out: its later change stands for it.
+result<std::vector<std::pair<std::string, std::string>>> leaf_docs(coordinator& coord, const db_meta& db,
+                                                                   const change_row& row);
 
 class changes_feed {
  public:

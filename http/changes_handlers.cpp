@@ -6,6 +6,7 @@
 #include <charconv>
 #include <chrono>
 #include <cstdint>
+#include <deque>
 #include <map>
 
 #include "actors/change_notifier.hpp"
@@ -186,6 +187,38 @@ status filter_failure(const std::string& where, const std::string& error) {
   return {errc::render_error, "filter " + where + " threw: " + error};
 }
 
+using filter_ask = std::function<result<js_reply>(const std::vector<const change_row*>&)>;
+
+// Whether the filter wants each of `docs`: asked a page at once; a page the worker could not finish
+// (its deadline, its memory) is asked again one document at a time, as filter_docs does.
+result<std::vector<bool>> filter_flags(const filter_ask& ask, const std::string& where,
+                                       const std::vector<const change_row*>& docs) {
+  auto flags = [](const js_reply& reply, size_t n) -> std::optional<std::vector<bool>> {
+    if (!reply.ok() || !reply.value.is_array() || reply.value.size() != n) return std::nullopt;
+    std::vector<bool> out;
+    for (const auto& v : reply.value) out.push_back(v.is_boolean() && v.get<bool>());
+    return out;
+  };
+  if (docs.empty()) return std::vector<bool>{};
+  auto r = ask(docs);
+  if (!r) return r.error();
+  if (!r->errors.empty()) return filter_failure(where, r->errors[0]);
+  if (r->what == js_reply::kind::fault && r->name == "compilation_error")  // stored, never compiled
+    return status{errc::compilation_error, r->reason};
+  if (auto page = flags(*r, docs.size())) return *page;
+  log::warning("filter " + where + " failed on a page of " + std::to_string(docs.size()) + " changes (" + r->name +
+               ": " + r->reason + "); asking one document at a time");
+  std::vector<bool> out;
+  for (const auto* doc : docs) {
+    auto one = ask({doc});
+    if (!one) return one.error();
+    if (!one->errors.empty()) return filter_failure(where, one->errors[0]);
+    auto f = flags(*one, 1);
+    out.push_back(f && f->front());
+  }
+  return out;
+}
+
 // The design document filter `q` names (404 as CouchDB: couch_changes' `missing`, then `missing
 // json key: <key>`), run over pages of changes in a JavaScript worker: a call that throws fails the
 // request (filter_failure); a page the worker could not finish (its deadline, its memory) is asked
@@ -202,8 +235,8 @@ status javascript_filter(ctx& c, const db_meta& db, changes_query& q) {
     if (auto body = parse_json(c.req.body); body && body->is_object()) req["body"] = std::move(*body);
   const std::string tail = view ? "]" : "," + req.dump() + "]";
   const std::string where = db.name + "/" + q.ddoc_id + " " + path.dump();
-  auto ask = [js, key = fn->key, ddoc = fn->ddoc, path, tail,
-              where](const std::vector<const change_row*>& rows) -> result<js_reply> {
+  filter_ask ask = [js, key = fn->key, ddoc = fn->ddoc, path, tail,
+                    where](const std::vector<const change_row*>& rows) -> result<js_reply> {
     std::string docs = "[[";
     for (size_t i = 0; i < rows.size(); ++i) {
       const change_entry& e = rows[i]->e;
@@ -217,31 +250,39 @@ status javascript_filter(ctx& c, const db_meta& db, changes_query& q) {
     return r;
   };
   q.opts.filter_kind = changes_options::filter::javascript;
-  q.opts.page_filter = [ask, where](const std::vector<change_row>& rows) -> result<std::vector<bool>> {
-    std::vector<const change_row*> all;
-    for (const auto& row : rows) all.push_back(&row);
-    auto r = ask(all);
-    if (!r) return r.error();
-    if (!r->errors.empty()) return filter_failure(where, r->errors[0]);
-    if (r->what == js_reply::kind::fault && r->name == "compilation_error")  // stored, never compiled
-      return status{errc::compilation_error, r->reason};
-    auto flags = [](const js_reply& reply, size_t n) -> std::optional<std::vector<bool>> {
-      if (!reply.ok() || !reply.value.is_array() || reply.value.size() != n) return std::nullopt;
-      std::vector<bool> out;
-      for (const auto& v : reply.value) out.push_back(v.is_boolean() && v.get<bool>());
-      return out;
-    };
-    if (auto page = flags(*r, rows.size())) return *page;
-    log::warning("filter " + where + " failed on a page of " + std::to_string(rows.size()) + " changes (" + r->name +
-                 ": " + r->reason + "); asking one document at a time");
-    std::vector<bool> out;
-    for (const auto* row : all) {
-      auto one = ask({row});
-      if (!one) return one.error();
-      if (!one->errors.empty()) return filter_failure(where, one->errors[0]);
-      auto f = flags(*one, 1);
-      out.push_back(f && f->front());
+  q.opts.page_filter = [ask, where, all_docs = q.opts.all_docs, coord = &c.node.coord,
+                        db](std::vector<change_row>& rows) -> result<std::vector<bool>> {
+    // What the filter is asked: each row's winner; with style=all_docs every leaf of a conflicted
+    // document (couch_changes:filter's open_revs), the row keeping the leaves it wants.
+    std::deque<change_row> leaves;
+    std::vector<const change_row*> asked;
+    std::vector<size_t> owner;  // the row of each document asked
+    for (size_t i = 0; i < rows.size(); ++i) {
+      if (!all_docs || rows[i].e.leaf_revs.size() < 2) {
+        asked.push_back(&rows[i]);
+        owner.push_back(i);
+        continue;
+      }
+      auto docs = leaf_docs(*coord, db, rows[i]);
+      if (!docs) return docs.error();
+      for (auto& [rev, text] : *docs) {
+        leaves.push_back(change_row{rows[i].e, std::move(text)});
+        leaves.back().e.rev = rev;
+        asked.push_back(&leaves.back());
+        owner.push_back(i);
+      }
     }
+    auto wanted = filter_flags(ask, where, asked);
+    if (!wanted) return wanted.error();
+    std::vector<bool> out(rows.size(), false);
+    std::vector<std::vector<std::string>> kept(rows.size());
+    for (size_t k = 0; k < asked.size(); ++k) {
+      if (!(*wanted)[k]) continue;
+      out[owner[k]] = true;
+      kept[owner[k]].push_back(asked[k]->e.rev);
+    }
+    for (size_t i = 0; i < rows.size(); ++i)
+      if (all_docs && rows[i].e.leaf_revs.size() > 1) rows[i].e.leaf_revs = std::move(kept[i]);
     return out;
   };
   return {};

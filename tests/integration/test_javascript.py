@@ -463,6 +463,26 @@ class Filters(NodeTest):
         self.assertEqual(r.status, 200, r.raw[:300])
         self.assertEqual([row["id"] for row in r.json["results"]], ["y"])
 
+    def test_style_all_docs_asks_the_filter_for_every_leaf(self):
+        # couch_changes:filter with style=all_docs: the filter sees each leaf of a conflicted document
+        # and the row lists the leaves it wants (none: no row), as the _selector filter.
+        n = self.node
+        self.assertEqual(n.put("/flt4").status, 201)
+        f = "function(doc) { return doc.keep === true; }"
+        self.assertEqual(n.put("/flt4/_design/b", {"filters": {"f": f}}).status, 201)
+        n.put("/flt4/c?new_edits=false", {"_rev": "1-aaaa", "keep": True})
+        n.put("/flt4/c?new_edits=false", {"_rev": "1-zzzz", "keep": False})  # the winner
+        n.put("/flt4/plain", {"keep": True})
+        n.put("/flt4/other?new_edits=false", {"_rev": "1-aaaa", "keep": False})
+        n.put("/flt4/other?new_edits=false", {"_rev": "1-bbbb", "keep": False})
+
+        def rows(style):
+            r = n.get(f"/flt4/_changes?filter=b/f&style={style}")
+            self.assertEqual(r.status, 200, r.raw[:300])
+            return {row["id"]: [c["rev"] for c in row["changes"]] for row in r.json["results"]}
+        self.assertEqual(rows("all_docs"), {"c": ["1-aaaa"], "plain": [n.get("/flt4/plain").json["_rev"]]})
+        self.assertEqual(sorted(rows("main_only")), ["plain"])  # the winner of c does not keep
+
     def test_a_filter_that_throws_fails_the_request_as_couchdbs(self):
         # couch_query_servers:filter_docs lets the query server's error through (issue 51 point 4).
         r = self.node.get("/flt/_changes?filter=app/boom")
