@@ -15,6 +15,7 @@
 #include "node/check.hpp"
 #include "node/clock.hpp"
 #include "node/log.hpp"
+#include "node/metrics.hpp"
 
 namespace settee {
 
@@ -127,6 +128,11 @@ size_t js_pool::workers() const {
   return running_;
 }
 
+size_t js_pool::busy() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return running_ - std::min(running_, idle_.size());
+}
+
 std::string js_pool::worker_beside(const std::string& self_exe) {
   const size_t slash = self_exe.rfind('/');
   const std::string dir = slash == std::string::npos ? std::string(".") : self_exe.substr(0, slash);
@@ -170,6 +176,7 @@ result<std::unique_ptr<js_pool::worker>> js_pool::spawn() {
     w->pid = -1;
     return status{errc::internal, "cannot start " + opts_.worker + ": " + std::strerror(rc)};
   }
+  ++metrics::node().js_worker_starts;
   return w;
 }
 
@@ -215,6 +222,7 @@ void js_pool::give_back(std::unique_ptr<worker> w) {
 
 void js_pool::retire(std::unique_ptr<worker> w) {
   if (w->pid > 0) {
+    ++metrics::node().js_worker_exits;
     ::close(w->to);  // a worker that is alive reads EOF and exits; one that is stuck is killed
     w->to = -1;
     ::kill(w->pid, SIGKILL);
@@ -231,6 +239,7 @@ bool js_pool::exchange(worker& w, const std::string& header, const std::string& 
   for (size_t i = header.size() + 1; i < request.size(); ++i)
     if (request[i] == '\n' || request[i] == '\r') request[i] = ' ';
   request += "\n";
+  ++metrics::node().js_calls;
   for (size_t off = 0; off < request.size();) {
     ssize_t n = ::write(w.to, request.data() + off, request.size() - off);
     if (n < 0 && errno == EINTR) continue;
@@ -247,6 +256,7 @@ bool js_pool::exchange(worker& w, const std::string& header, const std::string& 
     if (size_t nl = w.pending.find('\n'); nl != std::string::npos) {
       const bool understood = parse_js_reply(w.pending.substr(0, nl), out);
       w.pending.erase(0, nl + 1);
+      if (out.name == "timeout") ++metrics::node().js_timeouts;  // the worker's own deadline
       return understood;
     }
     const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(until - mono::now()).count();
@@ -254,6 +264,7 @@ bool js_pool::exchange(worker& w, const std::string& header, const std::string& 
     int rc = left > 0 ? ::poll(&p, 1, static_cast<int>(left)) : 0;
     if (rc < 0 && errno == EINTR) continue;
     if (rc == 0) {
+      ++metrics::node().js_timeouts;
       out = js_reply{};
       out.name = "timeout";
       out.reason = "the function ran longer than " + std::to_string(timeout_now().count()) + " ms";

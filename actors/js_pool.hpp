@@ -72,8 +72,9 @@ class js_pool {
                                          const std::vector<std::string>& calls);
   // Compiles every function of a design document about to be saved.
   result<js_reply> compile(const std::string& ddoc_json);
-  // Workers running now.
+  // Workers running now, and of those the ones running a call.
   size_t workers() const;
+  size_t busy() const;
   size_t max_workers() const { return max_workers_; }
   // [query_server] max_workers and [couchdb] os_process_timeout changed while the node runs: idle
   // workers go (new ones start with the new deadline), busy ones leave when they are given back.

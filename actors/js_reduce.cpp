@@ -66,7 +66,7 @@ result<std::vector<js_reply>> run_calls(js_pool& js, const design_views& dv, con
 result<std::vector<json>> rounds(js_pool& js, const design_views& dv, const std::string& view, std::vector<call> calls,
                                  size_t groups, const js_reduce_options& opts) {
   const json path = json::array({"views", view, "reduce"});
-  const std::string where = dv.ddoc_id + " view " + view;
+  const std::string where = dv.db_name + "/" + dv.ddoc_id + " view " + view;
   std::vector<json> out(groups);
   std::vector<bool> overflowed(groups, false);
   while (!calls.empty()) {

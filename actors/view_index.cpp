@@ -8,6 +8,7 @@
 #include "node/collation.hpp"
 #include "node/crypto.hpp"
 #include "node/log.hpp"
+#include "node/metrics.hpp"
 
 namespace settee {
 
@@ -64,6 +65,7 @@ view_scan partition_scan(const view_scan& s, const std::string& partition) {
 design_views views_of(const std::string& db_key, bool partitioned_db, const std::string& ddoc_id,
                       const std::string& rev, const json& ddoc) {
   design_views out;
+  out.db_name = db_key.substr(0, db_key.rfind('.'));  // the key is "<name>.<created>"
   out.partitioned = partitioned_db && member(member(ddoc, "options"), "partitioned") != json(false);
   out.local_seq = member(member(ddoc, "options"), "local_seq") == json(true);
   out.ddoc_id = ddoc_id;
@@ -146,15 +148,17 @@ status map_batch(js_pool& js, const design_views& dv, const std::vector<std::str
   body += "]";
   auto r = js.map(dv.worker_key, dv.ddoc_json, dv.names, body, docs.size());
   if (!r) return r.error();
-  for (const auto& line : r->log) log::info("map of " + dv.ddoc_id + " logged: " + line);
-  for (const auto& e : r->errors) log::warning("map of " + dv.ddoc_id + " failed on document " + e);
+  if (!alone) metrics::node().view_docs_mapped += docs.size();
+  const std::string where = dv.db_name + "/" + dv.ddoc_id;
+  for (const auto& line : r->log) log::info("map of " + where + " logged: " + line);
+  for (const auto& e : r->errors) log::warning("map of " + where + " failed on document " + e);
   if (r->ok() && r->value.is_array() && r->value.size() == docs.size()) {
     for (size_t i = 0; i < docs.size(); ++i)
       if (auto st = rows_of(r->value[i], dv.names.size(), dv.partitioned, *out[i]); !st) return st;
     return {};
   }
   if (alone) {
-    log::warning("map of " + dv.ddoc_id + " failed on document " + out.front()->id + " (" + r->name + ": " + r->reason +
+    log::warning("map of " + where + " failed on document " + out.front()->id + " (" + r->name + ": " + r->reason +
                  "): it emits nothing");
     out.front()->views.assign(dv.names.size(), {});
     return {};

@@ -21,6 +21,7 @@ namespace settee {
 
 // A design document's views, as the indexer and the workers need them.
 struct design_views {
+  std::string db_name;  // for log lines: "<db>/<ddoc_id>"
   std::string ddoc_id;
   std::string rev;
   std::string worker_key;  // js_pool::worker_key of this revision

@@ -14,6 +14,7 @@
 #include "node/collation.hpp"
 #include "node/files.hpp"
 #include "node/log.hpp"
+#include "node/metrics.hpp"
 #include "storage/lmdb_env.hpp"
 
 namespace settee {
@@ -484,6 +485,7 @@ status view_reader::update(open_index& index, const shard_store& store, const de
   index.updating = true;
   status st = update_view_index(store, *index.store, js_, dv, target, 500, 16u << 20, progress);
   index.updating = false;
+  if (st) ++metrics::node().view_index_updates;
   if (task) tasks_.list->remove(task);
   return st;
 }

@@ -244,6 +244,8 @@ status javascript_filter(ctx& c, const db_meta& db, changes_query& q) {
       docs += rows[i]->doc.empty() ? render_doc(e.id, e.rev, true, "{}", "") : rows[i]->doc;
     }
     auto r = js->run(key, ddoc, path, docs + "]" + tail);
+    if (r)
+      for (const auto& line : r->log) log::info("filter " + where + " logged: " + line);
     if (r && !r->errors.empty())
       log::warning("filter " + where + " failed on " + std::to_string(r->errors.size()) +
                    " document(s): " + r->errors[0]);

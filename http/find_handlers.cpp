@@ -17,6 +17,7 @@
 #include "node/check.hpp"
 #include "node/crypto.hpp"
 #include "node/log.hpp"
+#include "node/metrics.hpp"
 #include "query/mango_explain.hpp"
 #include "query/mango_index.hpp"
 #include "query/mango_plan.hpp"
@@ -126,7 +127,18 @@ void handle_find(ctx& c, const db_meta& db, const std::string& partition) {
   // mango_cursor:index_scan_warning: many documents examined per result returned.
   const int64_t threshold = c.node.cfg.get_int("mango", "index_scan_warning_threshold", 10);
   const uint64_t returned = std::max<uint64_t>(found->docs.size(), 1);  // none returned: the ratio is the count
+  auto& stats = metrics::node();                                        // CouchDB's mango.* statistics
+  ++stats.mango_queries;
+  if (!plan->plan.index) ++stats.mango_unindexed_queries;
+  if (!q->use_index.empty() && std::any_of(warnings.begin(), warnings.end(), [](const std::string& w) {
+        return w.find(" was not used because ") != std::string::npos;
+      }))
+    ++stats.mango_invalid_index;
+  stats.mango_docs_examined += found->docs_examined;
+  stats.mango_keys_examined += found->keys_examined;
+  stats.mango_results_returned += found->docs.size();
   if (threshold > 0 && found->docs_examined > static_cast<uint64_t>(threshold) * returned) {
+    ++stats.mango_too_many_docs_scanned;
     warnings.push_back(
         "The number of documents examined is high in proportion to the number of results returned. Consider adding "
         "a more specific index to improve this.");

@@ -16,11 +16,13 @@
 #include <set>
 #include <sstream>
 
+#include "actors/js_pool.hpp"
 #include "actors/resharder.hpp"
 #include "actors/shard_map.hpp"
 #include "actors/shard_registry.hpp"
 #include "http/handlers.hpp"
 #include "node/metrics.hpp"
+#include "replicator/replications.hpp"
 #include "storage/time_seq.hpp"
 
 namespace settee {
@@ -139,6 +141,75 @@ std::vector<metrics::sample> process_samples(const process_reading& p) {
             false)};
 }
 
+// The registry's counters (documents, authentication cache, and the query engine of issue 53
+// item 6: CouchDB's mango.*, couchdb.mrview.*, couchdb.query_server.* and couch_replicator.*),
+// and gauges of the JavaScript workers, the view indexers running and the replications by state
+// (bounded labels).
+void counter_samples(ctx& c, std::vector<metrics::sample>& now) {
+  const auto& m = metrics::node();
+  const std::pair<const char*, const char*> help[] = {
+      {"document_reads_total", "Documents read through this node (each row of a bulk read)."},
+      {"document_writes_total", "Documents written through this node (each row of _bulk_docs)."},
+      {"auth_cache_hits_total", "Basic credentials answered from memory."},
+      {"auth_cache_misses_total", "Basic credentials checked by a key derivation."},
+      {"mango_queries_total", "_find requests answered."},
+      {"mango_unindexed_queries_total", "_find requests answered from _all_docs (no index could serve them)."},
+      {"mango_query_invalid_index_total", "_find requests whose use_index was not used."},
+      {"mango_too_many_docs_scanned_total", "_find requests that examined many documents per result."},
+      {"mango_docs_examined_total", "Documents _find read and matched."},
+      {"mango_keys_examined_total", "Index rows _find read."},
+      {"mango_results_returned_total", "Documents _find answered."},
+      {"view_queries_total", "View queries answered."},
+      {"view_docs_mapped_total", "Documents the map functions ran on."},
+      {"view_index_updates_total", "View index updates finished (one copy brought up to date)."},
+      {"js_calls_total", "Exchanges with the JavaScript workers."},
+      {"js_timeouts_total", "JavaScript calls stopped at [couchdb] os_process_timeout."},
+      {"js_worker_starts_total", "JavaScript workers started."},
+      {"js_worker_exits_total", "JavaScript workers stopped (idle, failed, or over their limits)."},
+      {"replication_docs_written_total", "Documents replications run by this node wrote."},
+      {"replication_doc_write_failures_total", "Documents targets refused to replications run by this node."},
+      {"replication_checkpoints_total", "Replication checkpoints written."},
+      {"replication_checkpoint_failures_total", "Replication checkpoints that failed."},
+      {"replication_failures_total", "Replication steps that failed (retried, or the replication failed)."}};
+  const std::atomic<uint64_t>* values[] = {&m.doc_reads,
+                                           &m.doc_writes,
+                                           &m.auth_cache_hits,
+                                           &m.auth_cache_misses,
+                                           &m.mango_queries,
+                                           &m.mango_unindexed_queries,
+                                           &m.mango_invalid_index,
+                                           &m.mango_too_many_docs_scanned,
+                                           &m.mango_docs_examined,
+                                           &m.mango_keys_examined,
+                                           &m.mango_results_returned,
+                                           &m.view_queries,
+                                           &m.view_docs_mapped,
+                                           &m.view_index_updates,
+                                           &m.js_calls,
+                                           &m.js_timeouts,
+                                           &m.js_worker_starts,
+                                           &m.js_worker_exits,
+                                           &m.replication_docs_written,
+                                           &m.replication_doc_write_failures,
+                                           &m.replication_checkpoints,
+                                           &m.replication_checkpoint_failures,
+                                           &m.replication_failures};
+  static_assert(std::size(help) == std::size(values));
+  for (size_t i = 0; i < std::size(help); ++i)
+    now.push_back({help[i].first, help[i].second, "counter", true, {{{}, double(values[i]->load())}}});
+  now.push_back(gauge("js_workers", "JavaScript workers running.", double(c.node.js ? c.node.js->workers() : 0)));
+  now.push_back(
+      gauge("js_workers_busy", "JavaScript workers running a call now.", double(c.node.js ? c.node.js->busy() : 0)));
+  double indexers = 0;
+  if (c.node.tasks)
+    for (const json& t : c.node.tasks->all()) indexers += t.value("type", "") == "indexer" ? 1 : 0;
+  now.push_back(gauge("view_indexers_running", "View index updates running now.", indexers));
+  metrics::sample jobs{"replication_jobs", "Replications on this node, by state.", "gauge", true, {}};
+  if (c.node.replicator)
+    for (auto& [state, n] : c.node.replicator->states()) jobs.values.push_back({{{"state", state}}, double(n)});
+  now.push_back(std::move(jobs));
+}
+
 std::string prometheus(ctx& c) {
   using metrics::sample;
   const auto& m = metrics::node();
@@ -146,18 +217,9 @@ std::string prometheus(ctx& c) {
   now.push_back(
       gauge("uptime_seconds", "Seconds since this node started.", double(c.node.clk.now_s() - c.node.started_s)));
   now.push_back({"build_info", "The running build (always 1).", "gauge", true, {{{{"version", SETTEE_VERSION}}, 1.0}}});
-  auto counter = [](std::string name, std::string help, const std::atomic<uint64_t>& v) {
-    return sample{std::move(name), std::move(help), "counter", true, {{{}, double(v.load())}}};
-  };
-  now.push_back(
-      counter("document_reads_total", "Documents read through this node (each row of a bulk read).", m.doc_reads));
-  now.push_back(
-      counter("document_writes_total", "Documents written through this node (each row of _bulk_docs).", m.doc_writes));
-  now.push_back(counter("auth_cache_hits_total", "Basic credentials answered from memory.", m.auth_cache_hits));
-  now.push_back(
-      counter("auth_cache_misses_total", "Basic credentials checked by a key derivation.", m.auth_cache_misses));
   now.push_back(
       gauge("open_shards", "Shard files open on this node.", double(c.node.shards ? c.node.shards->open_count() : 0)));
+  counter_samples(c, now);
   now.push_back(
       gauge("live_feeds", "Longpoll, continuous and eventsource feeds open now.", double(c.node.live_feeds.load())));
 
@@ -269,6 +331,45 @@ json system_json(const node_status& s) {
               {"server_errors", s.server_errors}};
 }
 
+// One counter or gauge of /_stats, in CouchDB's shape.
+json stat(uint64_t v, const std::string& desc, const char* type = "counter") {
+  return json{{"value", v}, {"type", type}, {"desc", desc}};
+}
+
+// The query engine's /_stats sections (issue 53 item 6), named as CouchDB's: couchdb.mrview,
+// couchdb.query_server, mango, couch_replicator.
+json query_engine_stats(const metrics::registry& m) {
+  return json{
+      {"mrview",
+       {{"queries", stat(m.view_queries.load(), "number of view queries")},
+        {"map_doc", stat(m.view_docs_mapped.load(), "number of documents mapped in the view server")},
+        {"index_updates", stat(m.view_index_updates.load(), "number of view index updates finished")}}},
+      {"query_server",
+       {{"calls", stat(m.js_calls.load(), "number of exchanges with JavaScript workers")},
+        {"timeouts", stat(m.js_timeouts.load(), "number of JavaScript calls stopped at their deadline")},
+        {"process_starts", stat(m.js_worker_starts.load(), "number of JavaScript workers started")},
+        {"process_exits", stat(m.js_worker_exits.load(), "number of JavaScript workers stopped")}}},
+      {"mango",
+       {{"queries", stat(m.mango_queries.load(), "number of _find requests answered")},
+        {"unindexed_queries",
+         stat(m.mango_unindexed_queries.load(), "number of mango queries that could not use an index")},
+        {"query_invalid_index",
+         stat(m.mango_invalid_index.load(), "number of mango queries that generated an invalid index warning")},
+        {"too_many_docs_scanned",
+         stat(m.mango_too_many_docs_scanned.load(), "number of mango queries that generated an index scan warning")},
+        {"docs_examined", stat(m.mango_docs_examined.load(), "number of documents examined by mango queries")},
+        {"keys_examined", stat(m.mango_keys_examined.load(), "number of index keys examined by mango queries")},
+        {"results_returned", stat(m.mango_results_returned.load(), "number of rows returned by mango queries")}}},
+      {"couch_replicator",
+       {{"docs_written", stat(m.replication_docs_written.load(), "number of documents written by replications")},
+        {"doc_write_failures",
+         stat(m.replication_doc_write_failures.load(), "number of documents targets refused to replications")},
+        {"checkpoints",
+         {{"success", stat(m.replication_checkpoints.load(), "number of checkpoints successfully saved")},
+          {"failure", stat(m.replication_checkpoint_failures.load(), "number of failed checkpoint saves")}}},
+        {"failures", stat(m.replication_failures.load(), "number of replication steps that failed")}}}};
+}
+
 // GET /_node/_local/_stats in CouchDB's shape ({"couchdb":{"httpd_request_methods":{"GET":{"value",
 // "type","desc"}},...}}): CouchDB's main entries, with what settee measures alike.
 json couch_stats(ctx& c) {
@@ -311,26 +412,32 @@ json couch_stats(ctx& c) {
     for (auto& [k, v] : m.requests_by_method.read()) n += v;
     return n;
   }();
-  return json{
-      {"couchdb",
-       {{"httpd_request_methods", counters(m.requests_by_method, "number of HTTP requests by method")},
-        {"httpd_status_codes", counters(m.requests_by_status, "number of HTTP responses by status code")},
-        {"httpd",
-         {{"requests", count(requests, "number of HTTP requests")},
-          {"bulk_requests", count(m.bulk_requests.load(), "number of bulk requests")},
-          {"clients_requesting_changes",
-           count(c.node.live_feeds.load(), "number of clients for continuous _changes", "gauge")}}},
-        {"request_time", hist(m.request_seconds, "milliseconds", 1000, "length of a request inside settee")},
-        {"database_reads", count(m.doc_reads.load(), "number of times a document was read from a database")},
-        {"database_writes", count(m.doc_writes.load(), "number of times a database was changed")},
-        {"open_databases",
-         count(c.node.shards ? c.node.shards->open_count() : 0, "number of open shard files", "gauge")},
-        {"open_os_files", count(read_process().open_fds, "number of file descriptors settee has open", "gauge")},
-        {"auth_cache_hits", count(m.auth_cache_hits.load(), "number of authentication cache hits")},
-        {"auth_cache_misses", count(m.auth_cache_misses.load(), "number of authentication cache misses")},
-        {"commits", hist(m.commit_seconds, "milliseconds", 1000, "shard group commits")},
-        {"commit_size", hist(m.commit_ops, "operations", 1, "operations per shard group commit")},
-        {"fsync_time", hist(m.fsync_seconds, "milliseconds", 1000, "LMDB commit with fsync")}}}};
+  json out =
+      json{{"couchdb",
+            {{"httpd_request_methods", counters(m.requests_by_method, "number of HTTP requests by method")},
+             {"httpd_status_codes", counters(m.requests_by_status, "number of HTTP responses by status code")},
+             {"httpd",
+              {{"requests", count(requests, "number of HTTP requests")},
+               {"bulk_requests", count(m.bulk_requests.load(), "number of bulk requests")},
+               {"clients_requesting_changes",
+                count(c.node.live_feeds.load(), "number of clients for continuous _changes", "gauge")}}},
+             {"request_time", hist(m.request_seconds, "milliseconds", 1000, "length of a request inside settee")},
+             {"database_reads", count(m.doc_reads.load(), "number of times a document was read from a database")},
+             {"database_writes", count(m.doc_writes.load(), "number of times a database was changed")},
+             {"open_databases",
+              count(c.node.shards ? c.node.shards->open_count() : 0, "number of open shard files", "gauge")},
+             {"open_os_files", count(read_process().open_fds, "number of file descriptors settee has open", "gauge")},
+             {"auth_cache_hits", count(m.auth_cache_hits.load(), "number of authentication cache hits")},
+             {"auth_cache_misses", count(m.auth_cache_misses.load(), "number of authentication cache misses")},
+             {"commits", hist(m.commit_seconds, "milliseconds", 1000, "shard group commits")},
+             {"commit_size", hist(m.commit_ops, "operations", 1, "operations per shard group commit")},
+             {"fsync_time", hist(m.fsync_seconds, "milliseconds", 1000, "LMDB commit with fsync")}}}};
+  json engine = query_engine_stats(m);
+  for (auto it = engine.begin(); it != engine.end(); ++it) {
+    const bool top = it.key() == "mango" || it.key() == "couch_replicator";  // CouchDB's own sections
+    (top ? out[it.key()] : out["couchdb"][it.key()]) = std::move(it.value());
+  }
+  return out;
 }
 
 }  // namespace

@@ -7,6 +7,7 @@
 #include "http/design_function.hpp"
 #include "http/handlers.hpp"
 #include "node/collation.hpp"
+#include "node/metrics.hpp"
 #include "query/view_query.hpp"
 
 namespace settee {
@@ -143,6 +144,7 @@ result<std::string> view_result(ctx& c, const db_meta& db, const std::string& dd
   r.group_level = q.group == true && !q.group_level ? view_request::exact : q.group_level.value_or(0);
   auto answer = c.node.views->query(db, dv, r);
   if (!answer) return answer.error();
+  ++metrics::node().view_queries;
   std::optional<std::string> update_seq;
   if (q.update_seq) {  // the seqs the indexes answered from (none updated since: update=false)
     auto token = c.node.views->update_seq(db, dv);

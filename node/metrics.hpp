@@ -118,6 +118,33 @@ struct registry {
   // Basic credentials answered from memory (http/auth.hpp), or by a key derivation.
   std::atomic<uint64_t> auth_cache_hits{0};
   std::atomic<uint64_t> auth_cache_misses{0};
+  // The query engine, as CouchDB's mango.*, couchdb.mrview.*, couchdb.query_server.* and
+  // couch_replicator.* statistics count it (issue 53 item 6). Mango: _find requests answered, those
+  // answered from _all_docs, those whose use_index was not used, those that examined many documents
+  // per result; documents and index rows examined, results returned.
+  std::atomic<uint64_t> mango_queries{0};
+  std::atomic<uint64_t> mango_unindexed_queries{0};
+  std::atomic<uint64_t> mango_invalid_index{0};
+  std::atomic<uint64_t> mango_too_many_docs_scanned{0};
+  std::atomic<uint64_t> mango_docs_examined{0};
+  std::atomic<uint64_t> mango_keys_examined{0};
+  std::atomic<uint64_t> mango_results_returned{0};
+  // Views: queries answered, documents the map functions ran on, index updates finished.
+  std::atomic<uint64_t> view_queries{0};
+  std::atomic<uint64_t> view_docs_mapped{0};
+  std::atomic<uint64_t> view_index_updates{0};
+  // JavaScript workers: exchanges, calls stopped at their deadline, workers started and stopped.
+  std::atomic<uint64_t> js_calls{0};
+  std::atomic<uint64_t> js_timeouts{0};
+  std::atomic<uint64_t> js_worker_starts{0};
+  std::atomic<uint64_t> js_worker_exits{0};
+  // Replications run by this node: documents written and refused by targets, checkpoints made and
+  // failed, steps that failed (retried or given up).
+  std::atomic<uint64_t> replication_docs_written{0};
+  std::atomic<uint64_t> replication_doc_write_failures{0};
+  std::atomic<uint64_t> replication_checkpoints{0};
+  std::atomic<uint64_t> replication_checkpoint_failures{0};
+  std::atomic<uint64_t> replication_failures{0};
 };
 registry& node();
 

@@ -15,6 +15,31 @@ namespace settee {
 namespace {
 
 constexpr size_t max_error_text = 64u << 10;
+
+// What went wrong with an exchange, in words an operator reads in a log line or a scheduler row
+// (cpp-httplib's names are its enum's: "Connection", "Read").
+std::string error_text(httplib::Error e) {
+  switch (e) {
+    case httplib::Error::Connection:
+      return "could not connect";
+    case httplib::Error::ConnectionTimeout:
+      return "connecting timed out";
+    case httplib::Error::Read:
+      return "the connection closed before the whole answer came";
+    case httplib::Error::Write:
+      return "the connection closed while the request was sent";
+    case httplib::Error::SSLConnection:
+      return "the TLS handshake failed";
+    case httplib::Error::SSLServerVerification:
+      return "the server's TLS certificate could not be verified";
+    case httplib::Error::Canceled:
+      return "the exchange was cancelled";
+    case httplib::Error::Compression:
+      return "the answer could not be decompressed";
+    default:
+      return "the exchange failed (" + httplib::to_string(e) + ")";
+  }
+}
 constexpr int max_redirects = 10;
 
 // Ends requests that outlive their deadline: one thread for every client of the node, looking
@@ -208,7 +233,7 @@ http_reply rep_client::exchange(const char* method, const std::string& path, htt
     return out;
   }
   if (!sent && out.status >= 200 && out.status < 300) out.status = 0;  // cut during the body
-  if (!sent && out.status == 0) out.body = httplib::to_string(err);
+  if (!sent && out.status == 0) out.body = error_text(err);
   return out;
 }
 

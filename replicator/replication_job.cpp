@@ -6,6 +6,7 @@
 #include "node/check.hpp"
 #include "node/crypto.hpp"
 #include "node/log.hpp"
+#include "node/metrics.hpp"
 #include "replicator/changes_rows.hpp"
 #include "replicator/rep_attachments.hpp"
 #include "wire/message.hpp"
@@ -508,8 +509,10 @@ status replication_job::copy_multipart(worker& w, const std::string& id, const j
     http_reply put = w.target.put_spooled(percent_encode(id) + "?new_edits=false", type, spool, p.offset, p.length);
     if (put.ok()) {
       ++stats.docs_written;
+      ++metrics::node().replication_docs_written;
     } else if (put.status >= 400 && put.status < 500 && put.status != 401 && put.status != 404) {
       ++stats.doc_write_failures;  // as one document refused in _bulk_docs
+      ++metrics::node().replication_doc_write_failures;
       log::warning("replication " + r_.id() + ": the target refused " + id + ": " + r_.target.redact(put.body));
     } else {
       return reply_error(put, r_.target);
@@ -536,6 +539,7 @@ status replication_job::write_revisions(worker& w, json docs, rep_stats& stats) 
     }
     if (refused) {
       ++stats.doc_write_failures;
+      ++metrics::node().replication_doc_write_failures;
       log::warning("replication " + r_.id() + ": the target refused " + string_at(piece[0], "_id") + ": " +
                    r_.target.redact(put.body));
       continue;
@@ -551,7 +555,9 @@ status replication_job::write_revisions(worker& w, json docs, rep_stats& stats) 
                        r_.target.redact(string_at(a, "error") + " " + string_at(a, "reason")));
         }
     stats.doc_write_failures += failures;
+    metrics::node().replication_doc_write_failures += failures;
     stats.docs_written += piece.size() - std::min<uint64_t>(failures, piece.size());
+    metrics::node().replication_docs_written += piece.size() - std::min<uint64_t>(failures, piece.size());
   }
   return {};
 }
@@ -582,7 +588,10 @@ status replication_job::checkpoint() {
         revs[i] = string_at(now, "_rev");
         continue;
       }
-      if (!put.ok()) return reply_error(put, sides[i]->endpoint());
+      if (!put.ok()) {
+        ++metrics::node().replication_checkpoint_failures;
+        return reply_error(put, sides[i]->endpoint());
+      }
       json answer = parse_reply(put.body);
       revs[i] = string_at(answer, "rev");
       break;
@@ -594,12 +603,14 @@ status replication_job::checkpoint() {
   committed_seq_ = seq;
   log_ = log;
   last_checkpoint_ms_ = clk_.now_ms();
+  ++metrics::node().replication_checkpoints;
   return {};
 }
 
 job_next replication_job::step(job_context& ctx) {
   auto give_up_or_retry = [&](const status& st, bool final) {
     std::lock_guard<std::mutex> lock(mu_);
+    ++metrics::node().replication_failures;
     last_error_ = st.reason;
     crashing_ = true;
     ++errors_in_a_row_;
@@ -610,9 +621,11 @@ job_next replication_job::step(job_context& ctx) {
     const bool refused = st.code == errc::unauthorized;  // a retry would only add a failed login
     if (final || (one_shot && (refused || ctx.attempts() >= max_one_shot_retries))) {
       end_status_ = st;
+      log::warning("replication " + r_.id() + " from " + r_.source.url() + " to " + r_.target.url() +
+                   " failed: " + st.reason);
       return job_next::fail(st.reason);
     }
-    log::warning("replication " + r_.id() + " crashed, retrying: " + st.reason);
+    // The retry's own line is the jobs framework's ("job ... retries (attempt N): <reason>").
     if (refused) return job_next::retry(st.reason, refused_backoff(errors_in_a_row_));
     return job_next::retry(st.reason);
   };

@@ -243,6 +243,17 @@ std::vector<json> replications::jobs() const {
   return out;
 }
 
+std::map<std::string, size_t> replications::states() const {
+  std::vector<std::shared_ptr<replication_job>> all;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (auto& [id, s] : known_) all.push_back(s.job);
+  }
+  std::map<std::string, size_t> out{{"running", 0}, {"pending", 0}, {"crashing", 0}};
+  for (auto& j : all) ++out[j->state()];
+  return out;
+}
+
 std::optional<json> replications::job(const std::string& id) const {
   auto j = find(id);
   if (!j) return std::nullopt;

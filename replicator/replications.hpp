@@ -67,6 +67,8 @@ class replications {
   static constexpr const char* control_lane = "replicator";
   static constexpr const char* scheduler_job_id = "replication scheduler";
   // Every replication, sorted by id, as /_scheduler/jobs lists them.
+  // The jobs by state (running, pending, crashing; completed and failed ones while they are known).
+  std::map<std::string, size_t> states() const;
   std::vector<json> jobs() const;
   std::optional<json> job(const std::string& id) const;
   // Cancels every replication (node shutdown, before the runner stops).

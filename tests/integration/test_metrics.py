@@ -56,6 +56,46 @@ class Metrics(NodeTest):
         self.assertEqual(after['settee_commit_duration_seconds_bucket{le="+Inf"}'],
                          after["settee_commit_duration_seconds_count"])
 
+    def test_the_query_engine_has_series(self):
+        # Issue 53 item 6: Mango, views, the JavaScript workers and the replicator (CouchDB's mango.*,
+        # couchdb.mrview.*, couchdb.query_server.*, couch_replicator.*), bounded labels only.
+        n = self.node
+        _, before, _ = scrape(n)
+        self.new_db("engine")
+        self.assertEqual(n.post("/engine/_bulk_docs", {"docs": [{"_id": f"e{i}", "t": i % 2} for i in range(12)]}).status,
+                         201)
+        self.assertEqual(len(n.post("/engine/_find", {"selector": {"t": 1}}).json["docs"]), 6)  # no index: unindexed
+        self.assertEqual(n.put("/engine/_design/d", {"views": {"v": {"map": "function(d) { emit(d.t, 1); }"}},
+                                                      "validate_doc_update": "function(d) {}"}).status, 201)
+        self.assertEqual(len(n.get("/engine/_design/d/_view/v?key=0").json["rows"]), 6)
+        r = n.post("/_replicate", {"source": f"http://{n.admin[0]}:{n.admin[1]}@127.0.0.1:{n.port}/engine",
+                                   "target": f"http://{n.admin[0]}:{n.admin[1]}@127.0.0.1:{n.port}/engine-copy",
+                                   "create_target": True})
+        self.assertEqual(r.status, 200, r)
+        r, after, types = scrape(n)
+
+        def grew(key):
+            return after.get(key, 0) - before.get(key, 0)
+        self.assertEqual(grew("settee_mango_queries_total"), 1)
+        self.assertEqual(grew("settee_mango_unindexed_queries_total"), 1)
+        self.assertEqual(grew("settee_mango_docs_examined_total"), 12)
+        self.assertEqual(grew("settee_mango_results_returned_total"), 6)
+        self.assertEqual(grew("settee_view_queries_total"), 1)
+        self.assertEqual(grew("settee_view_docs_mapped_total"), 12)  # the design document is not mapped
+        self.assertGreaterEqual(grew("settee_view_index_updates_total"), 1)
+        self.assertGreaterEqual(grew("settee_js_calls_total"), 2)  # the save's compile and the map at least
+        self.assertGreaterEqual(after["settee_js_workers"], 1)
+        self.assertEqual(types["settee_js_workers_busy"], "gauge")
+        self.assertEqual(grew("settee_replication_docs_written_total"), 13)  # and the design document
+        self.assertGreaterEqual(grew("settee_replication_checkpoints_total"), 1)
+        self.assertEqual(types["settee_replication_jobs"], "gauge")
+        self.assertEqual({k for k in after if k.startswith("settee_replication_jobs{")} >=
+                         {f'settee_replication_jobs{{state="{s}"}}' for s in ("running", "pending", "crashing")}, True)
+        stats = n.get("/_node/_local/_stats").json
+        self.assertEqual(stats["mango"]["unindexed_queries"]["value"], after["settee_mango_unindexed_queries_total"])
+        self.assertGreaterEqual(stats["couch_replicator"]["docs_written"]["value"], 13)
+        self.assertGreaterEqual(stats["couchdb"]["mrview"]["map_doc"]["value"], 12)
+
     def test_live_feeds_gauge_counts_an_open_feed(self):
         self.new_db("gauged")
         _, before, _ = scrape(self.node)
