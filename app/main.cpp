@@ -16,6 +16,7 @@
 #include "node/clock.hpp"
 #include "node/config.hpp"
 #include "node/crypto.hpp"
+#include "node/dir_lock.hpp"
 #include "node/files.hpp"
 #include "node/jwt.hpp"
 #include "node/live_config.hpp"
@@ -216,17 +217,13 @@ config defaults() {
 }
 
 // The configuration's layers: defaults, the data directory's local.ini, the environment, the
-// operator's file (admins hashed in it), then the command line (node/live_config.hpp). Creates the
-// data directory.
+// operator's file (admins hashed in it), then the command line (node/live_config.hpp).
 std::vector<live_config::layer> load_config(const cli& args, std::string& local_path) {
   config operator_cfg;
   if (!args.config_file.empty()) {
     auto c = config::load_file(args.config_file);
     if (!c) die(c.error().reason);
     operator_cfg = std::move(*c);
-  }
-  if (::mkdir(args.data_dir.c_str(), 0755) != 0 && errno != EEXIST) {
-    die("cannot create data directory " + args.data_dir + ": " + std::strerror(errno));
   }
   local_path = args.data_dir + "/local.ini";
   config local;
@@ -288,6 +285,11 @@ int main(int argc, char** argv) {
   if (argc >= 2 && std::string(argv[1]) == "time-seq") return run_time_seq_tool(argc - 2, argv + 2);
   cli args;
   if (int rc = parse_cli(argc, argv, args); rc >= 0) return rc;
+  // The data directory, and this process's hold on it before anything in it is read or written.
+  if (::mkdir(args.data_dir.c_str(), 0755) != 0 && errno != EEXIST)
+    die("cannot create data directory " + args.data_dir + ": " + std::strerror(errno));
+  auto held = dir_lock::acquire(args.data_dir);
+  if (!held) die(held.error().reason);
   std::string local_path;
   auto layers = load_config(args, local_path);
   live_config cfg(std::move(layers), local_path, [](const config& c) {

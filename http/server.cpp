@@ -439,8 +439,13 @@ struct http_server::impl {
     bool streamed = res.stream && !head;
     bool sized = res.stream && res.stream_length >= 0;
     c.chunked = streamed && !http10 && !sized;
-    // An HTTP/1.0 client learns where a streamed body ends from the connection closing.
-    if (!keep_alive || (streamed && http10 && !sized)) o += "Connection: close\r\n";
+    // An HTTP/1.0 client learns where a streamed body ends from the connection closing; one that
+    // asked to keep the connection is told it stays open (HTTP/1.0 closes unless told: ab -k).
+    const bool closing = !keep_alive || (streamed && http10 && !sized);
+    if (closing)
+      o += "Connection: close\r\n";
+    else if (http10)
+      o += "Connection: keep-alive\r\n";
     bool no_body = res.status == 204 || res.status == 304;
     if (c.chunked) {
       o += "Transfer-Encoding: chunked\r\n";
@@ -468,15 +473,28 @@ struct http_server::impl {
     }
   }
 
-  // Answers a request the front will not hand to the router, and closes the connection.
+  // Answers a request the front will not hand to the router, and closes the connection. It is
+  // counted and logged as any answer (its access-log line when [log] access is on), and said in a
+  // warning line at most every 10 s (strangers can send many).
   void refuse(http_conn& c, const status& st) {
     http_response res;
     res.status = http_status_of(st.code);
     res.set_header("Server", "settee/" SETTEE_VERSION);
     res.set_header("Cache-Control", "must-revalidate");
     res.set_content(error_body(st), "application/json");
+    http_request seen;  // what access_line reads of it (not its body)
+    if (c.req) {
+      seen.method = c.req->method;
+      seen.target = c.req->target;
+      seen.headers = c.req->headers;
+    }
+    seen.peer = c.peer;
+    if (seen.method.empty()) seen.method = http_method_str(static_cast<http_method>(c.parser.method));
+    note_request(seen, res, 0.0);
+    refusals.warning("refused a request from " + c.peer + " (" + std::to_string(res.status) + "): " + st.reason);
     render(c, res, false, false, false);
   }
+  log::rate_limited refusals;
 
   // Counts a request in the node's metrics and writes its access-log line ([log] access).
   void note_request(const http_request& req, const http_response& res, double seconds) {
@@ -848,7 +866,12 @@ http_server::~http_server() {
 }
 
 status http_server::bind() {
-  status fail{errc::internal, "cannot listen on " + opts_.bind + ":" + std::to_string(opts_.port)};
+  // The reason with the address: "Address already in use" (another process has the port),
+  // "Permission denied" (a port below 1024), "Cannot assign requested address" (not this host's).
+  auto fail = [&](const char* call) {
+    return status{errc::internal, "cannot listen on " + opts_.bind + ":" + std::to_string(opts_.port) + ": " + call +
+                                      ": " + std::strerror(errno)};
+  };
   sockaddr_in addr{};
   addr.sin_family = AF_INET;
   addr.sin_port = htons(static_cast<uint16_t>(opts_.port));
@@ -856,13 +879,15 @@ status http_server::bind() {
     return {errc::internal, "[chttpd] bind_address must be an IPv4 address, not '" + opts_.bind + "'"};
   }
   int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-  if (fd < 0) return fail;
+  if (fd < 0) return fail("socket");
   int one = 1;
   ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
   ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);  // accepted sockets inherit it
-  if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 || ::listen(fd, 4096) != 0) {
+  const bool bound = ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0;
+  if (!bound || ::listen(fd, 4096) != 0) {
+    status st = fail(bound ? "listen" : "bind");
     ::close(fd);
-    return fail;
+    return st;
   }
   socklen_t len = sizeof addr;
   if (::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0) port_ = ntohs(addr.sin_port);

@@ -10,6 +10,8 @@ namespace settee {
 
 // Writes `text` to `path` through "<path>.tmp": write, fsync, rename over `path`, fsync the
 // directory. After a crash (of the process or the machine) `path` holds the old or the new text.
+// A new file gets `mode`; an existing one keeps its mode, owner and group (one another user owns,
+// that this process may not give back to them, is rewritten in place instead).
 status replace_file(const std::string& path, std::string_view text, int mode = 0600);
 
 // Renames `from` over `to`, then fsyncs the directory of `to`: after a crash `to` is the old file

@@ -6,7 +6,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
+#include <cstdint>
 #include <cstdio>
 #include <ctime>
 
@@ -103,12 +105,35 @@ void rate_limited::warning(const std::string& line) {
 
 namespace {
 
+// The UTC date of `days` since 1970-01-01 (Howard Hinnant's civil_from_days): no library call, so
+// the crash handler may use it.
+void civil_from_days(int64_t days, int& y, unsigned& m, unsigned& d) {
+  days += 719468;
+  const int64_t era = (days >= 0 ? days : days - 146096) / 146097;
+  const unsigned doe = static_cast<unsigned>(days - era * 146097);
+  const unsigned yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
+  const unsigned doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+  const unsigned mp = (5 * doy + 2) / 153;
+  d = doy - (153 * mp + 2) / 5 + 1;
+  m = mp < 10 ? mp + 3 : mp - 9;
+  y = static_cast<int>(yoe + era * 400 + (m <= 2));
+}
+
 [[maybe_unused]] void on_fatal_signal(int sig) {
-  // Only async-signal-safe calls: write(2), backtrace_symbols_fd (backtrace was warmed up).
-  char head[96];
+  // Only async-signal-safe calls: the wall clock, write(2), backtrace_symbols_fd (backtrace was
+  // warmed up); the line is stamped and names the node as every other line.
+  const int64_t ms = wall_ms();  // the system clock (vDSO): no lock, safe here
+  int y = 1970;
+  unsigned mo = 1, d = 1;
+  civil_from_days(ms / 86400000, y, mo, d);
+  const int64_t sod = ms / 1000 % 86400;
+  char head[256];
   const char* name = sigabbrev_np(sig);
-  int n =
-      std::snprintf(head, sizeof head, "[error] settee: fatal signal %d (SIG%s); backtrace:\n", sig, name ? name : "?");
+  int n = std::snprintf(
+      head, sizeof head, "[error] %04d-%02u-%02uT%02d:%02d:%02d.%03dZ%s settee: fatal signal %d (SIG%s); backtrace:\n",
+      y, mo, d, static_cast<int>(sod / 3600), static_cast<int>(sod / 60 % 60), static_cast<int>(sod % 60),
+      static_cast<int>(ms % 1000), node.c_str(), sig, name ? name : "?");
+  n = std::min<int>(n, static_cast<int>(sizeof head) - 1);
   [[maybe_unused]] auto w = ::write(STDERR_FILENO, head, static_cast<size_t>(n));
   void* frames[64];
   int depth = ::backtrace(frames, 64);

@@ -57,6 +57,29 @@ class HttpFront(NodeTest):
         got = self.raw(b"GET /_up HTTP/1.1\r\nHost: x\r\n\r\n")
         self.assertEqual([g[0] for g in got], [200])
 
+    def test_http10_keep_alive_is_answered_as_such(self):
+        # ab -k: HTTP/1.0 with Connection: keep-alive waits for the answer to say it stays open
+        # (issue 53 item 8); two requests on one connection, the second answered too.
+        with socket.create_connection(("127.0.0.1", self.node.port), timeout=5) as s:
+            s.settimeout(5)
+            for _ in range(2):
+                s.sendall(b"GET /_up HTTP/1.0\r\nConnection: keep-alive\r\n\r\n")
+                head = b""
+                while b"\r\n\r\n" not in head:
+                    head += s.recv(1)
+                self.assertIn(b"\r\nConnection: keep-alive\r\n", head, head)
+                length = int([ln.split(b":")[1] for ln in head.split(b"\r\n") if ln.lower().startswith(b"content-length")][0])
+                body = b""
+                while len(body) < length:
+                    body += s.recv(length - len(body))
+        # Without it HTTP/1.0 closes after the answer, and says so.
+        with socket.create_connection(("127.0.0.1", self.node.port), timeout=5) as s:
+            s.sendall(b"GET /_up HTTP/1.0\r\n\r\n")
+            data = b""
+            while chunk := s.recv(65536):
+                data += chunk
+            self.assertIn(b"\r\nConnection: close\r\n", data)
+
     def test_idle_and_slowloris_clients_do_not_block_a_new_one(self):
         raise_fd_limit()
         idle, slow = [], []
@@ -170,10 +193,17 @@ class HttpFront(NodeTest):
             "chunked and a length": b"PUT /x HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n"
                                     b"Content-Length: 5\r\n\r\n0\r\n\r\n",
         }
+        counted = lambda: self.node.get("/_node/_local/_stats").json["couchdb"]["httpd_status_codes"].get(  # noqa: E731
+            "400", {"value": 0})["value"]
+        before = counted()
         for name, payload in cases.items():
             got = self.raw(payload)
             self.assertEqual([g[0] for g in got], [400], name)
             self.assertIn('"error":"bad_request"', got[0][1], name)
+        # Counted as any answer, and said in the log (issue 53 item 7; at most a line every 10 s).
+        self.assertEqual(counted() - before, len(cases))
+        with open(self.node.log.name) as f:
+            self.assertRegex(f.read(), r"\[warning\] .* refused a request from 127\.0\.0\.1:\d+ \(400\): ")
         # What stays allowed: HTTP/1.0 without Host, a chunked body, case and spaces in the coding.
         self.assertEqual([g[0] for g in self.raw(b"GET /_up HTTP/1.0\r\n\r\n")], [200])
         got = self.raw(b"POST /_session HTTP/1.1\r\nHost: x\r\nTransfer-Encoding:  Chunked \r\n"

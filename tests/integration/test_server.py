@@ -179,7 +179,19 @@ class CommandLine(NodeTest):
         r = self.run_bin("--data-dir", tempfile.mkdtemp(), "--port", str(self.node.port),
                          env={**os.environ, "SETTEE_ADMIN": "a:b"})
         self.assertEqual(r.returncode, 1)
-        self.assertIn("cannot listen", r.stderr)
+        self.assertIn(f"cannot listen on 127.0.0.1:{self.node.port}: bind: Address already in use", r.stderr)
+
+    def test_a_second_node_on_the_same_data_dir_is_refused(self):
+        # Issue 53 item 10: the running node holds DIR/settee.lock; a second process exits at once,
+        # naming it, and the first goes on serving.
+        with open(os.path.join(self.node.data_dir, "local.ini")) as f:
+            before = f.read()
+        r = self.run_bin("--data-dir", self.node.data_dir, "--port", "0", env={**os.environ, "SETTEE_ADMIN": "a:b"})
+        self.assertEqual(r.returncode, 1, r.stderr)
+        self.assertIn(f"data directory {self.node.data_dir} is in use by another settee process (pid ", r.stderr)
+        self.assertEqual(self.node.get("/_up").status, 200)
+        with open(os.path.join(self.node.data_dir, "local.ini")) as f:
+            self.assertEqual(f.read(), before)  # nothing of it touched
 
     def test_settee_admin_applies_to_an_existing_data_dir(self):
         # Issue 34: the README's second command (SETTEE_ADMIN=... make run after a first make run)
@@ -300,7 +312,9 @@ class Logs(NodeTest):
             os.kill(node.proc.pid, signal.SIGSEGV)
             self.assertEqual(node.proc.wait(timeout=30), -signal.SIGSEGV)
             text = self.log_text(node)
-            self.assertIn("fatal signal 11 (SIGSEGV); backtrace:", text)
+            # Stamped and naming the node, as every other line (issue 53 item 7).
+            self.assertRegex(text, r"\[error\] \d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z \S+@\S+ settee: "
+                                   r"fatal signal 11 \(SIGSEGV\); backtrace:")
             after = text.split("backtrace:", 1)[1].strip().splitlines()
             self.assertGreater(len(after), 2)  # frames
         finally:
