@@ -14,6 +14,7 @@ import tempfile
 import threading
 import time
 import unittest
+import urllib.parse
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "integration"))
 from harness import free_port  # noqa: E402
@@ -402,6 +403,27 @@ class DrillTest(unittest.TestCase):
               f"{[r for _, _, r in load.resolutions]}), {len(load.db_rows)} _db_updates rows; "
               f"nodes down (s from start): {windows}", file=sys.stderr)
         return windows
+
+    def check_javascript(self, label):
+        """Saves a design document with a view and a validate_doc_update on one of the members (a
+        different one each call) and uses both: issue 53 item 2, a binary-mode deploy once left
+        settee-js behind, and such a save answered 500 "JavaScript is not available"."""
+        n = getattr(self, "js_checks", 0)
+        self.js_checks = n + 1
+        host = self.inv.members[n % len(self.inv.members)]
+        c = self.inv.client(host)
+        status, body = c.call("PUT", "/jsdrill")
+        self.assertIn(status, (201, 412), (label, host, body))
+        ddoc = {"views": {"v": {"map": "function(doc) { if (doc.k) emit(doc.k, 1); }", "reduce": "_count"}},
+                "validate_doc_update": "function(doc) { if (doc.bad) throw({forbidden: 'bad ' + doc._id}); }"}
+        status, body = c.call("PUT", f"/jsdrill/_design/js{n}", ddoc)
+        self.assertEqual(status, 201, (label, host, body))
+        status, body = c.call("PUT", f"/jsdrill/bad{n}", {"bad": True})
+        self.assertEqual((status, body), (403, {"error": "forbidden", "reason": f"bad bad{n}"}), (label, host))
+        self.assertEqual(c.call("PUT", f"/jsdrill/good{n}", {"k": label})[0], 201, (label, host))
+        key = urllib.parse.quote(json.dumps(label))
+        status, body = c.get(f"/jsdrill/_design/js{n}/_view/v?key={key}&reduce=false")
+        self.assertEqual((status, [r["id"] for r in body.get("rows", [])]), (200, [f"good{n}"]), (label, host, body))
 
     def start_load(self, db):
         load = Load(self.inv, self.inv.members, db)
