@@ -129,10 +129,10 @@ void civil_from_days(int64_t days, int& y, unsigned& m, unsigned& d) {
   const int64_t sod = ms / 1000 % 86400;
   char head[256];
   const char* name = sigabbrev_np(sig);
-  int n = std::snprintf(
-      head, sizeof head, "[error] %04d-%02u-%02uT%02d:%02d:%02d.%03dZ%s settee: fatal signal %d (SIG%s); backtrace:\n",
-      y, mo, d, static_cast<int>(sod / 3600), static_cast<int>(sod / 60 % 60), static_cast<int>(sod % 60),
-      static_cast<int>(ms % 1000), node.c_str(), sig, name ? name : "?");
+  int n = std::snprintf(head, sizeof head,
+                        "[error] %04d-%02u-%02uT%02d:%02d:%02d.%03dZ%s settee: fatal signal %d (SIG%s); backtrace:\n",
+                        y, mo, d, static_cast<int>(sod / 3600), static_cast<int>(sod / 60 % 60),
+                        static_cast<int>(sod % 60), static_cast<int>(ms % 1000), node.c_str(), sig, name ? name : "?");
   n = std::min<int>(n, static_cast<int>(sizeof head) - 1);
   [[maybe_unused]] auto w = ::write(STDERR_FILENO, head, static_cast<size_t>(n));
   void* frames[64];
