@@ -141,62 +141,66 @@ std::vector<metrics::sample> process_samples(const process_reading& p) {
             false)};
 }
 
-// The registry's counters (documents, authentication cache, and the query engine of issue 53
-// item 6: CouchDB's mango.*, couchdb.mrview.*, couchdb.query_server.* and couch_replicator.*),
-// and gauges of the JavaScript workers, the view indexers running and the replications by state
-// (bounded labels).
+// The registry's plain counters, each once: its Prometheus name (prefixed settee_), where CouchDB's
+// /_stats has it (a JSON pointer: couchdb.*, and for the query engine of issue 53 item 6 mango.*,
+// couchdb.mrview.*, couchdb.query_server.*, couch_replicator.*) and what it counts.
+struct plain_counter {
+  std::atomic<uint64_t> metrics::registry::*field;
+  const char* prometheus;
+  const char* stats;
+  const char* help;
+};
+using reg = metrics::registry;
+const plain_counter plain_counters[] = {
+    {&reg::doc_reads, "document_reads_total", "/couchdb/database_reads",
+     "Documents read through this node (each row of a bulk read)."},
+    {&reg::doc_writes, "document_writes_total", "/couchdb/database_writes",
+     "Documents written through this node (each row of _bulk_docs)."},
+    {&reg::auth_cache_hits, "auth_cache_hits_total", "/couchdb/auth_cache_hits",
+     "Basic credentials answered from memory."},
+    {&reg::auth_cache_misses, "auth_cache_misses_total", "/couchdb/auth_cache_misses",
+     "Basic credentials checked by a key derivation."},
+    {&reg::mango_queries, "mango_queries_total", "/mango/queries", "_find requests answered."},
+    {&reg::mango_unindexed_queries, "mango_unindexed_queries_total", "/mango/unindexed_queries",
+     "_find requests answered from _all_docs (no index could serve them)."},
+    {&reg::mango_invalid_index, "mango_query_invalid_index_total", "/mango/query_invalid_index",
+     "_find requests whose use_index was not used."},
+    {&reg::mango_too_many_docs_scanned, "mango_too_many_docs_scanned_total", "/mango/too_many_docs_scanned",
+     "_find requests that examined many documents per result."},
+    {&reg::mango_docs_examined, "mango_docs_examined_total", "/mango/docs_examined",
+     "Documents _find read and matched."},
+    {&reg::mango_keys_examined, "mango_keys_examined_total", "/mango/keys_examined", "Index rows _find read."},
+    {&reg::mango_results_returned, "mango_results_returned_total", "/mango/results_returned",
+     "Documents _find answered."},
+    {&reg::view_queries, "view_queries_total", "/couchdb/mrview/queries", "View queries answered."},
+    {&reg::view_docs_mapped, "view_docs_mapped_total", "/couchdb/mrview/map_doc",
+     "Documents the map functions ran on."},
+    {&reg::view_index_updates, "view_index_updates_total", "/couchdb/mrview/index_updates",
+     "View index updates finished (one copy brought up to date)."},
+    {&reg::js_calls, "js_calls_total", "/couchdb/query_server/calls", "Exchanges with the JavaScript workers."},
+    {&reg::js_timeouts, "js_timeouts_total", "/couchdb/query_server/timeouts",
+     "JavaScript calls stopped at [couchdb] os_process_timeout."},
+    {&reg::js_worker_starts, "js_worker_starts_total", "/couchdb/query_server/process_starts",
+     "JavaScript workers started."},
+    {&reg::js_worker_exits, "js_worker_exits_total", "/couchdb/query_server/process_exits",
+     "JavaScript workers stopped (idle, failed, or over their limits)."},
+    {&reg::replication_docs_written, "replication_docs_written_total", "/couch_replicator/docs_written",
+     "Documents replications run by this node wrote."},
+    {&reg::replication_doc_write_failures, "replication_doc_write_failures_total",
+     "/couch_replicator/doc_write_failures", "Documents targets refused to replications run by this node."},
+    {&reg::replication_checkpoints, "replication_checkpoints_total", "/couch_replicator/checkpoints/success",
+     "Replication checkpoints written."},
+    {&reg::replication_checkpoint_failures, "replication_checkpoint_failures_total",
+     "/couch_replicator/checkpoints/failure", "Replication checkpoints that failed."},
+    {&reg::replication_failures, "replication_failures_total", "/couch_replicator/failures",
+     "Replication steps that failed (retried, or the replication failed)."}};
+
+// The plain counters, and gauges of the JavaScript workers, the view indexers running and the
+// replications by state (bounded labels).
 void counter_samples(ctx& c, std::vector<metrics::sample>& now) {
   const auto& m = metrics::node();
-  const std::pair<const char*, const char*> help[] = {
-      {"document_reads_total", "Documents read through this node (each row of a bulk read)."},
-      {"document_writes_total", "Documents written through this node (each row of _bulk_docs)."},
-      {"auth_cache_hits_total", "Basic credentials answered from memory."},
-      {"auth_cache_misses_total", "Basic credentials checked by a key derivation."},
-      {"mango_queries_total", "_find requests answered."},
-      {"mango_unindexed_queries_total", "_find requests answered from _all_docs (no index could serve them)."},
-      {"mango_query_invalid_index_total", "_find requests whose use_index was not used."},
-      {"mango_too_many_docs_scanned_total", "_find requests that examined many documents per result."},
-      {"mango_docs_examined_total", "Documents _find read and matched."},
-      {"mango_keys_examined_total", "Index rows _find read."},
-      {"mango_results_returned_total", "Documents _find answered."},
-      {"view_queries_total", "View queries answered."},
-      {"view_docs_mapped_total", "Documents the map functions ran on."},
-      {"view_index_updates_total", "View index updates finished (one copy brought up to date)."},
-      {"js_calls_total", "Exchanges with the JavaScript workers."},
-      {"js_timeouts_total", "JavaScript calls stopped at [couchdb] os_process_timeout."},
-      {"js_worker_starts_total", "JavaScript workers started."},
-      {"js_worker_exits_total", "JavaScript workers stopped (idle, failed, or over their limits)."},
-      {"replication_docs_written_total", "Documents replications run by this node wrote."},
-      {"replication_doc_write_failures_total", "Documents targets refused to replications run by this node."},
-      {"replication_checkpoints_total", "Replication checkpoints written."},
-      {"replication_checkpoint_failures_total", "Replication checkpoints that failed."},
-      {"replication_failures_total", "Replication steps that failed (retried, or the replication failed)."}};
-  const std::atomic<uint64_t>* values[] = {&m.doc_reads,
-                                           &m.doc_writes,
-                                           &m.auth_cache_hits,
-                                           &m.auth_cache_misses,
-                                           &m.mango_queries,
-                                           &m.mango_unindexed_queries,
-                                           &m.mango_invalid_index,
-                                           &m.mango_too_many_docs_scanned,
-                                           &m.mango_docs_examined,
-                                           &m.mango_keys_examined,
-                                           &m.mango_results_returned,
-                                           &m.view_queries,
-                                           &m.view_docs_mapped,
-                                           &m.view_index_updates,
-                                           &m.js_calls,
-                                           &m.js_timeouts,
-                                           &m.js_worker_starts,
-                                           &m.js_worker_exits,
-                                           &m.replication_docs_written,
-                                           &m.replication_doc_write_failures,
-                                           &m.replication_checkpoints,
-                                           &m.replication_checkpoint_failures,
-                                           &m.replication_failures};
-  static_assert(std::size(help) == std::size(values));
-  for (size_t i = 0; i < std::size(help); ++i)
-    now.push_back({help[i].first, help[i].second, "counter", true, {{{}, double(values[i]->load())}}});
+  for (const plain_counter& p : plain_counters)
+    now.push_back({p.prometheus, p.help, "counter", true, {{{}, double((m.*p.field).load())}}});
   now.push_back(gauge("js_workers", "JavaScript workers running.", double(c.node.js ? c.node.js->workers() : 0)));
   now.push_back(
       gauge("js_workers_busy", "JavaScript workers running a call now.", double(c.node.js ? c.node.js->busy() : 0)));
@@ -331,45 +335,6 @@ json system_json(const node_status& s) {
               {"server_errors", s.server_errors}};
 }
 
-// One counter or gauge of /_stats, in CouchDB's shape.
-json stat(uint64_t v, const std::string& desc, const char* type = "counter") {
-  return json{{"value", v}, {"type", type}, {"desc", desc}};
-}
-
-// The query engine's /_stats sections (issue 53 item 6), named as CouchDB's: couchdb.mrview,
-// couchdb.query_server, mango, couch_replicator.
-json query_engine_stats(const metrics::registry& m) {
-  return json{
-      {"mrview",
-       {{"queries", stat(m.view_queries.load(), "number of view queries")},
-        {"map_doc", stat(m.view_docs_mapped.load(), "number of documents mapped in the view server")},
-        {"index_updates", stat(m.view_index_updates.load(), "number of view index updates finished")}}},
-      {"query_server",
-       {{"calls", stat(m.js_calls.load(), "number of exchanges with JavaScript workers")},
-        {"timeouts", stat(m.js_timeouts.load(), "number of JavaScript calls stopped at their deadline")},
-        {"process_starts", stat(m.js_worker_starts.load(), "number of JavaScript workers started")},
-        {"process_exits", stat(m.js_worker_exits.load(), "number of JavaScript workers stopped")}}},
-      {"mango",
-       {{"queries", stat(m.mango_queries.load(), "number of _find requests answered")},
-        {"unindexed_queries",
-         stat(m.mango_unindexed_queries.load(), "number of mango queries that could not use an index")},
-        {"query_invalid_index",
-         stat(m.mango_invalid_index.load(), "number of mango queries that generated an invalid index warning")},
-        {"too_many_docs_scanned",
-         stat(m.mango_too_many_docs_scanned.load(), "number of mango queries that generated an index scan warning")},
-        {"docs_examined", stat(m.mango_docs_examined.load(), "number of documents examined by mango queries")},
-        {"keys_examined", stat(m.mango_keys_examined.load(), "number of index keys examined by mango queries")},
-        {"results_returned", stat(m.mango_results_returned.load(), "number of rows returned by mango queries")}}},
-      {"couch_replicator",
-       {{"docs_written", stat(m.replication_docs_written.load(), "number of documents written by replications")},
-        {"doc_write_failures",
-         stat(m.replication_doc_write_failures.load(), "number of documents targets refused to replications")},
-        {"checkpoints",
-         {{"success", stat(m.replication_checkpoints.load(), "number of checkpoints successfully saved")},
-          {"failure", stat(m.replication_checkpoint_failures.load(), "number of failed checkpoint saves")}}},
-        {"failures", stat(m.replication_failures.load(), "number of replication steps that failed")}}}};
-}
-
 // GET /_node/_local/_stats in CouchDB's shape ({"couchdb":{"httpd_request_methods":{"GET":{"value",
 // "type","desc"}},...}}): CouchDB's main entries, with what settee measures alike.
 json couch_stats(ctx& c) {
@@ -422,21 +387,13 @@ json couch_stats(ctx& c) {
                {"clients_requesting_changes",
                 count(c.node.live_feeds.load(), "number of clients for continuous _changes", "gauge")}}},
              {"request_time", hist(m.request_seconds, "milliseconds", 1000, "length of a request inside settee")},
-             {"database_reads", count(m.doc_reads.load(), "number of times a document was read from a database")},
-             {"database_writes", count(m.doc_writes.load(), "number of times a database was changed")},
              {"open_databases",
               count(c.node.shards ? c.node.shards->open_count() : 0, "number of open shard files", "gauge")},
              {"open_os_files", count(read_process().open_fds, "number of file descriptors settee has open", "gauge")},
-             {"auth_cache_hits", count(m.auth_cache_hits.load(), "number of authentication cache hits")},
-             {"auth_cache_misses", count(m.auth_cache_misses.load(), "number of authentication cache misses")},
              {"commits", hist(m.commit_seconds, "milliseconds", 1000, "shard group commits")},
              {"commit_size", hist(m.commit_ops, "operations", 1, "operations per shard group commit")},
              {"fsync_time", hist(m.fsync_seconds, "milliseconds", 1000, "LMDB commit with fsync")}}}};
-  json engine = query_engine_stats(m);
-  for (auto it = engine.begin(); it != engine.end(); ++it) {
-    const bool top = it.key() == "mango" || it.key() == "couch_replicator";  // CouchDB's own sections
-    (top ? out[it.key()] : out["couchdb"][it.key()]) = std::move(it.value());
-  }
+  for (const plain_counter& p : plain_counters) out[json::json_pointer(p.stats)] = count((m.*p.field).load(), p.help);
   return out;
 }
 

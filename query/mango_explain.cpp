@@ -154,20 +154,12 @@ struct stages {
   bool chosen_of_type = true;  // false: a union's first part (not of the type)
 };
 
-// use_index named the chosen index.
-bool user_chose(const find_query& q, const query_plan& plan) {
-  if (q.use_index.empty() || !plan.index) return false;
-  const std::string& d = q.use_index[0];
-  return plan.index->ddoc == (d.rfind("_design/", 0) == 0 ? d : "_design/" + d) &&
-         (q.use_index.size() < 2 || plan.index->name == q.use_index[1]);
-}
-
 stages classify(const find_query& q, const std::vector<query_index>& indexes, const query_plan& plan,
                 const json& normalized) {
   std::map<std::string, const rejected_index*> rejected;
   for (const rejected_index& r : plan.rejected) rejected[r.index] = &r;
   const std::string winner = plan.index ? key_of(*plan.index) : "";
-  const bool excluding = user_chose(q, plan) && !rejected.count(winner);
+  const bool excluding = plan.index && named_by(*plan.index, q) && !rejected.count(winner);
   std::vector<const query_index*> order;  // the usable ones in the planner's order, then the others
   for (const std::string& name : plan.usable)
     for (const query_index& ix : indexes)

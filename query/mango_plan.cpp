@@ -220,12 +220,6 @@ std::string use_index_name(const find_query& q) {
   return name;
 }
 
-bool named_by(const query_index& ix, const find_query& q) {
-  if (q.use_index.empty()) return false;
-  const std::string ddoc = q.use_index[0].rfind("_design/", 0) == 0 ? q.use_index[0] : "_design/" + q.use_index[0];
-  return ix.ddoc == ddoc && (q.use_index.size() < 2 || ix.name == q.use_index[1]);
-}
-
 const json max_marker = "<MAX>";
 
 // A range of an index's rows and CouchDB's start and end keys of it (for _explain).
@@ -415,6 +409,12 @@ std::optional<query_plan> union_plan(const find_query& q, const std::vector<quer
 }
 
 }  // namespace
+
+bool named_by(const query_index& ix, const find_query& q) {
+  if (q.use_index.empty()) return false;
+  const std::string ddoc = q.use_index[0].rfind("_design/", 0) == 0 ? q.use_index[0] : "_design/" + q.use_index[0];
+  return ix.ddoc == ddoc && (q.use_index.size() < 2 || ix.name == q.use_index[1]);
+}
 
 bool field_range::equality() const {
   return low && high && low_inclusive && high_inclusive && cmp(*low, *high) == 0;

@@ -63,6 +63,10 @@ struct query_plan {
 // allow_fallback.
 result<std::vector<query_plan>> plan_find(const find_query& q, const std::vector<query_index>& indexes);
 
+// Whether use_index names `ix` (its design document, with or without "_design/", and its name when
+// given).
+bool named_by(const query_index& ix, const find_query& q);
+
 // The range of `field` the selector's conjunction requires (not narrowed: unbounded).
 field_range range_of(const json& selector, const std::string& field);
 
