@@ -91,6 +91,8 @@ void handle_scheduler(ctx& c) {
     auto limit = c.int_param("limit", 100);
     auto skip = c.int_param("skip", 0);
     if (const status* e = first_error(limit, skip)) return c.error(*e);
+    for (auto [name, v] : {std::pair{"limit", *limit}, {"skip", *skip}})  // couch_replicator_httpd_util
+      if (v < 0) return c.error(errc::query_parse_error, std::string(name) + " not in range of [0,infinity]");
     std::vector<json> all = c.node.replicator->jobs();
     json jobs = json::array();
     for (size_t i = static_cast<size_t>(std::max<int64_t>(0, *skip));
@@ -113,6 +115,9 @@ void handle_scheduler(ctx& c) {
       auto limit = c.int_param("limit", INT64_MAX);
       auto skip = c.int_param("skip", 0);
       if (const status* e = first_error(limit, skip)) return c.error(*e);
+      for (auto [name, v] : {std::pair{"limit", *limit}, {"skip", *skip}})  // couch_mrview_http's parse_pos_int
+        if (v < 0)
+          return c.error(errc::query_parse_error, "Invalid value for positive integer: \"" + c.param(name) + "\"");
       const size_t from = static_cast<size_t>(std::clamp<int64_t>(*skip, 0, static_cast<int64_t>(rows->size())));
       json docs = json::array();
       for (size_t i = from; i < rows->size() && docs.size() < static_cast<uint64_t>(std::max<int64_t>(*limit, 0)); ++i)

@@ -58,6 +58,10 @@ class ReplicatorDocuments(NodeTest):
         self.assertEqual([d["doc_id"] for d in self.node.get("/_scheduler/docs?states=completed").json["docs"]],
                          ["once"])
         self.assertEqual(self.node.get("/_scheduler/docs?states=RUNNING,crashing").json["docs"], [])
+        self.assertError(self.node.get("/_scheduler/docs?limit=-1"), 400, "query_parse_error",
+                         'Invalid value for positive integer: "-1"')
+        self.assertError(self.node.get("/_scheduler/jobs?skip=-2"), 400, "query_parse_error",
+                         "skip not in range of [0,infinity]")
         self.assertError(self.node.get("/_scheduler/docs?states=done"), 400, "query_parse_error",
                          "Unknown states [done]. Choose from: [initializing,error,running,pending,crashing,completed,"
                          "failed]")
