@@ -269,7 +269,9 @@ class ReplicateThroughAKill(OwnNodesTest):
         self.assertLess(written_before, 3000)  # it was stopped part way
         r = node.post("/_replicate", body)
         self.assertEqual(r.status, 202, r)
-        self.assertTrue(wait_until(lambda: node.get("/ktgt").json["doc_count"] == 3000))
+        # ~3,000 one-document batches, each a commit on both sides: under a loaded machine (CI's other
+        # tests beside it) this takes well over 30 s; waited for as a state, never slept.
+        self.assertTrue(wait_until(lambda: node.get("/ktgt").json["doc_count"] == 3000, seconds=180))
         self.assertTrue(wait_until(lambda: len(node.get(f"/ksrc/_local/{rep_id}").json["history"]) == 2),
                         (log, node.get(f"/ksrc/_local/{rep_id}").json, node.get(f"/ktgt/_local/{rep_id}").json))
         newest = node.get(f"/ksrc/_local/{rep_id}").json["history"][0]
