@@ -274,6 +274,7 @@ status resharder::copy_pass(split_job& j, const db_meta& db, size_t index, bool 
       op->import->uuid = split_child_uuid(header.shard_uuid, ranges[c].first);
       if (with_local) {
         op->import->header = header;
+        op->import->header->time_seq = time_seq::inherit(header.time_seq, header.update_seq, c);
         op->import->local_docs = true;
       }
       if (auto st = write_one(children[c].writer, op, copy_step_timeout); !st) return st;

@@ -113,6 +113,8 @@ void write_time_seq(TimeSeq::Builder b, const time_seq::tseq& t) {
   b.setVersion(t.v);
   b.setResetSeq(t.reset_seq);
   b.setResetUntil(t.reset_until);
+  b.setInheritedSeq(t.inherited_seq);
+  b.setCountedFrom(t.counted_from);
   auto times = b.initTimes(static_cast<unsigned>(t.bins.size()));
   auto seqs = b.initSeqs(static_cast<unsigned>(t.bins.size()));
   for (unsigned i = 0; i < t.bins.size(); ++i) {
@@ -129,6 +131,8 @@ time_seq::tseq read_time_seq(TimeSeq::Reader r) {
   for (unsigned i = 0; i < times.size(); ++i) out.bins.push_back({times[i], seqs[i]});
   out.reset_seq = r.getResetSeq();
   out.reset_until = r.getResetUntil();
+  out.inherited_seq = r.getInheritedSeq();
+  out.counted_from = r.getCountedFrom();
   return out;
 }
 

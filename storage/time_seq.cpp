@@ -145,17 +145,26 @@ void reset(tseq& t, uint64_t update_seq) {
   t.bins.clear();
 }
 
-std::vector<std::pair<int64_t, uint64_t>> histogram(const tseq& t, uint64_t update_seq) {
+std::vector<std::pair<int64_t, uint64_t>> histogram(const tseq& t, uint64_t update_seq, uint64_t after,
+                                                    uint64_t until) {
   std::vector<std::pair<int64_t, uint64_t>> out;
   if (t.bins.empty()) return out;
   std::vector<bin> bins = t.bins;
   if (bins.back().seq > 0) bins.push_back({0, 0});  // what came before the oldest bin
-  uint64_t prev = update_seq;
+  uint64_t prev = update_seq;                       // bin b holds the seqs in (b.seq, prev]
   for (const bin& b : bins) {
-    out.emplace_back(b.time, prev > b.seq ? prev - b.seq : 0);
+    const uint64_t from = std::max(b.seq, after), to = std::min(prev, until);
+    out.emplace_back(b.time, to > from ? to - from : 0);
     prev = b.seq;
   }
   std::reverse(out.begin(), out.end());
+  return out;
+}
+
+tseq inherit(const tseq& parent, uint64_t parent_seq, size_t child) {
+  tseq out = parent;
+  out.inherited_seq = parent_seq;
+  out.counted_from = child == 0 ? parent.counted_from : parent_seq;
   return out;
 }
 

@@ -36,8 +36,16 @@ struct tseq {
   // before `reset_until` (Unix seconds, exclusive). 0/0 when the bins were never reset.
   uint64_t reset_seq = 0;
   int64_t reset_until = 0;
+  // A shard split's lineage (settee's own): a child keeps its parent's bins (the seed: the structure
+  // is preserved, so since=<time> stays right), and with them the parent's numbering up to
+  // `inherited_seq` (0: not made by a split). Every change is counted once for the database by the
+  // shard whose `counted_from` is below it: the first child of a split counts what its parent
+  // counted, the others only their own changes (see inherit()).
+  uint64_t inherited_seq = 0;
+  uint64_t counted_from = 0;
   bool operator==(const tseq& o) const {
-    return v == o.v && bins == o.bins && reset_seq == o.reset_seq && reset_until == o.reset_until;
+    return v == o.v && bins == o.bins && reset_seq == o.reset_seq && reset_until == o.reset_until &&
+           inherited_seq == o.inherited_seq && counted_from == o.counted_from;
   }
 };
 
@@ -58,7 +66,15 @@ void reset(tseq& t, uint64_t update_seq);
 
 // Changes per bin, oldest first, given the shard's current update seq (spec section 4); a
 // synthetic bin at time 0 holds what came before the oldest bin. Empty bins: empty histogram.
-std::vector<std::pair<int64_t, uint64_t>> histogram(const tseq& t, uint64_t update_seq);
+// Only changes with a seq in (after, until] are counted (the same bins, some maybe 0).
+std::vector<std::pair<int64_t, uint64_t>> histogram(const tseq& t, uint64_t update_seq, uint64_t after = 0,
+                                                    uint64_t until = UINT64_MAX);
+
+// The time-seq of child `child` (0 = the first) of a split of a shard whose time-seq is `parent`
+// and whose numbering ended at `parent_seq`: the parent's bins, its numbering inherited up to
+// `parent_seq`; the first child goes on counting what the parent counted, the others count from
+// `parent_seq` on (so the database's histogram counts each change once, through any chain of splits).
+tseq inherit(const tseq& parent, uint64_t parent_seq, size_t child);
 
 // "YYYY-MM-DDTHH:MM:SSZ" (UTC, 4-digit year) for Unix seconds >= 0.
 std::string format_time(int64_t unix_seconds);

@@ -35,4 +35,9 @@ struct TimeSeq {
   # Release 0.3 (settee's own): what a reset forgot, time_seq::tseq::reset_seq/reset_until.
   resetSeq @3 :UInt64;
   resetUntil @4 :Int64;
+  # Release 0.5 (settee's own): a split's lineage, time_seq::tseq::inherited_seq/counted_from. A
+  # release before 0.5 rewriting the header drops them: the children then count their parent's
+  # changes again in the database's histogram (since=<time> is unaffected).
+  inheritedSeq @5 :UInt64;
+  countedFrom @6 :UInt64;
 }

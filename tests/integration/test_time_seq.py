@@ -171,6 +171,75 @@ class ClockFaults(ClockedNodeTest):
         self.assertEqual(exact & {"a", "b", "back"}, set())
 
 
+class SplitLineage(ClockedNodeTest):
+    """After splits every child keeps its parent's bins (since=<time> stays right), GET /db/_time_seq
+    says what each copy inherited, and the database's histogram counts each change once (issue 53:
+    the page showed 450,002 changes for 300,002 after one split)."""
+
+    START = 1893456000  # 2030-01-01T00:00:00Z, a bin boundary
+
+    def bulk_at(self, db, t, prefix, n):
+        self.set_time(t)
+        r = self.node.post(f"/{db}/_bulk_docs", {"docs": [{"_id": f"{prefix}{i}"} for i in range(n)]})
+        self.assertEqual(r.status, 201, r)
+
+    def split(self, db, **what):
+        r = self.node.post("/_reshard/jobs", {"type": "split", "db": db, **what})
+        self.assertEqual(r.status, 201, r)
+        ids = [j["id"] for j in r.json]
+        deadline = time.time() + 60
+        while time.time() < deadline:
+            jobs = {j["id"]: j for j in self.node.get("/_reshard/jobs").json["jobs"]}
+            if all(jobs[i]["job_state"] == "completed" for i in ids):
+                return
+            self.assertFalse(any(jobs[i]["job_state"] == "failed" for i in ids), jobs)
+            time.sleep(0.05)
+        self.fail(f"split not done: {self.node.get('/_reshard/jobs').json}")
+
+    def test_two_rounds_of_splits_count_each_change_once(self):
+        t0 = self.START
+        db = self.new_db("lineage", q=1)
+        self.bulk_at(db, t0, "a", 100)
+        self.bulk_at(db, t0 + 3 * 3600, "b", 50)
+        plain = self.node.get(f"/{db}/_time_seq").json
+        self.assertEqual(sorted(plain), ["time_seq"])  # never split: CouchDB's shape alone
+        self.split(db)
+        self.bulk_at(db, t0 + 6 * 3600, "c", 30)
+        self.split(db, range="00000000-7fffffff")
+        self.bulk_at(db, t0 + 9 * 3600, "d", 20)
+
+        ts = self.node.get(f"/{db}/_time_seq").json
+        node = "settee@127.0.0.1"
+        self.assertEqual(sorted(ts["time_seq"]), ["00000000-3fffffff", "40000000-7fffffff", "80000000-ffffffff"])
+        want = [[fmt(t0), 100], [fmt(t0 + 3 * 3600), 50], [fmt(t0 + 6 * 3600), 30], [fmt(t0 + 9 * 3600), 20]]
+        self.assertEqual(ts["database"], want)
+        # Each copy's own list keeps the parent's bins: added up they overcount, which is why the
+        # database's list is there.
+        naive = sum(n for copies in ts["time_seq"].values() for _, n in copies[node])
+        self.assertEqual(naive, 3 * 150 + self.written_to_first_half(db, "c") + 30 + 20)
+        # What each copy inherited: the same bins, the counts from before its split.
+        self.assertEqual(sorted(ts["inherited"]), sorted(ts["time_seq"]))
+        for rng, copies in ts["inherited"].items():
+            mine, inherited = copies[node], ts["time_seq"][rng][node]
+            self.assertEqual([t for t, _ in mine], [t for t, _ in inherited])
+            self.assertEqual(mine[:2], want[:2])  # the first parent's 150, in every range
+            self.assertEqual(mine[-1][1], 0)  # the last bin came after every split
+        # since=<time> answers as before the splits.
+        for at, prefix in ((t0 + 3 * 3600, "b"), (t0 + 6 * 3600, "c"), (t0 + 9 * 3600, "d")):
+            got = {r["id"][0] for r in self.node.get(f"/{db}/_changes?since={fmt(at)}").json["results"]}
+            self.assertEqual(got, set("abcd"[("abcd".index(prefix)):]), fmt(at))
+
+    def written_to_first_half(self, db, prefix):
+        """Documents of `prefix` in range 00000000-7fffffff (the range that split again)."""
+        shards = self.node.get(f"/{db}/_shards").json["shards"]
+        count = 0
+        for i in range(30):
+            r = self.node.get(f"/{db}/_shards/{prefix}{i}").json["range"]
+            count += r < "80000000"
+        self.assertIn("80000000-ffffffff", shards)
+        return count
+
+
 def parse(text):
     return calendar.timegm(time.strptime(text, "%Y-%m-%dT%H:%M:%SZ"))
 

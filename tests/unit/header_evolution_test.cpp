@@ -72,6 +72,20 @@ TEST_CASE("rewriting a header from its own bytes does not grow it (no orphaned l
   CHECK(first.size() < 1400);  // stays inside one LMDB page (4 KB pages keep values up to ~2 KB inline)
 }
 
+TEST_CASE("a split child's time-seq lineage survives the header; a header without it reads as never split") {
+  shard_header h;
+  h.time_seq.bins = {{21600, 20}, {10800, 0}};
+  h.time_seq.inherited_seq = 20;
+  h.time_seq.counted_from = 20;
+  shard_header back;
+  REQUIRE(shard_header::decode(h.encode(""), back));
+  CHECK(back.time_seq == h.time_seq);
+  shard_header plain;
+  plain.time_seq.bins = h.time_seq.bins;
+  REQUIRE(shard_header::decode(plain.encode(""), back));
+  CHECK((back.time_seq.inherited_seq == 0 && back.time_seq.counted_from == 0));
+}
+
 TEST_CASE("a format-2 header (a catalog with split databases) is one older releases cannot decode") {
   shard_header h;
   h.shard_uuid = "abc";

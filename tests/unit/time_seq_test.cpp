@@ -4,6 +4,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <map>
 #include <random>
 
 #include "storage/time_seq.hpp"
@@ -197,6 +198,38 @@ TEST_CASE("time_seq: histogram shapes, with the 1970 bin") {
   CHECK(histogram(t, 46) == std::vector<row>{{0, 42}, {T, 1}, {T + 3 * H, 3}});
   CHECK(format_time(0) == "1970-01-01T00:00:00Z");
   CHECK(format_time(T + 3 * H) == "3000-01-01T03:00:00Z");
+}
+
+TEST_CASE("time_seq: after splits, the database counts each change once and a child says what it inherited") {
+  using row = std::pair<int64_t, uint64_t>;
+  auto by_time = [](std::map<int64_t, uint64_t>& into, const std::vector<row>& h) {
+    for (auto& [at, n] : h) into[at] += n;
+  };
+  tseq p;  // seqs 1-10 in bin T, 11-20 in bin T+3h
+  update(p, T, 0);
+  update(p, T + 3 * H, 10);
+  tseq c1 = inherit(p, 20, 0), c2 = inherit(p, 20, 1);
+  CHECK(c1.bins == p.bins);  // preserved (the seed): since=<time> answers as the parent did
+  CHECK(since(c2, T + 3 * H) == 10u);
+  CHECK((c1.inherited_seq == 20 && c1.counted_from == 0 && c2.inherited_seq == 20 && c2.counted_from == 20));
+  update(c1, T + 6 * H, 20);  // c1: 21-25, c2: 21-30 in bin T+6h
+  update(c2, T + 6 * H, 20);
+  tseq d1 = inherit(c1, 25, 0), d2 = inherit(c1, 25, 1);  // c1 splits again
+  CHECK((d1.counted_from == 0 && d2.counted_from == 25 && d2.inherited_seq == 25));
+  update(d1, T + 9 * H, 25);  // d1: 26-27, d2: 26-29 in bin T+9h
+  update(d2, T + 9 * H, 25);
+  std::map<int64_t, uint64_t> db;
+  by_time(db, histogram(d1, 27, d1.counted_from));
+  by_time(db, histogram(d2, 29, d2.counted_from));
+  by_time(db, histogram(c2, 30, c2.counted_from));
+  CHECK(db == std::map<int64_t, uint64_t>{{T, 10}, {T + 3 * H, 10}, {T + 6 * H, 15}, {T + 9 * H, 6}});
+  // The whole histogram of a child still counts what it inherited; the inherited part alone:
+  CHECK(histogram(d2, 29) == std::vector<row>{{T, 10}, {T + 3 * H, 10}, {T + 6 * H, 5}, {T + 9 * H, 4}});
+  CHECK(histogram(d2, 29, 0, d2.inherited_seq) ==
+        std::vector<row>{{T, 10}, {T + 3 * H, 10}, {T + 6 * H, 5}, {T + 9 * H, 0}});
+  // A second child's own split: its first child counts only what it counted.
+  tseq e1 = inherit(c2, 30, 0);
+  CHECK(histogram(e1, 30, e1.counted_from) == std::vector<row>{{T, 0}, {T + 3 * H, 0}, {T + 6 * H, 10}});
 }
 
 TEST_CASE("time_seq: the worked example of spec section 9") {
