@@ -201,7 +201,6 @@ void job_runner::run_step(std::unique_lock<std::mutex>& lock, std::map<std::stri
   std::shared_ptr<job> j = e.j;
   auto cancel = e.cancel;  // kept alive while the step runs
   const std::string lane = e.lane;
-  if (e.attempts) set_task_state(e.task, "running");
   lock.unlock();
   job_next next;
   try {
@@ -231,6 +230,8 @@ void job_runner::run_step(std::unique_lock<std::mutex>& lock, std::map<std::stri
 void job_runner::schedule_locked(const std::string& id, entry& e, job_next next) {
   e.st = state::waiting;
   if (std::exchange(e.woken, false) && next.what != job_next::kind::retry) next = job_next::more();
+  // A job that failed shows "retrying" (and why) until a step of it succeeds, its attempts included.
+  if (e.attempts && next.what != job_next::kind::retry) set_task_state(e.task, "running");
   switch (next.what) {
     case job_next::kind::step:
       e.st = state::ready;

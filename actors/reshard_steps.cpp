@@ -182,6 +182,8 @@ status resharder::advance(split_job& j, step_memory& mem) {
   const std::string next = all[at + 1];
   auto db = coord_.catalog().find(j.db);
   if (!db || db->created != j.created) return status{errc::db_not_found, "Database " + j.db + " was deleted"};
+  // _active_tasks shows the state before _reshard/jobs does: the two agree while the state runs.
+  if (mem.ctx) mem.ctx->progress(json{{"phase", next}});
   enter(j, next);
   std::optional<size_t> source;
   for (size_t i = 0; i < db->ranges.size(); ++i)

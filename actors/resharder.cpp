@@ -311,7 +311,12 @@ status resharder::save_locked(const split_job& j) {
 class resharder::reshard_task final : public job {
  public:
   reshard_task(resharder& owner, std::string id, json row) : owner_(owner), id_(std::move(id)), row_(std::move(row)) {}
-  job_next step(job_context& ctx) override { return owner_.step(id_, ctx, mem_); }
+  job_next step(job_context& ctx) override {
+    mem_.ctx = &ctx;
+    job_next next = owner_.step(id_, ctx, mem_);
+    mem_.ctx = nullptr;
+    return next;
+  }
   json task() const override { return row_; }
   // A job stopped and started again while its last step ran is submitted again here.
   void ended(job_next::kind, const std::string&) override { owner_.submit_runnable(); }

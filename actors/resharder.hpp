@@ -103,6 +103,7 @@ class resharder {
     mono::time_point reloaded{};                      // a follower last reloaded the catalog
     std::optional<mono::time_point> later_since;      // a state began to wait for others (later_status)
     mono::time_point nudged{};                        // those others were last woken or told again
+    job_context* ctx = nullptr;                       // the running step's (its task row shows the state entered)
   };
   job_next step(const std::string& id, job_context& ctx, step_memory& mem);
   // Submits every runnable job that is not in the runner; a job that may not run any more leaves it.

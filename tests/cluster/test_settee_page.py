@@ -5,7 +5,11 @@ every member's version, uptime, memory and disk, request/commit/error rates and 
 their own (not counting its own reads), one row per reshard operation, doc counts and sizes, copies
 on a stopped node marked down, one time-seq chart per database and each copy's on demand with as
 many bins as GET /db/_time_seq has; the screenshot of a chart has ink on it. Nothing is fetched
-from elsewhere."""
+from elsewhere. Issue 53: an empty cluster says so; the node serving the page is named; the first
+reading draws axes and a note, the newest point sits at "now" (the page runs on playwright's
+clock); replications name source and target, a failing one is retrying with its reason; an index
+build names its database and design document; after a split the database's chart counts each
+change once and a child's chart says what it inherited."""
 import json
 import os
 import shutil
@@ -17,7 +21,7 @@ import zlib
 
 sys.path.insert(0, os.path.dirname(__file__))
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "integration"))
-from harness import ADMIN, CLIENTS_DIR, CLIENTS_SRC, install_clients, main, NodeTest, write_clock  # noqa: E402
+from harness import ADMIN, CLIENTS_DIR, CLIENTS_SRC, install_clients, main, NodeTest, wait_until, write_clock  # noqa: E402
 from test_membership import Cluster  # noqa: E402
 
 START = 2000000000  # 2033-05-18T03:33:20Z
@@ -93,6 +97,21 @@ class SetteePage(NodeTest):
 
     def test_page_shows_cluster_databases_and_time_seq(self):
         n1, n2 = self.cluster.nodes
+        # A cluster without databases: says so (no empty table, no empty drop-down), names the node
+        # the page is on; one reading draws the axes and says a rate needs two; the newest point
+        # of the rate line is drawn at "now".
+        shown, _, _ = self.browse("")
+        self.assertEqual(shown["errors"], [])
+        self.assertEqual(shown["dbs"], [["no databases yet: PUT /<name> creates one"]])
+        self.assertFalse(shown["choiceShown"])
+        self.assertIn("on " + self.cluster.names[0], shown["header"])
+        first, third = shown["first"], shown["third"]
+        self.assertEqual((first["polls"], first["points"]), (1, 0))
+        self.assertTrue(first["rates"].startswith("measuring: a rate needs two readings"), first["rates"])
+        self.assertGreater(first["ink"], 200)  # axes, labels and the note, not a blank canvas
+        self.assertEqual((third["polls"], third["points"]), (3, 2))
+        self.assertGreater(third["newest"], 5, "the newest reading is not drawn at the right edge")
+
         self.assertEqual(n1.put("/pictures?q=2&n=2").status, 201)
         # Writes in four 3-hour bins (the clock moves), more in the later ones.
         for step, (hours, docs) in enumerate([(0, 3), (3, 10), (9, 40), (30, 200)]):
@@ -112,6 +131,26 @@ class SetteePage(NodeTest):
         self.assertEqual(r.status, 201, r.json)
         self.assertEqual(len(r.json), 2)
         ts = n1.get("/pictures/_time_seq").json["time_seq"]
+        # Replications: one continuous and caught up, one retrying (nothing listens on port 1).
+        self.assertEqual(n1.post("/_replicate", {"source": "pictures", "target": "zcopy", "continuous": True,
+                                                 "create_target": True,
+                                                 "create_target_params": {"q": "1"}}).status, 202)
+        self.assertEqual(n1.post("/_replicate", {"source": "pictures", "target": "http://127.0.0.1:1/nowhere",
+                                                 "continuous": True}).status, 202)
+        def replications():
+            return {t["target"]: t for t in n1.get("/_active_tasks").json if t["type"] == "replication"}
+        self.assertTrue(wait_until(lambda: replications().get("zcopy", {}).get("docs_written") == 253
+                                   and replications()["zcopy"]["changes_pending"] == 0), replications())
+        self.assertTrue(wait_until(lambda: any(t.get("state") == "retrying" for t in replications().values())),
+                        replications())
+        # An index build that takes a while (the map waits 300 ms a document), started without a
+        # request that stays open (update=lazy answers at once).
+        self.assertEqual(n1.put("/slowview?q=1&n=1").status, 201)
+        n1.post("/slowview/_bulk_docs", {"docs": [{"_id": f"s{i}"} for i in range(60)]})
+        n1.put("/slowview/_design/slow", {"views": {"v": {
+            "map": "function(doc){ var end = Date.now() + 300; while (Date.now() < end) {} emit(doc._id, null); }"}}})
+        self.assertEqual(n1.get("/slowview/_design/slow/_view/v?update=lazy").status, 200)
+        self.assertTrue(wait_until(lambda: any(t["type"] == "indexer" for t in n1.get("/_active_tasks").json)))
 
         shown, page_png, chart_png = self.browse("pictures")
         self.assertEqual(shown["errors"], [])
@@ -119,7 +158,8 @@ class SetteePage(NodeTest):
         self.assertTrue(shown["loginShown"])
         self.assertTrue(shown["appHiddenAtLogin"], "the empty dashboard shows under the sign-in form")
         # Every member with its own figures (asked of n1: n2's over RPC).
-        self.assertEqual(sorted(m[0] for m in shown["members"]), sorted(self.cluster.names))
+        here = f"{self.cluster.names[0]} (this page's node)"
+        self.assertEqual(sorted(m[0] for m in shown["members"]), sorted([here, self.cluster.names[1]]))
         for m in shown["members"]:
             self.assertEqual(m[1], "connected")
             self.assertRegex(m[2], r"^\d+\.\d+\.\d+")        # version
@@ -133,7 +173,7 @@ class SetteePage(NodeTest):
         self.assertRegex(pictures[2], r"^[\d.]+ (KiB|MiB)$")
         ranges = [row[3] for row in shown["dbs"]]
         self.assertEqual(ranges.count("00000000-7fffffff"), 1)
-        self.assertEqual(ranges.count("00000000-ffffffff"), 9)  # lonely0-7 and splitme
+        self.assertEqual(ranges.count("00000000-ffffffff"), 11)  # lonely0-7, splitme, slowview, zcopy
         shards = n1.get("/pictures/_shards").json["shards"]
         for row in shown["dbs"]:
             if row[3] in shards and row[3] != "00000000-ffffffff":
@@ -142,9 +182,19 @@ class SetteePage(NodeTest):
         # The page's own reads are not load: an idle node shows none.
         self.assertRegex(shown["rates"], r"^0\.0 requests/s, \d+\.\d shard commits/s, errors 0\.0 4xx/s and 0\.0 5xx/s$")
         self.assertEqual(len(shown["axes"]), 3)  # requests, commits, latency: an axis each
-        # One row for the split, naming the database, the range and both nodes.
-        self.assertEqual([j[:2] for j in shown["jobs"]],
-                         [["split splitme 00000000-ffffffff into 2", ", ".join(sorted(self.cluster.names))]])
+        # One row for the split, naming the database, the range and both nodes; the replications
+        # with source and target, one caught up, one retrying and why; the index build naming the
+        # database and design document.
+        jobs = dict(zip(shown["jobKinds"], shown["jobs"]))
+        self.assertEqual(jobs["split"][:3], ["split splitme 00000000-ffffffff into 2",
+                                             ", ".join(sorted(self.cluster.names)), "stopped / new"])
+        reps = {j[0]: j for j in shown["jobs"] if j[0].startswith("replication ")}
+        self.assertEqual(reps["replication pictures → zcopy (continuous)"][2:], ["running", "caught up, 253 written"])
+        retrying = reps["replication pictures → http://127.0.0.1:1/nowhere/ (continuous)"]
+        self.assertRegex(retrying[2], r"^retrying: could not open http://127\.0\.0\.1:1/nowhere/: could not connect")
+        self.assertEqual(retrying[3], "0 written before it failed")
+        [builder] = n1.get("/slowview/_shards").json["shards"]["00000000-ffffffff"]
+        self.assertEqual(jobs["indexer"][:3], ["indexer slowview _design/slow 00000000-ffffffff", builder, "running"])
         self.assertEqual(shown["chosen"], "pictures")
         # One chart for the database (every range added up), each copy's on demand with the API's bins.
         [whole] = [c for c in shown["charts"] if c["kind"] == "database"]
@@ -171,12 +221,26 @@ class SetteePage(NodeTest):
         for j in r.json:
             n1.delete(f"/_reshard/jobs/{j['id']}")
         self.assertEqual(n1.put("/_reshard/state", {"state": "running"}).status, 200)
+        # A range of pictures splits: its children keep its bins, the database's chart still counts
+        # each change once (issue 53: one split showed 1.5 times the changes).
+        r = n1.post("/_reshard/jobs", {"type": "split", "db": "pictures", "range": "00000000-7fffffff"})
+        self.assertEqual(r.status, 201, r.json)
+        split_ids = {j["id"] for j in r.json}
+        self.assertTrue(wait_until(lambda: all(j["job_state"] == "completed" for j in n1.get("/_reshard/jobs").json["jobs"]
+                                               if j["id"] in split_ids), 60), n1.get("/_reshard/jobs").json)
         n2.stop()
         try:
             shown, _, _ = self.browse("pictures")
+            [whole] = [c for c in shown["charts"] if c["kind"] == "database"]
+            self.assertEqual(whole["changes"], 253)
+            children = [c for c in shown["captions"] if c.startswith(("00000000-3fffffff", "40000000-7fffffff"))]
+            self.assertEqual(len(children), 2, shown["captions"])
+            self.assertTrue(all("written before its split, to its parent" in c for c in children), children)
             states = dict((m[0], m[1]) for m in shown["members"])
-            self.assertEqual(states, {self.cluster.names[0]: "connected", self.cluster.names[1]: "unreachable"})
-            self.assertEqual(sorted(shown["unavailable"]), sorted(on_n2))
+            here = f"{self.cluster.names[0]} (this page's node)"
+            self.assertEqual(states, {here: "connected", self.cluster.names[1]: "unreachable"})
+            self.assertEqual(sorted(shown["unavailable"]),
+                             sorted(on_n2 | ({"slowview"} if builder == self.cluster.names[1] else set())))
             self.assertTrue(all("(down)" in row[4] for row in shown["dbs"] if row[3] != "00000000-ffffffff"))
         finally:
             n2.start()

@@ -360,14 +360,21 @@ class SplitUnderLoad(NodeTest):
         for k in range(4):
             self.node.post(f"/{db}/_bulk_docs", {"docs": [{"_id": f"d{k}-{i}", "pad": "x" * 200} for i in range(5000)]})
         [job] = split(self, self.node, db)
-        seen = []
+        seen, phases = [], []
         deadline = time.time() + 30
-        while time.time() < deadline and not seen:
-            seen = [t for t in self.node.get("/_active_tasks").json if t["type"] == "shard_split"]
-            if self.node.get(f"/_reshard/jobs/{job}").json["job_state"] == "completed":
+        while time.time() < deadline:
+            state = self.node.get(f"/_reshard/jobs/{job}").json  # first: the task row is never behind it
+            tasks = [t for t in self.node.get("/_active_tasks").json if t["type"] == "shard_split"]
+            seen = seen or tasks
+            if tasks and state["split_state"] == "initial_copy":  # the long state, copying
+                phases.append(tasks[0]["phase"])
+            if state["job_state"] == "completed":
                 break
         wait_for_jobs(self.node, [job])
         self.assertTrue(seen, "the split was never seen running")
+        # While the job copies, its task row says so (it said "new" until the copy step ended).
+        self.assertTrue(phases, "the copy was never seen running")
+        self.assertEqual(set(phases), {"initial_copy"})
         task = seen[0]
         self.assertEqual(task["job_id"], job)
         self.assertEqual(task["source"], self.node.get(f"/_reshard/jobs/{job}").json["source"])

@@ -197,6 +197,43 @@ TEST_CASE("jobs: retries back off on the monotonic clock, doubling up to the cap
   CHECK(j->ended_how() == job_next::kind::done);
 }
 
+TEST_CASE("jobs: a job that failed shows retrying, and why, until a step of it succeeds") {
+  mono::manual mclock;
+  mclock.install();
+  task_list tasks;
+  manual_clock clk;
+  job_runner runner(tasks, clk, "n1", lanes({{"one", 1}}));
+  gate during_retry, after_success;
+  auto j = std::make_shared<scripted>();
+  j->row = json{{"type", "replication"}};
+  j->next = [&](job_context&, int n) {
+    if (n == 0) return job_next::retry("could not connect");
+    if (n == 1) {
+      during_retry.pass();  // the attempt after the failure: still retrying (it may fail again)
+      return job_next::more();
+    }
+    after_success.pass();
+    return job_next::done();
+  };
+  REQUIRE(runner.submit("r", "one", j));
+  j->wait_steps(1);
+  while (!runner.next_step("r")) std::this_thread::yield();
+  mclock.advance(1000ms);
+  during_retry.wait_for(1);
+  json rows = tasks.all();
+  REQUIRE(rows.size() == 1);
+  CHECK(rows[0]["state"] == "retrying");
+  CHECK(rows[0]["reason"] == "could not connect");
+  during_retry.release();
+  after_success.wait_for(1);
+  rows = tasks.all();
+  REQUIRE(rows.size() == 1);
+  CHECK(rows[0]["state"] == "running");
+  CHECK(rows[0]["reason"].is_null());
+  after_success.release();
+  j->wait_ended();
+}
+
 TEST_CASE("jobs: cancel ends a waiting job at once and a running one after its step") {
   task_list tasks;
   manual_clock clk;
