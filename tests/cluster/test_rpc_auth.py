@@ -74,6 +74,12 @@ class RpcAuth(NodeTest):
         self.assertFalse(rows["handshake"]["ok"], rows)
         self.assertIn("wrong cluster secret", rows["handshake"]["error"])
         self.assertRefused(rows, "wrong")
+        # The refusing node says so in its own log (issue 53), naming the name the peer gave.
+        def logged():
+            with open(self.node.log.name) as f:
+                return [l for l in f if "cluster RPC: refused a peer: wrong cluster secret from a peer calling itself" in l]
+        self.assertTrue(wait_for(lambda: logged(), 10), "no log line for the refused peer")
+        self.assertRegex(logged()[0], r"^\[warning\] \d{4}-\d\d-\d\dT[\d:.]+Z \S+ cluster RPC: refused a peer")
 
     def test_a_replayed_proof_is_refused(self):
         rows = probe(self.port, "replay", CLUSTER_SECRET)
@@ -174,7 +180,11 @@ class RpcAuth(NodeTest):
         other = stranger(f"[node]\nname = n9@127.0.0.1\n[cluster]\nrpc_port = 0\n"
                          f"seeds = {names[0]}:{self.port}\nsync_interval_ms = 0\n")
         try:
-            time.sleep(2)
+            # The first node refuses it and says so in its log, naming it (issue 53).
+            def refused():
+                with open(self.node.log.name) as f:
+                    return "refused a peer: wrong cluster secret from a peer calling itself n9@127.0.0.1" in f.read()
+            self.assertTrue(wait_for(refused, 15), "no log line on the refusing node")
             self.assertEqual(all_nodes(other), ["n9@127.0.0.1"])
             self.assertEqual(all_nodes(self.node), sorted(names))
             # Nor did it learn the first node's databases.
