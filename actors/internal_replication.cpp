@@ -5,9 +5,11 @@
 #include <cstdlib>
 
 #include "actors/bridge.hpp"
+#include "actors/catalog_entry.hpp"
 #include "actors/gather.hpp"
 #include "actors/local_copy.hpp"
 #include "node/log.hpp"
+#include "node/metrics.hpp"
 
 namespace settee {
 
@@ -222,6 +224,16 @@ resolved_since resolve_on_copy(const shard_handle& copy, const std::string& uuid
   return r;
 }
 
+void carry_sync_checkpoint(local_doc& l, const shard_range& child) {
+  const std::string prefix = checkpoint_id("");
+  if (l.id.compare(0, prefix.size(), prefix) != 0) return;
+  checkpoint cp;
+  if (!parse_checkpoint(l.body, cp)) return;  // unreadable: left for the push to start over
+  cp.purge_seq = cp.target_purge_seq = 0;
+  l.id = checkpoint_id(split_child_uuid(l.id.substr(prefix.size()), child));
+  l.body = checkpoint_body(cp);
+}
+
 uint64_t read_checkpoint(const shard_handle& source, const std::string& target_uuid) {
   return load(source, checkpoint_id(target_uuid)).seq;
 }
@@ -268,6 +280,7 @@ result<replication_result> push_changes(const shard_handle& source, const replic
     out.to_seq = batch.last_seq;
     out.docs += batch.docs;
     out.applied += applied->applied;
+    metrics::node().internal_replication_docs += batch.docs;
     if (target.progress) target.progress(out.from_seq, out.to_seq);
   }
   return out;

@@ -22,6 +22,7 @@
 
 #include "actors/remote_shards.hpp"
 #include "actors/shard_copy.hpp"
+#include "actors/shard_map.hpp"
 #include "actors/shard_registry.hpp"
 
 namespace settee {
@@ -61,6 +62,14 @@ replication_target local_target(const shard_handle& target, std::chrono::millise
 size_t count_added(const std::vector<doc_result>& results);
 
 std::string checkpoint_id(const std::string& target_uuid);
+
+// A split copies its parent's _local documents into each child, `l` one of them. The checkpoint
+// of the parent's pushes to copy T becomes the child's checkpoint for T's child of the same range
+// (T's split derives its uuid, split_child_uuid): its seqs and history hold, since both children
+// continue their parents' numbering and hold what their parents held of the range. Purge positions
+// start over (resending purge requests is harmless). Without it every child pushed its whole range
+// to the other copies again after each split. Other documents are left as they are.
+void carry_sync_checkpoint(local_doc& l, const shard_range& child);
 // The source seq already replicated to the target (0 when never).
 uint64_t read_checkpoint(const shard_handle& source, const std::string& target_uuid);
 

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include "actors/bridge.hpp"
+#include "actors/internal_replication.hpp"
 #include "actors/reshard_internal.hpp"
 #include "actors/resharder.hpp"
 #include "node/log.hpp"
@@ -278,6 +279,7 @@ status resharder::copy_pass(split_job& j, const db_meta& db, size_t index, bool 
         op->import->header = header;
         op->import->header->time_seq = time_seq::inherit(header.time_seq, header.update_seq, c);
         op->import->local_docs = true;
+        op->import->adapt_local = [child = ranges[c].first](local_doc& l) { carry_sync_checkpoint(l, child); };
       }
       if (auto st = write_one(children[c].writer, op, copy_step_timeout); !st) return st;
       reached = std::min(reached, op->import->last);

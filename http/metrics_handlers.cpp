@@ -193,7 +193,9 @@ const plain_counter plain_counters[] = {
     {&reg::replication_checkpoint_failures, "replication_checkpoint_failures_total",
      "/couch_replicator/checkpoints/failure", "Replication checkpoints that failed."},
     {&reg::replication_failures, "replication_failures_total", "/couch_replicator/failures",
-     "Replication steps that failed (retried, or the replication failed)."}};
+     "Replication steps that failed (retried, or the replication failed)."},
+    {&reg::internal_replication_docs, "internal_replication_docs_total", "/mem3/internal_replication/docs",
+     "Documents this node's copies sent to the other copies of their ranges."}};
 
 // The plain counters, and gauges of the JavaScript workers, the view indexers running and the
 // replications by state (bounded labels).

@@ -145,6 +145,8 @@ struct registry {
   std::atomic<uint64_t> replication_checkpoints{0};
   std::atomic<uint64_t> replication_checkpoint_failures{0};
   std::atomic<uint64_t> replication_failures{0};
+  // Internal replication between the copies of a range: documents sent (each a whole revision tree).
+  std::atomic<uint64_t> internal_replication_docs{0};
 };
 registry& node();
 

@@ -1026,6 +1026,7 @@ status shard_store::import_step(MDB_txn* t, shard_header& h, import_request& req
     std::vector<local_doc> locals;
     src.scan_local([&](const local_doc& l) {
       locals.push_back(l);
+      if (req.adapt_local) req.adapt_local(locals.back());
       return true;
     });
     if (!src.fault()) return src.fault();

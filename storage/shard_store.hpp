@@ -452,6 +452,9 @@ struct import_request {
   size_t limit = 1000;
   std::optional<shard_header> header;
   bool local_docs = false;
+  // With local_docs: each _local document as the copy should keep it (a split renames the internal
+  // replication checkpoints for the children of their targets, see actors/reshard_steps.cpp).
+  std::function<void(local_doc&)> adapt_local;
   std::string owner;  // a move: this node's name
   std::string uuid;   // a split: the child's shard uuid (split_child_uuid), set by every pass
   uint64_t last = 0;  // out: the last source seq visited (since when none)

@@ -43,6 +43,39 @@ class ClusterMetrics(ClusterTest):
         self.assertError(n1.get("/_node/nobody@127.0.0.1/_system"), 404, "not_found")
         self.assertError(n1.get(f"/_node/{self.cluster.names[1]}/_prometheus"), 404, "not_found")
 
+    def test_a_split_does_not_push_its_range_again(self):
+        """Issue 53 item 11: after a split each child takes its parent's checkpoints for the children
+        of their targets, so the next internal replication sends only what the other copy lacks."""
+        n1, n2 = self.cluster.nodes
+        self.assertEqual(n1.put("/resync?q=1&n=2").status, 201)
+        docs = [{"_id": f"d{i:04d}", "pad": "x" * 100} for i in range(2000)]
+        self.assertEqual(n1.post("/resync/_bulk_docs", {"docs": docs}).status, 201)
+
+        def sent():
+            return sum(scrape(n, "internal_replication_docs_total").get("", 0) for n in (n1, n2))
+
+        for n in (n1, n2):  # checkpoints that reach the end on both copies
+            self.assertTrue(n.post("/resync/_sync_shards", {}).json["ok"])
+        before = sent()
+        self.assertGreaterEqual(before, 2000)  # the first push had no checkpoint: every document, each way
+        r = n1.post("/_reshard/jobs", {"type": "split", "db": "resync"})
+        self.assertEqual(r.status, 201, r.json)
+        ids = {j["id"] for j in r.json}
+        self.assertTrue(wait_for(lambda: all(j["job_state"] == "completed" for j in n1.get("/_reshard/jobs").json["jobs"]
+                                             if j["id"] in ids), 60), n1.get("/_reshard/jobs").json)
+        self.assertTrue(wait_for(lambda: all(len(n.get("/resync/_shards").json["shards"]) == 2 for n in (n1, n2)), 10))
+        self.assertLessEqual(sent() - before, 10)  # the split's own pushes: what its copies lacked
+        split_done = sent()
+        self.assertEqual(n2.put("/resync/after", {}).status, 201)  # one new document, on both copies
+        for n in (n1, n2):
+            r = n.post("/resync/_sync_shards", {})
+            self.assertTrue(r.json["ok"], r.json)
+            self.assertEqual([p["docs"] for p in r.json["pushed"] if p["range"] == "00000000-7fffffff"], [0])
+        # The new document at most, each way (it was written to both copies already).
+        self.assertLessEqual(sent() - split_done, 2)
+        for n in (n1, n2):
+            self.assertEqual(n.get("/resync").json["doc_count"], 2001)
+
     def test_lag_sync_task_and_time_seq(self):
         n1, n2 = self.cluster.nodes
         peer = self.cluster.names[1]
