@@ -1022,18 +1022,20 @@ status shard_store::import_step(MDB_txn* t, shard_header& h, import_request& req
       if (h.epochs.empty() || h.epochs.back().first != req.owner) h.epochs.emplace_back(req.owner, h.update_seq);
     }
   }
-  if (req.local_docs) {
-    std::vector<local_doc> locals;
-    src.scan_local([&](const local_doc& l) {
-      locals.push_back(l);
-      if (req.adapt_local) req.adapt_local(locals.back());
-      return true;
-    });
-    if (!src.fault()) return src.fault();
-    if (int rc = mdb_drop(t, local_, 0); rc != 0) return lmdb::to_status(rc, "mdb_drop");
-    for (const local_doc& l : locals) {
-      if (auto s2 = put(t, local_, l.id, encode_local(l.rev, l.body)); !s2) return s2;
-    }
+  return req.local_docs ? import_locals(t, src, req) : status{};
+}
+
+status shard_store::import_locals(MDB_txn* t, const import_source& src, const import_request& req) {
+  std::vector<local_doc> locals;
+  src.scan_local([&](const local_doc& l) {
+    locals.push_back(l);
+    if (req.adapt_local) req.adapt_local(locals.back());
+    return true;
+  });
+  if (!src.fault()) return src.fault();
+  if (int rc = mdb_drop(t, local_, 0); rc != 0) return lmdb::to_status(rc, "mdb_drop");
+  for (const local_doc& l : locals) {
+    if (auto st = put(t, local_, l.id, encode_local(l.rev, l.body)); !st) return st;
   }
   return {};
 }

@@ -404,6 +404,8 @@ class shard_store : public std::enable_shared_from_this<shard_store> {
   // seqs; a document the source no longer holds at all (purged whole after an earlier pass copied
   // it) leaves this copy. One purged in part moved to a new seq in the source: its change brings it.
   status import_purges(MDB_txn* t, shard_header& h, const import_request& req);
+  // The source's _local documents replace this copy's (each through req.adapt_local).
+  status import_locals(MDB_txn* t, const import_source& src, const import_request& req);
   // Removes document `key`'s record, its by_seq entry, bodies and JSON index rows (a document
   // imported again, or purged whole).
   status forget_doc(MDB_txn* t, shard_header& h, const std::string& key, const doc_info& d);

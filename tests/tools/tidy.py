@@ -82,7 +82,7 @@ LONG_FUNCTIONS = {
     ("storage/shard_store.cpp", "shard_store::commit"): 127,
     ("http/metrics_handlers.cpp", "prometheus"): 105,
     ("storage/shard_store.cpp", "shard_store::apply_doc"): 112,
-    ("storage/shard_store.cpp", "shard_store::import_step"): 105,
+    ("storage/shard_store.cpp", "shard_store::import_step"): 93,
     ("storage/shard_store.cpp", "shard_store::open_env"): 99,
     ("http/doc_handlers.cpp", "get_attachment"): 96,
     ("http/doc_handlers.cpp", "write_attachment"): 91,
