@@ -209,7 +209,10 @@ result<write_outcome> coordinator::write_once(const db_meta& db, const std::vect
     for (size_t k = 0; k < targets[r].size(); ++k) {
       auto slot = g.slot(r, k);
       targets[r][k]->update_docs(batch, [slot, node = targets[r][k]->node()](result<std::vector<doc_result>> a) {
-        if (!a) log::warning("write to " + node + "'s copy failed: " + a.error().reason);
+        if (!a && a.error().code == errc::shard_moved)  // a split's or move's seal: retried on the new map
+          log::info("write to " + node + "'s copy refused: " + a.error().reason + " (retried on the new shard map)");
+        else if (!a)
+          log::warning("write to " + node + "'s copy failed: " + a.error().reason);
         slot(std::move(a));
       });
     }

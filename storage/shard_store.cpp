@@ -299,7 +299,7 @@ status shard_store::commit(const std::vector<write_op*>& ops, int64_t now_s) {
   for (size_t o = 0; o < ops.size() && st; ++o) {
     write_op& op = *ops[o];
     if (sealed && op.what != write_op::kind::format && op.what != write_op::kind::import) {
-      op.st = {errc::shard_moved, "the shard was split; its documents moved to its children"};
+      op.st = {errc::shard_moved, "the shard is sealed for a split or a move; its documents are going to a new copy"};
       doc_result refused;
       refused.st = op.st;
       op.results.assign(op.docs.size(), refused);
