@@ -1,10 +1,11 @@
 #include "actors/doc_validator.hpp"
 
 #include <algorithm>
+#include <cstdlib>
 #include <functional>
+#include <map>
 #include <thread>
 
-#include "actors/all_docs_reader.hpp"
 #include "actors/change_notifier.hpp"
 #include "actors/doc_render.hpp"
 #include "node/check.hpp"
@@ -145,19 +146,54 @@ result<std::shared_ptr<const std::vector<doc_validator::function>>> doc_validato
   return *fns;
 }
 
+// The design documents of `db` as every copy that answers has them, the newest revision of each
+// (a design document acknowledged on a quorum is seen at once, whichever copy lags); by id.
+result<std::vector<all_docs_row>> doc_validator::design_docs(const db_meta& db) {
+  all_docs_request req;
+  req.start = json("_design/").dump();  // JSON texts, as a client's startkey/endkey
+  req.end = json("_design0").dump();
+  req.inclusive_end = false;
+  req.include_docs = true;
+  req.with_deleted = true;  // a copy that has the deletion outranks one that lags with the document
+  std::map<std::string, all_docs_row> newest;
+  auto generation = [](const std::string& rev) { return std::strtoull(rev.c_str(), nullptr, 10); };
+  for (size_t i = 0; i < db.ranges.size(); ++i) {
+    auto pages = coord_.ask_each<all_docs_page>(
+        coord_.copies(db, i), [&req](shard_copy& c, size_t, auto done) { c.start_all_docs(req, std::move(done)); });
+    const status* failed = nullptr;
+    bool any = false;
+    for (auto& page : pages) {
+      if (!page) {
+        failed = &page.error();
+        continue;
+      }
+      any = true;
+      for (auto& row : page->rows) {
+        auto [at, fresh] = newest.emplace(row.id, row);
+        const auto mine = std::make_pair(generation(row.rev), row.rev);
+        if (!fresh && mine > std::make_pair(generation(at->second.rev), at->second.rev)) at->second = row;
+      }
+    }
+    if (!any) return failed ? *failed : status{errc::unavailable, "no copy of a range answered"};
+  }
+  std::vector<all_docs_row> out;
+  for (auto& [id, row] : newest) out.push_back(std::move(row));
+  return out;
+}
+
 // The database's design documents with a validate_doc_update, in the order of their ids.
 result<std::shared_ptr<const std::vector<doc_validator::function>>> doc_validator::load_functions(const db_meta& db) {
-  auto listing = list_design_docs(coord_, db, true);
+  auto listing = design_docs(db);
   if (!listing) return listing.error();
   auto fns = std::make_shared<std::vector<function>>();
-  for (const auto& row : listing->rows) {
-    if (row.doc.deleted || row.doc.doc.empty()) continue;
-    json d = json::parse(row.doc.doc, nullptr, false);
+  for (const auto& doc : *listing) {
+    if (doc.deleted || doc.doc.empty()) continue;
+    json d = json::parse(doc.doc, nullptr, false);
     auto v = d.is_object() ? d.find("validate_doc_update") : d.end();
     if (!d.is_object() || v == d.end() || !v->is_string()) continue;
     auto lang = d.find("language");
     if (lang != d.end() && !(lang->is_string() && lang->get<std::string>() == "javascript")) continue;
-    fns->push_back({row.doc.id, worker_key(db.key(), row.doc.id, row.doc.rev), row.doc.doc});
+    fns->push_back({doc.id, worker_key(db.key(), doc.id, doc.rev), doc.doc});
   }
   if (fns->empty()) return no_functions();
   return std::shared_ptr<const std::vector<function>>(fns);

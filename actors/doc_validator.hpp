@@ -5,7 +5,8 @@
 // documents, or internal replication between copies (it does not pass through here).
 //
 // The functions run in the JavaScript workers (actors/js_pool). The design documents with one are
-// read from the database and kept per database incarnation until a commit on this node writes a
+// read from every copy of every range (the newest revision of each: a copy that lags does not hide
+// one acknowledged on a quorum) and kept per database incarnation until a commit on this node writes a
 // design document (change_notifier::design_changed) or, for ranges this node holds no copy of,
 // for at most `recheck` (docs/api.md).
 #pragma once
@@ -58,6 +59,7 @@ class doc_validator {
   };
   result<std::shared_ptr<const std::vector<function>>> functions_of(const db_meta& db);
   result<std::shared_ptr<const std::vector<function>>> load_functions(const db_meta& db);
+  result<std::vector<all_docs_row>> design_docs(const db_meta& db);
   static std::shared_ptr<const std::vector<function>> no_functions();
   // Validations waiting for a worker are gathered, so that one exchange with a worker carries many
   // (a write's own documents, and concurrent writes'): a caller that finds fewer batches under way

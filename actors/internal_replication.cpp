@@ -224,14 +224,13 @@ resolved_since resolve_on_copy(const shard_handle& copy, const std::string& uuid
   return r;
 }
 
-void carry_sync_checkpoint(local_doc& l, const shard_range& child) {
+std::optional<local_doc> carry_sync_checkpoint(const local_doc& l, const shard_range& child) {
   const std::string prefix = checkpoint_id("");
-  if (l.id.compare(0, prefix.size(), prefix) != 0) return;
+  if (l.id.compare(0, prefix.size(), prefix) != 0) return std::nullopt;
   checkpoint cp;
-  if (!parse_checkpoint(l.body, cp)) return;  // unreadable: left for the push to start over
+  if (!parse_checkpoint(l.body, cp)) return std::nullopt;  // unreadable: the push starts over
   cp.purge_seq = cp.target_purge_seq = 0;
-  l.id = checkpoint_id(split_child_uuid(l.id.substr(prefix.size()), child));
-  l.body = checkpoint_body(cp);
+  return local_doc{checkpoint_id(split_child_uuid(l.id.substr(prefix.size()), child)), l.rev, checkpoint_body(cp)};
 }
 
 uint64_t read_checkpoint(const shard_handle& source, const std::string& target_uuid) {

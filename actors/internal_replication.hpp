@@ -64,12 +64,13 @@ size_t count_added(const std::vector<doc_result>& results);
 std::string checkpoint_id(const std::string& target_uuid);
 
 // A split copies its parent's _local documents into each child, `l` one of them. The checkpoint
-// of the parent's pushes to copy T becomes the child's checkpoint for T's child of the same range
-// (T's split derives its uuid, split_child_uuid): its seqs and history hold, since both children
+// of the parent's pushes to copy T stays (feeds translate a token of the parent through it), and
+// this answers its twin for T's child of the same range (T's split derives its uuid,
+// split_child_uuid), which the child's pushes use: seqs and history hold, since both children
 // continue their parents' numbering and hold what their parents held of the range. Purge positions
 // start over (resending purge requests is harmless). Without it every child pushed its whole range
-// to the other copies again after each split. Other documents are left as they are.
-void carry_sync_checkpoint(local_doc& l, const shard_range& child);
+// to the other copies again after each split. nullopt for any other document.
+std::optional<local_doc> carry_sync_checkpoint(const local_doc& l, const shard_range& child);
 // The source seq already replicated to the target (0 when never).
 uint64_t read_checkpoint(const shard_handle& source, const std::string& target_uuid);
 

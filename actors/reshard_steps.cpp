@@ -279,7 +279,9 @@ status resharder::copy_pass(split_job& j, const db_meta& db, size_t index, bool 
         op->import->header = header;
         op->import->header->time_seq = time_seq::inherit(header.time_seq, header.update_seq, c);
         op->import->local_docs = true;
-        op->import->adapt_local = [child = ranges[c].first](local_doc& l) { carry_sync_checkpoint(l, child); };
+        op->import->also_local = [child = ranges[c].first](const local_doc& l) {
+          return carry_sync_checkpoint(l, child);
+        };
       }
       if (auto st = write_one(children[c].writer, op, copy_step_timeout); !st) return st;
       reached = std::min(reached, op->import->last);

@@ -1029,7 +1029,7 @@ status shard_store::import_locals(MDB_txn* t, const import_source& src, const im
   std::vector<local_doc> locals;
   src.scan_local([&](const local_doc& l) {
     locals.push_back(l);
-    if (req.adapt_local) req.adapt_local(locals.back());
+    if (auto extra = req.also_local ? req.also_local(l) : std::nullopt) locals.push_back(std::move(*extra));
     return true;
   });
   if (!src.fault()) return src.fault();

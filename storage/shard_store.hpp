@@ -404,7 +404,7 @@ class shard_store : public std::enable_shared_from_this<shard_store> {
   // seqs; a document the source no longer holds at all (purged whole after an earlier pass copied
   // it) leaves this copy. One purged in part moved to a new seq in the source: its change brings it.
   status import_purges(MDB_txn* t, shard_header& h, const import_request& req);
-  // The source's _local documents replace this copy's (each through req.adapt_local).
+  // The source's _local documents replace this copy's (with those req.also_local adds).
   status import_locals(MDB_txn* t, const import_source& src, const import_request& req);
   // Removes document `key`'s record, its by_seq entry, bodies and JSON index rows (a document
   // imported again, or purged whole).
@@ -454,9 +454,9 @@ struct import_request {
   size_t limit = 1000;
   std::optional<shard_header> header;
   bool local_docs = false;
-  // With local_docs: each _local document as the copy should keep it (a split renames the internal
+  // With local_docs: a document to keep beside each _local document copied (a split adds internal
   // replication checkpoints for the children of their targets, see actors/reshard_steps.cpp).
-  std::function<void(local_doc&)> adapt_local;
+  std::function<std::optional<local_doc>(const local_doc&)> also_local;
   std::string owner;  // a move: this node's name
   std::string uuid;   // a split: the child's shard uuid (split_child_uuid), set by every pass
   uint64_t last = 0;  // out: the last source seq visited (since when none)

@@ -70,18 +70,18 @@ TEST_CASE("push_changes copies everything once, checkpoints, and resumes from th
   // The handles and the snapshot go out of scope before the registry closes everything.
 }
 
-TEST_CASE("a split carries each sync checkpoint to the child of its target, purge positions reset") {
+TEST_CASE("a split gives each sync checkpoint a twin for the child of its target, purge positions reset") {
   const std::string target(32, 'b');
   const shard_range child{0, 0x7fffffff};
   local_doc cp{checkpoint_id(target), 3, R"({"seq":42,"history":[[42,40],[7,5]],"purge_seq":4,"target_purge_seq":2})"};
-  carry_sync_checkpoint(cp, child);
-  CHECK(cp.id == checkpoint_id(split_child_uuid(target, child)));
-  CHECK(cp.rev == 3);
-  CHECK(json::parse(cp.body) ==
+  auto twin = carry_sync_checkpoint(cp, child);
+  REQUIRE(twin);
+  CHECK(twin->id == checkpoint_id(split_child_uuid(target, child)));
+  CHECK(twin->rev == 3);  // the next save names the revision it replaces
+  CHECK(json::parse(twin->body) ==
         json::parse(R"({"seq":42,"history":[[42,40],[7,5]],"purge_seq":0,"target_purge_seq":0})"));
-  local_doc other{"_local/app-state", 1, R"({"seq":1})"};
-  carry_sync_checkpoint(other, child);
-  CHECK((other.id == "_local/app-state" && other.body == R"({"seq":1})"));
+  CHECK(!carry_sync_checkpoint(local_doc{"_local/app-state", 1, R"({"seq":1})"}, child));
+  CHECK(!carry_sync_checkpoint(local_doc{checkpoint_id(target), 1, "not json"}, child));
 }
 
 TEST_CASE("add_to_history keeps the newest entries and thins older ones, never dropping the oldest") {
