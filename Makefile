@@ -25,7 +25,7 @@ run: setup $(BUILD)/CMakeCache.txt
 	$(BUILD)/settee --data-dir $(DATA) --port $(PORT)
 
 test: build
-	@bash scripts/setup.sh --tests
+	@SETTEE_TOOLS=$(BUILD)/tools bash scripts/setup.sh --tests
 	cd $(BUILD) && ctest --output-on-failure -j2 -LE fuzz
 
 # The 1,000,000-request fuzz run (not part of `make test`; FUZZ_SEED=N replays one).

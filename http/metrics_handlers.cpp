@@ -301,7 +301,7 @@ std::string prometheus(ctx& c) {
   sample newest{
       "time_seq_newest_bin_changes", "Changes counted in the newest time-seq bin, by shard.", "gauge", true, {}};
   sample docs{
-      "database_doc_count", "Documents in this node's open copies, by database (the largest only).", "gauge", true, {}};
+      "database_docs", "Documents in this node's open copies, by database (the largest only).", "gauge", true, {}};
   if (c.node.shards && !detailed.empty()) {
     std::map<std::string, double> doc_count;
     c.node.shards->for_each_open([&](const std::string& path, const shard_store& store) {

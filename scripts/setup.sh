@@ -20,17 +20,36 @@ missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
-[ ${#missing[@]} -eq 0 ] && exit 0
-echo "setup: installing ${missing[*]}"
-if [ "$(id -u)" -eq 0 ]; then
-  export DEBIAN_FRONTEND=noninteractive
-  apt-get update -qq
-  apt-get install -y -qq --no-install-recommends "${missing[@]}"
-elif command -v sudo >/dev/null && sudo -n true 2>/dev/null; then
-  sudo apt-get update -qq
-  sudo DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}"
-else
-  echo "setup: missing packages. Run as root:" >&2
-  echo "  apt-get update && apt-get install -y ${missing[*]}" >&2
-  exit 1
+# `--tests`: promtool checks the /_prometheus exposition (tests/integration/test_metrics.py). It
+# ships in Debian's prometheus package, whose server we do not want installed and running: only
+# its promtool is unpacked, into $SETTEE_TOOLS (default build/tools). Not fatal: without it that
+# check is skipped, saying so.
+fetch_promtool() {
+  local dest="${SETTEE_TOOLS:-build/tools}" tmp
+  if [ -x "$dest/promtool" ] || command -v promtool >/dev/null; then return 0; fi
+  tmp=$(mktemp -d)
+  if (cd "$tmp" && apt-get download -qq prometheus >/dev/null 2>&1) ||
+     { [ "$(id -u)" -eq 0 ] && apt-get update -qq && (cd "$tmp" && apt-get download -qq prometheus >/dev/null 2>&1); }; then
+    dpkg-deb -x "$tmp"/prometheus_*.deb "$tmp/x" && mkdir -p "$dest" && cp "$tmp/x/usr/bin/promtool" "$dest/promtool" &&
+      echo "setup: promtool in $dest"
+  else
+    echo "setup: could not fetch Debian's prometheus package; test_metrics skips its promtool check" >&2
+  fi
+  rm -rf "$tmp"
+}
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "setup: installing ${missing[*]}"
+  if [ "$(id -u)" -eq 0 ]; then
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -qq
+    apt-get install -y -qq --no-install-recommends "${missing[@]}"
+  elif command -v sudo >/dev/null && sudo -n true 2>/dev/null; then
+    sudo apt-get update -qq
+    sudo DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}"
+  else
+    echo "setup: missing packages. Run as root:" >&2
+    echo "  apt-get update && apt-get install -y ${missing[*]}" >&2
+    exit 1
+  fi
 fi
+if [ "${1:-}" = "--tests" ]; then fetch_promtool || true; fi

@@ -9,7 +9,7 @@ sys.path.insert(0, os.path.dirname(__file__))
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "integration"))
 from harness import main  # noqa: E402
 from test_membership import ClusterTest, wait_for  # noqa: E402
-from test_metrics import scrape as scrape_all  # noqa: E402
+from test_metrics import promtool_check, scrape as scrape_all  # noqa: E402
 
 
 def scrape(node, name):
@@ -128,6 +128,7 @@ class ClusterMetrics(ClusterTest):
         self.assertEqual(scrape(n1, "internal_replication_pending_changes").get(key), 0.0)
         self.assertEqual(n2.get("/m", fresh=True).json["doc_count"], 3005)
 
+        promtool_check(self, scrape_all(n1)[0].raw)  # every per-database, per-range and per-peer series
         # A deleted database leaves the gauge.
         self.assertEqual(n1.delete("/m").status, 200)
         self.assertNotIn(key, scrape(n1, "internal_replication_pending_changes"))

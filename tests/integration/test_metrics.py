@@ -1,11 +1,14 @@
 """GET /_node/_local/_prometheus and /_node/_local/_stats (issue 12 point 4): names and values that
 move with load, in Prometheus text format and in CouchDB's shape."""
 import http.client
+import os
 import re
+import shutil
+import subprocess
 import threading
 import time
 
-from harness import NodeTest, free_port, main
+from harness import BIN, NodeTest, free_port, main
 
 LINE = re.compile(r'^((?:settee|process)_[a-z_]+)(\{[^}]*\})? (\S+)$')
 
@@ -23,6 +26,21 @@ def scrape(node):
             assert m, line
             values[m.group(1) + (m.group(2) or "")] = float(m.group(3))
     return r, values, types
+
+
+def promtool():
+    """Debian's promtool: on PATH, or unpacked beside the binary by scripts/setup.sh --tests."""
+    beside = os.path.join(os.path.dirname(os.path.abspath(BIN)), "tools", "promtool")
+    return shutil.which("promtool") or (beside if os.access(beside, os.X_OK) else None)
+
+
+def promtool_check(test, text):
+    """`promtool check metrics` on the exposition: exit 0 and no lint findings."""
+    tool = promtool()
+    if tool is None:
+        test.skipTest("promtool not found (scripts/setup.sh --tests unpacks it from Debian's prometheus package)")
+    out = subprocess.run([tool, "check", "metrics"], input=text, capture_output=True, text=True, timeout=60)
+    test.assertEqual((out.returncode, out.stdout + out.stderr), (0, ""), "promtool check metrics")
 
 
 class Metrics(NodeTest):
@@ -96,6 +114,15 @@ class Metrics(NodeTest):
         self.assertGreaterEqual(stats["couch_replicator"]["docs_written"]["value"], 13)
         self.assertGreaterEqual(stats["couchdb"]["mrview"]["map_doc"]["value"], 12)
 
+    def test_promtool_finds_nothing_to_lint(self):
+        self.new_db("linted")
+        self.node.post("/linted/_bulk_docs", {"docs": [{"_id": f"d{i}", "k": i} for i in range(20)]})
+        self.node.put("/linted/_design/d", {"views": {"v": {"map": "function(doc){ emit(doc.k, 1); }", "reduce": "_sum"}}})
+        self.assertEqual(self.node.get("/linted/_design/d/_view/v").status, 200)
+        self.assertEqual(self.node.post("/linted/_find", {"selector": {"k": {"$gt": 3}}}).status, 200)
+        r, _, _ = scrape(self.node)
+        promtool_check(self, r.raw)
+
     def test_live_feeds_gauge_counts_an_open_feed(self):
         self.new_db("gauged")
         _, before, _ = scrape(self.node)
@@ -164,7 +191,7 @@ class Metrics(NodeTest):
         self.assertEqual(after["settee_databases"], before["settee_databases"] + 12)
         self.assertEqual(after["settee_databases_detailed"], 0)
         self.assertFalse([k for k in after if k.startswith(("settee_database_file_bytes{", "settee_time_seq_bins{",
-                                                             "settee_database_doc_count{"))])
+                                                             "settee_database_docs{"))])
         self.assertGreater(after["settee_database_files_bytes"], before["settee_database_files_bytes"])
 
     def test_stats_main_entries_and_paths(self):
@@ -240,8 +267,9 @@ class MetricsListener(NodeTest):
         per_db = {k for k in values if k.startswith("settee_database_file_bytes{")}
         self.assertEqual(per_db, {'settee_database_file_bytes{db="big-a"}', 'settee_database_file_bytes{db="big-b"}'})
         self.assertEqual(values["settee_databases_detailed"], 2)
-        self.assertEqual(values['settee_database_doc_count{db="big-a"}'], 400)
+        self.assertEqual(values['settee_database_docs{db="big-a"}'], 400)
         self.assertTrue([k for k in values if k.startswith('settee_time_seq_bins{shard="shards/00000000-ffffffff/big-a.')])
+        promtool_check(self, self.get("/_node/_local/_prometheus")[2])  # with the per-database series
 
 
 if __name__ == "__main__":
