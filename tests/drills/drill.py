@@ -422,8 +422,17 @@ class DrillTest(unittest.TestCase):
         self.assertEqual((status, body), (403, {"error": "forbidden", "reason": f"bad bad{n}"}), (label, host))
         self.assertEqual(c.call("PUT", f"/jsdrill/good{n}", {"k": label})[0], 201, (label, host))
         key = urllib.parse.quote(json.dumps(label))
-        status, body = c.get(f"/jsdrill/_design/js{n}/_view/v?key={key}&reduce=false")
-        self.assertEqual((status, [r["id"] for r in body.get("rows", [])]), (200, [f"good{n}"]), (label, host, body))
+        # A write is acknowledged by a quorum of copies (2 of 3); the view reads one copy of each
+        # range, which may be the third, a moment behind (CouchDB's views read the same way): the
+        # row is waited for, a bounded time.
+        deadline = time.time() + 30
+        while True:
+            status, body = c.get(f"/jsdrill/_design/js{n}/_view/v?key={key}&reduce=false")
+            got = (status, [r["id"] for r in body.get("rows", [])])
+            if got == (200, [f"good{n}"]) or time.time() > deadline:
+                break
+            time.sleep(0.2)
+        self.assertEqual(got, (200, [f"good{n}"]), (label, host, body))
 
     def start_load(self, db):
         load = Load(self.inv, self.inv.members, db)
