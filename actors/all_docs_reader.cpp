@@ -64,12 +64,18 @@ result<all_docs_listing> list_all_docs(coordinator& coord, const db_meta& db, co
   return out;
 }
 
+all_docs_request design_docs_request(bool include_docs) {
+  all_docs_request r;
+  r.start = quote("_design/");  // JSON texts, as a client's startkey/endkey
+  r.end = quote("_design0");
+  r.inclusive_end = false;
+  r.include_docs = include_docs;
+  return r;
+}
+
 result<all_docs_listing> list_design_docs(coordinator& coord, const db_meta& db, bool include_docs) {
   all_docs_query q;
-  q.range.start = quote("_design/");  // JSON texts, as a client's startkey/endkey
-  q.range.end = quote("_design0");
-  q.range.inclusive_end = false;
-  q.range.include_docs = include_docs;
+  q.range = design_docs_request(include_docs);
   return list_all_docs(coord, db, q);
 }
 

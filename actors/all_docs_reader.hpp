@@ -39,5 +39,7 @@ result<all_docs_listing> list_all_docs(coordinator& coord, const db_meta& db, co
 // The design documents of `db` (the ids from "_design/" up to "_design0"), with their bodies when
 // `include_docs`: what the validator, _view_cleanup and _design_docs' total_rows read.
 result<all_docs_listing> list_design_docs(coordinator& coord, const db_meta& db, bool include_docs);
+// What one range reads for list_design_docs (also asked of every copy by actors/doc_validator).
+all_docs_request design_docs_request(bool include_docs);
 
 }  // namespace settee

@@ -1,15 +1,16 @@
 #include "actors/doc_validator.hpp"
 
 #include <algorithm>
-#include <cstdlib>
 #include <functional>
 #include <map>
 #include <thread>
 
+#include "actors/all_docs_reader.hpp"
 #include "actors/change_notifier.hpp"
 #include "actors/doc_render.hpp"
 #include "node/check.hpp"
 #include "node/log.hpp"
+#include "storage/rev_tree.hpp"
 
 namespace settee {
 namespace {
@@ -149,14 +150,14 @@ result<std::shared_ptr<const std::vector<doc_validator::function>>> doc_validato
 // The design documents of `db` as every copy that answers has them, the newest revision of each
 // (a design document acknowledged on a quorum is seen at once, whichever copy lags); by id.
 result<std::vector<all_docs_row>> doc_validator::design_docs(const db_meta& db) {
-  all_docs_request req;
-  req.start = json("_design/").dump();  // JSON texts, as a client's startkey/endkey
-  req.end = json("_design0").dump();
-  req.inclusive_end = false;
-  req.include_docs = true;
+  all_docs_request req = design_docs_request(true);
   req.with_deleted = true;  // a copy that has the deletion outranks one that lags with the document
   std::map<std::string, all_docs_row> newest;
-  auto generation = [](const std::string& rev) { return std::strtoull(rev.c_str(), nullptr, 10); };
+  auto rev_of = [](const std::string& text) {
+    rev_id r;
+    (void)parse_rev(text, r);  // a stored revision always parses
+    return r;
+  };
   for (size_t i = 0; i < db.ranges.size(); ++i) {
     auto pages = coord_.ask_each<all_docs_page>(
         coord_.copies(db, i), [&req](shard_copy& c, size_t, auto done) { c.start_all_docs(req, std::move(done)); });
@@ -170,8 +171,7 @@ result<std::vector<all_docs_row>> doc_validator::design_docs(const db_meta& db) 
       any = true;
       for (auto& row : page->rows) {
         auto [at, fresh] = newest.emplace(row.id, row);
-        const auto mine = std::make_pair(generation(row.rev), row.rev);
-        if (!fresh && mine > std::make_pair(generation(at->second.rev), at->second.rev)) at->second = row;
+        if (!fresh && rev_of(at->second.rev) < rev_of(row.rev)) at->second = row;
       }
     }
     if (!any) return failed ? *failed : status{errc::unavailable, "no copy of a range answered"};
