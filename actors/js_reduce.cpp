@@ -1,5 +1,6 @@
 #include "actors/js_reduce.hpp"
 
+#include "actors/view_index.hpp"
 #include "node/log.hpp"
 
 namespace settee {

@@ -15,12 +15,13 @@
 #include <vector>
 
 #include "actors/js_pool.hpp"
-#include "actors/view_index.hpp"
 #include "node/error.hpp"
 #include "node/json.hpp"
 #include "storage/view_store.hpp"
 
 namespace settee {
+
+struct design_views;  // actors/view_index.hpp
 
 enum class reduce_limit { on, off, log };
 

@@ -5,6 +5,7 @@
 #include <set>
 
 #include "actors/doc_render.hpp"
+#include "actors/view_partials.hpp"
 #include "node/collation.hpp"
 #include "node/crypto.hpp"
 #include "node/log.hpp"
@@ -83,18 +84,9 @@ design_views views_of(const std::string& db_key, bool partitioned_db, const std:
         auto b =
             reduce.is_string() ? builtin_of(reduce.get<std::string>()) : result<builtin_reduce>(builtin_reduce::none);
         out.builtins.push_back(b ? *b : builtin_reduce::none);
+        out.js_reduces.push_back(reduce.is_string() && b && *b == builtin_reduce::none);
       }
   return out;
-}
-
-bool builtin_partials::keeps(uint32_t view) const {
-  return view < per_view_.size() &&
-         (per_view_[view] == builtin_reduce::sum || per_view_[view] == builtin_reduce::stats);
-}
-
-std::string builtin_partials::reduce(uint32_t view, const std::vector<view_row>& rows) const {
-  auto r = reduce_view_rows(per_view_[view], rows);
-  return r ? r->dump() : "";  // a _stats of something it cannot take: the rows answer the error
 }
 
 namespace {
@@ -203,9 +195,9 @@ status apply_purges(const shard_store::snapshot& snap, view_store& index) {
 
 status update_view_index(const shard_store& store, view_store& index, js_pool& js, const design_views& dv,
                          uint64_t target, size_t batch, size_t batch_bytes,
-                         const std::function<bool(uint64_t indexed_seq)>& progress) {
+                         const std::function<bool(uint64_t indexed_seq)>& progress, const js_reduce_options& reduce) {
   if (dv.names.empty()) return {};
-  const builtin_partials partials(dv.builtins);
+  const view_partials partials(dv, js, reduce);
   for (;;) {
     auto snap = store.read();
     if (!snap) return snap.error();

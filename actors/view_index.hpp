@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "actors/js_pool.hpp"
+#include "actors/js_reduce.hpp"
 #include "actors/view_reduce.hpp"
 #include "node/error.hpp"
 #include "node/json.hpp"
@@ -28,6 +29,7 @@ struct design_views {
   std::string ddoc_json;
   std::vector<std::string> names;        // the views with a map function, in the design document's order
   std::vector<builtin_reduce> builtins;  // each view's built-in reduce (none: none, or JavaScript)
+  std::vector<bool> js_reduces;          // each view's reduce is a JavaScript function
   std::string signature;                 // view_signature(): the index file's identity
   // A partitioned view (a partitioned database's design document, unless its options.partitioned
   // is false): its rows are keyed [partition, key] (partition_sort_key), so a partition's rows are
@@ -45,18 +47,6 @@ std::string partition_sort_key(const std::string& partition, const std::string& 
 // partition's first or last row.
 view_scan partition_scan(const view_scan& s, const std::string& partition);
 
-// The partial reductions an index keeps per counting block (storage/view_store.hpp): those of the
-// views reduced by _sum or _stats (a _count's is the block's count, the others read their rows).
-class builtin_partials final : public block_reducer {
- public:
-  explicit builtin_partials(std::vector<builtin_reduce> per_view) : per_view_(std::move(per_view)) {}
-  bool keeps(uint32_t view) const override;
-  std::string reduce(uint32_t view, const std::vector<view_row>& rows) const override;
-
- private:
-  std::vector<builtin_reduce> per_view_;
-};
-
 // CouchDB's idea of a view signature: a hash of what decides the rows (the language, each view's
 // map, reduce and options, the design document's options and views.lib), so that an edit of
 // anything else (a filter, a validate_doc_update) keeps the index. Hex SHA-256 (CouchDB's is an
@@ -71,10 +61,12 @@ design_views views_of(const std::string& db_key, bool partitioned_db, const std:
 // committed when it starts), in batches of up to `batch` documents or `batch_bytes` of their
 // bodies (at least one document), each one exchange with a worker and one fsynced apply().
 // Errors: the shard or the index failed, or no worker could run the map.
+// The blocks' partial reductions are made with `reduce`'s limits (actors/view_partials.hpp).
 // `progress`, when set, is told after each batch the copy's seq indexed so far; when it answers
 // false the update stops there (unavailable: what is indexed so far stands).
 status update_view_index(const shard_store& store, view_store& index, js_pool& js, const design_views& views,
                          uint64_t target = 0, size_t batch = 500, size_t batch_bytes = 16u << 20,
-                         const std::function<bool(uint64_t indexed_seq)>& progress = {});
+                         const std::function<bool(uint64_t indexed_seq)>& progress = {},
+                         const js_reduce_options& reduce = {});
 
 }  // namespace settee

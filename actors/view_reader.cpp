@@ -426,6 +426,7 @@ result<view_page> read_index(const view_store& index, const view_copy_request& r
     page.total = 0;
     return page;  // no rows travel
   }
+  if (req.grouped) return page;  // the groups are read by copy_groups
   auto rows = index.scan(s, &page.total);
   if (!rows) return rows.error();
   page.rows = std::move(*rows);
@@ -450,7 +451,96 @@ result<view_page> read_index(const view_store& index, const view_copy_request& r
   return page;
 }
 
+// The groups of `req`'s range in `index`, in the view's order (the first scan.limit of them in
+// the query's direction): whole blocks by their counts (_count) or partials (_sum, _stats).
+result<std::vector<view_group>> copy_groups(const view_store& index, const view_copy_request& req) {
+  const bool partition = !req.partition.empty();
+  view_scan s = partition ? partition_scan(req.scan, req.partition) : req.scan;
+  const auto how = static_cast<builtin_reduce>(req.reduce);
+  const bool js = req.reduce == view_copy_request::js_reduce_code;
+  const block_use use = how == builtin_reduce::count                                       ? block_use::counts
+                        : js || how == builtin_reduce::sum || how == builtin_reduce::stats ? block_use::partials
+                                                                                           : block_use::rows;
+  const int64_t level = req.group_level;
+  auto length = [partition, level](std::string_view key) {
+    size_t skip = 0;  // a partitioned view's key is the second element of [partition, key]
+    if (partition) {
+      const size_t p = key.empty() ? std::string_view::npos : collation::value_length(key.substr(1));
+      if (p == std::string_view::npos) return p;
+      skip = 1 + p;
+    }
+    const size_t n = collation::group_length(key.substr(skip), level);
+    return n == std::string_view::npos ? n : skip + n;
+  };
+  std::vector<view_group> groups;
+  const uint64_t most = s.descending ? std::numeric_limits<uint64_t>::max() : s.limit;
+  if (auto st = index.reduce_groups(s, length, use, most, groups); !st) return st;
+  if (s.descending) {
+    std::reverse(groups.begin(), groups.end());
+    if (groups.size() > s.limit) groups.resize(s.limit);
+  }
+  return groups;
+}
+
 }  // namespace
+
+result<std::vector<view_row>> view_reader::reduce_groups(const design_views& dv, std::vector<view_group>& groups,
+                                                         const view_copy_request& req) {
+  const builtin_reduce how =
+      req.reduce == view_copy_request::js_reduce_code ? builtin_reduce::none : static_cast<builtin_reduce>(req.reduce);
+  std::vector<view_row> out;
+  for (view_group& g : groups) {
+    // The group's key: its first row's in the query's direction, cut to the group level.
+    std::string key = req.scan.descending ? std::move(g.last_key) : std::move(g.first_key);
+    if (req.group_level != view_request::exact) {
+      json k = json::parse(key, nullptr, false);
+      if (req.group_level == 0)
+        k = nullptr;
+      else if (k.is_array() && k.size() > static_cast<size_t>(req.group_level))
+        k = json(k.begin(), k.begin() + req.group_level);
+      key = k.dump();
+    }
+    out.push_back({"", std::move(key), ""});
+  }
+  if (how == builtin_reduce::none) {  // the view's JavaScript function, on the workers
+    // Each group's rows reduced, then re-reduced with its blocks' partials.
+    std::vector<std::vector<const view_row*>> in(groups.size());
+    for (size_t g = 0; g < groups.size(); ++g)
+      for (const view_row& row : groups[g].rows) in[g].push_back(&row);
+    auto reductions = js_reduce_groups(js_, dv, dv.names[req.scan.view], in, reduce_options());
+    if (!reductions) return reductions.error();
+    std::vector<std::vector<std::string>> values(groups.size());
+    for (size_t g = 0; g < groups.size(); ++g) {
+      const json& rows_value = (*reductions)[g];
+      values[g] = std::move(groups[g].partials);
+      if (!groups[g].rows.empty()) values[g].push_back(rows_value.dump());
+      // A reduce_overflow_error of the rows is the group's answer (couch_query_servers:os_rereduce).
+      if (rows_value.is_object() && rows_value.contains("reduce_overflow_error")) values[g] = {rows_value.dump()};
+    }
+    auto combined = js_rereduce_groups(js_, dv, dv.names[req.scan.view], values, reduce_options());
+    if (!combined) return combined.error();
+    for (size_t g = 0; g < groups.size(); ++g) out[g].value_json = (*combined)[g].dump();
+    return out;
+  }
+  for (size_t g = 0; g < groups.size(); ++g) {
+    view_group& group = groups[g];
+    if (how == builtin_reduce::count) {
+      out[g].value_json = std::to_string(group.counted + group.rows.size());
+      continue;
+    }
+    std::vector<json> partials;
+    for (const std::string& p : group.partials) partials.push_back(json::parse(p, nullptr, false));
+    if (!group.rows.empty()) {
+      auto r = reduce_view_rows(how, group.rows);
+      if (!r) return r.error();
+      partials.push_back(std::move(*r));
+    }
+    auto r = partials.size() == 1 ? result<json>(std::move(partials[0])) : rereduce(how, partials);
+    if (!r) return r.error();
+    out[g].value_json = r->dump();
+  }
+  return out;
+}
 
 status view_reader::update(open_index& index, const shard_store& store, const design_views& dv, const std::string& copy,
                            uint64_t target, const std::function<bool()>& stop) {
@@ -483,7 +573,7 @@ status view_reader::update(open_index& index, const shard_store& store, const de
     return !stop || !stop();
   };
   index.updating = true;
-  status st = update_view_index(store, *index.store, js_, dv, target, 500, 16u << 20, progress);
+  status st = update_view_index(store, *index.store, js_, dv, target, 500, 16u << 20, progress, reduce_options());
   index.updating = false;
   if (st) ++metrics::node().view_index_updates;
   if (task) tasks_.list->remove(task);
@@ -547,24 +637,21 @@ result<view_info> view_reader::info(const db_meta& db, const design_views& dv) {
 result<view_page> view_reader::answer_copy(open_index& index, const view_copy_request& req, uint64_t copy_seq,
                                            const design_views& dv) {
   result<view_page> page = status{errc::internal, "the index of " + dv.ddoc_id + " could not be reopened"};
+  result<std::vector<view_group>> groups = std::vector<view_group>{};
   {
     std::shared_lock<std::shared_mutex> reading(index.swap);
     if (index.store) page = read_index(*index.store, req, copy_seq, index.updating);
+    if (page && req.grouped) groups = copy_groups(*index.store, req);
   }
   if (!page) return page;
+  if (!groups) return groups.error();
   page->compacting = index.compacting;
   if (!req.grouped) return page;
-  // This copy's groups of the range, each reduced here; the asker combines the copies' groups.
-  view_request q;
-  q.view = req.scan.view;
-  q.reduce = true;
-  q.builtin =
-      req.reduce == view_copy_request::js_reduce_code ? builtin_reduce::none : static_cast<builtin_reduce>(req.reduce);
-  q.group_level = req.group_level;
-  q.limit = req.scan.limit;
-  auto groups = reduced(dv, page->rows, q);
-  if (!groups) return groups.error();
-  page->rows = std::move(*groups);
+  // This copy's groups of the range, each reduced here (outside the lock: JavaScript may take its
+  // time); the asker combines the copies' groups.
+  auto rows = reduce_groups(dv, *groups, req);
+  if (!rows) return rows.error();
+  page->rows = std::move(*rows);
   return page;
 }
 

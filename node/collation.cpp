@@ -139,6 +139,59 @@ int compare(const json& a, const json& b) {
   return c < 0 ? -1 : c > 0 ? 1 : 0;
 }
 
+size_t value_length(std::string_view key) {
+  size_t i = 0;
+  uint64_t depth = 0;  // arrays and objects open at i
+  do {
+    if (i >= key.size()) return std::string_view::npos;
+    switch (key[i]) {
+      case end_of_list:
+        if (depth == 0) return std::string_view::npos;
+        --depth;
+        ++i;
+        break;
+      case tag_null:
+      case tag_false:
+      case tag_true:
+        ++i;
+        break;
+      case tag_number:  // 8 bytes, then 0x00, or 0x01 and 8 more
+        i += 9;
+        if (i >= key.size() || (key[i] != 0x00 && key[i] != 0x01)) return std::string_view::npos;
+        i += key[i] == 0x00 ? 1 : 9;
+        break;
+      case tag_string: {  // ICU's sort key, ended by its only 0x00
+        const size_t end = key.find('\0', i + 1);
+        if (end == std::string_view::npos) return end;
+        i = end + 1;
+        break;
+      }
+      case tag_array:
+      case tag_object:  // an object's member names are strings among its values
+        ++depth;
+        ++i;
+        break;
+      default:
+        return std::string_view::npos;
+    }
+  } while (depth > 0);
+  return i <= key.size() ? i : std::string_view::npos;
+}
+
+size_t group_length(std::string_view key, int64_t level) {
+  if (level == 0) return 0;
+  if (level < 0 || key.empty() || key[0] != tag_array) return value_length(key);
+  size_t i = 1;
+  for (int64_t e = 0; e < level; ++e) {
+    if (i >= key.size()) return std::string_view::npos;
+    if (key[i] == end_of_list) break;
+    const size_t n = value_length(key.substr(i));
+    if (n == std::string_view::npos) return n;
+    i += n;
+  }
+  return i;
+}
+
 std::string collator_version() {
   const UCollator* c = root_collator();
   if (!c) return "";

@@ -8,7 +8,9 @@
 // Pure: no I/O. Thread-safe (the collator is opened once and only read).
 #pragma once
 
+#include <cstdint>
 #include <string>
+#include <string_view>
 
 #include "node/json.hpp"
 
@@ -21,6 +23,17 @@ std::string sort_key(const json& v);
 
 // -1, 0 or 1: a before, equal to, or after b in the collation order.
 int compare(const json& a, const json& b);
+
+// The length of the one value's sort key at the start of `key` (sort keys end themselves);
+// npos when `key` is cut short or is not a sort key.
+size_t value_length(std::string_view key);
+
+// The bytes at the start of `key` (a value's sort key) that name its group under CouchDB's
+// group_level: all of it for `level` < 0 (group=true) or a value that is not an array; 0 for level
+// 0; else the array's tag and its first `level` elements (all of them when it has fewer), its end
+// mark left out, so that [a,b] and [a,b,c] are one group [a,b] at level 2 and [a] another. Keys of
+// one group are consecutive in the collation order. npos as value_length.
+size_t group_length(std::string_view key, int64_t level);
 
 // The ICU collator's version ("153.112"): an index records it, since another ICU may order
 // strings differently (CouchDB's collator_versions in _design/d/_info).

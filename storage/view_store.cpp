@@ -16,7 +16,11 @@ namespace {
 
 // Meta keys.
 constexpr std::string_view k_signature = "signature", k_shard = "shard_uuid", k_collator = "collator",
-                           k_views = "views", k_seq = "seq", k_format = "format", k_purge_seq = "purge_seq";
+                           k_views = "views", k_seq = "seq", k_format = "format", k_purge_seq = "purge_seq",
+                           k_partials = "partials";
+// Which views keep partials: "2" since 0.5 (JavaScript reduces too). A file without it (made by
+// 0.4, whose partials are _sum's and _stats') has every block marked dirty once at open.
+constexpr std::string_view partials_version = "2";
 // The file's layout: a file of another (an older build's) is emptied and indexed again.
 constexpr std::string_view format_version = "3";
 
@@ -317,6 +321,7 @@ result<std::unique_ptr<view_store>> view_store::open(const std::string& path, co
       found.seq = 0;
       found.purge_seq = 0;
     }
+    if (!(st = s->mark_all_dirty_once(t.get()))) return st;
     if (!(st = t.commit())) return st;
     s->meta_cache_ = found;
     s->seq_ = found.seq;
@@ -324,6 +329,20 @@ result<std::unique_ptr<view_store>> view_store::open(const std::string& path, co
     s->path_ = path;
     return s;
   });
+}
+
+status view_store::mark_all_dirty_once(MDB_txn* t) {
+  std::string version;
+  if (auto st = read_str(t, meta_, k_partials, version); !st) return st;
+  if (version == partials_version) return {};
+  cursor c;
+  if (int rc = mdb_cursor_open(t, blocks_, &c.c); rc != 0) return lmdb::to_status(rc, "view blocks");
+  MDB_val k, v;
+  int rc = mdb_cursor_get(c.c, &k, &v, MDB_FIRST);
+  for (; rc == 0; rc = mdb_cursor_get(c.c, &k, &v, MDB_NEXT))
+    if (auto st = lmdb::put(t, dirty_, lmdb::view(k), ""); !st) return st;
+  if (rc != MDB_NOTFOUND) return lmdb::to_status(rc, "view blocks");
+  return lmdb::put(t, meta_, k_partials, partials_version);
 }
 
 view_store::~view_store() {
@@ -463,11 +482,29 @@ status view_store::settle_in(MDB_txn* t, const block_reducer& reducer) {
     for (int rc = mdb_cursor_get(c.c, &k, &v, MDB_FIRST); rc == 0; rc = mdb_cursor_get(c.c, &k, &v, MDB_NEXT))
       dirty.emplace_back(lmdb::view(k));
   }
+  // The dirty blocks of one view (they sort by view), reduced a run of them at a time.
+  constexpr size_t run = 256;
+  uint32_t run_view = 0;
+  std::vector<std::string> starts;
+  std::vector<std::vector<view_row>> blocks;
+  auto flush = [&]() -> status {
+    if (starts.empty()) return {};
+    const std::vector<std::string> made = reducer.reduce(run_view, blocks);
+    for (size_t i = 0; i < starts.size() && i < made.size(); ++i)
+      if (!made[i].empty())
+        if (auto st = lmdb::put(t, partials_, starts[i], made[i]); !st) return st;
+    starts.clear();
+    blocks.clear();
+    return {};
+  };
   for (const std::string& start : dirty) {
     if (auto st = lmdb::del(t, dirty_, start); !st) return st;
     if (start.size() < 2) continue;
     const uint32_t view = (static_cast<uint8_t>(start[0]) << 8) | static_cast<uint8_t>(start[1]);
     if (!reducer.keeps(view)) continue;
+    if (view != run_view || starts.size() >= run)
+      if (auto st = flush(); !st) return st;
+    run_view = view;
     // The block's rows: from its start to the next block's (or the view's end).
     std::string next = view_prefix(view + 1);
     {
@@ -480,13 +517,11 @@ status view_store::settle_in(MDB_txn* t, const block_reducer& reducer) {
       if (rc == 0 && lmdb::view(k) < next) next = std::string(lmdb::view(k));
       if (rc != 0 && rc != MDB_NOTFOUND) return lmdb::to_status(rc, "view blocks");
     }
-    std::vector<view_row> rows;
-    if (auto st = walk(t, start, next, view_scan{}, nullptr, rows); !st) return st;
-    const std::string partial = reducer.reduce(view, rows);
-    if (!partial.empty())
-      if (auto st = lmdb::put(t, partials_, start, partial); !st) return st;
+    blocks.emplace_back();
+    if (auto st = walk(t, start, next, view_scan{}, nullptr, blocks.back()); !st) return st;
+    starts.push_back(start);
   }
-  return {};
+  return flush();
 }
 
 status view_store::reduce_range(const view_scan& s, std::vector<std::string>& partials,
@@ -521,6 +556,90 @@ status view_store::reduce_range(const view_scan& s, std::vector<std::string>& pa
       return st;
     }
     if (next == end) break;
+  }
+  if (rc != 0 && rc != MDB_NOTFOUND) return lmdb::to_status(rc, "view blocks");
+  return {};
+}
+
+namespace {
+
+// The group a rows-table key starts (its sort key's group bytes) into `id`; false when the key
+// does not tell (an LMDB key cut at max_key before the group's bytes end, or a malformed one).
+bool group_of(const std::function<size_t(std::string_view)>& group_length, std::string_view key, std::string& id) {
+  if (key.size() < 2) return false;
+  const size_t n = group_length(key.substr(2));
+  if (n == std::string_view::npos || 2 + n > key.size()) return false;
+  id.assign(key.substr(2, n));
+  return true;
+}
+
+}  // namespace
+
+status view_store::whole_group_block(MDB_txn* t, group_walk& w, const std::string& from, const std::string& next,
+                                     bool& whole) const {
+  // Wholly inside one group: the next block starts in range, in the same group (the group's last
+  // row is then in a later block, read).
+  std::string next_id;
+  whole = w.use != block_use::rows && from >= w.low && next < w.high && next != w.end &&
+          group_of(w.group_length, from, w.id) && group_of(w.group_length, next, next_id) && w.id == next_id;
+  if (!whole || w.use != block_use::partials) return {};
+  std::string_view partial;
+  if (auto st = lmdb::get(t, partials_, from, partial, whole); !st) return st;
+  w.partial.assign(partial);
+  return {};
+}
+
+status view_store::reduce_groups(const view_scan& s, const std::function<size_t(std::string_view)>& group_length,
+                                 block_use use, uint64_t max_groups, std::vector<view_group>& out) const {
+  lmdb::txn t;
+  if (auto st = t.begin(env_, true); !st) return st;
+  group_walk w{group_length, use, lower_of(s.view, s.low), upper_of(s.view, s.high), view_prefix(s.view + 1)};
+  if (w.low >= w.high || max_groups == 0) return {};
+  std::string start;
+  uint64_t n = 0;
+  bool found = false, full = false;  // full: max_groups reached, the next group ends the walk
+  if (auto st = block_of(t.get(), blocks_, s.view, lmdb_key(w.low), start, n, found); !st) return st;
+  if (!found) return {};  // the view has no rows
+  cursor c;
+  if (int rc = mdb_cursor_open(t.get(), blocks_, &c.c); rc != 0) return lmdb::to_status(rc, "view blocks");
+  MDB_val k = lmdb::val(start), v;
+  int rc = mdb_cursor_get(c.c, &k, &v, MDB_SET_KEY);
+  while (rc == 0 && lmdb::view(k) < w.high && !full) {
+    const std::string from(lmdb::view(k));
+    const uint64_t rows_in_block = std::stoull(std::string(lmdb::view(v)));
+    rc = mdb_cursor_get(c.c, &k, &v, MDB_NEXT);
+    if (rc != 0 && rc != MDB_NOTFOUND) return lmdb::to_status(rc, "view blocks");
+    const std::string next = rc == 0 && lmdb::view(k) < w.end ? std::string(lmdb::view(k)) : w.end;
+    bool whole = false;
+    if (auto st = whole_group_block(t.get(), w, from, next, whole); !st) return st;
+    std::vector<view_row> rows;
+    if (whole && (out.empty() || out.back().id != w.id)) {
+      if (out.size() >= max_groups) break;
+      // The group starts with this block: its first row's key.
+      view_scan one;
+      one.limit = 1;
+      if (auto st = walk(t.get(), from, next, one, nullptr, rows); !st) return st;
+      if (rows.empty()) return corrupt("block");
+      out.push_back(view_group{w.id, rows[0].key_json, rows[0].key_json, 0, {}, {}});
+    }
+    if (whole && use == block_use::counts) {
+      out.back().counted += rows_in_block;
+    } else if (whole) {
+      out.back().partials.push_back(w.partial);
+    } else {
+      if (auto st = walk(t.get(), std::max(from, w.low), std::min(next, w.high), view_scan{}, nullptr, rows); !st)
+        return st;
+      for (view_row& row : rows) {
+        if (!group_of(group_length, row.pos, w.id)) return corrupt("row position");
+        if (out.empty() || out.back().id != w.id) {
+          if ((full = out.size() >= max_groups)) break;
+          out.push_back(view_group{w.id, row.key_json, "", 0, {}, {}});
+        }
+        out.back().last_key = row.key_json;
+        out.back().rows.push_back(std::move(row));
+      }
+    }
+    if (next == w.end) break;
   }
   if (rc != 0 && rc != MDB_NOTFOUND) return lmdb::to_status(rc, "view blocks");
   return {};

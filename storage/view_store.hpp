@@ -18,10 +18,12 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <limits>
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "node/error.hpp"
@@ -73,17 +75,33 @@ struct view_scan {
   uint64_t skip = 0, limit = std::numeric_limits<uint64_t>::max();
 };
 
-// A view's reduce kept per counting block (a built-in's partial reduction, as JSON text the
-// caller makes: storage reads none): kept beside the block's count, dropped when the block's rows
-// change, made again by settle().
+// A view's reduce kept per counting block (a partial reduction, as JSON text the caller makes:
+// storage reads none): kept beside the block's count, dropped when the block's rows change, made
+// again by settle().
 class block_reducer {
  public:
   virtual ~block_reducer() = default;
   // Whether view `view` keeps partials.
   virtual bool keeps(uint32_t view) const = 0;
-  // The partial of one block's rows, in order; "" keeps none (its rows are read instead).
-  virtual std::string reduce(uint32_t view, const std::vector<view_row>& rows) const = 0;
+  // The partial of each block's rows (in order) of view `view`; "" keeps none (its rows are read
+  // instead). Many blocks at once: a JavaScript reduce takes them in one exchange.
+  virtual std::vector<std::string> reduce(uint32_t view, const std::vector<std::vector<view_row>>& blocks) const = 0;
 };
+
+// One group of a grouped reduce (view_store::reduce_groups): its rows read, and what stands for the
+// rows of its whole blocks left unread.
+struct view_group {
+  std::string id;                     // the bytes of its rows' sort keys that name it (group_length's)
+  std::string first_key;              // the key JSON of its first row, in the view's order
+  std::string last_key;               // and of its last
+  uint64_t counted = 0;               // rows of whole blocks left unread (block_use::counts)
+  std::vector<std::string> partials;  // the partials of whole blocks left unread (block_use::partials)
+  std::vector<view_row> rows;         // the rest, in order
+};
+
+// What a grouped reduce takes for a counting block wholly inside one group: its rows, its count
+// (a _count) or its stored partial (a _sum or _stats: its rows while it has none).
+enum class block_use { rows, counts, partials };
 
 class view_store {
  public:
@@ -110,6 +128,13 @@ class view_store {
   // The range of `s` (direction, skip and limit aside) as the partials of the blocks wholly
   // inside it and the rows of the others (in order): what reduces it without reading every row.
   status reduce_range(const view_scan& s, std::vector<std::string>& partials, std::vector<view_row>& rows) const;
+  // The range of `s` (direction, skip and limit aside) cut into groups, in the view's order: each
+  // row's group is the first group_length(sort key) bytes of its sort key (npos: a malformed key).
+  // A block wholly inside one group (its start and the next block's in the group and in range)
+  // is taken as `use` says; the rows of the others are read. At most `max_groups` groups, the
+  // first ones. Costs the range's blocks plus about a block's rows per group, not its rows.
+  status reduce_groups(const view_scan& s, const std::function<size_t(std::string_view)>& group_length, block_use use,
+                       uint64_t max_groups, std::vector<view_group>& out) const;
   // The rows of `s`, after `skip`, at most `limit`; `total`: the view's rows (CouchDB's total_rows).
   result<std::vector<view_row>> scan(const view_scan& s, uint64_t* total = nullptr) const;
   // How many rows `s` holds (skip and limit aside), without reading them out.
@@ -128,6 +153,9 @@ class view_store {
  private:
   view_store() = default;
   status reset(MDB_txn* t, const view_meta& m);
+  // A file whose partials were made by an older rule (meta `partials`): every block marked dirty,
+  // to be reduced by the next settle.
+  status mark_all_dirty_once(MDB_txn* t);
   // The rows in positions [low, high) in `s`'s direction, after its skip, up to its limit, into
   // `out`; with `counted` set, only counted (skip and limit aside).
   status walk(MDB_txn* t, const std::string& low, const std::string& high, const view_scan& s, uint64_t* counted,
@@ -136,6 +164,18 @@ class view_store {
   // block's rows.
   result<uint64_t> rank(MDB_txn* t, uint32_t view, const std::string& pos) const;
   status settle_in(MDB_txn* t, const block_reducer& reducer);
+  // A reduce_groups walk: how it groups, what it takes of whole blocks, its range's positions
+  // [low, high) and its view's end; the group and partial of the block last looked at.
+  struct group_walk {
+    const std::function<size_t(std::string_view)>& group_length;
+    block_use use;
+    std::string low, high, end;
+    std::string id = {}, partial = {};
+  };
+  // Whether the block [from, next) lies wholly inside one group of `w`'s range and can be taken
+  // whole (with block_use::partials: it has its partial); its group and partial into `w`.
+  status whole_group_block(MDB_txn* t, group_walk& w, const std::string& from, const std::string& next,
+                           bool& whole) const;
 
   std::string path_;
   MDB_env* env_ = nullptr;

@@ -422,6 +422,84 @@ class RangeReducesByBlocks(NodeTest):
             check(lo, hi)
 
 
+    def test_grouped_reduces_over_many_blocks(self):
+        """group=true and group_level over thousands of rows per group: each copy takes the blocks
+        wholly inside a group by their counts or stored partials and reads the rows at the groups'
+        edges; every answer must equal the rows' own grouping and reduction, also after edits."""
+        n = self.node
+        self.assertEqual(n.put("/vgroups?q=2").status, 201)
+        docs = {f"d{i:05d}": {"k": [f"a{i % 3}", (i * 31) % 20], "v": (i * 7919) % 1001 - 500} for i in range(6000)}
+        for i in range(0, 6000, 97):
+            docs[f"d{i:05d}"]["k"] = f"a{i % 3}"  # a bare string among the arrays (its own group)
+        body = [{"_id": k, **d} for k, d in docs.items()]
+        for b in range(0, len(body), 1500):
+            self.assertEqual(n.post("/vgroups/_bulk_docs", {"docs": body[b:b + 1500]}).status, 201)
+        ddoc = {"views": {"s": {"map": "function(d) { emit(d.k, d.v); }", "reduce": "_sum"},
+                          "t": {"map": "function(d) { emit(d.k, d.v); }", "reduce": "_stats"},
+                          "c": {"map": "function(d) { emit(d.k, null); }", "reduce": "_count"},
+                          "j": {"map": "function(d) { emit(d.k, d.v); }",
+                                "reduce": "function(k, v, re) { return sum(v); }"}}}
+        self.assertEqual(n.put("/vgroups/_design/app", ddoc).status, 201)
+
+        def order(key):  # the collation of these keys: strings before arrays, a prefix first
+            return (0, key) if isinstance(key, str) else (1, *key)
+
+        def expect(level, lo, hi, descending):
+            groups = {}
+            for d in docs.values():
+                key = d["k"]
+                if lo is not None and not (order(lo) <= order(key) <= order(hi)):
+                    continue
+                g = key if level is None or not isinstance(key, list) else key[:level]
+                groups.setdefault(json.dumps(g), []).append(d["v"])
+            keys = sorted(groups, key=lambda g: order(json.loads(g)))
+            return [(json.loads(g), groups[g]) for g in (reversed(keys) if descending else keys)]
+
+        def check(level, lo=None, hi=None, descending=False, skip=0, limit=None):
+            params = {"group": "true"} if level is None else {"group_level": level}
+            if lo is not None:
+                params.update(startkey=hi if descending else lo, endkey=lo if descending else hi)
+            if descending:
+                params["descending"] = "true"
+            if skip:
+                params["skip"] = skip
+            if limit is not None:
+                params["limit"] = limit
+            want = expect(level, lo, hi, descending)[skip:]
+            want = want[:limit] if limit is not None else want
+            what = (level, lo, hi, descending, skip, limit)
+            got = {v: n.get(f"/vgroups/_design/app/_view/{v}{qs(**params)}").json["rows"] for v in "stcj"}
+            self.assertEqual([(r["key"], r["value"]) for r in got["s"]], [(k, sum(vs)) for k, vs in want], what)
+            self.assertEqual([(r["key"], r["value"]) for r in got["j"]], [(k, sum(vs)) for k, vs in want], what)
+            self.assertEqual([(r["key"], r["value"]) for r in got["c"]], [(k, len(vs)) for k, vs in want], what)
+            self.assertEqual([(r["key"], r["value"]) for r in got["t"]],
+                             [(k, {"sum": sum(vs), "count": len(vs), "min": min(vs), "max": max(vs),
+                                   "sumsqr": sum(v * v for v in vs)}) for k, vs in want], what)
+
+        def check_all():
+            for level in (None, 1, 2, 3):
+                check(level)
+                check(level, descending=True)
+            check(1, ["a0", 7], ["a2", 3])
+            check(None, ["a0", 7], ["a2", 3], descending=True)
+            check(2, ["a1", 0], ["a1", 19], skip=3, limit=5)
+            check(1, limit=2)
+            check(None, skip=10, limit=4, descending=True)
+
+        check_all()
+        # Edits and deletions change blocks inside groups and at their edges.
+        for i in range(0, 6000, 11):
+            doc_id = f"d{i:05d}"
+            rev = n.get(f"/vgroups/{doc_id}").json["_rev"]
+            if i % 2:
+                self.assertEqual(n.request("DELETE", f"/vgroups/{doc_id}?rev={rev}").status, 200)
+                del docs[doc_id]
+            else:
+                docs[doc_id] = {"k": ["a1", 4], "v": 3}
+                self.assertEqual(n.put(f"/vgroups/{doc_id}", {"_rev": rev, **docs[doc_id]}).status, 201)
+        check_all()
+
+
 class BuildsInActiveTasks(NodeTest):
     def test_an_update_shows_as_an_indexer_task(self):
         n = self.node

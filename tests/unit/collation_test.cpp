@@ -6,6 +6,7 @@
 #include <doctest/doctest.h>
 
 #include <random>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -161,24 +162,31 @@ TEST_CASE("collation: arrays and objects nest, a prefix first, members in stored
   CHECK(collation::sort_key(json::parse("[\"foo\",{\"an\":\"object\"}]")) > hi);
 }
 
+namespace {
+
+// A random value of `atoms`, arrays and objects nested up to 3 deep, each of fewer than `width`
+// members.
+json random_value(std::mt19937& rng, const std::vector<json>& atoms, unsigned width, int depth = 0) {
+  const int pick = static_cast<int>(rng() % (depth > 2 ? 1 : 3));
+  if (pick == 0) return atoms[rng() % atoms.size()];
+  json v = pick == 1 ? json::array() : json::object();
+  for (int i = 0, n = static_cast<int>(rng() % width); i < n; ++i) {
+    if (pick == 1)
+      v.push_back(random_value(rng, atoms, width, depth + 1));
+    else
+      v[std::string(1, static_cast<char>('a' + rng() % 3))] = random_value(rng, atoms, width, depth + 1);
+  }
+  return v;
+}
+
+}  // namespace
+
 TEST_CASE("collation: sort keys agree with pairwise comparison on random values") {
   std::mt19937 rng(42);
   std::vector<json> atoms =
       parse_all({"null", "true", "false", "0", "-3", "2.5", "1e10", "\"\"", "\"a\"", "\"B\"", "\"\\u00e9\"", "\"b1\""});
-  std::function<json(int)> make = [&](int depth) -> json {
-    int pick = static_cast<int>(rng() % (depth > 2 ? 1 : 3));
-    if (pick == 0) return atoms[rng() % atoms.size()];
-    json v = pick == 1 ? json::array() : json::object();
-    for (int i = 0, n = static_cast<int>(rng() % 3); i < n; ++i) {
-      if (pick == 1)
-        v.push_back(make(depth + 1));
-      else
-        v[std::string(1, static_cast<char>('a' + rng() % 3))] = make(depth + 1);
-    }
-    return v;
-  };
   std::vector<json> values;
-  for (int i = 0; i < 300; ++i) values.push_back(make(0));
+  for (int i = 0; i < 300; ++i) values.push_back(random_value(rng, atoms, 3));
   // Antisymmetric and transitive: sorting by key never puts a later-comparing value first.
   std::sort(values.begin(), values.end(), [](const json& a, const json& b) { return collation::compare(a, b) < 0; });
   for (size_t i = 1; i < values.size(); ++i) {
@@ -190,4 +198,48 @@ TEST_CASE("collation: sort keys agree with pairwise comparison on random values"
 TEST_CASE("collation: invalid UTF-8 orders as U+FFFD; the collator has a version") {
   CHECK(collation::compare(json(std::string("a\xff")), json("a\xef\xbf\xbd")) == 0);
   CHECK(!collation::collator_version().empty());
+}
+
+TEST_CASE("collation: a sort key's length and its group's bytes, as CouchDB's group_level groups") {
+  std::mt19937 rng(7);
+  std::vector<json> atoms = parse_all({"null", "true", "false", "0", "-3", "2.5", "9007199254740993", "\"\"", "\"a\"",
+                                       "\"A\"", "\"\\u00e9\"", "\"b1\""});
+  // CouchDB's group key (couch_mrview_util's group_level fun) of `v` at `level`.
+  auto group_key = [](const json& v, int64_t level) -> json {
+    if (level < 0) return v;
+    if (level == 0) return nullptr;
+    if (!v.is_array() || v.size() <= static_cast<size_t>(level)) return v;
+    return json(v.begin(), v.begin() + level);
+  };
+  std::vector<json> values;
+  for (int i = 0; i < 400; ++i) values.push_back(random_value(rng, atoms, 4));
+  for (const json& v : values) {
+    const std::string k = collation::sort_key(v);
+    CHECK(collation::value_length(k) == k.size());
+    CHECK(collation::value_length(k + "\x10\x40tail") == k.size());  // a position goes on after it
+    CHECK(collation::value_length(k.substr(0, k.size() - 1)) == std::string_view::npos);
+  }
+  CHECK(collation::value_length("") == std::string_view::npos);
+  CHECK(collation::value_length(std::string(1, '\0')) == std::string_view::npos);
+  CHECK(collation::value_length("\x7f") == std::string_view::npos);
+  std::sort(values.begin(), values.end(), [](const json& a, const json& b) { return collation::compare(a, b) < 0; });
+  for (int64_t level : {-1, 0, 1, 2, 3}) {
+    std::set<std::string> seen;  // the groups met so far: a group's keys are consecutive
+    std::string last;
+    for (size_t i = 0; i < values.size(); ++i) {
+      const std::string k = collation::sort_key(values[i]);
+      const size_t n = collation::group_length(k, level);
+      REQUIRE(n != std::string_view::npos);
+      const std::string id = k.substr(0, n);
+      if (i > 0 && id != last) CHECK(seen.insert(last).second);
+      CHECK(seen.count(id) == 0);
+      last = id;
+      // Two keys share the group bytes exactly when CouchDB's group keys collate equal.
+      for (size_t j = i + 1; j < values.size() && j < i + 8; ++j) {
+        const std::string kj = collation::sort_key(values[j]);
+        const bool same = kj.substr(0, collation::group_length(kj, level)) == id;
+        CHECK(same == (collation::compare(group_key(values[i], level), group_key(values[j], level)) == 0));
+      }
+    }
+  }
 }

@@ -3,6 +3,7 @@
 #include <doctest/doctest.h>
 
 #include "actors/js_reduce.hpp"
+#include "actors/view_index.hpp"
 #include "js_worker.hpp"
 
 using namespace settee;
