@@ -1,6 +1,7 @@
 #include "actors/view_reader.hpp"
 
 #include "actors/position_merge.hpp"
+#include "actors/view_partials.hpp"
 
 #include <unistd.h>
 
@@ -244,10 +245,13 @@ result<view_answer> view_reader::grouped(const db_meta& db, const design_views& 
   auto pages = pages_of(db, dv, q, ask);
   if (!pages) return pages.error();
   std::vector<ranged> parts(pages->size());
+  // A group's sort key: the position its copy gave it (a release before 0.5 gave none).
+  auto sort_key_of = [](const view_row& row) {
+    return row.pos.empty() ? collation::sort_key(json::parse(row.key_json, nullptr, false)) : row.pos;
+  };
   for (size_t r = 0; r < pages->size(); ++r) {
     parts[r].rows = std::move((*pages)[r].rows);
-    for (const auto& row : parts[r].rows)
-      parts[r].keys.push_back(collation::sort_key(json::parse(row.key_json, nullptr, false)));
+    for (const auto& row : parts[r].rows) parts[r].keys.push_back(sort_key_of(row));
   }
   // The groups in order; a group's values (one per copy that has it) side by side.
   std::vector<view_row> merged_rows;
@@ -256,7 +260,7 @@ result<view_answer> view_reader::grouped(const db_meta& db, const design_views& 
   std::vector<std::vector<std::string>> values;
   std::string last;
   for (auto& row : merged_rows) {
-    std::string sk = collation::sort_key(json::parse(row.key_json, nullptr, false));
+    std::string sk = sort_key_of(row);
     if (keys.empty() || sk != last) {
       if (values.size() >= want) break;
       keys.push_back(std::move(row.key_json));
@@ -453,7 +457,8 @@ result<view_page> read_index(const view_store& index, const view_copy_request& r
 
 // The groups of `req`'s range in `index`, in the view's order (the first scan.limit of them in
 // the query's direction): whole blocks by their counts (_count) or partials (_sum, _stats).
-result<std::vector<view_group>> copy_groups(const view_store& index, const view_copy_request& req) {
+result<std::vector<view_group>> copy_groups(const view_store& index, const view_copy_request& req,
+                                            const block_reducer& fold) {
   const bool partition = !req.partition.empty();
   view_scan s = partition ? partition_scan(req.scan, req.partition) : req.scan;
   const auto how = static_cast<builtin_reduce>(req.reduce);
@@ -474,7 +479,9 @@ result<std::vector<view_group>> copy_groups(const view_store& index, const view_
   };
   std::vector<view_group> groups;
   const uint64_t most = s.descending ? std::numeric_limits<uint64_t>::max() : s.limit;
-  if (auto st = index.reduce_groups(s, length, use, most, groups); !st) return st;
+  // A built-in reduces the rows it reads as it goes (JavaScript: all at once, later).
+  const block_reducer* folding = use == block_use::partials && !js ? &fold : nullptr;
+  if (auto st = index.reduce_groups(s, length, use, most, groups, folding); !st) return st;
   if (s.descending) {
     std::reverse(groups.begin(), groups.end());
     if (groups.size() > s.limit) groups.resize(s.limit);
@@ -500,7 +507,14 @@ result<std::vector<view_row>> view_reader::reduce_groups(const design_views& dv,
         k = json(k.begin(), k.begin() + req.group_level);
       key = k.dump();
     }
-    out.push_back({"", std::move(key), ""});
+    // Its position: the group key's sort key (the asker merges the copies' groups by it), which
+    // the group's bytes are, closed by an array's end when cut by a level. None for a partition.
+    std::string pos;
+    if (req.partition.empty())
+      pos = req.group_level == 0 ? std::string(1, '\x10')  // null's
+            : req.group_level != view_request::exact && g.id.size() > 0 && g.id[0] == '\x60' ? g.id + '\0'
+                                                                                             : g.id;
+    out.push_back({"", std::move(key), "", std::move(pos)});
   }
   if (how == builtin_reduce::none) {  // the view's JavaScript function, on the workers
     // Each group's rows reduced, then re-reduced with its blocks' partials.
@@ -641,7 +655,7 @@ result<view_page> view_reader::answer_copy(open_index& index, const view_copy_re
   {
     std::shared_lock<std::shared_mutex> reading(index.swap);
     if (index.store) page = read_index(*index.store, req, copy_seq, index.updating);
-    if (page && req.grouped) groups = copy_groups(*index.store, req);
+    if (page && req.grouped) groups = copy_groups(*index.store, req, view_partials(dv, js_, reduce_options()));
   }
   if (!page) return page;
   if (!groups) return groups.error();

@@ -589,11 +589,106 @@ status view_store::whole_group_block(MDB_txn* t, group_walk& w, const std::strin
   return {};
 }
 
+status view_store::group_rows(MDB_txn* t, group_walk& w, const std::string& low, const std::string& high,
+                              uint64_t max_groups, std::vector<view_group>& out, bool& full) const {
+  cursor c;
+  if (int rc = mdb_cursor_open(t, rows_, &c.c); rc != 0) return lmdb::to_status(rc, "view scan");
+  // A single row's position is its LMDB key: counted (block_use::counts) without decoding it,
+  // but for the keys of a group's first and last rows.
+  const bool counting = w.use == block_use::counts;
+  std::vector<stored_row> rows;
+  auto key_of = [&](const MDB_val& k, const MDB_val& v, bool last, std::string& key) {
+    rows.clear();
+    if (!decode_rows(lmdb::view(v), lmdb::view(k), rows) || rows.empty()) return false;
+    key = (last ? rows.back() : rows.front()).key_json;
+    return true;
+  };
+  const std::string from = lmdb_key(low);
+  MDB_val k = lmdb::val(from), v, prev_k{0, nullptr}, prev_v{0, nullptr};
+  int rc = mdb_cursor_get(c.c, &k, &v, MDB_SET_RANGE);
+  for (; rc == 0 && lmdb::view(k) < high && !full; rc = mdb_cursor_get(c.c, &k, &v, MDB_NEXT)) {
+    const bool one = v.mv_size && static_cast<const uint8_t*>(v.mv_data)[0] == single;
+    if (one) {
+      const std::string_view pos = lmdb::view(k);
+      if (pos < low) continue;
+      if (!group_of(w.group_length, pos, w.id)) return corrupt("row position");
+      if (out.empty() || out.back().id != w.id) {
+        if (!out.empty() && prev_v.mv_data && !key_of(prev_k, prev_v, true, out.back().last_key)) return corrupt("row");
+        fold_run(w, out);
+        if ((full = out.size() >= max_groups)) break;
+        out.push_back(view_group{w.id, "", "", 0, {}, {}});
+        if (!key_of(k, v, false, out.back().first_key)) return corrupt("row");
+      }
+      prev_k = k;
+      prev_v = v;
+      if (counting) {
+        ++out.back().counted;
+        continue;
+      }
+      // Its fields read straight into the run (no position: a reduce needs none).
+      codec::reader rd(lmdb::view(v).substr(1));
+      view_row& row = w.run.emplace_back();
+      if (!rd.str(row.id) || !rd.str(row.key_json) || !rd.str(row.value_json)) return corrupt("row");
+      continue;
+    }
+    rows.clear();
+    if (!decode_rows(lmdb::view(v), lmdb::view(k), rows)) return corrupt("row");
+    for (stored_row& r : rows) {
+      if (r.pos < low || r.pos >= high) continue;
+      if (!group_of(w.group_length, r.pos, w.id)) return corrupt("row position");
+      if (out.empty() || out.back().id != w.id) {
+        if (!out.empty() && prev_v.mv_data && !key_of(prev_k, prev_v, true, out.back().last_key)) return corrupt("row");
+        fold_run(w, out);
+        if ((full = out.size() >= max_groups)) break;
+        out.push_back(view_group{w.id, r.key_json, "", 0, {}, {}});
+      }
+      out.back().last_key = r.key_json;
+      prev_v = MDB_val{0, nullptr};  // the last key is known
+      if (counting)
+        ++out.back().counted;
+      else
+        w.run.push_back({std::move(r.id), std::move(r.key_json), std::move(r.value_json), std::move(r.pos)});
+    }
+  }
+  if (rc != 0 && rc != MDB_NOTFOUND) return lmdb::to_status(rc, "view scan");
+  if (!out.empty() && prev_v.mv_data && !key_of(prev_k, prev_v, true, out.back().last_key)) return corrupt("row");
+  fold_run(w, out);
+  return {};
+}
+
+void view_store::fold_run(group_walk& w, std::vector<view_group>& out) {
+  if (w.run.empty()) return;
+  std::vector<std::string> made;
+  // A long run folded (a group's rows then never pile up); a short one stays rows (one reduce of
+  // all the group's rows later costs less than a call per run).
+  constexpr size_t fold_from = 64;
+  if (w.fold && w.run.size() >= fold_from) {  // the run lent to the reducer, not copied
+    std::vector<std::vector<view_row>> one(1);
+    one[0].swap(w.run);
+    made = w.fold->reduce(w.view, one);
+    w.run.swap(one[0]);
+  }
+  if (!made.empty() && !made[0].empty()) {
+    out.back().partials.push_back(std::move(made[0]));
+  } else {
+    std::vector<view_row>& rows = out.back().rows;
+    if (rows.empty()) {
+      rows.swap(w.run);  // the usual case: the group's rows are this run
+    } else {
+      rows.reserve(rows.size() + w.run.size());
+      for (view_row& row : w.run) rows.push_back(std::move(row));
+    }
+  }
+  w.run.clear();
+}
+
 status view_store::reduce_groups(const view_scan& s, const std::function<size_t(std::string_view)>& group_length,
-                                 block_use use, uint64_t max_groups, std::vector<view_group>& out) const {
+                                 block_use use, uint64_t max_groups, std::vector<view_group>& out,
+                                 const block_reducer* fold) const {
   lmdb::txn t;
   if (auto st = t.begin(env_, true); !st) return st;
-  group_walk w{group_length, use, lower_of(s.view, s.low), upper_of(s.view, s.high), view_prefix(s.view + 1)};
+  group_walk w{group_length, use,   lower_of(s.view, s.low), upper_of(s.view, s.high), view_prefix(s.view + 1),
+               fold,         s.view};
   if (w.low >= w.high || max_groups == 0) return {};
   std::string start;
   uint64_t n = 0;
@@ -626,18 +721,9 @@ status view_store::reduce_groups(const view_scan& s, const std::function<size_t(
       out.back().counted += rows_in_block;
     } else if (whole) {
       out.back().partials.push_back(w.partial);
-    } else {
-      if (auto st = walk(t.get(), std::max(from, w.low), std::min(next, w.high), view_scan{}, nullptr, rows); !st)
-        return st;
-      for (view_row& row : rows) {
-        if (!group_of(group_length, row.pos, w.id)) return corrupt("row position");
-        if (out.empty() || out.back().id != w.id) {
-          if ((full = out.size() >= max_groups)) break;
-          out.push_back(view_group{w.id, row.key_json, "", 0, {}, {}});
-        }
-        out.back().last_key = row.key_json;
-        out.back().rows.push_back(std::move(row));
-      }
+    } else if (auto st = group_rows(t.get(), w, std::max(from, w.low), std::min(next, w.high), max_groups, out, full);
+               !st) {
+      return st;
     }
     if (next == w.end) break;
   }

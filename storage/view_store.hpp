@@ -133,8 +133,10 @@ class view_store {
   // A block wholly inside one group (its start and the next block's in the group and in range)
   // is taken as `use` says; the rows of the others are read. At most `max_groups` groups, the
   // first ones. Costs the range's blocks plus about a block's rows per group, not its rows.
+  // With `fold`, the rows read of a group in one block are reduced by it into one more partial
+  // (kept as rows when it makes none).
   status reduce_groups(const view_scan& s, const std::function<size_t(std::string_view)>& group_length, block_use use,
-                       uint64_t max_groups, std::vector<view_group>& out) const;
+                       uint64_t max_groups, std::vector<view_group>& out, const block_reducer* fold = nullptr) const;
   // The rows of `s`, after `skip`, at most `limit`; `total`: the view's rows (CouchDB's total_rows).
   result<std::vector<view_row>> scan(const view_scan& s, uint64_t* total = nullptr) const;
   // How many rows `s` holds (skip and limit aside), without reading them out.
@@ -170,10 +172,19 @@ class view_store {
     const std::function<size_t(std::string_view)>& group_length;
     block_use use;
     std::string low, high, end;
+    const block_reducer* fold = nullptr;
+    uint32_t view = 0;
     std::string id = {}, partial = {};
+    std::vector<view_row> run = {};  // rows of the last group read in this block, to be folded
   };
+  // Puts w.run into out's last group: folded into a partial, else as rows.
+  static void fold_run(group_walk& w, std::vector<view_group>& out);
   // Whether the block [from, next) lies wholly inside one group of `w`'s range and can be taken
   // whole (with block_use::partials: it has its partial); its group and partial into `w`.
+  // The rows at positions [low, high) put in their groups of `w` after out's last (counted with
+  // block_use::counts); `full` set when a group beyond max_groups begins.
+  status group_rows(MDB_txn* t, group_walk& w, const std::string& low, const std::string& high, uint64_t max_groups,
+                    std::vector<view_group>& out, bool& full) const;
   status whole_group_block(MDB_txn* t, group_walk& w, const std::string& from, const std::string& next,
                            bool& whole) const;
 
