@@ -422,3 +422,54 @@ TEST_CASE("view_store: grouped reduces take whole blocks of one group by count o
   CHECK(rows_in_view > 7000);
   CHECK_MESSAGE(read_at_level_1 * 4 < rows_in_view, read_at_level_1, " of ", rows_in_view);
 }
+
+TEST_CASE("view_store: a file whose partials an older release made gets every block's again from the next settle") {
+  temp_dir dir;
+  const std::string path = dir.path + "/older.view";
+  const view_meta want{"sig", "uuid", collation::collator_version(), 2, 0};
+  summing reducer;
+  {
+    auto s = view_store::open(path, want);
+    REQUIRE(s);
+    std::vector<view_doc> batch;
+    for (int i = 0; i < 3000; ++i) {
+      view_doc d{"d" + std::to_string(10000 + i), {{}, {}}};
+      d.views[0].push_back(row(i % 7, 1));
+      batch.push_back(d);
+    }
+    REQUIRE((*s)->apply(batch, 1, &reducer));
+  }
+  // What 0.4 left: no partials for a view it kept none for (a JavaScript reduce), no `partials`.
+  {
+    MDB_env* env = nullptr;
+    REQUIRE(mdb_env_create(&env) == 0);
+    mdb_env_set_maxdbs(env, 16);
+    REQUIRE(mdb_env_open(env, path.c_str(), MDB_NOSUBDIR, 0644) == 0);
+    MDB_txn* t = nullptr;
+    REQUIRE(mdb_txn_begin(env, nullptr, 0, &t) == 0);
+    MDB_dbi meta = 0, partials = 0;
+    REQUIRE(mdb_dbi_open(t, "meta", 0, &meta) == 0);
+    REQUIRE(mdb_dbi_open(t, "partials", 0, &partials) == 0);
+    MDB_val k{8, const_cast<char*>("partials")};
+    REQUIRE(mdb_del(t, meta, &k, nullptr) == 0);
+    REQUIRE(mdb_drop(t, partials, 0) == 0);
+    REQUIRE(mdb_txn_commit(t) == 0);
+    mdb_env_close(env);
+  }
+  auto s = view_store::open(path, want);
+  REQUIRE(s);
+  std::vector<std::string> partials;
+  std::vector<view_row> read;
+  REQUIRE((*s)->reduce_range(view_scan{0, {}, {}, false}, partials, read));
+  CHECK(partials.empty());
+  CHECK(read.size() == 3000);
+  REQUIRE((*s)->settle(reducer));  // the update after the upgrade
+  partials.clear();
+  read.clear();
+  REQUIRE((*s)->reduce_range(view_scan{0, {}, {}, false}, partials, read));
+  CHECK(partials.size() > 3);
+  CHECK(read.empty());
+  int64_t sum = 0;
+  for (const auto& p : partials) sum += std::stoll(p);
+  CHECK(sum == 3000);
+}
