@@ -31,8 +31,12 @@ void chunk_calls(size_t g, const std::vector<std::string>& keys, const std::vect
     std::string k = "[", v = "[";
     size_t to = from, bytes = 0;
     for (; to < values.size() && (to == from || (to - from < o.chunk_rows && bytes < o.chunk_bytes)); ++to) {
-      if (!rereduce) k += (to == from ? "" : ",") + keys[to];
-      v += (to == from ? "" : ",") + values[to];
+      if (!rereduce) {
+        if (to != from) k += ',';
+        k += keys[to];
+      }
+      if (to != from) v += ',';
+      v += values[to];
       bytes += values[to].size() + (rereduce ? 0 : keys[to].size());
     }
     out.push_back(

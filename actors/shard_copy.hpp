@@ -115,7 +115,10 @@ struct view_copy_request {
   uint8_t reduce = 0;
   // Grouped: the range's rows grouped (group_level as view_request's: -1 exact) and each group
   // reduced here by `reduce` (a built-in, or js_reduce_code: the view's JavaScript function);
-  // the page's rows are the groups (key the group's, value its reduction), at most scan.limit.
+  // the page's rows are the groups (key the group's, value its reduction), at most scan.limit
+  // groups. A group may take several consecutive rows (since 0.5, a JavaScript reduce's
+  // partials): the asker re-reduces a group's values, as it does those of several copies. Each
+  // row's `pos` is its group key's sort key (empty from 0.4, and for a partition).
   bool grouped = false;
   int64_t group_level = 0;
   bool describe = false;  // the page's uuid and sizes too (_info, update_seq)

@@ -20,11 +20,13 @@ std::vector<std::string> view_partials::reduce(uint32_t view, const std::vector<
       if (auto r = reduce_view_rows(b, blocks[i])) out[i] = r->dump();  // else the rows answer the error
     return out;
   }
+  if (failed_) return out;
   std::vector<std::vector<const view_row*>> groups(blocks.size());
   for (size_t i = 0; i < blocks.size(); ++i)
     for (const view_row& row : blocks[i]) groups[i].push_back(&row);
   auto values = js_reduce_groups(js_, dv_, dv_.names[view], groups, opts_);
   if (!values) {
+    failed_ = true;
     log::warning("the partial reductions of " + dv_.db_name + "/" + dv_.ddoc_id + " view " + dv_.names[view] +
                  " were not made (queries read the rows): " + values.error().reason);
     return out;

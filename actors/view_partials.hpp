@@ -17,6 +17,7 @@
 
 namespace settee {
 
+// One per index update (its failures are remembered for the update).
 class view_partials final : public block_reducer {
  public:
   // `dv` and `js` outlive it.
@@ -28,6 +29,9 @@ class view_partials final : public block_reducer {
   const design_views& dv_;
   js_pool& js_;
   js_reduce_options opts_;
+  // A JavaScript reduce failed (a timeout, a dead worker): no more calls in this update, so a
+  // function that loops costs one timeout per update, not one per run of blocks.
+  mutable bool failed_ = false;
 };
 
 }  // namespace settee

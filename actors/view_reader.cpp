@@ -517,7 +517,8 @@ result<std::vector<view_row>> view_reader::reduce_groups(const design_views& dv,
     out.push_back({"", std::move(key), "", std::move(pos)});
   }
   if (how == builtin_reduce::none) {  // the view's JavaScript function, on the workers
-    // Each group's rows reduced, then re-reduced with its blocks' partials.
+    // Each group's rows reduced; that value and its blocks' partials go to the asker as rows of
+    // the group's key, which re-reduces them with the other copies' in one exchange for all.
     std::vector<std::vector<const view_row*>> in(groups.size());
     for (size_t g = 0; g < groups.size(); ++g)
       for (const view_row& row : groups[g].rows) in[g].push_back(&row);
@@ -531,10 +532,10 @@ result<std::vector<view_row>> view_reader::reduce_groups(const design_views& dv,
       // A reduce_overflow_error of the rows is the group's answer (couch_query_servers:os_rereduce).
       if (rows_value.is_object() && rows_value.contains("reduce_overflow_error")) values[g] = {rows_value.dump()};
     }
-    auto combined = js_rereduce_groups(js_, dv, dv.names[req.scan.view], values, reduce_options());
-    if (!combined) return combined.error();
-    for (size_t g = 0; g < groups.size(); ++g) out[g].value_json = (*combined)[g].dump();
-    return out;
+    std::vector<view_row> each;
+    for (size_t g = 0; g < groups.size(); ++g)
+      for (std::string& v : values[g]) each.push_back({"", out[g].key_json, std::move(v), out[g].pos});
+    return each;
   }
   for (size_t g = 0; g < groups.size(); ++g) {
     view_group& group = groups[g];

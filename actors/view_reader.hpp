@@ -120,7 +120,8 @@ class view_reader {
   result<std::vector<view_row>> reduced(const design_views& dv, const std::vector<view_row>& rows,
                                         const view_request& q);
   // A copy's groups (copy_groups': rows, counts and partials) reduced by `req`'s reduce, keyed by
-  // their first row's key in the query's direction (cut to the group level).
+  // their first row's key in the query's direction (cut to the group level); a JavaScript
+  // reduce's group as several rows (its partials and its rows' reduction) for the asker's rereduce.
   result<std::vector<view_row>> reduce_groups(const design_views& dv, std::vector<view_group>& groups,
                                               const view_copy_request& req);
   result<view_answer> by_keys(const db_meta& db, const design_views& dv, const view_request& q);

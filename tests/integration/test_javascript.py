@@ -276,6 +276,26 @@ class ValidateDocUpdate(NodeTest):
         self.assertEqual(n.put("/vdu3/y", {"ok": 1}).status, 201)
         self.assertEqual(n.get("/").status, 200)
 
+    def test_a_reduce_that_never_returns_fails_its_queries_not_the_index(self):
+        """The blocks' JavaScript partials are made as the index updates: a reduce that loops
+        keeps none (one timeout), the map rows answer, the reduce query is 500 timeout."""
+        n = self.node
+        self.assertEqual(n.put("/spinreduce").status, 201)
+        self.assertEqual(n.post("/spinreduce/_bulk_docs", {"docs": [{"i": i} for i in range(1500)]}).status, 201)
+        ddoc = {"views": {"v": {"map": "function(d) { emit(d.i, 1); }", "reduce": "function(k, v) { while (true) {} }"}}}
+        self.assertEqual(n.put("/spinreduce/_design/s", ddoc).status, 201)
+        t0 = time.time()
+        r = n.get("/spinreduce/_design/s/_view/v?reduce=false&limit=2")
+        self.assertEqual(r.status, 200, r.json)
+        self.assertEqual(r.json["total_rows"], 1500)
+        self.assertLess(time.time() - t0, 30)
+        r = n.get("/spinreduce/_design/s/_view/v?group=true&limit=1")
+        self.assertEqual((r.status, r.json["error"]), (500, "timeout"))
+        self.assertEqual(n.put("/spinreduce/after", {"i": 1}).status, 201)
+        rows = n.get("/spinreduce/_design/s/_view/v?reduce=false&key=1").json["rows"]
+        self.assertIn("after", [row["id"] for row in rows])
+
+
 
 
 class UpdateHandlers(NodeTest):
