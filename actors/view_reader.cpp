@@ -189,6 +189,19 @@ void view_reader::forget_copy(const std::string& copy) {
   if (ec) log::warning("could not remove the view indexes of " + copy + ": " + ec.message());
 }
 
+namespace {
+
+// CouchDB's group key of a row's `key` at `level` (view_request::exact: the key; 0: null; an
+// array longer than `level`: its first `level` elements).
+json group_key(const json& key, int64_t level) {
+  if (level == view_request::exact) return key;
+  if (level == 0) return nullptr;
+  if (!key.is_array() || key.size() <= static_cast<size_t>(level)) return key;
+  return json(key.begin(), key.begin() + level);
+}
+
+}  // namespace
+
 result<view_answer> view_reader::query(const db_meta& db, const design_views& dv, const view_request& q) {
   if (q.keys) return by_keys(db, dv, q);
   if (!q.reduce) return merged(db, dv, q, q.skip, q.limit);
@@ -343,12 +356,7 @@ result<std::vector<view_row>> view_reader::reduced(const design_views& dv, const
     keys.push_back(json::parse(row.key_json, nullptr, false));
     values.push_back(json::parse(row.value_json, nullptr, false));
   }
-  auto group_key = [&](const json& key) -> json {
-    if (q.group_level == view_request::exact) return key;
-    if (q.group_level == 0) return nullptr;
-    if (!key.is_array() || key.size() <= static_cast<size_t>(q.group_level)) return key;
-    return json(key.begin(), key.begin() + q.group_level);
-  };
+
   struct group {
     json key;
     size_t from, to;  // its rows
@@ -356,10 +364,10 @@ result<std::vector<view_row>> view_reader::reduced(const design_views& dv, const
   std::vector<group> groups;
   uint64_t skipped = 0;
   for (size_t i = 0; i < keys.size() && groups.size() < q.limit;) {
-    json key = group_key(keys[i]);
+    json key = group_key(keys[i], q.group_level);
     const std::string sk = collation::sort_key(key);
     size_t j = i + 1;
-    while (j < keys.size() && collation::sort_key(group_key(keys[j])) == sk) ++j;
+    while (j < keys.size() && collation::sort_key(group_key(keys[j], q.group_level)) == sk) ++j;
     if (skipped < q.skip) {
       ++skipped;
     } else {
@@ -499,14 +507,8 @@ result<std::vector<view_row>> view_reader::reduce_groups(const design_views& dv,
   for (view_group& g : groups) {
     // The group's key: its first row's in the query's direction, cut to the group level.
     std::string key = req.scan.descending ? std::move(g.last_key) : std::move(g.first_key);
-    if (req.group_level != view_request::exact) {
-      json k = json::parse(key, nullptr, false);
-      if (req.group_level == 0)
-        k = nullptr;
-      else if (k.is_array() && k.size() > static_cast<size_t>(req.group_level))
-        k = json(k.begin(), k.begin() + req.group_level);
-      key = k.dump();
-    }
+    if (req.group_level != view_request::exact)
+      key = group_key(json::parse(key, nullptr, false), req.group_level).dump();
     // Its position: the group key's sort key (the asker merges the copies' groups by it), which
     // the group's bytes are, closed by an array's end when cut by a level. None for a partition.
     std::string pos;
