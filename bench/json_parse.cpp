@@ -1,5 +1,6 @@
-// json_parse: what the hardened parser (node/json: depth limit, indexed keys) costs against
-// nlohmann's own DOM parser, on document shapes settee sees. Rounds alternate the two parsers; the
+// json_parse: the hardened parser (node/json: simdjson's validation and split, then a depth limit
+// and indexed keys while building the document) against nlohmann's own DOM parser (what settee
+// used before simdjson), on document shapes settee sees. Rounds alternate the two parsers; the
 // median of the per-round ratios is printed (docs/BENCHMARKS.md).
 //   build/settee_json_bench [rounds]
 #include <algorithm>
@@ -33,6 +34,15 @@ std::string array_doc(int n) {
   return s + "]}";
 }
 
+std::string bulk_body(int n) {  // a _bulk_docs request of n ~1 KB documents, settee_loadgen's shape
+  std::string s = "{\"docs\":[";
+  for (int i = 0; i < n; ++i) {
+    s += (i ? "," : "") + std::string("{\"_id\":\"doc-") + std::to_string(i) +
+         "\",\"type\":\"bench\",\"n\":" + std::to_string(i) + ",\"pad\":\"" + std::string(940, 'x') + "\"}";
+  }
+  return s + "]}";
+}
+
 template <class F>
 double seconds(F&& f, int reps) {
   auto t0 = std::chrono::steady_clock::now();
@@ -49,11 +59,10 @@ int main(int argc, char** argv) {
     std::string text;
     int reps;
   };
-  std::vector<shape> shapes = {{"small doc (0.4 KB)", small_doc(), 20000},
-                               {"100 docs in an array (40 KB)", array_doc(100), 200},
-                               {"object with 10 keys", wide_doc(10), 50000},
-                               {"object with 1,000 keys", wide_doc(1000), 500},
-                               {"object with 20,000 keys", wide_doc(20000), 3}};
+  std::vector<shape> shapes = {
+      {"small doc (0.4 KB)", small_doc(), 20000},      {"100 docs in an array (40 KB)", array_doc(100), 200},
+      {"object with 10 keys", wide_doc(10), 50000},    {"object with 1,000 keys", wide_doc(1000), 500},
+      {"object with 20,000 keys", wide_doc(20000), 3}, {"_bulk_docs of 1,000 1 KB docs", bulk_body(1000), 20}};
   std::printf("%-30s %12s %12s %8s\n", "shape", "nlohmann us", "settee us", "ratio");
   for (auto& s : shapes) {
     std::vector<double> ratios, a_us, b_us;

@@ -59,7 +59,8 @@ std::string pbkdf2(const std::string& plain, const std::string& salt, int iterat
 
 // One context per thread, reused: EVP_Digest would allocate and free a context (and the
 // provider's state) on every call, which costs more than hashing a short string.
-std::string digest(std::string_view data, const EVP_MD* md) {
+// The digest of `parts` one after the other (as of their concatenation, without making it).
+std::string digest(std::initializer_list<std::string_view> parts, const EVP_MD* md) {
   struct context {
     EVP_MD_CTX* ctx = EVP_MD_CTX_new();
     ~context() { EVP_MD_CTX_free(ctx); }
@@ -67,10 +68,15 @@ std::string digest(std::string_view data, const EVP_MD* md) {
   thread_local context t;
   unsigned char out[EVP_MAX_MD_SIZE];
   unsigned int n = 0;
-  if (!t.ctx || EVP_DigestInit_ex2(t.ctx, md, nullptr) != 1 || EVP_DigestUpdate(t.ctx, data.data(), data.size()) != 1 ||
-      EVP_DigestFinal_ex(t.ctx, out, &n) != 1)
+  bool ok = t.ctx && EVP_DigestInit_ex2(t.ctx, md, nullptr) == 1;
+  for (std::string_view part : parts) ok = ok && EVP_DigestUpdate(t.ctx, part.data(), part.size()) == 1;
+  if (!ok || EVP_DigestFinal_ex(t.ctx, out, &n) != 1)
     std::abort();  // only on allocation failure: no digest means no safe answer
   return std::string(reinterpret_cast<const char*>(out), n);
+}
+
+std::string digest(std::string_view data, const EVP_MD* md) {
+  return digest({data}, md);
 }
 
 std::string digest_hex(const std::string& data, const EVP_MD* md) {
@@ -140,6 +146,11 @@ std::string sha256_hex(const std::string& data) {
 std::string sha1_hex(const std::string& data) {
   return digest_hex(data, sha1_md());
 }
+std::string md5_hex(std::initializer_list<std::string_view> parts) {
+  std::string raw = digest(parts, md5_md());
+  return to_hex(reinterpret_cast<const unsigned char*>(raw.data()), raw.size());
+}
+
 std::string md5_hex(const std::string& data) {
   return digest_hex(data, md5_md());
 }

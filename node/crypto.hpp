@@ -2,6 +2,7 @@
 // Stored form follows CouchDB's hashed admin strings: "-pbkdf2:sha256-<hex key>,<hex salt>,<iterations>".
 // Plain "-pbkdf2-<hex key>,<hex salt>,<iterations>" (SHA-1, CouchDB < 3.4) is accepted when verifying.
 #pragma once
+#include <initializer_list>
 #include <string>
 #include <string_view>
 
@@ -23,7 +24,8 @@ std::string sha256_hex(const std::string& data);
 std::string sha1_hex(const std::string& data);  // generated Mango index names (mango_idx:gen_name)
 std::string sha256(std::string_view data);      // the 32 raw bytes
 std::string md5_hex(const std::string& data);
-std::string md5(const std::string& data);  // the 16 raw bytes
+std::string md5_hex(std::initializer_list<std::string_view> parts);  // of their concatenation
+std::string md5(const std::string& data);                            // the 16 raw bytes
 // A digest of bytes that arrive in pieces (a large attachment): update() each, then final() for the
 // raw bytes (once).
 class hasher {

@@ -3,7 +3,7 @@
 # Idempotent: does nothing when every package is already installed.
 set -euo pipefail
 packages=(g++ make cmake pkg-config ccache libcaf-dev capnproto libcapnp-dev liblmdb-dev
-          libcpp-httplib-dev libhttp-parser-dev nlohmann-json3-dev fiu-utils doctest-dev libssl-dev zlib1g-dev libre2-dev libpcre2-dev python3 curl clang-format
+          libcpp-httplib-dev libhttp-parser-dev nlohmann-json3-dev fiu-utils doctest-dev libssl-dev zlib1g-dev libre2-dev libpcre2-dev libsimdjson-dev python3 curl clang-format
           libmozjs-102-dev libseccomp-dev libicu-dev)
 # `--tests`: also what the test suite drives (real clients: PouchDB from npm, tests/clients/).
 if [ "${1:-}" = "--tests" ] && ! command -v npm >/dev/null; then packages+=(nodejs npm); fi

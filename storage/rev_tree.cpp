@@ -21,14 +21,11 @@ bool parse_rev(std::string_view text, rev_id& out) {
 }
 
 std::string make_rev_hash(bool deleted, const rev_id* parent, std::string_view body) {
-  std::string input;
-  input.reserve(body.size() + 48);
-  input.push_back(deleted ? '1' : '0');
-  input.push_back('\0');
-  if (parent) input += parent->str();
-  input.push_back('\0');
-  input.append(body.data(), body.size());
-  return crypto::md5_hex(input);
+  std::string head(1, deleted ? '1' : '0');  // the body is hashed where it is, not copied after this
+  head.push_back('\0');
+  if (parent) head += parent->str();
+  head.push_back('\0');
+  return crypto::md5_hex({head, body});
 }
 
 bool is_rev_path(const std::vector<rev_id>& path) {

@@ -1,10 +1,90 @@
 #include <doctest/doctest.h>
 
+#include <cmath>
+#include <random>
+
 #include "node/json.hpp"
 
 using namespace settee;
 
 namespace {
+
+// A random JSON text: every value kind, strings with escapes and multi-byte characters, numbers at
+// the edges of nlohmann's integer types, repeated keys.
+std::string random_text(std::mt19937& rng, int depth) {
+  static const char* atoms[] = {"null",
+                                "true",
+                                "false",
+                                "0",
+                                "-0",
+                                "-0.0",
+                                "1",
+                                "-1",
+                                "9223372036854775807",
+                                "-9223372036854775808",
+                                "9223372036854775808",
+                                "18446744073709551615",
+                                "18446744073709551616",
+                                "123456789012345678901234567890",
+                                "1.5",
+                                "-2.25e-3",
+                                "1E2",
+                                "1e308",
+                                "5e-324",
+                                "0.1",
+                                "3.141592653589793"};
+  static const char* strings[] = {R"("")",
+                                  R"("plain")",
+                                  R"("a\"b\\c\/d")",
+                                  R"("\n\r\t\b\f")",
+                                  R"("\u0000\u001f\u00e9")",
+                                  R"("\ud83d\ude00 and \u20ac")",
+                                  "\"caf\xc3\xa9 \xe2\x82\xac\"",
+                                  R"("\u0041\u00410")"};
+  int kind = static_cast<int>(rng() % (depth > 4 ? 2 : 4));
+  if (kind == 0) return atoms[rng() % std::size(atoms)];
+  if (kind == 1) return strings[rng() % std::size(strings)];
+  std::string s(1, kind == 2 ? '[' : '{');
+  int n = static_cast<int>(rng() % 5);
+  for (int i = 0; i < n; ++i) {
+    if (i) s += rng() % 2 ? "," : " ,\n ";
+    if (kind == 3) s += std::string("\"k") + std::to_string(rng() % 3) + "\": ";
+    s += random_text(rng, depth + 1);
+  }
+  return s + (kind == 2 ? ']' : '}');
+}
+
+// Two documents alike to the type: nlohmann's == calls 1 and 1u and 1.0 equal, settee must not
+// change which of them a text becomes. One exception: "-0" is an integer zero, signed for nlohmann
+// and unsigned for settee (simdjson does not say whether a zero had a sign); both write "0".
+bool same(const json& a, const json& b) {
+  if (a.is_number_integer() && b.is_number_integer() && a == 0 && b == 0) return true;
+  if (a.type() != b.type()) return false;
+  if (a.is_object()) {
+    if (a.size() != b.size()) return false;
+    for (auto i = a.begin(), j = b.begin(); i != a.end(); ++i, ++j) {
+      if (i.key() != j.key() || !same(*i, *j)) return false;
+    }
+    return true;
+  }
+  if (a.is_array()) {
+    if (a.size() != b.size()) return false;
+    for (size_t i = 0; i < a.size(); ++i) {
+      if (!same(a[i], b[i])) return false;
+    }
+    return true;
+  }
+  if (a.is_number_float()) return std::signbit(a.get<double>()) == std::signbit(b.get<double>()) && a == b;
+  return a == b;
+}
+
+// nlohmann's own parser with the rule settee adds (a repeated key keeps its last value in its first
+// place): what parse_json answered before simdjson took its fast path.
+std::optional<json> reference(const std::string& text) {
+  auto j = json::parse(text, nullptr, false);
+  if (j.is_discarded()) return std::nullopt;
+  return j;
+}
 
 std::string nested(size_t depth, char open = '[', char close = ']', const std::string& inner = "1") {
   return std::string(depth, open) + inner + std::string(depth, close);
@@ -36,6 +116,55 @@ TEST_CASE("json: nesting up to the limit parses, one level more is refused with 
   for (int i = 599; i >= 0; --i) mixed += i % 2 ? "]" : "}";
   CHECK_FALSE(parse_json("[1," + mixed + "]", 100, nullptr));
   CHECK(parse_json("[1," + mixed + "]", 601, nullptr));
+}
+
+TEST_CASE("json: the fast path builds what nlohmann's parser builds, to the number types") {
+  std::mt19937 rng(56);
+  for (int i = 0; i < 3000; ++i) {
+    std::string text = random_text(rng, 0);
+    auto want = reference(text);
+    auto got = parse_json(text);
+    CAPTURE(text);
+    REQUIRE(want.has_value() == got.has_value());
+    if (want) CHECK(same(*want, *got));
+  }
+  // Integers past 64 bits: simdjson refuses them, nlohmann makes a double; the answer is nlohmann's.
+  auto big = parse_json("[123456789012345678901234567890, 18446744073709551616]");
+  REQUIRE(big);
+  CHECK((*big)[0].is_number_float());
+  CHECK((*big)[0].get<double>() == 123456789012345678901234567890.0);
+  CHECK(parse_json("1")->is_number_unsigned());
+  CHECK(parse_json("-1")->is_number_integer());
+  CHECK(parse_json("-0")->dump() == "0");
+  CHECK(std::signbit(parse_json("-0.0")->get<double>()));
+  // What both refuse.
+  for (const char* bad : {"", " ", "1e400", "\"\\ud800\"", "\"\\ud800\\u0041\"", "\"a\x01\"", "[1,]", "{\"a\" 1}", "01",
+                          "nul", "\"\xff\"", "\"\xc0\xaf\"", "[1] [2]", "{\"a\":1,}", "NaN", "'a'"}) {
+    CAPTURE(bad);
+    CHECK_FALSE(parse_json(bad));
+  }
+  CHECK(parse_json(" \t\r\n[1]\n")->dump() == "[1]");
+}
+
+TEST_CASE("quote: escapes what JSON must escape, the rest byte for byte") {
+  std::string all;
+  for (int c = 1; c < 128; ++c) all.push_back(static_cast<char>(c));
+  all += "caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80";
+  CHECK(quote(all) == json(all).dump());
+  CHECK(quote(std::string("a\0b", 3)) == "\"a\\u0000b\"");
+  CHECK(quote("") == "\"\"");
+  CHECK(quote("\"") == "\"\\\"\"");
+  std::mt19937 rng(8);  // an escape at every place of the eight-character steps
+  const char pool[] = "ab\"\\\n\x01\x1f \x7f\xc3\xa9";
+  for (int i = 0; i < 2000; ++i) {
+    std::string text;
+    for (size_t n = rng() % 40; n > 0; --n) text.push_back(pool[rng() % (sizeof pool - 3)]);  // ASCII only
+    CAPTURE(text);
+    CHECK(quote(text) == json(text).dump());
+  }
+  std::string out = "x";
+  append_quoted(out, "tail\\");
+  CHECK(out == "x\"tail\\\\\"");
 }
 
 TEST_CASE("json: the depth limit is a setting") {
