@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# Durable writes side by side (issue 56 points 1-2): the fsync floor of this disk first
+# (settee_fsync_floor), then single-document PUTs of ~1 KB at c=1 and c=32 and _bulk_docs of 1,000
+# ~1 KB documents a request (2 clients, docs/s) against one node of each build, default config, the
+# nodes taking turns run by run. Prints each side's median rate, p50 and p99 and the median of the
+# per-run ratios B/A.
+#   bash bench/durable_writes.sh OLD_BINARY [NEW_BINARY]     (RUNS=5 SECONDS_PER_RUN=4 BULK_DOCS=100000)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+source bench/lib.sh
+A=${1:?usage: durable_writes.sh OLD_BINARY [NEW_BINARY]}
+B=${2:-build/settee}
+RUNS=${RUNS:-5}
+SECS=${SECONDS_PER_RUN:-4}
+BULK_DOCS=${BULK_DOCS:-100000}
+echo "the floor: build/settee_fsync_floor --rounds 5"
+build/settee_fsync_floor --rounds 5 | grep median
+start_pair "$A" "$B"
+echo "side by side: A=$A B=$B, $(nproc) cores, $RUNS runs, fsync on"
+
+# run NAME LOADGEN_ARGS...: as lib.sh's run_pair, with the medians of p50 and p99 (put workloads).
+run() {
+  local name=$1; shift
+  local ra=() rb=() rr=() a50=() b50=() a99=() b99=() la lb
+  for i in $(seq "$RUNS"); do
+    la=$("$LOADGEN" --url "http://127.0.0.1:$PA" --auth bench:bench --seconds "$SECS" "$@" --db "w-$name-$i")
+    lb=$("$LOADGEN" --url "http://127.0.0.1:$PB" --auth bench:bench --seconds "$SECS" "$@" --db "w-$name-$i")
+    ra+=("$(echo "$la" | field rate)"); rb+=("$(echo "$lb" | field rate)")
+    rr+=("$(ratio "${rb[-1]}" "${ra[-1]}")")
+    if [[ $la == *p50_ms* ]]; then
+      a50+=("$(echo "$la" | field p50_ms)"); b50+=("$(echo "$lb" | field p50_ms)")
+      a99+=("$(echo "$la" | field p99_ms)"); b99+=("$(echo "$lb" | field p99_ms)")
+    fi
+  done
+  local lat=""
+  if [ ${#a50[@]} -gt 0 ]; then
+    lat=$(printf '  p50 %s / %s ms  p99 %s / %s ms' "$(printf '%s\n' "${a50[@]}" | median)" \
+      "$(printf '%s\n' "${b50[@]}" | median)" "$(printf '%s\n' "${a99[@]}" | median)" "$(printf '%s\n' "${b99[@]}" | median)")
+  fi
+  printf '%-8s A %7s  B %7s /s   B/A %s%s   (ratios: %s)\n' "$name" "$(printf '%s\n' "${ra[@]}" | median)" \
+    "$(printf '%s\n' "${rb[@]}" | median)" "$(printf '%s\n' "${rr[@]}" | median)" "$lat" "${rr[*]}"
+}
+run put_c1 --workload put --concurrency 1
+run put_c32 --workload put --concurrency 32
+run bulk --workload bulk --concurrency 2 --docs "$BULK_DOCS"

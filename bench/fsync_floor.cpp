@@ -1,0 +1,198 @@
+// The floor under every durable write (issue 56 point 1): what one sync costs on this disk, and so
+// how many durable commits per second one shard can make, measured below HTTP.
+//
+//   settee_fsync_floor [--rounds R] [--commits K] [--dir DIR] [--only CASE]
+//
+// Each round runs every case in turn (rotating who goes first, so all see the same disk weather):
+//   fdatasync     pwrite 4 KiB at the next offset of a preallocated file, then fdatasync
+//   fdatasync_1m  pwrite 1 MiB (256 pages, what 1,000 documents of 1 KB fill) then fdatasync: the
+//                 disk's bandwidth, the floor of a bulk write (docs/s counts 1,000 documents a sync)
+//   o_dsync       the same 4 KiB write through an O_DSYNC descriptor (how LMDB writes its meta page)
+//   lmdb          one 1 KB value put and committed in a bare LMDB file with settee's flags (data pages
+//                 then the meta page: two device syncs)
+//   shard_1       shard_store::commit of one new 1 KB document (rev tree, by-seq, header, time-seq)
+//   shard_32      one commit of 32 new 1 KB documents (a group commit of 32 writers): docs/s
+//   shard_1000    one commit of 1,000 new 1 KB documents (a _bulk_docs request): docs/s
+// Prints each round, then the median per case (operations/s and µs per operation).
+#include <fcntl.h>
+#include <lmdb.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "storage/shard_store.hpp"
+
+using namespace settee;
+using steady = std::chrono::steady_clock;
+
+namespace {
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  size_t n = v.size();
+  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+std::string body_of(uint64_t n) {  // ~1 KB of JSON, different for every document
+  std::string b = R"({"type":"reading","n":)" + std::to_string(n) + R"(,"text":")";
+  while (b.size() < 1000) b += "lorem ipsum dolor sit amet " + std::to_string(n % 97) + " ";
+  return b + "\"}";
+}
+
+struct raw_file {  // a preallocated file written 4 KiB at a time, wrapping around
+  int fd = -1;
+  off_t at = 0;
+  static constexpr off_t size = 64 << 20;
+  raw_file(const std::string& path, int extra_flags) {
+    fd = ::open(path.c_str(), O_RDWR | O_CREAT | extra_flags, 0644);
+    if (fd < 0 || ::posix_fallocate(fd, 0, size) != 0) std::perror(path.c_str()), std::exit(1);
+    ::fsync(fd);
+  }
+  ~raw_file() { ::close(fd); }
+  bool write_pages(int pages, bool sync) {
+    static std::vector<char> buf(256 * 4096, 1);
+    size_t bytes = static_cast<size_t>(pages) * 4096;
+    if (at + static_cast<off_t>(bytes) > size) at = 0;
+    if (::pwrite(fd, buf.data(), bytes, at) != static_cast<ssize_t>(bytes)) return false;
+    at += bytes;
+    return !sync || ::fdatasync(fd) == 0;
+  }
+};
+
+struct bare_lmdb {  // LMDB with the flags settee's shard files use, one table
+  MDB_env* env = nullptr;
+  MDB_dbi dbi = 0;
+  uint64_t next = 0;
+  explicit bare_lmdb(const std::string& path, off_t prewrite = 0) {
+    mdb_env_create(&env);
+    mdb_env_set_mapsize(env, 1ull << 30);
+    if (mdb_env_open(env, path.c_str(), MDB_NOSUBDIR | MDB_NOTLS, 0644) != 0) std::exit(1);
+    MDB_txn* t;
+    mdb_txn_begin(env, nullptr, 0, &t);
+    mdb_dbi_open(t, nullptr, 0, &dbi);
+    mdb_txn_commit(t);
+    if (prewrite > 0) {  // zeros written (and synced) past the end: later pages land on allocated blocks
+      int fd = ::open(path.c_str(), O_RDWR);
+      off_t end = ::lseek(fd, 0, SEEK_END);
+      std::vector<char> zeros(1 << 20, 0);
+      for (off_t at = end; at < end + prewrite; at += zeros.size()) {
+        if (::pwrite(fd, zeros.data(), zeros.size(), at) < 0) std::exit(1);
+      }
+      ::fsync(fd);
+      ::close(fd);
+    }
+  }
+  ~bare_lmdb() { mdb_env_close(env); }
+  bool commit_one() {
+    MDB_txn* t;
+    if (mdb_txn_begin(env, nullptr, 0, &t) != 0) return false;
+    char key[24];
+    int n = std::snprintf(key, sizeof key, "doc-%016llu", static_cast<unsigned long long>(next));
+    std::string v = body_of(next++);
+    MDB_val k{static_cast<size_t>(n), key}, d{v.size(), v.data()};
+    if (mdb_put(t, dbi, &k, &d, 0) != 0) return mdb_txn_abort(t), false;
+    return mdb_txn_commit(t) == 0;
+  }
+};
+
+struct shard {
+  std::shared_ptr<shard_store> s;
+  uint64_t next = 0;
+  int64_t now = 1800000000;
+  bool commit(int docs) {
+    write_op op;
+    for (int i = 0; i < docs; ++i) {
+      doc_update u;
+      u.id = "doc-" + std::to_string(next);
+      u.body = body_of(next++);
+      op.docs.push_back(std::move(u));
+    }
+    if (!s->commit({&op}, ++now) || !op.st) return false;
+    return std::all_of(op.results.begin(), op.results.end(), [](const doc_result& r) { return bool(r.st); });
+  }
+};
+
+struct kase {
+  const char* name;
+  int docs_per_op;  // documents an operation writes (1 but for the group and bulk commits)
+  int ops;          // operations a round makes (fewer for the bulk commit: each writes 1,000)
+  std::function<bool()> op;
+  std::vector<double> per_s;  // operations per second, one per round
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  int rounds = 9, commits = 300;
+  std::string dir, only;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    std::string k = argv[i];
+    if (k == "--rounds")
+      rounds = std::max(1, std::atoi(argv[i + 1]));
+    else if (k == "--commits")
+      commits = std::max(1, std::atoi(argv[i + 1]));
+    else if (k == "--dir")
+      dir = argv[i + 1];
+    else if (k == "--only")
+      only = argv[i + 1];
+    else
+      return std::fprintf(stderr, "usage: settee_fsync_floor [--rounds R] [--commits K] [--dir DIR] [--only CASE]\n"),
+             2;
+  }
+  bool own_dir = dir.empty();
+  if (own_dir) {
+    char tmpl[] = "/tmp/settee-fsync-floor-XXXXXX";
+    if (!::mkdtemp(tmpl)) return 1;
+    dir = tmpl;
+  }
+  raw_file plain(dir + "/plain", 0), dsync(dir + "/dsync", O_DSYNC);
+  bare_lmdb lmdb(dir + "/bare.mdb"), lmdb_pre(dir + "/pre.mdb", 256 << 20);
+  auto open_shard = [&](const char* name) {
+    store_options o;
+    o.map_size_bytes = 4ull << 30;
+    auto s = shard_store::open(dir + "/" + name, o);
+    if (!s.ok()) std::fprintf(stderr, "%s\n", s.error().reason.c_str()), std::exit(1);
+    return shard{*s};
+  };
+  shard one = open_shard("one.db"), group = open_shard("group.db"), bulk = open_shard("bulk.db");
+  std::vector<kase> cases = {
+      {"fdatasync", 1, commits, [&] { return plain.write_pages(1, true); }, {}},
+      {"fdatasync_1m", 1000, std::max(1, commits / 30), [&] { return plain.write_pages(256, true); }, {}},
+      {"o_dsync", 1, commits, [&] { return dsync.write_pages(1, false); }, {}},
+      {"lmdb", 1, commits, [&] { return lmdb.commit_one(); }, {}},
+      {"lmdb_prewritten", 1, commits, [&] { return lmdb_pre.commit_one(); }, {}},
+      {"shard_1", 1, commits, [&] { return one.commit(1); }, {}},
+      {"shard_32", 32, std::max(1, commits / 4), [&] { return group.commit(32); }, {}},
+      {"shard_1000", 1000, std::max(1, commits / 30), [&] { return bulk.commit(1000); }, {}},
+  };
+  if (!only.empty()) {
+    cases.erase(std::remove_if(cases.begin(), cases.end(), [&](const kase& c) { return c.name != only; }), cases.end());
+  }
+  std::printf("settee fsync floor: %d rounds, in %s\n", rounds, dir.c_str());
+  for (int r = 0; r < rounds; ++r) {
+    std::printf("  round %d:", r + 1);
+    for (size_t i = 0; i < cases.size(); ++i) {
+      kase& c = cases[(i + r) % cases.size()];
+      auto t0 = steady::now();
+      for (int n = 0; n < c.ops; ++n) {
+        if (!c.op()) return std::fprintf(stderr, "%s failed\n", c.name), 1;
+      }
+      c.per_s.push_back(c.ops / std::chrono::duration<double>(steady::now() - t0).count());
+      std::printf(" %s=%.0f", c.name, c.per_s.back());
+    }
+    std::printf("\n");
+  }
+  for (auto& c : cases) {
+    double m = median(c.per_s);
+    std::printf("%-12s median %8.0f ops/s  %8.1f us/op  %9.0f docs/s\n", c.name, m, 1e6 / m, m * c.docs_per_op);
+  }
+  if (own_dir) std::filesystem::remove_all(dir);
+  return 0;
+}
