@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <mutex>
 #include <unordered_map>
 #include <vector>
 
@@ -172,23 +173,47 @@ bool feed(simdjson::dom::element root, dom_builder& b) {
   return true;
 }
 
+// simdjson parsers kept between calls. A parser keeps buffers of ~14 bytes per byte of the largest
+// text it parsed: a few that parsed at most 1 MiB are kept (any thread takes one), the rest freed,
+// so the memory kept does not grow with the number of threads that parse.
+std::mutex parsers_mu;
+std::vector<std::unique_ptr<simdjson::dom::parser>> idle_parsers;
+constexpr size_t kept_parsers = 4;
+constexpr size_t kept_capacity = 1 << 20;
+
+std::unique_ptr<simdjson::dom::parser> take_parser() {
+  {
+    std::lock_guard<std::mutex> lock(parsers_mu);
+    if (!idle_parsers.empty()) {
+      auto p = std::move(idle_parsers.back());
+      idle_parsers.pop_back();
+      return p;
+    }
+  }
+  return std::make_unique<simdjson::dom::parser>();
+}
+
+void give_parser(std::unique_ptr<simdjson::dom::parser> p) {
+  if (p->capacity() > kept_capacity) return;
+  std::lock_guard<std::mutex> lock(parsers_mu);
+  if (idle_parsers.size() < kept_parsers) idle_parsers.push_back(std::move(p));
+}
+
 // The fast path: simdjson validates and splits the text at gigabytes a second (nlohmann's lexer
 // reads a character at a time: a third of a _bulk_docs request's CPU). std::nullopt for anything
 // it refuses, which then goes through nlohmann's parser for the answer and the reason: simdjson
 // refuses some text nlohmann takes (an integer beyond 64 bits, which nlohmann makes a double).
 std::optional<json> parse_fast(std::string_view text, size_t max_depth) {
-  constexpr size_t keep_capacity = 1 << 20;  // a parser grows to its largest text: larger ones are not kept
-  thread_local simdjson::dom::parser parser;
-  simdjson::dom::parser big;
-  simdjson::dom::parser& p = text.size() > keep_capacity ? big : parser;
-  if (p.max_depth() < max_depth + 1 && p.allocate(std::max(p.capacity(), text.size()), max_depth + 1)) {
+  auto p = take_parser();
+  if (p->max_depth() < max_depth + 1 && p->allocate(std::max(p->capacity(), text.size()), max_depth + 1)) {
     return std::nullopt;
   }
-  auto parsed = p.parse(text.data(), text.size(), /*realloc_if_needed=*/true);
-  if (parsed.error()) return std::nullopt;
+  auto parsed = p->parse(text.data(), text.size(), /*realloc_if_needed=*/true);
+  std::optional<json> out;
   dom_builder b(max_depth);
-  if (!feed(parsed.value_unsafe(), b)) return std::nullopt;
-  return std::move(b.root);
+  if (!parsed.error() && feed(parsed.value_unsafe(), b)) out = std::move(b.root);
+  give_parser(std::move(p));
+  return out;
 }
 
 }  // namespace

@@ -295,7 +295,7 @@ status shard_store::commit(const std::vector<write_op*>& ops, int64_t now_s) {
   lmdb::txn t;
   status st = t.begin(env_, false);
   const bool sealed = sealed_.load();
-  working_ = indexes_;
+  reset_working();
   for (size_t o = 0; o < ops.size() && st; ++o) {
     write_op& op = *ops[o];
     if (sealed && op.what != write_op::kind::format && op.what != write_op::kind::import) {
@@ -384,7 +384,7 @@ status shard_store::commit(const std::vector<write_op*>& ops, int64_t now_s) {
   if (st && db_events_) st = put(t.get(), events_, "m", codec::seq_key(h.update_seq));
   if (st) {
     const auto flushing = mono::now();
-    st = t.commit();  // LMDB fsyncs before returning (but for a derived file)
+    st = commit_txn(t);  // LMDB fsyncs before returning (but for a derived file)
     auto& m = metrics::node();
     const auto done = mono::now();
     m.fsync_seconds.observe(std::chrono::duration<double>(done - flushing).count());
@@ -400,7 +400,7 @@ status shard_store::commit(const std::vector<write_op*>& ops, int64_t now_s) {
   }
   if (!st) {
     for (write_op* op : ops) op->st = st;
-    working_ = indexes_;
+    reset_working();
     return st;
   }
   std::lock_guard<std::mutex> lock(header_mu_);
@@ -503,10 +503,10 @@ status shard_store::apply_doc(MDB_txn* t, shard_header& h, doc_update& u, doc_re
 
   // One by_seq entry per document: move it to the new seq.
   if (found) {
-    if (auto st = del(t, by_seq_, codec::seq_key(d.seq)); !st) return st;
+    if (auto st = del_change(t, d.seq); !st) return st;
   }
   d.seq = ++h.update_seq;
-  if (auto st = put(t, by_seq_, codec::seq_key(d.seq), encode_change(d, now_s), MDB_APPEND); !st) return st;
+  if (auto st = put_change(t, d, now_s); !st) return st;
   if (auto st = put(t, docs_, key, encode_doc(u.id, d.seq, d.tree)); !st) return st;
   count(h, before, -1);
   doc_state after = state_of(d.tree);
@@ -544,9 +544,9 @@ status shard_store::apply_purge(MDB_txn* t, shard_header& h, purge_info& p, std:
     if (auto st = drop_body(t, h, p.id, gone); !st) return st;
   }
   // What is left moves to a new seq, as couch_db_updater's purge: feeds and indexes see it again.
-  if (auto st = del(t, by_seq_, codec::seq_key(d.seq)); !st) return st;
+  if (auto st = del_change(t, d.seq); !st) return st;
   d.seq = ++h.update_seq;
-  if (auto st = put(t, by_seq_, codec::seq_key(d.seq), encode_change(d, now_s), MDB_APPEND); !st) return st;
+  if (auto st = put_change(t, d, now_s); !st) return st;
   if (auto st = put(t, docs_, key, encode_doc(p.id, d.seq, d.tree)); !st) return st;
   const doc_state before = state_of(old.tree), after = state_of(d.tree);
   count(h, before, -1);
@@ -895,7 +895,7 @@ status shard_store::forget_doc(MDB_txn* t, shard_header& h, const std::string& k
   for (size_t i = 0; i < d.tree.nodes().size(); ++i) {
     if (auto st = drop_body(t, h, d.id, d.tree.rev(static_cast<int>(i))); !st) return st;
   }
-  if (auto st = del(t, by_seq_, codec::seq_key(d.seq)); !st) return st;
+  if (auto st = del_change(t, d.seq); !st) return st;
   count(h, state_of(d.tree), -1);
   if (state_of(d.tree) == doc_state::live) {
     if (auto st = doc_rank::add(t, rank_, docs_, live_record, key, -1); !st) return st;
@@ -989,7 +989,7 @@ status shard_store::import_step(MDB_txn* t, shard_header& h, import_request& req
       h.external_size += body.size();
       if (st = reference_blobs(t, h, keys, &u, +1); !st) return false;
     }
-    if (st = put(t, by_seq_, codec::seq_key(c.seq), encode_change(d, c.time_s), MDB_APPEND); !st) return false;
+    if (st = put_change(t, d, c.time_s); !st) return false;
     if (st = put(t, docs_, key, encode_doc(c.id, c.seq, d.tree)); !st) return false;
     if (st = reindex_all(t, d, nullptr); !st) return false;
     count(h, state_of(d.tree), +1);
@@ -1497,18 +1497,81 @@ bool shard_store::snapshot::header(shard_header& out) const {
   return (found && shard_header::decode(std::string(raw), out)) || corrupt("header", header_key);
 }
 
+status shard_store::put_change(MDB_txn* t, const doc_info& d, int64_t time_s) {
+  seq_deltas_.emplace_back(d.seq, +1);
+  return put(t, by_seq_, codec::seq_key(d.seq), encode_change(d, time_s), MDB_APPEND);
+}
+
+status shard_store::del_change(MDB_txn* t, uint64_t seq) {
+  seq_deltas_.emplace_back(seq, -1);
+  return del(t, by_seq_, codec::seq_key(seq));
+}
+
+void shard_store::reset_working() {
+  working_ = indexes_;
+  seq_deltas_.clear();
+}
+
+status shard_store::commit_txn(lmdb::txn& t) {
+  const uint64_t txn_id = mdb_txn_id(t.get());
+  status st = t.commit();
+  if (st) publish_counts(txn_id);
+  return st;
+}
+
+void shard_store::publish_counts(uint64_t txn_id) {
+  std::lock_guard<std::mutex> lock(counts_mu_);
+  // Derived from the version of the transaction before: a commit's id is the previous one's + 1.
+  if (counts_.empty() || counts_.back().first + 1 != txn_id) return;  // none yet: built when asked
+  auto next = std::make_shared<seq_counts>(*counts_.back().second);
+  for (auto& [seq, delta] : seq_deltas_) next->add(seq, delta);
+  counts_.emplace_back(txn_id, std::move(next));
+  if (counts_.size() > kept_counts) counts_.erase(counts_.begin());
+}
+
+std::shared_ptr<const seq_counts> shard_store::counts_at(uint64_t txn_id) const {
+  std::lock_guard<std::mutex> lock(counts_mu_);
+  for (auto& [id, c] : counts_)
+    if (id == txn_id) return c;
+  return nullptr;
+}
+
+void shard_store::offer_counts(uint64_t txn_id, std::shared_ptr<const seq_counts> c) const {
+  std::lock_guard<std::mutex> lock(counts_mu_);
+  if (!counts_.empty() && counts_.back().first >= txn_id) return;  // newer ones are kept
+  counts_.emplace_back(txn_id, std::move(c));
+  if (counts_.size() > kept_counts) counts_.erase(counts_.begin());
+}
+
 uint64_t shard_store::snapshot::count_changes_after(uint64_t since) const {
   MDB_cursor* c = nullptr;
   if (int rc = mdb_cursor_open(txn_, store_->by_seq_, &c); rc != 0) {
     fail(lmdb::to_status(rc, "mdb_cursor_open"));
     return 0;
   }
+  std::unique_ptr<MDB_cursor, void (*)(MDB_cursor*)> closer(c, mdb_cursor_close);
+  const uint64_t txn_id = mdb_txn_id(txn_);
+  auto counts = store_->counts_at(txn_id);
+  MDB_val k, v;
+  if (!counts) {  // one scan of the seqs in this snapshot; commits keep it from then on
+    auto built = std::make_shared<seq_counts>();
+    uint64_t seq = 0;
+    for (int rc = mdb_cursor_get(c, &k, &v, MDB_FIRST); rc == 0; rc = mdb_cursor_get(c, &k, &v, MDB_NEXT)) {
+      if (codec::parse_seq_key(lmdb::view(k), seq)) built->add(seq, +1);
+    }
+    store_->offer_counts(txn_id, built);
+    counts = std::move(built);
+  }
+  // The rest of since's run, entry by entry; the runs above it by their counts.
   std::string from = codec::seq_key(since + 1);
-  MDB_val k = lmdb::val(from), v;
-  uint64_t n = 0;
-  for (int rc = mdb_cursor_get(c, &k, &v, MDB_SET_RANGE); rc == 0; rc = mdb_cursor_get(c, &k, &v, MDB_NEXT)) ++n;
-  mdb_cursor_close(c);
-  return n;
+  const uint64_t run_end = seq_counts::run_end(since);
+  k = lmdb::val(from);
+  uint64_t n = 0, seq = 0;
+  for (int rc = mdb_cursor_get(c, &k, &v, MDB_SET_RANGE); rc == 0; rc = mdb_cursor_get(c, &k, &v, MDB_NEXT)) {
+    if (codec::parse_seq_key(lmdb::view(k), seq) && seq > run_end) break;
+    ++n;
+  }
+  return n + counts->after_run_of(since);
 }
 
 uint64_t shard_store::snapshot::count_changes_before(uint64_t before) const {

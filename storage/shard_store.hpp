@@ -22,6 +22,7 @@
 #include "storage/json_index.hpp"
 #include "storage/purge_log.hpp"
 #include "storage/rev_tree.hpp"
+#include "storage/seq_counts.hpp"
 #include "storage/shard_header.hpp"
 
 // LMDB stays an implementation detail: upper layers never include lmdb.h.
@@ -29,6 +30,10 @@ struct MDB_env;
 struct MDB_txn;
 
 namespace settee {
+
+namespace lmdb {
+class txn;
+}
 
 // What kind of file a store is, as its owner says (the store never guesses from its path).
 enum class file_role {
@@ -417,6 +422,18 @@ class shard_store : public std::enable_shared_from_this<shard_store> {
   // The catalog file, at open: brings the state table in line with the documents when a release
   // without it (0.2 and older) committed since, appending the events it missed.
   status reconcile_db_events(MDB_txn* t, uint64_t update_seq, int64_t now_s);
+  // The by-seq entry of `d` at d.seq, and the removal of one: recorded for the commit's seq_counts.
+  status put_change(MDB_txn* t, const doc_info& d, int64_t time_s);
+  status del_change(MDB_txn* t, uint64_t seq);
+  // seq_counts by LMDB transaction id: the commit `txn_id` derives its version from the one before
+  // (none kept: built by the next count, from its snapshot); counts_at finds a snapshot's version.
+  void publish_counts(uint64_t txn_id);
+  // Commits `t` and publishes the seq_counts it made.
+  status commit_txn(lmdb::txn& t);
+  // The commit's own state back to the last commit's: its index list, no seq deltas.
+  void reset_working();
+  std::shared_ptr<const seq_counts> counts_at(uint64_t txn_id) const;
+  void offer_counts(uint64_t txn_id, std::shared_ptr<const seq_counts> c) const;
 
   std::string path_;
   int64_t min_time_ = time_seq::default_min_time;  // time-seq ignores earlier times
@@ -434,6 +451,10 @@ class shard_store : public std::enable_shared_from_this<shard_store> {
   std::atomic<bool> sealed_{false};
   std::function<void()> on_closed_;
   mutable std::mutex header_mu_;
+  static constexpr size_t kept_counts = 4;  // seq_counts versions kept (snapshots a little behind)
+  mutable std::mutex counts_mu_;
+  mutable std::vector<std::pair<uint64_t, std::shared_ptr<const seq_counts>>> counts_;  // oldest first
+  std::vector<std::pair<uint64_t, int>> seq_deltas_;  // during commit(): by-seq entries added (+1), removed (-1)
   shard_header header_;
   std::string header_raw_;
 };

@@ -3,6 +3,8 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
+#include <random>
 
 #include "shard_fixture.hpp"
 #include "storage/doc_key.hpp"
@@ -743,4 +745,75 @@ TEST_CASE("an edit that would make a purged revision again is refused, other con
   auto other = write(*s, {upd("x", "{\"v\":\"new\"}")});
   CHECK(other[0].st);
   CHECK(s->header().doc_count == 1);
+}
+
+TEST_CASE("the changes after a seq are counted by runs of seqs, exactly, in every snapshot") {
+  temp_dir dir;
+  auto s = open_store(dir.path + "/x.db");
+  std::mt19937 rng(1024);
+  std::map<std::string, rev_id> revs;  // each document's winning revision
+  auto brute = [](shard_store::snapshot& snap, uint64_t since) {
+    uint64_t n = 0;
+    snap.scan_changes(since, [&](const change_entry&) {
+      ++n;
+      return true;
+    });
+    return n;
+  };
+  auto check_all = [&](shard_store::snapshot& snap, uint64_t top) {
+    for (uint64_t since : {uint64_t{0}, uint64_t{1}, top / 2, top - 1, top, top + 5, uint64_t{1023}, uint64_t{1024},
+                           uint64_t{2047}, static_cast<uint64_t>(rng() % (top + 1))}) {
+      CAPTURE(since);
+      CHECK(snap.count_changes_after(since) == brute(snap, since));
+    }
+  };
+  std::optional<shard_store::snapshot> old;
+  uint64_t old_top = 0;
+  for (int commit = 0; commit < 1500; ++commit) {
+    std::vector<doc_update> docs;
+    for (int k = 1 + static_cast<int>(rng() % 3); k > 0; --k) {  // new documents and edits of old ones
+      std::string id = "d" + std::to_string(rng() % 400);
+      std::vector<rev_id> parent;
+      if (auto it = revs.find(id); it != revs.end()) parent = {it->second};
+      if (std::any_of(docs.begin(), docs.end(), [&](const doc_update& u) { return u.id == id; })) continue;
+      docs.push_back(upd(id, "{\"c\":" + std::to_string(commit) + "}", parent, rng() % 10 == 0));
+    }
+    auto results = write(*s, docs);
+    for (size_t i = 0; i < docs.size(); ++i) {
+      if (results[i].st) revs[docs[i].id] = results[i].rev;
+    }
+    if (commit % 97 == 0) {
+      auto snap = s->read();
+      REQUIRE(snap.ok());
+      check_all(*snap, s->update_seq());
+    }
+    if (commit == 700) {
+      auto snap = s->read();
+      REQUIRE(snap.ok());
+      old.emplace(std::move(*snap));  // a snapshot that stays behind while commits go on
+      old_top = s->update_seq();
+    }
+  }
+  // Purges move what is left of a document to a new seq, or take it away.
+  std::vector<purge_info> reqs;
+  for (auto& [id, rev] : revs) {
+    if (reqs.size() < 20) reqs.push_back({0, "u" + std::to_string(reqs.size()), id, {rev}});
+  }
+  write_op purge = purge_op(reqs);
+  REQUIRE(s->commit({&purge}, 1700000200));
+  {
+    auto snap = s->read();
+    REQUIRE(snap.ok());
+    const uint64_t top = s->update_seq();
+    check_all(*snap, top);
+    CHECK(snap->count_changes_before(top / 2) == brute(*snap, 0) - brute(*snap, top / 2 - 1));
+    check_all(*old, old_top);  // its own state, not the latest
+  }
+  // A reopened file counts from a fresh scan.
+  old.reset();
+  s.reset();
+  s = open_store(dir.path + "/x.db");
+  auto again = s->read();
+  REQUIRE(again.ok());
+  check_all(*again, s->update_seq());
 }
