@@ -150,6 +150,15 @@ result<write_outcome> coordinator::update_docs(const db_meta& db, std::vector<do
         return {};
       });
   if (!st) return st;
+  // This node's caches of design functions learn of a design document it wrote at once, before
+  // its own copy commits it (the quorum may be other nodes' copies): else a validator that had
+  // loaded "no functions" would pass the next write through here.
+  for (size_t i = 0; i < docs.size() && on_design_written_; ++i) {
+    if (docs[i].id.rfind("_design/", 0) == 0 && out->results[i].st) {
+      on_design_written_();
+      break;
+    }
+  }
   return out;
 }
 

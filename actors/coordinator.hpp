@@ -128,6 +128,8 @@ class coordinator {
   // n. See quorum.hpp for how the copies' answers combine.
   // Documents a split's sealed parent refused are written again on the new shard map.
   result<write_outcome> update_docs(const db_meta& db, std::vector<doc_update> docs, size_t w = 0);
+  // Called (on the writer's thread) after update_docs wrote a design document; set before requests.
+  void on_design_written(std::function<void()> f) { on_design_written_ = std::move(f); }
 
   // Document `id` as r copies of its range know it (r = 0: n/2+1; capped at the copies there are),
   // merged; copies that lack a leaf another has are repaired before the answer (written to every
@@ -186,6 +188,7 @@ class coordinator {
   result<uint32_t> revs_limit(const db_meta& db);
 
  private:
+  std::function<void()> on_design_written_;
   // update_docs() on the shard map `db`, once.
   result<write_outcome> write_once(const db_meta& db, const std::vector<doc_update>& docs, size_t w);
   class node_copies;

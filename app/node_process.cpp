@@ -230,6 +230,7 @@ node_process::node_process(live_config& cfg, settings set, const clock& clk, std
   // [db_updates] enabled = false: no bookkeeping at all (only to measure what it costs).
   if (set_.db_updates_enabled) notifier_.set_observer([this](const std::string& key) { updates_.mark(key); });
   apply_limits(node_, set_);
+  coord_.on_design_written([this] { notifier_.design_changed(); });
   node_.notifier = &notifier_;
   node_.updates = &updates_;
   node_.tasks = &tasks_;
