@@ -103,12 +103,14 @@ void handle_all_dbs(ctx& c) {
   c.reply_raw(200, body + "\n");
 }
 
-// GET /_dbs_info (the databases _all_dbs would list, or `keys=`) and POST {"keys": [...]}:
-// chttpd_misc:handle_dbs_info_req, at most 100 keys ([chttpd] max_db_number_for_dbs_info_req).
+// GET /_dbs_info (every database _all_dbs would list, with its options; or `keys=`) and POST
+// {"keys": [...]}: chttpd_misc:handle_dbs_info_req, at most 100 keys given by the client ([chttpd]
+// max_db_number_for_dbs_info_req); a listed database deleted meanwhile is left out, as CouchDB's.
 void handle_dbs_info(ctx& c) {
   if (c.method() != "GET" && c.method() != "POST") return c.method_not_allowed("GET,HEAD,POST");
   constexpr size_t max_keys = 100;
   json keys;
+  bool listed = false;  // the names _all_dbs would list: no cap, and a database gone since is left out
   if (c.method() == "POST") {
     auto body = c.json_object_body();
     if (!body) return c.error(body.error());
@@ -122,17 +124,20 @@ void handle_dbs_info(ctx& c) {
     auto names = selected_db_names(c);
     if (!names) return c.error(names.error());
     keys = *names;
+    listed = true;
   }
   if (!keys.is_array()) return c.error(errc::bad_request, "`keys` member must be an array.");
-  if (keys.size() > max_keys) return c.error(errc::bad_request, "too_many_keys");
+  if (!listed && keys.size() > max_keys) return c.error(errc::bad_request, "too_many_keys");
   std::string out = "[";
-  for (size_t i = 0; i < keys.size(); ++i) {
-    const json& key = keys[i];
-    out += i ? "," : "";
+  bool first = true;
+  for (const json& key : keys) {
     result<json> info = status{errc::db_not_found, "Database does not exist."};
     if (key.is_string()) {
       if (auto db = c.node.coord.catalog().lookup(key.get<std::string>())) info = db_info_json(c, *db);
     }
+    if (!info && listed) continue;
+    out += first ? "" : ",";
+    first = false;
     out += info ? json{{"key", key}, {"info", *info}}.dump()
                 : json{{"key", key}, {"error", error_name_of(errc::db_not_found)}}.dump();
   }

@@ -615,6 +615,22 @@ class Endpoints(NodeTest):
         self.assertError(n.post("/_dbs_info", {"keys": ["x"] * 101}), 400, "bad_request", "too_many_keys")
         self.assertError(n.post("/_dbs_info", {"keys": ["di-a"]}, auth=False), 401, "unauthorized")
 
+    def test_dbs_info_lists_every_database(self):
+        """GET /_dbs_info without keys lists what _all_dbs lists, however many (the 100-key cap is for
+        the names a client sends: before, a node with 101 databases answered 400 too_many_keys)."""
+        n = self.node
+        names = [f"dl-{i:03d}" for i in range(105)]
+        for name in names:
+            assert n.put(f"/{name}?q=1").status == 201
+        r = n.get('/_dbs_info?startkey="dl-"&endkey="dl-~"')
+        self.assertEqual(r.status, 200, r)
+        self.assertEqual([e["key"] for e in r.json], names)
+        self.assertTrue(all(e["info"]["db_name"] == e["key"] for e in r.json))
+        self.assertEqual(len([e for e in n.get("/_dbs_info").json if e["key"].startswith("dl-")]), 105)
+        self.assertError(n.get("/_dbs_info?keys=" + json.dumps(names, separators=(",", ":"))), 400, "bad_request", "too_many_keys")
+        for name in names:
+            assert n.delete(f"/{name}").status == 200
+
     def test_all_dbs_key_and_etag(self):
         n = self.node
         for name in ("ak-a", "ak-b"):
