@@ -265,6 +265,21 @@ std::vector<std::string> db_catalog::names() const {
   return out;
 }
 
+std::vector<std::string> db_catalog::names(const std::optional<std::string>& from, bool descending, size_t max) const {
+  std::shared_lock lock(mu_);
+  std::vector<std::string> out;
+  auto take = [&](auto it, auto end) {
+    for (; it != end && out.size() < max; ++it) out.push_back(it->first);
+  };
+  if (!descending) {
+    take(from ? dbs_by_name_.lower_bound(*from) : dbs_by_name_.begin(), dbs_by_name_.end());
+  } else {
+    auto first = from ? std::make_reverse_iterator(dbs_by_name_.upper_bound(*from)) : dbs_by_name_.rbegin();
+    take(first, dbs_by_name_.rend());
+  }
+  return out;
+}
+
 status db_catalog::write_entry(const std::string& name, const std::string& body, bool deleted,
                                const std::optional<doc_info>& seen) {
   auto h = dbs();

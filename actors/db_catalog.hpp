@@ -133,6 +133,9 @@ class db_catalog {
   // Reloads when `_dbs` changed underneath, so a listing (names()) sees it as lookup() would.
   status refresh() { return stale_gen_.load() != loaded_gen_.load() ? reload() : status{}; }
   std::vector<std::string> names() const;
+  // At most `max` names in order (reverse order when `descending`), from the first at or past `from`
+  // (at or before, descending; nullopt: from either end): O(log n + max), for a page of _all_dbs.
+  std::vector<std::string> names(const std::optional<std::string>& from, bool descending, size_t max) const;
   // False once this incarnation of the database is deleted, or while its deletion is under way
   // (long-lived readers such as feeds poll this and let go of the shards).
   bool alive(const db_meta& m) const;

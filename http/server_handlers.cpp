@@ -69,12 +69,12 @@ result<std::vector<std::string>> selected_db_names(ctx& c) {
   if (*key) start = end = *key;
   if (c.has("key") && !*key) return std::vector<std::string>{};    // a non-string key names no database
   if (auto st = c.node.coord.catalog().refresh(); !st) return st;  // a peer's creations too
-  auto names = c.node.coord.catalog().names();
-  if (*descending) std::reverse(names.begin(), names.end());
+  // Only the names the page can hold are read: skip + limit from the start key.
+  const size_t max = *limit < 0 ? SIZE_MAX : static_cast<size_t>(*skip) + static_cast<size_t>(*limit);
+  auto names = c.node.coord.catalog().names(*start, *descending, max);
   std::vector<std::string> out;
   int64_t skipped = 0;
   for (auto& n : names) {
-    if (*start && (*descending ? n > **start : n < **start)) continue;
     if (*end) {
       bool past = *descending ? (*inclusive_end ? n < **end : n <= **end) : (*inclusive_end ? n > **end : n >= **end);
       if (past) break;

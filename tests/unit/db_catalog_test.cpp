@@ -57,6 +57,16 @@ TEST_CASE("a reload brings in what changed behind the catalog's back: creations,
   f.reader.mark_stale();
   REQUIRE(f.reader.refresh());
   CHECK(f.reader.names() == std::vector<std::string>{"a", "b", "c"});
+  using names = std::vector<std::string>;  // a page of names: from a name (or between two), either way
+  CHECK(f.reader.names(std::string("b"), false, 10) == names{"b", "c"});
+  CHECK(f.reader.names(std::string("bb"), false, 10) == names{"c"});
+  CHECK(f.reader.names(std::nullopt, false, 2) == names{"a", "b"});
+  CHECK(f.reader.names(std::string("b"), true, 10) == names{"b", "a"});
+  CHECK(f.reader.names(std::string("bb"), true, 1) == names{"b"});
+  CHECK(f.reader.names(std::nullopt, true, 10) == names{"c", "b", "a"});
+  CHECK(f.reader.names(std::string("d"), false, 10).empty());
+  CHECK(f.reader.names(std::string("0"), true, 10).empty());
+  CHECK(f.reader.names(std::string("a"), false, 0).empty());
 
   // A third catalog loading the file from the start agrees with the one that followed it.
   db_catalog fresh{f.shards, f.clk, f.dir.path, "n1@h", timeout};
