@@ -303,7 +303,28 @@ status changes_reader::start_at_token(const std::vector<seq_entry>& from, bool n
 }
 
 bool changes_reader::has_remote() const {
-  return std::any_of(shards_.begin(), shards_.end(), [](const shard_pos& p) { return !p.copy->local(); });
+  return std::any_of(shards_.begin(), shards_.end(), [](const shard_pos& p) { return !p.parked && !p.copy->local(); });
+}
+
+void changes_reader::park() {
+  if (opts_.closed) return;  // a closed shard's feed reads its descendants' copies: kept as found
+  for (shard_pos& p : shards_) {
+    if (p.parked || !p.copy->local()) continue;
+    p.copy.reset();
+    p.parked = true;
+  }
+}
+
+void changes_reader::unpark() const {
+  for (const shard_pos& p : shards_) {
+    if (!p.parked) continue;
+    auto i = db_.range_named(p.range.name());
+    SETTEE_CHECK(i.has_value());
+    auto all = coord_.copies(db_, *i);  // this node's first: the copy parked, or why it cannot open
+    SETTEE_CHECK(!all.empty() && all.front()->node() == coord_.self());
+    p.copy = std::move(all.front());
+    p.parked = false;
+  }
 }
 
 bool changes_reader::next_page(size_t i, changes_request& req) const {
@@ -367,6 +388,7 @@ bool changes_reader::take_page(size_t i, const changes_request& req, result<chan
 }
 
 void changes_reader::refill(const std::vector<size_t>& which) {
+  unpark();
   std::vector<size_t> asked;
   std::vector<changes_request> reqs;
   std::vector<copy_ptr> copies;
@@ -427,6 +449,7 @@ bool changes_reader::next(change_row& row) {
     }
     if (best < 0) {
       for (shard_pos& p : shards_) p.dry = false;  // the next call reads every range again
+      park();
       return false;
     }
     shard_pos& p = shards_[best];
@@ -492,7 +515,7 @@ status changes_reader::set_until(const std::string& until) {
   for (size_t k = 0; k < shards_.size(); ++k) {
     const shard_pos& b = at.shards_[k];
     shard_pos& p = shards_[k];
-    bool exact = b.copy && p.copy && b.copy->node() == p.copy->node() && b.uuid_prefix == p.uuid_prefix;
+    bool exact = b.copy && (p.copy || p.parked) && b.copy->node() == node_of(p) && b.uuid_prefix == p.uuid_prefix;
     for (auto& [range, how] : at.resolutions_)
       if (range == p.range.name() && how == resolved_since::how::rewound) exact = false;
     if (!exact) {
@@ -556,6 +579,7 @@ uint64_t changes_reader::pending() const {
   // range has not passed yet. A range whose last page reached its end has only its buffer left;
   // any other is counted by its copy (a feed with limit=0 never read a page), all at once.
   uint64_t n = 0;
+  unpark();
   std::vector<copy_ptr> copies;
   std::vector<changes_request> counts;
   for (const shard_pos& p : shards_) {

@@ -99,7 +99,8 @@ class changes_reader {
   // no snapshot once read: a reader that waits pins nothing in the file.
   struct shard_pos {
     shard_range range;
-    copy_ptr copy;
+    mutable copy_ptr copy;        // null while parked
+    mutable bool parked = false;  // this node's copy let go while the feed waits (park)
     std::string uuid_prefix;
     uint64_t seq = 0;                   // last change consumed; descending: 0 until the first row is read
     uint64_t top = 0;                   // update_seq when the reader started
@@ -111,6 +112,14 @@ class changes_reader {
     std::optional<uint64_t> until;      // set_until: nothing after this seq
     bool passed_until = false;          // its next change is past `until` (or the time bound)
   };
+  // Lets go of this node's copies when next() found nothing (a live feed waits): a waiting feed
+  // holds no shard file open, so the registry may close it (max_dbs_open), and a thousand users'
+  // idle feeds pin no thousand files (each an LMDB map of map_size_mb of address space: ~2,000 fill
+  // it). unpark() takes them again from the registry (reopening a closed file) before a read; a
+  // copy that cannot be opened answers its error to that read.
+  void park();
+  void unpark() const;
+  const std::string& node_of(const shard_pos& p) const { return p.parked ? coord_.self() : p.copy->node(); }
   // Whether change `e` of range `p` lies past the request's `until`.
   bool past_until(const shard_pos& p, const change_entry& e) const;
   // A closed shard's feed has read every change up to its end_seq.

@@ -1,9 +1,10 @@
 """Database lifecycle: create, info, delete, name rules, shards, security."""
 import os
+import socket
 import time
 import unittest
 
-from harness import Node, NodeTest, is_sanitized, main
+from harness import Node, NodeTest, is_sanitized, main, wait_until
 
 ILLEGAL = ("Name: '{}'. Only lowercase characters (a-z), digits (0-9), and any of the characters _, $, (, ), +, "
            "-, and / are allowed. Must begin with a letter.")
@@ -246,6 +247,63 @@ class OpenShardLimit(NodeTest):
         open_files = self.open_shard_files()
         self.assertLessEqual(len(open_files), 4 + 1, open_files)  # the limit (+1 being opened)
         self.assertGreater(len(open_files), 0)
+
+    def test_waiting_feeds_hold_no_shard_open(self):
+        """A live _changes feed lets go of its shards while it waits: 8 users' feeds on their own
+        databases (16 shard files, a limit of 4) leave the files to the cache, and a write reaches
+        each feed through a file opened again. Before, every waiting feed pinned its files: with the
+        default limit, ~1,000 users' feeds (2,000 files, an LMDB map of 64 GiB each) filled the
+        address space, and every other database answered 500 "Cannot allocate memory"."""
+        names = [f"feed{i}" for i in range(8)]
+        for name in names:
+            self.new_db(name)
+        base = self.node.get("/_node/_local/_system").json["live_feeds"]
+        auth = self.node.auth_header()["Authorization"]
+        socks = []
+        for name in names:
+            s = socket.create_connection(("127.0.0.1", self.node.port))
+            s.sendall(f"GET /{name}/_changes?feed=continuous&since=now&heartbeat=60000 HTTP/1.1\r\nHost: x\r\n"
+                      f"Authorization: {auth}\r\n\r\n".encode())
+            socks.append(s)
+        self.assertTrue(wait_until(lambda: self.node.get("/_node/_local/_system").json["live_feeds"] >= base + 8))
+        # Another database's writes make the cache close the waiting feeds' files.
+        self.new_db("other")
+        self.assertTrue(wait_until(lambda: len(self.open_shard_files()) <= 4 + 1), self.open_shard_files())
+        for name in names:
+            self.assertEqual(self.node.put(f"/{name}/hello", {"to": name}).status, 201)
+        for name, s in zip(names, socks):
+            s.settimeout(10)
+            got = b""
+            while b'"id":"hello"' not in got:
+                chunk = s.recv(65536)
+                self.assertTrue(chunk, f"{name}'s feed closed before its write reached it")
+                got += chunk
+        # A database deleted under its waiting feed goes at once, and the feed ends.
+        self.assertEqual(self.node.delete(f"/{names[0]}").status, 200)
+        got = b""
+        while b'"last_seq"' not in got:
+            chunk = socks[0].recv(65536)
+            self.assertTrue(chunk, "the feed was cut without its last_seq")
+            got += chunk
+        for s in socks:
+            s.close()
+
+
+class OpenShardsFitTheAddressSpace(NodeTest):
+    """Each open shard maps map_size_mb of address space at once: 8 TiB maps leave room for 12 in
+    the 96 TiB open shards get, so max_dbs_open (500) is lowered to 12, with a warning. Before, the
+    16th shard opened failed with 500 "Cannot allocate memory" (at the default 64 GiB: ~2,000 open
+    shards, as a max_dbs_open of 3,000 reached; the default 500 keeps 31 TiB)."""
+    config = "[couchdb]\nmap_size_mb = 8388608\n"
+
+    def test_more_databases_than_maps_fit(self):
+        for i in range(20):
+            self.new_db(f"big{i}", q=1)
+            self.assertEqual(self.node.put(f"/big{i}/doc", {"i": i}).status, 201)
+        for i in range(20):
+            self.assertEqual(self.node.get(f"/big{i}/doc").json["i"], i)
+        with open(self.node.log.name) as f:
+            self.assertIn("max_dbs_open = 500 lowered to 12", f.read())
 
 
 class Persistence(NodeTest):
