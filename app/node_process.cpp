@@ -32,6 +32,16 @@ store_options storage_options(const settings& set) {
   return o;
 }
 
+// max_dbs_open as read_settings lowered it to the address space, said once in the log.
+size_t open_shard_limit(const settings& set) {
+  if (set.max_dbs_open < set.max_dbs_open_asked)
+    log::warning("[couchdb] max_dbs_open = " + std::to_string(set.max_dbs_open_asked) + " lowered to " +
+                 std::to_string(set.max_dbs_open) +
+                 ": each open shard maps map_size_mb = " + std::to_string(set.map_size_bytes >> 20) +
+                 " of address space, and more would not fit (lower map_size_mb to keep more open)");
+  return set.max_dbs_open;
+}
+
 replica_limits writer_limits(const settings& set) {
   replica_limits l;
   l.batch_max_docs = set.batch_max_docs;
@@ -200,7 +210,7 @@ node_process::node_process(live_config& cfg, settings set, const clock& clk, std
       data_dir_(std::move(data_dir)),
       caf_cfg_(scheduler_config()),
       sys_(caf_cfg_),
-      shards_(sys_, clk_, storage_options(set_), writer_limits(set_), set_.max_dbs_open, &notifier_),
+      shards_(sys_, clk_, storage_options(set_), writer_limits(set_), open_shard_limit(set_), &notifier_),
       catalog_(shards_, clk_, data_dir_, set_.node_name, set_.request_timeout),
       updates_(shards_, catalog_, clk_, data_dir_, db_updates_options(set_)),
       coord_(catalog_, shards_, set_.request_timeout, set_.node_name),

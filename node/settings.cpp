@@ -67,7 +67,9 @@ result<settings> read_settings(const config& cfg) {
   s.map_size_bytes = clamped<uint64_t>(cfg, "couchdb", "map_size_mb", 65536, 1, 1 << 30) << 20;
   s.batch_max_docs = clamped<size_t>(cfg, "couchdb", "batch_max_docs", 5000, 1, big);
   s.batch_max_bytes = clamped<size_t>(cfg, "couchdb", "batch_max_bytes", 32 << 20, 1, big);
-  s.max_dbs_open = clamped<size_t>(cfg, "couchdb", "max_dbs_open", 500, 1, big);
+  s.max_dbs_open_asked = clamped<size_t>(cfg, "couchdb", "max_dbs_open", 500, 1, big);
+  s.max_dbs_open =
+      std::min(s.max_dbs_open_asked, std::max<size_t>(1, settings::shard_address_budget / s.map_size_bytes));
   // CouchDB's default: no limit ("infinity"); a request still bounds an id (64 KB in a URL,
   // max_http_request_size in a body).
   const std::string id_length = cfg.get("couchdb", "max_document_id_length", "infinity");

@@ -27,13 +27,18 @@ struct settings {
   uint64_t map_size_bytes = 64ull << 30;             // map_size_mb: each shard file's LMDB map
   size_t batch_max_docs = 5000;                      // batch_max_docs: one group commit
   size_t batch_max_bytes = 32u << 20;                // batch_max_bytes
-  size_t max_dbs_open = 500;                         // max_dbs_open
-  size_t max_document_id_length = SIZE_MAX;          // max_document_id_length ("infinity")
-  size_t max_document_size_bytes = 8000000;          // max_document_size
-  size_t max_attachment_bytes = 1u << 30;            // max_attachment_size
-  size_t max_json_depth = default_max_json_depth;    // max_json_depth, 1-10000
-  size_t bulk_docs_max = 100000;                     // bulk_docs_max
-  bool everyone_may_read_new_dbs = false;            // default_security: admin_only | everyone
+  // max_dbs_open, lowered to what the address space holds: every open shard maps map_size_mb at
+  // once (LMDB), a process has 128 TiB, and past it every other open fails ("Cannot allocate
+  // memory": ~2,000 shards of 64 GiB). Open shards get 96 TiB (the rest: view indexes, heap).
+  size_t max_dbs_open = 500;
+  size_t max_dbs_open_asked = 500;  // as configured, for the warning when lowered
+  static constexpr uint64_t shard_address_budget = 96ull << 40;
+  size_t max_document_id_length = SIZE_MAX;        // max_document_id_length ("infinity")
+  size_t max_document_size_bytes = 8000000;        // max_document_size
+  size_t max_attachment_bytes = 1u << 30;          // max_attachment_size
+  size_t max_json_depth = default_max_json_depth;  // max_json_depth, 1-10000
+  size_t bulk_docs_max = 100000;                   // bulk_docs_max
+  bool everyone_may_read_new_dbs = false;          // default_security: admin_only | everyone
 
   // [time_seq]
   std::optional<int64_t> time_seq_min_time_s;  // min_time (unset: time-seq's own)

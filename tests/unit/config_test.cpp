@@ -103,11 +103,23 @@ TEST_CASE("settings: values are clamped to what works, and what cannot be taken 
   CHECK(s->header_timeout_s == 1);
   CHECK(s->max_json_depth == 10000);
   CHECK(s->max_document_id_length == 64);
+  CHECK(s->max_dbs_open == 500);  // 500 maps of 64 GiB: 31 TiB of address space
   REQUIRE(s->rpc_port);
   CHECK(*s->rpc_port == 0);  // any free port
   CHECK(s->default_q == 1);
   REQUIRE(s->time_seq_min_time_s);
   CHECK(*s->time_seq_min_time_s == 0);
+  // More open shards than the address space holds: as many as 96 TiB of maps hold.
+  for (auto [ini, open] :
+       {std::pair{"[couchdb]\nmax_dbs_open = 5000\n", 1536},
+        std::pair{"[couchdb]\nmax_dbs_open = 5000\nmap_size_mb = 16384\n", 5000},
+        std::pair{"[couchdb]\nmap_size_mb = 8388608\n", 12}, std::pair{"[couchdb]\nmap_size_mb = 1073741824\n", 1}}) {
+    auto m = config::parse(ini);
+    REQUIRE(m);
+    auto r = read_settings(*m);
+    REQUIRE(r);
+    CHECK(r->max_dbs_open == size_t(open));
+  }
   for (const char* bad : {"[couchdb]\ndefault_security = open\n", "[cluster]\ntls = maybe\n",
                           "[cluster]\nrpc_port = 70000\n", "[chttpd]\nport = -2\n"}) {
     auto b = config::parse(bad);
