@@ -75,6 +75,11 @@ struct file_options {
 // `env` is set as soon as it exists: the caller closes it (mdb_env_close), on failure too.
 status open_file(const std::string& path, const file_options& opts,
                  std::initializer_list<std::pair<const char*, MDB_dbi*>> tables, MDB_env*& env, txn& t);
+// Closes an env open_file opened and frees its lock file's blocks (the file stays, empty of data):
+// it holds only the reader table of an open env (one process opens a data directory: settee.lock),
+// 68 KB a file that would otherwise stay allocated for every closed shard and index (100,000
+// databases of q=2: 13 GB).
+void close_file(MDB_env* env);
 // A compacted copy of `env` (its pages in use only, free ones left out: mdb_env_copy2 with
 // MDB_CP_COMPACT, from one read transaction) written to the new file `to`, fsynced. A file left at
 // `to` by an earlier attempt is replaced. Writers may go on meanwhile; the copy holds what was

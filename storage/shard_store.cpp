@@ -239,7 +239,7 @@ result<std::shared_ptr<shard_store>> shard_store::open_env(const std::string& pa
 }
 
 shard_store::~shard_store() {
-  if (env_) mdb_env_close(env_);
+  if (env_) lmdb::close_file(env_);
   if (on_closed_) on_closed_();
 }
 

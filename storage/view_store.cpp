@@ -346,7 +346,7 @@ status view_store::mark_all_dirty_once(MDB_txn* t) {
 }
 
 view_store::~view_store() {
-  if (env_) mdb_env_close(env_);
+  if (env_) lmdb::close_file(env_);
 }
 
 status view_store::reset(MDB_txn* t, const view_meta& m) {
