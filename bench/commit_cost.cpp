@@ -22,6 +22,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/bench_args.hpp"
 #include "storage/shard_store.hpp"
 
 using namespace settee;
@@ -78,28 +79,14 @@ double ns_per_call(int n, F&& f) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  int rounds = 41, commits = 200;
-  std::string dir;
-  bool own_dir = false;
-  for (int i = 1; i + 1 < argc; i += 2) {
-    std::string k = argv[i];
-    if (k == "--rounds")
-      rounds = std::max(1, std::atoi(argv[i + 1]));
-    else if (k == "--commits")
-      commits = std::max(1, std::atoi(argv[i + 1]));
-    else if (k == "--dir")
-      dir = argv[i + 1];
-    else {
-      std::fprintf(stderr, "usage: settee_commit_cost [--rounds R] [--commits K] [--dir DIR]\n");
-      return 2;
-    }
-  }
-  if (dir.empty()) {
-    char tmpl[] = "/tmp/settee-commit-cost-XXXXXX";
-    if (!::mkdtemp(tmpl)) return 1;
-    dir = tmpl;
-    own_dir = true;
-  }
+  bench::bench_args args;
+  args.rounds = 41;
+  args.commits = 200;
+  if (!args.parse(argc, argv, {}, "usage: settee_commit_cost [--rounds R] [--commits K] [--dir DIR]",
+                  "settee-commit-cost"))
+    return 2;
+  const int rounds = args.rounds, commits = args.commits;
+  const std::string& dir = args.dir;
   auto open = [&](const char* name, bool enabled) -> std::shared_ptr<shard_store> {
     store_options o;
     o.map_size_bytes = 1ull << 30;
@@ -161,6 +148,5 @@ int main(int argc, char** argv) {
       "without (%zu)\n",
       same_bin, new_bin, enc_full, enc_empty, sink % 10);
   stores.clear();
-  if (own_dir) std::filesystem::remove_all(dir);
   return 0;
 }

@@ -27,6 +27,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/bench_args.hpp"
 #include "storage/shard_store.hpp"
 
 using namespace settee;
@@ -130,28 +131,16 @@ struct kase {
 }  // namespace
 
 int main(int argc, char** argv) {
-  int rounds = 9, commits = 300;
-  std::string dir, only;
-  for (int i = 1; i + 1 < argc; i += 2) {
-    std::string k = argv[i];
-    if (k == "--rounds")
-      rounds = std::max(1, std::atoi(argv[i + 1]));
-    else if (k == "--commits")
-      commits = std::max(1, std::atoi(argv[i + 1]));
-    else if (k == "--dir")
-      dir = argv[i + 1];
-    else if (k == "--only")
-      only = argv[i + 1];
-    else
-      return std::fprintf(stderr, "usage: settee_fsync_floor [--rounds R] [--commits K] [--dir DIR] [--only CASE]\n"),
-             2;
-  }
-  bool own_dir = dir.empty();
-  if (own_dir) {
-    char tmpl[] = "/tmp/settee-fsync-floor-XXXXXX";
-    if (!::mkdtemp(tmpl)) return 1;
-    dir = tmpl;
-  }
+  bench::bench_args args;
+  args.rounds = 9;
+  args.commits = 300;
+  if (!args.parse(argc, argv, {"--only"},
+                  "usage: settee_fsync_floor [--rounds R] [--commits K] [--dir DIR] [--only CASE]",
+                  "settee-fsync-floor"))
+    return 2;
+  const int rounds = args.rounds, commits = args.commits;
+  const std::string& dir = args.dir;
+  const std::string only = args.own.count("--only") ? args.own["--only"] : "";
   raw_file plain(dir + "/plain", 0), dsync(dir + "/dsync", O_DSYNC);
   bare_lmdb lmdb(dir + "/bare.mdb"), lmdb_pre(dir + "/pre.mdb", 256 << 20);
   auto open_shard = [&](const char* name) {
@@ -193,6 +182,5 @@ int main(int argc, char** argv) {
     double m = median(c.per_s);
     std::printf("%-12s median %8.0f ops/s  %8.1f us/op  %9.0f docs/s\n", c.name, m, 1e6 / m, m * c.docs_per_op);
   }
-  if (own_dir) std::filesystem::remove_all(dir);
   return 0;
 }
