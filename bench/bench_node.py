@@ -29,8 +29,14 @@ class BenchNode:
                 f.write(config)
             args += ["--config", os.path.join(self.data, "local.ini")]
         env = dict(os.environ, SETTEE_ADMIN="bench:bench", SETTEE_CLUSTER_SECRET="bench-cluster-secret-0123456789")
+        self.args, self.env = args, env
         self.proc = subprocess.Popen(args, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
+    def restart(self):
+        """Stops the node (SIGTERM) and starts it again on the same data and port; returns at once."""
+        self.proc.terminate()
+        self.proc.wait()
+        self.proc = subprocess.Popen(self.args, env=self.env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
     def request(self, method, path, body=None):
         """(status, body bytes) on a connection of its own (threads may call it); waits for the start."""

@@ -10,6 +10,7 @@ each with one document, up to each count given; at each count:
   _all_dbs      the whole list: ms; ?limit=100 from a name in the middle: p50 ms
   _dbs_info     POST of 100 random names: p50 ms; GET of the whole list: ms
   _db_updates   ?limit=100 from the start and since=now: p50 ms; the whole feed: ms
+and after the last count, a restart: seconds until the node answers, its first document, its RSS.
 
     python3 bench/database_count.py [build/settee] [counts=10,1000,10000,100000]
 
@@ -28,7 +29,7 @@ sys.path.insert(0, os.path.dirname(__file__))
 from bench_node import AUTH, BenchNode  # noqa: E402
 
 COUNTS = [int(s) for s in (sys.argv[2] if len(sys.argv) > 2 else "10,1000,10000,100000").split(",")]
-SAMPLES, WHOLE = 50, 10
+SAMPLES, WHOLE = 50, int(os.environ.get("WHOLE", "10"))  # WHOLE: samples of a whole list
 CLIENTS = 8
 node = BenchNode("settee-dbcount-")
 
@@ -139,6 +140,14 @@ try:
         have = n
         rows.append(measure(n, rate))
         print(json.dumps(rows[-1]), flush=True)
+    # A restart with every database: until the node answers, then a closed database's document.
+    t = time.perf_counter()
+    node.restart()
+    node.ok("GET", "/_up")  # request() retries while the port is closed
+    up = time.perf_counter() - t
+    first = Client().req("GET", f"/{name(have // 3)}/profile")[0]
+    print(f"restart with {have:,} databases: answers after {up:.2f} s, first document {first * 1000:.2f} ms, "
+          f"RSS {proc('VmRSS') / 1024:.1f} MB (heap {proc('RssAnon') / 1024:.1f})", flush=True)
     print("\n| measure | " + " | ".join(f"{r['databases']:,}" for r in rows) + " |")
     print("|---|" + "---|" * len(rows))
     for k in list(rows[0].keys())[1:]:
