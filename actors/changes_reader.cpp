@@ -512,10 +512,11 @@ status changes_reader::set_until(const std::string& until) {
     return st;
   }
   if (at.shards_.size() != shards_.size()) return {errc::bad_request, "`until` does not name this database's ranges"};
+  unpark();
   for (size_t k = 0; k < shards_.size(); ++k) {
     const shard_pos& b = at.shards_[k];
     shard_pos& p = shards_[k];
-    bool exact = b.copy && (p.copy || p.parked) && b.copy->node() == node_of(p) && b.uuid_prefix == p.uuid_prefix;
+    bool exact = b.copy && p.copy && b.copy->node() == p.copy->node() && b.uuid_prefix == p.uuid_prefix;
     for (auto& [range, how] : at.resolutions_)
       if (range == p.range.name() && how == resolved_since::how::rewound) exact = false;
     if (!exact) {

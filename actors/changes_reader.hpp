@@ -119,7 +119,6 @@ class changes_reader {
   // copy that cannot be opened answers its error to that read.
   void park();
   void unpark() const;
-  const std::string& node_of(const shard_pos& p) const { return p.parked ? coord_.self() : p.copy->node(); }
   // Whether change `e` of range `p` lies past the request's `until`.
   bool past_until(const shard_pos& p, const change_entry& e) const;
   // A closed shard's feed has read every change up to its end_seq.

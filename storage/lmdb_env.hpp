@@ -72,7 +72,7 @@ struct file_options {
 // SIGBUS, here it is storage_full), MDB_NOSUBDIR | MDB_NOTLS (read transactions move between
 // threads), 1024 reader slots, 16 tables at most. Then begins the write transaction `t` and opens
 // (creates) `tables` in it, left open for the caller to read or write its own records and commit.
-// `env` is set as soon as it exists: the caller closes it (mdb_env_close), on failure too.
+// `env` is set as soon as it exists: the caller closes it (close_file), on failure too.
 status open_file(const std::string& path, const file_options& opts,
                  std::initializer_list<std::pair<const char*, MDB_dbi*>> tables, MDB_env*& env, txn& t);
 // Closes an env open_file opened and frees its lock file's blocks (the file stays, empty of data):
