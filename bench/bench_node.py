@@ -15,6 +15,46 @@ import harness  # noqa: E402
 AUTH = {"Authorization": "Basic " + base64.b64encode(b"bench:bench").decode()}
 
 
+def proc_status(pid, field):
+    """A field of /proc/<pid>/status as a number: kB for the memory fields (VmRSS, RssAnon, VmSize),
+    a count for Threads; 0 when the field is missing."""
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith(field + ":"):
+                return int(line.split()[1])
+    return 0
+
+
+def du_mb(path):
+    """The disk space `path` takes (du), MB."""
+    return int(subprocess.run(["du", "-sk", path], capture_output=True, text=True).stdout.split()[0]) / 1024
+
+
+class KeptConnection:
+    """One kept HTTP connection to a node on loopback as bench:bench, opened again once when the node
+    closed an idle one (its keep-alive timeout)."""
+
+    def __init__(self, port):
+        self.port, self.c = port, None
+
+    def request(self, method, path, body=None):
+        """(status, body bytes, seconds the exchange took)."""
+        for _ in range(2):
+            try:
+                if self.c is None:
+                    self.c = http.client.HTTPConnection("127.0.0.1", self.port, timeout=600)
+                h = dict(AUTH, **({"Content-Type": "application/json"} if body is not None else {}))
+                t = time.perf_counter()
+                self.c.request(method, path, body=None if body is None else json.dumps(body), headers=h)
+                r = self.c.getresponse()
+                data = r.read()
+                return r.status, data, time.perf_counter() - t
+            except (http.client.RemoteDisconnected, ConnectionResetError, BrokenPipeError):
+                self.c.close()
+                self.c = None
+        raise RuntimeError(f"{method} {path}: the node closed the connection twice")
+
+
 class BenchNode:
     def __init__(self, prefix, config=None, binary=None):
         """`config`: ini text (a cluster member's name, RPC port and seeds); None: the defaults.

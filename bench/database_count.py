@@ -15,18 +15,16 @@ and after the last count, a restart: seconds until the node answers, its first d
     python3 bench/database_count.py [build/settee] [counts=10,1000,10000,100000]
 
 Every loop is bounded: the counts given, 50 samples a latency (10 for a whole list)."""
-import http.client
 import json
 import os
 import random
 import statistics
-import subprocess
 import sys
 import threading
 import time
 
 sys.path.insert(0, os.path.dirname(__file__))
-from bench_node import AUTH, BenchNode  # noqa: E402
+from bench_node import BenchNode, KeptConnection, du_mb, proc_status  # noqa: E402
 
 COUNTS = [int(s) for s in (sys.argv[2] if len(sys.argv) > 2 else "10,1000,10000,100000").split(",")]
 SAMPLES, WHOLE = 50, int(os.environ.get("WHOLE", "10"))  # WHOLE: samples of a whole list
@@ -34,30 +32,16 @@ CLIENTS = 8
 node = BenchNode("settee-dbcount-")
 
 
-class Client:
-    """One kept connection; reconnects once when the node closed an idle one."""
-
+class Client(KeptConnection):
     def __init__(self):
-        self.c = None
+        super().__init__(node.port)
 
     def req(self, method, path, body=None):
-        for _ in range(2):
-            try:
-                if self.c is None:
-                    self.c = http.client.HTTPConnection("127.0.0.1", node.port, timeout=600)
-                h = dict(AUTH, **({"Content-Type": "application/json"} if body is not None else {}))
-                t = time.perf_counter()
-                self.c.request(method, path, body=None if body is None else json.dumps(body), headers=h)
-                r = self.c.getresponse()
-                data = r.read()
-                took = time.perf_counter() - t
-                if r.status >= 400:
-                    raise RuntimeError(f"{method} {path}: {r.status} {data[:200]!r}")
-                return took, data
-            except (http.client.RemoteDisconnected, ConnectionResetError, BrokenPipeError):
-                self.c.close()
-                self.c = None
-        raise RuntimeError(f"{method} {path}: the node closed the connection twice")
+        """(seconds, body bytes) of a request that must succeed."""
+        status, data, took = self.request(method, path, body)
+        if status >= 400:
+            raise RuntimeError(f"{method} {path}: {status} {data[:200]!r}")
+        return took, data
 
 
 def name(i):
@@ -81,13 +65,7 @@ def create(first, last):
 
 
 def proc(field):
-    with open(f"/proc/{node.proc.pid}/status") as f:
-        line = next(line for line in f if line.startswith(field + ":"))
-    return int(line.split()[1])
-
-
-def du_mb(path):
-    return int(subprocess.run(["du", "-sk", path], capture_output=True, text=True).stdout.split()[0]) / 1024
+    return proc_status(node.proc.pid, field)
 
 
 def ms(samples):

@@ -10,8 +10,6 @@
    GET /_db_updates?since=now over 200 requests.
 Every loop is bounded by these counts.
 """
-import base64
-import http.client
 import json
 import os
 import statistics
@@ -19,27 +17,21 @@ import sys
 import threading
 import time
 
+sys.path.insert(0, os.path.dirname(__file__))
+from bench_node import KeptConnection  # noqa: E402
+
 PORT = int(sys.argv[1])
 DBS, SAMPLES, MANY = (int(os.environ.get(k, d)) for k, d in (("DBS", "10000"), ("SAMPLES", "200"),
                                                              ("MANY", "20000")))
-AUTH = {"Authorization": "Basic " + base64.b64encode(b"bench:bench").decode(), "Content-Type": "application/json"}
 
 
-class Client:
+class Client(KeptConnection):
     def __init__(self):
-        self.c = http.client.HTTPConnection("127.0.0.1", PORT, timeout=120)
+        super().__init__(PORT)
 
     def req(self, method, path, body=None):
-        for attempt in range(2):  # a connection left idle past the keep-alive timeout is closed
-            try:
-                self.c.request(method, path, body=None if body is None else json.dumps(body), headers=AUTH)
-                r = self.c.getresponse()
-                data = r.read()
-                return r.status, (json.loads(data) if data else None)
-            except (http.client.RemoteDisconnected, ConnectionResetError, BrokenPipeError):
-                self.c.close()
-                self.c = http.client.HTTPConnection("127.0.0.1", PORT, timeout=120)
-        raise RuntimeError(f"{method} {path}: the node closed the connection twice")
+        status, data, _ = self.request(method, path, body)
+        return status, (json.loads(data) if data else None)
 
 
 def in_parallel(names, work, threads=8):

@@ -16,16 +16,11 @@ import threading
 import time
 
 sys.path.insert(0, os.path.dirname(__file__))
-from bench_node import BenchNode  # noqa: E402
+from bench_node import BenchNode, proc_status  # noqa: E402
 
 N = int(sys.argv[2]) if len(sys.argv) > 2 else 1100
 node = BenchNode("settee-feeds-")
 auth = base64.b64encode(b"bench:bench").decode()
-
-
-def status(field):
-    with open(f"/proc/{node.proc.pid}/status") as f:
-        return next(line.split(":", 1)[1].strip() for line in f if line.startswith(field + ":"))
 
 
 try:
@@ -48,8 +43,8 @@ try:
     deadline = time.time() + 30  # until every feed has started
     while json.loads(node.ok("GET", "/_node/_local/_system"))["live_feeds"] < N and time.time() < deadline:
         time.sleep(0.1)
-    print(f"{N} feeds: {len(os.listdir(f'/proc/{node.proc.pid}/fd'))} fds, VmSize {status('VmSize')}, "
-          f"{status('Threads')} threads")
+    print(f"{N} feeds: {len(os.listdir(f'/proc/{node.proc.pid}/fd'))} fds, "
+          f"VmSize {proc_status(node.proc.pid, 'VmSize') / 2**30:.1f} TiB, {proc_status(node.proc.pid, 'Threads')} threads")
     failed = 0
     for i in range(20):
         failed += node.request("PUT", f"/new{i}")[0] != 201

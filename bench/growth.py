@@ -25,7 +25,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(__file__))
-from bench_node import AUTH, BenchNode  # noqa: E402
+from bench_node import AUTH, BenchNode, du_mb, proc_status  # noqa: E402
 
 SIZES = [int(s) for s in (sys.argv[2] if len(sys.argv) > 2 else "10000,100000,1000000").split(",")]
 LOADGEN = os.environ.get("LOADGEN", os.path.join(os.path.dirname(__file__), "..", "build", "settee_loadgen"))
@@ -55,15 +55,7 @@ def p50_ms(paths):
 def rss_mb(field="RssAnon"):
     """The node's resident memory of one kind: RssAnon (its heap) or VmRSS (also the pages of its
     LMDB files mapped in, which the kernel takes back when it needs them)."""
-    with open(f"/proc/{node.proc.pid}/status") as f:
-        for line in f:
-            if line.startswith(field + ":"):
-                return int(line.split()[1]) / 1024
-    return 0.0
-
-
-def du_mb(path):
-    return int(subprocess.run(["du", "-sk", path], capture_output=True, text=True).stdout.split()[0]) / 1024
+    return proc_status(node.proc.pid, field) / 1024
 
 
 def doc_id(i):

@@ -17,6 +17,7 @@ import threading
 import time
 
 sys.path.insert(0, os.path.dirname(__file__))
+from bench_node import proc_status  # noqa: E402
 from compare import AUTH, PORTS, SETTEE, req  # noqa: E402
 
 ATTACHMENT = len(sys.argv) > 1 and sys.argv[1] == "attachment"
@@ -28,11 +29,7 @@ PORT = PORTS["settee"]  # compare.req's "settee" (user bench:bench)
 def rss_mb(pid, field="RssAnon"):
     """The node's anonymous memory (its heap: what the replication holds), or another /proc field
     (VmRSS also counts the LMDB files' pages the kernel keeps mapped)."""
-    with open(f"/proc/{pid}/status") as f:
-        for line in f:
-            if line.startswith(field + ":"):
-                return int(line.split()[1]) / 1024
-    return 0.0
+    return proc_status(pid, field) / 1024
 
 
 def put_attachment(path, size):

@@ -8,7 +8,7 @@ and prints RSS from /proc (MB) and the process's thread count. Every loop is bou
 import os
 import time
 
-from bench_node import BenchNode
+from bench_node import BenchNode, proc_status
 
 N, ROUNDS, IDLE = (int(os.environ.get(k, d)) for k, d in (("N", "2000"), ("ROUNDS", "1"), ("IDLE", "65")))
 node = BenchNode("settee-rss-")
@@ -25,9 +25,7 @@ def rss():
 
 
 def status(field):
-    with open(f"/proc/{node.proc.pid}/status") as f:
-        line = next(line for line in f if line.startswith(field + ":"))
-    return int(line.split()[1])
+    return proc_status(node.proc.pid, field)
 
 
 try:
