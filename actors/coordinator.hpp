@@ -207,16 +207,15 @@ template <class T>
 result<T> coordinator::first_answer(const db_meta& db, size_t index, const std::function<result<T>(shard_copy&)>& ask,
                                     copy_ptr* answered, const std::string& prefer) {
   std::vector<copy_ptr> all = copies_preferring(db, index, prefer);
-  status last{errc::unavailable, "no copy of range " + db.ranges[index].name() + " is reachable"};
-  for (const copy_ptr& c : all) {
-    result<T> r = ask(*c);
+  if (all.empty()) return status{errc::unavailable, "no copy of range " + db.ranges[index].name() + " is reachable"};
+  for (size_t k = 0;; ++k) {  // (the message above only when needed: every read of a document comes here)
+    result<T> r = ask(*all[k]);
     if (r) {
-      if (answered) *answered = c;
+      if (answered) *answered = all[k];
       return r;
     }
-    last = r.error();
+    if (k + 1 == all.size()) return r.error();
   }
-  return last;
 }
 
 template <class T>

@@ -17,6 +17,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "node/error.hpp"
@@ -109,7 +110,9 @@ class js_pool {
   mutable std::mutex mu_;
   std::condition_variable freed_;
   std::vector<std::unique_ptr<worker>> idle_;
-  size_t running_ = 0;  // idle and borrowed
+  size_t running_ = 0;                                         // idle and borrowed
+  std::atomic<size_t> exchanging_{0};                          // requests sent, not yet answered
+  const bool spin_ = std::thread::hardware_concurrency() > 1;  // one core: the worker needs it
 };
 
 // The reply of a worker's answer line; false (a fault in `out`) when it is not a JSON object.

@@ -8,9 +8,14 @@
 namespace settee {
 
 std::string shard_range::name() const {
-  char buf[18];
-  std::snprintf(buf, sizeof buf, "%08x-%08x", begin, end);
-  return buf;
+  // "%08x-%08x", without printf's parsing (every read and write of a document names its range).
+  std::string out(17, '-');
+  static constexpr char hex[] = "0123456789abcdef";
+  for (int i = 0; i < 8; ++i) {
+    out[7 - i] = hex[(begin >> (4 * i)) & 0xf];
+    out[16 - i] = hex[(end >> (4 * i)) & 0xf];
+  }
+  return out;
 }
 
 std::optional<shard_range> shard_range::parse(std::string_view name) {
