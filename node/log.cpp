@@ -52,6 +52,43 @@ std::string printable(std::string_view text) {
   return out;
 }
 
+namespace {
+
+// The length of the valid UTF-8 sequence at the start of `s` (RFC 3629: no overlong forms, no
+// surrogates, nothing above U+10FFFF), or 0.
+size_t utf8_sequence(std::string_view s) {
+  const auto b = [&](size_t i) { return static_cast<unsigned char>(s[i]); };
+  const unsigned char lead = b(0);
+  if (lead < 0x80) return 1;
+  size_t n = lead >= 0xc2 && lead <= 0xdf ? 2 : lead >= 0xe0 && lead <= 0xef ? 3 : lead >= 0xf0 && lead <= 0xf4 ? 4 : 0;
+  if (n == 0 || s.size() < n) return 0;
+  for (size_t i = 1; i < n; ++i)
+    if ((b(i) & 0xc0) != 0x80) return 0;
+  const unsigned char second = b(1);
+  if ((lead == 0xe0 && second < 0xa0) || (lead == 0xed && second > 0x9f) || (lead == 0xf0 && second < 0x90) ||
+      (lead == 0xf4 && second > 0x8f))
+    return 0;
+  return n;
+}
+
+}  // namespace
+
+std::string utf8_only(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  for (size_t i = 0; i < text.size();) {
+    const size_t n = utf8_sequence(text.substr(i));
+    if (n == 0) {
+      out += '?';
+      ++i;
+    } else {
+      out.append(text.substr(i, n));
+      i += n;
+    }
+  }
+  return out;
+}
+
 void set_level(level l) {
   current.store(static_cast<int>(l));
 }
@@ -82,7 +119,11 @@ void write(level l, const std::string& message) {
   append_time(line, now_ms());
   line += node;
   line += ' ';
-  line += message;
+  // Most lines are ASCII; one that is not is checked (a client's bytes in a name it quotes).
+  if (std::any_of(message.begin(), message.end(), [](char c) { return static_cast<unsigned char>(c) >= 0x80; }))
+    line += utf8_only(message);
+  else
+    line += message;
   line += '\n';
   [[maybe_unused]] auto n = ::write(STDERR_FILENO, line.data(), line.size());
 }

@@ -24,6 +24,9 @@ void set_context(const clock* c, std::string node_name);
 void install_crash_handler();
 // `text` with bytes a log line must not carry raw (control characters, DEL) as '?'.
 std::string printable(std::string_view text);
+// `text` with each byte that is not part of a valid UTF-8 sequence as '?': every line write()
+// sends is UTF-8, whatever a client put in a name or an id it quotes.
+std::string utf8_only(std::string_view text);
 bool parse_level(const std::string& text, level& out);
 bool enabled(level l);
 void write(level l, const std::string& message);

@@ -209,9 +209,15 @@ class Node:
         self.proc = None
 
     def check_log(self):
-        """Sanitizer builds report to stderr (the log); any report fails the test."""
-        with open(self.log.name) as f:
-            text = f.read()
+        """Sanitizer builds report to stderr (the log); any report fails the test. The log is
+        UTF-8, whatever bytes clients sent (node/log.cpp utf8_only)."""
+        with open(self.log.name, "rb") as f:
+            raw = f.read()
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError as e:
+            line = raw[raw.rfind(b"\n", 0, e.start) + 1:raw.find(b"\n", e.start)]
+            raise AssertionError(f"{self.log.name} is not UTF-8 at byte {e.start}: {line!r}")
         for marker in ("runtime error:", "AddressSanitizer", "LeakSanitizer", "ThreadSanitizer"):
             if marker in text:
                 raise AssertionError(f"sanitizer report in {self.log.name}:\n{text[-4000:]}")
