@@ -9,8 +9,10 @@ loopback with their defaults (compare.py's start_servers):
   continuous lag            a continuous settee -> settee replication under 500 writes/s for 20 s:
                             from each write's 201 to its row in the target's feed, p50/p99
 
+Each run also prints how much of a core each server used meanwhile (which side bounds it).
+
     python3 bench/replicate.py [docs=200000] [runs=3]
-    python3 bench/replicate.py lag          (the continuous lag alone)
+    python3 bench/replicate.py lag [rate]   (the continuous lag alone, at rate writes/s: 500)
 Needs `npm install` in bench/ (pouchdb-server) and a built settee."""
 import http.client
 import json
@@ -24,8 +26,9 @@ sys.path.insert(0, os.path.dirname(__file__))
 from compare import AUTH, PORTS, req, start_side_by_side  # noqa: E402
 
 LAG_ONLY = sys.argv[1:2] == ["lag"]
+LAG_RATE = int(sys.argv[2]) if LAG_ONLY and len(sys.argv) > 2 else 500
 DOCS = int(sys.argv[1]) if len(sys.argv) > 1 and not LAG_ONLY else 200000
-RUNS = int(sys.argv[2]) if len(sys.argv) > 2 else 3
+RUNS = int(sys.argv[2]) if len(sys.argv) > 2 and not LAG_ONLY else 3
 PAD = "x" * 900
 SETTEE_URL = f"http://bench:bench@127.0.0.1:{PORTS['settee']}"
 POUCH_URL = f"http://127.0.0.1:{PORTS['pouchdb-server']}"
@@ -37,10 +40,21 @@ def fill(server, db, start, count):
             {"docs": [{"_id": f"d{i:07d}", "n": i, "pad": PAD} for i in range(b, min(start + count, b + 1000))]})
 
 
-def timed(server, body):
+def cpu_seconds(pid):
+    """User + system CPU seconds of process `pid` so far (/proc/<pid>/stat)."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def timed(server, body, pids=None):
+    """(seconds, answer, each server's share of a core meanwhile) of one POST /_replicate."""
+    pids = pids or {}
+    before = {name: cpu_seconds(pid) for name, pid in pids.items()}
     t = time.time()
     out = req(server, "POST", "/_replicate", body, timeout=7200)
-    return time.time() - t, out
+    dt = time.time() - t
+    return dt, out, {name: (cpu_seconds(pid) - before[name]) / dt for name, pid in pids.items()}
 
 
 def written(out):
@@ -99,11 +113,12 @@ def lag_run(seconds=20, rate=500):
 
 def main():
     _, servers = start_side_by_side("settee-repbench-")
+    pids = {name: proc.pid for name, (proc, _) in servers.items()}
     rates = {k: [] for k in ("settee->settee", "settee->pouchdb-server", "pouchdb-server->settee",
                              "pouchdb-server pulls")}
     try:
         if LAG_ONLY:
-            print(f"continuous lag: {json.dumps(lag_run())}", flush=True)
+            print(f"continuous lag: {json.dumps(lag_run(rate=LAG_RATE))}", flush=True)
             return
         req("settee", "PUT", "/rsrc")
         old = DOCS - DOCS // 20
@@ -121,11 +136,13 @@ def main():
                      {"source": f"{POUCH_URL}/p{run}", "target": f"back{run}", "create_target": True}),
                     ("pouchdb-server pulls", "pouchdb-server",
                      {"source": f"{SETTEE_URL}/rsrc", "target": f"own{run}", "create_target": True})):
-                dt, out = timed(server, body)
+                dt, out, cores = timed(server, body, pids)
                 n = written(out)
                 rates[name].append(DOCS / dt)
-                print(f"run {run + 1} {name:24s} {dt:7.2f} s {DOCS / dt:9.0f} docs/s (written {n})", flush=True)
-        dt, out = timed("settee", {"source": "rsrc", "target": "recent", "create_target": True, "since_seq": since})
+                use = ", ".join(f"{k} {v:.2f}" for k, v in cores.items())
+                print(f"run {run + 1} {name:24s} {dt:7.2f} s {DOCS / dt:9.0f} docs/s (written {n}; cores: {use})",
+                      flush=True)
+        dt, out, _ = timed("settee", {"source": "rsrc", "target": "recent", "create_target": True, "since_seq": since})
         print(f"since_seq={since}: {written(out)} of {DOCS} docs copied in {dt:.2f} s", flush=True)
         lag = lag_run()
         print(f"continuous lag: {json.dumps(lag)}", flush=True)
