@@ -94,7 +94,7 @@ bool parse(int argc, char** argv, options& o) {
     } else if (k == "--att-bytes") {
       o.att_bytes = std::min<size_t>(std::stoul(v), 64u << 20);
     } else if (k == "--docs") {
-      o.docs = std::min<size_t>(std::stoul(v), 5'000'000);
+      o.docs = std::min<size_t>(std::stoul(v), 100'000'000);  // bounded (10,000,000 for bench/growth.py)
     } else if (k == "--query") {
       o.query = v;
     } else if (k == "--path") {
