@@ -48,6 +48,22 @@ def get(path):
     return time.perf_counter() - t, body
 
 
+def built(path, ask=None, limit_s=7200):
+    """Seconds until the first query of a new index answers: a build longer than the node's
+    request_timeout_ms answers 500 `timeout` and goes on (docs/api.md), so it is asked again."""
+    t = time.perf_counter()
+    while True:
+        try:
+            if ask:
+                ask()
+            else:
+                get(path)
+            return time.perf_counter() - t
+        except Exception as e:  # noqa: BLE001 (the 500 timeout, whoever raised it)
+            if "timeout" not in str(e) or time.perf_counter() - t > limit_s:
+                raise
+
+
 def p50_ms(paths):
     return statistics.median(get(p)[0] for p in paths) * 1000
 
@@ -86,7 +102,7 @@ def measure(n):
     out["changes whole rows/s"] = n / took
     node.ok("PUT", f"/{db}/_design/g", {"views": {"mod": {"map": "function(doc){ emit(doc.n % 1000, null); }",
                                                               "reduce": "_count"}}})
-    took, _ = get(f"/{db}/_design/g/_view/mod?limit=1&reduce=false")
+    took = built(f"/{db}/_design/g/_view/mod?limit=1&reduce=false")
     out["view build s"], out["view build docs/s"] = took, n / took
     view = f"/{db}/_design/g/_view/mod"
     out["view key= limit=10 p50 ms"] = p50_ms(f"{view}?key={rnd.randrange(1000)}&limit=10&reduce=false"
@@ -95,9 +111,7 @@ def measure(n):
     out["view range reduce p50 ms"] = p50_ms(f"{view}?startkey=100&endkey=400" for _ in range(SAMPLES))
     node.ok("POST", f"/{db}/_index", {"index": {"fields": ["n"]}, "name": "by_n", "ddoc": "by_n"})
     find = {"selector": {"n": {"$gt": 1000000000 + n // 2}}, "limit": 25, "use_index": "by_n"}
-    t = time.perf_counter()
-    node.ok("POST", f"/{db}/_find", find)
-    out["mango build s"] = time.perf_counter() - t
+    out["mango build s"] = built(None, lambda: node.ok("POST", f"/{db}/_find", find))
     samples = []
     for _ in range(SAMPLES):
         t = time.perf_counter()
