@@ -258,11 +258,7 @@ result<db_meta> db_catalog::lookup(const std::string& name) {
 }
 
 std::vector<std::string> db_catalog::names() const {
-  std::shared_lock lock(mu_);
-  std::vector<std::string> out;
-  out.reserve(dbs_by_name_.size());
-  for (auto& [name, m] : dbs_by_name_) out.push_back(name);
-  return out;
+  return names(std::nullopt, false, SIZE_MAX);
 }
 
 std::vector<std::string> db_catalog::names(const std::optional<std::string>& from, bool descending, size_t max) const {

@@ -25,6 +25,13 @@ def proc_status(pid, field):
     return 0
 
 
+def cpu_seconds(pid):
+    """User + system CPU seconds of process `pid` so far (/proc/<pid>/stat)."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def du_mb(path):
     """The disk space `path` takes (du), MB."""
     return int(subprocess.run(["du", "-sk", path], capture_output=True, text=True).stdout.split()[0]) / 1024

@@ -20,7 +20,7 @@ import statistics
 import time
 import urllib.parse
 
-from bench_node import BenchNode
+from bench_node import BenchNode, cpu_seconds
 
 PARTS, PER, Q, QUERIES, RUNS = (int(os.environ.get(k, d)) for k, d in
                                 (("PARTS", "200"), ("PER", "500"), ("Q", "8"), ("QUERIES", "1000"), ("RUNS", "3")))
@@ -30,9 +30,7 @@ AUTH = {"Authorization": "Basic " + base64.b64encode(b"bench:bench").decode()}
 
 def cpu_s():
     """The node process's user + system CPU seconds so far."""
-    with open(f"/proc/{node.proc.pid}/stat") as f:
-        fields = f.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    return cpu_seconds(node.proc.pid)
 
 
 def run(paths):

@@ -23,6 +23,7 @@ import threading
 import time
 
 sys.path.insert(0, os.path.dirname(__file__))
+from bench_node import cpu_seconds  # noqa: E402
 from compare import AUTH, PORTS, req, start_side_by_side  # noqa: E402
 
 LAG_ONLY = sys.argv[1:2] == ["lag"]
@@ -38,13 +39,6 @@ def fill(server, db, start, count):
     for b in range(start, start + count, 1000):
         req(server, "POST", f"/{db}/_bulk_docs",
             {"docs": [{"_id": f"d{i:07d}", "n": i, "pad": PAD} for i in range(b, min(start + count, b + 1000))]})
-
-
-def cpu_seconds(pid):
-    """User + system CPU seconds of process `pid` so far (/proc/<pid>/stat)."""
-    with open(f"/proc/{pid}/stat") as f:
-        fields = f.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def timed(server, body, pids=None):
