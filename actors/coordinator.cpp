@@ -94,11 +94,12 @@ class coordinator::node_copies final : public copy_source {
 };
 
 coordinator::coordinator(db_catalog& catalog, shard_registry& shards, std::chrono::milliseconds timeout,
-                         std::string self)
+                         std::string self, std::chrono::milliseconds view_timeout)
     : catalog_(catalog),
       shards_(shards),
       timeout_(timeout),
       self_(std::move(self)),
+      view_timeout_(view_timeout),
       own_source_(std::make_unique<node_copies>(*this)),
       source_(own_source_.get()) {}
 

@@ -41,7 +41,10 @@ class copy_source {
 
 class coordinator {
  public:
-  coordinator(db_catalog& catalog, shard_registry& shards, std::chrono::milliseconds timeout, std::string self);
+  // `timeout`: what a request waits for copies; `view_timeout`: what a view read waits for each
+  // range's copy, whose index may have to be built first (CouchDB's [fabric] view_permsg_timeout).
+  coordinator(db_catalog& catalog, shard_registry& shards, std::chrono::milliseconds timeout, std::string self,
+              std::chrono::milliseconds view_timeout = std::chrono::hours(1));
   ~coordinator();
 
   // Other nodes' copies; null on a single node. Set once, before requests arrive.
@@ -56,6 +59,7 @@ class coordinator {
   const std::string& self() const { return self_; }
   // How long a request waits for copies.
   std::chrono::milliseconds timeout() const { return timeout_; }
+  std::chrono::milliseconds view_timeout() const { return view_timeout_; }
   db_catalog& catalog() { return catalog_; }
 
   size_t shard_index(const db_meta& db, std::string_view doc_id) const;
@@ -102,11 +106,14 @@ class coordinator {
   static std::vector<size_t> all_ranges(const db_meta& db);
   template <class T>
   std::vector<range_answer<T>> each_range(const db_meta& db, const std::vector<size_t>& ranges, const range_ask<T>& ask,
-                                          const std::vector<std::string>& prefer = {});
+                                          const std::vector<std::string>& prefer = {},
+                                          std::chrono::milliseconds wait = {});
   // Starts `ask(*copies[k], k, done)` on every copy at once (other nodes' first) and waits for all
-  // of them, up to the request timeout (errc::timeout for a copy that did not answer by then).
+  // of them, up to `wait` (zero: the request timeout; errc::timeout for a copy that did not answer
+  // by then).
   template <class T>
-  std::vector<result<T>> ask_each(const std::vector<copy_ptr>& copies, const range_ask<T>& ask) const;
+  std::vector<result<T>> ask_each(const std::vector<copy_ptr>& copies, const range_ask<T>& ask,
+                                  std::chrono::milliseconds wait = {}) const;
 
   // The copies a write waits for: w, or n/2+1 when 0, at most n (1 for a database on every node).
   static size_t write_quorum(const db_meta& db, size_t w);
@@ -197,6 +204,7 @@ class coordinator {
   shard_registry& shards_;
   std::chrono::milliseconds timeout_;
   std::string self_;
+  std::chrono::milliseconds view_timeout_;
   remote_shards* remote_ = nullptr;
   std::unique_ptr<copy_source> own_source_;
   copy_source* source_ = nullptr;
@@ -219,13 +227,14 @@ result<T> coordinator::first_answer(const db_meta& db, size_t index, const std::
 }
 
 template <class T>
-std::vector<result<T>> coordinator::ask_each(const std::vector<copy_ptr>& copies, const range_ask<T>& ask) const {
+std::vector<result<T>> coordinator::ask_each(const std::vector<copy_ptr>& copies, const range_ask<T>& ask,
+                                             std::chrono::milliseconds wait) const {
   std::vector<size_t> order(copies.size());
   for (size_t k = 0; k < order.size(); ++k) order[k] = k;
   std::stable_partition(order.begin(), order.end(), [&](size_t k) { return !copies[k]->local(); });
   gather<T> g(std::vector<size_t>(copies.size(), 1));
   for (size_t k : order) ask(*copies[k], k, g.slot(k, 0));
-  auto answers = g.take(1, mono::now() + timeout_);
+  auto answers = g.take(1, mono::now() + (wait.count() > 0 ? wait : timeout_));
   std::vector<result<T>> out;
   out.reserve(copies.size());
   for (size_t k = 0; k < copies.size(); ++k) {
@@ -241,7 +250,8 @@ std::vector<result<T>> coordinator::ask_each(const std::vector<copy_ptr>& copies
 template <class T>
 std::vector<coordinator::range_answer<T>> coordinator::each_range(const db_meta& db, const std::vector<size_t>& ranges,
                                                                   const range_ask<T>& ask,
-                                                                  const std::vector<std::string>& prefer) {
+                                                                  const std::vector<std::string>& prefer,
+                                                                  std::chrono::milliseconds wait) {
   std::vector<range_answer<T>> out(ranges.size());
   std::vector<std::vector<copy_ptr>> candidates(ranges.size());  // the next one to ask at the back
   for (size_t k = 0; k < ranges.size(); ++k) {
@@ -260,7 +270,7 @@ std::vector<coordinator::range_answer<T>> coordinator::each_range(const db_meta&
     }
     if (round.empty()) break;
     auto answers = ask_each<T>(
-        asked, [&](shard_copy& c, size_t j, shard_copy::answer<T> done) { ask(c, round[j], std::move(done)); });
+        asked, [&](shard_copy& c, size_t j, shard_copy::answer<T> done) { ask(c, round[j], std::move(done)); }, wait);
     SETTEE_CHECK(answers.size() == round.size());  // one answer (or its error) per copy asked
     for (size_t j = 0; j < round.size(); ++j) {
       out[round[j]].value = std::move(answers[j]);

@@ -730,9 +730,12 @@ result<std::vector<view_page>> view_reader::pages_of(const db_meta& db, const de
   // A partition's rows are all in its range (shard_map's placement_hash).
   const std::vector<size_t> ranges =
       q.partition.empty() ? coordinator::all_ranges(db) : std::vector<size_t>{coord_.partition_index(db, q.partition)};
+  // A copy whose index is behind answers after bringing it up to date: waited for as long as
+  // CouchDB waits for a view worker (view_permsg_timeout), not the request timeout.
   auto pages = coord_.each_range<view_page>(
       db, ranges,
-      [&](shard_copy& copy, size_t, shard_copy::answer<view_page> done) { copy.start_view(req, std::move(done)); });
+      [&](shard_copy& copy, size_t, shard_copy::answer<view_page> done) { copy.start_view(req, std::move(done)); }, {},
+      coord_.view_timeout());
   std::vector<view_page> out;
   for (auto& p : pages) {
     if (!p.value) return p.value.error();

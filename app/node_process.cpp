@@ -153,7 +153,8 @@ result<rpc_options> cluster_options(const settings& set, const clock& clk, int h
         "[cluster] accept_legacy_peers = true: nodes that cannot prove the cluster secret may call "
         "this node (only for an upgrade from or downgrade to release 0.2 or older)");
   }
-  ro.call_timeout_ms = static_cast<int>(set.request_timeout.count());
+  ro.call_timeout_ms = static_cast<int>(std::min<int64_t>(set.request_timeout.count(), INT32_MAX));
+  ro.view_call_timeout_ms = static_cast<int>(set.view_timeout.count());
   return ro;
 }
 
@@ -213,7 +214,7 @@ node_process::node_process(live_config& cfg, settings set, const clock& clk, std
       shards_(sys_, clk_, storage_options(set_), writer_limits(set_), open_shard_limit(set_), &notifier_),
       catalog_(shards_, clk_, data_dir_, set_.node_name, set_.request_timeout),
       updates_(shards_, catalog_, clk_, data_dir_, db_updates_options(set_)),
-      coord_(catalog_, shards_, set_.request_timeout, set_.node_name),
+      coord_(catalog_, shards_, set_.request_timeout, set_.node_name, set_.view_timeout),
       auth_(cfg_, clk_, coord_),
       node_{cfg_, clk_, coord_, auth_, set_.node_name, set_.server_uuid},
       jobs_(tasks_, clk_, set_.node_name, runner_options(set_)),

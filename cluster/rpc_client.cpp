@@ -302,7 +302,7 @@ void rpc_node::view_rows(const std::string& node, const std::string& db, const s
           return page;
         });
       },
-      std::move(done));
+      std::move(done), opts_.view_call_timeout_ms);
 }
 
 void rpc_node::mango_rows(const std::string& node, const std::string& db, const std::string& range,

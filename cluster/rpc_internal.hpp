@@ -570,9 +570,10 @@ inline status unavailable(const std::string& peer, const std::string& why) {
 }
 
 template <class T, class Send>
-void rpc_node::start_call(const std::string& peer, Send send, std::function<void(result<T>)> done) {
+void rpc_node::start_call(const std::string& peer, Send send, std::function<void(result<T>)> done, int timeout_ms) {
   metrics::node().rpc_calls.add(peer);
-  post([this, peer, send = std::move(send), done = std::move(done)](loop* l) mutable {
+  if (timeout_ms <= 0) timeout_ms = opts_.call_timeout_ms;
+  post([this, peer, timeout_ms, send = std::move(send), done = std::move(done)](loop* l) mutable {
     auto failed = [&peer](status st) {
       metrics::node().rpc_errors.add(peer);
       return st;
@@ -583,7 +584,7 @@ void rpc_node::start_call(const std::string& peer, Send send, std::function<void
     auto once = std::make_shared<std::function<void(result<T>)>>(std::move(done));
     auto& timer = l->io.provider->getTimer();
     const auto sent = mono::now();
-    l->tasks.add(timer.timeoutAfter(opts_.call_timeout_ms * kj::MILLISECONDS, send(*cap))
+    l->tasks.add(timer.timeoutAfter(timeout_ms * kj::MILLISECONDS, send(*cap))
                      .then(
                          [once, peer, sent](result<T>&& r) {
                            observe_answer(peer, sent);

@@ -49,7 +49,8 @@ struct rpc_options {
   int ping_interval_ms = 500;
   int ping_timeout_ms = 2000;
   int max_backoff_ms = 2000;
-  int call_timeout_ms = 60000;  // no call to a peer is waited for longer
+  int call_timeout_ms = 60000;         // no call to a peer is waited for longer
+  int view_call_timeout_ms = 3600000;  // but a view read (viewRows), which may wait for an index build
   // This node's copy of a shard range ("00000000-7fffffff") of a database, for calls from peers.
   std::function<result<shard_handle>(const std::string& db, const std::string& range)> find_shard;
   // Called on the RPC thread after replicated changes to `db` were committed (must not block).
@@ -217,7 +218,7 @@ class rpc_node final : public remote_shards {
   // the waiting caller, up to `timeout`. Defined in rpc_node.cpp.
   // The same, answering through `done` (exactly once, on the loop thread or this one) instead.
   template <class T, class Send>
-  void start_call(const std::string& peer, Send send, std::function<void(result<T>)> done);
+  void start_call(const std::string& peer, Send send, std::function<void(result<T>)> done, int timeout_ms = 0);
   template <class T, class Send>
   result<T> call(const std::string& peer, std::chrono::milliseconds timeout, Send send);
   // A call answered by a status only: `fill` gets the peer's capability and returns the filled

@@ -64,6 +64,8 @@ result<settings> read_settings(const config& cfg) {
 
   s.server_uuid = cfg.get("couchdb", "uuid");
   s.request_timeout = std::chrono::milliseconds(clamped<int64_t>(cfg, "couchdb", "request_timeout_ms", 60000, 1, big));
+  s.view_timeout =
+      std::chrono::milliseconds(clamped<int64_t>(cfg, "fabric", "view_permsg_timeout", 3600000, 1, INT32_MAX));
   s.map_size_bytes = clamped<uint64_t>(cfg, "couchdb", "map_size_mb", 65536, 1, 1 << 30) << 20;
   s.batch_max_docs = clamped<size_t>(cfg, "couchdb", "batch_max_docs", 5000, 1, big);
   s.batch_max_bytes = clamped<size_t>(cfg, "couchdb", "batch_max_bytes", 32 << 20, 1, big);

@@ -24,9 +24,13 @@ struct settings {
   // [couchdb]
   std::string server_uuid;                           // uuid
   std::chrono::milliseconds request_timeout{60000};  // request_timeout_ms: what a request waits for copies
-  uint64_t map_size_bytes = 64ull << 30;             // map_size_mb: each shard file's LMDB map
-  size_t batch_max_docs = 5000;                      // batch_max_docs: one group commit
-  size_t batch_max_bytes = 32u << 20;                // batch_max_bytes
+  // [fabric] view_permsg_timeout (CouchDB's name and default, ms): what a view query waits for each
+  // range's copy, its index build included (CouchDB: for each worker's next message; view_timeout
+  // is infinity).
+  std::chrono::milliseconds view_timeout{3600000};
+  uint64_t map_size_bytes = 64ull << 30;  // map_size_mb: each shard file's LMDB map
+  size_t batch_max_docs = 5000;           // batch_max_docs: one group commit
+  size_t batch_max_bytes = 32u << 20;     // batch_max_bytes
   // max_dbs_open, lowered to what the address space holds: every open shard maps map_size_mb at
   // once (LMDB), a process has 128 TiB, and past it every other open fails ("Cannot allocate
   // memory": ~2,000 shards of 64 GiB). Open shards get 96 TiB (the rest: view indexes, heap).

@@ -215,5 +215,28 @@ class ClusteredViews(ClusterTest):
         self.assertEqual(len(self.view(other, "cbad", "by_type")["rows"]), 3)
 
 
+
+class ViewBuildsLongerThanARequest(ClusterTest):
+    """A range whose copy is on another node is waited for while that node builds its index: the
+    node protocol's viewRows call is bounded by [fabric] view_permsg_timeout, not request_timeout_ms."""
+    NODES, SYNC_INTERVAL_MS = 2, 0
+    EXTRA_CONFIG = "[couchdb]\nrequest_timeout_ms = 300\n"
+
+    def test_a_remote_build_longer_than_the_request_timeout_is_waited_for(self):
+        n1 = self.node
+        self.assertEqual(n1.put("/cslow?q=2&n=1").status, 201)
+        self.assertTrue(wait_for(lambda: all(n.get("/cslow").status == 200 for n in self.nodes), 15))
+        shards = n1.get("/cslow/_shards").json["shards"]
+        self.assertEqual(len({nodes[0] for nodes in shards.values()}), 2, shards)  # one range each
+        self.assertEqual(n1.post("/cslow/_bulk_docs", {"docs": [{"i": i} for i in range(600)]}).status, 201)
+        # ~2 ms a document: each node builds its range's ~300 for ~0.6 s.
+        slow = "function(d) { var t = Date.now(); while (Date.now() - t < 2) {} emit(d.i, 1); }"
+        self.assertEqual(n1.put("/cslow/_design/app", {"views": {"v": {"map": slow, "reduce": "_count"}}}).status, 201)
+        self.assertTrue(wait_for(lambda: self.nodes[1].get("/cslow/_design/app").status == 200, 15))
+        r = n1.get("/cslow/_design/app/_view/v")
+        self.assertEqual(r.status, 200, r.raw)
+        self.assertEqual(r.json["rows"], [{"key": None, "value": 600}])
+
+
 if __name__ == "__main__":
     main()

@@ -78,6 +78,7 @@ TEST_CASE("settings: CouchDB's defaults from an empty configuration, every limit
   auto s = read_settings(config{});
   REQUIRE(s);
   CHECK(s->request_timeout == std::chrono::milliseconds(60000));
+  CHECK(s->view_timeout == std::chrono::milliseconds(3600000));  // [fabric] view_permsg_timeout
   CHECK(s->map_size_bytes == (65536ull << 20));
   CHECK(s->max_document_id_length == SIZE_MAX);  // "infinity"
   CHECK(s->max_document_size_bytes == 8000000);
@@ -95,7 +96,8 @@ TEST_CASE("settings: CouchDB's defaults from an empty configuration, every limit
 TEST_CASE("settings: values are clamped to what works, and what cannot be taken names its key") {
   auto c = config::parse(
       "[chttpd]\nserver_threads = 2\nheader_timeout = 0\n[couchdb]\nmax_json_depth = 999999\n"
-      "max_document_id_length = 64\n[cluster]\nrpc_port = 0\nq = 0\n[time_seq]\nmin_time = 0\n");
+      "max_document_id_length = 64\n[cluster]\nrpc_port = 0\nq = 0\n[time_seq]\nmin_time = 0\n"
+      "[fabric]\nview_permsg_timeout = 99999999999\n");
   REQUIRE(c);
   auto s = read_settings(*c);
   REQUIRE(s);
@@ -103,7 +105,8 @@ TEST_CASE("settings: values are clamped to what works, and what cannot be taken 
   CHECK(s->header_timeout_s == 1);
   CHECK(s->max_json_depth == 10000);
   CHECK(s->max_document_id_length == 64);
-  CHECK(s->max_dbs_open == 500);  // 500 maps of 64 GiB: 31 TiB of address space
+  CHECK(s->view_timeout == std::chrono::milliseconds(INT32_MAX));  // an RPC call's timer takes an int
+  CHECK(s->max_dbs_open == 500);                                   // 500 maps of 64 GiB: 31 TiB of address space
   REQUIRE(s->rpc_port);
   CHECK(*s->rpc_port == 0);  // any free port
   CHECK(s->default_q == 1);
