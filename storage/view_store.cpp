@@ -186,25 +186,41 @@ status block_of(MDB_txn* t, MDB_dbi blocks, uint32_t view, const std::string& lk
   return {};
 }
 
-// Splits the block at `start` (of `n` rows, view `view`) in two near its middle entry.
+// Splits the block at `start` (of `n` rows) in two at the coarsest change of key between its
+// middle quarters: where the entry shares the shortest prefix with the one before it (the nearest
+// to the middle among equals). A sort key is free of prefixes and an array's elements come in
+// order, so a cut where keys differ early lies on a group's edge for `group=true` and for every
+// `group_level` it can: a grouped reduce then takes the blocks on each side whole instead of
+// reading the rows around the edge (section 52 of docs/architecture.md).
 status split_block(MDB_txn* t, const tables& tb, const std::string& start, uint64_t n) {
   cursor c;
   if (int rc = mdb_cursor_open(t, tb.rows, &c.c); rc != 0) return lmdb::to_status(rc, "view blocks");
   MDB_val k = lmdb::val(start), v;
-  uint64_t before = 0;
+  uint64_t before = 0, cut_before = 0;
+  std::string prev, cut;
+  size_t cut_shared = SIZE_MAX;
+  auto off_middle = [n](uint64_t b) { return b > n / 2 ? b - n / 2 : n / 2 - b; };
   for (int rc = mdb_cursor_get(c.c, &k, &v, MDB_SET_RANGE); rc == 0; rc = mdb_cursor_get(c.c, &k, &v, MDB_NEXT)) {
     const std::string_view key = lmdb::view(k);
-    if (before >= n / 2 && key != start) {
-      const std::string at(key);
-      if (auto st = lmdb::put(t, tb.blocks, at, u64_text(n - before)); !st) return st;
-      if (auto st = mark_dirty(t, tb, at); !st) return st;
-      return lmdb::put(t, tb.blocks, start, u64_text(before));
+    if (before > n - n / 4 && !cut.empty()) break;
+    if (before >= n / 4 && key != start) {
+      const size_t shared =
+          static_cast<size_t>(std::mismatch(prev.begin(), prev.end(), key.begin(), key.end()).first - prev.begin());
+      if (cut.empty() || shared < cut_shared || (shared == cut_shared && off_middle(before) < off_middle(cut_before))) {
+        cut.assign(key);
+        cut_shared = shared;
+        cut_before = before;
+      }
     }
     auto in = rows_in(key, lmdb::view(v));
     if (!in) return in.error();
     before += *in;
+    prev.assign(key);
   }
-  return {};  // one entry (a bucket) holds them all: nothing to cut
+  if (cut.empty()) return {};  // one entry (a bucket) holds them all: nothing to cut
+  if (auto st = lmdb::put(t, tb.blocks, cut, u64_text(n - cut_before)); !st) return st;
+  if (auto st = mark_dirty(t, tb, cut); !st) return st;
+  return lmdb::put(t, tb.blocks, start, u64_text(cut_before));
 }
 
 // Counts `delta` rows in or out of the block holding key `lk` of view `view`, splitting a block
@@ -576,16 +592,34 @@ bool group_of(const std::function<size_t(std::string_view)>& group_length, std::
 }  // namespace
 
 status view_store::whole_group_block(MDB_txn* t, group_walk& w, const std::string& from, const std::string& next,
-                                     bool& whole) const {
+                                     bool& whole, std::string& last_key) const {
+  whole = false;
+  last_key.clear();
+  if (w.use == block_use::rows || from < w.low || next > w.high || !group_of(w.group_length, from, w.id)) return {};
   // Wholly inside one group: the next block starts in range, in the same group (the group's last
-  // row is then in a later block, read).
-  std::string next_id;
-  whole = w.use != block_use::rows && from >= w.low && next < w.high && next != w.end &&
-          group_of(w.group_length, from, w.id) && group_of(w.group_length, next, next_id) && w.id == next_id;
-  if (!whole || w.use != block_use::partials) return {};
+  // row is then in a later block), or the block's last row is in the group (it ends there: its
+  // key is the group's last).
+  std::string id;
+  if (next < w.high && next != w.end && group_of(w.group_length, next, id) && id == w.id) {
+    whole = true;
+  } else {
+    cursor c;
+    if (int rc = mdb_cursor_open(t, rows_, &c.c); rc != 0) return lmdb::to_status(rc, "view scan");
+    MDB_val k = lmdb::val(next), v;
+    int rc = mdb_cursor_get(c.c, &k, &v, MDB_SET_RANGE);
+    rc = mdb_cursor_get(c.c, &k, &v, rc == 0 ? MDB_PREV : MDB_LAST);
+    if (rc != 0 && rc != MDB_NOTFOUND) return lmdb::to_status(rc, "view scan");
+    if (rc != 0 || lmdb::view(k) < from || !group_of(w.group_length, lmdb::view(k), id) || id != w.id) return {};
+    std::vector<stored_row> rows;
+    if (!decode_rows(lmdb::view(v), lmdb::view(k), rows) || rows.empty()) return corrupt("row");
+    whole = true;
+    last_key = std::move(rows.back().key_json);
+  }
+  if (w.use != block_use::partials) return {};
   std::string_view partial;
   if (auto st = lmdb::get(t, partials_, from, partial, whole); !st) return st;
   w.partial.assign(partial);
+  if (!whole) last_key.clear();
   return {};
 }
 
@@ -706,7 +740,8 @@ status view_store::reduce_groups(const view_scan& s, const std::function<size_t(
     if (rc != 0 && rc != MDB_NOTFOUND) return lmdb::to_status(rc, "view blocks");
     const std::string next = rc == 0 && lmdb::view(k) < w.end ? std::string(lmdb::view(k)) : w.end;
     bool whole = false;
-    if (auto st = whole_group_block(t.get(), w, from, next, whole); !st) return st;
+    std::string last_key;
+    if (auto st = whole_group_block(t.get(), w, from, next, whole, last_key); !st) return st;
     std::vector<view_row> rows;
     if (whole && (out.empty() || out.back().id != w.id)) {
       if (out.size() >= max_groups) break;
@@ -717,6 +752,7 @@ status view_store::reduce_groups(const view_scan& s, const std::function<size_t(
       if (rows.empty()) return corrupt("block");
       out.push_back(view_group{w.id, rows[0].key_json, rows[0].key_json, 0, {}, {}});
     }
+    if (whole && !last_key.empty()) out.back().last_key = std::move(last_key);
     if (whole && use == block_use::counts) {
       out.back().counted += rows_in_block;
     } else if (whole) {

@@ -130,9 +130,10 @@ class view_store {
   status reduce_range(const view_scan& s, std::vector<std::string>& partials, std::vector<view_row>& rows) const;
   // The range of `s` (direction, skip and limit aside) cut into groups, in the view's order: each
   // row's group is the first group_length(sort key) bytes of its sort key (npos: a malformed key).
-  // A block wholly inside one group (its start and the next block's in the group and in range)
-  // is taken as `use` says; the rows of the others are read. At most `max_groups` groups, the
-  // first ones. Costs the range's blocks plus about a block's rows per group, not its rows.
+  // A block wholly inside one group (its start and its last row in the group and in range) is
+  // taken as `use` says; the rows of the others are read. At most `max_groups` groups, the first
+  // ones. Costs the range's blocks plus, per group edge, a seek, and a block's rows when no block
+  // edge falls on it (blocks are cut at key changes where they can: split_block).
   // With `fold`, the rows read of a group in one block are reduced by it into one more partial
   // (kept as rows when it makes none).
   status reduce_groups(const view_scan& s, const std::function<size_t(std::string_view)>& group_length, block_use use,
@@ -185,8 +186,9 @@ class view_store {
   // block_use::counts); `full` set when a group beyond max_groups begins.
   status group_rows(MDB_txn* t, group_walk& w, const std::string& low, const std::string& high, uint64_t max_groups,
                     std::vector<view_group>& out, bool& full) const;
-  status whole_group_block(MDB_txn* t, group_walk& w, const std::string& from, const std::string& next,
-                           bool& whole) const;
+  // `last_key`: the key JSON of the block's last row when the group ends in it (else empty).
+  status whole_group_block(MDB_txn* t, group_walk& w, const std::string& from, const std::string& next, bool& whole,
+                           std::string& last_key) const;
 
   std::string path_;
   MDB_env* env_ = nullptr;

@@ -423,6 +423,41 @@ TEST_CASE("view_store: grouped reduces take whole blocks of one group by count o
   CHECK_MESSAGE(read_at_level_1 * 4 < rows_in_view, read_at_level_1, " of ", rows_in_view);
 }
 
+TEST_CASE("view_store: blocks are cut where keys change, so a grouped reduce reads few rows at the groups' edges") {
+  // emit(n % 40) over documents written in id order, 600 a batch: every batch adds rows at the end
+  // of each of 40 groups, and blocks split as they grow (growth.py's view, smaller).
+  temp_dir dir;
+  summing reducer;
+  auto s = view_store::open(dir.path + "/edges.view", view_meta{"sig", "uuid", collation::collator_version(), 1, 0});
+  REQUIRE(s);
+  constexpr int groups = 40, docs = 40000;
+  for (int from = 0; from < docs; from += 600) {
+    std::vector<view_doc> batch;
+    for (int n = from; n < std::min(docs, from + 600); ++n) {
+      std::string id = std::to_string(1000000 + n);
+      batch.push_back(view_doc{id, {{row(json(n % groups), 1)}}});
+    }
+    REQUIRE((*s)->apply(batch, static_cast<uint64_t>(from + 1), &reducer));
+  }
+  for (int64_t level : {int64_t{-1}, int64_t{1}}) {
+    auto length = [level](std::string_view k) { return collation::group_length(k, level); };
+    std::vector<view_group> got;
+    REQUIRE((*s)->reduce_groups(view_scan{0, {}, {}, false}, length, block_use::partials, UINT64_MAX, got));
+    REQUIRE(got.size() == groups);
+    size_t read = 0;
+    for (int g = 0; g < groups; ++g) {
+      int64_t sum = static_cast<int64_t>(got[g].rows.size());
+      for (const auto& p : got[g].partials) sum += std::stoll(p);
+      CHECK(sum == docs / groups);
+      CHECK(got[g].first_key == std::to_string(g));
+      CHECK(got[g].last_key == std::to_string(g));
+      read += got[g].rows.size();
+    }
+    // Blocks of 64-512 rows: reading a block at each of 40 edges would be ~10,000 rows.
+    CHECK_MESSAGE(read < docs / 20, read, " rows read of ", docs);
+  }
+}
+
 TEST_CASE("view_store: a file whose partials an older release made gets every block's again from the next settle") {
   temp_dir dir;
   const std::string path = dir.path + "/older.view";
