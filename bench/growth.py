@@ -15,7 +15,6 @@ N (q=2), N documents of ~1 KB loaded by settee_loadgen's _bulk_docs (2 clients),
     python3 bench/growth.py [build/settee] [sizes=10000,100000,1000000]
 
 Every loop is bounded: the sizes given, 50 samples a latency."""
-import http.client
 import json
 import os
 import random
@@ -25,27 +24,21 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(__file__))
-from bench_node import AUTH, BenchNode, du_mb, proc_status  # noqa: E402
+from bench_node import BenchNode, KeptConnection, du_mb, proc_status  # noqa: E402
 
 SIZES = [int(s) for s in (sys.argv[2] if len(sys.argv) > 2 else "10000,100000,1000000").split(",")]
 LOADGEN = os.environ.get("LOADGEN", os.path.join(os.path.dirname(__file__), "..", "build", "settee_loadgen"))
 SAMPLES = 50
 node = BenchNode("settee-growth-")
-conn = None
+conn = KeptConnection(node.port)  # opened again after a long load (the node closes idle ones)
 
 
 def get(path):
     """(seconds, body) on one kept connection."""
-    global conn
-    if conn is None:
-        conn = http.client.HTTPConnection("127.0.0.1", node.port, timeout=600)
-    t = time.perf_counter()
-    conn.request("GET", path, headers=AUTH)
-    r = conn.getresponse()
-    body = r.read()
-    if r.status >= 400:
-        raise RuntimeError(f"GET {path}: {r.status} {body[:200]!r}")
-    return time.perf_counter() - t, body
+    status, body, seconds = conn.request("GET", path)
+    if status >= 400:
+        raise RuntimeError(f"GET {path}: {status} {body[:200]!r}")
+    return seconds, body
 
 
 def built(path, ask=None, limit_s=7200):
