@@ -26,6 +26,7 @@ void handle_node(ctx& c);
 void handle_membership(ctx& c);
 void handle_active_tasks(ctx& c);
 void handle_settee_page(ctx& c);
+void handle_utils_page(ctx& c);  // GET /_utils/: the data browser (http/page/utils.html)
 void handle_db_updates(ctx& c);
 // replicate_handlers.cpp: POST /_replicate, GET /_scheduler/{jobs,docs}[/...].
 void handle_replicate(ctx& c);

@@ -138,11 +138,7 @@ void dispatch(ctx& c) {
     if (first == "_uuids" && p.size() == 1) return handle_uuids(c);
     if (first == "_session" && p.size() == 1) return handle_session(c);
     if (first == "_settee") return handle_settee_page(c);
-    if (first == "_utils") {  // where CouchDB users look for Fauxton: settee's own page
-      c.res.status = 302;
-      c.res.set_header("Location", c.absolute_uri("/_settee/"));
-      return;
-    }
+    if (first == "_utils") return handle_utils_page(c);  // where CouchDB users look for Fauxton
     // CouchDB's `_metrics` role reads this node's statistics without being an admin.
     if (first == "_node" && p.size() >= 3 && (p[2] == "_stats" || p[2] == "_system" || p[2] == "_prometheus") &&
         c.user.has_role("_metrics"))

@@ -255,9 +255,10 @@ class NotBuiltYet(NodeTest):
     def test_server_endpoints(self):
         for method, path in (("GET", "/_cluster_setup"),):
             self.assertNotBuilt(self.node.request(method, path, {} if method == "POST" else None), path)
-        for path in ("/_utils", "/_utils/index.html"):  # where CouchDB users look: settee's page (issue 34)
-            r = self.node.get(path, auth=False)
-            self.assertEqual((r.status, r.header("Location")), (302, f"http://127.0.0.1:{self.node.port}/_settee/"))
+        # Where CouchDB users look: settee's data browser (issue 55; tests/integration/test_utils_page).
+        r = self.node.get("/_utils", auth=False)
+        self.assertEqual((r.status, r.header("Location")), (301, f"http://127.0.0.1:{self.node.port}/_utils/"))
+        self.assertEqual(self.node.get("/_utils/index.html", auth=False).status, 200)
         self.assertEqual(self.node.get("/_replicate", auth=False).status, 401)  # admins only, as CouchDB
         self.assertError(self.node.get("/_nothing"), 404, "not_found", "Database does not exist.")
 

@@ -1,0 +1,344 @@
+// settee's data browser (/_utils/): databases and their documents, as CouchDB users do them in
+// Fauxton. Plain browser code, no framework: a view per location hash, built from the node's own
+// API as the signed-in user; every error shown is the node's own answer.
+//   #/                      the databases, paged, with create and delete
+//   #/db/<name>             a database's documents (_all_docs), paged by key, searched by id prefix
+//   #/db/<name>/doc/<id>    a document: its JSON to edit and save, its revisions and conflicts
+//   #/db/<name>/new         a new document
+"use strict";
+
+const PAGE = 20;  // rows a page
+// X-Requested-With: a 401 then comes without WWW-Authenticate, so the browser shows no Basic
+// prompt and the page shows its own sign-in form (as CouchDB does for Fauxton).
+const HEADERS = {"Accept": "application/json", "X-Requested-With": "XMLHttpRequest"};
+const $ = (id) => document.getElementById(id);
+
+// ---- the node's API ----
+
+class ApiError extends Error {
+  constructor(status, body) {
+    const what = body && typeof body === "object" ? (body.error || "error") + ": " + (body.reason || "") : String(body);
+    super(status + " " + what);
+    this.status = status;
+    this.body = body;
+  }
+}
+
+// One request; the parsed JSON answer, else an ApiError holding the node's status and body.
+async function api(method, path, body) {
+  const options = {method, credentials: "same-origin", headers: Object.assign({}, HEADERS)};
+  if (body !== undefined) {
+    options.headers["Content-Type"] = "application/json";
+    options.body = typeof body === "string" ? body : JSON.stringify(body);
+  }
+  const r = await fetch(path, options);
+  const text = await r.text();
+  let parsed = text;
+  try { parsed = JSON.parse(text); } catch (e) { /* kept as text */ }
+  if (!r.ok) throw new ApiError(r.status, parsed);
+  return parsed;
+}
+
+// A database's path: each name percent-encoded whole ("a/b" is one database, as CouchDB's).
+const dbPath = (db) => "/" + encodeURIComponent(db);
+// A document's path: a design or local document keeps its prefix's slash, as CouchDB's URLs do.
+function docPath(db, id) {
+  for (const prefix of ["_design/", "_local/"])
+    if (id.startsWith(prefix)) return dbPath(db) + "/" + prefix + encodeURIComponent(id.slice(prefix.length));
+  return dbPath(db) + "/" + encodeURIComponent(id);
+}
+const query = (params) => "?" + Object.entries(params).filter(([, v]) => v !== undefined)
+  .map(([k, v]) => k + "=" + encodeURIComponent(typeof v === "string" && !k.endsWith("key") ? v : JSON.stringify(v))).join("&");
+
+// ---- what the page shows ----
+
+// The banner: an error (the node's own) or a success; `action` adds a button to it.
+function say(text, ok, action) {
+  const b = $("banner");
+  b.textContent = text;
+  b.className = ok ? "ok" : "";
+  b.hidden = false;
+  if (action) {
+    const button = el("button", {type: "button", text: action.label, onclick: action.run});
+    button.style.marginLeft = "12px";
+    b.appendChild(button);
+  }
+}
+function sayError(e) {
+  if (e instanceof ApiError && e.status === 401) return showLogin();
+  say(e instanceof ApiError ? e.message : "failed: " + (e.message || e));
+}
+function quiet() { $("banner").hidden = true; }
+// Goes to `hash` with the banner kept (what was just done stays said).
+let keepBanner = false;
+function navigate(hash) {
+  if (location.hash === hash) return route(true);
+  keepBanner = true;
+  location.hash = hash;
+}
+
+// An element: `props` sets text, class, dataset entries (data: {}), handlers (on...) and attributes.
+function el(tag, props, ...children) {
+  const e = document.createElement(tag);
+  for (const [k, v] of Object.entries(props || {})) {
+    if (k === "text") e.textContent = v;
+    else if (k === "class") e.className = v;
+    else if (k === "data") Object.assign(e.dataset, v);
+    else if (k.startsWith("on")) e.addEventListener(k.slice(2), v);
+    else if (v === true) e.setAttribute(k, "");
+    else if (v !== false && v !== undefined) e.setAttribute(k, v);
+  }
+  for (const c of children) e.append(c);
+  return e;
+}
+const link = (text, hash) => el("a", {href: hash, text});
+const row = (cells, data) =>
+  el("tr", {data}, ...cells.map((c) => (c instanceof Node && (c.tagName === "TD" || c.tagName === "TH") ? c : el("td", {}, c))));
+
+function bytes(n) {
+  const units = ["B", "KiB", "MiB", "GiB", "TiB"];
+  let i = 0;
+  while (n >= 1024 && i < units.length - 1) { n /= 1024; i++; }
+  return (i ? n.toFixed(1) : String(n)) + " " + units[i];
+}
+
+function crumbs(...parts) {
+  const h = el("h2", {class: "crumbs"}, link("Databases", "#/"));
+  for (const p of parts) h.append(" › ", p);
+  return h;
+}
+
+// A pager over keys: `pages` holds each shown page's first key (the back stack).
+function pager(state, more, go) {
+  const prev = el("button", {type: "button", text: "‹ Previous", disabled: state.pages.length <= 1,
+                             onclick: () => { state.pages.pop(); go(); }});
+  const next = el("button", {type: "button", text: "Next ›", disabled: !more,
+                             onclick: () => { state.pages.push(more.key); go(); }});
+  return el("div", {class: "pager"}, prev, el("span", {class: "muted", text: "page " + state.pages.length}), next);
+}
+
+// ---- databases ----
+
+const dbList = {pages: [undefined]};
+
+async function showDatabases() {
+  const start = dbList.pages[dbList.pages.length - 1];
+  const names = await api("GET", "/_all_dbs" + query({limit: PAGE + 1, startkey: start}));
+  const shown = names.slice(0, PAGE);
+  const infos = shown.length ? await api("POST", "/_dbs_info", {keys: shown}) : [];
+  const table = el("table", {id: "dbs"}, row(["Database", "Documents", "Size", ""].map((t) => el("th", {text: t}))));
+  shown.forEach((name, k) => {
+    const info = (infos[k] && infos[k].info) || {};
+    const remove = el("button", {type: "button", class: "danger", text: "Delete…", onclick: () => confirmDelete(tr, name)});
+    const tr = row([link(name, "#/db/" + encodeURIComponent(name)), String(info.doc_count ?? ""),
+                    info.sizes ? bytes(info.sizes.file) : "", el("td", {}, remove)], {db: name});
+    table.append(tr);
+  });
+  if (!names.length && dbList.pages.length === 1) table.append(row([el("span", {class: "muted", text: "no databases yet"})]));
+  const more = names.length > PAGE ? {key: names[PAGE]} : null;
+  const name = el("input", {type: "text", id: "new-db", placeholder: "name", "aria-label": "new database name", required: true});
+  const q = el("input", {type: "number", id: "new-q", min: 1, max: 256, placeholder: "q", "aria-label": "q"});
+  const n = el("input", {type: "number", id: "new-n", min: 1, max: 9, placeholder: "n", "aria-label": "n"});
+  const partitioned = el("input", {type: "checkbox", id: "new-partitioned"});
+  const create = el("form", {id: "create-db", class: "toolbar", onsubmit: async (ev) => {
+    ev.preventDefault();
+    try {
+      const params = {q: q.value || undefined, n: n.value || undefined, partitioned: partitioned.checked ? "true" : undefined};
+      await api("PUT", dbPath(name.value) + query(params));
+      say("Created database " + name.value + ".", true);
+      navigate("#/db/" + encodeURIComponent(name.value));
+    } catch (e) { sayError(e); }
+  }}, el("strong", {text: "New database"}), name, q, n, el("label", {}, partitioned, " partitioned"),
+     el("button", {type: "submit", text: "Create"}));
+  return [el("section", {class: "wide"}, crumbs(), create, table, pager(dbList, more, route))];
+}
+
+// Delete asks for the database's name typed again, as Fauxton does.
+function confirmDelete(tr, name) {
+  const typed = el("input", {type: "text", class: "confirm-name", "aria-label": "type the name to delete", placeholder: name});
+  const go = el("button", {type: "button", class: "danger confirm-delete", text: "Delete for good", disabled: true,
+                           onclick: async () => {
+                             try {
+                               await api("DELETE", dbPath(name));
+                               say("Deleted database " + name + ".", true);
+                               route(true);
+                             } catch (e) { sayError(e); }
+                           }});
+  typed.addEventListener("input", () => { go.disabled = typed.value !== name; });
+  const td = tr.lastChild;
+  td.textContent = "";
+  td.append("type its name: ", typed, " ", go);
+  typed.focus();
+}
+
+// ---- documents ----
+
+const docList = {db: null, prefix: "", pages: [undefined]};
+
+async function showDocuments(db) {
+  if (docList.db !== db) Object.assign(docList, {db, prefix: "", pages: [undefined]});
+  const start = docList.pages[docList.pages.length - 1];
+  const params = {limit: PAGE + 1};
+  if (docList.prefix) Object.assign(params, {startkey: start ?? docList.prefix, endkey: docList.prefix + "\ufff0"});
+  else if (start !== undefined) params.startkey = start;
+  const [info, page] = await Promise.all([api("GET", dbPath(db)), api("GET", dbPath(db) + "/_all_docs" + query(params))]);
+  const rows = page.rows.slice(0, PAGE);
+  const table = el("table", {id: "docs"}, row(["Document", "Revision"].map((t) => el("th", {text: t}))));
+  for (const r of rows)
+    table.append(row([link(r.id, "#/db/" + encodeURIComponent(db) + "/doc/" + encodeURIComponent(r.id)), el("code", {text: r.value.rev})],
+                     {id: r.id}));
+  if (!rows.length) table.append(row([el("span", {class: "muted", text: docList.prefix ? "no document id starts with " + docList.prefix : "no documents yet"})]));
+  const more = page.rows.length > PAGE ? {key: page.rows[PAGE].id} : null;
+  const search = el("input", {type: "search", id: "id-prefix", placeholder: "document id starts with…", value: docList.prefix,
+                              "aria-label": "document id prefix"});
+  const find = el("form", {class: "toolbar", id: "find-docs", onsubmit: (ev) => {
+    ev.preventDefault();
+    Object.assign(docList, {prefix: search.value, pages: [undefined]});
+    route();
+  }}, search, el("button", {type: "submit", text: "Find"}),
+     el("a", {href: "#/db/" + encodeURIComponent(db) + "/new", id: "new-doc", text: "New document"}));
+  const figures = el("p", {class: "muted", id: "db-figures",
+                           text: info.doc_count + " documents, " + info.doc_del_count + " deleted, " +
+                                 bytes(info.sizes ? info.sizes.file : 0) + (info.props && info.props.partitioned ? ", partitioned" : "")});
+  return [el("section", {class: "wide"}, crumbs(el("span", {text: db})), figures, find, table, pager(docList, more, route))];
+}
+
+// ---- one document ----
+
+async function showDocument(db, id) {
+  const fresh = id === null;
+  let doc, revs = [], conflicts = [];
+  if (fresh) {
+    const uuids = await api("GET", "/_uuids");
+    doc = {_id: uuids.uuids[0]};
+  } else {
+    doc = await api("GET", docPath(db, id) + "?revs_info=true&conflicts=true");
+    revs = doc._revs_info || [];
+    conflicts = doc._conflicts || [];
+    delete doc._revs_info;
+    delete doc._conflicts;
+  }
+  const editor = el("textarea", {class: "json", id: "editor", spellcheck: "false", "aria-label": "the document as JSON"});
+  editor.value = JSON.stringify(doc, null, 2);
+  const save = el("button", {type: "button", id: "save", text: fresh ? "Create" : "Save", onclick: () => saveDoc(db, id, editor)});
+  const remove = el("button", {type: "button", id: "delete", class: "danger", text: "Delete…", hidden: fresh,
+                               onclick: () => deleteDoc(db, id, doc._rev, remove)});
+  const reload = el("button", {type: "button", id: "reload", text: "Reload", hidden: fresh, onclick: () => { quiet(); route(); }});
+  const parts = [el("section", {class: "wide"},
+    crumbs(link(db, "#/db/" + encodeURIComponent(db)), el("span", {id: "doc-id", text: fresh ? "new document" : id})),
+    el("div", {class: "toolbar"}, save, reload, remove), editor)];
+  if (!fresh) {
+    const history = el("table", {id: "revisions"}, row(["Revision", "Status"].map((t) => el("th", {text: t}))));
+    for (const r of revs) history.append(row([el("code", {text: r.rev}), r.status], {rev: r.rev}));
+    const side = el("section", {}, el("h2", {text: "Revisions"}), history);
+    if (conflicts.length) {
+      const list = el("ul", {id: "conflicts"});
+      for (const c of conflicts) list.append(el("li", {}, el("code", {text: c})));
+      side.append(el("h2", {text: "Conflicts (revisions that lost)"}), list);
+    }
+    parts.push(side);
+  }
+  return parts;
+}
+
+async function saveDoc(db, id, editor) {
+  let doc;
+  try {
+    doc = JSON.parse(editor.value);
+  } catch (e) {
+    return say("The document is not JSON: " + e.message + ". Nothing was saved.");
+  }
+  if (doc === null || typeof doc !== "object" || Array.isArray(doc)) return say("A document is a JSON object. Nothing was saved.");
+  const target = typeof doc._id === "string" && doc._id ? doc._id : id;
+  try {
+    const r = target ? await api("PUT", docPath(db, target), doc) : await api("POST", dbPath(db), doc);
+    say("Saved " + r.id + " as revision " + r.rev + ".", true);
+    navigate("#/db/" + encodeURIComponent(db) + "/doc/" + encodeURIComponent(r.id));
+  } catch (e) {
+    if (e instanceof ApiError && e.status === 409)
+      return say("Conflict: " + e.message + " Someone saved a newer revision: reload it, then edit again.", false,
+                 {label: "Reload", run: () => { quiet(); route(); }});
+    sayError(e);
+  }
+}
+
+function deleteDoc(db, id, rev, button) {
+  if (!button.dataset.armed) {  // a second click deletes
+    button.dataset.armed = "true";
+    button.textContent = "Delete for good";
+    return;
+  }
+  api("DELETE", docPath(db, id) + "?rev=" + encodeURIComponent(rev)).then(() => {
+    say("Deleted " + id + ".", true);
+    navigate("#/db/" + encodeURIComponent(db));
+  }, sayError);
+}
+
+// ---- sign-in and the router ----
+
+function showLogin() {
+  $("view").hidden = true;
+  $("login").hidden = false;
+  $("logout").hidden = true;
+  $("who").textContent = "";
+  document.body.dataset.view = "login";
+}
+
+let routing = 0;
+// Shows the view the hash names; `keep`: the banner stays (what was just done).
+async function route(keep) {
+  const mine = ++routing;
+  if (keep !== true && !keepBanner) quiet();
+  keepBanner = false;
+  const parts = location.hash.replace(/^#\/?/, "").split("/").map(decodeURIComponent);
+  try {
+    let shown;
+    if (parts[0] === "db" && parts.length >= 2 && parts[1]) {
+      const db = parts[1];
+      if (parts[2] === "doc" && parts.length >= 4) shown = await showDocument(db, parts.slice(3).join("/"));
+      else if (parts[2] === "new") shown = await showDocument(db, null);
+      else shown = await showDocuments(db);
+    } else {
+      shown = await showDatabases();
+    }
+    if (mine !== routing) return;  // a later route won
+    $("view").replaceChildren(...shown);
+    $("view").hidden = false;
+    $("login").hidden = true;
+    document.body.dataset.view = parts[0] === "db" ? (parts[2] || "docs") : "dbs";
+  } catch (e) {
+    if (e instanceof ApiError && e.status === 401) return showLogin();
+    sayError(e);
+    $("view").hidden = false;
+    document.body.dataset.view = "error";
+  } finally {
+    if (mine === routing) document.body.dataset.ready = String(mine);
+  }
+}
+
+async function start() {
+  try {
+    const s = await api("GET", "/_session");
+    if (!s.userCtx || !s.userCtx.name) return showLogin();
+    $("who").textContent = "signed in as " + s.userCtx.name;
+    $("logout").hidden = false;
+    await route();
+  } catch (e) { sayError(e); }
+}
+
+$("login").addEventListener("submit", async (ev) => {
+  ev.preventDefault();
+  try {
+    await api("POST", "/_session", {name: $("user").value, password: $("password").value});
+    $("login-error").textContent = "";
+    start();
+  } catch (e) {
+    $("login-error").textContent = e.status === 401 ? "Name or password is incorrect." : e.message;
+  }
+});
+$("logout").addEventListener("click", async () => {
+  await api("DELETE", "/_session").catch(() => {});
+  showLogin();
+});
+window.addEventListener("hashchange", () => route());
+start();

@@ -1,0 +1,173 @@
+// The data browser (/_utils/) in a real browser: Debian's chromium, headless, driven by
+// playwright-core as a user drives it (click, type, save). Prints what each step showed as one JSON
+// line for the Python test (tests/integration/test_utils_page.py), which checks the node's state
+// besides. With a screenshot directory, saves one PNG per pane.
+//   node utils_page.js <base url> <user> <password> [screenshot dir]
+"use strict";
+const { chromium } = require("playwright-core");
+const path = require("path");
+
+const [base, user, password, shots] = process.argv.slice(2);
+
+(async () => {
+  const browser = await chromium.launch({
+    executablePath: process.env.CHROMIUM || "/usr/bin/chromium",
+    args: ["--no-sandbox", "--disable-gpu", "--no-proxy-server"],
+  });
+  const out = {};
+  try {
+    const page = await browser.newPage({ viewport: { width: 1280, height: 800 } });
+    const outside = [], errors = [], sent = [];
+    page.on("request", (r) => {
+      if (!r.url().startsWith(base)) outside.push(r.url());
+      sent.push(r.method() + " " + r.url().slice(base.length));
+    });
+    // Chromium logs each answer >= 400 as a console error: those are the node's answers the page
+    // shows (the test checks them on the page); anything else counts.
+    page.on("console", (m) => { if (m.type() === "error" && !/status of \d{3}/.test(m.text())) errors.push(m.text()); });
+    page.on("pageerror", (e) => errors.push(String(e)));
+    let step = 0;
+    const shot = async (name) => { if (shots) await page.screenshot({ path: path.join(shots, `${++step}-${name}.png`), fullPage: true }); };
+    // Waits for the next view the router finishes (body[data-ready] counts them).
+    let ready = 0;
+    const settled = async () => {
+      await page.waitForFunction((n) => Number(document.body.dataset.ready || 0) > n, ready, { timeout: 15000 });
+      ready = Number(await page.evaluate(() => document.body.dataset.ready));
+    };
+    const banner = () => page.evaluate(() => {
+      const b = document.getElementById("banner");
+      return b.hidden ? null : { text: b.textContent, ok: b.className === "ok" };
+    });
+    const texts = (selector) => page.$$eval(selector, (els) => els.map((e) => e.textContent));
+    const fetchAs = (method, url, body) => page.evaluate(async ([m, u, b]) => {
+      const r = await fetch(u, { method: m, headers: { "Content-Type": "application/json" }, body: b === null ? undefined : JSON.stringify(b) });
+      return { status: r.status, body: await r.json() };
+    }, [method, url, body === undefined ? null : body]);
+
+    // Signing in: the form first, the databases after.
+    await page.goto(`${base}/_utils`);
+    out.url = page.url();
+    await page.waitForSelector("#login:not([hidden])", { timeout: 15000 });
+    await page.fill("#user", user);
+    await page.fill("#password", "wrong");
+    await page.click("#login button[type=submit]");
+    await page.waitForFunction(() => document.getElementById("login-error").textContent !== "");
+    out.wrongPassword = await page.textContent("#login-error");
+    await page.fill("#password", password);
+    await page.press("#password", "Enter");  // the keyboard signs in too
+    await settled();
+    out.who = await page.textContent("#who");
+    out.firstPage = await page.$$eval("#dbs tr[data-db]", (rows) => rows.map((r) => [r.dataset.db, r.cells[1].textContent]));
+    out.nextEnabled = await page.isEnabled(".pager button:last-child");
+    await shot("databases");
+    await page.click(".pager button:last-child");
+    await settled();
+    out.secondPage = await page.$$eval("#dbs tr[data-db]", (rows) => rows.map((r) => r.dataset.db));
+    await page.click(".pager button:first-child");
+    await settled();
+
+    // A bad name: the node's own refusal, the list still there.
+    await page.fill("#new-db", "Bad Name");
+    await page.click("#create-db button[type=submit]");
+    await page.waitForSelector("#banner:not([hidden])");
+    out.badName = await banner();
+    out.listAfterBadName = (await texts("#dbs tr[data-db] td:first-child")).length;
+    // A name with a slash is one database (encoded whole), created with q=2 and opened.
+    await page.fill("#new-db", "notes/team");
+    await page.fill("#new-q", "2");
+    await page.click("#create-db button[type=submit]");
+    await settled();
+    out.created = { banner: await banner(), view: await page.evaluate(() => document.body.dataset.view), hash: await page.evaluate(() => location.hash),
+                    figures: await page.textContent("#db-figures") };
+
+    // A new document through the editor.
+    await page.click("#new-doc");
+    await settled();
+    out.newDocTemplate = JSON.parse(await page.inputValue("#editor"));
+    await page.fill("#editor", JSON.stringify({ _id: "doc1", n: 1 }));
+    await page.click("#save");
+    await settled();
+    out.saved = { banner: await banner(), id: await page.textContent("#doc-id"), editor: JSON.parse(await page.inputValue("#editor")),
+                  revisions: await page.$$eval("#revisions tr[data-rev]", (rows) => rows.map((r) => r.dataset.rev)) };
+    await shot("document");
+
+    // Invalid JSON: said on the page, nothing sent.
+    const before = sent.length;
+    await page.fill("#editor", '{"n": ');
+    await page.click("#save");
+    out.invalid = { banner: await banner(), requests: sent.slice(before).filter((s) => !s.startsWith("GET")) };
+
+    // A conflict: someone else saves doc1 behind the editor's back; saving says so and offers a reload.
+    const doc1 = out.saved.editor;
+    out.behindBack = await fetchAs("PUT", "/notes%2Fteam/doc1", { _id: "doc1", _rev: doc1._rev, n: "theirs" });
+    await page.fill("#editor", JSON.stringify(Object.assign({}, doc1, { n: "mine" })));
+    await page.click("#save");
+    await page.waitForSelector("#banner:not([hidden]) button");
+    out.conflict = await banner();
+    await shot("conflict");
+    await page.click("#banner button");
+    await settled();
+    const reloaded = JSON.parse(await page.inputValue("#editor"));
+    out.reloaded = reloaded;
+    await page.fill("#editor", JSON.stringify(Object.assign({}, reloaded, { n: "mine" })));
+    await page.click("#save");
+    await settled();
+    out.savedAfterReload = await banner();
+
+    // A 10 MB document: the node's refusal shown.
+    await page.fill("#editor", JSON.stringify(Object.assign({}, JSON.parse(await page.inputValue("#editor")), { big: "x".repeat(10 * 1024 * 1024) })));
+    await page.click("#save");
+    await page.waitForFunction(() => !document.getElementById("banner").hidden && document.getElementById("banner").className !== "ok");
+    out.tooLarge = await banner();
+
+    // The documents pane: 25 more, paged by 20, found by id prefix.
+    const docs = [];
+    for (let i = 0; i < 25; i++) docs.push({ _id: "item" + String(i).padStart(2, "0") });
+    out.bulk = (await fetchAs("POST", "/notes%2Fteam/_bulk_docs", { docs })).status;
+    await page.click(".crumbs a:nth-of-type(2)");
+    await settled();
+    out.docsFirst = await page.$$eval("#docs tr[data-id]", (rows) => rows.map((r) => r.dataset.id));
+    await page.click(".pager button:last-child");
+    await settled();
+    out.docsSecond = await page.$$eval("#docs tr[data-id]", (rows) => rows.map((r) => r.dataset.id));
+    await page.fill("#id-prefix", "item1");
+    await page.press("#id-prefix", "Enter");
+    await settled();
+    out.found = await page.$$eval("#docs tr[data-id]", (rows) => rows.map((r) => r.dataset.id));
+    await shot("documents");
+
+    // Delete a document: two clicks.
+    await page.click("#docs tr[data-id='item10'] a");
+    await settled();
+    await page.click("#delete");
+    out.armed = await page.textContent("#delete");
+    await page.click("#delete");
+    await settled();
+    out.deleted = { banner: await banner(), view: await page.evaluate(() => document.body.dataset.view) };
+
+    // Delete the database: its name typed again first.
+    await page.click(".crumbs a:first-child");
+    await settled();
+    await page.click("#dbs tr[data-db='notes/team'] button");
+    out.confirmDisabled = !(await page.isEnabled("#dbs tr[data-db='notes/team'] .confirm-delete"));
+    await page.fill("#dbs tr[data-db='notes/team'] .confirm-name", "notes/team");
+    await page.click("#dbs tr[data-db='notes/team'] .confirm-delete");
+    await settled();
+    out.dbDeleted = { banner: await banner(), listed: await page.$$eval("#dbs tr[data-db]", (rows) => rows.map((r) => r.dataset.db)) };
+
+    // A database that is not there: the node's 404, not a blank pane.
+    await page.evaluate(() => { location.hash = "#/db/nothing-here"; });
+    await settled();
+    out.missing = await banner();
+
+    // Signing out brings the form back.
+    await page.click("#logout");
+    await page.waitForSelector("#login:not([hidden])");
+    out.signedOut = true;
+    out.outside = outside;
+    out.errors = errors;
+  } finally {
+    await browser.close();
+  }
+  console.log(JSON.stringify(out));
+})().catch((e) => { console.error(e); process.exit(1); });

@@ -1,0 +1,116 @@
+"""The data browser at /_utils/ (issue 55, first panes) in a real headless browser (Debian's chromium
+through playwright-core, tests/clients/utils_page.js), driven as a user drives it: sign in (a wrong
+password said so, Enter signs in), the databases paged by 20 with their document counts, a bad
+database name refused with the node's own reason, a database named with a slash created with q=2
+and opened, a document created, edited and saved through the JSON editor, invalid JSON refused
+without a request, a conflict shown with a reload that then saves, a 10 MB document refused with the
+node's 413, the documents paged and found by id prefix, a document and the database deleted (its
+name typed again first), a missing database's 404 shown, signing out. The node's state is checked
+after each. Nothing is loaded from outside the node, no script error. SETTEE_SCREENSHOTS=<dir>
+keeps a screenshot of each pane."""
+import json
+import os
+import subprocess
+import tempfile
+
+from harness import CLIENTS_DIR, CLIENTS_SRC, NodeTest, install_clients, main
+
+
+class DataBrowser(NodeTest):
+    @classmethod
+    def setUpClass(cls):
+        install_clients()
+        super().setUpClass()
+
+    def test_the_page_is_served_as_couchdbs_utils(self):
+        n = self.node
+        r = n.get("/_utils", auth=False)
+        self.assertEqual((r.status, r.header("Location")), (301, f"http://127.0.0.1:{n.port}/_utils/"))
+        for path in ("/_utils/", "/_utils/index.html"):
+            r = n.get(path, auth=False)
+            self.assertEqual(r.status, 200, path)
+            self.assertTrue(r.header("Content-Type").startswith("text/html"), path)
+            self.assertIn("default-src 'self'", r.header("Content-Security-Policy"))
+            self.assertIn('src="/_utils/utils.js"', r.raw)
+        for path, kind in (("/_utils/utils.js", "text/javascript"), ("/_utils/page.css", "text/css"),
+                           ("/_settee/page.css", "text/css")):
+            r = n.get(path, auth=False)
+            self.assertEqual(r.status, 200, path)
+            self.assertTrue(r.header("Content-Type").startswith(kind), (path, r.header("Content-Type")))
+        self.assertError(n.get("/_utils/nothing.js", auth=False), 404, "not_found")
+        self.assertError(n.get("/_utils/a/b", auth=False), 404, "not_found")
+        self.assertEqual(n.request("POST", "/_utils/", {}, auth=False).status, 405)
+
+    def test_a_user_browses_and_edits_databases_and_documents(self):
+        n = self.node
+        for k in range(25):
+            self.assertEqual(n.put(f"/shelf{k:02d}").status, 201)
+        self.assertEqual(n.post("/shelf00/_bulk_docs", {"docs": [{"k": i} for i in range(3)]}).status, 201)
+        shots = os.environ.get("SETTEE_SCREENSHOTS") or tempfile.mkdtemp(prefix="settee-utils-")
+        r = subprocess.run(["node", os.path.join(CLIENTS_SRC, "utils_page.js"), f"http://127.0.0.1:{n.port}",
+                            n.admin[0], n.admin[1], shots],
+                           capture_output=True, text=True, timeout=180,
+                           env=dict(os.environ, NODE_PATH=os.path.join(CLIENTS_DIR, "node_modules")))
+        self.assertEqual(r.returncode, 0, r.stderr[-3000:])
+        out = json.loads(r.stdout.strip().splitlines()[-1])
+        self.assertEqual(out["errors"], [])
+        self.assertEqual(out["outside"], [])
+        self.assertTrue(out["url"].endswith("/_utils/"), out["url"])
+        self.assertEqual(out["wrongPassword"], "Name or password is incorrect.")
+        self.assertEqual(out["who"], "signed in as " + n.admin[0])
+        # The databases, 20 a page, in _all_dbs order, with their document counts.
+        names = n.get("/_all_dbs").json
+        self.assertEqual([d for d, _ in out["firstPage"]], names[:20])
+        self.assertEqual(dict(out["firstPage"])["shelf00"], "3")
+        self.assertTrue(out["nextEnabled"])
+        self.assertEqual(out["secondPage"], names[20:40])
+        # The node's refusal of a bad name, word for word.
+        bad = n.put("/Bad%20Name").json
+        self.assertEqual(out["badName"], {"text": f"400 {bad['error']}: {bad['reason']}", "ok": False})
+        self.assertEqual(out["listAfterBadName"], 20)
+        # "notes/team": one database, q=2.
+        self.assertEqual(out["created"]["hash"], "#/db/notes%2Fteam")
+        self.assertEqual(out["created"]["banner"], {"text": "Created database notes/team.", "ok": True})
+        self.assertTrue(out["created"]["figures"].startswith("0 documents, 0 deleted"), out["created"]["figures"])
+        self.assertEqual(len(out["newDocTemplate"]["_id"]), 32)  # a fresh uuid from /_uuids
+        saved = out["saved"]
+        self.assertTrue(saved["banner"]["ok"], saved)
+        self.assertRegex(saved["banner"]["text"], r"^Saved doc1 as revision 1-[0-9a-f]{32}\.$")
+        self.assertEqual(saved["id"], "doc1")
+        self.assertEqual((saved["editor"]["_id"], saved["editor"]["n"]), ("doc1", 1))
+        self.assertEqual(saved["revisions"], [saved["editor"]["_rev"]])
+        # Invalid JSON: said, and nothing but reads sent.
+        self.assertFalse(out["invalid"]["banner"]["ok"])
+        self.assertTrue(out["invalid"]["banner"]["text"].startswith("The document is not JSON: "), out["invalid"])
+        self.assertEqual(out["invalid"]["requests"], [])
+        # The conflict: the node's 409 with a reload; the reload shows theirs, and mine then saves.
+        self.assertEqual(out["behindBack"]["status"], 201)
+        self.assertTrue(out["conflict"]["text"].startswith("Conflict: 409 conflict: Document update conflict."),
+                        out["conflict"])
+        self.assertTrue(out["conflict"]["text"].endswith("Reload"), out["conflict"])  # its button
+        self.assertEqual(out["reloaded"]["n"], "theirs")
+        self.assertTrue(out["reloaded"]["_rev"].startswith("2-"))
+        self.assertRegex(out["savedAfterReload"]["text"], r"^Saved doc1 as revision 3-")
+        # 10 MB: the node's 413.
+        self.assertEqual(out["tooLarge"]["ok"], False)
+        self.assertTrue(out["tooLarge"]["text"].startswith("413 document_too_large"), out["tooLarge"])
+        # Paged by 20 and found by prefix.
+        self.assertEqual(out["bulk"], 201)
+        everything = ["doc1"] + [f"item{i:02d}" for i in range(25)]
+        self.assertEqual(out["docsFirst"], everything[:20])
+        self.assertEqual(out["docsSecond"], everything[20:])
+        self.assertEqual(out["found"], [f"item{i}" for i in range(10, 20)])
+        # The document deleted (two clicks), the database too (its name typed first).
+        self.assertEqual(out["armed"], "Delete for good")
+        self.assertEqual(out["deleted"], {"banner": {"text": "Deleted item10.", "ok": True}, "view": "docs"})
+        self.assertTrue(out["confirmDisabled"])
+        self.assertEqual(out["dbDeleted"]["banner"], {"text": "Deleted database notes/team.", "ok": True})
+        self.assertNotIn("notes/team", out["dbDeleted"]["listed"])
+        self.assertEqual(n.get("/notes%2Fteam").status, 404)
+        self.assertEqual(out["missing"], {"text": "404 not_found: Database does not exist.", "ok": False})
+        self.assertTrue(out["signedOut"])
+        self.assertEqual(n.get("/shelf00").json["doc_count"], 3)  # nothing else touched
+
+
+if __name__ == "__main__":
+    main()
