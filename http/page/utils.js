@@ -2,8 +2,11 @@
 // Fauxton. Plain browser code, no framework: a view per location hash, built from the node's own
 // API as the signed-in user; every error shown is the node's own answer.
 //   #/                      the databases, paged, with create and delete
-//   #/db/<name>             a database's documents (_all_docs), paged by key, searched by id prefix
-//   #/db/<name>/doc/<id>    a document: its JSON to edit and save, its revisions and conflicts
+//   #/db/<name>             a database's documents (_all_docs, or _local_docs), paged by key,
+//                           searched by id prefix
+//   #/db/<name>/settings    its _security, _revs_limit and compaction
+//   #/db/<name>/doc/<id>    a document: its JSON to edit and save, its revisions, its conflicts
+//                           (a winner picked: the other leaves deleted), its attachments
 //   #/db/<name>/new         a new document
 "use strict";
 
@@ -173,21 +176,26 @@ function confirmDelete(tr, name) {
 
 // ---- documents ----
 
-const docList = {db: null, prefix: "", pages: [undefined]};
+const docList = {db: null, prefix: "", local: false, pages: [undefined]};
 
 async function showDocuments(db) {
-  if (docList.db !== db) Object.assign(docList, {db, prefix: "", pages: [undefined]});
+  if (docList.db !== db) Object.assign(docList, {db, prefix: "", local: false, pages: [undefined]});
   const start = docList.pages[docList.pages.length - 1];
   const params = {limit: PAGE + 1};
-  if (docList.prefix) Object.assign(params, {startkey: start ?? docList.prefix, endkey: docList.prefix + "\ufff0"});
+  // _local_docs lists ids with their prefix: a search by prefix searches after it.
+  const prefix = docList.prefix && docList.local ? "_local/" + docList.prefix : docList.prefix;
+  if (prefix) Object.assign(params, {startkey: start ?? prefix, endkey: prefix + "\ufff0"});
   else if (start !== undefined) params.startkey = start;
-  const [info, page] = await Promise.all([api("GET", dbPath(db)), api("GET", dbPath(db) + "/_all_docs" + query(params))]);
+  const listing = docList.local ? "/_local_docs" : "/_all_docs";
+  const [info, page] = await Promise.all([api("GET", dbPath(db)), api("GET", dbPath(db) + listing + query(params))]);
   const rows = page.rows.slice(0, PAGE);
   const table = el("table", {id: "docs"}, row(["Document", "Revision"].map((t) => el("th", {text: t}))));
   for (const r of rows)
     table.append(row([link(r.id, "#/db/" + encodeURIComponent(db) + "/doc/" + encodeURIComponent(r.id)), el("code", {text: r.value.rev})],
                      {id: r.id}));
-  if (!rows.length) table.append(row([el("span", {class: "muted", text: docList.prefix ? "no document id starts with " + docList.prefix : "no documents yet"})]));
+  if (!rows.length)
+    table.append(row([el("span", {class: "muted", text: docList.prefix ? "no document id starts with " + docList.prefix
+                                                       : docList.local ? "no local documents" : "no documents yet"})]));
   const more = page.rows.length > PAGE ? {key: page.rows[PAGE].id} : null;
   const search = el("input", {type: "search", id: "id-prefix", placeholder: "document id starts with…", value: docList.prefix,
                               "aria-label": "document id prefix"});
@@ -196,23 +204,125 @@ async function showDocuments(db) {
     Object.assign(docList, {prefix: search.value, pages: [undefined]});
     route();
   }}, search, el("button", {type: "submit", text: "Find"}),
-     el("a", {href: "#/db/" + encodeURIComponent(db) + "/new", id: "new-doc", text: "New document"}));
+     el("label", {}, el("input", {type: "checkbox", id: "local-docs", checked: docList.local, onchange: (ev) => {
+       Object.assign(docList, {local: ev.target.checked, pages: [undefined]});
+       route();
+     }}), " local documents"),
+     el("a", {href: "#/db/" + encodeURIComponent(db) + "/new", id: "new-doc", text: "New document"}),
+     el("a", {href: "#/db/" + encodeURIComponent(db) + "/settings", id: "db-settings", text: "Security and settings"}));
   const figures = el("p", {class: "muted", id: "db-figures",
                            text: info.doc_count + " documents, " + info.doc_del_count + " deleted, " +
                                  bytes(info.sizes ? info.sizes.file : 0) + (info.props && info.props.partitioned ? ", partitioned" : "")});
   return [el("section", {class: "wide"}, crumbs(el("span", {text: db})), figures, find, table, pager(docList, more, route))];
 }
 
+// ---- a database's settings ----
+
+const names = (text) => text.split(",").map((t) => t.trim()).filter((t) => t);
+
+async function showSettings(db) {
+  const [security, revsLimit, info] = await Promise.all([
+    api("GET", dbPath(db) + "/_security"), api("GET", dbPath(db) + "/_revs_limit"), api("GET", dbPath(db))]);
+  const field = (who, what) => el("input", {type: "text", id: who + "-" + what, "aria-label": who + " " + what,
+                                            value: ((security[who] || {})[what] || []).join(", "), placeholder: "none"});
+  const inputs = {};
+  const table = el("table", {id: "security"}, row(["", "Names", "Roles"].map((t) => el("th", {text: t}))));
+  for (const who of ["admins", "members"]) {
+    inputs[who] = {names: field(who, "names"), roles: field(who, "roles")};
+    table.append(row([el("strong", {text: who}), inputs[who].names, inputs[who].roles]));
+  }
+  const saveSecurity = el("button", {type: "button", id: "save-security", text: "Save security", onclick: async () => {
+    const body = Object.assign({}, security);
+    for (const who of ["admins", "members"])
+      body[who] = Object.assign({}, security[who], {names: names(inputs[who].names.value), roles: names(inputs[who].roles.value)});
+    try {
+      await api("PUT", dbPath(db) + "/_security", body);
+      say("Saved the security of " + db + ".", true);
+    } catch (e) { sayError(e); }
+  }});
+  const limit = el("input", {type: "number", id: "revs-limit", "aria-label": "revisions kept", value: String(revsLimit), min: 1});
+  const saveLimit = el("button", {type: "button", id: "save-revs-limit", text: "Save", onclick: async () => {
+    try {
+      await api("PUT", dbPath(db) + "/_revs_limit", limit.value.trim() === "" ? "null" : limit.value.trim());
+      say("Kept revisions of " + db + ": " + limit.value + ".", true);
+    } catch (e) { sayError(e); }
+  }});
+  const compact = el("button", {type: "button", id: "compact", text: "Compact now", onclick: async () => {
+    try {
+      await api("POST", dbPath(db) + "/_compact", {});
+      say("Compaction of " + db + " started.", true);
+    } catch (e) { sayError(e); }
+  }});
+  return [el("section", {class: "wide"},
+    crumbs(link(db, "#/db/" + encodeURIComponent(db)), el("span", {text: "security and settings"})),
+    el("p", {class: "muted", text: "Members may read and write documents; admins may also change design documents and " +
+                                   "this page. With no member names or roles, the database is open to everyone."}),
+    table, el("div", {class: "toolbar"}, saveSecurity),
+    el("h2", {text: "Revisions kept (_revs_limit)"}), el("div", {class: "toolbar"}, limit, saveLimit),
+    el("h2", {text: "Compaction"}),
+    el("div", {class: "toolbar"}, compact, el("span", {class: "muted", id: "compact-state",
+      text: bytes(info.sizes ? info.sizes.file : 0) + " on disk, " + bytes(info.sizes ? info.sizes.active : 0) + " in use" +
+            (info.compact_running ? ", compacting" : "")})))];
+}
+
+// ---- conflicts and attachments of a document ----
+
+// Keeps `winner` and deletes every other leaf (the current winner or the conflicts), in one request.
+async function pickWinner(db, id, winner, leaves) {
+  const losers = leaves.filter((r) => r !== winner).map((r) => ({_id: id, _rev: r, _deleted: true}));
+  try {
+    const answers = await api("POST", dbPath(db) + "/_bulk_docs", {docs: losers});
+    const failed = answers.filter((a) => a.error);
+    if (failed.length) return say("Not every other revision was deleted: " + failed.map((a) => a.rev + " " + a.error).join(", "));
+    say("Kept revision " + winner + "; deleted " + losers.length + " other" + (losers.length === 1 ? "" : "s") + ".", true);
+    route(true);
+  } catch (e) { sayError(e); }
+}
+
+function conflictsSection(db, id, doc, conflicts) {
+  const leaves = [doc._rev, ...conflicts];
+  const table = el("table", {id: "conflicts"}, row(["Revision", ""].map((t) => el("th", {text: t}))));
+  for (const rev of leaves) {
+    const keep = el("button", {type: "button", text: "Keep this one", onclick: () => pickWinner(db, id, rev, leaves)});
+    const view = el("a", {href: docPath(db, id) + "?rev=" + encodeURIComponent(rev), target: "_blank", text: "its JSON"});
+    table.append(row([el("span", {}, el("code", {text: rev}), rev === doc._rev ? " (the winner now)" : ""),
+                      el("td", {}, keep, " ", view)], {rev}));
+  }
+  return el("section", {class: "wide"}, el("h2", {text: "Conflicts: " + leaves.length + " leaves"}),
+            el("p", {class: "muted", text: "Every node picks the same winner; keep one and the others are deleted."}), table);
+}
+
+function attachmentsSection(db, id, doc) {
+  const table = el("table", {id: "attachments"}, row(["Attachment", "Type", "Size"].map((t) => el("th", {text: t}))));
+  for (const [name, a] of Object.entries(doc._attachments || {}))
+    table.append(row([el("a", {href: docPath(db, id) + "/" + encodeURIComponent(name), download: name, text: name}),
+                      a.content_type || "", bytes(a.length || 0)], {name}));
+  if (!Object.keys(doc._attachments || {}).length) table.append(row([el("span", {class: "muted", text: "none"})]));
+  const file = el("input", {type: "file", id: "attachment-file", "aria-label": "a file to attach"});
+  const upload = el("button", {type: "button", id: "upload", text: "Upload", onclick: async () => {
+    const f = file.files[0];
+    if (!f) return say("Choose a file to upload first.");
+    const r = await fetch(docPath(db, id) + "/" + encodeURIComponent(f.name) + "?rev=" + encodeURIComponent(doc._rev), {
+      method: "PUT", credentials: "same-origin", body: f,
+      headers: Object.assign({}, HEADERS, {"Content-Type": f.type || "application/octet-stream"})});
+    const answer = await r.json().catch(() => ({}));
+    if (!r.ok) return sayError(new ApiError(r.status, answer));
+    say("Attached " + f.name + " as revision " + answer.rev + ".", true);
+    route(true);
+  }});
+  return el("section", {}, el("h2", {text: "Attachments"}), table, el("div", {class: "toolbar"}, file, upload));
+}
+
 // ---- one document ----
 
 async function showDocument(db, id) {
-  const fresh = id === null;
+  const fresh = id === null, local = !fresh && id.startsWith("_local/");  // a local document has no history
   let doc, revs = [], conflicts = [];
   if (fresh) {
     const uuids = await api("GET", "/_uuids");
     doc = {_id: uuids.uuids[0]};
   } else {
-    doc = await api("GET", docPath(db, id) + "?revs_info=true&conflicts=true");
+    doc = await api("GET", docPath(db, id) + (local ? "" : "?revs_info=true&conflicts=true"));
     revs = doc._revs_info || [];
     conflicts = doc._conflicts || [];
     delete doc._revs_info;
@@ -227,16 +337,11 @@ async function showDocument(db, id) {
   const parts = [el("section", {class: "wide"},
     crumbs(link(db, "#/db/" + encodeURIComponent(db)), el("span", {id: "doc-id", text: fresh ? "new document" : id})),
     el("div", {class: "toolbar"}, save, reload, remove), editor)];
-  if (!fresh) {
+  if (!fresh && !local) {
     const history = el("table", {id: "revisions"}, row(["Revision", "Status"].map((t) => el("th", {text: t}))));
     for (const r of revs) history.append(row([el("code", {text: r.rev}), r.status], {rev: r.rev}));
-    const side = el("section", {}, el("h2", {text: "Revisions"}), history);
-    if (conflicts.length) {
-      const list = el("ul", {id: "conflicts"});
-      for (const c of conflicts) list.append(el("li", {}, el("code", {text: c})));
-      side.append(el("h2", {text: "Conflicts (revisions that lost)"}), list);
-    }
-    parts.push(side);
+    if (conflicts.length) parts.push(conflictsSection(db, id, doc, conflicts));
+    parts.push(attachmentsSection(db, id, doc), el("section", {}, el("h2", {text: "Revisions"}), history));
   }
   return parts;
 }
@@ -297,6 +402,7 @@ async function route(keep) {
       const db = parts[1];
       if (parts[2] === "doc" && parts.length >= 4) shown = await showDocument(db, parts.slice(3).join("/"));
       else if (parts[2] === "new") shown = await showDocument(db, null);
+      else if (parts[2] === "settings") shown = await showSettings(db);
       else shown = await showDocuments(db);
     } else {
       shown = await showDatabases();

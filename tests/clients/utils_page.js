@@ -1,13 +1,15 @@
 // The data browser (/_utils/) in a real browser: Debian's chromium, headless, driven by
 // playwright-core as a user drives it (click, type, save). Prints what each step showed as one JSON
 // line for the Python test (tests/integration/test_utils_page.py), which checks the node's state
-// besides. With a screenshot directory, saves one PNG per pane.
-//   node utils_page.js <base url> <user> <password> [screenshot dir]
+// besides. With a screenshot directory, saves one PNG per pane. Scenarios: `edit` (databases and
+// documents), `settings` (security, revs_limit, compaction, conflicts, attachments, local documents;
+// the database `library` made by the test).
+//   node utils_page.js <scenario> <base url> <user> <password> [screenshot dir]
 "use strict";
 const { chromium } = require("playwright-core");
 const path = require("path");
 
-const [base, user, password, shots] = process.argv.slice(2);
+const [scenario, base, user, password, shots] = process.argv.slice(2);
 
 (async () => {
   const browser = await chromium.launch({
@@ -59,107 +61,111 @@ const [base, user, password, shots] = process.argv.slice(2);
     out.who = await page.textContent("#who");
     out.firstPage = await page.$$eval("#dbs tr[data-db]", (rows) => rows.map((r) => [r.dataset.db, r.cells[1].textContent]));
     out.nextEnabled = await page.isEnabled(".pager button:last-child");
-    await shot("databases");
-    await page.click(".pager button:last-child");
-    await settled();
-    out.secondPage = await page.$$eval("#dbs tr[data-db]", (rows) => rows.map((r) => r.dataset.db));
-    await page.click(".pager button:first-child");
-    await settled();
+    if (scenario === "settings") {
+      await settings({ page, settled, banner, shot, out, fetchAs });
+    } else {
+      await shot("databases");
+      await page.click(".pager button:last-child");
+      await settled();
+      out.secondPage = await page.$$eval("#dbs tr[data-db]", (rows) => rows.map((r) => r.dataset.db));
+      await page.click(".pager button:first-child");
+      await settled();
 
-    // A bad name: the node's own refusal, the list still there.
-    await page.fill("#new-db", "Bad Name");
-    await page.click("#create-db button[type=submit]");
-    await page.waitForSelector("#banner:not([hidden])");
-    out.badName = await banner();
-    out.listAfterBadName = (await texts("#dbs tr[data-db] td:first-child")).length;
-    // A name with a slash is one database (encoded whole), created with q=2 and opened.
-    await page.fill("#new-db", "notes/team");
-    await page.fill("#new-q", "2");
-    await page.click("#create-db button[type=submit]");
-    await settled();
-    out.created = { banner: await banner(), view: await page.evaluate(() => document.body.dataset.view), hash: await page.evaluate(() => location.hash),
-                    figures: await page.textContent("#db-figures") };
+      // A bad name: the node's own refusal, the list still there.
+      await page.fill("#new-db", "Bad Name");
+      await page.click("#create-db button[type=submit]");
+      await page.waitForSelector("#banner:not([hidden])");
+      out.badName = await banner();
+      out.listAfterBadName = (await texts("#dbs tr[data-db] td:first-child")).length;
+      // A name with a slash is one database (encoded whole), created with q=2 and opened.
+      await page.fill("#new-db", "notes/team");
+      await page.fill("#new-q", "2");
+      await page.click("#create-db button[type=submit]");
+      await settled();
+      out.created = { banner: await banner(), view: await page.evaluate(() => document.body.dataset.view), hash: await page.evaluate(() => location.hash),
+                      figures: await page.textContent("#db-figures") };
 
-    // A new document through the editor.
-    await page.click("#new-doc");
-    await settled();
-    out.newDocTemplate = JSON.parse(await page.inputValue("#editor"));
-    await page.fill("#editor", JSON.stringify({ _id: "doc1", n: 1 }));
-    await page.click("#save");
-    await settled();
-    out.saved = { banner: await banner(), id: await page.textContent("#doc-id"), editor: JSON.parse(await page.inputValue("#editor")),
-                  revisions: await page.$$eval("#revisions tr[data-rev]", (rows) => rows.map((r) => r.dataset.rev)) };
-    await shot("document");
+      // A new document through the editor.
+      await page.click("#new-doc");
+      await settled();
+      out.newDocTemplate = JSON.parse(await page.inputValue("#editor"));
+      await page.fill("#editor", JSON.stringify({ _id: "doc1", n: 1 }));
+      await page.click("#save");
+      await settled();
+      out.saved = { banner: await banner(), id: await page.textContent("#doc-id"), editor: JSON.parse(await page.inputValue("#editor")),
+                    revisions: await page.$$eval("#revisions tr[data-rev]", (rows) => rows.map((r) => r.dataset.rev)) };
+      await shot("document");
 
-    // Invalid JSON: said on the page, nothing sent.
-    const before = sent.length;
-    await page.fill("#editor", '{"n": ');
-    await page.click("#save");
-    out.invalid = { banner: await banner(), requests: sent.slice(before).filter((s) => !s.startsWith("GET")) };
+      // Invalid JSON: said on the page, nothing sent.
+      const before = sent.length;
+      await page.fill("#editor", '{"n": ');
+      await page.click("#save");
+      out.invalid = { banner: await banner(), requests: sent.slice(before).filter((s) => !s.startsWith("GET")) };
 
-    // A conflict: someone else saves doc1 behind the editor's back; saving says so and offers a reload.
-    const doc1 = out.saved.editor;
-    out.behindBack = await fetchAs("PUT", "/notes%2Fteam/doc1", { _id: "doc1", _rev: doc1._rev, n: "theirs" });
-    await page.fill("#editor", JSON.stringify(Object.assign({}, doc1, { n: "mine" })));
-    await page.click("#save");
-    await page.waitForSelector("#banner:not([hidden]) button");
-    out.conflict = await banner();
-    await shot("conflict");
-    await page.click("#banner button");
-    await settled();
-    const reloaded = JSON.parse(await page.inputValue("#editor"));
-    out.reloaded = reloaded;
-    await page.fill("#editor", JSON.stringify(Object.assign({}, reloaded, { n: "mine" })));
-    await page.click("#save");
-    await settled();
-    out.savedAfterReload = await banner();
+      // A conflict: someone else saves doc1 behind the editor's back; saving says so and offers a reload.
+      const doc1 = out.saved.editor;
+      out.behindBack = await fetchAs("PUT", "/notes%2Fteam/doc1", { _id: "doc1", _rev: doc1._rev, n: "theirs" });
+      await page.fill("#editor", JSON.stringify(Object.assign({}, doc1, { n: "mine" })));
+      await page.click("#save");
+      await page.waitForSelector("#banner:not([hidden]) button");
+      out.conflict = await banner();
+      await shot("conflict");
+      await page.click("#banner button");
+      await settled();
+      const reloaded = JSON.parse(await page.inputValue("#editor"));
+      out.reloaded = reloaded;
+      await page.fill("#editor", JSON.stringify(Object.assign({}, reloaded, { n: "mine" })));
+      await page.click("#save");
+      await settled();
+      out.savedAfterReload = await banner();
 
-    // A 10 MB document: the node's refusal shown.
-    await page.fill("#editor", JSON.stringify(Object.assign({}, JSON.parse(await page.inputValue("#editor")), { big: "x".repeat(10 * 1024 * 1024) })));
-    await page.click("#save");
-    await page.waitForFunction(() => !document.getElementById("banner").hidden && document.getElementById("banner").className !== "ok");
-    out.tooLarge = await banner();
+      // A 10 MB document: the node's refusal shown.
+      await page.fill("#editor", JSON.stringify(Object.assign({}, JSON.parse(await page.inputValue("#editor")), { big: "x".repeat(10 * 1024 * 1024) })));
+      await page.click("#save");
+      await page.waitForFunction(() => !document.getElementById("banner").hidden && document.getElementById("banner").className !== "ok");
+      out.tooLarge = await banner();
 
-    // The documents pane: 25 more, paged by 20, found by id prefix.
-    const docs = [];
-    for (let i = 0; i < 25; i++) docs.push({ _id: "item" + String(i).padStart(2, "0") });
-    out.bulk = (await fetchAs("POST", "/notes%2Fteam/_bulk_docs", { docs })).status;
-    await page.click(".crumbs a:nth-of-type(2)");
-    await settled();
-    out.docsFirst = await page.$$eval("#docs tr[data-id]", (rows) => rows.map((r) => r.dataset.id));
-    await page.click(".pager button:last-child");
-    await settled();
-    out.docsSecond = await page.$$eval("#docs tr[data-id]", (rows) => rows.map((r) => r.dataset.id));
-    await page.fill("#id-prefix", "item1");
-    await page.press("#id-prefix", "Enter");
-    await settled();
-    out.found = await page.$$eval("#docs tr[data-id]", (rows) => rows.map((r) => r.dataset.id));
-    await shot("documents");
+      // The documents pane: 25 more, paged by 20, found by id prefix.
+      const docs = [];
+      for (let i = 0; i < 25; i++) docs.push({ _id: "item" + String(i).padStart(2, "0") });
+      out.bulk = (await fetchAs("POST", "/notes%2Fteam/_bulk_docs", { docs })).status;
+      await page.click(".crumbs a:nth-of-type(2)");
+      await settled();
+      out.docsFirst = await page.$$eval("#docs tr[data-id]", (rows) => rows.map((r) => r.dataset.id));
+      await page.click(".pager button:last-child");
+      await settled();
+      out.docsSecond = await page.$$eval("#docs tr[data-id]", (rows) => rows.map((r) => r.dataset.id));
+      await page.fill("#id-prefix", "item1");
+      await page.press("#id-prefix", "Enter");
+      await settled();
+      out.found = await page.$$eval("#docs tr[data-id]", (rows) => rows.map((r) => r.dataset.id));
+      await shot("documents");
 
-    // Delete a document: two clicks.
-    await page.click("#docs tr[data-id='item10'] a");
-    await settled();
-    await page.click("#delete");
-    out.armed = await page.textContent("#delete");
-    await page.click("#delete");
-    await settled();
-    out.deleted = { banner: await banner(), view: await page.evaluate(() => document.body.dataset.view) };
+      // Delete a document: two clicks.
+      await page.click("#docs tr[data-id='item10'] a");
+      await settled();
+      await page.click("#delete");
+      out.armed = await page.textContent("#delete");
+      await page.click("#delete");
+      await settled();
+      out.deleted = { banner: await banner(), view: await page.evaluate(() => document.body.dataset.view) };
 
-    // Delete the database: its name typed again first.
-    await page.click(".crumbs a:first-child");
-    await settled();
-    await page.click("#dbs tr[data-db='notes/team'] button");
-    out.confirmDisabled = !(await page.isEnabled("#dbs tr[data-db='notes/team'] .confirm-delete"));
-    await page.fill("#dbs tr[data-db='notes/team'] .confirm-name", "notes/team");
-    await page.click("#dbs tr[data-db='notes/team'] .confirm-delete");
-    await settled();
-    out.dbDeleted = { banner: await banner(), listed: await page.$$eval("#dbs tr[data-db]", (rows) => rows.map((r) => r.dataset.db)) };
+      // Delete the database: its name typed again first.
+      await page.click(".crumbs a:first-child");
+      await settled();
+      await page.click("#dbs tr[data-db='notes/team'] button");
+      out.confirmDisabled = !(await page.isEnabled("#dbs tr[data-db='notes/team'] .confirm-delete"));
+      await page.fill("#dbs tr[data-db='notes/team'] .confirm-name", "notes/team");
+      await page.click("#dbs tr[data-db='notes/team'] .confirm-delete");
+      await settled();
+      out.dbDeleted = { banner: await banner(), listed: await page.$$eval("#dbs tr[data-db]", (rows) => rows.map((r) => r.dataset.db)) };
 
-    // A database that is not there: the node's 404, not a blank pane.
-    await page.evaluate(() => { location.hash = "#/db/nothing-here"; });
-    await settled();
-    out.missing = await banner();
+      // A database that is not there: the node's 404, not a blank pane.
+      await page.evaluate(() => { location.hash = "#/db/nothing-here"; });
+      await settled();
+      out.missing = await banner();
 
+    }
     // Signing out brings the form back.
     await page.click("#logout");
     await page.waitForSelector("#login:not([hidden])");
@@ -171,3 +177,60 @@ const [base, user, password, shots] = process.argv.slice(2);
   }
   console.log(JSON.stringify(out));
 })().catch((e) => { console.error(e); process.exit(1); });
+
+// The database `library` (made by the test: a document `book` with two conflicting leaves, a
+// local document `_local/cfg`): its settings, then a conflict resolved and a file attached.
+async function settings({ page, settled, banner, shot, out, fetchAs }) {
+  await page.click("#dbs tr[data-db='library'] a");
+  await settled();
+  await page.click("#db-settings");
+  await settled();
+  out.securityShown = await page.inputValue("#members-names");
+  await page.fill("#members-names", "alice, bob");
+  await page.fill("#members-roles", "readers");
+  await page.fill("#admins-roles", "bosses");
+  await page.click("#save-security");
+  await page.waitForSelector("#banner.ok");
+  out.securitySaved = await banner();
+  await page.fill("#revs-limit", "0");  // refused by the node
+  await page.click("#save-revs-limit");
+  await page.waitForFunction(() => !document.getElementById("banner").hidden && document.getElementById("banner").className !== "ok");
+  out.badRevsLimit = await banner();
+  await page.fill("#revs-limit", "7");
+  await page.click("#save-revs-limit");
+  await page.waitForSelector("#banner.ok");
+  out.revsLimitSaved = await banner();
+  await page.click("#compact");
+  await page.waitForFunction(() => document.getElementById("banner").textContent.includes("Compaction"));
+  out.compaction = await banner();
+  await shot("settings");
+
+  // The conflicted document: both leaves listed, the loser kept.
+  await page.evaluate(() => { location.hash = "#/db/library/doc/book"; });
+  await settled();
+  out.leaves = await page.$$eval("#conflicts tr[data-rev]", (rows) => rows.map((r) => r.dataset.rev));
+  await shot("conflicts");
+  await page.click(`#conflicts tr[data-rev='${out.leaves[1]}'] button`);
+  await settled();
+  out.kept = { banner: await banner(), conflictsLeft: await page.$$eval("#conflicts", (t) => t.length),
+               editor: JSON.parse(await page.inputValue("#editor")) };
+
+  // A file attached, listed, and downloadable with the page's session.
+  await page.setInputFiles("#attachment-file", { name: "notes.txt", mimeType: "text/plain", buffer: Buffer.from("read me") });
+  await page.click("#upload");
+  await settled();
+  out.attached = { banner: await banner(), listed: await page.$$eval("#attachments tr[data-name]", (rows) => rows.map((r) => [r.dataset.name, r.cells[1].textContent])) };
+  out.download = await page.evaluate(async () => (await fetch(document.querySelector("#attachments tr[data-name] a").href)).text());
+  await page.click("#upload");  // no file chosen
+  out.noFile = await banner();
+
+  // Local documents: listed apart, opened, no history.
+  await page.evaluate(() => { location.hash = "#/db/library"; });
+  await settled();
+  await page.check("#local-docs");
+  await settled();
+  out.localListed = await page.$$eval("#docs tr[data-id]", (rows) => rows.map((r) => r.dataset.id));
+  await page.click("#docs tr[data-id='_local/cfg'] a");
+  await settled();
+  out.local = { editor: JSON.parse(await page.inputValue("#editor")), sections: await page.$$eval("section h2", (hs) => hs.map((h) => h.textContent)) };
+}

@@ -5,7 +5,9 @@ database name refused with the node's own reason, a database named with a slash 
 and opened, a document created, edited and saved through the JSON editor, invalid JSON refused
 without a request, a conflict shown with a reload that then saves, a 10 MB document refused with the
 node's 413, the documents paged and found by id prefix, a document and the database deleted (its
-name typed again first), a missing database's 404 shown, signing out. The node's state is checked
+name typed again first), a missing database's 404 shown, signing out; then a database's security,
+revs_limit (a bad one refused by the node) and compaction, a conflict resolved by keeping the losing
+leaf, a file attached and downloaded, local documents listed apart. The node's state is checked
 after each. Nothing is loaded from outside the node, no script error. SETTEE_SCREENSHOTS=<dir>
 keeps a screenshot of each pane."""
 import json
@@ -41,13 +43,10 @@ class DataBrowser(NodeTest):
         self.assertError(n.get("/_utils/a/b", auth=False), 404, "not_found")
         self.assertEqual(n.request("POST", "/_utils/", {}, auth=False).status, 405)
 
-    def test_a_user_browses_and_edits_databases_and_documents(self):
+    def browse(self, scenario):
         n = self.node
-        for k in range(25):
-            self.assertEqual(n.put(f"/shelf{k:02d}").status, 201)
-        self.assertEqual(n.post("/shelf00/_bulk_docs", {"docs": [{"k": i} for i in range(3)]}).status, 201)
         shots = os.environ.get("SETTEE_SCREENSHOTS") or tempfile.mkdtemp(prefix="settee-utils-")
-        r = subprocess.run(["node", os.path.join(CLIENTS_SRC, "utils_page.js"), f"http://127.0.0.1:{n.port}",
+        r = subprocess.run(["node", os.path.join(CLIENTS_SRC, "utils_page.js"), scenario, f"http://127.0.0.1:{n.port}",
                             n.admin[0], n.admin[1], shots],
                            capture_output=True, text=True, timeout=180,
                            env=dict(os.environ, NODE_PATH=os.path.join(CLIENTS_DIR, "node_modules")))
@@ -55,6 +54,55 @@ class DataBrowser(NodeTest):
         out = json.loads(r.stdout.strip().splitlines()[-1])
         self.assertEqual(out["errors"], [])
         self.assertEqual(out["outside"], [])
+        self.assertTrue(out["signedOut"])
+        return out
+
+    def test_security_revs_limit_compaction_conflicts_attachments_local_documents(self):
+        n = self.node
+        self.assertEqual(n.put("/library").status, 201)
+        # Two leaves of `book` (as replication makes them), and a local document.
+        r = n.post("/library/_bulk_docs", {"new_edits": False, "docs": [
+            {"_id": "book", "_rev": "1-" + "a" * 32, "title": "first"},
+            {"_id": "book", "_rev": "1-" + "b" * 32, "title": "second"}]})
+        self.assertEqual(r.status, 201, r.raw)
+        self.assertEqual(n.put("/library/_local/cfg", {"theme": "dark"}).status, 201)
+        out = self.browse("settings")
+        self.assertEqual(out["securityShown"], "")
+        self.assertEqual(out["securitySaved"], {"text": "Saved the security of library.", "ok": True})
+        security = n.get("/library/_security").json
+        self.assertEqual(security["members"], {"names": ["alice", "bob"], "roles": ["readers"]})
+        self.assertEqual(security["admins"], {"names": [], "roles": ["bosses"]})
+        bad = n.put("/library/_revs_limit", raw_body="0", headers={"Content-Type": "application/json"}).json
+        self.assertEqual(out["badRevsLimit"], {"text": f"400 {bad['error']}: {bad['reason']}", "ok": False})
+        self.assertEqual(out["revsLimitSaved"]["ok"], True)
+        self.assertEqual(n.get("/library/_revs_limit").json, 7)
+        self.assertEqual(out["compaction"], {"text": "Compaction of library started.", "ok": True})
+        # The two leaves, the winner first; keeping the loser deletes the winner.
+        winner, loser = "1-" + "b" * 32, "1-" + "a" * 32
+        self.assertEqual(out["leaves"], [winner, loser])
+        self.assertEqual(out["kept"]["banner"], {"text": f"Kept revision {loser}; deleted 1 other.", "ok": True})
+        self.assertEqual(out["kept"]["conflictsLeft"], 0)
+        self.assertEqual((out["kept"]["editor"]["_rev"], out["kept"]["editor"]["title"]), (loser, "first"))
+        book = n.get("/library/book?conflicts=true&deleted_conflicts=true").json  # after the upload below
+        self.assertEqual((book["title"], book.get("_conflicts"), len(book["_deleted_conflicts"])), ("first", None, 1))
+        self.assertTrue(book["_deleted_conflicts"][0].startswith("2-"), book)  # the other leaf, deleted
+        # The attachment: on the node, listed, downloadable.
+        self.assertTrue(out["attached"]["banner"]["text"].startswith("Attached notes.txt as revision 2-"), out["attached"])
+        self.assertEqual(out["attached"]["listed"], [["notes.txt", "text/plain"]])
+        self.assertEqual(out["download"], "read me")
+        self.assertEqual(n.get("/library/book/notes.txt").raw, "read me")
+        self.assertEqual(out["noFile"], {"text": "Choose a file to upload first.", "ok": False})
+        # Local documents apart, without history or attachments.
+        self.assertEqual(out["localListed"], ["_local/cfg"])
+        self.assertEqual(out["local"]["editor"]["theme"], "dark")
+        self.assertNotIn("Revisions", out["local"]["sections"])
+
+    def test_a_user_browses_and_edits_databases_and_documents(self):
+        n = self.node
+        for k in range(25):
+            self.assertEqual(n.put(f"/shelf{k:02d}").status, 201)
+        self.assertEqual(n.post("/shelf00/_bulk_docs", {"docs": [{"k": i} for i in range(3)]}).status, 201)
+        out = self.browse("edit")
         self.assertTrue(out["url"].endswith("/_utils/"), out["url"])
         self.assertEqual(out["wrongPassword"], "Name or password is incorrect.")
         self.assertEqual(out["who"], "signed in as " + n.admin[0])
@@ -108,7 +156,6 @@ class DataBrowser(NodeTest):
         self.assertNotIn("notes/team", out["dbDeleted"]["listed"])
         self.assertEqual(n.get("/notes%2Fteam").status, 404)
         self.assertEqual(out["missing"], {"text": "404 not_found: Database does not exist.", "ok": False})
-        self.assertTrue(out["signedOut"])
         self.assertEqual(n.get("/shelf00").json["doc_count"], 3)  # nothing else touched
 
 
