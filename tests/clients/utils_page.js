@@ -3,7 +3,8 @@
 // line for the Python test (tests/integration/test_utils_page.py), which checks the node's state
 // besides. With a screenshot directory, saves one PNG per pane. Scenarios: `edit` (databases and
 // documents), `settings` (security, revs_limit, compaction, conflicts, attachments, local documents;
-// the database `library` made by the test).
+// the database `library` made by the test), `queries` (Mango, indexes, a design document, views;
+// the database `catalog`).
 //   node utils_page.js <scenario> <base url> <user> <password> [screenshot dir]
 "use strict";
 const { chromium } = require("playwright-core");
@@ -63,6 +64,8 @@ const [scenario, base, user, password, shots] = process.argv.slice(2);
     out.nextEnabled = await page.isEnabled(".pager button:last-child");
     if (scenario === "settings") {
       await settings({ page, settled, banner, shot, out, fetchAs });
+    } else if (scenario === "queries") {
+      await queries({ page, settled, banner, shot, out });
     } else {
       await shot("databases");
       await page.click(".pager button:last-child");
@@ -233,4 +236,91 @@ async function settings({ page, settled, banner, shot, out, fetchAs }) {
   await page.click("#docs tr[data-id='_local/cfg'] a");
   await settled();
   out.local = { editor: JSON.parse(await page.inputValue("#editor")), sections: await page.$$eval("section h2", (hs) => hs.map((h) => h.textContent)) };
+}
+
+
+// The database `catalog` (made by the test: 30 documents {type: "a"|"b", n}): Mango queries and
+// indexes, a design document written and refused, a view's rows.
+async function queries({ page, settled, banner, shot, out }) {
+  // Waits for a refusal said in the banner, other than the one shown now.
+  const failed = async () => {
+    const before = await page.textContent("#banner");
+    await page.waitForFunction((t) => { const b = document.getElementById("banner");
+                                        return !b.hidden && b.className !== "ok" && b.textContent !== t; }, before);
+  };
+  await page.click("#dbs tr[data-db='catalog'] a");
+  await settled();
+  await page.click("#db-find");
+  await settled();
+  await page.fill("#mango", JSON.stringify({ selector: { n: { $gt: 25 } }, sort: [{ _id: "asc" }], execution_stats: true }));
+  await page.click("#mango-run");
+  await page.waitForSelector("#mango-docs");
+  out.found = { rows: await page.$$eval("#mango-docs tr", (rows) => rows.length - 1), stats: await page.textContent("#mango-stats"),
+                warning: await page.$$eval("#mango-warning", (w) => w.map((e) => e.textContent)),
+                json: JSON.parse(await page.textContent("#mango-json")) };
+  await page.click("#mango-explain");
+  await page.waitForSelector("#explain-index");
+  out.explainAllDocs = await page.textContent("#explain-index");
+  await page.fill("#mango", '{"selector": ');
+  await page.click("#mango-run");
+  out.notJson = await banner();
+  await page.fill("#mango", JSON.stringify({ selector: 5 }));
+  const refused = failed();
+  await page.click("#mango-run");
+  await refused;
+  out.badSelector = await banner();
+  await page.fill("#index-fields", "n");
+  await page.fill("#index-name", "by-n");
+  await page.click("#create-index button[type=submit]");
+  await settled();
+  out.indexCreated = { banner: await banner(), listed: await page.$$eval("#indexes tr[data-name]", (rows) => rows.map((r) => [r.dataset.name, r.cells[2].textContent])) };
+  await page.fill("#mango", JSON.stringify({ selector: { n: { $gt: 25 } } }));
+  await page.click("#mango-explain");
+  await page.waitForSelector("#explain-index");
+  out.explainIndex = await page.textContent("#explain-index");
+  await shot("mango");
+  await page.click("#indexes tr[data-name='by-n'] button");
+  await settled();
+  out.indexDeleted = { banner: await banner(), listed: await page.$$eval("#indexes tr[data-name]", (rows) => rows.map((r) => r.dataset.name)) };
+
+  // A design document from the template, then a map function that does not compile.
+  await page.click(".crumbs a:nth-of-type(2)");
+  await settled();
+  await page.click("#db-views");
+  await settled();
+  out.noViews = await page.textContent("#view .muted");
+  await page.click("#new-design");
+  await settled();
+  await page.click("#save");
+  await settled();
+  out.designSaved = await banner();
+  const ddoc = JSON.parse(await page.inputValue("#editor"));
+  ddoc.views.broken = { map: "function (doc) { emit(" };
+  await page.fill("#editor", JSON.stringify(ddoc, null, 2));
+  await page.click("#save");
+  await page.waitForSelector("#editor-error:not([hidden])");
+  out.compileError = { inline: await page.textContent("#editor-error"), banner: await banner() };
+
+  // The view's rows: reduced and grouped, then keyed, then a key that is not JSON.
+  await page.evaluate(() => { location.hash = "#/db/catalog/views"; });
+  await settled();
+  await page.check("#view-reduce");
+  await page.check("#view-group");
+  await page.click("#view-query button[type=submit]");
+  await page.waitForSelector("#view-rows");
+  out.grouped = await page.$$eval("#view-rows tr", (rows) => rows.slice(1).map((r) => [r.cells[0].textContent, r.cells[1].textContent]));
+  await page.uncheck("#view-reduce");
+  await page.fill("#view-key", '"a"');
+  await page.fill("#view-limit", "3");
+  await page.check("#view-include_docs");
+  await page.click("#view-query button[type=submit]");
+  await page.waitForFunction(() => document.querySelectorAll("#view-rows tr").length === 4);
+  out.keyed = { figures: await page.textContent("#view-figures"), ids: await page.$$eval("#view-rows tr", (rows) => rows.slice(1).map((r) => r.cells[2].textContent)),
+                doc: JSON.parse(await page.$eval("#view-rows tr:nth-child(2) td:nth-child(4)", (td) => td.textContent)) };
+  await shot("views");
+  await page.fill("#view-key", "a");
+  const badKey = failed();
+  await page.click("#view-query button[type=submit]");
+  await badKey;
+  out.badKey = await banner();
 }

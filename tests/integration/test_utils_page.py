@@ -97,6 +97,45 @@ class DataBrowser(NodeTest):
         self.assertEqual(out["local"]["editor"]["theme"], "dark")
         self.assertNotIn("Revisions", out["local"]["sections"])
 
+    def test_mango_indexes_a_design_document_and_views(self):
+        n = self.node
+        self.assertEqual(n.put("/catalog").status, 201)
+        docs = [{"_id": f"c{i:02d}", "type": "ab"[i % 2], "n": i} for i in range(30)]
+        self.assertEqual(n.post("/catalog/_bulk_docs", {"docs": docs}).status, 201)
+        out = self.browse("queries")
+        # _find's own answer, shown as a table and as JSON.
+        want = n.post("/catalog/_find", {"selector": {"n": {"$gt": 25}}, "sort": [{"_id": "asc"}]}).json
+        self.assertEqual(out["found"]["rows"], 4)
+        self.assertEqual(out["found"]["json"]["docs"], want["docs"])
+        self.assertTrue(out["found"]["stats"].startswith("4 documents; examined 30 documents"), out["found"]["stats"])
+        self.assertEqual(out["found"]["warning"], [want["warning"]])  # no index: CouchDB's warning
+        self.assertEqual(out["explainAllDocs"], "Index used: _all_docs (special)")
+        self.assertTrue(out["notJson"]["text"].startswith("The query is not JSON: "), out["notJson"])
+        bad = n.post("/catalog/_find", {"selector": 5}).json
+        self.assertEqual(out["badSelector"], {"text": f"400 {bad['error']}: {bad['reason']}", "ok": False})
+        self.assertEqual(out["indexCreated"]["banner"], {"text": "Index by-n: created.", "ok": True})
+        self.assertIn(["by-n", "n"], out["indexCreated"]["listed"])
+        self.assertTrue(out["explainIndex"].startswith("Index used: _design/") and "by-n (json)" in out["explainIndex"],
+                        out["explainIndex"])
+        self.assertEqual(out["indexDeleted"]["banner"], {"text": "Deleted index by-n.", "ok": True})
+        self.assertNotIn("by-n", out["indexDeleted"]["listed"])
+        self.assertEqual([i["name"] for i in n.get("/catalog/_index").json["indexes"]], ["_all_docs"])
+        # The design document: saved from the template; a map that does not compile refused, the
+        # node's reason shown under the editor.
+        self.assertEqual(out["noViews"], "no views yet: a design document defines them")
+        self.assertRegex(out["designSaved"]["text"], r"^Saved _design/app as revision 1-")
+        self.assertEqual(n.get("/catalog/_design/app").json["views"]["by_type"]["reduce"], "_count")
+        self.assertEqual(out["compileError"]["banner"]["text"].split(":")[0], "400 compilation_error")
+        self.assertTrue(out["compileError"]["inline"] and out["compileError"]["inline"] in out["compileError"]["banner"]["text"])
+        self.assertNotIn("broken", n.get("/catalog/_design/app").json["views"])
+        # The view's rows as the node answers them.
+        self.assertEqual(out["grouped"], [['"a"', "15"], ['"b"', "15"]])
+        self.assertEqual(out["keyed"]["figures"], "3 rows of 30, offset 0")
+        self.assertEqual(out["keyed"]["ids"], ["c00", "c02", "c04"])
+        self.assertEqual(out["keyed"]["doc"]["n"], 0)
+        bad = n.get('/catalog/_design/app/_view/by_type?key=a&limit=3&include_docs=true&reduce=false').json
+        self.assertEqual(out["badKey"], {"text": f"400 {bad['error']}: {bad['reason']}", "ok": False})
+
     def test_a_user_browses_and_edits_databases_and_documents(self):
         n = self.node
         for k in range(25):
