@@ -7,6 +7,9 @@
 //   #/db/<name>/settings    its _security, _revs_limit and compaction
 //   #/db/<name>/find        a Mango query (_find, _explain, execution_stats), its JSON indexes
 //   #/db/<name>/views       its design documents' views, and their rows for a query
+//   #/db/<name>/changes     its changes as they happen (since now, optionally by a selector)
+//   #/replication           replications: new ones as _replicator documents, /_scheduler/docs
+//   #/users                 _users: new users, passwords, roles
 //   #/db/<name>/doc/<id>    a document: its JSON to edit and save, its revisions, its conflicts
 //                           (a winner picked: the other leaves deleted), its attachments
 //   #/db/<name>/new         a new document
@@ -213,6 +216,7 @@ async function showDocuments(db) {
      el("a", {href: "#/db/" + encodeURIComponent(db) + "/new", id: "new-doc", text: "New document"}),
      el("a", {href: "#/db/" + encodeURIComponent(db) + "/find", id: "db-find", text: "Mango query"}),
      el("a", {href: "#/db/" + encodeURIComponent(db) + "/views", id: "db-views", text: "Views"}),
+     el("a", {href: "#/db/" + encodeURIComponent(db) + "/changes", id: "db-changes", text: "Changes"}),
      el("a", {href: "#/db/" + encodeURIComponent(db) + "/settings", id: "db-settings", text: "Security and settings"}));
   const figures = el("p", {class: "muted", id: "db-figures",
                            text: info.doc_count + " documents, " + info.doc_del_count + " deleted, " +
@@ -372,6 +376,160 @@ async function showViews(db) {
              views.length ? form : el("p", {class: "muted", text: "no views yet: a design document defines them"}), results),
           el("section", {class: "wide"}, el("h2", {text: "Design documents"}), list,
              el("a", {href: "#/db/" + encodeURIComponent(db) + "/new-design", id: "new-design", text: "New design document"}))];
+}
+
+// ---- changes, live ----
+
+// Longpoll after longpoll from `since=now` while this view is shown (`routing` moves on when not).
+async function showChanges(db) {
+  const mine = routing;
+  const selector = el("input", {type: "text", id: "changes-selector", placeholder: 'selector (JSON), e.g. {"type": "a"}',
+                                "aria-label": "a selector the changes must match"});
+  const table = el("table", {id: "changes"}, row(["Seq", "Document", "Revision", ""].map((t) => el("th", {text: t}))));
+  const state = el("p", {class: "muted", id: "changes-state", text: "starting…"});
+  let generation = 0;
+  const follow = async () => {
+    const me = ++generation;
+    let filter;
+    if (selector.value.trim()) {
+      try { filter = {selector: JSON.parse(selector.value)}; } catch (e) { return say("The selector is not JSON: " + e.message + "."); }
+    }
+    quiet();
+    while (table.rows.length > 1) table.deleteRow(1);
+    let since = "now";
+    state.textContent = "following since now" + (filter ? ", by the selector" : "");
+    while (me === generation && mine === routing) {
+      try {
+        const path = dbPath(db) + "/_changes?feed=longpoll&timeout=10000&since=" + encodeURIComponent(since) +
+                     (filter ? "&filter=_selector" : "");
+        const r = filter ? await api("POST", path, filter) : await api("GET", path);
+        if (me !== generation || mine !== routing) return;
+        state.textContent = "following since " + (since === "now" ? "now" : "seq " + since.split("-")[0]) +
+                            (filter ? ", by the selector" : "") + "; " + (table.rows.length - 1 + r.results.length) + " changes";
+        for (const c of r.results)
+          table.insertBefore(row([c.seq.split("-")[0], link(c.id, "#/db/" + encodeURIComponent(db) + "/doc/" + encodeURIComponent(c.id)),
+                                  el("code", {text: c.changes.map((x) => x.rev).join(", ")}), c.deleted ? "deleted" : ""], {id: c.id}),
+                             table.rows[1] || null);
+        document.body.dataset.changesPolls = String(Number(document.body.dataset.changesPolls || 0) + 1);
+        since = r.last_seq;
+      } catch (e) {
+        if (me === generation && mine === routing) { sayError(e); state.textContent = "stopped"; }
+        return;
+      }
+    }
+  };
+  const form = el("form", {class: "toolbar", id: "changes-filter", onsubmit: (ev) => { ev.preventDefault(); follow(); }},
+                  selector, el("button", {type: "submit", text: "Follow"}));
+  setTimeout(follow, 0);
+  return [el("section", {class: "wide"}, crumbs(link(db, "#/db/" + encodeURIComponent(db)), el("span", {text: "changes"})),
+             el("p", {class: "muted", text: "Each change as it is written, newest first (a longpoll _changes feed from now)."}),
+             form, state, table)];
+}
+
+// ---- replication ----
+
+let replicationPassword = "";  // typed once a page load, never stored
+
+async function showReplication() {
+  const docs = await api("GET", "/_scheduler/docs");
+  const field = (id, label) => el("input", {type: "text", id, placeholder: label, "aria-label": label});
+  const source = field("rep-source", "source: a database here or a URL"), target = field("rep-target", "target: a database here or a URL");
+  const since = field("rep-since", "since_seq: a seq or a time, 2026-11-30T09:00:00Z");
+  const selector = field("rep-selector", "selector (JSON)");
+  const box = (id, label) => el("label", {}, el("input", {type: "checkbox", id}), " " + label);
+  const continuous = box("rep-continuous", "continuous"), create = box("rep-create", "create the target");
+  const password = el("input", {type: "password", id: "rep-password", autocomplete: "current-password",
+                                placeholder: "your password, for this node's databases", "aria-label": "your password",
+                                value: replicationPassword});
+  password.addEventListener("input", () => { replicationPassword = password.value; });  // kept in this page only
+  // A database of this node is named by its URL with the signed-in user's name and password (as
+  // Fauxton asks for them): the replicator runs apart from this page's session.
+  const endpoint = (text) => (/^https?:\/\//.test(text) ? text
+    : {url: location.origin + dbPath(text), auth: {basic: {username: signedIn, password: password.value}}});
+  const form = el("form", {class: "toolbar", id: "new-replication", onsubmit: async (ev) => {
+    ev.preventDefault();
+    const local = [source, target].some((f) => !/^https?:\/\//.test(f.value.trim()));
+    if (local && !password.value) return say("Your password is needed to replicate this node's databases. Nothing was sent.");
+    const doc = {source: endpoint(source.value.trim()), target: endpoint(target.value.trim())};
+    if (continuous.firstChild.checked) doc.continuous = true;
+    if (create.firstChild.checked) doc.create_target = true;
+    if (since.value.trim()) doc.since_seq = since.value.trim();
+    if (selector.value.trim()) {
+      try { doc.selector = JSON.parse(selector.value); } catch (e) { return say("The selector is not JSON: " + e.message + ". Nothing was sent."); }
+    }
+    try {
+      const r = await api("POST", "/_replicator", doc);
+      say("Replication " + r.id + " saved in _replicator.", true);
+      route(true);
+    } catch (e) { sayError(e); }
+  }}, source, target, since, selector, password, continuous, create, el("button", {type: "submit", text: "Replicate"}));
+  const table = el("table", {id: "replications"},
+                   row(["Document", "Source → target", "State", "Error", ""].map((t) => el("th", {text: t}))));
+  const strip = (url) => String((url && url.url) || url || "").replace(/\/\/[^@/]*@/, "//");  // credentials are not shown
+  for (const d of docs.docs) {
+    const remove = el("button", {type: "button", class: "danger", text: "Delete", onclick: async () => {
+      try {
+        const current = await api("GET", "/_replicator/" + encodeURIComponent(d.doc_id));
+        await api("DELETE", "/_replicator/" + encodeURIComponent(d.doc_id) + "?rev=" + encodeURIComponent(current._rev));
+        say("Deleted replication " + d.doc_id + ".", true);
+        route(true);
+      } catch (e) { sayError(e); }
+    }});
+    const error = d.info && d.info.error ? String(d.info.error) : d.error_count ? d.error_count + " errors" : "";
+    table.append(row([d.doc_id, strip(d.source) + " → " + strip(d.target), d.state || "", el("td", {class: "error", text: error}),
+                      el("td", {}, remove)], {doc: d.doc_id, state: d.state || ""}));
+  }
+  if (!docs.docs.length) table.append(row([el("span", {class: "muted", text: "no replications in _replicator"})]));
+  return [el("section", {class: "wide"}, el("h2", {class: "crumbs", text: "Replication"}), form,
+             el("div", {class: "toolbar"}, el("button", {type: "button", id: "rep-refresh", text: "Refresh", onclick: () => route()})),
+             table)];
+}
+
+// ---- users ----
+
+const USER = "org.couchdb.user:";
+
+async function showUsers() {
+  const page = await api("GET", "/_users/_all_docs" + query({startkey: USER, endkey: USER + "\ufff0", include_docs: "true", limit: 1000}));
+  const table = el("table", {id: "users"}, row(["User", "Roles", "", ""].map((t) => el("th", {text: t}))));
+  for (const r of page.rows) {
+    const doc = r.doc, name = doc.name || r.id.slice(USER.length);
+    const roles = el("input", {type: "text", class: "user-roles", value: (doc.roles || []).join(", "), "aria-label": "roles of " + name});
+    const password = el("input", {type: "password", class: "user-password", placeholder: "new password", "aria-label": "new password of " + name,
+                                  autocomplete: "new-password"});
+    const save = el("button", {type: "button", class: "user-save", text: "Save", onclick: async () => {
+      const next = Object.assign({}, doc, {roles: names(roles.value)});
+      if (password.value) next.password = password.value;
+      try {
+        await api("PUT", "/_users/" + encodeURIComponent(r.id), next);
+        say("Saved " + name + (password.value ? ", with a new password" : "") + ".", true);
+        route(true);
+      } catch (e) { sayError(e); }
+    }});
+    const remove = el("button", {type: "button", class: "danger user-delete", text: "Delete", onclick: async () => {
+      try {
+        await api("DELETE", "/_users/" + encodeURIComponent(r.id) + "?rev=" + encodeURIComponent(doc._rev));
+        say("Deleted " + name + ".", true);
+        route(true);
+      } catch (e) { sayError(e); }
+    }});
+    table.append(row([name, roles, el("td", {}, password, " ", save), el("td", {}, remove)], {user: name}));
+  }
+  if (!page.rows.length) table.append(row([el("span", {class: "muted", text: "no users yet"})]));
+  const name = el("input", {type: "text", id: "user-name", placeholder: "name", "aria-label": "new user's name", autocomplete: "off"});
+  const password = el("input", {type: "password", id: "user-password", placeholder: "password", "aria-label": "new user's password",
+                                autocomplete: "new-password"});
+  const roles = el("input", {type: "text", id: "user-roles", placeholder: "roles, comma separated", "aria-label": "new user's roles"});
+  const form = el("form", {class: "toolbar", id: "new-user", onsubmit: async (ev) => {
+    ev.preventDefault();
+    try {
+      await api("PUT", "/_users/" + encodeURIComponent(USER + name.value),
+                {_id: USER + name.value, name: name.value, password: password.value, roles: names(roles.value), type: "user"});
+      say("Created user " + name.value + ".", true);
+      route(true);
+    } catch (e) { sayError(e); }
+  }}, el("strong", {text: "New user"}), name, password, roles, el("button", {type: "submit", text: "Create"}));
+  return [el("section", {class: "wide"}, el("h2", {class: "crumbs", text: "Users"}), form, table)];
 }
 
 // ---- a database's settings ----
@@ -556,6 +714,7 @@ function showLogin() {
 }
 
 let routing = 0;
+let signedIn = "";  // the user's name
 // Shows the view the hash names; `keep`: the banner stays (what was just done).
 async function route(keep) {
   const mine = ++routing;
@@ -571,16 +730,23 @@ async function route(keep) {
       else if (parts[2] === "settings") shown = await showSettings(db);
       else if (parts[2] === "find") shown = await showFind(db);
       else if (parts[2] === "views") shown = await showViews(db);
+      else if (parts[2] === "changes") shown = await showChanges(db);
       else if (parts[2] === "new-design") shown = await showDocument(db, null, true);
       else shown = await showDocuments(db);
+    } else if (parts[0] === "replication") {
+      shown = await showReplication();
+    } else if (parts[0] === "users") {
+      shown = await showUsers();
     } else {
       shown = await showDatabases();
     }
     if (mine !== routing) return;  // a later route won
+    const section = parts[0] === "replication" || parts[0] === "users" ? parts[0] : "";
+    for (const a of document.querySelectorAll("nav a")) a.classList.toggle("here", a.getAttribute("href") === "#/" + section);
     $("view").replaceChildren(...shown);
     $("view").hidden = false;
     $("login").hidden = true;
-    document.body.dataset.view = parts[0] === "db" ? (parts[2] || "docs") : "dbs";
+    document.body.dataset.view = parts[0] === "db" ? (parts[2] || "docs") : parts[0] || "dbs";
   } catch (e) {
     if (e instanceof ApiError && e.status === 401) return showLogin();
     sayError(e);
@@ -595,6 +761,7 @@ async function start() {
   try {
     const s = await api("GET", "/_session");
     if (!s.userCtx || !s.userCtx.name) return showLogin();
+    signedIn = s.userCtx.name;
     $("who").textContent = "signed in as " + s.userCtx.name;
     $("logout").hidden = false;
     await route();
@@ -613,6 +780,7 @@ $("login").addEventListener("submit", async (ev) => {
 });
 $("logout").addEventListener("click", async () => {
   await api("DELETE", "/_session").catch(() => {});
+  replicationPassword = "";
   showLogin();
 });
 window.addEventListener("hashchange", () => route());

@@ -4,7 +4,7 @@
 // besides. With a screenshot directory, saves one PNG per pane. Scenarios: `edit` (databases and
 // documents), `settings` (security, revs_limit, compaction, conflicts, attachments, local documents;
 // the database `library` made by the test), `queries` (Mango, indexes, a design document, views;
-// the database `catalog`).
+// the database `catalog`), `flows` (live changes, replications, users; the database `feed`).
 //   node utils_page.js <scenario> <base url> <user> <password> [screenshot dir]
 "use strict";
 const { chromium } = require("playwright-core");
@@ -66,6 +66,8 @@ const [scenario, base, user, password, shots] = process.argv.slice(2);
       await settings({ page, settled, banner, shot, out, fetchAs });
     } else if (scenario === "queries") {
       await queries({ page, settled, banner, shot, out });
+    } else if (scenario === "flows") {
+      await flows({ page, settled, banner, shot, out, fetchAs, password });
     } else {
       await shot("databases");
       await page.click(".pager button:last-child");
@@ -323,4 +325,86 @@ async function queries({ page, settled, banner, shot, out }) {
   await page.click("#view-query button[type=submit]");
   await badKey;
   out.badKey = await banner();
+}
+
+
+// The database `feed` (made by the test, one document): its changes followed live, then filtered by
+// a selector; a replication of it (and one that cannot reach its source) as _replicator documents;
+// a user created, given a new password, deleted.
+async function flows({ page, settled, banner, shot, out, fetchAs, password }) {
+  await page.click("#dbs tr[data-db='feed'] a");
+  await settled();
+  await page.click("#db-changes");
+  await settled();
+  await page.waitForFunction(() => document.getElementById("changes-state").textContent.startsWith("following since now"));
+  out.changesBefore = await page.$$eval("#changes tr[data-id]", (rows) => rows.length);  // since now: none of the old
+  out.liveWrite = (await fetchAs("PUT", "/feed/live1", { type: "a" })).status;
+  await page.waitForSelector("#changes tr[data-id='live1']", { timeout: 15000 });
+  out.liveRow = await page.$eval("#changes tr[data-id='live1']", (r) => [...r.cells].map((c) => c.textContent));
+  await page.fill("#changes-selector", '{"type": "b"}');
+  await page.press("#changes-selector", "Enter");
+  await page.waitForFunction(() => document.getElementById("changes-state").textContent.includes("by the selector"));
+  await fetchAs("PUT", "/feed/skipped", { type: "a" });
+  await fetchAs("PUT", "/feed/kept", { type: "b" });
+  await page.waitForSelector("#changes tr[data-id='kept']", { timeout: 15000 });
+  out.filtered = await page.$$eval("#changes tr[data-id]", (rows) => rows.map((r) => r.dataset.id));
+  await page.fill("#changes-selector", "{type");
+  await page.press("#changes-selector", "Enter");
+  out.badSelector = await banner();
+  await shot("changes");
+
+  // Replications: one that completes, one that cannot reach its source.
+  await page.click("nav a[href='#/replication']");
+  await settled();
+  out.noReplications = await page.$$eval("#replications tr", (rows) => rows.length);
+  await page.fill("#rep-source", "feed");
+  await page.fill("#rep-target", "feedcopy");
+  await page.check("#rep-create");
+  await page.click("#new-replication button[type=submit]");  // without the password
+  out.noPassword = await banner();
+  await page.fill("#rep-password", password);
+  await page.click("#new-replication button[type=submit]");
+  await settled();
+  out.replicationSaved = await banner();
+  await page.fill("#rep-source", "http://127.0.0.1:1/nowhere");
+  await page.fill("#rep-target", "feedcopy2");
+  await page.check("#rep-continuous");
+  await page.click("#new-replication button[type=submit]");
+  await settled();
+  out.states = {};
+  for (let i = 0; i < 300; i++) {  // Refresh as a user would, until both have a state to show (<= 30 s)
+    out.states = Object.fromEntries(await page.$$eval("#replications tr[data-doc]", (rows) => rows.map((r) => [r.cells[1].textContent, [r.dataset.state, r.cells[3].textContent]])));
+    const values = Object.values(out.states);
+    if (values.length === 2 && values.some((v) => v[0] === "completed") && values.some((v) => v[1] !== "")) break;
+    await page.waitForTimeout(100);
+    await page.click("#rep-refresh");
+    await settled();
+  }
+  await shot("replication");
+  const failing = await page.$eval("#replications tr[data-doc]:not([data-state='completed'])", (r) => r.dataset.doc);
+  await page.click(`#replications tr[data-doc='${failing}'] button`);
+  await settled();
+  out.replicationDeleted = { banner: await banner(), left: await page.$$eval("#replications tr[data-doc]", (rows) => rows.length) };
+
+  // Users.
+  await page.click("nav a[href='#/users']");
+  await settled();
+  out.navHere = await page.$eval("nav a.here", (a) => a.textContent);
+  await page.fill("#user-name", "carol");
+  await page.fill("#user-password", "first-pw");
+  await page.fill("#user-roles", "readers, writers");
+  await page.click("#new-user button[type=submit]");
+  await settled();
+  out.userCreated = { banner: await banner(), listed: await page.$$eval("#users tr[data-user]", (rows) => rows.map((r) => r.dataset.user)) };
+  await page.fill("#users tr[data-user='carol'] .user-password", "second-pw");
+  await page.fill("#users tr[data-user='carol'] .user-roles", "readers");
+  await page.click("#users tr[data-user='carol'] .user-save");
+  await settled();
+  out.userSaved = await banner();
+  await shot("users");
+  await page.fill("#user-name", "carol");  // taken
+  await page.fill("#user-password", "x");
+  await page.click("#new-user button[type=submit]");
+  await page.waitForFunction(() => document.getElementById("banner").className !== "ok");
+  out.userTaken = await banner();
 }

@@ -136,6 +136,41 @@ class DataBrowser(NodeTest):
         bad = n.get('/catalog/_design/app/_view/by_type?key=a&limit=3&include_docs=true&reduce=false').json
         self.assertEqual(out["badKey"], {"text": f"400 {bad['error']}: {bad['reason']}", "ok": False})
 
+    def test_live_changes_replications_and_users(self):
+        n = self.node
+        self.assertEqual(n.put("/feed").status, 201)
+        self.assertEqual(n.put("/feed/old", {"type": "a"}).status, 201)
+        out = self.browse("flows")
+        # Since now: the old document is not shown, the new one is, newest first; the selector
+        # keeps only its own; a selector that is not JSON is said, not sent.
+        self.assertEqual(out["changesBefore"], 0)
+        self.assertEqual(out["liveWrite"], 201)
+        self.assertEqual(out["liveRow"][1:], ["live1", n.get("/feed/live1").json["_rev"], ""])
+        self.assertEqual(out["filtered"], ["kept"])
+        self.assertTrue(out["badSelector"]["text"].startswith("The selector is not JSON: "), out["badSelector"])
+        # The replications: _replicator documents, their states from /_scheduler/docs.
+        self.assertEqual(out["noReplications"], 2)  # the header and "no replications"
+        self.assertEqual(out["noPassword"]["text"], "Your password is needed to replicate this node's databases. Nothing was sent.")
+        self.assertRegex(out["replicationSaved"]["text"], r"^Replication [0-9a-f]{32} saved in _replicator\.$")
+        base = f"http://127.0.0.1:{n.port}"
+        self.assertEqual(out["states"][f"{base}/feed/ → {base}/feedcopy/"], ["completed", ""], out["states"])
+        failing = out["states"][f"http://127.0.0.1:1/nowhere/ → {base}/feedcopy2/"]
+        self.assertIn(failing[0], ("crashing", "retrying", "error", "failed"), failing)
+        self.assertNotEqual(failing[1], "")
+        self.assertEqual(sorted(d["_id"] for d in [n.get(f"/feedcopy/{i}").json for i in ("old", "live1", "kept")]),
+                         ["kept", "live1", "old"])
+        self.assertEqual(out["replicationDeleted"]["left"], 1)
+        self.assertEqual(len([r for r in n.get("/_replicator/_all_docs").json["rows"] if not r["id"].startswith("_design/")]), 1)
+        # The user: created with roles, a new password that signs in, the old one refused.
+        self.assertEqual(out["navHere"], "Users")
+        self.assertEqual(out["userCreated"]["banner"], {"text": "Created user carol.", "ok": True})
+        self.assertIn("carol", out["userCreated"]["listed"])
+        self.assertEqual(out["userSaved"], {"text": "Saved carol, with a new password.", "ok": True})
+        self.assertEqual(n.get("/_users/org.couchdb.user:carol").json["roles"], ["readers"])
+        self.assertEqual(n.request("POST", "/_session", {"name": "carol", "password": "second-pw"}, auth=False).status, 200)
+        self.assertEqual(n.request("POST", "/_session", {"name": "carol", "password": "first-pw"}, auth=False).status, 401)
+        self.assertEqual(out["userTaken"]["text"].split(":")[0], "409 conflict")
+
     def test_a_user_browses_and_edits_databases_and_documents(self):
         n = self.node
         for k in range(25):
