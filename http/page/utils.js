@@ -129,7 +129,40 @@ function pager(state, more, go) {
 
 const dbList = {pages: [undefined]};
 
+// The databases this browser opened (for a user who may not list them all), newest first.
+const RECENT = "settee-recent-databases";
+function recentDatabases() {
+  try { return JSON.parse(localStorage.getItem(RECENT) || "[]").filter((n) => typeof n === "string"); } catch (e) { return []; }
+}
+function remember(db) {
+  const list = [db, ...recentDatabases().filter((n) => n !== db)].slice(0, 20);
+  try { localStorage.setItem(RECENT, JSON.stringify(list)); } catch (e) { /* a private window: not kept */ }
+}
+
+// A user who is not a server admin may not list databases (CouchDB's admin_only_all_dbs): they open
+// one by name, and the ones they opened before are listed, each as its _security lets them read it.
+async function showOwnDatabases() {
+  const name = el("input", {type: "text", id: "open-db", placeholder: "database name", "aria-label": "a database to open", required: true});
+  const open = el("form", {class: "toolbar", id: "open-db-form", onsubmit: (ev) => {
+    ev.preventDefault();
+    navigate("#/db/" + encodeURIComponent(name.value.trim()));
+  }}, el("strong", {text: "Open a database"}), name, el("button", {type: "submit", text: "Open"}));
+  const table = el("table", {id: "dbs"}, row(["Database", "Documents", "Size"].map((t) => el("th", {text: t}))));
+  const recent = recentDatabases();
+  const infos = await Promise.all(recent.map((db) => api("GET", dbPath(db)).catch((e) => e)));
+  recent.forEach((db, k) => {
+    const info = infos[k];
+    if (info instanceof ApiError)
+      table.append(row([db, el("td", {class: "error", text: info.status + " " + ((info.body && info.body.reason) || "")}), ""], {db}));
+    else table.append(row([link(db, "#/db/" + encodeURIComponent(db)), String(info.doc_count), bytes(info.sizes ? info.sizes.file : 0)], {db}));
+  });
+  if (!recent.length) table.append(row([el("span", {class: "muted", text: "none opened yet"})]));
+  return [el("section", {class: "wide"}, crumbs(), open,
+             el("p", {class: "muted", text: "Only server admins list every database; the ones you opened are below."}), table)];
+}
+
 async function showDatabases() {
+  if (!isAdmin) return showOwnDatabases();
   const start = dbList.pages[dbList.pages.length - 1];
   const names = await api("GET", "/_all_dbs" + query({limit: PAGE + 1, startkey: start}));
   const shown = names.slice(0, PAGE);
@@ -193,6 +226,7 @@ async function showDocuments(db) {
   else if (start !== undefined) params.startkey = start;
   const listing = docList.local ? "/_local_docs" : "/_all_docs";
   const [info, page] = await Promise.all([api("GET", dbPath(db)), api("GET", dbPath(db) + listing + query(params))]);
+  remember(db);
   const rows = page.rows.slice(0, PAGE);
   const table = el("table", {id: "docs"}, row(["Document", "Revision"].map((t) => el("th", {text: t}))));
   for (const r of rows)
@@ -715,6 +749,7 @@ function showLogin() {
 
 let routing = 0;
 let signedIn = "";  // the user's name
+let isAdmin = false;  // a server admin (role _admin)
 // Shows the view the hash names; `keep`: the banner stays (what was just done).
 async function route(keep) {
   const mine = ++routing;
@@ -762,6 +797,9 @@ async function start() {
     const s = await api("GET", "/_session");
     if (!s.userCtx || !s.userCtx.name) return showLogin();
     signedIn = s.userCtx.name;
+    isAdmin = (s.userCtx.roles || []).includes("_admin");
+    // What only server admins may use: the users and the cluster.
+    for (const a of document.querySelectorAll("nav a[href='#/users'], nav a[href='/_settee/']")) a.hidden = !isAdmin;
     $("who").textContent = "signed in as " + s.userCtx.name;
     $("logout").hidden = false;
     await route();

@@ -4,7 +4,8 @@
 // besides. With a screenshot directory, saves one PNG per pane. Scenarios: `edit` (databases and
 // documents), `settings` (security, revs_limit, compaction, conflicts, attachments, local documents;
 // the database `library` made by the test), `queries` (Mango, indexes, a design document, views;
-// the database `catalog`), `flows` (live changes, replications, users; the database `feed`).
+// the database `catalog`), `flows` (live changes, replications, users; the database `feed`),
+// `member` (signed in as a user who is not a server admin: `shared` theirs, `secret` not).
 //   node utils_page.js <scenario> <base url> <user> <password> [screenshot dir]
 "use strict";
 const { chromium } = require("playwright-core");
@@ -60,15 +61,17 @@ const [scenario, base, user, password, shots] = process.argv.slice(2);
     await page.press("#password", "Enter");  // the keyboard signs in too
     await settled();
     out.who = await page.textContent("#who");
-    out.firstPage = await page.$$eval("#dbs tr[data-db]", (rows) => rows.map((r) => [r.dataset.db, r.cells[1].textContent]));
-    out.nextEnabled = await page.isEnabled(".pager button:last-child");
     if (scenario === "settings") {
       await settings({ page, settled, banner, shot, out, fetchAs });
     } else if (scenario === "queries") {
       await queries({ page, settled, banner, shot, out });
+    } else if (scenario === "member") {
+      await member({ page, settled, banner, shot, out });
     } else if (scenario === "flows") {
       await flows({ page, settled, banner, shot, out, fetchAs, password });
     } else {
+      out.firstPage = await page.$$eval("#dbs tr[data-db]", (rows) => rows.map((r) => [r.dataset.db, r.cells[1].textContent]));
+      out.nextEnabled = await page.isEnabled(".pager button:last-child");
       await shot("databases");
       await page.click(".pager button:last-child");
       await settled();
@@ -407,4 +410,26 @@ async function flows({ page, settled, banner, shot, out, fetchAs, password }) {
   await page.click("#new-user button[type=submit]");
   await page.waitForFunction(() => document.getElementById("banner").className !== "ok");
   out.userTaken = await banner();
+}
+
+
+// A user who is not a server admin: no list of every database, no users or cluster links; a
+// database they are a member of opens and is remembered, one they are not is refused.
+async function member({ page, settled, banner, shot, out }) {
+  out.nav = await page.$$eval("nav a", (as) => as.filter((a) => !a.hidden).map((a) => a.textContent));
+  out.own = await page.textContent("#view .muted");
+  await page.fill("#open-db", "shared");
+  await page.press("#open-db", "Enter");
+  await settled();
+  out.shared = await page.$$eval("#docs tr[data-id]", (rows) => rows.map((r) => r.dataset.id));
+  await page.click(".crumbs a:first-child");
+  await settled();
+  await page.fill("#open-db", "secret");
+  await page.click("#open-db-form button[type=submit]");
+  await settled();
+  out.secret = await banner();
+  await page.click(".crumbs a:first-child, nav a[href='#/']");
+  await settled();
+  out.remembered = await page.$$eval("#dbs tr[data-db]", (rows) => rows.map((r) => [r.dataset.db, r.cells[1].textContent]));
+  await shot("member");
 }

@@ -43,11 +43,12 @@ class DataBrowser(NodeTest):
         self.assertError(n.get("/_utils/a/b", auth=False), 404, "not_found")
         self.assertEqual(n.request("POST", "/_utils/", {}, auth=False).status, 405)
 
-    def browse(self, scenario):
+    def browse(self, scenario, user=None):
         n = self.node
+        user = user or n.admin
         shots = os.environ.get("SETTEE_SCREENSHOTS") or tempfile.mkdtemp(prefix="settee-utils-")
         r = subprocess.run(["node", os.path.join(CLIENTS_SRC, "utils_page.js"), scenario, f"http://127.0.0.1:{n.port}",
-                            n.admin[0], n.admin[1], shots],
+                            user[0], user[1], shots],
                            capture_output=True, text=True, timeout=180,
                            env=dict(os.environ, NODE_PATH=os.path.join(CLIENTS_DIR, "node_modules")))
         self.assertEqual(r.returncode, 0, r.stderr[-3000:])
@@ -170,6 +171,22 @@ class DataBrowser(NodeTest):
         self.assertEqual(n.request("POST", "/_session", {"name": "carol", "password": "second-pw"}, auth=False).status, 200)
         self.assertEqual(n.request("POST", "/_session", {"name": "carol", "password": "first-pw"}, auth=False).status, 401)
         self.assertEqual(out["userTaken"]["text"].split(":")[0], "409 conflict")
+
+    def test_a_member_sees_the_databases_security_lets_them_read(self):
+        n = self.node
+        r = n.put("/_users/org.couchdb.user:dora", {"name": "dora", "password": "dora-pw", "roles": [], "type": "user"})
+        self.assertEqual(r.status, 201, r.raw)
+        for db, members in (("shared", ["dora"]), ("secret", ["someone"])):
+            self.assertEqual(n.put(f"/{db}").status, 201)
+            self.assertEqual(n.put(f"/{db}/_security", {"members": {"names": members}}).status, 200)
+            self.assertEqual(n.put(f"/{db}/{db}-doc", {}).status, 201)
+        out = self.browse("member", ("dora", "dora-pw"))
+        self.assertEqual(out["nav"], ["Databases", "Replication"])
+        self.assertEqual(out["own"], "Only server admins list every database; the ones you opened are below.")
+        self.assertEqual(out["shared"], ["shared-doc"])
+        forbidden = n.get("/secret", user=("dora", "dora-pw")).json
+        self.assertEqual(out["secret"], {"text": f"403 {forbidden['error']}: {forbidden['reason']}", "ok": False})
+        self.assertEqual(out["remembered"], [["shared", "1"]])
 
     def test_a_user_browses_and_edits_databases_and_documents(self):
         n = self.node
