@@ -52,9 +52,14 @@ const [scenario, base, user, password, shots] = process.argv.slice(2);
     await page.goto(`${base}/_utils`);
     out.url = page.url();
     await page.waitForSelector("#login:not([hidden])", { timeout: 15000 });
-    await page.fill("#user", user);
-    await page.fill("#password", "wrong");
-    await page.click("#login button[type=submit]");
+    // By keyboard: the name, Tab, the password, Tab to the button, Enter.
+    await page.focus("#user");
+    await page.keyboard.type(user);
+    await page.keyboard.press("Tab");
+    await page.keyboard.type("wrong");
+    await page.keyboard.press("Tab");
+    out.focusAfterPassword = await page.evaluate(() => document.activeElement.textContent);
+    await page.keyboard.press("Enter");
     await page.waitForFunction(() => document.getElementById("login-error").textContent !== "");
     out.wrongPassword = await page.textContent("#login-error");
     await page.fill("#password", password);

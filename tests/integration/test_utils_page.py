@@ -196,6 +196,7 @@ class DataBrowser(NodeTest):
         out = self.browse("edit")
         self.assertTrue(out["url"].endswith("/_utils/"), out["url"])
         self.assertEqual(out["wrongPassword"], "Name or password is incorrect.")
+        self.assertEqual(out["focusAfterPassword"], "Sign in")  # the form is used by keyboard
         self.assertEqual(out["who"], "signed in as " + n.admin[0])
         # The databases, 20 a page, in _all_dbs order, with their document counts.
         names = n.get("/_all_dbs").json
