@@ -31,9 +31,12 @@ void serve_page(ctx& c, std::string_view name) {
   c.reply_raw(200, std::string(f->body), f->type.data());
 }
 
-// The page's own files besides its HTML, as /_settee/<file> and /_utils/<file>.
+// The pages' own files besides their HTML (modules, style), as /_settee/<file> and /_utils/<file>.
 bool is_asset(std::string_view name) {
-  return name == "utils.js" || name == "page.css";
+  auto ends = [&](std::string_view tail) {
+    return name.size() > tail.size() && name.substr(name.size() - tail.size()) == tail;
+  };
+  return (ends(".js") || ends(".css")) && page_named(name);
 }
 
 }  // namespace

@@ -34,12 +34,14 @@ class DataBrowser(NodeTest):
             self.assertTrue(r.header("Content-Type").startswith("text/html"), path)
             self.assertIn("default-src 'self'", r.header("Content-Security-Policy"))
             self.assertIn('src="/_utils/utils.js"', r.raw)
-        for path, kind in (("/_utils/utils.js", "text/javascript"), ("/_utils/page.css", "text/css"),
-                           ("/_settee/page.css", "text/css")):
+        modules = ["utils.js", "api.js", "page.js", "databases.js", "documents.js", "queries.js", "flows.js", "users.js"]
+        for path, kind in ([(f"/_utils/{m}", "text/javascript") for m in modules] +
+                           [("/_utils/page.css", "text/css"), ("/_settee/page.css", "text/css")]):
             r = n.get(path, auth=False)
             self.assertEqual(r.status, 200, path)
             self.assertTrue(r.header("Content-Type").startswith(kind), (path, r.header("Content-Type")))
         self.assertError(n.get("/_utils/nothing.js", auth=False), 404, "not_found")
+        self.assertError(n.get("/_utils/settee.html", auth=False), 404, "not_found")  # a page, not a file of this one
         self.assertError(n.get("/_utils/a/b", auth=False), 404, "not_found")
         self.assertEqual(n.request("POST", "/_utils/", {}, auth=False).status, 405)
 
