@@ -4,7 +4,8 @@
 set -euo pipefail
 packages=(g++ make cmake pkg-config ccache libcaf-dev capnproto libcapnp-dev liblmdb-dev
           libcpp-httplib-dev libhttp-parser-dev nlohmann-json3-dev fiu-utils doctest-dev libssl-dev zlib1g-dev libre2-dev libpcre2-dev libsimdjson-dev python3 curl clang-format
-          libmozjs-102-dev libseccomp-dev libicu-dev)
+          libmozjs-102-dev libseccomp-dev libicu-dev
+          liblucene++-dev libboost-system-dev libboost-filesystem-dev libboost-thread-dev libboost-date-time-dev libboost-iostreams-dev libboost-regex-dev)
 # `--tests`: also what the test suite drives (real clients: PouchDB from npm, tests/clients/).
 if [ "${1:-}" = "--tests" ] && ! command -v npm >/dev/null; then packages+=(nodejs npm); fi
 # `--tests`: lintian checks the Debian package `make deb` builds (tests/integration/test_deb.py);
