@@ -18,14 +18,15 @@ import re
 import sys
 
 ROOT = sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.path.dirname(__file__), "..", "..")
-MODULES = ["node", "wire", "storage", "query", "actors", "cluster", "replicator", "http", "app", "js"]
+MODULES = ["node", "wire", "storage", "query", "search", "actors", "cluster", "replicator", "http", "app", "js"]
 # Which folders each folder may include besides itself (docs/architecture.md section 37).
-_BELOW_ACTORS = {"node", "wire", "storage", "query"}
+_BELOW_ACTORS = {"node", "wire", "storage", "query", "search"}
 MAY_INCLUDE = {
     "node": set(),                                  # clock, config, errors, JSON, crypto: the ground
     "wire": {"node"},                               # HTTP messages as values: no sockets, no actors
     "storage": {"node"},                            # LMDB files and their codecs
     "query": {"node", "wire", "storage"},           # Mango and view queries: pure code
+    "search": {"node", "wire", "storage"},          # full-text search definitions and queries: pure code
     "actors": _BELOW_ACTORS,                        # shard replicas, the coordinator, readers, jobs
     "cluster": _BELOW_ACTORS | {"actors"},          # Cap'n Proto RPC between nodes
     "replicator": _BELOW_ACTORS | {"actors"},       # couch_replicator: knows no HTTP server
@@ -40,6 +41,7 @@ FORBIDDEN_HEADERS = {
     "node": re.compile(r"#include [<\"](caf/|lmdb\.h|capnp/|kj/|httplib)"),
     "wire": re.compile(r"#include [<\"](" + _NO_IO + ")"),
     "query": re.compile(r"#include [<\"](" + _NO_IO + ")"),
+    "search": re.compile(r"#include [<\"](" + _NO_IO + r"|lucene\+\+/)"),
     "storage": re.compile(r"#include [<\"](caf/|httplib|nlohmann/|node/json\.hpp)"),
     "actors": re.compile(r"#include [<\"](httplib|capnp/rpc|kj/async)"),
     "cluster": re.compile(r"#include [<\"](httplib)"),
