@@ -10,6 +10,23 @@ const char* member_of(search_api api) {
   return api == search_api::nouveau ? "nouveau" : "indexes";
 }
 
+// The default analyzer (member `def`, a name) and the field analyzers (member `fields`, an object
+// of names) of `v`, each when present; false when one is not what it must be.
+bool read_analyzers(const json& v, const char* def, const char* fields, search_index_def& d) {
+  if (v.contains(def)) {
+    if (!v[def].is_string()) return false;
+    d.default_analyzer = v[def].get<std::string>();
+  }
+  if (v.contains(fields)) {
+    if (!v[fields].is_object()) return false;
+    for (const auto& [field, a] : v[fields].items()) {
+      if (!a.is_string()) return false;
+      d.field_analyzers[field] = a.get<std::string>();
+    }
+  }
+  return true;
+}
+
 // An analyzer as a design document may give it: a name, or (clouseau's `perfield`) an object whose
 // `default` and `fields` name the others. Returns false when it is neither.
 bool read_analyzer(const json& v, search_index_def& d) {
@@ -22,18 +39,7 @@ bool read_analyzer(const json& v, search_index_def& d) {
     d.default_analyzer = v["name"].get<std::string>();
     return true;
   }
-  if (v.contains("default")) {
-    if (!v["default"].is_string()) return false;
-    d.default_analyzer = v["default"].get<std::string>();
-  }
-  if (v.contains("fields")) {
-    if (!v["fields"].is_object()) return false;
-    for (const auto& [field, a] : v["fields"].items()) {
-      if (!a.is_string()) return false;
-      d.field_analyzers[field] = a.get<std::string>();
-    }
-  }
-  return true;
+  return read_analyzers(v, "default", "fields", d);
 }
 
 }  // namespace
@@ -51,17 +57,7 @@ result<search_index_def> search_index_of(search_api api, const std::string& ddoc
   d.name = name;
   d.function = def["index"].get<std::string>();
   if (api == search_api::nouveau) {
-    if (def.contains("default_analyzer")) {
-      if (!def["default_analyzer"].is_string()) return invalid;
-      d.default_analyzer = def["default_analyzer"].get<std::string>();
-    }
-    if (def.contains("field_analyzers")) {
-      if (!def["field_analyzers"].is_object()) return invalid;
-      for (const auto& [field, a] : def["field_analyzers"].items()) {
-        if (!a.is_string()) return invalid;
-        d.field_analyzers[field] = a.get<std::string>();
-      }
-    }
+    if (!read_analyzers(def, "default_analyzer", "field_analyzers", d)) return invalid;
     if (def.contains("lucene_version")) {
       if (!def["lucene_version"].is_number_integer()) return invalid;
       d.lucene_version = def["lucene_version"].get<int>();
