@@ -290,6 +290,17 @@ struct engine::impl {
     JS_RequestInterruptCallback(cx);
   }
 
+  // `row` (an array emit() or index() made) as JSON after the rows written so far, comma-separated;
+  // false when it could not be made or stringified (a cycle, a throwing toJSON: the call throws).
+  static bool append_row(JSContext* cx, impl* d, JSObject* row) {
+    if (!row) return false;
+    JS::RootedValue v(cx, JS::ObjectValue(*row));
+    std::string text;
+    if (!d->stringify(&v, text)) return false;
+    if (!d->emit_rows->empty()) d->emit_rows->push_back(',');
+    d->emit_rows->append(text);
+    return true;
+  }
   static bool native_emit(JSContext* cx, unsigned argc, JS::Value* vp) {
     JS::CallArgs args = JS::CallArgsFromVp(argc, vp);
     impl* d = of(cx);
@@ -300,14 +311,20 @@ struct engine::impl {
     JS::RootedValueArray<2> pair(cx);
     pair[0].set(args.get(0));
     pair[1].set(args.get(1));
-    JS::RootedObject arr(cx, JS::NewArrayObject(cx, pair));
-    if (!arr) return false;
-    JS::RootedValue v(cx, JS::ObjectValue(*arr));
-    std::string text;
-    if (!d->stringify(&v, text)) return false;  // a cycle, a throwing toJSON: the call throws
-    if (!d->emit_rows->empty()) d->emit_rows->push_back(',');
-    d->emit_rows->append(text);
-    return true;
+    return append_row(cx, d, JS::NewArrayObject(cx, pair));
+  }
+  // index(...) of a search index function (Nouveau's index(type, name, value, options), Clouseau's
+  // index(name, value, options)): its arguments as one JSON array, written where emit() writes.
+  static bool native_index(JSContext* cx, unsigned argc, JS::Value* vp) {
+    JS::CallArgs args = JS::CallArgsFromVp(argc, vp);
+    impl* d = of(cx);
+    d->emitted = true;
+    args.rval().setUndefined();
+    if (!d->emit_rows) return true;
+    JS::RootedValueVector given(cx);
+    for (unsigned i = 0; i < std::min(argc, 4u); ++i)
+      if (!given.append(args.get(i))) return false;
+    return append_row(cx, d, JS::NewArrayObject(cx, given));
   }
   static bool native_log(JSContext* cx, unsigned argc, JS::Value* vp) {
     JS::CallArgs args = JS::CallArgsFromVp(argc, vp);
@@ -399,6 +416,7 @@ outcome engine::open_scope(const std::string& ddoc_json, scope_id& out) {
   d_->begin();
   JS::RootedValue ddoc(cx);
   bool ok = JS::InitRealmStandardClasses(cx) && JS_DefineFunction(cx, global, "emit", &impl::native_emit, 2, 0) &&
+            JS_DefineFunction(cx, global, "index", &impl::native_index, 4, 0) &&
             JS_DefineFunction(cx, global, "log", &impl::native_log, 1, 0) && d_->parse(ddoc_json, &ddoc) &&
             ddoc.isObject();
   if (ok) {

@@ -104,6 +104,16 @@ std::string query_server::handle(const std::string& header, const std::string& b
       if (p.is_string()) path.push_back(p.get<std::string>());
     if (!path.empty() && path.size() == h[2].size()) return run_each(h[1].get<std::string>(), path, body);
   }
+  // ["index", key, [[api, name], ...]]: search index functions (api: "nouveau" or "indexes") over
+  // [docs]; each document's index() calls, per function, as "map" answers emits.
+  if (cmd == "index" && h.size() == 3 && h[1].is_string() && h[2].is_array()) {
+    std::vector<std::vector<std::string>> paths;
+    for (auto& p : h[2])
+      if (p.is_array() && p.size() == 2 && p[0].is_string() && p[1].is_string() &&
+          (p[0] == "nouveau" || p[0] == "indexes"))
+        paths.push_back({p[0].get<std::string>(), p[1].get<std::string>(), "index"});
+    if (!paths.empty() && paths.size() == h[2].size()) return map_paths(h[1].get<std::string>(), paths, body);
+  }
   if (cmd == "map" && h.size() == 3 && h[1].is_string() && h[2].is_array()) {
     std::vector<std::string> views;
     for (auto& v : h[2])
@@ -232,10 +242,17 @@ std::string errors_field(const std::vector<std::string>& errors) {
 }  // namespace
 
 std::string query_server::map(const std::string& key, const std::vector<std::string>& views, const std::string& body) {
+  std::vector<std::vector<std::string>> paths;
+  for (const std::string& view : views) paths.push_back({"views", view, "map"});
+  return map_paths(key, paths, body);
+}
+
+std::string query_server::map_paths(const std::string& key, const std::vector<std::vector<std::string>>& paths,
+                                    const std::string& body) {
   std::vector<engine::fn_id> fns;
-  for (const std::string& view : views) {
+  for (const auto& path : paths) {
     engine::fn_id fn = 0;
-    if (std::string failed = find_function(key, {"views", view, "map"}, fn); !failed.empty()) return failed;
+    if (std::string failed = find_function(key, path, fn); !failed.empty()) return failed;
     fns.push_back(fn);
   }
   std::vector<std::string> errors;

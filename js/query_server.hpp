@@ -53,6 +53,9 @@ class query_server {
   std::string run(const std::string& key, const std::vector<std::string>& path, const std::string& body);
   std::string run_each(const std::string& key, const std::vector<std::string>& path, const std::string& body);
   std::string map(const std::string& key, const std::vector<std::string>& views, const std::string& body);
+  // Each function at `paths` (views' maps, search indexes' functions) over the documents of `body`.
+  std::string map_paths(const std::string& key, const std::vector<std::vector<std::string>>& paths,
+                        const std::string& body);
   // The function at `path` of the design document held as `key`: "" and `fn`, or the answer
   // that says why not (unknown design document, no such function, compilation error).
   std::string find_function(const std::string& key, const std::vector<std::string>& path, engine::fn_id& fn);

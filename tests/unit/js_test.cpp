@@ -334,6 +334,31 @@ TEST_CASE("map: every view's emits per document, frozen documents, errors skip o
   });
 }
 
+TEST_CASE("search indexes: index() calls per document and function, Nouveau's four arguments, Clouseau's three") {
+  on_engine_thread([] {
+    harness h(quick());
+    query_server qs(h.e, 4);
+    const std::string ddoc = R"({"_id":"_design/s",
+        "nouveau":{"books":{"index":"function(doc){ if (!doc.title) return; index('text', 'title', doc.title, {store: true}); index('double', 'year', doc.year); }"},
+                   "broken":{"index":"function(doc){ index('string', 'x', doc.missing.field); }"}},
+        "indexes":{"body":{"index":"function(doc){ index('default', doc.body); index('tag', doc.tag, {facet: true}); }"}}})";
+    CHECK(qs.handle(R"(["ddoc","new","s@1"])", ddoc) == R"({"ok":true})");
+    const std::string docs =
+        R"([{"_id":"a","title":"Dune","year":1965,"body":"sand","tag":"sf"},{"_id":"b","body":"rain"}])";
+    CHECK(
+        qs.handle(R"(["index","s@1",[["nouveau","books"],["indexes","body"]]])", docs) ==
+        R"({"ok":[[[["text","title","Dune",{"store":true}],["double","year",1965]],[["default","sand"],["tag","sf",{"facet":true}]]],)"
+        R"([[],[["default","rain"],["tag",null,{"facet":true}]]]]})");
+    // A function that throws indexes nothing for that document, reported with its id.
+    std::string r = qs.handle(R"(["index","s@1",[["nouveau","broken"]]])", R"([{"_id":"c"}])");
+    CHECK(r.find(R"("ok":[[[]]])") != std::string::npos);
+    CHECK(r.find("c: TypeError") != std::string::npos);
+    CHECK(qs.handle(R"(["index","s@1",[["nouveau","nope"]]])", docs) ==
+          R"({"thrown":["error","not_found","missing nouveau function index"]})");
+    CHECK(qs.handle(R"(["index","s@1",[["views","x"]]])", docs).find("fault") != std::string::npos);  // not an index
+  });
+}
+
 TEST_CASE("map: a function that loops or emits without end is stopped, and the engine goes on") {
   on_engine_thread([] {
     harness h(quick());
