@@ -167,6 +167,22 @@ void time_all(const std::vector<std::string>& qs, Run run, latencies& l, long& h
   }
 }
 
+// Times `run` over the term, phrase and boolean queries and prints the engine's line.
+template <class Run>
+void time_queries(const char* engine, const query_set& qs, int docs, uint64_t found, double open_ms, Run run) {
+  latencies term, phrase, boolean;
+  long hits = 0;
+  time_all(qs.terms, run, term, hits);
+  time_all(qs.phrases, run, phrase, hits);
+  time_all(qs.booleans, run, boolean, hits);
+  std::printf(
+      "{\"engine\":\"%s\",\"docs\":%d,\"docs_found\":%llu,\"open_ms\":%.1f,\"term_p50\":%.3f,\"term_p95\":%.3f,"
+      "\"phrase_p50\":%.3f,\"phrase_p95\":%.3f,\"boolean_p50\":%.3f,\"boolean_p95\":%.3f,\"hits\":%ld,\"rss_peak_mb\":%"
+      ".1f}\n",
+      engine, docs, static_cast<unsigned long long>(found), open_ms, term.at(0.5), term.at(0.95), phrase.at(0.5),
+      phrase.at(0.95), boolean.at(0.5), boolean.at(0.95), hits, rss_peak_kb() / 1024.0);
+}
+
 void lucene_query(const std::string& dir, int docs, int n) {
   using namespace Lucene;
   corpus c;
@@ -182,17 +198,7 @@ void lucene_query(const std::string& dir, int docs, int n) {
     for (auto& sd : top->scoreDocs) searcher->doc(sd->doc)->get(L"_id");  // the ids, as an answer needs
     return top->totalHits;
   };
-  latencies term, phrase, boolean;
-  long hits = 0;
-  time_all(qs.terms, run, term, hits);
-  time_all(qs.phrases, run, phrase, hits);
-  time_all(qs.booleans, run, boolean, hits);
-  std::printf(
-      "{\"engine\":\"lucene++\",\"docs\":%d,\"docs_found\":%d,\"open_ms\":%.1f,\"term_p50\":%.3f,\"term_p95\":%.3f,"
-      "\"phrase_p50\":%.3f,\"phrase_p95\":%.3f,\"boolean_p50\":%.3f,\"boolean_p95\":%.3f,\"hits\":%ld,\"rss_peak_mb\":%"
-      ".1f}\n",
-      docs, reader->numDocs(), open_ms, term.at(0.5), term.at(0.95), phrase.at(0.5), phrase.at(0.95), boolean.at(0.5),
-      boolean.at(0.95), hits, rss_peak_kb() / 1024.0);
+  time_queries("lucene++", qs, docs, static_cast<uint64_t>(reader->numDocs()), open_ms, run);
 }
 
 void xapian_query(const std::string& dir, int docs, int n) {
@@ -213,17 +219,7 @@ void xapian_query(const std::string& dir, int docs, int n) {
     for (auto it = m.begin(); it != m.end(); ++it) it.get_document().get_data();
     return static_cast<long>(m.get_matches_estimated());
   };
-  latencies term, phrase, boolean;
-  long hits = 0;
-  time_all(qs.terms, run, term, hits);
-  time_all(qs.phrases, run, phrase, hits);
-  time_all(qs.booleans, run, boolean, hits);
-  std::printf(
-      "{\"engine\":\"xapian\",\"docs\":%d,\"docs_found\":%u,\"open_ms\":%.1f,\"term_p50\":%.3f,\"term_p95\":%.3f,"
-      "\"phrase_p50\":%.3f,\"phrase_p95\":%.3f,\"boolean_p50\":%.3f,\"boolean_p95\":%.3f,\"hits\":%ld,\"rss_peak_mb\":%"
-      ".1f}\n",
-      docs, db.get_doccount(), open_ms, term.at(0.5), term.at(0.95), phrase.at(0.5), phrase.at(0.95), boolean.at(0.5),
-      boolean.at(0.95), hits, rss_peak_kb() / 1024.0);
+  time_queries("xapian", qs, docs, db.get_doccount(), open_ms, run);
 }
 
 }  // namespace

@@ -31,12 +31,13 @@ void serve_page(ctx& c, std::string_view name) {
   c.reply_raw(200, std::string(f->body), f->type.data());
 }
 
-// The pages' own files besides their HTML (modules, style), as /_settee/<file> and /_utils/<file>.
+// The pages' own files besides their HTML (modules, style), as /_settee/<file> and /_utils/<file>;
+// serve_page answers 404 for a name that is not one of them.
 bool is_asset(std::string_view name) {
   auto ends = [&](std::string_view tail) {
     return name.size() > tail.size() && name.substr(name.size() - tail.size()) == tail;
   };
-  return (ends(".js") || ends(".css")) && page_named(name);
+  return ends(".js") || ends(".css");
 }
 
 }  // namespace
