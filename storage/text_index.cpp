@@ -1,10 +1,37 @@
 #include "storage/text_index.hpp"
 
+#include <lucene++/ArabicAnalyzer.h>
+#include <lucene++/BrazilianAnalyzer.h>
+#include <lucene++/CJKAnalyzer.h>
+#include <lucene++/ChineseAnalyzer.h>
+#include <lucene++/CzechAnalyzer.h>
+#include <lucene++/DefaultSimilarity.h>
+#include <lucene++/DutchAnalyzer.h>
+#include <lucene++/FieldCache.h>
+#include <lucene++/FrenchAnalyzer.h>
+#include <lucene++/GermanAnalyzer.h>
+#include <lucene++/GreekAnalyzer.h>
 #include <lucene++/LuceneHeaders.h>
+#include <lucene++/NumericRangeFilter.h>
+#include <lucene++/NumericRangeQuery.h>
+#include <lucene++/OpenBitSet.h>
+#include <lucene++/PersianAnalyzer.h>
+#include <lucene++/RussianAnalyzer.h>
+#include <lucene++/SnowballAnalyzer.h>
+#include <lucene++/TermAttribute.h>
 
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <functional>
+#include <limits>
 #include <mutex>
+#include <queue>
+#include <regex>
 
 #include "node/files.hpp"
+#include "node/json.hpp"
 
 namespace settee {
 
@@ -14,6 +41,9 @@ using namespace Lucene;
 
 const wchar_t* const id_field = L"_id";
 const wchar_t* const seq_key = L"settee_seq";
+const wchar_t* const purge_key = L"settee_purge_seq";
+const wchar_t* const fields_key = L"settee_fields";
+constexpr LuceneVersion::Version version = LuceneVersion::LUCENE_30;
 
 String wide(const std::string& s) {
   return StringUtils::toUnicode(s);
@@ -32,49 +62,486 @@ status failed(const LuceneException& e, const std::string& doing) {
   return {errc::internal, "the text index could not " + doing + ": " + message};
 }
 
-DocumentPtr lucene_doc(const text_doc& d) {
+// The analyzers by name: Nouveau's names (Lucene's own analyzers where Lucene++ has them, its
+// Snowball stemmers for the other languages) and Clouseau's "classic".
+struct analyzer_maker {
+  const char* name;
+  std::function<AnalyzerPtr()> make;
+};
+AnalyzerPtr snowball(const wchar_t* language, bool english_stops = false) {
+  if (english_stops) return newLucene<SnowballAnalyzer>(version, language, StopAnalyzer::ENGLISH_STOP_WORDS_SET());
+  return newLucene<SnowballAnalyzer>(version, language);
+}
+const std::vector<analyzer_maker>& makers() {
+  static const std::vector<analyzer_maker> all = {
+      // Lucene 9's StandardAnalyzer (Nouveau's) keeps stop words; Lucene 3's removed English ones.
+      {"standard", [] { return newLucene<StandardAnalyzer>(version, HashSet<String>::newInstance()); }},
+      {"classic", [] { return newLucene<StandardAnalyzer>(version); }},
+      {"email", [] { return newLucene<StandardAnalyzer>(version, HashSet<String>::newInstance()); }},
+      {"keyword", [] { return newLucene<KeywordAnalyzer>(); }},
+      {"simple", [] { return newLucene<SimpleAnalyzer>(); }},
+      {"whitespace", [] { return newLucene<WhitespaceAnalyzer>(); }},
+      {"stop", [] { return newLucene<StopAnalyzer>(version); }},
+      {"arabic", [] { return newLucene<ArabicAnalyzer>(version); }},
+      {"brazilian", [] { return newLucene<BrazilianAnalyzer>(version); }},
+      {"cjk", [] { return newLucene<CJKAnalyzer>(version); }},
+      {"chinese", [] { return newLucene<ChineseAnalyzer>(); }},
+      {"czech", [] { return newLucene<CzechAnalyzer>(version); }},
+      {"danish", [] { return snowball(L"danish"); }},
+      {"dutch", [] { return newLucene<DutchAnalyzer>(version); }},
+      {"english", [] { return snowball(L"english", true); }},
+      {"finnish", [] { return snowball(L"finnish"); }},
+      {"french", [] { return newLucene<FrenchAnalyzer>(version); }},
+      {"german", [] { return newLucene<GermanAnalyzer>(version); }},
+      {"greek", [] { return newLucene<GreekAnalyzer>(version); }},
+      {"hungarian", [] { return snowball(L"hungarian"); }},
+      {"italian", [] { return snowball(L"italian"); }},
+      {"norwegian", [] { return snowball(L"norwegian"); }},
+      {"persian", [] { return newLucene<PersianAnalyzer>(version); }},
+      {"portuguese", [] { return snowball(L"portuguese"); }},
+      {"romanian", [] { return snowball(L"romanian"); }},
+      {"russian", [] { return newLucene<RussianAnalyzer>(version); }},
+      {"spanish", [] { return snowball(L"spanish"); }},
+      {"swedish", [] { return snowball(L"swedish"); }},
+      {"turkish", [] { return snowball(L"turkish"); }},
+  };
+  return all;
+}
+
+result<AnalyzerPtr> analyzer_named(const std::string& name) {
+  for (const analyzer_maker& m : makers())
+    if (name == m.name) return m.make();
+  return status{errc::bad_request, name + " is not a valid analyzer"};
+}
+
+// Scores with no per-query normalisation: a copy's expansion of a fuzzy term would change it.
+class plain_similarity : public DefaultSimilarity {
+ public:
+  double queryNorm(double) override { return 1.0; }
+};
+
+std::string term_key(const TermPtr& t) {
+  return narrow(t->field()) + '\0' + narrow(t->text());
+}
+
+// A searcher whose term statistics are given (several copies' summed): what scores come from.
+class stats_searcher : public IndexSearcher {
+ public:
+  stats_searcher(const IndexReaderPtr& reader, const text_stats& stats) : IndexSearcher(reader), stats_(stats) {}
+  int32_t docFreq(const TermPtr& term) override {
+    auto it = stats_.freqs.find(term_key(term));
+    return it == stats_.freqs.end() ? 0 : static_cast<int32_t>(std::min<uint64_t>(it->second, INT32_MAX));
+  }
+  int32_t maxDoc() override { return static_cast<int32_t>(std::min<uint64_t>(stats_.docs, INT32_MAX)); }
+
+ private:
+  const text_stats& stats_;
+};
+
+// The field kinds an index has seen ('t' text, 's' string, 'n' number), for sorting and ranges.
+using field_kinds = std::map<std::string, char>;
+
+double parse_number(const String& text, bool& ok) {
+  const std::string s = narrow(text);
+  char* end = nullptr;
+  const double v = std::strtod(s.c_str(), &end);
+  ok = !s.empty() && end == s.c_str() + s.size() && std::isfinite(v);
+  return v;
+}
+
+// Lucene's QueryParser, with number fields' terms and ranges compared as numbers.
+class number_aware_parser : public QueryParser {
+ public:
+  number_aware_parser(const String& field, const AnalyzerPtr& analyzer, const field_kinds& kinds)
+      : QueryParser(version, field, analyzer), kinds_(kinds) {}
+
+ protected:
+  bool number(const String& field) const {
+    auto it = kinds_.find(narrow(field));
+    return it != kinds_.end() && it->second == 'n';
+  }
+  // An open end ("*") is an infinity: Lucene++ takes no open end beside a number.
+  double bound(const String& field, const String& text, double open) {
+    if (text == L"*") return open;
+    bool ok = false;
+    const double v = parse_number(text, ok);
+    if (!ok)
+      boost::throw_exception(QueryParserError(L"\"" + text + L"\" is not a number, and " + field + L" holds numbers"));
+    return v;
+  }
+  QueryPtr getRangeQuery(const String& field, const String& part1, const String& part2, bool inclusive) override {
+    if (!number(field)) return QueryParser::getRangeQuery(field, part1, part2, inclusive);
+    const double inf = std::numeric_limits<double>::infinity();
+    return NumericRangeQuery::newDoubleRange(field, bound(field, part1, -inf), bound(field, part2, inf), inclusive,
+                                             inclusive);
+  }
+  QueryPtr getFieldQuery(const String& field, const String& text) override {
+    if (!number(field)) return QueryParser::getFieldQuery(field, text);
+    const double v = bound(field, text, std::numeric_limits<double>::quiet_NaN());
+    return NumericRangeQuery::newDoubleRange(field, v, v, true, true);
+  }
+
+ private:
+  const field_kinds& kinds_;
+};
+
+uint64_t number_of(const MapStringString& data, const wchar_t* key) {
+  if (!data.contains(key)) return 0;
+  try {
+    return std::stoull(narrow(data.get(key)));
+  } catch (const std::exception&) {
+    return 0;
+  }
+}
+
+field_kinds kinds_of(const MapStringString& data) {
+  field_kinds out;
+  if (!data.contains(fields_key)) return out;
+  json j = json::parse(narrow(data.get(fields_key)), nullptr, false);
+  if (!j.is_object()) return out;
+  for (const auto& [name, k] : j.items())
+    if (k.is_string() && k.get<std::string>().size() == 1) out[name] = k.get<std::string>()[0];
+  return out;
+}
+
+DocumentPtr lucene_doc(const text_doc& d, field_kinds& kinds, bool& changed) {
   DocumentPtr doc = newLucene<Document>();
   doc->add(newLucene<Field>(id_field, wide(d.id), Field::STORE_YES, Field::INDEX_NOT_ANALYZED_NO_NORMS));
+  auto seen = [&](const std::string& name, char kind) {
+    char& k = kinds[name];
+    if (k != kind) changed = true, k = kind;
+  };
   for (const text_field& f : d.fields) {
     const String name = wide(f.name);
     const Field::Store store = f.store ? Field::STORE_YES : Field::STORE_NO;
+    auto stored_number = [&](double v) {
+      ByteArray bytes = ByteArray::newInstance(sizeof v);
+      std::memcpy(bytes.get(), &v, sizeof v);
+      doc->add(newLucene<Field>(name, bytes, Field::STORE_YES));
+    };
     switch (f.type) {
       case text_field::kind::text:
+        seen(f.name, 't');
         doc->add(newLucene<Field>(name, wide(f.text), store, Field::INDEX_ANALYZED));
         break;
       case text_field::kind::string:
+        seen(f.name, 's');
         doc->add(newLucene<Field>(name, wide(f.text), store, Field::INDEX_NOT_ANALYZED_NO_NORMS));
         break;
       case text_field::kind::number:
-        doc->add(newLucene<NumericField>(name, store, true)->setDoubleValue(f.number));
+        seen(f.name, 'n');
+        doc->add(newLucene<NumericField>(name, Field::STORE_NO, true)->setDoubleValue(f.number));
+        if (f.store) stored_number(f.number);
         break;
       case text_field::kind::stored:
-        doc->add(newLucene<Field>(name, wide(f.text), Field::STORE_YES, Field::INDEX_NO));
+        if (f.is_number)
+          stored_number(f.number);
+        else
+          doc->add(newLucene<Field>(name, wide(f.text), Field::STORE_YES, Field::INDEX_NO));
         break;
     }
   }
   return doc;
 }
 
-uint64_t seq_of(const MapStringString& data) {
-  if (!data.contains(seq_key)) return 0;
-  try {
-    return std::stoull(narrow(data.get(seq_key)));
-  } catch (const std::exception&) {
+// The segments of a reader (itself when it has none).
+Collection<IndexReaderPtr> segments_of(const IndexReaderPtr& reader) {
+  Collection<IndexReaderPtr> subs = reader->getSequentialSubReaders();
+  if (!subs || subs.empty()) {
+    subs = Collection<IndexReaderPtr>::newInstance();
+    subs.add(reader);
+  }
+  return subs;
+}
+
+// One sort key of a search, resolved against the index's fields.
+struct sort_spec {
+  enum class kind { score, text, number, missing } type = kind::score;
+  String field;
+  bool descending = false;
+};
+
+constexpr size_t max_sort_keys = 8;
+
+result<std::vector<sort_spec>> resolve_sort(const std::vector<std::string>& sort, const field_kinds& kinds) {
+  std::vector<std::string> names = sort.empty() ? std::vector<std::string>{"-<score>"} : sort;
+  if (names.back() != "_id" && names.back() != "-_id") names.push_back("_id");
+  if (names.size() > max_sort_keys)
+    return status{errc::bad_request, "at most " + std::to_string(max_sort_keys - 1) + " sort fields"};
+  static const std::regex field_re("^([-+])?([.\\w]+)$");
+  std::vector<sort_spec> out;
+  for (const std::string& s : names) {
+    sort_spec k;
+    if (s == "-<score>" || s == "<score>") {
+      k.descending = s[0] == '-';
+      out.push_back(k);
+      continue;
+    }
+    std::smatch m;
+    if (!std::regex_match(s, m, field_re)) return status{errc::bad_request, s + " is not a valid sort parameter"};
+    k.descending = m[1] == "-";
+    const std::string name = m[2];
+    k.field = wide(name);
+    auto it = kinds.find(name);
+    if (name == "_id" || (it != kinds.end() && it->second == 's'))
+      k.type = sort_spec::kind::text;
+    else if (it != kinds.end() && it->second == 'n')
+      k.type = sort_spec::kind::number;
+    else if (it == kinds.end())
+      k.type = sort_spec::kind::missing;  // no document has it (yet): every hit alike
+    else
+      return status{errc::bad_request, "can't sort on field " + name};
+    out.push_back(k);
+  }
+  return out;
+}
+
+// One key's value of a hit while collecting: a number, or a text of a field cache (null: missing).
+struct slot {
+  double number = 0;
+  const String* text = nullptr;
+};
+
+int compare_slot(const sort_spec& k, const slot& a, const slot& b) {
+  int c = 0;
+  if (k.type == sort_spec::kind::score || k.type == sort_spec::kind::number) {
+    c = a.number < b.number ? -1 : a.number > b.number ? 1 : 0;
+  } else if (k.type == sort_spec::kind::text) {
+    if (!a.text || !b.text) return (a.text ? -1 : 0) + (b.text ? 1 : 0);  // missing last, either way
+    c = a.text->compare(*b.text);
+    c = c < 0 ? -1 : c > 0 ? 1 : 0;
+  }
+  return k.descending ? -c : c;
+}
+
+struct entry {
+  std::array<slot, max_sort_keys> keys;
+  int32_t doc = 0;  // in the whole reader
+};
+
+// Collects the first `limit` hits after `after` in the sort's order, counts every hit, and marks
+// them per segment when facets are asked for.
+class hit_collector : public Collector {
+ public:
+  hit_collector(const std::vector<sort_spec>& sort, const std::vector<slot>* after, size_t limit, bool mark)
+      : sort_(sort), after_(after), limit_(limit), mark_(mark) {}
+
+  void setScorer(const ScorerPtr& scorer) override { scorer_ = scorer; }
+  void setNextReader(const IndexReaderPtr& reader, int32_t base) override {
+    base_ = base;
+    texts_.assign(sort_.size(), nullptr);
+    numbers_.assign(sort_.size(), Collection<double>());
+    for (size_t i = 0; i < sort_.size(); ++i) {
+      if (sort_[i].type == sort_spec::kind::text) {
+        StringIndexPtr si = FieldCache::DEFAULT()->getStringIndex(reader, sort_[i].field);
+        held_.push_back(si);
+        texts_[i] = si.get();
+      } else if (sort_[i].type == sort_spec::kind::number) {
+        numbers_[i] =
+            FieldCache::DEFAULT()->getDoubles(reader, sort_[i].field, FieldCache::NUMERIC_UTILS_DOUBLE_PARSER());
+      }
+    }
+    if (mark_) marks.emplace_back(reader, newLucene<OpenBitSet>(reader->maxDoc()));
+  }
+  void collect(int32_t doc) override {
+    ++total;
+    if (mark_) marks.back().second->set(static_cast<int64_t>(doc));
+    if (limit_ == 0) return;
+    entry e;
+    e.doc = base_ + doc;
+    for (size_t i = 0; i < sort_.size(); ++i) {
+      switch (sort_[i].type) {
+        case sort_spec::kind::score:
+          e.keys[i].number = scorer_->score();
+          break;
+        case sort_spec::kind::number:
+          e.keys[i].number = numbers_[i][doc];
+          break;
+        case sort_spec::kind::text: {
+          const int32_t ord = texts_[i]->order[doc];
+          e.keys[i].text = ord == 0 ? nullptr : &texts_[i]->lookup[ord];
+          break;
+        }
+        case sort_spec::kind::missing:
+          break;
+      }
+    }
+    if (after_ && compare(e.keys.data(), after_->data()) <= 0) return;
+    if (best_.size() < limit_) {
+      best_.push(e);
+    } else if (compare(e.keys.data(), best_.top().keys.data()) < 0) {
+      best_.pop();
+      best_.push(e);
+    }
+  }
+  bool acceptsDocsOutOfOrder() override { return true; }
+
+  // The hits kept, in order.
+  std::vector<entry> hits() {
+    std::vector<entry> out;
+    for (; !best_.empty(); best_.pop()) out.push_back(best_.top());
+    std::reverse(out.begin(), out.end());
+    return out;
+  }
+
+  uint64_t total = 0;
+  std::vector<std::pair<IndexReaderPtr, OpenBitSetPtr>> marks;
+
+ private:
+  int compare(const slot* a, const slot* b) const {
+    for (size_t i = 0; i < sort_.size(); ++i)
+      if (int c = compare_slot(sort_[i], a[i], b[i]); c != 0) return c;
     return 0;
   }
+  struct later {  // the heap's top is the last hit kept
+    const hit_collector* c;
+    bool operator()(const entry& a, const entry& b) const { return c->compare(a.keys.data(), b.keys.data()) < 0; }
+  };
+
+  const std::vector<sort_spec>& sort_;
+  const std::vector<slot>* after_;
+  size_t limit_;
+  bool mark_;
+  ScorerPtr scorer_;
+  int32_t base_ = 0;
+  std::vector<StringIndex*> texts_;
+  std::vector<Collection<double>> numbers_;
+  std::vector<StringIndexPtr> held_;  // the texts slots point into
+  std::priority_queue<entry, std::vector<entry>, later> best_{later{this}};
+};
+
+// The most frequent `top_n` of `counts` (ties: the smaller label first).
+std::map<std::string, uint64_t> top_of(const std::map<std::string, uint64_t>& counts, size_t top_n) {
+  std::vector<std::pair<std::string, uint64_t>> all(counts.begin(), counts.end());
+  std::stable_sort(all.begin(), all.end(), [](const auto& a, const auto& b) { return a.second > b.second; });
+  if (all.size() > top_n) all.resize(top_n);
+  return {all.begin(), all.end()};
 }
 
 }  // namespace
+
+void text_stats::add(const text_stats& other) {
+  docs += other.docs;
+  for (const auto& [term, n] : other.freqs) freqs[term] += n;
+}
+
+const std::vector<std::string>& text_analyzers() {
+  static const std::vector<std::string> names = [] {
+    std::vector<std::string> out;
+    for (const analyzer_maker& m : makers()) out.push_back(m.name);
+    return out;
+  }();
+  return names;
+}
+
+result<std::vector<std::string>> text_analyze(const std::string& analyzer, const std::string& text) {
+  auto a = analyzer_named(analyzer);
+  if (!a) return a.error();
+  std::vector<std::string> out;
+  try {
+    TokenStreamPtr ts = (*a)->tokenStream(L"default", newLucene<StringReader>(wide(text)));
+    TermAttributePtr term = ts->addAttribute<TermAttribute>();
+    ts->reset();
+    while (ts->incrementToken()) out.push_back(narrow(term->term()));
+    ts->end();
+    ts->close();
+  } catch (const LuceneException& e) {
+    return failed(e, "analyze");
+  }
+  return out;
+}
+
+int compare_orders(const std::vector<std::string>& sort, const text_order& a, const text_order& b) {
+  std::vector<std::string> names = sort.empty() ? std::vector<std::string>{"-<score>"} : sort;
+  if (names.back() != "_id" && names.back() != "-_id") names.push_back("_id");
+  for (size_t i = 0; i < a.size() && i < b.size(); ++i) {
+    const order_value &x = a[i], &y = b[i];
+    const bool descending = i < names.size() && !names[i].empty() && names[i][0] == '-';
+    if (x.type == order_value::kind::missing || y.type == order_value::kind::missing) {
+      const int c = (x.type == order_value::kind::missing ? 1 : 0) - (y.type == order_value::kind::missing ? 1 : 0);
+      if (c != 0) return c;
+      continue;
+    }
+    int c = 0;
+    if (x.type == order_value::kind::number && y.type == order_value::kind::number)
+      c = x.number < y.number ? -1 : x.number > y.number ? 1 : 0;
+    else if (x.type == order_value::kind::text && y.type == order_value::kind::text)
+      c = x.text < y.text ? -1 : x.text > y.text ? 1 : 0;
+    else
+      c = x.type == order_value::kind::number ? -1 : 1;  // not one sort's orders: numbers first
+    if (c != 0) return descending ? -c : c;
+  }
+  return a.size() < b.size() ? -1 : a.size() > b.size() ? 1 : 0;
+}
 
 struct text_index::impl {
   std::string dir;
   DirectoryPtr directory;
   AnalyzerPtr analyzer;
+  SimilarityPtr similarity;
   IndexWriterPtr writer;
-  mutable std::mutex mu;  // guards reader and seq
+  mutable std::mutex mu;  // guards reader, seq, purge_seq and kinds
   IndexReaderPtr reader;  // the last commit's
-  uint64_t seq = 0;
+  uint64_t seq = 0, purge_seq = 0;
+  field_kinds kinds;
+
+  // The reader of the last commit (kept open by the caller's reference) and the kinds then.
+  IndexReaderPtr acquire(field_kinds* k = nullptr) const {
+    std::lock_guard<std::mutex> lock(mu);
+    reader->incRef();
+    if (k) *k = kinds;
+    return reader;
+  }
+  QueryPtr parse(const std::string& query, const std::string& default_field, const field_kinds& k) const {
+    QueryParserPtr parser = newLucene<number_aware_parser>(wide(default_field), analyzer, k);
+    return parser->parse(wide(query));
+  }
+  text_stats stats_of(const IndexReaderPtr& r, const QueryPtr& q) const {
+    text_stats out;
+    out.docs = static_cast<uint64_t>(r->numDocs());
+    SetTerm terms = SetTerm::newInstance();
+    try {
+      newLucene<IndexSearcher>(r)->rewrite(q)->extractTerms(terms);
+    } catch (const UnsupportedOperationException&) {  // a query of no terms of its own
+    }
+    Collection<IndexReaderPtr> segs = segments_of(r);
+    for (const TermPtr& t : terms) {
+      uint64_t n = 0;
+      for (const IndexReaderPtr& s : segs) {
+        if (!s->hasDeletions()) {
+          n += static_cast<uint64_t>(s->docFreq(t));
+          continue;
+        }
+        TermDocsPtr td = s->termDocs(t);  // live documents only
+        while (td->next()) ++n;
+        td->close();
+      }
+      out.freqs[term_key(t)] = n;
+    }
+    return out;
+  }
+  status commit(uint64_t s, uint64_t p, const field_kinds& k) {
+    MapStringString data = MapStringString::newInstance();
+    data.put(seq_key, wide(std::to_string(s)));
+    data.put(purge_key, wide(std::to_string(p)));
+    json fields = json::object();
+    for (const auto& [name, kind] : k) fields[name] = std::string(1, kind);
+    data.put(fields_key, wide(fields.dump()));
+    writer->commit(data);  // Lucene++ fsyncs the commit's files
+    IndexReaderPtr next = reader->reopen();
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      if (next != reader) {
+        reader->decRef();  // searches under way hold their own reference
+        reader = next;
+      }
+      seq = s;
+      purge_seq = p;
+      kinds = k;
+    }
+    // And the directory, so the new commit's file names survive a crash of the machine.
+    return sync_file(dir);
+  }
 };
 
 text_index::text_index(std::unique_ptr<impl> i) : impl_(std::move(i)) {}
@@ -82,17 +549,26 @@ text_index::text_index(std::unique_ptr<impl> i) : impl_(std::move(i)) {}
 text_index::~text_index() {
   try {
     if (impl_->writer) impl_->writer->close();
-    if (impl_->reader) impl_->reader->close();
+    if (impl_->reader) impl_->reader->decRef();
   } catch (const LuceneException&) {  // closing: nothing left to tell
   }
 }
 
-result<std::unique_ptr<text_index>> text_index::open(const std::string& dir) {
+result<std::unique_ptr<text_index>> text_index::open(const std::string& dir, const text_analysis& analysis) {
   auto i = std::make_unique<impl>();
   i->dir = dir;
+  auto def = analyzer_named(analysis.default_analyzer);
+  if (!def) return def.error();
+  PerFieldAnalyzerWrapperPtr per_field = newLucene<PerFieldAnalyzerWrapper>(*def);
+  for (const auto& [field, name] : analysis.fields) {
+    auto a = analyzer_named(name);
+    if (!a) return a.error();
+    per_field->addAnalyzer(wide(field), *a);
+  }
+  i->analyzer = per_field;
+  i->similarity = newLucene<plain_similarity>();
   try {
     i->directory = FSDirectory::open(wide(dir));
-    i->analyzer = newLucene<StandardAnalyzer>(LuceneVersion::LUCENE_30);
     const bool fresh = !IndexReader::indexExists(i->directory);
     i->writer = newLucene<IndexWriter>(i->directory, i->analyzer, fresh, IndexWriter::MaxFieldLengthUNLIMITED);
     if (fresh) {  // an empty commit, so that readers open
@@ -101,7 +577,10 @@ result<std::unique_ptr<text_index>> text_index::open(const std::string& dir) {
       i->writer->commit(data);
     }
     i->reader = IndexReader::open(i->directory, true);
-    i->seq = seq_of(i->reader->getCommitUserData());
+    const MapStringString data = i->reader->getCommitUserData();
+    i->seq = number_of(data, seq_key);
+    i->purge_seq = number_of(data, purge_key);
+    i->kinds = kinds_of(data);
   } catch (const LuceneException& e) {
     return failed(e, "open " + dir);
   }
@@ -113,61 +592,167 @@ uint64_t text_index::seq() const {
   return impl_->seq;
 }
 
+uint64_t text_index::purge_seq() const {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  return impl_->purge_seq;
+}
+
 uint64_t text_index::doc_count() const {
   std::lock_guard<std::mutex> lock(impl_->mu);
   return static_cast<uint64_t>(impl_->reader->numDocs());
 }
 
-status text_index::apply(const std::vector<text_doc>& docs, uint64_t seq) {
+uint64_t text_index::disk_size() const {
+  uint64_t n = 0;
+  std::error_code ec;
+  for (const auto& f : std::filesystem::directory_iterator(impl_->dir, ec))
+    if (f.is_regular_file(ec)) n += f.file_size(ec);
+  return n;
+}
+
+status text_index::apply(const std::vector<text_doc>& docs, uint64_t seq, uint64_t purge_seq) {
   try {
+    field_kinds kinds;
+    {
+      std::lock_guard<std::mutex> lock(impl_->mu);
+      kinds = impl_->kinds;
+    }
+    bool changed = false;
     for (const text_doc& d : docs) {
       TermPtr id = newLucene<Term>(id_field, wide(d.id));
       if (d.fields.empty())
         impl_->writer->deleteDocuments(id);
       else
-        impl_->writer->updateDocument(id, lucene_doc(d));
+        impl_->writer->updateDocument(id, lucene_doc(d, kinds, changed));
     }
-    MapStringString data = MapStringString::newInstance();
-    data.put(seq_key, wide(std::to_string(seq)));
-    impl_->writer->commit(data);  // Lucene++ fsyncs the commit's files
-    IndexReaderPtr next = impl_->reader->reopen();
-    std::lock_guard<std::mutex> lock(impl_->mu);
-    if (next != impl_->reader) {
-      impl_->reader->decRef();  // searches under way hold their own reference
-      impl_->reader = next;
-    }
-    impl_->seq = seq;
+    return impl_->commit(seq, purge_seq, kinds);
   } catch (const LuceneException& e) {
     return failed(e, "apply a batch");
   }
-  // And the directory, so the new commit's file names survive a crash of the machine.
-  return sync_file(impl_->dir);
 }
 
-result<text_page> text_index::search(const std::string& query, const std::string& default_field, size_t limit) const {
-  IndexReaderPtr reader;
-  {
-    std::lock_guard<std::mutex> lock(impl_->mu);
-    reader = impl_->reader;
-    reader->incRef();  // kept open through this search, whatever a commit swaps in
+status text_index::clear(uint64_t purge_seq) {
+  try {
+    impl_->writer->deleteAll();
+    return impl_->commit(0, purge_seq, {});
+  } catch (const LuceneException& e) {
+    return failed(e, "be emptied");
   }
+}
+
+result<text_stats> text_index::stats(const std::string& query, const std::string& default_field) const {
+  field_kinds kinds;
+  IndexReaderPtr reader = impl_->acquire(&kinds);
+  result<text_stats> out = text_stats{};
+  try {
+    out = impl_->stats_of(reader, impl_->parse(query, default_field, kinds));
+  } catch (const LuceneException& e) {
+    out = failed(e, "search");
+  }
+  reader->decRef();
+  return out;
+}
+
+result<text_page> text_index::search(const text_query& q) const {
+  field_kinds kinds;
+  IndexReaderPtr reader = impl_->acquire(&kinds);
   text_page page;
   status st;
   try {
-    QueryParserPtr parser = newLucene<QueryParser>(LuceneVersion::LUCENE_30, wide(default_field), impl_->analyzer);
-    QueryPtr q = parser->parse(wide(query));
-    SearcherPtr searcher = newLucene<IndexSearcher>(reader);
-    TopDocsPtr top = searcher->search(q, static_cast<int32_t>(std::max<size_t>(1, std::min<size_t>(limit, INT32_MAX))));
-    page.total_hits = static_cast<uint64_t>(top->totalHits);
-    for (const ScoreDocPtr& sd : top->scoreDocs) {
-      if (page.hits.size() >= limit) break;
-      DocumentPtr doc = searcher->doc(sd->doc);
+    auto sort = resolve_sort(q.sort, kinds);
+    if (!sort) {
+      reader->decRef();
+      return sort.error();
+    }
+    QueryPtr query = impl_->parse(q.query, q.default_field, kinds);
+    const text_stats own = q.stats ? text_stats{} : impl_->stats_of(reader, query);
+    SearcherPtr searcher = newLucene<stats_searcher>(reader, q.stats ? *q.stats : own);
+    searcher->setSimilarity(impl_->similarity);
+    // `after` as slots: its texts held here as Lucene strings.
+    std::vector<String> after_texts;
+    std::vector<slot> after;
+    if (q.after) {
+      after_texts.reserve(q.after->size());
+      for (size_t i = 0; i < sort->size() && i < q.after->size(); ++i) {
+        const order_value& v = (*q.after)[i];
+        slot s;
+        if (v.type == order_value::kind::number) s.number = v.number;
+        if (v.type == order_value::kind::text) {
+          after_texts.push_back(wide(v.text));
+          s.text = &after_texts.back();
+        }
+        after.push_back(s);
+      }
+      after.resize(sort->size());
+    }
+    const bool facets = !q.counts.empty() || !q.ranges.empty();
+    auto collector = newLucene<hit_collector>(*sort, q.after ? &after : nullptr, q.limit, facets);
+    searcher->search(query, collector);
+    page.total_hits = collector->total;
+    for (const entry& e : collector->hits()) {
       text_hit hit;
+      DocumentPtr doc = searcher->doc(e.doc);
       hit.id = narrow(doc->get(id_field));
-      hit.score = sd->score;
-      for (const FieldablePtr& f : doc->getFields())
-        if (f->name() != id_field) hit.stored.emplace_back(narrow(f->name()), narrow(f->stringValue()));
+      for (size_t i = 0; i < sort->size(); ++i) {
+        order_value v;
+        if ((*sort)[i].type == sort_spec::kind::text || (*sort)[i].type == sort_spec::kind::missing) {
+          v.type = e.keys[i].text ? order_value::kind::text : order_value::kind::missing;
+          if (e.keys[i].text) v.text = narrow(*e.keys[i].text);
+        } else {
+          v.number = e.keys[i].number;
+        }
+        hit.order.push_back(std::move(v));
+      }
+      for (const FieldablePtr& f : doc->getFields()) {
+        if (f->name() == id_field) continue;
+        text_hit::stored_value v;
+        v.name = narrow(f->name());
+        if (f->isBinary()) {
+          ByteArray bytes = f->getBinaryValue();
+          if (bytes.size() == sizeof v.number) std::memcpy(&v.number, bytes.get(), sizeof v.number);
+          v.is_number = true;
+        } else {
+          v.text = narrow(f->stringValue());
+        }
+        hit.stored.push_back(std::move(v));
+      }
       page.hits.push_back(std::move(hit));
+    }
+    // Facets over every match: a string field's values counted, a number field's ranges.
+    for (const std::string& field : q.counts) {
+      std::map<std::string, uint64_t> counts;
+      const String f = wide(field);
+      for (const auto& [seg, bits] : collector->marks) {
+        TermEnumPtr te = seg->terms(newLucene<Term>(f, L""));
+        do {
+          TermPtr t = te->term();
+          if (!t || t->field() != f) break;
+          uint64_t n = 0;
+          TermDocsPtr td = seg->termDocs(t);
+          while (td->next())
+            if (bits->fastGet(td->doc())) ++n;
+          td->close();
+          if (n > 0) counts[narrow(t->text())] += n;
+        } while (te->next());
+        te->close();
+      }
+      page.counts[field] = top_of(counts, q.top_n);
+    }
+    for (const auto& [field, ranges] : q.ranges) {
+      std::map<std::string, uint64_t>& out = page.ranges[field];
+      for (const text_range& r : ranges) {
+        uint64_t n = 0;
+        FilterPtr filter =
+            NumericRangeFilter::newDoubleRange(wide(field), r.min, r.max, r.min_inclusive, r.max_inclusive);
+        for (const auto& [seg, bits] : collector->marks) {
+          DocIdSetPtr set = filter->getDocIdSet(seg);
+          DocIdSetIteratorPtr it = set ? set->iterator() : DocIdSetIteratorPtr();
+          if (!it) continue;
+          for (int32_t d = it->nextDoc(); d != DocIdSetIterator::NO_MORE_DOCS; d = it->nextDoc())
+            if (bits->fastGet(d)) ++n;
+        }
+        out[r.label] += n;
+      }
     }
   } catch (const LuceneException& e) {
     st = failed(e, "search");
@@ -175,6 +760,14 @@ result<text_page> text_index::search(const std::string& query, const std::string
   reader->decRef();
   if (!st) return st;
   return page;
+}
+
+result<text_page> text_index::search(const std::string& query, const std::string& default_field, size_t limit) const {
+  text_query q;
+  q.query = query;
+  q.default_field = default_field;
+  q.limit = limit;
+  return search(q);
 }
 
 }  // namespace settee

@@ -50,7 +50,7 @@ TEST_CASE("text_index: documents by id, found by Lucene's query syntax, replaced
                           7));
     CHECK((*idx)->seq() == 7);
     CHECK((*idx)->doc_count() == 3);
-    // A term in the default field, analyzed (case, stop words) as the standard analyzer does.
+    // A term in the default field, analyzed (case) as the standard analyzer does.
     CHECK(ids((*idx)->search("DOG", "default", 10)) == std::set<std::string>{"a", "b", "c"});
     CHECK(ids((*idx)->search("title:fox", "default", 10)) == std::set<std::string>{"a"});
     // A phrase, boolean operators, a wildcard, a fuzzy term, a string field taken as one term.
@@ -66,9 +66,14 @@ TEST_CASE("text_index: documents by id, found by Lucene's query syntax, replaced
     CHECK(page->total_hits == 3);
     REQUIRE(page->hits.size() == 2);
     CHECK(page->hits[0].id == "a");  // both clauses, and the boosted one
-    CHECK(page->hits[0].score >= page->hits[1].score);
-    CHECK(page->hits[0].stored == std::vector<std::pair<std::string, std::string>>{
-                                      {"title", "The Quick Brown Fox"}, {"genre", "fable"}, {"year", "1912"}});
+    CHECK(page->hits[0].order[0].number >= page->hits[1].order[0].number);
+    REQUIRE(page->hits[0].stored.size() == 3);
+    CHECK(page->hits[0].stored[0].name == "title");
+    CHECK(page->hits[0].stored[0].text == "The Quick Brown Fox");
+    CHECK(page->hits[0].stored[1].text == "fable");
+    CHECK(page->hits[0].stored[2].name == "year");
+    CHECK(page->hits[0].stored[2].is_number);
+    CHECK(page->hits[0].stored[2].number == 1912);
     // A document replaced by id, one removed (no fields).
     REQUIRE((*idx)->apply({book("a", "A Slow Green Turtle", "a turtle walks"), text_doc{"b", {}}}, 9));
     CHECK(ids((*idx)->search("dog", "default", 10)) == std::set<std::string>{"c"});
@@ -118,4 +123,184 @@ TEST_CASE("text_index: a process that dies without closing leaves what its last 
   CHECK(ids((*idx)->search("one OR two", "default", 10)) == std::set<std::string>{"a", "b"});
   REQUIRE((*idx)->apply({book("c", "third", "three")}, 7));  // and it writes on
   CHECK((*idx)->doc_count() == 3);
+}
+
+namespace {
+
+std::vector<std::string> in_order(const result<text_page>& page) {
+  std::vector<std::string> out;
+  if (page)
+    for (const auto& h : page->hits) out.push_back(h.id);
+  return out;
+}
+
+// 60 documents: a few words each, a string and a number field.
+std::vector<text_doc> shelf() {
+  const char* words[] = {"apple", "banana", "cherry", "date", "elder", "fig"};
+  std::vector<text_doc> out;
+  for (int i = 0; i < 60; ++i) {
+    std::string body;
+    for (int w = 0; w <= i % 5; ++w) body += std::string(words[(i + w * 7) % 6]) + " ";
+    out.push_back(book("d" + std::to_string(100 + i), "t" + std::to_string(i), body, i % 3 ? "fable" : "essay",
+                       1900 + (i * 37) % 100));
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("text_index: scores from summed statistics are the same over one index or several") {
+  // One index with every document, and three with a third each: scored from the three's summed
+  // statistics, each of the three ranks its hits as the one does, by the very same scores.
+  temp_dir dir;
+  auto whole = text_index::open(dir.path + "/whole");
+  REQUIRE(whole);
+  std::vector<std::unique_ptr<text_index>> parts;
+  std::vector<std::vector<text_doc>> split(3);
+  const auto docs = shelf();
+  for (size_t i = 0; i < docs.size(); ++i) split[(i * 7) % 3].push_back(docs[i]);
+  REQUIRE((*whole)->apply(docs, 1));
+  // Some documents replaced: deleted ones must not count in any statistic.
+  REQUIRE((*whole)->apply({docs[4], docs[9]}, 2));
+  for (int p = 0; p < 3; ++p) {
+    auto idx = text_index::open(dir.path + "/part" + std::to_string(p));
+    REQUIRE(idx);
+    REQUIRE((*idx)->apply(split[p], 1));
+    parts.push_back(std::move(*idx));
+  }
+  for (const char* query : {"apple", "apple banana", "\"cherry date\"", "fig OR title:t7^3", "elder~", "ban*"}) {
+    CAPTURE(query);
+    text_stats sum;
+    for (auto& p : parts) {
+      auto s = p->stats(query, "default");
+      REQUIRE(s);
+      sum.add(*s);
+    }
+    auto one = (*whole)->search(query, "default", 100);
+    REQUIRE(one);
+    std::vector<text_hit> merged;
+    uint64_t total = 0;
+    for (auto& p : parts) {
+      text_query q;
+      q.query = query;
+      q.limit = 100;
+      q.stats = &sum;
+      auto page = p->search(q);
+      REQUIRE(page);
+      total += page->total_hits;
+      for (auto& h : page->hits) merged.push_back(h);
+    }
+    std::sort(merged.begin(), merged.end(),
+              [](const text_hit& a, const text_hit& b) { return compare_orders({}, a.order, b.order) < 0; });
+    CHECK(total == one->total_hits);
+    REQUIRE(merged.size() == one->hits.size());
+    for (size_t i = 0; i < merged.size(); ++i) {
+      CHECK(merged[i].id == one->hits[i].id);
+      CHECK(merged[i].order[0].number == one->hits[i].order[0].number);  // bit for bit
+    }
+  }
+}
+
+TEST_CASE("text_index: pages after an order, sorts by fields, numbers as numbers, facets") {
+  temp_dir dir;
+  auto idx = text_index::open(dir.path + "/idx");
+  REQUIRE(idx);
+  const auto docs = shelf();
+  REQUIRE((*idx)->apply(docs, 1));
+  // Pages of 7 after the last hit of the page before: together the one page of everything.
+  auto all = (*idx)->search("apple OR fig", "default", 1000);
+  REQUIRE(all);
+  std::vector<std::string> paged;
+  text_query q;
+  q.query = "apple OR fig";
+  q.limit = 7;
+  for (int i = 0; i < 20; ++i) {
+    auto page = (*idx)->search(q);
+    REQUIRE(page);
+    CHECK(page->total_hits == all->total_hits);
+    if (page->hits.empty()) break;
+    for (auto& h : page->hits) paged.push_back(h.id);
+    q.after = page->hits.back().order;
+  }
+  CHECK(paged == in_order(all));
+  // Equal scores fall back to _id: every hit of a constant-score query in id order.
+  auto wild = (*idx)->search("title:t*", "default", 5);
+  CHECK(in_order(wild) == std::vector<std::string>{"d100", "d101", "d102", "d103", "d104"});
+  // Sorted by a number field (descending), then a string field and the number.
+  text_query by_year;
+  by_year.query = "genre:essay";
+  by_year.sort = {"-year"};
+  by_year.limit = 100;
+  auto years = (*idx)->search(by_year);
+  REQUIRE(years);
+  REQUIRE(years->hits.size() == 20);
+  for (size_t i = 1; i < years->hits.size(); ++i)
+    CHECK(years->hits[i - 1].order[0].number >= years->hits[i].order[0].number);
+  by_year.sort = {"genre", "year"};
+  by_year.query = "*:*";
+  auto two = (*idx)->search(by_year);
+  REQUIRE(two);
+  CHECK(two->hits.front().order[0].text == "essay");
+  CHECK(two->hits.back().order[0].text == "fable");
+  // Bad sorts: a text field, a malformed one.
+  by_year.sort = {"title"};
+  CHECK((*idx)->search(by_year).error().reason == "can't sort on field title");
+  by_year.sort = {"a b"};
+  CHECK((*idx)->search(by_year).error().reason == "a b is not a valid sort parameter");
+  // Ranges and terms of a number field compare as numbers (1990 .. 1999: 1900 + (i*37) % 100).
+  size_t nineties = 0;
+  for (int i = 0; i < 60; ++i) nineties += (i * 37) % 100 >= 90;
+  auto r = (*idx)->search("year:[1990 TO 1999]", "default", 100);
+  REQUIRE(r);
+  CHECK(r->total_hits == nineties);
+  CHECK((*idx)->search("year:{1990 TO *}", "default", 100)->total_hits < 60);
+  CHECK((*idx)->search("year:1937", "default", 100)->total_hits == 1);  // i = 1
+  CHECK((*idx)->search("year:[abc TO 2]", "default", 1).error().code == errc::bad_request);
+  // Counts of a string field's values and of number ranges, over every match.
+  text_query facets;
+  facets.query = "*:*";
+  facets.limit = 0;
+  facets.counts = {"genre"};
+  facets.ranges["year"] = {{"old", -1.0 / 0.0, 1950, true, false}, {"new", 1950, 1.0 / 0.0, true, true}};
+  auto f = (*idx)->search(facets);
+  REQUIRE(f);
+  CHECK(f->total_hits == 60);
+  CHECK(f->hits.empty());
+  CHECK(f->counts["genre"] == std::map<std::string, uint64_t>{{"essay", 20}, {"fable", 40}});
+  CHECK(f->ranges["year"]["old"] + f->ranges["year"]["new"] == 60);
+  CHECK(f->ranges["year"]["old"] == 30);
+}
+
+TEST_CASE("text_index: analyzers by name, per field, and the index's bookkeeping") {
+  CHECK(*text_analyze("standard", "The Quick-Brown fox's e-mail: a@b.org") ==
+        std::vector<std::string>{"the", "quick", "brown", "fox", "e", "mail", "a@b.org"});
+  CHECK(*text_analyze("keyword", "The Quick") == std::vector<std::string>{"The Quick"});
+  CHECK(*text_analyze("whitespace", "The Quick") == std::vector<std::string>{"The", "Quick"});
+  CHECK(*text_analyze("simple", "The Quick2") == std::vector<std::string>{"the", "quick"});
+  CHECK(*text_analyze("english", "the running dogs") == std::vector<std::string>{"run", "dog"});
+  CHECK(text_analyze("german", "die Häuser")->size() == 1);  // a stop word gone, a stem
+  CHECK(text_analyze("klingon", "x").error().reason == "klingon is not a valid analyzer");
+  for (const std::string& name : text_analyzers()) CHECK(text_analyze(name, "some words here"));
+  temp_dir dir;
+  text_analysis a;
+  a.default_analyzer = "english";
+  a.fields["code"] = "keyword";
+  auto idx = text_index::open(dir.path + "/idx", a);
+  REQUIRE(idx);
+  text_doc d{"x", {}};
+  d.fields.push_back({text_field::kind::text, "default", "running dogs", 0, false});
+  d.fields.push_back({text_field::kind::text, "code", "AB-12 x", 0, false});
+  REQUIRE((*idx)->apply({d}, 3, 2));
+  CHECK((*idx)->search("runs", "default", 10)->total_hits == 1);  // stemmed both ways
+  CHECK((*idx)->search("code:\"AB-12 x\"", "default", 10)->total_hits == 1);
+  CHECK((*idx)->search("code:ab", "default", 10)->total_hits == 0);
+  CHECK((*idx)->purge_seq() == 2);
+  CHECK((*idx)->disk_size() > 0);
+  REQUIRE((*idx)->clear(4));
+  CHECK((*idx)->seq() == 0);
+  CHECK((*idx)->purge_seq() == 4);
+  CHECK((*idx)->doc_count() == 0);
+  text_analysis bad;
+  bad.fields["x"] = "nope";
+  CHECK(text_index::open(dir.path + "/bad", bad).error().reason == "nope is not a valid analyzer");
 }
