@@ -31,7 +31,6 @@
 #include <regex>
 
 #include "node/files.hpp"
-#include "node/json.hpp"
 
 namespace settee {
 
@@ -194,13 +193,30 @@ uint64_t number_of(const MapStringString& data, const wchar_t* key) {
   }
 }
 
+// The field kinds as a commit records them: each "<kind><length>:<name>".
+String kinds_text(const field_kinds& kinds) {
+  std::string out;
+  for (const auto& [name, kind] : kinds) out += kind + std::to_string(name.size()) + ":" + name;
+  return wide(out);
+}
 field_kinds kinds_of(const MapStringString& data) {
   field_kinds out;
   if (!data.contains(fields_key)) return out;
-  json j = json::parse(narrow(data.get(fields_key)), nullptr, false);
-  if (!j.is_object()) return out;
-  for (const auto& [name, k] : j.items())
-    if (k.is_string() && k.get<std::string>().size() == 1) out[name] = k.get<std::string>()[0];
+  const std::string s = narrow(data.get(fields_key));
+  for (size_t i = 0; i < s.size();) {
+    const char kind = s[i];
+    const size_t colon = s.find(':', i + 1);
+    if (colon == std::string::npos) break;
+    size_t n = 0;
+    try {
+      n = std::stoul(s.substr(i + 1, colon - i - 1));
+    } catch (const std::exception&) {
+      break;
+    }
+    if (colon + 1 + n > s.size()) break;
+    out[s.substr(colon + 1, n)] = kind;
+    i = colon + 1 + n;
+  }
   return out;
 }
 
@@ -385,7 +401,7 @@ class hit_collector : public Collector {
   }
 
   uint64_t total = 0;
-  std::vector<std::pair<IndexReaderPtr, OpenBitSetPtr>> marks;
+  std::vector<std::pair<IndexReaderPtr, OpenBitSetPtr>> marks;  // marked_segments
 
  private:
   int compare(const slot* a, const slot* b) const {
@@ -416,6 +432,78 @@ std::map<std::string, uint64_t> top_of(const std::map<std::string, uint64_t>& co
   std::stable_sort(all.begin(), all.end(), [](const auto& a, const auto& b) { return a.second > b.second; });
   if (all.size() > top_n) all.resize(top_n);
   return {all.begin(), all.end()};
+}
+
+// A kept hit as the answer gives it: its id, its order, its stored fields.
+text_hit hit_of(Searcher& searcher, const std::vector<sort_spec>& sort, const entry& e) {
+  text_hit hit;
+  DocumentPtr doc = searcher.doc(e.doc);
+  hit.id = narrow(doc->get(id_field));
+  for (size_t i = 0; i < sort.size(); ++i) {
+    order_value v;
+    if (sort[i].type == sort_spec::kind::text || sort[i].type == sort_spec::kind::missing) {
+      v.type = e.keys[i].text ? order_value::kind::text : order_value::kind::missing;
+      if (e.keys[i].text) v.text = narrow(*e.keys[i].text);
+    } else {
+      v.number = e.keys[i].number;
+    }
+    hit.order.push_back(std::move(v));
+  }
+  for (const FieldablePtr& f : doc->getFields()) {
+    if (f->name() == id_field) continue;
+    text_hit::stored_value v;
+    v.name = narrow(f->name());
+    if (f->isBinary()) {
+      ByteArray bytes = f->getBinaryValue();
+      if (bytes.size() == sizeof v.number) std::memcpy(&v.number, bytes.get(), sizeof v.number);
+      v.is_number = true;
+    } else {
+      v.text = narrow(f->stringValue());
+    }
+    hit.stored.push_back(std::move(v));
+  }
+  return hit;
+}
+
+using marked_segments = std::vector<std::pair<IndexReaderPtr, OpenBitSetPtr>>;
+
+// Facets over every match (`marks`): a string field's values counted, a number field's ranges.
+void count_facets(const text_query& q, const marked_segments& marks, text_page& page) {
+  for (const std::string& field : q.counts) {
+    std::map<std::string, uint64_t> counts;
+    const String f = wide(field);
+    for (const auto& [seg, bits] : marks) {
+      TermEnumPtr te = seg->terms(newLucene<Term>(f, L""));
+      do {
+        TermPtr t = te->term();
+        if (!t || t->field() != f) break;
+        uint64_t n = 0;
+        TermDocsPtr td = seg->termDocs(t);
+        while (td->next())
+          if (bits->fastGet(td->doc())) ++n;
+        td->close();
+        if (n > 0) counts[narrow(t->text())] += n;
+      } while (te->next());
+      te->close();
+    }
+    page.counts[field] = top_of(counts, q.top_n);
+  }
+  for (const auto& [field, ranges] : q.ranges) {
+    std::map<std::string, uint64_t>& out = page.ranges[field];
+    for (const text_range& r : ranges) {
+      uint64_t n = 0;
+      FilterPtr filter =
+          NumericRangeFilter::newDoubleRange(wide(field), r.min, r.max, r.min_inclusive, r.max_inclusive);
+      for (const auto& [seg, bits] : marks) {
+        DocIdSetPtr set = filter->getDocIdSet(seg);
+        DocIdSetIteratorPtr it = set ? set->iterator() : DocIdSetIteratorPtr();
+        if (!it) continue;
+        for (int32_t d = it->nextDoc(); d != DocIdSetIterator::NO_MORE_DOCS; d = it->nextDoc())
+          if (bits->fastGet(d)) ++n;
+      }
+      out[r.label] += n;
+    }
+  }
 }
 
 }  // namespace
@@ -524,9 +612,7 @@ struct text_index::impl {
     MapStringString data = MapStringString::newInstance();
     data.put(seq_key, wide(std::to_string(s)));
     data.put(purge_key, wide(std::to_string(p)));
-    json fields = json::object();
-    for (const auto& [name, kind] : k) fields[name] = std::string(1, kind);
-    data.put(fields_key, wide(fields.dump()));
+    data.put(fields_key, kinds_text(k));
     writer->commit(data);  // Lucene++ fsyncs the commit's files
     IndexReaderPtr next = reader->reopen();
     {
@@ -689,71 +775,8 @@ result<text_page> text_index::search(const text_query& q) const {
     auto collector = newLucene<hit_collector>(*sort, q.after ? &after : nullptr, q.limit, facets);
     searcher->search(query, collector);
     page.total_hits = collector->total;
-    for (const entry& e : collector->hits()) {
-      text_hit hit;
-      DocumentPtr doc = searcher->doc(e.doc);
-      hit.id = narrow(doc->get(id_field));
-      for (size_t i = 0; i < sort->size(); ++i) {
-        order_value v;
-        if ((*sort)[i].type == sort_spec::kind::text || (*sort)[i].type == sort_spec::kind::missing) {
-          v.type = e.keys[i].text ? order_value::kind::text : order_value::kind::missing;
-          if (e.keys[i].text) v.text = narrow(*e.keys[i].text);
-        } else {
-          v.number = e.keys[i].number;
-        }
-        hit.order.push_back(std::move(v));
-      }
-      for (const FieldablePtr& f : doc->getFields()) {
-        if (f->name() == id_field) continue;
-        text_hit::stored_value v;
-        v.name = narrow(f->name());
-        if (f->isBinary()) {
-          ByteArray bytes = f->getBinaryValue();
-          if (bytes.size() == sizeof v.number) std::memcpy(&v.number, bytes.get(), sizeof v.number);
-          v.is_number = true;
-        } else {
-          v.text = narrow(f->stringValue());
-        }
-        hit.stored.push_back(std::move(v));
-      }
-      page.hits.push_back(std::move(hit));
-    }
-    // Facets over every match: a string field's values counted, a number field's ranges.
-    for (const std::string& field : q.counts) {
-      std::map<std::string, uint64_t> counts;
-      const String f = wide(field);
-      for (const auto& [seg, bits] : collector->marks) {
-        TermEnumPtr te = seg->terms(newLucene<Term>(f, L""));
-        do {
-          TermPtr t = te->term();
-          if (!t || t->field() != f) break;
-          uint64_t n = 0;
-          TermDocsPtr td = seg->termDocs(t);
-          while (td->next())
-            if (bits->fastGet(td->doc())) ++n;
-          td->close();
-          if (n > 0) counts[narrow(t->text())] += n;
-        } while (te->next());
-        te->close();
-      }
-      page.counts[field] = top_of(counts, q.top_n);
-    }
-    for (const auto& [field, ranges] : q.ranges) {
-      std::map<std::string, uint64_t>& out = page.ranges[field];
-      for (const text_range& r : ranges) {
-        uint64_t n = 0;
-        FilterPtr filter =
-            NumericRangeFilter::newDoubleRange(wide(field), r.min, r.max, r.min_inclusive, r.max_inclusive);
-        for (const auto& [seg, bits] : collector->marks) {
-          DocIdSetPtr set = filter->getDocIdSet(seg);
-          DocIdSetIteratorPtr it = set ? set->iterator() : DocIdSetIteratorPtr();
-          if (!it) continue;
-          for (int32_t d = it->nextDoc(); d != DocIdSetIterator::NO_MORE_DOCS; d = it->nextDoc())
-            if (bits->fastGet(d)) ++n;
-        }
-        out[r.label] += n;
-      }
-    }
+    for (const entry& e : collector->hits()) page.hits.push_back(hit_of(*searcher, *sort, e));
+    count_facets(q, collector->marks, page);
   } catch (const LuceneException& e) {
     st = failed(e, "search");
   }
