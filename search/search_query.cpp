@@ -1,0 +1,402 @@
+#include "search/search_query.hpp"
+
+#include <algorithm>
+
+#include "node/crypto.hpp"
+
+namespace settee {
+
+namespace {
+
+status parse_error(const std::string& reason) {
+  return {errc::query_parse_error, reason};
+}
+
+// A parameter's value as JSON: a POST body's member as it is, a query string's decoded (a bare
+// word that is not JSON as the string it is: sort=-year works without quotes).
+json value_of(const std::string& qs_value, bool from_qs, const json* member) {
+  if (!from_qs) return *member;
+  json v = json::parse(qs_value, nullptr, false);
+  return v.is_discarded() ? json(qs_value) : v;
+}
+
+result<std::vector<std::string>> strings_of(const char* name, const json& v) {
+  if (v.is_string()) return std::vector<std::string>{v.get<std::string>()};
+  if (!v.is_array()) return parse_error(std::string(name) + " parameter must be a list of strings");
+  std::vector<std::string> out;
+  for (const json& s : v) {
+    if (!s.is_string() || s.get<std::string>().empty())
+      return parse_error(std::string("all items in ") + name + " parameter must be strings");
+    out.push_back(s.get<std::string>());
+  }
+  return out;
+}
+
+result<std::map<std::string, std::vector<text_range>>> ranges_of(const json& v) {
+  if (!v.is_object()) return parse_error("ranges parameter must be an object");
+  std::map<std::string, std::vector<text_range>> out;
+  for (const auto& [field, list] : v.items()) {
+    if (!list.is_array()) return parse_error("range values must be lists of objects");
+    for (const json& r : list) {
+      if (!r.is_object()) return parse_error("all values in ranges parameter must be objects");
+      text_range range;
+      if (!r.contains("label") || !r["label"].is_string()) return parse_error("a range must have a string label");
+      range.label = r["label"].get<std::string>();
+      for (auto [key, bound] : {std::pair{"min", &range.min}, std::pair{"max", &range.max}}) {
+        if (!r.contains(key) || r[key].is_null()) continue;
+        if (!r[key].is_number()) return parse_error(std::string("range ") + key + " must be a number");
+        *bound = r[key].get<double>();
+      }
+      for (auto [key, flag] :
+           {std::pair{"min_inclusive", &range.min_inclusive}, std::pair{"max_inclusive", &range.max_inclusive}}) {
+        if (!r.contains(key)) continue;
+        if (!r[key].is_boolean()) return parse_error(std::string("range ") + key + " must be a boolean");
+        *flag = r[key].get<bool>();
+      }
+      out[field].push_back(std::move(range));
+    }
+  }
+  return out;
+}
+
+// A positive integer parameter (limit, top_n).
+result<size_t> positive(const char* name, const json& v, bool from_qs) {
+  int64_t n = 0;
+  if (v.is_number_integer()) {
+    n = v.get<int64_t>();
+  } else if (from_qs && v.is_number_unsigned()) {
+    n = INT64_MAX;
+  } else {
+    return parse_error(std::string(name) + " parameter must be an integer");
+  }
+  if (n <= 0) return parse_error(std::string(name) + " parameter must be greater than zero");
+  return static_cast<size_t>(n);
+}
+
+result<bool> boolean(const char* name, const json& v) {
+  if (v.is_boolean()) return v.get<bool>();
+  return parse_error(std::string("Invalid value for ") + name + ": " + v.dump());
+}
+
+json order_value_json(const order_value& v, const std::string& sort_key) {
+  if (v.type == order_value::kind::missing) return json{{"@type", "string"}, {"value", nullptr}};
+  if (v.type == order_value::kind::text) return json{{"@type", "string"}, {"value", v.text}};
+  const bool score = sort_key == "-<score>" || sort_key == "<score>";
+  return json{{"@type", score ? "float" : "double"}, {"value", v.number}};
+}
+
+json stats_json(const text_stats& s) {
+  json freqs = json::array();
+  for (const auto& [term, n] : s.freqs) freqs.push_back(json::array({term, n}));
+  return json{{"docs", s.docs}, {"freqs", freqs}};
+}
+
+text_stats stats_of(const json& j) {
+  text_stats s;
+  s.docs = j.value("docs", uint64_t{0});
+  for (const json& f : j.value("freqs", json::array()))
+    if (f.is_array() && f.size() == 2 && f[0].is_string() && f[1].is_number_unsigned())
+      s.freqs[f[0].get<std::string>()] = f[1].get<uint64_t>();
+  return s;
+}
+
+json order_wire(const text_order& o) {
+  json out = json::array();
+  for (const order_value& v : o) {
+    if (v.type == order_value::kind::number)
+      out.push_back(v.number);
+    else if (v.type == order_value::kind::text)
+      out.push_back(v.text);
+    else
+      out.push_back(nullptr);
+  }
+  return out;
+}
+
+text_order order_of_wire(const json& j) {
+  text_order o;
+  if (!j.is_array()) return o;
+  for (const json& v : j) {
+    order_value x;
+    if (v.is_number()) {
+      x.number = v.get<double>();
+    } else if (v.is_string()) {
+      x.type = order_value::kind::text;
+      x.text = v.get<std::string>();
+    } else {
+      x.type = order_value::kind::missing;
+    }
+    o.push_back(std::move(x));
+  }
+  return o;
+}
+
+json ranges_json(const std::map<std::string, std::vector<text_range>>& ranges) {
+  json out = json::object();
+  for (const auto& [field, list] : ranges)
+    for (const text_range& r : list)
+      out[field].push_back(json{{"label", r.label},
+                                {"min", std::isinf(r.min) ? json() : json(r.min)},
+                                {"max", std::isinf(r.max) ? json() : json(r.max)},
+                                {"min_inclusive", r.min_inclusive},
+                                {"max_inclusive", r.max_inclusive}});
+  return out;
+}
+
+json facets_json(const std::map<std::string, std::map<std::string, uint64_t>>& f) {
+  json out = json::object();
+  for (const auto& [field, values] : f) out[field] = values;
+  return out;
+}
+
+std::map<std::string, std::map<std::string, uint64_t>> facets_of(const json& j) {
+  std::map<std::string, std::map<std::string, uint64_t>> out;
+  if (!j.is_object()) return out;
+  for (const auto& [field, values] : j.items())
+    if (values.is_object())
+      for (const auto& [label, n] : values.items())
+        if (n.is_number_unsigned()) out[field][label] = n.get<uint64_t>();
+  return out;
+}
+
+}  // namespace
+
+result<search_params> nouveau_params(const std::map<std::string, std::string>& qs, const json* body) {
+  search_params p;
+  const bool from_qs = body == nullptr;
+  auto get = [&](const char* name) -> std::optional<json> {
+    if (from_qs) {
+      auto it = qs.find(name);
+      if (it == qs.end()) return std::nullopt;
+      return value_of(it->second, true, nullptr);
+    }
+    if (!body->contains(name)) return std::nullopt;
+    return (*body)[name];
+  };
+  if (from_qs) {
+    auto it = qs.find("q");
+    if (it == qs.end()) return parse_error("q parameter is mandatory");
+    p.query.query = it->second;
+  } else {
+    auto q = get("q");
+    if (!q) return parse_error("q parameter is mandatory");
+    if (!q->is_string()) return parse_error("Invalid value for query: " + q->dump());
+    p.query.query = q->get<std::string>();
+  }
+  if (auto v = get("limit")) {
+    auto n = positive("limit", *v, from_qs);
+    if (!n) return n.error();
+    p.query.limit = *n;
+  }
+  if (auto v = get("top_n")) {
+    auto n = positive("top_n", *v, from_qs);
+    if (!n) return n.error();
+    if (*n > 1000) return status{errc::bad_request, "topN must be less than or equal to 1000"};
+    p.query.top_n = *n;
+  }
+  if (auto v = get("sort"); v && !v->is_null()) {
+    auto s = strings_of("sort", *v);
+    if (!s) return s.error();
+    p.query.sort = std::move(*s);
+  }
+  if (auto v = get("counts"); v && !v->is_null()) {
+    auto s = strings_of("counts", *v);
+    if (!s) return s.error();
+    p.query.counts = std::move(*s);
+  }
+  if (auto v = get("ranges"); v && !v->is_null()) {
+    auto r = ranges_of(*v);
+    if (!r) return r.error();
+    p.query.ranges = std::move(*r);
+  }
+  for (auto [name, flag] : {std::pair{"update", &p.update}, std::pair{"include_docs", &p.include_docs}}) {
+    auto v = get(name);
+    if (!v) continue;
+    auto b = boolean(name, *v);
+    if (!b) return b.error();
+    *flag = *b;
+  }
+  if (auto v = get("bookmark"); v && !v->is_null()) {
+    const std::string text = v->is_string() ? v->get<std::string>() : v->dump();
+    auto after = unpack_bookmark(text);
+    if (!after) return after.error();
+    if (!after->empty()) p.query.after = std::move(*after);
+  }
+  if (auto it = qs.find("partition"); it != qs.end()) p.partition = it->second;
+  return p;
+}
+
+std::string encode_request(const search_copy_request& r) {
+  json j{{"what", static_cast<int>(r.what)},
+         {"api", r.api == search_api::nouveau ? "nouveau" : "clouseau"},
+         {"ddoc_id", r.ddoc_id},
+         {"rev", r.rev},
+         {"ddoc", r.ddoc},
+         {"index", r.index},
+         {"signature", r.signature},
+         {"q", r.query.query},
+         {"default_field", r.query.default_field},
+         {"limit", r.query.limit},
+         {"sort", r.query.sort},
+         {"counts", r.query.counts},
+         {"ranges", ranges_json(r.query.ranges)},
+         {"top_n", r.query.top_n},
+         {"update", r.update}};
+  if (r.query.after) j["after"] = order_wire(*r.query.after);
+  if (r.stats) j["stats"] = stats_json(*r.stats);
+  return j.dump();
+}
+
+result<search_copy_request> decode_request(const std::string& text) {
+  json j = json::parse(text, nullptr, false);
+  if (!j.is_object()) return status{errc::bad_request, "a search request is not a JSON object"};
+  search_copy_request r;
+  try {
+    r.what = static_cast<search_copy_request::phase>(j.at("what").get<int>());
+    r.api = j.at("api") == "nouveau" ? search_api::nouveau : search_api::clouseau;
+    r.ddoc_id = j.at("ddoc_id");
+    r.rev = j.at("rev");
+    r.ddoc = j.at("ddoc");
+    r.index = j.at("index");
+    r.signature = j.at("signature");
+    r.query.query = j.at("q");
+    r.query.default_field = j.at("default_field");
+    r.query.limit = j.at("limit");
+    r.query.sort = j.at("sort").get<std::vector<std::string>>();
+    r.query.counts = j.at("counts").get<std::vector<std::string>>();
+    auto ranges = ranges_of(j.at("ranges"));
+    if (!ranges) return ranges.error();
+    r.query.ranges = std::move(*ranges);
+    r.query.top_n = j.at("top_n");
+    r.update = j.at("update");
+    if (j.contains("after")) r.query.after = order_of_wire(j["after"]);
+    if (j.contains("stats")) r.stats = stats_of(j["stats"]);
+  } catch (const json::exception& e) {
+    return status{errc::bad_request, std::string("a search request is malformed: ") + e.what()};
+  }
+  return r;
+}
+
+std::string encode_page(const search_copy_page& p) {
+  json hits = json::array();
+  for (const text_hit& h : p.page.hits) {
+    json stored = json::array();
+    for (const auto& s : h.stored) stored.push_back(json::array({s.name, s.is_number ? json(s.number) : json(s.text)}));
+    hits.push_back(json{{"id", h.id}, {"order", order_wire(h.order)}, {"stored", stored}});
+  }
+  return json{{"stats", stats_json(p.stats)},
+              {"total_hits", p.page.total_hits},
+              {"hits", hits},
+              {"counts", facets_json(p.page.counts)},
+              {"ranges", facets_json(p.page.ranges)},
+              {"indexed_seq", p.indexed_seq},
+              {"copy_seq", p.copy_seq},
+              {"purge_seq", p.purge_seq},
+              {"doc_count", p.doc_count},
+              {"disk_size", p.disk_size},
+              {"updating", p.updating}}
+      .dump();
+}
+
+result<search_copy_page> decode_page(const std::string& text) {
+  json j = json::parse(text, nullptr, false);
+  if (!j.is_object()) return status{errc::internal, "a search answer is not a JSON object"};
+  search_copy_page p;
+  try {
+    p.stats = stats_of(j.at("stats"));
+    p.page.total_hits = j.at("total_hits");
+    for (const json& h : j.at("hits")) {
+      text_hit hit;
+      hit.id = h.at("id");
+      hit.order = order_of_wire(h.at("order"));
+      for (const json& s : h.at("stored")) {
+        text_hit::stored_value v;
+        v.name = s.at(0);
+        v.is_number = s.at(1).is_number();
+        if (v.is_number)
+          v.number = s.at(1);
+        else
+          v.text = s.at(1);
+        hit.stored.push_back(std::move(v));
+      }
+      p.page.hits.push_back(std::move(hit));
+    }
+    p.page.counts = facets_of(j.at("counts"));
+    p.page.ranges = facets_of(j.at("ranges"));
+    p.indexed_seq = j.at("indexed_seq");
+    p.copy_seq = j.at("copy_seq");
+    p.purge_seq = j.at("purge_seq");
+    p.doc_count = j.at("doc_count");
+    p.disk_size = j.at("disk_size");
+    p.updating = j.at("updating");
+  } catch (const json::exception& e) {
+    return status{errc::internal, std::string("a search answer is malformed: ") + e.what()};
+  }
+  return p;
+}
+
+text_page merge_pages(const std::vector<search_copy_page>& pages, const text_query& q) {
+  text_page out;
+  for (const search_copy_page& p : pages) {
+    out.total_hits += p.page.total_hits;
+    for (const text_hit& h : p.page.hits) out.hits.push_back(h);
+    for (const auto& [field, values] : p.page.counts)
+      for (const auto& [label, n] : values) out.counts[field][label] += n;
+    for (const auto& [field, values] : p.page.ranges)
+      for (const auto& [label, n] : values) out.ranges[field][label] += n;
+  }
+  std::stable_sort(out.hits.begin(), out.hits.end(),
+                   [&](const text_hit& a, const text_hit& b) { return compare_orders(q.sort, a.order, b.order) < 0; });
+  if (out.hits.size() > q.limit) out.hits.resize(q.limit);
+  for (auto& [field, values] : out.counts) {  // the most frequent top_n (ties: the smaller label)
+    std::vector<std::pair<std::string, uint64_t>> all(values.begin(), values.end());
+    std::stable_sort(all.begin(), all.end(), [](const auto& a, const auto& b) { return a.second > b.second; });
+    if (all.size() > q.top_n) all.resize(q.top_n);
+    values = {all.begin(), all.end()};
+  }
+  return out;
+}
+
+json order_json(const text_order& order, const std::vector<std::string>& sort) {
+  std::vector<std::string> keys = sort.empty() ? std::vector<std::string>{"-<score>"} : sort;
+  json out = json::array();
+  for (size_t i = 0; i < order.size(); ++i) out.push_back(order_value_json(order[i], i < keys.size() ? keys[i] : ""));
+  return out;
+}
+
+json pack_bookmark(const std::optional<text_order>& order, const std::vector<std::string>& sort) {
+  if (!order) return nullptr;
+  return crypto::base64_encode(json::array({order_json(*order, sort)}).dump(), true);
+}
+
+result<text_order> unpack_bookmark(const std::string& bookmark) {
+  const status invalid{errc::bad_request, "Invalid bookmark"};
+  std::string text;
+  if (!crypto::base64_decode(bookmark, text)) return invalid;
+  json j = json::parse(text, nullptr, false);
+  if (!j.is_array()) return invalid;
+  if (j.empty()) return text_order{};
+  // Nouveau's is a list of orders, one per range: settee makes one, and takes the last.
+  const json& last = j.back();
+  if (!last.is_array()) return invalid;
+  text_order o;
+  for (const json& v : last) {
+    if (!v.is_object() || !v.contains("value")) return invalid;
+    const json& x = v["value"];
+    order_value ov;
+    if (x.is_number()) {
+      ov.number = x.get<double>();
+    } else if (x.is_string()) {
+      ov.type = order_value::kind::text;
+      ov.text = x.get<std::string>();
+    } else if (x.is_null()) {
+      ov.type = order_value::kind::missing;
+    } else {
+      return invalid;
+    }
+    o.push_back(std::move(ov));
+  }
+  return o;
+}
+
+}  // namespace settee
