@@ -357,6 +357,11 @@ result<js_reply> js_pool::map(const std::string& ddoc_key, const std::string& dd
   return ask(ddoc_key, ddoc_json, json::array({"map", ddoc_key, views}).dump(), docs_json, docs);
 }
 
+result<js_reply> js_pool::index(const std::string& ddoc_key, const std::string& ddoc_json, const json& functions,
+                                const std::string& docs_json, size_t docs) {
+  return ask(ddoc_key, ddoc_json, json::array({"index", ddoc_key, functions}).dump(), docs_json, docs);
+}
+
 result<std::vector<js_reply>> js_pool::run_each(const std::string& ddoc_key, const std::string& ddoc_json,
                                                 const json& path, const std::vector<std::string>& calls) {
   std::string body = "[";

@@ -67,6 +67,11 @@ class js_pool {
   // pairs emitted; `errors` the documents a function threw on (query_server's "map").
   result<js_reply> map(const std::string& ddoc_key, const std::string& ddoc_json, const std::vector<std::string>& views,
                        const std::string& docs_json, size_t docs);
+  // Search index functions (`functions`: [api member, name] pairs, "nouveau" or "indexes") over
+  // `docs_json` in one exchange: value per document, per function, the arguments of each index()
+  // call (query_server's "index").
+  result<js_reply> index(const std::string& ddoc_key, const std::string& ddoc_json, const json& functions,
+                         const std::string& docs_json, size_t docs);
   // run() once per argument array of `calls` (JSON texts of arrays), in one exchange with one
   // worker, each call with its own deadline: one reply per call.
   result<std::vector<js_reply>> run_each(const std::string& ddoc_key, const std::string& ddoc_json, const json& path,

@@ -311,4 +311,9 @@ void local_copy::start_mango(const mango_copy_request& req, answer<mango_page> d
   readers_->mango_rows(*db_, range_, shard_, req, std::move(done));
 }
 
+void local_copy::start_search(const search_copy_request& req, answer<search_copy_page> done) {
+  if (!readers_ || !db_) return shard_copy::start_search(req, std::move(done));
+  readers_->search_rows(*db_, range_, shard_, req, std::move(done));
+}
+
 }  // namespace settee

@@ -32,6 +32,7 @@ class local_copy final : public shard_copy {
   }
   void start_view(const view_copy_request& req, answer<view_page> done) override;
   void start_mango(const mango_copy_request& req, answer<mango_page> done) override;
+  void start_search(const search_copy_request& req, answer<search_copy_page> done) override;
 
   result<shard_summary> summary() override;
   result<changes_page> changes(const changes_request& req) override;

@@ -103,6 +103,10 @@ status local_member::view_cleanup(const std::string& db, const std::vector<std::
     const size_t dropped = s_.drop_json_indexes(*m, std::set<std::string>(keep.begin(), keep.end()));
     if (dropped) log::info("_view_cleanup of " + db + " dropped " + std::to_string(dropped) + " JSON index(es)");
   }
+  if (s_.drop_search_indexes) {
+    const size_t dropped = s_.drop_search_indexes(*m, std::set<std::string>(keep.begin(), keep.end()));
+    if (dropped) log::info("_view_cleanup of " + db + " removed " + std::to_string(dropped) + " search index(es)");
+  }
   return {};
 }
 

@@ -152,6 +152,8 @@ struct local_services {
   // Drops the JSON indexes of this node's copies of a database whose signatures are not kept
   // (actors/find_reader's cleanup, which _view_cleanup runs too); how many went.
   std::function<size_t(const db_meta&, const std::set<std::string>&)> drop_json_indexes;
+  // The same for the full-text indexes (actors/search_reader's cleanup).
+  std::function<size_t(const db_meta&, const std::set<std::string>&)> drop_search_indexes;
   // This node's /_node/_local/_config (set once, before requests arrive).
   std::function<config_reply(const config_call&)> configure;
 };

@@ -69,6 +69,10 @@ void remote_copy::start_mango(const mango_copy_request& req, answer<mango_page> 
   rpc_.mango_rows(node_, db_, range_, req, std::move(done));
 }
 
+void remote_copy::start_search(const search_copy_request& req, answer<search_copy_page> done) {
+  rpc_.search_rows(node_, db_, range_, req, std::move(done));
+}
+
 void remote_copy::open_docs(const std::vector<std::string>& ids, doc_bodies bodies, docs_done done) {
   if (!rpc_.typed(node_)) return done(legacy_open_docs(ids));  // on this thread, blocking
   rpc_.open_docs(node_, db_, range_, ids, bodies, std::move(done));

@@ -44,6 +44,7 @@ class remote_copy final : public shard_copy {
   void start_time_seq(bool reset, answer<time_seq_state> done) override;
   void start_view(const view_copy_request& req, answer<view_page> done) override;
   void start_mango(const mango_copy_request& req, answer<mango_page> done) override;
+  void start_search(const search_copy_request& req, answer<search_copy_page> done) override;
 
  private:
   std::chrono::steady_clock::time_point deadline() const { return mono::now() + timeout_; }

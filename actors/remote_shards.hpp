@@ -46,6 +46,8 @@ inline constexpr const char* partitions_feature = "partitions-v1";
 inline constexpr const char* purges_feature = "purge-v1";
 // Release 0.5: the node answers /_node/<it>/_config asked on another member (configRequest).
 inline constexpr const char* config_feature = "config-v1";
+// ... and when its copies answer their part of a full-text query (searchCopy).
+inline constexpr const char* search_feature = "search-v1";
 
 using query_params = std::vector<std::pair<std::string, std::string>>;
 
@@ -104,6 +106,13 @@ class remote_shards {
   // `node`'s copy's part of a _find on a JSON index (release 0.4, feature views-v1).
   virtual void mango_rows(const std::string& node, const std::string& db, const std::string& range,
                           const mango_copy_request& req, answer<mango_page> done) = 0;
+  // `node`'s copy's part of a full-text query (release 0.5, feature search-v1; an older node:
+  // errc::not_implemented naming it).
+  virtual void search_rows(const std::string& node, const std::string& db, const std::string& range,
+                           const search_copy_request& req, answer<search_copy_page> done) {
+    (void)db, (void)range, (void)req;
+    done(status{errc::not_implemented, "node " + node + " runs a release without full-text search"});
+  }
 
   // A document-level request answered by `node`'s copy of `range`.
   virtual result<doc_read> read_doc(const std::string& node, const std::string& db, const std::string& range,

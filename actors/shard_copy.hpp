@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "node/error.hpp"
+#include "search/search_query.hpp"
 #include "storage/shard_store.hpp"
 #include "storage/time_seq.hpp"
 #include "storage/view_store.hpp"
@@ -231,6 +232,10 @@ class shard_copy {
   // The copy's part of a _find on a JSON index.
   virtual void start_mango(const mango_copy_request&, answer<mango_page> done) {
     done(status{errc::not_implemented, "node " + node() + " reads no JSON indexes"});
+  }
+  // The copy's part of a full-text query (its search index, beside it: actors/index_readers.hpp).
+  virtual void start_search(const search_copy_request&, answer<search_copy_page> done) {
+    done(status{errc::not_implemented, "node " + node() + " has no full-text search"});
   }
   // One entry per id, in order (found or not), with the stored bodies `bodies` asks for.
   using docs_done = std::function<void(result<std::vector<doc_copy>>)>;

@@ -128,9 +128,10 @@ result<rpc_options> cluster_options(const settings& set, const clock& clk, int h
   ro.advertised_host = ro.bind == "0.0.0.0" ? "127.0.0.1" : ro.bind;
   ro.http_port = static_cast<uint16_t>(http_port);
   ro.release = SETTEE_VERSION;
-  ro.features = {"changes",           "clustered-seq-v1", "selector",         typed_feature,       db_updates_feature,
-                 attachments_feature, tasks_feature,      reshard_feature,    node_status_feature, members_feature,
-                 javascript_feature,  views_feature,      partitions_feature, purges_feature,      config_feature};
+  ro.features = {"changes",           "clustered-seq-v1",  "selector",         typed_feature,
+                 db_updates_feature,  attachments_feature, tasks_feature,      reshard_feature,
+                 node_status_feature, members_feature,     javascript_feature, views_feature,
+                 partitions_feature,  purges_feature,      config_feature,     search_feature};
   ro.seeds = std::move(*seeds);
   ro.secret = set.cluster_secret;
   if (ro.secret.size() < peer_auth::min_secret_bytes) {
@@ -226,11 +227,15 @@ node_process::node_process(live_config& cfg, settings set, const clock& clk, std
           local_services{
               &coord_, &reshard_, &tasks_, &compaction_, &views_, [this] { return read_node_status(node_); },
               [this](const db_meta& db, const std::set<std::string>& keep) { return mango_.cleanup(db, keep); },
+              [this](const db_meta& db, const std::set<std::string>& keep) {
+                return search_.cleanup(db, std::vector<std::string>(keep.begin(), keep.end()));
+              },
               nullptr})),
       js_(javascript_options(set_)),
       validator_(coord_, js_, &notifier_),
       views_(coord_, js_, jobs_, data_dir_ + "/.shard_views", js_reduce_options{reduce_limit_of(set_.reduce_limit)}),
       mango_(coord_, jobs_, mango_keys::shared(), &notifier_),
+      search_(coord_, js_, jobs_, data_dir_ + "/.shard_views"),
       replicator_(jobs_, clk_, set_.node_name, data_dir_,
                   scheduler_limits{set_.replicator_max_jobs, set_.replicator_interval, set_.replicator_max_churn,
                                    set_.replicator_worker_threads},
@@ -252,15 +257,11 @@ node_process::node_process(live_config& cfg, settings set, const clock& clk, std
   node_.validator = &validator_;
   node_.views = &views_;
   node_.mango = &mango_;
-  coord_.set_index_readers(&index_readers_);
+  node_.search = &search_;
   node_.replicator = &replicator_;
   replicator_docs_ = document_processor();
   node_.rep_docs = replicator_docs_.get();
-  views_.set_tasks(tasks_, clk_, set_.node_name);
-  shards_.set_on_removed([this](const std::string& path) {
-    if (path.compare(0, data_dir_.size() + 1, data_dir_ + "/") == 0)
-      views_.forget_copy(path.substr(data_dir_.size() + 1));
-  });
+  serve_indexes();
   if (js_.worker_path().empty())
     log::warning(
         "settee-js was not found beside settee ([query_server] worker): design documents with "
@@ -270,6 +271,18 @@ node_process::node_process(live_config& cfg, settings set, const clock& clk, std
   node_.started_s = clk_.now_s();
   node_.max_request_bytes = http_.max_request_bytes;
   set_max_json_depth(set_.max_json_depth);
+}
+
+// The secondary indexes' readers: their tasks listed, their files gone with their copy.
+void node_process::serve_indexes() {
+  coord_.set_index_readers(&index_readers_);
+  views_.set_tasks(tasks_, clk_, set_.node_name);
+  search_.set_tasks(tasks_, clk_, set_.node_name);
+  shards_.set_on_removed([this](const std::string& path) {
+    if (path.compare(0, data_dir_.size() + 1, data_dir_ + "/") != 0) return;
+    search_.forget_copy(path.substr(data_dir_.size() + 1));  // closed before their directory goes
+    views_.forget_copy(path.substr(data_dir_.size() + 1));
+  });
 }
 
 node_process::~node_process() {

@@ -25,6 +25,7 @@
 #include "actors/js_pool.hpp"
 #include "actors/members.hpp"
 #include "actors/resharder.hpp"
+#include "actors/search_reader.hpp"
 #include "actors/shard_registry.hpp"
 #include "actors/update_log.hpp"
 #include "actors/view_reader.hpp"
@@ -44,10 +45,11 @@
 
 namespace settee {
 
-// What reads this node's copies' views and JSON indexes (actors/index_readers.hpp).
+// What reads this node's copies' views, JSON indexes and full-text indexes (actors/index_readers.hpp).
 class node_index_readers final : public index_readers {
  public:
-  node_index_readers(view_reader& views, find_reader& mango) : views_(views), mango_(mango) {}
+  node_index_readers(view_reader& views, find_reader& mango, search_reader& search)
+      : views_(views), mango_(mango), search_(search) {}
   void view_rows(const db_meta& db, size_t range, const shard_handle& shard, const view_copy_request& req,
                  shard_copy::answer<view_page> done) override {
     views_.copy_rows(db, range, shard, req, std::move(done));
@@ -56,10 +58,15 @@ class node_index_readers final : public index_readers {
                   shard_copy::answer<mango_page> done) override {
     mango_.copy_rows(db, range, shard, req, std::move(done));
   }
+  void search_rows(const db_meta& db, size_t range, const shard_handle& shard, const search_copy_request& req,
+                   shard_copy::answer<search_copy_page> done) override {
+    search_.copy_search(db, range, shard, req, std::move(done));
+  }
 
  private:
   view_reader& views_;
   find_reader& mango_;
+  search_reader& search_;
 };
 
 class node_process {
@@ -83,6 +90,7 @@ class node_process {
   status open_storage();
   status start_cluster();  // [cluster] rpc_port set
   void answer_from_here(rpc_options& ro);
+  void serve_indexes();
   // Applies configuration changes that can take effect while the node runs (live_keys); the
   // others wait for a restart (node_services::applies_live says which).
   void watch_config();
@@ -115,7 +123,8 @@ class node_process {
   doc_validator validator_;
   view_reader views_;
   find_reader mango_;
-  node_index_readers index_readers_{views_, mango_};
+  search_reader search_;  // full-text indexes (issue 54)
+  node_index_readers index_readers_{views_, mango_, search_};
   // How replications read from endpoints ([replicator], [couchdb] limits); rules_error_: a bad setting.
   std::shared_ptr<remote_rules> make_remote_rules();
   status rules_error_;

@@ -343,6 +343,24 @@ void rpc_node::mango_rows(const std::string& node, const std::string& db, const 
       std::move(done));
 }
 
+void rpc_node::search_rows(const std::string& node, const std::string& db, const std::string& range,
+                           const search_copy_request& sr, answer<search_copy_page> done) {
+  if (!members_.has_feature(node, search_feature))
+    return done(status{errc::not_implemented, "node " + node + " runs a release without full-text search"});
+  start_call<search_copy_page>(
+      node,
+      [=, text = encode_request(sr)](Node::Client& cap) {
+        auto req = cap.searchCopyRequest();
+        set_shard(req.initShard(), db, range);
+        req.setRequest(text);
+        return req.send().then([](capnp::Response<Node::SearchCopyResults>&& r) -> result<search_copy_page> {
+          if (status st = status_of(r.getStatus()); !st) return st;
+          return decode_page(r.getPage());
+        });
+      },
+      std::move(done), opts_.view_call_timeout_ms);
+}
+
 void rpc_node::time_seq(const std::string& node, const std::string& db, const std::string& range, bool reset,
                         answer<time_seq_state> done) {
   start_call<time_seq_state>(

@@ -97,6 +97,7 @@ class node_server final : public Node::Server {
   kj::Promise<void> splitSeal(SplitSealContext context) override;
   kj::Promise<void> viewRows(ViewRowsContext context) override;
   kj::Promise<void> mangoRows(MangoRowsContext context) override;
+  kj::Promise<void> searchCopy(SearchCopyContext context) override;
   kj::Promise<void> viewCleanup(ViewCleanupContext context) override;
   kj::Promise<void> compactViews(CompactViewsContext context) override;
   kj::Promise<void> purgeDocs(PurgeDocsContext context) override;

@@ -118,6 +118,8 @@ class rpc_node final : public remote_shards {
                  answer<view_page> done) override;
   void mango_rows(const std::string& node, const std::string& db, const std::string& range,
                   const mango_copy_request& req, answer<mango_page> done) override;
+  void search_rows(const std::string& node, const std::string& db, const std::string& range,
+                   const search_copy_request& req, answer<search_copy_page> done) override;
   result<doc_read> read_doc(const std::string& node, const std::string& db, const std::string& range,
                             const doc_request& req, std::chrono::milliseconds timeout) override;
   // remote_shards: a coordinator's write to a peer's copy (does not block).

@@ -412,6 +412,28 @@ kj::Promise<void> node_server::mangoRows(MangoRowsContext context) {
       });
 }
 
+kj::Promise<void> node_server::searchCopy(SearchCopyContext context) {
+  auto p = context.getParams();
+  auto req = std::make_shared<result<search_copy_request>>(decode_request(p.getRequest()));
+  const std::string db = p.getShard().getDb(), range = p.getShard().getRange();
+  auto with_copy = loop_.opts.with_copy;
+  return answered_by<search_copy_page>(loop_, "search",
+                                       [=](std::function<void(result<search_copy_page>)> done) {
+                                         if (!*req) return done(req->error());
+                                         if (!with_copy)
+                                           return done(status{errc::not_implemented, "no search on this node"});
+                                         with_copy(db, range, [&](result<shard_copy*> copy) {
+                                           if (!copy) return done(copy.error());
+                                           (*copy)->start_search(**req, std::move(done));
+                                         });
+                                       })
+      .then([context](result<search_copy_page>&& r) mutable {
+        auto results = context.getResults();
+        if (!r) return set_status(results.initStatus(), r.error());
+        results.setPage(encode_page(*r));
+      });
+}
+
 kj::Promise<void> node_server::timeSeq(TimeSeqContext context) {
   bool reset = context.getParams().getReset();
   return on_copy<time_seq_state>(

@@ -22,6 +22,7 @@
 #include "query/mango_index.hpp"
 #include "query/mango_plan.hpp"
 #include "query/mango_query.hpp"
+#include "search/search_ddoc.hpp"
 
 namespace settee {
 
@@ -392,6 +393,8 @@ std::vector<std::string> kept_signatures(const all_docs_listing& design_docs) {
     if (!d.is_object()) continue;
     if (member(d, "views").is_object()) keep.push_back(view_signature(d));
     for (const query_index& ix : indexes_of(row.doc.id, d)) keep.push_back(ix.def.signature());
+    for (search_api api : {search_api::nouveau, search_api::clouseau})
+      for (const search_index_def& s : search_indexes_of(api, row.doc.id, d)) keep.push_back(s.signature);
   }
   return keep;
 }

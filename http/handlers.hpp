@@ -55,6 +55,11 @@ void handle_ensure_full_commit(ctx& c, const db_meta& db);
 // POST /db/_compact[/ddoc] and /db/_view_cleanup: 202 once every node holding a copy was asked.
 void handle_compact(ctx& c, const db_meta& db);
 void handle_view_cleanup(ctx& c, const db_meta& db);
+// search_handlers.cpp: Nouveau's full-text search (issue 54).
+void handle_nouveau(ctx& c, const db_meta& db, const std::string& ddoc_name, const std::string& index);
+void handle_nouveau_info(ctx& c, const db_meta& db, const std::string& ddoc_name, const std::string& index);
+void handle_search_cleanup(ctx& c, const db_meta& db);
+void handle_nouveau_analyze(ctx& c);
 // POST /db/_find and /db/_explain, GET /db/_index (Mango, on the `_all_docs` index: find_handlers.cpp).
 // `partition` (a partitioned database's /_partition/<p>/_find): that partition's documents only.
 void handle_find(ctx& c, const db_meta& db, const std::string& partition = "");

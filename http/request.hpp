@@ -30,6 +30,7 @@ class replications;
 class replicator_docs;
 class doc_validator;
 class view_reader;
+class search_reader;
 class find_reader;
 
 // Limits and identity the handlers need; built once at start-up, read-only afterwards.
@@ -66,6 +67,7 @@ struct node_services {
   js_pool* js = nullptr;                // JavaScript: design documents' functions (actors/js_pool.hpp)
   doc_validator* validator = nullptr;   // validate_doc_update on every write coordinated here
   view_reader* views = nullptr;         // view queries (actors/view_reader.hpp)
+  search_reader* search = nullptr;      // full-text queries (actors/search_reader.hpp)
   find_reader* mango = nullptr;         // _find on JSON indexes (actors/find_reader.hpp)
   replications* replicator = nullptr;   // POST /_replicate, /_scheduler (replicator/replications.hpp)
   replicator_docs* rep_docs = nullptr;  // documents of _replicator, /_scheduler/docs

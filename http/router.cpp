@@ -33,18 +33,14 @@ struct not_built {
 constexpr not_built server_not_built[] = {
     {"_cluster_setup", "_cluster_setup (a cluster forms from [cluster] seeds: docs/operations.md)"},
     {"_search_analyze", "full-text search"},
-    {"_nouveau_analyze", "full-text search"},
     {"_reload_query_servers", "query servers"},
 };
 constexpr not_built db_not_built[] = {
     {"_search_cleanup", "full-text search"},
-    {"_nouveau_cleanup", "full-text search"},
 };
 constexpr not_built design_not_built[] = {
     {"_search", "full-text search"},
     {"_search_info", "full-text search"},
-    {"_nouveau", "full-text search"},
-    {"_nouveau_info", "full-text search"},
 };
 
 // Deprecated in CouchDB 3.0 and not to come: 501 saying so, and what to do instead.
@@ -88,6 +84,7 @@ void dispatch_db(ctx& c, const db_meta& db, const json& security) {
     return handle_purges(c, db);
   if (what == "_compact" && p.size() <= 3) return handle_compact(c, db);
   if (what == "_view_cleanup" && p.size() == 2) return handle_view_cleanup(c, db);
+  if (what == "_nouveau_cleanup" && p.size() == 2) return handle_search_cleanup(c, db);
   if (what == "_find" && p.size() == 2) return handle_find(c, db);
   if (what == "_explain" && p.size() == 2) return handle_explain(c, db);
   if (what == "_index") return handle_index(c, db);
@@ -111,6 +108,8 @@ void dispatch_db(ctx& c, const db_meta& db, const json& security) {
                                                 "render documents in the client, or route with a proxy");
     if (p.size() == 4 && p[3] == "_info") return handle_design_info(c, db, p[2]);
     if (p.size() == 5 && p[3] == "_view") return handle_view(c, db, p[2], p[4]);
+    if (p.size() == 5 && p[3] == "_nouveau") return handle_nouveau(c, db, p[2], p[4]);
+    if (p.size() == 5 && p[3] == "_nouveau_info") return handle_nouveau_info(c, db, p[2], p[4]);
     if (p.size() == 6 && p[3] == "_view" && p[5] == "queries") return handle_view_queries(c, db, p[2], p[4]);
     if (p.size() > 3 && p[3] == "_update") {  // chttpd_show:handle_doc_update_req
       if (p.size() == 4) return c.error(errc::update_error, "Invalid path.");
@@ -139,6 +138,7 @@ void dispatch(ctx& c) {
     if (first == "_session" && p.size() == 1) return handle_session(c);
     if (first == "_settee") return handle_settee_page(c);
     if (first == "_utils") return handle_utils_page(c);  // where CouchDB users look for Fauxton
+    if (first == "_nouveau_analyze" && p.size() == 1) return handle_nouveau_analyze(c);  // any user, as CouchDB
     // CouchDB's `_metrics` role reads this node's statistics without being an admin.
     if (first == "_node" && p.size() >= 3 && (p[2] == "_stats" || p[2] == "_system" || p[2] == "_prometheus") &&
         c.user.has_role("_metrics"))

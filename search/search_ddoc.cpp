@@ -48,7 +48,7 @@ result<search_index_def> search_index_of(search_api api, const std::string& ddoc
                                          const std::string& name) {
   const json* all = ddoc.is_object() && ddoc.contains(member_of(api)) ? &ddoc[member_of(api)] : nullptr;
   if (!all || !all->is_object() || !all->contains(name)) return status{errc::not_found, name + " not found."};
-  const status invalid{errc::bad_request, "index `" + name + "` must have parameter `index`"};
+  const status invalid{errc::invalid_design_doc, "index `" + name + "` must have parameter `index`"};
   const json& def = (*all)[name];
   if (!def.is_object() || !def.contains("index") || !def["index"].is_string()) return invalid;
   search_index_def d;

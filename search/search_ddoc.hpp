@@ -28,7 +28,7 @@ struct search_index_def {
 };
 
 // Index `name` of `api` in design document `ddoc` (its JSON body, `ddoc_id` its id): errc::not_found
-// "<name> not found." when it has none of that name; errc::bad_request (CouchDB's
+// "<name> not found." when it has none of that name; errc::invalid_design_doc (CouchDB's
 // invalid_design_doc) "index `<name>` must have parameter `index`" when the definition has no
 // function, or when the function, the analyzers or the version are not what they must be.
 result<search_index_def> search_index_of(search_api api, const std::string& ddoc_id, const json& ddoc,

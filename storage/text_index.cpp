@@ -110,7 +110,7 @@ const std::vector<analyzer_maker>& makers() {
 result<AnalyzerPtr> analyzer_named(const std::string& name) {
   for (const analyzer_maker& m : makers())
     if (name == m.name) return m.make();
-  return status{errc::bad_request, name + " is not a valid analyzer"};
+  return status{errc::bad_request, name + " is not a valid analyzer name"};
 }
 
 // Scores with no per-query normalisation: a copy's expansion of a fuzzy term would change it.
@@ -524,7 +524,7 @@ const std::vector<std::string>& text_analyzers() {
 
 result<std::vector<std::string>> text_analyze(const std::string& analyzer, const std::string& text) {
   auto a = analyzer_named(analyzer);
-  if (!a) return a.error();
+  if (!a) return status{errc::bad_request, analyzer + " not a valid analyzer"};  // Nouveau's AnalyzeResource
   std::vector<std::string> out;
   try {
     TokenStreamPtr ts = (*a)->tokenStream(L"default", newLucene<StringReader>(wide(text)));

@@ -54,7 +54,7 @@ struct text_analysis {
 // The analyzer names an index may use.
 const std::vector<std::string>& text_analyzers();
 // `text` as analyzer `analyzer` cuts it into terms (Nouveau's _nouveau_analyze); bad_request
-// "<name> is not a valid analyzer" for a name it does not know.
+// "<name> not a valid analyzer" for a name it does not know.
 result<std::vector<std::string>> text_analyze(const std::string& analyzer, const std::string& text);
 
 // One value of a hit's order: a number (a score, a number field) or a text (a string field, _id);
@@ -119,7 +119,7 @@ int compare_orders(const std::vector<std::string>& sort, const text_order& a, co
 class text_index {
  public:
   // Opens (creating when absent) the index in directory `dir`, analyzing text as `analysis` says
-  // (bad_request for an analyzer name text_analyzers() does not hold).
+  // (bad_request "<name> is not a valid analyzer name" for one text_analyzers() does not hold).
   static result<std::unique_ptr<text_index>> open(const std::string& dir, const text_analysis& analysis = {});
   ~text_index();
   text_index(const text_index&) = delete;

@@ -176,6 +176,12 @@ interface Node {
   # answers "unimplemented".
   configRequest @40 (method :Text, path :List(Text), body :Text, persist :Bool)
       -> (status :CallStatus, code :UInt16, body :Text, restart :Bool);
+  # Release 0.5 (feature search-v1, issue 54): this copy's part of a full-text query, both ways as
+  # search/search_query.hpp's JSON text (encode_request, encode_page): its index of the design
+  # document's search index brought up to date first when asked, then the query's term
+  # statistics, its hits (scored from the statistics given) or the index described. An older
+  # node answers "unimplemented".
+  searchCopy @41 (shard :ShardRef, request :Text) -> (status :CallStatus, page :Text);
 }
 
 # A purge request (storage/purge_log.hpp); seq is the sender copy's (0 in a request to apply).

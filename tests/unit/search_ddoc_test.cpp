@@ -42,7 +42,7 @@ TEST_CASE("search_ddoc: nouveau and clouseau definitions, their defaults and Cou
   for (const char* bad : {"nofunction", "badanalyzer"}) {
     auto r = search_index_of(search_api::nouveau, "_design/s", ddoc, bad);
     REQUIRE_FALSE(r);
-    CHECK(r.error().code == errc::bad_request);
+    CHECK(r.error().code == errc::invalid_design_doc);
     CHECK(r.error().reason == std::string("index `") + bad + "` must have parameter `index`");
   }
   // The well-formed ones, in the document's order.

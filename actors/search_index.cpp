@@ -1,0 +1,128 @@
+#include "actors/search_index.hpp"
+
+#include <set>
+
+#include "actors/doc_render.hpp"
+#include "node/log.hpp"
+#include "search/search_fields.hpp"
+
+namespace settee {
+
+namespace {
+
+// The design document's member holding the index's function: ["nouveau", name] or ["indexes", name].
+json function_of(const search_index_def& def) {
+  return json::array({json::array({def.api == search_api::nouveau ? "nouveau" : "indexes", def.name})});
+}
+
+// One document's fields from the worker's answer for it (one function: the first of its list).
+void fields_into(const search_target& t, const json& per_function, text_doc& out) {
+  if (!per_function.is_array() || per_function.empty()) return;
+  auto fields = fields_of(t.def.api, per_function[0]);
+  if (!fields) {
+    log::info("index function " + t.def.ddoc_id + "/" + t.def.name + " of " + t.db_name + " raised exception {" +
+              fields.error().reason + "} with doc._id " + out.id);
+    return;
+  }
+  out.fields = std::move(*fields);
+}
+
+// Indexes `bodies` (rendered winners; their documents in `out`, ids set) in one exchange; a batch
+// the worker could not finish is asked again one document at a time, and a document that fails
+// alone indexes nothing (logged).
+status index_batch(js_pool& js, const search_target& t, const std::vector<std::string>& bodies,
+                   std::vector<text_doc*>& out, bool alone = false) {
+  std::string body = "[";
+  for (size_t i = 0; i < bodies.size(); ++i) body += (i ? "," : "") + bodies[i];
+  body += "]";
+  auto r = js.index(t.worker_key, t.ddoc_json, function_of(t.def), body, bodies.size());
+  if (!r) return r.error();
+  const std::string where = t.db_name + "/" + t.def.ddoc_id + "/" + t.def.name;
+  for (const auto& line : r->log) log::info("index function of " + where + " logged: " + line);
+  for (const auto& e : r->errors) log::warning("index function of " + where + " failed on document " + e);
+  if (r->ok() && r->value.is_array() && r->value.size() == bodies.size()) {
+    for (size_t i = 0; i < bodies.size(); ++i) fields_into(t, r->value[i], *out[i]);
+    return {};
+  }
+  if (alone) {
+    log::warning("index function of " + where + " failed on document " + out.front()->id + " (" + r->name + ": " +
+                 r->reason + "): it indexes nothing");
+    return {};
+  }
+  for (size_t i = 0; i < bodies.size(); ++i) {
+    std::vector<text_doc*> one{out[i]};
+    if (auto st = index_batch(js, t, {bodies[i]}, one, true); !st) return st;
+  }
+  return {};
+}
+
+// The copy's purge requests the index has not applied: their documents that are gone leave it.
+status apply_purges(const shard_store::snapshot& snap, text_index& index) {
+  shard_header h;
+  if (!snap.header(h)) return snap.fault() ? status{errc::internal, "unreadable shard header"} : snap.fault();
+  const uint64_t done = index.purge_seq();
+  if (h.purge_seq <= done) return {};
+  if (index.seq() == 0) return index.apply({}, 0, h.purge_seq);
+  const uint64_t oldest = snap.oldest_purge_seq();
+  if (oldest == 0 || oldest > done + 1) {
+    log::warning("a search index missed purge requests its copy forgot (_purged_infos_limit): it is built again");
+    return index.clear(h.purge_seq);
+  }
+  std::set<std::string> ids;
+  snap.scan_purges(done, [&](const purge_info& p) {
+    ids.insert(p.id);
+    return true;
+  });
+  std::vector<text_doc> gone;
+  for (const std::string& id : ids) {
+    doc_info d;
+    if (!snap.doc(id, d)) gone.push_back(text_doc{id, {}});
+  }
+  if (!snap.fault()) return snap.fault();
+  return index.apply(gone, index.seq(), h.purge_seq);
+}
+
+}  // namespace
+
+status update_search_index(const shard_store& store, text_index& index, js_pool& js, const search_target& t,
+                           uint64_t target, size_t batch, size_t batch_bytes,
+                           const std::function<bool(uint64_t indexed_seq)>& progress) {
+  for (;;) {
+    auto snap = store.read();
+    if (!snap) return snap.error();
+    if (auto st = apply_purges(*snap, index); !st) return st;
+    const uint64_t since = index.seq();
+    if (target && since >= target) return {};
+    std::vector<text_doc> docs;
+    std::vector<uint64_t> seqs;
+    snap->scan_changes(since, [&](const change_entry& e) {
+      seqs.push_back(e.seq);
+      docs.push_back(text_doc{e.id, {}});
+      return docs.size() < batch;
+    });
+    if (!snap->fault()) return snap->fault();
+    if (docs.empty()) return {};  // nothing after `since`: up to date
+    std::vector<std::string> bodies;
+    std::vector<text_doc*> indexed;
+    size_t bytes = 0, taken = 0;
+    render_options seen;  // what an index function sees, as CouchDB opens documents for it
+    seen.conflicts = seen.deleted_conflicts = true;
+    for (; taken < docs.size() && (taken == 0 || bytes < batch_bytes); ++taken) {
+      doc_info info;
+      text_doc& d = docs[taken];
+      if (d.id.compare(0, 8, "_design/") == 0 || !snap->doc(d.id, info) || info.tree.winner_deleted()) continue;
+      bodies.push_back(render_winner(*snap, info, seen));
+      bytes += bodies.back().size();
+      indexed.push_back(&d);
+    }
+    if (!snap->fault()) return snap->fault();
+    docs.resize(taken);
+    const uint64_t last = seqs[taken - 1];
+    if (!bodies.empty())
+      if (auto st = index_batch(js, t, bodies, indexed); !st) return st;
+    if (auto st = index.apply(docs, last, index.purge_seq()); !st) return st;
+    if (progress && !progress(last)) return status{errc::unavailable, "the index update was stopped"};
+  }
+}
+
+}  // namespace settee

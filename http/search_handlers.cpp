@@ -1,0 +1,140 @@
+// Full-text search over HTTP (issue 54): Nouveau's API (CouchDB 3.4+, nouveau_httpd) answered by
+// the node's own indexes (actors/search_reader): GET|POST /db/_design/d/_nouveau/idx,
+// GET /db/_design/d/_nouveau_info/idx, POST /db/_nouveau_cleanup, POST /_nouveau_analyze.
+#include "actors/search_reader.hpp"
+#include "http/design_function.hpp"
+#include "http/handlers.hpp"
+#include "node/clock.hpp"
+#include "search/search_query.hpp"
+
+namespace settee {
+
+namespace {
+
+// The design document's search index `name` of `api`, and the document it lives in.
+result<search_design> design_of(ctx& c, const db_meta& db, search_api api, const std::string& ddoc_name,
+                                const std::string& name) {
+  const std::string ddoc_id = "_design/" + ddoc_name;
+  auto d = open_design_doc(c, db, ddoc_id);
+  if (!d) return d.error();
+  auto def = search_index_of(api, ddoc_id, d->doc, name);
+  if (!def) return def.error();
+  if (d->doc.value("language", std::string("javascript")) != "javascript")
+    return status{errc::not_implemented, "search indexes of language " + d->doc["language"].dump() + " are not run"};
+  if (!c.node.search || !c.node.js) return status{errc::not_implemented, "JavaScript is not available on this node"};
+  return search_design{ddoc_id, d->rev.str(), d->text, std::move(*def)};
+}
+
+// The documents of `hits` (include_docs): each one's winning revision, null when gone since.
+result<std::vector<json>> docs_of(ctx& c, const db_meta& db, const std::vector<text_hit>& hits) {
+  std::vector<std::string> ids;
+  for (const text_hit& h : hits) ids.push_back(h.id);
+  std::vector<json> out(hits.size());
+  if (ids.empty()) return out;
+  auto docs = c.node.coord.open_docs(db, ids, doc_bodies::leaves);
+  if (!docs) return docs.error();
+  for (size_t i = 0; i < docs->size(); ++i) {
+    const doc_copy& d = (*docs)[i];
+    if (!d.found || d.info.tree.winner_deleted()) continue;
+    out[i] = parse_json(render_rev(d, d.info.tree.winner(), render_options{}).value_or("null")).value_or(json());
+  }
+  return out;
+}
+
+// A hit's stored fields as Nouveau shows them (simplify_fields): name -> its value, or its values
+// when it has several.
+json fields_json(const text_hit& h) {
+  std::map<std::string, std::vector<json>> values;
+  for (const auto& s : h.stored) values[s.name].push_back(s.is_number ? json(s.number) : json(s.text));
+  json out = json::object();
+  for (auto& [name, v] : values) out[name] = v.size() == 1 ? std::move(v[0]) : json(std::move(v));
+  return out;
+}
+
+}  // namespace
+
+void handle_nouveau(ctx& c, const db_meta& db, const std::string& ddoc_name, const std::string& index) {
+  if (c.method() != "GET" && c.method() != "POST") return c.method_not_allowed("GET,POST");
+  result<json> body = json();
+  if (c.method() == "POST") {
+    if (auto st = c.require_json_content(); !st) return c.error(st);
+    body = c.json_object_body();
+    if (!body) return c.error(body.error());
+  }
+  std::map<std::string, std::string> qs;
+  for (auto& [k, v] : c.query_in_order()) qs.emplace(k, v);
+  auto params = nouveau_params(qs, c.method() == "POST" ? &*body : nullptr);
+  if (!params) return c.error(params.error());
+  if (!params->partition.empty())
+    return c.error(errc::not_implemented, "partitioned full-text search is not supported by settee yet");
+  auto sd = design_of(c, db, search_api::nouveau, ddoc_name, index);
+  if (!sd) return c.error(sd.error());
+  const auto started = mono::now();
+  auto page = c.node.search->query(db, *sd, params->query, params->update);
+  if (!page) return c.error(page.error());
+  const auto took = std::chrono::duration_cast<std::chrono::milliseconds>(mono::now() - started).count();
+  std::vector<json> docs;
+  if (params->include_docs) {
+    auto got = docs_of(c, db, page->hits);
+    if (!got) return c.error(got.error());
+    docs = std::move(*got);
+  }
+  json hits = json::array();
+  for (size_t i = 0; i < page->hits.size(); ++i) {
+    const text_hit& h = page->hits[i];
+    json hit = json::object();  // its members in the order CouchDB's (jiffy's sorted map) gives them
+    if (params->include_docs) hit["doc"] = docs[i];
+    hit["fields"] = fields_json(h);
+    hit["id"] = h.id;
+    hit["order"] = order_json(h.order, params->query.sort);
+    hits.push_back(std::move(hit));
+  }
+  // The bookmark after the last hit; an empty page keeps the one given (Nouveau's "same bookmark").
+  std::optional<text_order> last = params->query.after;
+  if (!page->hits.empty()) last = page->hits.back().order;
+  json out{{"bookmark", pack_bookmark(last, params->query.sort)},
+           {"counts", params->query.counts.empty() ? json() : json(page->counts)},
+           {"hits", std::move(hits)},
+           {"ranges", params->query.ranges.empty() ? json() : json(page->ranges)},
+           {"total_hits", page->total_hits},
+           {"total_hits_relation", "EQUAL_TO"},
+           {"update_latency", params->update ? took : 0}};
+  c.reply(200, out);
+}
+
+void handle_nouveau_info(ctx& c, const db_meta& db, const std::string& ddoc_name, const std::string& index) {
+  if (c.method() != "GET") return c.method_not_allowed("GET");
+  auto sd = design_of(c, db, search_api::nouveau, ddoc_name, index);
+  if (!sd) return c.error(sd.error());
+  auto info = c.node.search->info(db, *sd);
+  if (!info) return c.error(info.error());
+  c.reply(200, json{{"name", sd->ddoc_id + "/" + index},
+                    {"search_index",
+                     {{"update_seq", info->update_seq},
+                      {"purge_seq", info->purge_seq},
+                      {"num_docs", info->num_docs},
+                      {"disk_size", info->disk_size},
+                      {"signature", sd->def.signature.substr(0, 32)}}}});
+}
+
+// POST /db/_nouveau_cleanup: as _view_cleanup (which removes stale search indexes too).
+void handle_search_cleanup(ctx& c, const db_meta& db) {
+  handle_view_cleanup(c, db);
+}
+
+// POST /_nouveau_analyze {"analyzer": name, "text": text}: the terms the analyzer makes.
+void handle_nouveau_analyze(ctx& c) {
+  if (c.method() != "POST") return c.method_not_allowed("POST");
+  if (auto st = c.require_json_content(); !st) return c.error(st);
+  auto body = c.json_object_body();
+  if (!body) return c.error(body.error());
+  const json analyzer = member(*body, "analyzer"), text = member(*body, "text");
+  if (!analyzer.is_string() || !text.is_string() || analyzer.get<std::string>().empty() ||
+      text.get<std::string>().empty())
+    return c.error(errc::bad_request, "'text' and 'analyzer' fields must be non-empty strings");
+  auto tokens = text_analyze(analyzer.get<std::string>(), text.get<std::string>());
+  if (!tokens) return c.error(tokens.error());
+  c.reply(200, json{{"tokens", *tokens}});
+}
+
+}  // namespace settee

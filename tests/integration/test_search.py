@@ -1,0 +1,255 @@
+"""Full-text search inside the node (issue 54): Nouveau's API (GET|POST /db/_design/d/_nouveau/idx,
+_nouveau_info, _nouveau_cleanup, /_nouveau_analyze) over an index per shard copy. The same query
+answers the same hits, scores and bookmark pages whatever q the database has; a write is found
+by the next query (never stale), update=false answers from the index as it is; every parameter and
+its errors; an index function that throws; an index build in _active_tasks and through kill -9."""
+import base64
+import json
+import os
+import signal
+import time
+import urllib.parse
+
+from harness import Node, NodeTest, main, wait_until
+
+WORDS = ("apple banana cherry date elder fig grape hazel iris juniper kiwi lemon mango nectar olive "
+         "peach quince rose sage thyme").split()
+
+INDEX = """function(doc) {
+  if (doc.title) { index('text', 'default', doc.title); index('text', 'title', doc.title, {store: true}); }
+  if (doc.body) index('text', 'body', doc.body);
+  if (doc.genre) index('string', 'genre', doc.genre, {store: true});
+  if (typeof doc.year == 'number') index('double', 'year', doc.year, {store: true});
+  if (doc.boom) throw new Error('boom');
+}"""
+
+
+def book(i):
+    title = " ".join(WORDS[(i * k + 3) % len(WORDS)] for k in range(1, 2 + i % 4))
+    body = " ".join(WORDS[(i + k * 7) % len(WORDS)] for k in range(i % 9 + 1))
+    return {"_id": f"b{i:03d}", "title": title, "body": body, "genre": ("essay", "fable", "poem")[i % 3],
+            "year": 1900 + (i * 37) % 120}
+
+
+def q(**params):
+    return "?" + urllib.parse.urlencode({k: v if isinstance(v, str) else json.dumps(v) for k, v in params.items()})
+
+
+class Nouveau(NodeTest):
+    @classmethod
+    def setUpClass(cls):
+        super().setUpClass()
+        n = cls.node
+        docs = [book(i) for i in range(240)]
+        for db, shards in (("books1", 1), ("books8", 8)):
+            assert n.put(f"/{db}?q={shards}").status == 201
+            assert n.post(f"/{db}/_bulk_docs", {"docs": docs}).status == 201
+            r = n.put(f"/{db}/_design/lib", {"nouveau": {"books": {"index": INDEX}}})
+            assert r.status == 201, r
+
+    def search(self, db, expect=200, **params):
+        r = self.node.get(f"/{db}/_design/lib/_nouveau/books" + q(**params))
+        self.assertEqual(r.status, expect, r)
+        return r.json
+
+    def test_same_answers_whatever_q(self):
+        # Term, phrase, boolean, field, wildcard, fuzzy, boosted and numeric queries: the same hits
+        # in the same order with the very same scores over 1 range and over 8, page by page.
+        queries = ["apple", "body:\"banana iris\"", "fig AND NOT grape", "title:lemon OR body:mango^3",
+                   "ki*", "nectr~", "year:[1950 TO 1990]", "genre:fable AND sage", "*:*"]
+        for query in queries:
+            with self.subTest(query=query):
+                one = self.search("books1", q=query, limit=300)
+                eight = self.search("books8", q=query, limit=300)
+                self.assertGreater(one["total_hits"], 0)
+                self.assertEqual(one["total_hits"], eight["total_hits"])
+                self.assertEqual([(h["id"], h["order"]) for h in one["hits"]],
+                                 [(h["id"], h["order"]) for h in eight["hits"]])
+                # Paged by bookmark, 7 at a time: the same pages, and together the whole answer.
+                pages = {}
+                for db in ("books1", "books8"):
+                    seen, bookmark = [], None
+                    for _ in range(60):
+                        params = {"q": query, "limit": 7}
+                        if bookmark:
+                            params["bookmark"] = bookmark
+                        page = self.search(db, **params)
+                        if not page["hits"]:
+                            self.assertEqual(page["bookmark"], bookmark)  # the same, at the end
+                            break
+                        seen += [h["id"] for h in page["hits"]]
+                        bookmark = page["bookmark"]
+                    pages[db] = seen
+                self.assertEqual(pages["books1"], [h["id"] for h in one["hits"]])
+                self.assertEqual(pages["books8"], pages["books1"])
+
+    def test_hits_fields_sort_facets_and_docs(self):
+        r = self.search("books8", q="genre:poem", sort="-year", limit=5, include_docs="true",
+                        counts=["genre"], ranges={"year": [{"label": "old", "max": 1950, "max_inclusive": False},
+                                                           {"label": "new", "min": 1950}]})
+        poems = [book(i) for i in range(240) if i % 3 == 2]
+        self.assertEqual(r["total_hits"], len(poems))
+        self.assertEqual(r["total_hits_relation"], "EQUAL_TO")
+        by_year = sorted(poems, key=lambda b: (-b["year"], b["_id"]))[:5]
+        self.assertEqual([h["id"] for h in r["hits"]], [b["_id"] for b in by_year])
+        first = r["hits"][0]
+        self.assertEqual(first["order"][0], {"@type": "double", "value": float(by_year[0]["year"])})
+        self.assertEqual(first["order"][-1], {"@type": "string", "value": by_year[0]["_id"]})
+        self.assertEqual(first["fields"], {"title": by_year[0]["title"], "genre": "poem",
+                                           "year": float(by_year[0]["year"])})
+        self.assertEqual(first["doc"]["_id"], by_year[0]["_id"])
+        self.assertEqual(first["doc"]["body"], by_year[0]["body"])
+        self.assertEqual(r["counts"], {"genre": {"poem": len(poems)}})
+        self.assertEqual(r["ranges"]["year"]["old"], sum(1 for b in poems if b["year"] < 1950))
+        self.assertEqual(r["ranges"]["year"]["old"] + r["ranges"]["year"]["new"], len(poems))
+        self.assertIsInstance(r["update_latency"], int)
+        # A string field's order, two keys; the same query by POST answers the same.
+        two = self.search("books8", q="*:*", sort=["genre", "-year"], limit=300)
+        expect = sorted((book(i) for i in range(240)), key=lambda b: (b["genre"], -b["year"], b["_id"]))
+        self.assertEqual([h["id"] for h in two["hits"]], [b["_id"] for b in expect])
+        posted = self.node.post("/books8/_design/lib/_nouveau/books",
+                                {"q": "*:*", "sort": ["genre", "-year"], "limit": 300})
+        self.assertEqual(posted.status, 200, posted)
+        self.assertEqual(posted.json["hits"], two["hits"])
+        # Facets: the most frequent top_n values.
+        top = self.search("books8", q="*:*", counts=["genre"], top_n=2, limit=1)
+        self.assertEqual(top["counts"], {"genre": {"essay": 80, "fable": 80}})
+
+    def test_never_stale_and_update_false(self):
+        n = self.node
+        db = self.new_db("fresh", q=4)
+        self.assertEqual(n.put(f"/{db}/_design/lib", {"nouveau": {"books": {"index": INDEX}}}).status, 201)
+        # Nothing built yet: update=false answers from the empty index at once.
+        self.assertEqual(n.post(f"/{db}/_bulk_docs", {"docs": [book(i) for i in range(20)]}).status, 201)
+        self.assertEqual(self.search(db, q="*:*", update="false")["total_hits"], 0)
+        self.assertEqual(self.search(db, q="*:*")["total_hits"], 20)
+        # Each write is found by the very next query; an edit replaces, a delete removes.
+        for i in range(5):
+            r = n.put(f"/{db}/new{i}", {"title": f"zebra{i} unique"})
+            self.assertEqual(r.status, 201, r)
+            self.assertEqual([h["id"] for h in self.search(db, q=f"zebra{i}")["hits"]], [f"new{i}"])
+        rev = n.get(f"/{db}/new0").json["_rev"]
+        self.assertEqual(n.put(f"/{db}/new0", {"_rev": rev, "title": "okapi"}).status, 201)
+        self.assertEqual(self.search(db, q="zebra0")["total_hits"], 0)
+        self.assertEqual(self.search(db, q="okapi")["total_hits"], 1)
+        rev = n.get(f"/{db}/new1").json["_rev"]
+        self.assertEqual(n.delete(f"/{db}/new1?rev={rev}").status, 200)
+        self.assertEqual(self.search(db, q="zebra1")["total_hits"], 0)
+        # update=false after more writes: what was indexed, not the new ones.
+        self.assertEqual(n.put(f"/{db}/late", {"title": "walrus"}).status, 201)
+        self.assertEqual(self.search(db, q="walrus", update="false")["total_hits"], 0)
+        self.assertEqual(self.search(db, q="walrus")["total_hits"], 1)
+        info = n.get(f"/{db}/_design/lib/_nouveau_info/books")
+        self.assertEqual(info.status, 200, info)
+        self.assertEqual(info.json["name"], "_design/lib/books")
+        idx = info.json["search_index"]
+        self.assertEqual(idx["num_docs"], 20 + 4 + 1)
+        self.assertEqual(set(idx), {"update_seq", "purge_seq", "num_docs", "disk_size", "signature"})
+        self.assertGreater(idx["disk_size"], 0)
+
+    def test_index_function_errors_index_nothing_for_that_document(self):
+        n = self.node
+        db = self.new_db("throws", q=2)
+        fn = "function(doc) { if (doc.bad) index('text', 'x', 12); if (doc.boom) throw new Error('boom'); " \
+             "index('text', 'default', doc.t); }"
+        self.assertEqual(n.put(f"/{db}/_design/lib", {"nouveau": {"books": {"index": fn}}}).status, 201)
+        docs = [{"_id": "ok1", "t": "alpha"}, {"_id": "bad", "t": "alpha", "bad": True},
+                {"_id": "boom", "t": "alpha", "boom": True}, {"_id": "ok2", "t": "alpha beta"}]
+        self.assertEqual(n.post(f"/{db}/_bulk_docs", {"docs": docs}).status, 201)
+        r = self.search(db, q="alpha")
+        self.assertEqual(sorted(h["id"] for h in r["hits"]), ["ok1", "ok2"])
+
+    def test_bad_requests(self):
+        n = self.node
+        base = "/books8/_design/lib/_nouveau/books"
+        cases = [
+            (base, 400, "query_parse_error", "q parameter is mandatory"),
+            (base + "?q=x&limit=abc", 400, "query_parse_error", "limit parameter must be an integer"),
+            (base + "?q=x&limit=0", 400, "query_parse_error", "limit parameter must be greater than zero"),
+            (base + "?q=x&update=maybe", 400, "query_parse_error", None),
+            (base + "?q=x&bookmark=notabookmark", 400, "bad_request", "Invalid bookmark"),
+            (base + "?q=x&sort=%22title%22", 400, "bad_request", "can't sort on field title"),
+            (base + "?q=x&sort=%22a%20b%22", 400, "bad_request", "a b is not a valid sort parameter"),
+            (base + "?q=x&top_n=5000", 400, "bad_request", "topN must be less than or equal to 1000"),
+            (base + "?q=" + urllib.parse.quote("title:(unclosed"), 400, "bad_request", None),
+            (base + "?q=" + urllib.parse.quote("year:[abc TO 3]"), 400, "bad_request", None),
+            ("/books8/_design/lib/_nouveau/nothere?q=x", 404, "not_found", "nothere not found."),
+            ("/books8/_design/none/_nouveau/books?q=x", 404, "not_found", "missing"),
+            ("/nodb/_design/lib/_nouveau/books?q=x", 404, "not_found", None),
+            (base + "?q=x&partition=p", 501, "not_implemented", None),
+        ]
+        for path, status, error, reason in cases:
+            with self.subTest(path=path):
+                self.assertError(n.get(path), status, error, reason)
+        self.assertError(n.request("PUT", base + "?q=x"), 405, "method_not_allowed")
+        r = n.request("POST", base, raw_body=b'{"q":"x"}', headers={"Content-Type": "text/plain"})
+        self.assertError(r, 415, "bad_content_type")
+        self.assertError(n.post(base, {"q": 12}), 400, "query_parse_error", "Invalid value for query: 12")
+        self.assertEqual(n.put("/books8/_design/broken", {"nouveau": {"b": {"nofunction": 1}}}).status, 201)
+        self.assertError(n.get("/books8/_design/broken/_nouveau/b?q=x"), 400, "invalid_design_doc",
+                         "index `b` must have parameter `index`")
+        # Still answering after all of them.
+        self.assertGreater(self.search("books8", q="apple")["total_hits"], 0)
+
+    def test_analyze_and_cleanup(self):
+        n = self.node
+        r = n.post("/_nouveau_analyze", {"analyzer": "english", "text": "The running dogs"})
+        self.assertEqual(r.status, 200, r)
+        self.assertEqual(r.json, {"tokens": ["run", "dog"]})
+        self.assertEqual(n.post("/_nouveau_analyze", {"analyzer": "keyword", "text": "A b"}).json, {"tokens": ["A b"]})
+        self.assertError(n.post("/_nouveau_analyze", {"analyzer": "klingon", "text": "x"}), 400, "bad_request",
+                         "klingon not a valid analyzer")
+        self.assertError(n.post("/_nouveau_analyze", {"analyzer": "standard"}), 400, "bad_request",
+                         "'text' and 'analyzer' fields must be non-empty strings")
+        self.assertError(n.get("/_nouveau_analyze"), 405, "method_not_allowed")
+        # A design document's index changed: the old one's directories go with _nouveau_cleanup.
+        db = self.new_db("cleaned", q=2)
+        self.assertEqual(n.put(f"/{db}/d1", {"title": "alpha"}).status, 201)
+        r = n.put(f"/{db}/_design/lib", {"nouveau": {"books": {"index": INDEX}}})
+        self.assertEqual(self.search(db, q="alpha")["total_hits"], 1)
+        dirs = lambda: sorted(f for root, ds, _ in os.walk(n.data_dir) for f in ds if f.endswith(".search")
+                              and db in root)
+        old = dirs()
+        self.assertEqual(len(old), 2)  # one per copy
+        changed = {"_rev": r.json["rev"], "nouveau": {"books": {"index": INDEX, "default_analyzer": "english"}}}
+        self.assertEqual(n.put(f"/{db}/_design/lib", changed).status, 201)
+        self.assertEqual(self.search(db, q="alpha")["total_hits"], 1)
+        self.assertEqual(len(dirs()), 4)
+        self.assertEqual(n.post(f"/{db}/_nouveau_cleanup", {}).status, 202)
+        self.assertEqual(len(dirs()), 2)
+        self.assertFalse(set(dirs()) & set(old))
+        self.assertEqual(self.search(db, q="alpha")["total_hits"], 1)
+
+
+class Build(NodeTest):
+    def test_build_in_active_tasks_and_through_kill_9(self):
+        n = self.node
+        db = self.new_db("slow", q=2)
+        docs = [{"_id": f"d{i:04d}", "t": f"word{i % 50} common"} for i in range(1500)]
+        self.assertEqual(n.post(f"/{db}/_bulk_docs", {"docs": docs}).status, 201)
+        slow = "function(doc) { var end = Date.now() + 2; while (Date.now() < end) {} index('text', 'default', doc.t); }"
+        self.assertEqual(n.put(f"/{db}/_design/lib", {"nouveau": {"books": {"index": slow}}}).status, 201)
+        # A query starts the build; while it runs, _active_tasks lists it.
+        import threading
+        answers = []
+        t = threading.Thread(target=lambda: answers.append(n.get(f"/{db}/_design/lib/_nouveau/books?q=common")))
+        t.start()
+        rows = []
+        self.assertTrue(wait_until(lambda: rows.extend(
+            x for x in n.get("/_active_tasks").json if x.get("type") == "search_indexer") or rows, 30))
+        self.assertEqual(rows[0]["design_document"], "_design/lib")
+        self.assertEqual(rows[0]["index"], "books")
+        self.assertIn(db, rows[0]["database"])
+        # Killed mid-build: restarted, the index goes on from its last commit and answers everything.
+        os.kill(n.proc.pid, signal.SIGKILL)
+        n.proc.wait()
+        t.join()
+        n.start(port=n.port)
+        r = n.get(f"/{db}/_design/lib/_nouveau/books?q=common&limit=1")
+        self.assertEqual(r.status, 200, r)
+        self.assertEqual(r.json["total_hits"], 1500)
+        self.assertEqual(n.get(f"/{db}/_design/lib/_nouveau/books?q=word7").json["total_hits"], 30)
+
+
+if __name__ == "__main__":
+    main()
