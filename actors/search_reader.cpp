@@ -48,7 +48,7 @@ result<std::shared_ptr<search_reader::open_index>> search_reader::index_of(const
   std::error_code ec;
   std::filesystem::create_directories(path, ec);
   if (ec) return status{errc::internal, "could not make the search index directory " + path + ": " + ec.message()};
-  auto index = text_index::open(path, text_analysis{def.default_analyzer, def.field_analyzers});
+  auto index = text_index::open(path, analysis_of(def));
   if (!index) return index.error();
   auto idx = std::make_shared<open_index>();
   idx->path = path;

@@ -60,6 +60,10 @@ void handle_nouveau(ctx& c, const db_meta& db, const std::string& ddoc_name, con
 void handle_nouveau_info(ctx& c, const db_meta& db, const std::string& ddoc_name, const std::string& index);
 void handle_search_cleanup(ctx& c, const db_meta& db);
 void handle_nouveau_analyze(ctx& c);
+void handle_search(ctx& c, const db_meta& db, const std::string& ddoc_name, const std::string& index);
+void handle_search_info(ctx& c, const db_meta& db, const std::string& ddoc_name, const std::string& index,
+                        bool disk_size_only);
+void handle_search_analyze(ctx& c);
 // POST /db/_find and /db/_explain, GET /db/_index (Mango, on the `_all_docs` index: find_handlers.cpp).
 // `partition` (a partitioned database's /_partition/<p>/_find): that partition's documents only.
 void handle_find(ctx& c, const db_meta& db, const std::string& partition = "");

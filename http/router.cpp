@@ -32,15 +32,7 @@ struct not_built {
 };
 constexpr not_built server_not_built[] = {
     {"_cluster_setup", "_cluster_setup (a cluster forms from [cluster] seeds: docs/operations.md)"},
-    {"_search_analyze", "full-text search"},
     {"_reload_query_servers", "query servers"},
-};
-constexpr not_built db_not_built[] = {
-    {"_search_cleanup", "full-text search"},
-};
-constexpr not_built design_not_built[] = {
-    {"_search", "full-text search"},
-    {"_search_info", "full-text search"},
 };
 
 // Deprecated in CouchDB 3.0 and not to come: 501 saying so, and what to do instead.
@@ -65,7 +57,6 @@ void reply_not_built(ctx& c, const char* feature) {
 void dispatch_db(ctx& c, const db_meta& db, const json& security) {
   auto& p = c.path;
   const std::string& what = p[1];
-  if (const char* feature = feature_of(db_not_built, what)) return reply_not_built(c, feature);
   if (what == "_temp_view" && p.size() == 2)  // as CouchDB 2 and later
     return c.error(errc::gone, "Temporary views are not supported in CouchDB");
   const bool listing = what == "_all_docs" || what == "_design_docs" || what == "_local_docs";
@@ -84,7 +75,7 @@ void dispatch_db(ctx& c, const db_meta& db, const json& security) {
     return handle_purges(c, db);
   if (what == "_compact" && p.size() <= 3) return handle_compact(c, db);
   if (what == "_view_cleanup" && p.size() == 2) return handle_view_cleanup(c, db);
-  if (what == "_nouveau_cleanup" && p.size() == 2) return handle_search_cleanup(c, db);
+  if ((what == "_nouveau_cleanup" || what == "_search_cleanup") && p.size() == 2) return handle_search_cleanup(c, db);
   if (what == "_find" && p.size() == 2) return handle_find(c, db);
   if (what == "_explain" && p.size() == 2) return handle_explain(c, db);
   if (what == "_index") return handle_index(c, db);
@@ -100,8 +91,6 @@ void dispatch_db(ctx& c, const db_meta& db, const json& security) {
   if (what.rfind("_local/", 0) == 0 && p.size() == 2) return handle_local_doc(c, db, what);
   if (what == "_design" && p.size() == 2) return handle_doc(c, db, "_design/");  // illegal, says why
   if (what == "_design" && p.size() >= 3) {
-    if (const char* feature = p.size() > 3 ? feature_of(design_not_built, p[3]) : nullptr)
-      return reply_not_built(c, feature);
     if (const char* feature = p.size() > 3 ? feature_of(design_deprecated, p[3]) : nullptr)
       return c.error(errc::not_implemented, std::string(feature) +
                                                 " are deprecated since CouchDB 3.0 and settee does not run them: "
@@ -110,6 +99,9 @@ void dispatch_db(ctx& c, const db_meta& db, const json& security) {
     if (p.size() == 5 && p[3] == "_view") return handle_view(c, db, p[2], p[4]);
     if (p.size() == 5 && p[3] == "_nouveau") return handle_nouveau(c, db, p[2], p[4]);
     if (p.size() == 5 && p[3] == "_nouveau_info") return handle_nouveau_info(c, db, p[2], p[4]);
+    if (p.size() == 5 && p[3] == "_search") return handle_search(c, db, p[2], p[4]);
+    if (p.size() == 5 && (p[3] == "_search_info" || p[3] == "_search_disk_size"))
+      return handle_search_info(c, db, p[2], p[4], p[3] == "_search_disk_size");
     if (p.size() == 6 && p[3] == "_view" && p[5] == "queries") return handle_view_queries(c, db, p[2], p[4]);
     if (p.size() > 3 && p[3] == "_update") {  // chttpd_show:handle_doc_update_req
       if (p.size() == 4) return c.error(errc::update_error, "Invalid path.");
@@ -139,6 +131,7 @@ void dispatch(ctx& c) {
     if (first == "_settee") return handle_settee_page(c);
     if (first == "_utils") return handle_utils_page(c);  // where CouchDB users look for Fauxton
     if (first == "_nouveau_analyze" && p.size() == 1) return handle_nouveau_analyze(c);  // any user, as CouchDB
+    if (first == "_search_analyze" && p.size() == 1) return handle_search_analyze(c);
     // CouchDB's `_metrics` role reads this node's statistics without being an admin.
     if (first == "_node" && p.size() >= 3 && (p[2] == "_stats" || p[2] == "_system" || p[2] == "_prometheus") &&
         c.user.has_role("_metrics"))

@@ -1,6 +1,9 @@
-// Full-text search over HTTP (issue 54): Nouveau's API (CouchDB 3.4+, nouveau_httpd) answered by
-// the node's own indexes (actors/search_reader): GET|POST /db/_design/d/_nouveau/idx,
-// GET /db/_design/d/_nouveau_info/idx, POST /db/_nouveau_cleanup, POST /_nouveau_analyze.
+// Full-text search over HTTP (issue 54), answered by the node's own indexes
+// (actors/search_reader): Nouveau's API (CouchDB 3.4+, nouveau_httpd): GET|POST
+// /db/_design/d/_nouveau/idx, GET .../_nouveau_info/idx, POST /db/_nouveau_cleanup,
+// POST /_nouveau_analyze; and Clouseau's (dreyfus_httpd, Cloudant's _search): GET|POST
+// /db/_design/d/_search/idx, GET .../_search_info/idx and .../_search_disk_size/idx,
+// POST /db/_search_cleanup, GET|POST /_search_analyze.
 #include "actors/search_reader.hpp"
 #include "http/design_function.hpp"
 #include "http/handlers.hpp"
@@ -100,6 +103,104 @@ void handle_nouveau(ctx& c, const db_meta& db, const std::string& ddoc_name, con
            {"total_hits_relation", "EQUAL_TO"},
            {"update_latency", params->update ? took : 0}};
   c.reply(200, out);
+}
+
+// The query of a _search request, with Clouseau's answer: total_rows, bookmark, rows (id, order,
+// fields, highlights, doc), then counts and ranges when asked for.
+void handle_search(ctx& c, const db_meta& db, const std::string& ddoc_name, const std::string& index) {
+  if (c.method() != "GET" && c.method() != "POST") return c.method_not_allowed("GET,POST");
+  result<json> body = json();
+  if (c.method() == "POST") {
+    body = c.json_object_body();
+    if (!body) return c.error(body.error());
+  }
+  auto params = clouseau_params(c.query_in_order(), c.method() == "POST" ? &*body : nullptr);
+  if (!params) return c.error(params.error());
+  if (!params->partition.empty())
+    return c.error(errc::not_implemented, "partitioned full-text search is not supported by settee yet");
+  auto sd = design_of(c, db, search_api::clouseau, ddoc_name, index);
+  if (!sd) return c.error(sd.error());
+  auto page = c.node.search->query(db, *sd, params->query, params->update);
+  if (!page) return c.error(page.error());
+  std::vector<json> docs;
+  if (params->include_docs) {
+    auto got = docs_of(c, db, page->hits);
+    if (!got) return c.error(got.error());
+    docs = std::move(*got);
+  }
+  json rows = json::array();
+  for (size_t i = 0; i < page->hits.size(); ++i) {
+    const text_hit& h = page->hits[i];
+    json order = json::array();
+    for (const order_value& v : h.order)
+      order.push_back(v.type == order_value::kind::number ? json(v.number)
+                      : v.type == order_value::kind::text ? json(v.text)
+                                                          : json());
+    json fields = fields_json(h);
+    if (params->include_fields) {
+      json kept = json::object();
+      for (const std::string& f : *params->include_fields)
+        if (fields.contains(f)) kept[f] = fields[f];
+      fields = std::move(kept);
+    }
+    json row{{"id", h.id}, {"order", std::move(order)}, {"fields", std::move(fields)}};
+    if (!params->query.highlight_fields.empty()) {
+      json hl = json::object();
+      for (const auto& [field, fragments] : h.highlights) hl[field] = fragments;
+      row["highlights"] = std::move(hl);
+    }
+    if (params->include_docs) row["doc"] = docs[i];
+    rows.push_back(std::move(row));
+  }
+  std::optional<text_order> last = params->query.after;
+  if (!page->hits.empty()) last = page->hits.back().order;
+  json out{{"total_rows", page->total_hits}, {"bookmark", pack_bookmark(last, params->query.sort)}, {"rows", rows}};
+  if (!params->query.counts.empty()) out["counts"] = page->counts;
+  if (!params->query.ranges.empty()) out["ranges"] = page->ranges;
+  c.reply(200, out);
+}
+
+// GET /db/_design/d/_search_info/idx (and _search_disk_size/idx: its disk_size only).
+void handle_search_info(ctx& c, const db_meta& db, const std::string& ddoc_name, const std::string& index,
+                        bool disk_size_only) {
+  if (c.method() != "GET") return c.method_not_allowed("GET");
+  auto sd = design_of(c, db, search_api::clouseau, ddoc_name, index);
+  if (!sd) return c.error(sd.error());
+  auto info = c.node.search->info(db, *sd);
+  if (!info) return c.error(info.error());
+  json idx = disk_size_only ? json{{"disk_size", info->disk_size}}
+                            : json{{"committed_seq", info->update_seq},
+                                   {"pending_seq", info->update_seq + info->pending},
+                                   {"doc_count", info->num_docs},
+                                   {"doc_del_count", 0},
+                                   {"disk_size", info->disk_size},
+                                   {"signature", sd->def.signature.substr(0, 32)}};
+  c.reply(200, json{{"name", sd->ddoc_id + "/" + index}, {"search_index", idx}});
+}
+
+// GET|POST /_search_analyze: Clouseau's analyze (an analyzer by name, standard with stop words).
+void handle_search_analyze(ctx& c) {
+  json analyzer, text;
+  if (c.method() == "GET") {
+    if (c.has("analyzer")) analyzer = c.param("analyzer");
+    if (c.has("text")) text = c.param("text");
+  } else if (c.method() == "POST") {
+    if (auto st = c.require_json_content(); !st) return c.error(st);
+    auto body = c.json_object_body();
+    if (!body) return c.error(body.error());
+    analyzer = member(*body, "analyzer");
+    text = member(*body, "text");
+  } else {
+    return c.method_not_allowed("GET,POST");
+  }
+  if (analyzer.is_null()) return c.error(errc::bad_request, "analyzer parameter is mandatory");
+  if (analyzer.is_object() && analyzer.contains("name")) analyzer = analyzer["name"];
+  if (!analyzer.is_string()) return c.error(errc::bad_request, "analyzer parameter must be a string or an object");
+  if (text.is_null()) return c.error(errc::bad_request, "text parameter is mandatory");
+  if (!text.is_string()) return c.error(errc::bad_request, "text parameter must be a string");
+  auto tokens = text_analyze(clouseau_analyzer(analyzer.get<std::string>()), text.get<std::string>());
+  if (!tokens) return c.error(tokens.error());
+  c.reply(200, json{{"tokens", *tokens}});
 }
 
 void handle_nouveau_info(ctx& c, const db_meta& db, const std::string& ddoc_name, const std::string& index) {

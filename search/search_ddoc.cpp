@@ -72,6 +72,18 @@ result<search_index_def> search_index_of(search_api api, const std::string& ddoc
   return d;
 }
 
+std::string clouseau_analyzer(const std::string& name) {
+  return name == "standard" ? "classic" : name;
+}
+
+text_analysis analysis_of(const search_index_def& def) {
+  auto named = [&](const std::string& n) { return def.api == search_api::clouseau ? clouseau_analyzer(n) : n; };
+  text_analysis a;
+  a.default_analyzer = named(def.default_analyzer);
+  for (const auto& [field, name] : def.field_analyzers) a.fields[field] = named(name);
+  return a;
+}
+
 std::vector<search_index_def> search_indexes_of(search_api api, const std::string& ddoc_id, const json& ddoc) {
   std::vector<search_index_def> out;
   if (!ddoc.is_object() || !ddoc.contains(member_of(api)) || !ddoc[member_of(api)].is_object()) return out;

@@ -10,6 +10,7 @@
 
 #include "node/error.hpp"
 #include "node/json.hpp"
+#include "storage/text_index.hpp"
 
 namespace settee {
 
@@ -33,6 +34,12 @@ struct search_index_def {
 // function, or when the function, the analyzers or the version are not what they must be.
 result<search_index_def> search_index_of(search_api api, const std::string& ddoc_id, const json& ddoc,
                                          const std::string& name);
+
+// The analyzer a Clouseau index's name means: its "standard" is Lucene's StandardAnalyzer with the
+// English stop words (storage/text_index's "classic"); Nouveau's keeps them (its "standard").
+std::string clouseau_analyzer(const std::string& name);
+// The analyzers an index of `def` uses, as storage/text_index names them.
+text_analysis analysis_of(const search_index_def& def);
 
 // Every well-formed index of `api` in the design document, in its order (CouchDB skips the others).
 std::vector<search_index_def> search_indexes_of(search_api api, const std::string& ddoc_id, const json& ddoc);

@@ -1,6 +1,10 @@
 #include "search/search_query.hpp"
 
 #include <algorithm>
+#include <limits>
+#include <regex>
+#include <set>
+#include <tuple>
 
 #include "node/crypto.hpp"
 
@@ -226,6 +230,154 @@ result<search_params> nouveau_params(const std::map<std::string, std::string>& q
   return p;
 }
 
+namespace {
+
+// A Clouseau range "[0 TO 100]", "{10 TO Infinity}" (mixed brackets allowed) as a text_range.
+result<text_range> clouseau_range(const std::string& label, const json& v) {
+  static const std::regex re("^\\s*([\\[{])\\s*(\\S+)\\s+TO\\s+(\\S+)\\s*([\\]}])\\s*$");
+  std::smatch m;
+  const std::string text = v.is_string() ? v.get<std::string>() : "";
+  if (!std::regex_match(text, m, re)) return parse_error("invalid range for " + label + ": " + v.dump());
+  text_range r;
+  r.label = label;
+  r.min_inclusive = m[1] == "[";
+  r.max_inclusive = m[4] == "]";
+  for (auto [bound, out, open] : {std::tuple{m[2].str(), &r.min, -1.0 / 0.0}, std::tuple{m[3].str(), &r.max, 1.0 / 0.0}}) {
+    if (bound == "*" || bound == "Infinity" || bound == "-Infinity") {
+      *out = bound == "-Infinity" ? -1.0 / 0.0 : bound == "Infinity" ? 1.0 / 0.0 : open;
+      continue;
+    }
+    char* end = nullptr;
+    *out = std::strtod(bound.c_str(), &end);
+    if (end != bound.c_str() + bound.size()) return parse_error("invalid range for " + label + ": " + v.dump());
+  }
+  return r;
+}
+
+// A Clouseau sort key: its type suffix ("<number>", "<string>") dropped, the index knows it.
+std::string clouseau_sort_key(const std::string& s) {
+  if (s == "<score>" || s == "-<score>") return s;
+  const size_t lt = s.rfind('<');
+  return lt != std::string::npos && s.back() == '>' ? s.substr(0, lt) : s;
+}
+
+// The non-negative integer `name` (limit), at most `most`; positive when `positive`.
+result<size_t> clouseau_int(const char* name, const json& v, int64_t most, bool positive) {
+  if (!v.is_number_integer()) return parse_error(std::string("Invalid value for ") + name + ": " + v.dump());
+  const int64_t n = v.get<int64_t>();
+  if (most > 0 && n > most)
+    return parse_error(std::string("Value for ") + name + " is too large, must not exceed " + std::to_string(most));
+  if (positive && n <= 0) return parse_error(std::string(name) + " must be greater than zero");
+  if (n < 0) return parse_error(std::string(name) + " must be greater than or equal to zero");
+  return static_cast<size_t>(n);
+}
+
+}  // namespace
+
+result<search_params> clouseau_params(const std::vector<std::pair<std::string, std::string>>& qs, const json* body) {
+  // Every parameter as JSON, in order: a query string's values decoded where CouchDB decodes them.
+  static const std::set<std::string> decoded = {"sort", "limit", "include_fields", "counts", "ranges", "drilldown",
+                                                "highlight_fields", "highlight_pre_tag", "highlight_post_tag",
+                                                "highlight_number", "highlight_size", "group_sort", "group_limit"};
+  std::vector<std::pair<std::string, json>> given;
+  if (body) {
+    for (const auto& [k, v] : qs)
+      if (k == "partition") given.emplace_back(k, v);
+    for (const auto& [k, v] : body->items()) given.emplace_back(k, v);
+  } else {
+    for (const auto& [k, v] : qs) {
+      if (!decoded.count(k)) {
+        given.emplace_back(k, json(v));
+        continue;
+      }
+      json j = json::parse(v, nullptr, false);
+      if (j.is_discarded()) {
+        if (k != "sort") return status{errc::bad_request, "invalid UTF-8 JSON"};
+        j = v;  // a bare sort key
+      }
+      given.emplace_back(k, std::move(j));
+    }
+  }
+  search_params p;
+  bool has_q = false;
+  for (auto& [k, v] : given) {
+    if (k == "q" || k == "query") {
+      if (!v.is_string()) return parse_error("Invalid value for q: " + v.dump());
+      p.query.query = v.get<std::string>();
+      has_q = true;
+    } else if (k == "limit") {
+      auto n = clouseau_int("limit", v, 200, false);
+      if (!n) return n.error();
+      p.query.limit = *n;
+    } else if (k == "bookmark") {
+      if (v.is_null()) continue;
+      auto after = unpack_bookmark(v.is_string() ? v.get<std::string>() : v.dump());
+      if (!after) return after.error();
+      if (!after->empty()) p.query.after = std::move(*after);
+    } else if (k == "sort") {
+      auto keys = strings_of("sort", v);
+      if (!keys) return keys.error();
+      for (std::string& key : *keys) p.query.sort.push_back(clouseau_sort_key(key));
+    } else if (k == "stale") {
+      if (v != json("ok")) return parse_error("stale only available as stale=ok");
+      p.update = false;
+    } else if (k == "update") {
+      if (v == json("false") || v == json(false)) p.update = false;
+    } else if (k == "include_docs") {
+      if (v == json("true") || v == json(true)) {
+        p.include_docs = true;
+      } else if (v != json("false") && v != json(false)) {
+        return parse_error("Invalid value for include_docs: " + v.dump());
+      }
+    } else if (k == "include_fields") {
+      auto f = strings_of("include_fields", v);
+      if (!f) return f.error();
+      p.include_fields = std::move(*f);
+    } else if (k == "counts") {
+      auto f = strings_of("counts", v);
+      if (!f) return f.error();
+      p.query.counts = std::move(*f);
+      p.query.top_n = std::numeric_limits<size_t>::max();  // Clouseau counts every value
+    } else if (k == "ranges") {
+      if (!v.is_object()) return parse_error("ranges must be an object");
+      for (const auto& [field, labels] : v.items()) {
+        if (!labels.is_object()) return parse_error("ranges must be an object of objects");
+        for (const auto& [label, range] : labels.items()) {
+          auto r = clouseau_range(label, range);
+          if (!r) return r.error();
+          p.query.ranges[field].push_back(std::move(*r));
+        }
+      }
+    } else if (k == "drilldown") {
+      // [field, value...], or a list of them; each occurrence adds one.
+      const bool many = v.is_array() && !v.empty() && v[0].is_array();
+      for (const json& entry : many ? v : json::array({v})) {
+        if (!entry.is_array() || entry.size() < 2) return parse_error("drilldown must be [field, value, ...]");
+        std::vector<std::string> e;
+        for (const json& s : entry) e.push_back(s.is_string() ? s.get<std::string>() : s.dump());
+        p.query.drilldown.push_back(std::move(e));
+      }
+    } else if (k == "highlight_fields") {
+      auto f = strings_of("highlight_fields", v);
+      if (!f) return f.error();
+      p.query.highlight_fields = std::move(*f);
+    } else if (k == "highlight_pre_tag" || k == "highlight_post_tag") {
+      if (!v.is_string()) return parse_error("Invalid value for " + k + ": " + v.dump());
+      (k == "highlight_pre_tag" ? p.query.highlight_pre : p.query.highlight_post) = v.get<std::string>();
+    } else if (k == "highlight_number" || k == "highlight_size") {
+      auto n = clouseau_int(k.c_str(), v, 0, true);
+      if (!n) return n.error();
+      (k == "highlight_number" ? p.query.highlight_number : p.query.highlight_size) = *n;
+    } else if (k == "group_field" || k == "group_by" || k == "group_sort" || k == "group_limit") {
+      return status{errc::not_implemented, "grouped search results (" + k + ") are not supported by settee yet"};
+    } else if (k == "partition") {
+      if (v.is_string()) p.partition = v.get<std::string>();
+    }
+  }
+  if (!has_q) return parse_error("Query must include a 'q' or 'query' argument");
+  return p;
+}
+
 std::string encode_request(const search_copy_request& r) {
   json j{{"what", static_cast<int>(r.what)},
          {"api", r.api == search_api::nouveau ? "nouveau" : "clouseau"},
@@ -242,6 +394,13 @@ std::string encode_request(const search_copy_request& r) {
          {"ranges", ranges_json(r.query.ranges)},
          {"top_n", r.query.top_n},
          {"update", r.update}};
+  if (!r.query.drilldown.empty()) j["drilldown"] = r.query.drilldown;
+  if (!r.query.highlight_fields.empty())
+    j["highlight"] = json{{"fields", r.query.highlight_fields},
+                          {"pre", r.query.highlight_pre},
+                          {"post", r.query.highlight_post},
+                          {"number", r.query.highlight_number},
+                          {"size", r.query.highlight_size}};
   if (r.query.after) j["after"] = order_wire(*r.query.after);
   if (r.stats) j["stats"] = stats_json(*r.stats);
   return j.dump();
@@ -271,6 +430,15 @@ result<search_copy_request> decode_request(const std::string& text) {
     r.update = j.at("update");
     if (j.contains("after")) r.query.after = order_of_wire(j["after"]);
     if (j.contains("stats")) r.stats = stats_of(j["stats"]);
+    if (j.contains("drilldown")) r.query.drilldown = j["drilldown"].get<std::vector<std::vector<std::string>>>();
+    if (j.contains("highlight")) {
+      const json& h = j["highlight"];
+      r.query.highlight_fields = h.at("fields").get<std::vector<std::string>>();
+      r.query.highlight_pre = h.at("pre");
+      r.query.highlight_post = h.at("post");
+      r.query.highlight_number = h.at("number");
+      r.query.highlight_size = h.at("size");
+    }
   } catch (const json::exception& e) {
     return status{errc::bad_request, std::string("a search request is malformed: ") + e.what()};
   }
@@ -282,7 +450,9 @@ std::string encode_page(const search_copy_page& p) {
   for (const text_hit& h : p.page.hits) {
     json stored = json::array();
     for (const auto& s : h.stored) stored.push_back(json::array({s.name, s.is_number ? json(s.number) : json(s.text)}));
-    hits.push_back(json{{"id", h.id}, {"order", order_wire(h.order)}, {"stored", stored}});
+    json hit{{"id", h.id}, {"order", order_wire(h.order)}, {"stored", stored}};
+    if (!h.highlights.empty()) hit["highlights"] = h.highlights;
+    hits.push_back(std::move(hit));
   }
   return json{{"stats", stats_json(p.stats)},
               {"total_hits", p.page.total_hits},
@@ -319,6 +489,8 @@ result<search_copy_page> decode_page(const std::string& text) {
           v.text = s.at(1);
         hit.stored.push_back(std::move(v));
       }
+      if (h.contains("highlights"))
+        hit.highlights = h["highlights"].get<std::vector<std::pair<std::string, std::vector<std::string>>>>();
       p.page.hits.push_back(std::move(hit));
     }
     p.page.counts = facets_of(j.at("counts"));

@@ -26,6 +26,8 @@ struct search_params {
   bool update = true;
   bool include_docs = false;
   std::string partition;
+  // Clouseau's include_fields: only these stored fields with each hit (none given: all).
+  std::optional<std::vector<std::string>> include_fields;
 };
 
 // Nouveau's parameters from a query string (`qs`: each value as given) or a POST body's members
@@ -33,6 +35,13 @@ struct search_params {
 // query_parse_error ("q parameter is mandatory", "limit parameter must be an integer", ...),
 // a bookmark that is not one: bad_request "Invalid bookmark".
 result<search_params> nouveau_params(const std::map<std::string, std::string>& qs, const json* body);
+
+// Clouseau's parameters of GET|POST /db/_design/d/_search/idx (dreyfus_httpd's parse_index_params
+// and validate_search_restrictions): q or query, bookmark, sort ("field<type>" as Clouseau writes
+// it), limit (at most 200), stale=ok, include_docs, include_fields, counts, ranges (Lucene range
+// strings by label), drilldown, highlight_*. Errors as CouchDB's. `qs` in the request's order
+// (drilldown may repeat).
+result<search_params> clouseau_params(const std::vector<std::pair<std::string, std::string>>& qs, const json* body);
 
 // One copy's part of a full-text query.
 struct search_copy_request {

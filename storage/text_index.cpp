@@ -11,12 +11,16 @@
 #include <lucene++/FrenchAnalyzer.h>
 #include <lucene++/GermanAnalyzer.h>
 #include <lucene++/GreekAnalyzer.h>
+#include <lucene++/Highlighter.h>
 #include <lucene++/LuceneHeaders.h>
 #include <lucene++/NumericRangeFilter.h>
 #include <lucene++/NumericRangeQuery.h>
 #include <lucene++/OpenBitSet.h>
 #include <lucene++/PersianAnalyzer.h>
+#include <lucene++/QueryScorer.h>
 #include <lucene++/RussianAnalyzer.h>
+#include <lucene++/SimpleFragmenter.h>
+#include <lucene++/SimpleHTMLFormatter.h>
 #include <lucene++/SnowballAnalyzer.h>
 #include <lucene++/TermAttribute.h>
 
@@ -465,6 +469,39 @@ text_hit hit_of(Searcher& searcher, const std::vector<sort_spec>& sort, const en
   return hit;
 }
 
+// `query` kept to the documents whose fields hold the drilldown's values (each entry: one of them).
+QueryPtr with_drilldown(const QueryPtr& query, const std::vector<std::vector<std::string>>& drilldown) {
+  if (drilldown.empty()) return query;
+  BooleanQueryPtr all = newLucene<BooleanQuery>();
+  all->add(query, BooleanClause::MUST);
+  for (const auto& entry : drilldown) {
+    if (entry.size() < 2) continue;
+    BooleanQueryPtr any = newLucene<BooleanQuery>(true);
+    for (size_t i = 1; i < entry.size(); ++i)
+      any->add(newLucene<TermQuery>(newLucene<Term>(wide(entry[0]), wide(entry[i]))), BooleanClause::SHOULD);
+    all->add(any, BooleanClause::MUST);
+  }
+  return all;
+}
+
+// The hit's highlights: the best fragments of each stored text field asked for.
+void highlight(const text_query& q, const QueryPtr& query, const AnalyzerPtr& analyzer, text_hit& hit) {
+  for (const std::string& field : q.highlight_fields) {
+    std::vector<std::string> fragments;
+    const String f = wide(field);
+    HighlighterPtr h = newLucene<Highlighter>(newLucene<SimpleHTMLFormatter>(wide(q.highlight_pre), wide(q.highlight_post)),
+                                              newLucene<QueryScorer>(query));  // its terms of any field
+    h->setTextFragmenter(newLucene<SimpleFragmenter>(static_cast<int32_t>(std::min<size_t>(q.highlight_size, INT32_MAX))));
+    for (const auto& v : hit.stored) {
+      if (v.name != field || v.is_number) continue;
+      Collection<String> best =
+          h->getBestFragments(analyzer, f, wide(v.text), static_cast<int32_t>(std::min<size_t>(q.highlight_number, 1000)));
+      for (const String& frag : best) fragments.push_back(narrow(frag));
+    }
+    hit.highlights.emplace_back(field, std::move(fragments));
+  }
+}
+
 using marked_segments = std::vector<std::pair<IndexReaderPtr, OpenBitSetPtr>>;
 
 // Facets over every match (`marks`): a string field's values counted, a number field's ranges.
@@ -750,7 +787,7 @@ result<text_page> text_index::search(const text_query& q) const {
       reader->decRef();
       return sort.error();
     }
-    QueryPtr query = impl_->parse(q.query, q.default_field, kinds);
+    QueryPtr query = with_drilldown(impl_->parse(q.query, q.default_field, kinds), q.drilldown);
     const text_stats own = q.stats ? text_stats{} : impl_->stats_of(reader, query);
     SearcherPtr searcher = newLucene<stats_searcher>(reader, q.stats ? *q.stats : own);
     searcher->setSimilarity(impl_->similarity);
@@ -775,7 +812,10 @@ result<text_page> text_index::search(const text_query& q) const {
     auto collector = newLucene<hit_collector>(*sort, q.after ? &after : nullptr, q.limit, facets);
     searcher->search(query, collector);
     page.total_hits = collector->total;
-    for (const entry& e : collector->hits()) page.hits.push_back(hit_of(*searcher, *sort, e));
+    for (const entry& e : collector->hits()) {
+      page.hits.push_back(hit_of(*searcher, *sort, e));
+      if (!q.highlight_fields.empty()) highlight(q, query, impl_->analyzer, page.hits.back());
+    }
     count_facets(q, collector->marks, page);
   } catch (const LuceneException& e) {
     st = failed(e, "search");

@@ -93,6 +93,14 @@ struct text_query {
   std::vector<std::string> counts;                        // string fields whose values are counted over every match
   std::map<std::string, std::vector<text_range>> ranges;  // number fields' matches counted by range
   size_t top_n = 10;                                      // the most frequent values kept per counted field
+  // Clouseau's drilldown: each entry [field, value, value...] keeps the matches whose string
+  // field holds one of the values (entries: all of them).
+  std::vector<std::vector<std::string>> drilldown;
+  // Clouseau's highlights: the best `highlight_number` fragments of about `highlight_size`
+  // characters of each stored field named, the query's terms between the tags.
+  std::vector<std::string> highlight_fields;
+  std::string highlight_pre = "<em>", highlight_post = "</em>";
+  size_t highlight_number = 1, highlight_size = 100;
 };
 
 struct text_hit {
@@ -105,6 +113,7 @@ struct text_hit {
     bool is_number = false;
   };
   std::vector<stored_value> stored;
+  std::vector<std::pair<std::string, std::vector<std::string>>> highlights;  // per highlight field
 };
 
 struct text_page {

@@ -272,7 +272,8 @@ class MixedClusterV030(OldMemberTest):
 
 
     def test_what_a_0_3_member_cannot_do_is_named(self):
-        """Views, Mango JSON indexes, purge and partitioned databases came with 0.4: while a 0.3
+        """Views, Mango JSON indexes, purge and partitioned databases came with 0.4 (full-text search
+        with 0.5): while a 0.3
         member holds copies they answer from this release's copies, and what only the old member
         could answer is refused with its name (501 or 400), never a wrong or partial answer."""
         old_name = self.cluster.names[0]
@@ -288,6 +289,12 @@ class MixedClusterV030(OldMemberTest):
         r = self.n2.get("/mixed-q/_design/v/_view/by_n")
         self.assertEqual(r.status, 501, r.raw)
         self.assertIn(f"node {old_name} runs a release without views", r.json["reason"])
+        # Full-text search (0.5, search-v1): the same, the old member named.
+        nouveau = {"nouveau": {"idx": {"index": "function(doc) { index('double', 'n', doc.n); }"}}}
+        self.assertIn(self.n2.put("/mixed-q/_design/s", nouveau).status, (201, 202))
+        r = self.n2.get("/mixed-q/_design/s/_nouveau/idx?q=n:[0%20TO%2020]")
+        self.assertEqual(r.status, 501, r.raw)
+        self.assertIn(f"node {old_name} runs a release without full-text search", r.json["reason"])
         # Mango on a JSON index: the same (the old member keeps no JSON index).
         self.assertEqual(self.n2.post("/mixed-q/_index", {"index": {"fields": ["n"]}, "name": "n", "ddoc": "nidx"}).status, 200)
         r = self.n2.post("/mixed-q/_find", {"selector": {"n": {"$gt": 3}}, "use_index": ["nidx", "n"]})
@@ -316,6 +323,10 @@ class MixedClusterV030(OldMemberTest):
         self.assertTrue(wait_for(lambda: self.n2.get("/mixed-n3/_design/v/_view/by_n").json.get("total_rows") == 6, 10))
         got = self.n2.post("/mixed-n3/_find", {"selector": {"n": {"$gte": 4}}}).json["docs"]
         self.assertEqual(sorted(d["n"] for d in got), [4, 5])
+        self.assertIn(self.n3.put("/mixed-n3/_design/s", nouveau).status, (201, 202))
+        self.assertTrue(wait_for(lambda: self.n2.get("/mixed-n3/_design/s").status == 200, 10))
+        r = self.n2.get("/mixed-n3/_design/s/_nouveau/idx?q=n:[4%20TO%20*]")
+        self.assertEqual((r.status, r.json.get("total_hits")), (200, 2), r.raw)
 
 
 class LegacyRefused(NodeTest):
