@@ -5,6 +5,10 @@
 // /db/_design/d/_search/idx, GET .../_search_info/idx and .../_search_disk_size/idx,
 // POST /db/_search_cleanup, GET|POST /_search_analyze.
 #include "actors/search_reader.hpp"
+
+#include <algorithm>
+#include <limits>
+
 #include "http/design_function.hpp"
 #include "http/handlers.hpp"
 #include "node/clock.hpp"
@@ -105,6 +109,98 @@ void handle_nouveau(ctx& c, const db_meta& db, const std::string& ddoc_name, con
   c.reply(200, out);
 }
 
+// Clouseau's rows of `hits`: id, order (plain values), fields (include_fields' only), highlights
+// when asked for, doc with include_docs.
+result<json> clouseau_rows(ctx& c, const db_meta& db, const search_params& params, const std::vector<text_hit>& hits) {
+  std::vector<json> docs;
+  if (params.include_docs) {
+    auto got = docs_of(c, db, hits);
+    if (!got) return got.error();
+    docs = std::move(*got);
+  }
+  json rows = json::array();
+  for (size_t i = 0; i < hits.size(); ++i) {
+    const text_hit& h = hits[i];
+    json order = json::array();
+    for (const order_value& v : h.order)
+      order.push_back(v.type == order_value::kind::number ? json(v.number)
+                      : v.type == order_value::kind::text ? json(v.text)
+                                                          : json());
+    json fields = fields_json(h);
+    if (params.include_fields) {
+      json kept = json::object();
+      for (const std::string& f : *params.include_fields)
+        if (fields.contains(f)) kept[f] = fields[f];
+      fields = std::move(kept);
+    }
+    json row{{"id", h.id}, {"order", std::move(order)}, {"fields", std::move(fields)}};
+    if (!params.query.highlight_fields.empty()) {
+      json hl = json::object();
+      for (const auto& [field, fragments] : h.highlights) hl[field] = fragments;
+      row["highlights"] = std::move(hl);
+    }
+    if (params.include_docs) row["doc"] = docs[i];
+    rows.push_back(std::move(row));
+  }
+  return rows;
+}
+
+// Every match of `params`'s query, in the order of `sort` then the group field, each hit's group
+// value at order[group_at] (the field's value, missing: none).
+result<text_page> all_by(ctx& c, const db_meta& db, const search_design& sd, const search_params& params,
+                         const std::vector<std::string>& sort, size_t& group_at) {
+  text_query q = params.query;
+  q.sort = sort.empty() ? std::vector<std::string>{"-<score>"} : sort;
+  q.sort.push_back(params.group_field);
+  group_at = q.sort.size() - 1;
+  q.limit = std::numeric_limits<size_t>::max();
+  q.after.reset();
+  q.counts.clear();
+  q.ranges.clear();
+  return c.node.search->query(db, sd, q, params.update);
+}
+
+// A grouped _search (dreyfus_fabric_group1 and group2): the groups in order of their best hit
+// under group_sort, `limit` of them, each with its first group_limit hits under sort.
+void grouped_search(ctx& c, const db_meta& db, const search_design& sd, const search_params& params) {
+  size_t at = 0;
+  auto by_group_sort = all_by(c, db, sd, params, params.group_sort, at);
+  if (!by_group_sort) return c.error(by_group_sort.error());
+  auto value_of = [&at](const text_hit& h) -> json {
+    return at < h.order.size() && h.order[at].type == order_value::kind::text ? json(h.order[at].text) : json();
+  };
+  std::vector<json> groups;  // in order, at most `limit`
+  for (const text_hit& h : by_group_sort->hits) {
+    json v = value_of(h);
+    if (std::find(groups.begin(), groups.end(), v) == groups.end()) groups.push_back(std::move(v));
+  }
+  if (groups.size() > params.query.limit) groups.resize(params.query.limit);
+  auto by_sort = all_by(c, db, sd, params, params.query.sort, at);
+  if (!by_sort) return c.error(by_sort.error());
+  std::vector<std::vector<text_hit>> members(groups.size());
+  std::vector<uint64_t> totals(groups.size(), 0);
+  for (const text_hit& h : by_sort->hits) {
+    auto g = std::find(groups.begin(), groups.end(), value_of(h));
+    if (g == groups.end()) continue;
+    const size_t k = static_cast<size_t>(g - groups.begin());
+    ++totals[k];
+    if (members[k].size() < params.group_limit) members[k].push_back(h);
+  }
+  const char* total_key = params.group_by ? "total_hits" : "total_rows";
+  json out_groups = json::array();
+  uint64_t grouped = 0;
+  for (size_t k = 0; k < groups.size(); ++k) {
+    auto rows = clouseau_rows(c, db, params, members[k]);
+    if (!rows) return c.error(rows.error());
+    grouped += totals[k];
+    out_groups.push_back(json{{"by", groups[k]}, {total_key, totals[k]}, {params.group_by ? "hits" : "rows", *rows}});
+  }
+  json out{{total_key, by_sort->total_hits}};
+  if (params.group_by) out["total_grouped_hits"] = grouped;
+  out["groups"] = std::move(out_groups);
+  c.reply(200, out);
+}
+
 // The query of a _search request, with Clouseau's answer: total_rows, bookmark, rows (id, order,
 // fields, highlights, doc), then counts and ranges when asked for.
 void handle_search(ctx& c, const db_meta& db, const std::string& ddoc_name, const std::string& index) {
@@ -120,41 +216,14 @@ void handle_search(ctx& c, const db_meta& db, const std::string& ddoc_name, cons
     return c.error(errc::not_implemented, "partitioned full-text search is not supported by settee yet");
   auto sd = design_of(c, db, search_api::clouseau, ddoc_name, index);
   if (!sd) return c.error(sd.error());
+  if (!params->group_field.empty()) return grouped_search(c, db, *sd, *params);
   auto page = c.node.search->query(db, *sd, params->query, params->update);
   if (!page) return c.error(page.error());
-  std::vector<json> docs;
-  if (params->include_docs) {
-    auto got = docs_of(c, db, page->hits);
-    if (!got) return c.error(got.error());
-    docs = std::move(*got);
-  }
-  json rows = json::array();
-  for (size_t i = 0; i < page->hits.size(); ++i) {
-    const text_hit& h = page->hits[i];
-    json order = json::array();
-    for (const order_value& v : h.order)
-      order.push_back(v.type == order_value::kind::number ? json(v.number)
-                      : v.type == order_value::kind::text ? json(v.text)
-                                                          : json());
-    json fields = fields_json(h);
-    if (params->include_fields) {
-      json kept = json::object();
-      for (const std::string& f : *params->include_fields)
-        if (fields.contains(f)) kept[f] = fields[f];
-      fields = std::move(kept);
-    }
-    json row{{"id", h.id}, {"order", std::move(order)}, {"fields", std::move(fields)}};
-    if (!params->query.highlight_fields.empty()) {
-      json hl = json::object();
-      for (const auto& [field, fragments] : h.highlights) hl[field] = fragments;
-      row["highlights"] = std::move(hl);
-    }
-    if (params->include_docs) row["doc"] = docs[i];
-    rows.push_back(std::move(row));
-  }
+  auto rows = clouseau_rows(c, db, *params, page->hits);
+  if (!rows) return c.error(rows.error());
   std::optional<text_order> last = params->query.after;
   if (!page->hits.empty()) last = page->hits.back().order;
-  json out{{"total_rows", page->total_hits}, {"bookmark", pack_bookmark(last, params->query.sort)}, {"rows", rows}};
+  json out{{"total_rows", page->total_hits}, {"bookmark", pack_bookmark(last, params->query.sort)}, {"rows", *rows}};
   if (!params->query.counts.empty()) out["counts"] = page->counts;
   if (!params->query.ranges.empty()) out["ranges"] = page->ranges;
   c.reply(200, out);
@@ -168,13 +237,11 @@ void handle_search_info(ctx& c, const db_meta& db, const std::string& ddoc_name,
   if (!sd) return c.error(sd.error());
   auto info = c.node.search->info(db, *sd);
   if (!info) return c.error(info.error());
-  json idx = disk_size_only ? json{{"disk_size", info->disk_size}}
-                            : json{{"committed_seq", info->update_seq},
-                                   {"pending_seq", info->update_seq + info->pending},
-                                   {"doc_count", info->num_docs},
-                                   {"doc_del_count", 0},
-                                   {"disk_size", info->disk_size},
-                                   {"signature", sd->def.signature.substr(0, 32)}};
+  json idx = disk_size_only
+                 ? json{{"disk_size", info->disk_size}}
+                 : json{{"committed_seq", info->update_seq}, {"pending_seq", info->update_seq + info->pending},
+                        {"doc_count", info->num_docs},       {"doc_del_count", 0},
+                        {"disk_size", info->disk_size},      {"signature", sd->def.signature.substr(0, 32)}};
   c.reply(200, json{{"name", sd->ddoc_id + "/" + index}, {"search_index", idx}});
 }
 

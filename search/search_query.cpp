@@ -242,7 +242,8 @@ result<text_range> clouseau_range(const std::string& label, const json& v) {
   r.label = label;
   r.min_inclusive = m[1] == "[";
   r.max_inclusive = m[4] == "]";
-  for (auto [bound, out, open] : {std::tuple{m[2].str(), &r.min, -1.0 / 0.0}, std::tuple{m[3].str(), &r.max, 1.0 / 0.0}}) {
+  for (auto [bound, out, open] :
+       {std::tuple{m[2].str(), &r.min, -1.0 / 0.0}, std::tuple{m[3].str(), &r.max, 1.0 / 0.0}}) {
     if (bound == "*" || bound == "Infinity" || bound == "-Infinity") {
       *out = bound == "-Infinity" ? -1.0 / 0.0 : bound == "Infinity" ? 1.0 / 0.0 : open;
       continue;
@@ -272,13 +273,120 @@ result<size_t> clouseau_int(const char* name, const json& v, int64_t most, bool 
   return static_cast<size_t>(n);
 }
 
+// One of Clouseau's query parameters (q, limit, bookmark, sort, stale, include_*): false when `k`
+// is none of them.
+result<bool> clouseau_query_param(const std::string& k, const json& v, search_params& p, bool& has_q) {
+  if (k == "q" || k == "query") {
+    if (!v.is_string()) return parse_error("Invalid value for q: " + v.dump());
+    p.query.query = v.get<std::string>();
+    has_q = true;
+  } else if (k == "limit") {
+    auto n = clouseau_int("limit", v, 200, false);
+    if (!n) return n.error();
+    p.query.limit = *n;
+  } else if (k == "bookmark") {
+    if (v.is_null()) return true;
+    auto after = unpack_bookmark(v.is_string() ? v.get<std::string>() : v.dump());
+    if (!after) return after.error();
+    if (!after->empty()) p.query.after = std::move(*after);
+  } else if (k == "sort") {
+    auto keys = strings_of("sort", v);
+    if (!keys) return keys.error();
+    for (std::string& key : *keys) p.query.sort.push_back(clouseau_sort_key(key));
+  } else if (k == "stale") {
+    if (v != json("ok")) return parse_error("stale only available as stale=ok");
+    p.update = false;
+  } else if (k == "update") {
+    if (v == json("false") || v == json(false)) p.update = false;
+  } else if (k == "include_docs") {
+    if (v == json("true") || v == json(true)) {
+      p.include_docs = true;
+    } else if (v != json("false") && v != json(false)) {
+      return parse_error("Invalid value for include_docs: " + v.dump());
+    }
+  } else if (k == "include_fields") {
+    auto f = strings_of("include_fields", v);
+    if (!f) return f.error();
+    p.include_fields = std::move(*f);
+  } else {
+    return false;
+  }
+  return true;
+}
+
+// One of Clouseau's facet, highlight and grouping parameters (others are ignored, as dreyfus's).
+status clouseau_other_param(const std::string& k, const json& v, search_params& p) {
+  if (k == "counts") {
+    auto f = strings_of("counts", v);
+    if (!f) return f.error();
+    p.query.counts = std::move(*f);
+    p.query.top_n = std::numeric_limits<size_t>::max();  // Clouseau counts every value
+  } else if (k == "ranges") {
+    if (!v.is_object()) return parse_error("ranges must be an object");
+    for (const auto& [field, labels] : v.items()) {
+      if (!labels.is_object()) return parse_error("ranges must be an object of objects");
+      for (const auto& [label, range] : labels.items()) {
+        auto r = clouseau_range(label, range);
+        if (!r) return r.error();
+        p.query.ranges[field].push_back(std::move(*r));
+      }
+    }
+  } else if (k == "drilldown") {
+    // [field, value...], or a list of them; each occurrence adds one.
+    const bool many = v.is_array() && !v.empty() && v[0].is_array();
+    for (const json& entry : many ? v : json::array({v})) {
+      if (!entry.is_array() || entry.size() < 2) return parse_error("drilldown must be [field, value, ...]");
+      std::vector<std::string> e;
+      for (const json& s : entry) e.push_back(s.is_string() ? s.get<std::string>() : s.dump());
+      p.query.drilldown.push_back(std::move(e));
+    }
+  } else if (k == "highlight_fields") {
+    auto f = strings_of("highlight_fields", v);
+    if (!f) return f.error();
+    p.query.highlight_fields = std::move(*f);
+  } else if (k == "highlight_pre_tag" || k == "highlight_post_tag") {
+    if (!v.is_string()) return parse_error("Invalid value for " + k + ": " + v.dump());
+    (k == "highlight_pre_tag" ? p.query.highlight_pre : p.query.highlight_post) = v.get<std::string>();
+  } else if (k == "highlight_number" || k == "highlight_size") {
+    auto n = clouseau_int(k.c_str(), v, 0, true);
+    if (!n) return n.error();
+    (k == "highlight_number" ? p.query.highlight_number : p.query.highlight_size) = *n;
+  } else if (k == "group_field" || k == "group_by") {
+    if (!v.is_string()) return parse_error("Invalid value for " + k + ": " + v.dump());
+    p.group_field = v.get<std::string>();
+    p.group_by = k == "group_by";
+  } else if (k == "group_sort") {
+    auto keys = strings_of("group_sort", v);
+    if (!keys) return keys.error();
+    for (std::string& key : *keys) p.group_sort.push_back(clouseau_sort_key(key));
+  } else if (k == "group_limit") {
+    json n = v;
+    if (n.is_string()) n = json::parse(n.get<std::string>(), nullptr, false);
+    auto g = clouseau_int("group_limit", n.is_discarded() ? v : n, 200, true);
+    if (!g) return g.error();
+    p.group_limit = *g;
+  } else if (k == "partition") {
+    if (v.is_string()) p.partition = v.get<std::string>();
+  }
+  return {};
+}
+
 }  // namespace
 
 result<search_params> clouseau_params(const std::vector<std::pair<std::string, std::string>>& qs, const json* body) {
   // Every parameter as JSON, in order: a query string's values decoded where CouchDB decodes them.
-  static const std::set<std::string> decoded = {"sort", "limit", "include_fields", "counts", "ranges", "drilldown",
-                                                "highlight_fields", "highlight_pre_tag", "highlight_post_tag",
-                                                "highlight_number", "highlight_size", "group_sort", "group_limit"};
+  static const std::set<std::string> decoded = {"sort",
+                                                "limit",
+                                                "include_fields",
+                                                "counts",
+                                                "ranges",
+                                                "drilldown",
+                                                "highlight_fields",
+                                                "highlight_pre_tag",
+                                                "highlight_post_tag",
+                                                "highlight_number",
+                                                "highlight_size",
+                                                "group_sort"};
   std::vector<std::pair<std::string, json>> given;
   if (body) {
     for (const auto& [k, v] : qs)
@@ -301,78 +409,10 @@ result<search_params> clouseau_params(const std::vector<std::pair<std::string, s
   search_params p;
   bool has_q = false;
   for (auto& [k, v] : given) {
-    if (k == "q" || k == "query") {
-      if (!v.is_string()) return parse_error("Invalid value for q: " + v.dump());
-      p.query.query = v.get<std::string>();
-      has_q = true;
-    } else if (k == "limit") {
-      auto n = clouseau_int("limit", v, 200, false);
-      if (!n) return n.error();
-      p.query.limit = *n;
-    } else if (k == "bookmark") {
-      if (v.is_null()) continue;
-      auto after = unpack_bookmark(v.is_string() ? v.get<std::string>() : v.dump());
-      if (!after) return after.error();
-      if (!after->empty()) p.query.after = std::move(*after);
-    } else if (k == "sort") {
-      auto keys = strings_of("sort", v);
-      if (!keys) return keys.error();
-      for (std::string& key : *keys) p.query.sort.push_back(clouseau_sort_key(key));
-    } else if (k == "stale") {
-      if (v != json("ok")) return parse_error("stale only available as stale=ok");
-      p.update = false;
-    } else if (k == "update") {
-      if (v == json("false") || v == json(false)) p.update = false;
-    } else if (k == "include_docs") {
-      if (v == json("true") || v == json(true)) {
-        p.include_docs = true;
-      } else if (v != json("false") && v != json(false)) {
-        return parse_error("Invalid value for include_docs: " + v.dump());
-      }
-    } else if (k == "include_fields") {
-      auto f = strings_of("include_fields", v);
-      if (!f) return f.error();
-      p.include_fields = std::move(*f);
-    } else if (k == "counts") {
-      auto f = strings_of("counts", v);
-      if (!f) return f.error();
-      p.query.counts = std::move(*f);
-      p.query.top_n = std::numeric_limits<size_t>::max();  // Clouseau counts every value
-    } else if (k == "ranges") {
-      if (!v.is_object()) return parse_error("ranges must be an object");
-      for (const auto& [field, labels] : v.items()) {
-        if (!labels.is_object()) return parse_error("ranges must be an object of objects");
-        for (const auto& [label, range] : labels.items()) {
-          auto r = clouseau_range(label, range);
-          if (!r) return r.error();
-          p.query.ranges[field].push_back(std::move(*r));
-        }
-      }
-    } else if (k == "drilldown") {
-      // [field, value...], or a list of them; each occurrence adds one.
-      const bool many = v.is_array() && !v.empty() && v[0].is_array();
-      for (const json& entry : many ? v : json::array({v})) {
-        if (!entry.is_array() || entry.size() < 2) return parse_error("drilldown must be [field, value, ...]");
-        std::vector<std::string> e;
-        for (const json& s : entry) e.push_back(s.is_string() ? s.get<std::string>() : s.dump());
-        p.query.drilldown.push_back(std::move(e));
-      }
-    } else if (k == "highlight_fields") {
-      auto f = strings_of("highlight_fields", v);
-      if (!f) return f.error();
-      p.query.highlight_fields = std::move(*f);
-    } else if (k == "highlight_pre_tag" || k == "highlight_post_tag") {
-      if (!v.is_string()) return parse_error("Invalid value for " + k + ": " + v.dump());
-      (k == "highlight_pre_tag" ? p.query.highlight_pre : p.query.highlight_post) = v.get<std::string>();
-    } else if (k == "highlight_number" || k == "highlight_size") {
-      auto n = clouseau_int(k.c_str(), v, 0, true);
-      if (!n) return n.error();
-      (k == "highlight_number" ? p.query.highlight_number : p.query.highlight_size) = *n;
-    } else if (k == "group_field" || k == "group_by" || k == "group_sort" || k == "group_limit") {
-      return status{errc::not_implemented, "grouped search results (" + k + ") are not supported by settee yet"};
-    } else if (k == "partition") {
-      if (v.is_string()) p.partition = v.get<std::string>();
-    }
+    auto done = clouseau_query_param(k, v, p, has_q);
+    if (!done) return done.error();
+    if (*done) continue;
+    if (auto st = clouseau_other_param(k, v, p); !st) return st;
   }
   if (!has_q) return parse_error("Query must include a 'q' or 'query' argument");
   return p;

@@ -28,6 +28,14 @@ struct search_params {
   std::string partition;
   // Clouseau's include_fields: only these stored fields with each hit (none given: all).
   std::optional<std::vector<std::string>> include_fields;
+  // Clouseau's grouping: the hits grouped by the value of string field `group_field` (set), the
+  // groups in order of their best hit under `group_sort` (empty: relevance), `query.limit`
+  // groups, each with its first `group_limit` hits under `query.sort`. `group_by` is the
+  // older name (its answer says total_hits and hits where group_field's says total_rows and rows).
+  std::string group_field;
+  bool group_by = false;
+  std::vector<std::string> group_sort;
+  size_t group_limit = 1;
 };
 
 // Nouveau's parameters from a query string (`qs`: each value as given) or a POST body's members

@@ -489,13 +489,15 @@ void highlight(const text_query& q, const QueryPtr& query, const AnalyzerPtr& an
   for (const std::string& field : q.highlight_fields) {
     std::vector<std::string> fragments;
     const String f = wide(field);
-    HighlighterPtr h = newLucene<Highlighter>(newLucene<SimpleHTMLFormatter>(wide(q.highlight_pre), wide(q.highlight_post)),
-                                              newLucene<QueryScorer>(query));  // its terms of any field
-    h->setTextFragmenter(newLucene<SimpleFragmenter>(static_cast<int32_t>(std::min<size_t>(q.highlight_size, INT32_MAX))));
+    HighlighterPtr h =
+        newLucene<Highlighter>(newLucene<SimpleHTMLFormatter>(wide(q.highlight_pre), wide(q.highlight_post)),
+                               newLucene<QueryScorer>(query));  // its terms of any field
+    h->setTextFragmenter(
+        newLucene<SimpleFragmenter>(static_cast<int32_t>(std::min<size_t>(q.highlight_size, INT32_MAX))));
     for (const auto& v : hit.stored) {
       if (v.name != field || v.is_number) continue;
-      Collection<String> best =
-          h->getBestFragments(analyzer, f, wide(v.text), static_cast<int32_t>(std::min<size_t>(q.highlight_number, 1000)));
+      Collection<String> best = h->getBestFragments(analyzer, f, wide(v.text),
+                                                    static_cast<int32_t>(std::min<size_t>(q.highlight_number, 1000)));
       for (const String& frag : best) fragments.push_back(narrow(frag));
     }
     hit.highlights.emplace_back(field, std::move(fragments));

@@ -7,6 +7,7 @@ import base64
 import json
 import os
 import signal
+import threading
 import time
 import urllib.parse
 
@@ -221,6 +222,137 @@ class Nouveau(NodeTest):
         self.assertEqual(self.search(db, q="alpha")["total_hits"], 1)
 
 
+CLOUSEAU = """function(doc) {
+  if (doc.name) { index('default', doc.name); index('name', doc.name, {store: true}); }
+  if (doc.cat) index('cat', doc.cat, {index: 'not_analyzed', store: true, facet: true});
+  if (typeof doc.price == 'number') index('price', doc.price, {store: true, facet: true});
+  if (doc.sale) index('sale', true, {store: true});
+}"""
+
+
+def item(i):
+    return {"_id": f"i{i:03d}", "name": f"red {WORDS[i % 20]} shoe model {i} for walking",
+            "cat": ("boots", "shoes", "socks")[i % 3], "price": (i * 7) % 100, "sale": i % 4 == 0}
+
+
+class Clouseau(NodeTest):
+    """Cloudant's _search API (dreyfus_httpd) on the same engine."""
+
+    @classmethod
+    def setUpClass(cls):
+        super().setUpClass()
+        n = cls.node
+        for db, shards in (("shop1", 1), ("shop8", 8)):
+            assert n.put(f"/{db}?q={shards}").status == 201
+            assert n.post(f"/{db}/_bulk_docs", {"docs": [item(i) for i in range(90)]}).status == 201
+            assert n.put(f"/{db}/_design/s", {"indexes": {"items": {"index": CLOUSEAU}}}).status == 201
+
+    def search(self, db, expect=200, **params):
+        r = self.node.get(f"/{db}/_design/s/_search/items" + q(**params))
+        self.assertEqual(r.status, expect, r)
+        return r.json
+
+    def test_rows_bookmarks_and_the_same_answers_whatever_q(self):
+        for query in ("shoe", "name:apple OR name:fig^2", "price:[10 TO 40]", "cat:boots AND walking", "mod*"):
+            with self.subTest(query=query):
+                one = self.search("shop1", q=query, limit=200)
+                eight = self.search("shop8", q=query, limit=200)
+                self.assertEqual(set(one), {"total_rows", "bookmark", "rows"})
+                self.assertGreater(one["total_rows"], 0)
+                self.assertEqual(one["total_rows"], eight["total_rows"])
+                self.assertEqual(one["rows"], eight["rows"])
+                seen, bookmark = [], None
+                for _ in range(40):
+                    params = {"q": query, "limit": 11}
+                    if bookmark:
+                        params["bookmark"] = bookmark
+                    page = self.search("shop8", **params)
+                    if not page["rows"]:
+                        break
+                    seen += [r["id"] for r in page["rows"]]
+                    bookmark = page["bookmark"]
+                self.assertEqual(seen, [r["id"] for r in one["rows"]])
+        row = self.search("shop8", query="name:apple", limit=1)["rows"][0]
+        self.assertEqual(set(row), {"id", "order", "fields"})
+        self.assertEqual(row["fields"], {"name": item(int(row["id"][1:]))["name"], "cat": item(int(row["id"][1:]))["cat"],
+                                         "price": float(item(int(row["id"][1:]))["price"]),
+                                         "sale": "true" if item(int(row["id"][1:]))["sale"] else "false"})
+
+    def test_sort_facets_drilldown_highlights_fields_docs(self):
+        r = self.search("shop8", q="shoe", sort="-price<number>", limit=5, include_docs="true",
+                        include_fields=["price"], counts=["cat"],
+                        ranges={"price": {"cheap": "[0 TO 50}", "dear": "[50 TO Infinity]"}})
+        want = sorted((item(i) for i in range(90)), key=lambda d: (-d["price"], d["_id"]))[:5]
+        self.assertEqual([x["id"] for x in r["rows"]], [d["_id"] for d in want])
+        self.assertEqual(r["rows"][0]["fields"], {"price": float(want[0]["price"])})
+        self.assertEqual(r["rows"][0]["doc"]["name"], want[0]["name"])
+        self.assertEqual(r["counts"], {"cat": {"boots": 30, "shoes": 30, "socks": 30}})
+        cheap = sum(1 for i in range(90) if item(i)["price"] < 50)
+        self.assertEqual(r["ranges"], {"price": {"cheap": cheap, "dear": 90 - cheap}})
+        # drilldown keeps one value of a facet (or any of several).
+        self.assertEqual(self.search("shop8", q="shoe", drilldown=["cat", "socks"])["total_rows"], 30)
+        self.assertEqual(self.search("shop8", q="shoe", drilldown=["cat", "socks", "boots"])["total_rows"], 60)
+        both = self.node.get("/shop8/_design/s/_search/items?q=shoe&drilldown=%5B%22cat%22%2C%22socks%22%5D"
+                             "&drilldown=%5B%22sale%22%2C%22true%22%5D")
+        self.assertEqual(both.json["total_rows"], sum(1 for i in range(90) if i % 3 == 2 and i % 4 == 0))
+        # Highlights of a stored field, with the tags asked for.
+        h = self.search("shop8", q="apple", highlight_fields=["name"], highlight_pre_tag=json.dumps("<b>"),
+                        highlight_post_tag=json.dumps("</b>"), limit=1)
+        self.assertIn("<b>apple</b>", h["rows"][0]["highlights"]["name"][0])
+        # POST answers as GET.
+        posted = self.node.post("/shop8/_design/s/_search/items", {"query": "shoe", "sort": "-price<number>", "limit": 5,
+                                                                 "include_fields": ["price"]})
+        self.assertEqual([x["id"] for x in posted.json["rows"]], [d["_id"] for d in want])
+
+    def test_grouped(self):
+        r = self.search("shop8", q="shoe", group_field="cat", group_limit=2, sort="-price<number>")
+        self.assertEqual(r["total_rows"], 90)
+        self.assertEqual([g["by"] for g in r["groups"]], ["boots", "shoes", "socks"])  # equal scores: by value
+        for g in r["groups"]:
+            members = sorted((item(i) for i in range(90) if item(i)["cat"] == g["by"]),
+                             key=lambda d: (-d["price"], d["_id"]))
+            self.assertEqual(g["total_rows"], 30)
+            self.assertEqual([x["id"] for x in g["rows"]], [d["_id"] for d in members[:2]])
+        old = self.search("shop8", q="shoe", group_by="cat", limit=1)
+        self.assertEqual(set(old), {"total_hits", "total_grouped_hits", "groups"})
+        self.assertEqual(set(old["groups"][0]), {"by", "total_hits", "hits"})
+        self.assertEqual(len(old["groups"]), 1)
+
+    def test_info_analyze_and_errors(self):
+        n = self.node
+        info = n.get("/shop8/_design/s/_search_info/items")
+        self.assertEqual(info.status, 200, info)
+        self.assertEqual(info.json["name"], "_design/s/items")
+        self.assertEqual(info.json["search_index"]["doc_count"], 90)
+        self.assertEqual(n.get("/shop8/_design/s/_search_disk_size/items").json["search_index"],
+                         {"disk_size": info.json["search_index"]["disk_size"]})
+        self.assertEqual(n.get("/_search_analyze?analyzer=standard&text=The%20Quick%20fox").json,
+                         {"tokens": ["quick", "fox"]})  # Clouseau's standard drops English stop words
+        self.assertEqual(n.post("/_search_analyze", {"analyzer": {"name": "keyword"}, "text": "A b"}).json,
+                         {"tokens": ["A b"]})
+        self.assertError(n.get("/_search_analyze?text=x"), 400, "bad_request", "analyzer parameter is mandatory")
+        self.assertError(n.get("/_search_analyze?analyzer=standard"), 400, "bad_request", "text parameter is mandatory")
+        base = "/shop8/_design/s/_search/items"
+        for path, status, error, reason in [
+            (base, 400, "query_parse_error", "Query must include a 'q' or 'query' argument"),
+            (base + "?q=x&limit=201", 400, "query_parse_error", "Value for limit is too large, must not exceed 200"),
+            (base + "?q=x&limit=-1", 400, "query_parse_error", "limit must be greater than or equal to zero"),
+            (base + "?q=x&stale=no", 400, "query_parse_error", "stale only available as stale=ok"),
+            (base + "?q=x&include_docs=yes", 400, "query_parse_error", 'Invalid value for include_docs: "yes"'),
+            (base + "?q=x&highlight_number=0", 400, "query_parse_error", "highlight_number must be greater than zero"),
+            (base + "?q=x&group_field=cat&group_limit=500", 400, "query_parse_error",
+             "Value for group_limit is too large, must not exceed 200"),
+            (base + "?q=x&counts=%5B1", 400, "bad_request", "invalid UTF-8 JSON"),
+            (base + "?q=" + urllib.parse.quote("name:(x"), 400, "bad_request", None),
+            ("/shop8/_design/s/_search/none?q=x", 404, "not_found", "none not found."),
+        ]:
+            with self.subTest(path=path):
+                self.assertError(n.get(path), status, error, reason)
+        self.assertError(n.request("DELETE", base + "?q=x"), 405, "method_not_allowed")
+        self.assertEqual(n.post("/shop8/_search_cleanup", {}).status, 202)
+        self.assertEqual(self.search("shop8", q="shoe", stale="ok", limit=0)["total_rows"], 90)
+
+
 class Build(NodeTest):
     def test_build_in_active_tasks_and_through_kill_9(self):
         n = self.node
@@ -230,9 +362,13 @@ class Build(NodeTest):
         slow = "function(doc) { var end = Date.now() + 2; while (Date.now() < end) {} index('text', 'default', doc.t); }"
         self.assertEqual(n.put(f"/{db}/_design/lib", {"nouveau": {"books": {"index": slow}}}).status, 201)
         # A query starts the build; while it runs, _active_tasks lists it.
-        import threading
-        answers = []
-        t = threading.Thread(target=lambda: answers.append(n.get(f"/{db}/_design/lib/_nouveau/books?q=common")))
+        def ask():
+            try:
+                n.get(f"/{db}/_design/lib/_nouveau/books?q=common")
+            except (OSError, AttributeError):  # the node is killed under it
+                pass
+
+        t = threading.Thread(target=ask)
         t.start()
         rows = []
         self.assertTrue(wait_until(lambda: rows.extend(

@@ -99,7 +99,7 @@ TEST_CASE("search_query: a copy's request and answer through the node protocol, 
     p.page.total_hits = total;
     for (auto& [id, score] : hits)
       p.page.hits.push_back(
-          text_hit{id, {{order_value::kind::number, score, ""}, {order_value::kind::text, 0, id}}, {}});
+          text_hit{id, {{order_value::kind::number, score, ""}, {order_value::kind::text, 0, id}}, {}, {}});
     p.page.counts["genre"] = genre;
     return p;
   };
@@ -130,4 +130,48 @@ TEST_CASE("search_query: a copy's request and answer through the node protocol, 
   CHECK(order_json(m.hits[0].order, {}) ==
         json::parse(R"([{"@type":"float","value":3.0},{"@type":"string","value":"a"}])"));
   CHECK(pack_bookmark(std::nullopt, {}).is_null());
+}
+
+TEST_CASE("search_query: Clouseau's parameters") {
+  auto p = clouseau_params({{"query", "fox"},
+                            {"sort", "[\"-price<number>\",\"name<string>\"]"},
+                            {"limit", "7"},
+                            {"stale", "ok"},
+                            {"ranges", R"({"price":{"cheap":"[0 TO 10}","dear":"{10 TO Infinity]"}})"},
+                            {"drilldown", R"(["cat","a","b"])"},
+                            {"drilldown", R"(["sale","true"])"},
+                            {"include_fields", "[\"name\"]"},
+                            {"group_field", "cat"},
+                            {"group_limit", "3"}},
+                           nullptr);
+  REQUIRE(p);
+  CHECK(p->query.query == "fox");
+  CHECK(p->query.sort == std::vector<std::string>{"-price", "name"});
+  CHECK(p->query.limit == 7);
+  CHECK_FALSE(p->update);
+  auto& cheap = p->query.ranges["price"][0];
+  CHECK((cheap.label == "cheap" && cheap.min == 0 && cheap.max == 10 && cheap.min_inclusive && !cheap.max_inclusive));
+  CHECK(std::isinf(p->query.ranges["price"][1].max));
+  CHECK(p->query.drilldown == std::vector<std::vector<std::string>>{{"cat", "a", "b"}, {"sale", "true"}});
+  CHECK(*p->include_fields == std::vector<std::string>{"name"});
+  CHECK((p->group_field == "cat" && p->group_limit == 3 && !p->group_by));
+  const json body = json::parse(R"({"q":"x","drilldown":[["a","1"],["b","2"]],"limit":0})");
+  auto b = clouseau_params({}, &body);
+  REQUIRE(b);
+  CHECK(b->query.drilldown.size() == 2);
+  CHECK(b->query.limit == 0);
+  const std::pair<std::vector<std::pair<std::string, std::string>>, const char*> bad[] = {
+      {{}, "Query must include a 'q' or 'query' argument"},
+      {{{"q", "x"}, {"limit", "201"}}, "Value for limit is too large, must not exceed 200"},
+      {{{"q", "x"}, {"stale", "later"}}, "stale only available as stale=ok"},
+      {{{"q", "x"}, {"ranges", R"({"p":{"a":"0 TO 1"}})"}}, "invalid range for a: \"0 TO 1\""},
+      {{{"q", "x"}, {"highlight_size", "0"}}, "highlight_size must be greater than zero"},
+  };
+  for (const auto& [qs, reason] : bad) {
+    CAPTURE(reason);
+    auto r = clouseau_params(qs, nullptr);
+    REQUIRE_FALSE(r);
+    CHECK(r.error().reason == reason);
+  }
+  CHECK(clouseau_params({{"q", "x"}, {"counts", "[1"}}, nullptr).error().reason == "invalid UTF-8 JSON");
 }
