@@ -353,6 +353,49 @@ class Clouseau(NodeTest):
         self.assertEqual(self.search("shop8", q="shoe", stale="ok", limit=0)["total_rows"], 90)
 
 
+class Hostile(NodeTest):
+    """Index functions that loop, index huge fields or millions of terms, or call index() past what
+    a worker may answer: the documents they fail on index nothing (logged), the others are found,
+    and the node answers throughout."""
+    config = "[couchdb]\nos_process_timeout = 1000\n"
+
+    def test_hostile_index_functions(self):
+        n = self.node
+        db = self.new_db("hostile", q=2)
+        fn = """function(doc) {
+          if (doc.loop) while (true) {}
+          if (doc.huge) { index('text', 'default', 'huge ' + 'word '.repeat(1000000)); return; }
+          if (doc.terms) { var s = []; for (var i = 0; i < 300000; i++) s.push('t' + i); index('text', 'default', 'terms ' + s.join(' ')); return; }
+          if (doc.calls) { for (var i = 0; i < 2000000; i++) index('string', 'f' + (i % 10), 'v' + i); return; }
+          if (doc.long) { index('string', 'key', 'x'.repeat(100000)); index('text', 'default', 'longkey'); return; }
+          index('text', 'default', doc.t);
+        }"""
+        self.assertEqual(n.put(f"/{db}/_design/lib", {"nouveau": {"idx": {"index": fn}}}).status, 201)
+        docs = [{"_id": "loop", "loop": True, "t": "alpha"}, {"_id": "huge", "huge": True},
+                {"_id": "terms", "terms": True}, {"_id": "calls", "calls": True}, {"_id": "long", "long": True}]
+        docs += [{"_id": f"ok{i}", "t": "alpha common"} for i in range(20)]
+        self.assertEqual(n.post(f"/{db}/_bulk_docs", {"docs": docs}).status, 201)
+        r = n.get(f"/{db}/_design/lib/_nouveau/idx?q=alpha&limit=100")
+        self.assertEqual(r.status, 200, r)
+        self.assertEqual(sorted(h["id"] for h in r.json["hits"]), sorted(f"ok{i}" for i in range(20)))
+        self.assertEqual(n.get(f"/{db}/_design/lib/_nouveau/idx?q=huge").json["total_hits"], 1)
+        self.assertEqual(n.get(f"/{db}/_design/lib/_nouveau/idx?q=t299999").json["total_hits"], 1)
+        self.assertEqual(n.get(f"/{db}/_design/lib/_nouveau/idx?q=longkey").json["total_hits"], 1)
+        # Queries that match everything or expand to very many terms answer, or refuse with Lucene's
+        # reason, and never take the node down.
+        everything = n.get(f"/{db}/_design/lib/_nouveau/idx?q=*:*&limit=100").json
+        self.assertNotIn("loop", [h["id"] for h in everything["hits"]])
+        self.assertEqual(everything["total_hits"], 24)  # all but the one that never ends
+        self.assertEqual(n.get(f"/{db}/_design/lib/_nouveau/idx?q=f3:v1999993").json["total_hits"], 1)
+        wide = n.get(f"/{db}/_design/lib/_nouveau/idx?q=t1*")
+        self.assertIn(wide.status, (200, 400), wide)
+        fuzzy = n.get(f"/{db}/_design/lib/_nouveau/idx?q=t12345~0.5")
+        self.assertIn(fuzzy.status, (200, 400), fuzzy)
+        if fuzzy.status == 400:
+            self.assertEqual(fuzzy.json["error"], "bad_request")
+        self.assertEqual(n.get("/").status, 200)
+
+
 class Build(NodeTest):
     def test_build_in_active_tasks_and_through_kill_9(self):
         n = self.node
