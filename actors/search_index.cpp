@@ -10,6 +10,8 @@ namespace settee {
 
 namespace {
 
+constexpr size_t commit_docs = 20000;
+
 // The design document's member holding the index's function: ["nouveau", name] or ["indexes", name].
 json function_of(const search_index_def& def) {
   return json::array({json::array({def.api == search_api::nouveau ? "nouveau" : "indexes", def.name})});
@@ -87,12 +89,22 @@ status apply_purges(const shard_store::snapshot& snap, text_index& index) {
 status update_search_index(const shard_store& store, text_index& index, js_pool& js, const search_target& t,
                            uint64_t target, size_t batch, size_t batch_bytes,
                            const std::function<bool(uint64_t indexed_seq)>& progress) {
+  size_t staged = 0;     // documents staged since the last commit
+  uint64_t pending = 0;  // the seq they reach
   for (;;) {
     auto snap = store.read();
     if (!snap) return snap.error();
-    if (auto st = apply_purges(*snap, index); !st) return st;
-    const uint64_t since = index.seq();
-    if (target && since >= target) return {};
+    // Purge requests between commits (clear() would drop what is staged), so at the start and
+    // once more after the last commit.
+    if (staged == 0)
+      if (auto st = apply_purges(*snap, index); !st) return st;
+    const uint64_t since = staged > 0 ? pending : index.seq();
+    if (target && since >= target) {
+      if (staged == 0) return {};
+      if (auto st = index.apply({}, pending, index.purge_seq()); !st) return st;
+      staged = 0;
+      continue;
+    }
     std::vector<text_doc> docs;
     std::vector<uint64_t> seqs;
     snap->scan_changes(since, [&](const change_entry& e) {
@@ -101,7 +113,12 @@ status update_search_index(const shard_store& store, text_index& index, js_pool&
       return docs.size() < batch;
     });
     if (!snap->fault()) return snap->fault();
-    if (docs.empty()) return {};  // nothing after `since`: up to date
+    if (docs.empty()) {  // nothing after `since`: up to date
+      if (staged == 0) return {};
+      if (auto st = index.apply({}, pending, index.purge_seq()); !st) return st;
+      staged = 0;
+      continue;
+    }
     std::vector<std::string> bodies;
     std::vector<text_doc*> indexed;
     size_t bytes = 0, taken = 0;
@@ -120,8 +137,21 @@ status update_search_index(const shard_store& store, text_index& index, js_pool&
     const uint64_t last = seqs[taken - 1];
     if (!bodies.empty())
       if (auto st = index_batch(js, t, bodies, indexed); !st) return st;
-    if (auto st = index.apply(docs, last, index.purge_seq()); !st) return st;
-    if (progress && !progress(last)) return status{errc::unavailable, "the index update was stopped"};
+    // A commit (an fsync, and a segment for Lucene to merge later) every commit_docs documents
+    // or at the end; what was staged before a crash is indexed again from the last commit.
+    staged += docs.size();
+    if (staged >= commit_docs) {
+      if (auto st = index.apply(docs, last, index.purge_seq()); !st) return st;
+      staged = 0;
+    } else if (auto st = index.stage(docs); !st) {
+      return st;
+    }
+    pending = last;
+    if (progress && !progress(last)) {
+      if (staged > 0)
+        if (auto st = index.apply({}, pending, index.purge_seq()); !st) return st;
+      return status{errc::unavailable, "the index update was stopped"};
+    }
   }
 }
 

@@ -1,7 +1,9 @@
 #include "actors/view_jobs.hpp"
 
-#include <condition_variable>
+#include <algorithm>
+#include <list>
 #include <map>
+#include <set>
 
 #include "node/log.hpp"
 
@@ -11,42 +13,57 @@ bool view_build::add(view_build_part part) {
   std::lock_guard<std::mutex> lock(mu_);
   if (closed_) return false;
   pending_.push_back(std::move(part));
+  changed_.notify_all();  // a step under way starts it at once when its index is not updating
   return true;
 }
 
 job_next view_build::step(job_context& ctx) {
-  std::vector<view_build_part> parts;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (pending_.empty()) {
-      closed_ = true;
-      return job_next::done();
-    }
-    parts.swap(pending_);
-  }
-  // One update per index, for all of its waiters; the snapshot (every copy's seq) read before any
-  // update starts, so that all of them end on it.
-  std::map<std::string, std::vector<size_t>> by_index;
-  for (size_t i = 0; i < parts.size(); ++i) by_index[parts[i].index].push_back(i);
-  std::vector<std::pair<uint64_t, const std::vector<size_t>*>> tasks;
-  for (const auto& [index, waiting] : by_index) tasks.emplace_back(parts[waiting.front()].seq(), &waiting);
-  std::mutex mu;
-  std::condition_variable cv;
-  size_t left = tasks.size();
+  // This step's parts (stable: the updates refer to them), the indexes it updates, and how many
+  // of those updates run. Each index is updated once, for all of its waiters, to the seq its copy
+  // had when the update started; a part that arrives while the step runs starts at once when its
+  // index is not being updated (a query's copies are asked one after another: none waits for
+  // another copy's whole build), else it waits for the next step (a newer snapshot).
+  std::list<view_build_part> taken;
+  std::set<std::string> started;
+  size_t left = 0;
   const std::function<bool()> stop = [&ctx] { return ctx.cancelled(); };
-  for (const auto& [target, waiting] : tasks) {
-    pool_.submit([&, target = target, waiting = waiting] {
-      const status st = parts[waiting->front()].update(target, stop);
-      for (size_t i : *waiting)
-        if (parts[i].done) parts[i].done(st);
-      std::lock_guard<std::mutex> lock(mu);
-      if (--left == 0) cv.notify_all();
-    });
+  std::unique_lock<std::mutex> lock(mu_);
+  if (pending_.empty()) {
+    closed_ = true;
+    return job_next::done();
   }
-  std::unique_lock<std::mutex> lock(mu);
-  cv.wait(lock, [&] { return left == 0; });
-  lock.unlock();
-  std::lock_guard<std::mutex> own(mu_);
+  auto startable = [&] {
+    return std::any_of(pending_.begin(), pending_.end(),
+                       [&](const view_build_part& p) { return !started.count(p.index); });
+  };
+  for (;;) {
+    std::map<std::string, std::vector<view_build_part*>> fresh;
+    std::vector<view_build_part> later;
+    for (view_build_part& p : pending_) {
+      if (started.count(p.index)) {
+        later.push_back(std::move(p));
+        continue;
+      }
+      taken.push_back(std::move(p));
+      fresh[taken.back().index].push_back(&taken.back());
+    }
+    pending_ = std::move(later);
+    for (auto& [index, waiting] : fresh) {
+      started.insert(index);
+      const uint64_t target = waiting.front()->seq();
+      ++left;
+      pool_.submit([this, &left, &stop, target, waiting = waiting] {
+        const status st = waiting.front()->update(target, stop);
+        for (view_build_part* p : waiting)
+          if (p->done) p->done(st);
+        std::lock_guard<std::mutex> l(mu_);
+        --left;
+        changed_.notify_all();
+      });
+    }
+    changed_.wait(lock, [&] { return left == 0 || startable(); });
+    if (left == 0 && !startable()) break;
+  }
   if (!pending_.empty()) return job_next::more();  // asked for meanwhile: a newer snapshot
   closed_ = true;
   return job_next::done();

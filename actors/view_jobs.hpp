@@ -4,13 +4,15 @@
 // as seed 003's "Indexers" asks for: one job (of the node's runner, lane "indexer") whose tasks,
 // one per shard copy, run at once and start from one snapshot. Each step takes the parts asked for
 // so far, reads every copy's seq first (the snapshot), then updates each index up to its copy's
-// seq on the pool, answering a part's waiter as soon as its index got there. Parts asked for
-// meanwhile make another step (a newer snapshot); with none left the job ends, and the next
-// request starts a new one. A cancel (node stopping) ends the updates after their current batch;
+// seq on the pool, answering a part's waiter as soon as its index got there. A part asked for
+// meanwhile starts at once when its index is not updating in this step (a query asks its copies
+// one after another), else it makes another step (a newer snapshot); with none left the job
+// ends, and the next request starts a new one. A cancel (node stopping) ends the updates after their current batch;
 // their waiters get `unavailable`.
 // Thread-safety: add() from any thread; the runner calls step() and ended().
 #pragma once
 #include <atomic>
+#include <condition_variable>
 #include <functional>
 #include <mutex>
 #include <string>
@@ -49,6 +51,7 @@ class view_build final : public job {
   work_pool& pool_;
   std::function<void()> on_end_;
   std::mutex mu_;
+  std::condition_variable changed_;  // a part added, or an update ended (mu_)
   std::vector<view_build_part> pending_;
   bool closed_ = false;
 };

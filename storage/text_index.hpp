@@ -12,7 +12,8 @@
 // (which Lucene computes from each copy's own expansion of a fuzzy term). Hits are ordered by
 // their `order`, a total order (the sort keys, then _id), so a page continues after the last hit
 // of the one before on every copy alike (text_query::after).
-// Lucene++ stays in text_index.cpp: nothing else includes its headers.
+// Lucene++ stays in text_index.cpp: nothing else includes its headers (which also takes out
+// Lucene++ 3.0.8's process-wide lock: see its end).
 // Thread-safe: one writer and any number of searches at once.
 #pragma once
 
@@ -141,8 +142,11 @@ class text_index {
   uint64_t doc_count() const;
   uint64_t disk_size() const;
   // Each document replaces the one of its id (none: removed), then one commit, durable, recording
-  // `seq` and `purge_seq`.
+  // `seq` and `purge_seq` (with every document staged before).
   status apply(const std::vector<text_doc>& docs, uint64_t seq, uint64_t purge_seq = 0);
+  // The same without the commit: searches and seq() see them after the next apply() (a build
+  // commits every so many documents, not every batch).
+  status stage(const std::vector<text_doc>& docs);
   // Empties the index (one commit recording purge_seq, seq 0).
   status clear(uint64_t purge_seq);
   // The statistics `query` is scored from in this index.
