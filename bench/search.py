@@ -3,7 +3,8 @@ of ~1 KB with two text fields (a title of 8 words, a body of 150, from a Zipf vo
 words, as bench/fts_candidates), a string and a number field; a Nouveau index built by its first
 query (docs/s, and the node's peak RSS while it builds); then a term query, a phrase query and a
 faceted query (counts), each at one client (p50/p95 of 200) and at 32 through settee_loadgen for
-5 s (rate, p50/p95/p99).
+5 s (rate, p50/p95/p99); a term query is a word of the vocabulary (any alike: most are rare) or a
+frequent one (ranks 100 to 1,099).
     python3 bench/search.py [build/settee] [docs=200000] [q=2]
 The loadgen is build/settee_loadgen (LOADGEN= another)."""
 import json
@@ -93,20 +94,24 @@ try:
     print(f"build: {DOCS:,} docs in {took:.1f} s: {DOCS / took:,.0f} docs/s; RSS {before:.0f} MB before, "
           f"peak {peak[0]:.0f} MB while building; index {info['disk_size'] / 1e6:.0f} MB on disk, "
           f"{info['num_docs']:,} docs (w1 hits {first['total_hits']:,})")
-    # Rare, middling and frequent terms: w<k> for k in 100..1099 (ranks 100 to 1,099 of 20,000).
+    # A word of the vocabulary, any of the 20,000 alike (most are rare), and a frequent one:
+    # w<k> for k in 100..1099 (ranks 100 to 1,099; w100 is in ~14% of the documents).
+    anyword = lambda: f"/{db}/_design/s/_nouveau/idx?q=w{rng.randrange(0, VOCAB)}"  # noqa: E731
     term = lambda: f"/{db}/_design/s/_nouveau/idx?q=w{rng.randrange(100, 1100)}"  # noqa: E731
     phrase = lambda: f"/{db}/_design/s/_nouveau/idx?q=" + urllib.parse.quote(  # noqa: E731
         f'"w{rng.randrange(0, 20)} w{rng.randrange(0, 20)}"')
     facet = lambda: f"/{db}/_design/s/_nouveau/idx?q=w{rng.randrange(100, 1100)}&counts=%5B%22genre%22%5D"  # noqa: E731
-    for name, path in (("term", term), ("phrase", phrase), ("term+counts", facet)):
+    for name, path in (("any word", anyword), ("frequent word", term), ("phrase", phrase), ("term+counts", facet)):
         p50, p95 = one_client(path)
         print(f"{name}: one client p50 {p50:.2f} ms, p95 {p95:.2f} ms")
     loadgen = os.environ.get("LOADGEN", os.path.join(os.path.dirname(__file__), "..", "build", "settee_loadgen"))
-    for name, p in (("term", f"/{db}/_design/s/_nouveau/idx?q=w1%K&limit=25"),
+    for name, p in (("any word", f"/{db}/_design/s/_nouveau/idx?q=w%K&limit=25"),
+                    ("frequent word", f"/{db}/_design/s/_nouveau/idx?q=w1%K&limit=25"),
                     ("phrase", f"/{db}/_design/s/_nouveau/idx?q=%22w1%20w%K%22"),
                     ("term+counts", f"/{db}/_design/s/_nouveau/idx?q=w1%K&counts=%5B%22genre%22%5D")):
+        keys = str(VOCAB) if name == "any word" else "100"
         run = subprocess.run([loadgen, "--url", f"http://127.0.0.1:{node.port}", "--auth", "bench:bench", "--db", db,
-                              "--workload", "path", "--docs", "100", "--concurrency", "32", "--seconds", "5",
+                              "--workload", "path", "--docs", keys, "--concurrency", "32", "--seconds", "5",
                               "--path", p], capture_output=True, text=True, timeout=120)
         print(f"{name} at c=32 for 5 s: {run.stdout.strip()} {run.stderr.strip()[:200]}")
     print(f"RSS after the queries: {rss_mb():.0f} MB")

@@ -13,6 +13,7 @@
 #include <lucene++/GreekAnalyzer.h>
 #include <lucene++/Highlighter.h>
 #include <lucene++/LuceneHeaders.h>
+#include <lucene++/MMapDirectory.h>
 #include <lucene++/NumericRangeFilter.h>
 #include <lucene++/NumericRangeQuery.h>
 #include <lucene++/OpenBitSet.h>
@@ -321,6 +322,9 @@ result<std::vector<sort_spec>> resolve_sort(const std::vector<std::string>& sort
 struct slot {
   double number = 0;
   const String* text = nullptr;
+  // The segment whose field cache `text` points into (-1: none): two texts of one segment compare
+  // as their places in its sorted lookup array, without reading them.
+  int32_t segment = -1;
 };
 
 int compare_slot(const sort_spec& k, const slot& a, const slot& b) {
@@ -329,8 +333,12 @@ int compare_slot(const sort_spec& k, const slot& a, const slot& b) {
     c = a.number < b.number ? -1 : a.number > b.number ? 1 : 0;
   } else if (k.type == sort_spec::kind::text) {
     if (!a.text || !b.text) return (a.text ? -1 : 0) + (b.text ? 1 : 0);  // missing last, either way
-    c = a.text->compare(*b.text);
-    c = c < 0 ? -1 : c > 0 ? 1 : 0;
+    if (a.segment >= 0 && a.segment == b.segment) {
+      c = a.text < b.text ? -1 : a.text > b.text ? 1 : 0;
+    } else {
+      c = a.text->compare(*b.text);
+      c = c < 0 ? -1 : c > 0 ? 1 : 0;
+    }
   }
   return k.descending ? -c : c;
 }
@@ -350,6 +358,7 @@ class hit_collector : public Collector {
   void setScorer(const ScorerPtr& scorer) override { scorer_ = scorer; }
   void setNextReader(const IndexReaderPtr& reader, int32_t base) override {
     base_ = base;
+    ++segment_;
     texts_.assign(sort_.size(), nullptr);
     numbers_.assign(sort_.size(), Collection<double>());
     for (size_t i = 0; i < sort_.size(); ++i) {
@@ -370,17 +379,25 @@ class hit_collector : public Collector {
     if (limit_ == 0) return;
     entry e;
     e.doc = base_ + doc;
+    // The first key alone often decides (relevance): a hit worse than the last one kept, or not
+    // after `after`, is passed over before the other keys are read.
+    if (sort_[0].type == sort_spec::kind::score || sort_[0].type == sort_spec::kind::number) {
+      e.keys[0].number = sort_[0].type == sort_spec::kind::score ? scorer_->score() : numbers_[0][doc];
+      if (after_ && compare_slot(sort_[0], e.keys[0], (*after_)[0]) < 0) return;
+      if (best_.size() >= limit_ && compare_slot(sort_[0], e.keys[0], best_.top().keys[0]) > 0) return;
+    }
     for (size_t i = 0; i < sort_.size(); ++i) {
       switch (sort_[i].type) {
         case sort_spec::kind::score:
-          e.keys[i].number = scorer_->score();
+          if (i > 0) e.keys[i].number = scorer_->score();
           break;
         case sort_spec::kind::number:
-          e.keys[i].number = numbers_[i][doc];
+          if (i > 0) e.keys[i].number = numbers_[i][doc];
           break;
         case sort_spec::kind::text: {
           const int32_t ord = texts_[i]->order[doc];
           e.keys[i].text = ord == 0 ? nullptr : &texts_[i]->lookup[ord];
+          e.keys[i].segment = segment_;
           break;
         }
         case sort_spec::kind::missing:
@@ -425,6 +442,7 @@ class hit_collector : public Collector {
   bool mark_;
   ScorerPtr scorer_;
   int32_t base_ = 0;
+  int32_t segment_ = -1;
   std::vector<StringIndex*> texts_;
   std::vector<Collection<double>> numbers_;
   std::vector<StringIndexPtr> held_;  // the texts slots point into
@@ -695,7 +713,8 @@ result<std::unique_ptr<text_index>> text_index::open(const std::string& dir, con
   i->analyzer = per_field;
   i->similarity = newLucene<plain_similarity>();
   try {
-    i->directory = FSDirectory::open(wide(dir));
+    // Mapped: a search reads the index files from the page cache without a read() per buffer.
+    i->directory = newLucene<MMapDirectory>(wide(dir));
     const bool fresh = !IndexReader::indexExists(i->directory);
     i->writer = newLucene<IndexWriter>(i->directory, i->analyzer, fresh, IndexWriter::MaxFieldLengthUNLIMITED);
     i->writer->setRAMBufferSizeMB(ram_buffer_mb);

@@ -7,7 +7,9 @@
 
 #include <algorithm>
 #include <set>
+#include <thread>
 
+#include <dlfcn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -303,4 +305,32 @@ TEST_CASE("text_index: analyzers by name, per field, and the index's bookkeeping
   text_analysis bad;
   bad.fields["x"] = "nope";
   CHECK(text_index::open(dir.path + "/bad", bad).error().reason == "nope is not a valid analyzer name");
+}
+
+TEST_CASE("text_index: Lucene++ makes its objects' locks with settee's function, not its process-wide lock") {
+  // storage/text_index.cpp interposes Synchronize::createSync; the library calls it through its
+  // PLT, so the definition found first (the executable's) is the one in use.
+  void* f = dlsym(RTLD_DEFAULT, "_ZN6Lucene11Synchronize10createSyncERN5boost10shared_ptrIS0_EE");
+  REQUIRE(f != nullptr);
+  Dl_info info{};
+  REQUIRE(dladdr(f, &info) != 0);
+  CHECK(std::string(info.dli_fname).find("liblucene") == std::string::npos);
+  // Two indexes written and searched from two threads at once.
+  temp_dir dir;
+  std::vector<std::thread> threads;
+  std::vector<uint64_t> found(2);
+  for (int t = 0; t < 2; ++t)
+    threads.emplace_back([&, t] {
+      auto idx = text_index::open(dir.path + "/idx" + std::to_string(t));
+      if (!idx) return;
+      for (int b = 0; b < 20; ++b) {
+        std::vector<text_doc> docs;
+        for (int i = 0; i < 50; ++i) docs.push_back(book("d" + std::to_string(b * 50 + i), "t", "shared words here"));
+        if (!(*idx)->apply(docs, static_cast<uint64_t>(b + 1))) return;
+      }
+      auto page = (*idx)->search("words", "default", 1);
+      if (page) found[t] = page->total_hits;
+    });
+  for (auto& th : threads) th.join();
+  CHECK(found == std::vector<uint64_t>{1000, 1000});
 }
