@@ -1,8 +1,7 @@
 #include "actors/search_index.hpp"
 
-#include <set>
-
 #include "actors/doc_render.hpp"
+#include "actors/index_files.hpp"
 #include "node/log.hpp"
 #include "search/search_fields.hpp"
 
@@ -60,28 +59,22 @@ status index_batch(js_pool& js, const search_target& t, const std::vector<std::s
 
 // The copy's purge requests the index has not applied: their documents that are gone leave it.
 status apply_purges(const shard_store::snapshot& snap, text_index& index) {
-  shard_header h;
-  if (!snap.header(h)) return snap.fault() ? status{errc::internal, "unreadable shard header"} : snap.fault();
-  const uint64_t done = index.purge_seq();
-  if (h.purge_seq <= done) return {};
-  if (index.seq() == 0) return index.apply({}, 0, h.purge_seq);
-  const uint64_t oldest = snap.oldest_purge_seq();
-  if (oldest == 0 || oldest > done + 1) {
-    log::warning("a search index missed purge requests its copy forgot (_purged_infos_limit): it is built again");
-    return index.clear(h.purge_seq);
+  auto p = purges_after(snap, index.purge_seq(), index.seq() != 0);
+  if (!p) return p.error();
+  switch (p->what) {
+    case index_purges::step::none:
+      return {};
+    case index_purges::step::record:
+      return index.apply({}, 0, p->purge_seq);
+    case index_purges::step::rebuild:
+      log::warning("a search index missed purge requests its copy forgot (_purged_infos_limit): it is built again");
+      return index.clear(p->purge_seq);
+    case index_purges::step::remove:
+      break;
   }
-  std::set<std::string> ids;
-  snap.scan_purges(done, [&](const purge_info& p) {
-    ids.insert(p.id);
-    return true;
-  });
   std::vector<text_doc> gone;
-  for (const std::string& id : ids) {
-    doc_info d;
-    if (!snap.doc(id, d)) gone.push_back(text_doc{id, {}});
-  }
-  if (!snap.fault()) return snap.fault();
-  return index.apply(gone, index.seq(), h.purge_seq);
+  for (std::string& id : p->gone) gone.push_back(text_doc{std::move(id), {}});
+  return index.apply(gone, index.seq(), p->purge_seq);
 }
 
 }  // namespace

@@ -6,6 +6,7 @@
 #include <thread>
 
 #include "actors/db_catalog.hpp"
+#include "actors/index_files.hpp"
 #include "node/log.hpp"
 
 namespace settee {
@@ -13,9 +14,9 @@ namespace settee {
 search_reader::search_reader(coordinator& coord, js_pool& js, job_runner& jobs, std::string dir)
     : coord_(coord),
       js_(js),
-      jobs_(jobs),
       dir_(std::move(dir)),
-      pool_(std::max<size_t>(1, std::min<size_t>(js.max_workers(), std::thread::hardware_concurrency()))) {}
+      pool_(std::max<size_t>(1, std::min<size_t>(js.max_workers(), std::thread::hardware_concurrency()))),
+      builds_(jobs, pool_, "search_build") {}
 
 namespace {
 
@@ -62,21 +63,12 @@ size_t search_reader::cleanup(const db_meta& db, const std::vector<std::string>&
   size_t removed = 0;
   for (size_t r = 0; r < db.ranges.size(); ++r) {
     if (!db.hosts(r)) continue;
-    const std::string dir = dir_ + "/" + shard_name(db.name, db.shard_id(r));
-    std::error_code ec;
-    std::vector<std::string> stale;
-    for (const auto& f : std::filesystem::directory_iterator(dir, ec)) {
-      const std::string name = f.path().filename().string();
-      const size_t n = std::char_traits<char>::length(suffix);
-      if (name.size() <= n || name.compare(name.size() - n, n, suffix) != 0) continue;
-      if (std::find(keep.begin(), keep.end(), name.substr(0, name.size() - n)) == keep.end())
-        stale.push_back(f.path().string());
-    }
-    for (const std::string& path : stale) {
+    for (const std::string& path : stale_indexes(dir_ + "/" + shard_name(db.name, db.shard_id(r)), suffix, keep)) {
       {
         std::lock_guard<std::mutex> lock(mu_);
         open_.erase(path);  // closed when the last search of it ends
       }
+      std::error_code ec;
       std::filesystem::remove_all(path, ec);
       ++removed;
     }
@@ -137,22 +129,7 @@ void search_reader::build(const db_meta& db, const search_target& t, const std::
     return update(*index, *store, t, copy, target, stop);
   };
   part.done = std::move(done);
-  const std::string key = db.key() + "/" + t.def.signature;
-  std::shared_ptr<view_build> job;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    auto it = builds_.find(key);
-    if (it != builds_.end() && it->second->add(part)) return;
-    const std::string id = "search_build/" + key + "/" + std::to_string(++build_ids_);
-    job = std::make_shared<view_build>(id, pool_, [this, key, id] {
-      std::lock_guard<std::mutex> l(mu_);
-      auto b = builds_.find(key);
-      if (b != builds_.end() && b->second->id() == id) builds_.erase(b);
-    });
-    job->add(std::move(part));
-    builds_[key] = job;
-  }
-  if (!jobs_.submit(job->id(), view_build::lane, job)) job->ended(job_next::kind::cancelled, "");
+  builds_.join(db.key() + "/" + t.def.signature, std::move(part));
 }
 
 namespace {

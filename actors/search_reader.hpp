@@ -85,7 +85,6 @@ class search_reader {
 
   coordinator& coord_;
   js_pool& js_;
-  job_runner& jobs_;
   std::string dir_;
   struct {
     task_list* list = nullptr;
@@ -96,8 +95,7 @@ class search_reader {
   std::mutex mu_;
   std::map<std::string, std::shared_ptr<open_index>> open_;  // by directory
   uint64_t uses_ = 0;
-  std::map<std::string, std::shared_ptr<view_build>> builds_;  // by database and signature
-  uint64_t build_ids_ = 0;
+  build_jobs builds_;  // by database and signature
 };
 
 }  // namespace settee

@@ -5,6 +5,7 @@
 #include <set>
 
 #include "actors/doc_render.hpp"
+#include "actors/index_files.hpp"
 #include "actors/view_partials.hpp"
 #include "node/collation.hpp"
 #include "node/crypto.hpp"
@@ -167,28 +168,22 @@ status map_batch(js_pool& js, const design_views& dv, const std::vector<std::str
 // had indexed something and whose requests were forgotten before it applied them (the copy's
 // _purged_infos_limit) cannot tell which documents went: it starts again, as CouchDB's does.
 status apply_purges(const shard_store::snapshot& snap, view_store& index) {
-  shard_header h;
-  if (!snap.header(h)) return snap.fault() ? status{errc::internal, "unreadable shard header"} : snap.fault();
-  const uint64_t done = index.purge_seq();
-  if (h.purge_seq <= done) return {};
-  if (index.seq() == 0) return index.apply({}, 0, nullptr, h.purge_seq);
-  const uint64_t oldest = snap.oldest_purge_seq();
-  if (oldest == 0 || oldest > done + 1) {
-    log::warning("a view index missed purge requests its copy forgot (_purged_infos_limit): it is built again");
-    return index.clear(h.purge_seq);
+  auto p = purges_after(snap, index.purge_seq(), index.seq() != 0);
+  if (!p) return p.error();
+  switch (p->what) {
+    case index_purges::step::none:
+      return {};
+    case index_purges::step::record:
+      return index.apply({}, 0, nullptr, p->purge_seq);
+    case index_purges::step::rebuild:
+      log::warning("a view index missed purge requests its copy forgot (_purged_infos_limit): it is built again");
+      return index.clear(p->purge_seq);
+    case index_purges::step::remove:
+      break;
   }
-  std::set<std::string> ids;
-  snap.scan_purges(done, [&](const purge_info& p) {
-    ids.insert(p.id);
-    return true;
-  });
   std::vector<view_doc> gone;
-  for (const std::string& id : ids) {
-    doc_info d;
-    if (!snap.doc(id, d)) gone.push_back(view_doc{id, {}});
-  }
-  if (!snap.fault()) return snap.fault();
-  return index.apply(gone, index.seq(), nullptr, h.purge_seq);
+  for (std::string& id : p->gone) gone.push_back(view_doc{std::move(id), {}});
+  return index.apply(gone, index.seq(), nullptr, p->purge_seq);
 }
 
 }  // namespace

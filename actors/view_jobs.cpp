@@ -83,6 +83,24 @@ void view_build::ended(job_next::kind how, const std::string& reason) {
   if (on_end_) on_end_();
 }
 
+void build_jobs::join(const std::string& key, view_build_part part) {
+  std::shared_ptr<view_build> job;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = builds_.find(key);
+    if (it != builds_.end() && it->second->add(part)) return;
+    const std::string id = kind_ + "/" + key + "/" + std::to_string(++ids_);
+    job = std::make_shared<view_build>(id, pool_, [this, key, id] {
+      std::lock_guard<std::mutex> l(mu_);
+      auto b = builds_.find(key);
+      if (b != builds_.end() && b->second->id() == id) builds_.erase(b);
+    });
+    job->add(std::move(part));
+    builds_[key] = job;
+  }
+  if (!jobs_.submit(job->id(), view_build::lane, job)) job->ended(job_next::kind::cancelled, "");
+}
+
 job_next view_compaction::step(job_context& ctx) {
   (void)ctx;
   if (status st = compact_(); !st) {

@@ -14,6 +14,8 @@
 #include <atomic>
 #include <condition_variable>
 #include <functional>
+#include <map>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -54,6 +56,24 @@ class view_build final : public job {
   std::condition_variable changed_;  // a part added, or an update ended (mu_)
   std::vector<view_build_part> pending_;
   bool closed_ = false;
+};
+
+// The build jobs of a reader (view_reader, search_reader): one per database and index at a time,
+// joined while it runs, else a new one submitted to the runner's indexer lane.
+class build_jobs {
+ public:
+  // `kind` names the jobs ("view_build", "search_build"); their updates run on `pool`.
+  build_jobs(job_runner& jobs, work_pool& pool, std::string kind) : jobs_(jobs), pool_(pool), kind_(std::move(kind)) {}
+  // Hands `part` to the job of `key` (a database's key and an index signature).
+  void join(const std::string& key, view_build_part part);
+
+ private:
+  job_runner& jobs_;
+  work_pool& pool_;
+  const std::string kind_;
+  std::mutex mu_;
+  std::map<std::string, std::shared_ptr<view_build>> builds_;
+  uint64_t ids_ = 0;
 };
 
 // view_compaction: one index file of one copy compacted (POST /db/_compact/ddoc), in the runner's

@@ -12,6 +12,7 @@
 #include "actors/clustered_seq.hpp"
 #include "actors/compactor.hpp"
 #include "actors/db_catalog.hpp"
+#include "actors/index_files.hpp"
 #include "node/collation.hpp"
 #include "node/files.hpp"
 #include "node/log.hpp"
@@ -58,7 +59,8 @@ view_reader::view_reader(coordinator& coord, js_pool& js, job_runner& jobs, std:
       dir_(std::move(dir)),
       reduce_(reduce),
       reduce_limit_(reduce.limit),
-      pool_(std::max<size_t>(1, std::min<size_t>(js.max_workers(), std::thread::hardware_concurrency()))) {}
+      pool_(std::max<size_t>(1, std::min<size_t>(js.max_workers(), std::thread::hardware_concurrency()))),
+      builds_(jobs, pool_, "view_build") {}
 
 namespace {
 
@@ -105,16 +107,8 @@ size_t view_reader::cleanup(const db_meta& db, const std::vector<std::string>& k
   size_t removed = 0;
   for (size_t r = 0; r < db.ranges.size(); ++r) {
     if (!db.hosts(r)) continue;
-    const std::string dir = dir_ + "/" + shard_name(db.name, db.shard_id(r));
-    std::error_code ec;
-    std::vector<std::string> stale;
-    for (const auto& f : std::filesystem::directory_iterator(dir, ec)) {
-      const std::string name = f.path().filename().string();
-      const size_t dot = name.size() > 5 ? name.size() - 5 : 0;
-      if (dot == 0 || name.compare(dot, 5, ".view") != 0) continue;  // the data files (not -lock)
-      if (std::find(keep.begin(), keep.end(), name.substr(0, dot)) == keep.end()) stale.push_back(f.path().string());
-    }
-    for (const std::string& path : stale) {
+    // The data files (not their -lock files) of signatures no design document names.
+    for (const std::string& path : stale_indexes(dir_ + "/" + shard_name(db.name, db.shard_id(r)), ".view", keep)) {
       {
         // Closed here; a query that still reads it keeps its mapping until it ends.
         std::lock_guard<std::mutex> lock(mu_);
@@ -606,23 +600,7 @@ void view_reader::build(const db_meta& db, const design_views& dv, const std::sh
     return update(*index, *store, dv, copy, target, stop);
   };
   part.done = std::move(done);
-  // One build job per database and signature at a time: joined while it runs, else a new one.
-  const std::string key = db.key() + "/" + dv.signature;
-  std::shared_ptr<view_build> job;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    auto it = builds_.find(key);
-    if (it != builds_.end() && it->second->add(part)) return;
-    const std::string id = "view_build/" + key + "/" + std::to_string(++build_ids_);
-    job = std::make_shared<view_build>(id, pool_, [this, key, id] {
-      std::lock_guard<std::mutex> l(mu_);
-      auto b = builds_.find(key);
-      if (b != builds_.end() && b->second->id() == id) builds_.erase(b);
-    });
-    job->add(std::move(part));
-    builds_[key] = job;
-  }
-  if (!jobs_.submit(job->id(), view_build::lane, job)) job->ended(job_next::kind::cancelled, "");
+  builds_.join(db.key() + "/" + dv.signature, std::move(part));
 }
 
 result<std::vector<view_page>> view_reader::described(const db_meta& db, const design_views& dv) {

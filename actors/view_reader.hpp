@@ -177,8 +177,7 @@ class view_reader {
   std::mutex mu_;
   std::map<std::string, std::shared_ptr<open_index>> open_;  // by index path
   uint64_t uses_ = 0;
-  std::map<std::string, std::shared_ptr<view_build>> builds_;  // by database and signature
-  uint64_t build_ids_ = 0;
+  build_jobs builds_;  // by database and signature
 };
 
 }  // namespace settee

@@ -47,9 +47,11 @@ node = BenchNode("settee-searchbench-")
 req = node.ok
 
 
-def rss_mb():
+def rss_mb(field="VmRSS"):
+    """The node's resident memory (VmRSS), or its anonymous part (RssAnon: not the shard files'
+    and index files' mapped pages, which the kernel drops when memory is short)."""
     try:
-        return int(proc_status(node.proc.pid, "VmRSS")) / 1024
+        return int(proc_status(node.proc.pid, field)) / 1024
     except (OSError, ValueError, TypeError):
         return 0.0
 
@@ -74,13 +76,14 @@ try:
         req("POST", f"/{db}/_bulk_docs", {"docs": docs})
     print(f"loaded {DOCS:,} docs (~{len(json.dumps(docs[0]))} bytes each) at q={SHARDS} in {time.time() - t0:.0f} s")
     req("PUT", f"/{db}/_design/s", {"nouveau": {"idx": {"index": INDEX}}})
-    before = rss_mb()
-    peak = [before]
+    before, before_anon = rss_mb(), rss_mb("RssAnon")
+    peak = [before, before_anon]
     done = threading.Event()
 
     def watch():
         while not done.is_set():
             peak[0] = max(peak[0], rss_mb())
+            peak[1] = max(peak[1], rss_mb("RssAnon"))
             time.sleep(0.2)
 
     w = threading.Thread(target=watch)
@@ -91,8 +94,9 @@ try:
     done.set()
     w.join()
     info = json.loads(req("GET", f"/{db}/_design/s/_nouveau_info/idx"))["search_index"]
-    print(f"build: {DOCS:,} docs in {took:.1f} s: {DOCS / took:,.0f} docs/s; RSS {before:.0f} MB before, "
-          f"peak {peak[0]:.0f} MB while building; index {info['disk_size'] / 1e6:.0f} MB on disk, "
+    print(f"build: {DOCS:,} docs in {took:.1f} s: {DOCS / took:,.0f} docs/s; RSS {before:.0f} MB before "
+          f"(anonymous {before_anon:.0f} MB), peak {peak[0]:.0f} MB while building (anonymous {peak[1]:.0f} MB); "
+          f"index {info['disk_size'] / 1e6:.0f} MB on disk, "
           f"{info['num_docs']:,} docs (w1 hits {first['total_hits']:,})")
     # A word of the vocabulary, any of the 20,000 alike (most are rare), and a frequent one:
     # w<k> for k in 100..1099 (ranks 100 to 1,099; w100 is in ~14% of the documents).
@@ -114,6 +118,6 @@ try:
                               "--workload", "path", "--docs", keys, "--concurrency", "32", "--seconds", "5",
                               "--path", p], capture_output=True, text=True, timeout=120)
         print(f"{name} at c=32 for 5 s: {run.stdout.strip()} {run.stderr.strip()[:200]}")
-    print(f"RSS after the queries: {rss_mb():.0f} MB")
+    print(f"RSS after the queries: {rss_mb():.0f} MB (anonymous {rss_mb('RssAnon'):.0f} MB)")
 finally:
     node.stop()

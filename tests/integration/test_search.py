@@ -3,7 +3,7 @@ _nouveau_info, _nouveau_cleanup, /_nouveau_analyze) over an index per shard copy
 answers the same hits, scores and bookmark pages whatever q the database has; a write is found
 by the next query (never stale), update=false answers from the index as it is; every parameter and
 its errors; an index function that throws; an index build in _active_tasks and through kill -9."""
-import base64
+import http.client
 import json
 import os
 import signal
@@ -406,9 +406,11 @@ class Build(NodeTest):
         self.assertEqual(n.put(f"/{db}/_design/lib", {"nouveau": {"books": {"index": slow}}}).status, 201)
         # A query starts the build; while it runs, _active_tasks lists it.
         def ask():
-            try:
-                n.get(f"/{db}/_design/lib/_nouveau/books?q=common")
-            except (OSError, AttributeError):  # the node is killed under it
+            try:  # a connection of its own: the test's is used beside it
+                c = http.client.HTTPConnection("127.0.0.1", n.port, timeout=60)
+                c.request("GET", f"/{db}/_design/lib/_nouveau/books?q=common", headers=n.auth_header())
+                c.getresponse().read()
+            except (http.client.HTTPException, OSError):  # the node is killed under it
                 pass
 
         t = threading.Thread(target=ask)
