@@ -148,6 +148,26 @@ class Nouveau(NodeTest):
         self.assertEqual(set(idx), {"update_seq", "purge_seq", "num_docs", "disk_size", "signature"})
         self.assertGreater(idx["disk_size"], 0)
 
+    def test_purged_and_deleted_databases(self):
+        n = self.node
+        db = self.new_db("purged", q=2)
+        self.assertEqual(n.put(f"/{db}/_design/lib", {"nouveau": {"books": {"index": INDEX}}}).status, 201)
+        self.assertEqual(n.post(f"/{db}/_bulk_docs", {"docs": [book(i) for i in range(30)]}).status, 201)
+        self.assertEqual(self.search(db, q="*:*")["total_hits"], 30)
+        rev = n.get(f"/{db}/b007").json["_rev"]
+        r = n.post(f"/{db}/_purge", {"b007": [rev]})
+        self.assertEqual(r.status, 201, r)
+        got = self.search(db, q="*:*", limit=100)
+        self.assertEqual(got["total_hits"], 29)
+        self.assertNotIn("b007", [h["id"] for h in got["hits"]])
+        self.assertEqual(n.get(f"/{db}/_design/lib/_nouveau_info/books").json["search_index"]["purge_seq"], 1)
+        # A deleted database's indexes go with its copies.
+        dirs = lambda: [d for root, ds, _ in os.walk(n.data_dir) for d in ds if d.endswith(".search")
+                        and f"/{db}." in root + "/"]
+        self.assertEqual(len(dirs()), 2)
+        self.assertEqual(n.delete(f"/{db}").status, 200)
+        self.assertTrue(wait_until(lambda: not dirs(), 10), dirs())
+
     def test_index_function_errors_index_nothing_for_that_document(self):
         n = self.node
         db = self.new_db("throws", q=2)
