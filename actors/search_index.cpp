@@ -26,6 +26,9 @@ void fields_into(const search_target& t, const json& per_function, text_doc& out
     return;
   }
   out.fields = std::move(*fields);
+  // A partitioned index knows each document's partition (its id before the first colon).
+  if (t.def.partitioned && !out.fields.empty())
+    out.fields.push_back({text_field::kind::string, "_partition", out.id.substr(0, out.id.find(':')), 0, false, false});
 }
 
 // Indexes `bodies` (rendered winners; their documents in `out`, ids set) in one exchange; a batch

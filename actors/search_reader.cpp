@@ -193,6 +193,7 @@ void search_reader::copy_search(const db_meta& db, size_t range, const shard_han
   if (!ddoc || !ddoc->is_object()) return done(status{errc::bad_request, "the design document is not a JSON object"});
   auto def = search_index_of(req.api, req.ddoc_id, *ddoc, req.index);
   if (!def) return done(def.error());
+  partition_index(*def, db.partitioned, *ddoc);
   if (def->signature != req.signature)
     return done(status{errc::not_implemented, "this node indexes " + req.ddoc_id + "/" + req.index +
                                                   " under another signature (a different release)"});
@@ -243,10 +244,13 @@ result<text_page> search_reader::query(const db_meta& db, const search_design& s
   req.query = q;
   req.query.top_n = std::numeric_limits<size_t>::max();  // every value counted: exact sums here
   req.update = update;
-  if (partition.empty() && db.ranges.size() > 1) {
-    // Scores from every copy's statistics: the same whatever the number of ranges.
+  // A partition's documents are all in its range; the query keeps to them there.
+  if (!partition.empty()) req.query.drilldown.push_back({"_partition", partition});
+  if (db.ranges.size() > 1) {
+    // Scores from every copy's statistics (a partition's query too: the whole database's), the
+    // same whatever the number of ranges.
     req.what = search_copy_request::phase::stats;
-    auto pages = pages_of(db, req, partition);
+    auto pages = pages_of(db, req, "");
     if (!pages) return pages.error();
     text_stats sum;
     for (const search_copy_page& p : *pages) sum.add(p.stats);

@@ -274,9 +274,10 @@ int timed_requests(const options& o) {
     server += b;
   }
   std::printf(
-      "workload=%s concurrency=%d requests=%zu rate=%.0f p50_ms=%.2f p95_ms=%.2f p99_ms=%.2f max_ms=%.1f%s errors=%llu\n",
-              o.workload.c_str(), o.concurrency, all.size(), all.size() / elapsed, pct(0.5), pct(0.95), pct(0.99),
-              all.empty() ? 0.0 : all.back(), server.c_str(), static_cast<unsigned long long>(errors.load()));
+      "workload=%s concurrency=%d requests=%zu rate=%.0f p50_ms=%.2f p95_ms=%.2f p99_ms=%.2f max_ms=%.1f%s "
+      "errors=%llu\n",
+      o.workload.c_str(), o.concurrency, all.size(), all.size() / elapsed, pct(0.5), pct(0.95), pct(0.99),
+      all.empty() ? 0.0 : all.back(), server.c_str(), static_cast<unsigned long long>(errors.load()));
   return errors.load() == 0 ? 0 : 1;
 }
 

@@ -231,7 +231,7 @@ void handle_view_cleanup(ctx& c, const db_meta& db) {
   if (auto st = c.require_json_content(); !st) return c.error(st);
   auto listing = list_design_docs(c.node.coord, db, true);
   if (!listing) return c.error(listing.error());
-  std::vector<std::string> keep = kept_signatures(*listing);
+  std::vector<std::string> keep = kept_signatures(db, *listing);
   on_every_holder(c, db, "_view_cleanup", [&](cluster_member& m) { return m.view_cleanup(db.name, keep); });
   c.reply(202, json{{"ok", true}});
 }

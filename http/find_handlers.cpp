@@ -257,7 +257,7 @@ status save_ddoc(ctx& c, const db_meta& db, json doc, const std::string& id, con
 void drop_unused(ctx& c, const db_meta& db) {
   auto listing = list_design_docs(c.node.coord, db, true);
   if (!listing) return;
-  std::vector<std::string> keep = kept_signatures(*listing);
+  std::vector<std::string> keep = kept_signatures(db, *listing);
   on_every_holder(c, db, "_index cleanup", [&](cluster_member& m) { return m.view_cleanup(db.name, keep); });
 }
 
@@ -385,16 +385,21 @@ void handle_index(ctx& c, const db_meta& db) {
   c.reply(200, json{{"ok", true}});
 }
 
-std::vector<std::string> kept_signatures(const all_docs_listing& design_docs) {
+std::vector<std::string> kept_signatures(const db_meta& db, const all_docs_listing& design_docs) {
   std::vector<std::string> keep;
   for (const auto& row : design_docs.rows) {
     if (row.doc.deleted || row.doc.doc.empty()) continue;
     json d = parse_json(row.doc.doc).value_or(json());
     if (!d.is_object()) continue;
-    if (member(d, "views").is_object()) keep.push_back(view_signature(d));
+    // As the readers name them: a partitioned database's views and search indexes have
+    // signatures of their own.
+    if (member(d, "views").is_object()) keep.push_back(views_of(db.key(), db.partitioned, row.doc.id, "", d).signature);
     for (const query_index& ix : indexes_of(row.doc.id, d)) keep.push_back(ix.def.signature());
     for (search_api api : {search_api::nouveau, search_api::clouseau})
-      for (const search_index_def& s : search_indexes_of(api, row.doc.id, d)) keep.push_back(s.signature);
+      for (search_index_def& s : search_indexes_of(api, row.doc.id, d)) {
+        partition_index(s, db.partitioned, d);
+        keep.push_back(s.signature);
+      }
   }
   return keep;
 }

@@ -56,11 +56,14 @@ void handle_ensure_full_commit(ctx& c, const db_meta& db);
 void handle_compact(ctx& c, const db_meta& db);
 void handle_view_cleanup(ctx& c, const db_meta& db);
 // search_handlers.cpp: Nouveau's full-text search (issue 54).
-void handle_nouveau(ctx& c, const db_meta& db, const std::string& ddoc_name, const std::string& index);
+// `partition`: the path's /db/_partition/<p>/... ("" for /db/_design/...).
+void handle_nouveau(ctx& c, const db_meta& db, const std::string& ddoc_name, const std::string& index,
+                    const std::string& partition = "");
 void handle_nouveau_info(ctx& c, const db_meta& db, const std::string& ddoc_name, const std::string& index);
 void handle_search_cleanup(ctx& c, const db_meta& db);
 void handle_nouveau_analyze(ctx& c);
-void handle_search(ctx& c, const db_meta& db, const std::string& ddoc_name, const std::string& index);
+void handle_search(ctx& c, const db_meta& db, const std::string& ddoc_name, const std::string& index,
+                   const std::string& partition = "");
 void handle_search_info(ctx& c, const db_meta& db, const std::string& ddoc_name, const std::string& index,
                         bool disk_size_only);
 void handle_search_analyze(ctx& c);
@@ -71,7 +74,7 @@ void handle_explain(ctx& c, const db_meta& db, const std::string& partition = ""
 void handle_index(ctx& c, const db_meta& db);
 // The index signatures the design documents of a listing (with their bodies) define: their views'
 // and their JSON indexes' (what _view_cleanup and _index removals keep on the copies).
-std::vector<std::string> kept_signatures(const all_docs_listing& design_docs);
+std::vector<std::string> kept_signatures(const db_meta& db, const all_docs_listing& design_docs);
 // Runs `ask` on every node holding a copy of `db` (this one first); failures are logged as `what`.
 void on_every_holder(ctx& c, const db_meta& db, const std::string& what,
                      const std::function<status(cluster_member&)>& ask);

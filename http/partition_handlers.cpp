@@ -58,6 +58,8 @@ void handle_partition(ctx& c, const db_meta& db) {
   if (p[3] == "_find" && p.size() == 4) return handle_find(c, db, partition);
   if (p[3] == "_explain" && p.size() == 4) return handle_explain(c, db, partition);
   if (p[3] == "_design" && p.size() == 7 && p[5] == "_view") return handle_view(c, db, p[4], p[6], partition);
+  if (p[3] == "_design" && p.size() == 7 && p[5] == "_search") return handle_search(c, db, p[4], p[6], partition);
+  if (p[3] == "_design" && p.size() == 7 && p[5] == "_nouveau") return handle_nouveau(c, db, p[4], p[6], partition);
   c.error(errc::bad_request, "invalid_partition_req");
 }
 

@@ -26,6 +26,7 @@ result<search_design> design_of(ctx& c, const db_meta& db, search_api api, const
   if (!d) return d.error();
   auto def = search_index_of(api, ddoc_id, d->doc, name);
   if (!def) return def.error();
+  partition_index(*def, db.partitioned, d->doc);
   if (d->doc.value("language", std::string("javascript")) != "javascript")
     return status{errc::not_implemented, "search indexes of language " + d->doc["language"].dump() + " are not run"};
   if (!c.node.search || !c.node.js) return status{errc::not_implemented, "JavaScript is not available on this node"};
@@ -58,9 +59,36 @@ json fields_json(const text_hit& h) {
   return out;
 }
 
+// A query's partition (the path's /db/_partition/<p>/..., or `partition=`; both: they must agree)
+// checked against the index as dreyfus_httpd checks it: a partition of an index that is not
+// partitioned is refused; Clouseau's partitioned index wants one (Nouveau's answers over every
+// partition without), and keeps facets and groups to whole databases.
+status check_partition(ctx& c, const search_design& sd, search_params& params, const std::string& path_partition) {
+  if (!path_partition.empty()) {
+    if (!params.partition.empty() && params.partition != path_partition)
+      return {errc::bad_request, "Conflicting value for `partition` in query string"};
+    params.partition = path_partition;
+  }
+  if (params.partition.empty()) {
+    if (sd.def.partitioned && sd.def.api == search_api::clouseau)
+      return {errc::bad_request, "`partition` parameter is mandatory for queries to this index."};
+    return {};
+  }
+  if (!sd.def.partitioned) return {errc::bad_request, "`partition` not supported on this index"};
+  if (auto st = validate_partition_name(params.partition); !st) return st;
+  if (sd.def.api == search_api::clouseau &&
+      (!params.query.drilldown.empty() || !params.query.ranges.empty() || !params.group_field.empty()))
+    return {errc::bad_request,
+            "`partition` and any of `drilldown`, `ranges`, `group_field`, `group_sort`, `group_limit` or `group_by` are "
+            "incompatible"};
+  (void)c;
+  return {};
+}
+
 }  // namespace
 
-void handle_nouveau(ctx& c, const db_meta& db, const std::string& ddoc_name, const std::string& index) {
+void handle_nouveau(ctx& c, const db_meta& db, const std::string& ddoc_name, const std::string& index,
+                    const std::string& partition) {
   if (c.method() != "GET" && c.method() != "POST") return c.method_not_allowed("GET,POST");
   result<json> body = json();
   if (c.method() == "POST") {
@@ -72,12 +100,11 @@ void handle_nouveau(ctx& c, const db_meta& db, const std::string& ddoc_name, con
   for (auto& [k, v] : c.query_in_order()) qs.emplace(k, v);
   auto params = nouveau_params(qs, c.method() == "POST" ? &*body : nullptr);
   if (!params) return c.error(params.error());
-  if (!params->partition.empty())
-    return c.error(errc::not_implemented, "partitioned full-text search is not supported by settee yet");
   auto sd = design_of(c, db, search_api::nouveau, ddoc_name, index);
   if (!sd) return c.error(sd.error());
+  if (auto st = check_partition(c, *sd, *params, partition); !st) return c.error(st);
   const auto started = mono::now();
-  auto page = c.node.search->query(db, *sd, params->query, params->update);
+  auto page = c.node.search->query(db, *sd, params->query, params->update, params->partition);
   if (!page) return c.error(page.error());
   const auto took = std::chrono::duration_cast<std::chrono::milliseconds>(mono::now() - started).count();
   std::vector<json> docs;
@@ -203,7 +230,8 @@ void grouped_search(ctx& c, const db_meta& db, const search_design& sd, const se
 
 // The query of a _search request, with Clouseau's answer: total_rows, bookmark, rows (id, order,
 // fields, highlights, doc), then counts and ranges when asked for.
-void handle_search(ctx& c, const db_meta& db, const std::string& ddoc_name, const std::string& index) {
+void handle_search(ctx& c, const db_meta& db, const std::string& ddoc_name, const std::string& index,
+                   const std::string& partition) {
   if (c.method() != "GET" && c.method() != "POST") return c.method_not_allowed("GET,POST");
   result<json> body = json();
   if (c.method() == "POST") {
@@ -212,12 +240,11 @@ void handle_search(ctx& c, const db_meta& db, const std::string& ddoc_name, cons
   }
   auto params = clouseau_params(c.query_in_order(), c.method() == "POST" ? &*body : nullptr);
   if (!params) return c.error(params.error());
-  if (!params->partition.empty())
-    return c.error(errc::not_implemented, "partitioned full-text search is not supported by settee yet");
   auto sd = design_of(c, db, search_api::clouseau, ddoc_name, index);
   if (!sd) return c.error(sd.error());
+  if (auto st = check_partition(c, *sd, *params, partition); !st) return c.error(st);
   if (!params->group_field.empty()) return grouped_search(c, db, *sd, *params);
-  auto page = c.node.search->query(db, *sd, params->query, params->update);
+  auto page = c.node.search->query(db, *sd, params->query, params->update, params->partition);
   if (!page) return c.error(page.error());
   auto rows = clouseau_rows(c, db, *params, page->hits);
   if (!rows) return c.error(rows.error());

@@ -26,7 +26,15 @@ struct search_index_def {
   // The definition hashed (hex sha256 of what the index is built from): the index's file name, so
   // that changing anything that changes its terms builds a new one, and nothing else does.
   std::string signature;
+  // A partitioned index (a partitioned database's, unless the design document's
+  // options.partitioned is false): each document's partition is indexed too (a `_partition`
+  // string field), and a query may keep to one partition. Set by partition_index().
+  bool partitioned = false;
 };
+
+// `d` of design document `ddoc` in a database that is partitioned or not: partitioned as views are
+// (CouchDB's get_view_partition_option), with a signature of its own when it is.
+void partition_index(search_index_def& d, bool partitioned_db, const json& ddoc);
 
 // Index `name` of `api` in design document `ddoc` (its JSON body, `ddoc_id` its id): errc::not_found
 // "<name> not found." when it has none of that name; errc::invalid_design_doc (CouchDB's

@@ -8,6 +8,7 @@
 #include <lucene++/DefaultSimilarity.h>
 #include <lucene++/DutchAnalyzer.h>
 #include <lucene++/FieldCache.h>
+#include <lucene++/FilteredQuery.h>
 #include <lucene++/FrenchAnalyzer.h>
 #include <lucene++/GermanAnalyzer.h>
 #include <lucene++/GreekAnalyzer.h>
@@ -19,6 +20,7 @@
 #include <lucene++/OpenBitSet.h>
 #include <lucene++/PersianAnalyzer.h>
 #include <lucene++/QueryScorer.h>
+#include <lucene++/QueryWrapperFilter.h>
 #include <lucene++/RussianAnalyzer.h>
 #include <lucene++/SimpleFragmenter.h>
 #include <lucene++/SimpleHTMLFormatter.h>
@@ -488,11 +490,11 @@ text_hit hit_of(Searcher& searcher, const std::vector<sort_spec>& sort, const en
   return hit;
 }
 
-// `query` kept to the documents whose fields hold the drilldown's values (each entry: one of them).
+// `query` kept to the documents whose fields hold the drilldown's values (each entry: one of them),
+// as a filter: the scores stay the query's.
 QueryPtr with_drilldown(const QueryPtr& query, const std::vector<std::vector<std::string>>& drilldown) {
   if (drilldown.empty()) return query;
   BooleanQueryPtr all = newLucene<BooleanQuery>();
-  all->add(query, BooleanClause::MUST);
   for (const auto& entry : drilldown) {
     if (entry.size() < 2) continue;
     BooleanQueryPtr any = newLucene<BooleanQuery>(true);
@@ -500,7 +502,7 @@ QueryPtr with_drilldown(const QueryPtr& query, const std::vector<std::vector<std
       any->add(newLucene<TermQuery>(newLucene<Term>(wide(entry[0]), wide(entry[i]))), BooleanClause::SHOULD);
     all->add(any, BooleanClause::MUST);
   }
-  return all;
+  return newLucene<FilteredQuery>(query, newLucene<QueryWrapperFilter>(all));
 }
 
 // The hit's highlights: the best fragments of each stored text field asked for.

@@ -197,7 +197,6 @@ class Nouveau(NodeTest):
             ("/books8/_design/lib/_nouveau/nothere?q=x", 404, "not_found", "nothere not found."),
             ("/books8/_design/none/_nouveau/books?q=x", 404, "not_found", "missing"),
             ("/nodb/_design/lib/_nouveau/books?q=x", 404, "not_found", None),
-            (base + "?q=x&partition=p", 501, "not_implemented", None),
         ]
         for path, status, error, reason in cases:
             with self.subTest(path=path):
@@ -414,6 +413,48 @@ class Hostile(NodeTest):
         if fuzzy.status == 400:
             self.assertEqual(fuzzy.json["error"], "bad_request")
         self.assertEqual(n.get("/").status, 200)
+
+
+class Partitioned(NodeTest):
+    """A partitioned database's search indexes know each document's partition: a query under
+    /db/_partition/<p>/... (or partition=) keeps to it, answered by its range alone and scored from
+    the whole database's statistics; dreyfus' rules and messages for what does not fit."""
+
+    def test_partitioned_search(self):
+        n = self.node
+        for name, shards in (("parts1", 1), ("parts8", 8)):
+            self.assertEqual(n.put(f"/{name}?q={shards}&partitioned=true").status, 201)
+            docs = [dict(book(i), _id=f"{'pqr'[i % 3]}:{book(i)['_id']}") for i in range(90)]
+            self.assertEqual(n.post(f"/{name}/_bulk_docs", {"docs": docs}).status, 201)
+            clouseau = "function(doc) { index('default', doc.title); index('genre', doc.genre, {index: 'not_analyzed'}); }"
+            self.assertEqual(n.put(f"/{name}/_design/lib", {"nouveau": {"books": {"index": INDEX}},
+                                                            "indexes": {"items": {"index": clouseau}}}).status, 201)
+        for query in ("apple", "*:*", "fig OR kiwi"):
+            one = n.get(f"/parts1/_partition/q/_design/lib/_nouveau/books" + q(q=query, limit=100)).json
+            eight = n.get(f"/parts8/_partition/q/_design/lib/_nouveau/books" + q(q=query, limit=100)).json
+            self.assertTrue(all(h["id"].startswith("q:") for h in one["hits"]), one)
+            self.assertEqual([(h["id"], h["order"]) for h in one["hits"]], [(h["id"], h["order"]) for h in eight["hits"]])
+            if query == "*:*":
+                self.assertEqual(one["total_hits"], 30)
+        by_param = n.get("/parts8/_design/lib/_nouveau/books" + q(q="*:*", partition="r", limit=100)).json
+        self.assertEqual(by_param["total_hits"], 30)
+        self.assertTrue(all(h["id"].startswith("r:") for h in by_param["hits"]))
+        # Nouveau answers over every partition without one; Clouseau wants one.
+        self.assertEqual(n.get("/parts8/_design/lib/_nouveau/books?q=*:*").json["total_hits"], 90)
+        self.assertError(n.get("/parts8/_design/lib/_search/items?q=*:*"), 400, "bad_request",
+                         "`partition` parameter is mandatory for queries to this index.")
+        self.assertEqual(n.get("/parts8/_partition/p/_design/lib/_search/items?q=*:*").json["total_rows"], 30)
+        self.assertError(n.get("/parts8/_partition/p/_design/lib/_search/items?q=*:*&drilldown=%5B%22genre%22%2C%22x%22%5D"),
+                         400, "bad_request")
+        self.assertError(n.get("/parts8/_partition/p/_design/lib/_nouveau/books?q=x&partition=r"), 400, "bad_request",
+                         "Conflicting value for `partition` in query string")
+        self.assertEqual(n.put("/flat").status, 201)
+        self.assertEqual(n.put("/flat/_design/lib", {"nouveau": {"books": {"index": INDEX}}}).status, 201)
+        self.assertError(n.get("/flat/_design/lib/_nouveau/books?q=x&partition=p"), 400, "bad_request",
+                         "`partition` not supported on this index")
+        # _view_cleanup keeps a partitioned database's indexes (views' too).
+        self.assertEqual(n.post("/parts8/_view_cleanup", {}).status, 202)
+        self.assertEqual(n.get("/parts8/_partition/q/_design/lib/_nouveau/books?q=*:*&update=false").json["total_hits"], 30)
 
 
 class Build(NodeTest):
