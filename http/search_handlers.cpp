@@ -78,9 +78,10 @@ status check_partition(ctx& c, const search_design& sd, search_params& params, c
   if (auto st = validate_partition_name(params.partition); !st) return st;
   if (sd.def.api == search_api::clouseau &&
       (!params.query.drilldown.empty() || !params.query.ranges.empty() || !params.group_field.empty()))
-    return {errc::bad_request,
-            "`partition` and any of `drilldown`, `ranges`, `group_field`, `group_sort`, `group_limit` or `group_by` are "
-            "incompatible"};
+    return {
+        errc::bad_request,
+        "`partition` and any of `drilldown`, `ranges`, `group_field`, `group_sort`, `group_limit` or `group_by` are "
+        "incompatible"};
   (void)c;
   return {};
 }

@@ -74,8 +74,8 @@ result<search_index_def> search_index_of(search_api api, const std::string& ddoc
 
 void partition_index(search_index_def& d, bool partitioned_db, const json& ddoc) {
   const json* options = ddoc.is_object() && ddoc.contains("options") ? &ddoc["options"] : nullptr;
-  const bool off = options && options->is_object() && options->contains("partitioned") &&
-                   (*options)["partitioned"] == json(false);
+  const bool off =
+      options && options->is_object() && options->contains("partitioned") && (*options)["partitioned"] == json(false);
   d.partitioned = partitioned_db && !off;
   if (d.partitioned) d.signature = crypto::sha256_hex(d.signature + "/partitioned");
 }
