@@ -20,7 +20,11 @@ namespace settee {
 class user_regex {
  public:
   // The PCRE2 fallback's bounds (a match past one of them is an error).
-  static constexpr uint32_t match_limit = 1'000'000;  // backtracking steps: ~5 ms of CPU
+  static constexpr uint32_t match_limit = 1'000'000;  // backtracking steps: ~5 ms of CPU on a short value
+  // A step may compare a backreference as long as the value: steps x value bytes stays within this
+  // (a 100,000-byte value gets 2,000 steps), and never fewer than min_steps.
+  static constexpr uint64_t work_budget = 200'000'000;
+  static constexpr uint32_t min_steps = 1'000;
   static constexpr uint32_t depth_limit = 10'000;
   static constexpr uint32_t heap_limit_kib = 16 * 1024;
   static constexpr size_t max_pattern_bytes = 16 * 1024;
