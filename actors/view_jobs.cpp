@@ -52,7 +52,7 @@ job_next view_build::step(job_context& ctx) {
       started.insert(index);
       const uint64_t target = waiting.front()->seq();
       ++left;
-      pool_.submit([this, &left, &stop, target, waiting = waiting] {
+      const bool queued = pool_.submit([this, &left, &stop, target, waiting = waiting] {
         const status st = waiting.front()->update(target, stop);
         for (view_build_part* p : waiting)
           if (p->done) p->done(st);
@@ -60,6 +60,13 @@ job_next view_build::step(job_context& ctx) {
         --left;
         changed_.notify_all();
       });
+      if (!queued) {  // the pool stopped (the node is stopping): nobody will update it
+        --left;
+        lock.unlock();
+        for (view_build_part* p : waiting)
+          if (p->done) p->done(status{errc::unavailable, "the node is stopping"});
+        lock.lock();
+      }
     }
     changed_.wait(lock, [&] { return left == 0 || startable(); });
     if (left == 0 && !startable()) break;
