@@ -31,32 +31,17 @@ search_target target_of(const db_meta& db, const search_design& sd) {
 result<std::shared_ptr<search_reader::open_index>> search_reader::index_of(const db_meta& db, size_t range,
                                                                            const search_index_def& def) {
   const std::string path = dir_ + "/" + shard_name(db.name, db.shard_id(range)) + "/" + def.signature + suffix;
-  std::lock_guard<std::mutex> lock(mu_);
-  auto it = open_.find(path);
-  if (it != open_.end()) {
-    it->second->used = ++uses_;
-    return it->second;
-  }
-  // Past max_open, the least recently used index nobody holds now is closed (one writer per
-  // directory per process: never one a query or an update still uses).
-  while (open_.size() >= max_open) {
-    auto oldest = open_.end();
-    for (auto o = open_.begin(); o != open_.end(); ++o)
-      if (o->second.use_count() == 1 && (oldest == open_.end() || o->second->used < oldest->second->used)) oldest = o;
-    if (oldest == open_.end()) break;
-    open_.erase(oldest);
-  }
-  std::error_code ec;
-  std::filesystem::create_directories(path, ec);
-  if (ec) return status{errc::internal, "could not make the search index directory " + path + ": " + ec.message()};
-  auto index = text_index::open(path, analysis_of(def));
-  if (!index) return index.error();
-  auto idx = std::make_shared<open_index>();
-  idx->path = path;
-  idx->index = std::move(*index);
-  idx->used = ++uses_;
-  open_.emplace(path, idx);
-  return idx;
+  return open_.get(path, [&]() -> result<std::shared_ptr<open_index>> {
+    std::error_code ec;
+    std::filesystem::create_directories(path, ec);
+    if (ec) return status{errc::internal, "could not make the search index directory " + path + ": " + ec.message()};
+    auto index = text_index::open(path, analysis_of(def));
+    if (!index) return index.error();
+    auto idx = std::make_shared<open_index>();
+    idx->path = path;
+    idx->index = std::move(*index);
+    return idx;
+  });
 }
 
 size_t search_reader::cleanup(const db_meta& db, const std::vector<std::string>& keep) {
@@ -64,10 +49,7 @@ size_t search_reader::cleanup(const db_meta& db, const std::vector<std::string>&
   for (size_t r = 0; r < db.ranges.size(); ++r) {
     if (!db.hosts(r)) continue;
     for (const std::string& path : stale_indexes(dir_ + "/" + shard_name(db.name, db.shard_id(r)), suffix, keep)) {
-      {
-        std::lock_guard<std::mutex> lock(mu_);
-        open_.erase(path);  // closed when the last search of it ends
-      }
+      open_.erase(path);  // closed when the last search of it ends
       std::error_code ec;
       std::filesystem::remove_all(path, ec);
       ++removed;
@@ -77,10 +59,7 @@ size_t search_reader::cleanup(const db_meta& db, const std::vector<std::string>&
 }
 
 void search_reader::forget_copy(const std::string& copy) {
-  const std::string dir = dir_ + "/" + copy + "/";
-  std::lock_guard<std::mutex> lock(mu_);
-  for (auto it = open_.lower_bound(dir); it != open_.end() && it->first.compare(0, dir.size(), dir) == 0;)
-    it = open_.erase(it);
+  open_.erase_below(dir_ + "/" + copy);
 }
 
 status search_reader::update(open_index& index, const shard_store& store, const search_target& t,

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "actors/coordinator.hpp"
+#include "actors/index_cache.hpp"
 #include "actors/jobs.hpp"
 #include "actors/js_pool.hpp"
 #include "actors/search_index.hpp"
@@ -70,7 +71,6 @@ class search_reader {
     std::mutex mu;  // one updater at a time; searches run beside it
     std::atomic<bool> updating{false};
     std::unique_ptr<text_index> index;
-    uint64_t used = 0;
   };
   static constexpr size_t max_open = 64;  // index directories kept open; more are closed when idle
   result<std::shared_ptr<open_index>> index_of(const db_meta& db, size_t range, const search_index_def& def);
@@ -91,11 +91,9 @@ class search_reader {
     const clock* clk = nullptr;
     std::string node;
   } tasks_;
-  work_pool pool_;  // index updates, as many at once as cores (and workers)
-  std::mutex mu_;
-  std::map<std::string, std::shared_ptr<open_index>> open_;  // by directory
-  uint64_t uses_ = 0;
-  build_jobs builds_;  // by database and signature
+  work_pool pool_;                          // index updates, as many at once as cores (and workers)
+  index_cache<open_index> open_{max_open};  // by directory
+  build_jobs builds_;                       // by database and signature
 };
 
 }  // namespace settee

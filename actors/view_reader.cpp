@@ -76,31 +76,15 @@ result<std::shared_ptr<view_reader::open_index>> view_reader::index_of(const db_
                                                                        const design_views& dv,
                                                                        const shard_store& shard) {
   const std::string path = dir_ + "/" + shard_name(db.name, db.shard_id(range)) + "/" + dv.signature + ".view";
-  std::lock_guard<std::mutex> lock(mu_);
-  auto it = open_.find(path);
-  if (it != open_.end()) {
-    it->second->used = ++uses_;
-    return it->second;
-  }
-  // Past max_open, the least recently used index nobody holds now is closed (one LMDB
-  // environment per file per process: never one a query still reads).
-  while (open_.size() >= max_open) {
-    auto oldest = open_.end();
-    for (auto o = open_.begin(); o != open_.end(); ++o)
-      if (o->second.use_count() == 1 && (oldest == open_.end() || o->second->used < oldest->second->used)) oldest = o;
-    if (oldest == open_.end()) break;
-    open_.erase(oldest);
-  }
-  const view_meta want = meta_for(dv, shard);
-  ::unlink((path + ".compact").c_str());  // a compaction's copy a crash left behind
-  auto store = view_store::open(path, want);
-  if (!store) return store.error();
-  auto idx = std::make_shared<open_index>();
-  idx->path = path;
-  idx->store = std::move(*store);
-  idx->used = ++uses_;
-  open_.emplace(path, idx);
-  return idx;
+  return open_.get(path, [&]() -> result<std::shared_ptr<open_index>> {
+    ::unlink((path + ".compact").c_str());  // a compaction's copy a crash left behind
+    auto store = view_store::open(path, meta_for(dv, shard));
+    if (!store) return store.error();
+    auto idx = std::make_shared<open_index>();
+    idx->path = path;
+    idx->store = std::move(*store);
+    return idx;
+  });
 }
 
 size_t view_reader::cleanup(const db_meta& db, const std::vector<std::string>& keep) {
@@ -109,11 +93,7 @@ size_t view_reader::cleanup(const db_meta& db, const std::vector<std::string>& k
     if (!db.hosts(r)) continue;
     // The data files (not their -lock files) of signatures no design document names.
     for (const std::string& path : stale_indexes(dir_ + "/" + shard_name(db.name, db.shard_id(r)), ".view", keep)) {
-      {
-        // Closed here; a query that still reads it keeps its mapping until it ends.
-        std::lock_guard<std::mutex> lock(mu_);
-        open_.erase(path);
-      }
+      open_.erase(path);  // a query that still reads it keeps its mapping until it ends
       lmdb::remove_file(path);
       ++removed;
     }
@@ -151,33 +131,30 @@ status view_reader::compact_index(open_index& index, const view_meta& want) {
   if (status st = index.store->compact_to(tmp); !st) return st;
   job_context::failpoint("view_compaction:copied");
   std::unique_lock<std::shared_mutex> swapping(index.swap);
-  std::lock_guard<std::mutex> lock(mu_);
-  auto it = open_.find(index.path);
-  if (it == open_.end() || it->second.get() != &index) {  // removed meanwhile (cleanup, copy gone)
-    ::unlink(tmp.c_str());
-    return {};
-  }
-  index.store.reset();  // one environment per file per process: closed before the copy opens
-  status renamed = rename_durably(tmp, index.path);
-  if (!renamed) ::unlink(tmp.c_str());
-  auto reopened = view_store::open(index.path, want);
-  if (!reopened) {
-    open_.erase(it);  // the next query opens it again
-    return reopened.error();
-  }
-  index.store = std::move(*reopened);
-  return renamed;
+  status out;
+  open_.with(index.path, [&](open_index* kept) {
+    if (kept != &index) {  // removed meanwhile (cleanup, copy gone)
+      ::unlink(tmp.c_str());
+      return false;
+    }
+    index.store.reset();  // one environment per file per process: closed before the copy opens
+    status renamed = rename_durably(tmp, index.path);
+    if (!renamed) ::unlink(tmp.c_str());
+    auto reopened = view_store::open(index.path, want);
+    if (!reopened) {
+      out = reopened.error();
+      return true;  // dropped: the next query opens it again
+    }
+    index.store = std::move(*reopened);
+    out = renamed;
+    return false;
+  });
+  return out;
 }
 
 void view_reader::forget_copy(const std::string& copy) {
   const std::string dir = dir_ + "/" + copy;
-  {
-    // Closed here; a query that still reads one keeps its mapping until it ends.
-    std::lock_guard<std::mutex> lock(mu_);
-    for (auto it = open_.lower_bound(dir + "/");
-         it != open_.end() && it->first.compare(0, dir.size() + 1, dir + "/") == 0;)
-      it = open_.erase(it);
-  }
+  open_.erase_below(dir);  // a query that still reads one keeps its mapping until it ends
   std::error_code ec;
   std::filesystem::remove_all(dir, ec);
   if (ec) log::warning("could not remove the view indexes of " + copy + ": " + ec.message());

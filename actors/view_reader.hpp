@@ -17,6 +17,7 @@
 #include <string>
 
 #include "actors/coordinator.hpp"
+#include "actors/index_cache.hpp"
 #include "actors/jobs.hpp"
 #include "actors/js_pool.hpp"
 #include "actors/js_reduce.hpp"
@@ -134,7 +135,6 @@ class view_reader {
     std::atomic<bool> updating{false};
     std::atomic<bool> compacting{false};  // a compaction is queued or running
     std::unique_ptr<view_store> store;    // null after a compaction that could not reopen it
-    uint64_t used = 0;                    // when last handed out (a counter), for closing the least recently used
   };
   static constexpr size_t max_open = 64;  // index files kept open; more are closed when idle
   result<std::shared_ptr<open_index>> index_of(const db_meta& db, size_t range, const design_views& dv,
@@ -173,11 +173,9 @@ class view_reader {
     const clock* clk = nullptr;
     std::string node;
   } tasks_;
-  work_pool pool_;  // index updates, as many at once as cores (and workers)
-  std::mutex mu_;
-  std::map<std::string, std::shared_ptr<open_index>> open_;  // by index path
-  uint64_t uses_ = 0;
-  build_jobs builds_;  // by database and signature
+  work_pool pool_;                          // index updates, as many at once as cores (and workers)
+  index_cache<open_index> open_{max_open};  // by index path
+  build_jobs builds_;                       // by database and signature
 };
 
 }  // namespace settee
