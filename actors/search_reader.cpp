@@ -68,34 +68,17 @@ status search_reader::update(open_index& index, const shard_store& store, const 
   const uint64_t from = index.index->seq(), to = std::max(target, store.update_seq());
   if (from >= target && index.index->purge_seq() >= store.purge_seq()) return {};
   // A search_indexer row in _active_tasks while it runs (CouchDB's dreyfus and nouveau name).
-  uint64_t task = 0;
-  const int64_t started_ms = tasks_.clk ? tasks_.clk->now_ms() : 0;
-  if (tasks_.list && tasks_.clk) {
-    task = tasks_.list->add(json{{"type", "search_indexer"},
-                                 {"node", tasks_.node},
-                                 {"database", copy},
-                                 {"design_document", t.def.ddoc_id},
-                                 {"index", t.def.name},
-                                 {"changes_done", 0},
-                                 {"total_changes", to - from},
-                                 {"progress", 0},
-                                 {"started_on", started_ms / 1000},
-                                 {"updated_on", started_ms / 1000}});
-  }
+  index_task task(
+      tasks_,
+      json{{"type", "search_indexer"}, {"database", copy}, {"design_document", t.def.ddoc_id}, {"index", t.def.name}},
+      from, to);
   auto progress = [&](uint64_t seq) {
-    if (task) {
-      const uint64_t done = std::min(seq, to) - std::min(from, std::min(seq, to)),
-                     total = std::max<uint64_t>(to - from, 1);
-      const int64_t now = tasks_.clk->now_ms();
-      tasks_.list->update(task,
-                          json{{"changes_done", done}, {"progress", done * 100 / total}, {"updated_on", now / 1000}});
-    }
+    task.progress(seq);
     return !stop || !stop();
   };
   index.updating = true;
   status st = update_search_index(store, *index.index, js_, t, target, 500, 16u << 20, progress);
   index.updating = false;
-  if (task) tasks_.list->remove(task);
   return st;
 }
 

@@ -47,7 +47,9 @@ class search_reader {
   search_reader(coordinator& coord, js_pool& js, job_runner& jobs, std::string dir);
 
   // Where index updates show as search_indexer rows of _active_tasks. Set once, before queries.
-  void set_tasks(task_list& tasks, const clock& clk, std::string node) { tasks_ = {&tasks, &clk, std::move(node)}; }
+  void set_tasks(task_list& tasks, const clock& clk, std::string node) {
+    tasks_ = task_place{&tasks, &clk, std::move(node)};
+  }
 
   // `q` over the database's copies (a partition's range only when `partition` is set).
   result<text_page> query(const db_meta& db, const search_design& sd, const text_query& q, bool update,
@@ -86,11 +88,7 @@ class search_reader {
   coordinator& coord_;
   js_pool& js_;
   std::string dir_;
-  struct {
-    task_list* list = nullptr;
-    const clock* clk = nullptr;
-    std::string node;
-  } tasks_;
+  task_place tasks_;
   work_pool pool_;                          // index updates, as many at once as cores (and workers)
   index_cache<open_index> open_{max_open};  // by directory
   build_jobs builds_;                       // by database and signature

@@ -537,34 +537,15 @@ status view_reader::update(open_index& index, const shard_store& store, const de
   const uint64_t from = index.store->seq(), to = std::max(target, store.update_seq());
   if (from >= target && index.store->purge_seq() >= store.purge_seq()) return {};
   // CouchDB's indexer row in _active_tasks while it runs, with an estimate of the time left.
-  uint64_t task = 0;
-  const int64_t started_ms = tasks_.clk ? tasks_.clk->now_ms() : 0;
-  if (tasks_.list && tasks_.clk) {
-    task = tasks_.list->add(json{{"type", "indexer"},
-                                 {"node", tasks_.node},
-                                 {"database", copy},
-                                 {"design_document", dv.ddoc_id},
-                                 {"changes_done", 0},
-                                 {"total_changes", to - from},
-                                 {"progress", 0},
-                                 {"started_on", started_ms / 1000},
-                                 {"updated_on", started_ms / 1000}});
-  }
+  index_task task(tasks_, json{{"type", "indexer"}, {"database", copy}, {"design_document", dv.ddoc_id}}, from, to);
   auto progress = [&](uint64_t seq) {
-    if (task) {
-      const uint64_t done = std::min(seq, to) - from, total = std::max<uint64_t>(to - from, 1);
-      const int64_t now = tasks_.clk->now_ms(), spent = now - started_ms;
-      json fields{{"changes_done", done}, {"progress", done * 100 / total}, {"updated_on", now / 1000}};
-      if (done > 0) fields["eta_s"] = static_cast<double>(spent) * static_cast<double>(total - done) / done / 1000.0;
-      tasks_.list->update(task, fields);
-    }
+    task.progress(seq);
     return !stop || !stop();
   };
   index.updating = true;
   status st = update_view_index(store, *index.store, js_, dv, target, 500, 16u << 20, progress, reduce_options());
   index.updating = false;
   if (st) ++metrics::node().view_index_updates;
-  if (task) tasks_.list->remove(task);
   return st;
 }
 

@@ -77,7 +77,9 @@ class view_reader {
   result<view_answer> query(const db_meta& db, const design_views& dv, const view_request& q);
   // Where index updates show as CouchDB's `indexer` rows of _active_tasks (this node's name on
   // them). Set once, before queries arrive; unset: updates are not listed.
-  void set_tasks(task_list& tasks, const clock& clk, std::string node) { tasks_ = {&tasks, &clk, std::move(node)}; }
+  void set_tasks(task_list& tasks, const clock& clk, std::string node) {
+    tasks_ = task_place{&tasks, &clk, std::move(node)};
+  }
   // [query_server_config] reduce_limit changed while the node runs.
   void set_reduce_limit(reduce_limit limit) { reduce_limit_ = limit; }
   // The indexes' seqs now, as a _changes token (CouchDB's update_seq=true): the seq each range's
@@ -168,11 +170,7 @@ class view_reader {
     o.limit = reduce_limit_;
     return o;
   }
-  struct {
-    task_list* list = nullptr;
-    const clock* clk = nullptr;
-    std::string node;
-  } tasks_;
+  task_place tasks_;
   work_pool pool_;                          // index updates, as many at once as cores (and workers)
   index_cache<open_index> open_{max_open};  // by index path
   build_jobs builds_;                       // by database and signature
