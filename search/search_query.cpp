@@ -242,10 +242,10 @@ result<text_range> clouseau_range(const std::string& label, const json& v) {
   r.label = label;
   r.min_inclusive = m[1] == "[";
   r.max_inclusive = m[4] == "]";
-  for (auto [bound, out, open] :
-       {std::tuple{m[2].str(), &r.min, -1.0 / 0.0}, std::tuple{m[3].str(), &r.max, 1.0 / 0.0}}) {
+  const double inf = std::numeric_limits<double>::infinity();
+  for (auto [bound, out, open] : {std::tuple{m[2].str(), &r.min, -inf}, std::tuple{m[3].str(), &r.max, inf}}) {
     if (bound == "*" || bound == "Infinity" || bound == "-Infinity") {
-      *out = bound == "-Infinity" ? -1.0 / 0.0 : bound == "Infinity" ? 1.0 / 0.0 : open;
+      *out = bound == "-Infinity" ? -inf : bound == "Infinity" ? inf : open;
       continue;
     }
     char* end = nullptr;

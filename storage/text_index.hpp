@@ -18,6 +18,7 @@
 #pragma once
 
 #include <cstdint>
+#include <limits>
 #include <map>
 #include <memory>
 #include <optional>
@@ -78,7 +79,7 @@ struct text_stats {
 
 struct text_range {
   std::string label;
-  double min = -1.0 / 0.0, max = 1.0 / 0.0;
+  double min = -std::numeric_limits<double>::infinity(), max = std::numeric_limits<double>::infinity();
   bool min_inclusive = true, max_inclusive = true;
 };
 
