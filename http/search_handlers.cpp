@@ -63,7 +63,7 @@ json fields_json(const text_hit& h) {
 // checked against the index as dreyfus_httpd checks it: a partition of an index that is not
 // partitioned is refused; Clouseau's partitioned index wants one (Nouveau's answers over every
 // partition without), and keeps facets and groups to whole databases.
-status check_partition(ctx& c, const search_design& sd, search_params& params, const std::string& path_partition) {
+status check_partition(const search_design& sd, search_params& params, const std::string& path_partition) {
   if (!path_partition.empty()) {
     if (!params.partition.empty() && params.partition != path_partition)
       return {errc::bad_request, "Conflicting value for `partition` in query string"};
@@ -82,7 +82,6 @@ status check_partition(ctx& c, const search_design& sd, search_params& params, c
         errc::bad_request,
         "`partition` and any of `drilldown`, `ranges`, `group_field`, `group_sort`, `group_limit` or `group_by` are "
         "incompatible"};
-  (void)c;
   return {};
 }
 
@@ -103,7 +102,7 @@ void handle_nouveau(ctx& c, const db_meta& db, const std::string& ddoc_name, con
   if (!params) return c.error(params.error());
   auto sd = design_of(c, db, search_api::nouveau, ddoc_name, index);
   if (!sd) return c.error(sd.error());
-  if (auto st = check_partition(c, *sd, *params, partition); !st) return c.error(st);
+  if (auto st = check_partition(*sd, *params, partition); !st) return c.error(st);
   const auto started = mono::now();
   auto page = c.node.search->query(db, *sd, params->query, params->update, params->partition);
   if (!page) return c.error(page.error());
@@ -243,7 +242,7 @@ void handle_search(ctx& c, const db_meta& db, const std::string& ddoc_name, cons
   if (!params) return c.error(params.error());
   auto sd = design_of(c, db, search_api::clouseau, ddoc_name, index);
   if (!sd) return c.error(sd.error());
-  if (auto st = check_partition(c, *sd, *params, partition); !st) return c.error(st);
+  if (auto st = check_partition(*sd, *params, partition); !st) return c.error(st);
   if (!params->group_field.empty()) return grouped_search(c, db, *sd, *params);
   auto page = c.node.search->query(db, *sd, params->query, params->update, params->partition);
   if (!page) return c.error(page.error());

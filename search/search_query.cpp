@@ -16,12 +16,11 @@ status parse_error(const std::string& reason) {
   return {errc::query_parse_error, reason};
 }
 
-// A parameter's value as JSON: a POST body's member as it is, a query string's decoded (a bare
-// word that is not JSON as the string it is: sort=-year works without quotes).
-json value_of(const std::string& qs_value, bool from_qs, const json* member) {
-  if (!from_qs) return *member;
-  json v = json::parse(qs_value, nullptr, false);
-  return v.is_discarded() ? json(qs_value) : v;
+// A query string's value as JSON: decoded, and a bare word that is not JSON as the string it is
+// (sort=-year works without quotes).
+json qs_json(const std::string& value) {
+  json v = json::parse(value, nullptr, false);
+  return v.is_discarded() ? json(value) : v;
 }
 
 result<std::vector<std::string>> strings_of(const char* name, const json& v) {
@@ -172,7 +171,7 @@ result<search_params> nouveau_params(const std::map<std::string, std::string>& q
     if (from_qs) {
       auto it = qs.find(name);
       if (it == qs.end()) return std::nullopt;
-      return value_of(it->second, true, nullptr);
+      return qs_json(it->second);
     }
     if (!body->contains(name)) return std::nullopt;
     return (*body)[name];
