@@ -12,6 +12,7 @@
 #include "node/check.hpp"
 #include "node/clock.hpp"
 #include "node/log.hpp"
+#include "node/settings.hpp"
 #include "storage/lmdb_env.hpp"
 
 namespace settee {
@@ -23,18 +24,50 @@ shard_registry::shard_registry(caf::actor_system& sys, const clock& clk, store_o
       store_opts_(std::move(store_opts)),
       limits_(limits),
       max_open_(max_open ? max_open : 1),
+      max_mapped_(std::max<size_t>(max_open_,
+                                   settings::shard_address_budget / std::max<uint64_t>(1, store_opts_.map_size_bytes))),
       notifier_(notifier) {}
 
 shard_registry::~shard_registry() {
   close_all();
 }
 
-void shard_registry::wait_closed(const std::shared_ptr<close_signal>& c) {
+bool shard_registry::wait_closed(const std::shared_ptr<close_signal>& c) {
   // The actor drops its reference when it quits; readers hold theirs for one request only.
-  if (!c) return;
+  if (!c) return true;
   std::unique_lock<std::mutex> lock(c->mu);
-  if (!mono::wait_until(c->cv, lock, mono::now() + std::chrono::seconds(60), [&] { return c->closed; }))
-    log::error("a shard store is still referenced after 60 s; continuing");
+  if (mono::wait_until(c->cv, lock, mono::now() + std::chrono::seconds(60), [&] { return c->closed; })) return true;
+  log::error("a shard store is still referenced after 60 s; continuing");
+  return false;
+}
+
+void shard_registry::forget_closed_locked() {
+  for (auto it = closing_.begin(); it != closing_.end();) {
+    std::lock_guard<std::mutex> lock(it->second->mu);
+    it = it->second->closed ? closing_.erase(it) : std::next(it);
+  }
+}
+
+void shard_registry::wait_for_address_space() {
+  const auto deadline = mono::now() + std::chrono::seconds(60);
+  std::unique_lock<std::mutex> lock(mu_);
+  for (;;) {
+    if (open_.size() >= max_open_) evict_idle_locked(max_open_ - 1);  // room for the one being opened
+    forget_closed_locked();
+    if (open_.size() + admitted_ + closing_.size() < max_mapped_) break;
+    if (!closing_.empty()) {
+      auto pending = closing_.begin()->second;
+      lock.unlock();
+      const bool closed = wait_closed(pending);
+      lock.lock();
+      if (!closed) break;  // logged; the open may still fit
+    } else {
+      // Every open shard is busy: wait for an admitted open to end (its request may let go).
+      const size_t admitted = admitted_;
+      if (!admitted || !mono::wait_until(opened_, lock, deadline, [&] { return admitted_ != admitted; })) break;
+    }
+  }
+  ++admitted_;
 }
 
 void shard_registry::close_entry(entry& e) {
@@ -76,6 +109,7 @@ result<shard_handle> shard_registry::acquire(const std::string& path, int64_t cr
   }
   // The file is opened without the registry's lock: other shards are found and opened meanwhile.
   wait_closed(closing);  // never two environments on one file
+  wait_for_address_space();
   store_options opts = store_opts_;
   opts.created_at = created_at;
   {
@@ -97,6 +131,7 @@ result<shard_handle> shard_registry::acquire(const std::string& path, int64_t cr
   }
   std::lock_guard<std::mutex> lock(mu_);
   opening_.erase(path);
+  --admitted_;
   opened_.notify_all();
   if (!store) return store.error();
   if (removed_locked(path)) {  // deleted while it was being opened: remove() takes it from closing_
@@ -112,12 +147,12 @@ result<shard_handle> shard_registry::acquire(const std::string& path, int64_t cr
   open_.emplace(path, std::move(e));
   if (log::enabled(log::level::debug))
     log::debug("shard opened: " + path + " (" + std::to_string(open_.size()) + " open)");
-  evict_idle_locked();
+  evict_idle_locked(max_open_);
   return handle;
 }
 
-void shard_registry::evict_idle_locked() {
-  while (open_.size() > max_open_) {
+void shard_registry::evict_idle_locked(size_t keep) {
+  while (open_.size() > keep) {
     auto victim = open_.end();
     for (auto it = open_.begin(); it != open_.end(); ++it) {
       // Held by the registry and the actor only: no request in flight.

@@ -99,9 +99,15 @@ class shard_registry {
     bool mapped = true;      // its pages may be resident (not released since it was last acquired)
   };
   void close_entry(entry& e);
-  // Waits until the store behind `c` has closed (null: nothing to wait for).
-  static void wait_closed(const std::shared_ptr<close_signal>& c);
-  void evict_idle_locked();
+  // Waits until the store behind `c` has closed (null: nothing to wait for); false after 60 s.
+  static bool wait_closed(const std::shared_ptr<close_signal>& c);
+  // Closes idle shards, least recently used first, until at most `keep` are open.
+  void evict_idle_locked(size_t keep);
+  // Before a file is opened: waits while the maps of the open, admitted and still-closing shards
+  // would pass what the address space holds (max_mapped_), then admits the open.
+  void wait_for_address_space();
+  // Forgets the closing shards whose environment has closed.
+  void forget_closed_locked();
   void mark_removed_locked(const std::string& path);
   std::map<std::string, file_role> roles_;  // set_role
   bool removed_locked(const std::string& path) const;
@@ -112,11 +118,16 @@ class shard_registry {
   store_options store_opts_;
   replica_limits limits_;
   size_t max_open_;
+  // Shard maps the address space holds (settings::shard_address_budget / the map size), at least
+  // max_open_: a close is asynchronous (the actor finishes its queued writes first), so under load
+  // evicted shards may still be mapped when the next one opens.
+  size_t max_mapped_;
   change_notifier* notifier_;
   std::function<void(const std::string& path)> on_removed_;
   mutable std::mutex mu_;
   std::condition_variable opened_;  // an open finished (opening_ shrank)
   std::set<std::string> opening_;   // paths being opened right now, without mu_ held
+  size_t admitted_ = 0;             // opens of opening_ past wait_for_address_space
   std::map<std::string, entry> open_;
   std::map<std::string, std::shared_ptr<close_signal>> closing_;  // closed, not yet released
   // Removed paths by hash (sorted; a collision could only refuse a new path for 10 minutes, with
