@@ -110,7 +110,7 @@ result<search_copy_page> answer_copy(const text_index& index, bool updating, con
     return page;
   }
   if (req.what == search_copy_request::phase::stats) {
-    auto stats = index.stats(req.query.query, req.query.default_field);
+    auto stats = index.stats(req.query);
     if (!stats) return stats.error();
     page.stats = std::move(*stats);
     return page;

@@ -433,6 +433,7 @@ std::string encode_request(const search_copy_request& r) {
          {"ranges", ranges_json(r.query.ranges)},
          {"top_n", r.query.top_n},
          {"update", r.update}};
+  if (!r.query.lowercase_expanded) j["exact_expanded"] = true;
   if (!r.query.drilldown.empty()) j["drilldown"] = r.query.drilldown;
   if (!r.query.highlight_fields.empty())
     j["highlight"] = json{{"fields", r.query.highlight_fields},
@@ -469,6 +470,7 @@ result<search_copy_request> decode_request(const std::string& text) {
     r.update = j.at("update");
     if (j.contains("after")) r.query.after = order_of_wire(j["after"]);
     if (j.contains("stats")) r.stats = stats_of(j["stats"]);
+    r.query.lowercase_expanded = !j.value("exact_expanded", false);
     if (j.contains("drilldown")) r.query.drilldown = j["drilldown"].get<std::vector<std::vector<std::string>>>();
     if (j.contains("highlight")) {
       const json& h = j["highlight"];

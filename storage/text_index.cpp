@@ -124,6 +124,24 @@ result<AnalyzerPtr> analyzer_named(const std::string& name) {
   return status{errc::bad_request, name + " is not a valid analyzer name"};
 }
 
+// The per-field analyzers with a gap of 100 positions between a field's values: a phrase does
+// not match across two values (two index() calls, or two strings of a Mango document's $default).
+// Lucene's default gap is 0.
+class gapped_analyzer : public Analyzer {
+ public:
+  explicit gapped_analyzer(AnalyzerPtr inner) : inner_(std::move(inner)) {}
+  TokenStreamPtr tokenStream(const String& field, const ReaderPtr& reader) override {
+    return inner_->tokenStream(field, reader);
+  }
+  TokenStreamPtr reusableTokenStream(const String& field, const ReaderPtr& reader) override {
+    return inner_->reusableTokenStream(field, reader);
+  }
+  int32_t getPositionIncrementGap(const String&) override { return 100; }
+
+ private:
+  AnalyzerPtr inner_;
+};
+
 // Scores with no per-query normalisation: a copy's expansion of a fuzzy term would change it.
 class plain_similarity : public DefaultSimilarity {
  public:
@@ -641,8 +659,10 @@ struct text_index::impl {
     if (k) *k = kinds;
     return reader;
   }
-  QueryPtr parse(const std::string& query, const std::string& default_field, const field_kinds& k) const {
+  QueryPtr parse(const std::string& query, const std::string& default_field, const field_kinds& k,
+                 bool lowercase_expanded = true) const {
     QueryParserPtr parser = newLucene<number_aware_parser>(wide(default_field), analyzer, k);
+    parser->setLowercaseExpandedTerms(lowercase_expanded);
     return parser->parse(wide(query));
   }
   text_stats stats_of(const IndexReaderPtr& r, const QueryPtr& q) const {
@@ -712,7 +732,7 @@ result<std::unique_ptr<text_index>> text_index::open(const std::string& dir, con
     if (!a) return a.error();
     per_field->addAnalyzer(wide(field), *a);
   }
-  i->analyzer = per_field;
+  i->analyzer = newLucene<gapped_analyzer>(per_field);
   i->similarity = newLucene<plain_similarity>();
   try {
     // Mapped: a search reads the index files from the page cache without a read() per buffer.
@@ -793,12 +813,12 @@ status text_index::clear(uint64_t purge_seq) {
   }
 }
 
-result<text_stats> text_index::stats(const std::string& query, const std::string& default_field) const {
+result<text_stats> text_index::stats(const text_query& q) const {
   field_kinds kinds;
   IndexReaderPtr reader = impl_->acquire(&kinds);
   result<text_stats> out = text_stats{};
   try {
-    out = impl_->stats_of(reader, impl_->parse(query, default_field, kinds));
+    out = impl_->stats_of(reader, impl_->parse(q.query, q.default_field, kinds, q.lowercase_expanded));
   } catch (const LuceneException& e) {
     out = failed(e, "search");
   }
@@ -817,7 +837,7 @@ result<text_page> text_index::search(const text_query& q) const {
       reader->decRef();
       return sort.error();
     }
-    QueryPtr query = with_drilldown(impl_->parse(q.query, q.default_field, kinds), q.drilldown);
+    QueryPtr query = with_drilldown(impl_->parse(q.query, q.default_field, kinds, q.lowercase_expanded), q.drilldown);
     const text_stats own = q.stats ? text_stats{} : impl_->stats_of(reader, query);
     SearcherPtr searcher = newLucene<stats_searcher>(reader, q.stats ? *q.stats : own);
     searcher->setSimilarity(impl_->similarity);

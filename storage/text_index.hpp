@@ -86,6 +86,9 @@ struct text_range {
 struct text_query {
   std::string query;  // Lucene's syntax
   std::string default_field = "default";
+  // Wildcard, prefix, fuzzy and range terms lowercased as Lucene's parser does by default (true);
+  // false keeps them as written (Mango's queries: their keyword fields keep their case).
+  bool lowercase_expanded = true;
   size_t limit = 25;
   // Nouveau's sort: "field" or "-field" (descending) of a string or number field, "<score>"
   // (lowest first) or "-<score>"; "_id" last unless given. Empty: "-<score>", then _id.
@@ -150,8 +153,8 @@ class text_index {
   status stage(const std::vector<text_doc>& docs);
   // Empties the index (one commit recording purge_seq, seq 0).
   status clear(uint64_t purge_seq);
-  // The statistics `query` is scored from in this index.
-  result<text_stats> stats(const std::string& query, const std::string& default_field) const;
+  // The statistics the query of `q` is scored from in this index.
+  result<text_stats> stats(const text_query& q) const;
   result<text_page> search(const text_query& q) const;
   // The first `limit` (by score) of `query`: search() without the rest.
   result<text_page> search(const std::string& query, const std::string& default_field, size_t limit) const;

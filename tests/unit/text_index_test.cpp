@@ -174,7 +174,9 @@ TEST_CASE("text_index: scores from summed statistics are the same over one index
     CAPTURE(query);
     text_stats sum;
     for (auto& p : parts) {
-      auto s = p->stats(query, "default");
+      text_query sq;
+      sq.query = query;
+      auto s = p->stats(sq);
       REQUIRE(s);
       sum.add(*s);
     }
