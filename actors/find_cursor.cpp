@@ -5,6 +5,7 @@
 #include "actors/all_docs_reader.hpp"
 #include "actors/position_merge.hpp"
 #include "node/check.hpp"
+#include "query/mango_text.hpp"
 
 namespace settee {
 namespace {
@@ -25,17 +26,67 @@ mango_copy_request copy_request(const query_plan& plan, const find_query& q, uin
 
 }  // namespace
 
-find_cursor::find_cursor(coordinator& coord, find_reader& reader) : coord_(coord), reader_(reader) {}
+find_cursor::find_cursor(coordinator& coord, find_reader& reader, search_reader* search)
+    : coord_(coord), reader_(reader), search_(search) {}
+
+namespace {
+
+// Whether the selector asks $text (normalized: $default) where a text index must answer it.
+bool asks_text(const json& v) {
+  if (v.is_array()) return std::any_of(v.begin(), v.end(), [](const json& e) { return asks_text(e); });
+  if (!v.is_object()) return false;
+  for (auto it = v.begin(); it != v.end(); ++it)
+    if (it.key() == "$default" || asks_text(*it)) return true;
+  return false;
+}
+
+// The one text index of `text` usable for `normal` (mango_cursor_text:create: several are an
+// error unless use_index names one); nullopt when none is.
+result<std::optional<query_index>> usable_text(const std::vector<query_index>& text, const json& normal) {
+  std::optional<query_index> found;
+  for (const query_index& ix : text) {
+    if (!text_index_usable(ix.text, normal)) continue;
+    if (found) return status{errc::mango_multiple_text, "You must specify an index with the `use_index` parameter."};
+    found = ix;
+  }
+  return found;
+}
+
+}  // namespace
 
 result<planned_find> find_cursor::plan(const db_meta& db, find_query q, std::string partition) {
-  auto indexes = reader_.indexes(db, [&] { return json_indexes(db); });
+  auto indexes = reader_.indexes(db, [&] { return mango_indexes(db); });
   if (!indexes) return indexes.error();
-  auto plans = plan_find(q, **indexes);
+  std::vector<query_index> json_ones, text_ones;
+  for (const query_index& ix : **indexes) (ix.text.is_null() ? json_ones : text_ones).push_back(ix);
+  auto text_plan = [&](query_index ix) {
+    planned_find out{std::move(q), {}, {}, std::move(partition), *indexes, std::move(ix)};
+    return out;
+  };
+  const json normal = normalize_selector(q.text_selector.is_null() ? q.selector : q.text_selector);
+  for (const query_index& ix : text_ones)
+    if (named_by(ix, q)) return text_plan(ix);
+  if (asks_text(normal)) {
+    auto t = usable_text(text_ones, normal);
+    if (!t) return t.error();
+    if (!*t)
+      return status{errc::mango_no_usable_index,
+                    "No text index can answer $text: create one with \"type\": \"text\" (POST /db/_index)."};
+    return text_plan(std::move(**t));
+  }
+  auto plans = plan_find(q, json_ones);
+  // No JSON index serves the query (or its sort): a text index that does answers it.
+  if (!text_ones.empty() && ((plans && !plans->front().index && plans->front().parts.empty()) ||
+                             (!plans && plans.error().code == errc::mango_no_usable_index))) {
+    auto t = usable_text(text_ones, normal);
+    if (!t) return t.error();
+    if (*t) return text_plan(std::move(**t));
+  }
   if (!plans && plans.error().code == errc::mango_no_usable_index && db.partitioned)  // mango_idx:mango_sort_error
     return status{errc::mango_no_usable_index, std::string(partition.empty() ? "No global" : "No partitioned") +
                                                    " index exists for this sort, try indexing by the sort fields."};
   if (!plans) return plans.error();
-  planned_find out{std::move(q), std::move(plans->front()), {}, std::move(partition), *indexes};
+  planned_find out{std::move(q), std::move(plans->front()), {}, std::move(partition), *indexes, std::nullopt};
   if (plans->size() > 1) {
     // The index whose ranges hold the fewest rows (selectivity from the indexes themselves); the
     // planner's order breaks ties and leads while an index is not built everywhere.
@@ -51,6 +102,7 @@ result<planned_find> find_cursor::plan(const db_meta& db, find_query q, std::str
 }
 
 result<find_answer> find_cursor::run(const db_meta& db, const planned_find& p) {
+  if (p.text) return run_text(db, p);
   if (!p.plan.parts.empty()) return run_union(db, p.q, p.plan);
   if (p.plan.index) return run_index(db, p.q, p.plan);
   return run_all_docs(db, p.q, p.plan.descending, p.partition);
@@ -116,7 +168,7 @@ result<find_answer> find_cursor::run_all_docs(const db_meta& db, const find_quer
 }
 
 // The JSON indexes of the database's design documents.
-result<std::vector<query_index>> find_cursor::json_indexes(const db_meta& db) {
+result<std::vector<query_index>> find_cursor::mango_indexes(const db_meta& db) {
   auto listing = list_design_docs(coord_, db, true);
   if (!listing) return listing.error();
   std::vector<query_index> out;
@@ -125,6 +177,16 @@ result<std::vector<query_index>> find_cursor::json_indexes(const db_meta& db) {
     auto d = parse_json(row.doc.doc);
     if (!d) continue;
     for (query_index& ix : indexes_of(row.doc.id, *d)) out.push_back(std::move(ix));
+    for (auto& [name, def] : text_indexes_of(*d)) {
+      query_index ix;
+      ix.ddoc = row.doc.id;
+      ix.name = name;
+      ix.text = std::move(def);
+      ix.ddoc_rev = row.doc.rev;
+      ix.ddoc_json = row.doc.doc;
+      if (auto o = d->find("options"); o != d->end() && o->is_object()) ix.partitioned = o->value("partitioned", false);
+      out.push_back(std::move(ix));
+    }
   }
   return out;
 }

@@ -9,12 +9,14 @@
 // Thread-safety: as its coordinator and reader (any thread); it keeps no state of its own.
 #pragma once
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "actors/coordinator.hpp"
 #include "actors/find_reader.hpp"
+#include "actors/search_reader.hpp"
 #include "query/mango_plan.hpp"
 #include "query/mango_query.hpp"
 
@@ -36,12 +38,16 @@ struct planned_find {
   // to mango_copy_request::estimate_cap a copy; UINT64_MAX: not built everywhere yet).
   std::vector<std::pair<std::string, uint64_t>> estimates;
   std::string partition;                                    // a partitioned database's query of one partition: its name
-  std::shared_ptr<const std::vector<query_index>> indexes;  // the database's JSON indexes the plan weighed
+  std::shared_ptr<const std::vector<query_index>> indexes;  // the database's Mango indexes the plan weighed
+  // A Mango text index answers instead (mango_cursor_text): use_index names it, the selector asks
+  // $text, or no JSON index serves the query and it does; `plan` is then unused.
+  std::optional<query_index> text;
 };
 
 class find_cursor {
  public:
-  find_cursor(coordinator& coord, find_reader& reader);
+  // `search`: the node's full-text indexes, for Mango text indexes (null: none on this node).
+  find_cursor(coordinator& coord, find_reader& reader, search_reader* search = nullptr);
 
   // The plan for `q` over `db`'s JSON indexes: among several usable ones, the index whose ranges
   // hold the fewest rows. `partition`: a partitioned database's partition ("" the whole database).
@@ -50,17 +56,20 @@ class find_cursor {
   result<find_answer> run(const db_meta& db, const planned_find& p);
   // The rows `plan`'s ranges hold, summed over one copy of each range (UINT64_MAX: unknown).
   uint64_t estimate(const db_meta& db, const query_plan& plan, const find_query& q);
-  // The JSON indexes of the database's design documents, read now.
-  result<std::vector<query_index>> json_indexes(const db_meta& db);
+  // The Mango indexes (JSON and text) of the database's design documents, read now.
+  result<std::vector<query_index>> mango_indexes(const db_meta& db);
 
  private:
   result<find_answer> run_all_docs(const db_meta& db, const find_query& q, bool descending,
                                    const std::string& partition);
   result<find_answer> run_index(const db_meta& db, const find_query& q, const query_plan& plan);
   result<find_answer> run_union(const db_meta& db, const find_query& q, const query_plan& plan);
+  // The text index `p.text`'s cursor (actors/find_text.cpp).
+  result<find_answer> run_text(const db_meta& db, const planned_find& p);
 
   coordinator& coord_;
   find_reader& reader_;
+  search_reader* search_;
 };
 
 }  // namespace settee

@@ -3,6 +3,7 @@
 #include "actors/doc_render.hpp"
 #include "actors/index_files.hpp"
 #include "node/log.hpp"
+#include "query/mango_text.hpp"
 #include "search/search_fields.hpp"
 
 namespace settee {
@@ -16,6 +17,12 @@ json function_of(const search_index_def& def) {
   return json::array({json::array({def.api == search_api::nouveau ? "nouveau" : "indexes", def.name})});
 }
 
+// A partitioned index knows each document's partition (its id before the first colon).
+void add_partition(const search_target& t, text_doc& d) {
+  if (t.def.partitioned && !d.fields.empty())
+    d.fields.push_back({text_field::kind::string, "_partition", d.id.substr(0, d.id.find(':')), 0, false, false});
+}
+
 // One document's fields from the worker's answer for it (one function: the first of its list).
 void fields_into(const search_target& t, const json& per_function, text_doc& out) {
   if (!per_function.is_array() || per_function.empty()) return;
@@ -26,9 +33,7 @@ void fields_into(const search_target& t, const json& per_function, text_doc& out
     return;
   }
   out.fields = std::move(*fields);
-  // A partitioned index knows each document's partition (its id before the first colon).
-  if (t.def.partitioned && !out.fields.empty())
-    out.fields.push_back({text_field::kind::string, "_partition", out.id.substr(0, out.id.find(':')), 0, false, false});
+  add_partition(t, out);
 }
 
 // Indexes `bodies` (rendered winners; their documents in `out`, ids set) in one exchange; a batch
@@ -58,6 +63,28 @@ status index_batch(js_pool& js, const search_target& t, const std::vector<std::s
     if (auto st = index_batch(js, t, {bodies[i]}, one, true); !st) return st;
   }
   return {};
+}
+
+// A Mango text index's documents (`bodies` as they are stored, with _id and _rev): their fields
+// made here (query/mango_text), no JavaScript.
+void index_mango(const search_target& t, const std::vector<std::string>& bodies, std::vector<text_doc*>& out) {
+  for (size_t i = 0; i < bodies.size(); ++i) {
+    auto doc = parse_json(bodies[i]);
+    if (!doc || !doc->is_object()) continue;
+    out[i]->fields = text_fields_of(t.def.mango, *doc);
+    add_partition(t, *out[i]);
+  }
+}
+
+// The fields of the documents of `bodies`: a Mango text index's made here, an index function's
+// by the workers.
+status index_bodies(js_pool& js, const search_target& t, const std::vector<std::string>& bodies,
+                    std::vector<text_doc*>& out) {
+  if (!t.def.mango.is_null()) {
+    index_mango(t, bodies, out);
+    return {};
+  }
+  return bodies.empty() ? status{} : index_batch(js, t, bodies, out);
 }
 
 // The copy's purge requests the index has not applied: their documents that are gone leave it.
@@ -118,8 +145,8 @@ status update_search_index(const shard_store& store, text_index& index, js_pool&
     std::vector<std::string> bodies;
     std::vector<text_doc*> indexed;
     size_t bytes = 0, taken = 0;
-    render_options seen;  // what an index function sees, as CouchDB opens documents for it
-    seen.conflicts = seen.deleted_conflicts = true;
+    render_options seen;  // what an index function sees, as CouchDB opens documents for it (Mango: as _find)
+    seen.conflicts = seen.deleted_conflicts = t.def.mango.is_null();
     for (; taken < docs.size() && (taken == 0 || bytes < batch_bytes); ++taken) {
       doc_info info;
       text_doc& d = docs[taken];
@@ -131,8 +158,7 @@ status update_search_index(const shard_store& store, text_index& index, js_pool&
     if (!snap->fault()) return snap->fault();
     docs.resize(taken);
     const uint64_t last = seqs[taken - 1];
-    if (!bodies.empty())
-      if (auto st = index_batch(js, t, bodies, indexed); !st) return st;
+    if (auto st = index_bodies(js, t, bodies, indexed); !st) return st;
     // A commit (an fsync, and a segment for Lucene to merge later) every commit_docs documents
     // or at the end; what was staged before a crash is indexed again from the last commit.
     staged += docs.size();

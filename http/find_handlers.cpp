@@ -22,6 +22,7 @@
 #include "query/mango_index.hpp"
 #include "query/mango_plan.hpp"
 #include "query/mango_query.hpp"
+#include "query/mango_text.hpp"
 #include "search/search_ddoc.hpp"
 
 namespace settee {
@@ -30,7 +31,7 @@ namespace {
 
 // The node's _find coordination (actors/find_cursor), for this request.
 find_cursor cursor(ctx& c) {
-  return find_cursor(c.node.coord, *c.node.mango);
+  return find_cursor(c.node.coord, *c.node.mango, c.node.search);
 }
 
 result<planned_find> plan_of(ctx& c, const db_meta& db, const std::string& partition) {
@@ -50,7 +51,9 @@ result<planned_find> plan_of(ctx& c, const db_meta& db, const std::string& parti
       part = given;
     }
   }
+  json given_selector;  // before a partition's clause (a text index keeps to the partition itself)
   if (!part.empty() && body->is_object() && body->contains("selector")) {
+    given_selector = (*body)["selector"];
     // A partition's query: its documents only (their ids begin with "p:").
     // ({} under an $and would be {"$eq":{}} once normalized: an empty selector gives way to it.)
     json only = {{"_id", {{"$beginsWith", part + ":"}}}};
@@ -60,6 +63,7 @@ result<planned_find> plan_of(ctx& c, const db_meta& db, const std::string& parti
   auto q = parse_find(*body);
   if (!q) return q.error();
   if (!part.empty()) q->only_range = c.node.coord.partition_index(db, part);
+  q->text_selector = std::move(given_selector);
   return cursor(c).plan(db, std::move(*q), part);
 }
 
@@ -103,6 +107,21 @@ json settee_explain(ctx& c, const db_meta& db, const planned_find& planned) {
     out["candidates"] = candidates;
   }
   return out;
+}
+
+// _explain's end for a text index (mango_cursor_text:explain): the Lucene query, the partition,
+// the sort keys ("relevance" without a sort).
+status explain_text(const planned_find& planned, json& out) {
+  const find_query& q = planned.q;
+  const json normal = normalize_selector(q.text_selector.is_null() ? q.selector : q.text_selector);
+  auto lucene = text_query_of(normal);
+  if (!lucene) return lucene.error();
+  auto keys = text_sort(q.sort, normal);
+  if (!keys) return keys.error();
+  out["query"] = *lucene;
+  out["partition"] = planned.partition.empty() ? json(nullptr) : json(planned.partition);
+  out["sort"] = keys->empty() ? json("relevance") : json(*keys);
+  return {};
 }
 
 }  // namespace
@@ -185,26 +204,12 @@ void handle_explain(ctx& c, const db_meta& db, const std::string& partition) {
                {"stable", q->stable},
                {"execution_stats", q->execution_stats},
                {"allow_fallback", q->allow_fallback}};
-  json start_key = nullptr, end_key = "<MAX>";
-  if (plan.index) {
-    start_key = plan.start_key;
-    end_key = plan.end_key;
-    if (plan.descending) std::swap(start_key, end_key);
-  }
-  const bool covering = plan_covers(*q, plan);
-  json mrargs = {{"include_docs", !covering},
-                 {"view_type", "map"},
-                 {"reduce", false},
-                 {"partition", planned->partition.empty() ? json(nullptr) : json(planned->partition)},
-                 {"start_key", start_key},
-                 {"end_key", end_key},
-                 {"direction", plan.descending ? "rev" : "fwd"},
-                 {"stable", q->stable},
-                 {"update", q->update},
-                 {"conflicts", "undefined"}};
   const json selector = normalize_selector(q->selector);
+  json index = planned->text ? index_json(*planned->text)
+               : plan.index  ? index_json(*plan.index)
+                             : all_docs_index_json();
   json out = {{"dbname", db.name},
-              {"index", plan.index ? index_json(*plan.index) : all_docs_index_json()},
+              {"index", std::move(index)},
               {"partitioned", db.partitioned},
               {"selector", selector},
               {"opts", opts},
@@ -212,9 +217,29 @@ void handle_explain(ctx& c, const db_meta& db, const std::string& partition) {
               {"skip", q->skip},
               {"fields", fields},
               {"index_candidates", index_candidates(*q, *planned->indexes, plan)},
-              {"selector_hints", selector_hints(selector)},
-              {"mrargs", mrargs},
-              {"covering", covering}};
+              {"selector_hints", selector_hints(selector)}};
+  if (planned->text) {
+    if (auto st = explain_text(*planned, out); !st) return c.error(st);
+    return c.reply(200, out);
+  }
+  json start_key = nullptr, end_key = "<MAX>";
+  if (plan.index) {
+    start_key = plan.start_key;
+    end_key = plan.end_key;
+    if (plan.descending) std::swap(start_key, end_key);
+  }
+  const bool covering = plan_covers(*q, plan);
+  out["mrargs"] = {{"include_docs", !covering},
+                   {"view_type", "map"},
+                   {"reduce", false},
+                   {"partition", planned->partition.empty() ? json(nullptr) : json(planned->partition)},
+                   {"start_key", start_key},
+                   {"end_key", end_key},
+                   {"direction", plan.descending ? "rev" : "fwd"},
+                   {"stable", q->stable},
+                   {"update", q->update},
+                   {"conflicts", "undefined"}};
+  out["covering"] = covering;
   json extension = settee_explain(c, db, *planned);
   if (!extension.empty()) out["settee"] = std::move(extension);
   c.reply(200, out);
@@ -277,10 +302,13 @@ void create_index(ctx& c, const db_meta& db) {
                                                         erlang_w(lang.is_null() ? json("javascript") : lang));
   }
   bool changed = false;
-  json doc = with_index(now->doc, ix, changed);
+  json doc = !ix.text.is_null() ? with_text_index(now->doc, ix.ddoc, ix.name, ix.text, changed)
+                                : with_index(now->doc, ix, changed);
   if (changed) {
     if (auto st = save_ddoc(c, db, doc, ix.ddoc, now->rev, false); !st) return c.error(st);
   }
+  if (!ix.text.is_null())  // built by its first query (as a _search index)
+    return c.reply(200, json{{"result", changed ? "created" : "exists"}, {"id", ix.ddoc}, {"name", ix.name}});
   // Every copy starts to keep the index now (built in the background), not at the first query.
   mango_copy_request touch;
   touch.signature = ix.def.signature();
@@ -291,13 +319,15 @@ void create_index(ctx& c, const db_meta& db) {
   c.reply(200, json{{"result", changed ? "created" : "exists"}, {"id", ix.ddoc}, {"name", ix.name}});
 }
 
-// Removes index `name` of design document `ddoc_id`; the design document goes with its last one.
-status remove_index(ctx& c, const db_meta& db, const std::string& ddoc_id, const std::string& name) {
+// Removes index `name` (of `type`, "json" or "text") of design document `ddoc_id`; the design
+// document goes with its last one.
+status remove_index(ctx& c, const db_meta& db, const std::string& ddoc_id, const std::string& type,
+                    const std::string& name) {
   auto now = ddoc_now(c, db, ddoc_id);
   if (!now) return now.error();
   if (!now->doc.is_object() || member(now->doc, "language") != "query") return {errc::not_found, "missing"};
   bool empty = false;
-  auto doc = without_index(now->doc, name, empty);
+  auto doc = type == "text" ? without_text_index(now->doc, name, empty) : without_index(now->doc, name, empty);
   if (!doc) return {errc::not_found, "missing"};
   return save_ddoc(c, db, *doc, ddoc_id, now->rev, empty);
 }
@@ -315,7 +345,7 @@ void list_indexes(ctx& c, const db_meta& db) {
       return c.error(errc::mango_invalid_list_params, "Index parameter ranges: limit > 1, skip > 0");
     *out = n;
   }
-  auto indexes = cursor(c).json_indexes(db);
+  auto indexes = cursor(c).mango_indexes(db);
   if (!indexes) return c.error(indexes.error());
   json all = json::array({all_docs_index_json()});
   for (const query_index& ix : *indexes) all.push_back(index_json(ix));
@@ -337,7 +367,7 @@ void bulk_delete(ctx& c, const db_meta& db) {
     if (!id.is_string())
       return c.error(errc::mango_invalid_bulk_docs,
                      "Bulk Delete requires an array of non-null docids. Docids: " + erlang_w(ids));
-  auto indexes = cursor(c).json_indexes(db);
+  auto indexes = cursor(c).mango_indexes(db);
   if (!indexes) return c.error(indexes.error());
   json success = json::array(), fail = json::array();
   for (const json& given : ids) {
@@ -348,7 +378,7 @@ void bulk_delete(ctx& c, const db_meta& db) {
     for (const query_index& ix : *indexes) {
       if (ix.ddoc != ddoc_id || !st) continue;
       any = true;
-      st = remove_index(c, db, ddoc_id, ix.name);
+      st = remove_index(c, db, ddoc_id, ix.text.is_null() ? "json" : "text", ix.name);
     }
     if (any && st) {
       success.push_back(json{{"id", id}, {"ok", true}});
@@ -376,11 +406,11 @@ void handle_index(ctx& c, const db_meta& db) {
   }
   std::vector<std::string> rest(c.path.begin() + 2, c.path.end());
   if (!rest.empty() && rest[0] == "_design") rest.erase(rest.begin());
-  if (rest.size() != 3 || rest[1] != "json") return c.error(errc::not_found, "missing");
+  if (rest.size() != 3 || (rest[1] != "json" && rest[1] != "text")) return c.error(errc::not_found, "missing");
   if (c.method() != "DELETE") return c.method_not_allowed("DELETE");
   // The design document's id may come whole, its slash encoded (pouchdb-find's deleteIndex).
   const std::string ddoc_id = rest[0].rfind("_design/", 0) == 0 ? rest[0] : "_design/" + rest[0];
-  if (auto st = remove_index(c, db, ddoc_id, rest[2]); !st) return c.error(st);
+  if (auto st = remove_index(c, db, ddoc_id, rest[1], rest[2]); !st) return c.error(st);
   drop_unused(c, db);
   c.reply(200, json{{"ok", true}});
 }

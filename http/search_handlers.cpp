@@ -27,6 +27,10 @@ result<search_design> design_of(ctx& c, const db_meta& db, search_api api, const
   auto def = search_index_of(api, ddoc_id, d->doc, name);
   if (!def) return def.error();
   partition_index(*def, db.partitioned, d->doc);
+  if (!def->mango.is_null()) {  // a Mango text index: the node indexes it itself
+    if (!c.node.search) return status{errc::not_implemented, "full-text search is not available on this node"};
+    return search_design{ddoc_id, d->rev.str(), d->text, std::move(*def)};
+  }
   if (d->doc.value("language", std::string("javascript")) != "javascript")
     return status{errc::not_implemented, "search indexes of language " + d->doc["language"].dump() + " are not run"};
   if (!c.node.search || !c.node.js) return status{errc::not_implemented, "JavaScript is not available on this node"};

@@ -4,6 +4,8 @@
 #include <map>
 #include <set>
 
+#include "query/mango_text.hpp"
+
 namespace settee {
 namespace {
 
@@ -82,6 +84,12 @@ json analysis_json(const weighed& w, const find_query& q) {
 }  // namespace
 
 json index_json(const query_index& ix) {
+  if (!ix.text.is_null())
+    return json{{"ddoc", ix.ddoc},
+                {"name", ix.name},
+                {"type", "text"},
+                {"partitioned", ix.partitioned},
+                {"def", text_index_def_json(ix.text)}};
   return json{{"ddoc", ix.ddoc},
               {"name", ix.name},
               {"type", "json"},
@@ -165,7 +173,7 @@ stages classify(const find_query& q, const std::vector<query_index>& indexes, co
     for (const query_index& ix : indexes)
       if (key_of(ix) == name) order.push_back(&ix);
   for (const query_index& ix : indexes)
-    if (std::find(order.begin(), order.end(), &ix) == order.end()) order.push_back(&ix);
+    if (ix.text.is_null() && std::find(order.begin(), order.end(), &ix) == order.end()) order.push_back(&ix);
   stages out;
   for (const query_index* ix : order) {
     auto r = rejected.find(key_of(*ix));

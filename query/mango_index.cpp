@@ -5,6 +5,7 @@
 #include "node/collation.hpp"
 #include "node/crypto.hpp"
 #include "query/mango_query.hpp"
+#include "query/mango_text.hpp"
 #include "wire/external_term.hpp"
 
 namespace settee {
@@ -102,7 +103,8 @@ result<index_request> parse_index_request(const json& body) {
       return status(errc::mango_invalid_key, "Invalid key " + it.key() + " for this request.");
   auto index = body.find("index");
   if (index == body.end()) return status(errc::mango_missing_key, "Missing required key: index");
-  if (auto t = body.find("type"); t != body.end() && *t != "json") {
+  const bool text = body.value("type", json("json")) == "text";
+  if (auto t = body.find("type"); t != body.end() && *t != "json" && !text) {
     return status(errc::mango_invalid_index,
                   "Invalid type for index: " + (t->is_string() ? t->get<std::string>() : erlang_w(*t)));
   }
@@ -115,10 +117,16 @@ result<index_request> parse_index_request(const json& body) {
     return status(errc::mango_invalid_pos, erlang_w(*w) + " is not an integer greater than zero");
   if (auto p = body.find("partitioned"); p != body.end() && !p->is_boolean())
     return status(errc::mango_invalid_boolean, "Invalid boolean value: " + erlang_w(*p));
-  auto def = def_of(*index);
-  if (!def) return def.error();
   index_request out;
-  out.index.def = std::move(*def);
+  if (text) {
+    auto def = parse_text_index(*index);
+    if (!def) return def.error();
+    out.index.text = std::move(*def);
+  } else {
+    auto def = def_of(*index);
+    if (!def) return def.error();
+    out.index.def = std::move(*def);
+  }
   const std::string generated = generated_name(body);
   out.named = body.contains("name");
   out.index.name = out.named ? body["name"].get<std::string>() : generated;
@@ -182,8 +190,9 @@ std::optional<json> without_index(const json& ddoc, const std::string& name, boo
     return std::nullopt;
   json out = ddoc;
   out["views"].erase(name);
-  empty = out["views"].empty();
-  if (empty) out.erase("views");
+  const bool texts = out.contains("indexes") && out["indexes"].is_object() && !out["indexes"].empty();
+  if (out["views"].empty()) out.erase("views");
+  empty = !out.contains("views") && !texts;  // text indexes (query/mango_text) keep it
   return out;
 }
 

@@ -37,19 +37,23 @@ struct index_def {
   std::string definition_, signature_;
 };
 
-// A JSON index of a design document.
+// A Mango index of a design document: a JSON index (`def`), or a text index (`text`, its
+// definition: query/mango_text; served by the full-text engine, whose copies read the definition
+// from the design document: `ddoc_rev` and `ddoc_json`).
 struct query_index {
   std::string ddoc;  // "_design/..."
   std::string name;
   index_def def;
   bool partitioned = false;
+  json text;  // null: a JSON index
+  std::string ddoc_rev, ddoc_json;
 };
 
 // POST /db/_index's body checked as mango_opts checks it (its error names and texts): the index,
 // and the design document's id and the index's name (generated from the definition when not
 // given, as CouchDB names them: the same definition gets the same name).
 struct index_request {
-  query_index index;
+  query_index index;   // a text index: index.text set (its definition checked, defaults filled)
   bool named = false;  // the body gave a name
 };
 result<index_request> parse_index_request(const json& body);

@@ -29,6 +29,9 @@ struct find_query {
   // A partitioned database's query of one partition (set by the handler, not parsed): only the
   // partition's range is asked.
   std::optional<size_t> only_range;
+  // The selector without the clause a partition's query adds to it (a text index keeps to the
+  // partition itself); null: `selector`.
+  json text_selector;
 };
 
 // mango_sort: ["a", {"b": "asc"}, ...] as (field, descending), one direction for all fields; its

@@ -118,6 +118,14 @@ result<node> compile_op(const std::string& k, const json& v) {
     op.re = std::move(*re);
   } else if (k == "$beginsWith") {
     if (!v.is_string()) return bad_arg(k, v);
+  } else if (k == "$text") {
+    if (!v.is_string() && !v.is_number() && !v.is_boolean()) return bad_arg(k, v);
+  } else if (k == "$default") {
+    // {"$text": q} as normalized: answered by a text index (query/mango_text); here it holds for
+    // every document (mango_selector's match of $default): a condition of no conditions.
+    node always;
+    always.what = node::kind::all_of;
+    return always;
   } else if (k == "$elemMatch" || k == "$allMatch" || k == "$keyMapMatch") {
     if (!v.is_object()) return bad_arg(k, v);
     auto c = compile_object(v);
@@ -458,6 +466,24 @@ status check_field_names(const json& v) {
   return {};
 }
 
+// $text is a condition on the whole document (the text index's $default field): only where no
+// field name is above it (mango_selector:norm_fields' bad_field).
+status check_text(const json& v, bool top) {
+  if (v.is_array()) {
+    for (const json& e : v)
+      if (auto st = check_text(e, top); !st) return st;
+  }
+  if (!v.is_object()) return {};
+  for (auto it = v.begin(); it != v.end(); ++it) {
+    const std::string& k = it.key();
+    if ((k == "$text" || k == "$default") && !top)
+      return {errc::mango_bad_field, "Invalid field normalization on selector: " + erlang_w(v)};
+    const bool keeps_top = k == "$and" || k == "$or" || k == "$nor" || k == "$not";
+    if (auto st = check_text(it.value(), top && keeps_top); !st) return st;
+  }
+  return {};
+}
+
 }  // namespace
 
 // Matched as CouchDB matches: the selector checked as given (its errors), then its normalized form
@@ -468,6 +494,7 @@ result<mango_selector> mango_selector::compile(const json& selector) {
   if (!selector.is_object()) return selector_error("expected a JSON object");
   if (auto given = compile_object(selector); !given) return given.error();
   if (auto st = check_field_names(selector); !st) return st;
+  if (auto st = check_text(selector, true); !st) return st;
   const json normal = normalize_selector(selector);
   for (auto it = normal.begin(); it != normal.end(); ++it)
     if (it.key().empty()) return status{errc::mango_missing_field, "One or more conditions is missing a field name."};
@@ -539,6 +566,7 @@ json norm_ops(const json& v) {
     return single(k, std::move(out));
   }
   if (one_of(k, {"$not", "$elemMatch", "$allMatch", "$keyMapMatch"}) && a.is_object()) return single(k, norm_ops(a));
+  if (k == "$text") return single("$default", v);  // the text index's default field
   if (is_op(k)) return v;
   return single(k, norm_ops(a));
 }
@@ -560,6 +588,7 @@ json norm_fields(const json& v, const std::string& path) {
     return single(k, std::move(out));
   }
   if (k == "$not") return single(k, norm_fields(a, path));
+  if (k == "$default") return path.empty() ? v : single(path, v);  // below a field: refused by check_text
   if (one_of(k, {"$elemMatch", "$allMatch", "$keyMapMatch"})) return single(path, single(k, norm_fields_top(a)));
   if (is_op(k)) return single(path, v);
   return norm_fields(a, path.empty() ? k : path + "." + k);
@@ -597,6 +626,7 @@ json negate(const json& v) {
     return single(op, std::move(out));
   };
   if (k == "$not") return norm_negations(a);
+  if (k == "$default") return v;  // a text query is not negated (mango_selector:negate)
   if (k == "$nor" && a.is_array()) return each("$or", false);
   if (k == "$and" && a.is_array()) return each("$or", true);
   if (k == "$or" && a.is_array()) return each("$and", true);

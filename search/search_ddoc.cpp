@@ -50,12 +50,17 @@ result<search_index_def> search_index_of(search_api api, const std::string& ddoc
   if (!all || !all->is_object() || !all->contains(name)) return status{errc::not_found, name + " not found."};
   const status invalid{errc::invalid_design_doc, "index `" + name + "` must have parameter `index`"};
   const json& def = (*all)[name];
-  if (!def.is_object() || !def.contains("index") || !def["index"].is_string()) return invalid;
+  const bool mango =
+      api == search_api::clouseau && def.is_object() && def.contains("index") && def["index"].is_object();
+  if (!def.is_object() || !def.contains("index") || (!def["index"].is_string() && !mango)) return invalid;
   search_index_def d;
   d.api = api;
   d.ddoc_id = ddoc_id;
   d.name = name;
-  d.function = def["index"].get<std::string>();
+  if (mango)
+    d.mango = def["index"];
+  else
+    d.function = def["index"].get<std::string>();
   if (api == search_api::nouveau) {
     if (!read_analyzers(def, "default_analyzer", "field_analyzers", d)) return invalid;
     if (def.contains("lucene_version")) {
@@ -67,6 +72,7 @@ result<search_index_def> search_index_of(search_api api, const std::string& ddoc
   }
   // What decides the index's terms, in a fixed order (std::map sorts the field analyzers).
   json terms = json::array({member_of(api), d.lucene_version, d.default_analyzer, json::object(), d.function});
+  if (mango) terms.push_back(d.mango);
   for (const auto& [field, a] : d.field_analyzers) terms[3][field] = a;
   d.signature = crypto::sha256_hex(terms.dump());
   return d;

@@ -19,7 +19,10 @@ enum class search_api { nouveau, clouseau };  // `_nouveau` and `nouveau`, `_sea
 struct search_index_def {
   search_api api = search_api::nouveau;
   std::string ddoc_id, name;
-  std::string function;                                // the index function's source
+  std::string function;  // the index function's source
+  // A Mango text index's definition (query/mango_text: POST /db/_index "type": "text"), indexed
+  // by the node itself, without JavaScript; null for an index function's index.
+  json mango;
   std::string default_analyzer = "standard";           // nouveau's default_analyzer, clouseau's analyzer
   std::map<std::string, std::string> field_analyzers;  // nouveau's field_analyzers (clouseau: a perfield analyzer)
   int lucene_version = 9;                              // nouveau's lucene_version (CouchDB's default: 9)

@@ -117,7 +117,10 @@ class Indexes(NodeTest):
             ({"index": {"fields": ["a"], "partial_filter_selector": {"a": {"$nope": 1}}}}, 400, "invalid_operator", None),
             ({"index": {"fields": ["a"], "bogus": 1}}, 400, "invalid_key", "Invalid key bogus for this request."),
             ({"index": {"fields": ["a"]}, "name": 7}, 400, "invalid_index_name", "Invalid index name: 7"),
-            ({"index": {"fields": ["a"]}, "type": "text"}, 400, "invalid_index", "Invalid type for index: text"),
+            ({"index": {"fields": ["a"]}, "type": "text"}, 400, "invalid_index_fields_definition",
+             'Text Index field definitions must be of the form\n            {"name": "non-empty fieldname", "type":\n'
+             '                "boolean,number, or string"}. Def: [<<"a">>]'),
+            ({"index": {"fields": ["a"]}, "type": "geo"}, 400, "invalid_index", "Invalid type for index: geo"),
             ({"index": {"fields": ["a"]}, "other": 1}, 400, "invalid_key", "Invalid key other for this request."),
         ]
         for body, status, error, reason in cases:
