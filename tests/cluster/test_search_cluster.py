@@ -84,6 +84,41 @@ class ClusteredSearch(ClusterTest):
         info = self.nodes[2].get("/sfour/_design/s/_nouveau_info/idx").json["search_index"]
         self.assertEqual(info["num_docs"], 90)
 
+    def test_mango_text_index_answers_alike_on_every_node(self):
+        # A Mango text index (no JavaScript) over ranges spread on three nodes: each node's _find
+        # pages give what a q=1 database gives, and a write on one node is found from another.
+        n1 = self.nodes[0]
+        self.make_db("mone", 1, 1)
+        self.make_db("mfour", 4, 1)
+        body = {"index": {}, "type": "text", "name": "t", "ddoc": "t"}
+        for db in ("mone", "mfour"):
+            self.assertEqual(n1.post(f"/{db}/_index", body).status, 200)
+            self.assertTrue(wait_for(lambda: all(n.get(f"/{db}/_design/t").status == 200 for n in self.nodes), 15))
+
+        def pages(node, db):
+            got, bookmark = [], None
+            for _ in range(40):
+                find = {"selector": {"$text": "apple", "n": {"$gte": 5}}, "sort": [{"n": "desc"}], "limit": 8}
+                if bookmark:
+                    find["bookmark"] = bookmark
+                r = node.post(f"/{db}/_find", find)
+                self.assertEqual(r.status, 200, r.raw)
+                if not r.json["docs"]:
+                    return got
+                got += [d["_id"] for d in r.json["docs"]]
+                bookmark = r.json["bookmark"]
+            return got
+
+        want = pages(n1, "mone")
+        self.assertEqual(want, [d["_id"] for d in sorted((doc(i) for i in range(90)), key=lambda d: -d["n"])
+                                if "apple" in d["t"].split() and d["n"] >= 5])
+        for k, n in enumerate(self.nodes):
+            with self.subTest(node=k):
+                self.assertEqual(pages(n, "mfour"), want)
+        self.assertIn(self.nodes[2].put("/mfour/late", {"t": "quokka", "n": 1}).status, (201, 202))
+        r = self.nodes[1].post("/mfour/_find", {"selector": {"$text": "quokka"}})
+        self.assertEqual([d["_id"] for d in r.json["docs"]], ["late"])
+
     def test_a_write_on_one_node_is_found_by_the_next_query_on_any_other(self):
         self.make_db("sfresh", 4, 1, docs=10)
         for k, n in enumerate(self.nodes):

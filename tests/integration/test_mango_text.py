@@ -4,7 +4,7 @@ of a document; other conditions become a Lucene query over "<field>:<type>" fiel
 is matched against the selector again; sort, skip, limit and bookmark pages; the same documents
 whatever q; _explain shows the Lucene query; GET and DELETE /db/_index list and remove them; bad
 definitions and bad queries answer CouchDB's errors."""
-import json
+import urllib.parse
 
 from harness import NodeTest, main
 
@@ -143,6 +143,25 @@ class MangoText(NodeTest):
         self.assertEqual(r.json["index"]["type"], "json")
         r = self.node.post("/mixed/_explain", {"selector": {"name": "bob1"}})
         self.assertEqual(r.json["index"]["type"], "text")
+
+    def test_partitions_and_search_api(self):
+        n = self.node
+        self.assertEqual(n.put("/parts?partitioned=true&q=4").status, 201)
+        docs = [{"_id": f"p{i % 3}:d{i}", "word": ("red fox", "blue whale", "red panda")[i % 3] + f" {i}"}
+                for i in range(30)]
+        self.assertEqual(n.post("/parts/_bulk_docs", {"docs": docs}).status, 201)
+        self.assertEqual(n.post("/parts/_index", {"index": {}, "type": "text", "name": "t", "ddoc": "t"}).status, 200)
+        r = n.post("/parts/_partition/p0/_find", {"selector": {"$text": "red"}, "limit": 100})
+        self.assertEqual(r.status, 200, r)
+        self.assertEqual(sorted(d["_id"] for d in r.json["docs"]),
+                         sorted(d["_id"] for d in docs if d["_id"].startswith("p0:")))
+        r = n.post("/parts/_partition/p1/_find", {"selector": {"$text": "red"}})
+        self.assertEqual(r.json["docs"], [])
+        # The index answers Clouseau's _search too (CouchDB's dreyfus index behind it).
+        r = n.get("/people1/_design/text/_search/all?limit=200&q=" + urllib.parse.quote('$default:"seven wizards"'))
+        self.assertEqual(r.status, 200, r)
+        self.assertEqual(sorted(row["id"] for row in r.json["rows"]),
+                         self.expected(lambda d: "seven wizards" in d["bio"], 200))
 
     def test_bad_definitions_and_queries(self):
         n = self.node
