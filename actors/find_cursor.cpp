@@ -31,12 +31,12 @@ find_cursor::find_cursor(coordinator& coord, find_reader& reader, search_reader*
 
 namespace {
 
-// Whether the selector asks $text (normalized: $default) where a text index must answer it.
+// Whether the selector asks $text (or its normalized $default), which only a text index answers.
 bool asks_text(const json& v) {
   if (v.is_array()) return std::any_of(v.begin(), v.end(), [](const json& e) { return asks_text(e); });
   if (!v.is_object()) return false;
   for (auto it = v.begin(); it != v.end(); ++it)
-    if (it.key() == "$default" || asks_text(*it)) return true;
+    if (it.key() == "$text" || it.key() == "$default" || asks_text(*it)) return true;
   return false;
 }
 
@@ -57,16 +57,18 @@ result<std::optional<query_index>> usable_text(const std::vector<query_index>& t
 result<planned_find> find_cursor::plan(const db_meta& db, find_query q, std::string partition) {
   auto indexes = reader_.indexes(db, [&] { return mango_indexes(db); });
   if (!indexes) return indexes.error();
-  std::vector<query_index> json_ones, text_ones;
-  for (const query_index& ix : **indexes) (ix.text.is_null() ? json_ones : text_ones).push_back(ix);
+  std::vector<query_index> json_ones, text_ones;  // split only when there are text indexes
+  const bool texts = std::any_of((*indexes)->begin(), (*indexes)->end(), [](auto& ix) { return !ix.text.is_null(); });
+  if (texts)
+    for (const query_index& ix : **indexes) (ix.text.is_null() ? json_ones : text_ones).push_back(ix);
   auto text_plan = [&](query_index ix) {
     planned_find out{std::move(q), {}, {}, std::move(partition), *indexes, std::move(ix)};
     return out;
   };
-  const json normal = normalize_selector(q.text_selector.is_null() ? q.selector : q.text_selector);
+  const json normal = texts ? normalize_selector(q.text_selector.is_null() ? q.selector : q.text_selector) : json();
   for (const query_index& ix : text_ones)
     if (named_by(ix, q)) return text_plan(ix);
-  if (asks_text(normal)) {
+  if (asks_text(q.selector)) {
     auto t = usable_text(text_ones, normal);
     if (!t) return t.error();
     if (!*t)
@@ -74,7 +76,7 @@ result<planned_find> find_cursor::plan(const db_meta& db, find_query q, std::str
                     "No text index can answer $text: create one with \"type\": \"text\" (POST /db/_index)."};
     return text_plan(std::move(**t));
   }
-  auto plans = plan_find(q, json_ones);
+  auto plans = plan_find(q, texts ? json_ones : **indexes);
   // No JSON index serves the query (or its sort): a text index that does answers it.
   if (!text_ones.empty() && ((plans && !plans->front().index && plans->front().parts.empty()) ||
                              (!plans && plans.error().code == errc::mango_no_usable_index))) {

@@ -149,7 +149,7 @@ void handle_find(ctx& c, const db_meta& db, const std::string& partition) {
   const uint64_t returned = std::max<uint64_t>(found->docs.size(), 1);  // none returned: the ratio is the count
   auto& stats = metrics::node();                                        // CouchDB's mango.* statistics
   ++stats.mango_queries;
-  if (!plan->plan.index) ++stats.mango_unindexed_queries;
+  if (!plan->plan.index && !plan->text) ++stats.mango_unindexed_queries;
   if (!q->use_index.empty() && std::any_of(warnings.begin(), warnings.end(), [](const std::string& w) {
         return w.find(" was not used because ") != std::string::npos;
       }))
