@@ -48,9 +48,12 @@ job_next view_build::step(job_context& ctx) {
       fresh[taken.back().index].push_back(&taken.back());
     }
     pending_ = std::move(later);
+    // Every index's seq first, then the updates: the indexes started together share one snapshot.
+    std::map<std::string, uint64_t> targets;
+    for (auto& [index, waiting] : fresh) targets[index] = waiting.front()->seq();
     for (auto& [index, waiting] : fresh) {
       started.insert(index);
-      const uint64_t target = waiting.front()->seq();
+      const uint64_t target = targets[index];
       ++left;
       const bool queued = pool_.submit([this, &left, &stop, target, waiting = waiting] {
         const status st = waiting.front()->update(target, stop);
