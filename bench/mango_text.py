@@ -7,27 +7,19 @@ index answers ({"genre": "g<k>", "year": {"$gt": 2000}}), each with limit 25.
     python3 bench/mango_text.py [build/settee] [docs=100000] [q=2]"""
 import json
 import os
-import random
 import sys
 import time
 
 sys.path.insert(0, os.path.dirname(__file__))
 from bench_node import BenchNode  # noqa: E402
+from zipf_text import ZipfText  # noqa: E402
 
 DOCS = int(sys.argv[2]) if len(sys.argv) > 2 else 100000
 SHARDS = int(sys.argv[3]) if len(sys.argv) > 3 else 2
 VOCAB = 20000
-rng = random.Random(54)
-words = [f"w{i}" for i in range(VOCAB)]
-cum = []
-total = 0.0
-for i in range(VOCAB):
-    total += 1.0 / (i + 1)
-    cum.append(total)
-
-
-def text(n):
-    return " ".join(rng.choices(words, cum_weights=cum, k=n))
+zipf = ZipfText(VOCAB)
+rng = zipf.rng
+text = zipf.text
 
 
 node = BenchNode("settee-mangotextbench-")

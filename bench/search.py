@@ -9,7 +9,6 @@ frequent one (ranks 100 to 1,099).
 The loadgen is build/settee_loadgen (LOADGEN= another)."""
 import json
 import os
-import random
 import statistics
 import subprocess
 import sys
@@ -19,21 +18,14 @@ import urllib.parse
 
 sys.path.insert(0, os.path.dirname(__file__))
 from bench_node import BenchNode, proc_status  # noqa: E402
+from zipf_text import ZipfText  # noqa: E402
 
 DOCS = int(sys.argv[2]) if len(sys.argv) > 2 else 200000
 SHARDS = int(sys.argv[3]) if len(sys.argv) > 3 else 2
 VOCAB = 20000
-rng = random.Random(54)
-words = [f"w{i}" for i in range(VOCAB)]
-cum = []
-total = 0.0
-for i in range(VOCAB):
-    total += 1.0 / (i + 1)
-    cum.append(total)
-
-
-def text(n):
-    return " ".join(rng.choices(words, cum_weights=cum, k=n))
+zipf = ZipfText(VOCAB)
+rng = zipf.rng
+text = zipf.text
 
 
 INDEX = """function(doc) {
