@@ -68,10 +68,11 @@ status index_batch(js_pool& js, const search_target& t, const std::vector<std::s
 // A Mango text index's documents (`bodies` as they are stored, with _id and _rev): their fields
 // made here (query/mango_text), no JavaScript.
 void index_mango(const search_target& t, const std::vector<std::string>& bodies, std::vector<text_doc*>& out) {
+  const text_document_fields mango_fields(t.def.mango);
   for (size_t i = 0; i < bodies.size(); ++i) {
     auto doc = parse_json(bodies[i]);
     if (!doc || !doc->is_object()) continue;
-    out[i]->fields = text_fields_of(t.def.mango, *doc);
+    out[i]->fields = mango_fields(*doc);
     add_partition(t, *out[i]);
   }
 }

@@ -494,33 +494,35 @@ json text_index_def_json(const json& def) {
   return out;
 }
 
-namespace {
-
-// Whether `doc` is in the index of `def`: no design document, and what the partial filter
-// (partial_filter_selector, or the older `selector`) accepts.
-bool indexed(const json& def, const json& doc) {
-  if (doc.value("_id", std::string()).rfind("_design/", 0) == 0) return false;
+text_document_fields::text_document_fields(const json& def)
+    : lengths_(def.value("index_array_lengths", json(true)) != json(false)),
+      keyword_(def.value("default_analyzer", json("keyword")) == json("keyword")),
+      with_default_(default_enabled(def)) {
   json filter = def.value("partial_filter_selector", json::object());
   if (filter.is_object() && filter.empty()) filter = def.value("selector", json::object());
-  if (!filter.is_object() || filter.empty()) return true;
-  auto s = mango_selector::compile(filter);
-  if (!s) return false;
-  auto m = s->matches(doc);
-  return m && *m;
-}
-
-}  // namespace
-
-std::vector<text_field> text_fields_of(const json& def, const json& doc) {
-  std::vector<text_field> out;
-  if (!indexed(def, doc)) return out;
-  const bool lengths = def.value("index_array_lengths", json(true)) != json(false);
-  const bool keyword = def.value("default_analyzer", json("keyword")) == json("keyword");
-  std::set<std::string> wanted;  // escaped names; empty: all fields
+  if (filter.is_object() && !filter.empty()) {
+    auto s = mango_selector::compile(filter);
+    if (s)
+      filter_ = std::move(*s);
+    else
+      refuses_all_ = true;
+  }
   const json fields = def.value("fields", json("all_fields"));
   if (fields.is_array())
     for (const json& f : fields)
-      wanted.insert(field_name(split_field(f["name"].get<std::string>()), ":" + f["type"].get<std::string>()));
+      wanted_.insert(field_name(split_field(f["name"].get<std::string>()), ":" + f["type"].get<std::string>()));
+}
+
+bool text_document_fields::indexed(const json& doc) const {
+  if (refuses_all_ || doc.value("_id", std::string()).rfind("_design/", 0) == 0) return false;
+  if (!filter_) return true;
+  auto m = filter_->matches(doc);
+  return m && *m;
+}
+
+std::vector<text_field> text_document_fields::operator()(const json& doc) const {
+  std::vector<text_field> out;
+  if (!indexed(doc)) return out;
   std::set<std::string> names;
   auto add = [&](text_field f) {
     names.insert(f.name);
@@ -528,14 +530,14 @@ std::vector<text_field> text_fields_of(const json& def, const json& doc) {
   };
   auto value = [&](const std::vector<std::string>& path, const char* type, const json& v) {
     const std::string name = field_name(path, std::string(":") + type);
-    if (!wanted.empty() && !wanted.count(name)) return;
+    if (!wanted_.empty() && !wanted_.count(name)) return;
     text_field f;
     f.name = name;
     if (v.is_number()) {
       f.type = text_field::kind::number;
       f.number = v.get<double>();
     } else if (v.is_string()) {
-      f.type = keyword ? text_field::kind::string : text_field::kind::text;
+      f.type = keyword_ ? text_field::kind::string : text_field::kind::text;
       f.text = v.get<std::string>();
     } else {  // a boolean, and null as true
       f.type = text_field::kind::string;
@@ -553,7 +555,7 @@ std::vector<text_field> text_fields_of(const json& def, const json& doc) {
       }
     } else if (v.is_array()) {
       path.push_back("[]");
-      if (lengths) {
+      if (lengths_) {
         text_field f;
         f.type = text_field::kind::number;
         f.name = field_name(path, ":length");
@@ -567,7 +569,7 @@ std::vector<text_field> text_fields_of(const json& def, const json& doc) {
     }
   };
   walk(doc);
-  if (default_enabled(def)) {
+  if (with_default_) {
     const size_t n = out.size();
     for (size_t i = 0; i < n; ++i)
       if (out[i].type != text_field::kind::number && out[i].name.size() > 9 &&
@@ -577,6 +579,10 @@ std::vector<text_field> text_fields_of(const json& def, const json& doc) {
   for (const std::string& name : names)
     out.push_back(text_field{text_field::kind::string, "$fieldnames", name, 0, false, false});
   return out;
+}
+
+std::vector<text_field> text_fields_of(const json& def, const json& doc) {
+  return text_document_fields(def)(doc);
 }
 
 result<std::string> text_query_of(const json& normal) {

@@ -7,12 +7,14 @@
 // those names, and what it finds is matched against the selector again. Pure: no I/O.
 #pragma once
 #include <optional>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "node/error.hpp"
 #include "node/json.hpp"
+#include "query/mango_selector.hpp"
 #include "storage/text_index.hpp"
 
 namespace settee {
@@ -45,8 +47,22 @@ std::optional<json> without_text_index(const json& ddoc, const std::string& name
 // GET /db/_index's `def` of a text index (mango_idx_text:def_to_json): fields as [{name: type}].
 json text_index_def_json(const json& def);
 
-// The fields document `doc` (its body with _id and _rev) gives the index of `def`: none when the
-// partial filter refuses it or it is a design document.
+// The fields a document (its body with _id and _rev) gives the index of definition `def`: none
+// when the partial filter refuses it or it is a design document. The definition is read once
+// (its filter compiled, the fields it names), then applied to each document. Immutable.
+class text_document_fields {
+ public:
+  explicit text_document_fields(const json& def);
+  std::vector<text_field> operator()(const json& doc) const;
+
+ private:
+  bool indexed(const json& doc) const;
+  std::optional<mango_selector> filter_;
+  bool refuses_all_ = false;      // a partial filter that does not compile indexes nothing
+  std::set<std::string> wanted_;  // the escaped names of the fields named (empty: all fields)
+  bool lengths_, keyword_, with_default_;
+};
+// The same for one document.
 std::vector<text_field> text_fields_of(const json& def, const json& doc);
 
 // The Lucene query of a selector (normalize_selector's form), as mango_selector_text:convert
