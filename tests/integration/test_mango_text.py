@@ -163,6 +163,30 @@ class MangoText(NodeTest):
         self.assertEqual(sorted(row["id"] for row in r.json["rows"]),
                          self.expected(lambda d: "seven wizards" in d["bio"], 200))
 
+    def test_hostile_documents(self):
+        # A 5 MB string (one keyword term far past Lucene's term limit, and 5 MB of $default
+        # text), 50,000 fields, 100 levels of nesting: each is indexed as far as Lucene takes it,
+        # and the node answers the next queries.
+        n = self.node
+        self.assertEqual(n.put("/hostile").status, 201)
+        deep = "bottom"
+        for _ in range(100):
+            deep = {"d": deep}
+        docs = [{"_id": "big", "big": "giant " * 800000 + "needle"},
+                {"_id": "wide", "wide": {f"k{i}": i for i in range(50000)}},
+                {"_id": "deep", "deep": deep},
+                {"_id": "plain", "word": "needle"}]
+        for d in docs:
+            self.assertEqual(n.put(f"/hostile/{d['_id']}", d).status, 201)
+        self.assertEqual(n.post("/hostile/_index", {"index": {}, "type": "text", "name": "t"}).status, 200)
+        r = n.post("/hostile/_find", {"selector": {"$text": "needle"}})
+        self.assertEqual(r.status, 200, r)
+        self.assertEqual(sorted(d["_id"] for d in r.json["docs"]), ["big", "plain"])
+        r = n.post("/hostile/_find", {"selector": {"wide.k49999": 49999}, "fields": ["_id"]})
+        self.assertEqual(r.json["docs"], [{"_id": "wide"}])
+        r = n.post("/hostile/_find", {"selector": {"deep." + ".".join(["d"] * 100): "bottom"}, "fields": ["_id"]})
+        self.assertEqual(r.json["docs"], [{"_id": "deep"}])
+
     def test_bad_definitions_and_queries(self):
         n = self.node
         cases = [
