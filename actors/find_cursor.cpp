@@ -169,7 +169,7 @@ result<find_answer> find_cursor::run_all_docs(const db_meta& db, const find_quer
   }
 }
 
-// The JSON indexes of the database's design documents.
+// The Mango indexes (JSON and text) of the database's design documents.
 result<std::vector<query_index>> find_cursor::mango_indexes(const db_meta& db) {
   auto listing = list_design_docs(coord_, db, true);
   if (!listing) return listing.error();

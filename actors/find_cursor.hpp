@@ -3,9 +3,11 @@
 // ranges hold (each copy counts its own), then runs the chosen one: on a JSON index, one copy of
 // each range answers its next rows after the bookmark's position for it (actors/find_reader, local
 // or over RPC) and the pages are merged here by index position; on a union of indexes, each part
-// after the previous one; with no usable index, the special `_all_docs` index, documents in id
-// order, each matched. Bookmarks are opaque: the last id answered (`_all_docs`), each range's last
-// position (an index), or a union's part and its own bookmark.
+// after the previous one; on a Mango text index (use_index names it, the selector asks $text, or
+// no JSON index serves), the full-text index's hits, each matched (actors/find_text.cpp); with no
+// usable index, the special `_all_docs` index, documents in id order, each matched. Bookmarks are
+// opaque: the last id answered (`_all_docs`), each range's last position (an index), a union's
+// part and its own bookmark, or a text index's last hit's order.
 // Thread-safety: as its coordinator and reader (any thread); it keeps no state of its own.
 #pragma once
 #include <cstdint>

@@ -1,8 +1,10 @@
 // Mango (issue 32): POST /db/_find and /db/_explain, GET|POST /db/_index, DELETE
-// /db/_index/ddoc/json/name and POST /db/_index/_bulk_delete, as CouchDB's mango_httpd answers
-// them. A query runs on the JSON index the planner chose (query/mango_plan): one copy of each range
-// answers its rows (actors/find_reader), merged by index position in actors/find_cursor; or, with no usable index,
-// on the special `_all_docs` index (documents in id order, each matched), with CouchDB's warning.
+// /db/_index/ddoc/json|text/name and POST /db/_index/_bulk_delete, as CouchDB's mango_httpd
+// answers them. A query runs on the JSON index the planner chose (query/mango_plan): one copy of
+// each range answers its rows (actors/find_reader), merged by index position in
+// actors/find_cursor; on a Mango text index (issue 54: query/mango_text, actors/find_text.cpp);
+// or, with no usable index, on the special `_all_docs` index (documents in id order, each
+// matched), with CouchDB's warning.
 // Bookmarks are opaque: the last id answered (`_all_docs`), or each range's last position.
 #include <algorithm>
 #include <chrono>
