@@ -48,6 +48,9 @@ inline constexpr const char* purges_feature = "purge-v1";
 inline constexpr const char* config_feature = "config-v1";
 // ... and when its copies answer their part of a full-text query (searchCopy).
 inline constexpr const char* search_feature = "search-v1";
+// ... and when its copies index Mango text definitions and keep a query's expanded terms as written
+// (search_index_def::mango, text_query::lowercase_expanded).
+inline constexpr const char* mango_text_feature = "mango-text-v1";
 
 using query_params = std::vector<std::pair<std::string, std::string>>;
 

@@ -128,10 +128,10 @@ result<rpc_options> cluster_options(const settings& set, const clock& clk, int h
   ro.advertised_host = ro.bind == "0.0.0.0" ? "127.0.0.1" : ro.bind;
   ro.http_port = static_cast<uint16_t>(http_port);
   ro.release = SETTEE_VERSION;
-  ro.features = {"changes",           "clustered-seq-v1",  "selector",         typed_feature,
-                 db_updates_feature,  attachments_feature, tasks_feature,      reshard_feature,
-                 node_status_feature, members_feature,     javascript_feature, views_feature,
-                 partitions_feature,  purges_feature,      config_feature,     search_feature};
+  ro.features = {"changes",           "clustered-seq-v1", "selector",         typed_feature,       db_updates_feature,
+                 attachments_feature, tasks_feature,      reshard_feature,    node_status_feature, members_feature,
+                 javascript_feature,  views_feature,      partitions_feature, purges_feature,      config_feature,
+                 search_feature,      mango_text_feature};
   ro.seeds = std::move(*seeds);
   ro.secret = set.cluster_secret;
   if (ro.secret.size() < peer_auth::min_secret_bytes) {

@@ -347,6 +347,8 @@ void rpc_node::search_rows(const std::string& node, const std::string& db, const
                            const search_copy_request& sr, answer<search_copy_page> done) {
   if (!members_.has_feature(node, search_feature))
     return done(status{errc::not_implemented, "node " + node + " runs a release without full-text search"});
+  if ((sr.parsed && !sr.parsed->mango.is_null()) && !members_.has_feature(node, mango_text_feature))
+    return done(status{errc::not_implemented, "node " + node + " runs a release without Mango text indexes"});
   start_call<search_copy_page>(
       node,
       [=, text = encode_request(sr)](Node::Client& cap) {

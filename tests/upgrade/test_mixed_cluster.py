@@ -295,6 +295,11 @@ class MixedClusterV030(OldMemberTest):
         r = self.n2.get("/mixed-q/_design/s/_nouveau/idx?q=n:[0%20TO%2020]")
         self.assertEqual(r.status, 501, r.raw)
         self.assertIn(f"node {old_name} runs a release without full-text search", r.json["reason"])
+        # A Mango text index (0.5, mango-text-v1): the same.
+        self.assertEqual(self.n2.post("/mixed-q/_index", {"index": {}, "type": "text", "name": "t"}).status, 200)
+        r = self.n2.post("/mixed-q/_find", {"selector": {"n": {"$gt": 3}}})
+        self.assertEqual(r.status, 501, r.raw)
+        self.assertIn(old_name, r.json["reason"])
         # Mango on a JSON index: the same (the old member keeps no JSON index).
         self.assertEqual(self.n2.post("/mixed-q/_index", {"index": {"fields": ["n"]}, "name": "n", "ddoc": "nidx"}).status, 200)
         r = self.n2.post("/mixed-q/_find", {"selector": {"n": {"$gt": 3}}, "use_index": ["nidx", "n"]})
