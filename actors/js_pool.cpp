@@ -391,4 +391,37 @@ result<js_reply> js_pool::compile(const std::string& ddoc_json) {
   return r;
 }
 
+namespace {
+
+status run_batch_of(const js_batch& b, const std::vector<std::string>& docs, const std::vector<size_t>& at,
+                    bool alone) {
+  std::string body = "[";
+  for (size_t k = 0; k < at.size(); ++k) body += (k ? "," : "") + docs[at[k]];
+  body += "]";
+  auto r = b.exchange(body, at.size(), alone);
+  if (!r) return r.error();
+  for (const auto& line : r->log) log::info(b.where + " logged: " + line);
+  for (const auto& e : r->errors) log::warning(b.where + " failed on document " + e);
+  if (r->ok() && r->value.is_array() && r->value.size() == at.size()) {
+    for (size_t k = 0; k < at.size(); ++k)
+      if (auto st = b.accept(at[k], r->value[k]); !st) return st;
+    return {};
+  }
+  if (alone) {
+    b.failed_alone(at.front(), *r);
+    return {};
+  }
+  for (size_t i : at)
+    if (auto st = run_batch_of(b, docs, {i}, true); !st) return st;
+  return {};
+}
+
+}  // namespace
+
+status run_batch(const js_batch& b, const std::vector<std::string>& docs) {
+  std::vector<size_t> all(docs.size());
+  for (size_t i = 0; i < all.size(); ++i) all[i] = i;
+  return run_batch_of(b, docs, all, false);
+}
+
 }  // namespace settee

@@ -14,6 +14,7 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -124,5 +125,20 @@ class js_pool {
 bool parse_js_reply(const std::string& line, js_reply& out);
 // The reply of one answer object (already parsed).
 js_reply js_reply_of(json answer);
+
+// Documents sent to the workers in one exchange (views' map, search indexes' index()), and a
+// batch the worker could not finish (a function that loops, a worker that died) asked again one
+// document at a time, so that only a document that fails alone goes without its rows or fields.
+struct js_batch {
+  std::string where;  // "map of db/_design/d": what the functions logged and threw is logged with it
+  // One exchange over `docs_json` (a JSON array of `docs` documents); `alone`: a retry of one.
+  std::function<result<js_reply>(const std::string& docs_json, size_t docs, bool alone)> exchange;
+  // Document `i`'s answer (the reply's i-th value).
+  std::function<status(size_t i, const json& answer)> accept;
+  // Document `i` failed on its own (`r`: why).
+  std::function<void(size_t i, const js_reply& r)> failed_alone;
+};
+// Runs `b` over `docs` (JSON texts): accept() for each document, or failed_alone().
+status run_batch(const js_batch& b, const std::vector<std::string>& docs);
 
 }  // namespace settee

@@ -36,33 +36,24 @@ void fields_into(const search_target& t, const json& per_function, text_doc& out
   add_partition(t, out);
 }
 
-// Indexes `bodies` (rendered winners; their documents in `out`, ids set) in one exchange; a batch
-// the worker could not finish is asked again one document at a time, and a document that fails
-// alone indexes nothing (logged).
+// Indexes `bodies` (rendered winners; their documents in `out`, ids set) in one exchange
+// (js_pool's run_batch: a document that fails alone indexes nothing, logged).
 status index_batch(js_pool& js, const search_target& t, const std::vector<std::string>& bodies,
-                   std::vector<text_doc*>& out, bool alone = false) {
-  std::string body = "[";
-  for (size_t i = 0; i < bodies.size(); ++i) body += (i ? "," : "") + bodies[i];
-  body += "]";
-  auto r = js.index(t.worker_key, t.ddoc_json, function_of(t.def), body, bodies.size());
-  if (!r) return r.error();
-  const std::string where = t.db_name + "/" + t.def.ddoc_id + "/" + t.def.name;
-  for (const auto& line : r->log) log::info("index function of " + where + " logged: " + line);
-  for (const auto& e : r->errors) log::warning("index function of " + where + " failed on document " + e);
-  if (r->ok() && r->value.is_array() && r->value.size() == bodies.size()) {
-    for (size_t i = 0; i < bodies.size(); ++i) fields_into(t, r->value[i], *out[i]);
-    return {};
-  }
-  if (alone) {
-    log::warning("index function of " + where + " failed on document " + out.front()->id + " (" + r->name + ": " +
-                 r->reason + "): it indexes nothing");
-    return {};
-  }
-  for (size_t i = 0; i < bodies.size(); ++i) {
-    std::vector<text_doc*> one{out[i]};
-    if (auto st = index_batch(js, t, {bodies[i]}, one, true); !st) return st;
-  }
-  return {};
+                   std::vector<text_doc*>& out) {
+  js_batch b;
+  b.where = "index function of " + t.db_name + "/" + t.def.ddoc_id + "/" + t.def.name;
+  b.exchange = [&](const std::string& body, size_t n, bool) {
+    return js.index(t.worker_key, t.ddoc_json, function_of(t.def), body, n);
+  };
+  b.accept = [&](size_t i, const json& answer) {
+    fields_into(t, answer, *out[i]);
+    return status{};
+  };
+  b.failed_alone = [&](size_t i, const js_reply& r) {
+    log::warning(b.where + " failed on document " + out[i]->id + " (" + r.name + ": " + r.reason +
+                 "): it indexes nothing");
+  };
+  return run_batch(b, bodies);
 }
 
 // A Mango text index's documents (`bodies` as they are stored, with _id and _rev): their fields

@@ -131,36 +131,24 @@ status rows_of(const json& per_view, size_t views, bool partitioned, view_doc& o
   return {};
 }
 
-// Maps `docs` (rendered winners; their ids in `out`, already set) in one exchange; a batch the
-// worker could not finish (a deadline, the memory cap) is asked again one document at a time, and
-// a document that fails alone emits nothing (logged: an index that could never build helps no one).
-status map_batch(js_pool& js, const design_views& dv, const std::vector<std::string>& docs, std::vector<view_doc*>& out,
-                 bool alone = false) {
-  std::string body = "[";
-  for (size_t i = 0; i < docs.size(); ++i) body += (i ? "," : "") + docs[i];
-  body += "]";
-  auto r = js.map(dv.worker_key, dv.ddoc_json, dv.names, body, docs.size());
-  if (!r) return r.error();
-  if (!alone) metrics::node().view_docs_mapped += docs.size();
-  const std::string where = dv.db_name + "/" + dv.ddoc_id;
-  for (const auto& line : r->log) log::info("map of " + where + " logged: " + line);
-  for (const auto& e : r->errors) log::warning("map of " + where + " failed on document " + e);
-  if (r->ok() && r->value.is_array() && r->value.size() == docs.size()) {
-    for (size_t i = 0; i < docs.size(); ++i)
-      if (auto st = rows_of(r->value[i], dv.names.size(), dv.partitioned, *out[i]); !st) return st;
-    return {};
-  }
-  if (alone) {
-    log::warning("map of " + where + " failed on document " + out.front()->id + " (" + r->name + ": " + r->reason +
+// Maps `docs` (rendered winners; their documents in `out`, ids set) in one exchange (js_pool's
+// run_batch: a document that fails alone emits nothing, logged).
+status map_batch(js_pool& js, const design_views& dv, const std::vector<std::string>& docs,
+                 std::vector<view_doc*>& out) {
+  js_batch b;
+  b.where = "map of " + dv.db_name + "/" + dv.ddoc_id;
+  b.exchange = [&](const std::string& body, size_t n, bool alone) {
+    auto r = js.map(dv.worker_key, dv.ddoc_json, dv.names, body, n);
+    if (r && !alone) metrics::node().view_docs_mapped += n;
+    return r;
+  };
+  b.accept = [&](size_t i, const json& answer) { return rows_of(answer, dv.names.size(), dv.partitioned, *out[i]); };
+  b.failed_alone = [&](size_t i, const js_reply& r) {
+    log::warning(b.where + " failed on document " + out[i]->id + " (" + r.name + ": " + r.reason +
                  "): it emits nothing");
-    out.front()->views.assign(dv.names.size(), {});
-    return {};
-  }
-  for (size_t i = 0; i < docs.size(); ++i) {
-    std::vector<view_doc*> one{out[i]};
-    if (auto st = map_batch(js, dv, {docs[i]}, one, true); !st) return st;
-  }
-  return {};
+    out[i]->views.assign(dv.names.size(), {});
+  };
+  return run_batch(b, docs);
 }
 
 // The copy's purge requests the index has not applied (issue 35): documents they removed lose
