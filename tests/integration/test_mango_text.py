@@ -4,6 +4,7 @@ of a document; other conditions become a Lucene query over "<field>:<type>" fiel
 is matched against the selector again; sort, skip, limit and bookmark pages; the same documents
 whatever q; _explain shows the Lucene query; GET and DELETE /db/_index list and remove them; bad
 definitions and bad queries answer CouchDB's errors."""
+import os
 import urllib.parse
 
 from harness import NodeTest, main
@@ -162,6 +163,26 @@ class MangoText(NodeTest):
         self.assertEqual(r.status, 200, r)
         self.assertEqual(sorted(row["id"] for row in r.json["rows"]),
                          self.expected(lambda d: "seven wizards" in d["bio"], 200))
+
+    def test_cleanup_keeps_text_indexes_and_drops_deleted_ones(self):
+        n = self.node
+        self.assertEqual(n.put("/tidy?q=2").status, 201)
+        self.assertEqual(n.put("/tidy/a", {"w": "alpha"}).status, 201)
+        dirs = lambda: sorted(os.path.join(root, f) for root, ds, _ in os.walk(n.data_dir)  # noqa: E731
+                              for f in ds if f.endswith(".search") and "tidy" in root)
+        # Two definitions (one alike would share the other's files, as views of one signature do).
+        for name, index in (("one", {}), ("two", {"index_array_lengths": False})):
+            self.assertEqual(n.post("/tidy/_index", {"index": index, "type": "text", "name": name, "ddoc": name}).status,
+                             200)
+            r = n.post("/tidy/_find", {"selector": {"$text": "alpha"}, "use_index": name})
+            self.assertEqual([d["_id"] for d in r.json["docs"]], ["a"])
+        self.assertEqual(len(dirs()), 4)  # two indexes, a directory per copy
+        self.assertEqual(n.post("/tidy/_view_cleanup", {}).status, 202)
+        self.assertEqual(len(dirs()), 4)
+        self.assertEqual(n.delete("/tidy/_index/_design/two/text/two").status, 200)  # cleans up after itself
+        self.assertEqual(len(dirs()), 2)
+        r = n.post("/tidy/_find", {"selector": {"$text": "alpha"}})
+        self.assertEqual([d["_id"] for d in r.json["docs"]], ["a"])
 
     def test_hostile_documents(self):
         # A 5 MB string (one keyword term far past Lucene's term limit, and 5 MB of $default
