@@ -329,7 +329,7 @@ status remove_index(ctx& c, const db_meta& db, const std::string& ddoc_id, const
   if (!now) return now.error();
   if (!now->doc.is_object() || member(now->doc, "language") != "query") return {errc::not_found, "missing"};
   bool empty = false;
-  auto doc = type == "text" ? without_text_index(now->doc, name, empty) : without_index(now->doc, name, empty);
+  auto doc = without_index(now->doc, type, name, empty);
   if (!doc) return {errc::not_found, "missing"};
   return save_ddoc(c, db, *doc, ddoc_id, now->rev, empty);
 }

@@ -185,14 +185,15 @@ json with_index(const json& ddoc, const query_index& ix, bool& changed) {
   return out;
 }
 
-std::optional<json> without_index(const json& ddoc, const std::string& name, bool& empty) {
-  if (!ddoc.is_object() || !ddoc.contains("views") || !ddoc["views"].is_object() || !ddoc["views"].contains(name))
+std::optional<json> without_index(const json& ddoc, const std::string& type, const std::string& name, bool& empty) {
+  const char* member = type == "text" ? "indexes" : "views";  // where each kind lives
+  if (!ddoc.is_object() || !ddoc.contains(member) || !ddoc[member].is_object() || !ddoc[member].contains(name))
     return std::nullopt;
   json out = ddoc;
-  out["views"].erase(name);
-  const bool texts = out.contains("indexes") && out["indexes"].is_object() && !out["indexes"].empty();
-  if (out["views"].empty()) out.erase("views");
-  empty = !out.contains("views") && !texts;  // text indexes (query/mango_text) keep it
+  out[member].erase(name);
+  if (out[member].empty()) out.erase(member);
+  auto holds = [&](const char* m) { return out.contains(m) && out[m].is_object() && !out[m].empty(); };
+  empty = !holds("views") && !holds("indexes");
   return out;
 }
 

@@ -64,9 +64,10 @@ std::vector<query_index> indexes_of(const std::string& ddoc_id, const json& ddoc
 // `ddoc` (an existing design document, or null) with index `ix` added; false in `changed` when it
 // has it already.
 json with_index(const json& ddoc, const query_index& ix, bool& changed);
-// `ddoc` without index `name`; nullopt when it has none of that name. `empty` tells that no view
-// is left (CouchDB deletes the design document then).
-std::optional<json> without_index(const json& ddoc, const std::string& name, bool& empty);
+// `ddoc` without index `name` of `type` ("json": a view; "text": an `indexes` entry, query/mango_text);
+// nullopt when it has none of that name. `empty` tells that no index of either kind is left
+// (CouchDB deletes the design document then).
+std::optional<json> without_index(const json& ddoc, const std::string& type, const std::string& name, bool& empty);
 
 // An index's definition back from its text (index_def::definition()).
 result<index_def> parse_definition(const std::string& definition);

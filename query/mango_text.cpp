@@ -467,16 +467,6 @@ std::vector<std::pair<std::string, json>> text_indexes_of(const json& ddoc) {
   return out;
 }
 
-std::optional<json> without_text_index(const json& ddoc, const std::string& name, bool& empty) {
-  if (!ddoc.is_object() || !ddoc.contains("indexes") || !ddoc["indexes"].is_object() || !ddoc["indexes"].contains(name))
-    return std::nullopt;
-  json out = ddoc;
-  out["indexes"].erase(name);
-  if (out["indexes"].empty()) out.erase("indexes");
-  empty = !out.contains("indexes") && !(out.contains("views") && out["views"].is_object() && !out["views"].empty());
-  return out;
-}
-
 json text_index_def_json(const json& def) {
   json out = json::object();
   for (auto it = def.begin(); it != def.end(); ++it) {

@@ -40,10 +40,6 @@ json with_text_index(const json& ddoc, const std::string& ddoc_id, const std::st
 // `index` is a definition, not a function): name and definition, in its order.
 std::vector<std::pair<std::string, json>> text_indexes_of(const json& ddoc);
 
-// `ddoc` without text index `name` (nullopt: none of that name); `empty` when it holds no index of
-// any kind any more (CouchDB deletes the design document then).
-std::optional<json> without_text_index(const json& ddoc, const std::string& name, bool& empty);
-
 // GET /db/_index's `def` of a text index (mango_idx_text:def_to_json): fields as [{name: type}].
 json text_index_def_json(const json& def);
 
