@@ -61,11 +61,11 @@ result<planned_find> find_cursor::plan(const db_meta& db, find_query q, std::str
   const bool texts = std::any_of((*indexes)->begin(), (*indexes)->end(), [](auto& ix) { return !ix.text.is_null(); });
   if (texts)
     for (const query_index& ix : **indexes) (ix.text.is_null() ? json_ones : text_ones).push_back(ix);
+  const json normal = texts ? normalize_selector(q.text_selector.is_null() ? q.selector : q.text_selector) : json();
   auto text_plan = [&](query_index ix) {
-    planned_find out{std::move(q), {}, {}, std::move(partition), *indexes, std::move(ix)};
+    planned_find out{std::move(q), {}, {}, std::move(partition), *indexes, std::move(ix), normal};
     return out;
   };
-  const json normal = texts ? normalize_selector(q.text_selector.is_null() ? q.selector : q.text_selector) : json();
   for (const query_index& ix : text_ones)
     if (named_by(ix, q)) return text_plan(ix);
   if (asks_text(q.selector)) {
@@ -88,7 +88,7 @@ result<planned_find> find_cursor::plan(const db_meta& db, find_query q, std::str
     return status{errc::mango_no_usable_index, std::string(partition.empty() ? "No global" : "No partitioned") +
                                                    " index exists for this sort, try indexing by the sort fields."};
   if (!plans) return plans.error();
-  planned_find out{std::move(q), std::move(plans->front()), {}, std::move(partition), *indexes, std::nullopt};
+  planned_find out{std::move(q), std::move(plans->front()), {}, std::move(partition), *indexes, std::nullopt, json()};
   if (plans->size() > 1) {
     // The index whose ranges hold the fewest rows (selectivity from the indexes themselves); the
     // planner's order breaks ties and leads while an index is not built everywhere.

@@ -44,6 +44,7 @@ struct planned_find {
   // A Mango text index answers instead (mango_cursor_text): use_index names it, the selector asks
   // $text, or no JSON index serves the query and it does; `plan` is then unused.
   std::optional<query_index> text;
+  json text_selector;  // with `text`: the selector as the text index reads it (normalized)
 };
 
 class find_cursor {

@@ -36,7 +36,7 @@ result<find_answer> find_cursor::run_text(const db_meta& db, const planned_find&
   const find_query& q = p.q;
   auto sd = design_of(db, *p.text);
   if (!sd) return sd.error();
-  const json normal = normalize_selector(q.text_selector.is_null() ? q.selector : q.text_selector);
+  const json& normal = p.text_selector;
   auto lucene = text_query_of(normal);
   if (!lucene) return lucene.error();
   auto sort = text_sort(q.sort, normal);

@@ -115,7 +115,7 @@ json settee_explain(ctx& c, const db_meta& db, const planned_find& planned) {
 // the sort keys ("relevance" without a sort).
 status explain_text(const planned_find& planned, json& out) {
   const find_query& q = planned.q;
-  const json normal = normalize_selector(q.text_selector.is_null() ? q.selector : q.text_selector);
+  const json& normal = planned.text_selector;
   auto lucene = text_query_of(normal);
   if (!lucene) return lucene.error();
   auto keys = text_sort(q.sort, normal);

@@ -131,7 +131,7 @@ planned_find plan_for(const std::string& body_text) {
   auto plans = plan_find(*q, indexes);
   REQUIRE(plans);
   REQUIRE(plans->front().index);
-  return planned_find{std::move(*q), std::move(plans->front()), {}, "", nullptr, std::nullopt};
+  return planned_find{std::move(*q), std::move(plans->front()), {}, "", nullptr, std::nullopt, json()};
 }
 
 }  // namespace
