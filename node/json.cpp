@@ -34,8 +34,17 @@ class dom_builder {
   bool number_float(json::number_float_t v, const std::string&) { return put(json(v)); }
   bool string(std::string& v) { return put(json(std::move(v))); }
   bool binary(json::binary_t& v) { return put(json(std::move(v))); }
-  bool start_object(size_t) { return open(json::object()); }
-  bool start_array(size_t) { return open(json::array()); }
+  // `n`: the members or elements that follow (simdjson's DOM knows them; nlohmann's lexer says -1).
+  bool start_object(size_t n) {
+    json v = json::object();
+    if (n != unknown_size) v.get_ref<json::object_t&>().reserve(n);
+    return open(std::move(v));
+  }
+  bool start_array(size_t n) {
+    json v = json::array();
+    if (n != unknown_size) v.get_ref<json::array_t&>().reserve(n);
+    return open(std::move(v));
+  }
   bool key(std::string& k) {
     key_ = std::move(k);
     return true;
@@ -77,7 +86,7 @@ class dom_builder {
       for (auto& member : obj)
         if (member.first == key_) return &(member.second = std::move(v));
     }
-    // ordered_map is a vector of members underneath: append without its linear key search.
+    // json_members is a vector of members underneath: append without its linear key search.
     obj.std::vector<json::object_t::value_type>::emplace_back(std::move(key_), std::move(v));
     return &obj.back().second;
   }
@@ -100,6 +109,7 @@ class dom_builder {
     return true;
   }
 
+  static constexpr size_t unknown_size = static_cast<size_t>(-1);
   size_t max_depth_;
   std::string key_;
   std::vector<frame> stack_;

@@ -1,7 +1,7 @@
 // json: the one JSON parser every layer uses for text it did not write itself (request bodies,
 // query values, selectors, RPC payloads, stored documents).
 //
-// Documents keep their key order (nlohmann::ordered_json), as CouchDB does. Parsing never throws
+// Documents keep their key order (node/json_members.hpp), as CouchDB does. Parsing never throws
 // and is safe against hostile input:
 //   - nesting is limited (max_json_depth(), [couchdb] max_json_depth, default 1000) while parsing,
 //     so nothing later (rendering, copying, selectors) can recurse deeper than that;
@@ -12,13 +12,15 @@
 #pragma once
 #include <nlohmann/json.hpp>
 
+#include "node/json_members.hpp"
+
 #include <optional>
 #include <string>
 #include <string_view>
 
 namespace settee {
 
-using json = nlohmann::ordered_json;
+using json = nlohmann::basic_json<json_members>;
 
 constexpr size_t default_max_json_depth = 1000;
 void set_max_json_depth(size_t depth);

@@ -1,5 +1,5 @@
 // json_util: JSON helpers for the HTTP layer. Document bodies keep their key order
-// (nlohmann::ordered_json), as CouchDB does. Parsing never throws.
+// (node/json_members.hpp), as CouchDB does. Parsing never throws.
 #pragma once
 #include <string>
 #include <string_view>

@@ -233,3 +233,40 @@ TEST_CASE("couch_dump: documents as CouchDB writes them, floats as Erlang prints
   const char* text = R"({"s":"q\"\\\b\f\n\r\t\u0001\u001f\u007fé","e":{},"l":[],"o":{"x":[{}]}})";
   CHECK(dumped(text) == parse_json(text)->dump());
 }
+
+TEST_CASE("json_members: members in the order written, moved (not copied) when an object grows") {
+  json o = json::object();
+  o["z"] = 1;
+  o["a"] = json::array({1, 2, 3});
+  const json* inner = &o["a"][0];  // the array's elements: moved with it, so they stay where they are
+  for (int i = 0; i < 100; ++i) o["k" + std::to_string(i)] = i;
+  CHECK(&o["a"][0] == inner);
+  CHECK(o.begin().key() == "z");
+  CHECK(o.size() == 102);
+  // A key given again keeps its place; emplace keeps the first value; erase keeps the order.
+  o["z"] = 2;
+  CHECK(o.begin().key() == "z");
+  CHECK(o["z"] == 2);
+  CHECK(!o.emplace("a", 5).second);
+  CHECK(o.erase("a") == 1);
+  CHECK(o.erase("a") == 0);
+  CHECK(!o.contains("a"));
+  CHECK(std::next(o.begin()).key() == "k0");
+  CHECK(o.count("k99") == 1);
+  CHECK(o.at("k5") == 5);
+  CHECK_THROWS_AS(o.at("missing"), json::out_of_range);
+  const json& c = o;
+  CHECK(c["k7"] == 7);
+  // Copies and comparisons see the same members in the same order; a different order differs.
+  json copy = o;
+  CHECK(copy == o);
+  CHECK(copy.dump() == o.dump());
+  CHECK(json::parse(R"({"b":1,"a":2})").dump() == R"({"b":1,"a":2})");
+  CHECK(json::parse(R"({"b":1,"a":2})") != json::parse(R"({"a":2,"b":1})"));
+  // An initializer list, items() and structured bindings read them as written.
+  json l{{"y", 1}, {"x", json::object({{"q", true}})}};
+  std::string keys;
+  for (const auto& [k, v] : l.items()) keys += k;
+  CHECK(keys == "yx");
+  CHECK(l["x"]["q"] == true);
+}
