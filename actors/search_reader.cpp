@@ -96,9 +96,10 @@ void search_reader::build(const db_meta& db, const search_target& t, const std::
 
 namespace {
 
-// `req` answered from `index` (of a copy at `copy_seq`, whose purge seq is `copy_purge`).
-result<search_copy_page> answer_copy(const text_index& index, bool updating, const search_copy_request& req,
-                                     uint64_t copy_seq) {
+// `req` answered from `held` (the index of a copy at `copy_seq`).
+result<search_copy_page> answer_copy(std::shared_ptr<const text_index> held, bool updating,
+                                     const search_copy_request& req, uint64_t copy_seq) {
+  const text_index& index = *held;
   search_copy_page page;
   page.indexed_seq = index.seq();
   page.purge_seq = index.purge_seq();
@@ -107,6 +108,10 @@ result<search_copy_page> answer_copy(const text_index& index, bool updating, con
   page.doc_count = index.doc_count();
   if (req.what == search_copy_request::phase::describe) {
     page.disk_size = index.disk_size();
+    return page;
+  }
+  if (req.what == search_copy_request::phase::hold) {
+    page.index = std::move(held);
     return page;
   }
   if (req.what == search_copy_request::phase::stats) {
@@ -132,15 +137,16 @@ void search_reader::start_local(const db_meta& db, size_t range, const shard_han
   std::shared_ptr<open_index> index = std::move(*idx);
   const uint64_t copy_seq = shard.store->update_seq();
   const bool behind = index->index->seq() < copy_seq || index->index->purge_seq() < shard.store->purge_seq();
+  std::shared_ptr<const text_index> held(index, index->index.get());  // keeps `index` open
   if (!req.update || !behind || req.what == search_copy_request::phase::describe)
-    return done(answer_copy(*index->index, index->updating, req, copy_seq));
+    return done(answer_copy(std::move(held), index->updating, req, copy_seq));
   // Behind: the database's build job brings it up to date, then it is read on the build's thread.
   // The callback owns what it uses: its asker may have given up.
   const std::string copy = shard_name(db.name, db.shard_id(range));
   build(db, target_of(db, sd), index, shard, copy,
-        [index, store = shard.store, req, done = std::move(done)](status st) {
+        [index, held = std::move(held), store = shard.store, req, done = std::move(done)](status st) {
           if (!st) return done(st);
-          done(answer_copy(*index->index, index->updating, req, store->update_seq()));
+          done(answer_copy(held, index->updating, req, store->update_seq()));
         });
 }
 
@@ -208,6 +214,8 @@ result<text_page> search_reader::query(const db_meta& db, const search_design& s
   req.update = update;
   // A partition's documents are all in its range; the query keeps to them there.
   if (!partition.empty()) req.query.drilldown.push_back({"_partition", partition});
+  if (db.ranges.size() > 1 && partition.empty())
+    if (auto here = query_here(db, req, q)) return std::move(*here);
   if (db.ranges.size() > 1) {
     // Scores from every copy's statistics (a partition's query too: the whole database's), the
     // same whatever the number of ranges.
@@ -222,6 +230,26 @@ result<text_page> search_reader::query(const db_meta& db, const search_design& s
   auto pages = pages_of(db, req, partition);
   if (!pages) return pages.error();
   return merge_pages(*pages, q);
+}
+
+std::optional<result<text_page>> search_reader::query_here(const db_meta& db, search_copy_request req,
+                                                           const text_query& q) {
+  req.what = search_copy_request::phase::hold;
+  auto pages = coord_.each_range<search_copy_page>(
+      db, coordinator::all_ranges(db),
+      [&](shard_copy& copy, size_t, shard_copy::answer<search_copy_page> done) {
+        if (!copy.local()) return done(status{errc::unavailable, "not a copy of this node"});
+        copy.start_search(req, std::move(done));
+      },
+      {}, coord_.view_timeout());
+  std::vector<std::shared_ptr<const text_index>> held;
+  std::vector<const text_index*> parts;
+  for (auto& p : pages) {
+    if (!p.value || !p.value->index) return std::nullopt;
+    held.push_back(std::move(p.value->index));
+    parts.push_back(held.back().get());
+  }
+  return text_index::search(parts, q);
 }
 
 result<search_info> search_reader::info(const db_meta& db, const search_design& sd) {

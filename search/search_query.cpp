@@ -155,10 +155,12 @@ json facets_json(const std::map<std::string, std::map<std::string, uint64_t>>& f
 std::map<std::string, std::map<std::string, uint64_t>> facets_of(const json& j) {
   std::map<std::string, std::map<std::string, uint64_t>> out;
   if (!j.is_object()) return out;
-  for (const auto& [field, values] : j.items())
-    if (values.is_object())
-      for (const auto& [label, n] : values.items())
-        if (n.is_number_unsigned()) out[field][label] = n.get<uint64_t>();
+  for (const auto& [field, values] : j.items()) {
+    if (!values.is_object()) continue;
+    auto& counted = out[field];  // kept without values too (no match)
+    for (const auto& [label, n] : values.items())
+      if (n.is_number_unsigned()) counted[label] = n.get<uint64_t>();
+  }
   return out;
 }
 
@@ -451,7 +453,10 @@ result<search_copy_request> decode_request(const std::string& text) {
   if (!j.is_object()) return status{errc::bad_request, "a search request is not a JSON object"};
   search_copy_request r;
   try {
-    r.what = static_cast<search_copy_request::phase>(j.at("what").get<int>());
+    const int what = j.at("what").get<int>();
+    if (what < 0 || what >= static_cast<int>(search_copy_request::phase::hold))
+      return status{errc::bad_request, "a search request's phase is not one a node answers"};
+    r.what = static_cast<search_copy_request::phase>(what);
     r.api = j.at("api") == "nouveau" ? search_api::nouveau : search_api::clouseau;
     r.ddoc_id = j.at("ddoc_id");
     r.rev = j.at("rev");
@@ -553,10 +558,15 @@ text_page merge_pages(const std::vector<search_copy_page>& pages, const text_que
   for (const search_copy_page& p : pages) {
     out.total_hits += p.page.total_hits;
     for (const text_hit& h : p.page.hits) out.hits.push_back(h);
-    for (const auto& [field, values] : p.page.counts)
-      for (const auto& [label, n] : values) out.counts[field][label] += n;
-    for (const auto& [field, values] : p.page.ranges)
-      for (const auto& [label, n] : values) out.ranges[field][label] += n;
+    // A field counted keeps its entry without values (no match), as one copy's answer does.
+    for (const auto& [field, values] : p.page.counts) {
+      auto& sum = out.counts[field];
+      for (const auto& [label, n] : values) sum[label] += n;
+    }
+    for (const auto& [field, values] : p.page.ranges) {
+      auto& sum = out.ranges[field];
+      for (const auto& [label, n] : values) sum[label] += n;
+    }
   }
   std::stable_sort(out.hits.begin(), out.hits.end(),
                    [&](const text_hit& a, const text_hit& b) { return compare_orders(q.sort, a.order, b.order) < 0; });

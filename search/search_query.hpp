@@ -9,6 +9,7 @@
 #pragma once
 
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -53,7 +54,9 @@ result<search_params> clouseau_params(const std::vector<std::pair<std::string, s
 
 // One copy's part of a full-text query.
 struct search_copy_request {
-  enum class phase : uint8_t { stats = 0, search = 1, describe = 2 };
+  // hold: in-process only (never sent): the copy's index itself, up to date unless `update` is
+  // false, for the asker to search with this node's other copies as one (text_index::search).
+  enum class phase : uint8_t { stats = 0, search = 1, describe = 2, hold = 3 };
   phase what = phase::search;
   search_api api = search_api::nouveau;
   std::string ddoc_id, rev, ddoc, index, signature;  // ddoc: its JSON; signature: the index expected
@@ -69,7 +72,8 @@ struct search_copy_page {
   text_page page;    // phase search
   uint64_t indexed_seq = 0, copy_seq = 0, purge_seq = 0, doc_count = 0, disk_size = 0;
   bool updating = false;
-  std::string node;  // the node whose copy answered (set by the asker, not sent)
+  std::string node;                         // the node whose copy answered (set by the asker, not sent)
+  std::shared_ptr<const text_index> index;  // phase hold (not sent)
 };
 
 // The node protocol's form of both (JSON text).

@@ -291,13 +291,17 @@ DocumentPtr lucene_doc(const text_doc& d, field_kinds& kinds) {
 }
 
 // The segments of a reader (itself when it has none).
+// The segments of `reader` (of each index, for a reader over several).
 Collection<IndexReaderPtr> segments_of(const IndexReaderPtr& reader) {
+  Collection<IndexReaderPtr> out = Collection<IndexReaderPtr>::newInstance();
   Collection<IndexReaderPtr> subs = reader->getSequentialSubReaders();
   if (!subs || subs.empty()) {
-    subs = Collection<IndexReaderPtr>::newInstance();
-    subs.add(reader);
+    out.add(reader);
+    return out;
   }
-  return subs;
+  for (const IndexReaderPtr& sub : subs)
+    for (const IndexReaderPtr& seg : segments_of(sub)) out.add(seg);
+  return out;
 }
 
 // One sort key of a search, resolved against the index's fields.
@@ -739,6 +743,48 @@ struct text_index::impl {
     }
     return out;
   }
+  // `q` over `reader` (one index's, or several's at once), its fields' kinds `k`; parsed with this
+  // index's analyzer. Lucene's exceptions are the caller's.
+  result<text_page> search(const IndexReaderPtr& reader, const field_kinds& k, const text_query& q) const {
+    auto sort = resolve_sort(q.sort, k);
+    if (!sort) return sort.error();
+    QueryPtr query = with_drilldown(parse(q.query, q.default_field, k, q.lowercase_expanded), q.drilldown);
+    const text_stats own = q.stats ? text_stats{} : stats_of(reader, query);
+    SearcherPtr searcher = newLucene<stats_searcher>(reader, q.stats ? *q.stats : own);
+    searcher->setSimilarity(similarity);
+    std::vector<String> after_texts;  // what `after`'s slots point to
+    std::vector<slot> after = after_slots(q, *sort, after_texts);
+    const bool facets = !q.counts.empty() || !q.ranges.empty();
+    auto collector = newLucene<hit_collector>(*sort, q.after ? &after : nullptr, q.limit, facets);
+    searcher->search(query, collector);
+    text_page page;
+    page.total_hits = collector->total;
+    for (const entry& e : collector->hits()) {
+      page.hits.push_back(hit_of(*searcher, *sort, e));
+      if (!q.highlight_fields.empty()) highlight(q, query, analyzer, page.hits.back());
+    }
+    count_facets(q, collector->marks, page);
+    return page;
+  }
+  // `q.after` as slots of `sort`, its texts held in `texts` as Lucene strings.
+  static std::vector<slot> after_slots(const text_query& q, const std::vector<sort_spec>& sort,
+                                       std::vector<String>& texts) {
+    std::vector<slot> after;
+    if (!q.after) return after;
+    texts.reserve(q.after->size());
+    for (size_t i = 0; i < sort.size() && i < q.after->size(); ++i) {
+      const order_value& v = (*q.after)[i];
+      slot s;
+      if (v.type == order_value::kind::number) s.number = v.number;
+      if (v.type == order_value::kind::text) {
+        texts.push_back(wide(v.text));
+        s.text = &texts.back();
+      }
+      after.push_back(s);
+    }
+    after.resize(sort.size());
+    return after;
+  }
   status commit(uint64_t s, uint64_t p, const field_kinds& k) {
     MapStringString data = MapStringString::newInstance();
     data.put(seq_key, wide(std::to_string(s)));
@@ -880,49 +926,36 @@ result<text_stats> text_index::stats(const text_query& q) const {
 result<text_page> text_index::search(const text_query& q) const {
   field_kinds kinds;
   IndexReaderPtr reader = impl_->acquire(&kinds);
-  text_page page;
-  status st;
+  result<text_page> page = text_page{};
   try {
-    auto sort = resolve_sort(q.sort, kinds);
-    if (!sort) {
-      reader->decRef();
-      return sort.error();
-    }
-    QueryPtr query = with_drilldown(impl_->parse(q.query, q.default_field, kinds, q.lowercase_expanded), q.drilldown);
-    const text_stats own = q.stats ? text_stats{} : impl_->stats_of(reader, query);
-    SearcherPtr searcher = newLucene<stats_searcher>(reader, q.stats ? *q.stats : own);
-    searcher->setSimilarity(impl_->similarity);
-    // `after` as slots: its texts held here as Lucene strings.
-    std::vector<String> after_texts;
-    std::vector<slot> after;
-    if (q.after) {
-      after_texts.reserve(q.after->size());
-      for (size_t i = 0; i < sort->size() && i < q.after->size(); ++i) {
-        const order_value& v = (*q.after)[i];
-        slot s;
-        if (v.type == order_value::kind::number) s.number = v.number;
-        if (v.type == order_value::kind::text) {
-          after_texts.push_back(wide(v.text));
-          s.text = &after_texts.back();
-        }
-        after.push_back(s);
-      }
-      after.resize(sort->size());
-    }
-    const bool facets = !q.counts.empty() || !q.ranges.empty();
-    auto collector = newLucene<hit_collector>(*sort, q.after ? &after : nullptr, q.limit, facets);
-    searcher->search(query, collector);
-    page.total_hits = collector->total;
-    for (const entry& e : collector->hits()) {
-      page.hits.push_back(hit_of(*searcher, *sort, e));
-      if (!q.highlight_fields.empty()) highlight(q, query, impl_->analyzer, page.hits.back());
-    }
-    count_facets(q, collector->marks, page);
+    page = impl_->search(reader, kinds, q);
   } catch (const LuceneException& e) {
-    st = failed(e, "search");
+    page = failed(e, "search");
   }
   reader->decRef();
-  if (!st) return st;
+  return page;
+}
+
+result<text_page> text_index::search(const std::vector<const text_index*>& parts, const text_query& q) {
+  if (parts.empty()) return text_page{};
+  if (parts.size() == 1) return parts[0]->search(q);
+  field_kinds kinds;
+  Collection<IndexReaderPtr> readers = Collection<IndexReaderPtr>::newInstance();
+  for (const text_index* part : parts) {
+    field_kinds k;
+    readers.add(part->impl_->acquire(&k));
+    kinds.insert(k.begin(), k.end());
+  }
+  result<text_page> page = text_page{};
+  try {
+    // Not closing its parts: each keeps the reference acquire() took, given back below.
+    IndexReaderPtr all = newLucene<MultiReader>(readers, false);
+    page = parts[0]->impl_->search(all, kinds, q);
+    all->close();
+  } catch (const LuceneException& e) {
+    page = failed(e, "search");
+  }
+  for (const IndexReaderPtr& r : readers) r->decRef();
   return page;
 }
 

@@ -121,6 +121,12 @@ TEST_CASE("search_query: a copy's request and answer through the node protocol, 
   CHECK(m.hits[1].id == "b");
   CHECK(m.hits[2].id == "d");
   CHECK(m.counts["genre"] == std::map<std::string, uint64_t>{{"x", 3}, {"z", 7}});
+  // No match anywhere: the field counted keeps its (empty) entry, as one copy's answer has it.
+  std::vector<search_copy_page> none{page({}, 0, {}), page({}, 0, {})};
+  for (auto& p : none) p = decode_page(encode_page(p)).value();
+  const text_page empty = merge_pages(none, q);
+  REQUIRE(empty.counts.count("genre") == 1);
+  CHECK(empty.counts.at("genre").empty());
   // The bookmark after the last hit, and back; Nouveau's order shape.
   const json bm = pack_bookmark(m.hits.back().order, {});
   REQUIRE(bm.is_string());

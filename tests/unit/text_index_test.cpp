@@ -202,7 +202,44 @@ TEST_CASE("text_index: scores from summed statistics are the same over one index
       CHECK(merged[i].id == one->hits[i].id);
       CHECK(merged[i].order[0].number == one->hits[i].order[0].number);  // bit for bit
     }
+    // The three searched as one (a node's own copies): the same hits and scores in one phase,
+    // their stored fields too, and pages of 4 that continue as the one index's do.
+    text_query q;
+    q.query = query;
+    q.limit = 100;
+    auto together = text_index::search({parts[0].get(), parts[1].get(), parts[2].get()}, q);
+    REQUIRE(together);
+    CHECK(together->total_hits == one->total_hits);
+    REQUIRE(together->hits.size() == one->hits.size());
+    for (size_t i = 0; i < together->hits.size(); ++i) {
+      CHECK(together->hits[i].id == one->hits[i].id);
+      CHECK(together->hits[i].order[0].number == one->hits[i].order[0].number);
+      CHECK(together->hits[i].stored.size() == one->hits[i].stored.size());
+    }
+    q.limit = 4;
+    std::vector<std::string> paged;
+    for (int i = 0; i < 30; ++i) {
+      auto page = text_index::search({parts[0].get(), parts[1].get(), parts[2].get()}, q);
+      REQUIRE(page);
+      if (page->hits.empty()) break;
+      for (const auto& h : page->hits) paged.push_back(h.id);
+      q.after = page->hits.back().order;
+    }
+    CHECK(paged == in_order(one));
   }
+  // Facets over the three as one: the whole index's counts.
+  text_query f;
+  f.query = "*:*";
+  f.counts = {"genre"};
+  auto whole_counts = (*whole)->search(f);
+  auto parts_counts = text_index::search({parts[0].get(), parts[1].get(), parts[2].get()}, f);
+  REQUIRE(whole_counts);
+  REQUIRE(parts_counts);
+  CHECK(parts_counts->counts == whole_counts->counts);
+  CHECK(!parts_counts->counts["genre"].empty());
+  // A query Lucene cannot parse: its error, as one index gives it.
+  f.query = "title:(";
+  CHECK(text_index::search({parts[0].get(), parts[1].get()}, f).error().code == errc::bad_request);
 }
 
 TEST_CASE("text_index: pages after an order, sorts by fields, numbers as numbers, facets") {
