@@ -81,11 +81,22 @@ result<bool> boolean(const char* name, const json& v) {
   return parse_error(std::string("Invalid value for ") + name + ": " + v.dump());
 }
 
+// {"@type": type, "value": v}, its two members placed directly (a braced list builds an array per
+// member first: a tenth of a search answer's CPU, two per hit).
 json order_value_json(const order_value& v, const std::string& sort_key) {
-  if (v.type == order_value::kind::missing) return json{{"@type", "string"}, {"value", nullptr}};
-  if (v.type == order_value::kind::text) return json{{"@type", "string"}, {"value", v.text}};
+  json out = json::object();
+  auto& members = out.get_ref<json::object_t&>();
+  members.reserve(2);
   const bool score = sort_key == "-<score>" || sort_key == "<score>";
-  return json{{"@type", score ? "float" : "double"}, {"value", v.number}};
+  const char* type = v.type != order_value::kind::number ? "string" : score ? "float" : "double";
+  members.emplace_back("@type", type);
+  if (v.type == order_value::kind::missing)
+    members.emplace_back("value", nullptr);
+  else if (v.type == order_value::kind::text)
+    members.emplace_back("value", v.text);
+  else
+    members.emplace_back("value", v.number);
+  return out;
 }
 
 json stats_json(const text_stats& s) {
@@ -581,9 +592,13 @@ text_page merge_pages(const std::vector<search_copy_page>& pages, const text_que
 }
 
 json order_json(const text_order& order, const std::vector<std::string>& sort) {
-  std::vector<std::string> keys = sort.empty() ? std::vector<std::string>{"-<score>"} : sort;
+  static const std::string relevance = "-<score>", none;
   json out = json::array();
-  for (size_t i = 0; i < order.size(); ++i) out.push_back(order_value_json(order[i], i < keys.size() ? keys[i] : ""));
+  out.get_ref<json::array_t&>().reserve(order.size());
+  for (size_t i = 0; i < order.size(); ++i)
+    out.push_back(order_value_json(order[i], sort.empty()      ? (i == 0 ? relevance : none)
+                                             : i < sort.size() ? sort[i]
+                                                               : none));
   return out;
 }
 
