@@ -382,13 +382,16 @@ struct entry {
 // (~4.6 us a segment: with the _id of every sort, 8% of a term query's CPU at 10 segments). An
 // entry holds its segment's cache key weakly: a key gone (the segment closed) is an entry to drop,
 // which every miss (a new segment) does for all of them.
+struct remembered_index {
+  boost::weak_ptr<LuceneObject> key;
+  StringIndexPtr index;
+};
+std::mutex remembered_mu;
+std::map<std::pair<const LuceneObject*, String>, remembered_index> remembered;  // remembered_mu
+
 StringIndexPtr string_index_of(const IndexReaderPtr& reader, const String& field) {
-  struct remembered {
-    boost::weak_ptr<LuceneObject> key;
-    StringIndexPtr index;
-  };
-  static std::mutex mu;
-  static std::map<std::pair<const LuceneObject*, String>, remembered> cache;
+  std::mutex& mu = remembered_mu;
+  auto& cache = remembered;
   const LuceneObjectPtr key = reader->getFieldCacheKey();
   std::pair<const LuceneObject*, String> at{key.get(), field};
   {
@@ -399,7 +402,7 @@ StringIndexPtr string_index_of(const IndexReaderPtr& reader, const String& field
   StringIndexPtr index = FieldCache::DEFAULT()->getStringIndex(reader, field);
   std::lock_guard<std::mutex> lock(mu);
   for (auto it = cache.begin(); it != cache.end();) it = it->second.key.expired() ? cache.erase(it) : std::next(it);
-  cache[std::move(at)] = remembered{key, index};
+  cache[std::move(at)] = remembered_index{key, index};
   return index;
 }
 
@@ -677,6 +680,11 @@ void count_facets(const text_query& q, const marked_segments& marks, text_page& 
 }
 
 }  // namespace
+
+size_t text_index::remembered_string_indexes() {
+  std::lock_guard<std::mutex> lock(remembered_mu);
+  return remembered.size();
+}
 
 void text_stats::add(const text_stats& other) {
   docs += other.docs;

@@ -161,6 +161,9 @@ class text_index {
   // stats() of each summed and then search() of each merged would give, for half the work and
   // without the second phase. Parsed with the first one's analyzer.
   static result<text_page> search(const std::vector<const text_index*>& parts, const text_query& q);
+  // The segments' string indexes (sort keys, _id) searches remember, of every index (tests: a
+  // segment closed is forgotten at the next one looked up).
+  static size_t remembered_string_indexes();
   // The first `limit` (by score) of `query`: search() without the rest.
   result<text_page> search(const std::string& query, const std::string& default_field, size_t limit) const;
 

@@ -352,6 +352,32 @@ TEST_CASE("text_index: ties across segments keep the id order, in pages and eith
   }
 }
 
+TEST_CASE("text_index: the segments' string indexes searches remember go with their segments") {
+  // 60 commits of 5 documents: 60 segments made, merged away by tens as they come; each search
+  // remembers its segments' _id string index. Those of segments gone are forgotten.
+  temp_dir dir;
+  const size_t before = text_index::remembered_string_indexes();
+  {
+    auto idx = text_index::open(dir.path + "/idx");
+    REQUIRE(idx);
+    for (int c = 0; c < 60; ++c) {
+      std::vector<text_doc> batch;
+      for (int i = 0; i < 5; ++i) batch.push_back(book("c" + std::to_string(c * 5 + i), "same words", "same"));
+      REQUIRE((*idx)->apply(batch, static_cast<uint64_t>(c + 1)));
+      auto page = (*idx)->search("title:same", "default", 3);
+      REQUIRE(page);
+      CHECK(page->total_hits == static_cast<uint64_t>(c * 5 + 5));
+    }
+    CHECK(text_index::remembered_string_indexes() <= before + 20);  // segments live now, not 60
+  }
+  // The index closed: its segments go at the next lookup of a segment not remembered.
+  auto other = text_index::open(dir.path + "/other");
+  REQUIRE(other);
+  REQUIRE((*other)->apply({book("x", "same", "same")}, 1));
+  REQUIRE((*other)->search("title:same", "default", 3));
+  CHECK(text_index::remembered_string_indexes() <= before + 1);
+}
+
 TEST_CASE("text_index: analyzers by name, per field, and the index's bookkeeping") {
   CHECK(*text_analyze("standard", "The Quick-Brown fox's e-mail: a@b.org") ==
         std::vector<std::string>{"the", "quick", "brown", "fox", "e", "mail", "a@b.org"});
