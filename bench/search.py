@@ -18,22 +18,14 @@ import urllib.parse
 
 sys.path.insert(0, os.path.dirname(__file__))
 from bench_node import BenchNode, proc_status  # noqa: E402
-from zipf_text import ZipfText  # noqa: E402
+from zipf_text import NOUVEAU_INDEX as INDEX, ZipfText  # noqa: E402
 
 DOCS = int(sys.argv[2]) if len(sys.argv) > 2 else 200000
 SHARDS = int(sys.argv[3]) if len(sys.argv) > 3 else 2
 VOCAB = 20000
 zipf = ZipfText(VOCAB)
 rng = zipf.rng
-text = zipf.text
 
-
-INDEX = """function(doc) {
-  index('text', 'title', doc.title, {store: true});
-  index('text', 'default', doc.body);
-  index('string', 'genre', doc.genre);
-  index('double', 'year', doc.year);
-}"""
 
 node = BenchNode("settee-searchbench-")
 req = node.ok
@@ -63,8 +55,7 @@ try:
     req("PUT", f"/{db}?q={SHARDS}")
     t0 = time.time()
     for b in range(0, DOCS, 1000):
-        docs = [{"_id": f"d{b + i:08d}", "title": text(8), "body": text(150), "genre": f"g{(b + i) % 12}",
-                 "year": 1900 + (b + i) % 120} for i in range(min(1000, DOCS - b))]
+        docs = [zipf.doc(b + i) for i in range(min(1000, DOCS - b))]
         req("POST", f"/{db}/_bulk_docs", {"docs": docs})
     print(f"loaded {DOCS:,} docs (~{len(json.dumps(docs[0]))} bytes each) at q={SHARDS} in {time.time() - t0:.0f} s")
     req("PUT", f"/{db}/_design/s", {"nouveau": {"idx": {"index": INDEX}}})

@@ -13,27 +13,20 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from bench_node import BenchNode  # noqa: E402
-from zipf_text import ZipfText  # noqa: E402
+from zipf_text import NOUVEAU_INDEX as INDEX, ZipfText  # noqa: E402
 
 A, B = sys.argv[1], sys.argv[2]
 DOCS = int(sys.argv[3]) if len(sys.argv) > 3 else 200000
 RUNS = int(sys.argv[4]) if len(sys.argv) > 4 else 5
 LOADGEN = os.environ.get("LOADGEN", os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "build", "settee_loadgen"))
 PATHS = sys.argv[5:] or ["/fts/_design/s/_nouveau/idx?q=w%K&limit=25"]
-INDEX = """function(doc) {
-  index('text', 'title', doc.title, {store: true});
-  index('text', 'default', doc.body);
-  index('string', 'genre', doc.genre);
-  index('double', 'year', doc.year);
-}"""
 nodes = [BenchNode("settee-ab-", binary=A), BenchNode("settee-ab-", binary=B)]
 try:
     zipf = ZipfText(20000)
     for n in nodes:
         n.ok("PUT", "/fts?q=2")
     for b in range(0, DOCS, 1000):
-        docs = [{"_id": f"d{b + i:08d}", "title": zipf.text(8), "body": zipf.text(150), "genre": f"g{(b + i) % 12}",
-                 "year": 1900 + (b + i) % 120} for i in range(min(1000, DOCS - b))]
+        docs = [zipf.doc(b + i) for i in range(min(1000, DOCS - b))]
         for n in nodes:
             n.ok("POST", "/fts/_bulk_docs", {"docs": docs})
     for n in nodes:

@@ -3,6 +3,15 @@ bench/fts_candidates draws it: what the full-text benchmarks index. Seeded: the 
 same documents."""
 import random
 
+# The Nouveau index the full-text benchmarks query: the two text fields (the title stored), the
+# string and the number.
+NOUVEAU_INDEX = """function(doc) {
+  index('text', 'title', doc.title, {store: true});
+  index('text', 'default', doc.body);
+  index('string', 'genre', doc.genre);
+  index('double', 'year', doc.year);
+}"""
+
 
 class ZipfText:
     def __init__(self, vocab=20000, seed=54):
@@ -18,3 +27,9 @@ class ZipfText:
     def text(self, n):
         """`n` words, space-separated."""
         return " ".join(self.rng.choices(self.words, cum_weights=self.cum, k=n))
+
+    def doc(self, i):
+        """Benchmark document number `i` (~800 bytes): a title of 8 words, a body of 150, a genre
+        and a year."""
+        return {"_id": f"d{i:08d}", "title": self.text(8), "body": self.text(150), "genre": f"g{i % 12}",
+                "year": 1900 + i % 120}
