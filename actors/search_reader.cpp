@@ -235,17 +235,22 @@ result<text_page> search_reader::query(const db_meta& db, const search_design& s
 std::optional<result<text_page>> search_reader::query_here(const db_meta& db, search_copy_request req,
                                                            const text_query& q) {
   req.what = search_copy_request::phase::hold;
+  bool elsewhere = false;  // a range was offered a copy on another node (asked on this thread)
   auto pages = coord_.each_range<search_copy_page>(
       db, coordinator::all_ranges(db),
       [&](shard_copy& copy, size_t, shard_copy::answer<search_copy_page> done) {
-        if (!copy.local()) return done(status{errc::unavailable, "not a copy of this node"});
-        copy.start_search(req, std::move(done));
+        if (copy.local()) return copy.start_search(req, std::move(done));
+        elsewhere = true;
+        done(status{errc::unavailable, "not a copy of this node"});
       },
       {}, coord_.view_timeout());
   std::vector<std::shared_ptr<const text_index>> held;
   std::vector<const text_index*> parts;
   for (auto& p : pages) {
-    if (!p.value || !p.value->index) return std::nullopt;
+    // A range with copies elsewhere: the two phases ask them. Only this node's copies (a build
+    // that failed or outlasted the view timeout): its error, not the same wait again.
+    if (!p.value) return elsewhere ? std::nullopt : std::optional<result<text_page>>(p.value.error());
+    if (!p.value->index) return std::nullopt;
     held.push_back(std::move(p.value->index));
     parts.push_back(held.back().get());
   }

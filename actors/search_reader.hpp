@@ -79,8 +79,8 @@ class search_reader {
   static constexpr size_t max_open = 64;  // index directories kept open; more are closed when idle
   result<std::shared_ptr<open_index>> index_of(const db_meta& db, size_t range, const search_index_def& def);
   // `q` with every range's copy on this node: the copies searched as one index, in one phase
-  // (text_index::search of several); nullopt when a range has no copy here or one could not be
-  // held (the two phases then answer, or say why).
+  // (text_index::search of several); nullopt when a range is held only elsewhere, or its copy
+  // here failed and it has others (the two phases then answer, or say why).
   std::optional<result<text_page>> query_here(const db_meta& db, search_copy_request req, const text_query& q);
   result<std::vector<search_copy_page>> pages_of(const db_meta& db, const search_copy_request& req,
                                                  const std::string& partition);
