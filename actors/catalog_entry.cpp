@@ -10,6 +10,9 @@ namespace settee {
 
 namespace {
 
+// How much deeper than what it holds (_security) an entry nests: the entry object itself.
+constexpr size_t entry_depth = 1;
+
 // Written with sorted keys: the bodies, and so their revisions, stay the same across releases.
 using sorted_json = nlohmann::json;
 
@@ -253,7 +256,10 @@ catalog_entry merge_catalog_entries(const catalog_entry& a, const catalog_entry&
 }
 
 std::optional<catalog_entry> parse_catalog_entry(const std::string& body, std::string& why) {
-  json j = parse_json(body).value_or(json());
+  // The entry holds the database's _security one level down: a _security as deep as a client may
+  // send (max_json_depth) makes an entry one deeper, which must still read (or the database
+  // vanishes at the next reading of _dbs). The node wrote it; the bound stays finite.
+  json j = parse_json(body, max_json_depth() + entry_depth, nullptr).value_or(json());
   if (!j.is_object() || !j["q"].is_number_unsigned() || !j["created"].is_number_integer() ||
       !j["by_range"].is_object()) {
     why = "not a database entry";

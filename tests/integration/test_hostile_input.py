@@ -99,6 +99,21 @@ class HostileInput(NodeTest):
         r = self.node.get("/hz/_all_docs?keys=" + arrays(1001).replace("1", "%221%22"))
         self.assertEqual(r.json["reason"], "JSON nests deeper than 1000 levels ([couchdb] max_json_depth)", r)
 
+    def test_a_security_object_at_the_depth_limit_keeps_its_database(self):
+        # The _dbs entry holds _security one level down: a _security of 1,000 levels made an entry
+        # of 1,001 that the node could not read back, and the database was gone at the next
+        # reading of _dbs (a fuzz run: FUZZ_SEED=1796048069). Kept across a restart.
+        n = self.node
+        self.assertEqual(n.put("/hzsec").status, 201)
+        body = '{"admins":{"names":[],"roles":[]},"x":' + arrays(999) + "}"  # 1,000 levels: the limit
+        r = n.put("/hzsec/_security", raw_body=body, headers={"Content-Type": "application/json"})
+        self.assertEqual(r.status, 200, r)
+        n.stop()
+        n.start()
+        self.assertEqual(n.get("/hzsec").status, 200)
+        self.assertEqual(n.get("/hzsec/_security").raw.count("["), 999 + 2)
+        self.assertIn("hzsec", n.get("/_all_dbs").json)
+
     def test_revisions_without_its_members_is_a_400(self):
         # Reading a missing member of a const object was undefined behaviour (a debug build's fuzz run
         # stopped on nlohmann's assertion).
