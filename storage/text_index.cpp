@@ -389,6 +389,12 @@ struct remembered_index {
 std::mutex remembered_mu;
 std::map<std::pair<const LuceneObject*, String>, remembered_index> remembered;  // remembered_mu
 
+// Drops the remembered string indexes of segments now closed. Called with remembered_mu held.
+void forget_closed_locked() {
+  for (auto it = remembered.begin(); it != remembered.end();)
+    it = it->second.key.expired() ? remembered.erase(it) : std::next(it);
+}
+
 StringIndexPtr string_index_of(const IndexReaderPtr& reader, const String& field) {
   std::mutex& mu = remembered_mu;
   auto& cache = remembered;
@@ -401,7 +407,7 @@ StringIndexPtr string_index_of(const IndexReaderPtr& reader, const String& field
   }
   StringIndexPtr index = FieldCache::DEFAULT()->getStringIndex(reader, field);
   std::lock_guard<std::mutex> lock(mu);
-  for (auto it = cache.begin(); it != cache.end();) it = it->second.key.expired() ? cache.erase(it) : std::next(it);
+  forget_closed_locked();
   cache[std::move(at)] = remembered_index{key, index};
   return index;
 }
@@ -861,6 +867,9 @@ text_index::~text_index() {
     if (impl_->reader) impl_->reader->decRef();
   } catch (const LuceneException&) {  // closing: nothing left to tell
   }
+  // Its segments' string indexes go now (a deleted database's), unless a search still reads them.
+  std::lock_guard<std::mutex> lock(remembered_mu);
+  forget_closed_locked();
 }
 
 result<std::unique_ptr<text_index>> text_index::open(const std::string& dir, const text_analysis& analysis) {
