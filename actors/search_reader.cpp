@@ -244,7 +244,7 @@ std::optional<result<text_page>> search_reader::query_here(const db_meta& db, se
         done(status{errc::unavailable, "not a copy of this node"});
       },
       {}, coord_.view_timeout());
-  std::vector<std::shared_ptr<const text_index>> held;
+  std::vector<std::shared_ptr<const text_index>> held;  // open while `parts` are searched
   std::vector<const text_index*> parts;
   for (auto& p : pages) {
     // A range with copies elsewhere: the two phases ask them. Only this node's copies (a build

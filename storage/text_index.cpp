@@ -396,19 +396,17 @@ void forget_closed_locked() {
 }
 
 StringIndexPtr string_index_of(const IndexReaderPtr& reader, const String& field) {
-  std::mutex& mu = remembered_mu;
-  auto& cache = remembered;
   const LuceneObjectPtr key = reader->getFieldCacheKey();
   std::pair<const LuceneObject*, String> at{key.get(), field};
   {
-    std::lock_guard<std::mutex> lock(mu);
-    auto it = cache.find(at);
-    if (it != cache.end() && !it->second.key.expired()) return it->second.index;
+    std::lock_guard<std::mutex> lock(remembered_mu);
+    auto it = remembered.find(at);
+    if (it != remembered.end() && !it->second.key.expired()) return it->second.index;
   }
   StringIndexPtr index = FieldCache::DEFAULT()->getStringIndex(reader, field);
-  std::lock_guard<std::mutex> lock(mu);
+  std::lock_guard<std::mutex> lock(remembered_mu);
   forget_closed_locked();
-  cache[std::move(at)] = remembered_index{key, index};
+  remembered[std::move(at)] = remembered_index{key, index};
   return index;
 }
 
