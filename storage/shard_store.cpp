@@ -1515,7 +1515,9 @@ void shard_store::reset_working() {
 status shard_store::commit_txn(lmdb::txn& t) {
   const uint64_t txn_id = mdb_txn_id(t.get());
   status st = t.commit();
-  if (st) publish_counts(txn_id);
+  if (!st) return st;
+  publish_counts(txn_id);
+  ahead_.after_commit(env_);
   return st;
 }
 

@@ -24,6 +24,7 @@
 #include "storage/rev_tree.hpp"
 #include "storage/seq_counts.hpp"
 #include "storage/shard_header.hpp"
+#include "storage/write_ahead.hpp"
 
 // LMDB stays an implementation detail: upper layers never include lmdb.h.
 struct MDB_env;
@@ -439,6 +440,8 @@ class shard_store : public std::enable_shared_from_this<shard_store> {
   int64_t min_time_ = time_seq::default_min_time;  // time-seq ignores earlier times
   bool time_seq_enabled_ = true;                   // false: commits leave the bins alone
   MDB_env* env_ = nullptr;
+  // Zeros ahead of the file's used pages, kept by commit_txn (the writer's).
+  lmdb::write_ahead ahead_;
   unsigned meta_ = 0, docs_ = 0, bodies_ = 0, by_seq_ = 0, local_ = 0, rank_ = 0, purges_ = 0;  // MDB_dbi handles
   blob_store::tables blobs_;
   json_index::tables jx_;                         // JSON indexes' tables

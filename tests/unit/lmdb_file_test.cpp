@@ -1,9 +1,15 @@
 // The LMDB file skeleton (storage/lmdb_env.hpp): a file of another kind than a shard opens with
 // tables of its own, keeps what was committed, and a new file whose opening fails is removed.
 #include <doctest/doctest.h>
+
+#include <fcntl.h>
+#include <lmdb.h>
 #include <sys/stat.h>
+#include <unistd.h>
+#include <algorithm>
 
 #include "storage/lmdb_env.hpp"
+#include "storage/write_ahead.hpp"
 #include "temp_dir.hpp"
 
 namespace settee {
@@ -83,6 +89,120 @@ TEST_CASE("lmdb::close_file frees the lock file's blocks, which the next open al
     CHECK(lmdb::file_exists(path + "-lock"));
     CHECK(allocated_bytes(path + "-lock") < open_bytes);  // freed, where the file system can
   }
+}
+
+TEST_CASE("lmdb::write_ahead's target: none below 1 MiB, then an eighth of the file in 64 KiB, 128 KiB to 1 MiB") {
+  CHECK(lmdb::write_ahead::target(0) == 0);
+  CHECK(lmdb::write_ahead::target((1 << 20) - 1) == 0);
+  CHECK(lmdb::write_ahead::target(1 << 20) == 128 << 10);
+  CHECK(lmdb::write_ahead::target(4ull << 20) == 512 << 10);
+  CHECK(lmdb::write_ahead::target((4ull << 20) + 8) == (512 << 10) + (64 << 10));
+  CHECK(lmdb::write_ahead::target(1ull << 30) == 1 << 20);
+}
+
+// The size of `path`'s file, and whether its bytes from `from` to its end are all zero.
+uint64_t file_bytes(const std::string& path, uint64_t from, bool& zeros_past) {
+  struct stat st {};
+  REQUIRE(::stat(path.c_str(), &st) == 0);
+  const int fd = ::open(path.c_str(), O_RDONLY);
+  REQUIRE(fd >= 0);
+  std::string buf(1 << 16, '\0');
+  zeros_past = true;
+  for (uint64_t at = from; at < static_cast<uint64_t>(st.st_size);) {
+    const ssize_t n = ::pread(fd, buf.data(), buf.size(), static_cast<off_t>(at));
+    REQUIRE(n > 0);
+    zeros_past = zeros_past && std::all_of(buf.begin(), buf.begin() + n, [](char c) { return c == 0; });
+    at += static_cast<uint64_t>(n);
+  }
+  ::close(fd);
+  return static_cast<uint64_t>(st.st_size);
+}
+
+TEST_CASE("lmdb::write_ahead keeps zeros ahead of a growing file's used pages, which LMDB then writes over") {
+  temp_dir dir;
+  const std::string path = dir.path + "/s.lmdb";
+  MDB_env* env = nullptr;
+  MDB_dbi dbi = 0;
+  {
+    lmdb::txn t;
+    REQUIRE(lmdb::open_file(path, {64ull << 20, true}, {{"t", &dbi}}, env, t));
+    REQUIRE(t.commit());
+  }
+  lmdb::write_ahead ahead;
+  auto used = [&] {
+    MDB_envinfo info{};
+    MDB_stat st{};
+    REQUIRE(mdb_env_info(env, &info) == 0);
+    REQUIRE(mdb_env_stat(env, &st) == 0);
+    return (static_cast<uint64_t>(info.me_last_pgno) + 1) * st.ms_psize;
+  };
+  const std::string value(2000, 'v');
+  bool small_seen = false, ahead_seen = false;
+  for (int i = 0; i < 3000; ++i) {
+    lmdb::txn t;
+    REQUIRE(t.begin(env, false));
+    REQUIRE(lmdb::put(t.get(), dbi, "k" + std::to_string(100000 + i), value + std::to_string(i)));
+    REQUIRE(t.commit());
+    ahead.after_commit(env);
+    const uint64_t u = used();
+    bool zeros = false;
+    const uint64_t size = file_bytes(path, u, zeros);
+    CHECK(zeros);  // past the used pages: nothing but the zeros written ahead
+    CHECK(ahead.end() == size);
+    if (u < (1 << 20)) {
+      small_seen = true;
+      CHECK(size == u);  // a small file keeps none
+    } else {
+      ahead_seen = true;
+      CHECK(size - u >= lmdb::write_ahead::target(u) / 2);
+      CHECK(size - u <= lmdb::write_ahead::target(u));
+    }
+  }
+  CHECK(small_seen);
+  CHECK(ahead_seen);
+  lmdb::close_file(env);
+  env = nullptr;
+  lmdb::txn t;  // reopened: every value is there, the zeros past them ignored
+  REQUIRE(lmdb::open_file(path, {64ull << 20, true}, {{"t", &dbi}}, env, t));
+  for (int i = 0; i < 3000; ++i) {
+    std::string_view got;
+    bool found = false;
+    REQUIRE(lmdb::get(t.get(), dbi, "k" + std::to_string(100000 + i), got, found));
+    REQUIRE(found);
+    CHECK(got == value + std::to_string(i));
+  }
+  t.abort();
+  lmdb::close_file(env);
+}
+
+TEST_CASE("lmdb::write_ahead leaves a file that large commits grow to extend itself") {
+  temp_dir dir;
+  const std::string path = dir.path + "/s.lmdb";
+  MDB_env* env = nullptr;
+  MDB_dbi dbi = 0;
+  {
+    lmdb::txn t;
+    REQUIRE(lmdb::open_file(path, {256ull << 20, true}, {{"t", &dbi}}, env, t));
+    REQUIRE(t.commit());
+  }
+  lmdb::write_ahead ahead;
+  const std::string value(2000, 'v');
+  for (int c = 0; c < 40; ++c) {  // 100 values a commit, as a _bulk_docs writes them: ~250 KB each
+    lmdb::txn t;
+    REQUIRE(t.begin(env, false));
+    for (int i = 0; i < 100; ++i) REQUIRE(lmdb::put(t.get(), dbi, "k" + std::to_string(100000 + c * 100 + i), value));
+    REQUIRE(t.commit());
+    ahead.after_commit(env);
+  }
+  MDB_envinfo info{};
+  MDB_stat st{};
+  REQUIRE(mdb_env_info(env, &info) == 0);
+  REQUIRE(mdb_env_stat(env, &st) == 0);
+  const uint64_t used = (static_cast<uint64_t>(info.me_last_pgno) + 1) * st.ms_psize;
+  bool zeros = false;
+  CHECK(used > (4 << 20));
+  CHECK(file_bytes(path, used, zeros) == used);  // nothing written ahead
+  lmdb::close_file(env);
 }
 
 }  // namespace settee
