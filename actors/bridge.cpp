@@ -28,15 +28,31 @@ struct completion {
   }
 };
 
+thread_local bool may_commit_here = false;  // commit_here
+
 }  // namespace
 
-void submit_write(const caf::actor& replica, std::shared_ptr<write_op> op, std::function<void()> done,
+commit_here::commit_here() {
+  may_commit_here = true;
+}
+commit_here::~commit_here() {
+  may_commit_here = false;
+}
+
+void submit_write(const shard_writer& replica, std::shared_ptr<write_op> op, std::function<void()> done,
                   std::shared_ptr<void> keep) {
   auto c = std::make_shared<completion>();
   c->op = op;
   c->done = std::move(done);
   c->keep = std::move(keep);
-  caf::anon_send(replica, write_atom_v, pending_write{std::move(op), [c]() { c->fire(); }});
+  pending_write w{std::move(op), [c]() { c->fire(); }};
+  c.reset();  // `w` holds the completion: dropped unanswered, it reports the stop
+  const bool here = may_commit_here;
+  may_commit_here = false;  // the next write of this thread goes to the replica
+  if (replica.lane)
+    replica.lane->submit(std::move(w), here);
+  else
+    caf::anon_send(replica.actor, write_atom_v, std::move(w));
 }
 
 status write_all(const std::vector<write_request>& requests, std::chrono::milliseconds timeout) {
@@ -52,7 +68,7 @@ status write_all(const std::vector<write_request>& requests, std::chrono::millis
   return {};
 }
 
-status write_one(const caf::actor& replica, const std::shared_ptr<write_op>& op, std::chrono::milliseconds timeout) {
+status write_one(const shard_writer& replica, const std::shared_ptr<write_op>& op, std::chrono::milliseconds timeout) {
   if (auto st = write_all({{replica, op}}, timeout); !st) return st;
   if (!op->st) return op->st;
   for (auto& r : op->results)

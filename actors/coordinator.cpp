@@ -3,8 +3,10 @@
 #include <algorithm>
 #include <map>
 #include <numeric>
+#include <optional>
 #include <thread>
 
+#include "actors/bridge.hpp"
 #include "actors/gather.hpp"
 #include "actors/local_copy.hpp"
 #include "actors/quorum.hpp"
@@ -213,19 +215,28 @@ result<write_outcome> coordinator::write_once(const db_meta& db, const std::vect
   }
   const size_t quorum = write_quorum(db, w);
   gather<std::vector<doc_result>> g(sizes);
-  for (size_t r = 0; r < used.size(); ++r) {
-    std::vector<doc_update> batch;
-    for (size_t i : positions[used[r]]) batch.push_back(docs[i]);
-    for (size_t k = 0; k < targets[r].size(); ++k) {
-      auto slot = g.slot(r, k);
-      targets[r][k]->update_docs(batch, [slot, node = targets[r][k]->node()](result<std::vector<doc_result>> a) {
-        if (!a && a.error().code == errc::shard_moved)  // a split's or move's seal: retried on the new map
-          log::info("write to " + node + "'s copy refused: " + a.error().reason + " (retried on the new shard map)");
-        else if (!a)
-          log::warning("write to " + node + "'s copy failed: " + a.error().reason);
-        slot(std::move(a));
-      });
-    }
+  // Other nodes' copies are asked first; the last write dispatched, when its copy is this node's,
+  // may commit on this thread (bridge::commit_here), which waits for it next anyway.
+  std::vector<std::pair<size_t, size_t>> order;
+  for (bool local : {false, true})
+    for (size_t r = 0; r < used.size(); ++r)
+      for (size_t k = 0; k < targets[r].size(); ++k)
+        if (targets[r][k]->local() == local) order.emplace_back(r, k);
+  std::vector<std::vector<doc_update>> batches(used.size());
+  for (size_t r = 0; r < used.size(); ++r)
+    for (size_t i : positions[used[r]]) batches[r].push_back(docs[i]);
+  for (size_t o = 0; o < order.size(); ++o) {
+    const auto [r, k] = order[o];
+    auto slot = g.slot(r, k);
+    std::optional<commit_here> here;
+    if (o + 1 == order.size() && targets[r][k]->local()) here.emplace();
+    targets[r][k]->update_docs(batches[r], [slot, node = targets[r][k]->node()](result<std::vector<doc_result>> a) {
+      if (!a && a.error().code == errc::shard_moved)  // a split's or move's seal: retried on the new map
+        log::info("write to " + node + "'s copy refused: " + a.error().reason + " (retried on the new shard map)");
+      else if (!a)
+        log::warning("write to " + node + "'s copy failed: " + a.error().reason);
+      slot(std::move(a));
+    });
   }
   auto answers = g.take(quorum, mono::now() + timeout_);
 

@@ -19,9 +19,10 @@ CAF_END_TYPE_ID_BLOCK(settee)
 
 namespace settee {
 
-// A write in flight. The replica fills in the op's results, syncs, then calls `on_done` (on its
-// scheduler thread: it must not block). Made only by submit_write (bridge.hpp), whose guard also
-// answers when a replica that dies with the write queued drops it, so nobody waits forever.
+// A write in flight. The replica fills in the op's results, syncs, then calls `on_done` (on the
+// thread that committed: a scheduler thread, or one that committed in place; it must not block).
+// Made only by submit_write (bridge.hpp), whose guard also answers when a replica that dies with
+// the write queued drops it, so nobody waits forever.
 struct pending_write {
   std::shared_ptr<write_op> op;
   std::function<void()> on_done;

@@ -71,8 +71,8 @@ void shard_registry::wait_for_address_space() {
 }
 
 void shard_registry::close_entry(entry& e) {
-  caf::anon_send(e.handle.writer, shutdown_atom_v);
-  e.handle.writer = nullptr;
+  caf::anon_send(e.handle.writer.actor, shutdown_atom_v);
+  e.handle.writer = {};
 }
 
 void shard_registry::set_role(const std::string& path, file_role role) {

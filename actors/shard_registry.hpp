@@ -29,7 +29,7 @@ namespace settee {
 
 struct shard_handle {
   std::shared_ptr<shard_store> store;  // for reads (snapshots) from the calling thread
-  caf::actor writer;                   // the shard replica actor: every write goes through it
+  shard_writer writer;                 // the shard replica: every write goes through it
 };
 
 class shard_registry {

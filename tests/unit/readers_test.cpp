@@ -220,11 +220,12 @@ TEST_CASE("find reader: a copy whose replica does not commit an index definition
   std::promise<void> release;
   std::shared_future<void> released = release.get_future().share();
   shard_handle stalled = *h;
-  stalled.writer = f.sys.spawn([released](caf::event_based_actor* self) -> caf::behavior {
+  stalled.writer = {};  // an actor only: writes reach it as messages
+  stalled.writer.actor = f.sys.spawn([released](caf::event_based_actor* self) -> caf::behavior {
     self->set_default_handler(caf::drop);
     return {[released](int) { released.wait(); }};
   });
-  caf::anon_send(stalled.writer, 1);
+  caf::anon_send(stalled.writer.actor, 1);
   mango_copy_request req;
   req.signature = std::string(16, 'a');
   req.definition = R"({"fields":[{"f":"asc"}]})";
@@ -236,5 +237,5 @@ TEST_CASE("find reader: a copy whose replica does not commit an index definition
   REQUIRE(got);
   REQUIRE_FALSE(*got);
   CHECK(got->error().code == errc::timeout);
-  caf::anon_send_exit(stalled.writer, caf::exit_reason::user_shutdown);
+  caf::anon_send_exit(stalled.writer.actor, caf::exit_reason::user_shutdown);
 }
