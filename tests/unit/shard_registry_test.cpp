@@ -4,11 +4,15 @@
 
 #include <sys/stat.h>
 
+#include <atomic>
 #include <cctype>
 #include <cstdlib>
 #include <fstream>
+#include <future>
+#include <optional>
 #include <thread>
 
+#include "actors/bridge.hpp"
 #include "actors/shard_registry.hpp"
 #include "registry_fixture.hpp"
 
@@ -139,4 +143,78 @@ TEST_CASE("a shard nobody has used for a while gives its mapped pages back, and 
   read_some();  // the same store, its pages read again from the page cache
   CHECK(resident() > 0);
   CHECK(f.shards.last_acquired_ms() == f.clk.now_ms());
+}
+
+namespace {
+
+std::shared_ptr<write_op> one_doc(const std::string& id) {
+  auto op = std::make_shared<write_op>();
+  doc_update u;
+  u.id = id;
+  u.body = R"({"a":1})";
+  op->docs.push_back(std::move(u));
+  return op;
+}
+
+}  // namespace
+
+TEST_CASE("a write under commit_here to an idle replica commits on the calling thread; others on the replica's") {
+  registry_fixture f;
+  auto h = f.shards.acquire(f.dir.path + "/shards/00000000-ffffffff/db.1.db", 1);
+  REQUIRE(h.ok());
+  const std::thread::id caller = std::this_thread::get_id();
+
+  std::atomic<bool> done{false};
+  std::thread::id committed_on;
+  auto op = one_doc("here");
+  {
+    commit_here here;
+    submit_write(h->writer, op, [&] {
+      committed_on = std::this_thread::get_id();
+      done = true;
+    });
+  }
+  REQUIRE(done.load());  // committed (fsynced) before submit_write returned
+  CHECK(committed_on == caller);
+  REQUIRE(op->st);
+  REQUIRE(op->results.size() == 1);
+  CHECK(op->results[0].st);
+  CHECK(h->store->update_seq() == 1);
+
+  // Without it (and for the next write of the same thread: commit_here lets one write in place).
+  for (bool scoped : {false, true}) {
+    std::optional<commit_here> here;
+    if (scoped) {
+      here.emplace();
+      auto first = one_doc(std::string("first") + (scoped ? "1" : "0"));
+      submit_write(h->writer, first, [] {});
+    }
+    std::promise<std::thread::id> on;
+    auto later = one_doc(std::string("later") + (scoped ? "1" : "0"));
+    submit_write(h->writer, later, [&] { on.set_value(std::this_thread::get_id()); });
+    auto fut = on.get_future();
+    REQUIRE(fut.wait_for(std::chrono::seconds(10)) == std::future_status::ready);
+    CHECK(fut.get() != caller);  // the replica's thread committed it
+    CHECK(later->st);
+  }
+  CHECK(h->store->update_seq() == 4);
+}
+
+TEST_CASE("a write reaching a closed replica's lane is answered with the stop, even under commit_here") {
+  registry_fixture f;
+  const std::string path = f.dir.path + "/shards/00000000-ffffffff/db.1.db";
+  auto h = f.shards.acquire(path, 1);
+  REQUIRE(h.ok());
+  shard_writer writer = h->writer;
+  h = status{};
+  f.shards.remove(path);  // the replica closes its lane
+  std::promise<void> answered;
+  auto op = one_doc("late");
+  {
+    commit_here here;
+    submit_write(writer, op, [&] { answered.set_value(); });
+  }
+  auto fut = answered.get_future();
+  REQUIRE(fut.wait_for(std::chrono::seconds(10)) == std::future_status::ready);
+  CHECK(op->st.code == errc::internal);
 }
