@@ -118,24 +118,37 @@ uint64_t file_bytes(const std::string& path, uint64_t from, bool& zeros_past) {
   return static_cast<uint64_t>(st.st_size);
 }
 
-TEST_CASE("lmdb::write_ahead keeps zeros ahead of a growing file's used pages, which LMDB then writes over") {
+// A new LMDB file of one table, open, for write_ahead's tests.
+struct one_table_file {
   temp_dir dir;
   const std::string path = dir.path + "/s.lmdb";
   MDB_env* env = nullptr;
   MDB_dbi dbi = 0;
-  {
+  explicit one_table_file(uint64_t map_size) {
     lmdb::txn t;
-    REQUIRE(lmdb::open_file(path, {64ull << 20, true}, {{"t", &dbi}}, env, t));
+    REQUIRE(lmdb::open_file(path, {map_size, true}, {{"t", &dbi}}, env, t));
     REQUIRE(t.commit());
   }
-  lmdb::write_ahead ahead;
-  auto used = [&] {
+  ~one_table_file() {
+    if (env) lmdb::close_file(env);
+  }
+  // Where its used pages end.
+  uint64_t used() const {
     MDB_envinfo info{};
     MDB_stat st{};
     REQUIRE(mdb_env_info(env, &info) == 0);
     REQUIRE(mdb_env_stat(env, &st) == 0);
     return (static_cast<uint64_t>(info.me_last_pgno) + 1) * st.ms_psize;
-  };
+  }
+};
+
+TEST_CASE("lmdb::write_ahead keeps zeros ahead of a growing file's used pages, which LMDB then writes over") {
+  one_table_file f(64ull << 20);
+  MDB_env*& env = f.env;
+  const std::string& path = f.path;
+  MDB_dbi& dbi = f.dbi;
+  lmdb::write_ahead ahead;
+  auto used = [&] { return f.used(); };
   const std::string value(2000, 'v');
   bool small_seen = false, ahead_seen = false;
   for (int i = 0; i < 3000; ++i) {
@@ -171,38 +184,25 @@ TEST_CASE("lmdb::write_ahead keeps zeros ahead of a growing file's used pages, w
     REQUIRE(found);
     CHECK(got == value + std::to_string(i));
   }
-  t.abort();
-  lmdb::close_file(env);
+  t.abort();  // the file closes with `f`
 }
 
 TEST_CASE("lmdb::write_ahead leaves a file that large commits grow to extend itself") {
-  temp_dir dir;
-  const std::string path = dir.path + "/s.lmdb";
-  MDB_env* env = nullptr;
-  MDB_dbi dbi = 0;
-  {
-    lmdb::txn t;
-    REQUIRE(lmdb::open_file(path, {256ull << 20, true}, {{"t", &dbi}}, env, t));
-    REQUIRE(t.commit());
-  }
+  one_table_file f(256ull << 20);
+  MDB_env* env = f.env;
   lmdb::write_ahead ahead;
   const std::string value(2000, 'v');
   for (int c = 0; c < 40; ++c) {  // 100 values a commit, as a _bulk_docs writes them: ~250 KB each
     lmdb::txn t;
     REQUIRE(t.begin(env, false));
-    for (int i = 0; i < 100; ++i) REQUIRE(lmdb::put(t.get(), dbi, "k" + std::to_string(100000 + c * 100 + i), value));
+    for (int i = 0; i < 100; ++i) REQUIRE(lmdb::put(t.get(), f.dbi, "k" + std::to_string(100000 + c * 100 + i), value));
     REQUIRE(t.commit());
     ahead.after_commit(env);
   }
-  MDB_envinfo info{};
-  MDB_stat st{};
-  REQUIRE(mdb_env_info(env, &info) == 0);
-  REQUIRE(mdb_env_stat(env, &st) == 0);
-  const uint64_t used = (static_cast<uint64_t>(info.me_last_pgno) + 1) * st.ms_psize;
+  const uint64_t used = f.used();
   bool zeros = false;
   CHECK(used > (4 << 20));
-  CHECK(file_bytes(path, used, zeros) == used);  // nothing written ahead
-  lmdb::close_file(env);
+  CHECK(file_bytes(f.path, used, zeros) == used);  // nothing written ahead
 }
 
 }  // namespace settee
