@@ -52,10 +52,7 @@ void write_lane::submit(pending_write w, bool here) {
     lead(lock);
     return;
   }
-  scheduled_ = true;
-  caf::actor a = actor_;
-  lock.unlock();
-  caf::anon_send(a, commit_atom_v);
+  hand_to_actor(lock);
 }
 
 void write_lane::commit_from_actor() {
@@ -78,11 +75,15 @@ void write_lane::lead(std::unique_lock<std::mutex>& lock) {
   idle_.notify_all();
   if (queue_.empty() || scheduled_ || closed_) return;
   // What queued meanwhile is the actor's: a thread that committed in place goes back to its request.
+  hand_to_actor(lock);
+  lock.lock();
+}
+
+void write_lane::hand_to_actor(std::unique_lock<std::mutex>& lock) {
   scheduled_ = true;
   caf::actor a = actor_;
   lock.unlock();
   caf::anon_send(a, commit_atom_v);
-  lock.lock();
 }
 
 std::vector<pending_write> write_lane::take_batch_locked() {

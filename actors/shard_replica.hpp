@@ -60,6 +60,8 @@ class write_lane {
   // Takes the next batch and commits it on this thread; `lock` is held on entry and on return,
   // leading_ set by the caller and cleared here.
   void lead(std::unique_lock<std::mutex>& lock);
+  // Sends the actor a commit_atom (scheduled_ set); `lock` is held on entry, released on return.
+  void hand_to_actor(std::unique_lock<std::mutex>& lock);
   std::vector<pending_write> take_batch_locked();
   void commit(std::vector<pending_write>& batch, shard_store& store);
 

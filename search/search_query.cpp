@@ -564,20 +564,27 @@ result<search_copy_page> decode_page(const std::string& text) {
   return p;
 }
 
+namespace {
+
+// Adds `from`'s counts to `to`'s; a field counted keeps its entry without values (no match), as
+// one copy's answer does.
+void add_counts(std::map<std::string, std::map<std::string, uint64_t>>& to,
+                const std::map<std::string, std::map<std::string, uint64_t>>& from) {
+  for (const auto& [field, values] : from) {
+    auto& sum = to[field];
+    for (const auto& [label, n] : values) sum[label] += n;
+  }
+}
+
+}  // namespace
+
 text_page merge_pages(const std::vector<search_copy_page>& pages, const text_query& q) {
   text_page out;
   for (const search_copy_page& p : pages) {
     out.total_hits += p.page.total_hits;
     for (const text_hit& h : p.page.hits) out.hits.push_back(h);
-    // A field counted keeps its entry without values (no match), as one copy's answer does.
-    for (const auto& [field, values] : p.page.counts) {
-      auto& sum = out.counts[field];
-      for (const auto& [label, n] : values) sum[label] += n;
-    }
-    for (const auto& [field, values] : p.page.ranges) {
-      auto& sum = out.ranges[field];
-      for (const auto& [label, n] : values) sum[label] += n;
-    }
+    add_counts(out.counts, p.page.counts);
+    add_counts(out.ranges, p.page.ranges);
   }
   std::stable_sort(out.hits.begin(), out.hits.end(),
                    [&](const text_hit& a, const text_hit& b) { return compare_orders(q.sort, a.order, b.order) < 0; });

@@ -291,7 +291,6 @@ DocumentPtr lucene_doc(const text_doc& d, field_kinds& kinds) {
   return doc;
 }
 
-// The segments of a reader (itself when it has none).
 // The segments of `reader` (of each index, for a reader over several).
 Collection<IndexReaderPtr> segments_of(const IndexReaderPtr& reader) {
   Collection<IndexReaderPtr> out = Collection<IndexReaderPtr>::newInstance();

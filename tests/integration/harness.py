@@ -350,6 +350,44 @@ class NodeTest(unittest.TestCase):
         return name
 
 
+class SlowBuildTest(NodeTest):
+    """A node whose requests time out after 300 ms, and databases (q=2, 600 documents) whose design
+    document `design` (a class's own) indexes ~2 ms a document: a first query outlasts a request."""
+
+    config = "[couchdb]\nrequest_timeout_ms = 300\n"
+    design = None
+
+    def slow_db(self, n, db):
+        self.assertEqual(n.put(f"/{db}?q=2").status, 201)
+        self.assertEqual(n.post(f"/{db}/_bulk_docs", {"docs": [{"i": i} for i in range(600)]}).status, 201)
+        # ~2 ms a document, 600 documents over 2 ranges: at least 0.6 s on two cores.
+        self.assertEqual(n.put(f"/{db}/_design/slow", self.design).status, 201)
+
+    def get_outlasting_a_request(self, path):
+        """GET `path` of the shared node: 200, after longer than request_timeout_ms."""
+        started = time.monotonic()
+        r = self.node.get(path)
+        self.assertEqual(r.status, 200, r.raw)
+        self.assertGreater(time.monotonic() - started, 0.3)  # it did outlast request_timeout_ms
+        return r
+
+    def timed_out_then_built(self, db, path):
+        """On a node of its own whose view_permsg_timeout is 100 ms: GET `path` of a new slow
+        database `db` is a 500 timeout; the build goes on without its asker, and once built `path`
+        answers 200: that answer's JSON."""
+        n = Node(config=self.config + "[fabric]\nview_permsg_timeout = 100\n").start()
+        try:
+            self.slow_db(n, db)
+            r = n.get(path)
+            self.assertEqual(r.status, 500, r.raw)
+            self.assertEqual(r.json["error"], "timeout")
+            self.assertTrue(wait_until(lambda: n.get(path).status == 200, 60))
+            return n.get(path).json
+        finally:
+            n.stop()
+            n.cleanup()
+
+
 class OwnNodesTest(NodeTest):
     """A test case whose tests start their own nodes: NodeTest's assertions, no shared node."""
 

@@ -8,10 +8,9 @@ import json
 import os
 import signal
 import threading
-import time
 import urllib.parse
 
-from harness import Node, NodeTest, main, wait_until
+from harness import NodeTest, SlowBuildTest, main, wait_until
 
 WORDS = ("apple banana cherry date elder fig grape hazel iris juniper kiwi lemon mango nectar olive "
          "peach quince rose sage thyme").split()
@@ -458,42 +457,23 @@ class Partitioned(NodeTest):
         self.assertEqual(n.get("/parts8/_partition/q/_design/lib/_nouveau/books?q=*:*&update=false").json["total_hits"], 30)
 
 
-class BuildsLongerThanARequest(NodeTest):
+class BuildsLongerThanARequest(SlowBuildTest):
     """A search waits for its index build as a view query does (up to [fabric] view_permsg_timeout),
     not request_timeout_ms; past view_permsg_timeout it is a 500 timeout and the build goes on.
     With every range on this node the copies are held and searched as one (one phase): a timed-out
     hold is the answer, not a cause to wait again through the two phases."""
-    config = "[couchdb]\nrequest_timeout_ms = 300\n"
-    SLOW = "function(d) { var t = Date.now(); while (Date.now() - t < 2) {} index('text', 'default', 'word'); }"
-
-    def slow_db(self, n, db):
-        self.assertEqual(n.put(f"/{db}?q=2").status, 201)
-        self.assertEqual(n.post(f"/{db}/_bulk_docs", {"docs": [{"i": i} for i in range(600)]}).status, 201)
-        # ~2 ms a document, 600 documents over 2 ranges: at least 0.6 s on two cores.
-        self.assertEqual(n.put(f"/{db}/_design/slow", {"nouveau": {"s": {"index": self.SLOW}}}).status, 201)
+    design = {"nouveau": {"s": {"index": "function(d) { var t = Date.now(); while (Date.now() - t < 2) {} "
+                                          "index('text', 'default', 'word'); }"}}}
 
     def test_a_build_longer_than_the_request_timeout_is_waited_for(self):
-        n = self.node
-        self.slow_db(n, "slong")
-        started = time.monotonic()
-        r = n.get("/slong/_design/slow/_nouveau/s?q=word&limit=2")
-        self.assertEqual(r.status, 200, r.raw)
-        self.assertGreater(time.monotonic() - started, 0.3)  # it did outlast request_timeout_ms
+        self.slow_db(self.node, "slong")
+        r = self.get_outlasting_a_request("/slong/_design/slow/_nouveau/s?q=word&limit=2")
         self.assertEqual(r.json["total_hits"], 600)
         self.assertEqual(len(r.json["hits"]), 2)
 
     def test_view_permsg_timeout_bounds_the_wait_and_the_build_goes_on(self):
-        n = Node(config=self.config + "[fabric]\nview_permsg_timeout = 100\n").start()
-        try:
-            self.slow_db(n, "sbound")
-            r = n.get("/sbound/_design/slow/_nouveau/s?q=word")
-            self.assertEqual(r.status, 500, r.raw)
-            self.assertEqual(r.json["error"], "timeout")
-            self.assertTrue(wait_until(lambda: n.get("/sbound/_design/slow/_nouveau/s?q=word").status == 200, 60))
-            self.assertEqual(n.get("/sbound/_design/slow/_nouveau/s?q=word").json["total_hits"], 600)
-        finally:
-            n.stop()
-            n.cleanup()
+        answer = self.timed_out_then_built("sbound", "/sbound/_design/slow/_nouveau/s?q=word")
+        self.assertEqual(answer["total_hits"], 600)
 
 
 class Build(NodeTest):

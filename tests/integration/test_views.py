@@ -10,7 +10,7 @@ import time
 import urllib.parse
 import urllib.request
 
-from harness import Node, NodeTest, main
+from harness import Node, NodeTest, SlowBuildTest, main
 
 # CouchDB's collation specification (docs "Views Collation", view_collation.js), in order.
 COLLATION = [None, False, True, 1, 2, 3.0, 4, "a", "A", "aa", "b", "B", "ba", "bb",
@@ -566,26 +566,16 @@ class BuildsInActiveTasks(NodeTest):
         self.assertEqual(answers, [{"rows": [{"key": None, "value": 1600}]}] * 2)
 
 
-class BuildsLongerThanARequest(NodeTest):
+class BuildsLongerThanARequest(SlowBuildTest):
     """A query waits for its index build as CouchDB's does (up to [fabric] view_permsg_timeout, an
     hour), not request_timeout_ms: the first query of a big view is answered, not a 500."""
-    config = "[couchdb]\nrequest_timeout_ms = 300\n"
-    SLOW = "function(d) { var t = Date.now(); while (Date.now() - t < 2) {} emit(d.i, 1); }"
-
-    def slow_db(self, n, db):
-        self.assertEqual(n.put(f"/{db}?q=2").status, 201)
-        self.assertEqual(n.post(f"/{db}/_bulk_docs", {"docs": [{"i": i} for i in range(600)]}).status, 201)
-        # ~2 ms a document, 600 documents over 2 ranges: at least 0.6 s on two cores.
-        self.assertEqual(n.put(f"/{db}/_design/slow", {"views": {"v": {"map": self.SLOW, "reduce": "_count"}}}).status,
-                         201)
+    design = {"views": {"v": {"map": "function(d) { var t = Date.now(); while (Date.now() - t < 2) {} emit(d.i, 1); }",
+                              "reduce": "_count"}}}
 
     def test_a_build_longer_than_the_request_timeout_is_waited_for(self):
         n = self.node
         self.slow_db(n, "vlong")
-        started = time.monotonic()
-        r = n.get("/vlong/_design/slow/_view/v?reduce=false&limit=2")
-        self.assertEqual(r.status, 200, r.raw)
-        self.assertGreater(time.monotonic() - started, 0.3)  # it did outlast request_timeout_ms
+        r = self.get_outlasting_a_request("/vlong/_design/slow/_view/v?reduce=false&limit=2")
         self.assertEqual(r.json["total_rows"], 600)
         self.assertEqual([row["key"] for row in r.json["rows"]], [0, 1])
         more = n.post("/vlong/_bulk_docs", {"docs": [{"i": 600 + i} for i in range(300)]})
@@ -593,18 +583,8 @@ class BuildsLongerThanARequest(NodeTest):
         self.assertEqual(n.get("/vlong/_design/slow/_view/v").json["rows"], [{"key": None, "value": 900}])
 
     def test_view_permsg_timeout_bounds_the_wait_and_the_build_goes_on(self):
-        n = Node(config=self.config + "[fabric]\nview_permsg_timeout = 100\n").start()
-        try:
-            self.slow_db(n, "vbound")
-            r = n.get("/vbound/_design/slow/_view/v")
-            self.assertEqual(r.status, 500, r.raw)
-            self.assertEqual(r.json["error"], "timeout")
-            # The build went on without its asker: asked again, the view answers once built.
-            self.assertTrue(wait_until(lambda: n.get("/vbound/_design/slow/_view/v").status == 200, 60))
-            self.assertEqual(n.get("/vbound/_design/slow/_view/v").json["rows"], [{"key": None, "value": 600}])
-        finally:
-            n.stop()
-            n.cleanup()
+        self.assertEqual(self.timed_out_then_built("vbound", "/vbound/_design/slow/_view/v")["rows"],
+                         [{"key": None, "value": 600}])
 
 
 class IndexFilesFollowTheirCopies(NodeTest):
