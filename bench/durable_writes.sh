@@ -3,8 +3,9 @@
 # (settee_fsync_floor), then single-document PUTs of ~1 KB at c=1 and c=32 and _bulk_docs of 1,000
 # ~1 KB documents a request (2 clients, docs/s) against one node of each build, default config, the
 # nodes taking turns run by run. Prints each side's median rate, p50 and p99 and the median of the
-# per-run ratios B/A.
-#   bash bench/durable_writes.sh OLD_BINARY [NEW_BINARY]     (RUNS=5 SECONDS_PER_RUN=4 BULK_DOCS=100000)
+# per-run ratios B/A. VDU=1: every database has bench/lib.sh's 10-line validate_doc_update
+# (guard_db), to compare what a validated write costs in each build (PUTs only).
+#   bash bench/durable_writes.sh OLD_BINARY [NEW_BINARY]     (RUNS=5 SECONDS_PER_RUN=4 BULK_DOCS=100000 VDU=0)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source bench/lib.sh
@@ -13,16 +14,18 @@ B=${2:-build/settee}
 RUNS=${RUNS:-5}
 SECS=${SECONDS_PER_RUN:-4}
 BULK_DOCS=${BULK_DOCS:-100000}
-echo "the floor: build/settee_fsync_floor --rounds 5"
-build/settee_fsync_floor --rounds 5 | grep median
+VDU=${VDU:-0}
+[ "$VDU" = 1 ] || echo "the floor: build/settee_fsync_floor --rounds 5"
+[ "$VDU" = 1 ] || build/settee_fsync_floor --rounds 5 | grep median
 start_pair "$A" "$B"
-echo "side by side: A=$A B=$B, $(nproc) cores, $RUNS runs, fsync on"
+echo "side by side: A=$A B=$B, $(nproc) cores, $RUNS runs, fsync on$([ "$VDU" = 1 ] && echo ", validate_doc_update on every database")"
 
 # run NAME LOADGEN_ARGS...: as lib.sh's run_pair, with the medians of p50 and p99 (put workloads).
 run() {
   local name=$1; shift
   local ra=() rb=() rr=() a50=() b50=() a99=() b99=() la lb
   for i in $(seq "$RUNS"); do
+    if [ "$VDU" = 1 ]; then guard_db "$PA" "w-$name-$i"; guard_db "$PB" "w-$name-$i"; fi
     la=$("$LOADGEN" --url "http://127.0.0.1:$PA" --auth bench:bench --seconds "$SECS" "$@" --db "w-$name-$i")
     lb=$("$LOADGEN" --url "http://127.0.0.1:$PB" --auth bench:bench --seconds "$SECS" "$@" --db "w-$name-$i")
     ra+=("$(echo "$la" | field rate)"); rb+=("$(echo "$lb" | field rate)")
@@ -42,4 +45,4 @@ run() {
 }
 run put_c1 --workload put --concurrency 1
 run put_c32 --workload put --concurrency 32
-run bulk --workload bulk --concurrency 2 --docs "$BULK_DOCS"
+[ "$VDU" = 1 ] || run bulk --workload bulk --concurrency 2 --docs "$BULK_DOCS"

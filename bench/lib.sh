@@ -55,3 +55,21 @@ run_pair() {
   printf '%-8s %s %7s  %s %7s req/s   %s/%s %s   (ratios: %s)\n' "$name" "${LA:-A}" "$(printf '%s\n' "${ra[@]}" | median)" \
     "${LB:-B}" "$(printf '%s\n' "${rb[@]}" | median)" "${LB:-B}" "${LA:-A}" "$(printf '%s\n' "${rr[@]}" | median)" "${rr[*]}"
 }
+
+# guard_db PORT DB: creates DB with a design document holding a typical 10-line
+# validate_doc_update (issue 30's), as an application guarding its writes has.
+guard_db() {
+  local vdu='function(newDoc, oldDoc, userCtx, secObj) {
+  if (newDoc._deleted) return;
+  if (typeof newDoc.pad !== "string") throw({forbidden: "pad must be a string"});
+  if (newDoc.pad.length > 100000) throw({forbidden: "pad too long"});
+  if (oldDoc && oldDoc.owner && oldDoc.owner !== newDoc.owner) throw({unauthorized: "only the owner may edit"});
+  var admin = userCtx.roles.indexOf("_admin") !== -1;
+  if (!admin && secObj.members && secObj.members.names && secObj.members.names.indexOf(userCtx.name) === -1)
+    throw({unauthorized: "members only"});
+  if (newDoc.type && ["post", "comment"].indexOf(newDoc.type) === -1) throw({forbidden: "unknown type"});
+}'
+  curl -sf -u bench:bench -X PUT "http://127.0.0.1:$1/$2" >/dev/null
+  python3 -c 'import json,sys; print(json.dumps({"validate_doc_update": sys.argv[1]}))' "$vdu" |
+    curl -sf -u bench:bench -X PUT "http://127.0.0.1:$1/$2/_design/guard" -d @- >/dev/null
+}

@@ -11,23 +11,11 @@ source bench/lib.sh
 RUNS=${RUNS:-5}
 SECS=${SECONDS_PER_RUN:-4}
 start_one settee-vdu
-VDU='function(newDoc, oldDoc, userCtx, secObj) {
-  if (newDoc._deleted) return;
-  if (typeof newDoc.pad !== "string") throw({forbidden: "pad must be a string"});
-  if (newDoc.pad.length > 100000) throw({forbidden: "pad too long"});
-  if (oldDoc && oldDoc.owner && oldDoc.owner !== newDoc.owner) throw({unauthorized: "only the owner may edit"});
-  var admin = userCtx.roles.indexOf("_admin") !== -1;
-  if (!admin && secObj.members && secObj.members.names && secObj.members.names.indexOf(userCtx.name) === -1)
-    throw({unauthorized: "members only"});
-  if (newDoc.type && ["post", "comment"].indexOf(newDoc.type) === -1) throw({forbidden: "unknown type"});
-}'
-DDOC=$(python3 -c 'import json,sys; print(json.dumps({"validate_doc_update": sys.argv[1]}))' "$VDU")
 echo "validate_doc_update cost: one node, $(nproc) cores, $RUNS runs x ${SECS}s, fsync on"
 for c in 1 32; do
   ra=() rb=() rr=() ca=() cb=()
   for i in $(seq "$RUNS"); do
-    curl -sf -u bench:bench -X PUT "http://127.0.0.1:$P/v-$c-$i" >/dev/null
-    curl -sf -u bench:bench -X PUT "http://127.0.0.1:$P/v-$c-$i/_design/guard" -d "$DDOC" >/dev/null
+    guard_db "$P" "v-$c-$i"
     la=$("$LOADGEN" --url "http://127.0.0.1:$P" --auth bench:bench --seconds "$SECS" --workload put --concurrency "$c" --db "p-$c-$i" --cpu-pid "${PIDS[0]}")
     lb=$("$LOADGEN" --url "http://127.0.0.1:$P" --auth bench:bench --seconds "$SECS" --workload put --concurrency "$c" --db "v-$c-$i" --cpu-pid "${PIDS[0]}")
     a=$(field rate <<<"$la") b=$(field rate <<<"$lb")

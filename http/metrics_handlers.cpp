@@ -206,6 +206,8 @@ void counter_samples(ctx& c, std::vector<metrics::sample>& now) {
   now.push_back(gauge("js_workers", "JavaScript workers running.", double(c.node.js ? c.node.js->workers() : 0)));
   now.push_back(
       gauge("js_workers_busy", "JavaScript workers running a call now.", double(c.node.js ? c.node.js->busy() : 0)));
+  now.push_back(gauge("http_requests_running", "HTTP requests whose handler runs now.",
+                      double(metrics::node().requests_running.load())));
   double indexers = 0;
   if (c.node.tasks)
     for (const json& t : c.node.tasks->all()) indexers += t.value("type", "") == "indexer" ? 1 : 0;

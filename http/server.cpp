@@ -558,6 +558,11 @@ void http_server::impl::serve(http_conn& c) {
         std::unique_ptr<http_request> req = std::move(c.req);
         std::shared_ptr<http_response> res;
         const auto started = mono::now();
+        struct running {
+          std::atomic<int64_t>& n;
+          explicit running(std::atomic<int64_t>& c) : n(c) { n.fetch_add(1, std::memory_order_relaxed); }
+          ~running() { n.fetch_sub(1, std::memory_order_relaxed); }
+        } gauge(metrics::node().requests_running);
         try {
           res = opts.metrics_only ? handle_metrics_request(node, *req) : handle_request(node, *req);
         } catch (...) {

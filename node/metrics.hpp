@@ -115,6 +115,9 @@ struct registry {
   std::atomic<uint64_t> doc_reads{0};
   std::atomic<uint64_t> doc_writes{0};
   std::atomic<uint64_t> bulk_requests{0};  // _bulk_docs
+  // Requests whose handler runs now (the HTTP front; a feed streaming its rows does not). Also
+  // how busy the node is: a thread may wait for an answer by polling only when it runs alone.
+  std::atomic<int64_t> requests_running{0};
   // Basic credentials answered from memory (http/auth.hpp), or by a key derivation.
   std::atomic<uint64_t> auth_cache_hits{0};
   std::atomic<uint64_t> auth_cache_misses{0};
