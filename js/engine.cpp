@@ -152,6 +152,8 @@ struct engine::impl {
   bool watchdog_stop = false;
   mono::time_point deadline{};
   size_t rss_limit = 0;
+  mono::time_point measured{};  // when rss_limit was set
+  static constexpr std::chrono::milliseconds remeasure_every{20};
   std::atomic<bool> stop_timeout{false}, stop_memory{false};
 
   // What natives collect during a command.
@@ -182,20 +184,23 @@ struct engine::impl {
   }
 
   // A command: armed for the watchdog from begin() to end(). The memory cap counts from the
-  // resident size measured at the command's start; the calls of one command (call_each) keep it
-  // (`remeasure` false) unless the call before them hit it.
+  // resident size measured at the start of a command at most `remeasure_every` after the last
+  // measure (reading /proc/self/statm took a tenth of a short call's time); the calls of one
+  // command (call_each) keep it (`remeasure` false); a command after one that hit it measures again.
   void begin(bool remeasure = true) {
     {
       std::lock_guard<std::mutex> lock(run_mu);
-      if (remeasure || stop_memory || !rss_limit) {
+      const auto now = mono::now();
+      if ((remeasure && now - measured >= remeasure_every) || stop_memory || !rss_limit) {
         const size_t extra = lim.extra_rss_bytes ? lim.extra_rss_bytes : 4 * lim.heap_bytes;
         rss_limit = resident_bytes(statm_fd) + lim.heap_bytes + extra;
+        measured = now;
       }
       stop_timeout = false;
       stop_memory = false;
       logs.clear();
       logs_dropped = 0;
-      deadline = mono::now() + lim.timeout;
+      deadline = now + lim.timeout;
       running = true;
     }
     work.notify_one();
