@@ -104,6 +104,9 @@ class Metrics(NodeTest):
         self.assertGreaterEqual(grew("settee_js_calls_total"), 2)  # the save's compile and the map at least
         self.assertGreaterEqual(after["settee_js_workers"], 1)
         self.assertEqual(types["settee_js_workers_busy"], "gauge")
+        # The scrape itself runs; every request before it (the replication's too) has ended.
+        self.assertEqual(types["settee_http_requests_running"], "gauge")
+        self.assertEqual(after["settee_http_requests_running"], 1)
         self.assertEqual(grew("settee_replication_docs_written_total"), 13)  # and the design document
         self.assertGreaterEqual(grew("settee_replication_checkpoints_total"), 1)
         self.assertEqual(types["settee_replication_jobs"], "gauge")
