@@ -10,6 +10,10 @@
 //   o_dsync       the same 4 KiB write through an O_DSYNC descriptor (how LMDB writes its meta page)
 //   lmdb          one 1 KB value put and committed in a bare LMDB file with settee's flags (data pages
 //                 then the meta page: two device syncs)
+//   lmdb_prewritten  the same with zeros written ahead of the file's end (storage/write_ahead)
+//   lmdb_6        a commit touching six trees, as a shard's commit of one new document does (~13
+//                 scattered pages: the disk's cost a page, against `lmdb`'s ~3)
+//   lmdb_6_new    the same with no page reused (a reader pinned): the ~13 pages written together
 //   shard_1       shard_store::commit of one new 1 KB document (rev tree, by-seq, header, time-seq),
 //                 in a shard of 2,000 documents already (so with zeros written ahead, as an active one)
 //   shard_32      one commit of 32 new 1 KB documents (a group commit of 32 writers): docs/s
@@ -68,18 +72,34 @@ struct raw_file {  // a preallocated file written 4 KiB at a time, wrapping arou
   }
 };
 
-struct bare_lmdb {  // LMDB with the flags settee's shard files use, one table
+// LMDB with the flags settee's shard files use. One table: a 1 KB value under the next key. More
+// (`tables`): as a shard's commit of one new document touches its trees, the 1 KB value in the
+// first under a scattered key (a document id), ~40 bytes in each other, the second under the next
+// key (as by-seq), the rest under the scattered key. `warm` commits first, then `prewrite` bytes of
+// zeros past the end. `pinned`: a read transaction held from the start, so that LMDB reuses no page
+// (every commit's pages are new ones at the end of the file, written together; the file grows).
+struct bare_lmdb {
   MDB_env* env = nullptr;
-  MDB_dbi dbi = 0;
+  std::vector<MDB_dbi> dbis;
+  MDB_txn* pin = nullptr;
   uint64_t next = 0;
-  explicit bare_lmdb(const std::string& path, off_t prewrite = 0) {
+  explicit bare_lmdb(const std::string& path, off_t prewrite = 0, int tables = 1, int warm = 0, bool pinned = false) {
     mdb_env_create(&env);
-    mdb_env_set_mapsize(env, 1ull << 30);
+    mdb_env_set_mapsize(env, 4ull << 30);
+    mdb_env_set_maxdbs(env, 8);
     if (mdb_env_open(env, path.c_str(), MDB_NOSUBDIR | MDB_NOTLS, 0644) != 0) std::exit(1);
     MDB_txn* t;
     mdb_txn_begin(env, nullptr, 0, &t);
-    mdb_dbi_open(t, nullptr, 0, &dbi);
+    dbis.resize(static_cast<size_t>(tables));
+    if (tables == 1) {
+      mdb_dbi_open(t, nullptr, 0, &dbis[0]);
+    } else {
+      for (int i = 0; i < tables; ++i) mdb_dbi_open(t, ("t" + std::to_string(i)).c_str(), MDB_CREATE, &dbis[i]);
+    }
     mdb_txn_commit(t);
+    if (pinned) mdb_txn_begin(env, nullptr, MDB_RDONLY, &pin);
+    for (int i = 0; i < warm; ++i)
+      if (!commit_one()) std::exit(1);
     if (prewrite > 0) {  // zeros written (and synced) past the end: later pages land on allocated blocks
       int fd = ::open(path.c_str(), O_RDWR);
       off_t end = ::lseek(fd, 0, SEEK_END);
@@ -91,15 +111,24 @@ struct bare_lmdb {  // LMDB with the flags settee's shard files use, one table
       ::close(fd);
     }
   }
-  ~bare_lmdb() { mdb_env_close(env); }
+  ~bare_lmdb() {
+    if (pin) mdb_txn_abort(pin);
+    mdb_env_close(env);
+  }
   bool commit_one() {
     MDB_txn* t;
     if (mdb_txn_begin(env, nullptr, 0, &t) != 0) return false;
-    char key[24];
-    int n = std::snprintf(key, sizeof key, "doc-%016llu", static_cast<unsigned long long>(next));
-    std::string v = body_of(next++);
-    MDB_val k{static_cast<size_t>(n), key}, d{v.size(), v.data()};
-    if (mdb_put(t, dbi, &k, &d, 0) != 0) return mdb_txn_abort(t), false;
+    const uint64_t n = next++;
+    char seq[24], id[24];
+    int sn = std::snprintf(seq, sizeof seq, "doc-%016llu", static_cast<unsigned long long>(n));
+    int in = std::snprintf(id, sizeof id, "%016llx", static_cast<unsigned long long>(n * 0x9E3779B97F4A7C15ull));
+    std::string body = body_of(n), small(40, 's');
+    for (size_t i = 0; i < dbis.size(); ++i) {
+      const bool by_seq = dbis.size() == 1 || i == 1;
+      MDB_val k{static_cast<size_t>(by_seq ? sn : in), by_seq ? seq : id};
+      MDB_val d = i == 0 ? MDB_val{body.size(), body.data()} : MDB_val{small.size(), small.data()};
+      if (mdb_put(t, dbis[i], &k, &d, 0) != 0) return mdb_txn_abort(t), false;
+    }
     return mdb_txn_commit(t) == 0;
   }
 };
@@ -144,6 +173,10 @@ int main(int argc, char** argv) {
   const std::string only = args.own.count("--only") ? args.own["--only"] : "";
   raw_file plain(dir + "/plain", 0), dsync(dir + "/dsync", O_DSYNC);
   bare_lmdb lmdb(dir + "/bare.mdb"), lmdb_pre(dir + "/pre.mdb", 256 << 20);
+  // Six trees a commit, in a file of 3,000 commits with zeros ahead (as an active shard's), reusing
+  // freed pages as LMDB does, or with none reused (the pages of a commit written together).
+  const off_t grown = static_cast<off_t>(rounds) * commits * 14 * 4096 + (16 << 20);
+  bare_lmdb lmdb6(dir + "/six.mdb", 64 << 20, 6, 3000), lmdb6_new(dir + "/six_new.mdb", grown, 6, 3000, true);
   auto open_shard = [&](const char* name) {
     store_options o;
     o.map_size_bytes = 4ull << 30;
@@ -163,6 +196,8 @@ int main(int argc, char** argv) {
       {"o_dsync", 1, commits, [&] { return dsync.write_pages(1, false); }, {}},
       {"lmdb", 1, commits, [&] { return lmdb.commit_one(); }, {}},
       {"lmdb_prewritten", 1, commits, [&] { return lmdb_pre.commit_one(); }, {}},
+      {"lmdb_6", 1, commits, [&] { return lmdb6.commit_one(); }, {}},
+      {"lmdb_6_new", 1, commits, [&] { return lmdb6_new.commit_one(); }, {}},
       {"shard_1", 1, commits, [&] { return one.commit(1); }, {}},
       {"shard_32", 32, std::max(1, commits / 4), [&] { return group.commit(32); }, {}},
       {"shard_1000", 1000, std::max(1, commits / 30), [&] { return bulk.commit(1000); }, {}},
