@@ -244,16 +244,28 @@ void doc_validator::run_batched(std::vector<queued>& mine) {
   }
   auto all_done = [&] { return std::all_of(mine.begin(), mine.end(), [](const queued& q) { return q.done; }); };
   while (!all_done()) {
-    if (queue_.empty() || runners_ >= max_runners_) {
-      me.wait(lock);
+    const bool free = runners_ < max_runners_;
+    // Every runner busy for stall_after (a function that loops until its deadline, say): this
+    // caller runs its own calls on another worker rather than wait behind it.
+    const bool stalled = !free && runners_ < js_.max_workers() && mono::now() - newest_run_ >= stall_after;
+    auto lead = queue_.end();
+    if (free && !queue_.empty()) lead = queue_.begin();
+    if (stalled) lead = std::find_if(queue_.begin(), queue_.end(), [&](const queued* q) { return q->owner == &me; });
+    if (lead == queue_.end()) {
+      if (free) {
+        me.wait(lock);
+      } else {
+        me.wait_for(lock, stall_after);
+      }
       continue;
     }
-    // Everything queued for the function at the head, in the order queued.
-    const std::string key = queue_.front()->f->key;
+    // Everything queued for the function of the lead (the queue's head), in the order queued.
+    const std::string key = (*lead)->f->key;
     std::vector<queued*> batch, rest;
     for (queued* q : queue_) (q->f->key == key && batch.size() < max_batch ? batch : rest).push_back(q);
     queue_.swap(rest);
     ++runners_;
+    newest_run_ = mono::now();
     lock.unlock();
     run_batch(batch);
     lock.lock();

@@ -63,8 +63,10 @@ class doc_validator {
   static std::shared_ptr<const std::vector<function>> no_functions();
   // Validations waiting for a worker are gathered, so that one exchange with a worker carries many
   // (a write's own documents, and concurrent writes'): a caller that finds fewer batches under way
-  // than there are workers runs one with everything queued for the function at the queue's head,
-  // again while its own are not answered; the others wait for their answers.
+  // than max_runners_ runs one with everything queued for the function at the queue's head, again
+  // while its own are not answered; the others wait for their answers. When every batch under way
+  // has run for stall_after, a waiting caller runs its own function's batch on another worker (up
+  // to the pool's max_workers): one database's slow function does not hold every other's writes.
   struct queued {
     const function* f;
     const std::string* db_name;
@@ -98,6 +100,8 @@ class doc_validator {
   std::vector<queued*> queue_;
   size_t runners_ = 0;
   size_t max_runners_;
+  mono::time_point newest_run_{};  // when the latest batch began
+  static constexpr std::chrono::milliseconds stall_after{20};
 };
 
 // CouchDB's newDoc for an update (its body with _id, _rev and _revisions as the client sent them,

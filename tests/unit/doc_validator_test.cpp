@@ -4,6 +4,9 @@
 // a new design document is seen at once (the notifier says so).
 #include <doctest/doctest.h>
 
+#include <atomic>
+#include <thread>
+
 #include "actors/change_notifier.hpp"
 #include "actors/coordinator.hpp"
 #include "actors/db_catalog.hpp"
@@ -20,22 +23,30 @@ namespace {
 struct fixture : registry_fixture {
   db_catalog catalog{shards, clk, dir.path, "n1@h", std::chrono::seconds(10)};
   coordinator coord{catalog, shards, std::chrono::seconds(10), "n1@h"};
-  js_pool js{testing::worker_options()};
+  js_pool js;
   change_notifier notifier;
   doc_validator validator{coord, js, &notifier, std::chrono::hours(1)};
   db_meta db;
 
-  fixture() {
+  explicit fixture(js_options o = testing::worker_options()) : js(std::move(o)) {
     REQUIRE(catalog.load());
-    auto m = catalog.create("db", 2, 1, {"n1@h"});
-    REQUIRE_MESSAGE(m.ok(), (m.ok() ? "" : m.error().reason));
-    db = *m;
+    db = make_db("db");
   }
-  void put(const std::string& id, const json& body) {
-    put_doc(coord, db, id, body);
+  db_meta make_db(const std::string& name) {
+    auto m = catalog.create(name, 2, 1, {"n1@h"});
+    REQUIRE_MESSAGE(m.ok(), (m.ok() ? "" : m.error().reason));
+    return *m;
+  }
+  void put(const std::string& id, const json& body) { put_in(db, id, body); }
+  void put_in(const db_meta& in, const std::string& id, const json& body) {
+    put_doc(coord, in, id, body);
     notifier.design_changed();  // as a commit of a design document through the node says
   }
   std::vector<status> check(const std::vector<std::pair<std::string, json>>& docs, const std::string& user = "bob") {
+    return check_in(db, docs, user);
+  }
+  std::vector<status> check_in(const db_meta& in, const std::vector<std::pair<std::string, json>>& docs,
+                               const std::string& user = "bob") {
     std::vector<doc_update> updates;
     for (const auto& [id, body] : docs) {
       doc_update u;
@@ -44,7 +55,7 @@ struct fixture : registry_fixture {
       updates.push_back(u);
     }
     write_caller caller{json{{"db", "db"}, {"name", user}, {"roles", json::array()}}.dump(), "{}"};
-    auto out = validator.validate(db, updates, caller);
+    auto out = validator.validate(in, updates, caller);
     REQUIRE(out);
     return *out;
   }
@@ -76,4 +87,37 @@ TEST_CASE("doc_validator: every design document's function runs, in id order, th
   CHECK(other.at(0).reason == "only bob");
   // Design documents are not validated by it (they need a database admin instead).
   CHECK(f.check({{"_design/c", json{{"views", json::object()}}}}).at(0));
+}
+
+TEST_CASE("doc_validator: a function that loops in one database does not hold another's writes") {
+  // Enough looping databases (each its own function, so its own batch) to take every batch
+  // doc_validator runs at once normally (one per two cores), and a worker more for the others.
+  const size_t looping = std::clamp<size_t>(std::thread::hardware_concurrency() / 2, 1, 4);
+  fixture f(testing::worker_options(looping + 1, 3000));
+  std::vector<db_meta> slow;
+  for (size_t i = 0; i < looping; ++i) {
+    slow.push_back(f.make_db("slow" + std::to_string(i)));
+    f.put_in(slow.back(), "_design/v", {{"validate_doc_update", "function(newDoc) { while (true) {} }"}});
+  }
+  db_meta fast = f.make_db("fast");
+  f.put_in(fast, "_design/v",
+           {{"validate_doc_update", "function(newDoc) { if (!newDoc.ok) throw({forbidden: 'no'}); }"}});
+  std::atomic<size_t> slow_answered{0};
+  std::vector<status> slow_results(looping);
+  std::vector<std::thread> writers;
+  for (size_t i = 0; i < looping; ++i) {
+    writers.emplace_back([&, i] {
+      slow_results[i] = f.check_in(slow[i], {{"d", json{{"ok", true}}}}).at(0);
+      ++slow_answered;
+    });
+  }
+  const auto until = mono::now() + std::chrono::seconds(20);
+  while (f.js.busy() < looping && mono::now() < until) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  REQUIRE(f.js.busy() == looping);  // every looping function runs, on a worker of its own
+  auto got = f.check_in(fast, {{"a", json{{"ok", true}}}, {"b", json{{"no", true}}}});
+  CHECK(slow_answered.load() == 0);  // answered while the loops still ran (until their 3 s deadline)
+  CHECK(got.at(0));
+  CHECK(got.at(1).code == errc::forbidden);
+  for (auto& w : writers) w.join();
+  for (const status& st : slow_results) CHECK_FALSE(st);  // stopped at the deadline: a 500, logged
 }
