@@ -259,7 +259,8 @@ void doc_validator::run_batched(std::vector<queued>& mine) {
       }
       continue;
     }
-    // Everything queued for the function of the lead (the queue's head), in the order queued.
+    // Everything queued for the lead's function (the queue's head's; past a stall, this caller's
+    // own first call's), in the order queued.
     const std::string key = (*lead)->f->key;
     std::vector<queued*> batch, rest;
     for (queued* q : queue_) (q->f->key == key && batch.size() < max_batch ? batch : rest).push_back(q);
