@@ -4,8 +4,10 @@
 # ~1 KB documents a request (2 clients, docs/s) against one node of each build, default config, the
 # nodes taking turns run by run. Prints each side's median rate, p50 and p99 and the median of the
 # per-run ratios B/A. VDU=1: every database has bench/lib.sh's 10-line validate_doc_update
-# (guard_db), to compare what a validated write costs in each build (PUTs only).
-#   bash bench/durable_writes.sh OLD_BINARY [NEW_BINARY]     (RUNS=5 SECONDS_PER_RUN=4 BULK_DOCS=100000 VDU=0)
+# (guard_db), to compare what a validated write costs in each build (PUTs only). INDEX=1: every
+# database has a Mango JSON index on `n` (index_db); INDEX=B: only B's do (give the same binary
+# twice: B/A is what maintaining the index costs).
+#   bash bench/durable_writes.sh OLD_BINARY [NEW_BINARY]     (RUNS=5 SECONDS_PER_RUN=4 BULK_DOCS=100000 VDU=0 INDEX=0)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source bench/lib.sh
@@ -15,10 +17,11 @@ RUNS=${RUNS:-5}
 SECS=${SECONDS_PER_RUN:-4}
 BULK_DOCS=${BULK_DOCS:-100000}
 VDU=${VDU:-0}
+INDEX=${INDEX:-0}
 [ "$VDU" = 1 ] || echo "the floor: build/settee_fsync_floor --rounds 5"
 [ "$VDU" = 1 ] || build/settee_fsync_floor --rounds 5 | grep median
 start_pair "$A" "$B"
-echo "side by side: A=$A B=$B, $(nproc) cores, $RUNS runs, fsync on$([ "$VDU" = 1 ] && echo ", validate_doc_update on every database")"
+echo "side by side: A=$A B=$B, $(nproc) cores, $RUNS runs, fsync on$([ "$VDU" = 1 ] && echo ", validate_doc_update on every database")$([ "$INDEX" != 0 ] && echo ", a JSON index on $([ "$INDEX" = B ] && echo "B's" || echo "every") database")"
 
 # run NAME LOADGEN_ARGS...: as lib.sh's run_pair, with the medians of p50 and p99 (put workloads).
 run() {
@@ -26,6 +29,8 @@ run() {
   local ra=() rb=() rr=() a50=() b50=() a99=() b99=() la lb
   for i in $(seq "$RUNS"); do
     if [ "$VDU" = 1 ]; then guard_db "$PA" "w-$name-$i"; guard_db "$PB" "w-$name-$i"; fi
+    if [ "$INDEX" = 1 ]; then index_db "$PA" "w-$name-$i"; fi
+    if [ "$INDEX" = 1 ] || [ "$INDEX" = B ]; then index_db "$PB" "w-$name-$i"; fi
     la=$("$LOADGEN" --url "http://127.0.0.1:$PA" --auth bench:bench --seconds "$SECS" "$@" --db "w-$name-$i")
     lb=$("$LOADGEN" --url "http://127.0.0.1:$PB" --auth bench:bench --seconds "$SECS" "$@" --db "w-$name-$i")
     ra+=("$(echo "$la" | field rate)"); rb+=("$(echo "$lb" | field rate)")

@@ -73,3 +73,11 @@ guard_db() {
   python3 -c 'import json,sys; print(json.dumps({"validate_doc_update": sys.argv[1]}))' "$vdu" |
     curl -sf -u bench:bench -X PUT "http://127.0.0.1:$1/$2/_design/guard" -d @- >/dev/null
 }
+
+# index_db PORT DB: creates DB with a Mango JSON index on `n` (the field settee_loadgen's documents
+# number), so that every write maintains it.
+index_db() {
+  curl -sf -u bench:bench -X PUT "http://127.0.0.1:$1/$2" >/dev/null
+  curl -sf -u bench:bench -X POST "http://127.0.0.1:$1/$2/_index" -H 'Content-Type: application/json' \
+    -d '{"index": {"fields": ["n"]}, "name": "by-n"}' >/dev/null
+}
