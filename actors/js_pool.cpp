@@ -16,6 +16,7 @@
 #include "node/clock.hpp"
 #include "node/log.hpp"
 #include "node/metrics.hpp"
+#include "node/scoped_count.hpp"
 
 namespace settee {
 
@@ -257,14 +258,10 @@ bool js_pool::exchange(worker& w, const std::string& header, const std::string& 
     off += static_cast<size_t>(n);
   }
   const auto until = mono::now() + timeout_now() * static_cast<int64_t>(std::max<size_t>(calls, 1)) + kill_grace;
-  struct exchanging {
-    std::atomic<size_t>& n;
-    bool alone;
-    explicit exchanging(std::atomic<size_t>& c) : n(c), alone(c.fetch_add(1) == 0) {}
-    ~exchanging() { n.fetch_sub(1); }
-  } under_way(exchanging_);
+  const scoped_count<size_t> under_way(exchanging_);
   const bool idle_node = metrics::node().requests_running.load(std::memory_order_relaxed) <= 1;
-  const auto spin_until = under_way.alone && idle_node && spin_ ? mono::now() + answer_spin : mono::time_point{};
+  const auto spin_until =
+      under_way.before() == 0 && idle_node && spin_ ? mono::now() + answer_spin : mono::time_point{};
   for (;;) {
     if (size_t nl = w.pending.find('\n'); nl != std::string::npos) {
       const bool understood = parse_js_reply(w.pending.substr(0, nl), out);

@@ -18,8 +18,10 @@ SECS=${SECONDS_PER_RUN:-4}
 BULK_DOCS=${BULK_DOCS:-100000}
 VDU=${VDU:-0}
 INDEX=${INDEX:-0}
-[ "$VDU" = 1 ] || echo "the floor: build/settee_fsync_floor --rounds 5"
-[ "$VDU" = 1 ] || build/settee_fsync_floor --rounds 5 | grep median
+if [ "$VDU" != 1 ]; then
+  echo "the floor: build/settee_fsync_floor --rounds 5"
+  build/settee_fsync_floor --rounds 5 | grep median
+fi
 start_pair "$A" "$B"
 echo "side by side: A=$A B=$B, $(nproc) cores, $RUNS runs, fsync on$([ "$VDU" = 1 ] && echo ", validate_doc_update on every database")$([ "$INDEX" != 0 ] && echo ", a JSON index on $([ "$INDEX" = B ] && echo "B's" || echo "every") database")"
 

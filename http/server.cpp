@@ -34,6 +34,7 @@
 #include "node/heap.hpp"
 #include "node/log.hpp"
 #include "node/metrics.hpp"
+#include "node/scoped_count.hpp"
 #include "wire/body_spool.hpp"
 #include "wire/json_util.hpp"
 #include "wire/multipart.hpp"
@@ -52,15 +53,6 @@ constexpr size_t max_target_bytes = 64 * 1024;
 constexpr size_t max_unparsed_input = 1 << 20;   // pipelined bytes held while a request is answered
 constexpr size_t stream_write_budget = 1 << 20;  // bytes one turn pumps before letting others run
 constexpr size_t large_body_bytes = 64 << 10;    // a body this large is sent without copying it
-
-// Counts one in `n` for as long as it lives (metrics' requests_running while a handler runs).
-struct counted_while_running {
-  std::atomic<int64_t>& n;
-  explicit counted_while_running(std::atomic<int64_t>& c) : n(c) { n.fetch_add(1, std::memory_order_relaxed); }
-  ~counted_while_running() { n.fetch_sub(1, std::memory_order_relaxed); }
-  counted_while_running(const counted_while_running&) = delete;
-  counted_while_running& operator=(const counted_while_running&) = delete;
-};
 
 std::string error_body(const status& st) {
   return error_json(st).dump(-1, ' ', false, json::error_handler_t::replace) + "\n";
@@ -567,7 +559,7 @@ void http_server::impl::serve(http_conn& c) {
         std::unique_ptr<http_request> req = std::move(c.req);
         std::shared_ptr<http_response> res;
         const auto started = mono::now();
-        const counted_while_running gauge(metrics::node().requests_running);
+        const scoped_count<int64_t> running(metrics::node().requests_running);
         try {
           res = opts.metrics_only ? handle_metrics_request(node, *req) : handle_request(node, *req);
         } catch (...) {
