@@ -302,10 +302,15 @@ uint64_t find_cursor::estimate(const db_meta& db, const query_plan& plan, const 
   mango_copy_request req = copy_request(plan, q, 0);
   req.estimate = true;
   auto pages = reader_.pages(db, req, {}, q.only_range);
-  if (!pages) return UINT64_MAX;
+  return pages ? estimated_rows(*pages) : UINT64_MAX;
+}
+
+uint64_t estimated_rows(const std::vector<mango_page>& pages) {
   uint64_t sum = 0;
-  for (const mango_page& p : *pages)
-    sum = p.estimated == UINT64_MAX ? UINT64_MAX : std::min(UINT64_MAX - 1, sum + p.estimated);
+  for (const mango_page& p : pages) {
+    if (p.estimated == UINT64_MAX) return UINT64_MAX;  // a later range's count must not hide it
+    sum = p.estimated >= UINT64_MAX - 1 - sum ? UINT64_MAX - 1 : sum + p.estimated;
+  }
   return sum;
 }
 

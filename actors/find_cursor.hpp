@@ -47,6 +47,10 @@ struct planned_find {
   json text_selector;  // with `text`: the selector as the text index reads it (normalized)
 };
 
+// The rows every copy's page counted for a plan's ranges (capped below UINT64_MAX); UINT64_MAX
+// (unknown) when any copy's index is not built yet, whichever range it answers for.
+uint64_t estimated_rows(const std::vector<mango_page>& pages);
+
 class find_cursor {
  public:
   // `search`: the node's full-text indexes, for Mango text indexes (null: none on this node).
