@@ -239,6 +239,11 @@ std::optional<std::string> mango_keys::key_of(const std::string& definition, con
   return key(*compile(definition), doc);
 }
 
+std::string mango_keys::version() const {
+  // Bump the number when what key() makes of a document changes (it names the rows a file holds).
+  return "mango-keys 1, collator " + collation::collator_version();
+}
+
 void mango_keys::keys_of(const std::vector<const json_index_def*>& defs, std::string_view id, std::string_view rev,
                          std::string_view body, std::vector<std::optional<std::string>>& out) const {
   out.assign(defs.size(), std::nullopt);

@@ -78,6 +78,7 @@ class mango_keys final : public index_keys {
  public:
   void keys_of(const std::vector<const json_index_def*>& defs, std::string_view id, std::string_view rev,
                std::string_view body, std::vector<std::optional<std::string>>& out) const override;
+  std::string version() const override;
   // The node's one instance (shard files and readers share its compiled definitions).
   static std::shared_ptr<const mango_keys> shared();
   // The key of the document `doc` (with _id and _rev) in the index defined by `definition`.

@@ -3,7 +3,6 @@
 #include <algorithm>
 
 #include "storage/codec.hpp"
-#include "storage/doc_key.hpp"
 #include "storage/key_buckets.hpp"
 #include "storage/lmdb_env.hpp"
 
@@ -147,27 +146,23 @@ status put_def(MDB_txn* t, const tables& tb, const json_index_def& d) {
   return lmdb::put(t, tb.defs, d.signature, encode_def(d));
 }
 
+status clear(MDB_txn* t, const tables& tb, uint32_t number) {
+  return drop_prefix(t, tb.rows, number_prefix(number));
+}
+
 status drop(MDB_txn* t, const tables& tb, const json_index_def& d) {
-  if (auto st = drop_prefix(t, tb.rows, number_prefix(d.number)); !st) return st;
-  if (auto st = drop_prefix(t, tb.ids, number_prefix(d.number)); !st) return st;
+  if (auto st = clear(t, tb, d.number); !st) return st;
   return lmdb::del(t, tb.defs, d.signature);
 }
 
 status set_row(MDB_txn* t, const tables& tb, uint32_t number, std::string_view id,
-               const std::optional<std::string>& sort_key) {
+               const std::optional<std::string>& was, const std::optional<std::string>& now) {
+  if (was == now) return {};
   const std::string n = number_prefix(number);
-  const std::string id_key = n + doc_key::of(id);
-  std::string_view old;
-  bool found = false;
-  if (auto st = lmdb::get(t, tb.ids, id_key, old, found); !st) return st;
-  const std::string now = sort_key ? position(*sort_key, id) : std::string();
-  if (found && sort_key && old == now) return {};
-  if (found) {
-    if (auto st = remove(t, tb.rows, n + std::string(old)); !st) return st;
+  if (was) {
+    if (auto st = remove(t, tb.rows, n + position(*was, id)); !st) return st;
   }
-  if (!sort_key) return found ? lmdb::del(t, tb.ids, id_key) : status{};
-  if (auto st = add(t, tb.rows, n + now, id); !st) return st;
-  return lmdb::put(t, tb.ids, id_key, now);
+  return now ? add(t, tb.rows, n + position(*now, id), id) : status{};
 }
 
 status scan(MDB_txn* t, const tables& tb, uint32_t number, std::string_view low, std::string_view high, bool descending,

@@ -8,8 +8,10 @@
 // number (4 bytes), the key's collation sort key, the document id escaped (codec::put_escaped),
 // 0x00 (the order of a view: key, then id), each row holding its id; a position of bucket_len
 // bytes or more is kept in the bucket of the positions sharing its first bucket_len bytes, sorted
-// within (scans stay in order whatever the keys' length); `jx_ids`, by number and doc_key: the
-// document's position. A document has at most one row per index (a JSON index emits one key).
+// within (scans stay in order whatever the keys' length). A document has at most one row per index
+// (a JSON index emits one key). Where a document's row is comes from its revision, not from a
+// table: a write passes the key its previous winner had (index_keys over that body) and the key
+// its winner has now, so an index costs one tree a commit (the rows), not two.
 // Pure functions over an LMDB transaction; shard_store calls them (its writer and snapshots).
 #pragma once
 
@@ -44,12 +46,16 @@ class index_keys {
   // `out` gets one entry per def. Never throws; a body it cannot read is in no index.
   virtual void keys_of(const std::vector<const json_index_def*>& defs, std::string_view id, std::string_view rev,
                        std::string_view body, std::vector<std::optional<std::string>>& out) const = 0;
+  // What the keys are made with (the collator's version, how keys are derived): rows made by
+  // another version may sit where keys_of no longer puts them, so a file records it and builds
+  // its indexes again when it changes.
+  virtual std::string version() const = 0;
 };
 
 namespace json_index {
 
 struct tables {
-  MDB_dbi defs = 0, rows = 0, ids = 0;
+  MDB_dbi defs = 0, rows = 0;
 };
 
 // Positions (without the index number): sort key, escaped id, 0x00.
@@ -61,9 +67,13 @@ status load_defs(MDB_txn* t, const tables& tb, std::vector<json_index_def>& out)
 status put_def(MDB_txn* t, const tables& tb, const json_index_def& d);
 // Removes the index and every row of it.
 status drop(MDB_txn* t, const tables& tb, const json_index_def& d);
-// Makes document `id`'s row of index `number` the one at `sort_key` (nullopt: none).
+// Removes every row of index `number` (its definition stays).
+status clear(MDB_txn* t, const tables& tb, uint32_t number);
+// Moves document `id`'s row of index `number` from `was` (its sort key before this write; nullopt:
+// it had none) to `now` (nullopt: none now); nothing when the two are equal. Adding a row that is
+// there already is harmless (an index's build adds rows with `was` nullopt).
 status set_row(MDB_txn* t, const tables& tb, uint32_t number, std::string_view id,
-               const std::optional<std::string>& sort_key);
+               const std::optional<std::string>& was, const std::optional<std::string>& now);
 
 // Rows of index `number` with positions in [low, high) ("" high: to the index's end), ascending
 // or descending; visit(position, id) returns false to stop.

@@ -91,6 +91,14 @@ status del(MDB_txn* t, MDB_dbi dbi, std::string_view key) {
   return rc == MDB_NOTFOUND ? status{} : to_status(rc, "mdb_del");
 }
 
+status drop_table(MDB_txn* t, const char* name) {
+  MDB_dbi dbi = 0;
+  int rc = mdb_dbi_open(t, name, 0, &dbi);
+  if (rc == MDB_NOTFOUND) return {};
+  if (rc != 0) return to_status(rc, "mdb_dbi_open");
+  return to_status(mdb_drop(t, dbi, 1), "mdb_drop");
+}
+
 void release_maps(const std::vector<std::string>& paths) {
   if (paths.empty()) return;
   std::vector<std::string> sorted;  // as the kernel names them: absolute, links resolved

@@ -31,6 +31,8 @@ inline std::string_view view(const MDB_val& v) {
 status get(MDB_txn* t, MDB_dbi dbi, std::string_view key, std::string_view& out, bool& found);
 status put(MDB_txn* t, MDB_dbi dbi, std::string_view key, std::string_view value, unsigned flags = 0);
 status del(MDB_txn* t, MDB_dbi dbi, std::string_view key);
+// Deletes the named table and its records, if the file has one (a table an older build kept).
+status drop_table(MDB_txn* t, const char* name);
 
 // Lets the kernel take back the pages of these LMDB files that this process has mapped (their
 // read-only shared maps; the lock files are left alone). Nothing is lost: a later read maps the

@@ -27,7 +27,7 @@ namespace settee {
 namespace {
 
 constexpr const char* header_key = "header";
-constexpr const char* indexes_key = "json_indexes_seq";  // the update seq the JSON indexes are kept to
+constexpr const char* indexes_key = "json_indexes_kept";  // what the JSON indexes are kept to (mark_of)
 
 // bodies key (storage/doc_key.hpp).
 std::string body_key(std::string_view id, const rev_id& rev) {
@@ -132,6 +132,12 @@ void count(shard_header& h, doc_state s, int delta) {
   if (s == doc_state::deleted) h.doc_del_count += delta;
 }
 
+// The revision whose rows a document has in JSON indexes: its winner, unless that is a tombstone.
+std::optional<rev_id> live_winner(const rev_tree& tree) {
+  if (tree.empty() || tree.winner_deleted()) return std::nullopt;
+  return tree.rev(tree.winner());
+}
+
 }  // namespace
 
 result<std::shared_ptr<shard_store>> shard_store::open(const std::string& path, const store_options& opts) {
@@ -155,7 +161,6 @@ result<std::shared_ptr<shard_store>> shard_store::open_env(const std::string& pa
                                  {"att_refs", &s->blobs_.refs},
                                  {"jx_defs", &s->jx_.defs},
                                  {"jx_rows", &s->jx_.rows},
-                                 {"jx_ids", &s->jx_.ids},
                                  {"purges", &s->purges_}},
                                 s->env_, t);
       !st) {
@@ -202,24 +207,7 @@ result<std::shared_ptr<shard_store>> shard_store::open_env(const std::string& pa
     if (auto st = s->reconcile_db_events(t.get(), h.update_seq, 0); !st) return st;
   }
   s->index_keys_ = opts.keys_of_indexes;
-  {
-    std::vector<json_index_def> defs;
-    if (auto st = json_index::load_defs(t.get(), s->jx_, defs); !st) return st;
-    // The JSON indexes are current only if every commit since they were last marked kept them (a
-    // release without them may have written the file since): otherwise they are built again.
-    std::string_view marked;
-    bool has_mark = false;
-    if (auto st = get(t.get(), s->meta_, indexes_key, marked, has_mark); !st) return st;
-    if (!defs.empty() && (!has_mark || marked != codec::seq_key(h.update_seq))) {
-      for (json_index_def& d : defs) {
-        d.built = false;
-        d.build_from.clear();
-        if (auto st = json_index::put_def(t.get(), s->jx_, d); !st) return st;
-      }
-      if (auto st = put(t.get(), s->meta_, indexes_key, codec::seq_key(h.update_seq)); !st) return st;
-    }
-    s->indexes_ = std::make_shared<const std::vector<json_index_def>>(std::move(defs));
-  }
+  if (auto st = s->open_indexes(t.get(), h.update_seq); !st) return st;
   // Blobs staged for uploads that were in progress: nothing names them, no sender resumes them.
   uint64_t staged = 0;
   if (auto st = blob_store::drop_all_staged(t.get(), s->blobs_, staged); !st) return st;
@@ -380,7 +368,7 @@ status shard_store::commit(const std::vector<write_op*>& ops, int64_t now_s) {
     st = put(t.get(), meta_, header_key, bytes);
   }
   if (st) st = doc_rank::mark(t.get(), rank_, h.update_seq);
-  if (st && !working_->empty()) st = put(t.get(), meta_, indexes_key, codec::seq_key(h.update_seq));
+  if (st && !working_->empty() && index_keys_) st = put(t.get(), meta_, indexes_key, mark_of(h.update_seq));
   if (st && db_events_) st = put(t.get(), events_, "m", codec::seq_key(h.update_seq));
   if (st) {
     const auto flushing = mono::now();
@@ -417,6 +405,7 @@ status shard_store::apply_doc(MDB_txn* t, shard_header& h, doc_update& u, doc_re
   if (auto st = load_doc(t, docs_, key, d, found); !st) return st;
   d.id = u.id;
   doc_state before = state_of(d.tree);
+  const std::optional<rev_id> was_winner = live_winner(d.tree);
   int leaf = -1;
   std::vector<std::string> keys;  // the blobs the new revision's attachments name
 
@@ -488,18 +477,10 @@ status shard_store::apply_doc(MDB_txn* t, shard_header& h, doc_update& u, doc_re
     }
   }
   r.rev = d.tree.rev(leaf);
-
-  // The new leaf first: a blob it shares with a body dropped below keeps its bytes.
-  if (auto st = put(t, bodies_, body_key(u.id, r.rev), u.body); !st) return st;
-  h.external_size += u.body.size();
-  if (auto st = reference_blobs(t, h, keys, &u, +1); !st) return st;
-  // Older revisions keep their bodies until compaction (GET ?rev=, open_revs); those stemmed away
-  // by revs_limit lose them now, as compaction would never find them again.
-  std::vector<rev_id> stemmed;
-  d.tree.stem(h.revs_limit, &stemmed);  // never removes a leaf
-  for (const rev_id& gone : stemmed) {
-    if (auto st = drop_body(t, h, u.id, gone); !st) return st;
-  }
+  indexed_as was{was_winner, {}};  // taken while the previous winner's body is surely stored
+  if (was_winner != live_winner(d.tree))
+    if (auto st = indexed_by(t, u.id, was_winner, nullptr, working_list(), was); !st) return st;
+  if (auto st = store_leaf(t, h, d, u, r.rev, keys); !st) return st;
 
   // One by_seq entry per document: move it to the new seq.
   if (found) {
@@ -515,10 +496,26 @@ status shard_store::apply_doc(MDB_txn* t, shard_header& h, doc_update& u, doc_re
     if (auto st = doc_rank::add(t, rank_, docs_, live_record, key, after == doc_state::live ? +1 : -1); !st) return st;
   }
   const std::string* winner_body = d.tree.winner() == leaf ? &u.body : nullptr;
-  if (auto st = reindex_all(t, d, winner_body); !st) return st;
+  if (auto st = reindex_all(t, d, winner_body, was); !st) return st;
   if (db_events_ && u.id.rfind("_design/", 0) != 0) {
     uint32_t index = 0;
     return record_db_events(t, d, winner_body, now_s, index);
+  }
+  return {};
+}
+
+status shard_store::store_leaf(MDB_txn* t, shard_header& h, doc_info& d, const doc_update& u, const rev_id& rev,
+                               const std::vector<std::string>& blob_keys) {
+  // The new leaf first: a blob it shares with a body dropped below keeps its bytes.
+  if (auto st = put(t, bodies_, body_key(u.id, rev), u.body); !st) return st;
+  h.external_size += u.body.size();
+  if (auto st = reference_blobs(t, h, blob_keys, &u, +1); !st) return st;
+  // Older revisions keep their bodies until compaction (GET ?rev=, open_revs); those stemmed away
+  // by revs_limit lose them now, as compaction would never find them again.
+  std::vector<rev_id> stemmed;
+  d.tree.stem(h.revs_limit, &stemmed);  // never removes a leaf
+  for (const rev_id& gone : stemmed) {
+    if (auto st = drop_body(t, h, u.id, gone); !st) return st;
   }
   return {};
 }
@@ -540,6 +537,10 @@ status shard_store::apply_purge(MDB_txn* t, shard_header& h, purge_info& p, std:
   if (purged.empty()) return {};
   if (auto st = record_implied_purge(t, h, p, dropped); !st) return st;
   if (d.tree.empty()) return forget_doc(t, h, key, old);  // CouchDB: it leaves the id and seq trees
+  indexed_as was;                                         // before the purged winner's body goes
+  if (indexed(p.id)) {
+    if (auto st = indexed_by(t, p.id, live_winner(old.tree), nullptr, working_list(), was); !st) return st;
+  }
   for (const rev_id& gone : dropped) {
     if (auto st = drop_body(t, h, p.id, gone); !st) return st;
   }
@@ -554,7 +555,7 @@ status shard_store::apply_purge(MDB_txn* t, shard_header& h, purge_info& p, std:
   if ((before == doc_state::live) != (after == doc_state::live)) {
     if (auto st = doc_rank::add(t, rank_, docs_, live_record, key, after == doc_state::live ? +1 : -1); !st) return st;
   }
-  return reindex_all(t, d, nullptr);
+  return reindex_all(t, d, nullptr, was);
 }
 
 status shard_store::add_edit(MDB_txn* t, const shard_header& h, doc_info& d, const doc_update& u, int parent,
@@ -632,40 +633,88 @@ status shard_store::prune_purges(MDB_txn* t, const shard_header& h) {
   return upto > 0 ? purge_log::prune(t, purges_, upto) : status{};
 }
 
-status shard_store::unindex_all(MDB_txn* t, const doc_info& d) {
-  if (working_->empty() || !index_keys_ || d.id.rfind("_design/", 0) == 0) return {};
-  for (const json_index_def& x : *working_) {
-    if (auto st = json_index::set_row(t, jx_, x.number, d.id, std::nullopt); !st) return st;
-  }
-  return {};
-}
-
-status shard_store::reindex(MDB_txn* t, const doc_info& d, const std::string* winner_body,
-                            const std::vector<const json_index_def*>& defs) {
-  if (defs.empty() || !index_keys_ || d.id.rfind("_design/", 0) == 0) return {};  // views skip design documents
-  std::vector<std::optional<std::string>> keys(defs.size());
-  if (!d.tree.winner_deleted()) {
-    const rev_id winner = d.tree.rev(d.tree.winner());
-    std::string_view body;
-    bool has = winner_body != nullptr;
-    if (has) {
-      body = *winner_body;
-    } else if (auto st = get(t, bodies_, body_key(d.id, winner), body, has); !st) {
-      return st;
+status shard_store::open_indexes(MDB_txn* t, uint64_t update_seq) {
+  std::vector<json_index_def> defs;
+  if (auto st = json_index::load_defs(t, jx_, defs); !st) return st;
+  // The JSON indexes are current only if every commit since they were last marked kept them (a
+  // release without them may have written the file since) with keys made the same way:
+  // otherwise their rows go and they are built again.
+  std::string_view marked;
+  bool has_mark = false;
+  if (auto st = get(t, meta_, indexes_key, marked, has_mark); !st) return st;
+  const std::string mark = mark_of(update_seq);
+  if (!defs.empty() && index_keys_ && (!has_mark || marked != mark)) {
+    for (json_index_def& d : defs) {
+      if (auto st = json_index::clear(t, jx_, d.number); !st) return st;
+      d.built = false;
+      d.build_from.clear();
+      if (auto st = json_index::put_def(t, jx_, d); !st) return st;
     }
-    if (has) index_keys_->keys_of(defs, d.id, winner.str(), body, keys);
+    if (auto st = put(t, meta_, indexes_key, mark); !st) return st;
   }
-  for (size_t i = 0; i < defs.size(); ++i) {
-    if (auto st = json_index::set_row(t, jx_, defs[i]->number, d.id, keys[i]); !st) return st;
+  // A development build of 0.4 kept each row's position in `jx_ids`: no longer read.
+  if (auto st = lmdb::drop_table(t, "jx_ids"); !st) return st;
+  indexes_ = std::make_shared<const std::vector<json_index_def>>(std::move(defs));
+  return {};
+}
+
+std::string shard_store::mark_of(uint64_t seq) const {
+  return index_keys_ ? codec::seq_key(seq) + index_keys_->version() : std::string();
+}
+
+bool shard_store::indexed(const std::string& id) const {
+  return !working_->empty() && index_keys_ && id.rfind("_design/", 0) != 0;
+}
+
+status shard_store::indexed_by(MDB_txn* t, const std::string& id, const std::optional<rev_id>& winner,
+                               const std::string* body, const std::vector<const json_index_def*>& defs,
+                               indexed_as& out) {
+  out.winner = winner;
+  out.keys.assign(defs.size(), std::nullopt);
+  if (!winner || defs.empty() || !index_keys_ || id.rfind("_design/", 0) == 0) return {};
+  std::string_view text;
+  bool has = body != nullptr;
+  if (has) {
+    text = *body;
+  } else if (auto st = get(t, bodies_, body_key(id, *winner), text, has); !st) {
+    return st;
+  }
+  // A winner without a stored body (none is known to happen) is in no index, as a body keys_of
+  // cannot read.
+  if (has) index_keys_->keys_of(defs, id, winner->str(), text, out.keys);
+  return {};
+}
+
+status shard_store::unindex_all(MDB_txn* t, const doc_info& d) {
+  if (!indexed(d.id)) return {};
+  indexed_as was;
+  if (auto st = indexed_by(t, d.id, live_winner(d.tree), nullptr, working_list(), was); !st) return st;
+  for (size_t i = 0; i < was.keys.size(); ++i) {
+    if (auto st = json_index::set_row(t, jx_, (*working_)[i].number, d.id, was.keys[i], std::nullopt); !st) return st;
   }
   return {};
 }
 
-status shard_store::reindex_all(MDB_txn* t, const doc_info& d, const std::string* winner_body) {
-  if (working_->empty()) return {};
+status shard_store::reindex_all(MDB_txn* t, const doc_info& d, const std::string* winner_body,
+                                const indexed_as& before) {
+  if (!indexed(d.id)) return {};
+  indexed_as now;
+  now.winner = live_winner(d.tree);
+  if (now.winner == before.winner) return {};  // the same revision: the same rows
+  if (auto st = indexed_by(t, d.id, now.winner, winner_body, working_list(), now); !st) return st;
+  for (size_t i = 0; i < now.keys.size(); ++i) {
+    const std::optional<std::string> none;
+    const auto& was = i < before.keys.size() ? before.keys[i] : none;
+    if (auto st = json_index::set_row(t, jx_, (*working_)[i].number, d.id, was, now.keys[i]); !st) return st;
+  }
+  return {};
+}
+
+std::vector<const json_index_def*> shard_store::working_list() const {
   std::vector<const json_index_def*> all;
+  all.reserve(working_->size());
   for (const json_index_def& x : *working_) all.push_back(&x);
-  return reindex(t, d, winner_body, all);
+  return all;
 }
 
 status shard_store::index_op(MDB_txn* t, write_op& op, index_list& defs) {
@@ -719,7 +768,9 @@ status shard_store::build_step(MDB_txn* t, write_op& op, json_index_def& d) {
   for (size_t n = 0; rc == 0 && n < std::max<size_t>(1, op.index_limit); ++n) {
     doc_info info;
     if (!decode_doc(lmdb::view(k), lmdb::view(v), info)) return {errc::internal, "corrupt document record"};
-    if (auto st = reindex(t, info, nullptr, one); !st) return st;
+    indexed_as now;  // a document written since the build began has its row already: adding it is harmless
+    if (auto st = indexed_by(t, info.id, live_winner(info.tree), nullptr, one, now); !st) return st;
+    if (auto st = json_index::set_row(t, jx_, d.number, info.id, std::nullopt, now.keys[0]); !st) return st;
     rc = mdb_cursor_get(c, &k, &v, MDB_NEXT);
   }
   if (rc != 0 && rc != MDB_NOTFOUND) return lmdb::to_status(rc, "JSON index build");
@@ -991,7 +1042,7 @@ status shard_store::import_step(MDB_txn* t, shard_header& h, import_request& req
     }
     if (st = put_change(t, d, c.time_s); !st) return false;
     if (st = put(t, docs_, key, encode_doc(c.id, c.seq, d.tree)); !st) return false;
-    if (st = reindex_all(t, d, nullptr); !st) return false;
+    if (st = reindex_all(t, d, nullptr, indexed_as{}); !st) return false;  // forget_doc took its rows
     count(h, state_of(d.tree), +1);
     if (state_of(d.tree) == doc_state::live) {
       if (st = doc_rank::add(t, rank_, docs_, live_record, key, +1); !st) return false;

@@ -392,6 +392,10 @@ class shard_store : public std::enable_shared_from_this<shard_store> {
   status prune_purges(MDB_txn* t, const shard_header& h);
   // Document `d` (a record under `key`) leaves every JSON index.
   status unindex_all(MDB_txn* t, const doc_info& d);
+  // Stores leaf `rev` of `d` (edit `u`'s body, its references to blobs `blob_keys`), then stems
+  // `d`'s history to the revs_limit (the stemmed revisions' bodies go).
+  status store_leaf(MDB_txn* t, shard_header& h, doc_info& d, const doc_update& u, const rev_id& rev,
+                    const std::vector<std::string>& blob_keys);
   // Removes the body of revision `rev` of document `id` (if stored) and its blob references.
   status drop_body(MDB_txn* t, shard_header& h, const std::string& id, const rev_id& rev);
   status compact_step(MDB_txn* t, shard_header& h, write_op& op);
@@ -399,11 +403,29 @@ class shard_store : public std::enable_shared_from_this<shard_store> {
   using index_list = std::shared_ptr<const std::vector<json_index_def>>;
   status index_op(MDB_txn* t, write_op& op, index_list& defs);
   status build_step(MDB_txn* t, write_op& op, json_index_def& d);
-  // Document `d`'s rows in `defs` made what its winner is now (`winner_body` when known).
-  status reindex(MDB_txn* t, const doc_info& d, const std::string* winner_body,
-                 const std::vector<const json_index_def*>& defs);
-  // The same in every index of the commit's list.
-  status reindex_all(MDB_txn* t, const doc_info& d, const std::string* winner_body);
+  // A document's rows in the commit's JSON indexes as a revision makes them: its live winner
+  // (nullopt: a tombstone, or no document) and that revision's key in each index (working_'s order).
+  // Taken before a write changes the document, while the winner's body is still stored.
+  struct indexed_as {
+    std::optional<rev_id> winner;
+    std::vector<std::optional<std::string>> keys;
+  };
+  // At open: the JSON indexes' definitions, emptied to be built again when the file's mark says
+  // a commit since did not keep them (indexes_mark).
+  status open_indexes(MDB_txn* t, uint64_t update_seq);
+  // The mark of JSON indexes current at update seq `seq` with keys made by index_keys_'s version:
+  // a file whose mark differs was written without them (an older release) or keyed another way.
+  std::string mark_of(uint64_t seq) const;
+  // Whether document `id` has rows in the commit's JSON indexes (views skip design documents).
+  bool indexed(const std::string& id) const;
+  // The commit's JSON indexes, as keys_of takes them.
+  std::vector<const json_index_def*> working_list() const;
+  // `out` for document `id` as revision `winner` (body `body`, read when null) makes it, in `defs`.
+  status indexed_by(MDB_txn* t, const std::string& id, const std::optional<rev_id>& winner, const std::string* body,
+                    const std::vector<const json_index_def*>& defs, indexed_as& out);
+  // Document `d`'s rows in every index of the commit's list moved from `before` to what its winner
+  // is now (`winner_body` when known).
+  status reindex_all(MDB_txn* t, const doc_info& d, const std::string* winner_body, const indexed_as& before);
   status stage_blob(MDB_txn* t, shard_header& h, write_op& op);
   status import_step(MDB_txn* t, shard_header& h, import_request& req);
   // An import's purge requests: the source's for the documents kept, recorded with the source's

@@ -32,6 +32,8 @@ class test_keys final : public index_keys {
       out[i] = k;
     }
   }
+  std::string version() const override { return version_; }
+  std::string version_ = "test 1";
 };
 
 std::string body_of(const std::string& key) {
@@ -218,6 +220,86 @@ TEST_CASE("JSON indexes survive a reopen") {
   f.store = *shard_store::open(f.path, o);
   f.put("b", "k0");  // kept by the reopened store
   CHECK(f.scanned(d.number, "", "", false) == f.expected("", "", false));
+}
+
+TEST_CASE("a document's row follows its winner: stemmed history, conflicts, a purged winner") {
+  fixture f;
+  const json_index_def d = f.define("sig-e", "plain");
+  CHECK(f.build_step("sig-e", 10));
+  auto commit = [&](write_op& op) {
+    REQUIRE(f.store->commit({&op}, 1700000000));
+    REQUIRE(op.st);
+  };
+  auto rows = [&] { return f.scanned(d.number, "", "", false); };
+  // revs_limit 1: each edit stems the revision before it, body and all, in its own transaction.
+  write_op limit;
+  limit.what = write_op::kind::revs_limit;
+  limit.revs_limit = 1;
+  commit(limit);
+  for (const char* k : {"k1", "k2", "k3"}) f.put("a", k);
+  CHECK(rows() == f.expected("", "", false));
+  // Branches merged as a replicator brings them: the winner (1-zzz beats 1-aaa) has the row.
+  auto merge = [&](const std::string& rev, const std::string& key, bool deleted = false) {
+    write_op op;
+    op.docs.push_back(
+        testing::upd("b", body_of(key), {rev_id{static_cast<uint64_t>(rev[0] - '0'), rev.substr(2)}}, deleted));
+    op.docs.back().new_edits = false;
+    commit(op);
+  };
+  merge("1-aaa", "m1");
+  f.model["b"] = "m1";
+  CHECK(rows() == f.expected("", "", false));
+  merge("1-zzz", "m2");
+  f.model["b"] = "m2";
+  CHECK(rows() == f.expected("", "", false));
+  merge("1-bbb", "m3");  // a losing branch: the row stays
+  CHECK(rows() == f.expected("", "", false));
+  // Purging the winner hands the row to the next one.
+  write_op purge;
+  purge.what = write_op::kind::purge;
+  purge.purges = {{0, "u-1", "b", {rev_id{1, "zzz"}}}};
+  commit(purge);
+  f.model["b"] = "m3";
+  CHECK(rows() == f.expected("", "", false));
+  // A deleted leaf over the winner: the next live leaf wins; the last one gone: no row.
+  merge("2-ddd", "", true);  // its path is 2-ddd alone: another branch, deleted
+  CHECK(rows() == f.expected("", "", false));
+  write_op purge_rest;
+  purge_rest.what = write_op::kind::purge;
+  purge_rest.purges = {{0, "u-2", "b", {rev_id{1, "aaa"}, rev_id{1, "bbb"}}}};
+  commit(purge_rest);
+  f.model.erase("b");
+  CHECK(rows() == f.expected("", "", false));
+  CHECK(rows().size() == 1);
+}
+
+TEST_CASE("JSON indexes whose keys another version made are emptied and built again") {
+  fixture f;
+  std::mt19937 rng(3);
+  for (int i = 0; i < 50; ++i) f.put("d" + std::to_string(i), random_key(rng));
+  const json_index_def d = f.define("sig-f", "plain");
+  while (!f.build_step("sig-f", 1000)) {
+  }
+  auto reopen = [&](const std::string& version) {
+    f.store.reset();
+    store_options o;
+    o.map_size_bytes = 256ull << 20;
+    auto keys = std::make_shared<test_keys>();
+    keys->version_ = version;
+    o.keys_of_indexes = keys;
+    f.store = *shard_store::open(f.path, o);
+    return f.store->read()->json_indexes().at(0);
+  };
+  CHECK(reopen("test 1").built);  // the same keys: kept as they are
+  CHECK(f.scanned(d.number, "", "", false) == f.expected("", "", false));
+  const json_index_def again = reopen("test 2");  // e.g. another ICU: rows might sit elsewhere now
+  CHECK_FALSE(again.built);
+  CHECK(f.scanned(d.number, "", "", false).empty());
+  f.put("d1", "new");  // kept while the build is pending
+  while (!f.build_step("sig-f", 7)) {
+  }
+  CHECK(f.scanned(d.number, "", "", false) == f.expected("", "", false));
+  CHECK(f.scanned(d.number, "", "", false).size() == f.model.size());
 }
 
 }  // namespace
