@@ -3,8 +3,8 @@
 // takes no JSON: what a document's key is in an index comes from above (index_keys, made by
 // query/mango_index from the index's definition, which storage keeps as opaque text).
 //
-// Tables (storage/FORMAT.md "JSON indexes"): `jx_defs`, by signature: the index's number in this
-// file, its definition, and how far its build has come; `jx_rows`, by position: the index's
+// Tables (storage/FORMAT.md "JSON indexes"): `json_defs`, by signature: the index's number in this
+// file, its definition, and how far its build has come; `json_rows`, by position: the index's
 // number (4 bytes), the key's collation sort key, the document id escaped (codec::put_escaped),
 // 0x00 (the order of a view: key, then id), each row holding its id; a position of bucket_len
 // bytes or more is kept in the bucket of the positions sharing its first bucket_len bytes, sorted

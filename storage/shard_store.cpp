@@ -159,8 +159,8 @@ result<std::shared_ptr<shard_store>> shard_store::open_env(const std::string& pa
                                  {"rank", &s->rank_},
                                  {"atts", &s->blobs_.chunks},
                                  {"att_refs", &s->blobs_.refs},
-                                 {"jx_defs", &s->jx_.defs},
-                                 {"jx_rows", &s->jx_.rows},
+                                 {"json_defs", &s->jx_.defs},
+                                 {"json_rows", &s->jx_.rows},
                                  {"purges", &s->purges_}},
                                 s->env_, t);
       !st) {
@@ -652,8 +652,12 @@ status shard_store::open_indexes(MDB_txn* t, uint64_t update_seq) {
     }
     if (auto st = put(t, meta_, indexes_key, mark); !st) return st;
   }
-  // A development build of 0.4 kept each row's position in `jx_ids`: no longer read.
-  if (auto st = lmdb::drop_table(t, "jx_ids"); !st) return st;
+  // Release 0.4's tables (its indexes also kept each row's position, in `jx_ids`): gone, so that
+  // 0.4, opening this file after a downgrade, finds no index of ours to trust, and this release
+  // none of 0.4's. A query defines what its design documents name again.
+  for (const char* old : {"jx_defs", "jx_rows", "jx_ids"}) {
+    if (auto st = lmdb::drop_table(t, old); !st) return st;
+  }
   indexes_ = std::make_shared<const std::vector<json_index_def>>(std::move(defs));
   return {};
 }
