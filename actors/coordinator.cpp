@@ -223,8 +223,14 @@ result<write_outcome> coordinator::write_once(const db_meta& db, const std::vect
       for (size_t k = 0; k < targets[r].size(); ++k)
         if (targets[r][k]->local() == local) order.emplace_back(r, k);
   std::vector<std::vector<doc_update>> batches(used.size());
-  for (size_t r = 0; r < used.size(); ++r)
-    for (size_t i : positions[used[r]]) batches[r].push_back(docs[i]);
+  for (size_t r = 0; r < used.size(); ++r) {
+    // Each copy makes an edit's revision itself: SHA-256 (faster) only when every one of them can.
+    const bool sha = std::all_of(targets[r].begin(), targets[r].end(), [](auto& c) { return c->hashes_sha256(); });
+    for (size_t i : positions[used[r]]) {
+      batches[r].push_back(docs[i]);
+      if (sha) batches[r].back().hash = rev_hash::sha256;
+    }
+  }
   for (size_t o = 0; o < order.size(); ++o) {
     const auto [r, k] = order[o];
     auto slot = g.slot(r, k);

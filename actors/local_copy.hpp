@@ -21,6 +21,7 @@ class local_copy final : public shard_copy {
 
   const std::string& node() const override { return node_; }
   bool local() const override { return true; }
+  bool hashes_sha256() const override { return true; }
   const shard_handle& handle() const { return shard_; }
   // Its views and JSON indexes are read through `readers`: the copy is range `range` of `db`,
   // which must outlive the calls of start_view and start_mango (the coordinator's call, or the

@@ -19,6 +19,7 @@ class remote_copy final : public shard_copy {
 
   const std::string& node() const override { return node_; }
   bool local() const override { return false; }
+  bool hashes_sha256() const override { return rpc_.hashes_sha256(node_); }
 
   result<shard_summary> summary() override;
   result<changes_page> changes(const changes_request& req) override;

@@ -51,6 +51,9 @@ inline constexpr const char* search_feature = "search-v1";
 // ... and when its copies index Mango text definitions and keep a query's expanded terms as written
 // (search_index_def::mango, text_query::lowercase_expanded).
 inline constexpr const char* mango_text_feature = "mango-text-v1";
+// ... and when its copies make a new revision's hash with SHA-256 when a write asks (DocUpdate
+// sha256Revs; storage/rev_tree.hpp rev_hash): a coordinator asks only when every copy's node can.
+inline constexpr const char* rev_hash_feature = "revs-sha256-v1";
 
 using query_params = std::vector<std::pair<std::string, std::string>>;
 
@@ -80,6 +83,8 @@ class remote_shards {
   // Whether `node` announced typed_feature (release 0.3+): the typed document calls below. Older
   // nodes are asked through read_doc.
   virtual bool typed(const std::string& node) const = 0;
+  // Whether `node` announced rev_hash_feature.
+  virtual bool hashes_sha256(const std::string& /*node*/) const { return false; }
 
   template <class T>
   using answer = shard_copy::answer<T>;

@@ -202,6 +202,8 @@ class shard_copy {
   // The node holding this copy, and whether it is this node.
   virtual const std::string& node() const = 0;
   virtual bool local() const = 0;
+  // Whether its writes can make SHA-256 revisions (doc_update::hash; a release before 0.5 cannot).
+  virtual bool hashes_sha256() const { return false; }
 
   virtual result<shard_summary> summary() = 0;
   virtual result<changes_page> changes(const changes_request& req) = 0;

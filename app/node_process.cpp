@@ -131,7 +131,7 @@ result<rpc_options> cluster_options(const settings& set, const clock& clk, int h
   ro.features = {"changes",           "clustered-seq-v1", "selector",         typed_feature,       db_updates_feature,
                  attachments_feature, tasks_feature,      reshard_feature,    node_status_feature, members_feature,
                  javascript_feature,  views_feature,      partitions_feature, purges_feature,      config_feature,
-                 search_feature,      mango_text_feature};
+                 search_feature,      mango_text_feature, rev_hash_feature};
   ro.seeds = std::move(*seeds);
   ro.secret = set.cluster_secret;
   if (ro.secret.size() < peer_auth::min_secret_bytes) {

@@ -386,6 +386,10 @@ bool rpc_node::typed(const std::string& node) const {
   return members_.has_feature(node, typed_feature);
 }
 
+bool rpc_node::hashes_sha256(const std::string& node) const {
+  return members_.has_feature(node, rev_hash_feature);
+}
+
 // Concurrent reads of one peer's copy of one range travel as one openDocs call: they queue until
 // the loop next runs, which sends each queue as one message and splits the answer (one encode, one
 // write and one wake-up per batch instead of per request; the peer reads the batch in one snapshot).

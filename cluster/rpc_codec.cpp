@@ -32,6 +32,7 @@ void write_update(DocUpdate::Builder b, const doc_update& u) {
   }
   b.setManagedAttachments(u.managed_attachments);
   b.setHonorPurges(u.honor_purges);
+  b.setSha256Revs(u.hash == rev_hash::sha256);
   if (u.blobs.empty()) return;
   auto blobs = b.initBlobs(static_cast<unsigned>(u.blobs.size()));
   for (unsigned k = 0; k < u.blobs.size(); ++k) {
@@ -128,6 +129,7 @@ doc_update read_update(DocUpdate::Reader u, bool new_edits) {
   for (auto r : u.getRevs()) d.revs.push_back({r.getPos(), r.getHash()});
   d.managed_attachments = u.getManagedAttachments();
   d.honor_purges = u.getHonorPurges();
+  d.hash = u.getSha256Revs() ? rev_hash::sha256 : rev_hash::md5;
   for (auto b : u.getBlobs()) {
     auto bytes = b.getBytes();
     d.blobs.push_back({b.getKey(), std::string(reinterpret_cast<const char*>(bytes.begin()), bytes.size())});

@@ -126,6 +126,7 @@ class rpc_node final : public remote_shards {
   void update_docs(const std::string& node, const std::string& db, const std::string& range,
                    const std::vector<doc_update>& docs, write_done done) override;
   bool typed(const std::string& node) const override;
+  bool hashes_sha256(const std::string& node) const override;
   // Answers through `done` on the RPC thread: it must not block.
   void open_docs(const std::string& node, const std::string& db, const std::string& range,
                  const std::vector<std::string>& ids, doc_bodies bodies, shard_copy::docs_done done) override;

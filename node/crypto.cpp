@@ -151,6 +151,11 @@ std::string md5_hex(std::initializer_list<std::string_view> parts) {
   return to_hex(reinterpret_cast<const unsigned char*>(raw.data()), raw.size());
 }
 
+std::string sha256_128_hex(std::initializer_list<std::string_view> parts) {
+  std::string raw = digest(parts, sha256_md());
+  return to_hex(reinterpret_cast<const unsigned char*>(raw.data()), 16);
+}
+
 std::string md5_hex(const std::string& data) {
   return digest_hex(data, md5_md());
 }

@@ -25,7 +25,9 @@ std::string sha1_hex(const std::string& data);  // generated Mango index names (
 std::string sha256(std::string_view data);      // the 32 raw bytes
 std::string md5_hex(const std::string& data);
 std::string md5_hex(std::initializer_list<std::string_view> parts);  // of their concatenation
-std::string md5(const std::string& data);                            // the 16 raw bytes
+// The first 16 bytes of the SHA-256 of their concatenation, as hex (the width of md5_hex).
+std::string sha256_128_hex(std::initializer_list<std::string_view> parts);
+std::string md5(const std::string& data);  // the 16 raw bytes
 // A digest of bytes that arrive in pieces (a large attachment): update() each, then final() for the
 // raw bytes (once).
 class hasher {

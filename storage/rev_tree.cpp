@@ -20,12 +20,12 @@ bool parse_rev(std::string_view text, rev_id& out) {
   return true;
 }
 
-std::string make_rev_hash(bool deleted, const rev_id* parent, std::string_view body) {
+std::string make_rev_hash(bool deleted, const rev_id* parent, std::string_view body, rev_hash how) {
   std::string head(1, deleted ? '1' : '0');  // the body is hashed where it is, not copied after this
   head.push_back('\0');
   if (parent) head += parent->str();
   head.push_back('\0');
-  return crypto::md5_hex({head, body});
+  return how == rev_hash::sha256 ? crypto::sha256_128_hex({head, body}) : crypto::md5_hex({head, body});
 }
 
 bool is_rev_path(const std::vector<rev_id>& path) {

@@ -35,9 +35,16 @@ bool parse_rev(std::string_view text, rev_id& out);
 // the largest position (an edit of it needs the next one).
 bool is_rev_path(const std::vector<rev_id>& path);
 
-// The hash of a new revision: MD5 over the deleted flag, the parent revision and the body bytes,
+// How a new revision's hash is made: MD5, as every release makes it, or (0.5+) the first 16 bytes
+// of SHA-256, 2.2x faster on a CPU with SHA instructions (the hash was 14% of a _bulk_docs' CPU).
+// Every copy of a range computes the revisions of an edit itself, so all must hash alike: a
+// coordinator asks for sha256 only of copies whose nodes all announce it (remote_shards.hpp
+// rev_hash_feature); whatever else writes (a release before 0.5) makes MD5.
+enum class rev_hash { md5, sha256 };
+
+// The hash of a new revision: `how` over the deleted flag, the parent revision and the body bytes,
 // as 32 lowercase hex digits. Same inputs, same rev: retried writes are idempotent.
-std::string make_rev_hash(bool deleted, const rev_id* parent, std::string_view body);
+std::string make_rev_hash(bool deleted, const rev_id* parent, std::string_view body, rev_hash how = rev_hash::md5);
 
 class rev_tree {
  public:

@@ -427,7 +427,7 @@ status shard_store::apply_doc(MDB_txn* t, shard_header& h, doc_update& u, doc_re
       return st;
     }
     if (found) {  // the revision this edit makes, from the base it extends
-      rev_id same{extends ? extends->pos + 1 : 1, make_rev_hash(u.deleted, extends, u.body)};
+      rev_id same{extends ? extends->pos + 1 : 1, make_rev_hash(u.deleted, extends, u.body, u.hash)};
       if (d.tree.find(same) >= 0) {
         r.st = {errc::conflict, "Document update conflict."};
         r.rev = same;
@@ -562,7 +562,7 @@ status shard_store::add_edit(MDB_txn* t, const shard_header& h, doc_info& d, con
                              doc_result& r, int& leaf) {
   const rev_id parent_rev = parent >= 0 ? d.tree.rev(parent) : rev_id{};
   const rev_id next{parent >= 0 ? parent_rev.pos + 1 : 1,
-                    make_rev_hash(u.deleted, parent >= 0 ? &parent_rev : nullptr, u.body)};
+                    make_rev_hash(u.deleted, parent >= 0 ? &parent_rev : nullptr, u.body, u.hash)};
   // Revisions are a hash of their content: an edit this copy receives after it purged the
   // revision the edit makes (a coordinator's write that was still on its way, or the same content
   // written again) would bring the purged revision back here alone, and no other copy would take

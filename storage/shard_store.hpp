@@ -77,6 +77,8 @@ struct doc_update {
   // written, added=false). A replication from another database (_bulk_docs) brings it back, as
   // in CouchDB.
   bool honor_purges = false;
+  // How a new_edits write makes its revision (rev_tree.hpp): the same on every copy of the range.
+  rev_hash hash = rev_hash::md5;
 };
 
 struct doc_result {

@@ -348,6 +348,9 @@ struct DocUpdate {
   managedAttachments @5 :Bool;
   blobs @6 :List(Blob);
   honorPurges @7 :Bool;   # release 0.4: a merge from another copy of the range (storage/shard_store.hpp)
+  # Release 0.5 (revs-sha256-v1): a new_edits write makes its revision with SHA-256, not MD5
+  # (storage/rev_tree.hpp rev_hash). Sent only to nodes that announce it: an older one would make MD5.
+  sha256Revs @8 :Bool;
 }
 
 struct Blob {

@@ -1,4 +1,5 @@
 """Documents: revisions, conflicts, query options, _local docs and every kind of bad input."""
+import hashlib
 import json
 import re
 import urllib.parse
@@ -61,6 +62,14 @@ class Documents(NodeTest):
         self.node.delete(f"/docs/idem?rev={r1}")
         r2 = self.node.put("/docs/idem2", {"v": 1}).json["rev"]
         self.assertEqual(r1, r2)  # same body, same parent: same revision id
+
+    def test_revisions_are_hashed_with_sha256_when_every_copy_can(self):
+        # One node, every copy its own: the first 16 bytes of SHA-256 over the deleted flag, NUL,
+        # the parent, NUL and the stored body (storage/rev_tree.hpp rev_hash), not MD5.
+        r1 = self.node.put("/docs/sha", {"v": 1}).json["rev"]
+        self.assertEqual(r1, "1-" + hashlib.sha256(b'0\x00\x00{"v":1}').hexdigest()[:32])
+        r2 = self.node.put("/docs/sha", {"v": 2, "_rev": r1}).json["rev"]
+        self.assertEqual(r2, "2-" + hashlib.sha256(b'0\x00' + r1.encode() + b'\x00{"v":2}').hexdigest()[:32])
 
     def test_revs_revs_info_conflicts(self):
         rev1 = self.node.put("/docs/hist", {"v": 1}).json["rev"]

@@ -31,6 +31,9 @@ class fake_copy final : public shard_copy {
 
   const std::string& node() const override { return node_; }
   bool local() const override { return false; }
+  bool hashes_sha256() const override { return sha; }
+  bool sha = false;              // as a node of release 0.5+ (rev_hash_feature)
+  std::vector<rev_hash> hashes;  // how each update it was given asked to hash
 
   // Stores `path` (newest first) as a leaf of `id`.
   void put(const std::string& id, std::vector<rev_id> path, const std::string& body = "{}") {
@@ -133,6 +136,10 @@ class fake_copy final : public shard_copy {
     answer<std::vector<doc_result>>(std::move(done), [this, docs]() -> result<std::vector<doc_result>> {
       std::vector<doc_result> out;
       for (auto& u : docs) {
+        {
+          std::lock_guard<std::mutex> lock(mu_);
+          hashes.push_back(u.hash);
+        }
         put(u.id, u.revs, u.body);
         doc_result r;
         r.rev = u.revs.front();
@@ -279,6 +286,17 @@ TEST_CASE("a write meets w when w copies commit; fewer is accepted (202); none i
     REQUIRE(out);
     CHECK(out->results[0].st.code == errc::unavailable);
     CHECK(out->results[0].st.reason.find("node a") != std::string::npos);
+  }
+}
+
+TEST_CASE("a write asks its copies for SHA-256 revisions only when every copy of the range makes them") {
+  for (int old_one = -1; old_one < 3; ++old_one) {
+    fixture f({m::ok, m::ok, m::ok});
+    for (size_t i = 0; i < 3; ++i) f.copy(i).sha = static_cast<int>(i) != old_one;
+    auto out = f.coord->update_docs(f.db, {edit("x", {{1, "a"}}), edit("y", {{1, "b"}})}, 3);
+    REQUIRE(out);
+    const rev_hash want = old_one < 0 ? rev_hash::sha256 : rev_hash::md5;  // one older node: MD5 everywhere
+    for (size_t i = 0; i < 3; ++i) CHECK(f.copy(i).hashes == std::vector<rev_hash>{want, want});
   }
 }
 
