@@ -4,13 +4,11 @@ old row through one, must not take this release's indexes for its own, nor the r
 switch the documents change at once, before any query; every answer is then compared with the
 documents as written: no document twice, none under a value it no longer has, none missing."""
 import os
-import shutil
 import sys
-import tempfile
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "integration"))
-from harness import Node, NodeTest, main, wait_until  # noqa: E402
-from releases import binary  # noqa: E402
+from data_dir import DataDirTest  # noqa: E402
+from harness import main, wait_until  # noqa: E402
 
 OLD = "v0.4.0"
 DB = "people"
@@ -18,28 +16,13 @@ SELECTOR = {"selector": {"v": {"$gte": 0}}, "use_index": ["vidx", "v"], "sort": 
             "execution_stats": True, "fields": ["_id", "v"]}
 
 
-class JsonIndexesAcrossReleases(NodeTest):
-    @classmethod
-    def setUpClass(cls):
-        cls.old_bin = binary(OLD)
-        cls.node = None
-
-    @classmethod
-    def tearDownClass(cls):
-        pass
+class JsonIndexesAcrossReleases(DataDirTest):
+    OLD = OLD
 
     def setUp(self):
-        self.dir = tempfile.mkdtemp(prefix="settee-jx-")
-        self.data = os.path.join(self.dir, "data")
-        os.makedirs(self.data)
-        self.addCleanup(shutil.rmtree, self.dir, True)  # cleanups run last-first: after the nodes stop
+        super().setUp()
         self.model = {}  # id -> v
         self.revs = {}
-
-    def run_node(self, bin=None):
-        node = Node(data_dir=self.data, bin=bin).start()
-        self.addCleanup(node.stop)
-        return node
 
     def write(self, node, values):
         """Sets each id's `v` (a new document or a new revision), in one _bulk_docs."""

@@ -1,37 +1,18 @@
 """One data dir, two releases: v0.1.0 (before time-seq) and this one (issue 5 points 5a and 5b)."""
 import os
-import shutil
 import sys
-import tempfile
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "integration"))
-from harness import Node, NodeTest, main  # noqa: E402
+from data_dir import DataDirTest  # noqa: E402
+from harness import Node, main  # noqa: E402
 from releases import binary  # noqa: E402
 
 OLD = "v0.1.0"
 
 
-class UpgradeDowngrade(NodeTest):
-    @classmethod
-    def setUpClass(cls):
-        cls.old_bin = binary(OLD)
-        cls.node = None
-
-    @classmethod
-    def tearDownClass(cls):
-        pass
-
-    def setUp(self):
-        self.dir = tempfile.mkdtemp(prefix="settee-up-")
-        self.data = os.path.join(self.dir, "data")
-        os.makedirs(self.data)
-        self.addCleanup(shutil.rmtree, self.dir, True)  # cleanups run last-first: after the nodes stop
-
-    def run_node(self, bin=None):
-        node = Node(data_dir=self.data, bin=bin).start()
-        self.addCleanup(node.stop)
-        return node
+class UpgradeDowngrade(DataDirTest):
+    OLD = OLD
 
     def state(self, node, db):
         docs = {r["id"]: r["value"]["rev"] for r in node.get(f"/{db}/_all_docs").json["rows"]}
@@ -126,10 +107,7 @@ class QueryEngineDowngrade(UpgradeDowngrade):
     them) and written to there, then by this release again (issue 50 point 8): nothing of either
     release is lost, and the indexes catch up with what 0.3 wrote."""
 
-    @classmethod
-    def setUpClass(cls):
-        cls.old_bin = binary("v0.3.0")
-        cls.node = None
+    OLD = "v0.3.0"
 
     test_a_data_dir_of_v010_opens_here_and_starts_time_seq_empty = None
     test_a_data_dir_with_bins_opens_in_v010_and_back = None
