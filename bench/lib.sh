@@ -48,8 +48,13 @@ run_pair() {
   local name=$1; shift
   local ra=() rb=() rr=() a b
   for i in $(seq "$RUNS"); do
-    a=$("$LOADGEN" --url "http://127.0.0.1:$PA" --auth bench:bench --seconds "$SECS" "$@" --db "p-$name-$i" | field rate)
-    b=$("$LOADGEN" --url "http://127.0.0.1:$PB" --auth bench:bench --seconds "$SECS" "$@" --db "p-$name-$i" | field rate)
+    if (( i % 2 )); then  # each side first every other run (going first measured ~1.5% faster)
+      a=$("$LOADGEN" --url "http://127.0.0.1:$PA" --auth bench:bench --seconds "$SECS" "$@" --db "p-$name-$i" | field rate)
+      b=$("$LOADGEN" --url "http://127.0.0.1:$PB" --auth bench:bench --seconds "$SECS" "$@" --db "p-$name-$i" | field rate)
+    else
+      b=$("$LOADGEN" --url "http://127.0.0.1:$PB" --auth bench:bench --seconds "$SECS" "$@" --db "p-$name-$i" | field rate)
+      a=$("$LOADGEN" --url "http://127.0.0.1:$PA" --auth bench:bench --seconds "$SECS" "$@" --db "p-$name-$i" | field rate)
+    fi
     ra+=("$a"); rb+=("$b"); rr+=("$(ratio "$b" "$a")")
   done
   printf '%-8s %s %7s  %s %7s req/s   %s/%s %s   (ratios: %s)\n' "$name" "${LA:-A}" "$(printf '%s\n' "${ra[@]}" | median)" \
