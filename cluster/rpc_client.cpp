@@ -1,5 +1,7 @@
 // What this node asks of other nodes' shard copies (rpc_node's typed calls; concurrent reads and
 // writes of one copy travel batched).
+#include <algorithm>
+
 #include "cluster/rpc_internal.hpp"
 
 namespace settee {
@@ -115,6 +117,21 @@ void rpc_node::update_docs(const std::string& node, const std::string& db, const
 }
 
 void rpc_node::send_writes(loop& l, pending_writes& w) {
+  // Writes asking for SHA-256 revisions go only over a connection whose handshake announced it:
+  // the coordinator chose from what it knew then, and the node may since have restarted as an
+  // older release, which would make MD5 revisions and disagree with the other copies. Such a
+  // write is not applied on that copy (unavailable); internal replication brings it, rev and all.
+  if (members_.is_connected(w.node) && !members_.has_feature(w.node, rev_hash_feature)) {
+    auto& ws = w.waiters;
+    auto asks_sha = [](const auto& x) {
+      return std::any_of(x.first.begin(), x.first.end(),
+                         [](const doc_update& u) { return u.hash == rev_hash::sha256; });
+    };
+    for (auto& x : ws)
+      if (asks_sha(x)) x.second(unavailable(w.node, "it no longer makes SHA-256 revisions (an older release)"));
+    ws.erase(std::remove_if(ws.begin(), ws.end(), asks_sha), ws.end());
+    if (ws.empty()) return;
+  }
   send_batch(l, members_, opts_.call_timeout_ms, w, [](Node::Client& cap, const pending_writes& b) {
     auto req = cap.updateDocsRequest();
     set_shard(req.initShard(), b.db, b.range);
