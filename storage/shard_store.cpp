@@ -538,9 +538,7 @@ status shard_store::apply_purge(MDB_txn* t, shard_header& h, purge_info& p, std:
   if (auto st = record_implied_purge(t, h, p, dropped); !st) return st;
   if (d.tree.empty()) return forget_doc(t, h, key, old);  // CouchDB: it leaves the id and seq trees
   indexed_as was;                                         // before the purged winner's body goes
-  if (indexed(p.id)) {
-    if (auto st = indexed_by(t, p.id, live_winner(old.tree), nullptr, working_list(), was); !st) return st;
-  }
+  if (auto st = indexed_by(t, p.id, live_winner(old.tree), nullptr, working_list(), was); !st) return st;
   for (const rev_id& gone : dropped) {
     if (auto st = drop_body(t, h, p.id, gone); !st) return st;
   }
@@ -634,6 +632,7 @@ status shard_store::prune_purges(MDB_txn* t, const shard_header& h) {
 }
 
 status shard_store::open_indexes(MDB_txn* t, uint64_t update_seq) {
+  if (index_keys_) keys_version_ = index_keys_->version();
   std::vector<json_index_def> defs;
   if (auto st = json_index::load_defs(t, jx_, defs); !st) return st;
   // The JSON indexes are current only if every commit since they were last marked kept them (a
@@ -663,11 +662,15 @@ status shard_store::open_indexes(MDB_txn* t, uint64_t update_seq) {
 }
 
 std::string shard_store::mark_of(uint64_t seq) const {
-  return index_keys_ ? codec::seq_key(seq) + index_keys_->version() : std::string();
+  return index_keys_ ? codec::seq_key(seq) + keys_version_ : std::string();
+}
+
+bool shard_store::keyed(const std::string& id) const {
+  return index_keys_ && id.rfind("_design/", 0) != 0;
 }
 
 bool shard_store::indexed(const std::string& id) const {
-  return !working_->empty() && index_keys_ && id.rfind("_design/", 0) != 0;
+  return !working_->empty() && keyed(id);
 }
 
 status shard_store::indexed_by(MDB_txn* t, const std::string& id, const std::optional<rev_id>& winner,
@@ -675,7 +678,7 @@ status shard_store::indexed_by(MDB_txn* t, const std::string& id, const std::opt
                                indexed_as& out) {
   out.winner = winner;
   out.keys.assign(defs.size(), std::nullopt);
-  if (!winner || defs.empty() || !index_keys_ || id.rfind("_design/", 0) == 0) return {};
+  if (!winner || defs.empty() || !keyed(id)) return {};
   std::string_view text;
   bool has = body != nullptr;
   if (has) {

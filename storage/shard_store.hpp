@@ -413,12 +413,14 @@ class shard_store : public std::enable_shared_from_this<shard_store> {
     std::vector<std::optional<std::string>> keys;
   };
   // At open: the JSON indexes' definitions, emptied to be built again when the file's mark says
-  // a commit since did not keep them (indexes_mark).
+  // a commit since did not keep them (mark_of).
   status open_indexes(MDB_txn* t, uint64_t update_seq);
   // The mark of JSON indexes current at update seq `seq` with keys made by index_keys_'s version:
   // a file whose mark differs was written without them (an older release) or keyed another way.
   std::string mark_of(uint64_t seq) const;
-  // Whether document `id` has rows in the commit's JSON indexes (views skip design documents).
+  // Whether document `id` can have rows in JSON indexes (there are keys; views skip design
+  // documents), and whether it has them in the commit's.
+  bool keyed(const std::string& id) const;
   bool indexed(const std::string& id) const;
   // The commit's JSON indexes, as keys_of takes them.
   std::vector<const json_index_def*> working_list() const;
@@ -470,6 +472,7 @@ class shard_store : public std::enable_shared_from_this<shard_store> {
   blob_store::tables blobs_;
   json_index::tables jx_;                         // JSON indexes' tables
   std::shared_ptr<const index_keys> index_keys_;  // null: no JSON indexes
+  std::string keys_version_;                      // index_keys_->version(), asked once at open
   index_list indexes_;                            // as committed (the writer's)
   index_list working_;                            // during commit(): the commit's
   unsigned events_ = 0;                           // `db_events`, in the catalog file only
