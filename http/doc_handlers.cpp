@@ -10,6 +10,7 @@
 #include "http/auth.hpp"
 #include "http/design_doc.hpp"
 #include "http/handlers.hpp"
+#include "node/check.hpp"
 #include "node/crypto.hpp"
 #include "replicator/rep_endpoint.hpp"
 #include "replicator/replicator_docs.hpp"
@@ -48,6 +49,24 @@ status check_special_members(const json& doc) {
   }
   return {};
 }
+
+}  // namespace
+
+member_use document_member(std::string_view name) {
+  if (name.empty() || name[0] != '_') return member_use::body;
+  if (name == "_attachments") return member_use::whole;
+  return std::find(std::begin(kept_specials), std::end(kept_specials), name) != std::end(kept_specials)
+             ? member_use::body
+             : member_use::doc;
+}
+
+void whole_where_needed(const db_meta& db, const std::string& id, split_doc& d) {
+  if (!d.body || (db.name.rfind('_', 0) != 0 && id.rfind("_design/", 0) != 0 && id.rfind("_local/", 0) != 0)) return;
+  d.doc = rejoin(std::move(d));
+  d.body.reset();
+}
+
+namespace {
 
 status bad_rev() {
   return {errc::bad_request, "Invalid rev format"};
@@ -88,8 +107,10 @@ result<std::string> body_doc_id(ctx& c, const json& doc) {
 
 result<doc_update> to_doc_update(const db_meta& db, json doc, const std::string& id, bool new_edits,
                                  std::map<std::string, std::string>* follows, const attachments::policy& policy,
-                                 js_pool* js, cluster_members* cluster) {
+                                 js_pool* js, cluster_members* cluster, std::optional<std::string> body) {
   if (!doc.is_object()) return status{errc::bad_request, "Document must be a JSON object"};
+  // Written already only where nothing below reads or changes the body (whole_where_needed).
+  SETTEE_CHECK(!body || (id.rfind("_design/", 0) != 0 && db.name != "_users" && !doc.contains("_attachments")));
   if (auto st = validate_partitioned_id(db, id); !st) return st;
   doc_update u;
   u.id = id;
@@ -148,7 +169,7 @@ result<doc_update> to_doc_update(const db_meta& db, json doc, const std::string&
   for (const char* k : {"_id", "_rev", "_deleted", "_revisions"}) doc.erase(k);
   for (const char* k : ignored_specials) doc.erase(k);
   if (db.name == "_users") authenticator::hash_user_password(doc);
-  u.body = couch_dump(doc);  // numbers as CouchDB stores them
+  u.body = body ? std::move(*body) : couch_dump(doc);  // numbers as CouchDB stores them
   if (new_edits) {
     if (!history.empty())
       u.revs.push_back(history.front());  // the base revision

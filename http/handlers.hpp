@@ -197,10 +197,17 @@ result<std::vector<status>> validate_writes(ctx& c, const db_meta& db, const std
 // `follows`: the attachment parts of a multipart/related body by name (attachments::take_inline);
 // new attachments are stored as `policy` says. A design document's JavaScript is compiled in a
 // worker of `js` (null: one with functions is refused).
+// `body`: the document's body already written (split_doc: `doc` holds its special members only).
 result<doc_update> to_doc_update(const db_meta& db, json doc, const std::string& id, bool new_edits,
                                  std::map<std::string, std::string>* follows = nullptr,
                                  const attachments::policy& policy = attachments::policy{}, js_pool* js = nullptr,
-                                 cluster_members* cluster = nullptr);
+                                 cluster_members* cluster = nullptr, std::optional<std::string> body = std::nullopt);
+// How a written document is taken apart as it is parsed (node/json's split_doc): the special
+// members to_doc_update reads in the DOM, `_attachments` whole, the rest straight to the body.
+member_use document_member(std::string_view name);
+// A split document that `db` and `id` need whole (authorize_doc_write reads the bodies of
+// _users and _replicator documents, to_doc_update a design document's): rejoined.
+void whole_where_needed(const db_meta& db, const std::string& id, split_doc& d);
 // A local document write: `doc` is the body (nullptr: a DELETE), `rev` the one the request names
 // ("" : the body's `_rev`, if any). `"_deleted":true` in the body deletes it.
 result<local_update> to_local_update(const std::string& id, json* doc, std::string rev);

@@ -127,6 +127,8 @@ struct ctx {
   // A body that must be a JSON object sent as application/json: 415 without that type, 400
   // "invalid UTF-8 JSON" or "Request body must be a JSON object".
   result<json> json_object_body(size_t wrapping = 0) const;
+  // The body as node/json's parse_docs_body takes it apart (Content-Type checked as above).
+  result<settee::docs_body> split_docs_body(std::string_view array, member_picker pick, size_t wrapping) const;
   // 415 bad_content_type unless the request says its body is application/json (as CouchDB's
   // validate_ctype; it also keeps cross-site HTML forms, which cannot send that type, out).
   status require_json_content() const;

@@ -1,5 +1,7 @@
 #include "node/json.hpp"
 
+#include "node/check.hpp"
+
 #include <simdjson.h>
 
 #include <atomic>
@@ -7,6 +9,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <limits>
 #include <memory>
 #include <mutex>
 #include <unordered_map>
@@ -209,20 +212,32 @@ void give_parser(std::unique_ptr<simdjson::dom::parser> p) {
   if (idle_parsers.size() < kept_parsers) idle_parsers.push_back(std::move(p));
 }
 
+// Parses `text` with a kept simdjson parser and calls `use(root)` while the parse lives; false
+// when simdjson refuses the text (or `use` gives up).
+template <class F>
+bool with_simdjson(std::string_view text, size_t max_depth, F&& use) {
+  auto p = take_parser();
+  if (p->max_depth() < max_depth + 1 && p->allocate(std::max(p->capacity(), text.size()), max_depth + 1)) {
+    return false;
+  }
+  auto parsed = p->parse(text.data(), text.size(), /*realloc_if_needed=*/true);
+  const bool ok = !parsed.error() && use(parsed.value_unsafe());
+  give_parser(std::move(p));
+  return ok;
+}
+
 // The fast path: simdjson validates and splits the text at gigabytes a second (nlohmann's lexer
 // reads a character at a time: a third of a _bulk_docs request's CPU). std::nullopt for anything
 // it refuses, which then goes through nlohmann's parser for the answer and the reason: simdjson
 // refuses some text nlohmann takes (an integer beyond 64 bits, which nlohmann makes a double).
 std::optional<json> parse_fast(std::string_view text, size_t max_depth) {
-  auto p = take_parser();
-  if (p->max_depth() < max_depth + 1 && p->allocate(std::max(p->capacity(), text.size()), max_depth + 1)) {
-    return std::nullopt;
-  }
-  auto parsed = p->parse(text.data(), text.size(), /*realloc_if_needed=*/true);
   std::optional<json> out;
-  dom_builder b(max_depth);
-  if (!parsed.error() && feed(parsed.value_unsafe(), b)) out = std::move(b.root);
-  give_parser(std::move(p));
+  with_simdjson(text, max_depth, [&](simdjson::dom::element root) {
+    dom_builder b(max_depth);
+    if (!feed(root, b)) return false;
+    out = std::move(b.root);
+    return true;
+  });
   return out;
 }
 
@@ -446,6 +461,215 @@ std::string couch_dump(const json& j) {
   std::string out;
   append_couch(out, j);
   return out;
+}
+
+// Documents taken apart as they are parsed (parse_docs_body, parse_split_doc).
+namespace {
+
+using simdjson::dom::element_type;
+
+// `e` as parse_json makes it, nesting at most `depth` levels (nullopt: deeper).
+std::optional<json> to_json(simdjson::dom::element e, size_t depth) {
+  dom_builder b(depth);
+  if (!feed(e, b)) return std::nullopt;
+  return std::move(b.root);
+}
+
+// Whether no two members of `o` share a name (parse_json keeps the last value of a repeated one,
+// at the first one's place: a body written member by member would differ).
+bool unique_keys(simdjson::dom::object o) {
+  constexpr size_t small = 16;
+  std::string_view seen[small];
+  size_t n = 0;
+  std::unique_ptr<std::unordered_map<std::string_view, bool>> many;
+  for (auto kv : o) {
+    if (many) {
+      if (!many->emplace(kv.key, true).second) return false;
+      continue;
+    }
+    for (size_t i = 0; i < n; ++i)
+      if (seen[i] == kv.key) return false;
+    if (n < small) {
+      seen[n++] = kv.key;
+      continue;
+    }
+    many = std::make_unique<std::unordered_map<std::string_view, bool>>();
+    for (size_t i = 0; i < n; ++i) many->emplace(seen[i], true);
+    many->emplace(kv.key, true);
+  }
+  return true;
+}
+
+template <class T>
+void append_integer(std::string& out, T v) {
+  char buf[24];
+  auto r = std::to_chars(buf, buf + sizeof buf, v);
+  out.append(buf, static_cast<size_t>(r.ptr - buf));
+}
+
+// Appends couch_dump() of what parse_json makes of `e`, nesting at most `depth` levels; false at an
+// object with a repeated name, or deeper (then `too_deep`).
+bool append_couch(std::string& out, simdjson::dom::element e, size_t depth, bool& too_deep) {
+  switch (e.type()) {
+    case element_type::OBJECT: {
+      if (depth == 0) return !(too_deep = true);
+      auto o = simdjson::dom::object(e);
+      if (!unique_keys(o)) return false;
+      out += '{';
+      bool first = true;
+      for (auto kv : o) {
+        if (!first) out += ',';
+        first = false;
+        append_quoted(out, kv.key);
+        out += ':';
+        if (!append_couch(out, kv.value, depth - 1, too_deep)) return false;
+      }
+      out += '}';
+      return true;
+    }
+    case element_type::ARRAY: {
+      if (depth == 0) return !(too_deep = true);
+      out += '[';
+      bool first = true;
+      for (simdjson::dom::element v : simdjson::dom::array(e)) {
+        if (!first) out += ',';
+        first = false;
+        if (!append_couch(out, v, depth - 1, too_deep)) return false;
+      }
+      out += ']';
+      return true;
+    }
+    case element_type::INT64:  // parse_json makes the ones >= 0 unsigned: the same digits
+      append_integer(out, int64_t(e));
+      return true;
+    case element_type::UINT64:
+      append_integer(out, uint64_t(e));
+      return true;
+    case element_type::DOUBLE:
+      append_float(out, double(e));
+      return true;
+    case element_type::STRING:
+      append_quoted(out, std::string_view(e));
+      return true;
+    case element_type::BOOL:
+      out += bool(e) ? "true" : "false";
+      return true;
+    case element_type::NULL_VALUE:
+      out += "null";
+      return true;
+  }
+  return false;
+}
+
+// Appends the member (known to be new: its object's names are unique) without nlohmann's search.
+void append_member(json& object, std::string_view name, json value) {
+  object.get_ref<json::object_t&>().std::vector<json::object_t::value_type>::emplace_back(std::string(name),
+                                                                                          std::move(value));
+}
+
+// `e` split by `pick`, nesting at most `depth` levels (nullopt: deeper); `scratch` is where bodies
+// are written first (one allocation of the right size a document, not one per doubling).
+std::optional<split_doc> split_element(simdjson::dom::element e, member_picker pick, size_t depth,
+                                       std::string& scratch) {
+  if (e.type() == element_type::OBJECT && depth > 0 && unique_keys(simdjson::dom::object(e))) {
+    json doc = json::object();
+    scratch.assign(1, '{');
+    bool ok = true, too_deep = false;
+    for (auto kv : simdjson::dom::object(e)) {
+      const member_use use = pick(kv.key);
+      if (use == member_use::whole) {
+        ok = false;
+        break;
+      }
+      if (use == member_use::doc) {
+        auto value = to_json(kv.value, depth - 1);
+        if (!value) return std::nullopt;
+        append_member(doc, kv.key, std::move(*value));
+        continue;
+      }
+      if (scratch.size() > 1) scratch += ',';
+      append_quoted(scratch, kv.key);
+      scratch += ':';
+      if (!(ok = append_couch(scratch, kv.value, depth - 1, too_deep))) break;
+    }
+    if (too_deep) return std::nullopt;
+    if (ok) {
+      scratch += '}';
+      return split_doc{std::move(doc), scratch};
+    }
+  }
+  auto whole = to_json(e, depth);
+  if (!whole) return std::nullopt;
+  return split_doc{std::move(*whole), std::nullopt};
+}
+
+}  // namespace
+
+json rejoin(split_doc d) {
+  if (!d.body) return std::move(d.doc);
+  std::optional<json> whole = parse_json(*d.body, max_json_depth() + 8, nullptr);
+  SETTEE_CHECK(whole && whole->is_object());  // text couch_dump wrote, within the depth it was parsed at
+  for (auto& [name, value] : d.doc.items()) (*whole)[name] = std::move(value);
+  return std::move(*whole);
+}
+
+std::optional<docs_body> parse_docs_body(std::string_view text, std::string_view array, member_picker pick,
+                                         size_t max_depth, std::string* why) {
+  docs_body out;
+  std::string scratch;
+  // A request of a few members around its documents (a large one goes the general way: its
+  // members are looked up by name as they are added).
+  constexpr size_t max_top_members = 64;
+  const bool split = with_simdjson(text, max_depth, [&](simdjson::dom::element root) {
+    if (root.type() != element_type::OBJECT) return false;
+    auto top = simdjson::dom::object(root);
+    if (top.size() > max_top_members || !unique_keys(top)) return false;
+    out.top = json::object();
+    if (max_depth < 2) return false;
+    for (auto kv : top) {
+      if (kv.key != array || kv.value.type() != element_type::ARRAY) {
+        auto value = to_json(kv.value, max_depth - 1);
+        if (!value) return false;
+        append_member(out.top, kv.key, std::move(*value));
+        continue;
+      }
+      out.listed = true;
+      auto docs = simdjson::dom::array(kv.value);
+      out.docs.reserve(docs.size());
+      for (simdjson::dom::element d : docs) {
+        auto split = split_element(d, pick, max_depth - 2, scratch);
+        if (!split) return false;
+        out.docs.push_back(std::move(*split));
+      }
+    }
+    return true;
+  });
+  if (split) return out;
+  out = docs_body{};
+  auto j = parse_json(text, max_depth, why);
+  if (!j) return std::nullopt;
+  out.top = std::move(*j);
+  if (!out.top.is_object()) return out;
+  auto it = out.top.find(std::string(array));
+  if (it == out.top.end() || !it->is_array()) return out;
+  out.listed = true;
+  for (json& d : *it) out.docs.push_back({std::move(d), std::nullopt});
+  out.top.erase(it);
+  return out;
+}
+
+std::optional<split_doc> parse_split_doc(std::string_view text, member_picker pick, size_t max_depth,
+                                         std::string* why) {
+  std::optional<split_doc> out;
+  std::string scratch;
+  with_simdjson(text, max_depth, [&](simdjson::dom::element root) {
+    out = split_element(root, pick, max_depth, scratch);
+    return out.has_value();
+  });
+  if (out) return out;
+  auto j = parse_json(text, max_depth, why);
+  if (!j) return std::nullopt;
+  return split_doc{std::move(*j), std::nullopt};
 }
 
 }  // namespace settee

@@ -17,6 +17,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace settee {
 
@@ -46,5 +47,41 @@ void append_quoted(std::string& out, std::string_view s);
 // `j` as CouchDB writes a document: compact, keys in their order, strings as quote() writes them,
 // floats as Erlang prints them (1e10 is 1.0e10, 100000.0 is 1.0e5, 1.0 stays 1.0).
 std::string couch_dump(const json& j);
+
+// Documents taken apart as they are parsed, for writes (a DOM per document member costs more
+// than the rest of a _bulk_docs request's handling): the members the caller reads become a small
+// DOM, the others go straight from the parsed text to the document's body as couch_dump() writes
+// it, with no DOM in between.
+//
+// Where a member of a document goes: `doc` (the caller reads it), `body`, or `whole` (the caller
+// needs the whole document as a DOM: then nothing is split).
+enum class member_use { doc, body, whole };
+using member_picker = member_use (*)(std::string_view name);
+
+struct split_doc {
+  // Split: only the members picked `doc`; whole (body empty): the document as parse_json makes it.
+  json doc;
+  // couch_dump() of the members picked `body` (those of `doc` left out), in their order.
+  std::optional<std::string> body;
+};
+
+// The document `d` whole again: its body parsed, the members of `doc` put back (after the others).
+// couch_dump() of the result without the `doc` members is the body again, byte for byte.
+json rejoin(split_doc d);
+
+// A request body `{..., "<array>": [document, ...], ...}` (_bulk_docs) parsed as parse_json would,
+// the documents of `array` split by `pick` (each whole where splitting could differ from
+// couch_dump() of the DOM: an object with a repeated key, a member picked `whole`, an element that
+// is not an object, or text only nlohmann's parser takes, such as integers beyond 64 bits).
+struct docs_body {
+  json top;                     // the request without `array` when that is an array
+  bool listed = false;          // `array` was there, an array: its elements are in `docs`
+  std::vector<split_doc> docs;  // in their order
+};
+std::optional<docs_body> parse_docs_body(std::string_view text, std::string_view array, member_picker pick,
+                                         size_t max_depth, std::string* why = nullptr);
+// One document (PUT) as parse_docs_body splits each of its documents.
+std::optional<split_doc> parse_split_doc(std::string_view text, member_picker pick, size_t max_depth,
+                                         std::string* why = nullptr);
 
 }  // namespace settee

@@ -270,3 +270,130 @@ TEST_CASE("json_members: members in the order written, moved (not copied) when a
   CHECK(keys == "yx");
   CHECK(l["x"]["q"] == true);
 }
+
+namespace {
+
+member_use test_pick(std::string_view name) {
+  if (name == "_whole") return member_use::whole;
+  return !name.empty() && name[0] == '_' ? member_use::doc : member_use::body;
+}
+
+// What a split document must be: `doc` the picked members of parse_json's document, `body`
+// couch_dump() of the rest (or, whole, parse_json's document itself).
+void check_split(const json& want, const split_doc& got) {
+  if (!got.body) {
+    CHECK(same(want, got.doc));
+    return;
+  }
+  REQUIRE(want.is_object());
+  json picked = json::object(), rest = json::object();
+  for (auto it = want.begin(); it != want.end(); ++it)
+    (test_pick(it.key()) == member_use::doc ? picked : rest)[it.key()] = *it;
+  CHECK(same(picked, got.doc));
+  CHECK(*got.body == couch_dump(rest));
+  CHECK(couch_dump(rejoin(got)) == couch_dump([&] {
+          json all = rest;
+          for (auto it = picked.begin(); it != picked.end(); ++it) all[it.key()] = *it;
+          return all;
+        }()));
+}
+
+}  // namespace
+
+TEST_CASE("split documents: the body is couch_dump of the DOM's other members, byte for byte") {
+  std::mt19937 rng(5656);
+  int split = 0, whole = 0;
+  for (int i = 0; i < 3000; ++i) {
+    std::string text = "{\"_id\":\"d" + std::to_string(i) + "\",\"a\":" + random_text(rng, 1) +
+                       ",\"_rev\":" + random_text(rng, 3) + ",\"b\":" + random_text(rng, 1) + "}";
+    CAPTURE(text);
+    auto want = parse_json(text);
+    auto got = parse_split_doc(text, test_pick, max_json_depth());
+    REQUIRE(want.has_value() == got.has_value());
+    if (!want) continue;
+    check_split(*want, *got);
+    (got->body ? split : whole) += 1;
+  }
+  CHECK(split > 1000);  // random_text repeats names inside objects: those stay whole
+  CHECK(whole > 100);
+  // Whole: a member the picker wants whole, a repeated name at any depth, not an object, integers
+  // simdjson refuses (then nlohmann's numbers: a double).
+  for (const char* text : {R"({"a":1,"_whole":2})", R"({"a":{"x":1,"x":2}})", R"({"a":1,"a":2})",
+                           R"({"_id":1,"_id":2})", "[1]", "7", R"({"a":123456789012345678901234567890})"}) {
+    CAPTURE(text);
+    auto got = parse_split_doc(text, test_pick, max_json_depth());
+    REQUIRE(got);
+    CHECK_FALSE(got->body);
+    CHECK(same(*parse_json(text), got->doc));
+  }
+  auto plain = parse_split_doc(R"({"_id":"x","n":1.0e5,"s":"\u00e9\n","_rev":"1-a","e":{}})", test_pick, 1000);
+  REQUIRE(plain);
+  CHECK(*plain->body == R"({"n":1.0e5,"s":"é\n","e":{}})");
+  CHECK(plain->doc.dump() == R"({"_id":"x","_rev":"1-a"})");
+  CHECK(*parse_split_doc("{}", test_pick, 1000)->body == "{}");
+  // Refused as parse_json refuses, with its reason.
+  std::string why;
+  CHECK_FALSE(parse_split_doc("{\"a\":", test_pick, 1000, &why));
+  CHECK_FALSE(parse_split_doc(nested(11), test_pick, 10, &why));
+  CHECK(why == "JSON nests deeper than 10 levels ([couchdb] max_json_depth)");
+}
+
+TEST_CASE("split documents: a _bulk_docs body keeps its other members and its documents' order") {
+  std::mt19937 rng(565656);
+  for (int i = 0; i < 500; ++i) {
+    std::string text = "{\"new_edits\":" + random_text(rng, 3) + ",\"docs\":[";
+    const int n = static_cast<int>(rng() % 4);
+    for (int k = 0; k < n; ++k)
+      text += std::string(k ? "," : "") +
+              (rng() % 5 ? "{\"_id\":\"x\",\"v\":" + random_text(rng, 1) + "}" : random_text(rng, 2));
+    text += "]}";
+    CAPTURE(text);
+    auto want = parse_json(text);
+    auto got = parse_docs_body(text, "docs", test_pick, max_json_depth());
+    REQUIRE(want.has_value() == got.has_value());
+    if (!want) continue;
+    CHECK(got->listed);
+    CHECK_FALSE(got->top.contains("docs"));
+    CHECK(same((*want)["new_edits"], got->top["new_edits"]));
+    REQUIRE(got->docs.size() == (*want)["docs"].size());
+    for (size_t k = 0; k < got->docs.size(); ++k) check_split((*want)["docs"][k], got->docs[k]);
+  }
+  // `docs` missing or not an array stays in `top`; the last of a repeated member counts.
+  auto none = parse_docs_body(R"({"x":1})", "docs", test_pick, 1000);
+  REQUIRE(none);
+  CHECK_FALSE(none->listed);
+  auto object = parse_docs_body(R"({"docs":{"a":1}})", "docs", test_pick, 1000);
+  REQUIRE(object);
+  CHECK_FALSE(object->listed);
+  CHECK(object->top["docs"].is_object());
+  auto twice = parse_docs_body(R"({"docs":[{"a":1}],"docs":[{"b":2},{"c":3}]})", "docs", test_pick, 1000);
+  REQUIRE(twice);
+  REQUIRE(twice->docs.size() == 2);
+  CHECK_FALSE(twice->docs[1].body);  // a repeated member: the general way, documents whole
+  CHECK(twice->docs[1].doc.dump() == R"({"c":3})");
+  auto array = parse_docs_body("[1,2]", "docs", test_pick, 1000);
+  REQUIRE(array);
+  CHECK(array->top.is_array());
+  CHECK_FALSE(array->listed);
+  // More members than the fast path takes, or a large integer: the general way, documents whole.
+  std::string wide = "{";
+  for (int k = 0; k < 100; ++k) wide += "\"m" + std::to_string(k) + "\":" + std::to_string(k) + ",";
+  // Nesting: the documents' own depth counts from the request's.
+  std::string why;
+  CHECK(parse_docs_body("{\"docs\":[" + nested(8) + "]}", "docs", test_pick, 10, &why));
+  CHECK_FALSE(parse_docs_body("{\"docs\":[" + nested(9) + "]}", "docs", test_pick, 10, &why));
+  CHECK(why == "JSON nests deeper than 10 levels ([couchdb] max_json_depth)");
+  CHECK_FALSE(parse_docs_body("{\"docs\":[{\"a\":" + nested(8) + "}]}", "docs", test_pick, 10, &why));
+  CHECK(parse_docs_body("{\"docs\":[{\"_a\":" + nested(7) + "}]}", "docs", test_pick, 10, &why)->docs[0].body);
+  CHECK_FALSE(parse_docs_body("{\"docs\":[{\"_a\":" + nested(8) + "}]}", "docs", test_pick, 10, &why));
+  auto many = parse_docs_body(wide + R"("docs":[{"a":1}]})", "docs", test_pick, 1000);
+  REQUIRE(many);
+  REQUIRE(many->docs.size() == 1);
+  CHECK_FALSE(many->docs[0].body);
+  CHECK(many->top.size() == 100);
+  auto big = parse_docs_body(R"({"docs":[{"a":1},{"b":123456789012345678901234567890}]})", "docs", test_pick, 1000);
+  REQUIRE(big);
+  REQUIRE(big->docs.size() == 2);
+  CHECK_FALSE(big->docs[0].body);
+  CHECK(big->docs[1].doc["b"].is_number_float());
+}
