@@ -231,18 +231,21 @@ result<write_outcome> coordinator::write_once(const db_meta& db, const std::vect
       if (sha) batches[r].back().hash = rev_hash::sha256;
     }
   }
+  std::vector<size_t> left = sizes;  // copies of each range not asked yet: the last one takes the batch
   for (size_t o = 0; o < order.size(); ++o) {
     const auto [r, k] = order[o];
     auto slot = g.slot(r, k);
     std::optional<commit_here> here;
     if (o + 1 == order.size() && targets[r][k]->local()) here.emplace();
-    targets[r][k]->update_docs(batches[r], [slot, node = targets[r][k]->node()](result<std::vector<doc_result>> a) {
-      if (!a && a.error().code == errc::shard_moved)  // a split's or move's seal: retried on the new map
-        log::info("write to " + node + "'s copy refused: " + a.error().reason + " (retried on the new shard map)");
-      else if (!a)
-        log::warning("write to " + node + "'s copy failed: " + a.error().reason);
-      slot(std::move(a));
-    });
+    std::vector<doc_update> batch = --left[r] == 0 ? std::move(batches[r]) : batches[r];
+    targets[r][k]->update_docs(
+        std::move(batch), [slot, node = targets[r][k]->node()](result<std::vector<doc_result>> a) {
+          if (!a && a.error().code == errc::shard_moved)  // a split's or move's seal: retried on the new map
+            log::info("write to " + node + "'s copy refused: " + a.error().reason + " (retried on the new shard map)");
+          else if (!a)
+            log::warning("write to " + node + "'s copy failed: " + a.error().reason);
+          slot(std::move(a));
+        });
   }
   auto answers = g.take(quorum, mono::now() + timeout_);
 

@@ -111,7 +111,13 @@ void handle_bulk_docs(ctx& c, const db_meta& db) {
   std::vector<std::pair<size_t, result<uint64_t>>> local_results;
   for (auto& lw : locals) local_results.emplace_back(lw.position, c.node.coord.write_local(db, std::move(lw.u)));
 
-  json out = json::array();
+  // The rows as text: a row written once, not a DOM of a thousand rows dumped (error rows, rare,
+  // as ctx::reply dumps them).
+  std::string out = "[";
+  auto add = [&out](const json& row) {
+    if (out.size() > 1) out += ',';
+    out += row.dump(-1, ' ', false, json::error_handler_t::replace);
+  };
   size_t next_doc = 0, next_local = 0, next_refused = 0;
   // A document that failed for the server's sake (disk full, a copy unreachable) sets the overall
   // status, as CouchDB's fabric does when a shard write fails; refusals of single documents
@@ -123,7 +129,7 @@ void handle_bulk_docs(ctx& c, const db_meta& db) {
       const status& st = refused[next_refused++].second;
       row = {{"id", ids[i]}};
       add_error(row, st);
-      out.push_back(row);
+      add(row);
       continue;
     }
     if (next_local < local_results.size() && local_results[next_local].first == i) {
@@ -134,21 +140,28 @@ void handle_bulk_docs(ctx& c, const db_meta& db) {
         row = {{"id", ids[i]}};
         add_error(row, r.error());
       }
-      out.push_back(row);
+      add(row);
       continue;
     }
     const doc_result& r = results[next_doc++];
     if (r.st) {
-      if (new_edits) out.push_back({{"ok", true}, {"id", ids[i]}, {"rev", r.rev.str()}});
+      if (new_edits) {  // {"ok":true,"id":..,"rev":..}, as dump writes it (ids are valid UTF-8)
+        out += out.size() > 1 ? ",{\"ok\":true,\"id\":" : "{\"ok\":true,\"id\":";
+        append_quoted(out, ids[i]);
+        out += ",\"rev\":\"";
+        out += r.rev.str();
+        out += "\"}";
+      }
     } else {
       row = {{"id", ids[i]}};
       if (!new_edits) row["rev"] = r.rev.str();
       add_error(row, r.st);
-      out.push_back(row);
+      add(row);
       if (http_status_of(r.st.code) >= 500 && !server_failure) server_failure = http_status_of(r.st.code);
     }
   }
-  c.reply(server_failure ? server_failure : written->quorum_met ? 201 : 202, out);
+  out += "]\n";
+  c.reply_raw(server_failure ? server_failure : written->quorum_met ? 201 : 202, std::move(out));
 }
 
 result<render_options> bulk_get_options(const json& entry, const render_options& opts) {
