@@ -714,7 +714,8 @@ struct staged_atts {
 void put_doc(ctx& c, const db_meta& db, std::string id) {
   std::map<std::string, std::string> follows;
   std::map<std::string, multipart::located> parts;
-  result<json> body = json();
+  split_doc doc;  // the document, its body written as it is parsed where it can be (node/json)
+  json* body = &doc.doc;
   const bool is_multipart =
       c.method() == "PUT" && multipart::media_type_of(c.req.get_header_value("Content-Type")) == "multipart/related";
   if (is_multipart) {
@@ -726,9 +727,11 @@ void put_doc(ctx& c, const db_meta& db, std::string id) {
   } else if (c.req.spool) {
     return c.error(errc::bad_content_type, "Content-Type must be multipart/related");
   } else {
-    body = parse_client_json(c.req.body, {errc::bad_request, "invalid UTF-8 JSON"});
+    std::string why;
+    auto parsed = parse_split_doc(c.req.body, document_member, max_json_depth(), &why);
+    if (!parsed) return c.error(errc::bad_request, why.empty() ? "invalid UTF-8 JSON" : why);
+    doc = std::move(*parsed);
   }
-  if (!body) return c.error(body.error());
   if (!body->is_object()) return c.error(errc::bad_request, "Document must be a JSON object");
   auto new_edits = c.bool_param("new_edits", true);
   if (!new_edits) return c.error(new_edits.error());
@@ -737,7 +740,8 @@ void put_doc(ctx& c, const db_meta& db, std::string id) {
     if (given.is_string() && given.get_ref<const std::string&>().rfind("_local/", 0) == 0) {
       std::string local_id = given.get<std::string>();
       if (auto st = validate_local_id(local_id, c.node.max_document_id_length); !st) return c.error(st);
-      return write_local_doc(c, db, local_id, &*body);
+      whole_where_needed(db, local_id, doc);
+      return write_local_doc(c, db, local_id, body);
     }
     auto from_body = body_doc_id(c, *body);
     if (!from_body) return c.error(from_body.error());
@@ -750,7 +754,8 @@ void put_doc(ctx& c, const db_meta& db, std::string id) {
     }
     (*body)["_rev"] = rev;
   }
-  if (auto st = authorize_doc_write(c, db, id, &*body); !st) return c.error(st);
+  whole_where_needed(db, id, doc);
+  if (auto st = authorize_doc_write(c, db, id, body); !st) return c.error(st);
   staged_atts staged;  // a spooled body's attachments, staged on the copies first
   auto fail = [&](const status& st) {
     staged.drop(c, db, id);
@@ -761,7 +766,7 @@ void put_doc(ctx& c, const db_meta& db, std::string id) {
     if (auto st = staged.stage(c, db, id, *body, parts, !*new_edits); !st) return fail(st);
   }
   auto u = to_doc_update(db, std::move(*body), id, *new_edits, is_multipart ? &follows : nullptr,
-                         c.node.attachment_policy, c.node.js, c.node.cluster);
+                         c.node.attachment_policy, c.node.js, c.node.cluster, std::move(doc.body));
   if (!u) return fail(u.error());
   if (auto st = check_document_size(c, *u); !st) return fail(st);
   if (!follows.empty()) {
