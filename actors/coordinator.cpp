@@ -202,6 +202,24 @@ coordinator::copies_outcome coordinator::on_every_copy(const db_meta& db,
   return out;
 }
 
+namespace {
+
+// The updates at `positions` of `docs`, as the copies of their range take them. Each copy makes an
+// edit's revision itself: SHA-256 (faster) only when every one of them can.
+std::vector<doc_update> range_batch(const std::vector<doc_update>& docs, const std::vector<size_t>& positions,
+                                    const std::vector<copy_ptr>& copies) {
+  const bool sha = std::all_of(copies.begin(), copies.end(), [](auto& c) { return c->hashes_sha256(); });
+  std::vector<doc_update> batch;
+  batch.reserve(positions.size());
+  for (size_t i : positions) {
+    batch.push_back(docs[i]);
+    if (sha) batch.back().hash = rev_hash::sha256;
+  }
+  return batch;
+}
+
+}  // namespace
+
 result<write_outcome> coordinator::write_once(const db_meta& db, const std::vector<doc_update>& docs, size_t w) {
   // Group by range, remembering each doc's input position.
   auto positions = by_range(db, docs);
@@ -223,14 +241,7 @@ result<write_outcome> coordinator::write_once(const db_meta& db, const std::vect
       for (size_t k = 0; k < targets[r].size(); ++k)
         if (targets[r][k]->local() == local) order.emplace_back(r, k);
   std::vector<std::vector<doc_update>> batches(used.size());
-  for (size_t r = 0; r < used.size(); ++r) {
-    // Each copy makes an edit's revision itself: SHA-256 (faster) only when every one of them can.
-    const bool sha = std::all_of(targets[r].begin(), targets[r].end(), [](auto& c) { return c->hashes_sha256(); });
-    for (size_t i : positions[used[r]]) {
-      batches[r].push_back(docs[i]);
-      if (sha) batches[r].back().hash = rev_hash::sha256;
-    }
-  }
+  for (size_t r = 0; r < used.size(); ++r) batches[r] = range_batch(docs, positions[used[r]], targets[r]);
   std::vector<size_t> left = sizes;  // copies of each range not asked yet: the last one takes the batch
   for (size_t o = 0; o < order.size(); ++o) {
     const auto [r, k] = order[o];

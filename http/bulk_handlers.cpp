@@ -9,6 +9,64 @@
 
 namespace settee {
 
+namespace {
+
+// The rows of a _bulk_docs answer as text, in the request's order: a row written once, not a DOM of
+// a thousand rows dumped (error rows, rare, as ctx::reply dumps them). A document that failed for
+// the server's sake (disk full, a copy unreachable) sets `server_failure`, as CouchDB's fabric does
+// when a shard write fails; refusals of single documents (conflicts, forbidden) do not: they are
+// answers about those documents.
+std::string bulk_rows(const std::vector<std::string>& ids, const std::vector<std::pair<size_t, status>>& refused,
+                      std::vector<std::pair<size_t, result<uint64_t>>>& local_results,
+                      const std::vector<doc_result>& results, bool new_edits, int& server_failure) {
+  std::string out = "[";
+  auto add = [&out](const json& row) {
+    if (out.size() > 1) out += ',';
+    out += row.dump(-1, ' ', false, json::error_handler_t::replace);
+  };
+  size_t next_doc = 0, next_local = 0, next_refused = 0;
+  for (size_t i = 0; i < ids.size(); ++i) {
+    json row;
+    if (next_refused < refused.size() && refused[next_refused].first == i) {
+      const status& st = refused[next_refused++].second;
+      row = {{"id", ids[i]}};
+      add_error(row, st);
+      add(row);
+      continue;
+    }
+    if (next_local < local_results.size() && local_results[next_local].first == i) {
+      auto& r = local_results[next_local++].second;
+      if (r) {
+        row = {{"ok", true}, {"id", ids[i]}, {"rev", "0-" + std::to_string(*r)}};
+      } else {
+        row = {{"id", ids[i]}};
+        add_error(row, r.error());
+      }
+      add(row);
+      continue;
+    }
+    const doc_result& r = results[next_doc++];
+    if (r.st) {
+      if (new_edits) {  // {"ok":true,"id":..,"rev":..}, as dump writes it (ids are valid UTF-8)
+        out += out.size() > 1 ? ",{\"ok\":true,\"id\":" : "{\"ok\":true,\"id\":";
+        append_quoted(out, ids[i]);
+        out += ",\"rev\":\"";
+        out += r.rev.str();
+        out += "\"}";
+      }
+    } else {
+      row = {{"id", ids[i]}};
+      if (!new_edits) row["rev"] = r.rev.str();
+      add_error(row, r.st);
+      add(row);
+      if (http_status_of(r.st.code) >= 500 && !server_failure) server_failure = http_status_of(r.st.code);
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
 void handle_bulk_docs(ctx& c, const db_meta& db) {
   if (c.method() != "POST") return c.method_not_allowed("POST");
   metrics::node().bulk_requests.fetch_add(1, std::memory_order_relaxed);
@@ -107,59 +165,11 @@ void handle_bulk_docs(ctx& c, const db_meta& db) {
   if (!w) return c.error(w.error());
   auto written = c.node.coord.update_docs(db, std::move(updates), *w);
   if (!written) return c.error(written.error());
-  const std::vector<doc_result>& results = written->results;
   std::vector<std::pair<size_t, result<uint64_t>>> local_results;
   for (auto& lw : locals) local_results.emplace_back(lw.position, c.node.coord.write_local(db, std::move(lw.u)));
 
-  // The rows as text: a row written once, not a DOM of a thousand rows dumped (error rows, rare,
-  // as ctx::reply dumps them).
-  std::string out = "[";
-  auto add = [&out](const json& row) {
-    if (out.size() > 1) out += ',';
-    out += row.dump(-1, ' ', false, json::error_handler_t::replace);
-  };
-  size_t next_doc = 0, next_local = 0, next_refused = 0;
-  // A document that failed for the server's sake (disk full, a copy unreachable) sets the overall
-  // status, as CouchDB's fabric does when a shard write fails; refusals of single documents
-  // (conflicts, forbidden) do not: they are answers about those documents.
   int server_failure = 0;
-  for (size_t i = 0; i < ids.size(); ++i) {
-    json row;
-    if (next_refused < refused.size() && refused[next_refused].first == i) {
-      const status& st = refused[next_refused++].second;
-      row = {{"id", ids[i]}};
-      add_error(row, st);
-      add(row);
-      continue;
-    }
-    if (next_local < local_results.size() && local_results[next_local].first == i) {
-      auto& r = local_results[next_local++].second;
-      if (r) {
-        row = {{"ok", true}, {"id", ids[i]}, {"rev", "0-" + std::to_string(*r)}};
-      } else {
-        row = {{"id", ids[i]}};
-        add_error(row, r.error());
-      }
-      add(row);
-      continue;
-    }
-    const doc_result& r = results[next_doc++];
-    if (r.st) {
-      if (new_edits) {  // {"ok":true,"id":..,"rev":..}, as dump writes it (ids are valid UTF-8)
-        out += out.size() > 1 ? ",{\"ok\":true,\"id\":" : "{\"ok\":true,\"id\":";
-        append_quoted(out, ids[i]);
-        out += ",\"rev\":\"";
-        out += r.rev.str();
-        out += "\"}";
-      }
-    } else {
-      row = {{"id", ids[i]}};
-      if (!new_edits) row["rev"] = r.rev.str();
-      add_error(row, r.st);
-      add(row);
-      if (http_status_of(r.st.code) >= 500 && !server_failure) server_failure = http_status_of(r.st.code);
-    }
-  }
+  std::string out = bulk_rows(ids, refused, local_results, written->results, new_edits, server_failure);
   out += "]\n";
   c.reply_raw(server_failure ? server_failure : written->quorum_met ? 201 : 202, std::move(out));
 }

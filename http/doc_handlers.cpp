@@ -105,12 +105,30 @@ result<std::string> body_doc_id(ctx& c, const json& doc) {
   return id;
 }
 
+namespace {
+
+// The body to store: `written` (split_doc's), or `doc` as CouchDB writes it (numbers as it stores them).
+std::string stored_body(const db_meta& db, const std::string& id, const json& doc, std::optional<std::string> written) {
+  if (!written) return couch_dump(doc);
+  // Written already only where nothing before read or changed the body (whole_where_needed).
+  SETTEE_CHECK(id.rfind("_design/", 0) != 0 && db.name != "_users" && !doc.contains("_attachments"));
+  return std::move(*written);
+}
+
+// The body of a PUT or POST, its document's body written as it is parsed.
+result<split_doc> split_body(const std::string& text) {
+  std::string why;
+  auto parsed = parse_split_doc(text, document_member, max_json_depth(), &why);
+  if (!parsed) return status{errc::bad_request, why.empty() ? "invalid UTF-8 JSON" : why};
+  return std::move(*parsed);
+}
+
+}  // namespace
+
 result<doc_update> to_doc_update(const db_meta& db, json doc, const std::string& id, bool new_edits,
                                  std::map<std::string, std::string>* follows, const attachments::policy& policy,
                                  js_pool* js, cluster_members* cluster, std::optional<std::string> body) {
   if (!doc.is_object()) return status{errc::bad_request, "Document must be a JSON object"};
-  // Written already only where nothing below reads or changes the body (whole_where_needed).
-  SETTEE_CHECK(!body || (id.rfind("_design/", 0) != 0 && db.name != "_users" && !doc.contains("_attachments")));
   if (auto st = validate_partitioned_id(db, id); !st) return st;
   doc_update u;
   u.id = id;
@@ -169,7 +187,7 @@ result<doc_update> to_doc_update(const db_meta& db, json doc, const std::string&
   for (const char* k : {"_id", "_rev", "_deleted", "_revisions"}) doc.erase(k);
   for (const char* k : ignored_specials) doc.erase(k);
   if (db.name == "_users") authenticator::hash_user_password(doc);
-  u.body = body ? std::move(*body) : couch_dump(doc);  // numbers as CouchDB stores them
+  u.body = stored_body(db, id, doc, std::move(body));
   if (new_edits) {
     if (!history.empty())
       u.revs.push_back(history.front());  // the base revision
@@ -711,6 +729,20 @@ struct staged_atts {
   }
 };
 
+// POST /db of a `_local` document: answered here (true), or not one (false).
+bool post_local_doc(ctx& c, const db_meta& db, split_doc& doc) {
+  const json& given = member(doc.doc, "_id");
+  if (!given.is_string() || given.get_ref<const std::string&>().rfind("_local/", 0) != 0) return false;
+  std::string local_id = given.get<std::string>();
+  if (auto st = validate_local_id(local_id, c.node.max_document_id_length); !st) {
+    c.error(st);
+    return true;
+  }
+  whole_where_needed(db, local_id, doc);
+  write_local_doc(c, db, local_id, &doc.doc);
+  return true;
+}
+
 void put_doc(ctx& c, const db_meta& db, std::string id) {
   std::map<std::string, std::string> follows;
   std::map<std::string, multipart::located> parts;
@@ -726,23 +758,16 @@ void put_doc(ctx& c, const db_meta& db, std::string id) {
     }
   } else if (c.req.spool) {
     return c.error(errc::bad_content_type, "Content-Type must be multipart/related");
-  } else {
-    std::string why;
-    auto parsed = parse_split_doc(c.req.body, document_member, max_json_depth(), &why);
-    if (!parsed) return c.error(errc::bad_request, why.empty() ? "invalid UTF-8 JSON" : why);
+  } else if (auto parsed = split_body(c.req.body); parsed) {
     doc = std::move(*parsed);
+  } else {
+    return c.error(parsed.error());
   }
   if (!body->is_object()) return c.error(errc::bad_request, "Document must be a JSON object");
   auto new_edits = c.bool_param("new_edits", true);
   if (!new_edits) return c.error(new_edits.error());
   if (id.empty()) {  // POST /db
-    const json& given = member(*body, "_id");
-    if (given.is_string() && given.get_ref<const std::string&>().rfind("_local/", 0) == 0) {
-      std::string local_id = given.get<std::string>();
-      if (auto st = validate_local_id(local_id, c.node.max_document_id_length); !st) return c.error(st);
-      whole_where_needed(db, local_id, doc);
-      return write_local_doc(c, db, local_id, body);
-    }
+    if (post_local_doc(c, db, doc)) return;
     auto from_body = body_doc_id(c, *body);
     if (!from_body) return c.error(from_body.error());
     id = from_body->empty() ? next_uuid() : *from_body;
