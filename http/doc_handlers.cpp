@@ -27,20 +27,23 @@ constexpr size_t max_rev_hash_length = 100;  // keeps (id, rev) inside LMDB's 51
 
 const char* ignored_specials[] = {"_conflicts", "_deleted_conflicts", "_local_seq", "_revs_info"};
 // Kept in the body as they are (couch_doc:transfer_fields): the replicator's state in `_replicator`
-// documents, allowed in any database.
-const char* kept_specials[] = {"_replication_id", "_replication_state", "_replication_state_time",
-                               "_replication_state_reason", "_replication_stats"};
+// documents, allowed in any database, and `_access` (CouchDB 3.5 keeps it "for future compatibility").
+const char* kept_specials[] = {"_replication_id",           "_replication_state", "_replication_state_time",
+                               "_replication_state_reason", "_replication_stats", "_access"};
 
 bool valid_rev(std::string_view text, rev_id& out) {
   return parse_rev(text, out) && out.hash.size() <= max_rev_hash_length;
 }
 
-// CouchDB's couch_doc:transfer_fields: members starting with '_' must be ones it knows.
+// CouchDB's couch_doc:transfer_fields: members starting with '_' must be ones it knows, and
+// `_attachments`, `_revisions` (objects) and `_deleted` (a boolean) of their type, else they are
+// as unknown to it.
 status check_special_members(const json& doc) {
   for (auto it = doc.begin(); it != doc.end(); ++it) {
     const std::string& k = it.key();
-    if (k.empty() || k[0] != '_' || k == "_id" || k == "_rev" || k == "_deleted" || k == "_revisions" ||
-        k == "_attachments" ||
+    const bool typed = k == "_deleted" ? it->is_boolean() : it->is_object();
+    if (k.empty() || k[0] != '_' || k == "_id" || k == "_rev" ||
+        ((k == "_deleted" || k == "_revisions" || k == "_attachments") && typed) ||
         std::find(std::begin(ignored_specials), std::end(ignored_specials), k) != std::end(ignored_specials) ||
         std::find(std::begin(kept_specials), std::end(kept_specials), k) != std::end(kept_specials)) {
       continue;
@@ -107,6 +110,26 @@ result<std::string> body_doc_id(ctx& c, const json& doc) {
 
 namespace {
 
+// The revisions a `_revisions` object names, newest first (couch_doc:transfer_fields's checks and
+// messages, then settee's own: a history that fits below its start, of hashes a key can hold).
+status revision_history(const json& r, std::vector<rev_id>& history) {
+  const json &start = member(r, "start"), &ids = member(r, "ids");
+  if (!start.is_number_integer()) return {errc::doc_validation, "_revisions.start isn't an integer."};
+  if (!ids.is_array()) return {errc::doc_validation, "_revisions.ids isn't a array."};
+  for (const json& h : ids)
+    if (!h.is_string()) return {errc::doc_validation, "RevId isn't a string"};
+  if (!start.is_number_unsigned() || ids.empty())
+    return {errc::bad_request, "`_revisions` must be {\"start\": <int>, \"ids\": [<rev ids>]}"};
+  const uint64_t first = start.get<uint64_t>();
+  if (first < ids.size()) return bad_rev();
+  for (size_t i = 0; i < ids.size(); ++i) {
+    const std::string& hash = ids[i].get_ref<const std::string&>();
+    if (hash.empty() || hash.size() > max_rev_hash_length) return bad_rev();
+    history.push_back({first - i, hash});
+  }
+  return {};
+}
+
 // The body to store: `written` (split_doc's), or `doc` as CouchDB writes it (numbers as it stores them).
 std::string stored_body(const db_meta& db, const std::string& id, const json& doc, std::optional<std::string> written) {
   if (!written) return couch_dump(doc);
@@ -136,7 +159,8 @@ result<doc_update> to_doc_update(const db_meta& db, json doc, const std::string&
   std::optional<rev_id> rev;
   // `_revisions` wins over `_rev`, which is then not even read (couch_doc:transfer_fields; PouchDB
   // sends `"_rev":"1-"` beside a full `_revisions`).
-  const bool has_revisions = doc.contains("_revisions") && !doc["_revisions"].is_null();
+  if (auto st = check_special_members(doc); !st) return st;
+  const bool has_revisions = doc.contains("_revisions");
   if (!has_revisions && doc.contains("_rev") && !doc["_rev"].is_null()) {
     // couch_doc:parse_rev takes generation 0 (and an empty hash, "1-", as parse_rev here): no
     // document has a revision of generation 0, so an edit based on one conflicts.
@@ -151,35 +175,16 @@ result<doc_update> to_doc_update(const db_meta& db, json doc, const std::string&
     }
     rev = r;
   }
-  if (doc.contains("_deleted")) {
-    if (!doc["_deleted"].is_boolean()) return status{errc::bad_request, "`_deleted` must be a boolean"};
-    u.deleted = doc["_deleted"].get<bool>();
-  }
+  if (doc.contains("_deleted")) u.deleted = doc["_deleted"].get<bool>();
   std::vector<rev_id> history;
-  if (has_revisions) {
-    const json& r = doc["_revisions"];
-    if (!r.is_object() || !member(r, "start").is_number_unsigned() || !member(r, "ids").is_array() ||
-        member(r, "ids").empty()) {
-      return status{errc::bad_request, "`_revisions` must be {\"start\": <int>, \"ids\": [<rev ids>]}"};
-    }
-    uint64_t start = r["start"].get<uint64_t>();
-    if (start < r["ids"].size()) return bad_rev();
-    for (size_t i = 0; i < r["ids"].size(); ++i) {
-      const json& h = r["ids"][i];
-      if (!h.is_string() || h.get_ref<const std::string&>().empty() ||
-          h.get_ref<const std::string&>().size() > max_rev_hash_length) {
-        return bad_rev();
-      }
-      history.push_back({start - i, h.get<std::string>()});
-    }
-  }
-  if (auto st = check_special_members(doc); !st) return st;
+  if (has_revisions)
+    if (auto st = revision_history(doc["_revisions"], history); !st) return st;
   if (id.rfind("_design/", 0) == 0 && !u.deleted) {
     if (auto st = validate_design_doc(doc); !st) return st;
     if (auto st = compile_design_doc(doc, js); !st) return st;
     if (auto st = validation_runs_everywhere(doc, cluster); !st) return st;
   }
-  if (doc.contains("_attachments") && !doc["_attachments"].is_null()) {
+  if (doc.contains("_attachments")) {
     // Inline bytes leave the body as blobs; stubs are merged by the store (storage/attachments.hpp).
     if (auto st = attachments::take_inline(doc["_attachments"], !new_edits, u.blobs, follows, policy); !st) return st;
     u.managed_attachments = true;
@@ -470,10 +475,8 @@ result<local_update> to_local_update(const std::string& id, json* doc, std::stri
       if (!(*doc)["_rev"].is_string()) return bad_rev();
       rev = (*doc)["_rev"].get<std::string>();
     }
-    if (doc->contains("_deleted")) {
-      if (!(*doc)["_deleted"].is_boolean()) return status{errc::bad_request, "`_deleted` must be a boolean"};
-      u.deleted = (*doc)["_deleted"].get<bool>();  // CouchDB: removes it, answering rev 0-0
-    }
+    // CouchDB: removes it, answering rev 0-0 (a non-boolean one is refused above)
+    if (doc->contains("_deleted")) u.deleted = (*doc)["_deleted"].get<bool>();
     // A local document has no attachments: CouchDB drops them from its body.
     for (const char* k : {"_id", "_rev", "_revisions", "_deleted", "_attachments"}) doc->erase(k);
     for (const char* k : ignored_specials) doc->erase(k);

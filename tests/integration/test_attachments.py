@@ -135,7 +135,7 @@ class Attachments(NodeTest):
              "Invalid attachment stub in bad for zz"),
             ({"_attachments": {"a": {"stub": True}}}, 409, "conflict", None),  # no rev: the conflict first
             ({"_attachments": {"x": {"data": "%%%"}}, "_rev": r1}, 400, "bad_request", "Invalid attachment data for x"),
-            ({"_attachments": [], "_rev": r1}, 400, "bad_request", "`_attachments` must be a JSON object"),
+            ({"_attachments": [], "_rev": r1}, 400, "doc_validation", "Bad special document member: _attachments"),
             ({"_attachments": {"_x": {"data": ""}}, "_rev": r1}, 400, "bad_request",
              "Attachment name '_x' starts with prohibited character '_'"),
             ({"_attachments": {"x": {"follows": True, "length": 1}}, "_rev": r1}, 400, "bad_request",

@@ -71,10 +71,10 @@ class BulkDocs(NodeTest):
                 self.assertEqual(a.raw.replace("put-", "bulk-"), b.raw)
         # Special members still refused or kept as before, one document each.
         r = self.node.request("POST", "/bulk/_bulk_docs", headers={"Content-Type": "application/json"},
-                              raw_body='{"docs":[{"_id":"sp1","_bogus":1},{"_id":"sp2","_attachments":null,"a":1}]}')
+                              raw_body='{"docs":[{"_id":"sp1","_bogus":1},{"_id":"sp2","_attachments":{},"a":1}]}')
         self.assertEqual(r.status, 400, r.raw)
         self.assertEqual(r.json["reason"], "Bad special document member: _bogus")
-        r = self.node.post("/bulk/_bulk_docs", {"docs": [{"_id": "sp2", "_attachments": None, "a": 1}]})
+        r = self.node.post("/bulk/_bulk_docs", {"docs": [{"_id": "sp2", "_attachments": {}, "a": 1}]})
         self.assertEqual(r.status, 201, r.raw)
         self.assertEqual(self.node.get("/bulk/sp2").json["a"], 1)
 

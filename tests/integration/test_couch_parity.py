@@ -53,7 +53,8 @@ class Parity(NodeTest):
         self.assertEqual((r.status, r.json), (200, {"ok": True, "id": "_local/gone", "rev": "0-0"}))
         self.assertError(n.get("/par/_local/gone"), 404, "not_found", "missing")
         self.assertEqual(n.put("/par/_local/gone", {"v": 2}).json["rev"], "0-1")  # starts again
-        self.assertError(n.put("/par/_local/gone", {"_rev": "0-1", "_deleted": "yes"}), 400, "bad_request")
+        self.assertError(n.put("/par/_local/gone", {"_rev": "0-1", "_deleted": "yes"}), 400, "doc_validation",
+                         "Bad special document member: _deleted")
         b = n.post("/par/_bulk_docs", {"docs": [{"_id": "_local/gone", "_rev": "0-1", "_deleted": True}]})
         self.assertEqual(b.json, [{"ok": True, "id": "_local/gone", "rev": "0-0"}])
         self.assertError(n.get("/par/_local/gone"), 404, "not_found", "missing")
@@ -71,6 +72,30 @@ class Parity(NodeTest):
             self.assertEqual(got[k], v)
         self.assertError(n.put("/par/other", {"_replication_other": 1}), 400, "doc_validation",
                          "Bad special document member: _replication_other")
+
+    def test_special_members_of_the_wrong_type_are_unknown_to_couchdb(self):
+        # couch_doc:transfer_fields matches `_deleted` as a boolean and `_attachments`, `_revisions`
+        # as objects; any other value falls to its "unknown special field" clause. `_revisions`'s
+        # own checks come next, with its messages; `_access` is kept in the body (CouchDB 3.5).
+        n = self.node
+        for member, value in [("_deleted", "yes"), ("_deleted", None), ("_attachments", None), ("_attachments", []),
+                              ("_revisions", 5), ("_revisions", None)]:
+            with self.subTest(member=member, value=value):
+                self.assertError(n.put("/par/typed", {member: value, "v": 1}), 400, "doc_validation",
+                                 f"Bad special document member: {member}")
+                self.assertError(n.post("/par/_bulk_docs", {"docs": [{"_id": "typed", member: value}]}), 400,
+                                 "doc_validation", f"Bad special document member: {member}")
+        for revisions, reason in [({"start": "1", "ids": ["a"]}, "_revisions.start isn't an integer."),
+                                  ({"ids": ["a"]}, "_revisions.start isn't an integer."),
+                                  ({"start": 1, "ids": "a"}, "_revisions.ids isn't a array."),
+                                  ({"start": 1, "ids": [7]}, "RevId isn't a string")]:
+            with self.subTest(revisions=revisions):
+                self.assertError(n.put("/par/typed?new_edits=false", {"_revisions": revisions}), 400,
+                                 "doc_validation", reason)
+        r = n.put("/par/access", {"_access": ["someone"], "v": 1})
+        self.assertEqual(r.status, 201, r)
+        self.assertEqual(n.get("/par/access").json["_access"], ["someone"])
+        self.assertEqual(n.get("/par/typed").status, 404)
 
     def test_revisions_win_over_rev(self):
         n = self.node

@@ -93,7 +93,6 @@ LONG_FUNCTIONS = {
     ("cluster/shard_sync.cpp", "sync_database"): 86,
     ("http/reshard_handlers.cpp", "handle_jobs"): 86,
     ("query/mango_query.cpp", "parse_find"): 83,
-    ("http/doc_handlers.cpp", "to_doc_update"): 78,
     ("actors/reshard_steps.cpp", "resharder::step"): 73,
 }
 
