@@ -184,7 +184,9 @@ result<doc_update> to_doc_update(const db_meta& db, json doc, const std::string&
     if (auto st = compile_design_doc(doc, js); !st) return st;
     if (auto st = validation_runs_everywhere(doc, cluster); !st) return st;
   }
-  if (doc.contains("_attachments")) {
+  if (doc.contains("_attachments") && doc["_attachments"].empty()) {
+    doc.erase("_attachments");  // none: CouchDB's revision has an empty list, which it never shows
+  } else if (doc.contains("_attachments")) {
     // Inline bytes leave the body as blobs; stubs are merged by the store (storage/attachments.hpp).
     if (auto st = attachments::take_inline(doc["_attachments"], !new_edits, u.blobs, follows, policy); !st) return st;
     u.managed_attachments = true;
