@@ -609,7 +609,8 @@ json rejoin(split_doc d) {
   if (!d.body) return std::move(d.doc);
   std::optional<json> whole = parse_json(*d.body, max_json_depth() + 8, nullptr);
   SETTEE_CHECK(whole && whole->is_object());  // text couch_dump wrote, within the depth it was parsed at
-  for (auto& [name, value] : d.doc.items()) (*whole)[name] = std::move(value);
+  // Names apart from the body's (each member went one way), unique (split only such objects): appended.
+  for (auto& [name, value] : d.doc.items()) append_member(*whole, name, std::move(value));
   return std::move(*whole);
 }
 
@@ -624,8 +625,8 @@ std::optional<docs_body> parse_docs_body(std::string_view text, std::string_view
     if (root.type() != element_type::OBJECT) return false;
     auto top = simdjson::dom::object(root);
     if (top.size() > max_top_members || !unique_keys(top)) return false;
-    out.top = json::object();
     if (max_depth < 2) return false;
+    out.top = json::object();
     for (auto kv : top) {
       if (kv.key != array || kv.value.type() != element_type::ARRAY) {
         auto value = to_json(kv.value, max_depth - 1);
