@@ -161,7 +161,7 @@ result<doc_update> to_doc_update(const db_meta& db, json doc, const std::string&
   // sends `"_rev":"1-"` beside a full `_revisions`).
   if (auto st = check_special_members(doc); !st) return st;
   const bool has_revisions = doc.contains("_revisions");
-  if (!has_revisions && doc.contains("_rev") && !doc["_rev"].is_null()) {
+  if (!has_revisions && doc.contains("_rev")) {  // null too: couch_doc:parse_rev refuses it
     // couch_doc:parse_rev takes generation 0 (and an empty hash, "1-", as parse_rev here): no
     // document has a revision of generation 0, so an edit based on one conflicts.
     if (!doc["_rev"].is_string()) return bad_rev();
@@ -473,7 +473,7 @@ result<local_update> to_local_update(const std::string& id, json* doc, std::stri
   if (doc) {
     if (!doc->is_object()) return status{errc::bad_request, "Document must be a JSON object"};
     if (auto st = check_special_members(*doc); !st) return st;
-    if (rev.empty() && doc->contains("_rev") && !(*doc)["_rev"].is_null()) {
+    if (rev.empty() && doc->contains("_rev")) {  // null too, as couch_doc:parse_rev
       if (!(*doc)["_rev"].is_string()) return bad_rev();
       rev = (*doc)["_rev"].get<std::string>();
     }

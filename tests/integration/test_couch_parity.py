@@ -92,6 +92,9 @@ class Parity(NodeTest):
             with self.subTest(revisions=revisions):
                 self.assertError(n.put("/par/typed?new_edits=false", {"_revisions": revisions}), 400,
                                  "doc_validation", reason)
+        # `_rev` goes to couch_doc:parse_rev whatever it is: null is no revision to it.
+        self.assertError(n.put("/par/typed", {"_rev": None, "v": 1}), 400, "bad_request", "Invalid rev format")
+        self.assertError(n.put("/par/_local/typed", {"_rev": None, "v": 1}), 400, "bad_request", "Invalid rev format")
         r = n.put("/par/access", {"_access": ["someone"], "v": 1})
         self.assertEqual(r.status, 201, r)
         self.assertEqual(n.get("/par/access").json["_access"], ["someone"])
