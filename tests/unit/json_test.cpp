@@ -314,6 +314,20 @@ TEST_CASE("split documents: the body is couch_dump of the DOM's other members, b
     check_split(*want, *got);
     (got->body ? split : whole) += 1;
   }
+  // Broken and hostile texts (cut short, a byte changed, invalid UTF-8, nesting at the limit):
+  // refused exactly where parse_json refuses, split exactly as above where it takes them.
+  const char bytes[] = {'"', '\\', '{', '}', '[', ']', ',', ':', '0', 'e', '-', '\xff', '\xc3', '\x01', ' '};
+  for (int i = 0; i < 3000; ++i) {
+    std::string text = "{\"_id\":\"m\",\"a\":" + random_text(rng, 1) + ",\"_rev\":" + random_text(rng, 4) + "}";
+    if (i % 3 == 0) text.resize(rng() % text.size());
+    if (i % 3 == 1) text[rng() % text.size()] = bytes[rng() % std::size(bytes)];
+    if (i % 3 == 2) text = "{\"a\":" + nested(max_json_depth() - 1 + rng() % 3) + "}";
+    CAPTURE(text);
+    auto want = parse_json(text);
+    auto got = parse_split_doc(text, test_pick, max_json_depth());
+    REQUIRE(want.has_value() == got.has_value());
+    if (want) check_split(*want, *got);
+  }
   CHECK(split > 1000);  // random_text repeats names inside objects: those stay whole
   CHECK(whole > 100);
   // Whole: a member the picker wants whole, a repeated name at any depth, not an object, integers
