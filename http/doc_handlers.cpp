@@ -157,9 +157,9 @@ result<doc_update> to_doc_update(const db_meta& db, json doc, const std::string&
   u.id = id;
   u.new_edits = new_edits;
   std::optional<rev_id> rev;
+  if (auto st = check_special_members(doc); !st) return st;
   // `_revisions` wins over `_rev`, which is then not even read (couch_doc:transfer_fields; PouchDB
   // sends `"_rev":"1-"` beside a full `_revisions`).
-  if (auto st = check_special_members(doc); !st) return st;
   const bool has_revisions = doc.contains("_revisions");
   if (!has_revisions && doc.contains("_rev")) {  // null too: couch_doc:parse_rev refuses it
     // couch_doc:parse_rev takes generation 0 (and an empty hash, "1-", as parse_rev here): no
