@@ -33,14 +33,8 @@ run() {
     if [ "$VDU" = 1 ]; then guard_db "$PA" "w-$name-$i"; guard_db "$PB" "w-$name-$i"; fi
     if [ "$INDEX" = 1 ]; then index_db "$PA" "w-$name-$i"; fi
     if [ "$INDEX" = 1 ] || [ "$INDEX" = B ]; then index_db "$PB" "w-$name-$i"; fi
-    # Each side goes first every other run: whichever went first measured ~1.5% faster at c=1.
-    if (( i % 2 )); then
-      la=$("$LOADGEN" --url "http://127.0.0.1:$PA" --auth bench:bench --seconds "$SECS" "$@" --db "w-$name-$i")
-      lb=$("$LOADGEN" --url "http://127.0.0.1:$PB" --auth bench:bench --seconds "$SECS" "$@" --db "w-$name-$i")
-    else
-      lb=$("$LOADGEN" --url "http://127.0.0.1:$PB" --auth bench:bench --seconds "$SECS" "$@" --db "w-$name-$i")
-      la=$("$LOADGEN" --url "http://127.0.0.1:$PA" --auth bench:bench --seconds "$SECS" "$@" --db "w-$name-$i")
-    fi
+    both_sides "$i" "w-$name-$i" "$@"
+    la=$OUT_A; lb=$OUT_B
     ra+=("$(echo "$la" | field rate)"); rb+=("$(echo "$lb" | field rate)")
     rr+=("$(ratio "${rb[-1]}" "${ra[-1]}")")
     if [[ $la == *p50_ms* ]]; then

@@ -41,6 +41,19 @@ start_pair() {
   BIN=$2 start_node b "$PB" ""
 }
 
+# both_sides RUN DB LOADGEN_ARGS...: the workload on database DB of the node on $PA and of the one
+# on $PB, its loadgen lines in OUT_A and OUT_B. Each side goes first every other run (whichever
+# went first measured ~1.5% faster at c=1).
+both_sides() {
+  local run=$1 db=$2; shift 2
+  if (( run % 2 )); then
+    OUT_A=$(loadgen_on "$PA" "$@" --db "$db"); OUT_B=$(loadgen_on "$PB" "$@" --db "$db")
+  else
+    OUT_B=$(loadgen_on "$PB" "$@" --db "$db"); OUT_A=$(loadgen_on "$PA" "$@" --db "$db")
+  fi
+}
+loadgen_on() { local port=$1; shift; "$LOADGEN" --url "http://127.0.0.1:$port" --auth bench:bench --seconds "$SECS" "$@"; }
+
 # run_pair NAME LOADGEN_ARGS...: the workload against the nodes on $PA and $PB, taking turns for
 # $RUNS runs of $SECS seconds; prints each side's median req/s ($LA, $LB name them) and the median
 # of the per-run ratios B/A.
@@ -48,13 +61,8 @@ run_pair() {
   local name=$1; shift
   local ra=() rb=() rr=() a b
   for i in $(seq "$RUNS"); do
-    if (( i % 2 )); then  # each side first every other run (going first measured ~1.5% faster)
-      a=$("$LOADGEN" --url "http://127.0.0.1:$PA" --auth bench:bench --seconds "$SECS" "$@" --db "p-$name-$i" | field rate)
-      b=$("$LOADGEN" --url "http://127.0.0.1:$PB" --auth bench:bench --seconds "$SECS" "$@" --db "p-$name-$i" | field rate)
-    else
-      b=$("$LOADGEN" --url "http://127.0.0.1:$PB" --auth bench:bench --seconds "$SECS" "$@" --db "p-$name-$i" | field rate)
-      a=$("$LOADGEN" --url "http://127.0.0.1:$PA" --auth bench:bench --seconds "$SECS" "$@" --db "p-$name-$i" | field rate)
-    fi
+    both_sides "$i" "p-$name-$i" "$@"
+    a=$(echo "$OUT_A" | field rate); b=$(echo "$OUT_B" | field rate)
     ra+=("$a"); rb+=("$b"); rr+=("$(ratio "$b" "$a")")
   done
   printf '%-8s %s %7s  %s %7s req/s   %s/%s %s   (ratios: %s)\n' "$name" "${LA:-A}" "$(printf '%s\n' "${ra[@]}" | median)" \

@@ -138,14 +138,6 @@ std::string stored_body(const db_meta& db, const std::string& id, const json& do
   return std::move(*written);
 }
 
-// The body of a PUT or POST, its document's body written as it is parsed.
-result<split_doc> split_body(const std::string& text) {
-  std::string why;
-  auto parsed = parse_split_doc(text, document_member, max_json_depth(), &why);
-  if (!parsed) return status{errc::bad_request, why.empty() ? "invalid UTF-8 JSON" : why};
-  return std::move(*parsed);
-}
-
 }  // namespace
 
 result<doc_update> to_doc_update(const db_meta& db, json doc, const std::string& id, bool new_edits,
@@ -184,11 +176,11 @@ result<doc_update> to_doc_update(const db_meta& db, json doc, const std::string&
     if (auto st = compile_design_doc(doc, js); !st) return st;
     if (auto st = validation_runs_everywhere(doc, cluster); !st) return st;
   }
-  if (doc.contains("_attachments") && doc["_attachments"].empty()) {
-    doc.erase("_attachments");  // none: CouchDB's revision has an empty list, which it never shows
-  } else if (doc.contains("_attachments")) {
+  if (auto atts = doc.find("_attachments"); atts != doc.end() && atts->empty()) {
+    doc.erase(atts);  // none: CouchDB's revision has an empty list, which it never shows
+  } else if (atts != doc.end()) {
     // Inline bytes leave the body as blobs; stubs are merged by the store (storage/attachments.hpp).
-    if (auto st = attachments::take_inline(doc["_attachments"], !new_edits, u.blobs, follows, policy); !st) return st;
+    if (auto st = attachments::take_inline(*atts, !new_edits, u.blobs, follows, policy); !st) return st;
     u.managed_attachments = true;
   }
   for (const char* k : {"_id", "_rev", "_deleted", "_revisions"}) doc.erase(k);
@@ -763,7 +755,8 @@ void put_doc(ctx& c, const db_meta& db, std::string id) {
     }
   } else if (c.req.spool) {
     return c.error(errc::bad_content_type, "Content-Type must be multipart/related");
-  } else if (auto parsed = split_body(c.req.body); parsed) {
+  } else if (auto parsed = parse_client_doc(c.req.body, document_member, {errc::bad_request, "invalid UTF-8 JSON"});
+             parsed) {
     doc = std::move(*parsed);
   } else {
     return c.error(parsed.error());

@@ -70,10 +70,7 @@ result<json> ctx::json_object_body(size_t wrapping) const {
 
 result<docs_body> ctx::split_docs_body(std::string_view array, member_picker pick, size_t wrapping) const {
   if (auto st = require_json_content(); !st) return st;
-  std::string why;
-  auto body = parse_docs_body(req.body, array, pick, max_json_depth() + wrapping, &why);
-  if (!body) return status{errc::bad_request, why.empty() ? "invalid UTF-8 JSON" : why};
-  return std::move(*body);
+  return parse_client_docs(req.body, array, pick, {errc::bad_request, "invalid UTF-8 JSON"}, wrapping);
 }
 
 status ctx::require_json_content() const {

@@ -2,12 +2,35 @@
 
 namespace settee {
 
+namespace {
+
+// `parsed`, or `refusal` with the parser's reason when it gave one (the nesting limit).
+template <class T>
+result<T> client_parse(std::optional<T> parsed, status refusal, const std::string& why) {
+  if (parsed) return std::move(*parsed);
+  if (!why.empty()) refusal.reason = why;
+  return refusal;
+}
+
+}  // namespace
+
 result<json> parse_client_json(std::string_view text, status refusal, size_t wrapping) {
   std::string why;
   auto j = parse_json(text, max_json_depth() + wrapping, &why);
-  if (j) return std::move(*j);
-  if (!why.empty()) refusal.reason = why;
-  return refusal;
+  return client_parse(std::move(j), std::move(refusal), why);
+}
+
+result<split_doc> parse_client_doc(std::string_view text, member_picker pick, status refusal) {
+  std::string why;
+  auto d = parse_split_doc(text, pick, max_json_depth(), &why);
+  return client_parse(std::move(d), std::move(refusal), why);
+}
+
+result<docs_body> parse_client_docs(std::string_view text, std::string_view array, member_picker pick, status refusal,
+                                    size_t wrapping) {
+  std::string why;
+  auto b = parse_docs_body(text, array, pick, max_json_depth() + wrapping, &why);
+  return client_parse(std::move(b), std::move(refusal), why);
 }
 
 bool valid_utf8(std::string_view s) {

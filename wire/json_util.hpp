@@ -14,6 +14,11 @@ namespace settee {
 // `wrapping`: levels a body adds around the documents it carries ({"docs":[...]}: 2), so that any
 // document [couchdb] max_json_depth lets in also comes in through it.
 result<json> parse_client_json(std::string_view text, status refusal, size_t wrapping = 0);
+// The same for a written document (PUT, POST) and a body of documents (_bulk_docs), taken apart
+// as they are parsed (node/json's parse_split_doc, parse_docs_body).
+result<split_doc> parse_client_doc(std::string_view text, member_picker pick, status refusal);
+result<docs_body> parse_client_docs(std::string_view text, std::string_view array, member_picker pick, status refusal,
+                                    size_t wrapping);
 bool valid_utf8(std::string_view s);
 
 // Appends CouchDB's "error" (the table's name for st.code, node/errc.def) and "reason" to `obj`:
