@@ -35,19 +35,24 @@ bool valid_rev(std::string_view text, rev_id& out) {
   return parse_rev(text, out) && out.hash.size() <= max_rev_hash_length;
 }
 
-// CouchDB's couch_doc:transfer_fields: members starting with '_' must be ones it knows, and
-// `_attachments`, `_revisions` (objects) and `_deleted` (a boolean) of their type, else they are
-// as unknown to it.
+// Whether `k`, a member starting with '_' of a document that is not `_rev` or `_revisions`, is one
+// couch_doc:transfer_fields takes: `_id`, `_attachments` (an object), `_deleted` (a boolean), the
+// ignored and the kept ones. Any other is unknown to it.
+bool known_special(const std::string& k, const json& v) {
+  if (k == "_id") return true;
+  if (k == "_deleted") return v.is_boolean();
+  if (k == "_attachments") return v.is_object();
+  return std::find(std::begin(ignored_specials), std::end(ignored_specials), k) != std::end(ignored_specials) ||
+         std::find(std::begin(kept_specials), std::end(kept_specials), k) != std::end(kept_specials);
+}
+
+// couch_doc:transfer_fields's check of the special members' names and types alone (a _local
+// document reads its `_rev` itself: to_local_update).
 status check_special_members(const json& doc) {
   for (auto it = doc.begin(); it != doc.end(); ++it) {
     const std::string& k = it.key();
-    const bool typed = k == "_deleted" ? it->is_boolean() : it->is_object();
-    if (k.empty() || k[0] != '_' || k == "_id" || k == "_rev" ||
-        ((k == "_deleted" || k == "_revisions" || k == "_attachments") && typed) ||
-        std::find(std::begin(ignored_specials), std::end(ignored_specials), k) != std::end(ignored_specials) ||
-        std::find(std::begin(kept_specials), std::end(kept_specials), k) != std::end(kept_specials)) {
+    if (k.empty() || k[0] != '_' || k == "_rev" || (k == "_revisions" && it->is_object()) || known_special(k, *it))
       continue;
-    }
     return status{errc::doc_validation, "Bad special document member: " + k};
   }
   return {};
@@ -130,6 +135,40 @@ status revision_history(const json& r, std::vector<rev_id>& history) {
   return {};
 }
 
+// The revision a document names, read as couch_doc:transfer_fields reads its members: in their
+// order, the first bad one refusing the document (so `"_rev":"x"` before `_revisions` is refused,
+// after it not even read); a special member it does not know is a doc_validation error.
+// `history`: `_revisions`' revisions (then `rev` is not used).
+status read_specials(const json& doc, std::optional<rev_id>& rev, std::vector<rev_id>& history) {
+  bool has_revisions = false, generation_0 = false;
+  for (auto it = doc.begin(); it != doc.end(); ++it) {
+    const std::string& k = it.key();
+    if (k.empty() || k[0] != '_') continue;
+    if (k == "_rev" && !has_revisions) {
+      if (!it->is_string()) return bad_rev();  // null too: couch_doc:parse_rev refuses it
+      const std::string& text = it->get_ref<const std::string&>();
+      rev_id r;
+      if (valid_rev(text, r)) {
+        rev = r;
+        continue;
+      }
+      // couch_doc:parse_rev takes generation 0 (and an empty hash, "1-", as parse_rev here): no
+      // document has a revision of generation 0, so an edit based on one conflicts.
+      const size_t dash = text.find('-');
+      generation_0 = dash != std::string::npos && text.compare(0, dash, "0") == 0 && dash + 1 < text.size();
+      if (!generation_0 && !(doc.contains("_revisions") && parse_rev(text, r))) return bad_rev();
+    } else if (k == "_revisions" && it->is_object()) {
+      // `_revisions` wins over `_rev` (PouchDB sends `"_rev":"1-"` beside a full `_revisions`).
+      has_revisions = true;
+      if (auto st = revision_history(*it, history); !st) return st;
+    } else if (k != "_rev" && !known_special(k, *it)) {
+      return status{errc::doc_validation, "Bad special document member: " + k};
+    }
+  }
+  if (generation_0 && !has_revisions) return status{errc::conflict, "Document update conflict."};
+  return {};
+}
+
 // The body to store: `written` (split_doc's), or `doc` as CouchDB writes it (numbers as it stores them).
 std::string stored_body(const db_meta& db, const std::string& id, const json& doc, std::optional<std::string> written) {
   if (!written) return couch_dump(doc);
@@ -149,28 +188,9 @@ result<doc_update> to_doc_update(const db_meta& db, json doc, const std::string&
   u.id = id;
   u.new_edits = new_edits;
   std::optional<rev_id> rev;
-  if (auto st = check_special_members(doc); !st) return st;
-  // `_revisions` wins over `_rev`, which is then not even read (couch_doc:transfer_fields; PouchDB
-  // sends `"_rev":"1-"` beside a full `_revisions`).
-  const bool has_revisions = doc.contains("_revisions");
-  if (!has_revisions && doc.contains("_rev")) {  // null too: couch_doc:parse_rev refuses it
-    // couch_doc:parse_rev takes generation 0 (and an empty hash, "1-", as parse_rev here): no
-    // document has a revision of generation 0, so an edit based on one conflicts.
-    if (!doc["_rev"].is_string()) return bad_rev();
-    const std::string& text = doc["_rev"].get_ref<const std::string&>();
-    rev_id r;
-    if (!valid_rev(text, r)) {
-      size_t dash = text.find('-');
-      bool generation_0 = dash != std::string::npos && text.compare(0, dash, "0") == 0 && dash + 1 < text.size();
-      if (!generation_0) return bad_rev();
-      return status{errc::conflict, "Document update conflict."};
-    }
-    rev = r;
-  }
-  if (doc.contains("_deleted")) u.deleted = doc["_deleted"].get<bool>();
   std::vector<rev_id> history;
-  if (has_revisions)
-    if (auto st = revision_history(doc["_revisions"], history); !st) return st;
+  if (auto st = read_specials(doc, rev, history); !st) return st;
+  if (doc.contains("_deleted")) u.deleted = doc["_deleted"].get<bool>();
   if (id.rfind("_design/", 0) == 0 && !u.deleted) {
     if (auto st = validate_design_doc(doc); !st) return st;
     if (auto st = compile_design_doc(doc, js); !st) return st;

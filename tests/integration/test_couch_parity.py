@@ -118,6 +118,32 @@ class Parity(NodeTest):
                          201)
         self.assertEqual(n.get("/par/nr3").json["_rev"], "1-")
 
+    def test_special_members_are_read_in_their_order(self):
+        # couch_doc:transfer_fields reads the members one by one: the first bad one refuses the
+        # document, and a `_rev` ahead of `_revisions` is parsed (one after it is not even read).
+        n = self.node
+        revisions = {"start": 1, "ids": ["cc"]}
+        for path, body in [("/par/ord?new_edits=false", {"_rev": "bad", "_revisions": revisions}),
+                           ("/par/ord", {"_rev": "x-1", "_revisions": revisions}),
+                           ("/par/ord", {"_rev": "bad", "_foo": 1})]:
+            with self.subTest(body=body):
+                self.assertError(n.put(path, body), 400, "bad_request", "Invalid rev format")
+        self.assertError(n.post("/par/_bulk_docs", {"new_edits": False, "docs": [
+            {"_id": "ord", "_rev": "bad", "_revisions": revisions}]}), 400, "bad_request", "Invalid rev format")
+        self.assertError(n.put("/par/ord", {"_foo": 1, "_rev": "bad"}), 400, "doc_validation",
+                         "Bad special document member: _foo")
+        self.assertError(n.put("/par/ord", {"_revisions": {"start": "1"}, "_foo": 1}), 400, "doc_validation",
+                         "_revisions.start isn't an integer.")
+        self.assertError(n.put("/par/ord", {"_foo": 1, "_revisions": {"start": "1"}}), 400, "doc_validation",
+                         "Bad special document member: _foo")
+        # After `_revisions`, `_rev` is not read; ahead of it, any revision CouchDB can parse passes.
+        for body in [{"_revisions": revisions, "_rev": "bad"}, {"_rev": "0-abc", "_revisions": revisions},
+                     {"_rev": "2-" + "a" * 200, "_revisions": revisions}]:
+            with self.subTest(body=body):
+                r = n.put("/par/ord?new_edits=false", body)
+                self.assertEqual(r.status, 201, r)
+                self.assertEqual(r.json["rev"], "1-cc")
+
     def test_validate_doc_update_is_saved_and_runs(self):
         n = self.node
         vdu = "function(newDoc) { if (newDoc.bad) throw({forbidden: 'no bad docs'}); }"
