@@ -46,14 +46,38 @@ bool known_special(const std::string& k, const json& v) {
          std::find(std::begin(kept_specials), std::end(kept_specials), k) != std::end(kept_specials);
 }
 
-// couch_doc:transfer_fields's check of the special members' names and types alone (a _local
-// document reads its `_rev` itself: to_local_update).
+status bad_rev() {
+  return {errc::bad_request, "Invalid rev format"};
+}
+
+// Whether couch_doc:parse_rev takes `text`: an integer (a sign allowed), '-', then anything, but
+// 32 hexadecimal digits when the integer is not 0 and the rest is 32 long.
+bool couch_parses_rev(const json& v) {
+  if (!v.is_string()) return false;
+  const std::string& text = v.get_ref<const std::string&>();
+  const size_t dash = text.find('-');
+  if (dash == std::string::npos) return false;
+  size_t digits = text[0] == '+' ? 1 : 0;
+  if (digits == dash || text.find_first_not_of("0123456789", digits) != dash) return false;
+  const bool zero = text.find_first_not_of('0', digits) == dash;
+  const std::string_view hash = std::string_view(text).substr(dash + 1);
+  return zero || hash.size() != 32 || hash.find_first_not_of("0123456789abcdefABCDEF") == std::string_view::npos;
+}
+
+// couch_doc:transfer_fields's checks of the special members alone, in their order (a _local
+// document's revision is its own: to_local_update reads it).
 status check_special_members(const json& doc) {
+  bool has_revisions = false;
   for (auto it = doc.begin(); it != doc.end(); ++it) {
     const std::string& k = it.key();
-    if (k.empty() || k[0] != '_' || k == "_rev" || (k == "_revisions" && it->is_object()) || known_special(k, *it))
-      continue;
-    return status{errc::doc_validation, "Bad special document member: " + k};
+    if (k.empty() || k[0] != '_' || known_special(k, *it)) continue;
+    if (k == "_rev") {
+      if (!has_revisions && !couch_parses_rev(*it)) return bad_rev();
+    } else if (k == "_revisions" && it->is_object()) {
+      has_revisions = true;
+    } else {
+      return status{errc::doc_validation, "Bad special document member: " + k};
+    }
   }
   return {};
 }
@@ -73,14 +97,6 @@ void whole_where_needed(const db_meta& db, const std::string& id, split_doc& d) 
   d.doc = rejoin(std::move(d));
   d.body.reset();
 }
-
-namespace {
-
-status bad_rev() {
-  return {errc::bad_request, "Invalid rev format"};
-}
-
-}  // namespace
 
 status validate_doc_id(const std::string& id, size_t max_length) {
   if (id.empty()) return {errc::illegal_docid, "Document id must not be empty"};
@@ -145,7 +161,8 @@ status read_specials(const json& doc, std::optional<rev_id>& rev, std::vector<re
     const std::string& k = it.key();
     if (k.empty() || k[0] != '_') continue;
     if (k == "_rev" && !has_revisions) {
-      if (!it->is_string()) return bad_rev();  // null too: couch_doc:parse_rev refuses it
+      if (!couch_parses_rev(*it)) return bad_rev();  // null too
+      if (doc.contains("_revisions")) continue;      // parsed, then replaced by `_revisions`
       const std::string& text = it->get_ref<const std::string&>();
       rev_id r;
       if (valid_rev(text, r)) {
@@ -155,8 +172,8 @@ status read_specials(const json& doc, std::optional<rev_id>& rev, std::vector<re
       // couch_doc:parse_rev takes generation 0 (and an empty hash, "1-", as parse_rev here): no
       // document has a revision of generation 0, so an edit based on one conflicts.
       const size_t dash = text.find('-');
-      generation_0 = dash != std::string::npos && text.compare(0, dash, "0") == 0 && dash + 1 < text.size();
-      if (!generation_0 && !(doc.contains("_revisions") && parse_rev(text, r))) return bad_rev();
+      generation_0 = text.compare(0, dash, "0") == 0 && dash + 1 < text.size();
+      if (!generation_0) return bad_rev();
     } else if (k == "_revisions" && it->is_object()) {
       // `_revisions` wins over `_rev` (PouchDB sends `"_rev":"1-"` beside a full `_revisions`).
       has_revisions = true;
@@ -165,7 +182,7 @@ status read_specials(const json& doc, std::optional<rev_id>& rev, std::vector<re
       return status{errc::doc_validation, "Bad special document member: " + k};
     }
   }
-  if (generation_0 && !has_revisions) return status{errc::conflict, "Document update conflict."};
+  if (generation_0) return status{errc::conflict, "Document update conflict."};
   return {};
 }
 

@@ -125,13 +125,18 @@ class Parity(NodeTest):
         revisions = {"start": 1, "ids": ["cc"]}
         for path, body in [("/par/ord?new_edits=false", {"_rev": "bad", "_revisions": revisions}),
                            ("/par/ord", {"_rev": "x-1", "_revisions": revisions}),
-                           ("/par/ord", {"_rev": "bad", "_foo": 1})]:
+                           ("/par/ord", {"_rev": "bad", "_foo": 1}),
+                           ("/par/_local/ord", {"_rev": "bad", "_foo": 1}),
+                           # a 32-character hash after a generation other than 0 is hexadecimal
+                           ("/par/ord", {"_rev": "1-" + "z" * 32}),
+                           ("/par/ord?new_edits=false", {"_rev": "1-" + "z" * 32, "_revisions": revisions})]:
             with self.subTest(body=body):
                 self.assertError(n.put(path, body), 400, "bad_request", "Invalid rev format")
         self.assertError(n.post("/par/_bulk_docs", {"new_edits": False, "docs": [
             {"_id": "ord", "_rev": "bad", "_revisions": revisions}]}), 400, "bad_request", "Invalid rev format")
-        self.assertError(n.put("/par/ord", {"_foo": 1, "_rev": "bad"}), 400, "doc_validation",
-                         "Bad special document member: _foo")
+        for path in ["/par/ord", "/par/_local/ord"]:
+            self.assertError(n.put(path, {"_foo": 1, "_rev": "bad"}), 400, "doc_validation",
+                             "Bad special document member: _foo")
         self.assertError(n.put("/par/ord", {"_revisions": {"start": "1"}, "_foo": 1}), 400, "doc_validation",
                          "_revisions.start isn't an integer.")
         self.assertError(n.put("/par/ord", {"_foo": 1, "_revisions": {"start": "1"}}), 400, "doc_validation",
