@@ -64,24 +64,6 @@ bool couch_parses_rev(const json& v) {
   return zero || hash.size() != 32 || hash.find_first_not_of("0123456789abcdefABCDEF") == std::string_view::npos;
 }
 
-// couch_doc:transfer_fields's checks of the special members alone, in their order (a _local
-// document's revision is its own: to_local_update reads it).
-status check_special_members(const json& doc) {
-  bool has_revisions = false;
-  for (auto it = doc.begin(); it != doc.end(); ++it) {
-    const std::string& k = it.key();
-    if (k.empty() || k[0] != '_' || known_special(k, *it)) continue;
-    if (k == "_rev") {
-      if (!has_revisions && !couch_parses_rev(*it)) return bad_rev();
-    } else if (k == "_revisions" && it->is_object()) {
-      has_revisions = true;
-    } else {
-      return status{errc::doc_validation, "Bad special document member: " + k};
-    }
-  }
-  return {};
-}
-
 }  // namespace
 
 member_use document_member(std::string_view name) {
@@ -154,19 +136,20 @@ status revision_history(const json& r, std::vector<rev_id>& history) {
 // The revision a document names, read as couch_doc:transfer_fields reads its members: in their
 // order, the first bad one refusing the document (so `"_rev":"x"` before `_revisions` is refused,
 // after it not even read); a special member it does not know is a doc_validation error.
-// `history`: `_revisions`' revisions (then `rev` is not used).
-status read_specials(const json& doc, std::optional<rev_id>& rev, std::vector<rev_id>& history) {
+// `history`: `_revisions`' revisions (then `rev` is not used). `rev` null: a _local document, whose
+// revision is its own (to_local_update reads it): its members are only checked.
+status read_specials(const json& doc, std::optional<rev_id>* rev, std::vector<rev_id>& history) {
   bool has_revisions = false, generation_0 = false;
   for (auto it = doc.begin(); it != doc.end(); ++it) {
     const std::string& k = it.key();
     if (k.empty() || k[0] != '_') continue;
     if (k == "_rev" && !has_revisions) {
-      if (!couch_parses_rev(*it)) return bad_rev();  // null too
-      if (doc.contains("_revisions")) continue;      // parsed, then replaced by `_revisions`
+      if (!couch_parses_rev(*it)) return bad_rev();      // null too
+      if (!rev || doc.contains("_revisions")) continue;  // parsed, then replaced by `_revisions`
       const std::string& text = it->get_ref<const std::string&>();
       rev_id r;
       if (valid_rev(text, r)) {
-        rev = r;
+        *rev = r;
         continue;
       }
       // couch_doc:parse_rev takes generation 0 (and an empty hash, "1-", as parse_rev here): no
@@ -177,6 +160,7 @@ status read_specials(const json& doc, std::optional<rev_id>& rev, std::vector<re
     } else if (k == "_revisions" && it->is_object()) {
       // `_revisions` wins over `_rev` (PouchDB sends `"_rev":"1-"` beside a full `_revisions`).
       has_revisions = true;
+      if (!rev) continue;
       if (auto st = revision_history(*it, history); !st) return st;
     } else if (k != "_rev" && !known_special(k, *it)) {
       return status{errc::doc_validation, "Bad special document member: " + k};
@@ -206,7 +190,7 @@ result<doc_update> to_doc_update(const db_meta& db, json doc, const std::string&
   u.new_edits = new_edits;
   std::optional<rev_id> rev;
   std::vector<rev_id> history;
-  if (auto st = read_specials(doc, rev, history); !st) return st;
+  if (auto st = read_specials(doc, &rev, history); !st) return st;
   if (doc.contains("_deleted")) u.deleted = doc["_deleted"].get<bool>();
   if (id.rfind("_design/", 0) == 0 && !u.deleted) {
     if (auto st = validate_design_doc(doc); !st) return st;
@@ -501,7 +485,8 @@ result<local_update> to_local_update(const std::string& id, json* doc, std::stri
   u.id = id;
   if (doc) {
     if (!doc->is_object()) return status{errc::bad_request, "Document must be a JSON object"};
-    if (auto st = check_special_members(*doc); !st) return st;
+    std::vector<rev_id> history;
+    if (auto st = read_specials(*doc, nullptr, history); !st) return st;
     if (rev.empty() && doc->contains("_rev")) {  // null too, as couch_doc:parse_rev
       if (!(*doc)["_rev"].is_string()) return bad_rev();
       rev = (*doc)["_rev"].get<std::string>();
