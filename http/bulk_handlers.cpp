@@ -11,11 +11,11 @@ namespace settee {
 
 namespace {
 
-// The rows of a _bulk_docs answer as text, in the request's order: a row written once, not a DOM of
-// a thousand rows dumped (error rows, rare, as ctx::reply dumps them). A document that failed for
-// the server's sake (disk full, a copy unreachable) sets `server_failure`, as CouchDB's fabric does
-// when a shard write fails; refusals of single documents (conflicts, forbidden) do not: they are
-// answers about those documents.
+// A _bulk_docs answer as text (the array of rows in the request's order, and a newline): a row
+// written once, not a DOM of a thousand rows dumped (error rows, rare, as ctx::reply dumps them).
+// A document that failed for the server's sake (disk full, a copy unreachable) sets `server_failure`, as CouchDB's
+// fabric does when a shard write fails; refusals of single documents (conflicts, forbidden) do not: they are answers
+// about those documents.
 std::string bulk_rows(const std::vector<std::string>& ids, const std::vector<std::pair<size_t, status>>& refused,
                       std::vector<std::pair<size_t, result<uint64_t>>>& local_results,
                       const std::vector<doc_result>& results, bool new_edits, int& server_failure) {
@@ -62,6 +62,7 @@ std::string bulk_rows(const std::vector<std::string>& ids, const std::vector<std
       if (http_status_of(r.st.code) >= 500 && !server_failure) server_failure = http_status_of(r.st.code);
     }
   }
+  out += "]\n";
   return out;
 }
 
@@ -170,7 +171,6 @@ void handle_bulk_docs(ctx& c, const db_meta& db) {
 
   int server_failure = 0;
   std::string out = bulk_rows(ids, refused, local_results, written->results, new_edits, server_failure);
-  out += "]\n";
   c.reply_raw(server_failure ? server_failure : written->quorum_met ? 201 : 202, std::move(out));
 }
 

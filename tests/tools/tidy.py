@@ -80,7 +80,7 @@ DEBTS = {
 # not grow, a new one may not appear; split them and lower or strike their figures.
 LONG_FUNCTIONS = {
     ("http/changes_handlers.cpp", "parse_changes"): 134,
-    ("http/bulk_handlers.cpp", "handle_bulk_docs"): 106,
+    ("http/bulk_handlers.cpp", "handle_bulk_docs"): 105,
     ("storage/shard_store.cpp", "shard_store::commit"): 127,
     ("http/metrics_handlers.cpp", "prometheus"): 105,
     ("storage/shard_store.cpp", "shard_store::apply_doc"): 105,
